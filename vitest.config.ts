@@ -1,0 +1,40 @@
+import { defineConfig, mergeConfig } from 'vitest/config';
+import { playwright } from '@vitest/browser-playwright';
+import viteConfig from './vite.config.ts';
+import { chromiumArgs, chromiumPath } from './scripts/chromium.ts';
+
+/**
+ * Two projects: `unit` runs pure TS in Node (plan, trace, CPU twins); `gpu` runs real WGSL on
+ * the real WebGPU adapter of headless Chromium (SwiftShader on CI machines).
+ */
+export default mergeConfig(
+  viteConfig,
+  defineConfig({
+    test: {
+      projects: [
+        {
+          extends: true,
+          test: { name: 'unit', environment: 'node', include: ['tests/unit/**/*.test.ts'] },
+        },
+        {
+          extends: true,
+          test: {
+            name: 'gpu',
+            include: ['tests/gpu/**/*.test.ts'],
+            testTimeout: 120_000,
+            hookTimeout: 120_000,
+            browser: {
+              enabled: true,
+              headless: true,
+              screenshotFailures: false,
+              provider: playwright({
+                launchOptions: { executablePath: chromiumPath(), args: chromiumArgs },
+              }),
+              instances: [{ browser: 'chromium' }],
+            },
+          },
+        },
+      ],
+    },
+  }),
+);
