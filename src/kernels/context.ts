@@ -1,0 +1,91 @@
+/** One storage or uniform buffer bound at `binding` of group 0. */
+export interface Binding {
+  readonly binding: number;
+  readonly buffer: GPUBuffer;
+}
+
+/** Called once per dispatch, in submission order; lets a profiler attach timestamp writes. */
+export type PassObserver = (op: string) => GPUComputePassTimestampWrites | undefined;
+
+/**
+ * A device plus the command encoder that kernels append to. Pipelines are cached per
+ * (shader, entry point, override constants); every dispatch gets its own compute pass so a
+ * profiler can time it. `flush()` submits what was encoded.
+ */
+export class KernelContext {
+  private encoder: GPUCommandEncoder | undefined;
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly modules = new Map<string, GPUShaderModule>();
+  private transient: GPUBuffer[] = [];
+  observer: PassObserver | undefined;
+
+  constructor(readonly device: GPUDevice) {}
+
+  /** The compute pipeline of `entryPoint` in `code`, specialised by `constants`; compiled once. */
+  pipeline(label: string, code: string, entryPoint: string, constants: Record<string, number> = {}): GPUComputePipeline {
+    const key = `${label}|${entryPoint}|${JSON.stringify(constants)}`;
+    let p = this.pipelines.get(key);
+    if (!p) {
+      let module = this.modules.get(label);
+      if (!module) {
+        module = this.device.createShaderModule({ label, code });
+        this.modules.set(label, module);
+      }
+      p = this.device.createComputePipeline({
+        label: key,
+        layout: 'auto',
+        compute: { module, entryPoint, constants },
+      });
+      this.pipelines.set(key, p);
+    }
+    return p;
+  }
+
+  /** A uniform buffer holding `data` (u32/f32 words), freed after the next flush completes. */
+  uniform(data: ArrayBufferView<ArrayBuffer>): GPUBuffer {
+    const size = Math.max(16, Math.ceil(data.byteLength / 16) * 16);
+    const buffer = this.device.createBuffer({ size, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
+    new Uint8Array(buffer.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    buffer.unmap();
+    this.transient.push(buffer);
+    return buffer;
+  }
+
+  /** Encodes one dispatch of `workgroups` workgroups in its own compute pass. */
+  dispatch(op: string, pipeline: GPUComputePipeline, bindings: readonly Binding[], workgroups: readonly [number, number, number]): void {
+    if (workgroups.some((w) => w === 0)) return; // empty tensors: nothing to compute
+    const bindGroup = this.device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: bindings.map(({ binding, buffer }) => ({ binding, resource: { buffer } })),
+    });
+    this.encoder ??= this.device.createCommandEncoder();
+    const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(op) });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);
+    pass.end();
+  }
+
+  /** The encoder kernels append to (for copies and timestamp resolves between dispatches). */
+  commandEncoder(): GPUCommandEncoder {
+    this.encoder ??= this.device.createCommandEncoder();
+    return this.encoder;
+  }
+
+  /** Submits everything encoded so far; resolves when the GPU has finished it. */
+  async flush(): Promise<void> {
+    this.submit();
+    await this.device.queue.onSubmittedWorkDone();
+  }
+
+  /** Submits everything encoded so far without waiting. */
+  submit(): void {
+    if (this.encoder) {
+      this.device.queue.submit([this.encoder.finish()]);
+      this.encoder = undefined;
+    }
+    const done = this.transient;
+    this.transient = [];
+    if (done.length) void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));
+  }
+}
