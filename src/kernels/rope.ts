@@ -1,0 +1,54 @@
+import code from '../../shaders/rope.wgsl?raw';
+import type { KernelContext } from './context.ts';
+import { grid1d } from './grid.ts';
+import { expectShape, formatShape, numel } from './limits.ts';
+import { checkInteger, packParams } from './rowwise.ts';
+import type { GpuTensor } from './tensor.ts';
+
+/** Options of rope and ropeBackward. */
+export interface RopeOptions {
+  /** θ_k = pos · base^(−2k/headDim); default 10000. */
+  readonly base?: number;
+  /**
+   * Global position of local token 0 (a rank holding sequence shard [s0, s0 + s) passes s0);
+   * token t is at position offset + t. Default 0; float32 positions are exact below 2^24.
+   */
+  readonly positionOffset?: number;
+}
+
+function dispatchRope(op: string, ctx: KernelContext, x: GpuTensor, out: GpuTensor, options: RopeOptions, sign: 1 | -1): void {
+  const { base = 10000, positionOffset = 0 } = options;
+  if (x.shape.length !== 4) {
+    throw new Error(`${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; rope needs 4 dimensions [s, b, heads, headDim].`);
+  }
+  const d = x.shape[3];
+  if (d % 2 !== 0) {
+    throw new Error(`${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; headDim ${d} must be even (rotate-half pairs k with k + headDim/2).`);
+  }
+  expectShape(op, out.name, out.shape, x.shape, `same shape as "${x.name}"`);
+  if (!(base > 0) || !Number.isFinite(base)) throw new Error(`${op}: option "base" is ${base}; it must be a finite number > 0.`);
+  checkInteger(op, 'positionOffset', positionOffset, 0, 2 ** 24 - x.shape[0]);
+  const pairs = numel(x.shape) / 2;
+  const wg = grid1d(ctx.device.limits, op, x.name, x.shape, pairs);
+  const params = ctx.uniform(packParams([
+    ['u32', pairs], ['u32', d / 2], ['u32', x.shape[1] * x.shape[2]], ['u32', positionOffset], ['f32', Math.log2(base)], ['f32', sign],
+  ]));
+  ctx.dispatch(op, ctx.pipeline('rope', code, 'rope'), [
+    { binding: 0, buffer: params },
+    { binding: 1, buffer: x.buffer },
+    { binding: 2, buffer: out.buffer },
+  ], wg);
+}
+
+/**
+ * Rotary embedding, rotate-half pairing (k ↔ k + headDim/2): [s, b, heads, headDim] → same shape.
+ * Call once for Q [s, b, nq, d] and once for K [s, b, nkv, d]. headDim must be even.
+ */
+export function rope(ctx: KernelContext, x: GpuTensor, out: GpuTensor, options: RopeOptions = {}): void {
+  dispatchRope('rope', ctx, x, out, options, 1);
+}
+
+/** Backward of rope: dx = rotation of dy by −θ; [s, b, heads, headDim] → same shape. */
+export function ropeBackward(ctx: KernelContext, dy: GpuTensor, dx: GpuTensor, options: RopeOptions = {}): void {
+  dispatchRope('ropeBackward', ctx, dy, dx, options, -1);
+}
