@@ -1,0 +1,138 @@
+import type { TracePhase } from '../trace/event.ts';
+import { sharedNow } from '../trace/clock.ts';
+import type { TraceSink } from '../trace/recorder.ts';
+import { checkDivisible, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
+import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
+import { GroupBrokenError } from './errors.ts';
+import { hostTensor, type HostTensor } from './host-tensor.ts';
+import { sliceAlong } from './layout.ts';
+import type { TraceEvent } from '../trace/event.ts';
+
+/** A call before it is numbered: what the caller asks for. */
+export type CallRequest = Omit<CollectiveCall, 'seq' | 'dtype'>;
+
+/** A finished collective: the result, its timed phases and the bytes this rank sent. */
+export interface Executed {
+  readonly call: CollectiveCall;
+  readonly out: HostTensor;
+  readonly phases: TracePhase[];
+  readonly sentBytes: number;
+}
+
+/** What a wrapper (e.g. the GPU one) needs from a host communicator. */
+export interface CollectiveRunner {
+  readonly rank: number;
+  readonly size: number;
+  readonly transport: TransportName;
+  readonly sink: TraceSink;
+  /** Validates, numbers and runs one call on host data; records nothing. */
+  run(req: CallRequest, x: HostTensor): Promise<Executed>;
+}
+
+/** The trace event of one finished collective on `device`, spanning [t0, t1]. */
+export function commEvent(r: CollectiveRunner, e: Executed, device: 'cpu' | 'gpu', t0: number, t1: number, phases: readonly TracePhase[]): TraceEvent {
+  const c = e.call;
+  return {
+    rank: r.rank,
+    stream: 'comm',
+    op: c.op,
+    shape: c.shape,
+    bytes: payloadBytes(c, r.size),
+    t0,
+    t1,
+    phases: [...phases],
+    comm: {
+      seq: c.seq,
+      groupSize: r.size,
+      transport: r.transport,
+      dtype: c.dtype,
+      device,
+      sentBytes: e.sentBytes,
+      ...(c.dim !== undefined && { dim: c.dim }),
+      ...(c.reduceOp !== undefined && { reduceOp: c.reduceOp }),
+      ...(c.root !== undefined && { root: c.root }),
+    },
+  };
+}
+
+/**
+ * Host-array collectives on top of one `execute` per transport: numbering, argument checks,
+ * failure latching (a failed group refuses further calls) and one trace event per call.
+ */
+export abstract class BaseCollectives implements Collectives<HostTensor>, CollectiveRunner {
+  private seq = 0;
+  private failure: string | undefined;
+
+  constructor(
+    readonly rank: number,
+    readonly size: number,
+    readonly transport: TransportName,
+    readonly sink: TraceSink,
+  ) {}
+
+  /** Moves the data of a numbered, validated call; identical `call` on every rank. */
+  protected abstract execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>>;
+
+  async run(req: CallRequest, x: HostTensor): Promise<Executed> {
+    if (this.failure !== undefined) throw new GroupBrokenError(this.rank, this.failure);
+    const call = this.validate(req, x);
+    try {
+      return { call, ...(await this.execute(call, x)) };
+    } catch (e) {
+      this.failure = e instanceof Error ? e.message : String(e);
+      throw e;
+    }
+  }
+
+  /** Marks the group failed so later calls throw GroupBrokenError. */
+  protected fail(reason: string): void {
+    this.failure ??= reason;
+  }
+
+  private validate(req: CallRequest, x: HostTensor): CollectiveCall {
+    hostTensor(x.shape, x.data);
+    let dim = req.dim;
+    if (dim !== undefined) {
+      dim = resolveDim(req.op, x.shape, dim);
+      if (req.op === 'reduceScatter') checkDivisible(req.op, x.shape, dim, this.size);
+    }
+    if (req.root !== undefined && !(Number.isInteger(req.root) && req.root >= 0 && req.root < this.size)) {
+      throw new Error(`${req.op}: root ${req.root} is not a rank of a group of ${this.size}.`);
+    }
+    if (x.shape.length > 8) throw new Error(`${req.op}: tensors of more than 8 dims are not supported.`);
+    return { ...req, dim, seq: ++this.seq, dtype: 'f32', shape: [...x.shape] };
+  }
+
+  private async traced(req: CallRequest, x: HostTensor): Promise<HostTensor> {
+    const t0 = sharedNow();
+    const e = await this.run(req, x);
+    this.sink.record(commEvent(this, e, 'cpu', t0, sharedNow(), e.phases));
+    return e.out;
+  }
+
+  allReduce(x: HostTensor, op: ReduceOp = 'sum'): Promise<HostTensor> {
+    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op }, x);
+  }
+
+  reduceScatter(x: HostTensor, dim: number, op: ReduceOp = 'sum'): Promise<HostTensor> {
+    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op }, x);
+  }
+
+  allGather(x: HostTensor, dim: number): Promise<HostTensor> {
+    return this.traced({ op: 'allGather', shape: x.shape, dim }, x);
+  }
+
+  broadcast(x: HostTensor, root: number): Promise<HostTensor> {
+    return this.traced({ op: 'broadcast', shape: x.shape, root }, x);
+  }
+
+  async barrier(): Promise<void> {
+    await this.traced({ op: 'barrier', shape: [] }, hostTensor([], new Float32Array(1)));
+  }
+
+  async shard(x: HostTensor, dim: number): Promise<HostTensor> {
+    const d = resolveDim('shard', x.shape, dim);
+    checkDivisible('shard', x.shape, d, this.size);
+    return sliceAlong(x, d, this.size, this.rank);
+  }
+}

@@ -1,0 +1,71 @@
+import { formatShape, numel } from '../kernels/limits.ts';
+import type { CollectiveOp, ReduceOp } from './collectives.ts';
+
+/** One collective call as every rank describes it; ranks must agree on all fields. */
+export interface CollectiveCall {
+  readonly seq: number;
+  readonly op: CollectiveOp;
+  readonly dtype: 'f32';
+  /** Rank-local input shape. */
+  readonly shape: readonly number[];
+  readonly dim?: number;
+  readonly reduceOp?: ReduceOp;
+  readonly root?: number;
+}
+
+/** "allGather(dim 0, f32 [8, 4]) #3" */
+export function formatCall(c: CollectiveCall): string {
+  const args: string[] = [];
+  if (c.dim !== undefined) args.push(`dim ${c.dim}`);
+  if (c.reduceOp !== undefined) args.push(c.reduceOp);
+  if (c.root !== undefined) args.push(`root ${c.root}`);
+  if (c.op !== 'barrier') args.push(`${c.dtype} ${formatShape(c.shape)}`);
+  return `${c.op}(${args.join(', ')}) #${c.seq}`;
+}
+
+/** True when two calls are the same collective (same seq, op, dtype, shape, dim, reduction, root). */
+export function sameCall(a: CollectiveCall, b: CollectiveCall): boolean {
+  return (
+    a.seq === b.seq &&
+    a.op === b.op &&
+    a.dtype === b.dtype &&
+    a.dim === b.dim &&
+    a.reduceOp === b.reduceOp &&
+    a.root === b.root &&
+    a.shape.length === b.shape.length &&
+    a.shape.every((d, i) => d === b.shape[i])
+  );
+}
+
+/** Normalises a possibly negative dim (−1 = last) and checks it is inside the shape. */
+export function resolveDim(op: string, shape: readonly number[], dim: number): number {
+  const d = dim < 0 ? shape.length + dim : dim;
+  if (!Number.isInteger(d) || d < 0 || d >= shape.length) {
+    throw new Error(`${op}: dim ${dim} is outside shape ${formatShape(shape)}.`);
+  }
+  return d;
+}
+
+/** Throws unless shape[dim] splits evenly into `size` slices. */
+export function checkDivisible(op: string, shape: readonly number[], dim: number, size: number): void {
+  if (shape[dim] % size !== 0) {
+    throw new Error(
+      `${op}: dim ${dim} of shape ${formatShape(shape)} has size ${shape[dim]}, not divisible by the group size ${size}.`,
+    );
+  }
+}
+
+/** Shape of the result of `call` on a group of `size` ranks. */
+export function outputShape(call: CollectiveCall, size: number): number[] {
+  const s = [...call.shape];
+  if (call.op === 'reduceScatter') s[call.dim!] /= size;
+  if (call.op === 'allGather') s[call.dim!] *= size;
+  return s;
+}
+
+/** Payload bytes as nccl-tests counts them: reduce-scatter its input, all-gather its output. */
+export function payloadBytes(call: CollectiveCall, size: number): number {
+  if (call.op === 'barrier') return 0;
+  const n = call.op === 'allGather' ? numel(call.shape) * size : numel(call.shape);
+  return n * 4;
+}

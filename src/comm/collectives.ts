@@ -1,0 +1,35 @@
+import type { HostTensor } from './host-tensor.ts';
+
+/** Elementwise reduction of a collective. */
+export type ReduceOp = 'sum' | 'max';
+
+/** Which transport carried a collective. */
+export type TransportName = 'in-process' | 'sab-ring' | 'message-port';
+
+/** The collective operations, named as in the fingerprint and the trace. */
+export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather' | 'broadcast' | 'barrier';
+
+/**
+ * The communicator of one rank in a tensor-parallel group of `size` ranks. Every rank of the
+ * group must make the same calls in the same order (checked by fingerprint); a tensor `T` is a
+ * `HostTensor` or a GPU tensor, with the same semantics.
+ *
+ * - allReduce: [..] on every rank → [..] = Σ_r (or max_r) of the inputs, on every rank. Any size.
+ * - reduceScatter(dim): [.., D, ..] → [.., D/t, ..], rank r keeps slice r of the reduction.
+ * - allGather(dim): [.., D/t, ..] → [.., D, ..], slices concatenated in rank order.
+ * - broadcast(root): [..] → root's [..] on every rank.
+ * - barrier: returns once every rank has arrived.
+ * - shard(dim): local, no communication: [.., D, ..] → this rank's slice [.., D/t, ..].
+ * A dim not divisible by t throws before anything moves.
+ */
+export interface Collectives<T = HostTensor> {
+  readonly rank: number;
+  readonly size: number;
+  readonly transport: TransportName;
+  allReduce(x: T, op?: ReduceOp): Promise<T>;
+  reduceScatter(x: T, dim: number, op?: ReduceOp): Promise<T>;
+  allGather(x: T, dim: number): Promise<T>;
+  broadcast(x: T, root: number): Promise<T>;
+  barrier(): Promise<void>;
+  shard(x: T, dim: number): Promise<T>;
+}

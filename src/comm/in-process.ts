@@ -1,0 +1,96 @@
+import { sharedNow } from '../trace/clock.ts';
+import { discardTrace, type TraceSink } from '../trace/recorder.ts';
+import { BaseCollectives, type Executed } from './base.ts';
+import { sameCall, type CollectiveCall } from './call.ts';
+import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
+import type { HostTensor } from './host-tensor.ts';
+import { referenceCollective } from './reference.ts';
+import { ringSentBytes } from './ring-schedule.ts';
+
+interface Arrival {
+  readonly call: CollectiveCall;
+  readonly x: HostTensor;
+  readonly resolve: (y: HostTensor) => void;
+  readonly reject: (e: Error) => void;
+}
+
+/** Meeting point of t ranks in one thread: waits for all t arrivals of a seq, then applies the reference. */
+class Hub {
+  private slots = new Map<number, { arrivals: (Arrival | undefined)[]; timer: ReturnType<typeof setTimeout> }>();
+  private timedOut = new Map<number, number[]>();
+
+  constructor(
+    private readonly size: number,
+    private readonly timeoutMs: number,
+  ) {}
+
+  arrive(rank: number, call: CollectiveCall, x: HostTensor): Promise<HostTensor> {
+    return new Promise((resolve, reject) => {
+      const missing = this.timedOut.get(call.seq);
+      if (missing) {
+        reject(new CollectiveAbortedError(rank, call, `the other ranks timed out waiting for ${missing.length === 1 ? 'rank' : 'ranks'} ${missing.join(', ')}`));
+        return;
+      }
+      let slot = this.slots.get(call.seq);
+      if (!slot) {
+        slot = { arrivals: new Array(this.size).fill(undefined), timer: setTimeout(() => this.expire(call.seq), this.timeoutMs) };
+        this.slots.set(call.seq, slot);
+      }
+      slot.arrivals[rank] = { call, x, resolve, reject };
+      if (slot.arrivals.every((a) => a)) this.complete(call.seq, slot.arrivals as Arrival[]);
+    });
+  }
+
+  private complete(seq: number, arrivals: Arrival[]): void {
+    clearTimeout(this.slots.get(seq)!.timer);
+    this.slots.delete(seq);
+    const calls = arrivals.map((a) => a.call);
+    if (!calls.every((c) => sameCall(c, calls[0]))) {
+      arrivals.forEach((a, r) => a.reject(new CollectiveMismatchError(r, calls)));
+      return;
+    }
+    const outs = referenceCollective(calls[0], arrivals.map((a) => a.x));
+    arrivals.forEach((a, r) => a.resolve(outs[r]));
+  }
+
+  private expire(seq: number): void {
+    const slot = this.slots.get(seq)!;
+    this.slots.delete(seq);
+    const missing = slot.arrivals.flatMap((a, r) => (a ? [] : [r]));
+    this.timedOut.set(seq, missing);
+    slot.arrivals.forEach((a, r) => a?.reject(new CollectiveTimeoutError(r, a.call, missing, this.timeoutMs, 'arrival')));
+  }
+}
+
+/** One rank's view of an in-process group (all ranks share one Hub in one thread). */
+class InProcessCollectives extends BaseCollectives {
+  constructor(
+    rank: number,
+    size: number,
+    sink: TraceSink,
+    private readonly hub: Hub,
+  ) {
+    super(rank, size, 'in-process', sink);
+  }
+
+  protected async execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>> {
+    const t0 = sharedNow();
+    const out = await this.hub.arrive(this.rank, call, x);
+    return { out, phases: [{ name: 'transport', t0, t1: sharedNow() }], sentBytes: ringSentBytes(call, this.size, this.rank) };
+  }
+}
+
+/** Options of an in-process group. */
+export interface InProcessOptions {
+  /** A call fails when some rank has not arrived this long after the first (default 10 000 ms). */
+  readonly timeoutMs?: number;
+  /** Per-rank trace sinks (default: discard). */
+  readonly sinks?: readonly TraceSink[];
+}
+
+/** t communicators (index = rank) that meet in this thread; the reference semantics for tests. */
+export function createInProcessGroup(size: number, opts: InProcessOptions = {}): BaseCollectives[] {
+  if (!Number.isInteger(size) || size < 1) throw new Error(`createInProcessGroup: size ${size} must be a positive integer.`);
+  const hub = new Hub(size, opts.timeoutMs ?? 10_000);
+  return Array.from({ length: size }, (_, r) => new InProcessCollectives(r, size, opts.sinks?.[r] ?? discardTrace, hub));
+}

@@ -1,0 +1,139 @@
+import { numel } from '../kernels/limits.ts';
+import { sharedNow } from '../trace/clock.ts';
+import type { TracePhase } from '../trace/event.ts';
+import type { TraceSink } from '../trace/recorder.ts';
+import { BaseCollectives, type Executed } from './base.ts';
+import { outputShape, sameCall, type CollectiveCall } from './call.ts';
+import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
+import { hostTensor, type HostTensor } from './host-tensor.ts';
+import { accumulate, chunkBounds, packSlices, unpackSlices } from './layout.ts';
+import { Mailbox, messageKey, type PortMessage } from './mailbox.ts';
+import { agRecvChunk, agSendChunk, ringNeighbours, rsRecvChunk, rsSendChunk, ringSentBytes } from './ring-schedule.ts';
+
+/**
+ * Ring collectives over MessagePort (no cross-origin isolation needed): every step posts one
+ * chunk to rank r+1 (buffer transferred) and awaits one from rank r−1. Fingerprints go to all peers.
+ * `ports[q]` is this rank's end of the channel to rank q (undefined at q = rank).
+ */
+export class PortRingCollectives extends BaseCollectives {
+  private readonly boxes: (Mailbox | undefined)[];
+  private readonly ports: readonly (MessagePort | undefined)[];
+
+  constructor(rank: number, size: number, ports: readonly (MessagePort | undefined)[], sink: TraceSink, private readonly timeoutMs: number) {
+    super(rank, size, 'message-port', sink);
+    if (ports.length !== size) throw new Error(`PortRingCollectives: rank ${rank} needs ${size} port slots, got ${ports.length}.`);
+    this.ports = ports;
+    this.boxes = ports.map((p, q) => (p && q !== rank ? new Mailbox(p) : undefined));
+  }
+
+  /** Fails pending and later calls with a CollectiveAbortedError carrying `reason`. */
+  abort(reason: string): void {
+    this.fail(reason);
+    const e = new CollectiveAbortedError(this.rank, undefined, reason);
+    this.boxes.forEach((b) => b?.abort(e));
+  }
+
+  /** Closes every port. */
+  close(): void {
+    this.ports.forEach((p) => p?.close());
+  }
+
+  private post(q: number, m: PortMessage): void {
+    this.ports[q]!.postMessage(m, m.kind === 'data' ? [m.data.buffer] : []);
+  }
+
+  protected async execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>> {
+    const phases: TracePhase[] = [];
+    let t = sharedNow();
+    const mark = (name: string): void => {
+      const now = sharedNow();
+      phases.push({ name, t0: t, t1: now });
+      t = now;
+    };
+    await this.agree(call);
+    mark('sync');
+    const out = await this.move(call, x, mark);
+    return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+  }
+
+  /** Exchanges fingerprints with every peer; throws on any difference or missing peer. */
+  private async agree(call: CollectiveCall): Promise<void> {
+    const key = messageKey({ kind: 'fp', seq: call.seq });
+    const others = this.boxes.flatMap((b, q) => (b ? [q] : []));
+    others.forEach((q) => this.post(q, { kind: 'fp', seq: call.seq, call }));
+    const timeout = (): Error => new Error('timeout');
+    const got = await Promise.allSettled(others.map((q) => this.boxes[q]!.receive(key, this.timeoutMs, timeout)));
+    const aborted = got.find((g) => g.status === 'rejected' && g.reason instanceof CollectiveAbortedError);
+    if (aborted?.status === 'rejected') throw aborted.reason;
+    const missing = others.filter((_, i) => got[i].status === 'rejected');
+    if (missing.length) throw new CollectiveTimeoutError(this.rank, call, missing, this.timeoutMs, 'arrival');
+    const calls: CollectiveCall[] = new Array(this.size);
+    calls[this.rank] = call;
+    others.forEach((q, i) => (calls[q] = (got[i] as PromiseFulfilledResult<PortMessage & { kind: 'fp' }>).value.call));
+    if (!calls.every((c) => sameCall(c, call))) throw new CollectiveMismatchError(this.rank, calls);
+  }
+
+  private async recvStep(call: CollectiveCall, step: number): Promise<Float32Array> {
+    const { prev } = ringNeighbours(this.rank, this.size);
+    const m = await this.boxes[prev]!.receive(messageKey({ kind: 'data', seq: call.seq, step }), this.timeoutMs, () => new CollectiveTimeoutError(this.rank, call, [prev], this.timeoutMs, 'transfer'));
+    return (m as PortMessage & { kind: 'data' }).data;
+  }
+
+  private sendStep(call: CollectiveCall, step: number, data: Float32Array): void {
+    this.post(ringNeighbours(this.rank, this.size).next, { kind: 'data', seq: call.seq, step, data: data.slice() });
+  }
+
+  private async move(call: CollectiveCall, x: HostTensor, mark: (name: string) => void): Promise<HostTensor> {
+    const { rank: r, size: t } = this;
+    const shape = outputShape(call, t);
+    if (call.op === 'barrier' || t === 1) {
+      mark('transport');
+      return call.op === 'barrier' ? x : hostTensor(shape, x.data.slice());
+    }
+    const n = call.op === 'allGather' ? numel(shape) : numel(call.shape);
+    const work = new Float32Array(n);
+    const bounds = (c: number): [number, number] => chunkBounds(n, t, c);
+    const view = (c: number): Float32Array => work.subarray(...bounds(c));
+    if (call.op === 'allGather') work.set(x.data, bounds(r)[0]);
+    else if (call.op === 'reduceScatter') packSlices(x.data, x.shape, call.dim!, t, work);
+    else if (call.op === 'allReduce' || r === call.root) work.set(x.data);
+    mark('stage');
+    let step = 0;
+    if (call.op === 'allReduce' || call.op === 'reduceScatter') {
+      for (let k = 0; k < t - 1; k++, step++) {
+        this.sendStep(call, step, view(rsSendChunk(r, k, t)));
+        accumulate(view(rsRecvChunk(r, k, t)), await this.recvStep(call, step), call.reduceOp!);
+      }
+    }
+    if (call.op === 'allReduce' || call.op === 'allGather') {
+      for (let k = 0; k < t - 1; k++, step++) {
+        this.sendStep(call, step, view(agSendChunk(r, k, t)));
+        view(agRecvChunk(r, k, t)).set(await this.recvStep(call, step));
+      }
+    }
+    if (call.op === 'broadcast') {
+      if (r !== call.root) work.set(await this.recvStep(call, 0));
+      if (ringNeighbours(r, t).next !== call.root) this.sendStep(call, 0, work);
+    }
+    mark('transport');
+    const out = new Float32Array(numel(shape));
+    if (call.op === 'reduceScatter') out.set(view(r));
+    else if (call.op === 'allGather') unpackSlices(work, shape, call.dim!, t, out);
+    else out.set(work);
+    mark('unstage');
+    return hostTensor(shape, out);
+  }
+}
+
+/** Wires t port-ring communicators in this thread (one MessageChannel per pair of ranks). */
+export function createPortMesh(size: number): (MessagePort | undefined)[][] {
+  const ports: (MessagePort | undefined)[][] = Array.from({ length: size }, () => new Array(size).fill(undefined));
+  for (let a = 0; a < size; a++) {
+    for (let b = a + 1; b < size; b++) {
+      const ch = new MessageChannel();
+      ports[a][b] = ch.port1;
+      ports[b][a] = ch.port2;
+    }
+  }
+  return ports;
+}

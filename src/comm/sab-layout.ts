@@ -1,0 +1,73 @@
+import type { CollectiveCall } from './call.ts';
+import type { CollectiveOp, ReduceOp } from './collectives.ts';
+
+/** Most ranks one shared ring serves. */
+export const maxSabRanks = 16;
+const fpWords = 16;
+
+/**
+ * Int32 word offsets in the control buffer: [0] abort code (0 = none, r+1 = rank r failed,
+ * −1 = pool aborted), arrive[r] = last seq rank r reached, progress[r] = ring steps rank r has
+ * finished, then fingerprints double-buffered by seq parity: slot(p, r) of `fpWords` words.
+ */
+export const ctrl = {
+  abort: 0,
+  arrive: (r: number): number => 16 + r,
+  progress: (r: number): number => 16 + maxSabRanks + r,
+  fp: (seq: number, r: number): number => 16 + 2 * maxSabRanks + ((seq & 1) * maxSabRanks + r) * fpWords,
+  words: 16 + 2 * maxSabRanks + 2 * maxSabRanks * fpWords,
+} as const;
+
+/** The shared memory of one group: a control block and one data buffer per rank (its ring slot). */
+export interface SabRing {
+  readonly control: SharedArrayBuffer;
+  readonly data: readonly SharedArrayBuffer[];
+  /** Bytes of each rank's data buffer: the largest full tensor a collective may move. */
+  readonly capacityBytes: number;
+}
+
+/** Allocates the shared memory for `size` ranks with `capacityBytes` per rank (pages commit on first touch). */
+export function createSabRing(size: number, capacityBytes: number): SabRing {
+  if (size > maxSabRanks) throw new Error(`createSabRing: at most ${maxSabRanks} ranks, got ${size}.`);
+  const cap = Math.ceil(capacityBytes / 4) * 4;
+  return {
+    control: new SharedArrayBuffer(ctrl.words * 4),
+    data: Array.from({ length: size }, () => new SharedArrayBuffer(cap)),
+    capacityBytes: cap,
+  };
+}
+
+/** Makes every rank blocked in the ring throw: code r+1 blames rank r, −1 the pool. */
+export function abortSabRing(ring: SabRing, code: number): void {
+  const c = new Int32Array(ring.control);
+  Atomics.compareExchange(c, ctrl.abort, 0, code);
+  for (let i = 0; i < ctrl.words; i++) Atomics.notify(c, i);
+}
+
+const ops: CollectiveOp[] = ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier'];
+const reduceOps: ReduceOp[] = ['sum', 'max'];
+
+/** Writes `call` as 15 int32 words at `at`: seq, op, reduceOp+1, dim+1, root+1, ndim, dims[0..8]. */
+export function writeFingerprint(words: Int32Array, at: number, call: CollectiveCall): void {
+  words[at] = call.seq;
+  words[at + 1] = ops.indexOf(call.op);
+  words[at + 2] = call.reduceOp === undefined ? 0 : reduceOps.indexOf(call.reduceOp) + 1;
+  words[at + 3] = call.dim === undefined ? 0 : call.dim + 1;
+  words[at + 4] = call.root === undefined ? 0 : call.root + 1;
+  words[at + 5] = call.shape.length;
+  call.shape.forEach((d, i) => (words[at + 6 + i] = d));
+}
+
+/** Reads a call written by writeFingerprint. */
+export function readFingerprint(words: Int32Array, at: number): CollectiveCall {
+  const nd = words[at + 5];
+  return {
+    seq: words[at],
+    op: ops[words[at + 1]],
+    dtype: 'f32',
+    shape: Array.from(words.subarray(at + 6, at + 6 + nd)),
+    ...(words[at + 2] && { reduceOp: reduceOps[words[at + 2] - 1] }),
+    ...(words[at + 3] && { dim: words[at + 3] - 1 }),
+    ...(words[at + 4] && { root: words[at + 4] - 1 }),
+  };
+}

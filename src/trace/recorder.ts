@@ -1,0 +1,30 @@
+import type { TraceEvent } from './event.ts';
+
+/** Where events go; a rank owns one, a collective or kernel wrapper is handed it. */
+export interface TraceSink {
+  record(event: TraceEvent): void;
+}
+
+/** Keeps events in arrival order until drained. */
+export class TraceRecorder implements TraceSink {
+  private events: TraceEvent[] = [];
+
+  record(event: TraceEvent): void {
+    this.events.push(event);
+  }
+
+  /** Events recorded so far (oldest first), without removing them. */
+  peek(): readonly TraceEvent[] {
+    return this.events;
+  }
+
+  /** Returns and forgets the recorded events. */
+  drain(): TraceEvent[] {
+    const out = this.events;
+    this.events = [];
+    return out;
+  }
+}
+
+/** A sink that drops everything. */
+export const discardTrace: TraceSink = { record: () => {} };
