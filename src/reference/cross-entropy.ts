@@ -1,0 +1,65 @@
+// CPU twins (float64) of the vocab-parallel cross-entropy pieces on logits rows of vl columns
+// holding vocabulary ids [v0, v0 + vl), and of the whole unsharded loss.
+
+/** Per-row max of logits rows of `vl`: [rows · vl] → [rows]. */
+export function ceLocalMaxRef(logits: ArrayLike<number>, vl: number): Float64Array {
+  const rows = logits.length / vl;
+  const out = new Float64Array(rows).fill(-Infinity);
+  for (let r = 0; r < rows; r++) for (let j = 0; j < vl; j++) out[r] = Math.max(out[r], logits[r * vl + j]);
+  return out;
+}
+
+/** Per-row Σ_j exp(logits[r, j] − m[r]) for a given (global) max m: [rows · vl], [rows] → [rows]. */
+export function ceLocalSumExpRef(logits: ArrayLike<number>, vl: number, m: ArrayLike<number>): Float64Array {
+  const out = new Float64Array(m.length);
+  for (let r = 0; r < m.length; r++) for (let j = 0; j < vl; j++) out[r] += Math.exp(logits[r * vl + j] - m[r]);
+  return out;
+}
+
+/** Per-row logit of target id t[r] when v0 ≤ t[r] < v0 + vl, else 0: [rows · vl], [rows] → [rows]. */
+export function ceTargetLogitRef(logits: ArrayLike<number>, vl: number, targets: ArrayLike<number>, v0: number): Float64Array {
+  const out = new Float64Array(targets.length);
+  for (let r = 0; r < targets.length; r++) {
+    const j = targets[r] - v0;
+    if (j >= 0 && j < vl) out[r] = logits[r * vl + j];
+  }
+  return out;
+}
+
+/** scale · (exp(logits − m) / S − onehot(t − v0)) given global max m and sum S: → [rows · vl]. */
+export function ceGradRef(
+  logits: ArrayLike<number>, vl: number, targets: ArrayLike<number>, v0: number, m: ArrayLike<number>, s: ArrayLike<number>, scale = 1,
+): Float64Array {
+  const out = new Float64Array(logits.length);
+  for (let r = 0; r < targets.length; r++) {
+    for (let j = 0; j < vl; j++) {
+      const hit = targets[r] - v0 === j ? 1 : 0;
+      out[r * vl + j] = scale * (Math.exp(logits[r * vl + j] - m[r]) / s[r] - hit);
+    }
+  }
+  return out;
+}
+
+/** Per-row loss = log S + m − z from global max m, sum S, target logit z. */
+export function ceLossRef(m: ArrayLike<number>, s: ArrayLike<number>, z: ArrayLike<number>): Float64Array {
+  return Float64Array.from(m, (mi, r) => Math.log(s[r]) + mi - z[r]);
+}
+
+/**
+ * The whole unsharded loss, written directly (not from the pieces): logits [rows, vocab], targets
+ * [rows] → per-row loss = logsumexp(x) − x[t] and grad = scale · (softmax(x) − onehot(t)), the
+ * gradient of scale · Σ_rows loss.
+ */
+export function crossEntropyRef(logits: ArrayLike<number>, vocab: number, targets: ArrayLike<number>, scale = 1): { loss: Float64Array; grad: Float64Array } {
+  const rows = targets.length;
+  const loss = new Float64Array(rows);
+  const grad = new Float64Array(rows * vocab);
+  for (let r = 0; r < rows; r++) {
+    const row = Array.from({ length: vocab }, (_, j) => logits[r * vocab + j]);
+    const m = Math.max(...row);
+    const lse = m + Math.log(row.reduce((a, v) => a + Math.exp(v - m), 0));
+    loss[r] = lse - row[targets[r]];
+    row.forEach((v, j) => (grad[r * vocab + j] = scale * (Math.exp(v - lse) - (j === targets[r] ? 1 : 0))));
+  }
+  return { loss, grad };
+}
