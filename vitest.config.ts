@@ -20,7 +20,7 @@ export default mergeConfig(
           extends: true,
           test: {
             name: 'gpu',
-            include: ['tests/gpu/**/*.test.ts'],
+            include: ['tests/gpu/**/*.test.ts', ...(process.env.SCRATCH ? ['tests/scratch/**/*.test.ts'] : [])],
             testTimeout: 120_000,
             hookTimeout: 120_000,
             browser: {

@@ -17,6 +17,7 @@ export class KernelContext {
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private readonly modules = new Map<string, GPUShaderModule>();
   private transient: GPUBuffer[] = [];
+  private unused: GPUBuffer | undefined;
   observer: PassObserver | undefined;
 
   constructor(readonly device: GPUDevice) {}
@@ -64,6 +65,12 @@ export class KernelContext {
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);
     pass.end();
+  }
+
+  /** A 4-byte storage buffer for optional bindings left unused (e.g. gemm without bias). */
+  placeholder(): GPUBuffer {
+    this.unused ??= this.device.createBuffer({ label: 'placeholder', size: 16, usage: GPUBufferUsage.STORAGE });
+    return this.unused;
   }
 
   /** The encoder kernels append to (for copies and timestamp resolves between dispatches). */

@@ -1,0 +1,35 @@
+import type { GemmVariant } from './gemm-variants.ts';
+import type { GemmProblem } from '../reference/gemm.ts';
+
+// Choices per adapter and shape class. Module state is per JS realm, so each rank worker tunes
+// for itself; the adapter key keeps two adapters in one realm apart.
+export const gemmChoices = new Map<string, GemmVariant>();
+
+/** Names the adapter behind a device (vendor, architecture, device, description). */
+export function adapterKey(device: GPUDevice): string {
+  const i = device.adapterInfo;
+  return [i.vendor, i.architecture, i.device, i.description].join('/');
+}
+
+const bucket = (d: number): string => (d <= 1 ? '1' : d <= 16 ? 's' : d <= 128 ? 'm' : 'l');
+
+/**
+ * Shape class of a problem: coarse size buckets of M, N, K (1, ≤16, ≤128, larger) and whether
+ * each operand's k runs contiguously. Problems in one class share a tiling.
+ */
+export function gemmShapeClass(p: GemmProblem): string {
+  return `M${bucket(p.M)}N${bucket(p.N)}K${bucket(p.K)}${p.sAk === 1 ? 'n' : 't'}${p.sBn === 1 ? 'n' : 't'}`;
+}
+
+/**
+ * Default before tuning: the registers-only kernel, which assumes nothing of the adapter (the
+ * subgroup kernels are used only after tuneGemm has verified them on it).
+ */
+export function defaultGemmVariant(): GemmVariant {
+  return 'rb4';
+}
+
+/** The variant gemm() runs for `p` on this device: the tuned one, else the default. */
+export function chosenGemmVariant(device: GPUDevice, p: GemmProblem): GemmVariant {
+  return gemmChoices.get(`${adapterKey(device)}|${gemmShapeClass(p)}`) ?? defaultGemmVariant();
+}

@@ -1,0 +1,123 @@
+import type { KernelContext } from './context.ts';
+import { gemmVariants, supportedGemmVariants, type GemmVariant } from './gemm-variants.ts';
+import { adapterKey, defaultGemmVariant, gemmChoices, gemmShapeClass } from './gemm-choice.ts';
+import { gemmStrided } from './gemm.ts';
+import { createTensor, readTensor } from './tensor.ts';
+import { denseProblem, gemmFlops, gemmRef, type GemmProblem } from '../reference/gemm.ts';
+import { randomArray } from '../reference/random.ts';
+import { compareArrays, float32Tolerance } from '../reference/compare.ts';
+
+/** What tuning measured for one shape class: GFLOP/s per candidate and the winner. */
+export interface GemmTuning {
+  readonly shapeClass: string;
+  readonly proxy: { M: number; N: number; K: number };
+  readonly gflops: Partial<Record<GemmVariant, number>>;
+  readonly chosen: GemmVariant;
+}
+
+// Variants verified correct, per adapter.
+const verified = new Map<string, Promise<GemmVariant[]>>();
+
+/** Forgets every tuning choice and verification (benchmarks that want a fresh first use). */
+export function resetGemmTuning(): void {
+  gemmChoices.clear();
+  verified.clear();
+}
+
+/**
+ * Runs every supported variant once on a small odd-sized problem (not a multiple of any tile,
+ * both operands transposed) against the CPU twin; a variant that is wrong on this adapter (e.g.
+ * a subgroup layout it does not have) is never chosen. Cached per adapter.
+ */
+function verifiedVariants(ctx: KernelContext): Promise<GemmVariant[]> {
+  const key = adapterKey(ctx.device);
+  let v = verified.get(key);
+  if (!v) {
+    v = (async () => {
+      const [M, N, K] = [37, 70, 21];
+      const p = denseProblem(M, N, K, { transA: true, transB: true, bias: true });
+      const a = randomArray(M * K, 11), b = randomArray(K * N, 12), bias = randomArray(N, 13);
+      const want = gemmRef(p, a, b, new Float32Array(M * N), bias);
+      const ok: GemmVariant[] = [];
+      for (const name of supportedGemmVariants(ctx.device)) {
+        const ta = createTensor(ctx.device, 'A', [K, M], a), tb = createTensor(ctx.device, 'B', [N, K], b);
+        const tc = createTensor(ctx.device, 'C', [M, N]), tbias = createTensor(ctx.device, 'bias', [N], bias);
+        ctx.device.pushErrorScope('validation');
+        gemmStrided(ctx, p, ta, tb, tc, tbias, name);
+        await ctx.flush();
+        const err = await ctx.device.popErrorScope();
+        const got = await readTensor(ctx.device, tc);
+        const s = compareArrays(got, want);
+        if (!err && s.nonFinite === 0 && s.maxAbs <= float32Tolerance(K, 1)) ok.push(name);
+        else console.warn(`gemm variant ${name} is not used on this adapter: ${err ? err.message : `max abs error ${s.maxAbs}`}`);
+        for (const t of [ta, tb, tc, tbias]) t.buffer.destroy();
+      }
+      return ok;
+    })();
+    verified.set(key, v);
+  }
+  return v;
+}
+
+/** Shrinks the largest dims of `p` until one run is ≤ `flops`: a short timing stands for the shape. */
+function proxyOf(p: GemmProblem, flops: number): { M: number; N: number; K: number } {
+  const d = { M: p.M, N: p.N, K: p.K };
+  while (2 * d.M * d.N * d.K > flops) {
+    const k = (['M', 'N', 'K'] as const).reduce((x, y) => (d[y] > d[x] ? y : x));
+    d[k] = Math.ceil(d[k] / 2);
+  }
+  return d;
+}
+
+/** Wall time of `reps` back-to-back dispatches of `variant` on a dense problem, in ms per run. */
+async function timeVariant(ctx: KernelContext, variant: GemmVariant, p: GemmProblem, reps: number): Promise<number> {
+  const M = p.M, N = p.N, K = p.K;
+  const a = createTensor(ctx.device, 'A', [M * K]), b = createTensor(ctx.device, 'B', [K * N]), c = createTensor(ctx.device, 'C', [M * N]);
+  gemmStrided(ctx, p, a, b, c, undefined, variant); // compile + warm
+  await ctx.flush();
+  let best = Infinity;
+  for (let trial = 0; trial < 2; trial++) {
+    const t0 = performance.now();
+    for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, variant);
+    await ctx.flush();
+    best = Math.min(best, (performance.now() - t0) / reps);
+  }
+  for (const t of [a, b, c]) t.buffer.destroy();
+  return best;
+}
+
+/**
+ * Tunes the shape classes of `problems` not tuned yet on this adapter: each verified variant is
+ * timed on a proxy of the problem (its largest dims halved until one run is ≤ 32 MFLOP; the naive
+ * kernel only where the proxy is tiny), and the fastest becomes the class's choice.
+ */
+export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProblem[]): Promise<GemmTuning[]> {
+  const ok = await verifiedVariants(ctx);
+  const out: GemmTuning[] = [];
+  const seen = new Set<string>();
+  for (const p of problems) {
+    const shapeClass = gemmShapeClass(p);
+    const key = `${adapterKey(ctx.device)}|${shapeClass}`;
+    if (seen.has(key) || gemmChoices.has(key)) continue;
+    seen.add(key);
+    const proxy = proxyOf(p, 2 ** 25);
+    const dense = denseProblem(proxy.M, proxy.N, proxy.K, { transA: p.sAk !== 1, transB: p.sBn !== 1 });
+    const flops = gemmFlops(dense);
+    const gflops: Partial<Record<GemmVariant, number>> = {};
+    for (const v of ok) {
+      if (v === 'naive' && flops > 2 ** 21) continue;
+      const ms = await timeVariant(ctx, v, dense, Math.max(1, Math.min(8, Math.round(2 ** 24 / flops))));
+      gflops[v] = flops / ms / 1e6;
+    }
+    const ranked = Object.entries(gflops).sort((x, y) => y[1] - x[1]);
+    const chosen = (ranked[0]?.[0] as GemmVariant | undefined) ?? defaultGemmVariant();
+    gemmChoices.set(key, chosen);
+    out.push({ shapeClass, proxy, gflops, chosen });
+  }
+  return out;
+}
+
+/** Every variant's description, for benchmark output and the UI. */
+export function describeGemmVariant(v: GemmVariant): string {
+  return `${v} (${gemmVariants[v].summary})`;
+}

@@ -1,0 +1,54 @@
+import portable from '../../shaders/gemm.wgsl?raw';
+import subgroup from '../../shaders/gemm-subgroup.wgsl?raw';
+
+/** The GEMM tilings an adapter may run; the tuner picks among those it supports. */
+export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'quad16';
+
+/** How one variant is compiled and dispatched: C elements per workgroup (rows × cols). */
+export interface GemmVariantSpec {
+  readonly name: GemmVariant;
+  readonly label: string;
+  readonly code: string;
+  readonly entryPoint: string;
+  readonly constants: Record<string, number>;
+  readonly tileM: number;
+  readonly tileN: number;
+  readonly needsSubgroups: boolean;
+  readonly summary: string;
+}
+
+const spec = (s: GemmVariantSpec): GemmVariantSpec => s;
+
+/** Every variant, by name. */
+export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
+  naive: spec({
+    name: 'naive', label: 'gemm', code: portable, entryPoint: 'gemm_naive', constants: {},
+    tileM: 8, tileN: 8, needsSubgroups: false, summary: 'one invocation per output (baseline)',
+  }),
+  rb4: spec({
+    name: 'rb4', label: 'gemm', code: portable, entryPoint: 'gemm_rb4', constants: { RX: 16, RY: 4 },
+    tileM: 16, tileN: 64, needsSubgroups: false, summary: '4×4 outputs per invocation in registers',
+  }),
+  tiled: spec({
+    name: 'tiled', label: 'gemm', code: portable, entryPoint: 'gemm_tiled', constants: {},
+    tileM: 64, tileN: 64, needsSubgroups: false, summary: '64×64 tile staged through workgroup memory',
+  }),
+  quad8: spec({
+    name: 'quad8', label: 'gemm-subgroup', code: subgroup, entryPoint: 'gemm_quad8', constants: { QX: 2 },
+    tileM: 64, tileN: 64, needsSubgroups: true, summary: '8×8 per lane, A rows shared across a quad',
+  }),
+  quad8wide: spec({
+    name: 'quad8wide', label: 'gemm-subgroup', code: subgroup, entryPoint: 'gemm_quad8', constants: { QX: 8 },
+    tileM: 16, tileN: 256, needsSubgroups: true, summary: '8×8 per lane, 16×256 tile for small M',
+  }),
+  quad16: spec({
+    name: 'quad16', label: 'gemm-subgroup', code: subgroup, entryPoint: 'gemm_quad16', constants: { QX: 2 },
+    tileM: 128, tileN: 64, needsSubgroups: true, summary: '16×8 per lane, A rows shared across a quad',
+  }),
+};
+
+/** Variants this device can compile: the subgroup ones only with the `subgroups` feature. */
+export function supportedGemmVariants(device: GPUDevice): GemmVariant[] {
+  const sub = device.features.has('subgroups');
+  return Object.values(gemmVariants).filter((v) => sub || !v.needsSubgroups).map((v) => v.name);
+}

@@ -1,0 +1,94 @@
+import type { KernelContext } from './context.ts';
+import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
+import { chosenGemmVariant } from './gemm-choice.ts';
+import { checkWorkgroups, expectShape, formatShape, numel } from './limits.ts';
+import { denseProblem, type GemmProblem } from '../reference/gemm.ts';
+import type { GpuTensor } from './tensor.ts';
+
+/** Options of a dense GEMM: transposes are strides, not copies; bias [N]; accumulate: C += … */
+export interface GemmOptions {
+  readonly transA?: boolean;
+  readonly transB?: boolean;
+  readonly bias?: GpuTensor;
+  readonly accumulate?: boolean;
+  /** Force a tiling instead of the tuner's choice. */
+  readonly variant?: GemmVariant;
+}
+
+/**
+ * C[M,N] = op(A)·op(B) (+ bias[N]) (+ C): A is [M,K] ([K,M] with transA), B is [K,N] ([N,K] with
+ * transB). Linear layers: Y = X·W is gemm(X, W, Y); dX = dY·Wᵀ is transB; dW = Xᵀ·dY is transA
+ * with accumulate for gradient accumulation. Returns the variant that ran.
+ */
+export function gemm(ctx: KernelContext, a: GpuTensor, b: GpuTensor, c: GpuTensor, opts: GemmOptions = {}): GemmVariant {
+  const { transA = false, transB = false } = opts;
+  for (const t of [a, b, c]) {
+    if (t.shape.length !== 2) throw new Error(`gemm: tensor "${t.name}" has shape ${formatShape(t.shape)}; gemm takes 2-D tensors (use gemmStrided for batches).`);
+  }
+  const [M, K] = transA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
+  const [kb, N] = transB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
+  if (kb !== K) {
+    const bk = transB ? `[N, K] = ${formatShape(b.shape)}` : `[K, N] = ${formatShape(b.shape)}`;
+    throw new Error(`gemm: tensor "${b.name}" (${bk}) has K = ${kb}, but op("${a.name}") of shape ${formatShape(a.shape)} has K = ${K}; inner dimensions must match.`);
+  }
+  expectShape('gemm', c.name, c.shape, [M, N], `op(${a.name})·op(${b.name}) is [M, N]`);
+  if (opts.bias) expectShape('gemm', opts.bias.name, opts.bias.shape, [N], 'bias is [N]');
+  const problem = denseProblem(M, N, K, { transA, transB, bias: !!opts.bias, accumulate: opts.accumulate });
+  return gemmStrided(ctx, problem, a, b, c, opts.bias, opts.variant);
+}
+
+/** Index one past the last element `p` reads from each operand, for bounds checks. */
+function extents(p: GemmProblem): { a: number; b: number; c: number } {
+  const last = (off: number, terms: [number, number][]) => off + terms.reduce((s, [n, st]) => s + (n - 1) * st, 0) + 1;
+  return {
+    a: last(p.offA, [[p.batch, p.bsA], [p.M, p.sAm], [p.K, p.sAk]]),
+    b: last(p.offB, [[Math.ceil(p.batch / p.divB), p.bsB], [p.K, p.sBk], [p.N, p.sBn]]),
+    c: last(p.offC, [[p.batch, p.bsC], [p.M, p.sCm], [p.N, 1]]),
+  };
+}
+
+/**
+ * Batched strided GEMM (see GemmProblem): attention runs one per head as a batch. Every operand's
+ * reach is checked against its tensor before dispatch, so nothing reads or writes out of range.
+ */
+export function gemmStrided(
+  ctx: KernelContext,
+  p: GemmProblem,
+  a: GpuTensor,
+  b: GpuTensor,
+  c: GpuTensor,
+  bias?: GpuTensor,
+  variant?: GemmVariant,
+): GemmVariant {
+  if (p.M === 0 || p.N === 0 || p.batch === 0) return variant ?? 'naive';
+  if (p.divB < 1 || !Number.isInteger(p.divB)) throw new Error(`gemm: divB must be a positive integer, got ${p.divB}.`);
+  const reach = extents(p);
+  for (const [t, need] of [[a, p.K === 0 ? 0 : reach.a], [b, p.K === 0 ? 0 : reach.b], [c, reach.c]] as const) {
+    if (need > numel(t.shape)) {
+      throw new Error(`gemm: the problem M=${p.M}, N=${p.N}, K=${p.K}, batch=${p.batch} reaches element ${need - 1} of tensor "${t.name}" of shape ${formatShape(t.shape)} (${numel(t.shape)} elements); check its shape and strides.`);
+    }
+  }
+  if (p.bias && (!bias || numel(bias.shape) < p.N)) {
+    throw new Error(`gemm: bias requested but tensor ${bias ? `"${bias.name}" of shape ${formatShape(bias.shape)}` : 'is missing'}; bias is [N] = [${p.N}].`);
+  }
+  const chosen = variant ?? chosenGemmVariant(ctx.device, p);
+  const v = gemmVariants[chosen];
+  const wg: [number, number, number] = [Math.ceil(p.N / v.tileN), Math.ceil(p.M / v.tileM), p.batch];
+  checkWorkgroups(ctx.device.limits, 'gemm', c.name, c.shape, wg, [`N/${v.tileN}`, `M/${v.tileM}`, 'batch']);
+  const params = ctx.uniform(new Uint32Array([
+    p.M, p.N, p.K, p.batch,
+    p.offA, p.sAm, p.sAk, p.bsA,
+    p.offB, p.sBk, p.sBn, p.bsB,
+    p.divB, p.offC, p.sCm, p.bsC,
+    (p.bias ? 1 : 0) | (p.accumulate ? 2 : 0), 0, 0, 0,
+  ]));
+  const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, v.constants);
+  ctx.dispatch(`gemm:${chosen}`, pipeline, [
+    { binding: 0, buffer: params },
+    { binding: 1, buffer: a.buffer },
+    { binding: 2, buffer: b.buffer },
+    { binding: 3, buffer: c.buffer },
+    { binding: 4, buffer: bias?.buffer ?? ctx.placeholder() },
+  ], wg);
+  return chosen;
+}

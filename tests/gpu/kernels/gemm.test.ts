@@ -1,0 +1,136 @@
+import { describe, expect, test } from 'vitest';
+import { gemm, gemmStrided } from '../../../src/kernels/gemm.ts';
+import { supportedGemmVariants } from '../../../src/kernels/gemm-variants.ts';
+import { tuneGemm } from '../../../src/kernels/gemm-tuner.ts';
+import { createTensor } from '../../../src/kernels/tensor.ts';
+import { denseProblem, gemmRef, type GemmProblem } from '../../../src/reference/gemm.ts';
+import { randomArray } from '../../../src/reference/random.ts';
+import { float32Tolerance } from '../../../src/reference/compare.ts';
+import { download, expectClose, gpuCase, testDevice, upload } from '../gpu-case.ts';
+
+// Tolerance: inputs are uniform in [-1, 1), so every product is ≤ 1 in magnitude; a float32 sum
+// of K products (plus bias and the accumulated C: K + 2 addends) stays within
+// float32Tolerance(K + 2) of the float64 twin whatever order a tiling sums in.
+const tol = (K: number) => float32Tolerance(K + 2, 1);
+
+// [M, N, K]: size 1, tall-skinny, short-wide, skinny M (decode-like), sizes that are multiples
+// of no tile (tiles are 8, 16, 64, 128, 256 wide), a K with a remainder after the 4-wide k-step.
+const shapes: [number, number, number][] = [
+  [1, 1, 1], [1, 70, 33], [130, 3, 65], [3, 300, 5], [67, 45, 129], [129, 257, 6], [64, 64, 64],
+];
+
+const variants = await testDevice().then(supportedGemmVariants);
+
+describe.each(variants)('gemm variant %s', (variant) => {
+  for (const [M, N, K] of shapes) {
+    for (const [transA, transB] of [[false, false], [false, true], [true, false], [true, true]]) {
+      test(`C = op(A)·op(B) matches the twin for M=${M} N=${N} K=${K}, transA=${transA} transB=${transB}`, async () => {
+        await gpuCase(async (ctx) => {
+          const a = randomArray(M * K, M + 7 * K), b = randomArray(K * N, N + 3 * K);
+          const ta = upload(ctx, 'A', transA ? [K, M] : [M, K], a);
+          const tb = upload(ctx, 'B', transB ? [N, K] : [K, N], b);
+          const tc = upload(ctx, 'C', [M, N], new Float32Array(M * N));
+          expect(gemm(ctx, ta, tb, tc, { transA, transB, variant })).toBe(variant);
+          const want = gemmRef(denseProblem(M, N, K, { transA, transB }), a, b, new Float32Array(M * N));
+          expectClose(`gemm ${variant}`, await download(ctx, tc), want, tol(K));
+        });
+      });
+    }
+  }
+
+  test('bias and accumulate: C = C + A·B + bias, as a linear layer\'s forward and wgrad need', async () => {
+    await gpuCase(async (ctx) => {
+      const [M, N, K] = [37, 65, 19];
+      const a = randomArray(M * K, 1), b = randomArray(K * N, 2), c0 = randomArray(M * N, 3), bias = randomArray(N, 4);
+      const tc = upload(ctx, 'C', [M, N], c0);
+      gemm(ctx, upload(ctx, 'A', [M, K], a), upload(ctx, 'B', [K, N], b), tc, { bias: upload(ctx, 'bias', [N], bias), accumulate: true, variant });
+      const want = gemmRef(denseProblem(M, N, K, { bias: true, accumulate: true }), a, b, c0.slice(), bias);
+      expectClose('gemm bias+accumulate', await download(ctx, tc), want, tol(K));
+    });
+  });
+
+  test('batched with offsets, strides and a B shared by groups of batches (GQA) matches the twin', async () => {
+    await gpuCase(async (ctx) => {
+      // Q·Kᵀ per head on [s, heads, d] layouts: 6 query heads, 2 KV heads (divB = 3), s = 9, d = 5.
+      const [s, heads, groups, d] = [9, 6, 2, 5];
+      const p: GemmProblem = {
+        M: s, N: s, K: d, batch: heads,
+        offA: 2, sAm: heads * d, sAk: 1, bsA: d,
+        offB: 1, sBk: 1, sBn: groups * d, bsB: d, divB: heads / groups,
+        offC: 3, sCm: s, bsC: s * s, bias: false, accumulate: false,
+      };
+      const q = randomArray(2 + s * heads * d, 5), k = randomArray(1 + s * groups * d, 6);
+      const tc = upload(ctx, 'scores', [3 + heads * s * s], new Float32Array(3 + heads * s * s));
+      gemmStrided(ctx, p, upload(ctx, 'Q', [q.length], q), upload(ctx, 'K', [k.length], k), tc, undefined, variant);
+      const want = gemmRef(p, q, k, new Float32Array(3 + heads * s * s));
+      expectClose('batched gemm', await download(ctx, tc), want, tol(d));
+    });
+  });
+});
+
+describe('gemm input checks', () => {
+  test('inner dimensions that differ are refused, naming both tensors', async () => {
+    await gpuCase(async (ctx) => {
+      const x = upload(ctx, 'X', [4, 8], new Float32Array(32));
+      const w = upload(ctx, 'W_qkv', [6, 12], new Float32Array(72));
+      const y = upload(ctx, 'Y', [4, 12], new Float32Array(48));
+      expect(() => gemm(ctx, x, w, y)).toThrow(/gemm: tensor "W_qkv" .* has K = 6, but op\("X"\) of shape \[4, 8\] has K = 8/);
+    });
+  });
+
+  test('an output of the wrong shape is refused with the shape required', async () => {
+    await gpuCase(async (ctx) => {
+      const x = upload(ctx, 'X', [4, 8], new Float32Array(32));
+      const w = upload(ctx, 'W', [8, 12], new Float32Array(96));
+      const y = upload(ctx, 'Y', [12, 4], new Float32Array(48));
+      expect(() => gemm(ctx, x, w, y)).toThrow(/tensor "Y" has shape \[12, 4\] but \[4, 12\] is required/);
+    });
+  });
+
+  test('strides that reach past a tensor are refused before dispatch', async () => {
+    await gpuCase(async (ctx) => {
+      const p = denseProblem(4, 4, 4);
+      const a = upload(ctx, 'A', [15], new Float32Array(15));
+      const b = upload(ctx, 'B', [16], new Float32Array(16));
+      const c = upload(ctx, 'C', [16], new Float32Array(16));
+      expect(() => gemmStrided(ctx, p, a, b, c)).toThrow(/reaches element 15 of tensor "A" of shape \[15\]/);
+    });
+  });
+
+  test('a batch beyond maxComputeWorkgroupsPerDimension is refused with the limit', async () => {
+    await gpuCase(async (ctx) => {
+      const batch = ctx.device.limits.maxComputeWorkgroupsPerDimension + 1;
+      const p: GemmProblem = { ...denseProblem(1, 1, 1), batch, bsA: 1, bsB: 1, bsC: 1 };
+      const t = (name: string) => createTensor(ctx.device, name, [batch]);
+      expect(() => gemmStrided(ctx, p, t('A'), t('B'), t('scores'), undefined, 'rb4')).toThrow(
+        new RegExp(`needs ${batch} workgroups along batch, more than this device's maxComputeWorkgroupsPerDimension of ${batch - 1}`),
+      );
+    });
+  });
+
+  test('a tensor beyond maxStorageBufferBindingSize is refused before allocation, naming it', async () => {
+    const device = await testDevice();
+    const rows = Math.floor(device.limits.maxStorageBufferBindingSize / 4 / 1024) + 1;
+    expect(() => createTensor(device, 'logits', [rows, 1024])).toThrow(
+      new RegExp(`tensor "logits" of shape \\[${rows}, 1024\\] needs ${rows * 4096} bytes, more than this device's maxStorageBufferBindingSize`),
+    );
+  });
+});
+
+describe('gemm tuner', () => {
+  test('tuning times every verified variant once per shape class and gemm then runs the winner', async () => {
+    await gpuCase(async (ctx) => {
+      const problems = [denseProblem(200, 300, 64), denseProblem(150, 260, 100), denseProblem(4, 256, 64)];
+      const tunings = await tuneGemm(ctx, problems);
+      expect(tunings.map((t) => t.shapeClass)).toEqual(['MlNlKm', 'MsNlKm'].map((c) => `${c}nn`));
+      for (const t of tunings) {
+        expect(Object.keys(t.gflops).length).toBeGreaterThanOrEqual(2);
+        expect(t.gflops[t.chosen]).toBe(Math.max(...Object.values(t.gflops)));
+      }
+      const [M, N, K] = [150, 260, 100];
+      const a = upload(ctx, 'A', [M, K], randomArray(M * K, 1)), b = upload(ctx, 'B', [K, N], randomArray(K * N, 2));
+      expect(gemm(ctx, a, b, upload(ctx, 'C', [M, N], new Float32Array(M * N)))).toBe(tunings[0].chosen);
+      expect(await tuneGemm(ctx, problems)).toEqual([]);
+    });
+  });
+});
