@@ -45,8 +45,8 @@ export function denseProblem(
   };
 }
 
-/** CPU twin of every GEMM kernel (float64 accumulation); writes into `c` and returns it. */
-export function gemmRef(p: GemmProblem, a: ArrayLike<number>, b: ArrayLike<number>, c: Float32Array, bias?: ArrayLike<number>): Float32Array {
+/** CPU twin of every GEMM kernel (float64 accumulation); writes into `c` (float32 or float64) and returns it. */
+export function gemmRef<T extends Float32Array | Float64Array>(p: GemmProblem, a: ArrayLike<number>, b: ArrayLike<number>, c: T, bias?: ArrayLike<number>): T {
   for (let z = 0; z < p.batch; z++) {
     const oa = p.offA + z * p.bsA;
     const ob = p.offB + Math.floor(z / p.divB) * p.bsB;
