@@ -1,0 +1,206 @@
+import * as Comlink from 'comlink';
+import type { TransportName } from '../comm/collectives.ts';
+import { abortSabRing, createSabRing, type SabRing } from '../comm/sab-layout.ts';
+import { createPortMesh } from '../comm/port-ring.ts';
+import type { TraceEvent } from '../trace/event.ts';
+import type { CommPrograms } from './comm-programs.ts';
+import type { ProgramArgs, ProgramResult, RankInfo, RankPrograms, RankTransportInit } from './context.ts';
+import { collectiveErrorNames, RankFailedError, RankRunError } from './errors.ts';
+import type { RankWorker } from './serve.ts';
+
+/** How to build a pool of tensor-parallel ranks. */
+export interface RankPoolOptions {
+  /** TP degree t, 1…16. */
+  readonly size: number;
+  /** 'auto' (default): the shared-memory ring when the page is cross-origin isolated, else MessagePort. */
+  readonly transport?: 'auto' | Exclude<TransportName, 'in-process'>;
+  /** A collective fails when a peer is this late (ms, default 10 000). */
+  readonly timeoutMs?: number;
+  /** Shared-ring bytes per rank: the largest full tensor one collective moves (default 64 MiB). */
+  readonly commCapacityBytes?: number;
+  /** Starts rank r's worker; default: src/ranks/rank.worker.ts (serves `commPrograms`). */
+  readonly createWorker?: (rank: number) => Worker;
+}
+
+/** What dispose reports: each rank's device-lost reason ('destroyed' when torn down cleanly). */
+export interface DisposeReport {
+  readonly deviceLost: readonly string[];
+}
+
+const defaultWorker = (): Worker => new Worker(new URL('./rank.worker.ts', import.meta.url), { type: 'module', name: 'rank' });
+
+/** Picks the transport: the shared ring needs cross-origin isolation (COOP + COEP headers). */
+export function chooseTransport(wanted: RankPoolOptions['transport'] = 'auto'): Exclude<TransportName, 'in-process'> {
+  const isolated = globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
+  if (wanted === 'sab-ring' && !isolated) {
+    throw new Error(
+      'The sab-ring transport needs SharedArrayBuffer, which needs a cross-origin isolated page: serve it with ' +
+        '"Cross-Origin-Opener-Policy: same-origin" and "Cross-Origin-Embedder-Policy: require-corp", or use transport "message-port".',
+    );
+  }
+  return wanted === 'auto' ? (isolated ? 'sab-ring' : 'message-port') : wanted;
+}
+
+/**
+ * t rank workers, each with its own GPUDevice, joined by one collective group. `run` calls a named
+ * program on every rank (or some) and resolves with the results in rank order; any failure rejects
+ * with a RankRunError naming each failed rank, within timeoutMs plus a short grace, and leaves the
+ * pool broken: dispose it and create a new one.
+ */
+export class RankPool<P extends RankPrograms = CommPrograms> {
+  readonly size: number;
+  readonly transport: Exclude<TransportName, 'in-process'>;
+  readonly timeoutMs: number;
+  private readonly workers: Worker[];
+  private readonly remotes: Comlink.Remote<RankWorker>[];
+  private readonly ring: SabRing | undefined;
+  private infos: RankInfo[] = [];
+  private broken: Error | undefined;
+  private disposed = false;
+  private readonly onBreak = new Set<(rank: number, e: Error) => void>();
+
+  private constructor(opts: RankPoolOptions) {
+    const t = opts.size;
+    if (!Number.isInteger(t) || t < 1 || t > 16) throw new Error(`RankPool: size ${t} must be an integer from 1 to 16.`);
+    this.size = t;
+    this.transport = chooseTransport(opts.transport);
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.ring = this.transport === 'sab-ring' ? createSabRing(t, opts.commCapacityBytes ?? 64 << 20) : undefined;
+    const make = opts.createWorker ?? defaultWorker;
+    this.workers = Array.from({ length: t }, (_, r) => make(r));
+    this.workers.forEach((w, r) => {
+      w.addEventListener('error', (ev) => {
+        ev.preventDefault();
+        this.breakWith(r, new RankFailedError(r, `worker error: ${ev.message || 'the worker failed to load or crashed'}`));
+      });
+      w.addEventListener('messageerror', () => this.breakWith(r, new RankFailedError(r, 'a message from the worker could not be deserialized')));
+    });
+    this.remotes = this.workers.map((w) => Comlink.wrap<RankWorker>(w));
+  }
+
+  /** Starts t workers, each requesting its adapter and device, and wires the group. */
+  static async create<P extends RankPrograms = CommPrograms>(opts: RankPoolOptions): Promise<RankPool<P>> {
+    const pool = new RankPool<P>(opts);
+    try {
+      const mesh = pool.transport === 'message-port' ? createPortMesh(pool.size) : undefined;
+      pool.infos = await pool.callAll('init', [...Array(pool.size).keys()], (remote, rank) => {
+        const transport: RankTransportInit = mesh ? { kind: 'message-port', ports: mesh[rank] } : { kind: 'sab-ring', ring: pool.ring! };
+        const cfg = { rank, size: pool.size, timeoutMs: pool.timeoutMs, transport };
+        return remote.init(mesh ? Comlink.transfer(cfg, mesh[rank].filter((p): p is MessagePort => !!p)) : cfg);
+      });
+    } catch (e) {
+      await pool.dispose();
+      throw e;
+    }
+    return pool;
+  }
+
+  /** Adapter line of each rank, e.g. "google swiftshader". */
+  get adapters(): readonly string[] {
+    return this.infos.map((i) => i.adapter);
+  }
+
+  /** The error that broke the pool, if any. */
+  get failure(): Error | undefined {
+    return this.broken;
+  }
+
+  /**
+   * Runs `program` on `ranks` (default all) with `args`, or `args(rank)` per rank; results in rank
+   * order of `ranks`.
+   */
+  run<K extends keyof P & string>(
+    program: K,
+    args: ProgramArgs<P[K]> | ((rank: number) => ProgramArgs<P[K]>),
+    ranks: readonly number[] = [...Array(this.size).keys()],
+  ): Promise<ProgramResult<P[K]>[]> {
+    const argsOf = (r: number): unknown => (typeof args === 'function' ? (args as (rank: number) => unknown)(r) : args);
+    return this.callAll(`program "${program}"`, ranks, (remote, r) => remote.run(program, argsOf(r)) as Promise<ProgramResult<P[K]>>);
+  }
+
+  /** Drains every rank's trace events, merged and sorted by start time. */
+  async traces(): Promise<TraceEvent[]> {
+    const all = await this.callAll('drainTrace', [...Array(this.size).keys()], (remote) => remote.drainTrace());
+    return all.flat().sort((a, b) => a.t0 - b.t0 || a.rank - b.rank);
+  }
+
+  /** Destroys every device, terminates every worker; safe on a broken pool and to call twice. */
+  async dispose(): Promise<DisposeReport> {
+    if (this.disposed) return { deviceLost: [] };
+    this.disposed = true;
+    if (this.ring) abortSabRing(this.ring, -1);
+    const answer = <T>(p: Promise<T>, ms: number): Promise<T | 'unresponsive'> =>
+      Promise.race([p, new Promise<'unresponsive'>((res) => setTimeout(() => res('unresponsive'), ms))]);
+    const deviceLost = await Promise.all(this.remotes.map((r) => answer(r.dispose(), 1_000).catch((e: Error) => `dispose failed: ${e.message}`)));
+    this.remotes.forEach((r) => r[Comlink.releaseProxy]());
+    this.workers.forEach((w) => w.terminate());
+    return { deviceLost };
+  }
+
+  /**
+   * Marks the pool broken and tells every pending call; `abortOthers` also wakes the ranks blocked
+   * on the group (not needed for collective errors, which every rank raises itself).
+   */
+  private breakWith(rank: number, e: Error, abortOthers = true): void {
+    if (!this.broken) {
+      this.broken = e;
+      if (abortOthers && this.ring) abortSabRing(this.ring, rank + 1);
+      else if (abortOthers) this.remotes.forEach((r, q) => q !== rank && r.abort(`rank ${rank} failed: ${e.message}`).catch(() => {}));
+    }
+    this.onBreak.forEach((f) => f(rank, e));
+  }
+
+  /**
+   * Calls `fn` on each of `ranks`; resolves when all succeed. A worker error fails that rank's call at
+   * once; after the first failure the other ranks get timeoutMs + 2 s to answer, then count as dead.
+   */
+  private callAll<R>(what: string, ranks: readonly number[], fn: (remote: Comlink.Remote<RankWorker>, rank: number) => Promise<R>): Promise<R[]> {
+    if (this.disposed) return Promise.reject(new Error(`RankPool: ${what} on a disposed pool.`));
+    if (this.broken) return Promise.reject(new Error(`RankPool is broken (${this.broken.message}); dispose it and create a new one.`));
+    return new Promise((resolve, reject) => {
+      const results: R[] = new Array(ranks.length);
+      const errors: (Error | undefined)[] = new Array(this.size).fill(undefined);
+      const settled = new Set<number>();
+      let grace: ReturnType<typeof setTimeout> | undefined;
+      const waitMs = this.timeoutMs + 2_000;
+      const finish = (): void => {
+        clearTimeout(grace);
+        this.onBreak.delete(onBreak);
+        if (errors.some((e) => e)) reject(new RankRunError(what, errors));
+        else resolve(results);
+      };
+      const settle = (i: number, outcome: { value: R } | { error: Error }): void => {
+        if (settled.has(i)) return;
+        settled.add(i);
+        if ('value' in outcome) results[i] = outcome.value;
+        else {
+          errors[ranks[i]] = outcome.error;
+          startGrace();
+        }
+        if (settled.size === ranks.length) finish();
+      };
+      const startGrace = (): void => {
+        grace ??= setTimeout(() => {
+          ranks.forEach((r, j) => settle(j, { error: new RankFailedError(r, `did not answer within ${waitMs} ms after the first failure (its worker died or hangs).`) }));
+        }, waitMs);
+      };
+      const onBreak = (rank: number, e: Error): void => {
+        const i = ranks.indexOf(rank);
+        if (i >= 0 && e instanceof RankFailedError) settle(i, { error: e });
+        startGrace();
+      };
+      this.onBreak.add(onBreak);
+      ranks.forEach((r, i) => {
+        fn(this.remotes[r], r).then(
+          (value) => settle(i, { value }),
+          (e: unknown) => {
+            const err = e instanceof Error ? e : new Error(String(e));
+            settle(i, { error: err });
+            if (collectiveErrorNames.has(err.name)) this.breakWith(r, err, false);
+            else this.breakWith(r, new RankFailedError(r, err.message));
+          },
+        );
+      });
+    });
+  }
+}

@@ -1,0 +1,4 @@
+import { commPrograms } from './comm-programs.ts';
+import { serveRank } from './serve.ts';
+
+serveRank(commPrograms);

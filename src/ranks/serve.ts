@@ -1,0 +1,80 @@
+import * as Comlink from 'comlink';
+import { GpuCollectives } from '../comm/gpu-collectives.ts';
+import { PortRingCollectives } from '../comm/port-ring.ts';
+import { SabRingCollectives } from '../comm/sab-ring.ts';
+import { adapterName, enableWebGpuHint } from '../kernels/adapter.ts';
+import type { TraceEvent } from '../trace/event.ts';
+import { TraceRecorder } from '../trace/recorder.ts';
+import type { RankContext, RankInfo, RankInit, RankProgram, RankPrograms } from './context.ts';
+
+/** Typed arrays (on non-shared buffers) in a result, to transfer instead of copy. */
+function transferables(v: unknown, depth = 0, out = new Set<ArrayBuffer>()): ArrayBuffer[] {
+  if (ArrayBuffer.isView(v) && v.buffer instanceof ArrayBuffer) out.add(v.buffer);
+  else if (v && typeof v === 'object' && depth < 3) Object.values(v).forEach((w) => transferables(w, depth + 1, out));
+  return [...out];
+}
+
+/** The one object a rank worker exposes (via serveRank): set up, run programs, drain trace, dispose. */
+export class RankWorker {
+  private ctx: RankContext | undefined;
+  private ports: PortRingCollectives | undefined;
+
+  constructor(private readonly programs: RankPrograms) {}
+
+  /** Requests this rank's own adapter and GPUDevice and joins the group. */
+  async init(cfg: RankInit): Promise<RankInfo> {
+    if (!navigator.gpu) throw new Error(`rank ${cfg.rank}: this worker has no navigator.gpu. ${enableWebGpuHint}`);
+    const adapter = await navigator.gpu.requestAdapter();
+    if (!adapter) throw new Error(`rank ${cfg.rank}: no WebGPU adapter. ${enableWebGpuHint}`);
+    const device = await adapter.requestDevice({
+      requiredLimits: {
+        maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+        maxBufferSize: adapter.limits.maxBufferSize,
+      },
+    });
+    const trace = new TraceRecorder();
+    const t = cfg.transport;
+    const comm =
+      t.kind === 'sab-ring'
+        ? new SabRingCollectives(cfg.rank, cfg.size, t.ring, trace, cfg.timeoutMs)
+        : (this.ports = new PortRingCollectives(cfg.rank, cfg.size, t.ports, trace, cfg.timeoutMs));
+    const gpuComm = new GpuCollectives(device, comm);
+    this.ctx = { rank: cfg.rank, size: cfg.size, transport: comm.transport, device, comm, gpuComm, trace };
+    return { rank: cfg.rank, adapter: adapterName(adapter), transport: comm.transport };
+  }
+
+  /** Runs program `name` on this rank; typed arrays in the result are transferred. */
+  async run(name: string, args: unknown): Promise<unknown> {
+    const ctx = this.ctx;
+    if (!ctx) throw new Error(`rank worker: run("${name}") before init.`);
+    const program = this.programs[name] as RankProgram<unknown, unknown> | undefined;
+    if (!program) throw new Error(`rank ${ctx.rank}: no program "${name}" (this worker serves: ${Object.keys(this.programs).join(', ')}).`);
+    const result = await program(ctx, args);
+    return Comlink.transfer(result, transferables(result));
+  }
+
+  /** Returns and forgets this rank's trace events. */
+  drainTrace(): TraceEvent[] {
+    return this.ctx?.trace.drain() ?? [];
+  }
+
+  /** Fails pending MessagePort receives (shared-memory ranks are aborted through the ring). */
+  abort(reason: string): void {
+    this.ports?.abort(reason);
+  }
+
+  /** Destroys the device and closes the ports; resolves with the device-lost reason. */
+  async dispose(): Promise<string> {
+    this.ports?.close();
+    const device = this.ctx?.device;
+    this.ctx = undefined;
+    if (!device) return 'no device';
+    device.destroy();
+    return (await device.lost).reason;
+  }
+}
+
+/** Worker entry: exposes a RankWorker serving `programs` (the project's only Comlink.expose). */
+export function serveRank(programs: RankPrograms): void {
+  Comlink.expose(new RankWorker(programs));
+}

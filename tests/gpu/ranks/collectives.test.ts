@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { CollectiveCall } from '../../../src/comm/call.ts';
+import { hostTensor } from '../../../src/comm/host-tensor.ts';
+import { referenceCollective } from '../../../src/comm/reference.ts';
+import { numel } from '../../../src/kernels/limits.ts';
+import type { CollectiveArgs } from '../../../src/ranks/comm-programs.ts';
+import { RankPool } from '../../../src/ranks/pool.ts';
+import { poolTransports, randomArray, rejectionOf } from './helpers.ts';
+
+type Case = Omit<CollectiveArgs, 'data' | 'device'>;
+
+/** Cases for t ranks: all-reduce on sizes divisible by t and not; the rest along several dims. */
+function cases(t: number): Case[] {
+  return [
+    { op: 'allReduce', shape: [4 * t, 3], reduceOp: 'sum' },
+    { op: 'allReduce', shape: [7, 5], reduceOp: 'sum' },
+    { op: 'allReduce', shape: [2 * t + 1], reduceOp: 'max' },
+    { op: 'reduceScatter', shape: [2 * t, 3], dim: 0, reduceOp: 'sum' },
+    { op: 'reduceScatter', shape: [3, 2 * t], dim: 1, reduceOp: 'max' },
+    { op: 'allGather', shape: [3, 5], dim: 0 },
+    { op: 'allGather', shape: [2, 3, 5], dim: 2 },
+    { op: 'broadcast', shape: [5, 3], root: t - 1 },
+  ];
+}
+
+/** Ring sums of t values in [−1, 1] differ from the float64 reference by ≤ t²·2⁻²⁴; we allow 1e-6·t². */
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let worst = a.length === b.length ? 0 : Infinity;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
+}
+
+describe.each(poolTransports)('collectives across rank workers over %s', (transport) => {
+  describe.each([1, 2, 3, 4, 8])('with t = %i', (t) => {
+    let pool: RankPool;
+    beforeAll(async () => {
+      pool = await RankPool.create({ size: t, transport, timeoutMs: 5_000, commCapacityBytes: 1 << 20 });
+    });
+    afterAll(async () => {
+      await pool?.dispose();
+    });
+
+    test.each(['cpu', 'gpu'] as const)('every collective on %s data matches the in-process reference', async (device) => {
+      expect(pool.transport).toBe(transport);
+      for (const [i, c] of cases(t).entries()) {
+        const inputs = Array.from({ length: t }, (_, r) => hostTensor(c.shape, randomArray(numel(c.shape), 100 * i + r + 1)));
+        const ys = await pool.run('collective', (r) => ({ ...c, device, data: inputs[r].data }));
+        const call: CollectiveCall = { seq: 0, dtype: 'f32', ...c };
+        const want = referenceCollective(call, inputs);
+        ys.forEach((y, r) => {
+          expect(y.shape, `${c.op} rank ${r}`).toEqual(want[r].shape);
+          expect(maxAbsDiff(y.data, want[r].data), `${c.op} ${c.shape} rank ${r}`).toBeLessThanOrEqual(1e-6 * t * t);
+        });
+      }
+      const events = await pool.traces();
+      expect(events).toHaveLength(cases(t).length * t);
+      events.forEach((e) => expect(e.comm).toMatchObject({ transport, device, groupSize: t }));
+      if (device === 'gpu') events.forEach((e) => expect(e.phases.map((p) => p.name)).toEqual(['readback', 'sync', 'stage', 'transport', 'unstage', 'upload']));
+    });
+
+    if (t > 1) test('a reduceScatter of a dim not divisible by t fails on every rank with the shape named', async () => {
+      const e = await rejectionOf(pool.run('collective', { op: 'reduceScatter', device: 'gpu', shape: [t + 1, 2], dim: 0, data: new Float32Array(2 * t + 2) }));
+      expect(e.message).toContain(`reduceScatter: dim 0 of shape [${t + 1}, 2] has size ${t + 1}, not divisible by the group size ${t}.`);
+      expect(e.errors!.every((x) => x)).toBe(true);
+    });
+
+  });
+});
