@@ -16,6 +16,9 @@ export interface RopeOptions {
   readonly positionOffset?: number;
 }
 
+/** Largest headDim / 2 the kernel takes (its frequency table holds 256 values). */
+export const maxRopePairs = 256;
+
 function dispatchRope(op: string, ctx: KernelContext, x: GpuTensor, out: GpuTensor, options: RopeOptions, sign: 1 | -1): void {
   const { base = 10000, positionOffset = 0 } = options;
   if (x.shape.length !== 4) {
@@ -28,11 +31,17 @@ function dispatchRope(op: string, ctx: KernelContext, x: GpuTensor, out: GpuTens
   expectShape(op, out.name, out.shape, x.shape, `same shape as "${x.name}"`);
   if (!(base > 0) || !Number.isFinite(base)) throw new Error(`${op}: option "base" is ${base}; it must be a finite number > 0.`);
   checkInteger(op, 'positionOffset', positionOffset, 0, 2 ** 24 - x.shape[0]);
+  if (d / 2 > maxRopePairs) {
+    throw new Error(`${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; headDim ${d} exceeds the kernel's ${2 * maxRopePairs} (its frequencies live in the uniform block).`);
+  }
   const pairs = numel(x.shape) / 2;
   const wg = grid1d(ctx.device.limits, op, x.name, x.shape, pairs);
-  const params = ctx.uniform(packParams([
-    ['u32', pairs], ['u32', d / 2], ['u32', x.shape[1] * x.shape[2]], ['u32', positionOffset], ['f32', Math.log2(base)], ['f32', sign],
-  ]));
+  const header = packParams([['u32', pairs], ['u32', d / 2], ['u32', x.shape[1] * x.shape[2]], ['u32', positionOffset], ['f32', sign]]);
+  const words = new Uint32Array(header.length + maxRopePairs);
+  words.set(header);
+  // ω_k = base^(−2k/d) in float64, rounded once to float32 (as a float32 table would hold it).
+  new Float32Array(words.buffer, header.byteLength).set(Array.from({ length: d / 2 }, (_, k) => base ** ((-2 * k) / d)));
+  const params = ctx.uniform(words);
   ctx.dispatch(op, ctx.pipeline('rope', code, 'rope'), [
     { binding: 0, buffer: params },
     { binding: 1, buffer: x.buffer },

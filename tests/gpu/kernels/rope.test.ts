@@ -4,17 +4,19 @@ import { randomArray } from '../../../src/reference/random.ts';
 import { ropeRef } from '../../../src/reference/rope.ts';
 import { download, expectClose, gpuCase, upload } from '../gpu-case.ts';
 
-// Tolerance. θ = pos · base^(−2k/d) is formed in float32 (exp2, a multiply, the reduction to
-// [−π, π]): |Δθ| ≤ 8ε·pos. WGSL bounds sin/cos on [−π, π] to 2^−11 absolute. Each output is
-// a·cos ± b·sin with |a|, |b| ≤ 1, so |Δout| ≤ 2·(8ε·posMax + 2^−11) + 4ε.
+// Tolerance. θ = pos · ω is one float32 multiply of an exact position by ω rounded once from
+// float64: |Δθ| ≤ 2ε·θ ≤ 2ε·posMax (ω ≤ 1). The quadrant reduction is exact to ~ε and the sin/cos
+// polynomials to ~2ε. Each output is a·cos ± b·sin with |a|, |b| ≤ 1:
+// |Δout| ≤ 2·(2ε·posMax + 4ε) + 4ε.
 const eps = 2 ** -23;
-const tolFor = (posMax: number): number => 2 * (8 * eps * posMax + 2 ** -11) + 4 * eps;
+const tolFor = (posMax: number): number => 2 * (2 * eps * posMax + 4 * eps) + 4 * eps;
 
 const cases: { what: string; shape: number[]; options: RopeOptions }[] = [
   { what: 'one token with headDim 2', shape: [1, 1, 1, 2], options: {} },
   { what: 'odd sizes everywhere but headDim', shape: [7, 3, 5, 10], options: {} },
   { what: 'a long sequence shard at offset 500 (tall-skinny)', shape: [300, 1, 1, 4], options: { positionOffset: 500 } },
   { what: 'one token with many heads and a large headDim (short-wide), base 500000', shape: [1, 2, 16, 128], options: { base: 500000, positionOffset: 3 } },
+  { what: 'the largest headDim at a far position', shape: [2, 1, 1, 512], options: { positionOffset: 20000 } },
 ];
 
 describe('rope', () => {
@@ -50,6 +52,13 @@ describe('rope', () => {
     await gpuCase(async (ctx) => {
       const q = upload(ctx, 'q', [2, 1, 2, 5], new Float32Array(20));
       expect(() => rope(ctx, q, q)).toThrow(/rope: tensor "q" has shape \[2, 1, 2, 5\]; headDim 5 must be even/);
+    });
+  });
+
+  test('a headDim beyond the kernel\'s frequency table is refused before dispatch', async () => {
+    await gpuCase(async (ctx) => {
+      const q = upload(ctx, 'q', [1, 1, 1, 514], new Float32Array(514));
+      expect(() => rope(ctx, q, q)).toThrow(/rope: tensor "q" has shape \[1, 1, 1, 514\]; headDim 514 exceeds the kernel's 512/);
     });
   });
 
