@@ -5,7 +5,8 @@
 //   sign = +1 rotates by θ (forward); sign = −1 rotates by −θ, the backward (dx from dy).
 //   bindings: 0 params (ω_k precomputed in float64, rounded once, d/2 ≤ 256), 1 x (read), 2 out (write)
 // One invocation per pair (s·b·heads·d/2 of them); the 2-D grid folds past 65535 workgroups.
-// sin/cos come from a quadrant reduction (π/2 split in two parts, exact for |θ| < 2^16) and
+// sin/cos come from a quadrant reduction (π/2 split in two parts: exact while θ < 2^16 · π/2, beyond
+// that off by about one ulp of θ, like θ itself) and
 // Taylor polynomials on [−π/4, π/4] accurate to ~1 ulp: builtin sin/cos are only bounded to 2^−11.
 
 struct Params { pairs: u32, half: u32, bh: u32, offset: u32, sign: f32, _pad0: u32, _pad1: u32, _pad2: u32,
