@@ -51,7 +51,7 @@ function dispatchRope(op: string, ctx: KernelContext, x: GpuTensor, out: GpuTens
 
 /**
  * Rotary embedding, rotate-half pairing (k ↔ k + headDim/2): [s, b, heads, headDim] → same shape.
- * Call once for Q [s, b, nq, d] and once for K [s, b, nkv, d]. headDim must be even.
+ * Call once for Q [s, b, nq, d] and once for K [s, b, nkv, d]. headDim must be even and ≤ 512.
  */
 export function rope(ctx: KernelContext, x: GpuTensor, out: GpuTensor, options: RopeOptions = {}): void {
   dispatchRope('rope', ctx, x, out, options, 1);
