@@ -20,3 +20,24 @@ export async function describeAdapter(): Promise<string> {
   const features = ['timestamp-query', 'subgroups', 'shader-f16'].filter((f) => adapter.features.has(f));
   return `WebGPU adapter: ${adapterName(adapter)}${features.length ? ` (${features.join(', ')})` : ''}`;
 }
+
+/** Optional features the kernels use when an adapter has them. */
+export const kernelFeatures: GPUFeatureName[] = ['timestamp-query', 'subgroups'];
+
+/**
+ * Requests an adapter and a device for the kernels: the adapter's full storage-binding and
+ * buffer limits, plus timestamp queries and subgroups where available. `who` prefixes errors.
+ */
+export async function requestKernelDevice(who = 'WebGPU'): Promise<{ adapter: GPUAdapter; device: GPUDevice }> {
+  if (!('gpu' in navigator) || !navigator.gpu) throw new Error(`${who}: navigator.gpu is missing. ${enableWebGpuHint}`);
+  const adapter = await navigator.gpu.requestAdapter();
+  if (!adapter) throw new Error(`${who}: no WebGPU adapter was found. ${enableWebGpuHint}`);
+  const device = await adapter.requestDevice({
+    requiredFeatures: kernelFeatures.filter((f) => adapter.features.has(f)),
+    requiredLimits: {
+      maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+      maxBufferSize: adapter.limits.maxBufferSize,
+    },
+  });
+  return { adapter, device };
+}

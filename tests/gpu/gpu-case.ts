@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { requestKernelDevice } from '../../src/kernels/adapter.ts';
 import { KernelContext } from '../../src/kernels/context.ts';
 import { createTensor, readTensor, type GpuTensor } from '../../src/kernels/tensor.ts';
 import { compareArrays } from '../../src/reference/compare.ts';
@@ -7,13 +8,7 @@ let shared: Promise<GPUDevice> | undefined;
 
 /** One device for a test file (requested once; fails loudly when WebGPU is missing). */
 export function testDevice(): Promise<GPUDevice> {
-  shared ??= (async () => {
-    if (!navigator.gpu) throw new Error('navigator.gpu is missing: Chromium must run with --enable-unsafe-webgpu');
-    const adapter = await navigator.gpu.requestAdapter();
-    if (!adapter) throw new Error('WebGPU has no adapter in this browser');
-    const features = (['timestamp-query', 'subgroups'] as GPUFeatureName[]).filter((f) => adapter.features.has(f));
-    return adapter.requestDevice({ requiredFeatures: features });
-  })();
+  shared ??= requestKernelDevice('GPU tests').then(({ device }) => device);
   return shared;
 }
 
@@ -27,12 +22,18 @@ export async function gpuCase<T>(body: (ctx: KernelContext) => Promise<T>): Prom
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   const ctx = new KernelContext(device);
-  const result = await body(ctx);
-  await ctx.flush();
-  const validation = await device.popErrorScope();
-  const oom = await device.popErrorScope();
-  expect(validation?.message ?? null, 'WebGPU validation error').toBeNull();
-  expect(oom?.message ?? null, 'WebGPU out-of-memory error').toBeNull();
+  let result: T;
+  try {
+    result = await body(ctx);
+    await ctx.flush();
+  } finally {
+    // Pop both scopes even when the body failed, so a GPU error is reported as one (and the
+    // scopes never leak into the next case).
+    const validation = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+    expect(validation?.message ?? null, 'WebGPU validation error').toBeNull();
+    expect(oom?.message ?? null, 'WebGPU out-of-memory error').toBeNull();
+  }
   return result;
 }
 
