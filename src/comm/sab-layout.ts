@@ -8,10 +8,12 @@ const fpWords = 16;
 /**
  * Int32 word offsets in the control buffer: [0] abort code (0 = none, r+1 = rank r failed,
  * −1 = pool aborted), arrive[r] = last seq rank r reached, progress[r] = ring steps rank r has
- * finished, then fingerprints double-buffered by seq parity: slot(p, r) of `fpWords` words.
+ * finished, then fingerprints double-buffered by seq parity: slot(p, r) of `fpWords` words;
+ * [1] the byte length of the abort reason (UTF-8) stored after the last word.
  */
 export const ctrl = {
   abort: 0,
+  reasonBytes: 1,
   arrive: (r: number): number => 16 + r,
   progress: (r: number): number => 16 + maxSabRanks + r,
   fp: (seq: number, r: number): number => 16 + 2 * maxSabRanks + ((seq & 1) * maxSabRanks + r) * fpWords,
@@ -31,17 +33,29 @@ export function createSabRing(size: number, capacityBytes: number): SabRing {
   if (size > maxSabRanks) throw new Error(`createSabRing: at most ${maxSabRanks} ranks, got ${size}.`);
   const cap = Math.ceil(capacityBytes / 4) * 4;
   return {
-    control: new SharedArrayBuffer(ctrl.words * 4),
+    control: new SharedArrayBuffer(ctrl.words * 4 + maxReasonBytes),
     data: Array.from({ length: size }, () => new SharedArrayBuffer(cap)),
     capacityBytes: cap,
   };
 }
 
-/** Makes every rank blocked in the ring throw: code r+1 blames rank r, −1 the pool. */
-export function abortSabRing(ring: SabRing, code: number): void {
+const maxReasonBytes = 1024;
+
+/** Makes every rank blocked in the ring throw: code r+1 blames rank r, −1 the pool; `reason` says why. */
+export function abortSabRing(ring: SabRing, code: number, reason = ''): void {
   const c = new Int32Array(ring.control);
+  if (Atomics.load(c, ctrl.abort) !== 0) return;
+  const bytes = new TextEncoder().encode(reason).subarray(0, maxReasonBytes);
+  new Uint8Array(ring.control, ctrl.words * 4, maxReasonBytes).set(bytes);
+  Atomics.store(c, ctrl.reasonBytes, bytes.length);
   Atomics.compareExchange(c, ctrl.abort, 0, code);
   for (let i = 0; i < ctrl.words; i++) Atomics.notify(c, i);
+}
+
+/** The reason given to abortSabRing ('' when none). */
+export function sabAbortReason(control: SharedArrayBuffer): string {
+  const n = Atomics.load(new Int32Array(control), ctrl.reasonBytes);
+  return new TextDecoder().decode(new Uint8Array(control, ctrl.words * 4, n).slice());
 }
 
 const ops: CollectiveOp[] = ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier'];

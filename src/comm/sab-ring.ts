@@ -8,7 +8,7 @@ import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { accumulate, chunkBounds, packSlices, unpackSlices } from './layout.ts';
 import { agRecvChunk, ringNeighbours, rsRecvChunk, ringSentBytes } from './ring-schedule.ts';
-import { ctrl, readFingerprint, writeFingerprint, type SabRing } from './sab-layout.ts';
+import { ctrl, readFingerprint, sabAbortReason, writeFingerprint, type SabRing } from './sab-layout.ts';
 
 /** Broadcast pipelines the chain in chunks of about this many elements. */
 const broadcastChunk = 1 << 16;
@@ -48,7 +48,8 @@ export class SabRingCollectives extends BaseCollectives {
   private checkAbort(call: CollectiveCall): void {
     const code = Atomics.load(this.c, ctrl.abort);
     if (code === 0) return;
-    const why = code > 0 ? `rank ${code - 1} failed` : 'the pool was aborted';
+    const detail = sabAbortReason(this.ring.control);
+    const why = (code > 0 ? `rank ${code - 1} failed` : 'the pool was aborted') + (detail ? `: ${detail}` : '');
     this.fail(why);
     throw new CollectiveAbortedError(this.rank, call, why);
   }

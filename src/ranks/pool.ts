@@ -1,5 +1,4 @@
 import * as Comlink from 'comlink';
-import type { TransportName } from '../comm/collectives.ts';
 import { abortSabRing, createSabRing, type SabRing } from '../comm/sab-layout.ts';
 import { createPortMesh } from '../comm/port-ring.ts';
 import type { TraceEvent } from '../trace/event.ts';
@@ -7,13 +6,14 @@ import type { CommPrograms } from './comm-programs.ts';
 import type { ProgramArgs, ProgramResult, RankInfo, RankPrograms, RankTransportInit } from './context.ts';
 import { collectiveErrorNames, RankFailedError, RankRunError } from './errors.ts';
 import type { RankWorker } from './serve.ts';
+import { chooseTransport, type PoolTransport } from './transport.ts';
 
 /** How to build a pool of tensor-parallel ranks. */
 export interface RankPoolOptions {
   /** TP degree t, 1…16. */
   readonly size: number;
   /** 'auto' (default): the shared-memory ring when the page is cross-origin isolated, else MessagePort. */
-  readonly transport?: 'auto' | Exclude<TransportName, 'in-process'>;
+  readonly transport?: 'auto' | PoolTransport;
   /** A collective fails when a peer is this late (ms, default 10 000). */
   readonly timeoutMs?: number;
   /** Shared-ring bytes per rank: the largest full tensor one collective moves (default 64 MiB). */
@@ -29,18 +29,6 @@ export interface DisposeReport {
 
 const defaultWorker = (): Worker => new Worker(new URL('./rank.worker.ts', import.meta.url), { type: 'module', name: 'rank' });
 
-/** Picks the transport: the shared ring needs cross-origin isolation (COOP + COEP headers). */
-export function chooseTransport(wanted: RankPoolOptions['transport'] = 'auto'): Exclude<TransportName, 'in-process'> {
-  const isolated = globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
-  if (wanted === 'sab-ring' && !isolated) {
-    throw new Error(
-      'The sab-ring transport needs SharedArrayBuffer, which needs a cross-origin isolated page: serve it with ' +
-        '"Cross-Origin-Opener-Policy: same-origin" and "Cross-Origin-Embedder-Policy: require-corp", or use transport "message-port".',
-    );
-  }
-  return wanted === 'auto' ? (isolated ? 'sab-ring' : 'message-port') : wanted;
-}
-
 /**
  * t rank workers, each with its own GPUDevice, joined by one collective group. `run` calls a named
  * program on every rank (or some) and resolves with the results in rank order; any failure rejects
@@ -49,7 +37,7 @@ export function chooseTransport(wanted: RankPoolOptions['transport'] = 'auto'): 
  */
 export class RankPool<P extends RankPrograms = CommPrograms> {
   readonly size: number;
-  readonly transport: Exclude<TransportName, 'in-process'>;
+  readonly transport: PoolTransport;
   readonly timeoutMs: number;
   private readonly workers: Worker[];
   private readonly remotes: Comlink.Remote<RankWorker>[];
@@ -128,7 +116,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   async dispose(): Promise<DisposeReport> {
     if (this.disposed) return { deviceLost: [] };
     this.disposed = true;
-    if (this.ring) abortSabRing(this.ring, -1);
+    if (this.ring) abortSabRing(this.ring, -1, 'the pool was disposed');
     const answer = <T>(p: Promise<T>, ms: number): Promise<T | 'unresponsive'> =>
       Promise.race([p, new Promise<'unresponsive'>((res) => setTimeout(() => res('unresponsive'), ms))]);
     const deviceLost = await Promise.all(this.remotes.map((r) => answer(r.dispose(), 1_000).catch((e: Error) => `dispose failed: ${e.message}`)));
@@ -144,8 +132,9 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   private breakWith(rank: number, e: Error, abortOthers = true): void {
     if (!this.broken) {
       this.broken = e;
-      if (abortOthers && this.ring) abortSabRing(this.ring, rank + 1);
-      else if (abortOthers) this.remotes.forEach((r, q) => q !== rank && r.abort(`rank ${rank} failed: ${e.message}`).catch(() => {}));
+      const reason = e.message.replace(/^rank \d+: /, '');
+      if (abortOthers && this.ring) abortSabRing(this.ring, rank + 1, reason);
+      else if (abortOthers) this.remotes.forEach((r, q) => q !== rank && r.abort(`rank ${rank} failed: ${reason}`).catch(() => {}));
     }
     this.onBreak.forEach((f) => f(rank, e));
   }

@@ -50,7 +50,8 @@ export class RankWorker {
     const program = this.programs[name] as RankProgram<unknown, unknown> | undefined;
     if (!program) throw new Error(`rank ${ctx.rank}: no program "${name}" (this worker serves: ${Object.keys(this.programs).join(', ')}).`);
     const result = await program(ctx, args);
-    return Comlink.transfer(result, transferables(result));
+    const moved = transferables(result);
+    return moved.length ? Comlink.transfer(result, moved) : result;
   }
 
   /** Returns and forgets this rank's trace events. */
