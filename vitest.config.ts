@@ -4,8 +4,9 @@ import viteConfig from './vite.config.ts';
 import { chromiumArgs, chromiumPath } from './scripts/chromium.ts';
 
 /**
- * Two projects: `unit` runs pure TS in Node (plan, trace, CPU twins); `gpu` runs real WGSL on
- * the real WebGPU adapter of headless Chromium (SwiftShader on CI machines).
+ * Three projects: `unit` runs pure TS in Node (plan, trace, CPU twins); `e2e` drives the served
+ * page in headless Chromium from Node (Playwright); `gpu` runs real WGSL on the real WebGPU
+ * adapter of headless Chromium (SwiftShader on CI machines).
  */
 export default mergeConfig(
   viteConfig,
@@ -19,8 +20,18 @@ export default mergeConfig(
         {
           extends: true,
           test: {
+            name: 'e2e',
+            environment: 'node',
+            include: ['tests/e2e/**/*.test.ts'],
+            testTimeout: 180_000,
+            hookTimeout: 180_000,
+          },
+        },
+        {
+          extends: true,
+          test: {
             name: 'gpu',
-            include: ['tests/gpu/**/*.test.ts', ...(process.env.SCRATCH ? ['tests/scratch/**/*.test.ts'] : [])],
+            include: ['tests/gpu/**/*.test.ts'],
             testTimeout: 120_000,
             hookTimeout: 120_000,
             browser: {

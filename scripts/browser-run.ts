@@ -1,4 +1,4 @@
-import { chromium } from 'playwright';
+import { chromium, type Page } from 'playwright';
 import { createServer } from 'vite';
 import { chromiumArgs, chromiumPath } from './chromium.ts';
 
@@ -11,26 +11,40 @@ export interface BrowserRunOptions {
 }
 
 /**
- * Serves the project with Vite (COOP/COEP from vite.config.ts, so the page is cross-origin
- * isolated), opens scripts/runner.html in headless Chromium with WebGPU, imports `entry`
- * (a path from the project root, e.g. '/src/bench/gemm-bench.ts') and returns
- * `await entry[fn]({ ...args, onProgress })`. The result must be structured-cloneable (JSON-like).
+ * Serves the project with Vite (COOP/COEP from vite.config.ts, so pages are cross-origin
+ * isolated), opens `path` (from the project root, e.g. '/' or 'scripts/runner.html') in headless
+ * Chromium with WebGPU, and returns `body(page)`. Page errors and console errors and warnings go
+ * to stderr; server and browser are closed whatever happens.
  */
-export async function runInBrowser<T>(entry: string, fn: string, args: Record<string, unknown>, opts: BrowserRunOptions = {}): Promise<T> {
+export async function withPage<T>(path: string, body: (page: Page, pageErrors: string[]) => Promise<T>): Promise<T> {
   const server = await createServer({ server: { port: 0, host: '127.0.0.1' }, logLevel: 'error', clearScreen: false });
   await server.listen();
   const base = server.resolvedUrls?.local[0];
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs, headless: true });
   try {
-    if (!base) throw new Error('runInBrowser: the Vite server reported no local URL.');
+    if (!base) throw new Error('withPage: the Vite server reported no local URL.');
     const page = await browser.newPage();
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     page.on('console', (m) => {
       if (m.type() === 'error' || m.type() === 'warning') process.stderr.write(`[page ${m.type()}] ${m.text()}\n`);
     });
+    await page.goto(new URL(path.replace(/^\//, ''), base).href);
+    return await body(page, pageErrors);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+/**
+ * Imports `entry` (a path from the project root, e.g. '/src/bench/gemm-bench.ts') into a blank
+ * cross-origin-isolated page and returns `await entry[fn]({ ...args, onProgress })`. The result
+ * must be structured-cloneable (JSON-like).
+ */
+export function runInBrowser<T>(entry: string, fn: string, args: Record<string, unknown>, opts: BrowserRunOptions = {}): Promise<T> {
+  return withPage('scripts/runner.html', async (page, pageErrors) => {
     await page.exposeFunction('__runnerProgress', (line: string) => opts.onProgress?.(line));
-    await page.goto(new URL('scripts/runner.html', base).href);
     // The page code is a string: tsx's transform would otherwise inject helpers the page lacks.
     const call = `(async () => {
       const mod = await import(${JSON.stringify(entry)});
@@ -48,8 +62,5 @@ export async function runInBrowser<T>(entry: string, fn: string, args: Record<st
     } finally {
       clearTimeout(timer);
     }
-  } finally {
-    await browser.close();
-    await server.close();
-  }
+  });
 }
