@@ -20,21 +20,26 @@ export const ctrl = {
   words: 16 + 2 * maxSabRanks + 2 * maxSabRanks * fpWords,
 } as const;
 
-/** The shared memory of one group: a control block and one data buffer per rank (its ring slot). */
+/**
+ * The shared memory of one group: a control block, and one shared WebAssembly.Memory holding each
+ * rank's ring slot at byte offset r·capacityBytes (one memory, so a SIMD kernel can reduce across slots).
+ */
 export interface SabRing {
   readonly control: SharedArrayBuffer;
-  readonly data: readonly SharedArrayBuffer[];
-  /** Bytes of each rank's data buffer: the largest full tensor a collective may move. */
+  readonly memory: WebAssembly.Memory;
+  /** Bytes of each rank's slot: the largest full tensor a collective may move. */
   readonly capacityBytes: number;
 }
 
 /** Allocates the shared memory for `size` ranks with `capacityBytes` per rank (pages commit on first touch). */
 export function createSabRing(size: number, capacityBytes: number): SabRing {
   if (size > maxSabRanks) throw new Error(`createSabRing: at most ${maxSabRanks} ranks, got ${size}.`);
-  const cap = Math.ceil(capacityBytes / 4) * 4;
+  const cap = Math.max(16, Math.ceil(capacityBytes / 16) * 16);
+  const pages = Math.ceil((cap * size) / 65536);
+  if (pages > 65536) throw new Error(`createSabRing: ${size} slots of ${cap} bytes exceed the 4 GiB of one WebAssembly memory.`);
   return {
     control: new SharedArrayBuffer(ctrl.words * 4 + maxReasonBytes),
-    data: Array.from({ length: size }, () => new SharedArrayBuffer(cap)),
+    memory: new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }),
     capacityBytes: cap,
   };
 }

@@ -6,8 +6,9 @@ import { BaseCollectives, type Executed } from './base.ts';
 import { formatCall, outputShape, sameCall, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
-import { accumulate, chunkBounds, packSlices, unpackSlices } from './layout.ts';
+import { chunkBounds, packSlices, unpackSlices } from './layout.ts';
 import { agRecvChunk, ringNeighbours, rsRecvChunk, ringSentBytes } from './ring-schedule.ts';
+import { simdReducer, type ReduceKernel } from './simd-reduce.ts';
 import { ctrl, readFingerprint, sabAbortReason, writeFingerprint, type SabRing } from './sab-layout.ts';
 
 /** Broadcast pipelines the chain in chunks of about this many elements. */
@@ -22,13 +23,15 @@ const broadcastChunk = 1 << 16;
  */
 export class SabRingCollectives extends BaseCollectives {
   private readonly c: Int32Array;
-  private readonly slots: Float32Array[];
+  private readonly f32: Float32Array;
+  private readonly reduce: ReduceKernel;
   private step = 0;
 
   constructor(rank: number, size: number, private readonly ring: SabRing, sink: TraceSink, private readonly timeoutMs: number) {
     super(rank, size, 'sab-ring', sink);
     this.c = new Int32Array(ring.control);
-    this.slots = ring.data.map((b) => new Float32Array(b));
+    this.f32 = new Float32Array(ring.memory.buffer);
+    this.reduce = simdReducer(ring.memory);
   }
 
   protected async execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>> {
@@ -102,8 +105,9 @@ export class SabRingCollectives extends BaseCollectives {
       throw new Error(`rank ${r}: ${formatCall(call)} moves ${n * 4} bytes, more than the shared ring's ${this.ring.capacityBytes} bytes per rank; build the pool with a larger commCapacityBytes.`);
     }
     const { prev, next } = ringNeighbours(r, t);
-    const own = this.slots[r].subarray(0, n);
-    const from = this.slots[prev].subarray(0, n);
+    const slot = this.ring.capacityBytes / 4;
+    const own = this.f32.subarray(r * slot, r * slot + n);
+    const from = this.f32.subarray(prev * slot, prev * slot + n);
     const chunk = (buf: Float32Array, k: number): Float32Array => buf.subarray(...chunkBounds(n, t, k));
     const base = this.step;
     if (call.op === 'allGather') chunk(own, r).set(x.data);
@@ -114,8 +118,8 @@ export class SabRingCollectives extends BaseCollectives {
     if (call.op === 'allReduce' || call.op === 'reduceScatter') {
       for (let k = 0; k < t - 1; k++) {
         this.waitFor(call, prev, base + 1 + k);
-        const c = rsRecvChunk(r, k, t);
-        accumulate(chunk(own, c), chunk(from, c), call.reduceOp!);
+        const [lo, hi] = chunkBounds(n, t, rsRecvChunk(r, k, t));
+        this.reduce(call.reduceOp!, (r * slot + lo) * 4, (prev * slot + lo) * 4, hi - lo);
         this.advance();
       }
     }
