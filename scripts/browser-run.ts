@@ -17,7 +17,8 @@ export interface BrowserRunOptions {
  * to stderr; server and browser are closed whatever happens.
  */
 export async function withPage<T>(path: string, body: (page: Page, pageErrors: string[]) => Promise<T>): Promise<T> {
-  const server = await createServer({ server: { port: 0, host: '127.0.0.1' }, logLevel: 'error', clearScreen: false });
+  // No HMR and no watcher: edits made while a long benchmark runs must not reload its page.
+  const server = await createServer({ server: { port: 0, host: '127.0.0.1', hmr: false, watch: null }, logLevel: 'error', clearScreen: false });
   await server.listen();
   const base = server.resolvedUrls?.local[0];
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs, headless: true });
