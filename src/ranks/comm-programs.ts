@@ -30,15 +30,21 @@ function call<T>(comm: Collectives<T>, a: Omit<CollectiveArgs, 'data' | 'shape'>
   }
 }
 
-/** Runs one collective on host arrays or on a GPU buffer and returns the host copy of the result. */
+/**
+ * Runs one collective on host arrays or on a GPU buffer and returns the host copy of the result;
+ * any WebGPU validation error on the way fails the call.
+ */
 export async function collective(ctx: RankContext, a: CollectiveArgs): Promise<HostTensor> {
   const x = hostTensor(a.shape, a.data);
   if (a.device === 'cpu') return (await call(ctx.comm, a, x)) ?? x;
+  ctx.device.pushErrorScope('validation');
   const g = createTensor(ctx.device, `x${ctx.rank}`, a.shape, a.data);
   const y = (await call<GpuTensor>(ctx.gpuComm, a, g)) ?? g;
   const out = hostTensor(y.shape, await readTensor(ctx.device, y));
   g.buffer.destroy();
-  y.buffer.destroy();
+  if (y !== g) y.buffer.destroy();
+  const err = await ctx.device.popErrorScope();
+  if (err) throw new Error(`rank ${ctx.rank}: WebGPU validation error during ${a.op}: ${err.message}`);
   return out;
 }
 
