@@ -1,0 +1,35 @@
+// CPU twins (float64) of the vocab-parallel embedding on a table of vl rows holding vocabulary ids
+// [v0, v0 + vl), rows of width h. An id is local when it is an integer in [v0, v0 + vl); all other
+// ids (other ranks', ≥ the padded vocabulary, negative, fractional, NaN, ±Inf) look up zeros and
+// receive no gradient.
+
+/** Row of the table [vl, h] holding global id `id`, or −1 when id is not an integer in [v0, v0 + vl). */
+export function localVocabRow(id: number, v0: number, vl: number): number {
+  return Number.isInteger(id) && id >= v0 && id < v0 + vl ? id - v0 + 0 : -1; // + 0 turns −0 into 0
+}
+
+/** out[t, :] = table[ids[t] − v0, :] for local ids, else 0: ids [tokens], table [vl · h] → [tokens · h]. */
+export function embeddingRef(ids: ArrayLike<number>, table: ArrayLike<number>, h: number, v0 = 0): Float64Array {
+  const vl = h === 0 ? 0 : table.length / h;
+  const out = new Float64Array(ids.length * h);
+  for (let t = 0; t < ids.length; t++) {
+    const v = localVocabRow(ids[t], v0, vl);
+    if (v >= 0) for (let j = 0; j < h; j++) out[t * h + j] = table[v * h + j];
+  }
+  return out;
+}
+
+/**
+ * dtable[v, :] = prev[v, :] + Σ_{t : ids[t] = v0 + v} dy[t, :]: ids [tokens], dy [tokens · h] →
+ * [vl · h]; `prev` (the accumulated gradient, [vl · h]) defaults to zeros.
+ */
+export function embeddingBackwardRef(
+  ids: ArrayLike<number>, dy: ArrayLike<number>, vl: number, h: number, v0 = 0, prev?: ArrayLike<number>,
+): Float64Array {
+  const out = prev ? Float64Array.from(prev) : new Float64Array(vl * h);
+  for (let t = 0; t < ids.length; t++) {
+    const v = localVocabRow(ids[t], v0, vl);
+    if (v >= 0) for (let j = 0; j < h; j++) out[v * h + j] += dy[t * h + j];
+  }
+  return out;
+}
