@@ -1,0 +1,266 @@
+import type { LayerConfig, ModelSizes } from './config.ts';
+import { kvGroupsOfRank, paddedVocab } from './ownership.ts';
+
+/** The control a validation issue belongs to (a LayerConfig key). */
+export type ConfigField = keyof Omit<LayerConfig, 'skipSpNormGradAllReduce'>;
+
+/** Rule identifiers, one per check (stable for tests and the page). */
+export type ValidationRule =
+  | 'integer'
+  | 'tp-range'
+  | 'finite-positive'
+  | 'h-divisible-by-heads'
+  | 'head-dim-even'
+  | 'head-dim-max'
+  | 'heads-divisible-by-groups'
+  | 'heads-divisible-by-tp'
+  | 'groups-vs-tp'
+  | 'ffn-divisible-by-tp'
+  | 'seq-divisible-by-tp'
+  | 'kv-replication'
+  | 'vocab-padding'
+  | 'sp-without-tp';
+
+/**
+ * One finding. `field` is the control to show it next to (the size the rule names first);
+ * `fields` every control involved (so the page can prefer the one the user just changed);
+ * `legal` the values of `field`… or of t (for rules "X % t") that would pass, when there is a list.
+ */
+export interface ValidationIssue {
+  readonly rule: ValidationRule;
+  readonly field: ConfigField;
+  readonly fields: readonly ConfigField[];
+  readonly message: string;
+  readonly legal?: readonly number[];
+}
+
+/** errors block a run; notes are information (KV replication, vocabulary padding, SP at t = 1). */
+export interface ValidationResult {
+  readonly ok: boolean;
+  readonly errors: readonly ValidationIssue[];
+  readonly notes: readonly ValidationIssue[];
+}
+
+/** Largest TP degree the playground accepts (one worker and one GPUDevice per rank). */
+export const maxTp = 64;
+
+/** Largest head width: the rope kernel keeps d/2 frequencies in its uniform block (kernels/rope.ts maxRopePairs = 256). */
+export const maxHeadDim = 512;
+
+/** Positive divisors of n in increasing order (n ≥ 1). */
+export function divisors(n: number): number[] {
+  const out: number[] = [];
+  for (let d = 1; d <= n; d++) if (n % d === 0) out.push(d);
+  return out;
+}
+
+/** "1, 2, 3" */
+const list = (xs: readonly number[]): string => (xs.length ? xs.join(', ') : 'none');
+
+/**
+ * groups vs t: groups ≥ t needs groups % t = 0 (whole groups per rank); groups < t needs
+ * t % groups = 0 (each group replicated on t/groups ranks, as vLLM's QKVParallelLinear does;
+ * Megatron-Core's TransformerConfig instead requires groups % t = 0 and raises otherwise).
+ */
+function groupsFit(groups: number, t: number): boolean {
+  return groups >= t ? groups % t === 0 : t % groups === 0;
+}
+
+/**
+ * TP degrees t ∈ [1, max] that split `sizes` legally: heads % t = 0, groups vs t (see groupsFit),
+ * ffn % t = 0, and with SP s % t = 0. The vocabulary never restricts t (it is padded).
+ */
+export function legalTpDegrees(sizes: ModelSizes, sp: boolean, max = maxTp): number[] {
+  const out: number[] = [];
+  for (let t = 1; t <= max; t++) {
+    if (sizes.heads % t !== 0 || sizes.ffn % t !== 0 || !groupsFit(sizes.groups, t)) continue;
+    if (sp && sizes.s % t !== 0) continue;
+    out.push(t);
+  }
+  return out;
+}
+
+const isPosInt = (v: number): boolean => Number.isInteger(v) && v >= 1;
+
+/** The integer checks; returns the fields that failed so later rules skip them. */
+function checkIntegers(c: LayerConfig, errors: ValidationIssue[]): Set<ConfigField> {
+  const bad = new Set<ConfigField>();
+  const names: Record<'s' | 'b' | 'h' | 'heads' | 'groups' | 'ffn', string> = {
+    s: 'sequence length s',
+    b: 'micro-batch size b',
+    h: 'hidden size h',
+    heads: 'attention heads',
+    groups: 'query groups',
+    ffn: 'FFN hidden size',
+  };
+  for (const f of Object.keys(names) as (keyof typeof names)[]) {
+    if (!isPosInt(c[f])) {
+      bad.add(f);
+      errors.push({ rule: 'integer', field: f, fields: [f], message: `${names[f]} (${c[f]}) must be a positive integer (≥ 1).` });
+    }
+  }
+  if (!(Number.isInteger(c.vocab) && c.vocab >= 0)) {
+    bad.add('vocab');
+    errors.push({ rule: 'integer', field: 'vocab', fields: ['vocab'], message: `vocabulary size (${c.vocab}) must be an integer ≥ 0 (0 = no embedding and no loss).` });
+  }
+  if (!(Number.isInteger(c.seed) && c.seed >= 0 && c.seed < 2 ** 32)) {
+    bad.add('seed');
+    errors.push({ rule: 'integer', field: 'seed', fields: ['seed'], message: `seed (${c.seed}) must be an integer in [0, 2^32).` });
+  }
+  if (!(Number.isInteger(c.tp) && c.tp >= 1 && c.tp <= maxTp)) {
+    bad.add('tp');
+    const legal = bad.has('heads') || bad.has('groups') || bad.has('ffn') || bad.has('s') ? undefined : legalTpDegrees(c, c.sp);
+    errors.push({
+      rule: 'tp-range',
+      field: 'tp',
+      fields: ['tp'],
+      message: `the TP degree t (${c.tp}) must be an integer from 1 to ${maxTp}` + (legal ? `: legal t for this model are ${list(legal)}.` : '.'),
+      ...(legal ? { legal } : {}),
+    });
+  }
+  for (const [f, what] of [['eps', 'RMSNorm ε'], ['ropeBase', 'RoPE base θ']] as const) {
+    if (!(Number.isFinite(c[f]) && c[f] > 0)) {
+      bad.add(f);
+      errors.push({ rule: 'finite-positive', field: f, fields: [f], message: `${what} (${c[f]}) must be a finite number > 0.` });
+    }
+  }
+  return bad;
+}
+
+/** Rules on the model's own shape (independent of t). */
+function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIssue[]): void {
+  if (!bad.has('h') && !bad.has('heads')) {
+    if (c.h % c.heads !== 0) {
+      const legal = divisors(c.h);
+      errors.push({
+        rule: 'h-divisible-by-heads',
+        field: 'heads',
+        fields: ['heads', 'h'],
+        legal,
+        message: `hidden size h (${c.h}) must be divisible by heads (${c.heads}) so every head has width d = h/heads: legal heads for h = ${c.h} are ${list(legal)}.`,
+      });
+    } else {
+      const d = c.h / c.heads;
+      if (d % 2 !== 0) {
+        const legal = divisors(c.h).filter((n) => (c.h / n) % 2 === 0);
+        errors.push({
+          rule: 'head-dim-even',
+          field: 'heads',
+          fields: ['heads', 'h'],
+          legal,
+          message: `head width d = h/heads = ${c.h}/${c.heads} = ${d} must be even (RoPE's rotate-half pairs element k with k + d/2): legal heads for h = ${c.h} are ${list(legal)}.`,
+        });
+      } else if (d > maxHeadDim) {
+        const legal = divisors(c.h).filter((n) => (c.h / n) % 2 === 0 && c.h / n <= maxHeadDim);
+        errors.push({
+          rule: 'head-dim-max',
+          field: 'heads',
+          fields: ['heads', 'h'],
+          legal,
+          message: `head width d = h/heads = ${c.h}/${c.heads} = ${d} must be at most ${maxHeadDim} (the RoPE kernel holds d/2 frequencies): legal heads for h = ${c.h} are ${list(legal)}.`,
+        });
+      }
+    }
+  }
+  if (!bad.has('heads') && !bad.has('groups') && c.heads % c.groups !== 0) {
+    const legal = divisors(c.heads);
+    errors.push({
+      rule: 'heads-divisible-by-groups',
+      field: 'groups',
+      fields: ['groups', 'heads'],
+      legal,
+      message: `heads (${c.heads}) must be divisible by query groups (${c.groups}) so each KV group serves heads/groups query heads: legal groups for ${c.heads} heads are ${list(legal)}.`,
+    });
+  }
+}
+
+/** Rules that tie a size to the TP degree t, and the notes about who owns what. */
+function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIssue[], notes: ValidationIssue[]): void {
+  if (bad.has('tp')) return;
+  const t = c.tp;
+  const legalFor = (pred: (t: number) => boolean): number[] => Array.from({ length: maxTp }, (_, i) => i + 1).filter(pred);
+  if (!bad.has('heads') && c.heads % t !== 0) {
+    const legal = legalFor((u) => c.heads % u === 0);
+    errors.push({
+      rule: 'heads-divisible-by-tp',
+      field: 'heads',
+      fields: ['heads', 'tp'],
+      legal,
+      message: `heads (${c.heads}) must be divisible by the TP degree t = ${t} (each rank computes heads/t whole heads): legal t for ${c.heads} heads are ${list(legal)}.`,
+    });
+  }
+  // Reported only when heads % t = 0: a t that breaks heads % t is already reported by the heads rule.
+  if (!bad.has('groups') && !bad.has('heads') && c.heads % c.groups === 0 && c.heads % t === 0 && !groupsFit(c.groups, t)) {
+    const legal = legalFor((u) => c.heads % u === 0 && groupsFit(c.groups, u));
+    const why =
+      c.groups >= t
+        ? `query groups (${c.groups}) must be divisible by the TP degree t = ${t} when groups ≥ t (each rank holds groups/t whole KV groups)`
+        : `the TP degree t = ${t} must be a multiple of query groups (${c.groups}) when t > groups (each KV group is replicated on t/groups ranks)`;
+    errors.push({ rule: 'groups-vs-tp', field: 'groups', fields: ['groups', 'tp'], legal, message: `${why}: legal t for ${c.groups} groups and ${c.heads} heads are ${list(legal)}.` });
+  }
+  if (!bad.has('ffn') && c.ffn % t !== 0) {
+    const legal = legalFor((u) => c.ffn % u === 0);
+    errors.push({
+      rule: 'ffn-divisible-by-tp',
+      field: 'ffn',
+      fields: ['ffn', 'tp'],
+      legal,
+      message: `FFN hidden size (${c.ffn}) must be divisible by the TP degree t = ${t} (gate and up are split by columns, down by rows): legal t for ffn = ${c.ffn} are ${list(legal)}.`,
+    });
+  }
+  if (c.sp && !bad.has('s') && c.s % t !== 0) {
+    const legal = legalFor((u) => c.s % u === 0);
+    errors.push({
+      rule: 'seq-divisible-by-tp',
+      field: 's',
+      fields: ['s', 'tp', 'sp'],
+      legal,
+      message: `with sequence parallel the sequence length s (${c.s}) must be divisible by the TP degree t = ${t} (each rank keeps s/t tokens): legal t for s = ${c.s} are ${list(legal)}, or turn sequence parallel off.`,
+    });
+  }
+  if (c.sp && t === 1) {
+    notes.push({ rule: 'sp-without-tp', field: 'sp', fields: ['sp', 'tp'], message: 'sequence parallel changes nothing at t = 1 (Megatron disables it): every rank already holds all s tokens.' });
+  }
+  if (!bad.has('groups') && !bad.has('heads') && c.groups < t && t % c.groups === 0 && c.heads % t === 0) {
+    const per = t / c.groups;
+    const owners = Array.from({ length: c.groups }, (_, g) => `group ${g} on ranks ${g * per}–${g * per + per - 1}`).join(', ');
+    const r0 = kvGroupsOfRank(0, c.groups, t)[0];
+    notes.push({
+      rule: 'kv-replication',
+      field: 'groups',
+      fields: ['groups', 'tp'],
+      message:
+        `${c.groups} query group${c.groups > 1 ? 's' : ''} < t = ${t}: each KV group is replicated on t/groups = ${per} ranks (${owners}); rank 0 holds group ${r0}. ` +
+        'The K and V weight gradients of a group are the sum over its replicas. (Megatron-Core itself rejects groups < t: num_query_groups must be a multiple of tensor_model_parallel_size.)',
+    });
+  }
+  if (!bad.has('vocab') && c.vocab > 0) {
+    const vp = paddedVocab(c);
+    if (vp !== c.vocab) {
+      notes.push({
+        rule: 'vocab-padding',
+        field: 'vocab',
+        fields: ['vocab', 'tp'],
+        message: `vocabulary ${c.vocab} is padded to ${vp} (the next multiple of t = ${t}) with ${vp - c.vocab} unused row${vp - c.vocab > 1 ? 's' : ''}; each rank holds ${vp / t} rows.`,
+      });
+    }
+  }
+}
+
+/** Checks every rule before any work; errors state the rule, the offending values and the legal ones. */
+export function validateConfig(c: LayerConfig): ValidationResult {
+  const errors: ValidationIssue[] = [];
+  const notes: ValidationIssue[] = [];
+  const bad = checkIntegers(c, errors);
+  checkShape(c, bad, errors);
+  checkDegree(c, bad, errors, notes);
+  return { ok: errors.length === 0, errors, notes };
+}
+
+/** Throws one Error listing every error of validateConfig (notes are not errors). */
+export function assertValid(c: LayerConfig): void {
+  const { errors } = validateConfig(c);
+  if (errors.length === 0) return;
+  const lines = errors.map((e) => `- ${e.message}`).join('\n');
+  throw new Error(`Invalid layer configuration (${errors.length} error${errors.length > 1 ? 's' : ''}):\n${lines}`);
+}
