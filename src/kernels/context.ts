@@ -19,6 +19,8 @@ export class KernelContext {
   private transient: GPUBuffer[] = [];
   private unused: GPUBuffer | undefined;
   observer: PassObserver | undefined;
+  /** Name of the caller's current op ("qkv.dgrad"); passed to the observer instead of the kernel's own label. */
+  scope: string | undefined;
 
   constructor(readonly device: GPUDevice) {}
 
@@ -60,7 +62,7 @@ export class KernelContext {
       entries: bindings.map(({ binding, buffer }) => ({ binding, resource: { buffer } })),
     });
     this.encoder ??= this.device.createCommandEncoder();
-    const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(op) });
+    const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(this.scope ?? op) });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);

@@ -1,0 +1,174 @@
+import type { Backend } from './backend.ts';
+import type { LocalDims } from './dims.ts';
+import { gemmProblem, linearDgrad, linearForward, linearWgrad, type WeightCols } from './linear.ts';
+
+/**
+ * Self-attention on one rank, Megatron's ParallelAttention with t = TP degree: QKV is a
+ * ColumnParallelLinear (this rank's nq query heads and nkv KV groups), RoPE on Q and K at global
+ * positions, causal softmax(QKᵀ/√d)·V per head (each query head reads KV group ⌊head/ratio⌋), and
+ * the output projection a RowParallelLinear whose [s, b, h] result is a partial sum (the caller
+ * reduces it). Layouts: Q [s, b, nq, d], K and V [s, b, nkv, d], scores P [b, nq, s, s].
+ */
+export interface AttentionSaved<T> {
+  readonly q: T;
+  readonly k: T;
+  readonly v: T;
+  readonly p: T;
+  readonly ctx: T;
+}
+
+/** dK and dV of every rank gathered along the group dim ([s, b, t, d]), and the ranks replicating this rank's group. */
+export interface KvReplicas<T> {
+  readonly dk: T;
+  readonly dv: T;
+  readonly ranks: readonly number[];
+}
+
+/** What the attention backward leaves for the caller: the partial dX, this rank's dK/dV (pre-RoPE dK), and the QKV wgrads to run. */
+export interface AttentionGrads<T> {
+  readonly dx: T;
+  readonly dk: T;
+  readonly dv: T;
+  wgrad(x: T, replicas?: KvReplicas<T>): void;
+}
+
+const qCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: 0, n: D.nq * D.d });
+const kCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: D.nq * D.d, n: D.nkv * D.d });
+const vCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: (D.nq + D.nkv) * D.d, n: D.nkv * D.d });
+
+/** Strides of head z's [s, d] matrix inside a [s, b, heads, d] tensor, batch row bi. */
+const heads = (D: LocalDims, n: number, bi: number) => ({ off: bi * n * D.d, row: D.b * n * D.d, head: D.d });
+
+/** Forward: x [s, b, h] (full sequence) → partial output [s, b, h] of this rank's heads. */
+export function attentionForward<T>(be: Backend<T>, D: LocalDims, x: T, wqkv: T, wo: T, ropeBase: number): { out: T; saved: AttentionSaved<T> } {
+  const { s, b, h, d, nq, nkv, ratio } = D;
+  const m = s * b;
+  const qRaw = be.tensor('q.raw', [s, b, nq, d]);
+  const kRaw = be.tensor('k.raw', [s, b, nkv, d]);
+  const v = be.tensor('v', [s, b, nkv, d]);
+  linearForward(be, 'qkv.q', x, wqkv, qRaw, m, h, qCols(D));
+  linearForward(be, 'qkv.k', x, wqkv, kRaw, m, h, kCols(D));
+  linearForward(be, 'qkv.v', x, wqkv, v, m, h, vCols(D));
+  const q = be.tensor('q', [s, b, nq, d]);
+  const k = be.tensor('k', [s, b, nkv, d]);
+  be.rope('rope.q', qRaw, q, ropeBase, 0);
+  be.rope('rope.k', kRaw, k, ropeBase, 0);
+  be.release(qRaw);
+  be.release(kRaw);
+  const scores = be.tensor('scores', [b * nq, s, s]);
+  for (let bi = 0; bi < b; bi++) {
+    const Q = heads(D, nq, bi), K = heads(D, nkv, bi);
+    // S_z = Q_z·K_{z/ratio}ᵀ: [s, d]·[d, s] per head z
+    be.gemm('attn.scores', gemmProblem({
+      M: s, N: s, K: d, batch: nq,
+      offA: Q.off, sAm: Q.row, sAk: 1, bsA: Q.head,
+      offB: K.off, sBk: 1, sBn: K.row, bsB: K.head, divB: ratio,
+      offC: bi * nq * s * s, sCm: s, bsC: s * s,
+    }), q, k, scores);
+  }
+  const p = be.tensor('probs', [b * nq, s, s]);
+  be.softmax('attn.softmax', scores, p, { scale: 1 / Math.sqrt(d), causal: true, rowOffset: 0 });
+  be.release(scores);
+  const ctx = be.tensor('context', [s, b, nq, d]);
+  for (let bi = 0; bi < b; bi++) {
+    const O = heads(D, nq, bi), V = heads(D, nkv, bi);
+    // O_z = P_z·V_{z/ratio}: [s, s]·[s, d] per head z
+    be.gemm('attn.context', gemmProblem({
+      M: s, N: d, K: s, batch: nq,
+      offA: bi * nq * s * s, sAm: s, sAk: 1, bsA: s * s,
+      offB: V.off, sBk: V.row, sBn: 1, bsB: V.head, divB: ratio,
+      offC: O.off, sCm: O.row, bsC: O.head,
+    }), p, v, ctx);
+  }
+  const out = be.tensor('attn.out', [s, b, h]);
+  linearForward(be, 'attn.proj', ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
+  return { out, saved: { q, k, v, p, ctx } };
+}
+
+/**
+ * Backward: dOut [s, b, h] (full) → this rank's partial dX [s, b, h] (the caller all-reduces or
+ * reduce-scatters it) and dwo; `wgrad(x)` then writes the QKV wgrads into dwqkv, x being the
+ * attention input [s, b, h] (re-gathered under SP) — split so the reduction of dX can overlap
+ * them. With KV groups replicated (groups < t) the K and V wgrads are this rank's share only; the
+ * caller sums the replicas.
+ */
+export function attentionBackward<T>(be: Backend<T>, D: LocalDims, dOut: T, saved: AttentionSaved<T>, wqkv: T, wo: T, dwqkv: T, dwo: T, ropeBase: number): AttentionGrads<T> {
+  const { s, b, h, d, nq, nkv, ratio } = D;
+  const m = s * b;
+  const { q, k, v, p, ctx } = saved;
+  const dctx = be.tensor('d.context', [s, b, nq, d]);
+  linearDgrad(be, 'attn.proj.dgrad', dOut, wo, dctx, m, nq * d, { w: h, c0: 0, n: h });
+  linearWgrad(be, 'attn.proj.wgrad', ctx, dOut, dwo, m, nq * d, { w: h, c0: 0, n: h });
+  const dp = be.tensor('d.probs', [b * nq, s, s]);
+  const dv = be.tensor('d.v', [s, b, nkv, d]);
+  for (let bi = 0; bi < b; bi++) {
+    const O = heads(D, nq, bi), V = heads(D, nkv, bi);
+    // dP_z = dO_z·V_{z/ratio}ᵀ
+    be.gemm('attn.context.dgrad', gemmProblem({
+      M: s, N: s, K: d, batch: nq,
+      offA: O.off, sAm: O.row, sAk: 1, bsA: O.head,
+      offB: V.off, sBk: 1, sBn: V.row, bsB: V.head, divB: ratio,
+      offC: bi * nq * s * s, sCm: s, bsC: s * s,
+    }), dctx, v, dp);
+    // dV_g = Σ_{z: z/ratio = g} P_zᵀ·dO_z, one batched GEMM over groups per head-in-group
+    for (let rr = 0; rr < ratio; rr++) {
+      be.gemm('attn.context.vgrad', gemmProblem({
+        M: s, N: d, K: s, batch: nkv,
+        offA: bi * nq * s * s + rr * s * s, sAm: 1, sAk: s, bsA: ratio * s * s,
+        offB: O.off + rr * d, sBk: O.row, sBn: 1, bsB: ratio * d,
+        offC: V.off, sCm: V.row, bsC: V.head, accumulate: rr > 0,
+      }), p, dctx, dv);
+    }
+  }
+  be.release(dctx);
+  const ds = be.tensor('d.scores', [b * nq, s, s]);
+  be.softmaxBackward('attn.softmax.backward', p, dp, ds, 1 / Math.sqrt(d));
+  be.release(dp);
+  const dq = be.tensor('d.q', [s, b, nq, d]);
+  const dk = be.tensor('d.k', [s, b, nkv, d]);
+  for (let bi = 0; bi < b; bi++) {
+    const Q = heads(D, nq, bi), K = heads(D, nkv, bi);
+    // dQ_z = dS_z·K_{z/ratio}
+    be.gemm('attn.scores.qgrad', gemmProblem({
+      M: s, N: d, K: s, batch: nq,
+      offA: bi * nq * s * s, sAm: s, sAk: 1, bsA: s * s,
+      offB: K.off, sBk: K.row, sBn: 1, bsB: K.head, divB: ratio,
+      offC: Q.off, sCm: Q.row, bsC: Q.head,
+    }), ds, k, dq);
+    // dK_g = Σ_{z: z/ratio = g} dS_zᵀ·Q_z
+    for (let rr = 0; rr < ratio; rr++) {
+      be.gemm('attn.scores.kgrad', gemmProblem({
+        M: s, N: d, K: s, batch: nkv,
+        offA: bi * nq * s * s + rr * s * s, sAm: 1, sAk: s, bsA: ratio * s * s,
+        offB: Q.off + rr * d, sBk: Q.row, sBn: 1, bsB: ratio * d,
+        offC: K.off, sCm: K.row, bsC: K.head, accumulate: rr > 0,
+      }), ds, q, dk);
+    }
+  }
+  be.release(ds);
+  const dqRaw = be.tensor('d.q.raw', [s, b, nq, d]);
+  const dkRaw = be.tensor('d.k.raw', [s, b, nkv, d]);
+  be.ropeBackward('rope.q.backward', dq, dqRaw, ropeBase, 0);
+  be.ropeBackward('rope.k.backward', dk, dkRaw, ropeBase, 0);
+  be.release(dq);
+  be.release(dk);
+  const dx = be.tensor('d.attn.in', [s, b, h]);
+  linearDgrad(be, 'qkv.q.dgrad', dqRaw, wqkv, dx, m, h, qCols(D));
+  linearDgrad(be, 'qkv.k.dgrad', dkRaw, wqkv, dx, m, h, kCols(D), true);
+  linearDgrad(be, 'qkv.v.dgrad', dv, wqkv, dx, m, h, vCols(D), true);
+  const wgrad = (x: T, replicas?: KvReplicas<T>): void => {
+    linearWgrad(be, 'qkv.q.wgrad', x, dqRaw, dwqkv, m, h, qCols(D));
+    if (!replicas) {
+      linearWgrad(be, 'qkv.k.wgrad', x, dkRaw, dwqkv, m, h, kCols(D));
+      linearWgrad(be, 'qkv.v.wgrad', x, dv, dwqkv, m, h, vCols(D));
+    } else {
+      // dW_k = xᵀ·Σ_{replicas r} dK_r: one accumulating GEMM per replica's slot of the gathered [s, b, t, d]
+      replicas.ranks.forEach((r, j) => {
+        linearWgrad(be, 'qkv.k.wgrad', x, replicas.dk, dwqkv, m, h, kCols(D), j > 0, { w: D.t * d, c0: r * d });
+        linearWgrad(be, 'qkv.v.wgrad', x, replicas.dv, dwqkv, m, h, vCols(D), j > 0, { w: D.t * d, c0: r * d });
+      });
+    }
+    for (const t of [dqRaw, dkRaw, dv]) be.release(t);
+  };
+  return { dx, dk: dkRaw, dv, wgrad };
+}

@@ -1,0 +1,69 @@
+import type { GemmProblem } from '../reference/gemm.ts';
+import type { OpPhase } from './plan-types.ts';
+
+/** Options of the forward softmax (attention scores [heads·b, sq, sk]). */
+export interface SoftmaxArgs {
+  readonly scale: number;
+  readonly causal: boolean;
+  /** Global index of the first local row (a rank holding rows [r0, r0 + n)). */
+  readonly rowOffset: number;
+}
+
+/**
+ * The compute a rank's layer needs, over a tensor handle T. Three implementations run the same
+ * layer code: WebGPU kernels (GpuTensor), the float64 CPU twins rounded to float32 (HostTensor),
+ * and a shape-only recorder that turns the layer into its plan. `op` names each call in the
+ * trace and the plan ("qkv.dgrad"). Outputs are written into tensors the caller allocated.
+ */
+export interface Backend<T> {
+  readonly kind: 'gpu' | 'cpu' | 'plan';
+  /** Forward or backward: which pass the following ops belong to. */
+  phase: OpPhase;
+  /** A float32 tensor of `shape`, zeros or `data`. */
+  tensor(name: string, shape: readonly number[], data?: Float32Array): T;
+  shapeOf(t: T): readonly number[];
+  /** The tensor's values (after everything issued before it has run). */
+  read(t: T): Promise<Float32Array>;
+  /** Frees a tensor's memory; it must not be used afterwards. */
+  release(t: T): void;
+  /** C (+)= op(A)·op(B) on strided views (see GemmProblem). */
+  gemm(op: string, p: GemmProblem, a: T, b: T, c: T): void;
+  /** y = x / rms(x) · g over the last dim h; rstd [rows] saved for backward. */
+  rmsnorm(op: string, x: T, g: T, y: T, rstd: T, eps: number): void;
+  /** dx of rmsnorm given the saved rstd. */
+  rmsnormBackward(op: string, x: T, g: T, rstd: T, dy: T, dx: T): void;
+  /** dg [h] = Σ_rows dy · x · rstd over this rank's rows (a partial sum under SP). */
+  rmsnormWeightGrad(op: string, x: T, rstd: T, dy: T, dg: T): void;
+  /** Rotate-half RoPE on [s, b, heads, d]; position = positionOffset + local s index. */
+  rope(op: string, x: T, out: T, base: number, positionOffset: number): void;
+  /** RoPE backward: rotation by −θ. */
+  ropeBackward(op: string, dy: T, dx: T, base: number, positionOffset: number): void;
+  /** Softmax over the last dim with scale and causal mask. */
+  softmax(op: string, x: T, y: T, args: SoftmaxArgs): void;
+  /** dx = scale · y ⊙ (dy − rowsum(dy ⊙ y)). */
+  softmaxBackward(op: string, y: T, dy: T, dx: T, scale: number): void;
+  /** y = silu(g) ⊙ u. */
+  swiglu(op: string, g: T, u: T, y: T): void;
+  /** dg, du of swiglu. */
+  swigluBackward(op: string, g: T, u: T, dy: T, dg: T, du: T): void;
+  /** out = a + b. */
+  add(op: string, a: T, b: T, out: T): void;
+  /** acc += b. */
+  addInPlace(op: string, acc: T, b: T): void;
+  /** out[t] = table[id_t − vocabStart] for ids in this rank's rows, else 0. ids [s, b], table [vLocal, h]. */
+  embedding(op: string, ids: T, table: T, out: T, vocabStart: number): void;
+  /** dtable[v] = Σ_{t: id_t = vocabStart + v} dy[t]. */
+  embeddingBackward(op: string, ids: T, dy: T, dtable: T, vocabStart: number): void;
+  /** Per-row max of this rank's logits [rows, vLocal] → [rows]. */
+  ceLocalMax(op: string, logits: T, out: T): void;
+  /** Per-row Σ exp(x − m) for the global max m → [rows]. */
+  ceLocalSumExp(op: string, logits: T, globalMax: T, out: T): void;
+  /** Per-row target logit when the target is in this rank's vocabulary range, else 0. */
+  ceTargetLogit(op: string, logits: T, targets: T, out: T, vocabStart: number): void;
+  /** scale · (softmax − onehot) on this rank's logits. */
+  ceGrad(op: string, logits: T, targets: T, globalMax: T, globalSum: T, dlogits: T, vocabStart: number, scale: number): void;
+  /** Per-row loss log S + m − z. */
+  ceLoss(op: string, globalMax: T, globalSum: T, targetLogit: T, loss: T): void;
+  /** Waits until everything issued has run. */
+  flush(): Promise<void>;
+}
