@@ -151,3 +151,12 @@ export function busBandwidthGBps(op: CollectiveOp, payloadBytes: number, timeUs:
   if (t <= 1 || timeUs <= 0) return 0;
   return algBandwidthGBps(payloadBytes, timeUs) * busFactor(op, t);
 }
+
+/**
+ * Bytes each rank sends on a ring for one collective of payload S (float32 or not):
+ * all-reduce 2(t−1)/t·S, reduce-scatter and all-gather (t−1)/t·S, broadcast S (pipelined chain),
+ * barrier 0 — i.e. busFactor(op, t)·S; 0 at t = 1.
+ */
+export function ringBytesSent(op: CollectiveOp, payloadBytes: number, t: number): number {
+  return t <= 1 ? 0 : busFactor(op, t) * payloadBytes;
+}

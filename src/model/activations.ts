@@ -1,0 +1,98 @@
+import { numel } from '../kernels/limits.ts';
+import { headDim } from '../parallel/config.ts';
+import type { LayerPlan } from '../parallel/plan-types.ts';
+import { bytesPerElement } from './parameters.ts';
+
+/**
+ * Activation memory = the tensors a rank keeps from forward for backward (no recomputation),
+ * for one micro-batch, float32. Per op, with s, b, h, d = h/heads, and on this rank nq query
+ * heads, nkv KV groups, f = ffn/t FFN columns, vl = V_padded/t vocabulary rows; s' = s/t with
+ * SP, s' = s without:
+ *
+ * | op                  | saved for backward                    | elements            |
+ * |---------------------|---------------------------------------|---------------------|
+ * | norm1               | input x, rstd                         | s'bh + s'b          |
+ * | qkv (column)        | its input, norm1's output             | s'bh (SP: re-gathered for wgrad) |
+ * | attn.scores (QKᵀ)   | Q and K after RoPE                    | sb·(nq + nkv)·d     |
+ * | attn.softmax        | probabilities P (also P·V's operand)  | b·nq·s²             |
+ * | attn.context (P·V)  | V                                     | sb·nkv·d            |
+ * | proj (row)          | its input, the context                | sb·nq·d             |
+ * | norm2               | input, rstd                           | s'bh + s'b          |
+ * | mlp.gate/up (column)| their shared input                    | s'bh (SP: re-gathered) |
+ * | mlp.swiglu          | gate and up outputs                   | 2·sbf               |
+ * | mlp.down (row)      | its input, silu(gate)·up              | sbf                 |
+ * | embedding (vocab)   | token ids (int32)                     | sb                  |
+ * | output (vocab)      | its input                             | s'bh (SP: re-gathered) |
+ * | loss (vocab)        | logits                                | sb·vl               |
+ *
+ * Layer total (no vocabulary), MHA with groups ≥ t, in elements per rank:
+ *   no SP: 4sbh + 2sb + (4sbh + b·heads·s² + 3sb·ffn)/t;   SP: all of it /t.
+ *
+ * Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+ * §4.1–4.2.2) count, in bytes of 16-bit activations with dropout, MHA and a 4h GeLU MLP:
+ *   no TP sbh(34 + 5as/h); TP sbh(10 + 24/t + 5as/(ht)); TP+SP sbh/t·(34 + 5as/h).
+ * Ours differs: float32 (4 B per element, their 2); no dropout, so no masks (their sbh + as²b
+ * per block) and no dropout output (2as²b), leaving one s² tensor per head; RMSNorm keeps rstd
+ * [s, b] (they count LayerNorm inputs only); SwiGLU keeps gate and up (2f per token) where GeLU
+ * keeps one 4h input; GQA's K and V are nkv·d wide; Q and K are kept after RoPE (RoPE itself
+ * saves nothing: its backward is the inverse rotation). The shape of the result is theirs:
+ * without SP the four [s, b, h] inputs of the norms and column-parallel linears are replicated
+ * on every rank; SP divides them by t too (the linears re-gather their input for wgrad).
+ */
+export interface ActivationTerm {
+  /** The op that keeps it (the forward op whose backward reads it). */
+  readonly op: string;
+  /** What is kept. */
+  readonly tensor: string;
+  readonly shape: readonly number[];
+  readonly bytes: number;
+  /** The element count in the paper's letters, e.g. "s/t·b·h" or "b·nq·s²". */
+  readonly formula: string;
+}
+
+/** The tensors rank r keeps for backward (see the table above), in forward order. */
+export function activationTerms(plan: LayerPlan, rank: number): ActivationTerm[] {
+  const c = plan.config;
+  const own = plan.ranks[rank];
+  const { s, b, h } = c;
+  const d = headDim(c);
+  const nq = own.heads[1] - own.heads[0];
+  const nkv = own.kvGroups.length;
+  const f = own.ffn[1] - own.ffn[0];
+  const vl = own.vocab[1] - own.vocab[0];
+  const sl = own.tokens[1] - own.tokens[0];
+  const sp = c.sp && c.tp > 1;
+  const sh = sp ? 's/t' : 's';
+  const term = (op: string, tensor: string, shape: number[], formula: string): ActivationTerm => ({
+    op,
+    tensor,
+    shape,
+    bytes: numel(shape) * bytesPerElement,
+    formula,
+  });
+  const out: ActivationTerm[] = [];
+  if (c.vocab > 0) out.push(term('embedding', 'token ids', [s, b], 's·b'));
+  out.push(
+    term('norm1', 'input', [sl, b, h], `${sh}·b·h`),
+    term('norm1', 'rstd', [sl, b], `${sh}·b`),
+    term('qkv', 'input', [sl, b, h], `${sh}·b·h`),
+    term('attn.scores', 'Q (after RoPE)', [s, b, nq, d], 's·b·nq·d'),
+    term('attn.scores', 'K (after RoPE)', [s, b, nkv, d], 's·b·nkv·d'),
+    term('attn.softmax', 'probabilities', [b, nq, s, s], 'b·nq·s²'),
+    term('attn.context', 'V', [s, b, nkv, d], 's·b·nkv·d'),
+    term('proj', 'input (context)', [s, b, nq * d], 's·b·nq·d'),
+    term('norm2', 'input', [sl, b, h], `${sh}·b·h`),
+    term('norm2', 'rstd', [sl, b], `${sh}·b`),
+    term('mlp.gate/up', 'input', [sl, b, h], `${sh}·b·h`),
+    term('mlp.swiglu', 'gate output', [s, b, f], 's·b·f'),
+    term('mlp.swiglu', 'up output', [s, b, f], 's·b·f'),
+    term('mlp.down', 'input', [s, b, f], 's·b·f'),
+  );
+  if (c.vocab > 0) out.push(term('output', 'input', [sl, b, h], `${sh}·b·h`), term('loss', 'logits', [s, b, vl], 's·b·vl'));
+  return out;
+}
+
+/** Σ bytes of activationTerms(plan, rank). */
+export function activationBytes(plan: LayerPlan, rank: number): number {
+  return activationTerms(plan, rank).reduce((a, x) => a + x.bytes, 0);
+}

@@ -1,0 +1,153 @@
+// A LayerPlan written out by hand from Megatron's semantics (DESIGN.md), for the accounting tests
+// until the plan recorder exists: same ops on every rank, local shapes, collectives with the
+// nccl-tests payload convention.
+import type { CollectiveOp, ReduceOp } from '../../../src/comm/collectives.ts';
+import { numel } from '../../../src/kernels/limits.ts';
+import { gemmFlopCount } from '../../../src/model/accounting.ts';
+import { ringBytesSent } from '../../../src/model/interconnect.ts';
+import { headDim, type LayerConfig } from '../../../src/parallel/config.ts';
+import { paddedVocab, rankOwnership } from '../../../src/parallel/ownership.ts';
+import type { LayerPlan, OpPhase, PlannedOp } from '../../../src/parallel/plan-types.ts';
+
+type Draft = Omit<PlannedOp, 'index'>;
+
+/** The hand-written plan of one layer step (forward and backward) for a valid config. */
+export function handPlan(c: LayerConfig): LayerPlan {
+  const t = c.tp;
+  const sp = c.sp && t > 1;
+  const { s, b, h } = c;
+  const d = headDim(c);
+  const nq = c.heads / t;
+  const nkv = c.groups >= t ? c.groups / t : 1;
+  const f = c.ffn / t;
+  const vp = paddedVocab(c);
+  const vl = vp / t;
+  const sl = sp ? s / t : s;
+  const m = s * b;
+  const full = [s, b, h];
+  const shard = [sl, b, h];
+  const ops: Draft[] = [];
+
+  const gemm = (phase: OpPhase, name: string, M: number, N: number, K: number, batch = 1): void => {
+    const g = { M, N, K, batch, flops: gemmFlopCount({ M, N, K, batch }) };
+    ops.push({ phase, name, kind: 'gemm', kernel: 'gemm', inShapes: [[batch, M, K], [batch, K, N]], outShape: [batch, M, N], flops: g.flops, gemm: g });
+  };
+  const kernel = (phase: OpPhase, name: string, k: string, shape: number[], perElement: number): void => {
+    ops.push({ phase, name, kind: 'kernel', kernel: k, inShapes: [shape], outShape: shape, flops: perElement * numel(shape) });
+  };
+  const coll = (phase: OpPhase, name: string, op: CollectiveOp, inShape: number[], mapping: string, reduce?: ReduceOp): void => {
+    const outShape = [...inShape];
+    if (op === 'reduceScatter') outShape[0] /= t;
+    if (op === 'allGather') outShape[0] *= t;
+    const payload = 4 * numel(op === 'allGather' ? outShape : inShape);
+    ops.push({
+      phase,
+      name,
+      kind: 'collective',
+      inShapes: [inShape],
+      outShape,
+      flops: 0,
+      collective: {
+        op,
+        ...(reduce ? { reduce } : {}),
+        ...(op === 'allReduce' ? {} : { dim: 0 }),
+        inShape,
+        outShape,
+        groupSize: t,
+        payloadBytes: payload,
+        ringBytesSent: ringBytesSent(op, payload, t),
+        mapping,
+      },
+    });
+  };
+  /** g forward: all-reduce, or reduce-scatter to the SP region. */
+  const gForward = (name: string): void => (sp ? coll('forward', name, 'reduceScatter', full, 'reduceScatterToSequenceParallelRegion') : coll('forward', name, 'allReduce', full, 'reduceFromTensorParallelRegion (g)', 'sum'));
+  /** In front of a column-parallel linear: f (identity) or all-gather from the SP region. */
+  const fForward = (name: string): void => {
+    if (sp) coll('forward', name, 'allGather', shard, 'gatherFromSequenceParallelRegion');
+  };
+  /** g backward: identity, or all-gather of the gradient. */
+  const gBackward = (name: string): void => {
+    if (sp) coll('backward', name, 'allGather', shard, 'reduceScatterToSequenceParallelRegion (backward)');
+  };
+  /** A column-parallel linear's backward: SP re-gathers the input for wgrad; dgrad is all-reduced or reduce-scattered. */
+  const colBackward = (name: string): void => {
+    if (sp) coll('backward', `${name}.regather`, 'allGather', shard, 'wgrad input re-gather (SP)');
+    if (sp) coll('backward', `${name}.dgrad.reduce`, 'reduceScatter', full, 'gatherFromSequenceParallelRegion (backward)');
+    else coll('backward', `${name}.dgrad.reduce`, 'allReduce', full, 'copyToTensorParallelRegion (f) backward', 'sum');
+  };
+
+  // Forward.
+  if (c.vocab > 0) {
+    kernel('forward', 'embedding', 'embedding', full, 0);
+    gForward('embedding.reduce');
+  }
+  kernel('forward', 'norm1', 'rmsnorm', shard, 4);
+  fForward('qkv.gather');
+  gemm('forward', 'qkv', m, (nq + 2 * nkv) * d, h);
+  kernel('forward', 'rope', 'rope', [s, b, nq + nkv, d], 3);
+  gemm('forward', 'attn.scores', s, s, d, b * nq);
+  kernel('forward', 'attn.softmax', 'softmax', [b, nq, s, s], 5);
+  gemm('forward', 'attn.context', s, d, s, b * nq);
+  gemm('forward', 'proj', m, h, nq * d);
+  gForward('proj.reduce');
+  kernel('forward', 'residual1', 'add', shard, 1);
+  kernel('forward', 'norm2', 'rmsnorm', shard, 4);
+  fForward('mlp.gather');
+  gemm('forward', 'mlp.gate', m, f, h);
+  gemm('forward', 'mlp.up', m, f, h);
+  kernel('forward', 'mlp.swiglu', 'swiglu', [s, b, f], 5);
+  gemm('forward', 'mlp.down', m, h, f);
+  gForward('mlp.reduce');
+  kernel('forward', 'residual2', 'add', shard, 1);
+  if (c.vocab > 0) {
+    fForward('output.gather');
+    gemm('forward', 'output', m, vl, h);
+    coll('forward', 'loss.max', 'allReduce', [s, b], 'vocab-parallel cross entropy: max', 'max');
+    coll('forward', 'loss.target', 'allReduce', [s, b], 'vocab-parallel cross entropy: target logit', 'sum');
+    coll('forward', 'loss.sumexp', 'allReduce', [s, b], 'vocab-parallel cross entropy: sum exp', 'sum');
+  }
+
+  // Backward.
+  if (c.vocab > 0) {
+    kernel('backward', 'loss.backward', 'cross-entropy', [s, b, vl], 3);
+    gemm('backward', 'output.dgrad', m, h, vl);
+    gemm('backward', 'output.wgrad', h, vl, m);
+    colBackward('output');
+  }
+  kernel('backward', 'residual2.backward', 'add', shard, 1);
+  gBackward('mlp.reduce.backward');
+  gemm('backward', 'mlp.down.dgrad', m, f, h);
+  gemm('backward', 'mlp.down.wgrad', f, h, m);
+  kernel('backward', 'mlp.swiglu.backward', 'swiglu', [s, b, f], 8);
+  gemm('backward', 'mlp.gate.dgrad', m, h, f);
+  gemm('backward', 'mlp.up.dgrad', m, h, f);
+  gemm('backward', 'mlp.gate.wgrad', h, f, m);
+  gemm('backward', 'mlp.up.wgrad', h, f, m);
+  colBackward('mlp');
+  kernel('backward', 'norm2.backward', 'rmsnorm', shard, 8);
+  kernel('backward', 'residual1.backward', 'add', shard, 1);
+  gBackward('proj.reduce.backward');
+  gemm('backward', 'proj.dgrad', m, nq * d, h);
+  gemm('backward', 'proj.wgrad', nq * d, h, m);
+  gemm('backward', 'attn.context.dgrad.P', s, s, d, b * nq);
+  gemm('backward', 'attn.context.dgrad.V', s, d, s, b * nq);
+  kernel('backward', 'attn.softmax.backward', 'softmax', [b, nq, s, s], 4);
+  gemm('backward', 'attn.scores.dgrad.Q', s, d, s, b * nq);
+  gemm('backward', 'attn.scores.dgrad.K', s, d, s, b * nq);
+  kernel('backward', 'rope.backward', 'rope', [s, b, nq + nkv, d], 3);
+  gemm('backward', 'qkv.dgrad', m, h, (nq + 2 * nkv) * d);
+  gemm('backward', 'qkv.wgrad', h, (nq + 2 * nkv) * d, m);
+  colBackward('qkv');
+  kernel('backward', 'norm1.backward', 'rmsnorm', shard, 8);
+  if (c.vocab > 0) {
+    gBackward('embedding.reduce.backward');
+    kernel('backward', 'embedding.wgrad', 'embedding', full, 1);
+  }
+  if (sp) {
+    coll('backward', 'norm1.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
+    coll('backward', 'norm2.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
+  }
+
+  return { config: c, paddedVocab: vp, ranks: rankOwnership(c), ops: ops.map((o, index) => ({ ...o, index })) };
+}
