@@ -22,8 +22,8 @@ import { bytesPerElement } from './parameters.ts';
  * | mlp.swiglu          | gate and up outputs                   | 2·sbf               |
  * | mlp.down (row)      | its input, silu(gate)·up              | sbf                 |
  * | embedding (vocab)   | token ids (int32)                     | sb                  |
- * | output (vocab)      | its input                             | s'bh (SP: re-gathered) |
- * | loss (vocab)        | logits                                | sb·vl               |
+ * | output (vocab)      | its input, all-gathered under SP      | sbh                 |
+ * | loss (vocab)        | logits; per-token max and Σ exp       | sb·vl + 2sb         |
  *
  * Layer total (no vocabulary), MHA with groups ≥ t, in elements per rank:
  *   no SP: 4sbh + 2sb + (4sbh + b·heads·s² + 3sb·ffn)/t;   SP: all of it /t.
@@ -38,6 +38,8 @@ import { bytesPerElement } from './parameters.ts';
  * saves nothing: its backward is the inverse rotation). The shape of the result is theirs:
  * without SP the four [s, b, h] inputs of the norms and column-parallel linears are replicated
  * on every rank; SP divides them by t too (the linears re-gather their input for wgrad).
+ * The output layer keeps its gathered [s, b, h] input (as src/parallel/layer.ts does); Megatron's
+ * SP output layer would keep the [s/t, b, h] shard and re-gather it for wgrad.
  */
 export interface ActivationTerm {
   /** The op that keeps it (the forward op whose backward reads it). */
@@ -88,7 +90,14 @@ export function activationTerms(plan: LayerPlan, rank: number): ActivationTerm[]
     term('mlp.swiglu', 'up output', [s, b, f], 's·b·f'),
     term('mlp.down', 'input', [s, b, f], 's·b·f'),
   );
-  if (c.vocab > 0) out.push(term('output', 'input', [sl, b, h], `${sh}·b·h`), term('loss', 'logits', [s, b, vl], 's·b·vl'));
+  if (c.vocab > 0) {
+    out.push(
+      term('output', 'input (gathered)', [s, b, h], 's·b·h'),
+      term('loss', 'logits', [s, b, vl], 's·b·vl'),
+      term('loss', 'max', [s, b], 's·b'),
+      term('loss', 'sum exp', [s, b], 's·b'),
+    );
+  }
   return out;
 }
 

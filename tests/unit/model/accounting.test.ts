@@ -35,21 +35,18 @@ describe.each(planSources)('accounting of the %s', (_source, planFor) => {
       expect(sp.forward.ringBytesSent).toBe(plain.forward.ringBytesSent);
     });
 
-    test('the backward moves the same f/g volume: two all-reduces of S without SP, a reduce-scatter and an all-gather each with SP', () => {
+    test('the backward moves the same f/g volume: two all-reduces of S without SP, two reduce-scatters of S with SP (plus their all-gathers)', () => {
       const plain = commTotals(collectiveCosts(planFor(c)));
       expect(plain.byOp.backward).toEqual({ allReduce: { count: 2, payloadBytes: 2 * S, ringBytesSent: (4 * (t - 1) * S) / t } });
-      const costs = collectiveCosts(planFor({ ...c, sp: true })).filter((x) => x.phase === 'backward');
-      const conjugates = costs.filter((x) => x.payloadBytes === S && !/re-gather/.test(x.mapping));
-      expect(conjugates.map((x) => x.op).sort()).toEqual(['allGather', 'allGather', 'reduceScatter', 'reduceScatter']);
-      expect(conjugates.reduce((a, x) => a + x.ringBytesSent, 0)).toBe(plain.backward.ringBytesSent);
+      const sp = commTotals(collectiveCosts(planFor({ ...c, sp: true })));
+      expect(sp.byOp.backward.reduceScatter).toEqual({ count: 2, payloadBytes: 2 * S, ringBytesSent: (2 * (t - 1) * S) / t });
+      expect(2 * (sp.byOp.backward.reduceScatter?.ringBytesSent ?? 0)).toBe(plain.backward.ringBytesSent);
     });
 
-    test('with SP the backward also re-gathers the two column-parallel inputs for wgrad and all-reduces both norm weight gradients ([h] each)', () => {
+    test('with SP the backward all-gathers S four times (two gradients, two norm outputs re-gathered for wgrad) and all-reduces both norm weight gradients ([h] each)', () => {
+      const sp = commTotals(collectiveCosts(planFor({ ...c, sp: true })));
+      expect(sp.byOp.backward.allGather).toEqual({ count: 4, payloadBytes: 4 * S, ringBytesSent: (4 * (t - 1) * S) / t });
       const costs = collectiveCosts(planFor({ ...c, sp: true })).filter((x) => x.phase === 'backward');
-      expect(costs.filter((x) => /re-gather/.test(x.mapping)).map((x) => [x.op, x.payloadBytes])).toEqual([
-        ['allGather', S],
-        ['allGather', S],
-      ]);
       expect(costs.filter((x) => x.op === 'allReduce').map((x) => x.payloadBytes)).toEqual([bytes(c.h), bytes(c.h)]);
     });
 
@@ -169,13 +166,15 @@ describe.each(planSources)('accounting of the %s', (_source, planFor) => {
       expect(saved).toBe((4 * c.s * c.b * c.h + 2 * c.s * c.b) * (1 - 1 / 4) * 4);
     });
 
-    test('with a vocabulary add the token ids, the output layer input and the local logits [s, b, V_padded/t]', () => {
-      const plan = planFor(cfg('classroom', { tp: 4, vocab: 30 }));
+    test('with a vocabulary add the token ids, the gathered output layer input, the local logits [s, b, V_padded/t] and the loss statistics', () => {
+      const plan = planFor(cfg('classroom', { tp: 4, vocab: 30, sp: true }));
       const terms = activationTerms(plan, 0).filter((x) => ['embedding', 'output', 'loss'].includes(x.op));
       expect(terms.map((x) => [x.op, x.tensor, x.shape, x.formula])).toEqual([
         ['embedding', 'token ids', [8, 1], 's·b'],
-        ['output', 'input', [8, 1, 16], 's·b·h'],
+        ['output', 'input (gathered)', [8, 1, 16], 's·b·h'],
         ['loss', 'logits', [8, 1, 8], 's·b·vl'],
+        ['loss', 'max', [8, 1], 's·b'],
+        ['loss', 'sum exp', [8, 1], 's·b'],
       ]);
     });
 

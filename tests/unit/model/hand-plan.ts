@@ -70,9 +70,9 @@ export function handPlan(c: LayerConfig): LayerPlan {
   const gBackward = (name: string): void => {
     if (sp) coll('backward', name, 'allGather', shard, 'reduceScatterToSequenceParallelRegion (backward)');
   };
-  /** A column-parallel linear's backward: SP re-gathers the input for wgrad; dgrad is all-reduced or reduce-scattered. */
-  const colBackward = (name: string): void => {
-    if (sp) coll('backward', `${name}.regather`, 'allGather', shard, 'wgrad input re-gather (SP)');
+  /** A column-parallel linear's backward: SP re-gathers the input for wgrad (unless kept whole); dgrad is all-reduced or reduce-scattered. */
+  const colBackward = (name: string, regather = true): void => {
+    if (sp && regather) coll('backward', `${name}.regather`, 'allGather', shard, 'wgrad input re-gather (SP)');
     if (sp) coll('backward', `${name}.dgrad.reduce`, 'reduceScatter', full, 'gatherFromSequenceParallelRegion (backward)');
     else coll('backward', `${name}.dgrad.reduce`, 'allReduce', full, 'copyToTensorParallelRegion (f) backward', 'sum');
   };
@@ -113,7 +113,7 @@ export function handPlan(c: LayerConfig): LayerPlan {
     kernel('backward', 'loss.backward', 'cross-entropy', [s, b, vl], 3);
     gemm('backward', 'output.dgrad', m, h, vl);
     gemm('backward', 'output.wgrad', h, vl, m);
-    colBackward('output');
+    colBackward('output', false);
   }
   kernel('backward', 'residual2.backward', 'add', shard, 1);
   gBackward('mlp.reduce.backward');
