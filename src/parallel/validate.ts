@@ -24,7 +24,8 @@ export type ValidationRule =
 /**
  * One finding. `field` is the control to show it next to (the size the rule names first);
  * `fields` every control involved (so the page can prefer the one the user just changed);
- * `legal` the values of `field`… or of t (for rules "X % t") that would pass, when there is a list.
+ * `legal` the values of the control `legalFor` that would pass, all else unchanged
+ * (heads or groups for the shape rules, tp for the rules "X % t").
  */
 export interface ValidationIssue {
   readonly rule: ValidationRule;
@@ -32,6 +33,7 @@ export interface ValidationIssue {
   readonly fields: readonly ConfigField[];
   readonly message: string;
   readonly legal?: readonly number[];
+  readonly legalFor?: ConfigField;
 }
 
 /** errors block a run; notes are information (KV replication, vocabulary padding, SP at t = 1). */
@@ -115,7 +117,7 @@ function checkIntegers(c: LayerConfig, errors: ValidationIssue[]): Set<ConfigFie
       field: 'tp',
       fields: ['tp'],
       message: `the TP degree t (${c.tp}) must be an integer from 1 to ${maxTp}` + (legal ? `: legal t for this model are ${list(legal)}.` : '.'),
-      ...(legal ? { legal } : {}),
+      ...(legal ? { legal, legalFor: 'tp' as const } : {}),
     });
   }
   for (const [f, what] of [['eps', 'RMSNorm ε'], ['ropeBase', 'RoPE base θ']] as const) {
@@ -137,6 +139,7 @@ function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIss
         field: 'heads',
         fields: ['heads', 'h'],
         legal,
+        legalFor: 'heads',
         message: `hidden size h (${c.h}) must be divisible by heads (${c.heads}) so every head has width d = h/heads: legal heads for h = ${c.h} are ${list(legal)}.`,
       });
     } else {
@@ -148,6 +151,7 @@ function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIss
           field: 'heads',
           fields: ['heads', 'h'],
           legal,
+          legalFor: 'heads',
           message: `head width d = h/heads = ${c.h}/${c.heads} = ${d} must be even (RoPE's rotate-half pairs element k with k + d/2): legal heads for h = ${c.h} are ${list(legal)}.`,
         });
       } else if (d > maxHeadDim) {
@@ -157,6 +161,7 @@ function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIss
           field: 'heads',
           fields: ['heads', 'h'],
           legal,
+          legalFor: 'heads',
           message: `head width d = h/heads = ${c.h}/${c.heads} = ${d} must be at most ${maxHeadDim} (the RoPE kernel holds d/2 frequencies): legal heads for h = ${c.h} are ${list(legal)}.`,
         });
       }
@@ -169,6 +174,7 @@ function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIss
       field: 'groups',
       fields: ['groups', 'heads'],
       legal,
+      legalFor: 'groups',
       message: `heads (${c.heads}) must be divisible by query groups (${c.groups}) so each KV group serves heads/groups query heads: legal groups for ${c.heads} heads are ${list(legal)}.`,
     });
   }
@@ -178,43 +184,53 @@ function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIss
 function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIssue[], notes: ValidationIssue[]): void {
   if (bad.has('tp')) return;
   const t = c.tp;
-  const legalFor = (pred: (t: number) => boolean): number[] => Array.from({ length: maxTp }, (_, i) => i + 1).filter(pred);
+  const degreesWhere = (pred: (t: number) => boolean): number[] => Array.from({ length: maxTp }, (_, i) => i + 1).filter(pred);
   if (!bad.has('heads') && c.heads % t !== 0) {
-    const legal = legalFor((u) => c.heads % u === 0);
+    const legal = degreesWhere((u) => c.heads % u === 0);
     errors.push({
       rule: 'heads-divisible-by-tp',
       field: 'heads',
       fields: ['heads', 'tp'],
       legal,
+      legalFor: 'tp',
       message: `heads (${c.heads}) must be divisible by the TP degree t = ${t} (each rank computes heads/t whole heads): legal t for ${c.heads} heads are ${list(legal)}.`,
     });
   }
   // Reported only when heads % t = 0: a t that breaks heads % t is already reported by the heads rule.
   if (!bad.has('groups') && !bad.has('heads') && c.heads % c.groups === 0 && c.heads % t === 0 && !groupsFit(c.groups, t)) {
-    const legal = legalFor((u) => c.heads % u === 0 && groupsFit(c.groups, u));
+    const legal = degreesWhere((u) => c.heads % u === 0 && groupsFit(c.groups, u));
     const why =
       c.groups >= t
         ? `query groups (${c.groups}) must be divisible by the TP degree t = ${t} when groups ≥ t (each rank holds groups/t whole KV groups)`
         : `the TP degree t = ${t} must be a multiple of query groups (${c.groups}) when t > groups (each KV group is replicated on t/groups ranks)`;
-    errors.push({ rule: 'groups-vs-tp', field: 'groups', fields: ['groups', 'tp'], legal, message: `${why}: legal t for ${c.groups} groups and ${c.heads} heads are ${list(legal)}.` });
+    errors.push({
+      rule: 'groups-vs-tp',
+      field: 'groups',
+      fields: ['groups', 'tp'],
+      legal,
+      legalFor: 'tp',
+      message: `${why}: legal t for ${c.groups} groups and ${c.heads} heads are ${list(legal)}.`,
+    });
   }
   if (!bad.has('ffn') && c.ffn % t !== 0) {
-    const legal = legalFor((u) => c.ffn % u === 0);
+    const legal = degreesWhere((u) => c.ffn % u === 0);
     errors.push({
       rule: 'ffn-divisible-by-tp',
       field: 'ffn',
       fields: ['ffn', 'tp'],
       legal,
+      legalFor: 'tp',
       message: `FFN hidden size (${c.ffn}) must be divisible by the TP degree t = ${t} (gate and up are split by columns, down by rows): legal t for ffn = ${c.ffn} are ${list(legal)}.`,
     });
   }
   if (c.sp && !bad.has('s') && c.s % t !== 0) {
-    const legal = legalFor((u) => c.s % u === 0);
+    const legal = degreesWhere((u) => c.s % u === 0);
     errors.push({
       rule: 'seq-divisible-by-tp',
       field: 's',
       fields: ['s', 'tp', 'sp'],
       legal,
+      legalFor: 'tp',
       message: `with sequence parallel the sequence length s (${c.s}) must be divisible by the TP degree t = ${t} (each rank keeps s/t tokens): legal t for s = ${c.s} are ${list(legal)}, or turn sequence parallel off.`,
     });
   }

@@ -28,6 +28,7 @@ describe('validateConfig', () => {
     expect(e.fields).toContain('tp');
     expect(e.message).toBe('heads (12) must be divisible by the TP degree t = 8 (each rank computes heads/t whole heads): legal t for 12 heads are 1, 2, 3, 4, 6, 12.');
     expect(e.legal).toEqual([1, 2, 3, 4, 6, 12]);
+    expect(e.legalFor).toBe('tp');
   });
 
   test('reports h not divisible by heads and lists the head counts that divide h', () => {
@@ -49,6 +50,7 @@ describe('validateConfig', () => {
     expect(e.rule).toBe('head-dim-max');
     expect(e.message).toContain('head width d = h/heads = 1024/1 = 1024 must be at most 512');
     expect(e.legal).toEqual([2, 4, 8, 16, 32, 64, 128, 256, 512]);
+    expect(e.legalFor).toBe('heads');
   });
 
   test('reports heads not divisible by query groups with the legal group counts', () => {
