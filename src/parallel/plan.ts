@@ -1,0 +1,43 @@
+import { PlanBackend, ShapeCollectives, type ShapeTensor } from './backend-plan.ts';
+import type { LayerConfig } from './config.ts';
+import { LayerComm } from './layer-comm.ts';
+import { layerStep } from './layer.ts';
+import { paddedVocab, rankOwnership } from './ownership.ts';
+import type { LayerPlan } from './plan-types.ts';
+import type { GemmProblem } from '../reference/gemm.ts';
+import { assertValid } from './validate.ts';
+import { logicalShape, shardLayout, weightsOf, type WeightSet } from './weights.ts';
+import { localDims } from './dims.ts';
+
+/** A plan and the strided GEMM problems of its ops (for the GEMM tuner). */
+export interface PlanWithProblems {
+  readonly plan: LayerPlan;
+  readonly gemmProblems: readonly GemmProblem[];
+}
+
+/**
+ * The plan of a configuration, made by running the layer's own code on shapes (rank 0; every
+ * rank runs the same ops on the same local shapes). Validates first: an illegal configuration
+ * throws before anything is planned.
+ */
+export async function makePlan(c: LayerConfig): Promise<PlanWithProblems> {
+  assertValid(c);
+  const owners = rankOwnership(c);
+  const be = new PlanBackend();
+  const comm = new ShapeCollectives(0, c.tp, be);
+  const lc = new LayerComm(comm, (t: ShapeTensor) => t.shape, (named) => (be.pending = named));
+  const D = localDims(c);
+  const w: WeightSet<ShapeTensor> = {};
+  for (const name of weightsOf(c)) w[name] = be.tensor(name, shardLayout(c, D, owners[0], name).shape);
+  const tokens = c.s * c.b;
+  const inputs = c.vocab > 0
+    ? { ids: new Float32Array(tokens), targets: new Float32Array(tokens) }
+    : { x: new Float32Array(tokens * c.h), dy: new Float32Array(tokens * c.h) };
+  await layerStep(be, lc, c, owners[0], w, inputs);
+  return { plan: { config: c, paddedVocab: paddedVocab(c), ranks: owners, ops: be.ops }, gemmProblems: be.gemmProblems };
+}
+
+/** Logical parameter shapes, for display: name → [in, out]. */
+export function parameterShapes(c: LayerConfig): Record<string, readonly number[]> {
+  return Object.fromEntries(weightsOf(c).map((n) => [n, logicalShape(c, n)]));
+}
