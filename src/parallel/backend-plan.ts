@@ -1,4 +1,5 @@
 import type { Collectives, CollectiveOp, ReduceOp } from '../comm/collectives.ts';
+import { ringBytesSent } from '../model/interconnect.ts';
 import { numel } from '../kernels/limits.ts';
 import { gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import type { Backend, SoftmaxArgs } from './backend.ts';
@@ -87,17 +88,6 @@ export class PlanBackend implements Backend<ShapeTensor> {
   ceGrad(op: string, logits: ShapeTensor, targets: ShapeTensor, m: ShapeTensor, s: ShapeTensor, dl: ShapeTensor): void { this.kernel('ceGrad', op, [logits, targets, m, s], dl); }
   ceLoss(op: string, m: ShapeTensor, s: ShapeTensor, z: ShapeTensor, loss: ShapeTensor): void { this.kernel('ceLoss', op, [m, s, z], loss); }
   async flush(): Promise<void> {}
-}
-
-/** Bytes each rank sends on a ring of t for a payload of S bytes (nccl-tests convention for S). */
-export function ringBytesSent(op: CollectiveOp, S: number, t: number): number {
-  if (t <= 1) return 0;
-  switch (op) {
-    case 'allReduce': return (2 * (t - 1) * S) / t;
-    case 'reduceScatter': case 'allGather': return ((t - 1) * S) / t;
-    case 'broadcast': return S;
-    case 'barrier': return 0;
-  }
 }
 
 /**
