@@ -33,3 +33,14 @@ export function defaultGemmVariant(): GemmVariant {
 export function chosenGemmVariant(device: GPUDevice, p: GemmProblem): GemmVariant {
   return gemmChoices.get(`${adapterKey(device)}|${gemmShapeClass(p)}`) ?? defaultGemmVariant();
 }
+
+/** This adapter's tuned choices (shape class → variant), to hand to other ranks on the same adapter. */
+export function exportGemmChoices(device: GPUDevice): [string, GemmVariant][] {
+  const prefix = `${adapterKey(device)}|`;
+  return [...gemmChoices].filter(([k]) => k.startsWith(prefix)).map(([k, v]) => [k.slice(prefix.length), v]);
+}
+
+/** Adopts choices another rank tuned on the same adapter (the variants were verified there). */
+export function importGemmChoices(device: GPUDevice, choices: readonly [string, GemmVariant][]): void {
+  for (const [cls, v] of choices) gemmChoices.set(`${adapterKey(device)}|${cls}`, v);
+}

@@ -18,8 +18,21 @@ import type { OpPhase } from './plan-types.ts';
 export class GpuBackend implements Backend<GpuTensor> {
   readonly kind = 'gpu';
   phase: OpPhase = 'forward';
+  private readonly live = new Set<GpuTensor>();
 
   constructor(readonly ctx: KernelContext) {}
+
+  /** Takes ownership of a tensor made elsewhere (a collective's result), freed by releaseAll. */
+  adopt(t: GpuTensor): void {
+    this.live.add(t);
+  }
+
+  /** Frees every tensor this backend made or adopted and has not released. */
+  releaseAll(): void {
+    this.ctx.submit();
+    for (const t of this.live) t.buffer.destroy();
+    this.live.clear();
+  }
 
   private run(op: string, body: () => void): void {
     this.ctx.scope = op;
@@ -31,7 +44,9 @@ export class GpuBackend implements Backend<GpuTensor> {
   }
 
   tensor(name: string, shape: readonly number[], data?: Float32Array): GpuTensor {
-    return createTensor(this.ctx.device, name, shape, data);
+    const t = createTensor(this.ctx.device, name, shape, data);
+    this.live.add(t);
+    return t;
   }
   shapeOf(t: GpuTensor): readonly number[] {
     return t.shape;
@@ -43,6 +58,7 @@ export class GpuBackend implements Backend<GpuTensor> {
   release(t: GpuTensor): void {
     this.ctx.submit();
     t.buffer.destroy();
+    this.live.delete(t);
   }
   gemm(op: string, p: GemmProblem, a: GpuTensor, b: GpuTensor, c: GpuTensor): void {
     this.run(op, () => gemmStrided(this.ctx, p, a, b, c));

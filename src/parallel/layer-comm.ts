@@ -24,7 +24,15 @@ export class LayerComm<T> {
     readonly comm: Collectives<T>,
     private readonly shapeOf: (t: T) => readonly number[],
     private readonly onCall?: (c: NamedCollective) => void,
+    /** Called with every new tensor a collective returns (so the caller can free it later). */
+    private readonly adopt?: (t: T) => void,
   ) {}
+
+  private async issued(x: T, result: Promise<T>): Promise<T> {
+    const y = await result;
+    if (y !== x) this.adopt?.(y);
+    return y;
+  }
 
   private note(name: string, mapping: string, x: T): void {
     const c = { name, phase: this.phase, mapping, inShape: this.shapeOf(x) };
@@ -36,27 +44,27 @@ export class LayerComm<T> {
   async forward(name: string, m: MappingPair, x: T): Promise<T> {
     if (this.comm.size === 1) return x;
     this.note(name, `${m.name} — ${m.summary}`, x);
-    return m.forward(this.comm, x);
+    return this.issued(x, m.forward(this.comm, x));
   }
 
   /** The backward half of a mapping pair. */
   async backward(name: string, m: MappingPair, dy: T): Promise<T> {
     if (this.comm.size === 1) return dy;
     this.note(name, `${m.name} (backward) — ${m.summary}`, dy);
-    return m.backward(this.comm, dy);
+    return this.issued(dy, m.backward(this.comm, dy));
   }
 
   /** A plain all-reduce with its purpose (vocab-parallel loss pieces, replicated weight gradients). */
   async allReduce(name: string, why: string, x: T, op: ReduceOp = 'sum'): Promise<T> {
     if (this.comm.size === 1) return x;
     this.note(name, why, x);
-    return this.comm.allReduce(x, op);
+    return this.issued(x, this.comm.allReduce(x, op));
   }
 
   /** A plain all-gather along `dim` with its purpose. */
   async allGather(name: string, why: string, x: T, dim: number): Promise<T> {
     if (this.comm.size === 1) return x;
     this.note(name, why, x);
-    return this.comm.allGather(x, dim);
+    return this.issued(x, this.comm.allGather(x, dim));
   }
 }

@@ -2,7 +2,7 @@ import * as Comlink from 'comlink';
 import { GpuCollectives } from '../comm/gpu-collectives.ts';
 import { PortRingCollectives } from '../comm/port-ring.ts';
 import { SabRingCollectives } from '../comm/sab-ring.ts';
-import { adapterName, enableWebGpuHint } from '../kernels/adapter.ts';
+import { adapterName, requestKernelDevice } from '../kernels/adapter.ts';
 import type { TraceEvent } from '../trace/event.ts';
 import { TraceRecorder } from '../trace/recorder.ts';
 import type { RankContext, RankInfo, RankInit, RankProgram, RankPrograms } from './context.ts';
@@ -23,15 +23,7 @@ export class RankWorker {
 
   /** Requests this rank's own adapter and GPUDevice and joins the group. */
   async init(cfg: RankInit): Promise<RankInfo> {
-    if (!navigator.gpu) throw new Error(`rank ${cfg.rank}: this worker has no navigator.gpu. ${enableWebGpuHint}`);
-    const adapter = await navigator.gpu.requestAdapter();
-    if (!adapter) throw new Error(`rank ${cfg.rank}: no WebGPU adapter. ${enableWebGpuHint}`);
-    const device = await adapter.requestDevice({
-      requiredLimits: {
-        maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
-        maxBufferSize: adapter.limits.maxBufferSize,
-      },
-    });
+    const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`);
     const trace = new TraceRecorder();
     const t = cfg.transport;
     const comm =

@@ -1,0 +1,106 @@
+import type { TraceEvent } from '../trace/event.ts';
+import type { GemmTuning } from '../kernels/gemm-tuner.ts';
+import type { LayerConfig } from '../parallel/config.ts';
+import { gatherLogical, type LogicalOutput } from '../parallel/gather.ts';
+import type { NamedCollective } from '../parallel/layer-comm.ts';
+import { compareWithReference, referenceConfig, type OracleReport } from '../parallel/oracle.ts';
+import { makePlan } from '../parallel/plan.ts';
+import type { LayerPlan } from '../parallel/plan-types.ts';
+import { runInProcess } from '../parallel/run-in-process.ts';
+import { stepInputs } from '../parallel/step-data.ts';
+import type { commPrograms } from './comm-programs.ts';
+import type { ComputeTiming, layerPrograms } from './layer-programs.ts';
+import { RankPool } from './pool.ts';
+import type { PoolTransport } from './transport.ts';
+
+/** Programs the layer's rank workers serve. */
+export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms;
+
+/** A pool of t rank workers serving the layer (src/ranks/layer.worker.ts). */
+export function createLayerPool(size: number, transport: 'auto' | PoolTransport = 'auto', timeoutMs = 30_000): Promise<RankPool<LayerWorkerPrograms>> {
+  return RankPool.create<LayerWorkerPrograms>({
+    size,
+    transport,
+    timeoutMs,
+    createWorker: (r) => new Worker(new URL('./layer.worker.ts', import.meta.url), { type: 'module', name: `rank ${r}` }),
+  });
+}
+
+/** Options of a run. */
+export interface LayerRunOptions {
+  /** Time every rank's kernels alone afterwards (default true). */
+  readonly timing?: boolean;
+  /** Also run the CPU twins in this thread and compare (default: when the step is ≤ 50 MFLOP). */
+  readonly cpuCheck?: boolean;
+  readonly onProgress?: (line: string) => void;
+}
+
+/** Everything one run measured and checked. */
+export interface LayerRun {
+  readonly config: LayerConfig;
+  readonly plan: LayerPlan;
+  readonly transport: string;
+  /** TP=t against the TP=1 run on the same GPU adapter. */
+  readonly oracle: OracleReport;
+  /** TP=t against the CPU twins (float64 inside each op), when run. */
+  readonly cpuOracle?: OracleReport;
+  readonly output: LogicalOutput;
+  /** Mean loss over tokens, with a vocabulary. */
+  readonly loss?: number;
+  /** Measured collectives (every rank), in the order issued, with their layer names. */
+  readonly commEvents: (TraceEvent & { readonly name: string })[];
+  /** Per rank, each compute op's kernel time measured alone (plan order). */
+  readonly computeTimes: ComputeTiming[];
+  readonly tuning: GemmTuning[];
+}
+
+/**
+ * Runs one step of `c` on the pool's ranks and checks it: plan (validates first), GEMM tuning on
+ * rank 0 shared with all, the TP=1 reference on rank 0, the TP=t step across all ranks with real
+ * collectives, gathered back to logical tensors and compared; then each rank's kernels timed alone.
+ */
+export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConfig, opts: LayerRunOptions = {}): Promise<LayerRun> {
+  if (pool.size !== c.tp) throw new Error(`runLayer: the pool has ${pool.size} ranks but the config asks for t = ${c.tp}.`);
+  const say = opts.onProgress ?? (() => {});
+  const { plan } = await makePlan(c);
+  const ref = referenceConfig(c);
+  const inputs = stepInputs(c);
+  say('tuning GEMM tilings on rank 0…');
+  const [tuned] = await pool.run('layerTune', { configs: [c, ref] }, [0]);
+  const choices = tuned.choices;
+  say('TP=1 reference on rank 0…');
+  const [refReply] = await pool.run('layerStep', { config: ref, inputs, choices, solo: true }, [0]);
+  const reference = gatherLogical(ref, (await makePlan(ref)).plan.ranks, [refReply.output]);
+  await pool.traces(); // the reference issues no collective; start the trace clean
+  say(`TP=${c.tp}${c.sp ? ' + SP' : ''} step on ${c.tp} ranks…`);
+  const replies = await pool.run('layerStep', { config: c, inputs, choices });
+  const output = gatherLogical(c, plan.ranks, replies.map((r) => r.output));
+  const oracle = compareWithReference(c, reference, output);
+  const events = (await pool.traces()).filter((e) => e.stream === 'comm');
+  const commEvents = nameCommEvents(events, replies.map((r) => r.named));
+  const computeTimes: ComputeTiming[] = [];
+  if (opts.timing ?? true) {
+    for (let r = 0; r < c.tp; r++) {
+      say(`timing rank ${r}'s kernels alone…`);
+      computeTimes.push((await pool.run('layerTiming', { config: c, choices }, [r]))[0]);
+    }
+  }
+  const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
+  let cpuOracle: OracleReport | undefined;
+  if (opts.cpuCheck ?? flops <= 50e6) {
+    say('CPU twins…');
+    cpuOracle = compareWithReference(c, await runInProcess(ref, inputs), output);
+  }
+  const loss = output.loss && output.loss.reduce((a, v) => a + v, 0) / output.loss.length;
+  return { config: c, plan, transport: pool.transport, oracle, cpuOracle, output, loss, commEvents, computeTimes, tuning: tuned.tuning };
+}
+
+/** Names each rank's collective events by the layer's call order (the k-th event is the k-th named call). */
+function nameCommEvents(events: readonly TraceEvent[], named: readonly NamedCollective[][]): (TraceEvent & { name: string })[] {
+  const seen = new Map<number, number>();
+  return events.map((e) => {
+    const k = seen.get(e.rank) ?? 0;
+    seen.set(e.rank, k + 1);
+    return { ...e, name: named[e.rank]?.[k]?.name ?? e.op };
+  });
+}

@@ -1,0 +1,5 @@
+import { commPrograms } from './comm-programs.ts';
+import { layerPrograms } from './layer-programs.ts';
+import { serveRank } from './serve.ts';
+
+serveRank({ ...commPrograms, ...layerPrograms });

@@ -1,0 +1,67 @@
+import { afterAll, describe, expect, test } from 'vitest';
+import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
+import type { OracleReport } from '../../../src/parallel/oracle.ts';
+import { createLayerPool, runLayer, type LayerWorkerPrograms } from '../../../src/ranks/layer-run.ts';
+import type { RankPool } from '../../../src/ranks/pool.ts';
+
+const failures = (r: OracleReport) =>
+  r.entries.filter((e) => !e.pass).map((e) => `${e.tensor}: ${e.maxAbs.toExponential(2)} > ${e.tol.toExponential(2)}`).join('; ');
+
+// One pool per degree, reused across the cases of that degree.
+const pools = new Map<number, RankPool<LayerWorkerPrograms>>();
+async function poolOf(t: number): Promise<RankPool<LayerWorkerPrograms>> {
+  let p = pools.get(t);
+  if (!p) pools.set(t, (p = await createLayerPool(t)));
+  return p;
+}
+afterAll(async () => {
+  for (const p of pools.values()) await p.dispose();
+});
+
+async function check(c: LayerConfig) {
+  const run = await runLayer(await poolOf(c.tp), c, { timing: false });
+  expect(run.oracle.pass, failures(run.oracle)).toBe(true);
+  if (run.cpuOracle) expect(run.cpuOracle.pass, `CPU twins: ${failures(run.cpuOracle)}`).toBe(true);
+  return run;
+}
+
+// A larger shape than the classroom: GQA (8 heads, 2 groups), FFN not a multiple of 64, vocab 96.
+const larger = { s: 16, b: 1, h: 64, heads: 8, groups: 2, ffn: 176, vocab: 96 };
+
+describe('the layer across real rank workers on WebGPU matches TP=1', () => {
+  for (const tp of [1, 2, 4]) {
+    for (const sp of [false, true]) {
+      test(`classroom at t=${tp}${sp ? ' with SP' : ''}: forward and backward`, async () => {
+        const run = await check(configFromPreset('classroom', { tp, sp }));
+        expect(run.cpuOracle, 'the classroom preset is small enough for the CPU twins').toBeDefined();
+        const comm = run.commEvents.length;
+        expect(comm > 0).toBe(tp > 1);
+      });
+      test(`a larger GQA shape at t=${tp}${sp ? ' with SP' : ''}`, async () => {
+        await check({ ...configFromPreset('classroom'), ...larger, tp, sp });
+      });
+    }
+  }
+
+  test('llama-gqa at t=8 with SP (KV groups replicated on 4 ranks each)', async () => {
+    const run = await check(configFromPreset('llama-gqa', { tp: 8, sp: true }));
+    expect(run.commEvents.filter((e) => e.rank === 0).map((e) => e.name)).toContain('qkv.k.replicas.gather');
+  });
+
+  test('the SP norm-gradient skip switch is caught by the oracle on exactly the norm weights', async () => {
+    const c = configFromPreset('classroom', { tp: 2, sp: true, skipSpNormGradAllReduce: true });
+    const run = await runLayer(await poolOf(2), c, { timing: false, cpuCheck: false });
+    expect(run.oracle.entries.filter((e) => !e.pass).map((e) => e.tensor)).toEqual(['dg1', 'dg2']);
+  });
+
+  test('each rank\'s kernels are timed alone, one time per compute op of the plan', async () => {
+    const c = configFromPreset('classroom', { tp: 2 });
+    const run = await runLayer(await poolOf(2), c, { cpuCheck: false });
+    const computeOps = run.plan.ops.filter((o) => o.kind !== 'collective').map((o) => o.name);
+    expect(run.computeTimes).toHaveLength(2);
+    for (const t of run.computeTimes) {
+      expect(t.ops.map((o) => o.name)).toEqual(computeOps);
+      expect(t.ops.every((o) => o.ms >= 0)).toBe(true);
+    }
+  });
+});
