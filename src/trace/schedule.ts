@@ -1,0 +1,221 @@
+import { formatShape } from '../kernels/limits.ts';
+import type { LayerPlan, OpPhase, PlannedCollective, PlannedGemm, PlannedOp } from '../parallel/plan-types.ts';
+import type { TraceEvent, TracePhase } from './event.ts';
+import { exposedParts } from './exposed.ts';
+import { subtractIntervals, totalLength, unionIntervals, type Interval } from './intervals.ts';
+
+/** Durations of one step, indexed [rank][opIndex], in ms. */
+export interface StepDurations {
+  /** Each compute op's time on that rank, timed with the other ranks idle; collective entries are ignored. */
+  readonly computeMs: readonly (readonly number[])[];
+  /** Each collective's transfer time (no waiting for the group) on that rank; compute entries are ignored. */
+  readonly commMs: readonly (readonly number[])[];
+}
+
+/** How the step is scheduled. */
+export interface ScheduleOptions {
+  /**
+   * Megatron's asynchronous dgrad all-reduce (ColumnParallelLinear with async_tensor_model_parallel_allreduce):
+   * a collective named `*.dgrad.reduce` runs while the compute ops right after it whose names end in
+   * `.wgrad` run; the first op after those waits for it.
+   */
+  readonly overlap: boolean;
+}
+
+/** An event's binding dependency: the event (rank, op index) whose end is this event's start. */
+export interface EventRef {
+  readonly rank: number;
+  readonly opIndex: number;
+}
+
+/** One op on one rank's timeline; `op` is the plan's op name ("qkv.q"), t0/t1 in ms from the step's start. */
+export interface ScheduledEvent extends TraceEvent {
+  readonly opIndex: number;
+  readonly kind: PlannedOp['kind'];
+  /** Forward or backward pass (TraceEvent.phases are the event's sub-intervals, e.g. wait/transfer). */
+  readonly phase: OpPhase;
+  readonly kernel?: string;
+  readonly inShapes: readonly (readonly number[])[];
+  readonly outShape: readonly number[];
+  /** Local shapes for labels: "[32, 768]·[768, 192] → [32, 192]". */
+  readonly shapeLabel: string;
+  readonly gemm?: PlannedGemm;
+  readonly collective?: PlannedCollective;
+  /** Collectives: ms between this rank's arrival (t0) and the last rank's arrival; 0 for compute. */
+  readonly waitMs: number;
+  /** Collectives: the rank that arrived last (whose arrival started the transfer). */
+  readonly lastArrival?: number;
+  /** Collectives run asynchronously under the overlap option. */
+  readonly overlapped: boolean;
+  /** What set t0 (for a collective: this rank's arrival); null when t0 = 0 with nothing before. */
+  readonly after: EventRef | null;
+  /** Collectives: the parts of [t0, t1) not covered by this rank's compute, ms; [] for compute. */
+  readonly exposed: readonly Interval[];
+  readonly exposedMs: number;
+}
+
+/** One rank's totals over the step, ms. idle = step time − |union(compute ∪ comm)| (waiting for the slowest rank counts). */
+export interface RankTotals {
+  readonly rank: number;
+  readonly computeMs: number;
+  readonly commMs: number;
+  readonly exposedMs: number;
+  readonly idleMs: number;
+  /** When this rank's last event ends, ms. */
+  readonly endMs: number;
+}
+
+/** The scheduled step: every rank's events (by rank, then op index), totals, and step time (slowest rank's end), ms. */
+export interface Timeline {
+  readonly ranks: number;
+  readonly overlap: boolean;
+  readonly events: readonly ScheduledEvent[];
+  readonly totals: readonly RankTotals[];
+  readonly stepMs: number;
+  /** The lowest rank whose last event ends at stepMs. */
+  readonly slowestRank: number;
+}
+
+/** True for the collectives the overlap option makes asynchronous. */
+export const isAsyncDgradReduce = (op: PlannedOp): boolean => op.kind === 'collective' && op.name.endsWith('.dgrad.reduce');
+/** True for the compute ops that may run under an asynchronous dgrad reduce. */
+export const isWgrad = (op: PlannedOp): boolean => op.kind !== 'collective' && op.name.endsWith('.wgrad');
+
+/** "[a]·[b] → [c]" from an op's local shapes. */
+export function shapeLabel(op: Pick<PlannedOp, 'inShapes' | 'outShape'>): string {
+  return `${op.inShapes.map(formatShape).join('·')} → ${formatShape(op.outShape)}`;
+}
+
+function checkDurations(plan: LayerPlan, d: StepDurations): void {
+  const t = plan.ranks.length;
+  for (const [what, m] of [['computeMs', d.computeMs], ['commMs', d.commMs]] as const) {
+    if (m.length !== t) throw new Error(`scheduleStep: ${what} has ${m.length} ranks, the plan has ${t}.`);
+    m.forEach((row, r) => {
+      if (row.length !== plan.ops.length) throw new Error(`scheduleStep: ${what}[${r}] has ${row.length} ops, the plan has ${plan.ops.length}.`);
+      plan.ops.forEach((op, i) => {
+        const relevant = (what === 'commMs') === (op.kind === 'collective');
+        const v = row[i] ?? NaN;
+        if (relevant && !(Number.isFinite(v) && v >= 0)) throw new Error(`scheduleStep: ${what}[${r}][${i}] (${op.name}) is ${v}; durations must be finite ms ≥ 0.`);
+      });
+    });
+  }
+}
+
+interface Cursor {
+  /** When the next op in program order may start, and what set it. */
+  ready: number;
+  readyBy: EventRef | null;
+  commFree: number;
+  commBy: EventRef | null;
+  pending: { end: number; by: EventRef } | null;
+}
+
+type Draft = Omit<ScheduledEvent, 'exposed' | 'exposedMs'>;
+
+function base(op: PlannedOp, rank: number, t0: number, t1: number, phases: readonly TracePhase[]): Omit<Draft, 'waitMs' | 'overlapped' | 'after'> {
+  const c = op.collective;
+  return {
+    rank,
+    stream: op.kind === 'collective' ? 'comm' : 'compute',
+    op: op.name,
+    shape: op.inShapes[0] ?? [],
+    bytes: c ? c.payloadBytes : 0,
+    t0,
+    t1,
+    phases,
+    flops: op.flops,
+    opIndex: op.index,
+    kind: op.kind,
+    phase: op.phase,
+    ...(op.kernel !== undefined && { kernel: op.kernel }),
+    inShapes: op.inShapes,
+    outShape: op.outShape,
+    shapeLabel: shapeLabel(op),
+    ...(op.gemm && { gemm: op.gemm }),
+    ...(c && { collective: c }),
+  };
+}
+
+/** max with its source; ties keep `a` (the more recent op in program order is passed as `a`). */
+function later(a: { t: number; by: EventRef | null }, b: { t: number; by: EventRef | null }): { t: number; by: EventRef | null } {
+  return b.t > a.t ? b : a;
+}
+
+/**
+ * Schedules one step of `plan` on every rank. Semantics (all times ms, every rank starts at 0):
+ * - compute ops run back to back on the rank's compute stream in plan order;
+ * - a collective arrives on rank r when the op before it has ended and r's comm stream is free
+ *   (arrival_r); like NCCL it completes only when the whole group has arrived, and the ring moves
+ *   at its slowest member's pace: start = max_r arrival_r, end_r = start + max_r commMs[r][i] on
+ *   every rank. The event spans [arrival_r, end) with phases `wait` [arrival_r, start) and
+ *   `transfer` [start, end);
+ * - without overlap the next op starts at the collective's end; with overlap a `*.dgrad.reduce`
+ *   does not hold the compute stream: the `*.wgrad` ops right after it run at once, and the first
+ *   op after them starts at max(their end, the collective's end).
+ * Per collective, `exposed` = [t0, t1) − union(this rank's compute) (DESIGN.md's definition).
+ */
+export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: ScheduleOptions): Timeline {
+  checkDurations(plan, durations);
+  const t = plan.ranks.length;
+  const cur: Cursor[] = Array.from({ length: t }, () => ({ ready: 0, readyBy: null, commFree: 0, commBy: null, pending: null }));
+  const drafts: Draft[][] = Array.from({ length: t }, () => []);
+  for (const op of plan.ops) {
+    const ref = (rank: number): EventRef => ({ rank, opIndex: op.index });
+    if (!isWgrad(op)) {
+      for (const c of cur) {
+        if (!c.pending) continue;
+        ({ t: c.ready, by: c.readyBy } = later({ t: c.ready, by: c.readyBy }, { t: c.pending.end, by: c.pending.by }));
+        c.pending = null;
+      }
+    }
+    if (op.kind !== 'collective') {
+      cur.forEach((c, r) => {
+        const t0 = c.ready;
+        const t1 = t0 + (durations.computeMs[r]?.[op.index] ?? 0);
+        drafts[r]!.push({ ...base(op, r, t0, t1, []), waitMs: 0, overlapped: false, after: c.readyBy });
+        c.ready = t1;
+        c.readyBy = ref(r);
+      });
+      continue;
+    }
+    const arrivals = cur.map((c) => later({ t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }));
+    let last = 0;
+    arrivals.forEach((a, r) => { if (a.t > arrivals[last]!.t) last = r; });
+    const start = arrivals[last]!.t;
+    const end = start + Math.max(...durations.commMs.map((row) => row[op.index] ?? 0));
+    const overlapped = opts.overlap && isAsyncDgradReduce(op);
+    cur.forEach((c, r) => {
+      const arrival = arrivals[r]!;
+      const phases: TracePhase[] = [
+        ...(start > arrival.t ? [{ name: 'wait', t0: arrival.t, t1: start }] : []),
+        { name: 'transfer', t0: start, t1: end },
+      ];
+      drafts[r]!.push({ ...base(op, r, arrival.t, end, phases), waitMs: start - arrival.t, lastArrival: last, overlapped, after: arrival.by });
+      c.commFree = end;
+      c.commBy = ref(r);
+      if (overlapped) c.pending = { end, by: ref(r) };
+      else {
+        c.ready = end;
+        c.readyBy = ref(r);
+      }
+    });
+  }
+  return finish(plan, opts, drafts);
+}
+
+function finish(plan: LayerPlan, opts: ScheduleOptions, drafts: Draft[][]): Timeline {
+  const ends = drafts.map((d) => Math.max(0, ...d.map((e) => e.t1)));
+  const stepMs = Math.max(0, ...ends);
+  const events: ScheduledEvent[] = [];
+  const totals: RankTotals[] = drafts.map((d, rank) => {
+    const compute = unionIntervals(d.filter((e) => e.stream === 'compute'));
+    const comm = unionIntervals(d.filter((e) => e.stream === 'comm'));
+    for (const e of d) {
+      const exposed = e.stream === 'comm' ? exposedParts(e, compute) : [];
+      events.push({ ...e, exposed, exposedMs: totalLength(exposed) });
+    }
+    const busy = totalLength(unionIntervals([...compute, ...comm]));
+    return { rank, computeMs: totalLength(compute), commMs: totalLength(comm), exposedMs: totalLength(subtractIntervals(comm, compute)), idleMs: stepMs - busy, endMs: ends[rank]! };
+  });
+  return { ranks: plan.ranks.length, overlap: opts.overlap, events, totals, stepMs, slowestRank: Math.max(0, ends.indexOf(stepMs)) };
+}
