@@ -39,9 +39,10 @@ export interface CriticalPath {
  * Every event starts when its binding dependency (`after`, set by scheduleStep; ties go to the
  * most recent op in program order) ends, so the walk is:
  * - a compute op: the segment [t0, t1) on its rank, then its `after`;
- * - a collective on rank r: the segment [start, end) (start = the last rank's arrival), then the
- *   dependency of the last-arriving rank's arrival; when that rank is not r, r waited
- *   [arrival_r, start) for it, listed in `waits`, and the path moves to the slow rank.
+ * - a collective on rank r: the segment [start, end) (start = the last rank's arrival). If r itself
+ *   arrived last (no wait; ties stay on r), then r's arrival dependency; otherwise r waited
+ *   [arrival_r, start) for the slow rank (listed in `waits`) and the path moves to the slow rank's
+ *   arrival dependency.
  * It ends at an event with no dependency (which starts at 0).
  */
 export function criticalPath(tl: Timeline): CriticalPath {
@@ -62,8 +63,8 @@ export function criticalPath(tl: Timeline): CriticalPath {
     }
     const start = e.t0 + e.waitMs;
     segments.push({ rank: e.rank, ...at, kind: 'comm', t0: start, t1: e.t1 });
-    const slow = e.lastArrival ?? e.rank;
-    if (slow !== e.rank && e.waitMs > 0) waits.push({ rank: e.rank, ...at, t0: e.t0, t1: start, slowRank: slow });
+    const slow = e.waitMs > 0 && e.lastArrival !== undefined ? e.lastArrival : e.rank;
+    if (slow !== e.rank) waits.push({ rank: e.rank, ...at, t0: e.t0, t1: start, slowRank: slow });
     const arrivedLast = byRef.get(key({ rank: slow, opIndex: e.opIndex }));
     cur = arrivedLast?.after ? byRef.get(key(arrivedLast.after)) : undefined;
   }
