@@ -16,8 +16,8 @@ export interface StepDurations {
 export interface ScheduleOptions {
   /**
    * Megatron's asynchronous dgrad all-reduce (ColumnParallelLinear with async_tensor_model_parallel_allreduce):
-   * a collective named `*.dgrad.reduce` runs while the compute ops right after it whose names end in
-   * `.wgrad` run; the first op after those waits for it.
+   * a collective named `*.dgrad.reduce` runs while the compute ops right after (or right before) it
+   * whose names end in `.wgrad` run; the first op after those waits for it.
    */
   readonly overlap: boolean;
 }
@@ -108,6 +108,8 @@ interface Cursor {
   commFree: number;
   commBy: EventRef | null;
   pending: { end: number; by: EventRef } | null;
+  /** `ready` before the current run of `*.wgrad` ops began; null outside such a run. */
+  beforeWgrad: { t: number; by: EventRef | null } | null;
 }
 
 type Draft = Omit<ScheduledEvent, 'exposed' | 'exposedMs'>;
@@ -151,13 +153,15 @@ function later(a: { t: number; by: EventRef | null }, b: { t: number; by: EventR
  *   `transfer` [start, end);
  * - without overlap the next op starts at the collective's end; with overlap a `*.dgrad.reduce`
  *   does not hold the compute stream: the `*.wgrad` ops right after it run at once, and the first
- *   op after them starts at max(their end, the collective's end).
+ *   op after them starts at max(their end, the collective's end). The wgrad GEMMs do not depend
+ *   on the reduce, so a run of `*.wgrad` ops listed right before it overlaps it the same way: it
+ *   arrives when the op before that run ends.
  * Per collective, `exposed` = [t0, t1) − union(this rank's compute) (DESIGN.md's definition).
  */
 export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: ScheduleOptions): Timeline {
   checkDurations(plan, durations);
   const t = plan.ranks.length;
-  const cur: Cursor[] = Array.from({ length: t }, () => ({ ready: 0, readyBy: null, commFree: 0, commBy: null, pending: null }));
+  const cur: Cursor[] = Array.from({ length: t }, () => ({ ready: 0, readyBy: null, commFree: 0, commBy: null, pending: null, beforeWgrad: null }));
   const drafts: Draft[][] = Array.from({ length: t }, () => []);
   for (const op of plan.ops) {
     const ref = (rank: number): EventRef => ({ rank, opIndex: op.index });
@@ -170,6 +174,7 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
     }
     if (op.kind !== 'collective') {
       cur.forEach((c, r) => {
+        c.beforeWgrad = isWgrad(op) ? (c.beforeWgrad ?? { t: c.ready, by: c.readyBy }) : null;
         const t0 = c.ready;
         const t1 = t0 + (durations.computeMs[r]?.[op.index] ?? 0);
         drafts[r]!.push({ ...base(op, r, t0, t1, []), waitMs: 0, overlapped: false, after: c.readyBy });
@@ -178,12 +183,12 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
       });
       continue;
     }
-    const arrivals = cur.map((c) => later({ t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }));
+    const overlapped = opts.overlap && isAsyncDgradReduce(op);
+    const arrivals = cur.map((c) => later((overlapped && c.beforeWgrad) || { t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }));
     let last = 0;
     arrivals.forEach((a, r) => { if (a.t > arrivals[last]!.t) last = r; });
     const start = arrivals[last]!.t;
     const end = start + Math.max(...durations.commMs.map((row) => row[op.index] ?? 0));
-    const overlapped = opts.overlap && isAsyncDgradReduce(op);
     cur.forEach((c, r) => {
       const arrival = arrivals[r]!;
       const phases: TracePhase[] = [
@@ -193,6 +198,7 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
       drafts[r]!.push({ ...base(op, r, arrival.t, end, phases), waitMs: start - arrival.t, lastArrival: last, overlapped, after: arrival.by });
       c.commFree = end;
       c.commBy = ref(r);
+      c.beforeWgrad = null;
       if (overlapped) c.pending = { end, by: ref(r) };
       else {
         c.ready = end;

@@ -1,5 +1,9 @@
 import { describe, expect, test } from 'vitest';
+import { interconnectPresets } from '../../../src/model/interconnect.ts';
+import { configFromPreset } from '../../../src/parallel/config.ts';
+import { makePlan } from '../../../src/parallel/plan.ts';
 import { criticalPath } from '../../../src/trace/critical-path.ts';
+import { modeledCommMs } from '../../../src/trace/durations.ts';
 import { scheduleStep } from '../../../src/trace/schedule.ts';
 import { durations, tinyPlan } from './tiny-plan.ts';
 
@@ -50,5 +54,16 @@ describe('the critical path of a step', () => {
     const plan = tinyPlan(1, ['x.dgrad', 'x.dgrad.reduce', 'x.wgrad', 'next.backward']);
     const tl = scheduleStep(plan, durations(plan, [[1, 5, 1, 1]]), { overlap: true });
     expect(criticalPath(tl).segments.map((s) => s.op)).toEqual(['x.dgrad', 'x.dgrad.reduce', 'next.backward']);
+  });
+
+  test('on the real layer with uneven ranks and overlap the path still tiles the whole step', async () => {
+    const { plan } = await makePlan(configFromPreset('llama-gqa', { tp: 4, sp: true }));
+    const computeMs = plan.ranks.map(({ rank }) => plan.ops.map((op) => (op.kind === 'collective' ? 0 : 0.01 * (1 + ((op.index * (rank + 3)) % 5)))));
+    const tl = scheduleStep(plan, { computeMs, commMs: modeledCommMs(plan, interconnectPresets['nvlink-a100']) }, { overlap: true });
+    const p = criticalPath(tl);
+    expect(p.segments[0]!.t0).toBe(0);
+    p.segments.slice(1).forEach((s, i) => expect(s.t0).toBe(p.segments[i]!.t1));
+    expect(p.segments.at(-1)!.t1).toBe(tl.stepMs);
+    expect(p.waits.length).toBeGreaterThan(0);
   });
 });

@@ -62,6 +62,13 @@ describe('scheduling a step', () => {
     expect(on.stepMs).toBe(off.stepMs - wgradMs);
   });
 
+  test('with overlap a dgrad reduce listed after its wgrad GEMMs still overlaps them', () => {
+    const before = tinyPlan(2, ['x.dgrad', 'x.a.wgrad', 'x.b.wgrad', 'x.dgrad.reduce', 'next.backward']);
+    const tl = scheduleStep(before, durations(before, [[1, 1, 1, 5, 1], [1, 1, 1, 5, 1]]), { overlap: true });
+    expect(ev(tl, 0, 'x.dgrad.reduce')).toMatchObject({ t0: 1, t1: 6, exposedMs: 3 });
+    expect(ev(tl, 0, 'next.backward').t0).toBe(6);
+  });
+
   test('with overlap the first op after the wgrads waits for whichever ends later', () => {
     const plan = tinyPlan(1, ['x.dgrad', 'x.dgrad.reduce', 'x.wgrad', 'next.backward']);
     const tl = scheduleStep(plan, durations(plan, [[1, 1, 4, 1]]), { overlap: true });
