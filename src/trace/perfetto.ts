@@ -46,8 +46,10 @@ interface Placed {
   readonly args: PerfettoEvent['args'];
 }
 
-function argsOf(e: TraceEvent | ScheduledEvent): PerfettoEvent['args'] {
-  const s = e as Partial<ScheduledEvent>;
+const isScheduled = (e: TraceEvent): e is ScheduledEvent => 'opIndex' in e;
+
+function argsOf(e: TraceEvent): PerfettoEvent['args'] {
+  const s: Partial<ScheduledEvent> = isScheduled(e) ? e : {};
   const coll = s.collective;
   return {
     shape: s.shapeLabel ?? `[${e.shape.join(', ')}]`,
