@@ -4,6 +4,8 @@ import { existsSync } from 'node:fs';
 export const chromiumArgs = [
   '--no-sandbox',
   '--enable-unsafe-webgpu',
+  // Unquantized timestamp queries (Chrome rounds them to 100 µs otherwise): per-kernel times.
+  '--enable-webgpu-developer-features',
   '--enable-features=Vulkan',
   '--disable-background-networking',
   '--disable-component-update',

@@ -37,8 +37,8 @@ export function gemm(ctx: KernelContext, a: GpuTensor, b: GpuTensor, c: GpuTenso
   return gemmStrided(ctx, problem, a, b, c, opts.bias, opts.variant);
 }
 
-/** Index one past the last element `p` reads from each operand, for bounds checks. */
-function extents(p: GemmProblem): { a: number; b: number; c: number } {
+/** Index one past the last element `p` reaches in each operand (the elements each tensor must hold). */
+export function gemmExtents(p: GemmProblem): { a: number; b: number; c: number } {
   const last = (off: number, terms: [number, number][]) => off + terms.reduce((s, [n, st]) => s + (n - 1) * st, 0) + 1;
   return {
     a: last(p.offA, [[p.batch, p.bsA], [p.M, p.sAm], [p.K, p.sAk]]),
@@ -62,7 +62,7 @@ export function gemmStrided(
 ): GemmVariant {
   if (p.M === 0 || p.N === 0 || p.batch === 0) return variant ?? 'naive';
   if (p.divB < 1 || !Number.isInteger(p.divB)) throw new Error(`gemm: divB must be a positive integer, got ${p.divB}.`);
-  const reach = extents(p);
+  const reach = gemmExtents(p);
   for (const [t, need] of [[a, p.K === 0 ? 0 : reach.a], [b, p.K === 0 ? 0 : reach.b], [c, reach.c]] as const) {
     if (need > numel(t.shape)) {
       throw new Error(`gemm: the problem M=${p.M}, N=${p.N}, K=${p.K}, batch=${p.batch} reaches element ${need - 1} of tensor "${t.name}" of shape ${formatShape(t.shape)} (${numel(t.shape)} elements); check its shape and strides.`);

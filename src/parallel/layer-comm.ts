@@ -23,7 +23,8 @@ export class LayerComm<T> {
   constructor(
     readonly comm: Collectives<T>,
     private readonly shapeOf: (t: T) => readonly number[],
-    private readonly onCall?: (c: NamedCollective) => void,
+    /** Called before every collective is issued (the GPU waits for its queued kernels here). */
+    private readonly onCall?: (c: NamedCollective) => void | Promise<void>,
     /** Called with every new tensor a collective returns (so the caller can free it later). */
     private readonly adopt?: (t: T) => void,
   ) {}
@@ -34,37 +35,37 @@ export class LayerComm<T> {
     return y;
   }
 
-  private note(name: string, mapping: string, x: T): void {
+  private async note(name: string, mapping: string, x: T): Promise<void> {
     const c = { name, phase: this.phase, mapping, inShape: this.shapeOf(x) };
     this.log.push(c);
-    this.onCall?.(c);
+    await this.onCall?.(c);
   }
 
   /** The forward half of a mapping pair (nothing to do for one rank, as in Megatron). */
   async forward(name: string, m: MappingPair, x: T): Promise<T> {
     if (this.comm.size === 1) return x;
-    this.note(name, `${m.name} — ${m.summary}`, x);
+    await this.note(name, `${m.name} — ${m.summary}`, x);
     return this.issued(x, m.forward(this.comm, x));
   }
 
   /** The backward half of a mapping pair. */
   async backward(name: string, m: MappingPair, dy: T): Promise<T> {
     if (this.comm.size === 1) return dy;
-    this.note(name, `${m.name} (backward) — ${m.summary}`, dy);
+    await this.note(name, `${m.name} (backward) — ${m.summary}`, dy);
     return this.issued(dy, m.backward(this.comm, dy));
   }
 
   /** A plain all-reduce with its purpose (vocab-parallel loss pieces, replicated weight gradients). */
   async allReduce(name: string, why: string, x: T, op: ReduceOp = 'sum'): Promise<T> {
     if (this.comm.size === 1) return x;
-    this.note(name, why, x);
+    await this.note(name, why, x);
     return this.issued(x, this.comm.allReduce(x, op));
   }
 
   /** A plain all-gather along `dim` with its purpose. */
   async allGather(name: string, why: string, x: T, dim: number): Promise<T> {
     if (this.comm.size === 1) return x;
-    this.note(name, why, x);
+    await this.note(name, why, x);
     return this.issued(x, this.comm.allGather(x, dim));
   }
 }

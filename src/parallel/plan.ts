@@ -25,7 +25,9 @@ export async function makePlan(c: LayerConfig): Promise<PlanWithProblems> {
   const owners = rankOwnership(c);
   const be = new PlanBackend();
   const comm = new ShapeCollectives(0, c.tp, be);
-  const lc = new LayerComm(comm, (t: ShapeTensor) => t.shape, (named) => (be.pending = named));
+  const lc = new LayerComm(comm, (t: ShapeTensor) => t.shape, (named) => {
+    be.pending = named;
+  });
   const D = localDims(c);
   const w: WeightSet<ShapeTensor> = {};
   for (const name of weightsOf(c)) w[name] = be.tensor(name, shardLayout(c, D, owners[0], name).shape);

@@ -3,7 +3,9 @@ import { exportGemmChoices, importGemmChoices } from '../kernels/gemm-choice.ts'
 import { tuneGemm, type GemmTuning } from '../kernels/gemm-tuner.ts';
 import type { GemmVariant } from '../kernels/gemm-variants.ts';
 import { GpuTimer } from '../kernels/gpu-timer.ts';
-import type { GpuTensor } from '../kernels/tensor.ts';
+import { createTensor, type GpuTensor } from '../kernels/tensor.ts';
+import { gemmExtents, gemmStrided } from '../kernels/gemm.ts';
+import type { GemmProblem } from '../reference/gemm.ts';
 import { GpuBackend } from '../parallel/backend-gpu.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { RankOutput } from '../parallel/gather.ts';
@@ -33,8 +35,8 @@ async function gpuStep(ctx: RankContext, c: LayerConfig, rank: number, comm: Col
   const k = kernelContext(ctx.device);
   const be = new GpuBackend(k);
   const own = rankOwnership(c)[rank];
-  // Submit the kernels encoded so far before each collective reads its input back.
-  const lc = new LayerComm(comm, (t: GpuTensor) => t.shape, () => k.submit(), (t) => be.adopt(t));
+  // Finish the kernels queued so far before each collective, so its read-back phase times the copy alone.
+  const lc = new LayerComm(comm, (t: GpuTensor) => t.shape, () => k.flush(), (t) => be.adopt(t));
   try {
     const w = uploadWeights(rankWeightArrays(c, own), (n, shape, data) => be.tensor(n, shape, data));
     timer?.start();
@@ -82,32 +84,74 @@ export interface ComputeTiming {
 
 /**
  * Times this rank's kernels with the other ranks idle (as if it had its own GPU): the step is
- * replayed with collectives that move nothing, every dispatch timed by timestamp queries (or, on
- * adapters without them, the whole step by the wall clock, split by the plan's FLOPs).
+ * replayed with collectives that move nothing, every dispatch timed by timestamp queries (or,
+ * without them or when they are quantized, the whole step by the wall clock, split by FLOPs;
+ * `quantized` then says why).
  */
 export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; choices: GemmChoices }): Promise<ComputeTiming> {
   importGemmChoices(ctx.device, a.choices);
   const comm = new DetachedCollectives(ctx.device, ctx.rank, a.config.tp);
   const inputs = stepInputs(a.config);
   const k = kernelContext(ctx.device);
-  if (!GpuTimer.available(ctx.device)) {
-    const { plan } = await makePlan(a.config);
+  // Without usable timestamp queries (none, or quantized/zeroed as Chrome does in some contexts),
+  // each GEMM of the plan is timed alone by the wall clock over back-to-back dispatches, and the
+  // rest of the step's wall time is split over the other ops in proportion to their FLOPs.
+  const byWallClock = async (): Promise<ComputeTiming> => {
+    const { plan, gemmProblems } = await makePlan(a.config);
     await gpuStep(ctx, a.config, ctx.rank, comm, inputs); // warm
     const t0 = performance.now();
     await gpuStep(ctx, a.config, ctx.rank, comm, inputs);
     const total = performance.now() - t0;
     const compute = plan.ops.filter((o) => o.kind !== 'collective');
-    const flops = compute.reduce((s, o) => s + Math.max(o.flops, 1), 0);
-    return { rank: ctx.rank, ops: compute.map((o) => ({ name: o.name, ms: (total * Math.max(o.flops, 1)) / flops })), quantized: false, method: 'wall-clock' };
-  }
+    const gemmMs = await timeGemmsAlone(k, gemmProblems);
+    let g = 0;
+    const ms = compute.map((o) => (o.gemm ? gemmMs[g++] : NaN));
+    const rest = Math.max(0, total - ms.filter((v) => !Number.isNaN(v)).reduce((s, v) => s + v, 0));
+    const otherFlops = compute.reduce((s, o, i) => s + (Number.isNaN(ms[i]) ? Math.max(o.flops, 1) : 0), 0);
+    return {
+      rank: ctx.rank,
+      ops: compute.map((o, i) => ({ name: o.name, ms: Number.isNaN(ms[i]) ? (rest * Math.max(o.flops, 1)) / otherFlops : ms[i] })),
+      quantized: false,
+      method: 'wall-clock',
+    };
+  };
+  if (!GpuTimer.available(ctx.device)) return byWallClock();
   const timer = new GpuTimer(k, 4096);
   try {
     await gpuStep(ctx, a.config, ctx.rank, comm, inputs); // warm: pipelines compiled, caches filled
     const { timed } = await gpuStep(ctx, a.config, ctx.rank, comm, inputs, timer);
-    return { rank: ctx.rank, ops: timed!.times.map((t) => ({ name: t.op, ms: t.ns / 1e6 })), quantized: timed!.quantized, method: 'timestamp-query' };
+    if (timed!.quantized) return { ...(await byWallClock()), quantized: true };
+    return { rank: ctx.rank, ops: timed!.times.map((t) => ({ name: t.op, ms: t.ns / 1e6 })), quantized: false, method: 'timestamp-query' };
   } finally {
     timer.destroy();
   }
+}
+
+/** Wall time (ms) of each GEMM problem run alone: back-to-back dispatches spanning ≥ 20 ms, per dispatch. */
+async function timeGemmsAlone(k: KernelContext, problems: readonly GemmProblem[]): Promise<number[]> {
+  const cache = new Map<string, number>();
+  const out: number[] = [];
+  for (const p of problems) {
+    const key = JSON.stringify(p);
+    let ms = cache.get(key);
+    if (ms === undefined) {
+      const reach = gemmExtents(p);
+      const a = createTensor(k.device, 'A', [reach.a]), b = createTensor(k.device, 'B', [reach.b]), c = createTensor(k.device, 'C', [reach.c]);
+      let t = performance.now();
+      gemmStrided(k, p, a, b, c);
+      await k.flush();
+      const once = performance.now() - t;
+      const reps = Math.max(1, Math.min(200, Math.ceil(20 / Math.max(once, 0.01))));
+      t = performance.now();
+      for (let i = 0; i < reps; i++) gemmStrided(k, p, a, b, c);
+      await k.flush();
+      ms = (performance.now() - t) / reps;
+      for (const x of [a, b, c]) x.buffer.destroy();
+      cache.set(key, ms);
+    }
+    out.push(ms);
+  }
+  return out;
 }
 
 /** The layer's programs, served by src/ranks/layer.worker.ts. */

@@ -1,0 +1,68 @@
+// npm run sweep -- --tp 1,2,4,8 [--sp] [--preset NAME | --s N --h N --heads N …] [--net NAME] [--json] [--trace FILE]
+// Runs the layer at each TP degree across real rank workers in headless Chromium, checks every
+// run against TP=1, and prints per degree the local GEMM shapes and speed, the collectives,
+// exposed communication, per-rank memory and the oracle's verdict.
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { SweepReport } from '../src/bench/sweep.ts';
+import { parseInterconnect } from '../src/model/interconnect.ts';
+import type { LayerConfig } from '../src/parallel/config.ts';
+import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '../src/parallel/config-parse.ts';
+import { validateConfig } from '../src/parallel/validate.ts';
+import { runInBrowser } from './browser-run.ts';
+import { printSweep } from './sweep-print.ts';
+
+const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
+       [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
+       [--net pcie-gen3|nvlink-a100|nvswitch-h100|custom:<alpha µs>:<GB/s>] [--json] [--trace FILE]`;
+
+function fail(message: string): never {
+  process.stderr.write(`sweep: ${message}\n${usage}\n`);
+  process.exit(2);
+}
+
+const options = {
+  tp: { type: 'string', default: '1,2,4,8' }, sp: { type: 'boolean', default: false }, preset: { type: 'string' },
+  s: { type: 'string' }, b: { type: 'string' }, h: { type: 'string' }, heads: { type: 'string' }, groups: { type: 'string' },
+  ffn: { type: 'string' }, vocab: { type: 'string' }, seed: { type: 'string' },
+  net: { type: 'string', default: 'pcie-gen3' }, json: { type: 'boolean', default: false }, trace: { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const;
+
+let values: ReturnType<typeof parseArgs<{ options: typeof options }>>['values'];
+try {
+  values = parseArgs({ options }).values;
+} catch (e) {
+  fail((e as Error).message);
+}
+if (values.help) {
+  console.log(usage);
+  process.exit(0);
+}
+
+// Everything is parsed and validated before a browser starts.
+const raw: RawSettings = { preset: values.preset };
+for (const f of sizeFields) if (values[f] !== undefined) raw[f] = values[f];
+let configs: LayerConfig[] = [];
+try {
+  parseInterconnect(values.net);
+  configs = parseDegrees(values.tp).map((tp) => ({ ...configFromSettings(raw, tp), sp: values.sp }));
+} catch (e) {
+  fail((e as Error).message);
+}
+const invalid = configs.map((c) => ({ c, v: validateConfig(c) })).filter(({ v }) => !v.ok);
+if (invalid.length) {
+  for (const { c, v } of invalid) for (const e of v.errors) process.stderr.write(`sweep: t=${c.tp}${c.sp ? ' SP' : ''}: ${e.message}\n`);
+  process.exit(2);
+}
+
+const report = await runInBrowser<SweepReport>('/src/bench/sweep.ts', 'runSweep', { configs, net: values.net, trace: !!values.trace }, {
+  onProgress: (line) => process.stderr.write(`${line}\n`),
+});
+if (values.trace) {
+  writeFileSync(values.trace, JSON.stringify(report.trace ?? {}));
+  process.stderr.write(`trace written to ${values.trace} (open it in ui.perfetto.dev or chrome://tracing)\n`);
+}
+if (values.json) console.log(JSON.stringify({ ...report, trace: undefined }, null, 2));
+else printSweep(report);
+process.exit(report.degrees.every((d) => d.oracle.pass) ? 0 : 1);

@@ -1,0 +1,189 @@
+import { accountPlan, type RankMemory } from '../model/accounting.ts';
+import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
+import { measuredCommMs, modeledCommMs } from '../trace/durations.ts';
+import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
+import { scheduleStep, type Timeline } from '../trace/schedule.ts';
+import type { LayerConfig } from '../parallel/config.ts';
+import type { OracleEntry } from '../parallel/oracle.ts';
+import type { OpPhase } from '../parallel/plan-types.ts';
+import { createLayerPool, runLayer, type LayerRun } from '../ranks/layer-run.ts';
+import { median } from './gemm-bench.ts';
+
+/** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
+export interface SweepGemm {
+  readonly name: string;
+  readonly phase: OpPhase;
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+  readonly batch: number;
+  readonly flops: number;
+  readonly ms: number;
+  readonly gflops: number;
+}
+
+/** One collective at one degree: sizes from the plan, time measured on rank 0 and modeled. */
+export interface SweepCollective {
+  readonly name: string;
+  readonly phase: OpPhase;
+  readonly op: string;
+  readonly mapping: string;
+  readonly payloadBytes: number;
+  readonly ringBytesSent: number;
+  readonly measuredMs?: number;
+  readonly modeledMs?: number;
+}
+
+/** Everything the sweep reports for one degree. */
+export interface SweepDegree {
+  readonly config: LayerConfig;
+  readonly transport: string;
+  readonly oracle: { readonly pass: boolean; readonly worst: OracleEntry; readonly entries: OracleEntry[] };
+  readonly cpuOracle?: { readonly pass: boolean; readonly worst: OracleEntry };
+  readonly loss?: number;
+  readonly timing: { readonly method: string; readonly quantized: boolean };
+  readonly gemms: SweepGemm[];
+  readonly collectives: SweepCollective[];
+  readonly memory: RankMemory[];
+  readonly computeMs: number[];
+  /** The step scheduled from the measured kernel times with comm measured here and modeled on `net`. */
+  readonly timelines: SweepTimeline[];
+}
+
+/** Exposed communication of one scheduled step (ms): per rank, and the step time (slowest rank). */
+export interface SweepTimeline {
+  readonly comm: string;
+  readonly overlap: boolean;
+  readonly stepMs: number;
+  readonly computeMs: number[];
+  readonly commMs: number[];
+  readonly exposedMs: number[];
+}
+
+/** The sweep's document (what `--json` prints). */
+export interface SweepReport {
+  readonly adapter: string;
+  readonly note: string;
+  readonly net?: string;
+  readonly degrees: SweepDegree[];
+  /** Perfetto/Chrome trace of every degree's modeled timeline, when asked for. */
+  readonly trace?: PerfettoTrace;
+}
+
+/** Arguments from the CLI: every config already validated there. */
+export interface SweepArgs {
+  readonly configs: LayerConfig[];
+  readonly net?: string;
+  readonly trace?: boolean;
+  readonly onProgress?: (line: string) => void;
+}
+
+/** Mean of a list (0 for none). */
+const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/**
+ * [rank][opIndex] kernel times (ms) for the schedule: every rank runs the same ops on the same
+ * local shapes, so differences between the ranks' timings (each timed alone, one after another)
+ * are noise of this shared machine; each op gets the median over ranks on every rank.
+ */
+export function computeMsByOp(run: LayerRun): number[][] {
+  const compute = run.plan.ops.filter((o) => o.kind !== 'collective');
+  const row = run.plan.ops.map(() => 0);
+  compute.forEach((o, i) => (row[o.index] = median(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0))));
+  return run.computeTimes.map(() => [...row]);
+}
+
+/** The run's step scheduled with measured kernels and comm either measured here or modeled on `link`. */
+export function runTimeline(run: LayerRun, comm: 'measured' | Interconnect, overlap: boolean): Timeline {
+  const commMs = comm === 'measured' ? measuredCommMs(run.plan, run.commEvents) : modeledCommMs(run.plan, comm);
+  return scheduleStep(run.plan, { computeMs: computeMsByOp(run), commMs }, { overlap });
+}
+
+const summarize = (label: string, tl: Timeline): SweepTimeline => ({
+  comm: label, overlap: tl.overlap, stepMs: tl.stepMs,
+  computeMs: tl.totals.map((t) => t.computeMs), commMs: tl.totals.map((t) => t.commMs), exposedMs: tl.totals.map((t) => t.exposedMs),
+});
+
+/** The per-degree report from one run. */
+export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
+  const link = net ? parseInterconnect(net) : undefined;
+  const acc = accountPlan(run.plan, link);
+  const computeOps = run.plan.ops.filter((o) => o.kind !== 'collective');
+  const gemms: SweepGemm[] = [];
+  computeOps.forEach((o, i) => {
+    if (!o.gemm) return;
+    const ms = mean(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0));
+    gemms.push({ name: o.name, phase: o.phase, M: o.gemm.M, N: o.gemm.N, K: o.gemm.K, batch: o.gemm.batch, flops: o.gemm.flops, ms, gflops: ms > 0 ? o.gemm.flops / ms / 1e6 : 0 });
+  });
+  const rank0 = run.commEvents.filter((e) => e.rank === 0);
+  const collectives = acc.collectives.map((cc, k): SweepCollective => ({
+    name: cc.name, phase: cc.phase, op: cc.op, mapping: cc.mapping, payloadBytes: cc.payloadBytes, ringBytesSent: cc.ringBytesSent,
+    measuredMs: rank0[k] ? rank0[k].t1 - rank0[k].t0 : undefined,
+    modeledMs: cc.modeledUs === undefined ? undefined : cc.modeledUs / 1000,
+  }));
+  return {
+    config: run.config,
+    transport: run.transport,
+    oracle: { pass: run.oracle.pass, worst: run.oracle.worst, entries: run.oracle.entries },
+    cpuOracle: run.cpuOracle && { pass: run.cpuOracle.pass, worst: run.cpuOracle.worst },
+    loss: run.loss,
+    timing: { method: run.computeTimes[0]?.method ?? 'none', quantized: run.computeTimes.some((t) => t.quantized) },
+    gemms,
+    collectives,
+    memory: [...acc.memory],
+    computeMs: run.computeTimes.map((t) => t.ops.reduce((s, o) => s + o.ms, 0)),
+    timelines: run.computeTimes.length === 0 ? [] : [
+      summarize('measured (this machine\'s transport)', runTimeline(run, 'measured', false)),
+      ...(link ? [false, true].map((overlap) => summarize(`modeled (${link.name})`, runTimeline(run, link, overlap))) : []),
+    ],
+  };
+}
+
+/** Runs every config on a fresh pool of its degree, in order, reporting progress. */
+export async function runSweep(args: SweepArgs): Promise<SweepReport> {
+  const say = args.onProgress ?? (() => {});
+  const degrees: SweepDegree[] = [];
+  const traces: PerfettoTrace[] = [];
+  let adapter = 'unknown adapter';
+  for (const [i, c] of args.configs.entries()) {
+    say(`[${i + 1}/${args.configs.length}] t=${c.tp}${c.sp ? ' SP' : ''}: starting ${c.tp} rank workers…`);
+    const pool = await createLayerPool(c.tp);
+    try {
+      adapter = pool.adapters[0] ?? adapter;
+      const run = await runLayer(pool, c, { onProgress: (l) => say(`[${i + 1}/${args.configs.length}] t=${c.tp}: ${l}`) });
+      degrees.push(summarizeRun(run, args.net));
+      if (args.trace) traces.push(degreeTrace(run, args.net, i));
+    } finally {
+      await pool.dispose();
+    }
+  }
+  return {
+    adapter,
+    note: /swiftshader/i.test(adapter)
+      ? 'SwiftShader runs WebGPU on the CPU: times here say nothing about a GPU; compare ratios measured in one run. All ranks share one adapter; each rank\'s kernels were timed with the others idle.'
+      : 'All ranks share this one adapter; each rank\'s kernels were timed with the others idle, as if each had its own GPU. Compare ratios measured in one run.',
+    net: args.net,
+    degrees,
+    trace: args.trace ? mergeTraces(traces) : undefined,
+  };
+}
+
+/** One degree's modeled timeline (measured comm without a net) as Perfetto processes "t=… rank r". */
+function degreeTrace(run: LayerRun, net: string | undefined, i: number): PerfettoTrace {
+  const tl = runTimeline(run, net ? parseInterconnect(net) : 'measured', false);
+  const trace = timelineToPerfetto(tl);
+  const label = `t=${run.config.tp}${run.config.sp ? ' SP' : ''}`;
+  return {
+    ...trace,
+    traceEvents: trace.traceEvents.map((e) => ({
+      ...e,
+      pid: e.pid + 100 * i,
+      args: e.name === 'process_name' && e.ph === 'M' ? { name: `${label} ${String(e.args?.name ?? '')}` } : e.args,
+    })),
+  };
+}
+
+/** Concatenates traces (their pids already distinct). */
+function mergeTraces(traces: readonly PerfettoTrace[]): PerfettoTrace {
+  return { displayTimeUnit: 'ms', traceEvents: traces.flatMap((t) => t.traceEvents) };
+}
