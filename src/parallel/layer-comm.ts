@@ -35,37 +35,42 @@ export class LayerComm<T> {
     return y;
   }
 
-  private async note(name: string, mapping: string, x: T): Promise<void> {
+  // Synchronous unless the hook returns a promise, so a recorder sees calls in program order.
+  private note(name: string, mapping: string, x: T): void | Promise<void> {
     const c = { name, phase: this.phase, mapping, inShape: this.shapeOf(x) };
     this.log.push(c);
-    await this.onCall?.(c);
+    return this.onCall?.(c);
   }
 
   /** The forward half of a mapping pair (nothing to do for one rank, as in Megatron). */
   async forward(name: string, m: MappingPair, x: T): Promise<T> {
     if (this.comm.size === 1) return x;
-    await this.note(name, `${m.name} — ${m.summary}`, x);
+    const ready = this.note(name, `${m.name} — ${m.summary}`, x);
+    if (ready) await ready;
     return this.issued(x, m.forward(this.comm, x));
   }
 
   /** The backward half of a mapping pair. */
   async backward(name: string, m: MappingPair, dy: T): Promise<T> {
     if (this.comm.size === 1) return dy;
-    await this.note(name, `${m.name} (backward) — ${m.summary}`, dy);
+    const ready = this.note(name, `${m.name} (backward) — ${m.summary}`, dy);
+    if (ready) await ready;
     return this.issued(dy, m.backward(this.comm, dy));
   }
 
   /** A plain all-reduce with its purpose (vocab-parallel loss pieces, replicated weight gradients). */
   async allReduce(name: string, why: string, x: T, op: ReduceOp = 'sum'): Promise<T> {
     if (this.comm.size === 1) return x;
-    await this.note(name, why, x);
+    const ready = this.note(name, why, x);
+    if (ready) await ready;
     return this.issued(x, this.comm.allReduce(x, op));
   }
 
   /** A plain all-gather along `dim` with its purpose. */
   async allGather(name: string, why: string, x: T, dim: number): Promise<T> {
     if (this.comm.size === 1) return x;
-    await this.note(name, why, x);
+    const ready = this.note(name, why, x);
+    if (ready) await ready;
     return this.issued(x, this.comm.allGather(x, dim));
   }
 }

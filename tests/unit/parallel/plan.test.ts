@@ -50,3 +50,10 @@ describe('the plan is the layer run on shapes', () => {
     await expect(makePlan(configFromPreset('gpt2-layer', { tp: 8 }))).rejects.toThrow(/heads/);
   });
 });
+
+test('the dgrad reduction is recorded before the wgrad GEMMs that may overlap it (Megatron\'s order)', async () => {
+  const { plan } = await makePlan(configFromPreset('gpt2-layer', { tp: 2 }));
+  const names = plan.ops.map((o) => o.name);
+  expect(names.indexOf('mlp.dgrad.reduce')).toBeLessThan(names.indexOf('mlp.gate.wgrad'));
+  expect(names.indexOf('attn.dgrad.reduce')).toBeLessThan(names.indexOf('qkv.q.wgrad'));
+});
