@@ -90,7 +90,7 @@ export function computeMsByOp(run: LayerRun): number[][] {
   const compute = run.plan.ops.filter((o) => o.kind !== 'collective');
   const row = run.plan.ops.map(() => 0);
   compute.forEach((o, i) => (row[o.index] = median(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0))));
-  return run.computeTimes.map(() => [...row]);
+  return run.plan.ranks.map(() => [...row]);
 }
 
 /** The run's step scheduled with measured kernels and comm either measured here or modeled on `link`. */

@@ -92,6 +92,7 @@ async function timeVariant(ctx: KernelContext, variant: GemmVariant, p: GemmProb
  * kernel only where the proxy is tiny), and the fastest becomes the class's choice.
  */
 export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProblem[]): Promise<GemmTuning[]> {
+  if (problems.every((p) => gemmChoices.has(`${adapterKey(ctx.device)}|${gemmShapeClass(p)}`))) return [];
   const ok = await verifiedVariants(ctx);
   const out: GemmTuning[] = [];
   const seen = new Set<string>();

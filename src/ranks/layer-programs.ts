@@ -49,9 +49,10 @@ async function gpuStep(ctx: RankContext, c: LayerConfig, rank: number, comm: Col
   }
 }
 
-/** Tunes the GEMM tilings for every GEMM of the given configs' plans on this rank's adapter. */
-export async function layerTune(ctx: RankContext, a: { configs: LayerConfig[] }): Promise<{ choices: GemmChoices; tuning: GemmTuning[] }> {
+/** Tunes the GEMM tilings for every GEMM of the given configs' plans on this rank's adapter (shape classes in `known` are kept). */
+export async function layerTune(ctx: RankContext, a: { configs: LayerConfig[]; known?: GemmChoices }): Promise<{ choices: GemmChoices; tuning: GemmTuning[] }> {
   const k = kernelContext(ctx.device);
+  importGemmChoices(ctx.device, a.known ?? []);
   const tuning: GemmTuning[] = [];
   for (const c of a.configs) tuning.push(...(await tuneGemm(k, (await makePlan(c)).gemmProblems)));
   return { choices: exportGemmChoices(ctx.device), tuning };

@@ -9,7 +9,7 @@ import type { LayerPlan } from '../parallel/plan-types.ts';
 import { runInProcess } from '../parallel/run-in-process.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import type { commPrograms } from './comm-programs.ts';
-import type { ComputeTiming, layerPrograms } from './layer-programs.ts';
+import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs.ts';
 import { RankPool } from './pool.ts';
 import type { PoolTransport } from './transport.ts';
 
@@ -26,10 +26,21 @@ export function createLayerPool(size: number, transport: 'auto' | PoolTransport 
   });
 }
 
+/** What a caller may keep between runs (the page re-runs on every change). */
+export interface LayerRunCache {
+  /** GEMM choices tuned on this adapter, by shape class. */
+  choices?: GemmChoices;
+  /** TP=1 reference outputs by reference configuration. */
+  readonly references: Map<string, LogicalOutput>;
+}
+
 /** Options of a run. */
 export interface LayerRunOptions {
   /** Time every rank's kernels alone afterwards (default true). */
   readonly timing?: boolean;
+  /** Which ranks to time (default all; the page times rank 0 only: every rank runs the same shapes). */
+  readonly timingRanks?: readonly number[];
+  readonly cache?: LayerRunCache;
   /** Also run the CPU twins in this thread and compare (default: when the step is ≤ 50 MFLOP). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
@@ -66,12 +77,18 @@ export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConf
   const ref = referenceConfig(c);
   const inputs = stepInputs(c);
   say('tuning GEMM tilings on rank 0…');
-  const [tuned] = await pool.run('layerTune', { configs: [c, ref] }, [0]);
+  const [tuned] = await pool.run('layerTune', { configs: [c, ref], known: opts.cache?.choices ?? [] }, [0]);
   const choices = tuned.choices;
-  say('TP=1 reference on rank 0…');
-  const [refReply] = await pool.run('layerStep', { config: ref, inputs, choices, solo: true }, [0]);
-  const reference = gatherLogical(ref, (await makePlan(ref)).plan.ranks, [refReply.output]);
-  await pool.traces(); // the reference issues no collective; start the trace clean
+  if (opts.cache) opts.cache.choices = choices;
+  const refKey = JSON.stringify(ref);
+  let reference = opts.cache?.references.get(refKey);
+  if (!reference) {
+    say('TP=1 reference on rank 0…');
+    const [refReply] = await pool.run('layerStep', { config: ref, inputs, choices, solo: true }, [0]);
+    reference = gatherLogical(ref, (await makePlan(ref)).plan.ranks, [refReply.output]);
+    opts.cache?.references.set(refKey, reference);
+  }
+  await pool.traces(); // start the trace clean
   say(`TP=${c.tp}${c.sp ? ' + SP' : ''} step on ${c.tp} ranks…`);
   const replies = await pool.run('layerStep', { config: c, inputs, choices });
   const output = gatherLogical(c, plan.ranks, replies.map((r) => r.output));
@@ -80,7 +97,7 @@ export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConf
   const commEvents = nameCommEvents(events, replies.map((r) => r.named));
   const computeTimes: ComputeTiming[] = [];
   if (opts.timing ?? true) {
-    for (let r = 0; r < c.tp; r++) {
+    for (const r of opts.timingRanks ?? [...Array(c.tp).keys()]) {
       say(`timing rank ${r}'s kernels alone…`);
       computeTimes.push((await pool.run('layerTiming', { config: c, choices }, [r]))[0]);
     }

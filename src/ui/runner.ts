@@ -1,0 +1,105 @@
+import { accountPlan, type PlanAccounting } from '../model/accounting.ts';
+import { modeledComputeMs, swiftshaderLike } from '../model/compute-model.ts';
+import { interconnectPresets, type Interconnect } from '../model/interconnect.ts';
+import type { LayerConfig } from '../parallel/config.ts';
+import type { OracleReport } from '../parallel/oracle.ts';
+import { makePlan } from '../parallel/plan.ts';
+import type { LayerPlan } from '../parallel/plan-types.ts';
+import { createLayerPool, runLayer, type LayerRunCache, type LayerWorkerPrograms } from '../ranks/layer-run.ts';
+import type { RankPool } from '../ranks/pool.ts';
+import { computeMsByOp } from '../bench/sweep.ts';
+import { measuredCommMs, modeledCommMs } from '../trace/durations.ts';
+import { scheduleStep, type Timeline } from '../trace/schedule.ts';
+
+/** What the page asks for: a configuration, where communication times come from, overlap. */
+export interface RunRequest {
+  readonly config: LayerConfig;
+  /** 'measured': the in-browser transport of this run; else the alpha-beta model of this link. */
+  readonly comm: 'measured' | Interconnect;
+  readonly overlap: boolean;
+}
+
+/** What the page shows for one run. */
+export interface PlaygroundResult {
+  readonly config: LayerConfig;
+  readonly plan: LayerPlan;
+  readonly accounting: PlanAccounting;
+  readonly timeline: Timeline;
+  /** Where the compute and comm times come from, in words (always shown on the page). */
+  readonly computeSource: string;
+  readonly commSource: string;
+  /** Absent without WebGPU (nothing ran). */
+  readonly oracle?: OracleReport;
+  readonly cpuOracle?: OracleReport;
+  readonly loss?: number;
+  readonly transport?: string;
+  readonly adapter?: string;
+}
+
+/**
+ * Runs the layer for the page: keeps one pool of rank workers for the current degree (rebuilt
+ * when t changes), the tuned GEMM choices and the TP=1 references between runs, times rank 0's
+ * kernels alone (every rank runs the same shapes), and schedules the step with measured kernels
+ * and measured or modeled communication. Without WebGPU it schedules the plan from the cost model.
+ */
+export class PlaygroundRunner {
+  private pool: RankPool<LayerWorkerPrograms> | undefined;
+  private readonly cache: LayerRunCache = { references: new Map() };
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly onProgress: (line: string) => void = () => {}) {}
+
+  /** True when this browser can run the ranks (navigator.gpu exists). */
+  static hasWebGpu(): boolean {
+    return typeof navigator !== 'undefined' && 'gpu' in navigator && !!navigator.gpu;
+  }
+
+  /** Runs one request; requests are serialized (a new one waits for the running one). */
+  run(req: RunRequest): Promise<PlaygroundResult> {
+    const next = this.queue.then(() => this.runNow(req));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async runNow(req: RunRequest): Promise<PlaygroundResult> {
+    const c = req.config;
+    const { plan } = await makePlan(c); // validates before any work
+    const link = req.comm === 'measured' ? undefined : req.comm;
+    const accounting = accountPlan(plan, link);
+    if (!PlaygroundRunner.hasWebGpu()) {
+      const commMs = modeledCommMs(plan, link ?? interconnectPresets['pcie-gen3']);
+      return {
+        config: c, plan, accounting,
+        timeline: scheduleStep(plan, { computeMs: modeledComputeMs(plan), commMs }, { overlap: req.overlap }),
+        computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})`,
+        commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)`,
+      };
+    }
+    const pool = await this.poolOf(c.tp);
+    const run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress });
+    const computeMs = computeMsByOp(run);
+    const commMs = link ? modeledCommMs(plan, link) : measuredCommMs(plan, run.commEvents);
+    const t0 = run.computeTimes[0];
+    return {
+      config: c, plan, accounting,
+      timeline: scheduleStep(plan, { computeMs, commMs }, { overlap: req.overlap }),
+      computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes`,
+      commSource: link ? `modeled (${link.label}, alpha-beta ring)` : `measured: this browser's ${pool.transport} transport between the rank workers`,
+      oracle: run.oracle, cpuOracle: run.cpuOracle, loss: run.loss, transport: pool.transport, adapter: pool.adapters[0],
+    };
+  }
+
+  private async poolOf(t: number): Promise<RankPool<LayerWorkerPrograms>> {
+    if (this.pool && this.pool.size === t && !this.pool.failure) return this.pool;
+    await this.pool?.dispose();
+    this.onProgress(`starting ${t} rank worker${t > 1 ? 's' : ''}…`);
+    this.pool = await createLayerPool(t);
+    return this.pool;
+  }
+
+  /** Terminates the workers. */
+  async dispose(): Promise<void> {
+    await this.pool?.dispose();
+    this.pool = undefined;
+  }
+}

@@ -1,0 +1,26 @@
+import { afterAll, expect, test } from 'vitest';
+import { interconnectPresets } from '../../../src/model/interconnect.ts';
+import { configFromPreset } from '../../../src/parallel/config.ts';
+import { PlaygroundRunner } from '../../../src/ui/runner.ts';
+
+const runner = new PlaygroundRunner();
+afterAll(() => runner.dispose());
+
+test('the page runner re-runs the layer per degree, keeps the oracle passing and schedules t ranks', async () => {
+  for (const tp of [1, 2, 4]) {
+    const t0 = performance.now();
+    const r = await runner.run({ config: configFromPreset('classroom', { tp }), comm: interconnectPresets['pcie-gen3'], overlap: false });
+    console.log(`classroom t=${tp}: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader; includes starting ${tp} workers)`);
+    expect(r.oracle?.pass).toBe(true);
+    expect(r.timeline.ranks).toBe(tp);
+    expect(r.timeline.totals.some((x) => x.exposedMs > 0)).toBe(tp > 1);
+    expect(r.computeSource).toMatch(/measured on this machine's GPU/);
+  }
+  const again = performance.now();
+  await runner.run({ config: configFromPreset('classroom', { tp: 4, sp: true }), comm: 'measured', overlap: true });
+  console.log(`classroom t=4 SP, same pool: ${(performance.now() - again).toFixed(0)} ms`);
+});
+
+test('an illegal configuration is refused before any work, with the validation message', async () => {
+  await expect(runner.run({ config: configFromPreset('classroom', { tp: 8 }), comm: 'measured', overlap: false })).rejects.toThrow(/heads \(4\) must be divisible by the TP degree t = 8/);
+});
