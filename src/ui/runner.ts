@@ -8,6 +8,7 @@ import type { LayerPlan } from '../parallel/plan-types.ts';
 import { createLayerPool, runLayer, type LayerRunCache, type LayerWorkerPrograms } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { computeMsByOp } from '../bench/sweep.ts';
+import { stepInputs } from '../parallel/step-data.ts';
 import { measuredCommMs, modeledCommMs } from '../trace/durations.ts';
 import { scheduleStep, type Timeline } from '../trace/schedule.ts';
 
@@ -43,9 +44,12 @@ export interface PlaygroundResult {
  * and measured or modeled communication. Without WebGPU it schedules the plan from the cost model.
  */
 export class PlaygroundRunner {
-  private pool: RankPool<LayerWorkerPrograms> | undefined;
+  // Warm pools by degree, most recently used last; at most `keepPools` (each rank holds a GPUDevice).
+  private readonly pools = new Map<number, RankPool<LayerWorkerPrograms>>();
   private readonly cache: LayerRunCache = { references: new Map() };
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly keepPools = 3;
+  private generation = 0;
 
   constructor(private readonly onProgress: (line: string) => void = () => {}) {}
 
@@ -56,6 +60,7 @@ export class PlaygroundRunner {
 
   /** Runs one request; requests are serialized (a new one waits for the running one). */
   run(req: RunRequest): Promise<PlaygroundResult> {
+    this.generation++; // stops a warm-up between two degrees
     const next = this.queue.then(() => this.runNow(req));
     this.queue = next.catch(() => undefined);
     return next;
@@ -90,16 +95,62 @@ export class PlaygroundRunner {
   }
 
   private async poolOf(t: number): Promise<RankPool<LayerWorkerPrograms>> {
-    if (this.pool && this.pool.size === t && !this.pool.failure) return this.pool;
-    await this.pool?.dispose();
-    this.onProgress(`starting ${t} rank worker${t > 1 ? 's' : ''}…`);
-    this.pool = await createLayerPool(t);
-    return this.pool;
+    let pool = this.pools.get(t);
+    if (pool?.failure) {
+      await pool.dispose();
+      pool = undefined;
+    }
+    this.pools.delete(t);
+    if (!pool) {
+      this.onProgress(`starting ${t} rank worker${t > 1 ? 's' : ''}…`);
+      pool = await createLayerPool(t);
+    }
+    this.pools.set(t, pool);
+    for (const [k, old] of this.pools) {
+      if (this.pools.size <= this.keepPools) break;
+      this.pools.delete(k);
+      await old.dispose();
+    }
+    return pool;
   }
 
-  /** Terminates the workers. */
+  /**
+   * While the page is idle, starts the pools of `degrees` and runs one step on each so their
+   * workers have devices and compiled pipelines: a later change to one of them is then a re-run.
+   * Goes through the same queue as runs; a run asked for meanwhile waits at most for one warm-up.
+   */
+  prewarm(config: LayerConfig, degrees: readonly number[]): void {
+    if (!PlaygroundRunner.hasWebGpu()) return;
+    const gen = this.generation;
+    this.queue = this.queue.then(async () => {
+      for (const t of degrees) {
+        if (gen !== this.generation || this.pools.has(t)) continue;
+        const c = { ...config, tp: t };
+        try {
+          await makePlan(c);
+        } catch {
+          continue; // an illegal degree is not warmed
+        }
+        const pool = await this.poolOf(t);
+        await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
+        await pool.traces();
+      }
+    }).catch(() => undefined);
+  }
+
+  /** Degrees with a live pool, least recently used first. */
+  warmDegrees(): number[] {
+    return [...this.pools.keys()];
+  }
+
+  /** Resolves when queued runs and warm-ups have finished. */
+  async idle(): Promise<void> {
+    await this.queue;
+  }
+
+  /** Terminates every pool's workers. */
   async dispose(): Promise<void> {
-    await this.pool?.dispose();
-    this.pool = undefined;
+    for (const p of this.pools.values()) await p.dispose();
+    this.pools.clear();
   }
 }

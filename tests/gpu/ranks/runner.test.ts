@@ -24,3 +24,22 @@ test('the page runner re-runs the layer per degree, keeps the oracle passing and
 test('an illegal configuration is refused before any work, with the validation message', async () => {
   await expect(runner.run({ config: configFromPreset('classroom', { tp: 8 }), comm: 'measured', overlap: false })).rejects.toThrow(/heads \(4\) must be divisible by the TP degree t = 8/);
 });
+
+test('warming a degree while idle leaves its pool ready for the next change', async () => {
+  const fresh = new PlaygroundRunner();
+  try {
+    const config = configFromPreset('classroom', { tp: 1 });
+    await fresh.run({ config, comm: interconnectPresets['pcie-gen3'], overlap: false });
+    expect(fresh.warmDegrees()).toEqual([1]);
+    fresh.prewarm(config, [2, 8]); // 8 is illegal for 4 heads: skipped
+    await fresh.idle();
+    expect(fresh.warmDegrees()).toEqual([1, 2]);
+    const t0 = performance.now();
+    const r = await fresh.run({ config: { ...config, tp: 2 }, comm: interconnectPresets['pcie-gen3'], overlap: false });
+    console.log(`classroom t=1 → 2 on a warmed pool: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader)`);
+    expect(r.oracle?.pass).toBe(true);
+    expect(fresh.warmDegrees()).toEqual([1, 2]);
+  } finally {
+    await fresh.dispose();
+  }
+});
