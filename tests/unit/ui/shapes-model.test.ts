@@ -1,0 +1,43 @@
+import { describe, expect, test } from 'vitest';
+import { accountPlan } from '../../../src/model/accounting.ts';
+import { configFromPreset } from '../../../src/parallel/config.ts';
+import { makePlan } from '../../../src/parallel/plan.ts';
+import { boundaries, memoryGroups, rankRange, rangeText } from '../../../src/ui/shapes-model.ts';
+
+describe('boundaries', () => {
+  test('without SP the hidden state is replicated [s, b, h] and the row-parallel outputs are partial sums', async () => {
+    const { plan } = await makePlan(configFromPreset('classroom', { tp: 2 }));
+    const b = boundaries(plan);
+    expect(b.find((x) => x.op === 'attn.reduce')).toMatchObject({ layout: 'replicated', symbolic: '[s, b, h]', shape: [8, 1, 16] });
+    expect(b.find((x) => x.op === 'attn.proj')).toMatchObject({ layout: 'partial-sums' });
+    expect(b.find((x) => x.op === 'qkv.q')).toMatchObject({ layout: 'split-last', shape: [8, 1, 2, 4] });
+    expect(b.some((x) => x.op === 'ln1.gather')).toBe(false);
+  });
+
+  test('with SP the hidden state is sequence-sharded [s/t, b, h] and gathered before each column-parallel GEMM', async () => {
+    const { plan } = await makePlan(configFromPreset('classroom', { tp: 2, sp: true }));
+    const b = boundaries(plan);
+    expect(b.find((x) => x.op === 'attn.reduce')).toMatchObject({ layout: 'sequence-sharded', symbolic: '[s/t, b, h]', shape: [4, 1, 16] });
+    expect(b.find((x) => x.op === 'ln1.gather')).toMatchObject({ layout: 'replicated', shape: [8, 1, 16] });
+  });
+
+  test('at t = 1 every activation is whole and no shape mentions t', async () => {
+    const { plan } = await makePlan(configFromPreset('gpt2-layer', { tp: 1 }));
+    const b = boundaries(plan);
+    expect(b.length).toBeGreaterThan(5);
+    expect(b.every((x) => x.layout === 'replicated' && !x.symbolic.includes('/t'))).toBe(true);
+    expect(b[0].op).toBe('ln1');
+  });
+});
+
+describe('memoryGroups', () => {
+  test('ranks with the same memory are merged into one row', async () => {
+    const { plan } = await makePlan(configFromPreset('llama-gqa', { tp: 4 }));
+    const groups = memoryGroups(accountPlan(plan));
+    expect(groups).toHaveLength(1);
+    expect(rankRange(groups[0].ranks)).toBe('ranks 0–3');
+    expect(rankRange([2])).toBe('rank 2');
+    expect(rangeText([4, 8])).toBe('4–7');
+    expect(rangeText([0, 0])).toBe('—');
+  });
+});
