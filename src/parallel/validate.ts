@@ -43,8 +43,8 @@ export interface ValidationResult {
   readonly notes: readonly ValidationIssue[];
 }
 
-/** Largest TP degree the playground accepts (one worker and one GPUDevice per rank). */
-export const maxTp = 64;
+/** Largest TP degree the playground accepts: one worker and one GPUDevice per rank, as many as RankPool starts. */
+export const maxTp = 16;
 
 /** Largest head width: the rope kernel keeps d/2 frequencies in its uniform block (kernels/rope.ts maxRopePairs = 256). */
 export const maxHeadDim = 512;

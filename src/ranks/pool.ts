@@ -7,10 +7,11 @@ import type { ProgramArgs, ProgramResult, RankInfo, RankPrograms, RankTransportI
 import { collectiveErrorNames, RankFailedError, RankRunError } from './errors.ts';
 import type { RankWorker } from './serve.ts';
 import { chooseTransport, type PoolTransport } from './transport.ts';
+import { maxTp } from '../parallel/validate.ts';
 
 /** How to build a pool of tensor-parallel ranks. */
 export interface RankPoolOptions {
-  /** TP degree t, 1…16. */
+  /** TP degree t, 1…maxTp (16). */
   readonly size: number;
   /** 'auto' (default): the shared-memory ring when the page is cross-origin isolated, else MessagePort. */
   readonly transport?: 'auto' | PoolTransport;
@@ -49,7 +50,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
 
   private constructor(opts: RankPoolOptions) {
     const t = opts.size;
-    if (!Number.isInteger(t) || t < 1 || t > 16) throw new Error(`RankPool: size ${t} must be an integer from 1 to 16.`);
+    if (!Number.isInteger(t) || t < 1 || t > maxTp) throw new Error(`RankPool: size ${t} must be an integer from 1 to ${maxTp}.`);
     this.size = t;
     this.transport = chooseTransport(opts.transport);
     this.timeoutMs = opts.timeoutMs ?? 10_000;

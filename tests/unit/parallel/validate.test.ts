@@ -85,7 +85,7 @@ describe('validateConfig', () => {
     const e = onlyError(gpt2({ ffn: 102, tp: 4 }));
     expect(e.rule).toBe('ffn-divisible-by-tp');
     expect(e.field).toBe('ffn');
-    expect(e.message).toBe('FFN hidden size (102) must be divisible by the TP degree t = 4 (gate and up are split by columns, down by rows): legal t for ffn = 102 are 1, 2, 3, 6, 17, 34, 51.');
+    expect(e.message).toBe('FFN hidden size (102) must be divisible by the TP degree t = 4 (gate and up are split by columns, down by rows): legal t for ffn = 102 are 1, 2, 3, 6.');
   });
 
   test('reports s not divisible by t only under sequence parallel', () => {
@@ -94,7 +94,7 @@ describe('validateConfig', () => {
     expect(e.rule).toBe('seq-divisible-by-tp');
     expect(e.field).toBe('s');
     expect(e.fields).toEqual(['s', 'tp', 'sp']);
-    expect(e.message).toBe('with sequence parallel the sequence length s (30) must be divisible by the TP degree t = 4 (each rank keeps s/t tokens): legal t for s = 30 are 1, 2, 3, 5, 6, 10, 15, 30, or turn sequence parallel off.');
+    expect(e.message).toBe('with sequence parallel the sequence length s (30) must be divisible by the TP degree t = 4 (each rank keeps s/t tokens): legal t for s = 30 are 1, 2, 3, 5, 6, 10, 15, or turn sequence parallel off.');
   });
 
   test('pads the vocabulary to a multiple of t and reports the padding as a note, not an error', () => {
@@ -128,11 +128,11 @@ describe('validateConfig', () => {
     expect(r.errors).toHaveLength(1);
   });
 
-  test('rejects a TP degree outside 1..64 and lists the legal ones', () => {
-    for (const tp of [0, 65, 2.5]) {
+  test('rejects a TP degree outside 1..16 and lists the legal ones', () => {
+    for (const tp of [0, 17, 2.5]) {
       const e = onlyError(gpt2({ tp }));
       expect(e.rule).toBe('tp-range');
-      expect(e.message).toBe(`the TP degree t (${tp}) must be an integer from 1 to 64: legal t for this model are 1, 2, 3, 4, 6, 12.`);
+      expect(e.message).toBe(`the TP degree t (${tp}) must be an integer from 1 to 16: legal t for this model are 1, 2, 3, 4, 6, 12.`);
     }
   });
 
@@ -153,11 +153,11 @@ describe('legalTpDegrees', () => {
     expect(legalTpDegrees({ s: 64, b: 1, h: 256, heads: 8, groups: 2, ffn: 704, vocab: 512 }, true)).toEqual([1, 2, 4, 8]);
   });
 
-  test('agrees with validateConfig for every t up to 64', () => {
+  test('agrees with validateConfig for every t up to 16', () => {
     const sizes = { s: 24, b: 1, h: 96, heads: 24, groups: 4, ffn: 96, vocab: 7 };
     for (const sp of [false, true]) {
       const legal = legalTpDegrees(sizes, sp);
-      for (let t = 1; t <= 64; t++) expect(validateConfig(gpt2({ ...sizes, tp: t, sp })).ok).toBe(legal.includes(t));
+      for (let t = 1; t <= 16; t++) expect(validateConfig(gpt2({ ...sizes, tp: t, sp })).ok).toBe(legal.includes(t));
     }
   });
 });
