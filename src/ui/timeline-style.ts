@@ -1,0 +1,111 @@
+// Colours, sizes and CSS of <tp-timeline>: light background, dark text, colours by kind (projector-legible).
+import { css } from 'lit';
+import type { BlockKind } from '../trace/blocks.ts';
+import type { OpPhase } from '../parallel/plan-types.ts';
+
+/** Fill of a block by kind and pass (backward is the darker shade); exposed blocks use the hatch pattern. */
+export const blockFill: Record<Exclude<BlockKind, 'exposed'>, Record<OpPhase, string>> = {
+  compute: { forward: '#2a6cc4', backward: '#173f7a' },
+  comm: { forward: '#f2b632', backward: '#c98a00' },
+};
+
+/** Text colour that reads on each fill (white on blue, near-black on amber). */
+export const blockText: Record<Exclude<BlockKind, 'exposed'>, string> = { compute: '#ffffff', comm: '#111111' };
+
+/** Exposed communication: red hatch over the comm block, red outline. */
+export const exposedColor = '#d0021b';
+
+/** Phase bands behind the lanes. */
+export const bandFill: Record<OpPhase, string> = { forward: '#eef3fa', backward: '#f5eefa' };
+
+/** Font sizes, px: lane names and totals, block labels, axis. */
+export const fontPx = { lane: 15, block: 13, axis: 13, top: 14 } as const;
+
+/** Margins around the plot, px: lane names on the left, totals on the right, phase names on top, axis below. */
+export const margin = { left: 172, right: 300, top: 40, bottom: 34 } as const;
+
+/** The element's shadow CSS. */
+export const timelineStyles = css`
+  :host {
+    display: block;
+    font-family: system-ui, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
+    color: #111;
+    background: #fff;
+  }
+  .head {
+    display: flex;
+    flex-wrap: wrap;
+    align-items: center;
+    gap: 6px 18px;
+    margin-bottom: 6px;
+  }
+  .caption {
+    flex: 1 1 100%;
+    margin: 0;
+    font-size: 15px;
+    color: #222;
+  }
+  .legend {
+    display: flex;
+    flex-wrap: wrap;
+    gap: 4px 16px;
+    font-size: 14px;
+  }
+  .legend span {
+    display: inline-flex;
+    align-items: center;
+    gap: 6px;
+  }
+  .legend svg {
+    width: 28px;
+    height: 16px;
+  }
+  button {
+    font: inherit;
+    font-size: 14px;
+    padding: 3px 10px;
+    border: 1px solid #555;
+    border-radius: 4px;
+    background: #f4f4f4;
+    color: #111;
+    cursor: pointer;
+  }
+  .hint {
+    font-size: 13px;
+    color: #444;
+  }
+  .chart {
+    position: relative;
+  }
+  svg.plot {
+    display: block;
+    width: 100%;
+    touch-action: none;
+    user-select: none;
+    cursor: grab;
+  }
+  svg.plot:active {
+    cursor: grabbing;
+  }
+  .tip {
+    position: absolute;
+    pointer-events: none;
+    max-width: 460px;
+    padding: 8px 10px;
+    border-radius: 4px;
+    background: rgba(20, 20, 20, 0.94);
+    color: #fff;
+    font-size: 14px;
+    line-height: 1.35;
+    white-space: pre-line;
+    z-index: 1;
+  }
+  .tip[hidden] {
+    display: none;
+  }
+  .empty {
+    font-size: 15px;
+    color: #444;
+    padding: 16px 0;
+  }
+`;
