@@ -65,10 +65,6 @@ export interface PlanAccounting {
   readonly comm: CommByPhase;
 }
 
-/** GEMM FLOPs: 2·M·N·K per batch entry (one multiply and one add per term). */
-export function gemmFlopCount(g: { readonly M: number; readonly N: number; readonly K: number; readonly batch: number }): number {
-  return 2 * g.M * g.N * g.K * g.batch;
-}
 
 /** Σ op.flops per phase over the ops that pass `keep`. */
 export function flopTotals(ops: readonly PlannedOp[], keep: (op: PlannedOp) => boolean = () => true): PhaseTotals {

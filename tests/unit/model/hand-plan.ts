@@ -3,7 +3,7 @@
 // nccl-tests payload convention.
 import type { CollectiveOp, ReduceOp } from '../../../src/comm/collectives.ts';
 import { numel } from '../../../src/kernels/limits.ts';
-import { gemmFlopCount } from '../../../src/model/accounting.ts';
+import { gemmFlops } from '../../../src/reference/gemm.ts';
 import { ringBytesSent } from '../../../src/model/interconnect.ts';
 import { headDim, type LayerConfig } from '../../../src/parallel/config.ts';
 import { paddedVocab, rankOwnership } from '../../../src/parallel/ownership.ts';
@@ -29,7 +29,7 @@ export function handPlan(c: LayerConfig): LayerPlan {
   const ops: Draft[] = [];
 
   const gemm = (phase: OpPhase, name: string, M: number, N: number, K: number, batch = 1): void => {
-    const g = { M, N, K, batch, flops: gemmFlopCount({ M, N, K, batch }) };
+    const g = { M, N, K, batch, flops: gemmFlops({ M, N, K, batch }) };
     ops.push({ phase, name, kind: 'gemm', kernel: 'gemm', inShapes: [[batch, M, K], [batch, K, N]], outShape: [batch, M, N], flops: g.flops, gemm: g });
   };
   const kernel = (phase: OpPhase, name: string, k: string, shape: number[], perElement: number): void => {
