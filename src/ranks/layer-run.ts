@@ -8,13 +8,14 @@ import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import { runInProcess } from '../parallel/run-in-process.ts';
 import { stepInputs } from '../parallel/step-data.ts';
+import type { classroomPrograms } from './classroom-programs.ts';
 import type { commPrograms } from './comm-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs.ts';
 import { RankPool } from './pool.ts';
 import type { PoolTransport } from './transport.ts';
 
 /** Programs the layer's rank workers serve. */
-export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms;
+export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms & typeof classroomPrograms;
 
 /** A pool of t rank workers serving the layer (src/ranks/layer.worker.ts). */
 export function createLayerPool(size: number, transport: 'auto' | PoolTransport = 'auto', timeoutMs = 30_000): Promise<RankPool<LayerWorkerPrograms>> {

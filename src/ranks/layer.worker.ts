@@ -1,5 +1,6 @@
+import { classroomPrograms } from './classroom-programs.ts';
 import { commPrograms } from './comm-programs.ts';
 import { layerPrograms } from './layer-programs.ts';
 import { serveRank } from './serve.ts';
 
-serveRank({ ...commPrograms, ...layerPrograms });
+serveRank({ ...commPrograms, ...layerPrograms, ...classroomPrograms });

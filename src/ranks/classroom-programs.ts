@@ -1,0 +1,115 @@
+import { KernelContext } from '../kernels/context.ts';
+import { importGemmChoices } from '../kernels/gemm-choice.ts';
+import type { GpuTensor } from '../kernels/tensor.ts';
+import type { ClassroomMatrix, ClassroomRankData } from '../parallel/classroom.ts';
+import { randomArray } from '../reference/random.ts';
+import { attentionForward } from '../parallel/attention.ts';
+import { GpuBackend } from '../parallel/backend-gpu.ts';
+import type { LayerConfig } from '../parallel/config.ts';
+import { localDims } from '../parallel/dims.ts';
+import { LayerComm } from '../parallel/layer-comm.ts';
+import { gatherFromSequenceParallelRegion, reduceScatterToSequenceParallelRegion } from '../parallel/mappings.ts';
+import { mlpBackward, mlpForward } from '../parallel/mlp.ts';
+import { rankOwnership } from '../parallel/ownership.ts';
+import { rankWeightArrays } from '../parallel/step-data.ts';
+import { tensorSeed } from '../parallel/weights.ts';
+import type { RankContext } from './context.ts';
+import { DetachedCollectives } from './detached-collectives.ts';
+import type { GemmChoices } from './layer-programs.ts';
+
+/** The classroom's logical input X and upstream gradient dZ [s·b, h], from the config's seed. */
+export function classroomInputs(c: LayerConfig): { x: Float32Array; dz: Float32Array } {
+  const n = c.s * c.b * c.h;
+  return { x: randomArray(n, tensorSeed(c.seed, 'classroom.x')), dz: randomArray(n, tensorSeed(c.seed, 'classroom.dz')) };
+}
+
+/** Columns [c0, c0 + n) of a row-major [rows, w] array, as [rows, n]. */
+function columns(a: Float32Array, rows: number, w: number, c0: number, n: number): ClassroomMatrix {
+  const out = new Float32Array(rows * n);
+  for (let r = 0; r < rows; r++) out.set(a.subarray(r * w + c0, r * w + c0 + n), r * n);
+  return { shape: [rows, n], data: out };
+}
+
+const contexts = new WeakMap<GPUDevice, KernelContext>();
+function kernelContext(device: GPUDevice): KernelContext {
+  let k = contexts.get(device);
+  if (!k) contexts.set(device, (k = new KernelContext(device)));
+  return k;
+}
+
+/**
+ * The classroom MLP on this rank's GPU with the group's real collectives (or, with `solo`, on
+ * this rank alone as TP=1). Forward: X → f (identity; with SP gather_from_sequence_parallel_region,
+ * an all-gather) → gate/up ColumnParallelLinear → SwiGLU (local) → down RowParallelLinear →
+ * g (reduce_from_tensor_model_parallel_region, an all-reduce; with SP
+ * reduce_scatter_to_sequence_parallel_region). Backward runs the conjugates: g's backward is the
+ * identity (SP: all-gather), f's backward all-reduces dX (SP: reduce-scatter).
+ */
+export async function classroomStep(ctx: RankContext, a: { config: LayerConfig; choices?: GemmChoices; solo?: boolean }): Promise<ClassroomRankData> {
+  const c = a.config;
+  if (a.choices) importGemmChoices(ctx.device, a.choices);
+  const rank = a.solo ? 0 : ctx.rank;
+  const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
+  if (comm.size !== c.tp) throw new Error(`classroomStep: the group has ${comm.size} ranks but the config asks for t = ${c.tp}.`);
+  const k = kernelContext(ctx.device);
+  const be = new GpuBackend(k);
+  const lc = new LayerComm(comm, (t: GpuTensor) => t.shape, () => k.flush(), (t) => be.adopt(t));
+  const D = localDims(c);
+  const { b, h, f } = D;
+  const own = rankOwnership(c)[rank];
+  const shards = rankWeightArrays(c, own);
+  const read = async (t: GpuTensor): Promise<ClassroomMatrix> => {
+    const data = await be.read(t);
+    return { shape: [data.length / t.shape[t.shape.length - 1], t.shape[t.shape.length - 1]], data };
+  };
+  try {
+    const inputs = classroomInputs(c);
+    const [t0, t1] = own.tokens;
+    const rows = (arr: Float32Array) => arr.slice(t0 * b * h, t1 * b * h);
+    const sl = t1 - t0;
+    const x = be.tensor('classroom.x', [sl, b, h], rows(inputs.x));
+    const dz = be.tensor('classroom.dz', [sl, b, h], rows(inputs.dz));
+    const upload = (name: 'wfc1' | 'wdown' | 'wqkv' | 'wo') => {
+      const w = shards[name];
+      if (!w) throw new Error(`classroomStep: no shard of ${name}`);
+      return be.tensor(name, w.shape, w.data);
+    };
+    const wfc1 = upload('wfc1'), wdown = upload('wdown'), wqkv = upload('wqkv'), wo = upload('wo');
+    // Forward: X enters the tensor-parallel region.
+    // f's forward (copy_to_tensor_model_parallel_region) is the identity and issues nothing, as in the layer.
+    const xFull = c.sp ? await lc.forward('classroom.mlp.in', gatherFromSequenceParallelRegion, x) : x;
+    const { out: zPartial, saved } = mlpForward(be, D, xFull, wfc1, wdown);
+    const zPartialData = await read(zPartial); // read before the all-reduce, which may work in place
+    const z = c.sp ? await lc.forward('classroom.mlp.out', reduceScatterToSequenceParallelRegion, zPartial) : await lc.forward('classroom.mlp.out', reduceFromTensorParallelRegion, zPartial);
+    // Attention on the same input: this rank's heads, then g.
+    const { out: attnPartial } = attentionForward(be, D, xFull, wqkv, wo, c.ropeBase);
+    const attnPartialData = await read(attnPartial);
+    const attn = await lc.allReduce('classroom.attn.out', 'reduceFromTensorParallelRegion — forward: all-reduce · backward: identity (g)', attnPartial);
+    // Backward: g's backward (identity; SP: all-gather), then f's backward (all-reduce; SP: reduce-scatter).
+    lc.phase = 'backward';
+    be.phase = 'backward';
+    // g's backward is the identity and issues nothing; dzFull is dz itself.
+    const dzFull = c.sp ? await lc.backward('classroom.mlp.out.grad', reduceScatterToSequenceParallelRegion, dz) : dz;
+    const dw1 = be.tensor('dwfc1', [h, 2 * f]), dw2 = be.tensor('dwdown', [f, h]);
+    const { dx: dxPartial, wgrad } = mlpBackward(be, D, dzFull, saved, wfc1, wdown, dw1, dw2);
+    const dxPartialData = await read(dxPartial);
+    const dx = c.sp ? await lc.backward('classroom.mlp.in.grad', gatherFromSequenceParallelRegion, dxPartial) : await lc.backward('classroom.mlp.in.grad', copyToTensorParallelRegion, dxPartial);
+    wgrad(xFull);
+    const w1 = await be.read(wfc1);
+    return {
+      rank, tp: c.tp, sp: c.sp,
+      x: await read(x), xFull: await read(xFull),
+      w1Gate: columns(w1, h, 2 * f, 0, f), w1Up: columns(w1, h, 2 * f, f, f),
+      yGate: await read(saved.gate), yUp: await read(saved.up), act: await read(saved.act),
+      w2: await read(wdown), zPartial: zPartialData, z: await read(z),
+      dz: await read(dz), dzFull: await read(dzFull), dxPartial: dxPartialData, dx: await read(dx),
+      attnPartial: attnPartialData, attn: await read(attn),
+      collectives: lc.log,
+    };
+  } finally {
+    be.releaseAll();
+  }
+}
+
+/** The classroom's programs, served by src/ranks/layer.worker.ts. */
+export const classroomPrograms = { classroomStep };
