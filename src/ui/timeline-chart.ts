@@ -3,7 +3,7 @@ import * as d3 from 'd3';
 import type { Timeline } from '../trace/schedule.ts';
 import { formatMs, labelCandidates, tooltipLines } from './timeline-format.ts';
 import { fitLabel, laneBlocks, laneLayout, phaseSpans, shownEvents, shownSpan, shownTotals, visibleRange, type Lane, type PhaseView, type ViewBlock } from './timeline-layout.ts';
-import { bandFill, blockFill, exposedColor, fontPx, margin } from './timeline-style.ts';
+import { bandFill, blockFill, computeFill, exposedColor, fontPx, margin } from './timeline-style.ts';
 import { drawLaneNames, drawTotals, textMeasure } from './timeline-text.ts';
 
 /** Callbacks of a chart. */
@@ -18,6 +18,8 @@ type G = d3.Selection<SVGGElement, unknown, null, undefined>;
 const minWindowMs = 1e-3;
 /** Blocks narrower than this get no label, px. */
 const minLabelPx = 26;
+/** Collectives and exposed parts are drawn at least this wide, px (a 40 µs all-reduce in a 90 ms step is 0.4 px). */
+const minBlockPx = 3;
 /** Line height of block labels, px. */
 const lineH = fontPx.block + 2;
 
@@ -46,6 +48,10 @@ export class TimelineChart {
   private spans: ReturnType<typeof phaseSpans> = [];
   private end = { t1: 0, endRank: 0 };
   private transform = d3.zoomIdentity;
+  /** Collectives and exposed parts with their width at zoom 1; kept ≥ minBlockPx on screen. */
+  private thin: { el: SVGRectElement; w: number }[] = [];
+  /** The power-of-two zoom level the thin blocks' widths were last set for. */
+  private kb = 0;
 
   constructor(svgEl: SVGSVGElement, private readonly tip: HTMLElement, private readonly hooks: ChartHooks) {
     this.svg = d3.select(svgEl);
@@ -56,6 +62,7 @@ export class TimelineChart {
   draw(tl: Timeline | undefined, phase: PhaseView, width: number): void {
     this.svg.selectAll('*').remove();
     this.flat = [];
+    this.kb = 0;
     this.index.clear();
     this.candidates.clear();
     if (!tl) {
@@ -107,7 +114,6 @@ export class TimelineChart {
   private skeleton(): void {
     const defs = this.svg.append('defs');
     defs.append('clipPath').attr('id', `${this.id}-clip`).append('rect').attr('y', -margin.top).attr('width', this.plotW).attr('height', this.lanesH + margin.top);
-    // userSpaceOnUse inside the scaled group; apply() undoes the horizontal scale so stripes keep their slant.
     this.hatch = defs.append('pattern').attr('id', `${this.id}-hatch`).attr('patternUnits', 'userSpaceOnUse').attr('width', 8).attr('height', 8);
     this.hatch.append('rect').attr('width', 8).attr('height', 8).attr('fill', exposedColor).attr('fill-opacity', 0.28);
     this.hatch.append('path').attr('d', 'M-2,2 l4,-4 M0,8 l8,-8 M6,10 l4,-4').attr('stroke', exposedColor).attr('stroke-width', 2.6);
@@ -132,18 +138,22 @@ export class TimelineChart {
       this.zoomed.append('line').attr('class', 'phase-sep').attr('x1', x(back.t0)).attr('x2', x(back.t0)).attr('y1', -margin.top).attr('y2', this.lanesH)
         .attr('stroke', '#555').attr('stroke-width', 1.5).attr('stroke-dasharray', '5 4').attr('vector-effect', 'non-scaling-stroke');
     }
+    this.thin = [];
     for (const lane of this.lanes) {
       const g = this.zoomed.append('g').attr('data-lane', lane.kind).attr('data-rank', lane.rank).attr('aria-label', `rank ${lane.rank} · ${lane.kind}`).attr('transform', `translate(0,${lane.y})`);
       const own = this.perLane.get(`${lane.rank}:${lane.kind}`) ?? [];
       const exposed = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:exposed`) ?? []) : [];
-      for (const b of [...own, ...exposed]) {
+      // No strokes: a non-scaling stroke per block costs more than the rest of a zoom frame together.
+      [...own, ...exposed].forEach((b, j) => {
         const i = this.flat.push(b) - 1;
         this.index.set(b, i);
+        const w = Math.max(0, x(b.t1) - x(b.t0));
         const r = g.append('rect').attr('data-i', i).attr('data-rank', b.rank).attr('data-kind', b.kind).attr('data-op', b.event.op).attr('data-phase', b.event.phase)
-          .attr('x', x(b.t0)).attr('width', Math.max(0, x(b.t1) - x(b.t0))).attr('height', lane.height).attr('vector-effect', 'non-scaling-stroke');
-        if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`).attr('stroke', exposedColor).attr('stroke-width', 2);
-        else r.attr('fill', blockFill[b.kind][b.event.phase]).attr('stroke', b.kind === 'comm' ? blockFill.comm.backward : '#0b2447').attr('stroke-width', b.kind === 'comm' ? 2 : 0.75);
-      }
+          .attr('x', x(b.t0)).attr('width', w).attr('height', lane.height);
+        if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
+        else r.attr('fill', b.kind === 'compute' ? computeFill(b.event.phase, j) : blockFill.comm[b.event.phase]);
+        if (b.kind !== 'compute') this.thin.push({ el: r.node()!, w });
+      });
     }
     this.zoomed.append('line').attr('class', 'step-end').attr('x1', x(this.end.t1)).attr('x2', x(this.end.t1)).attr('y1', -margin.top + 4).attr('y2', this.lanesH)
       .attr('stroke', '#111').attr('stroke-width', 2.5).attr('vector-effect', 'non-scaling-stroke');
@@ -151,8 +161,15 @@ export class TimelineChart {
 
   private apply(t: d3.ZoomTransform): void {
     this.transform = t;
+    const kb = 2 ** Math.floor(Math.log2(t.k));
+    if (kb !== this.kb) {
+      // Widths change only when the zoom crosses a power of two: on screen a thin block is minBlockPx to 2·minBlockPx wide.
+      this.kb = kb;
+      for (const { el, w } of this.thin) el.setAttribute('width', String(Math.max(w, minBlockPx / kb)));
+      // The hatch lives in the scaled group: undo the scale (to within 2×) so the stripes keep their slant.
+      this.hatch.attr('patternTransform', `scale(${1 / kb},1)`);
+    }
     this.zoomed.attr('transform', `translate(${t.x},0) scale(${t.k},1)`);
-    this.hatch.attr('patternTransform', `scale(${1 / t.k},1)`);
     const zx = t.rescaleX(this.x);
     this.drawLabels(zx);
     this.drawTop(zx);

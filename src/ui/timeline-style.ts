@@ -9,6 +9,12 @@ export const blockFill: Record<Exclude<BlockKind, 'exposed'>, Record<OpPhase, st
   comm: { forward: '#f2b632', backward: '#c98a00' },
 };
 
+/** Compute blocks alternate two shades of their pass's blue, so that neighbours stay apart without strokes. */
+export function computeFill(phase: OpPhase, j: number): string {
+  const shades = { forward: ['#2a6cc4', '#3b7fd6'], backward: ['#173f7a', '#22548f'] } as const;
+  return shades[phase][j % 2]!;
+}
+
 /** Text colour that reads on each fill (white on blue, near-black on amber). */
 export const blockText: Record<Exclude<BlockKind, 'exposed'>, string> = { compute: '#ffffff', comm: '#111111' };
 
