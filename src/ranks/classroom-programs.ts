@@ -8,7 +8,9 @@ import { GpuBackend } from '../parallel/backend-gpu.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { localDims } from '../parallel/dims.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
-import { gatherFromSequenceParallelRegion, reduceScatterToSequenceParallelRegion } from '../parallel/mappings.ts';
+import {
+  copyToTensorParallelRegion, gatherFromSequenceParallelRegion, reduceFromTensorParallelRegion, reduceScatterToSequenceParallelRegion,
+} from '../parallel/mappings.ts';
 import { mlpBackward, mlpForward } from '../parallel/mlp.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import { rankWeightArrays } from '../parallel/step-data.ts';
