@@ -1,0 +1,98 @@
+import { describe, expect, test } from 'vitest';
+import { interconnectPresets } from '../../../src/model/interconnect.ts';
+import { configFromPreset } from '../../../src/parallel/config.ts';
+import { makePlan } from '../../../src/parallel/plan.ts';
+import { modeledCommMs, sameComputeMs } from '../../../src/trace/durations.ts';
+import { scheduleStep } from '../../../src/trace/schedule.ts';
+import { estimateTextWidth, fitLabel, laneBlocks, laneLayout, phaseSpans, shownEvents, shownSpan, shownTotals, visibleRange } from '../../../src/ui/timeline-layout.ts';
+
+async function gpt2(tp: number, overlap = false) {
+  const plan = (await makePlan(configFromPreset('gpt2-layer', { tp }))).plan;
+  return scheduleStep(plan, { computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6), commMs: modeledCommMs(plan, interconnectPresets['pcie-gen3']) }, { overlap });
+}
+
+describe('lane layout', () => {
+  test('each rank gets a compute lane then a comm lane, stacked without overlap', () => {
+    const sizes = { compute: 40, comm: 20, innerGap: 2, rankGap: 10 };
+    const { lanes, height } = laneLayout(3, sizes);
+    expect(lanes.map((l) => `${l.rank}:${l.kind}`)).toEqual(['0:compute', '0:comm', '1:compute', '1:comm', '2:compute', '2:comm']);
+    expect(lanes.map((l) => l.y)).toEqual([0, 42, 72, 114, 144, 186]);
+    expect(height).toBe(206);
+    for (let i = 1; i < lanes.length; i++) expect(lanes[i]!.y).toBeGreaterThanOrEqual(lanes[i - 1]!.y + lanes[i - 1]!.height);
+  });
+});
+
+describe('what the timeline shows', () => {
+  test('blocks per lane: every compute op in the compute lane, collectives and their exposed parts in the comm lane', async () => {
+    const tl = await gpt2(4);
+    const lanes = laneBlocks(shownEvents(tl, 'both'));
+    const computeOps = tl.events.filter((e) => e.rank === 1 && e.stream === 'compute').map((e) => e.op);
+    expect(lanes.get('1:compute')!.map((b) => b.event.op)).toEqual(computeOps);
+    expect(lanes.get('1:comm')!.every((b) => b.kind === 'comm' && b.lane === 'comm')).toBe(true);
+    expect(lanes.get('1:exposed')!.length).toBe(4);
+    expect(lanes.get('1:exposed')!.every((b) => b.lane === 'comm' && b.kind === 'exposed')).toBe(true);
+  });
+
+  test('one pass shows only its events, its own totals and its own end', async () => {
+    const tl = await gpt2(4);
+    const fwd = shownEvents(tl, 'forward');
+    expect(fwd.every((e) => e.phase === 'forward')).toBe(true);
+    const span = shownSpan(tl, 'forward');
+    const fwdEnd = Math.max(...fwd.map((e) => e.t1));
+    expect(span).toEqual({ t0: 0, t1: fwdEnd, endRank: 0 });
+    const [t0] = shownTotals(tl, 'forward');
+    const [b0] = shownTotals(tl, 'backward');
+    expect(t0!.computeMs + b0!.computeMs).toBeCloseTo(tl.totals[0]!.computeMs, 9);
+    expect(t0!.exposedMs + b0!.exposedMs).toBeCloseTo(tl.totals[0]!.exposedMs, 9);
+    expect(shownSpan(tl, 'both')).toEqual({ t0: 0, t1: tl.stepMs, endRank: tl.slowestRank });
+  });
+
+  test('phase spans run forward then backward and meet where the backward pass starts', async () => {
+    const tl = await gpt2(2);
+    const [f, b] = phaseSpans(tl.events);
+    expect(f!.phase).toBe('forward');
+    expect(b!.phase).toBe('backward');
+    expect(f!.t1).toBeCloseTo(b!.t0, 9);
+    expect(b!.t1).toBe(tl.stepMs);
+    expect(phaseSpans(shownEvents(tl, 'backward')).map((s) => s.phase)).toEqual(['backward']);
+  });
+});
+
+describe('culling to the visible window', () => {
+  const blocks = [{ t0: 0, t1: 1 }, { t0: 1, t1: 3 }, { t0: 3, t1: 4 }, { t0: 6, t1: 8 }, { t0: 8, t1: 9 }];
+
+  test('finds exactly the blocks that intersect the window', () => {
+    expect(visibleRange(blocks, 2, 5)).toEqual([1, 3]);
+    expect(visibleRange(blocks, 4.5, 5.5)).toEqual([3, 3]);
+    expect(visibleRange(blocks, -10, 100)).toEqual([0, 5]);
+    expect(visibleRange(blocks, 8.5, 8.6)).toEqual([4, 5]);
+  });
+
+  test('agrees with a linear scan on every window of a real lane', async () => {
+    const tl = await gpt2(4);
+    const lane = laneBlocks(tl.events).get('0:compute')!;
+    for (let a = 0; a < tl.stepMs; a += tl.stepMs / 37) {
+      const b = a + tl.stepMs / 11;
+      const want = lane.map((x, i) => (x.t1 >= a && x.t0 <= b ? i : -1)).filter((i) => i >= 0);
+      const [lo, hi] = visibleRange(lane, a, b);
+      expect(Array.from({ length: hi - lo }, (_, k) => lo + k)).toEqual(want);
+    }
+  });
+});
+
+describe('fitting a label in a block', () => {
+  const measure = (t: string) => t.length * 7;
+
+  test('takes the first candidate that fits in width and height, or none', () => {
+    const cands = [['qkv.q [32,768]·[768,192]'], ['qkv.q', '[32,768]·[768,192]'], ['qkv.q']];
+    expect(fitLabel(cands, 500, 20, 15, measure)).toEqual(['qkv.q [32,768]·[768,192]']);
+    expect(fitLabel(cands, 140, 36, 15, measure)).toEqual(['qkv.q', '[32,768]·[768,192]']);
+    expect(fitLabel(cands, 140, 20, 15, measure)).toEqual(['qkv.q']);
+    expect(fitLabel(cands, 40, 36, 15, measure)).toBeNull();
+  });
+
+  test('the width estimate grows with the font size and the text length', () => {
+    expect(estimateTextWidth(10)('abcd')).toBe(24);
+    expect(estimateTextWidth(20)('abcd')).toBe(48);
+  });
+});
