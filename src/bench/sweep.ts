@@ -76,6 +76,8 @@ export interface SweepArgs {
   readonly net?: string;
   readonly trace?: boolean;
   readonly onProgress?: (line: string) => void;
+  /** Cancels the sweep: the running degree's pool is disposed and runSweep rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
 }
 
 /** Mean of a list (0 for none). */
@@ -146,14 +148,24 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   const traces: PerfettoTrace[] = [];
   let adapter = 'unknown adapter';
   for (const [i, c] of args.configs.entries()) {
+    args.signal?.throwIfAborted();
     say(`[${i + 1}/${args.configs.length}] t=${c.tp}${c.sp ? ' SP' : ''}: starting ${c.tp} rank workers…`);
     const pool = await createLayerPool(c.tp);
+    // Disposing the pool rejects whatever the run is waiting on, so a cancel takes effect at once.
+    const cancel = () => void pool.dispose();
+    args.signal?.addEventListener('abort', cancel);
     try {
+      args.signal?.throwIfAborted();
       adapter = pool.adapters[0] ?? adapter;
       const run = await runLayer(pool, c, { onProgress: (l) => say(`[${i + 1}/${args.configs.length}] t=${c.tp}: ${l}`) });
+      args.signal?.throwIfAborted();
       degrees.push(summarizeRun(run, args.net));
       if (args.trace) traces.push(degreeTrace(run, args.net, i));
+    } catch (e) {
+      args.signal?.throwIfAborted();
+      throw e;
     } finally {
+      args.signal?.removeEventListener('abort', cancel);
       await pool.dispose();
     }
   }
