@@ -1,5 +1,5 @@
 import { chromium, type Page } from 'playwright';
-import { createServer } from 'vite';
+import { build, createServer, preview } from 'vite';
 import { chromiumArgs, chromiumPath } from './chromium.ts';
 
 /** Options of a headless run. */
@@ -20,11 +20,40 @@ export async function withPage<T>(path: string, body: (page: Page, pageErrors: s
   // No HMR and no watcher: edits made while a long benchmark runs must not reload its page.
   const server = await createServer({ server: { port: 0, host: '127.0.0.1', hmr: false, watch: null }, logLevel: 'error', clearScreen: false });
   await server.listen();
-  const base = server.resolvedUrls?.local[0];
+  try {
+    return await openInChromium(server.resolvedUrls?.local[0], path, body);
+  } finally {
+    await server.close();
+  }
+}
+
+/** Options of a page opened in headless Chromium. */
+export interface PageOptions {
+  /** Viewport in CSS pixels (Playwright's default is 1280×720). */
+  readonly viewport?: { readonly width: number; readonly height: number };
+}
+
+/**
+ * Like withPage, but against the production build: runs `vite build` into `outDir` (default
+ * dist/), serves it with `vite preview` (COOP/COEP from vite.config.ts) and opens `path` there.
+ */
+export async function withBuiltPage<T>(path: string, body: (page: Page, pageErrors: string[]) => Promise<T>, opts: PageOptions & { readonly outDir?: string } = {}): Promise<T> {
+  const outDir = opts.outDir ?? 'dist';
+  await build({ logLevel: 'error', build: { outDir, emptyOutDir: true } });
+  const server = await preview({ preview: { port: 0, host: '127.0.0.1' }, build: { outDir }, logLevel: 'error' });
+  try {
+    return await openInChromium(server.resolvedUrls?.local[0], path, body, opts);
+  } finally {
+    await server.close();
+  }
+}
+
+/** Opens `path` under `base` in headless Chromium with WebGPU; page errors are collected, console errors and warnings go to stderr. */
+async function openInChromium<T>(base: string | undefined, path: string, body: (page: Page, pageErrors: string[]) => Promise<T>, opts: PageOptions = {}): Promise<T> {
+  if (!base) throw new Error('withPage: the Vite server reported no local URL.');
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs, headless: true });
   try {
-    if (!base) throw new Error('withPage: the Vite server reported no local URL.');
-    const page = await browser.newPage();
+    const page = await browser.newPage({ acceptDownloads: true, ...(opts.viewport ? { viewport: { ...opts.viewport } } : {}) });
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     page.on('console', (m) => {
@@ -34,7 +63,6 @@ export async function withPage<T>(path: string, body: (page: Page, pageErrors: s
     return await body(page, pageErrors);
   } finally {
     await browser.close();
-    await server.close();
   }
 }
 

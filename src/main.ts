@@ -1,7 +1,2 @@
-import { describeAdapter } from './kernels/adapter.ts';
-
-const line = document.querySelector<HTMLParagraphElement>('#adapter')!;
-describeAdapter().then(
-  (text) => (line.textContent = text),
-  (err: unknown) => (line.textContent = String(err instanceof Error ? err.message : err)),
-);
+// The page: <tp-app> in index.html is defined here; it reads the URL hash and runs the layer.
+import './ui/tp-app.ts';

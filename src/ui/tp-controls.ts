@@ -62,6 +62,9 @@ export class TpControls extends LitElement {
       label.check {
         justify-content: flex-start;
       }
+      select {
+        max-width: 185px;
+      }
       select,
       input[type='number'] {
         font: inherit;

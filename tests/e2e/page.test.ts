@@ -1,11 +1,11 @@
 import { expect, test } from 'vitest';
 import { withPage } from '../../scripts/browser-run.ts';
 
-test('the playground page loads cross-origin isolated and names the WebGPU adapter it found', async () => {
+test('the dev page loads cross-origin isolated, runs the default layer and names the WebGPU adapter it ran on', async () => {
   await withPage('/', async (page, pageErrors) => {
-    const line = page.locator('#adapter');
-    await expect.poll(() => line.textContent(), { timeout: 30_000 }).toMatch(/^WebGPU adapter: \S/);
-    console.log(await line.textContent());
+    const transport = page.locator('[data-source="transport"]');
+    await expect.poll(() => transport.textContent().catch(() => ''), { timeout: 60_000 }).toMatch(/SharedArrayBuffer ring.*GPU: \S/);
+    console.log(await transport.textContent());
     expect(await page.evaluate('crossOriginIsolated')).toBe(true);
     expect(pageErrors).toEqual([]);
   });

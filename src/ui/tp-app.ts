@@ -1,0 +1,235 @@
+// <tp-app>: the page shell. The URL hash is the state; a change re-runs the layer; the last good view stays on errors.
+import { LitElement, css, html, nothing } from 'lit';
+import { customElement, state } from 'lit/decorators.js';
+import { enableWebGpuHint } from '../kernels/adapter.ts';
+import { legalTpDegrees, validateConfig } from '../parallel/validate.ts';
+import { chooseTransport } from '../ranks/transport.ts';
+import { placeIssues, type FieldIssue } from './field-issues.ts';
+import { panelStyles } from './page-style.ts';
+import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
+import { formatMs } from './timeline-format.ts';
+import { commOf, configOf, hashFromSettings, mainViews, settingsFromHash, type MainView, type Settings } from './state.ts';
+import type { SettingsChangeDetail } from './tp-controls.ts';
+import './tp-controls.ts';
+import './tp-exports.ts';
+import './tp-oracle-badge.ts';
+import './tp-shapes.ts';
+import './tp-timeline.ts';
+
+/** The settings that change what runs (pass and view only change what is shown). */
+const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '' });
+
+const viewNames: Record<MainView, string> = { timeline: 'Timeline', classroom: 'Classroom', gemm: 'GEMM efficiency' };
+
+const transportWords: Record<string, string> = {
+  'sab-ring': 'the SharedArrayBuffer ring (shared memory + Atomics)',
+  'message-port': 'the MessagePort ring (chunks transferred between workers)',
+};
+
+/**
+ * `<tp-app>`: reads the settings from `location.hash` (and writes them back on every control
+ * change, so each view is a link), validates, runs the layer through one PlaygroundRunner and shows
+ * the timeline, shapes, oracle and exports. An invalid setting or a failed run leaves the last
+ * good view on screen with the message next to its control. States where times come from, the
+ * transport, and what is missing (WebGPU, cross-origin isolation).
+ */
+@customElement('tp-app')
+export class TpApp extends LitElement {
+  static override styles = [panelStyles, css`
+    :host { font-size: 16px; background: #f7f9fc; min-height: 100vh; }
+    header { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 24px; padding: 10px 18px; background: #0b2b55; color: #fff; }
+    h1 { font-size: 22px; margin: 0; }
+    nav { display: flex; gap: 4px; }
+    nav a { color: #dbe7f7; text-decoration: none; padding: 4px 10px; border-radius: 6px; font-weight: 600; }
+    nav a[aria-current='page'] { background: #fff; color: #0b2b55; }
+    .status { margin-left: auto; font-size: 15px; color: #f3f6fb; min-width: 18em; }
+    .status[data-busy='true']::before { content: ''; display: inline-block; width: 12px; height: 12px; margin-right: 8px; border: 3px solid #f2b632; border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; vertical-align: -2px; }
+    @keyframes spin { to { transform: rotate(360deg); } }
+    .layout { display: grid; grid-template-columns: 300px minmax(0, 1fr); gap: 14px; padding: 12px 18px; }
+    aside { min-width: 0; }
+    main { min-width: 0; display: flex; flex-direction: column; gap: 12px; }
+    .card { background: #fff; border: 1px solid #d5dbe3; border-radius: 10px; padding: 10px 14px; }
+    .banner { margin: 0 0 6px; padding: 6px 10px; border-radius: 6px; font-size: 15px; }
+    .banner.warn { background: #fff4d6; border-left: 5px solid #c98a00; }
+    .banner.error { background: #fdecee; border-left: 5px solid #a3000f; color: #5c0008; }
+    .banner.info { background: #e8f0fb; border-left: 5px solid #2a6cc4; }
+    .sources { margin: 0 0 6px; font-size: 15px; }
+    .top { display: flex; flex-wrap: wrap; gap: 12px 24px; align-items: flex-start; justify-content: space-between; }
+    .totals { font-size: 15px; flex: 1 1 520px; }
+    .totals strong { font-size: 18px; }
+    .stale { opacity: 0.55; transition: opacity 0.2s; }
+    .panels { display: grid; grid-template-columns: minmax(0, 3fr) minmax(320px, 2fr); gap: 12px; }
+    @media (max-width: 1500px) { .panels { grid-template-columns: 1fr; } }
+  `];
+
+  @state() private settings: Settings = settingsFromHash(location.hash).settings;
+  @state() private hashIssues: readonly FieldIssue[] = [];
+  @state() private issues: readonly FieldIssue[] = [];
+  @state() private notes: readonly string[] = [];
+  @state() private result: PlaygroundResult | undefined;
+  @state() private runError = '';
+  @state() private busy = false;
+  @state() private progress = '';
+  private changed: keyof Settings | undefined;
+  private shownKey = '';
+  private running = false;
+  private dirty = false;
+  // Warm-ups between runs report progress too; only a run's lines replace the status.
+  private readonly runner = new PlaygroundRunner((line) => {
+    if (this.busy) this.progress = line;
+  });
+  private readonly onHash = (): void => this.apply();
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    window.addEventListener('hashchange', this.onHash);
+    this.apply();
+  }
+
+  override disconnectedCallback(): void {
+    window.removeEventListener('hashchange', this.onHash);
+    void this.runner.dispose();
+    super.disconnectedCallback();
+  }
+
+  /** Reads the hash, validates, and runs when what runs has changed. */
+  private apply(): void {
+    const { settings, messages } = settingsFromHash(location.hash);
+    this.settings = settings;
+    this.hashIssues = messages.map((m) => ({ field: (mainViews as readonly string[]).includes(m.key) ? 'view' : (m.key as keyof Settings), message: m.message }));
+    void this.schedule();
+  }
+
+  /** Runs the latest settings; changes made while a run is in flight coalesce into one more run. */
+  private async schedule(): Promise<void> {
+    if (this.running) {
+      this.dirty = true;
+      return;
+    }
+    this.running = true;
+    try {
+      do {
+        this.dirty = false;
+        await this.runOnce(this.settings);
+      } while (this.dirty);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async runOnce(s: Settings): Promise<void> {
+    const config = configOf(s);
+    const v = validateConfig(config);
+    this.notes = v.notes.map((n) => n.message);
+    const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
+    let comm: ReturnType<typeof commOf> | undefined;
+    try {
+      comm = commOf(s.net);
+    } catch (e) {
+      issues.push({ field: 'net', message: e instanceof Error ? e.message : String(e) });
+    }
+    this.issues = issues;
+    if (issues.length || !comm) return; // keep the last good view
+    if (runKey(s) === this.shownKey && this.result) return;
+    this.busy = true;
+    this.progress = `running t = ${s.tp}${s.sp ? ' with SP' : ''}…`;
+    const started = performance.now();
+    try {
+      this.result = await this.runner.run({ config, comm, overlap: s.overlap });
+      this.shownKey = runKey(s);
+      this.runError = '';
+      this.progress = `ran t = ${s.tp} in ${formatMs(performance.now() - started)}`;
+      this.prewarm(s);
+    } catch (e) {
+      this.runError = e instanceof Error ? e.message : String(e);
+      this.progress = 'run failed';
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** Warms the legal degrees next to t (within 1…8) so the next TP change is a re-run. */
+  private prewarm(s: Settings): void {
+    const legal = legalTpDegrees(s, s.sp, 8);
+    const i = legal.indexOf(s.tp);
+    const near = [legal[i + 1], legal[i - 1]].filter((t): t is number => t !== undefined);
+    this.runner.prewarm(configOf(s), near);
+  }
+
+  private onChange(e: CustomEvent<SettingsChangeDetail>): void {
+    this.changed = e.detail.field;
+    const hash = hashFromSettings(e.detail.settings);
+    if (hash === location.hash) this.apply();
+    else location.hash = hash; // hashchange → apply()
+  }
+
+  private setView(view: MainView): void {
+    this.changed = 'view';
+    location.hash = hashFromSettings({ ...this.settings, view });
+  }
+
+  protected override render() {
+    const s = this.settings;
+    const r = this.result;
+    const stale = this.issues.length > 0 || !!this.runError || (r !== undefined && runKey(s) !== this.shownKey);
+    return html`
+      <header>
+        <h1>Tensor-parallel playground</h1>
+        <nav aria-label="views">
+          ${mainViews.map((v) => html`<a href=${hashFromSettings({ ...s, view: v })} aria-current=${v === s.view ? 'page' : 'false'} @click=${(e: Event) => { e.preventDefault(); this.setView(v); }}>${viewNames[v]}</a>`)}
+        </nav>
+        <div class="status" role="status" aria-live="polite" data-busy=${String(this.busy)} data-status>${this.progress || 'starting…'}</div>
+      </header>
+      <div class="layout">
+        <aside><tp-controls .settings=${s} .issues=${[...this.hashIssues, ...this.issues]} @settings-change=${this.onChange}></tp-controls></aside>
+        <main>
+          ${this.renderBanners(stale)}
+          ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}
+        </main>
+      </div>
+    `;
+  }
+
+  private renderBanners(stale: boolean) {
+    const isolated = globalThis.crossOriginIsolated === true;
+    return html`
+      ${PlaygroundRunner.hasWebGpu() ? nothing : html`<p class="banner warn" data-banner="no-webgpu">This browser exposes no WebGPU, so nothing runs here: the plan, shapes and a timeline modeled from the cost model are shown instead. ${enableWebGpuHint}</p>`}
+      ${isolated || !PlaygroundRunner.hasWebGpu() ? nothing : html`<p class="banner info" data-banner="message-port">This page is not cross-origin isolated, so the ranks exchange data over the MessagePort transport (the shared-memory ring needs the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp).</p>`}
+      ${this.runError ? html`<p class="banner error" role="alert" data-banner="run-error">The run failed: ${this.runError}${this.result ? ' The last good run is still shown.' : ''}</p>` : nothing}
+      ${stale && this.result && !this.runError && this.issues.length ? html`<p class="banner error" data-banner="stale">These settings cannot run (see the message in red beside the control); the last good run (t = ${this.result.config.tp}) is still shown.</p>` : nothing}
+      ${this.notes.map((n) => html`<p class="banner info" data-banner="note">${n}</p>`)}
+    `;
+  }
+
+  private renderRun(r: PlaygroundResult, s: Settings, stale: boolean) {
+    const tl = r.timeline;
+    const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
+    const transport = r.transport ?? (PlaygroundRunner.hasWebGpu() ? chooseTransport() : undefined);
+    const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
+    const sources = `compute: ${r.computeSource}. Communication: ${r.commSource}.`;
+    return html`
+      <section class="card top ${stale ? 'stale' : ''}">
+        <div class="totals">
+          <div>t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst rank: <strong>${formatMs(exposed)}</strong>${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}</div>
+          <div class="note" data-source="transport">${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : ''}.</div>
+        </div>
+        <tp-oracle-badge .oracle=${r.oracle} .cpuOracle=${r.cpuOracle} .tp=${r.config.tp} reason="no WebGPU here: the layer did not run"></tp-oracle-badge>
+      </section>
+      <section class="card ${stale ? 'stale' : ''}" data-sources>
+        ${s.view === 'timeline'
+          ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
+          : html`<p class="sources">${sources}</p><p class="note" data-later-view=${s.view}>The ${viewNames[s.view]} view is coming in a later issue; the Timeline view shows this run now.</p>`}
+      </section>
+      <div class="panels ${stale ? 'stale' : ''}">
+        <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
+        <section class="card"><tp-exports .timeline=${tl} .config=${r.config} preset=${s.preset} link=${link}></tp-exports></section>
+      </div>
+    `;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-app': TpApp;
+  }
+}
