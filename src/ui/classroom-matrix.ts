@@ -3,13 +3,13 @@ import { html, type TemplateResult } from 'lit';
 import type { ClassroomPanel } from '../parallel/classroom.ts';
 import { rankColor } from './classroom-style.ts';
 
-/** A number as the grid prints it: 2 decimals, a leading sign kept for negatives. */
+/** A number as the grid prints it: 3 decimals (the classroom's activations are O(0.01–1)), no "-0.000". */
 export function cellText(v: number): string {
-  return Math.abs(v) < 0.005 ? '0.00' : v.toFixed(2);
+  return Math.abs(v) < 0.0005 ? '0.000' : v.toFixed(3);
 }
 
 /**
- * The panel's [rows, cols] matrix as a CSS grid: each cell prints its value (2 decimals) and keeps
+ * The panel's [rows, cols] matrix as a CSS grid: each cell prints its value (3 decimals) and keeps
  * the float32 value in `data-value`; the cell's tint grows with |v| / max|v| in the rank's colour.
  */
 export function matrixGrid(p: ClassroomPanel): TemplateResult {

@@ -1,0 +1,136 @@
+// The GEMM-efficiency view's numbers from a sweep report (pure): local shapes, GFLOP/s and step speed-up vs t.
+import type { SweepDegree, SweepGemm, SweepReport, SweepTimeline } from '../bench/sweep.ts';
+import type { LayerConfig } from '../parallel/config.ts';
+import type { OpPhase } from '../parallel/plan-types.ts';
+import { validateConfig } from '../parallel/validate.ts';
+
+/** The degrees the view compares. */
+export const gemmViewDegrees = [1, 2, 4, 8] as const;
+
+/**
+ * How a GEMM of the layer is split across t ranks (Megatron): `column` = ColumnParallelLinear's
+ * forward (N = n/t: qkv, mlp.gate/up, logits), `row` = RowParallelLinear's forward (K = k/t:
+ * attn.proj, mlp.down), `heads` = per-head attention products (batch = heads/t, M, N, K unchanged);
+ * the backward GEMMs of a linear are `dgrad` and `wgrad` of that linear.
+ */
+export type GemmSplit = 'column' | 'row' | 'heads';
+
+/** The split of a GEMM by its op name (the layer's names: 'mlp.gate', 'attn.proj.dgrad', 'attn.scores.qgrad', …). */
+export function gemmSplit(name: string): GemmSplit {
+  if (name.startsWith('attn.scores') || name.startsWith('attn.context')) return 'heads';
+  if (name.startsWith('attn.proj') || name.startsWith('mlp.down')) return 'row';
+  return 'column';
+}
+
+/** Degrees of `gemmViewDegrees` that are legal for `base`, and for the others every reason. */
+export function gemmDegrees(base: LayerConfig, degrees: readonly number[] = gemmViewDegrees): { run: number[]; skipped: { t: number; reasons: string[] }[] } {
+  const run: number[] = [];
+  const skipped: { t: number; reasons: string[] }[] = [];
+  for (const t of degrees) {
+    const v = validateConfig({ ...base, tp: t });
+    if (v.ok) run.push(t);
+    else skipped.push({ t, reasons: v.errors.map((e) => e.message) });
+  }
+  return { run, skipped };
+}
+
+/** One GEMM at one degree, with its efficiency relative to TP = 1. */
+export interface GemmAtDegree extends SweepGemm {
+  readonly t: number;
+  /** GFLOP/s at t over GFLOP/s at t = 1 (1 = the local GEMM runs as efficiently as the full one). */
+  readonly efficiency: number;
+  /** Per-rank time at t over the ideal (time at t = 1)/t: 1 = perfect scaling, 2 = half the ideal speed-up. */
+  readonly timeOverIdeal: number;
+}
+
+/** One GEMM of the layer across the degrees. */
+export interface GemmRow {
+  readonly name: string;
+  readonly phase: OpPhase;
+  readonly split: GemmSplit;
+  readonly byDegree: readonly GemmAtDegree[];
+}
+
+/** One degree's step: measured compute, modeled communication, and the speed-up over t = 1. */
+export interface StepAtDegree {
+  readonly t: number;
+  /** Which timeline of the sweep (e.g. 'modeled (pcie-gen3)', overlap on/off). */
+  readonly comm: string;
+  readonly stepMs: number;
+  /** The slowest rank's compute (ms, measured on this machine, each rank alone). */
+  readonly computeMs: number;
+  /** The slowest rank's communication (ms) and its exposed part (not hidden by compute). */
+  readonly commMs: number;
+  readonly exposedMs: number;
+  /** exposedMs / stepMs: the share of the step that is communication waiting. */
+  readonly commShare: number;
+  /** step(t = 1) / step(t) with compute + comm, and with compute alone; the ideal is t. */
+  readonly speedup: number;
+  readonly computeSpeedup: number;
+}
+
+/** The whole view's table. */
+export interface GemmEfficiency {
+  readonly gemms: readonly GemmRow[];
+  readonly steps: readonly StepAtDegree[];
+}
+
+const maxOf = (xs: readonly number[]): number => xs.reduce((m, v) => Math.max(m, v), 0);
+
+/** The timeline a degree is judged by: modeled with the given overlap when the sweep had a net, else measured. */
+export function pickTimeline(d: SweepDegree, overlap: boolean): SweepTimeline | undefined {
+  return d.timelines.find((tl) => tl.comm.startsWith('modeled') && tl.overlap === overlap) ?? d.timelines.find((tl) => tl.comm.startsWith('measured'));
+}
+
+/**
+ * Per GEMM (in the layer's order at the lowest degree; repeated names, e.g. one per batch row, are
+ * summed) its local M, N, K, FLOPs, time and GFLOP/s at each degree with the efficiency against the
+ * lowest degree (t = 1 when run); per degree the step time, its communication share and speed-up.
+ */
+export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEfficiency {
+  const degrees = [...report.degrees].sort((a, b) => a.config.tp - b.config.tp);
+  if (degrees.length === 0) return { gemms: [], steps: [] };
+  const merged = degrees.map((d) => mergeByName(d.gemms));
+  const base = merged[0];
+  const t0 = degrees[0].config.tp;
+  const gemms: GemmRow[] = [...base.values()].map((g0) => ({
+    name: g0.name,
+    phase: g0.phase,
+    split: gemmSplit(g0.name),
+    byDegree: degrees.flatMap((d, i) => {
+      const g = merged[i].get(g0.name);
+      if (!g) return [];
+      const t = d.config.tp;
+      return [{ ...g, t, efficiency: g0.gflops > 0 ? g.gflops / g0.gflops : NaN, timeOverIdeal: g0.ms > 0 ? (g.ms * t) / (g0.ms * t0) : NaN }];
+    }),
+  }));
+  const first = pickTimeline(degrees[0], overlap);
+  const firstCompute = maxOf(degrees[0].computeMs);
+  const steps = degrees.flatMap((d): StepAtDegree[] => {
+    const tl = pickTimeline(d, overlap);
+    if (!tl || !first) return [];
+    const computeMs = maxOf(tl.computeMs);
+    return [{
+      t: d.config.tp, comm: tl.comm, stepMs: tl.stepMs, computeMs, commMs: maxOf(tl.commMs), exposedMs: maxOf(tl.exposedMs),
+      commShare: tl.stepMs > 0 ? maxOf(tl.exposedMs) / tl.stepMs : 0,
+      speedup: first.stepMs / tl.stepMs,
+      computeSpeedup: firstCompute > 0 ? firstCompute / maxOf(d.computeMs) : NaN,
+    }];
+  });
+  return { gemms, steps };
+}
+
+/** GEMMs with one name (e.g. attention per batch row) as one: FLOPs and time summed, shape of the first. */
+function mergeByName(gs: readonly SweepGemm[]): Map<string, SweepGemm> {
+  const m = new Map<string, SweepGemm>();
+  for (const g of gs) {
+    const key = `${g.name}`;
+    const prev = m.get(key);
+    if (!prev) m.set(key, g);
+    else {
+      const flops = prev.flops + g.flops, ms = prev.ms + g.ms;
+      m.set(key, { ...prev, flops, ms, gflops: ms > 0 ? flops / ms / 1e6 : 0 });
+    }
+  }
+  return m;
+}
