@@ -3,7 +3,7 @@ import * as d3 from 'd3';
 import type { Timeline } from '../trace/schedule.ts';
 import { formatMs, labelCandidates, tooltipLines } from './timeline-format.ts';
 import { fitLabel, laneBlocks, laneLayout, phaseSpans, shownEvents, shownSpan, shownTotals, visibleRange, type Lane, type PhaseView, type ViewBlock } from './timeline-layout.ts';
-import { bandFill, blockFill, computeFill, exposedColor, fontPx, margin } from './timeline-style.ts';
+import { bandFill, blockFill, computeFill, exposedColor, fontPx, margin, totalsWidth } from './timeline-style.ts';
 import { drawLaneNames, drawTotals, textMeasure } from './timeline-text.ts';
 
 /** Callbacks of a chart. */
@@ -76,14 +76,15 @@ export class TimelineChart {
     const layout = laneLayout(tl.ranks);
     this.lanes = layout.lanes;
     this.lanesH = layout.height;
-    this.plotW = Math.max(200, width - margin.left - margin.right);
+    const right = totalsWidth(width);
+    this.plotW = Math.max(200, width - margin.left - right);
     this.x = d3.scaleLinear().domain([span.t0, span.t1 > span.t0 ? span.t1 : span.t0 + 1]).range([0, this.plotW]);
     this.perLane = laneBlocks(events);
-    this.svg.attr('width', this.plotW + margin.left + margin.right).attr('height', this.lanesH + margin.top + margin.bottom);
+    this.svg.attr('width', this.plotW + margin.left + right).attr('height', this.lanesH + margin.top + margin.bottom);
     this.skeleton();
     this.drawBlocks();
     drawLaneNames(this.svg.append('g').attr('transform', `translate(0,${margin.top})`), this.lanes);
-    drawTotals(this.svg.append('g').attr('transform', `translate(${margin.left + this.plotW + 14},${margin.top})`), this.lanes, shownTotals(tl, phase), span);
+    drawTotals(this.svg.append('g').attr('transform', `translate(${margin.left + this.plotW + 14},${margin.top})`), this.lanes, shownTotals(tl, phase), span, right < margin.right);
     const maxK = Math.max(1, (this.x.domain()[1] - this.x.domain()[0]) / minWindowMs);
     const ext: [[number, number], [number, number]] = [[0, 0], [this.plotW, this.lanesH]];
     this.zoom.scaleExtent([1, maxK]).extent(ext).translateExtent(ext).on('zoom', (ev: d3.D3ZoomEvent<SVGGElement, unknown>) => this.apply(ev.transform));
@@ -217,12 +218,12 @@ export class TimelineChart {
       return { phase: s.phase, x: (a + b) / 2, show: b - a > 90 };
     }).filter((s) => s.show);
     this.top.selectAll<SVGTextElement, (typeof names)[number]>('text.phase').data(names, (d) => d.phase).join('text').attr('class', 'phase')
-      .attr('x', (d) => d.x).attr('y', -8).attr('text-anchor', 'middle').attr('font-weight', 600).attr('fill', '#333').text((d) => `${d.phase} pass`);
+      .attr('x', (d) => d.x).attr('y', -6).attr('text-anchor', 'middle').attr('font-weight', 600).attr('fill', '#333').text((d) => `${d.phase} pass`);
     const ex = zx(this.end.t1);
     const step = ex >= 0 && ex <= this.plotW + 1 ? [ex] : [];
     this.top.selectAll<SVGTextElement, number>('text.step').data(step).join('text').attr('class', 'step')
-      .attr('x', (d) => Math.max(d - 6, 0)).attr('y', -20).attr('text-anchor', (d) => (d - 6 > 260 ? 'end' : 'start')).attr('font-weight', 700).attr('fill', '#111')
-      .text(`end ${formatMs(this.end.t1)} ▸ rank ${this.end.endRank} is last`);
+      .attr('x', (d) => Math.max(d - 6, 0)).attr('y', -24).attr('text-anchor', (d) => (d - 6 > 200 ? 'end' : 'start')).attr('font-weight', 700).attr('fill', '#111')
+      .text(`step end ${formatMs(this.end.t1)} · rank ${this.end.endRank}`);
   }
 
   private hover(ev: PointerEvent): void {

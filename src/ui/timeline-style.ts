@@ -27,8 +27,16 @@ export const bandFill: Record<OpPhase, string> = { forward: '#eef3fa', backward:
 /** Font sizes, px: lane names and totals, block labels, axis. */
 export const fontPx = { lane: 15, block: 13, axis: 13, top: 14 } as const;
 
-/** Margins around the plot, px: lane names on the left, totals on the right, phase names on top, axis below. */
-export const margin = { left: 172, right: 300, top: 40, bottom: 34 } as const;
+/** Margins around the plot, px: lane names on the left, totals on the right (wide layout), phase names on top, axis below. */
+export const margin = { left: 172, right: 300, top: 42, bottom: 34 } as const;
+
+/** Below this width the totals column is narrow and its lines short ("181 µs · exposed 126 µs"), px. */
+export const compactBelowPx = 1000;
+
+/** Width of the totals column for an element `width` px wide. */
+export function totalsWidth(width: number): number {
+  return width < compactBelowPx ? 232 : margin.right;
+}
 
 /** The element's shadow CSS. */
 export const timelineStyles = css`

@@ -30,20 +30,21 @@ export function drawLaneNames(g: G, lanes: readonly Lane[]): void {
 
 /**
  * Totals right of each lane: compute time on the compute lane; comm and exposed (red) on the comm
- * lane; the shown pass's end and its last rank on top.
+ * lane; the shown pass's end and its last rank on top. `compact` drops the words the lane names
+ * already say ("compute", "comm").
  */
-export function drawTotals(g: G, lanes: readonly Lane[], totals: readonly ShownTotals[], end: { t1: number; endRank: number }): void {
-  g.attr('font-size', fontPx.lane).attr('fill', '#111');
+export function drawTotals(g: G, lanes: readonly Lane[], totals: readonly ShownTotals[], end: { t1: number; endRank: number }, compact = false): void {
+  g.attr('font-size', compact ? fontPx.lane - 1 : fontPx.lane).attr('fill', '#111');
   g.append('text').attr('class', 'step-total').attr('y', -14).attr('font-weight', 700).text(`step ${formatMs(end.t1)} (rank ${end.endRank})`);
   for (const lane of lanes) {
     const tot = totals[lane.rank];
     if (!tot) continue;
     const t = g.append('text').attr('class', 'lane-total').attr('y', lane.y + lane.height / 2).attr('dy', '0.35em');
     if (lane.kind === 'compute') {
-      t.append('tspan').attr('font-weight', 600).text(`compute ${formatMs(tot.computeMs)}`);
+      t.append('tspan').attr('font-weight', 600).text(`${compact ? '' : 'compute '}${formatMs(tot.computeMs)}`);
       continue;
     }
-    t.append('tspan').text(`comm ${formatMs(tot.commMs)} · `);
+    t.append('tspan').text(`${compact ? '' : 'comm '}${formatMs(tot.commMs)} · `);
     t.append('tspan').attr('fill', exposedColor).attr('font-weight', 700).text(`exposed ${formatMs(tot.exposedMs)}`);
   }
 }
