@@ -17,9 +17,9 @@ async function gpt2(tp: number, overlap: boolean): Promise<{ plan: LayerPlan; tl
 
 const frame = () => new Promise<number>((r) => requestAnimationFrame(r));
 
-async function mount(tl: Timeline, props: Partial<Pick<TpTimeline, 'phase' | 'caption'>> = {}): Promise<TpTimeline> {
+async function mount(tl: Timeline, props: Partial<Pick<TpTimeline, 'phase' | 'caption'>> = {}, width = 1200): Promise<TpTimeline> {
   const el = document.createElement('tp-timeline');
-  el.style.width = '1200px';
+  el.style.width = `${width}px`;
   Object.assign(el, props);
   el.timeline = tl;
   document.body.append(el);
@@ -150,5 +150,15 @@ describe('<tp-timeline> on a scheduled gpt2-layer step', () => {
     expect(totals[1]).toMatch(/^comm 150 µs · exposed 150 µs$/);
     expect(el.shadowRoot!.querySelector('text.step-total')!.textContent).toBe('step 91.5 ms (rank 0)');
     expect(q(el, 'line.step-end').length).toBe(1);
+  });
+
+  test('in a narrow element the totals drop the words the lane names already say and the whole chart fits the element', async () => {
+    const el = await mount((await gpt2(4, false)).tl, {}, 860);
+    const totals = q(el, 'text.lane-total').map((t) => t.textContent);
+    expect(totals[0]).toBe('91.4 ms');
+    expect(totals[1]).toBe('150 µs · exposed 150 µs');
+    const svg = el.shadowRoot!.querySelector('svg.plot')!;
+    expect(svg.getBoundingClientRect().width).toBeLessThanOrEqual(860);
+    for (const t of q(el, 'text.lane-total')) expect(t.getBoundingClientRect().right).toBeLessThanOrEqual(svg.getBoundingClientRect().right + 0.5);
   });
 });
