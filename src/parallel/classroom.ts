@@ -291,7 +291,7 @@ function attentionStep(runs: ClassroomRuns): ClassroomStep {
     text: `The same pattern: QKV is a ColumnParallelLinear (rank r computes its heads/t = ${c.heads / t} query heads), attention per head is local, and the output projection is a RowParallelLinear whose partial sums g all-reduces. With ${c.groups} KV groups for ${c.heads} heads, ${repl ? `groups < t: each rank keeps a copy of the one group its heads read (the KV weights are replicated, and their gradients summed over the copies)` : `each rank keeps groups/t = ${c.groups / t} whole group(s)`}.`,
     megatron: ['ColumnParallelLinear (linear_qkv)', 'RowParallelLinear (linear_proj)', 'reduce_from_tensor_model_parallel_region'],
     collectives: [collective('all-reduce', bytesSH, t, 'reduce_from_tensor_model_parallel_region', 'g forward: sum the heads\' partial outputs')],
-    panels: [...perRank(R, (r) => `attention partial, rank ${r}`, '[s, h]', (d) => d.attnPartial), shared('Σ over ranks (all-reduced)', '[s, h]', R[0].attn)],
+    panels: [...perRank(R, (r) => `attention partial, rank ${r}`, '[s, h]', (d) => d.attnPartial), shared('Σ over ranks (all-reduced)', '[s, h]', R[0].attn), shared('attention output at TP=1', '[s, h]', runs.reference.attn)],
     checks: [checkAgainst(c, 'attention output vs TP=1', R[0].attn, runs.reference.attn)],
   };
 }
