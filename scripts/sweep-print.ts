@@ -1,4 +1,5 @@
 import type { SweepReport } from '../src/bench/sweep.ts';
+import { gemmEfficiency } from '../src/ui/gemm-efficiency.ts';
 
 const pad = (v: string | number, n: number): string => String(v).padStart(n);
 const mib = (b: number): string => `${(b / 2 ** 20).toFixed(2)} MiB`;
@@ -34,4 +35,21 @@ export function printSweep(r: SweepReport): void {
     }
     console.log('\n  memory per rank: ' + d.memory.map((m) => `r${m.rank} params ${mib(m.parameterBytes)} grads ${mib(m.gradientBytes)} acts ${mib(m.activationBytes)}`).join(' | '));
   }
+  if (r.degrees.length > 1) printEfficiency(r);
+}
+
+/** What #view=gemm shows: per GEMM, GFLOP/s at each degree (% of the lowest degree's), and the step's speed-up vs the ideal. */
+function printEfficiency(r: SweepReport): void {
+  const eff = gemmEfficiency(r, false);
+  const ts = eff.steps.map((s) => s.t);
+  console.log(`
+=== GEMM efficiency vs t (GFLOP/s, % of t=${ts[0]}) ===`);
+  console.log(`  ${'GEMM'.padEnd(22)}${'split'.padEnd(8)}${ts.map((t) => pad(`t=${t}`, 16)).join('')}`);
+  for (const g of eff.gemms) {
+    console.log(`  ${g.name.padEnd(22)}${g.split.padEnd(8)}${ts.map((t) => {
+      const d = g.byDegree.find((x) => x.t === t);
+      return pad(d ? `${d.gflops.toPrecision(3)} (${(d.efficiency * 100).toFixed(0)}%)` : '—', 16);
+    }).join('')}`);
+  }
+  for (const s of eff.steps) console.log(`  t=${s.t}: step ${ms(s.stepMs)} ms (${s.comm}), exposed comm ${(s.commShare * 100).toFixed(2)}% of it, speed-up ${s.speedup.toFixed(2)}× (compute alone ${s.computeSpeedup.toFixed(2)}×, ideal ${s.t / ts[0]}×)`);
 }
