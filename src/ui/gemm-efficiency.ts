@@ -64,7 +64,7 @@ export interface StepAtDegree {
   readonly exposedMs: number;
   /** exposedMs / stepMs: the share of the step that is communication waiting. */
   readonly commShare: number;
-  /** step(t = 1) / step(t) with compute + comm, and with compute alone; the ideal is t. */
+  /** step(t = 1) / step(t) with compute + comm, and with the scheduled compute alone (same timelines); the ideal is t. */
   readonly speedup: number;
   readonly computeSpeedup: number;
 }
@@ -105,7 +105,7 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
     }),
   }));
   const first = pickTimeline(degrees[0], overlap);
-  const firstCompute = maxOf(degrees[0].computeMs);
+  const firstCompute = first ? maxOf(first.computeMs) : NaN;
   const steps = degrees.flatMap((d): StepAtDegree[] => {
     const tl = pickTimeline(d, overlap);
     if (!tl || !first) return [];
@@ -114,7 +114,7 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
       t: d.config.tp, comm: tl.comm, stepMs: tl.stepMs, computeMs, commMs: maxOf(tl.commMs), exposedMs: maxOf(tl.exposedMs),
       commShare: tl.stepMs > 0 ? maxOf(tl.exposedMs) / tl.stepMs : 0,
       speedup: first.stepMs / tl.stepMs,
-      computeSpeedup: firstCompute > 0 ? firstCompute / maxOf(d.computeMs) : NaN,
+      computeSpeedup: firstCompute > 0 && computeMs > 0 ? firstCompute / computeMs : NaN,
     }];
   });
   return { gemms, steps };
