@@ -1,7 +1,8 @@
-import type { LayerConfig } from './config.ts';
+import { presets, type LayerConfig } from './config.ts';
 import type { NamedCollective } from './layer-comm.ts';
 import { oracleTolerance } from './oracle.ts';
 import { rankOwnership } from './ownership.ts';
+import { legalTpDegrees } from './validate.ts';
 
 /** A matrix as it crosses the worker boundary: row-major values and its shape [rows, cols]. */
 export interface ClassroomMatrix {
@@ -90,6 +91,12 @@ export interface ClassroomStep {
   readonly collectives: readonly ClassroomCollective[];
   readonly panels: readonly ClassroomPanel[];
   readonly checks: readonly ClassroomCheck[];
+}
+
+/** The classroom degree for a requested t: t itself when legal for the preset, else the largest legal degree below it. */
+export function classroomDegree(tp: number): number {
+  const legal = legalTpDegrees(presets.classroom, true);
+  return legal.filter((d) => d <= tp).pop() ?? 1;
 }
 
 /** max |a_i − b_i| (Infinity when the lengths differ). */

@@ -1,7 +1,7 @@
 // <tp-classroom>: Column/Row parallel step by step on the classroom preset, with the ranks' real numbers.
 import { LitElement, html, nothing, type PropertyValues, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
-import { attentionPicture, classroomSteps, type ClassroomCollective, type ClassroomRuns, type ClassroomStep } from '../parallel/classroom.ts';
+import { attentionPicture, classroomDegree, classroomSteps, type ClassroomCollective, type ClassroomRuns, type ClassroomStep } from '../parallel/classroom.ts';
 import { configFromPreset, presets, type LayerConfig } from '../parallel/config.ts';
 import { legalTpDegrees } from '../parallel/validate.ts';
 import { createLayerPool } from '../ranks/layer-run.ts';
@@ -9,12 +9,6 @@ import { loadClassroomRuns } from './classroom-data.ts';
 import { matrixGrid } from './classroom-matrix.ts';
 import { classroomStyles, rankColor } from './classroom-style.ts';
 import { panelStyles } from './page-style.ts';
-
-/** The classroom degree for a requested t: t itself when legal for the preset, else the largest legal degree below it. */
-export function classroomDegree(tp: number): number {
-  const legal = legalTpDegrees(presets.classroom, true);
-  return legal.filter((d) => d <= tp).pop() ?? 1;
-}
 
 const opWords: Record<ClassroomCollective['op'], string> = {
   'all-reduce': 'all-reduce', 'all-gather': 'all-gather', 'reduce-scatter': 'reduce-scatter', identity: 'no communication (identity)',

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { attentionPicture, checkAgainst, classroomSteps, concatRows, sumMatrices, type ClassroomMatrix, type ClassroomRankData } from '../../../src/parallel/classroom.ts';
+import { attentionPicture, checkAgainst, classroomDegree, classroomSteps, concatRows, sumMatrices, type ClassroomMatrix, type ClassroomRankData } from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 
 const m = (rows: number, cols: number, f: (i: number) => number): ClassroomMatrix => ({ shape: [rows, cols], data: Float32Array.from({ length: rows * cols }, (_, i) => f(i)) });
@@ -62,5 +62,9 @@ describe('classroom steps', () => {
     expect(p.heads.map((h) => [h.rank, h.group])).toEqual([[0, 0], [1, 0], [2, 1], [3, 1]]);
     expect(p.groups).toEqual([{ group: 0, ranks: [0, 1], replicated: true }, { group: 1, ranks: [2, 3], replicated: true }]);
     expect(attentionPicture(configFromPreset('classroom', { tp: 2 })).groups.map((g) => g.replicated)).toEqual([false, false]);
+  });
+
+  test('the classroom preset (4 heads, 2 KV groups, s 8) takes t = 1, 2, 4; other requests fall to the legal degree below', () => {
+    expect([1, 2, 3, 4, 8, 16].map(classroomDegree)).toEqual([1, 2, 2, 4, 4, 4]);
   });
 });
