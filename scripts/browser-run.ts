@@ -21,7 +21,12 @@ export async function withPage<T>(path: string, body: (page: Page, pageErrors: s
   const server = await createServer({ server: { port: 0, host: '127.0.0.1', hmr: false, watch: null }, logLevel: 'error', clearScreen: false });
   await server.listen();
   try {
-    return await openInChromium(server.resolvedUrls?.local[0], path, body);
+    const open = await openInChromium(server.resolvedUrls?.local[0], path);
+    try {
+      return await body(open.page, open.pageErrors);
+    } finally {
+      await open.close();
+    }
   } finally {
     await server.close();
   }
@@ -33,23 +38,51 @@ export interface PageOptions {
   readonly viewport?: { readonly width: number; readonly height: number };
 }
 
+/** A page open in headless Chromium, its collected page errors, and how to close page, browser and server. */
+export interface OpenPage {
+  readonly page: Page;
+  readonly pageErrors: string[];
+  readonly base: string;
+  close(): Promise<void>;
+}
+
 /**
- * Like withPage, but against the production build: runs `vite build` into `outDir` (default
- * dist/), serves it with `vite preview` (COOP/COEP from vite.config.ts) and opens `path` there.
+ * Serves the production build: runs `vite build` into `outDir` (default dist/), serves it with
+ * `vite preview` (COOP/COEP from vite.config.ts) and opens `path` there in headless Chromium with
+ * WebGPU. The caller must `close()` it (for suites that share one page across tests).
  */
-export async function withBuiltPage<T>(path: string, body: (page: Page, pageErrors: string[]) => Promise<T>, opts: PageOptions & { readonly outDir?: string } = {}): Promise<T> {
+export async function openBuiltPage(path: string, opts: PageOptions & { readonly outDir?: string } = {}): Promise<OpenPage> {
   const outDir = opts.outDir ?? 'dist';
-  await build({ logLevel: 'error', build: { outDir, emptyOutDir: true } });
+  // Vite picks packages' "production" exports (lit without dev-mode checks) only when NODE_ENV says so; vitest sets "test".
+  const env = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ logLevel: 'error', mode: 'production', build: { outDir, emptyOutDir: true } });
+  } finally {
+    process.env.NODE_ENV = env;
+  }
   const server = await preview({ preview: { port: 0, host: '127.0.0.1' }, build: { outDir }, logLevel: 'error' });
   try {
-    return await openInChromium(server.resolvedUrls?.local[0], path, body, opts);
-  } finally {
+    const open = await openInChromium(server.resolvedUrls?.local[0], path, opts);
+    return { ...open, close: async () => { await open.close(); await server.close(); } };
+  } catch (e) {
     await server.close();
+    throw e;
+  }
+}
+
+/** Like withPage, but against the production build served by `vite preview` (see openBuiltPage). */
+export async function withBuiltPage<T>(path: string, body: (page: Page, pageErrors: string[]) => Promise<T>, opts: PageOptions & { readonly outDir?: string } = {}): Promise<T> {
+  const open = await openBuiltPage(path, opts);
+  try {
+    return await body(open.page, open.pageErrors);
+  } finally {
+    await open.close();
   }
 }
 
 /** Opens `path` under `base` in headless Chromium with WebGPU; page errors are collected, console errors and warnings go to stderr. */
-async function openInChromium<T>(base: string | undefined, path: string, body: (page: Page, pageErrors: string[]) => Promise<T>, opts: PageOptions = {}): Promise<T> {
+async function openInChromium(base: string | undefined, path: string, opts: PageOptions = {}): Promise<OpenPage> {
   if (!base) throw new Error('withPage: the Vite server reported no local URL.');
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs, headless: true });
   try {
@@ -60,9 +93,10 @@ async function openInChromium<T>(base: string | undefined, path: string, body: (
       if (m.type() === 'error' || m.type() === 'warning') process.stderr.write(`[page ${m.type()}] ${m.text()}\n`);
     });
     await page.goto(new URL(path.replace(/^\//, ''), base).href);
-    return await body(page, pageErrors);
-  } finally {
+    return { page, pageErrors, base, close: () => browser.close() };
+  } catch (e) {
     await browser.close();
+    throw e;
   }
 }
 

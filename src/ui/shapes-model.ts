@@ -48,10 +48,10 @@ const specs: readonly BoundarySpec[] = [
 
 /** In words, for the page. */
 export const layoutWords: Record<Layout, string> = {
-  replicated: 'replicated on every rank',
-  'sequence-sharded': 'sequence-sharded (s/t tokens per rank)',
-  'split-last': 'split along the last dim',
-  'partial-sums': 'partial sums (each rank holds a part of the sum)',
+  replicated: 'replicated',
+  'sequence-sharded': 'sequence-sharded',
+  'split-last': 'split on the last dim',
+  'partial-sums': 'partial sums',
 };
 
 /**

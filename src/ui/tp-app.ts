@@ -55,23 +55,26 @@ export class TpApp extends LitElement {
     .banner.info { background: #e8f0fb; border-left: 5px solid #2a6cc4; }
     .sources { margin: 0 0 6px; font-size: 15px; }
     .top { display: flex; flex-wrap: wrap; gap: 12px 24px; align-items: flex-start; justify-content: space-between; }
-    .totals { font-size: 15px; flex: 1 1 520px; }
+    .totals { font-size: 15px; flex: 1 1 360px; }
+    tp-oracle-badge { flex: 0 1 auto; }
     .totals strong { font-size: 18px; }
     .stale { opacity: 0.55; transition: opacity 0.2s; }
-    .panels { display: grid; grid-template-columns: minmax(0, 3fr) minmax(320px, 2fr); gap: 12px; }
-    @media (max-width: 1500px) { .panels { grid-template-columns: 1fr; } }
+    .panels { display: grid; grid-template-columns: minmax(0, 1fr) 440px; gap: 12px; }
+    @media (max-width: 1600px) { .panels { grid-template-columns: 1fr; } }
   `];
 
   @state() private settings: Settings = settingsFromHash(location.hash).settings;
   @state() private hashIssues: readonly FieldIssue[] = [];
   @state() private issues: readonly FieldIssue[] = [];
-  @state() private notes: readonly string[] = [];
+  @state() private notes: readonly FieldIssue[] = [];
   @state() private result: PlaygroundResult | undefined;
   @state() private runError = '';
   @state() private busy = false;
   @state() private progress = '';
   private changed: keyof Settings | undefined;
   private shownKey = '';
+  /** The hash of the run on screen, mirrored on the host as `data-shown` (with `data-busy`) for scripts and tests. */
+  private shownHash = '';
   private running = false;
   private dirty = false;
   // Warm-ups between runs report progress too; only a run's lines replace the status.
@@ -120,7 +123,7 @@ export class TpApp extends LitElement {
   private async runOnce(s: Settings): Promise<void> {
     const config = configOf(s);
     const v = validateConfig(config);
-    this.notes = v.notes.map((n) => n.message);
+    this.notes = placeIssues(v.notes); // notes stay by their own control: moving them would shift the controls under the pointer
     const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
     let comm: ReturnType<typeof commOf> | undefined;
     try {
@@ -137,6 +140,7 @@ export class TpApp extends LitElement {
     try {
       this.result = await this.runner.run({ config, comm, overlap: s.overlap });
       this.shownKey = runKey(s);
+      this.shownHash = hashFromSettings(s);
       this.runError = '';
       this.progress = `ran t = ${s.tp} in ${formatMs(performance.now() - started)}`;
       this.prewarm(s);
@@ -168,6 +172,11 @@ export class TpApp extends LitElement {
     location.hash = hashFromSettings({ ...this.settings, view });
   }
 
+  protected override updated(): void {
+    this.dataset.busy = String(this.busy);
+    this.dataset.shown = this.shownHash;
+  }
+
   protected override render() {
     const s = this.settings;
     const r = this.result;
@@ -181,7 +190,7 @@ export class TpApp extends LitElement {
         <div class="status" role="status" aria-live="polite" data-busy=${String(this.busy)} data-status>${this.progress || 'starting…'}</div>
       </header>
       <div class="layout">
-        <aside><tp-controls .settings=${s} .issues=${[...this.hashIssues, ...this.issues]} @settings-change=${this.onChange}></tp-controls></aside>
+        <aside><tp-controls .settings=${s} .issues=${[...this.hashIssues, ...this.issues]} .notes=${this.notes} @settings-change=${this.onChange}></tp-controls></aside>
         <main>
           ${this.renderBanners(stale)}
           ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}
@@ -197,7 +206,6 @@ export class TpApp extends LitElement {
       ${isolated || !PlaygroundRunner.hasWebGpu() ? nothing : html`<p class="banner info" data-banner="message-port">This page is not cross-origin isolated, so the ranks exchange data over the MessagePort transport (the shared-memory ring needs the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp).</p>`}
       ${this.runError ? html`<p class="banner error" role="alert" data-banner="run-error">The run failed: ${this.runError}${this.result ? ' The last good run is still shown.' : ''}</p>` : nothing}
       ${stale && this.result && !this.runError && this.issues.length ? html`<p class="banner error" data-banner="stale">These settings cannot run (see the message in red beside the control); the last good run (t = ${this.result.config.tp}) is still shown.</p>` : nothing}
-      ${this.notes.map((n) => html`<p class="banner info" data-banner="note">${n}</p>`)}
     `;
   }
 

@@ -95,7 +95,7 @@ export class TpControls extends LitElement {
         padding: 4px 6px;
       }
       .hint {
-        font-size: 13px;
+        font-size: 13.5px;
         color: #374151;
         margin: 2px 0;
       }
@@ -110,13 +110,16 @@ export class TpControls extends LitElement {
   @property({ attribute: false }) settings: Settings | undefined;
   /** Messages to show next to their controls (validation errors, bad hash values). */
   @property({ attribute: false }) issues: readonly FieldIssue[] = [];
+  /** Information to show next to their controls (KV replication, vocabulary padding, SP at t = 1). */
+  @property({ attribute: false }) notes: readonly FieldIssue[] = [];
   /** Local parse errors of number inputs, by control. */
   @state() private local: Partial<Record<ControlField, string>> = {};
   /** The link chosen while comm is measured, so switching to modeled restores it. */
   @state() private lastLink = 'pcie-gen3';
 
   private emit(settings: Settings, field: ControlField): void {
-    this.local = { ...this.local, [field]: undefined };
+    // Re-render only to clear a shown parse error: a re-render now would put back the old value until the new settings arrive.
+    if (this.local[field]) this.local = { ...this.local, [field]: undefined };
     this.dispatchEvent(new CustomEvent<SettingsChangeDetail>('settings-change', { detail: { settings, field }, bubbles: true, composed: true }));
   }
 
@@ -131,9 +134,10 @@ export class TpControls extends LitElement {
   }
 
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
+    const notes = this.notes.filter((n) => n.field === field).map((n) => html`<p class="hint" data-note-for=${field}>${n.message}</p>`);
     const msgs = [...this.issues.filter((i) => i.field === field).map((i) => i.message), ...(this.local[field] ? [this.local[field]] : [])];
-    if (!msgs.length) return nothing;
-    return html`${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`;
+    if (!msgs.length && !notes.length) return nothing;
+    return html`${notes}${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`;
   }
 
   private invalid(field: ControlField): 'true' | 'false' {

@@ -50,7 +50,11 @@ export class TpOracleBadge extends LitElement {
         font-size: 14px;
       }
       details {
-        margin-top: 6px;
+        margin-top: 4px;
+      }
+      .cpu {
+        margin: 4px 0 0;
+        font-size: 14px;
       }
       summary {
         cursor: pointer;

@@ -25,7 +25,7 @@ export class TpShapes extends LitElement {
     css`
       .grid {
         display: grid;
-        grid-template-columns: repeat(auto-fit, minmax(420px, 1fr));
+        grid-template-columns: repeat(auto-fit, minmax(440px, 1fr));
         gap: 12px 22px;
       }
       .layout-replicated {
@@ -38,6 +38,9 @@ export class TpShapes extends LitElement {
       .layout-partial-sums {
         color: #8a4b00;
         font-weight: 600;
+      }
+      td.mono, td code {
+        white-space: nowrap;
       }
       .bar {
         display: flex;
@@ -77,12 +80,12 @@ export class TpShapes extends LitElement {
     return html`<h2>Activations at each boundary (forward, every rank)</h2>
       <table data-section="boundaries">
         <thead>
-          <tr><th>after</th><th>layout</th><th>local shape</th><th>across the ${t} rank${t > 1 ? 's' : ''}</th></tr>
+          <tr><th>after</th><th>per rank</th><th>local shape</th><th>across ${t} rank${t > 1 ? 's' : ''}</th></tr>
         </thead>
         <tbody>
           ${boundaries(plan).map(
             (b) => html`<tr data-op=${b.op} data-layout=${b.layout}>
-              <td>${b.label} <code>${b.op}</code></td>
+              <td>${b.label}</td>
               <td><code>${b.symbolic}</code></td>
               <td class="mono">${shape(b.shape)}</td>
               <td class=${`layout-${b.layout}`}>${layoutWords[b.layout]}</td>

@@ -1,0 +1,141 @@
+// The page end to end: the production build served by `vite preview` (COOP/COEP), driven through its controls.
+import { readFile } from 'node:fs/promises';
+import type { Page } from 'playwright';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { partialOverlaps, type PerfettoTrace } from '../../src/trace/perfetto.ts';
+
+const runTimeout = 60_000;
+let open: OpenPage;
+let page: Page;
+
+/** Waits until the page shows a finished run whose hash contains every `part` (e.g. "tp=4", "sp=1"). */
+async function shownRun(...parts: string[]): Promise<void> {
+  await page.waitForFunction(
+    (want) => {
+      const app = document.querySelector('tp-app');
+      return app?.dataset.busy === 'false' && want.every((w) => (app.dataset.shown ?? '').includes(w));
+    },
+    parts.map((p) => `${p}&`),
+    { timeout: runTimeout },
+  );
+}
+
+const lanes = (kind: 'compute' | 'comm') => page.locator(`tp-timeline g[data-lane="${kind}"]`);
+const blocks = (kind: 'compute' | 'comm' | 'exposed') => page.locator(`tp-timeline rect[data-kind="${kind}"]`);
+const badge = () => page.locator('tp-oracle-badge .badge');
+
+/** The tooltip of the first forward block of `op` on rank 0's comm lane. */
+async function commTooltip(op: string): Promise<string> {
+  await page.locator(`tp-timeline g[data-lane="comm"][data-rank="0"] rect[data-kind="comm"][data-op="${op}"][data-phase="forward"]`).first().hover({ force: true });
+  const tip = page.locator('tp-timeline .tip');
+  await expect.poll(() => tip.isVisible()).toBe(true);
+  return (await tip.textContent()) ?? '';
+}
+
+async function expectRanks(t: number): Promise<void> {
+  expect(await lanes('compute').count()).toBe(t);
+  expect(await lanes('comm').count()).toBe(t);
+  const ranks = await lanes('compute').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-rank')));
+  expect(ranks).toEqual(Array.from({ length: t }, (_, r) => String(r)));
+  expect(await badge().getAttribute('data-pass')).toBe('true');
+}
+
+describe('the playground page (built, served locally)', () => {
+  beforeAll(async () => {
+    open = await openBuiltPage('/#tp=1', { outDir: 'test-results/e2e-dist', viewport: { width: 1280, height: 800 } });
+    page = open.page;
+  }, 120_000);
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  test('#tp=1 shows one rank’s lanes, no exposed communication on modeled PCIe, and a passing oracle', async () => {
+    await shownRun('tp=1', 'net=pcie-gen3');
+    await expectRanks(1);
+    expect(await blocks('compute').count()).toBeGreaterThan(10);
+    expect(await blocks('exposed').count()).toBe(0);
+    expect(await page.locator('tp-timeline .caption').textContent()).toMatch(/compute: measured on this machine's GPU.*Communication: modeled \(PCIe Gen3/);
+  });
+
+  test.each([2, 4])('choosing TP %i in the TP control redraws that many ranks’ lanes with exposed communication and a passing oracle', async (t) => {
+    await page.locator('tp-controls select[data-control="tp"]').selectOption(String(t));
+    await shownRun(`tp=${t}`);
+    await expectRanks(t);
+    expect(await blocks('exposed').count()).toBeGreaterThan(0);
+    expect(await page.evaluate(() => location.hash)).toContain(`tp=${t}&`);
+  });
+
+  test('after raising heads to 8, TP 8 runs with eight ranks’ lanes, exposed communication and a passing oracle', async () => {
+    await page.locator('tp-controls input[data-control="heads"]').fill('8');
+    await page.locator('tp-controls input[data-control="heads"]').dispatchEvent('change');
+    await shownRun('heads=8', 'tp=4');
+    await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
+    await shownRun('heads=8', 'tp=8');
+    await expectRanks(8);
+    expect(await blocks('exposed').count()).toBeGreaterThan(0);
+  });
+
+  test('sequence parallel replaces the forward all-reduces by reduce-scatter and all-gather', async () => {
+    expect(await commTooltip('attn.reduce')).toMatch(/all-reduce over 8 ranks/);
+    expect(await page.locator('tp-timeline rect[data-op="ln1.gather"]').count()).toBe(0);
+    await page.locator('tp-controls input[data-control="sp"]').click();
+    await shownRun('tp=8', 'sp=1');
+    expect(await commTooltip('attn.reduce')).toMatch(/reduce-scatter over 8 ranks/);
+    expect(await commTooltip('ln1.gather')).toMatch(/all-gather over 8 ranks/);
+    const forwardOps = await page.locator('tp-timeline rect[data-kind="comm"][data-phase="forward"]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-op')));
+    // Only the vocab-parallel loss keeps its (tiny) all-reduces forward; the [s,b,h] reductions are gone.
+    expect(forwardOps.filter((op) => op === 'attn.reduce' || op === 'mlp.reduce')).toHaveLength(16);
+    await expectRanks(8);
+  });
+
+  test('an illegal degree shows its message next to the TP control and keeps the last view', async () => {
+    const input = page.locator('tp-controls input[data-control="tp-number"]');
+    await input.fill('3');
+    await input.dispatchEvent('change');
+    const msg = page.locator('tp-controls [data-error-for="tp"]');
+    await expect.poll(() => msg.first().textContent(), { timeout: 10_000 }).toMatch(/heads \(8\) must be divisible by the TP degree t = 3.*legal t for 8 heads are 1, 2, 4, 8/);
+    // The message sits in the TP fieldset, beside the control that caused it.
+    expect(await msg.first().evaluate((el) => el.closest('fieldset')?.querySelector('legend')?.textContent)).toBe('Tensor parallel');
+    expect(await page.evaluate(() => location.hash)).toContain('tp=3&');
+    expect(await page.locator('tp-app').getAttribute('data-shown')).toContain('tp=8&');
+    await expectRanks(8);
+    await expect.poll(() => page.locator('[data-banner="stale"]').count()).toBe(1);
+    await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
+    await expect.poll(() => msg.count()).toBe(0);
+  });
+
+  test('the Perfetto export parses and holds one process per rank whose slices never partially overlap on one thread', async () => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('tp-exports button[data-export="perfetto"]').click()]);
+    expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.json');
+    const trace = JSON.parse(await readFile((await download.path())!, 'utf8')) as PerfettoTrace;
+    const processes = trace.traceEvents.filter((e) => e.ph === 'M' && e.name === 'process_name');
+    expect(new Set(processes.map((e) => e.pid)).size).toBe(8);
+    expect(trace.traceEvents.filter((e) => e.ph === 'X').length).toBeGreaterThan(8 * 40);
+    expect(partialOverlaps(trace)).toEqual([]);
+  });
+
+  test('the Megatron-LM arguments match the run', async () => {
+    const args = (await page.locator('tp-exports pre[data-export="megatron"]').textContent()) ?? '';
+    expect(args).toContain('--tensor-model-parallel-size 8');
+    expect(args).toContain('--sequence-parallel');
+    expect(args).toContain('--num-attention-heads 8');
+    expect(args).toContain('--num-query-groups 2');
+  });
+
+  test.each([
+    [1280, 800],
+    [1920, 1080],
+  ])('the page fits %i×%i without horizontal scrolling (screenshot kept in test-results/)', async (width, height) => {
+    await page.mouse.move(5, 5); // no tooltip left open
+    await page.setViewportSize({ width, height });
+    await page.waitForTimeout(300); // the timeline redraws on resize
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    const svg = await page.locator('tp-timeline svg.plot').boundingBox();
+    expect(svg && svg.x + svg.width).toBeLessThanOrEqual(width);
+    await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
+    await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
+    expect(open.pageErrors).toEqual([]);
+  });
+});
