@@ -129,6 +129,7 @@ describe('the playground page (built, served locally)', () => {
   ])('the page fits %i×%i without horizontal scrolling (screenshot kept in test-results/)', async (width, height) => {
     await page.mouse.move(5, 5); // no tooltip left open
     await page.setViewportSize({ width, height });
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.waitForTimeout(300); // the timeline redraws on resize
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow).toBeLessThanOrEqual(0);
@@ -137,5 +138,23 @@ describe('the playground page (built, served locally)', () => {
     await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
     await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
     expect(open.pageErrors).toEqual([]);
+  });
+
+  test('without WebGPU the page says how to enable it and still shows the plan, shapes and a modeled timeline', async () => {
+    const context = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
+    const bare = await context.newPage();
+    try {
+      await bare.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined }));
+      await bare.goto(new URL('/#tp=4', open.base).href);
+      await bare.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=4&'), null, { timeout: runTimeout });
+      expect(await bare.locator('[data-banner="no-webgpu"]').textContent()).toMatch(/no WebGPU.*--enable-unsafe-webgpu/);
+      expect(await bare.locator('tp-timeline g[data-lane="compute"]').count()).toBe(4);
+      expect(await bare.locator('tp-timeline rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
+      expect(await bare.locator('tp-timeline .caption').textContent()).toMatch(/compute: modeled \(no WebGPU here/);
+      expect(await bare.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('none');
+      expect(await bare.locator('tp-shapes table[data-section="boundaries"] tr[data-layout]').count()).toBeGreaterThan(5);
+    } finally {
+      await context.close();
+    }
   });
 });
