@@ -10,8 +10,10 @@ import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
 import { formatMs } from './timeline-format.ts';
 import { commOf, configOf, hashFromSettings, mainViews, settingsFromHash, type MainView, type Settings } from './state.ts';
 import type { SettingsChangeDetail } from './tp-controls.ts';
+import './tp-classroom.ts';
 import './tp-controls.ts';
 import './tp-exports.ts';
+import './tp-gemm-view.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import './tp-timeline.ts';
@@ -226,7 +228,9 @@ export class TpApp extends LitElement {
       <section class="card ${stale ? 'stale' : ''}" data-sources>
         ${s.view === 'timeline'
           ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
-          : html`<p class="sources">${sources}</p><p class="note" data-later-view=${s.view}>The ${viewNames[s.view]} view is coming in a later issue; the Timeline view shows this run now.</p>`}
+          : s.view === 'classroom'
+            ? html`<tp-classroom .tp=${s.tp}></tp-classroom>`
+            : html`<tp-gemm-view .config=${configOf(s)} .net=${s.net} .overlap=${s.overlap}></tp-gemm-view>`}
       </section>
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
