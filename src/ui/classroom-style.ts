@@ -20,7 +20,7 @@ export const classroomStyles = css`
   .megatron code, .coll code { font-size: 16px; background: #eef2f7; padding: 1px 5px; border-radius: 3px; }
   .coll { margin: 4px 0; font-size: 17px; }
   .panels { display: flex; flex-wrap: wrap; gap: 18px 26px; align-items: flex-start; margin-top: 10px; }
-  figure { margin: 0; }
+  figure { margin: 0; max-width: 100%; overflow-x: auto; }
   figcaption { font-size: 17px; font-weight: 600; margin-bottom: 4px; }
   figcaption .dims { font-weight: 400; font-family: ui-monospace, 'DejaVu Sans Mono', monospace; margin-left: 6px; }
   .grid { display: grid; gap: 1px; border: 3px solid; width: max-content; font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 13px; }

@@ -30,6 +30,7 @@ export class TpGemmView extends LitElement {
       td.shape { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; white-space: nowrap; }
       td.low { color: #b00020; font-weight: 600; }
       .note { color: #444; font-size: 14px; max-width: 80em; }
+      .scroll { overflow-x: auto; }
     `,
   ];
 
@@ -170,7 +171,7 @@ export class TpGemmView extends LitElement {
         <h3>Step (measured compute, communication ${this.net === 'measured' ? 'measured here' : `modeled on ${this.net}`}, overlap ${this.overlap ? 'on' : 'off'})</h3>
         ${this.stepTable(eff)}
         <h3>Every GEMM of the layer</h3>
-        ${this.gemmTable(eff)}` : nothing}`;
+        <div class="scroll">${this.gemmTable(eff)}</div>` : nothing}`;
   }
 }
 
