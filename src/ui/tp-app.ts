@@ -67,6 +67,8 @@ export class TpApp extends LitElement {
 
   @state() private settings: Settings = settingsFromHash(location.hash).settings;
   @state() private hashIssues: readonly FieldIssue[] = [];
+  /** Hash keys the page does not know: no control to show them beside, so a banner names them. */
+  @state() private unknownKeys: readonly string[] = [];
   @state() private issues: readonly FieldIssue[] = [];
   @state() private notes: readonly FieldIssue[] = [];
   @state() private result: PlaygroundResult | undefined;
@@ -101,7 +103,9 @@ export class TpApp extends LitElement {
   private apply(): void {
     const { settings, messages } = settingsFromHash(location.hash);
     this.settings = settings;
-    this.hashIssues = messages.map((m) => ({ field: (mainViews as readonly string[]).includes(m.key) ? 'view' : (m.key as keyof Settings), message: m.message }));
+    const known = (k: string): k is keyof Settings => k in settings;
+    this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
+    this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
     void this.schedule();
   }
 
@@ -206,6 +210,7 @@ export class TpApp extends LitElement {
     return html`
       ${PlaygroundRunner.hasWebGpu() ? nothing : html`<p class="banner warn" data-banner="no-webgpu">This browser exposes no WebGPU, so nothing runs here: the plan, shapes and a timeline modeled from the cost model are shown instead. ${enableWebGpuHint}</p>`}
       ${isolated || !PlaygroundRunner.hasWebGpu() ? nothing : html`<p class="banner info" data-banner="message-port">This page is not cross-origin isolated, so the ranks exchange data over the MessagePort transport (the shared-memory ring needs the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp).</p>`}
+      ${this.unknownKeys.map((m) => html`<p class="banner warn" data-banner="hash">Link: ${m}</p>`)}
       ${this.runError ? html`<p class="banner error" role="alert" data-banner="run-error">The run failed: ${this.runError}${this.result ? ' The last good run is still shown.' : ''}</p>` : nothing}
       ${stale && this.result && !this.runError && this.issues.length ? html`<p class="banner error" data-banner="stale">These settings cannot run (see the message in red beside the control); the last good run (t = ${this.result.config.tp}) is still shown.</p>` : nothing}
     `;

@@ -140,12 +140,12 @@ describe('the playground page (built, served locally)', () => {
     expect(open.pageErrors).toEqual([]);
   });
 
-  test('without WebGPU the page says how to enable it and still shows the plan, shapes and a modeled timeline', async () => {
+  test('without WebGPU the page says how to enable it and still shows the plan, shapes and a modeled timeline; a bad link is named, not blank', async () => {
     const context = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
     const bare = await context.newPage();
     try {
       await bare.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined }));
-      await bare.goto(new URL('/#tp=4', open.base).href);
+      await bare.goto(new URL('/#tp=4&colour=red&pass=sideways', open.base).href);
       await bare.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=4&'), null, { timeout: runTimeout });
       expect(await bare.locator('[data-banner="no-webgpu"]').textContent()).toMatch(/no WebGPU.*--enable-unsafe-webgpu/);
       expect(await bare.locator('tp-timeline g[data-lane="compute"]').count()).toBe(4);
@@ -153,6 +153,8 @@ describe('the playground page (built, served locally)', () => {
       expect(await bare.locator('tp-timeline .caption').textContent()).toMatch(/compute: modeled \(no WebGPU here/);
       expect(await bare.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('none');
       expect(await bare.locator('tp-shapes table[data-section="boundaries"] tr[data-layout]').count()).toBeGreaterThan(5);
+      expect(await bare.locator('[data-banner="hash"]').textContent()).toMatch(/unknown key "colour" ignored/);
+      expect(await bare.locator('tp-controls [data-error-for="pass"]').textContent()).toMatch(/pass must be one of forward, backward, both, got "sideways"\. Using pass=both\./);
     } finally {
       await context.close();
     }
