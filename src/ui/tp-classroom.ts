@@ -129,7 +129,7 @@ export class TpClassroom extends LitElement {
         <h2 class="step-title">${s.title}</h2>
         <p class="text">${s.text}</p>
         <div class="megatron">Megatron: ${s.megatron.map((m, i) => html`${i ? ' · ' : ''}<code>${m}</code>`)}</div>
-        ${s.collectives.map((k) => this.collectiveLine(k, c.tp))}
+        ${s.collectives.length ? s.collectives.map((k) => this.collectiveLine(k, c.tp)) : html`<div class="coll" data-op="none"><b>no collective</b> — every input of this step is already on the rank that needs it.</div>`}
         ${s.checks.length ? html`<div class="checks">${s.checks.map((k) => html`<div class="check" data-pass=${String(k.pass)} data-max-abs=${String(k.maxAbs)} data-tolerance=${String(k.tolerance)}>
           <span class=${k.pass ? 'pass' : 'fail'}>${k.pass ? '✓ equal' : '✗ differs'}</span> ${k.label}: max |error| = ${k.maxAbs.toExponential(2)} (tolerance ${k.tolerance.toExponential(2)})</div>`)}</div>` : nothing}
         ${s.id === 'attention' ? this.attention(c) : nothing}
