@@ -26,7 +26,7 @@ const values = (label: string): number[] => {
   return [...fig.querySelectorAll('.grid span')].map((s) => Number(s.getAttribute('data-value')));
 };
 
-test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through every step with the arrow keys, and step 5 shows Σ Zᵢ equal to TP=1', async () => {
+test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through every step with the arrow keys and the buttons, and step 5 shows Σ Zᵢ equal to TP=1', async () => {
   el = document.createElement('tp-classroom');
   el.tp = 2;
   document.body.append(el);
@@ -44,6 +44,14 @@ test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through ev
     expect(stepId()).toBe(id);
   }
   await key('ArrowLeft');
+  expect(stepId()).toBe(ids[0]);
+  const button = (id: string) => el!.shadowRoot!.querySelector<HTMLButtonElement>(`#${id}`)!;
+  expect(button('prev').disabled).toBe(true);
+  button('next').click();
+  await el.updateComplete;
+  expect(stepId()).toBe(ids[1]);
+  button('prev').click();
+  await el.updateComplete;
   expect(stepId()).toBe(ids[0]);
   for (let i = 0; i < 4; i++) await key('ArrowRight');
   expect(stepId()).toBe('all-reduce');
