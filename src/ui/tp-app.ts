@@ -225,7 +225,7 @@ export class TpApp extends LitElement {
     return html`
       <section class="card top ${stale ? 'stale' : ''}">
         <div class="totals">
-          <div>t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst rank: <strong>${formatMs(exposed)}</strong>${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}</div>
+          <div>t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst rank: <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong>${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}</div>
           <div class="note" data-source="transport">${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : ''}.</div>
         </div>
         <tp-oracle-badge .oracle=${r.oracle} .cpuOracle=${r.cpuOracle} .tp=${r.config.tp} reason="no WebGPU here: the layer did not run"></tp-oracle-badge>

@@ -89,6 +89,18 @@ describe('the playground page (built, served locally)', () => {
     await expectRanks(8);
   });
 
+  test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
+    const exposedMs = async () => Number(await page.locator('tp-app [data-exposed-ms]').getAttribute('data-exposed-ms'));
+    const on = await exposedMs();
+    await page.locator('tp-controls input[data-control="overlap"]').click();
+    await shownRun('tp=8', 'sp=1', 'overlap=0');
+    const off = await exposedMs();
+    expect(off).toBeGreaterThan(on);
+    await page.locator('tp-controls input[data-control="overlap"]').click();
+    await shownRun('tp=8', 'sp=1', 'overlap=1');
+    expect(await exposedMs()).toBeLessThan(off);
+  });
+
   test('an illegal degree shows its message next to the TP control and keeps the last view', async () => {
     const input = page.locator('tp-controls input[data-control="tp-number"]');
     await input.fill('3');
@@ -138,6 +150,29 @@ describe('the playground page (built, served locally)', () => {
     await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
     await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
     expect(open.pageErrors).toEqual([]);
+  });
+
+  test('without cross-origin isolation the page says it runs on MessagePort, and the run still passes the oracle', async () => {
+    const context = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
+    // The same server, with COOP/COEP stripped from every response.
+    await context.route('**/*', async (route) => {
+      const response = await route.fetch();
+      const headers = { ...response.headers() };
+      delete headers['cross-origin-opener-policy'];
+      delete headers['cross-origin-embedder-policy'];
+      await route.fulfill({ response, headers });
+    });
+    const plain = await context.newPage();
+    try {
+      await plain.goto(new URL('/#tp=2', open.base).href);
+      await plain.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=2&'), null, { timeout: runTimeout });
+      expect(await plain.evaluate(() => crossOriginIsolated)).toBe(false);
+      expect(await plain.locator('[data-banner="message-port"]').textContent()).toMatch(/not cross-origin isolated.*MessagePort/);
+      expect(await plain.locator('[data-source="transport"]').textContent()).toMatch(/MessagePort ring/);
+      expect(await plain.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('true');
+    } finally {
+      await context.close();
+    }
   });
 
   test('without WebGPU the page says how to enable it and still shows the plan, shapes and a modeled timeline; a bad link is named, not blank', async () => {
