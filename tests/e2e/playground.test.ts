@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { parseCsv, timelineCsvHeader } from '../../src/trace/csv.ts';
 import { partialOverlaps, type PerfettoTrace } from '../../src/trace/perfetto.ts';
 
 const runTimeout = 60_000;
@@ -125,6 +126,18 @@ describe('the playground page (built, served locally)', () => {
     expect(new Set(processes.map((e) => e.pid)).size).toBe(8);
     expect(trace.traceEvents.filter((e) => e.ph === 'X').length).toBeGreaterThan(8 * 40);
     expect(partialOverlaps(trace)).toEqual([]);
+  });
+
+  test('the CSV export holds the header and one row per op per rank', async () => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('tp-exports button[data-export="csv"]').click()]);
+    expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.csv');
+    const rows = parseCsv(await readFile((await download.path())!, 'utf8'));
+    expect(rows[0]).toEqual([...timelineCsvHeader]);
+    const ranks = new Set(rows.slice(1).map((r) => r[0]));
+    expect(ranks).toEqual(new Set(['0', '1', '2', '3', '4', '5', '6', '7']));
+    expect((rows.length - 1) % 8).toBe(0);
+    const [op, pass, collective] = ['op', 'pass', 'collective'].map((c) => rows[0].indexOf(c));
+    expect(rows.filter((r) => r[op] === 'attn.reduce' && r[pass] === 'forward').map((r) => r[collective])).toEqual(Array(8).fill('reduceScatter'));
   });
 
   test('the Megatron-LM arguments match the run', async () => {
