@@ -51,6 +51,9 @@ export class PlaygroundRunner {
   private readonly keepPools = 3;
   private generation = 0;
 
+  /** Set when navigator.gpu exists but gives no adapter: runs are then modeled, as without WebGPU. */
+  modelOnly = false;
+
   constructor(private readonly onProgress: (line: string) => void = () => {}) {}
 
   /** True when this browser can run the ranks (navigator.gpu exists). */
@@ -71,7 +74,7 @@ export class PlaygroundRunner {
     const { plan } = await makePlan(c); // validates before any work
     const link = req.comm === 'measured' ? undefined : req.comm;
     const accounting = accountPlan(plan, link);
-    if (!PlaygroundRunner.hasWebGpu()) {
+    if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) {
       const commMs = modeledCommMs(plan, link ?? interconnectPresets['pcie-gen3']);
       return {
         config: c, plan, accounting,
@@ -120,7 +123,7 @@ export class PlaygroundRunner {
    * Goes through the same queue as runs; a run asked for meanwhile waits at most for one warm-up.
    */
   prewarm(config: LayerConfig, degrees: readonly number[]): void {
-    if (!PlaygroundRunner.hasWebGpu()) return;
+    if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) return;
     const gen = this.generation;
     this.queue = this.queue.then(async () => {
       for (const t of degrees) {

@@ -86,6 +86,19 @@ export class TpApp extends LitElement {
     if (this.busy) this.progress = line;
   });
   private readonly onHash = (): void => this.apply();
+  /** What this browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
+  @state() private gpu: 'ok' | 'none' | 'no-adapter' = PlaygroundRunner.hasWebGpu() ? 'ok' : 'none';
+  /** Resolves once the adapter probe has set `gpu` (runs wait for it). */
+  private readonly probed = this.probeAdapter();
+
+  private async probeAdapter(): Promise<void> {
+    if (this.gpu !== 'ok') return;
+    const adapter = await navigator.gpu.requestAdapter().catch(() => null);
+    if (!adapter) {
+      this.gpu = 'no-adapter';
+      this.runner.modelOnly = true;
+    }
+  }
 
   override connectedCallback(): void {
     super.connectedCallback();
@@ -117,6 +130,7 @@ export class TpApp extends LitElement {
     }
     this.running = true;
     try {
+      await this.probed;
       do {
         this.dirty = false;
         await this.runOnce(this.settings);
@@ -208,8 +222,8 @@ export class TpApp extends LitElement {
   private renderBanners(stale: boolean) {
     const isolated = globalThis.crossOriginIsolated === true;
     return html`
-      ${PlaygroundRunner.hasWebGpu() ? nothing : html`<p class="banner warn" data-banner="no-webgpu">This browser exposes no WebGPU, so nothing runs here: the plan, shapes and a timeline modeled from the cost model are shown instead. ${enableWebGpuHint}</p>`}
-      ${isolated || !PlaygroundRunner.hasWebGpu() ? nothing : html`<p class="banner info" data-banner="message-port">This page is not cross-origin isolated, so the ranks exchange data over the MessagePort transport (the shared-memory ring needs the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp).</p>`}
+      ${this.gpu === 'ok' ? nothing : html`<p class="banner warn" data-banner="no-webgpu">${this.gpu === 'none' ? 'This browser exposes no WebGPU' : 'WebGPU is present but no adapter was found'}, so nothing runs here: the plan, shapes and a timeline modeled from the cost model are shown instead. ${enableWebGpuHint}</p>`}
+      ${isolated || this.gpu !== 'ok' ? nothing : html`<p class="banner info" data-banner="message-port">This page is not cross-origin isolated, so the ranks exchange data over the MessagePort transport (the shared-memory ring needs the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp).</p>`}
       ${this.unknownKeys.map((m) => html`<p class="banner warn" data-banner="hash">Link: ${m}</p>`)}
       ${this.runError ? html`<p class="banner error" role="alert" data-banner="run-error">The run failed: ${this.runError}${this.result ? ' The last good run is still shown.' : ''}</p>` : nothing}
       ${stale && this.result && !this.runError && this.issues.length ? html`<p class="banner error" data-banner="stale">These settings cannot run (see the message in red beside the control); the last good run (t = ${this.result.config.tp}) is still shown.</p>` : nothing}
@@ -219,7 +233,7 @@ export class TpApp extends LitElement {
   private renderRun(r: PlaygroundResult, s: Settings, stale: boolean) {
     const tl = r.timeline;
     const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
-    const transport = r.transport ?? (PlaygroundRunner.hasWebGpu() ? chooseTransport() : undefined);
+    const transport = r.transport ?? (this.gpu === 'ok' ? chooseTransport() : undefined);
     const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
     const sources = `compute: ${r.computeSource}. Communication: ${r.commSource}.`;
     return html`

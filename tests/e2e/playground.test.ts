@@ -188,14 +188,17 @@ describe('the playground page (built, served locally)', () => {
     }
   });
 
-  test('without WebGPU the page says how to enable it and still shows the plan, shapes and a modeled timeline; a bad link is named, not blank', async () => {
+  test.each([
+    ['no navigator.gpu', 'This browser exposes no WebGPU', () => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined })],
+    ['an adapter request that returns null', 'WebGPU is present but no adapter was found', () => (GPU.prototype.requestAdapter = async () => null)],
+  ] as const)('without WebGPU (%s) the page says so and how to enable it, and still shows the plan, shapes and a modeled timeline; a bad link is named, not blank', async (_, says, hide) => {
     const context = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
     const bare = await context.newPage();
     try {
-      await bare.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined }));
+      await bare.addInitScript(hide);
       await bare.goto(new URL('/#tp=4&colour=red&pass=sideways', open.base).href);
       await bare.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=4&'), null, { timeout: runTimeout });
-      expect(await bare.locator('[data-banner="no-webgpu"]').textContent()).toMatch(/no WebGPU.*--enable-unsafe-webgpu/);
+      expect(await bare.locator('[data-banner="no-webgpu"]').textContent()).toMatch(new RegExp(`${says}.*--enable-unsafe-webgpu`));
       expect(await bare.locator('tp-timeline g[data-lane="compute"]').count()).toBe(4);
       expect(await bare.locator('tp-timeline rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
       expect(await bare.locator('tp-timeline .caption').textContent()).toMatch(/compute: modeled \(no WebGPU here/);
