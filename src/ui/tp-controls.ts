@@ -94,6 +94,9 @@ export class TpControls extends LitElement {
         border-left: 4px solid #a3000f;
         padding: 4px 6px;
       }
+      details.hint summary {
+        cursor: pointer;
+      }
       .hint {
         font-size: 13.5px;
         color: #374151;
@@ -134,10 +137,17 @@ export class TpControls extends LitElement {
   }
 
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
-    const notes = this.notes.filter((n) => n.field === field).map((n) => html`<p class="hint" data-note-for=${field}>${n.message}</p>`);
+    const notes = this.notes.filter((n) => n.field === field).map((n) => this.note(field, n.message));
     const msgs = [...this.issues.filter((i) => i.field === field).map((i) => i.message), ...(this.local[field] ? [this.local[field]] : [])];
     if (!msgs.length && !notes.length) return nothing;
     return html`${notes}${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`;
+  }
+
+  /** A note folded after its first clause ("2 query groups < t = 8: …"), so long notes do not push the controls down. */
+  private note(field: ControlField, message: string): TemplateResult {
+    const cut = message.search(/[:.;] /);
+    if (cut < 0) return html`<p class="hint" data-note-for=${field}>${message}</p>`;
+    return html`<details class="hint" data-note-for=${field}><summary>${message.slice(0, cut + 1)}</summary>${message.slice(cut + 2)}</details>`;
   }
 
   private invalid(field: ControlField): 'true' | 'false' {
