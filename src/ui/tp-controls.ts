@@ -1,12 +1,12 @@
 // <tp-controls>: every setting of the page; emits `settings-change` and shows each issue next to its control.
-import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
+import { LitElement, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { parseWhole } from '../parallel/config-parse.ts';
 import { presetNames, type PresetName } from '../parallel/config.ts';
 import { legalTpDegrees } from '../parallel/validate.ts';
 import { customInterconnect, interconnectNames, interconnectPresets } from '../model/interconnect.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
-import { panelStyles } from './page-style.ts';
+import { controlStyles, panelStyles } from './page-style.ts';
 import { passViews, sizeKeys, withPreset, type Settings } from './state.ts';
 
 /** Detail of `settings-change`: the new settings and the control that changed them. */
@@ -38,76 +38,7 @@ const usualDegrees = [1, 2, 4, 8];
  */
 @customElement('tp-controls')
 export class TpControls extends LitElement {
-  static override styles = [
-    panelStyles,
-    css`
-      fieldset {
-        border: 1px solid #c7d0dc;
-        border-radius: 8px;
-        margin: 0 0 10px;
-        padding: 6px 10px 10px;
-      }
-      legend {
-        font-weight: 700;
-        color: #0b2b55;
-        padding: 0 4px;
-      }
-      label {
-        display: flex;
-        align-items: center;
-        justify-content: space-between;
-        gap: 8px;
-        margin: 4px 0;
-      }
-      label.check {
-        justify-content: flex-start;
-      }
-      select {
-        max-width: 185px;
-      }
-      select,
-      input[type='number'] {
-        font: inherit;
-        font-size: 15px;
-        padding: 3px 6px;
-        border: 1px solid #6b7a90;
-        border-radius: 5px;
-        background: #fff;
-        color: #111;
-      }
-      input[type='number'] {
-        width: 6.5em;
-      }
-      input[type='checkbox'],
-      input[type='radio'] {
-        width: 18px;
-        height: 18px;
-      }
-      .sizes {
-        display: grid;
-        grid-template-columns: 1fr;
-      }
-      .error {
-        margin: 2px 0 6px;
-        font-size: 14px;
-        background: #fdecee;
-        border-left: 4px solid #a3000f;
-        padding: 4px 6px;
-      }
-      details.hint summary {
-        cursor: pointer;
-      }
-      .hint {
-        font-size: 13.5px;
-        color: #374151;
-        margin: 2px 0;
-      }
-      [aria-invalid='true'] {
-        border-color: #a3000f;
-        outline: 2px solid #a3000f;
-      }
-    `,
-  ];
+  static override styles = [panelStyles, controlStyles];
 
   /** The settings shown. */
   @property({ attribute: false }) settings: Settings | undefined;
