@@ -17,7 +17,7 @@ export function printSweep(r: SweepReport): void {
     console.log(`oracle vs TP=1: ${d.oracle.pass ? 'PASS' : 'FAIL'} — worst ${w.tensor}: max abs ${w.maxAbs.toExponential(2)} (tolerance ${w.tol.toExponential(2)}, max rel ${w.maxRel.toExponential(2)})` +
       (d.cpuOracle ? `; vs CPU twins: ${d.cpuOracle.pass ? 'PASS' : 'FAIL'} (worst ${d.cpuOracle.worst.tensor} ${d.cpuOracle.worst.maxAbs.toExponential(2)})` : ''));
     if (d.loss !== undefined) console.log(`loss: ${d.loss.toFixed(6)}`);
-    console.log(`kernel times: ${d.timing.method}${d.timing.quantized ? ' (timestamp queries gave no per-kernel times here: each GEMM timed alone over back-to-back dispatches, the rest of the step split by FLOPs)' : ''}, each rank alone`);
+    console.log(`kernel times: ${d.timing.method}${d.timing.quantized ? ' (timestamp queries were quantized to 100 µs: each GEMM timed alone over back-to-back dispatches, the rest of the step split by FLOPs)' : ''}, each rank alone`);
     console.log(`\n  ${'GEMM'.padEnd(22)}${'phase'.padEnd(9)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}${pad('batch', 6)}${pad('MFLOP', 9)}${pad('ms', 9)}${pad('GFLOP/s', 9)}`);
     for (const g of d.gemms) {
       console.log(`  ${g.name.padEnd(22)}${g.phase.padEnd(9)}${pad(g.M, 6)}${pad(g.N, 6)}${pad(g.K, 6)}${pad(g.batch, 6)}${pad((g.flops / 1e6).toFixed(2), 9)}${pad(ms(g.ms), 9)}${pad(g.gflops.toFixed(2), 9)}`);

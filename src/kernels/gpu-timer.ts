@@ -16,6 +16,9 @@ export interface TimerResult {
   readonly quantized: boolean;
 }
 
+/** WebGPU's largest query set (queries per GPUQuerySet). */
+const maxQueries = 4096;
+
 /** Chrome's timestamp quantum when developer features are off, in ns. */
 export const timestampQuantumNs = 100_000n;
 
@@ -36,6 +39,9 @@ export class GpuTimer {
   constructor(private readonly ctx: KernelContext, private readonly capacity = 512) {
     if (!GpuTimer.available(ctx.device)) {
       throw new Error('GpuTimer: this device has no "timestamp-query" feature; request it in requestDevice, or time with the wall clock.');
+    }
+    if (!Number.isInteger(capacity) || capacity < 1 || 2 * capacity > maxQueries) {
+      throw new Error(`GpuTimer: capacity ${capacity} must be an integer from 1 to ${maxQueries / 2} (two timestamps per dispatch, at most ${maxQueries} queries in a WebGPU query set).`);
     }
     this.querySet = ctx.device.createQuerySet({ type: 'timestamp', count: 2 * capacity });
     this.resolve = ctx.device.createBuffer({

@@ -94,7 +94,7 @@ export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; ch
   const comm = new DetachedCollectives(ctx.device, ctx.rank, a.config.tp);
   const inputs = stepInputs(a.config);
   const k = kernelContext(ctx.device);
-  // Without usable timestamp queries (none, or quantized/zeroed as Chrome does in some contexts),
+  // Without usable timestamp queries (none, or quantized to 100 µs as a user's Chrome may do),
   // each GEMM of the plan is timed alone by the wall clock over back-to-back dispatches, and the
   // rest of the step's wall time is split over the other ops in proportion to their FLOPs.
   const byWallClock = async (): Promise<ComputeTiming> => {
@@ -117,7 +117,7 @@ export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; ch
     };
   };
   if (!GpuTimer.available(ctx.device)) return byWallClock();
-  const timer = new GpuTimer(k, 4096);
+  const timer = new GpuTimer(k, 2048);
   try {
     await gpuStep(ctx, a.config, ctx.rank, comm, inputs); // warm: pipelines compiled, caches filled
     const { timed } = await gpuStep(ctx, a.config, ctx.rank, comm, inputs, timer);
