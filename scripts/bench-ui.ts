@@ -2,10 +2,11 @@
 // (a) zoom/pan frame rate of <tp-timeline> over ≥ 5,000 events, (b) time from a TP change to the
 // redrawn timeline: on the real page (layer run included) when it has a TP control, and for the
 // element alone (modeled timeline, no layer run).
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import ts from 'typescript';
 import { parseArgs } from 'node:util';
 import type { UiBenchReport } from '../src/bench/ui-bench.ts';
-import { runInBrowser, withPage } from './browser-run.ts';
+import { runInBrowser, withBuiltPage } from './browser-run.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,9 +42,14 @@ let page: { changes: PageChange[]; initialMs: number } | { skipped: string };
 if (!existsSync('src/ui/tp-app.ts')) {
   page = { skipped: 'src/ui/tp-app.ts does not exist yet: only the element redraw (no layer run) was measured.' };
 } else {
-  page = await withPage('/#tp=1', async (p, pageErrors) => {
+  // The built page (bundled workers, production lit), as a visitor gets it; the probe is added as a script.
+  const probe = ts.transpileModule(readFileSync('src/bench/ui-page-change.ts', 'utf8'), {
+    compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext },
+  }).outputText;
+  page = await withBuiltPage('/#tp=1', async (p, pageErrors) => {
     await p.setViewportSize({ width: 1600, height: 1000 });
-    await p.evaluate(`import('/src/bench/ui-page-change.ts').then((m) => { window.__benchUi = m; })`);
+    await p.addScriptTag({ type: 'module', content: `${probe}\nwindow.__benchUi = { pageState, changeTp };` });
+    await p.waitForFunction('!!window.__benchUi');
     const start = Date.now();
     await p.waitForFunction(`(() => { const s = window.__benchUi.pageState(); return s.shownTp === 1 && s.lanes === 2 && !s.busy; })()`, undefined, { timeout: 180_000, polling: 100 });
     const initialMs = Date.now() - start;
