@@ -18,12 +18,6 @@ export interface GemmTuning {
 // Variants verified correct, per adapter.
 const verified = new Map<string, Promise<GemmVariant[]>>();
 
-/** Forgets every tuning choice and verification (benchmarks that want a fresh first use). */
-export function resetGemmTuning(): void {
-  gemmChoices.clear();
-  verified.clear();
-}
-
 /**
  * Runs every supported variant once on a small odd-sized problem (not a multiple of any tile,
  * both operands transposed) against the CPU twin; a variant that is wrong on this adapter (e.g.

@@ -34,9 +34,4 @@ export function linearWgrad<T>(be: Backend<T>, op: string, x: T, dy: T, dw: T, m
   be.gemm(op, problem({ M: k, N: cols.n, K: m, sAm: 1, sAk: k, offB: dyView.c0, sBk: dyView.w, sBn: 1, offC: cols.c0, sCm: cols.w, accumulate }), x, dy, dw);
 }
 
-/** All columns of a weight [k, n]. */
-export function allCols(n: number): WeightCols {
-  return { w: n, c0: 0, n };
-}
-
 export { problem as gemmProblem };

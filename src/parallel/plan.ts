@@ -6,7 +6,7 @@ import { paddedVocab, rankOwnership } from './ownership.ts';
 import type { LayerPlan } from './plan-types.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
 import { assertValid } from './validate.ts';
-import { logicalShape, shardLayout, weightsOf, type WeightSet } from './weights.ts';
+import { shardLayout, weightsOf, type WeightSet } from './weights.ts';
 import { localDims } from './dims.ts';
 
 /** A plan and the strided GEMM problems of its ops (for the GEMM tuner). */
@@ -37,9 +37,4 @@ export async function makePlan(c: LayerConfig): Promise<PlanWithProblems> {
     : { x: new Float32Array(tokens * c.h), dy: new Float32Array(tokens * c.h) };
   await layerStep(be, lc, c, owners[0], w, inputs);
   return { plan: { config: c, paddedVocab: paddedVocab(c), ranks: owners, ops: be.ops }, gemmProblems: be.gemmProblems };
-}
-
-/** Logical parameter shapes, for display: name → [in, out]. */
-export function parameterShapes(c: LayerConfig): Record<string, readonly number[]> {
-  return Object.fromEntries(weightsOf(c).map((n) => [n, logicalShape(c, n)]));
 }

@@ -1,6 +1,4 @@
-import { numel } from '../kernels/limits.ts';
-import { rng } from '../reference/random.ts';
-import { randomArray } from '../reference/random.ts';
+import { randomArray, rng } from '../reference/random.ts';
 import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { StepInputs } from './layer.ts';
@@ -49,9 +47,4 @@ export function uploadWeights<T>(shards: Partial<Record<WeightName, ShardData>>,
   const w: { [K in WeightName]?: T } = {};
   for (const [name, s] of Object.entries(shards) as [WeightName, ShardData][]) w[name] = make(name, s.shape, s.data);
   return w;
-}
-
-/** Elements of every logical weight, for memory sanity checks. */
-export function logicalParameterCount(c: LayerConfig): number {
-  return weightsOf(c).reduce((n, w) => n + numel(logicalShape(c, w)), 0);
 }
