@@ -16,6 +16,8 @@ export function printSweep(r: SweepReport): void {
     const w = d.oracle.worst;
     console.log(`oracle vs TP=1: ${d.oracle.pass ? 'PASS' : 'FAIL'} — worst ${w.tensor}: max abs ${w.maxAbs.toExponential(2)} (tolerance ${w.tol.toExponential(2)}, max rel ${w.maxRel.toExponential(2)})` +
       (d.cpuOracle ? `; vs CPU twins: ${d.cpuOracle.pass ? 'PASS' : 'FAIL'} (worst ${d.cpuOracle.worst.tensor} ${d.cpuOracle.worst.maxAbs.toExponential(2)})` : ''));
+    if (!d.oracle.pass) console.log(`  tensors over tolerance: ${d.oracle.entries.filter((e) => !e.pass).map((e) => `${e.tensor} (${e.maxAbs.toExponential(2)} > ${e.tol.toExponential(2)})`).join(', ')}`);
+    if (c.skipSpNormGradAllReduce) console.log('  (demonstration: the SP all-reduce of the norm-weight gradients was skipped)');
     if (d.loss !== undefined) console.log(`loss: ${d.loss.toFixed(6)}`);
     console.log(`kernel times: ${d.timing.method}${d.timing.quantized ? ' (timestamp queries were quantized to 100 µs: each GEMM timed alone over back-to-back dispatches, the rest of the step split by FLOPs)' : ''}, each rank alone`);
     console.log(`\n  ${'GEMM'.padEnd(22)}${'phase'.padEnd(9)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}${pad('batch', 6)}${pad('MFLOP', 9)}${pad('ms', 9)}${pad('GFLOP/s', 9)}`);

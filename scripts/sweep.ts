@@ -14,7 +14,8 @@ import { printSweep } from './sweep-print.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
-       [--net pcie-gen3|nvlink-a100|nvswitch-h100|custom:<alpha µs>:<GB/s>] [--json] [--trace FILE]`;
+       [--net pcie-gen3|nvlink-a100|nvswitch-h100|custom:<alpha µs>:<GB/s>] [--json] [--trace FILE]
+       [--skip-sp-norm-grad-allreduce]   (demonstration: with --sp the oracle then flags dg1, dg2)`;
 
 function fail(message: string): never {
   process.stderr.write(`sweep: ${message}\n${usage}\n`);
@@ -26,6 +27,7 @@ const options = {
   s: { type: 'string' }, b: { type: 'string' }, h: { type: 'string' }, heads: { type: 'string' }, groups: { type: 'string' },
   ffn: { type: 'string' }, vocab: { type: 'string' }, seed: { type: 'string' },
   net: { type: 'string', default: 'pcie-gen3' }, json: { type: 'boolean', default: false }, trace: { type: 'string' },
+  'skip-sp-norm-grad-allreduce': { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
 } as const;
 
@@ -46,7 +48,7 @@ for (const f of sizeFields) if (values[f] !== undefined) raw[f] = values[f];
 let configs: LayerConfig[] = [];
 try {
   parseInterconnect(values.net);
-  configs = parseDegrees(values.tp).map((tp) => ({ ...configFromSettings(raw, tp), sp: values.sp }));
+  configs = parseDegrees(values.tp).map((tp) => ({ ...configFromSettings(raw, tp), sp: values.sp, skipSpNormGradAllReduce: values['skip-sp-norm-grad-allreduce'] }));
 } catch (e) {
   fail((e as Error).message);
 }

@@ -17,6 +17,8 @@ export interface Settings extends ModelSizes {
   readonly preset: PresetName;
   readonly tp: number;
   readonly sp: boolean;
+  /** Demonstration (seed M035): skip the SP all-reduce of the RMSNorm weight gradients; the oracle then flags dg1, dg2. */
+  readonly skipNormGradReduce: boolean;
   readonly net: string;
   readonly overlap: boolean;
   readonly pass: PassView;
@@ -54,6 +56,7 @@ export const defaultSettings: Settings = {
   ...presets.classroom,
   tp: 2,
   sp: false,
+  skipNormGradReduce: false,
   net: 'pcie-gen3',
   overlap: true,
   pass: 'both',
@@ -61,7 +64,7 @@ export const defaultSettings: Settings = {
 };
 
 /** Every key the hash understands. */
-export const hashKeys = ['preset', ...sizeKeys, 'tp', 'sp', 'net', 'overlap', 'pass', 'view'] as const;
+export const hashKeys = ['preset', ...sizeKeys, 'tp', 'sp', 'skipnorm', 'net', 'overlap', 'pass', 'view'] as const;
 
 function parseChoice<T extends string>(key: string, text: string, choices: readonly T[]): T {
   if ((choices as readonly string[]).includes(text)) return text as T;
@@ -110,6 +113,7 @@ export function settingsFromHash(hash: string): ParsedHash {
       ...sizes,
       tp: read('tp', (t) => parseWhole('tp', t, 1), defaultSettings.tp),
       sp: read('sp', (t) => parseSwitch('sp', t), defaultSettings.sp),
+      skipNormGradReduce: read('skipnorm', (t) => parseSwitch('skipnorm', t), defaultSettings.skipNormGradReduce),
       net: read('net', parseNet, defaultSettings.net),
       overlap: read('overlap', (t) => parseSwitch('overlap', t), defaultSettings.overlap),
       pass: read('pass', (t) => parseChoice('pass', t, passViews), defaultSettings.pass),
@@ -129,6 +133,7 @@ export function hashFromSettings(s: Settings): string {
   for (const k of sizeKeys) if (s[k] !== presets[s.preset][k]) p.set(k, String(s[k]));
   p.set('tp', String(s.tp));
   p.set('sp', s.sp ? '1' : '0');
+  if (s.skipNormGradReduce) p.set('skipnorm', '1'); // a demonstration switch: only in links that use it
   p.set('net', s.net);
   p.set('overlap', s.overlap ? '1' : '0');
   p.set('pass', s.pass);
@@ -145,5 +150,5 @@ export function withPreset(s: Settings, preset: PresetName): Settings {
 /** The layer configuration of some settings (seed and numerics from the config defaults). */
 export function configOf(s: Settings): LayerConfig {
   const sizes: ModelSizes = { s: s.s, b: s.b, h: s.h, heads: s.heads, groups: s.groups, ffn: s.ffn, vocab: s.vocab };
-  return configFromPreset(s.preset, { ...sizes, tp: s.tp, sp: s.sp, seed: configDefaults.seed });
+  return configFromPreset(s.preset, { ...sizes, tp: s.tp, sp: s.sp, seed: configDefaults.seed, skipSpNormGradAllReduce: s.skipNormGradReduce });
 }

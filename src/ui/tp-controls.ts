@@ -136,6 +136,11 @@ export class TpControls extends LitElement {
         parallel (SP)</label
       >
       ${this.errorsFor('sp')}
+      <label class="check" title="Seed M035: under SP the norm weights see different tokens on each rank; without this all-reduce their gradients silently drift, and the oracle flags them."
+        ><input type="checkbox" data-control="skipnorm" .checked=${s.skipNormGradReduce} ?disabled=${!s.sp || s.tp === 1}
+          @change=${(e: Event) => this.emit({ ...s, skipNormGradReduce: (e.target as HTMLInputElement).checked }, 'sp')} />
+        demo: skip the SP all-reduce of the norm-weight gradients</label
+      >
     </fieldset>`;
   }
 

@@ -148,6 +148,18 @@ describe('the playground page (built, served locally)', () => {
     expect(args).toContain('--num-query-groups 2');
   });
 
+  test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {
+    await page.locator('tp-controls input[data-control="skipnorm"]').check();
+    await shownRun('tp=8', 'sp=1', 'skipnorm=1');
+    expect(await badge().getAttribute('data-pass')).toBe('false');
+    const failed = await page.locator('tp-oracle-badge tr.fail[data-tensor]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tensor')));
+    expect(failed).toEqual(['dg1', 'dg2']);
+    await page.locator('tp-controls input[data-control="skipnorm"]').uncheck();
+    await page.waitForFunction(() => !(document.querySelector('tp-app')?.dataset.shown ?? '').includes('skipnorm'), undefined, { timeout: runTimeout });
+    await shownRun('tp=8', 'sp=1');
+    expect(await badge().getAttribute('data-pass')).toBe('true');
+  });
+
   test.each([
     [1280, 800],
     [1920, 1080],

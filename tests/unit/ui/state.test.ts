@@ -57,6 +57,7 @@ describe('hashFromSettings', () => {
     { ...defaultSettings, tp: 1 },
     { ...withPreset(defaultSettings, 'llama-gqa'), tp: 8, sp: true, net: 'custom:2.5:25', overlap: false, pass: 'backward', view: 'gemm' },
     { ...withPreset(defaultSettings, 'gpt2-layer'), heads: 24, s: 64, net: 'measured' },
+    { ...defaultSettings, sp: true, skipNormGradReduce: true },
   ];
   test.each(cases.map((s) => [hashFromSettings(s), s] as const))('%s round-trips through settingsFromHash', (hash, s) => {
     expect(settingsFromHash(hash)).toEqual({ settings: s, messages: [] });
@@ -81,4 +82,12 @@ describe('configOf and commOf', () => {
     expect(commOf('nvlink-a100')).toMatchObject({ name: 'nvlink-a100', busGBps: 240 });
     expect(commOf('custom:4:12.5')).toMatchObject({ name: 'custom', alphaUs: 4, busGBps: 12.5 });
   });
+});
+
+test('the skipnorm key turns on the SP norm-gradient skip demonstration in the layer config', () => {
+  const { settings, messages } = settingsFromHash('#tp=2&sp=1&skipnorm=1');
+  expect(messages).toEqual([]);
+  expect(configOf(settings).skipSpNormGradAllReduce).toBe(true);
+  expect(configOf(defaultSettings).skipSpNormGradAllReduce).toBe(false);
+  expect(hashFromSettings(defaultSettings)).not.toContain('skipnorm');
 });
