@@ -1,20 +1,8 @@
 import { RankPool, type RankPoolOptions } from '../../../src/ranks/pool.ts';
 import type { faultPrograms } from './fault.worker.ts';
 
-/** Deterministic values in [−1, 1) (xorshift32). */
-export function randomArray(n: number, seed: number): Float32Array {
-  let s = (seed * 2654435761) >>> 0 || 1;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
+/** Deterministic values in [−1, 1): the project's seeded generator. */
+export { randomArray } from '../../../src/reference/random.ts';
 
 /** The pool transports a browser page can use. */
 export const poolTransports = ['sab-ring', 'message-port'] as const;
@@ -27,12 +15,4 @@ export function faultPool(opts: Omit<RankPoolOptions, 'createWorker'>): Promise<
   });
 }
 
-/** Rejection of `p` (fails when p resolves). */
-export async function rejectionOf(p: Promise<unknown>): Promise<Error & { errors?: readonly (Error | undefined)[] }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection, but the call resolved');
-}
+export { rejectionOf } from '../../rejection.ts';

@@ -18,27 +18,7 @@ export function makeGroup(kind: NodeTransport, t: number, timeoutMs = 5_000) {
   return { comms: comms as BaseCollectives[], recorders, close: () => comms.forEach((c) => c.close()) };
 }
 
-/** Deterministic values in [−1, 1) (xorshift32). */
-export function randomArray(n: number, seed: number): Float32Array {
-  let s = (seed * 2654435761) >>> 0 || 1;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
+/** Deterministic values in [−1, 1): the project's seeded generator. */
+export { randomArray } from '../../../src/reference/random.ts';
 
-/** Rejection of `p` as an Error (fails the test when p resolves). */
-export async function rejectionOf(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection, but the call resolved');
-}
+export { rejectionOf } from '../../rejection.ts';
