@@ -8,6 +8,7 @@ import { GpuTimer } from '../kernels/gpu-timer.ts';
 import { createTensor } from '../kernels/tensor.ts';
 import { denseProblem, gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import { randomArray } from '../reference/random.ts';
+import { median } from '../trace/stats.ts';
 
 /** One benchmarked shape: what it stands for and its dims. */
 export interface GemmBenchShape {
@@ -25,12 +26,6 @@ export function gemmBenchShapes(): GemmBenchShape[] {
   return shapes;
 }
 
-/** Median of a non-empty list. */
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const h = s.length >> 1;
-  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
-}
 
 /** Per shape: the tuned variant and the naive baseline, median GFLOP/s over the timed runs. */
 export interface GemmBenchRow extends GemmBenchShape {

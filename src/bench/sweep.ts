@@ -1,13 +1,12 @@
 import { accountPlan, type RankMemory } from '../model/accounting.ts';
-import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
-import { measuredCommMs, modeledCommMs } from '../trace/durations.ts';
+import { parseInterconnect } from '../model/interconnect.ts';
 import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
-import { scheduleStep, type Timeline } from '../trace/schedule.ts';
+import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
 import { createLayerPool, runLayer, type LayerRun } from '../ranks/layer-run.ts';
-import { median } from './gemm-bench.ts';
+import { runTimeline } from '../ranks/run-timeline.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {
@@ -82,24 +81,6 @@ export interface SweepArgs {
 
 /** Mean of a list (0 for none). */
 const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-
-/**
- * [rank][opIndex] kernel times (ms) for the schedule: every rank runs the same ops on the same
- * local shapes, so differences between the ranks' timings (each timed alone, one after another)
- * are noise of this shared machine; each op gets the median over ranks on every rank.
- */
-export function computeMsByOp(run: LayerRun): number[][] {
-  const compute = run.plan.ops.filter((o) => o.kind !== 'collective');
-  const row = run.plan.ops.map(() => 0);
-  compute.forEach((o, i) => (row[o.index] = median(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0))));
-  return run.plan.ranks.map(() => [...row]);
-}
-
-/** The run's step scheduled with measured kernels and comm either measured here or modeled on `link`. */
-export function runTimeline(run: LayerRun, comm: 'measured' | Interconnect, overlap: boolean): Timeline {
-  const commMs = comm === 'measured' ? measuredCommMs(run.plan, run.commEvents) : modeledCommMs(run.plan, comm);
-  return scheduleStep(run.plan, { computeMs: computeMsByOp(run), commMs }, { overlap });
-}
 
 const summarize = (label: string, tl: Timeline): SweepTimeline => ({
   comm: label, overlap: tl.overlap, stepMs: tl.stepMs,

@@ -1,6 +1,5 @@
 import { numel } from '../kernels/limits.ts';
-import { sharedNow } from '../trace/clock.ts';
-import type { TracePhase } from '../trace/event.ts';
+import { phaseClock } from '../trace/clock.ts';
 import type { TraceSink } from '../trace/recorder.ts';
 import { BaseCollectives, type Executed } from './base.ts';
 import { formatCall, outputShape, sameCall, type CollectiveCall } from './call.ts';
@@ -35,13 +34,7 @@ export class SabRingCollectives extends BaseCollectives {
   }
 
   protected async execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>> {
-    const phases: TracePhase[] = [];
-    let t = sharedNow();
-    const mark = (name: string): void => {
-      const now = sharedNow();
-      phases.push({ name, t0: t, t1: now });
-      t = now;
-    };
+    const { phases, mark } = phaseClock();
     this.agree(call);
     mark('sync');
     const out = this.move(call, x, mark);

@@ -7,9 +7,9 @@ import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import { createLayerPool, runLayer, type LayerRunCache, type LayerWorkerPrograms } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
-import { computeMsByOp } from '../bench/sweep.ts';
+import { runTimeline } from '../ranks/run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import { measuredCommMs, modeledCommMs } from '../trace/durations.ts';
+import { modeledCommMs } from '../trace/durations.ts';
 import { scheduleStep, type Timeline } from '../trace/schedule.ts';
 
 /** What the page asks for: a configuration, where communication times come from, overlap. */
@@ -85,12 +85,10 @@ export class PlaygroundRunner {
     }
     const pool = await this.poolOf(c.tp);
     const run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress });
-    const computeMs = computeMsByOp(run);
-    const commMs = link ? modeledCommMs(plan, link) : measuredCommMs(plan, run.commEvents);
     const t0 = run.computeTimes[0];
     return {
       config: c, plan, accounting,
-      timeline: scheduleStep(plan, { computeMs, commMs }, { overlap: req.overlap }),
+      timeline: runTimeline(run, link ?? 'measured', req.overlap),
       computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes`,
       commSource: link ? `modeled (${link.label}, alpha-beta ring)` : `measured: this browser's ${pool.transport} transport between the rank workers`,
       oracle: run.oracle, cpuOracle: run.cpuOracle, loss: run.loss, transport: pool.transport, adapter: pool.adapters[0],
