@@ -28,7 +28,12 @@ const badge = () => page.locator('tp-oracle-badge .badge');
 
 /** The tooltip of the first forward block of `op` on rank 0's comm lane. */
 async function commTooltip(op: string): Promise<string> {
-  await page.locator(`tp-timeline g[data-lane="comm"][data-rank="0"] rect[data-kind="comm"][data-op="${op}"][data-phase="forward"]`).first().hover({ force: true });
+  // The pointer event goes to the block itself: at t = 8 a collective can be a pixel wide and sit under
+  // its neighbour's exposed overlay, so hovering its centre would hit-test the neighbour.
+  const block = page.locator(`tp-timeline g[data-lane="comm"][data-rank="0"] rect[data-kind="comm"][data-op="${op}"][data-phase="forward"]`).first();
+  const box = await block.boundingBox();
+  if (!box) throw new Error(`commTooltip: the ${op} block has no layout box.`);
+  await block.dispatchEvent('pointermove', { clientX: box.x + box.width / 2, clientY: box.y + box.height / 2, pointerType: 'mouse' });
   const tip = page.locator('tp-timeline .tip');
   await expect.poll(() => tip.isVisible()).toBe(true);
   return (await tip.textContent()) ?? '';
