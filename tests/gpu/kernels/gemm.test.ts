@@ -125,7 +125,10 @@ describe('gemm tuner', () => {
       expect(tunings.map((t) => t.shapeClass)).toEqual(['MlNlKm', 'MsNlKm'].map((c) => `${c}nn`));
       for (const t of tunings) {
         expect(Object.keys(t.gflops).length).toBeGreaterThanOrEqual(2);
-        expect(t.gflops[t.chosen]).toBe(Math.max(...Object.values(t.gflops)));
+        // The fastest is always among the tied, and the winner is one of them (the cheapest to compile).
+        const best = Object.entries(t.gflops).sort((x, y) => y[1] - x[1])[0][0];
+        expect(t.tied).toContain(best);
+        expect(t.tied).toContain(t.chosen);
       }
       const [M, N, K] = [150, 260, 100];
       const a = upload(ctx, 'A', [M, K], randomArray(M * K, 1)), b = upload(ctx, 'B', [K, N], randomArray(K * N, 2));
