@@ -28,6 +28,12 @@ export interface DisposeReport {
   readonly deviceLost: readonly string[];
 }
 
+/** `t` if it is a legal pool size, else an error saying which sizes are. */
+function checkSize(t: number): number {
+  if (!Number.isInteger(t) || t < 1 || t > maxTp) throw new Error(`RankPool: size ${t} must be an integer from 1 to ${maxTp}.`);
+  return t;
+}
+
 const defaultWorker = (): Worker => new Worker(new URL('./rank.worker.ts', import.meta.url), { type: 'module', name: 'rank' });
 
 /**
@@ -37,51 +43,86 @@ const defaultWorker = (): Worker => new Worker(new URL('./rank.worker.ts', impor
  * pool broken: dispose it and create a new one.
  */
 export class RankPool<P extends RankPrograms = CommPrograms> {
-  readonly size: number;
   readonly transport: PoolTransport;
   readonly timeoutMs: number;
-  private readonly workers: Worker[];
-  private readonly remotes: Comlink.Remote<RankWorker>[];
-  private readonly ring: SabRing | undefined;
+  private t: number;
+  private readonly workers: Worker[] = [];
+  private readonly remotes: Comlink.Remote<RankWorker>[] = [];
+  private readonly make: (rank: number) => Worker;
+  private readonly commCapacityBytes: number;
+  private ring: SabRing | undefined;
   private infos: RankInfo[] = [];
   private broken: Error | undefined;
   private disposed = false;
   private readonly onBreak = new Set<(rank: number, e: Error) => void>();
 
   private constructor(opts: RankPoolOptions) {
-    const t = opts.size;
-    if (!Number.isInteger(t) || t < 1 || t > maxTp) throw new Error(`RankPool: size ${t} must be an integer from 1 to ${maxTp}.`);
-    this.size = t;
+    this.t = checkSize(opts.size);
     this.transport = chooseTransport(opts.transport);
     this.timeoutMs = opts.timeoutMs ?? 10_000;
-    this.ring = this.transport === 'sab-ring' ? createSabRing(t, opts.commCapacityBytes ?? 64 << 20) : undefined;
-    const make = opts.createWorker ?? defaultWorker;
-    this.workers = Array.from({ length: t }, (_, r) => make(r));
-    this.workers.forEach((w, r) => {
-      w.addEventListener('error', (ev) => {
-        ev.preventDefault();
-        this.breakWith(r, new RankFailedError(r, `worker error: ${ev.message || 'the worker failed to load or crashed'}`));
-      });
-      w.addEventListener('messageerror', () => this.breakWith(r, new RankFailedError(r, 'a message from the worker could not be deserialized')));
-    });
-    this.remotes = this.workers.map((w) => Comlink.wrap<RankWorker>(w));
+    this.commCapacityBytes = opts.commCapacityBytes ?? 64 << 20;
+    this.make = opts.createWorker ?? defaultWorker;
+    for (let r = 0; r < this.t; r++) this.spawn(r);
   }
 
   /** Starts t workers, each requesting its adapter and device, and wires the group. */
   static async create<P extends RankPrograms = CommPrograms>(opts: RankPoolOptions): Promise<RankPool<P>> {
     const pool = new RankPool<P>(opts);
     try {
-      const mesh = pool.transport === 'message-port' ? createPortMesh(pool.size) : undefined;
-      pool.infos = await pool.callAll('init', [...Array(pool.size).keys()], (remote, rank) => {
-        const transport: RankTransportInit = mesh ? { kind: 'message-port', ports: mesh[rank] } : { kind: 'sab-ring', ring: pool.ring! };
-        const cfg = { rank, size: pool.size, timeoutMs: pool.timeoutMs, transport };
-        return remote.init(mesh ? Comlink.transfer(cfg, mesh[rank].filter((p): p is MessagePort => !!p)) : cfg);
-      });
+      await pool.join();
     } catch (e) {
       await pool.dispose();
       throw e;
     }
     return pool;
+  }
+
+  /** The TP degree t: ranks 0…t−1 form the group. */
+  get size(): number {
+    return this.t;
+  }
+
+  /** Workers started, each holding its device: the largest degree `resize` reaches without starting more. */
+  get capacity(): number {
+    return this.workers.length;
+  }
+
+  /**
+   * Re-forms the group with `t` ranks: rank r is the pool's r-th worker, started only if it is new;
+   * the others keep their device and compiled pipelines, so growing from t to t′ starts t′ − t
+   * workers and shrinking starts none. Workers beyond t idle (devices kept) until a later resize.
+   */
+  async resize(t: number): Promise<void> {
+    checkSize(t);
+    const unusable = this.unusable('resize');
+    if (unusable) throw unusable;
+    if (t === this.t) return;
+    for (let r = this.workers.length; r < t; r++) this.spawn(r);
+    this.t = t;
+    await this.join();
+  }
+
+  /** Starts worker r and watches it. */
+  private spawn(r: number): void {
+    const w = this.make(r);
+    w.addEventListener('error', (ev) => {
+      ev.preventDefault();
+      this.breakWith(r, new RankFailedError(r, `worker error: ${ev.message || 'the worker failed to load or crashed'}`));
+    });
+    w.addEventListener('messageerror', () => this.breakWith(r, new RankFailedError(r, 'a message from the worker could not be deserialized')));
+    this.workers.push(w);
+    this.remotes.push(Comlink.wrap<RankWorker>(w));
+  }
+
+  /** Wires ranks 0…t−1 into one group over fresh shared memory or ports (a new device only where a worker has none). */
+  private async join(): Promise<void> {
+    this.ring = this.transport === 'sab-ring' ? createSabRing(this.t, this.commCapacityBytes) : undefined;
+    const mesh = this.transport === 'message-port' ? createPortMesh(this.t) : undefined;
+    this.infos = await this.callAll('init', [...Array(this.t).keys()], (remote, rank) => {
+      const transport: RankTransportInit = mesh ? { kind: 'message-port', ports: mesh[rank] } : { kind: 'sab-ring', ring: this.ring! };
+      const cfg = { rank, size: this.t, timeoutMs: this.timeoutMs, transport };
+      return remote.init(mesh ? Comlink.transfer(cfg, mesh[rank].filter((p): p is MessagePort => !!p)) : cfg);
+    });
   }
 
   /** Adapter line of each rank, e.g. "google swiftshader". */
@@ -113,7 +154,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     return all.flat().sort((a, b) => a.t0 - b.t0 || a.rank - b.rank);
   }
 
-  /** Destroys every device, terminates every worker; safe on a broken pool and to call twice. */
+  /** Destroys every device, terminates every worker (idle ones too); safe on a broken pool and to call twice. */
   async dispose(): Promise<DisposeReport> {
     if (this.disposed) return { deviceLost: [] };
     this.disposed = true;
@@ -140,16 +181,23 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     this.onBreak.forEach((f) => f(rank, e));
   }
 
+  /** Why the pool cannot do `what` (disposed, or broken by a failure), or undefined when it can. */
+  private unusable(what: string): Error | undefined {
+    if (this.disposed) return new Error(`RankPool: ${what} on a disposed pool.`);
+    if (this.broken) return new Error(`RankPool is broken (${this.broken.message}); dispose it and create a new one.`);
+    return undefined;
+  }
+
   /**
    * Calls `fn` on each of `ranks`; resolves when all succeed. A worker error fails that rank's call at
    * once; after the first failure the other ranks get timeoutMs + 2 s to answer, then count as dead.
    */
   private callAll<R>(what: string, ranks: readonly number[], fn: (remote: Comlink.Remote<RankWorker>, rank: number) => Promise<R>): Promise<R[]> {
-    if (this.disposed) return Promise.reject(new Error(`RankPool: ${what} on a disposed pool.`));
-    if (this.broken) return Promise.reject(new Error(`RankPool is broken (${this.broken.message}); dispose it and create a new one.`));
+    const unusable = this.unusable(what);
+    if (unusable) return Promise.reject(unusable);
     return new Promise((resolve, reject) => {
       const results: R[] = new Array(ranks.length);
-      const errors: (Error | undefined)[] = new Array(this.size).fill(undefined);
+      const errors: (Error | undefined)[] = new Array(this.workers.length).fill(undefined);
       const settled = new Set<number>();
       let grace: ReturnType<typeof setTimeout> | undefined;
       const waitMs = this.timeoutMs + 2_000;

@@ -18,12 +18,23 @@ function transferables(v: unknown, depth = 0, out = new Set<ArrayBuffer>()): Arr
 export class RankWorker {
   private ctx: RankContext | undefined;
   private ports: PortRingCollectives | undefined;
+  private own: { device: GPUDevice; adapter: string } | undefined;
 
   constructor(private readonly programs: RankPrograms) {}
 
-  /** Requests this rank's own adapter and GPUDevice and joins the group. */
+  /**
+   * Joins the group `cfg` describes. The first call requests this worker's own adapter and
+   * GPUDevice; a later call (the pool re-formed with another degree) keeps them, and with them the
+   * pipelines compiled on the device, and only rewires the collectives.
+   */
   async init(cfg: RankInit): Promise<RankInfo> {
-    const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`);
+    if (!this.own) {
+      const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`);
+      this.own = { device, adapter: adapterName(adapter) };
+    }
+    const { device, adapter } = this.own;
+    this.ports?.close();
+    this.ports = undefined;
     const trace = new TraceRecorder();
     const t = cfg.transport;
     const comm =
@@ -32,7 +43,7 @@ export class RankWorker {
         : (this.ports = new PortRingCollectives(cfg.rank, cfg.size, t.ports, trace, cfg.timeoutMs));
     const gpuComm = new GpuCollectives(device, comm);
     this.ctx = { rank: cfg.rank, size: cfg.size, transport: comm.transport, device, comm, gpuComm, trace };
-    return { rank: cfg.rank, adapter: adapterName(adapter), transport: comm.transport };
+    return { rank: cfg.rank, adapter, transport: comm.transport };
   }
 
   /** Runs program `name` on this rank; typed arrays in the result are transferred. */
@@ -59,8 +70,9 @@ export class RankWorker {
   /** Destroys the device and closes the ports; resolves with the device-lost reason. */
   async dispose(): Promise<string> {
     this.ports?.close();
-    const device = this.ctx?.device;
+    const device = this.own?.device;
     this.ctx = undefined;
+    this.own = undefined;
     if (!device) return 'no device';
     device.destroy();
     return (await device.lost).reason;

@@ -38,17 +38,16 @@ export interface PlaygroundResult {
 }
 
 /**
- * Runs the layer for the page: keeps one pool of rank workers for the current degree (rebuilt
- * when t changes), the tuned GEMM choices and the TP=1 references between runs, times rank 0's
- * kernels alone (every rank runs the same shapes), and schedules the step with measured kernels
- * and measured or modeled communication. Without WebGPU it schedules the plan from the cost model.
+ * Runs the layer for the page: keeps one pool of rank workers, re-formed for each degree (workers
+ * already started keep their devices and compiled pipelines, so a change of t starts only the
+ * ranks never started before), the tuned GEMM choices and the TP=1 references between runs, times
+ * rank 0's kernels alone (every rank runs the same shapes), and schedules the step with measured
+ * kernels and measured or modeled communication. Without WebGPU it schedules the plan from the cost model.
  */
 export class PlaygroundRunner {
-  // Warm pools by degree, most recently used last; at most `keepPools` (each rank holds a GPUDevice).
-  private readonly pools = new Map<number, RankPool<LayerWorkerPrograms>>();
+  private pool: RankPool<LayerWorkerPrograms> | undefined;
   private readonly cache: LayerRunCache = { references: new Map() };
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly keepPools = 3;
   private generation = 0;
 
   /** Set when navigator.gpu exists but gives no adapter: runs are then modeled, as without WebGPU. */
@@ -96,52 +95,52 @@ export class PlaygroundRunner {
   }
 
   private async poolOf(t: number): Promise<RankPool<LayerWorkerPrograms>> {
-    let pool = this.pools.get(t);
-    if (pool?.failure) {
-      await pool.dispose();
-      pool = undefined;
+    if (this.pool?.failure) {
+      await this.pool.dispose();
+      this.pool = undefined;
     }
-    this.pools.delete(t);
-    if (!pool) {
+    if (!this.pool) {
       this.onProgress(`starting ${t} rank worker${t > 1 ? 's' : ''}…`);
-      pool = await createLayerPool(t);
+      this.pool = await createLayerPool(t);
+    } else if (this.pool.size !== t) {
+      const more = t - this.pool.capacity;
+      if (more > 0) this.onProgress(`starting ${more} more rank worker${more > 1 ? 's' : ''}…`);
+      await this.pool.resize(t);
     }
-    this.pools.set(t, pool);
-    for (const [k, old] of this.pools) {
-      if (this.pools.size <= this.keepPools) break;
-      this.pools.delete(k);
-      await old.dispose();
-    }
-    return pool;
+    return this.pool;
   }
 
   /**
-   * While the page is idle, starts the pools of `degrees` and runs one step on each so their
-   * workers have devices and compiled pipelines: a later change to one of them is then a re-run.
-   * Goes through the same queue as runs; a run asked for meanwhile waits at most for one warm-up.
+   * While the page is idle, grows the pool to the largest legal degree of `degrees` beyond the
+   * workers already started and runs one step there, so the new workers have devices and compiled
+   * pipelines: a later change to any degree up to it is then a re-run. Goes through the same queue
+   * as runs; a run asked for meanwhile waits at most for this one warm-up.
    */
   prewarm(config: LayerConfig, degrees: readonly number[]): void {
     if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) return;
     const gen = this.generation;
     this.queue = this.queue.then(async () => {
+      const legal: number[] = [];
       for (const t of degrees) {
-        if (gen !== this.generation || this.pools.has(t)) continue;
-        const c = { ...config, tp: t };
         try {
-          await makePlan(c);
+          await makePlan({ ...config, tp: t });
+          legal.push(t);
         } catch {
-          continue; // an illegal degree is not warmed
+          // an illegal degree is not warmed
         }
-        const pool = await this.poolOf(t);
-        await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
-        await pool.traces();
       }
+      const t = Math.max(0, ...legal);
+      if (gen !== this.generation || t <= this.warmRanks()) return;
+      const c = { ...config, tp: t };
+      const pool = await this.poolOf(t);
+      await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
+      await pool.traces();
     }).catch(() => undefined);
   }
 
-  /** Degrees with a live pool, least recently used first. */
-  warmDegrees(): number[] {
-    return [...this.pools.keys()];
+  /** Rank workers started (devices up, pipelines compiled): every degree up to this is a re-run. */
+  warmRanks(): number {
+    return this.pool && !this.pool.failure ? this.pool.capacity : 0;
   }
 
   /** Resolves when queued runs and warm-ups have finished. */
@@ -149,9 +148,9 @@ export class PlaygroundRunner {
     await this.queue;
   }
 
-  /** Terminates every pool's workers. */
+  /** Terminates every rank worker. */
   async dispose(): Promise<void> {
-    for (const p of this.pools.values()) await p.dispose();
-    this.pools.clear();
+    await this.pool?.dispose();
+    this.pool = undefined;
   }
 }

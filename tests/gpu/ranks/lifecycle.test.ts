@@ -1,5 +1,6 @@
 import { expect, test } from 'vitest';
 import { RankPool } from '../../../src/ranks/pool.ts';
+import { maxTp } from '../../../src/parallel/validate.ts';
 import { poolTransports } from './helpers.ts';
 
 test('20 rebuilds at changing degrees leave no worker alive and every device destroyed', async () => {
@@ -27,6 +28,30 @@ test('20 rebuilds at changing degrees leave no worker alive and every device des
     expect(live.size).toBe(0);
   }
   expect(created).toBe(degrees.reduce((a, b) => a + b, 0));
+});
+
+test('resizing re-forms the group over the workers already started: only new ranks start a worker, idle ones keep their device', async () => {
+  for (const transport of poolTransports) {
+    let created = 0;
+    const createWorker = (): Worker => {
+      created++;
+      return new Worker(new URL('../../../src/ranks/rank.worker.ts', import.meta.url), { type: 'module' });
+    };
+    const pool = await RankPool.create({ size: 1, transport, createWorker });
+    const sizes = [1, 4, 2, 4, 3, 1, 2];
+    for (const [i, t] of sizes.entries()) {
+      await pool.resize(t);
+      expect([pool.size, pool.capacity]).toEqual([t, Math.max(...sizes.slice(0, i + 1))]);
+      const ys = await pool.run('collective', (r) => ({ op: 'allReduce', device: 'gpu', shape: [3], data: new Float32Array(3).fill(r + 1) }));
+      expect(ys.map((y) => Array.from(y.data)), `${transport} t=${t}`).toEqual(new Array(t).fill(new Array(3).fill((t * (t + 1)) / 2)));
+      const events = await pool.traces();
+      expect(events.map((e) => e.comm?.groupSize)).toEqual(new Array(t).fill(t));
+    }
+    expect(created).toBe(4);
+    await expect(pool.resize(maxTp + 1)).rejects.toThrow(`RankPool: size ${maxTp + 1} must be an integer from 1 to ${maxTp}.`);
+    expect((await pool.dispose()).deviceLost).toEqual(new Array(4).fill('destroyed'));
+    await expect(pool.resize(2)).rejects.toThrow('RankPool: resize on a disposed pool.');
+  }
 });
 
 test('all ranks stamp one collective on one clock: every rank starts before any rank ends (1 ms slack)', async () => {

@@ -10,7 +10,7 @@ test('the page runner re-runs the layer per degree, keeps the oracle passing and
   for (const tp of [1, 2, 4]) {
     const t0 = performance.now();
     const r = await runner.run({ config: configFromPreset('classroom', { tp }), comm: interconnectPresets['pcie-gen3'], overlap: false });
-    console.log(`classroom t=${tp}: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader; includes starting ${tp} workers)`);
+    console.log(`classroom t=${tp}: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader; includes starting the ranks not started before)`);
     expect(r.oracle?.pass).toBe(true);
     expect(r.timeline.ranks).toBe(tp);
     expect(r.timeline.totals.some((x) => x.exposedMs > 0)).toBe(tp > 1);
@@ -18,27 +18,34 @@ test('the page runner re-runs the layer per degree, keeps the oracle passing and
   }
   const again = performance.now();
   await runner.run({ config: configFromPreset('classroom', { tp: 4, sp: true }), comm: 'measured', overlap: true });
-  console.log(`classroom t=4 SP, same pool: ${(performance.now() - again).toFixed(0)} ms`);
+  console.log(`classroom t=4 SP, same workers: ${(performance.now() - again).toFixed(0)} ms`);
 });
 
 test('an illegal configuration is refused before any work, with the validation message', async () => {
   await expect(runner.run({ config: configFromPreset('classroom', { tp: 8 }), comm: 'measured', overlap: false })).rejects.toThrow(/heads \(4\) must be divisible by the TP degree t = 8/);
 });
 
-test('warming a degree while idle leaves its pool ready for the next change', async () => {
+test('warming a degree while idle starts its ranks, and every degree up to it is then a re-run on the same workers', async () => {
   const fresh = new PlaygroundRunner();
   try {
     const config = configFromPreset('classroom', { tp: 1 });
-    await fresh.run({ config, comm: interconnectPresets['pcie-gen3'], overlap: false });
-    expect(fresh.warmDegrees()).toEqual([1]);
+    const pcie = interconnectPresets['pcie-gen3'];
+    await fresh.run({ config, comm: pcie, overlap: false });
+    expect(fresh.warmRanks()).toBe(1);
     fresh.prewarm(config, [2, 8]); // 8 is illegal for 4 heads: skipped
     await fresh.idle();
-    expect(fresh.warmDegrees()).toEqual([1, 2]);
+    expect(fresh.warmRanks()).toBe(2);
     const t0 = performance.now();
-    const r = await fresh.run({ config: { ...config, tp: 2 }, comm: interconnectPresets['pcie-gen3'], overlap: false });
+    const r = await fresh.run({ config: { ...config, tp: 2 }, comm: pcie, overlap: false });
     console.log(`classroom t=1 → 2 on a warmed pool: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader)`);
     expect(r.oracle?.pass).toBe(true);
-    expect(fresh.warmDegrees()).toEqual([1, 2]);
+    // Down to 1 and back to 2 re-forms the group over the same two workers, with real collectives each time.
+    for (const tp of [1, 2]) {
+      const again = await fresh.run({ config: { ...config, tp, sp: tp > 1 }, comm: 'measured', overlap: true });
+      expect(again.oracle?.pass, `t=${tp}`).toBe(true);
+      expect(again.timeline.ranks).toBe(tp);
+    }
+    expect(fresh.warmRanks()).toBe(2);
   } finally {
     await fresh.dispose();
   }
