@@ -5,7 +5,8 @@ import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
-import { createLayerPool, runLayer, type LayerRun } from '../ranks/layer-run.ts';
+import { createLayerPool, runLayer, type LayerRun, type LayerRunCache, type LayerWorkerPrograms } from '../ranks/layer-run.ts';
+import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
@@ -75,7 +76,7 @@ export interface SweepArgs {
   readonly net?: string;
   readonly trace?: boolean;
   readonly onProgress?: (line: string) => void;
-  /** Cancels the sweep: the running degree's pool is disposed and runSweep rejects with the signal's reason. */
+  /** Cancels the sweep: its pool is disposed and runSweep rejects with the signal's reason. */
   readonly signal?: AbortSignal;
 }
 
@@ -122,33 +123,41 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
   };
 }
 
-/** Runs every config on a fresh pool of its degree, in order, reporting progress. */
+/**
+ * Runs every config in order on one pool, re-formed for each degree (ranks started for an earlier
+ * degree keep their devices, pipelines and tuned GEMM choices), reporting progress.
+ */
 export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   const say = args.onProgress ?? (() => {});
   const degrees: SweepDegree[] = [];
   const traces: PerfettoTrace[] = [];
+  const cache: LayerRunCache = { references: new Map() };
   let adapter = 'unknown adapter';
-  for (const [i, c] of args.configs.entries()) {
-    args.signal?.throwIfAborted();
-    say(`[${i + 1}/${args.configs.length}] t=${c.tp}${c.sp ? ' SP' : ''}: starting ${c.tp} rank workers…`);
-    const pool = await createLayerPool(c.tp);
-    // Disposing the pool rejects whatever the run is waiting on, so a cancel takes effect at once.
-    const cancel = () => void pool.dispose();
-    args.signal?.addEventListener('abort', cancel);
-    try {
+  let pool: RankPool<LayerWorkerPrograms> | undefined;
+  // Disposing the pool rejects whatever the run is waiting on, so a cancel takes effect at once.
+  const cancel = (): void => void pool?.dispose();
+  args.signal?.addEventListener('abort', cancel);
+  try {
+    for (const [i, c] of args.configs.entries()) {
+      args.signal?.throwIfAborted();
+      const tag = `[${i + 1}/${args.configs.length}] t=${c.tp}`;
+      const more = c.tp - (pool?.capacity ?? 0);
+      if (more > 0) say(`${tag}${c.sp ? ' SP' : ''}: starting ${more} rank worker${more > 1 ? 's' : ''}…`);
+      if (pool) await pool.resize(c.tp);
+      else pool = await createLayerPool(c.tp);
       args.signal?.throwIfAborted();
       adapter = pool.adapters[0] ?? adapter;
-      const run = await runLayer(pool, c, { onProgress: (l) => say(`[${i + 1}/${args.configs.length}] t=${c.tp}: ${l}`) });
+      const run = await runLayer(pool, c, { cache, onProgress: (l) => say(`${tag}: ${l}`) });
       args.signal?.throwIfAborted();
       degrees.push(summarizeRun(run, args.net));
       if (args.trace) traces.push(degreeTrace(run, args.net, i));
-    } catch (e) {
-      args.signal?.throwIfAborted();
-      throw e;
-    } finally {
-      args.signal?.removeEventListener('abort', cancel);
-      await pool.dispose();
     }
+  } catch (e) {
+    args.signal?.throwIfAborted();
+    throw e;
+  } finally {
+    args.signal?.removeEventListener('abort', cancel);
+    await pool?.dispose();
   }
   return {
     adapter,

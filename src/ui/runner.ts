@@ -20,6 +20,11 @@ export interface RunRequest {
   readonly overlap: boolean;
 }
 
+/** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (PlaygroundRunner does). */
+export interface PoolLender {
+  withPool<R>(t: number, fn: (pool: RankPool<LayerWorkerPrograms>) => Promise<R>): Promise<R>;
+}
+
 /** What the page shows for one run. */
 export interface PlaygroundResult {
   readonly config: LayerConfig;
@@ -44,7 +49,7 @@ export interface PlaygroundResult {
  * rank 0's kernels alone (every rank runs the same shapes), and schedules the step with measured
  * kernels and measured or modeled communication. Without WebGPU it schedules the plan from the cost model.
  */
-export class PlaygroundRunner {
+export class PlaygroundRunner implements PoolLender {
   private pool: RankPool<LayerWorkerPrograms> | undefined;
   private readonly cache: LayerRunCache = { references: new Map() };
   private queue: Promise<unknown> = Promise.resolve();
@@ -62,8 +67,20 @@ export class PlaygroundRunner {
 
   /** Runs one request; requests are serialized (a new one waits for the running one). */
   run(req: RunRequest): Promise<PlaygroundResult> {
+    return this.enqueue(() => this.runNow(req));
+  }
+
+  /**
+   * Lends the pool, re-formed for degree t, to `fn` (another view's programs, e.g. the classroom's),
+   * in the same queue as runs: the view gets warm workers and never races a run.
+   */
+  withPool<R>(t: number, fn: (pool: RankPool<LayerWorkerPrograms>) => Promise<R>): Promise<R> {
+    return this.enqueue(async () => fn(await this.poolOf(t)));
+  }
+
+  private enqueue<R>(job: () => Promise<R>): Promise<R> {
     this.generation++; // stops a warm-up between two degrees
-    const next = this.queue.then(() => this.runNow(req));
+    const next = this.queue.then(job);
     this.queue = next.catch(() => undefined);
     return next;
   }

@@ -248,7 +248,7 @@ export class TpApp extends LitElement {
         ${s.view === 'timeline'
           ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
           : s.view === 'classroom'
-            ? html`<tp-classroom .tp=${s.tp}></tp-classroom>`
+            ? html`<tp-classroom .tp=${s.tp} .pools=${this.runner}></tp-classroom>`
             : html`<tp-gemm-view .config=${configOf(s)} .net=${s.net} .overlap=${s.overlap}></tp-gemm-view>`}
       </section>
       <div class="panels ${stale ? 'stale' : ''}">

@@ -5,6 +5,7 @@ import { attentionPicture, classroomDegree, classroomSteps, type ClassroomCollec
 import { configFromPreset, presets, type LayerConfig } from '../parallel/config.ts';
 import { legalTpDegrees } from '../parallel/validate.ts';
 import { createLayerPool } from '../ranks/layer-run.ts';
+import type { PoolLender } from './runner.ts';
 import { loadClassroomRuns } from './classroom-data.ts';
 import { matrixGrid } from './classroom-matrix.ts';
 import { classroomStyles, rankColor } from './classroom-style.ts';
@@ -19,7 +20,7 @@ const opWords: Record<ClassroomCollective['op'], string> = {
  * TP=1 on one, then steps through it: matrices per rank in that rank's colour with every number,
  * each step's collective with its bytes and Megatron function, and the checks against TP=1.
  * Next/Previous buttons and ArrowRight/ArrowLeft; fires `step-change` ({ step }) on every move.
- * Setting `runs` directly shows those runs without starting workers.
+ * Setting `runs` directly shows those runs without starting workers; setting `pools` borrows warm ones.
  */
 @customElement('tp-classroom')
 export class TpClassroom extends LitElement {
@@ -31,6 +32,8 @@ export class TpClassroom extends LitElement {
   @property({ type: Number, reflect: true }) step = 0;
   /** The ranks' data; loaded from `tp` when not set from outside. */
   @property({ attribute: false }) runs?: ClassroomRuns;
+  /** Lends warm rank workers (the page's runner); without it each load starts and stops its own. */
+  @property({ attribute: false }) pools?: PoolLender;
 
   @state() private status = '';
   @state() private error = '';
@@ -79,11 +82,18 @@ export class TpClassroom extends LitElement {
     const token = ++this.loadToken;
     this.loadedFor = c.tp;
     this.error = '';
-    this.status = `starting ${c.tp} rank workers…`;
+    const say = (l: string): void => void (token === this.loadToken && (this.status = l));
     let pool;
     try {
-      pool = await createLayerPool(c.tp);
-      const runs = await loadClassroomRuns(pool, c, undefined, (l) => token === this.loadToken && (this.status = l));
+      let runs: ClassroomRuns;
+      if (this.pools) {
+        this.status = `waiting for the ${c.tp} rank worker${c.tp > 1 ? 's' : ''}…`;
+        runs = await this.pools.withPool(c.tp, (lent) => loadClassroomRuns(lent, c, undefined, say));
+      } else {
+        this.status = `starting ${c.tp} rank workers…`;
+        pool = await createLayerPool(c.tp);
+        runs = await loadClassroomRuns(pool, c, undefined, say);
+      }
       if (token !== this.loadToken) return;
       this.runs = runs;
       this.step = Math.min(this.step, classroomSteps(runs).length - 1);
