@@ -2,7 +2,7 @@ import { KernelContext } from '../kernels/context.ts';
 import { exportGemmChoices, importGemmChoices } from '../kernels/gemm-choice.ts';
 import { tuneGemm, type GemmTuning } from '../kernels/gemm-tuner.ts';
 import type { GemmVariant } from '../kernels/gemm-variants.ts';
-import { GpuTimer } from '../kernels/gpu-timer.ts';
+import { GpuTimer, type TimerResult } from '../kernels/gpu-timer.ts';
 import { createTensor, type GpuTensor } from '../kernels/tensor.ts';
 import { gemmExtents, gemmStrided } from '../kernels/gemm.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
@@ -89,7 +89,8 @@ export interface ComputeTiming {
 
 /**
  * Times this rank's kernels with the other ranks idle (as if it had its own GPU): the step is
- * replayed with collectives that move nothing, every dispatch timed by timestamp queries (or,
+ * replayed twice with collectives that move nothing, every dispatch timed by timestamp queries and
+ * each op's shorter time kept (or,
  * without them or when they are quantized, the whole step by the wall clock, split by FLOPs;
  * `quantized` then says why).
  */
@@ -126,9 +127,17 @@ export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; ch
     // Warm-up (pipelines compiled, caches filled), unless this worker already ran this config.
     const key = JSON.stringify(a.config);
     if (!ranConfigs.has(key)) await gpuStep(ctx, a.config, ctx.rank, comm, inputs);
-    const { timed } = await gpuStep(ctx, a.config, ctx.rank, comm, inputs, timer);
-    if (timed!.quantized) return { ...(await byWallClock()), quantized: true };
-    return { rank: ctx.rank, ops: timed!.times.map((t) => ({ name: t.op, ms: t.ns / 1e6 })), quantized: false, method: 'timestamp-query' };
+    // Two timed steps, each op's shorter time kept: what lengthens one op once (a buffer's first
+    // use, a lazy clear — seen here as a 20× ln1 on the first timed step) or now and then (another
+    // process on a shared machine) only ever adds time.
+    const runs: TimerResult[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { timed } = await gpuStep(ctx, a.config, ctx.rank, comm, inputs, timer);
+      if (timed!.quantized) return { ...(await byWallClock()), quantized: true };
+      runs.push(timed!);
+    }
+    const ops = runs[0].times.map((t, i) => ({ name: t.op, ms: Math.min(...runs.map((r) => r.times[i]?.ns ?? t.ns)) / 1e6 }));
+    return { rank: ctx.rank, ops, quantized: false, method: 'timestamp-query' };
   } finally {
     timer.destroy();
   }
