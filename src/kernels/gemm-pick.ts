@@ -3,9 +3,8 @@ import type { GemmVariant } from './gemm-variants.ts';
 /**
  * Timings within `tieFraction` of the fastest, or within one dispatch's floor of it where that is
  * more, are a tie: timing noise on the one side, a launch-bound proxy (whose ranking is noise) on
- * the other. A tie goes to the variant that was cheapest to compile, because every rank's device
- * compiles each variant it uses (SwiftShader: naive ≈ 20 ms, rb4 ≈ 30 ms, quad8 ≈ 140 ms,
- * quad16 ≈ 230 ms, tiled ≈ 900 ms each), and the page pays that again on every new degree.
+ * the other. A tie goes to the variant cheapest to compile (gemm-variants' byCompileCost): every
+ * rank's device compiles each variant it uses, and the page pays that again on every new rank.
  */
 export const tieFraction = 0.1;
 
@@ -19,4 +18,12 @@ export function pickGemmVariant(msPerRun: Partial<Record<GemmVariant, number>>, 
   const best = Math.min(...timed.map((v) => msPerRun[v]!));
   const tied = timed.filter((v) => msPerRun[v]! <= best + Math.max(best * tieFraction, dispatchMs));
   return { chosen: tied[0], tied };
+}
+
+/**
+ * Whether a variant that ran in `ms` per run ties with any other, unseen: every GEMM takes at least
+ * one dispatch floor, so the fastest is ≥ dispatchMs and its tie window reaches ≥ 2·dispatchMs.
+ */
+export function launchBound(ms: number, dispatchMs: number): boolean {
+  return ms <= 2 * dispatchMs;
 }

@@ -2,13 +2,13 @@ import type { KernelContext } from './context.ts';
 import { gemmVariants, supportedGemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { adapterKey, defaultGemmVariant, gemmChoices, gemmShapeClass } from './gemm-choice.ts';
 import { gemmStrided } from './gemm.ts';
-import { pickGemmVariant } from './gemm-pick.ts';
+import { launchBound, pickGemmVariant } from './gemm-pick.ts';
 import { createTensor, readTensor } from './tensor.ts';
 import { denseProblem, gemmFlops, gemmRef, type GemmProblem } from '../reference/gemm.ts';
 import { randomArray } from '../reference/random.ts';
 import { compareArrays, float32Tolerance } from '../reference/compare.ts';
 
-/** What tuning measured for one shape class: GFLOP/s per candidate, the tie window and the winner. */
+/** What tuning measured for one shape class: GFLOP/s per candidate timed, the tie and the winner. */
 export interface GemmTuning {
   readonly shapeClass: string;
   readonly proxy: { M: number; N: number; K: number };
@@ -16,32 +16,25 @@ export interface GemmTuning {
   /** Variants whose time per run is within the tie window of the fastest (the winner is among them). */
   readonly tied: GemmVariant[];
   readonly chosen: GemmVariant;
-}
-
-/** A variant that computed the right result on this adapter, and what its first use cost. */
-export interface VerifiedVariant {
-  readonly name: GemmVariant;
-  /** Wall time of its first dispatch (pipeline compile + a tiny run + read-back), ms. */
-  readonly firstUseMs: number;
-}
-
-/** What verification learned of an adapter: the usable variants and the cost of one dispatch. */
-interface AdapterGemmFacts {
-  readonly variants: VerifiedVariant[];
-  /** Per-run wall time of a 1×1×1 GEMM dispatched back to back: the floor every timing stands on, ms. */
+  /** The cheapest variant to compile already ran within two dispatch floors, so no other was compiled or timed. */
+  readonly launchBound: boolean;
+  /** This adapter's dispatch floor (see dispatchFloor), ms. */
   readonly dispatchMs: number;
 }
 
-// What verification learned, per adapter.
-const verified = new Map<string, Promise<AdapterGemmFacts>>();
+// Per adapter and variant: whether it computes the right result there.
+const verified = new Map<string, Promise<boolean>>();
+// Per adapter: the wall time of one back-to-back dispatch of a 1×1×1 GEMM, ms.
+const floors = new Map<string, Promise<number>>();
 
 /**
- * Runs every supported variant once on a small odd-sized problem (not a multiple of any tile,
- * both operands transposed) against the CPU twin; a variant that is wrong on this adapter (e.g.
- * a subgroup layout it does not have) is never chosen. Cached per adapter.
+ * Runs `name` once on a small odd-sized problem (not a multiple of any tile, both operands
+ * transposed) against the CPU twin; a variant that is wrong on this adapter (e.g. a subgroup
+ * layout it does not have) is never timed or chosen. Cached per adapter; a variant is compiled
+ * only when tuning first reaches it.
  */
-function verifiedVariants(ctx: KernelContext): Promise<AdapterGemmFacts> {
-  const key = adapterKey(ctx.device);
+function verifyVariant(ctx: KernelContext, name: GemmVariant): Promise<boolean> {
+  const key = `${adapterKey(ctx.device)}|${name}`;
   let v = verified.get(key);
   if (!v) {
     v = (async () => {
@@ -49,29 +42,39 @@ function verifiedVariants(ctx: KernelContext): Promise<AdapterGemmFacts> {
       const p = denseProblem(M, N, K, { transA: true, transB: true, bias: true });
       const a = randomArray(M * K, 11), b = randomArray(K * N, 12), bias = randomArray(N, 13);
       const want = gemmRef(p, a, b, new Float32Array(M * N), bias);
-      const ok: VerifiedVariant[] = [];
-      for (const name of supportedGemmVariants(ctx.device)) {
-        const ta = createTensor(ctx.device, 'A', [K, M], a), tb = createTensor(ctx.device, 'B', [N, K], b);
-        const tc = createTensor(ctx.device, 'C', [M, N]), tbias = createTensor(ctx.device, 'bias', [N], bias);
-        const t0 = performance.now();
-        ctx.device.pushErrorScope('validation');
-        gemmStrided(ctx, p, ta, tb, tc, tbias, name);
-        await ctx.flush();
-        const err = await ctx.device.popErrorScope();
-        const got = await readTensor(ctx.device, tc);
-        const firstUseMs = performance.now() - t0;
-        const s = compareArrays(got, want);
-        if (!err && s.nonFinite === 0 && s.maxAbs <= float32Tolerance(K, 1)) ok.push({ name, firstUseMs });
-        else console.warn(`gemm variant ${name} is not used on this adapter: ${err ? err.message : `max abs error ${s.maxAbs}`}`);
-        for (const t of [ta, tb, tc, tbias]) t.buffer.destroy();
-      }
-      const floor = ok.find((x) => x.name === 'naive')?.name ?? ok[0]?.name ?? defaultGemmVariant();
-      const dispatchMs = await timeVariant(ctx, floor, denseProblem(1, 1, 1), 8);
-      return { variants: ok.sort((x, y) => x.firstUseMs - y.firstUseMs), dispatchMs };
+      const ta = createTensor(ctx.device, 'A', [K, M], a), tb = createTensor(ctx.device, 'B', [N, K], b);
+      const tc = createTensor(ctx.device, 'C', [M, N]), tbias = createTensor(ctx.device, 'bias', [N], bias);
+      ctx.device.pushErrorScope('validation');
+      gemmStrided(ctx, p, ta, tb, tc, tbias, name);
+      await ctx.flush();
+      const err = await ctx.device.popErrorScope();
+      const got = await readTensor(ctx.device, tc);
+      for (const t of [ta, tb, tc, tbias]) t.buffer.destroy();
+      const s = compareArrays(got, want);
+      const ok = !err && s.nonFinite === 0 && s.maxAbs <= float32Tolerance(K, 1);
+      if (!ok) console.warn(`gemm variant ${name} is not used on this adapter: ${err ? err.message : `max abs error ${s.maxAbs}`}`);
+      return ok;
     })();
     verified.set(key, v);
   }
   return v;
+}
+
+/**
+ * Per-run wall time of a 1×1×1 GEMM dispatched back to back with the cheapest verified variant:
+ * what any GEMM costs at least, the floor every timing on this adapter stands on. Cached per adapter.
+ */
+function dispatchFloor(ctx: KernelContext, candidates: readonly GemmVariant[]): Promise<number> {
+  const key = adapterKey(ctx.device);
+  let f = floors.get(key);
+  if (!f) {
+    f = (async () => {
+      for (const v of candidates) if (await verifyVariant(ctx, v)) return timeVariant(ctx, v, denseProblem(1, 1, 1), 8);
+      return 0;
+    })();
+    floors.set(key, f);
+  }
+  return f;
 }
 
 /** Shrinks the largest dims of `p` until one run is ≤ `flops`: a short timing stands for the shape. */
@@ -102,15 +105,16 @@ async function timeVariant(ctx: KernelContext, variant: GemmVariant, p: GemmProb
 }
 
 /**
- * Tunes the shape classes of `problems` not tuned yet on this adapter: each verified variant is
- * timed on a proxy of the problem (its largest dims halved until one run is ≤ 32 MFLOP; the naive
- * kernel only where the proxy is tiny), and the fastest becomes the class's choice — where several
- * tie (see tieFraction), the one cheapest to compile.
+ * Tunes the shape classes of `problems` not tuned yet on this adapter: the verified variants are
+ * timed, cheapest to compile first, on a proxy of the problem (its largest dims halved until one
+ * run is ≤ 32 MFLOP; the naive kernel only where the proxy is tiny), and the fastest becomes the
+ * class's choice — where several tie (see tieFraction), the one cheapest to compile. When the first
+ * one timed is launch-bound it wins whatever the others would measure, and they are not compiled.
  */
 export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProblem[]): Promise<GemmTuning[]> {
   if (problems.every((p) => gemmChoices.has(`${adapterKey(ctx.device)}|${gemmShapeClass(p)}`))) return [];
-  const { variants, dispatchMs } = await verifiedVariants(ctx);
-  const ok = variants.map((v) => v.name);
+  const supported = supportedGemmVariants(ctx.device);
+  const dispatchMs = await dispatchFloor(ctx, supported);
   const out: GemmTuning[] = [];
   const seen = new Set<string>();
   for (const p of problems) {
@@ -123,14 +127,19 @@ export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProble
     const flops = gemmFlops(dense);
     const gflops: Partial<Record<GemmVariant, number>> = {};
     const msPerRun: Partial<Record<GemmVariant, number>> = {};
-    for (const v of ok) {
+    let bound = false;
+    for (const v of supported) {
       if (v === 'naive' && flops > 2 ** 21) continue;
-      msPerRun[v] = await timeVariant(ctx, v, dense, Math.max(1, Math.min(8, Math.round(2 ** 24 / flops))));
-      gflops[v] = flops / msPerRun[v] / 1e6;
+      if (!(await verifyVariant(ctx, v))) continue;
+      const ms = await timeVariant(ctx, v, dense, Math.max(1, Math.min(8, Math.round(2 ** 24 / flops))));
+      msPerRun[v] = ms;
+      gflops[v] = flops / ms / 1e6;
+      bound = Object.keys(msPerRun).length === 1 && launchBound(ms, dispatchMs);
+      if (bound) break;
     }
-    const { chosen, tied } = pickGemmVariant(msPerRun, ok, dispatchMs) ?? { chosen: defaultGemmVariant(), tied: [] };
+    const { chosen, tied } = pickGemmVariant(msPerRun, supported, dispatchMs) ?? { chosen: defaultGemmVariant(), tied: [] };
     gemmChoices.set(key, chosen);
-    out.push({ shapeClass, proxy, gflops, tied, chosen });
+    out.push({ shapeClass, proxy, gflops, tied, chosen, launchBound: bound, dispatchMs });
   }
   return out;
 }

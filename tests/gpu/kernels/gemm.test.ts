@@ -3,7 +3,7 @@ import { gemm, gemmStrided } from '../../../src/kernels/gemm.ts';
 import { supportedGemmVariants } from '../../../src/kernels/gemm-variants.ts';
 import { tuneGemm } from '../../../src/kernels/gemm-tuner.ts';
 import { createTensor } from '../../../src/kernels/tensor.ts';
-import { denseProblem, gemmRef, type GemmProblem } from '../../../src/reference/gemm.ts';
+import { denseProblem, gemmFlops, gemmRef, type GemmProblem } from '../../../src/reference/gemm.ts';
 import { randomArray } from '../../../src/reference/random.ts';
 import { float32Tolerance } from '../../../src/reference/compare.ts';
 import { download, expectClose, gpuCase, testDevice, upload } from '../gpu-case.ts';
@@ -124,16 +124,34 @@ describe('gemm tuner', () => {
       const tunings = await tuneGemm(ctx, problems);
       expect(tunings.map((t) => t.shapeClass)).toEqual(['MlNlKm', 'MsNlKm'].map((c) => `${c}nn`));
       for (const t of tunings) {
-        expect(Object.keys(t.gflops).length).toBeGreaterThanOrEqual(2);
+        const timed = Object.keys(t.gflops);
+        if (t.launchBound) {
+          // Stopped at the cheapest variant: it ran within two dispatch floors.
+          expect(timed).toEqual([t.chosen]);
+          expect(gemmFlops(denseProblem(t.proxy.M, t.proxy.N, t.proxy.K)) / t.gflops[t.chosen]! / 1e6).toBeLessThanOrEqual(2 * t.dispatchMs);
+        } else {
+          expect(timed.length).toBeGreaterThanOrEqual(2);
+        }
         // The fastest is always among the tied, and the winner is one of them (the cheapest to compile).
         const best = Object.entries(t.gflops).sort((x, y) => y[1] - x[1])[0][0];
         expect(t.tied).toContain(best);
         expect(t.tied).toContain(t.chosen);
       }
+      // 7.7 MFLOP is far above the floor on any adapter: every verified variant but naive was timed.
+      expect(tunings[0].launchBound).toBe(false);
       const [M, N, K] = [150, 260, 100];
       const a = upload(ctx, 'A', [M, K], randomArray(M * K, 1)), b = upload(ctx, 'B', [K, N], randomArray(K * N, 2));
       expect(gemm(ctx, a, b, upload(ctx, 'C', [M, N], new Float32Array(M * N)))).toBe(tunings[0].chosen);
       expect(await tuneGemm(ctx, problems)).toEqual([]);
+    });
+  });
+
+  test('a launch-bound shape class (a classroom-sized GEMM) is decided by the cheapest verified variant alone: no other is timed', async () => {
+    await gpuCase(async (ctx) => {
+      const [t] = await tuneGemm(ctx, [denseProblem(8, 16, 12)]);
+      expect(t.dispatchMs).toBeGreaterThan(0);
+      expect(t).toMatchObject({ shapeClass: 'MsNsKsnn', launchBound: true, chosen: variants[0], tied: [variants[0]] });
+      expect(Object.keys(t.gflops)).toEqual([variants[0]]);
     });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { pickGemmVariant, tieFraction } from '../../../src/kernels/gemm-pick.ts';
+import { launchBound, pickGemmVariant, tieFraction } from '../../../src/kernels/gemm-pick.ts';
 import type { GemmVariant } from '../../../src/kernels/gemm-variants.ts';
 
 // Cheapest to compile first, as verification measures it on SwiftShader.
@@ -25,5 +25,16 @@ describe('pickGemmVariant', () => {
   test('only timed variants count, and none timed gives no pick', () => {
     expect(pickGemmVariant({ quad16: 1 }, byCost, 0.35)?.chosen).toBe('quad16');
     expect(pickGemmVariant({}, byCost, 0.35)).toBeUndefined();
+  });
+});
+
+describe('launchBound', () => {
+  test('within two dispatch floors a variant ties with any faster one, so it may stop the search', () => {
+    expect(launchBound(0.7, 0.35)).toBe(true);
+    expect(launchBound(0.71, 0.35)).toBe(false);
+    // The claim behind it: nothing runs faster than one floor, and a tie window then reaches two floors.
+    for (const other of [0.35, 0.5, 3]) expect(pickGemmVariant({ naive: 0.7, quad16: other }, byCost, 0.35)?.chosen).toBe('naive');
+    // Only a time below the floor (the premise broken) could beat it.
+    expect(pickGemmVariant({ naive: 0.7, quad16: 0.3 }, byCost, 0.35)?.chosen).toBe('quad16');
   });
 });
