@@ -1,29 +1,25 @@
 import type { GemmVariant } from './gemm-variants.ts';
 
 /**
- * Timings within `tieFraction` of the fastest, or within one dispatch's floor of it where that is
- * more, are a tie: timing noise on the one side, a launch-bound proxy (whose ranking is noise) on
- * the other. A tie goes to the variant cheapest to compile (gemm-variants' byCompileCost): every
- * rank's device compiles each variant it uses, and the page pays that again on every new rank.
+ * Whether a variant that ran in `ms` per run is launch-bound: within two dispatch floors. Nothing
+ * runs faster than one floor, so such a variant is within one dispatch of the fastest there could
+ * be, a difference the timing cannot tell from noise.
  */
-export const tieFraction = 0.1;
+export function launchBound(ms: number, dispatchMs: number): boolean {
+  return ms <= 2 * dispatchMs;
+}
 
 /**
- * The winner among timed variants (ms per run): the cheapest to compile among those tied with the
- * fastest (within max(tieFraction · fastest, dispatchMs)). `byCompileCost` lists variants cheapest first.
+ * The winner among timed variants (ms per run): the fastest, except that launch-bound variants
+ * tie with it, and a tie goes to the variant cheapest to compile (`byCompileCost` lists them
+ * cheapest first) — every rank's device compiles each variant it uses, and the page pays that
+ * again for every rank it starts. Above the launch-bound regime the fastest wins outright: a proxy
+ * 10% apart was 20–30% apart at full size.
  */
 export function pickGemmVariant(msPerRun: Partial<Record<GemmVariant, number>>, byCompileCost: readonly GemmVariant[], dispatchMs: number): { chosen: GemmVariant; tied: GemmVariant[] } | undefined {
   const timed = byCompileCost.filter((v) => msPerRun[v] !== undefined);
   if (!timed.length) return undefined;
   const best = Math.min(...timed.map((v) => msPerRun[v]!));
-  const tied = timed.filter((v) => msPerRun[v]! <= best + Math.max(best * tieFraction, dispatchMs));
+  const tied = timed.filter((v) => msPerRun[v] === best || launchBound(msPerRun[v]!, dispatchMs));
   return { chosen: tied[0], tied };
-}
-
-/**
- * Whether a variant that ran in `ms` per run ties with any other, unseen: every GEMM takes at least
- * one dispatch floor, so the fastest is ≥ dispatchMs and its tie window reaches ≥ 2·dispatchMs.
- */
-export function launchBound(ms: number, dispatchMs: number): boolean {
-  return ms <= 2 * dispatchMs;
 }

@@ -108,7 +108,7 @@ async function timeVariant(ctx: KernelContext, variant: GemmVariant, p: GemmProb
  * Tunes the shape classes of `problems` not tuned yet on this adapter: the verified variants are
  * timed, cheapest to compile first, on a proxy of the problem (its largest dims halved until one
  * run is ≤ 32 MFLOP; the naive kernel only where the proxy is tiny), and the fastest becomes the
- * class's choice — where several tie (see tieFraction), the one cheapest to compile. When the first
+ * class's choice — where several tie (launch-bound, see pickGemmVariant), the one cheapest to compile. When the first
  * one timed is launch-bound it wins whatever the others would measure, and they are not compiled.
  */
 export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProblem[]): Promise<GemmTuning[]> {
