@@ -62,14 +62,16 @@ function verifyVariant(ctx: KernelContext, name: GemmVariant): Promise<boolean> 
 
 /**
  * Per-run wall time of a 1×1×1 GEMM dispatched back to back with the cheapest verified variant:
- * what any GEMM costs at least, the floor every timing on this adapter stands on. Cached per adapter.
+ * what any GEMM costs at least, the floor every timing on this adapter stands on. The best of six
+ * trials, so that one busy moment does not raise it (a high floor would call real work launch-bound).
+ * Cached per adapter.
  */
 function dispatchFloor(ctx: KernelContext, candidates: readonly GemmVariant[]): Promise<number> {
   const key = adapterKey(ctx.device);
   let f = floors.get(key);
   if (!f) {
     f = (async () => {
-      for (const v of candidates) if (await verifyVariant(ctx, v)) return timeVariant(ctx, v, denseProblem(1, 1, 1), 8);
+      for (const v of candidates) if (await verifyVariant(ctx, v)) return timeVariant(ctx, v, denseProblem(1, 1, 1), 8, 6);
       return 0;
     })();
     floors.set(key, f);
@@ -87,14 +89,14 @@ function proxyOf(p: GemmProblem, flops: number): { M: number; N: number; K: numb
   return d;
 }
 
-/** Wall time of `reps` back-to-back dispatches of `variant` on a dense problem, in ms per run. */
-async function timeVariant(ctx: KernelContext, variant: GemmVariant, p: GemmProblem, reps: number): Promise<number> {
+/** Wall time of `reps` back-to-back dispatches of `variant` on a dense problem, in ms per run: the best of `trials`. */
+async function timeVariant(ctx: KernelContext, variant: GemmVariant, p: GemmProblem, reps: number, trials = 2): Promise<number> {
   const M = p.M, N = p.N, K = p.K;
   const a = createTensor(ctx.device, 'A', [M * K]), b = createTensor(ctx.device, 'B', [K * N]), c = createTensor(ctx.device, 'C', [M * N]);
   gemmStrided(ctx, p, a, b, c, undefined, variant); // compile + warm
   await ctx.flush();
   let best = Infinity;
-  for (let trial = 0; trial < 2; trial++) {
+  for (let trial = 0; trial < trials; trial++) {
     const t0 = performance.now();
     for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, variant);
     await ctx.flush();

@@ -146,12 +146,24 @@ describe('gemm tuner', () => {
     });
   });
 
-  test('a launch-bound shape class (a classroom-sized GEMM) is decided by the cheapest verified variant alone: no other is timed', async () => {
+  test('launch-bound shape classes (classroom-sized GEMMs) are decided by the cheapest verified variant alone: no other is timed', async () => {
     await gpuCase(async (ctx) => {
-      const [t] = await tuneGemm(ctx, [denseProblem(8, 16, 12)]);
-      expect(t.dispatchMs).toBeGreaterThan(0);
-      expect(t).toMatchObject({ shapeClass: 'MsNsKsnn', launchBound: true, chosen: variants[0], tied: [variants[0]] });
-      expect(Object.keys(t.gflops)).toEqual([variants[0]]);
+      // Four tiny classes (both transposes of each operand): each either stops at the cheapest
+      // variant, or, when a busy machine stretched that one timing past two floors, times the rest.
+      const tiny = [[false, false], [false, true], [true, false], [true, true]].map(([transA, transB]) => denseProblem(8, 16, 12, { transA, transB }));
+      const tunings = await tuneGemm(ctx, tiny);
+      expect(tunings.map((t) => t.shapeClass)).toEqual(['nn', 'nt', 'tn', 'tt'].map((o) => `MsNsKs${o}`));
+      for (const t of tunings) {
+        expect(t.dispatchMs).toBeGreaterThan(0);
+        if (t.launchBound) {
+          expect(t).toMatchObject({ chosen: variants[0], tied: [variants[0]] });
+          expect(Object.keys(t.gflops)).toEqual([variants[0]]);
+        } else {
+          expect(Object.keys(t.gflops).length).toBeGreaterThanOrEqual(2);
+        }
+        expect(t.tied).toContain(t.chosen);
+      }
+      expect(tunings.filter((t) => t.launchBound).length, 'tiny GEMMs run within two dispatch floors').toBeGreaterThanOrEqual(1);
     });
   });
 });
