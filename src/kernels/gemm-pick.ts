@@ -23,3 +23,24 @@ export function pickGemmVariant(msPerRun: Partial<Record<GemmVariant, number>>, 
   const tied = timed.filter((v) => msPerRun[v] === best || launchBound(msPerRun[v]!, dispatchMs));
   return { chosen: tied[0], tied };
 }
+
+/**
+ * Times `candidates` in order (cheapest compile first) with `time` (ms per run, or undefined for a
+ * variant that is skipped: unverified here, or naive on a large proxy): all of them, unless the
+ * first one timed is launch-bound — it then wins whatever the others would measure, so they are
+ * neither compiled nor timed.
+ */
+export async function timeCandidates(
+  candidates: readonly GemmVariant[],
+  time: (v: GemmVariant) => Promise<number | undefined>,
+  dispatchMs: number,
+): Promise<{ msPerRun: Partial<Record<GemmVariant, number>>; launchBound: boolean }> {
+  const msPerRun: Partial<Record<GemmVariant, number>> = {};
+  for (const v of candidates) {
+    const ms = await time(v);
+    if (ms === undefined) continue;
+    msPerRun[v] = ms;
+    if (Object.keys(msPerRun).length === 1 && launchBound(ms, dispatchMs)) return { msPerRun, launchBound: true };
+  }
+  return { msPerRun, launchBound: false };
+}

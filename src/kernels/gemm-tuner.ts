@@ -2,7 +2,7 @@ import type { KernelContext } from './context.ts';
 import { gemmVariants, supportedGemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { adapterKey, defaultGemmVariant, gemmChoices, gemmShapeClass } from './gemm-choice.ts';
 import { gemmStrided } from './gemm.ts';
-import { launchBound, pickGemmVariant } from './gemm-pick.ts';
+import { pickGemmVariant, timeCandidates } from './gemm-pick.ts';
 import { createTensor, readTensor } from './tensor.ts';
 import { denseProblem, gemmFlops, gemmRef, type GemmProblem } from '../reference/gemm.ts';
 import { randomArray } from '../reference/random.ts';
@@ -127,21 +127,15 @@ export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProble
     const proxy = proxyOf(p, 2 ** 25);
     const dense = denseProblem(proxy.M, proxy.N, proxy.K, { transA: p.sAk !== 1, transB: p.sBn !== 1 });
     const flops = gemmFlops(dense);
-    const gflops: Partial<Record<GemmVariant, number>> = {};
-    const msPerRun: Partial<Record<GemmVariant, number>> = {};
-    let bound = false;
-    for (const v of supported) {
-      if (v === 'naive' && flops > 2 ** 21) continue;
-      if (!(await verifyVariant(ctx, v))) continue;
-      const ms = await timeVariant(ctx, v, dense, Math.max(1, Math.min(8, Math.round(2 ** 24 / flops))));
-      msPerRun[v] = ms;
-      gflops[v] = flops / ms / 1e6;
-      bound = Object.keys(msPerRun).length === 1 && launchBound(ms, dispatchMs);
-      if (bound) break;
-    }
+    const reps = Math.max(1, Math.min(8, Math.round(2 ** 24 / flops)));
+    const { msPerRun, launchBound } = await timeCandidates(supported, async (v) => {
+      if (v === 'naive' && flops > 2 ** 21) return undefined;
+      return (await verifyVariant(ctx, v)) ? timeVariant(ctx, v, dense, reps) : undefined;
+    }, dispatchMs);
+    const gflops = Object.fromEntries(Object.entries(msPerRun).map(([v, ms]) => [v, flops / ms / 1e6])) as Partial<Record<GemmVariant, number>>;
     const { chosen, tied } = pickGemmVariant(msPerRun, supported, dispatchMs) ?? { chosen: defaultGemmVariant(), tied: [] };
     gemmChoices.set(key, chosen);
-    out.push({ shapeClass, proxy, gflops, tied, chosen, launchBound: bound, dispatchMs });
+    out.push({ shapeClass, proxy, gflops, tied, chosen, launchBound, dispatchMs });
   }
   return out;
 }
