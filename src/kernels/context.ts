@@ -19,6 +19,15 @@ export class KernelContext {
   private transient: GPUBuffer[] = [];
   private unused: GPUBuffer | undefined;
   observer: PassObserver | undefined;
+  /**
+   * While set, each dispatch becomes its own command buffer and nothing reaches the queue before
+   * flush(), which submits them one by one with this thread idle. For timing kernels on an adapter
+   * that runs on the CPU (SwiftShader): no kernel then runs while the step is still being encoded
+   * on the same cores, and no two passes overlap (one command buffer may run independent passes
+   * concurrently, stretching each pass's timestamps). Buffers used by held work must outlive flush().
+   */
+  holdUntilFlush = false;
+  private readonly held: GPUCommandBuffer[] = [];
   /** Name of the caller's current op ("qkv.dgrad"); passed to the observer instead of the kernel's own label. */
   scope: string | undefined;
 
@@ -67,6 +76,7 @@ export class KernelContext {
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);
     pass.end();
+    if (this.holdUntilFlush) this.finishEncoder();
   }
 
   /** A 4-byte storage buffer for optional bindings left unused (e.g. gemm without bias). */
@@ -81,18 +91,29 @@ export class KernelContext {
     return this.encoder;
   }
 
-  /** Submits everything encoded so far; resolves when the GPU has finished it. */
+  /** Submits everything encoded (and held) so far; resolves when the GPU has finished it. */
   async flush(): Promise<void> {
-    this.submit();
+    this.finishEncoder();
+    this.release();
     await this.device.queue.onSubmittedWorkDone();
   }
 
-  /** Submits everything encoded so far without waiting. */
+  /** Submits everything encoded so far without waiting (while holdUntilFlush is set: holds it). */
   submit(): void {
+    this.finishEncoder();
+    if (!this.holdUntilFlush) this.release();
+  }
+
+  private finishEncoder(): void {
     if (this.encoder) {
-      this.device.queue.submit([this.encoder.finish()]);
+      this.held.push(this.encoder.finish());
       this.encoder = undefined;
     }
+  }
+
+  /** Submits the held command buffers, one submission each, and frees this stretch's uniforms once they ran. */
+  private release(): void {
+    for (const cb of this.held.splice(0)) this.device.queue.submit([cb]);
     const done = this.transient;
     this.transient = [];
     if (done.length) void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));

@@ -20,7 +20,8 @@ export class GpuBackend implements Backend<GpuTensor> {
   phase: OpPhase = 'forward';
   private readonly live = new Set<GpuTensor>();
 
-  constructor(readonly ctx: KernelContext) {}
+  /** `deferRelease`: release() keeps each buffer until releaseAll (needed while ctx.holdUntilFlush holds work that uses it). */
+  constructor(readonly ctx: KernelContext, private readonly opts: { readonly deferRelease?: boolean } = {}) {}
 
   /** Takes ownership of a tensor made elsewhere (a collective's result), freed by releaseAll. */
   adopt(t: GpuTensor): void {
@@ -56,6 +57,7 @@ export class GpuBackend implements Backend<GpuTensor> {
     return readTensor(this.ctx.device, t);
   }
   release(t: GpuTensor): void {
+    if (this.opts.deferRelease) return; // freed by releaseAll
     this.ctx.submit();
     t.buffer.destroy();
     this.live.delete(t);

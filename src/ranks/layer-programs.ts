@@ -37,14 +37,23 @@ const ranConfigs = new Set<string>();
 async function gpuStep(ctx: RankContext, c: LayerConfig, rank: number, comm: Collectives<GpuTensor>, inputs: StepInputs, timer?: GpuTimer) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
-  const be = new GpuBackend(k);
+  // Timed: the kernels of each stretch between collectives run one submission each after the
+  // stretch is encoded (see KernelContext.holdUntilFlush); its buffers live to the step's end.
+  const be = new GpuBackend(k, { deferRelease: !!timer });
   const own = rankOwnership(c)[rank];
   // Finish the kernels queued so far before each collective, so its read-back phase times the copy alone.
   const lc = new LayerComm(comm, (t: GpuTensor) => t.shape, () => k.flush(), (t) => be.adopt(t));
   try {
     const w = uploadWeights(rankWeightArrays(c, own), (n, shape, data) => be.tensor(n, shape, data));
+    if (timer) await k.flush(); // the weights' upload is not a kernel's time
     timer?.start();
-    const r = await layerStep(be, lc, c, own, w, inputs);
+    k.holdUntilFlush = !!timer;
+    let r;
+    try {
+      r = await layerStep(be, lc, c, own, w, inputs);
+    } finally {
+      k.holdUntilFlush = false;
+    }
     const timed = timer ? await timer.stop() : undefined;
     const output = await readRankOutput(rank, (t: GpuTensor) => be.read(t), r);
     return { output, named: lc.log, timed };
