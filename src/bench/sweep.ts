@@ -5,7 +5,7 @@ import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
-import { createLayerPool, runLayer, type LayerRun, type LayerRunCache, type LayerWorkerPrograms } from '../ranks/layer-run.ts';
+import { createLayerPool, runLayer, type LayerRun, type LayerRunCache, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 
@@ -76,8 +76,13 @@ export interface SweepArgs {
   readonly net?: string;
   readonly trace?: boolean;
   readonly onProgress?: (line: string) => void;
-  /** Cancels the sweep: its pool is disposed and runSweep rejects with the signal's reason. */
+  /**
+   * Cancels the sweep; runSweep rejects with the signal's reason. Its own pool is disposed at once;
+   * a borrowed one is left to its lender and the current run stops at its next phase.
+   */
   readonly signal?: AbortSignal;
+  /** Borrow the ranks from here (the page's runner: warm workers, no run racing the sweep's timings) instead of starting a pool. */
+  readonly pools?: PoolLender;
 }
 
 /** Mean of a list (0 for none). */
@@ -125,7 +130,8 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
 
 /**
  * Runs every config in order on one pool, re-formed for each degree (ranks started for an earlier
- * degree keep their devices, pipelines and tuned GEMM choices), reporting progress.
+ * degree keep their devices, pipelines and tuned GEMM choices) — its own, or one borrowed from
+ * `args.pools` — reporting progress.
  */
 export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   const say = args.onProgress ?? (() => {});
@@ -141,13 +147,22 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
     for (const [i, c] of args.configs.entries()) {
       args.signal?.throwIfAborted();
       const tag = `[${i + 1}/${args.configs.length}] t=${c.tp}`;
-      const more = c.tp - (pool?.capacity ?? 0);
-      if (more > 0) say(`${tag}${c.sp ? ' SP' : ''}: starting ${more} rank worker${more > 1 ? 's' : ''}…`);
-      if (pool) await pool.resize(c.tp);
-      else pool = await createLayerPool(c.tp);
-      args.signal?.throwIfAborted();
-      adapter = pool.adapters[0] ?? adapter;
-      const run = await runLayer(pool, c, { cache, onProgress: (l) => say(`${tag}: ${l}`) });
+      const runOn = (p: RankPool<LayerWorkerPrograms>): Promise<LayerRun> => {
+        adapter = p.adapters[0] ?? adapter;
+        return runLayer(p, c, { cache, signal: args.signal, onProgress: (l) => say(`${tag}: ${l}`) });
+      };
+      let run: LayerRun;
+      if (args.pools) {
+        say(`${tag}: waiting for the page's rank workers…`);
+        run = await args.pools.withPool(c.tp, runOn);
+      } else {
+        const more = c.tp - (pool?.capacity ?? 0);
+        if (more > 0) say(`${tag}${c.sp ? ' SP' : ''}: starting ${more} rank worker${more > 1 ? 's' : ''}…`);
+        if (pool) await pool.resize(c.tp);
+        else pool = await createLayerPool(c.tp);
+        args.signal?.throwIfAborted();
+        run = await runOn(pool);
+      }
       args.signal?.throwIfAborted();
       degrees.push(summarizeRun(run, args.net));
       if (args.trace) traces.push(degreeTrace(run, args.net, i));

@@ -27,6 +27,11 @@ export function createLayerPool(size: number, transport: 'auto' | PoolTransport 
   });
 }
 
+/** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (the page's PlaygroundRunner does). */
+export interface PoolLender {
+  withPool<R>(t: number, fn: (pool: RankPool<LayerWorkerPrograms>) => Promise<R>): Promise<R>;
+}
+
 /** What a caller may keep between runs (the page re-runs on every change). */
 export interface LayerRunCache {
   /** GEMM choices tuned on this adapter, by shape class. */
@@ -45,6 +50,8 @@ export interface LayerRunOptions {
   /** Also run the CPU twins in this thread and compare (default: when the step is ≤ 50 MFLOP). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
+  /** Stops the run at its next phase (tuning, reference, step, each rank's timing, CPU twins) with the signal's reason. */
+  readonly signal?: AbortSignal;
 }
 
 /** Everything one run measured and checked. */
@@ -73,7 +80,10 @@ export interface LayerRun {
  */
 export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConfig, opts: LayerRunOptions = {}): Promise<LayerRun> {
   if (pool.size !== c.tp) throw new Error(`runLayer: the pool has ${pool.size} ranks but the config asks for t = ${c.tp}.`);
-  const say = opts.onProgress ?? (() => {});
+  const say = (line: string): void => {
+    opts.signal?.throwIfAborted();
+    opts.onProgress?.(line);
+  };
   const { plan } = await makePlan(c);
   const ref = referenceConfig(c);
   const inputs = stepInputs(c);
@@ -109,6 +119,7 @@ export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConf
     say('CPU twins…');
     cpuOracle = compareWithReference(c, await runInProcess(ref, inputs), output);
   }
+  opts.signal?.throwIfAborted();
   const loss = output.loss && output.loss.reduce((a, v) => a + v, 0) / output.loss.length;
   return { config: c, plan, transport: pool.transport, oracle, cpuOracle, output, loss, commEvents, computeTimes, tuning: tuned.tuning };
 }

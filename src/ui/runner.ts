@@ -5,7 +5,7 @@ import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleReport } from '../parallel/oracle.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
-import { createLayerPool, runLayer, type LayerRunCache, type LayerWorkerPrograms } from '../ranks/layer-run.ts';
+import { createLayerPool, runLayer, type LayerRunCache, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
@@ -18,11 +18,6 @@ export interface RunRequest {
   /** 'measured': the in-browser transport of this run; else the alpha-beta model of this link. */
   readonly comm: 'measured' | Interconnect;
   readonly overlap: boolean;
-}
-
-/** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (PlaygroundRunner does). */
-export interface PoolLender {
-  withPool<R>(t: number, fn: (pool: RankPool<LayerWorkerPrograms>) => Promise<R>): Promise<R>;
 }
 
 /** What the page shows for one run. */

@@ -249,7 +249,7 @@ export class TpApp extends LitElement {
           ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
           : s.view === 'classroom'
             ? html`<tp-classroom .tp=${s.tp} .pools=${this.runner}></tp-classroom>`
-            : html`<tp-gemm-view .config=${configOf(s)} .net=${s.net} .overlap=${s.overlap}></tp-gemm-view>`}
+            : html`<tp-gemm-view .config=${configOf(s)} .net=${s.net} .overlap=${s.overlap} .pools=${this.runner}></tp-gemm-view>`}
       </section>
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>

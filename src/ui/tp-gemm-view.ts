@@ -4,6 +4,7 @@ import { customElement, property, query, state } from 'lit/decorators.js';
 import { runSweep, type SweepReport } from '../bench/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../parallel/config.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
+import type { PoolLender } from '../ranks/layer-run.ts';
 import { drawLineChart, seriesColor } from './gemm-charts.ts';
 import { gemmDegrees, gemmEfficiency, type GemmEfficiency, type GemmRow } from './gemm-efficiency.ts';
 import { panelStyles } from './page-style.ts';
@@ -40,6 +41,8 @@ export class TpGemmView extends LitElement {
   @property() net = 'pcie-gen3';
   /** Megatron's async dgrad all-reduce overlapped with wgrad in the step time. */
   @property({ type: Boolean }) overlap = true;
+  /** Lends warm rank workers (the page's runner, whose runs then never overlap the sweep's timings); without it the sweep starts its own. */
+  @property({ attribute: false }) pools?: PoolLender;
   /** Start a sweep whenever config or net change (default); off: only the Run button starts one. */
   @property({ type: Boolean }) autorun = true;
 
@@ -69,7 +72,7 @@ export class TpGemmView extends LitElement {
     super.disconnectedCallback();
   }
 
-  /** Cancels a running sweep (the current degree's workers are stopped). */
+  /** Cancels a running sweep (its own workers are stopped; on borrowed ones the current run stops at its next phase). */
   cancel(): void {
     this.abort?.abort(new Error('cancelled'));
   }
@@ -88,6 +91,7 @@ export class TpGemmView extends LitElement {
         configs: run.map((tp) => ({ ...this.config, tp })),
         net: this.net === 'measured' ? undefined : this.net,
         signal: abort.signal,
+        pools: this.pools,
         onProgress: (l) => abort === this.abort && (this.progress = l),
       });
       if (abort !== this.abort) return;

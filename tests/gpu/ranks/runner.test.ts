@@ -2,6 +2,7 @@ import { afterAll, expect, test } from 'vitest';
 import { interconnectPresets } from '../../../src/model/interconnect.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { PlaygroundRunner } from '../../../src/ui/runner.ts';
+import { runSweep } from '../../../src/bench/sweep.ts';
 
 const runner = new PlaygroundRunner();
 afterAll(() => runner.dispose());
@@ -48,5 +49,30 @@ test('warming a degree while idle starts its ranks, and every degree up to it is
     expect(fresh.warmRanks()).toBe(2);
   } finally {
     await fresh.dispose();
+  }
+});
+
+test('a sweep can borrow the runner\'s workers: its degrees run there, and a cancel stops it at the next phase and leaves the runner working', async () => {
+  const lender = new PlaygroundRunner();
+  try {
+    const configs = [1, 2].map((tp) => configFromPreset('classroom', { tp }));
+    const report = await runSweep({ configs, pools: lender, net: 'pcie-gen3' });
+    expect(report.degrees.map((d) => [d.config.tp, d.oracle.pass])).toEqual([[1, true], [2, true]]);
+    expect(lender.warmRanks()).toBe(2); // the sweep's ranks are the runner's
+    const abort = new AbortController();
+    const seen: string[] = [];
+    const cancelled = runSweep({
+      configs, pools: lender, signal: abort.signal,
+      onProgress: (l) => {
+        seen.push(l);
+        if (/step on/.test(l)) abort.abort(new Error('cancelled by the test'));
+      },
+    });
+    await expect(cancelled).rejects.toThrow('cancelled by the test');
+    expect(seen.some((l) => /timing rank/.test(l))).toBe(false); // stopped before timing
+    const after = await lender.run({ config: configs[1], comm: 'measured', overlap: true });
+    expect(after.oracle?.pass).toBe(true);
+  } finally {
+    await lender.dispose();
   }
 });
