@@ -94,14 +94,14 @@ export class KernelContext {
   /** Submits everything encoded (and held) so far; resolves when the GPU has finished it. */
   async flush(): Promise<void> {
     this.finishEncoder();
-    this.release();
+    this.submitHeld();
     await this.device.queue.onSubmittedWorkDone();
   }
 
   /** Submits everything encoded so far without waiting (while holdUntilFlush is set: holds it). */
   submit(): void {
     this.finishEncoder();
-    if (!this.holdUntilFlush) this.release();
+    if (!this.holdUntilFlush) this.submitHeld();
   }
 
   private finishEncoder(): void {
@@ -112,7 +112,7 @@ export class KernelContext {
   }
 
   /** Submits the held command buffers, one submission each, and frees this stretch's uniforms once they ran. */
-  private release(): void {
+  private submitHeld(): void {
     for (const cb of this.held.splice(0)) this.device.queue.submit([cb]);
     const done = this.transient;
     this.transient = [];

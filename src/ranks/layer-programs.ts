@@ -99,9 +99,8 @@ export interface ComputeTiming {
 /**
  * Times this rank's kernels with the other ranks idle (as if it had its own GPU): the step is
  * replayed twice with collectives that move nothing, every dispatch timed by timestamp queries and
- * each op's shorter time kept (or,
- * without them or when they are quantized, the whole step by the wall clock, split by FLOPs;
- * `quantized` then says why).
+ * each op's shorter time kept (or, without them or when they are quantized, the whole step by the
+ * wall clock, split by FLOPs; `quantized` then says why).
  */
 export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; choices: GemmChoices }): Promise<ComputeTiming> {
   importGemmChoices(ctx.device, a.choices);
