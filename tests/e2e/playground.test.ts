@@ -172,11 +172,13 @@ describe('the playground page (built, served locally)', () => {
     await page.mouse.move(5, 5); // no tooltip left open
     await page.setViewportSize({ width, height });
     await page.evaluate(() => window.scrollTo(0, 0));
-    await page.waitForTimeout(300); // the timeline redraws on resize
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    expect(overflow).toBeLessThanOrEqual(0);
-    const svg = await page.locator('tp-timeline svg.plot').boundingBox();
-    expect(svg && svg.x + svg.width).toBeLessThanOrEqual(width);
+    // The timeline redraws on resize: poll until the page has settled at the new width.
+    const overflow = (): Promise<number> => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await expect.poll(overflow, { timeout: 10_000 }).toBeLessThanOrEqual(0);
+    await expect.poll(async () => {
+      const svg = await page.locator('tp-timeline svg.plot').boundingBox();
+      return svg ? svg.x + svg.width : Infinity;
+    }, { timeout: 10_000 }).toBeLessThanOrEqual(width);
     await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
     await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
     expect(open.pageErrors).toEqual([]);
