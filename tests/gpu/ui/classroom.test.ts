@@ -3,17 +3,10 @@ import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
 import '../../../src/ui/tp-classroom.ts';
 import type { TpClassroom } from '../../../src/ui/tp-classroom.ts';
+import { until } from '../until.ts';
 
 let el: TpClassroom | undefined;
 afterEach(() => el?.remove());
-
-const until = async (cond: () => boolean, ms = 60_000): Promise<void> => {
-  const t0 = performance.now();
-  while (!cond()) {
-    if (performance.now() - t0 > ms) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
 
 const key = async (k: 'ArrowRight' | 'ArrowLeft') => {
   window.dispatchEvent(new KeyboardEvent('keydown', { key: k }));
@@ -30,7 +23,7 @@ test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through ev
   el = document.createElement('tp-classroom');
   el.tp = 2;
   document.body.append(el);
-  await until(() => stepId() !== undefined && stepId() !== null);
+  await until(() => stepId() !== undefined && stepId() !== null, 60_000, 'the classroom shows its first step');
   const ids = ['split-w1', 'local-y', 'swiglu', 'partial-z', 'all-reduce', 'backward', 'sequence-parallel', 'attention'];
   expect(stepId()).toBe(ids[0]);
   for (const id of ids.slice(1)) {

@@ -2,24 +2,18 @@ import { afterEach, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import '../../../src/ui/tp-gemm-view.ts';
 import type { TpGemmView } from '../../../src/ui/tp-gemm-view.ts';
+import { until } from '../until.ts';
 
 let el: TpGemmView | undefined;
 afterEach(() => el?.remove());
 
-const until = async (cond: () => boolean, ms = 110_000): Promise<void> => {
-  const t0 = performance.now();
-  while (!cond()) {
-    if (performance.now() - t0 > ms) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 const q = <E extends Element>(sel: string): E[] => [...el!.shadowRoot!.querySelectorAll<E>(sel)];
 
 test('<tp-gemm-view> sweeps the classroom at t = 1, 2, 4 on real ranks (t = 8 skipped with its reason): column-parallel GEMMs get N/t, row-parallel K/t, each with a GFLOP/s figure', async () => {
   el = document.createElement('tp-gemm-view');
   el.config = configFromPreset('classroom');
   document.body.append(el);
-  await until(() => q('td[data-t]').length > 0 || q('.error').length > 0);
+  await until(() => q('td[data-t]').length > 0 || q('.error').length > 0, 110_000, 'the sweep fills the table (or fails)', 100);
   expect(q('.error').map((e) => e.textContent)).toEqual([]);
   expect(q('[data-skipped-t]').map((e) => e.getAttribute('data-skipped-t'))).toEqual(['8']);
   expect(q('[data-skipped-t]')[0].textContent).toMatch(/heads/);
@@ -43,7 +37,7 @@ test('<tp-gemm-view>: Cancel stops a sweep and says so', async () => {
   document.body.append(el);
   await el.updateComplete;
   el.cancel();
-  await until(() => q('.error').length > 0);
+  await until(() => q('.error').length > 0, 110_000, 'the cancelled sweep says so', 100);
   expect(q('.error')[0].textContent).toBe('Sweep cancelled.');
   expect(q('td[data-t]')).toEqual([]);
   expect(q<HTMLButtonElement>('#run')[0].disabled).toBe(false);
