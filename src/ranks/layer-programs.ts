@@ -149,9 +149,8 @@ export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; ch
     // Warm-up (pipelines compiled, caches filled), unless this worker already ran this config.
     const key = JSON.stringify(a.config);
     if (!ranConfigs.has(key)) await gpuStep(ctx, a.config, ctx.rank, comm, inputs);
-    // Two timed steps, each op's shorter time kept: what lengthens one op once (a buffer's first
-    // use, a lazy clear — seen here as a 20× ln1 on the first timed step) or now and then (another
-    // process on a shared machine) only ever adds time.
+    // Two timed steps, each op's shorter time kept: what lengthens an op now and then (another
+    // process on a shared machine: one classroom run showed qkv.v at 5× its twin) only ever adds time.
     const runs: TimerResult[] = [];
     for (let i = 0; i < 2; i++) {
       const { timed } = await gpuStep(ctx, a.config, ctx.rank, comm, inputs, timer);
