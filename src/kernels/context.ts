@@ -4,6 +4,11 @@ export interface Binding {
   readonly buffer: GPUBuffer;
 }
 
+/** Bindings of a kernel whose uniform is binding 0 and whose buffers follow at bindings 1, 2, … in order. */
+export function uniformThen(uniform: GPUBuffer, buffers: readonly GPUBuffer[]): Binding[] {
+  return [{ binding: 0, buffer: uniform }, ...buffers.map((buffer, i) => ({ binding: i + 1, buffer }))];
+}
+
 /** Called once per dispatch, in submission order; lets a profiler attach timestamp writes. */
 export type PassObserver = (op: string) => GPUComputePassTimestampWrites | undefined;
 

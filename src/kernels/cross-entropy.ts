@@ -1,5 +1,5 @@
 import code from '../../shaders/cross-entropy.wgsl?raw';
-import type { KernelContext } from './context.ts';
+import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
 import { expectShape, formatShape, numel } from './limits.ts';
 import { checkInteger, packParams, rowGrid, rowLanes } from './rowwise.ts';
@@ -37,11 +37,7 @@ export function crossEntropyLocalMax(ctx: KernelContext, logits: GpuTensor, loca
   const { rows, vl, rowShape } = rowDims('crossEntropyLocalMax', logits);
   expectPerRow('crossEntropyLocalMax', logits, rowShape, localMax);
   const wg = rowGrid(ctx.device.limits, 'crossEntropyLocalMax', logits.name, logits.shape, rows);
-  ctx.dispatch('ce_local_max', ctx.pipeline('cross-entropy', code, 'ce_local_max', { WG: rowLanes(vl) }), [
-    { binding: 0, buffer: ctx.uniform(params(rows, vl, 0)) },
-    { binding: 1, buffer: logits.buffer },
-    { binding: 2, buffer: localMax.buffer },
-  ], wg);
+  ctx.dispatch('ce_local_max', ctx.pipeline('cross-entropy', code, 'ce_local_max', { WG: rowLanes(vl) }), uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, localMax.buffer]), wg);
 }
 
 /**
@@ -52,12 +48,7 @@ export function crossEntropyLocalSumExp(ctx: KernelContext, logits: GpuTensor, g
   const { rows, vl, rowShape } = rowDims('crossEntropyLocalSumExp', logits);
   expectPerRow('crossEntropyLocalSumExp', logits, rowShape, globalMax, localSum);
   const wg = rowGrid(ctx.device.limits, 'crossEntropyLocalSumExp', logits.name, logits.shape, rows);
-  ctx.dispatch('ce_local_sum', ctx.pipeline('cross-entropy', code, 'ce_local_sum', { WG: rowLanes(vl) }), [
-    { binding: 0, buffer: ctx.uniform(params(rows, vl, 0)) },
-    { binding: 1, buffer: logits.buffer },
-    { binding: 2, buffer: globalMax.buffer },
-    { binding: 3, buffer: localSum.buffer },
-  ], wg);
+  ctx.dispatch('ce_local_sum', ctx.pipeline('cross-entropy', code, 'ce_local_sum', { WG: rowLanes(vl) }), uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, globalMax.buffer, localSum.buffer]), wg);
 }
 
 /**
@@ -72,12 +63,7 @@ export function crossEntropyTargetLogit(
   expectPerRow('crossEntropyTargetLogit', logits, rowShape, targets, targetLogit);
   checkInteger('crossEntropyTargetLogit', 'vocabStart', vocabStart, 0, 2 ** 24);
   const wg = grid1d(ctx.device.limits, 'crossEntropyTargetLogit', targets.name, targets.shape, rows);
-  ctx.dispatch('ce_target_logit', ctx.pipeline('cross-entropy', code, 'ce_target_logit'), [
-    { binding: 0, buffer: ctx.uniform(params(rows, vl, vocabStart)) },
-    { binding: 1, buffer: logits.buffer },
-    { binding: 2, buffer: targets.buffer },
-    { binding: 3, buffer: targetLogit.buffer },
-  ], wg);
+  ctx.dispatch('ce_target_logit', ctx.pipeline('cross-entropy', code, 'ce_target_logit'), uniformThen(ctx.uniform(params(rows, vl, vocabStart)), [logits.buffer, targets.buffer, targetLogit.buffer]), wg);
 }
 
 /**
@@ -95,14 +81,7 @@ export function crossEntropyGrad(
   expectShape('crossEntropyGrad', dLogits.name, dLogits.shape, logits.shape, `same shape as "${logits.name}"`);
   checkInteger('crossEntropyGrad', 'vocabStart', vocabStart, 0, 2 ** 24);
   const wg = grid1d(ctx.device.limits, 'crossEntropyGrad', logits.name, logits.shape, rows * vl);
-  ctx.dispatch('ce_grad', ctx.pipeline('cross-entropy', code, 'ce_grad'), [
-    { binding: 0, buffer: ctx.uniform(params(rows, vl, vocabStart, scale)) },
-    { binding: 1, buffer: logits.buffer },
-    { binding: 2, buffer: targets.buffer },
-    { binding: 3, buffer: globalMax.buffer },
-    { binding: 4, buffer: globalSumExp.buffer },
-    { binding: 5, buffer: dLogits.buffer },
-  ], wg);
+  ctx.dispatch('ce_grad', ctx.pipeline('cross-entropy', code, 'ce_grad'), uniformThen(ctx.uniform(params(rows, vl, vocabStart, scale)), [logits.buffer, targets.buffer, globalMax.buffer, globalSumExp.buffer, dLogits.buffer]), wg);
 }
 
 /** Per-row loss = log S + m − z from the all-reduced max m, sum S and target logit z: [...] ×3 → [...]. */
@@ -110,11 +89,5 @@ export function crossEntropyLoss(ctx: KernelContext, globalMax: GpuTensor, globa
   for (const t of [globalSumExp, targetLogit, loss]) expectShape('crossEntropyLoss', t.name, t.shape, globalMax.shape, `same shape as "${globalMax.name}"`);
   const rows = numel(globalMax.shape);
   const wg = grid1d(ctx.device.limits, 'crossEntropyLoss', globalMax.name, globalMax.shape, rows);
-  ctx.dispatch('ce_loss', ctx.pipeline('cross-entropy', code, 'ce_loss'), [
-    { binding: 0, buffer: ctx.uniform(params(rows, 0, 0)) },
-    { binding: 1, buffer: globalMax.buffer },
-    { binding: 2, buffer: globalSumExp.buffer },
-    { binding: 3, buffer: targetLogit.buffer },
-    { binding: 4, buffer: loss.buffer },
-  ], wg);
+  ctx.dispatch('ce_loss', ctx.pipeline('cross-entropy', code, 'ce_loss'), uniformThen(ctx.uniform(params(rows, 0, 0)), [globalMax.buffer, globalSumExp.buffer, targetLogit.buffer, loss.buffer]), wg);
 }

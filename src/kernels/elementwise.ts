@@ -1,4 +1,4 @@
-import type { KernelContext } from './context.ts';
+import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
 import { expectShape, numel } from './limits.ts';
 import type { GpuTensor } from './tensor.ts';
@@ -22,8 +22,5 @@ export function dispatchElementwise(ctx: KernelContext, op: string, kernel: Elem
   const n = numel(first.shape);
   const wg = grid1d(ctx.device.limits, op, first.name, first.shape, n);
   const params = ctx.uniform(new Uint32Array([n, 0, 0, 0]));
-  ctx.dispatch(kernel.entryPoint, ctx.pipeline(kernel.label, kernel.code, kernel.entryPoint), [
-    { binding: 0, buffer: params },
-    ...tensors.map((t, i) => ({ binding: i + 1, buffer: t.buffer })),
-  ], wg);
+  ctx.dispatch(kernel.entryPoint, ctx.pipeline(kernel.label, kernel.code, kernel.entryPoint), uniformThen(params, tensors.map((t) => t.buffer)), wg);
 }

@@ -1,5 +1,5 @@
 import code from '../../shaders/embedding.wgsl?raw';
-import type { KernelContext } from './context.ts';
+import { uniformThen, type KernelContext } from './context.ts';
 import type { VocabShardOptions } from './cross-entropy.ts';
 import { grid1d } from './grid.ts';
 import { expectShape, formatShape, numel } from './limits.ts';
@@ -45,12 +45,7 @@ export function embedding(ctx: KernelContext, ids: GpuTensor, table: GpuTensor, 
   checkInteger('embedding', 'vocabStart', vocabStart, 0, 2 ** 24 - vl);
   const tokens = numel(ids.shape);
   const wg = grid1d(ctx.device.limits, 'embedding', out.name, out.shape, tokens * h);
-  ctx.dispatch('embedding', ctx.pipeline('embedding', code, 'embedding'), [
-    { binding: 0, buffer: ctx.uniform(params(tokens, h, vocabStart, vl)) },
-    { binding: 1, buffer: ids.buffer },
-    { binding: 2, buffer: table.buffer },
-    { binding: 3, buffer: out.buffer },
-  ], wg);
+  ctx.dispatch('embedding', ctx.pipeline('embedding', code, 'embedding'), uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl)), [ids.buffer, table.buffer, out.buffer]), wg);
 }
 
 /**
@@ -67,10 +62,5 @@ export function embeddingBackward(
   checkInteger('embeddingBackward', 'vocabStart', vocabStart, 0, 2 ** 24 - vl);
   const tokens = numel(ids.shape);
   const wg = grid1d(ctx.device.limits, 'embeddingBackward', dtable.name, dtable.shape, vl * h);
-  ctx.dispatch('embedding_dw', ctx.pipeline('embedding', code, 'embedding_dw'), [
-    { binding: 0, buffer: ctx.uniform(params(tokens, h, vocabStart, vl, accumulate)) },
-    { binding: 1, buffer: ids.buffer },
-    { binding: 2, buffer: dy.buffer },
-    { binding: 3, buffer: dtable.buffer },
-  ], wg);
+  ctx.dispatch('embedding_dw', ctx.pipeline('embedding', code, 'embedding_dw'), uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl, accumulate)), [ids.buffer, dy.buffer, dtable.buffer]), wg);
 }

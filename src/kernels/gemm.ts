@@ -1,4 +1,4 @@
-import type { KernelContext } from './context.ts';
+import { uniformThen, type KernelContext } from './context.ts';
 import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
 import { checkWorkgroups, expectShape, formatShape, numel } from './limits.ts';
@@ -83,12 +83,6 @@ export function gemmStrided(
     (p.bias ? 1 : 0) | (p.accumulate ? 2 : 0), 0, 0, 0,
   ]));
   const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, v.constants);
-  ctx.dispatch(`gemm:${chosen}`, pipeline, [
-    { binding: 0, buffer: params },
-    { binding: 1, buffer: a.buffer },
-    { binding: 2, buffer: b.buffer },
-    { binding: 3, buffer: c.buffer },
-    { binding: 4, buffer: bias?.buffer ?? ctx.placeholder() },
-  ], wg);
+  ctx.dispatch(`gemm:${chosen}`, pipeline, uniformThen(params, [a.buffer, b.buffer, c.buffer, bias?.buffer ?? ctx.placeholder()]), wg);
   return chosen;
 }

@@ -1,5 +1,5 @@
 import code from '../../shaders/rmsnorm.wgsl?raw';
-import type { KernelContext } from './context.ts';
+import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
 import { expectShape, formatShape, numel } from './limits.ts';
 import { checkInteger, packParams, rowGrid, rowLanes } from './rowwise.ts';
@@ -40,13 +40,7 @@ export function rmsnorm(ctx: KernelContext, x: GpuTensor, g: GpuTensor, y: GpuTe
   expectShape('rmsnorm', y.name, y.shape, x.shape, `same shape as "${x.name}"`);
   expectShape('rmsnorm', rstd.name, rstd.shape, rowShape, `one value per row of "${x.name}"`);
   const wg = rowGrid(ctx.device.limits, 'rmsnorm', x.name, x.shape, rows);
-  ctx.dispatch('rmsnorm', ctx.pipeline('rmsnorm', code, 'rmsnorm', { WG: rowLanes(h) }), [
-    { binding: 0, buffer: ctx.uniform(params(rows, h, eps)) },
-    { binding: 1, buffer: x.buffer },
-    { binding: 2, buffer: g.buffer },
-    { binding: 3, buffer: y.buffer },
-    { binding: 4, buffer: rstd.buffer },
-  ], wg);
+  ctx.dispatch('rmsnorm', ctx.pipeline('rmsnorm', code, 'rmsnorm', { WG: rowLanes(h) }), uniformThen(ctx.uniform(params(rows, h, eps)), [x.buffer, g.buffer, y.buffer, rstd.buffer]), wg);
 }
 
 /**
@@ -60,14 +54,7 @@ export function rmsnormBackward(ctx: KernelContext, x: GpuTensor, g: GpuTensor, 
   expectShape('rmsnormBackward', dy.name, dy.shape, x.shape, `same shape as "${x.name}"`);
   expectShape('rmsnormBackward', dx.name, dx.shape, x.shape, `same shape as "${x.name}"`);
   const wg = rowGrid(ctx.device.limits, 'rmsnormBackward', x.name, x.shape, rows);
-  ctx.dispatch('rmsnorm_backward', ctx.pipeline('rmsnorm', code, 'rmsnorm_backward', { WG: rowLanes(h) }), [
-    { binding: 0, buffer: ctx.uniform(params(rows, h, 0)) },
-    { binding: 1, buffer: x.buffer },
-    { binding: 2, buffer: g.buffer },
-    { binding: 3, buffer: rstd.buffer },
-    { binding: 4, buffer: dy.buffer },
-    { binding: 5, buffer: dx.buffer },
-  ], wg);
+  ctx.dispatch('rmsnorm_backward', ctx.pipeline('rmsnorm', code, 'rmsnorm_backward', { WG: rowLanes(h) }), uniformThen(ctx.uniform(params(rows, h, 0)), [x.buffer, g.buffer, rstd.buffer, dy.buffer, dx.buffer]), wg);
 }
 
 /**
@@ -88,11 +75,5 @@ export function rmsnormWeightGrad(
   checkInteger('rmsnormWeightGrad', 'rowEnd', rowEnd, 0, rows);
   checkInteger('rmsnormWeightGrad', 'rowStart', rowStart, 0, rowEnd);
   const wg = grid1d(ctx.device.limits, 'rmsnormWeightGrad', dg.name, dg.shape, h);
-  ctx.dispatch('rmsnorm_dg', ctx.pipeline('rmsnorm', code, 'rmsnorm_dg'), [
-    { binding: 0, buffer: ctx.uniform(params(rows, h, 0, rowStart, rowEnd, accumulate)) },
-    { binding: 1, buffer: x.buffer },
-    { binding: 2, buffer: rstd.buffer },
-    { binding: 3, buffer: dy.buffer },
-    { binding: 4, buffer: dg.buffer },
-  ], wg);
+  ctx.dispatch('rmsnorm_dg', ctx.pipeline('rmsnorm', code, 'rmsnorm_dg'), uniformThen(ctx.uniform(params(rows, h, 0, rowStart, rowEnd, accumulate)), [x.buffer, rstd.buffer, dy.buffer, dg.buffer]), wg);
 }

@@ -1,5 +1,5 @@
 import code from '../../shaders/rope.wgsl?raw';
-import type { KernelContext } from './context.ts';
+import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
 import { expectShape, formatShape, numel } from './limits.ts';
 import { checkInteger, packParams } from './rowwise.ts';
@@ -42,11 +42,7 @@ function dispatchRope(op: string, ctx: KernelContext, x: GpuTensor, out: GpuTens
   // ω_k = base^(−2k/d) in float64, rounded once to float32 (as a float32 table would hold it).
   new Float32Array(words.buffer, header.byteLength).set(Array.from({ length: d / 2 }, (_, k) => base ** ((-2 * k) / d)));
   const params = ctx.uniform(words);
-  ctx.dispatch(op, ctx.pipeline('rope', code, 'rope'), [
-    { binding: 0, buffer: params },
-    { binding: 1, buffer: x.buffer },
-    { binding: 2, buffer: out.buffer },
-  ], wg);
+  ctx.dispatch(op, ctx.pipeline('rope', code, 'rope'), uniformThen(params, [x.buffer, out.buffer]), wg);
 }
 
 /**

@@ -1,5 +1,5 @@
 import code from '../../shaders/softmax.wgsl?raw';
-import type { KernelContext } from './context.ts';
+import { uniformThen, type KernelContext } from './context.ts';
 import { expectShape, formatShape, numel } from './limits.ts';
 import { checkInteger, packParams, rowGrid, rowLanes } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
@@ -37,11 +37,7 @@ export function softmax(ctx: KernelContext, x: GpuTensor, y: GpuTensor, options:
   const { rows, cols, n } = softmaxDims('softmax', x);
   const wg = rowGrid(ctx.device.limits, 'softmax', x.name, x.shape, rows);
   const params = ctx.uniform(packParams([['u32', rows], ['u32', cols], ['u32', n], ['u32', causal ? 1 : 0], ['i32', rowOffset], ['f32', scale]]));
-  ctx.dispatch('softmax', ctx.pipeline('softmax', code, 'softmax', { WG: rowLanes(cols) }), [
-    { binding: 0, buffer: params },
-    { binding: 1, buffer: x.buffer },
-    { binding: 2, buffer: y.buffer },
-  ], wg);
+  ctx.dispatch('softmax', ctx.pipeline('softmax', code, 'softmax', { WG: rowLanes(cols) }), uniformThen(params, [x.buffer, y.buffer]), wg);
 }
 
 /**
@@ -55,10 +51,5 @@ export function softmaxBackward(ctx: KernelContext, y: GpuTensor, dy: GpuTensor,
   const { rows, cols, n } = softmaxDims('softmaxBackward', y);
   const wg = rowGrid(ctx.device.limits, 'softmaxBackward', y.name, y.shape, rows);
   const params = ctx.uniform(packParams([['u32', rows], ['u32', cols], ['u32', n], ['u32', 0], ['i32', 0], ['f32', scale]]));
-  ctx.dispatch('softmax_backward', ctx.pipeline('softmax', code, 'softmax_backward', { WG: rowLanes(cols) }), [
-    { binding: 0, buffer: params },
-    { binding: 1, buffer: y.buffer },
-    { binding: 2, buffer: dy.buffer },
-    { binding: 3, buffer: dx.buffer },
-  ], wg);
+  ctx.dispatch('softmax_backward', ctx.pipeline('softmax', code, 'softmax_backward', { WG: rowLanes(cols) }), uniformThen(params, [y.buffer, dy.buffer, dx.buffer]), wg);
 }
