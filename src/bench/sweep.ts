@@ -137,7 +137,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   const say = args.onProgress ?? (() => {});
   const degrees: SweepDegree[] = [];
   const traces: PerfettoTrace[] = [];
-  const cache: LayerRunCache = { references: new Map() };
+  const cache: LayerRunCache = { references: new Map(), cpuReferences: new Map() };
   let adapter = 'unknown adapter';
   let pool: RankPool<LayerWorkerPrograms> | undefined;
   // Disposing the pool rejects whatever the run is waiting on, so a cancel takes effect at once.

@@ -38,6 +38,8 @@ export interface LayerRunCache {
   choices?: GemmChoices;
   /** TP=1 reference outputs by reference configuration. */
   readonly references: Map<string, LogicalOutput>;
+  /** The CPU twins' outputs (float64 inside each op) by reference configuration. */
+  readonly cpuReferences: Map<string, LogicalOutput>;
 }
 
 /** Options of a run. */
@@ -116,8 +118,13 @@ export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConf
   const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
   let cpuOracle: OracleReport | undefined;
   if (opts.cpuCheck ?? flops <= 50e6) {
-    say('CPU twins…');
-    cpuOracle = compareWithReference(c, await runInProcess(ref, inputs), output);
+    let twins = opts.cache?.cpuReferences.get(refKey);
+    if (!twins) {
+      say('CPU twins…');
+      twins = await runInProcess(ref, inputs);
+      opts.cache?.cpuReferences.set(refKey, twins);
+    }
+    cpuOracle = compareWithReference(c, twins, output);
   }
   opts.signal?.throwIfAborted();
   const loss = output.loss && output.loss.reduce((a, v) => a + v, 0) / output.loss.length;

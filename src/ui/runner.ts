@@ -46,7 +46,7 @@ export interface PlaygroundResult {
  */
 export class PlaygroundRunner implements PoolLender {
   private pool: RankPool<LayerWorkerPrograms> | undefined;
-  private readonly cache: LayerRunCache = { references: new Map() };
+  private readonly cache: LayerRunCache = { references: new Map(), cpuReferences: new Map() };
   private queue: Promise<unknown> = Promise.resolve();
   private generation = 0;
 
