@@ -5,7 +5,7 @@ import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
-import { createLayerPool, runLayer, type LayerRun, type LayerRunCache, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
+import { createLayerPool, layerRunCache, runLayer, type LayerRun, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 
@@ -137,7 +137,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   const say = args.onProgress ?? (() => {});
   const degrees: SweepDegree[] = [];
   const traces: PerfettoTrace[] = [];
-  const cache: LayerRunCache = { references: new Map(), cpuReferences: new Map() };
+  const cache = layerRunCache();
   let adapter = 'unknown adapter';
   let pool: RankPool<LayerWorkerPrograms> | undefined;
   // Disposing the pool rejects whatever the run is waiting on, so a cancel takes effect at once.

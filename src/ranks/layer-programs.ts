@@ -18,6 +18,7 @@ import { rankWeightArrays, stepInputs, uploadWeights } from '../parallel/step-da
 import type { Collectives } from '../comm/collectives.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
+import { RecentMap } from '../util/recent-map.ts';
 
 /** GEMM choices as they travel between ranks: shape class → variant. */
 export type GemmChoices = [string, GemmVariant][];
@@ -36,14 +37,11 @@ const ranConfigs = new Set<string>();
 // This worker's weight shards for its last two (config, rank) pairs: deterministic from both, and
 // only ever uploaded, so a run's step and timing replays (and a re-run) upload instead of
 // regenerating them (gpt2-layer: ≈ 110 ms of generation per step, 28 MB per set).
-const shardCache = new Map<string, ReturnType<typeof rankWeightArrays>>();
+const shardCache = new RecentMap<string, ReturnType<typeof rankWeightArrays>>(2);
 function weightShards(c: LayerConfig, rank: number): ReturnType<typeof rankWeightArrays> {
   const key = JSON.stringify([c, rank]);
   let shards = shardCache.get(key);
-  if (shards) shardCache.delete(key);
-  else shards = rankWeightArrays(c, rankOwnership(c)[rank]);
-  shardCache.set(key, shards);
-  for (const k of shardCache.keys()) if (shardCache.size > 2) shardCache.delete(k);
+  if (!shards) shardCache.set(key, (shards = rankWeightArrays(c, rankOwnership(c)[rank])));
   return shards;
 }
 

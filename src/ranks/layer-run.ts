@@ -13,6 +13,7 @@ import type { commPrograms } from './comm-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs.ts';
 import { RankPool } from './pool.ts';
 import type { PoolTransport } from './transport.ts';
+import { RecentMap } from '../util/recent-map.ts';
 
 /** Programs the layer's rank workers serve. */
 export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms & typeof classroomPrograms;
@@ -36,10 +37,15 @@ export interface PoolLender {
 export interface LayerRunCache {
   /** GEMM choices tuned on this adapter, by shape class. */
   choices?: GemmChoices;
-  /** TP=1 reference outputs by reference configuration. */
-  readonly references: Map<string, LogicalOutput>;
-  /** The CPU twins' outputs (float64 inside each op) by reference configuration. */
-  readonly cpuReferences: Map<string, LogicalOutput>;
+  /** TP=1 reference outputs by reference configuration, the most recent few (gpt2-layer: ≈ 30 MB each). */
+  readonly references: RecentMap<string, LogicalOutput>;
+  /** The CPU twins' outputs (float64 inside each op) by reference configuration, the most recent few. */
+  readonly cpuReferences: RecentMap<string, LogicalOutput>;
+}
+
+/** An empty cache keeping the references of the last `configs` reference configurations. */
+export function layerRunCache(configs = 4): LayerRunCache {
+  return { references: new RecentMap(configs), cpuReferences: new RecentMap(configs) };
 }
 
 /** Options of a run. */

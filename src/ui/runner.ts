@@ -5,7 +5,7 @@ import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleReport } from '../parallel/oracle.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
-import { createLayerPool, runLayer, type LayerRunCache, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
+import { createLayerPool, layerRunCache, runLayer, type LayerRunCache, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
@@ -46,7 +46,7 @@ export interface PlaygroundResult {
  */
 export class PlaygroundRunner implements PoolLender {
   private pool: RankPool<LayerWorkerPrograms> | undefined;
-  private readonly cache: LayerRunCache = { references: new Map(), cpuReferences: new Map() };
+  private readonly cache: LayerRunCache = layerRunCache();
   private queue: Promise<unknown> = Promise.resolve();
   private generation = 0;
 
