@@ -26,10 +26,12 @@ export class KernelContext {
   observer: PassObserver | undefined;
   /**
    * While set, each dispatch becomes its own command buffer and nothing reaches the queue before
-   * flush(), which submits them one by one with this thread idle. For timing kernels on an adapter
-   * that runs on the CPU (SwiftShader): no kernel then runs while the step is still being encoded
-   * on the same cores, and no two passes overlap (one command buffer may run independent passes
-   * concurrently, stretching each pass's timestamps). Buffers used by held work must outlive flush().
+   * flush(), which submits them all in one submission with this thread idle. For timing kernels on
+   * an adapter that runs on the CPU (SwiftShader): no kernel then runs while the step is still being
+   * encoded on the same cores; no two passes overlap (one command buffer may run independent passes
+   * concurrently, stretching each pass's timestamps); and no kernel runs while the GPU process still
+   * records later submissions (one submission per kernel made the first GEMM after each flush read
+   * 15–50% slower than its same-shape twins). Buffers used by held work must outlive flush().
    */
   holdUntilFlush = false;
   private readonly held: GPUCommandBuffer[] = [];
@@ -116,9 +118,10 @@ export class KernelContext {
     }
   }
 
-  /** Submits the held command buffers, one submission each, and frees this stretch's uniforms once they ran. */
+  /** Submits the held command buffers, in order, in one submission, and frees this stretch's uniforms once they ran. */
   private submitHeld(): void {
-    for (const cb of this.held.splice(0)) this.device.queue.submit([cb]);
+    const cbs = this.held.splice(0);
+    if (cbs.length) this.device.queue.submit(cbs);
     const done = this.transient;
     this.transient = [];
     if (done.length) void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));

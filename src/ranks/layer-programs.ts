@@ -49,8 +49,9 @@ function weightShards(c: LayerConfig, rank: number): ReturnType<typeof rankWeigh
 async function gpuStep(ctx: RankContext, c: LayerConfig, rank: number, comm: Collectives<GpuTensor>, inputs: StepInputs, timer?: GpuTimer) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
-  // Timed: the kernels of each stretch between collectives run one submission each after the
-  // stretch is encoded (see KernelContext.holdUntilFlush); its buffers live to the step's end.
+  // Timed: the kernels of each stretch between collectives, one command buffer each, are submitted
+  // together once the stretch is encoded (see KernelContext.holdUntilFlush); its buffers live to
+  // the step's end.
   const be = new GpuBackend(k, { deferRelease: !!timer });
   const own = rankOwnership(c)[rank];
   // Finish the kernels queued so far before each collective, so its read-back phase times the copy alone.

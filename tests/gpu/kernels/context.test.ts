@@ -22,7 +22,7 @@ describe('KernelContext.holdUntilFlush', () => {
       // A read-back submits its own copy, which runs before the held kernels: out is still zero.
       expect(Array.from(await readTensor(ctx.device, out)).every((v) => v === 0)).toBe(true);
       ctx.holdUntilFlush = false;
-      const times = await timer?.stop(); // flushes the held work, one submission per dispatch
+      const times = await timer?.stop(); // flushes the held work: one command buffer per dispatch, one submission
       if (!timer) await ctx.flush();
       expectClose('a + b + b', await download(ctx, out), addRef(addRef(a, b), b), 0);
       if (times) {
