@@ -98,37 +98,58 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   let adapter = '';
   for (const transport of args.transports) {
     for (const t of args.degrees) {
-      const pool = await RankPool.create({ size: t, transport, timeoutMs: 60_000, commCapacityBytes: Math.max(...args.sizes) });
+      const pool = await RankPool.create({
+        size: t,
+        transport,
+        timeoutMs: 60_000,
+        commCapacityBytes: Math.max(...args.sizes),
+      });
       adapter = pool.adapters[0];
       try {
-        for (const device of args.devices) for (const op of args.ops) {
-          for (const bytes of args.sizes) {
-            const iters = Math.max(3, Math.min(20, Math.round((64 << 20) / bytes)));
-            const perRank = await pool.run('benchCollective', { op, device, elems: bytes / 4, iters, warmup: 1 });
-            // Rank r's i-th event is events[i·t + r] after interleaving.
-            const events = perRank[0].flatMap((_, i) => perRank.map((evs) => evs[i]));
-            const ms = (f: (e: TraceEvent) => number): number => slowest(events, t, f);
-            const transportMs = ms((e) => phaseTime(e, 'transport'));
-            const totalMs = ms((e) => e.t1 - e.t0);
-            const bus = (time: number): number => ((bytes / time) * busFactor(op, t)) / 1e6;
-            const row: CommBenchRow = {
-              transport, device, op, t, bytes, iters, totalMs, transportMs,
-              readbackMs: ms((e) => phaseTime(e, 'readback')),
-              syncMs: ms((e) => phaseTime(e, 'sync')),
-              copyMs: ms((e) => phaseTime(e, 'stage') + phaseTime(e, 'unstage')),
-              uploadMs: ms((e) => phaseTime(e, 'upload')),
-              busGBsTransport: bus(transportMs),
-              busGBsTotal: bus(totalMs),
-              ofMemcpy: bus(transportMs) / memcpyGBs[bytes],
-            };
-            rows.push(row);
-            args.onProgress?.(`${transport} ${device} t=${t} ${op} ${bytes} B: transport ${transportMs.toFixed(2)} ms, ${row.busGBsTransport.toFixed(2)} GB/s bus (${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`);
+        for (const device of args.devices)
+          for (const op of args.ops) {
+            for (const bytes of args.sizes) {
+              const iters = Math.max(3, Math.min(20, Math.round((64 << 20) / bytes)));
+              const perRank = await pool.run('benchCollective', { op, device, elems: bytes / 4, iters, warmup: 1 });
+              // Rank r's i-th event is events[i·t + r] after interleaving.
+              const events = perRank[0].flatMap((_, i) => perRank.map((evs) => evs[i]));
+              const ms = (f: (e: TraceEvent) => number): number => slowest(events, t, f);
+              const transportMs = ms((e) => phaseTime(e, 'transport'));
+              const totalMs = ms((e) => e.t1 - e.t0);
+              const bus = (time: number): number => ((bytes / time) * busFactor(op, t)) / 1e6;
+              const row: CommBenchRow = {
+                transport,
+                device,
+                op,
+                t,
+                bytes,
+                iters,
+                totalMs,
+                transportMs,
+                readbackMs: ms((e) => phaseTime(e, 'readback')),
+                syncMs: ms((e) => phaseTime(e, 'sync')),
+                copyMs: ms((e) => phaseTime(e, 'stage') + phaseTime(e, 'unstage')),
+                uploadMs: ms((e) => phaseTime(e, 'upload')),
+                busGBsTransport: bus(transportMs),
+                busGBsTotal: bus(totalMs),
+                ofMemcpy: bus(transportMs) / memcpyGBs[bytes],
+              };
+              rows.push(row);
+              args.onProgress?.(
+                `${transport} ${device} t=${t} ${op} ${bytes} B: transport ${transportMs.toFixed(2)} ms, ${row.busGBsTransport.toFixed(2)} GB/s bus (${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
+              );
+            }
           }
-        }
       } finally {
         await pool.dispose();
       }
     }
   }
-  return { adapter, crossOriginIsolated: globalThis.crossOriginIsolated, hardwareConcurrency: navigator.hardwareConcurrency, memcpyGBs, rows };
+  return {
+    adapter,
+    crossOriginIsolated: globalThis.crossOriginIsolated,
+    hardwareConcurrency: navigator.hardwareConcurrency,
+    memcpyGBs,
+    rows,
+  };
 }

@@ -18,7 +18,9 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log('usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...]');
+  console.log(
+    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...]',
+  );
   process.exit(0);
 }
 
@@ -27,7 +29,8 @@ const parseSize = (s: string): number => {
   if (!m) throw new Error(`bench:comm: cannot read size "${s}" (use e.g. 64K, 16M).`);
   return Number(m[1]) * { '': 1, K: 1 << 10, M: 1 << 20, G: 1 << 30 }[m[2].toUpperCase() as '' | 'K' | 'M' | 'G'];
 };
-const list = (s: string | undefined, fallback: string[]): string[] => (s ? s.split(',').map((x) => x.trim()) : fallback);
+const list = (s: string | undefined, fallback: string[]): string[] =>
+  s ? s.split(',').map((x) => x.trim()) : fallback;
 const allSizes = ['64K', '256K', '1M', '4M', '16M', '64M'];
 const args = {
   degrees: list(values.t, values.quick ? ['4'] : ['2', '4', '8']).map(Number),
@@ -36,8 +39,10 @@ const args = {
   ops: list(values.ops, ['allReduce', 'reduceScatter', 'allGather', 'broadcast']),
   devices: list(values.device, ['cpu', 'gpu']),
 };
-for (const t of args.degrees) if (!Number.isInteger(t) || t < 2 || t > 8) throw new Error(`bench:comm: --t takes degrees from 2 to 8, got ${t}.`);
-for (const b of args.sizes) if (b % (4 * 8) !== 0) throw new Error(`bench:comm: sizes must be multiples of 32 bytes, got ${b}.`);
+for (const t of args.degrees)
+  if (!Number.isInteger(t) || t < 2 || t > 8) throw new Error(`bench:comm: --t takes degrees from 2 to 8, got ${t}.`);
+for (const b of args.sizes)
+  if (b % (4 * 8) !== 0) throw new Error(`bench:comm: sizes must be multiples of 32 bytes, got ${b}.`);
 
 const report = await runInBrowser<CommBenchReport>('/scripts/bench-comm-page.ts', 'runCommBench', args, {
   onProgress: (line) => process.stderr.write(`${line}\n`),
@@ -45,14 +50,30 @@ const report = await runInBrowser<CommBenchReport>('/scripts/bench-comm-page.ts'
 });
 
 const fmtBytes = (b: number): string => (b >= 1 << 20 ? `${b / (1 << 20)} MiB` : `${b / 1024} KiB`);
-const target = report.rows.find((r) => r.transport === 'sab-ring' && r.device === 'cpu' && r.op === 'allReduce' && r.t === 4 && r.bytes === 16 << 20);
+const target = report.rows.find(
+  (r) => r.transport === 'sab-ring' && r.device === 'cpu' && r.op === 'allReduce' && r.t === 4 && r.bytes === 16 << 20,
+);
 
 if (values.json) {
-  console.log(JSON.stringify({ ...report, target: target && { ofMemcpy: target.ofMemcpy, met: target.ofMemcpy >= 0.5 } }, null, 2));
+  console.log(
+    JSON.stringify(
+      { ...report, target: target && { ofMemcpy: target.ofMemcpy, met: target.ofMemcpy >= 0.5 } },
+      null,
+      2,
+    ),
+  );
 } else {
-  console.log(`Collectives across rank workers on ${report.adapter}; page cross-origin isolated: ${report.crossOriginIsolated}; ${report.hardwareConcurrency} hardware threads.`);
-  console.log('Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast).');
-  console.log(`memcpy (TypedArray.prototype.set, one thread): ${Object.entries(report.memcpyGBs).map(([b, g]) => `${fmtBytes(Number(b))} ${g.toFixed(2)} GB/s`).join(', ')}`);
+  console.log(
+    `Collectives across rank workers on ${report.adapter}; page cross-origin isolated: ${report.crossOriginIsolated}; ${report.hardwareConcurrency} hardware threads.`,
+  );
+  console.log(
+    'Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast).',
+  );
+  console.log(
+    `memcpy (TypedArray.prototype.set, one thread): ${Object.entries(report.memcpyGBs)
+      .map(([b, g]) => `${fmtBytes(Number(b))} ${g.toFixed(2)} GB/s`)
+      .join(', ')}`,
+  );
   const pad = (s: string | number, n: number): string => String(s).padStart(n);
   const head = `${'transport'.padEnd(13)}${'dev'.padEnd(4)}${'op'.padEnd(14)}${pad('t', 2)}${pad('size', 9)}${pad('total ms', 10)}${pad('readback', 9)}${pad('sync', 8)}${pad('copies', 8)}${pad('transport', 10)}${pad('upload', 8)}${pad('bus GB/s', 9)}${pad('(total)', 8)}${pad('memcpy', 8)}${pad('ratio', 7)}`;
   console.log(head);
@@ -63,6 +84,8 @@ if (values.json) {
     );
   }
   if (target) {
-    console.log(`Target: sab-ring all-reduce 16 MiB at t = 4 (host arrays), transport phase = ${(100 * target.ofMemcpy).toFixed(0)}% of memcpy bandwidth (goal ≥ 50%): ${target.ofMemcpy >= 0.5 ? 'met' : 'NOT met'}.`);
+    console.log(
+      `Target: sab-ring all-reduce 16 MiB at t = 4 (host arrays), transport phase = ${(100 * target.ofMemcpy).toFixed(0)}% of memcpy bandwidth (goal ≥ 50%): ${target.ofMemcpy >= 0.5 ? 'met' : 'NOT met'}.`,
+    );
   }
 }

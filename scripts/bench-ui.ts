@@ -19,18 +19,26 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log('usage: npm run bench:ui -- [--json] [--steps N (gpt2-layer t=4 steps, 196 events each)] [--frames N per stretch] [--tp 2,4,2,1 (changes from #tp=1)] [--settle MS (idle time before each page change)]');
+  console.log(
+    'usage: npm run bench:ui -- [--json] [--steps N (gpt2-layer t=4 steps, 196 events each)] [--frames N per stretch] [--tp 2,4,2,1 (changes from #tp=1)] [--settle MS (idle time before each page change)]',
+  );
   process.exit(0);
 }
 const steps = Number(values.steps);
 const frames = Number(values.frames);
 const degrees = values.tp.split(',').map(Number);
 const settleMs = Number(values.settle);
-if (!(steps >= 1 && frames >= 10 && settleMs >= 0 && degrees.every((t) => Number.isInteger(t) && t >= 1))) throw new Error('bench:ui: --steps ≥ 1, --frames ≥ 10, --settle ≥ 0, --tp a list of whole degrees.');
+if (!(steps >= 1 && frames >= 10 && settleMs >= 0 && degrees.every((t) => Number.isInteger(t) && t >= 1)))
+  throw new Error('bench:ui: --steps ≥ 1, --frames ≥ 10, --settle ≥ 0, --tp a list of whole degrees.');
 const progress = (line: string): void => void process.stderr.write(`${line}\n`);
 const preset = 'classroom'; // the page's default preset (src/ui/state.ts)
 
-const element = await runInBrowser<UiBenchReport>('/src/bench/ui-bench.ts', 'runUiBench', { steps, frames, width: 1400, preset, degrees: [1, ...degrees] }, { onProgress: progress, timeoutMs: 10 * 60_000 });
+const element = await runInBrowser<UiBenchReport>(
+  '/src/bench/ui-bench.ts',
+  'runUiBench',
+  { steps, frames, width: 1400, preset, degrees: [1, ...degrees] },
+  { onProgress: progress, timeoutMs: 10 * 60_000 },
+);
 
 /** One TP change on the real page. */
 interface PageChange {
@@ -51,7 +59,11 @@ if (!existsSync('src/ui/tp-app.ts')) {
     await p.addScriptTag({ type: 'module', content: `${probe}\nwindow.__benchUi = { pageState, changeTp };` });
     await p.waitForFunction('!!window.__benchUi');
     const start = Date.now();
-    await p.waitForFunction(`(() => { const s = window.__benchUi.pageState(); return s.shownTp === 1 && s.lanes === 2 && !s.busy; })()`, undefined, { timeout: 180_000, polling: 100 });
+    await p.waitForFunction(
+      `(() => { const s = window.__benchUi.pageState(); return s.shownTp === 1 && s.lanes === 2 && !s.busy; })()`,
+      undefined,
+      { timeout: 180_000, polling: 100 },
+    );
     const initialMs = Date.now() - start;
     progress(`page: #tp=1 drawn ${initialMs} ms after the bench started waiting`);
     const changes: PageChange[] = [];
@@ -73,29 +85,68 @@ const fpsTarget = 50;
 const changeTarget = 1500;
 const fpsMet = element.all.fps >= fpsTarget;
 const pageChanges = 'changes' in page ? page.changes : [];
-const worstChange = pageChanges.length ? Math.max(...pageChanges.map((c) => c.ms)) : Math.max(...element.redraws.slice(1).map((r) => r.scheduleMs + r.redrawMs));
+const worstChange = pageChanges.length
+  ? Math.max(...pageChanges.map((c) => c.ms))
+  : Math.max(...element.redraws.slice(1).map((r) => r.scheduleMs + r.redrawMs));
 const changeMet = worstChange <= changeTarget;
-const note = 'SwiftShader runs WebGPU on the CPU: these times say nothing about a real GPU; compare only runs on the same machine.';
+const note =
+  'SwiftShader runs WebGPU on the CPU: these times say nothing about a real GPU; compare only runs on the same machine.';
 
 if (values.json) {
-  console.log(JSON.stringify({ element, page, targets: { fps: { target: fpsTarget, measured: element.all.fps, met: fpsMet }, changeMs: { target: changeTarget, worst: worstChange, includesLayerRun: pageChanges.length > 0, met: changeMet } }, note }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        element,
+        page,
+        targets: {
+          fps: { target: fpsTarget, measured: element.all.fps, met: fpsMet },
+          changeMs: {
+            target: changeTarget,
+            worst: worstChange,
+            includesLayerRun: pageChanges.length > 0,
+            met: changeMet,
+          },
+        },
+        note,
+      },
+      null,
+      2,
+    ),
+  );
 } else {
   const f = (x: number, d = 1): string => x.toFixed(d);
-  console.log(`<tp-timeline> benchmark in headless Chromium; adapter: ${element.adapter}; ${element.hardwareConcurrency} hardware threads.`);
+  console.log(
+    `<tp-timeline> benchmark in headless Chromium; adapter: ${element.adapter}; ${element.hardwareConcurrency} hardware threads.`,
+  );
   console.log(note);
-  console.log(`(a) zoom/pan over ${element.events} events (${element.blocks} blocks: ${steps} gpt2-layer t=4 steps back to back), first draw ${f(element.firstDrawMs, 0)} ms, one zoom step per animation frame:`);
-  for (const [name, s] of [['zoom in/out (500×)', element.zoom], ['pan (1/40 window)', element.pan], ['all', element.all]] as const) {
-    console.log(`    ${name.padEnd(20)} ${f(s.fps).padStart(5)} fps over ${s.frames} frames · median ${f(s.medianMs)} ms · p95 ${f(s.p95Ms)} ms · worst ${f(s.worstMs)} ms`);
+  console.log(
+    `(a) zoom/pan over ${element.events} events (${element.blocks} blocks: ${steps} gpt2-layer t=4 steps back to back), first draw ${f(element.firstDrawMs, 0)} ms, one zoom step per animation frame:`,
+  );
+  for (const [name, s] of [
+    ['zoom in/out (500×)', element.zoom],
+    ['pan (1/40 window)', element.pan],
+    ['all', element.all],
+  ] as const) {
+    console.log(
+      `    ${name.padEnd(20)} ${f(s.fps).padStart(5)} fps over ${s.frames} frames · median ${f(s.medianMs)} ms · p95 ${f(s.p95Ms)} ms · worst ${f(s.worstMs)} ms`,
+    );
   }
   console.log(`    target ≥ ${fpsTarget} fps: ${fpsMet ? 'met' : 'NOT met'}`);
   console.log(`(b) TP change → redrawn timeline, ${preset} preset (the page's default):`);
   if ('changes' in page) {
-    console.log(`    real page (#tp=1, then the TP control${settleMs ? `, ${settleMs} ms idle before each change` : ', no pause between changes'}; includes the layer run on the rank workers, their GEMM tuning on first use of a degree, the oracle and the redraw):`);
+    console.log(
+      `    real page (#tp=1, then the TP control${settleMs ? `, ${settleMs} ms idle before each change` : ', no pause between changes'}; includes the layer run on the rank workers, their GEMM tuning on first use of a degree, the oracle and the redraw):`,
+    );
     for (const c of page.changes) console.log(`      t ${c.from} → ${c.tp}: ${f(c.ms, 0)} ms`);
   } else {
     console.log(`    real page: NOT measured — ${page.skipped}`);
   }
-  console.log('    element alone (modeled timeline, NO layer run): makePlan + scheduleStep, then the redraw to the next frame:');
-  for (const r of element.redraws.slice(1)) console.log(`      t = ${r.tp}: ${r.events} events, schedule ${f(r.scheduleMs)} ms + redraw ${f(r.redrawMs)} ms`);
-  console.log(`    target ≤ ${changeTarget} ms per change (${pageChanges.length ? 'real page, worst' : 'element only, worst'} ${f(worstChange, 0)} ms): ${changeMet ? 'met' : 'NOT met'}`);
+  console.log(
+    '    element alone (modeled timeline, NO layer run): makePlan + scheduleStep, then the redraw to the next frame:',
+  );
+  for (const r of element.redraws.slice(1))
+    console.log(`      t = ${r.tp}: ${r.events} events, schedule ${f(r.scheduleMs)} ms + redraw ${f(r.redrawMs)} ms`);
+  console.log(
+    `    target ≤ ${changeTarget} ms per change (${pageChanges.length ? 'real page, worst' : 'element only, worst'} ${f(worstChange, 0)} ms): ${changeMet ? 'met' : 'NOT met'}`,
+  );
 }

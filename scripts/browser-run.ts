@@ -18,7 +18,11 @@ export interface BrowserRunOptions {
  */
 export async function withPage<T>(path: string, body: (page: Page, pageErrors: string[]) => Promise<T>): Promise<T> {
   // No HMR and no watcher: edits made while a long benchmark runs must not reload its page.
-  const server = await createServer({ server: { port: 0, host: '127.0.0.1', hmr: false, watch: null }, logLevel: 'error', clearScreen: false });
+  const server = await createServer({
+    server: { port: 0, host: '127.0.0.1', hmr: false, watch: null },
+    logLevel: 'error',
+    clearScreen: false,
+  });
   await server.listen();
   try {
     const open = await openInChromium(server.resolvedUrls?.local[0], path);
@@ -51,7 +55,10 @@ export interface OpenPage {
  * `vite preview` (COOP/COEP from vite.config.ts) and opens `path` there in headless Chromium with
  * WebGPU. The caller must `close()` it (for suites that share one page across tests).
  */
-export async function openBuiltPage(path: string, opts: PageOptions & { readonly outDir?: string } = {}): Promise<OpenPage> {
+export async function openBuiltPage(
+  path: string,
+  opts: PageOptions & { readonly outDir?: string } = {},
+): Promise<OpenPage> {
   const outDir = opts.outDir ?? 'dist';
   // Vite picks packages' "production" exports (lit without dev-mode checks) only when NODE_ENV says so; vitest sets "test".
   const env = process.env.NODE_ENV;
@@ -64,7 +71,13 @@ export async function openBuiltPage(path: string, opts: PageOptions & { readonly
   const server = await preview({ preview: { port: 0, host: '127.0.0.1' }, build: { outDir }, logLevel: 'error' });
   try {
     const open = await openInChromium(server.resolvedUrls?.local[0], path, opts);
-    return { ...open, close: async () => { await open.close(); await server.close(); } };
+    return {
+      ...open,
+      close: async () => {
+        await open.close();
+        await server.close();
+      },
+    };
   } catch (e) {
     await server.close();
     throw e;
@@ -72,7 +85,11 @@ export async function openBuiltPage(path: string, opts: PageOptions & { readonly
 }
 
 /** Like withPage, but against the production build served by `vite preview` (see openBuiltPage). */
-export async function withBuiltPage<T>(path: string, body: (page: Page, pageErrors: string[]) => Promise<T>, opts: PageOptions & { readonly outDir?: string } = {}): Promise<T> {
+export async function withBuiltPage<T>(
+  path: string,
+  body: (page: Page, pageErrors: string[]) => Promise<T>,
+  opts: PageOptions & { readonly outDir?: string } = {},
+): Promise<T> {
   const open = await openBuiltPage(path, opts);
   try {
     return await body(open.page, open.pageErrors);
@@ -86,7 +103,10 @@ async function openInChromium(base: string | undefined, path: string, opts: Page
   if (!base) throw new Error('withPage: the Vite server reported no local URL.');
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: chromiumArgs, headless: true });
   try {
-    const page = await browser.newPage({ acceptDownloads: true, ...(opts.viewport ? { viewport: { ...opts.viewport } } : {}) });
+    const page = await browser.newPage({
+      acceptDownloads: true,
+      ...(opts.viewport ? { viewport: { ...opts.viewport } } : {}),
+    });
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     page.on('console', (m) => {
@@ -105,7 +125,12 @@ async function openInChromium(base: string | undefined, path: string, opts: Page
  * cross-origin-isolated page and returns `await entry[fn]({ ...args, onProgress })`. The result
  * must be structured-cloneable (JSON-like).
  */
-export function runInBrowser<T>(entry: string, fn: string, args: Record<string, unknown>, opts: BrowserRunOptions = {}): Promise<T> {
+export function runInBrowser<T>(
+  entry: string,
+  fn: string,
+  args: Record<string, unknown>,
+  opts: BrowserRunOptions = {},
+): Promise<T> {
   return withPage('scripts/runner.html', async (page, pageErrors) => {
     await page.exposeFunction('__runnerProgress', (line: string) => opts.onProgress?.(line));
     // The page code is a string: tsx's transform would otherwise inject helpers the page lacks.
@@ -118,7 +143,15 @@ export function runInBrowser<T>(entry: string, fn: string, args: Record<string, 
     const limit = opts.timeoutMs ?? 30 * 60_000;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`runInBrowser: ${entry}#${fn} did not finish within ${limit / 1000} s.${pageErrors.length ? ` Page errors: ${pageErrors.join('; ')}` : ''}`)), limit);
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `runInBrowser: ${entry}#${fn} did not finish within ${limit / 1000} s.${pageErrors.length ? ` Page errors: ${pageErrors.join('; ')}` : ''}`,
+            ),
+          ),
+        limit,
+      );
     });
     try {
       return await Promise.race([run, timeout]);

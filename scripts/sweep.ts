@@ -23,10 +23,20 @@ function fail(message: string): never {
 }
 
 const options = {
-  tp: { type: 'string', default: '1,2,4,8' }, sp: { type: 'boolean', default: false }, preset: { type: 'string' },
-  s: { type: 'string' }, b: { type: 'string' }, h: { type: 'string' }, heads: { type: 'string' }, groups: { type: 'string' },
-  ffn: { type: 'string' }, vocab: { type: 'string' }, seed: { type: 'string' },
-  net: { type: 'string', default: 'pcie-gen3' }, json: { type: 'boolean', default: false }, trace: { type: 'string' },
+  tp: { type: 'string', default: '1,2,4,8' },
+  sp: { type: 'boolean', default: false },
+  preset: { type: 'string' },
+  s: { type: 'string' },
+  b: { type: 'string' },
+  h: { type: 'string' },
+  heads: { type: 'string' },
+  groups: { type: 'string' },
+  ffn: { type: 'string' },
+  vocab: { type: 'string' },
+  seed: { type: 'string' },
+  net: { type: 'string', default: 'pcie-gen3' },
+  json: { type: 'boolean', default: false },
+  trace: { type: 'string' },
   'skip-sp-norm-grad-allreduce': { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
 } as const;
@@ -48,19 +58,29 @@ for (const f of sizeFields) if (values[f] !== undefined) raw[f] = values[f];
 let configs: LayerConfig[] = [];
 try {
   parseInterconnect(values.net);
-  configs = parseDegrees(values.tp).map((tp) => ({ ...configFromSettings(raw, tp), sp: values.sp, skipSpNormGradAllReduce: values['skip-sp-norm-grad-allreduce'] }));
+  configs = parseDegrees(values.tp).map((tp) => ({
+    ...configFromSettings(raw, tp),
+    sp: values.sp,
+    skipSpNormGradAllReduce: values['skip-sp-norm-grad-allreduce'],
+  }));
 } catch (e) {
   fail((e as Error).message);
 }
 const invalid = configs.map((c) => ({ c, v: validateConfig(c) })).filter(({ v }) => !v.ok);
 if (invalid.length) {
-  for (const { c, v } of invalid) for (const e of v.errors) process.stderr.write(`sweep: t=${c.tp}${c.sp ? ' SP' : ''}: ${e.message}\n`);
+  for (const { c, v } of invalid)
+    for (const e of v.errors) process.stderr.write(`sweep: t=${c.tp}${c.sp ? ' SP' : ''}: ${e.message}\n`);
   process.exit(2);
 }
 
-const report = await runInBrowser<SweepReport>('/src/bench/sweep.ts', 'runSweep', { configs, net: values.net, trace: !!values.trace }, {
-  onProgress: (line) => process.stderr.write(`${line}\n`),
-});
+const report = await runInBrowser<SweepReport>(
+  '/src/bench/sweep.ts',
+  'runSweep',
+  { configs, net: values.net, trace: !!values.trace },
+  {
+    onProgress: (line) => process.stderr.write(`${line}\n`),
+  },
+);
 if (values.trace) {
   writeFileSync(values.trace, JSON.stringify(report.trace ?? {}));
   process.stderr.write(`trace written to ${values.trace} (open it in ui.perfetto.dev or chrome://tracing)\n`);

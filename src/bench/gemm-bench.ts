@@ -26,7 +26,6 @@ export function gemmBenchShapes(): GemmBenchShape[] {
   return shapes;
 }
 
-
 /** Per shape: the tuned variant and the naive baseline, median GFLOP/s over the timed runs. */
 export interface GemmBenchRow extends GemmBenchShape {
   readonly chosen: GemmVariant;
@@ -58,7 +57,14 @@ export interface GemmBenchOptions {
  * With timestamp queries a run is one dispatch's GPU time; without, the wall time of enough
  * back-to-back dispatches to span ≥ 50 ms, divided by their number. Returns ms per dispatch.
  */
-async function timeRuns(ctx: KernelContext, p: GemmProblem, variant: GemmVariant, runs: number, timer: GpuTimer | undefined, quantized: { seen: boolean }): Promise<number[]> {
+async function timeRuns(
+  ctx: KernelContext,
+  p: GemmProblem,
+  variant: GemmVariant,
+  runs: number,
+  timer: GpuTimer | undefined,
+  quantized: { seen: boolean },
+): Promise<number[]> {
   const a = createTensor(ctx.device, 'A', [p.M, p.K], randomArray(p.M * p.K, 1));
   const b = createTensor(ctx.device, 'B', [p.K, p.N], randomArray(p.K * p.N, 2));
   const c = createTensor(ctx.device, 'C', [p.M, p.N]);
@@ -112,7 +118,15 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
     const flops = gemmFlops(p);
     const gflops = flops / median(chosenMs) / 1e6;
     const naiveGflops = flops / median(naiveMs) / 1e6;
-    rows.push({ ...s, chosen, tuning, gflops, naiveGflops, speedup: gflops / naiveGflops, runsMs: { chosen: chosenMs, naive: naiveMs } });
+    rows.push({
+      ...s,
+      chosen,
+      tuning,
+      gflops,
+      naiveGflops,
+      speedup: gflops / naiveGflops,
+      runsMs: { chosen: chosenMs, naive: naiveMs },
+    });
   }
   timer?.destroy();
   device.destroy();
@@ -124,7 +138,10 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
         : 'Figures from this adapter only; compare ratios measured in one run, not absolute times across machines.',
     timing: { method: timer ? 'timestamp-query' : 'wall-clock', quantized: quantized.seen },
     runs,
-    variants: rows.map((r) => r.chosen).filter((v, i, all) => all.indexOf(v) === i).map(describeGemmVariant),
+    variants: rows
+      .map((r) => r.chosen)
+      .filter((v, i, all) => all.indexOf(v) === i)
+      .map(describeGemmVariant),
     rows,
   };
 }

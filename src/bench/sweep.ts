@@ -5,7 +5,14 @@ import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
-import { createLayerPool, layerRunCache, runLayer, type LayerRun, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
+import {
+  createLayerPool,
+  layerRunCache,
+  runLayer,
+  type LayerRun,
+  type LayerWorkerPrograms,
+  type PoolLender,
+} from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 
@@ -89,8 +96,12 @@ export interface SweepArgs {
 const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 const summarize = (label: string, tl: Timeline): SweepTimeline => ({
-  comm: label, overlap: tl.overlap, stepMs: tl.stepMs,
-  computeMs: tl.totals.map((t) => t.computeMs), commMs: tl.totals.map((t) => t.commMs), exposedMs: tl.totals.map((t) => t.exposedMs),
+  comm: label,
+  overlap: tl.overlap,
+  stepMs: tl.stepMs,
+  computeMs: tl.totals.map((t) => t.computeMs),
+  commMs: tl.totals.map((t) => t.commMs),
+  exposedMs: tl.totals.map((t) => t.exposedMs),
 });
 
 /** The per-degree report from one run. */
@@ -102,11 +113,26 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
   computeOps.forEach((o, i) => {
     if (!o.gemm) return;
     const ms = mean(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0));
-    gemms.push({ name: o.name, phase: o.phase, M: o.gemm.M, N: o.gemm.N, K: o.gemm.K, batch: o.gemm.batch, flops: o.gemm.flops, ms, gflops: ms > 0 ? o.gemm.flops / ms / 1e6 : 0 });
+    gemms.push({
+      name: o.name,
+      phase: o.phase,
+      M: o.gemm.M,
+      N: o.gemm.N,
+      K: o.gemm.K,
+      batch: o.gemm.batch,
+      flops: o.gemm.flops,
+      ms,
+      gflops: ms > 0 ? o.gemm.flops / ms / 1e6 : 0,
+    });
   });
   const rank0 = run.commEvents.filter((e) => e.rank === 0);
   const collectives = acc.collectives.map((cc, k): SweepCollective => ({
-    name: cc.name, phase: cc.phase, op: cc.op, mapping: cc.mapping, payloadBytes: cc.payloadBytes, ringBytesSent: cc.ringBytesSent,
+    name: cc.name,
+    phase: cc.phase,
+    op: cc.op,
+    mapping: cc.mapping,
+    payloadBytes: cc.payloadBytes,
+    ringBytesSent: cc.ringBytesSent,
     measuredMs: rank0[k] ? rank0[k].t1 - rank0[k].t0 : undefined,
     modeledMs: cc.modeledUs === undefined ? undefined : cc.modeledUs / 1000,
   }));
@@ -121,10 +147,15 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     collectives,
     memory: [...acc.memory],
     computeMs: run.computeTimes.map((t) => t.ops.reduce((s, o) => s + o.ms, 0)),
-    timelines: run.computeTimes.length === 0 ? [] : [
-      summarize('measured (this machine\'s transport)', runTimeline(run, 'measured', false)),
-      ...(link ? [false, true].map((overlap) => summarize(`modeled (${link.name})`, runTimeline(run, link, overlap))) : []),
-    ],
+    timelines:
+      run.computeTimes.length === 0
+        ? []
+        : [
+            summarize("measured (this machine's transport)", runTimeline(run, 'measured', false)),
+            ...(link
+              ? [false, true].map((overlap) => summarize(`modeled (${link.name})`, runTimeline(run, link, overlap)))
+              : []),
+          ],
   };
 }
 
@@ -177,8 +208,8 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   return {
     adapter,
     note: /swiftshader/i.test(adapter)
-      ? 'SwiftShader runs WebGPU on the CPU: times here say nothing about a GPU; compare ratios measured in one run. All ranks share one adapter; each rank\'s kernels were timed with the others idle.'
-      : 'All ranks share this one adapter; each rank\'s kernels were timed with the others idle, as if each had its own GPU. Compare ratios measured in one run.',
+      ? "SwiftShader runs WebGPU on the CPU: times here say nothing about a GPU; compare ratios measured in one run. All ranks share one adapter; each rank's kernels were timed with the others idle."
+      : "All ranks share this one adapter; each rank's kernels were timed with the others idle, as if each had its own GPU. Compare ratios measured in one run.",
     net: args.net,
     degrees,
     trace: args.trace ? mergeTraces(traces) : undefined,

@@ -9,11 +9,19 @@ import '../ui/tp-timeline.ts';
 import type { TpTimeline } from '../ui/tp-timeline.ts';
 
 /** A modeled step: compute at `gflops` GFLOP/s on every rank, comm from the alpha-beta ring of `net`. */
-export async function modeledTimeline(preset: PresetName, tp: number, opts: { overlap?: boolean; net?: InterconnectName; gflops?: number; sp?: boolean } = {}): Promise<Timeline> {
+export async function modeledTimeline(
+  preset: PresetName,
+  tp: number,
+  opts: { overlap?: boolean; net?: InterconnectName; gflops?: number; sp?: boolean } = {},
+): Promise<Timeline> {
   const plan = (await makePlan(configFromPreset(preset, { tp, sp: opts.sp ?? false }))).plan;
   const perMs = (opts.gflops ?? 5) * 1e6;
   const computeMs = sameComputeMs(plan, (i) => Math.max(plan.ops[i]!.flops, 1e5) / perMs);
-  return scheduleStep(plan, { computeMs, commMs: modeledCommMs(plan, interconnectPresets[opts.net ?? 'pcie-gen3']) }, { overlap: opts.overlap ?? false });
+  return scheduleStep(
+    plan,
+    { computeMs, commMs: modeledCommMs(plan, interconnectPresets[opts.net ?? 'pcie-gen3']) },
+    { overlap: opts.overlap ?? false },
+  );
 }
 
 /** `n` copies of one step back to back (step k shifted by k·stepMs): a long trace with the real mix of blocks. */
@@ -30,7 +38,14 @@ export function repeatSteps(tl: Timeline, n: number): Timeline {
     const mine = tl.events.filter((e) => e.rank === r);
     for (let k = 0; k < n; k++) for (const e of mine) events.push(shift(e, k * tl.stepMs));
   }
-  const totals = tl.totals.map((t) => ({ ...t, computeMs: n * t.computeMs, commMs: n * t.commMs, exposedMs: n * t.exposedMs, idleMs: n * t.idleMs, endMs: (n - 1) * tl.stepMs + t.endMs }));
+  const totals = tl.totals.map((t) => ({
+    ...t,
+    computeMs: n * t.computeMs,
+    commMs: n * t.commMs,
+    exposedMs: n * t.exposedMs,
+    idleMs: n * t.idleMs,
+    endMs: (n - 1) * tl.stepMs + t.endMs,
+  }));
   return { ...tl, events, totals, stepMs: n * tl.stepMs };
 }
 
@@ -104,7 +119,13 @@ function stats(...stretches: readonly (readonly number[])[]): FrameStats {
   const gaps = stretches.flatMap((st) => st.slice(1).map((t, i) => t - st[i]!)).sort((a, b) => a - b);
   const at = (q: number): number => gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] ?? 0;
   const span = gaps.reduce((a, g) => a + g, 0);
-  return { frames: gaps.length, fps: span > 0 ? (1000 * gaps.length) / span : 0, medianMs: at(0.5), p95Ms: at(0.95), worstMs: gaps[gaps.length - 1] ?? 0 };
+  return {
+    frames: gaps.length,
+    fps: span > 0 ? (1000 * gaps.length) / span : 0,
+    medianMs: at(0.5),
+    p95Ms: at(0.95),
+    worstMs: gaps[gaps.length - 1] ?? 0,
+  };
 }
 
 /** Calls `step(i, n)` in `n` consecutive animation frames and returns the frames' timestamps. */
@@ -152,7 +173,9 @@ export async function runUiBench(args: UiBenchArgs): Promise<UiBenchReport> {
     const c = Math.min(Math.max(T - win / 2, w / 2), T - w / 2);
     el.zoomTo(c - w / 2, c + w / 2);
   });
-  args.onProgress?.(`zoom in ${stats(zoomIn).fps.toFixed(1)} fps, pan ${stats(pan).fps.toFixed(1)} fps, zoom out ${stats(zoomOut).fps.toFixed(1)} fps`);
+  args.onProgress?.(
+    `zoom in ${stats(zoomIn).fps.toFixed(1)} fps, pan ${stats(pan).fps.toFixed(1)} fps, zoom out ${stats(zoomOut).fps.toFixed(1)} fps`,
+  );
   el.remove();
 
   const redraws: RedrawRow[] = [];

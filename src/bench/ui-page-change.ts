@@ -31,6 +31,9 @@ export async function changeTp(tp: number, timeoutMs: number): Promise<number> {
     const now = await new Promise<number>((r) => requestAnimationFrame(r));
     const s = pageState();
     if (s.shownTp === tp && s.lanes === 2 * tp && !s.busy) return now - t0;
-    if (now - t0 > timeoutMs) throw new Error(`bench:ui: t = ${tp} was not drawn within ${timeoutMs / 1000} s (page shows t = ${s.shownTp}, ${s.lanes} lanes, busy ${s.busy}).`);
+    if (now - t0 > timeoutMs)
+      throw new Error(
+        `bench:ui: t = ${tp} was not drawn within ${timeoutMs / 1000} s (page shows t = ${s.shownTp}, ${s.lanes} lanes, busy ${s.busy}).`,
+      );
   }
 }

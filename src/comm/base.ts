@@ -30,7 +30,14 @@ export interface CollectiveRunner {
 }
 
 /** The trace event of one finished collective on `device`, spanning [t0, t1]. */
-export function commEvent(r: CollectiveRunner, e: Executed, device: 'cpu' | 'gpu', t0: number, t1: number, phases: readonly TracePhase[]): TraceEvent {
+export function commEvent(
+  r: CollectiveRunner,
+  e: Executed,
+  device: 'cpu' | 'gpu',
+  t0: number,
+  t1: number,
+  phases: readonly TracePhase[],
+): TraceEvent {
   const c = e.call;
   return {
     rank: r.rank,

@@ -28,12 +28,21 @@ class Hub {
     return new Promise((resolve, reject) => {
       const missing = this.timedOut.get(call.seq);
       if (missing) {
-        reject(new CollectiveAbortedError(rank, call, `the other ranks timed out waiting for ${missing.length === 1 ? 'rank' : 'ranks'} ${missing.join(', ')}`));
+        reject(
+          new CollectiveAbortedError(
+            rank,
+            call,
+            `the other ranks timed out waiting for ${missing.length === 1 ? 'rank' : 'ranks'} ${missing.join(', ')}`,
+          ),
+        );
         return;
       }
       let slot = this.slots.get(call.seq);
       if (!slot) {
-        slot = { arrivals: new Array(this.size).fill(undefined), timer: setTimeout(() => this.expire(call.seq), this.timeoutMs) };
+        slot = {
+          arrivals: new Array(this.size).fill(undefined),
+          timer: setTimeout(() => this.expire(call.seq), this.timeoutMs),
+        };
         this.slots.set(call.seq, slot);
       }
       slot.arrivals[rank] = { call, x, resolve, reject };
@@ -49,7 +58,10 @@ class Hub {
       arrivals.forEach((a, r) => a.reject(new CollectiveMismatchError(r, calls)));
       return;
     }
-    const outs = referenceCollective(calls[0], arrivals.map((a) => a.x));
+    const outs = referenceCollective(
+      calls[0],
+      arrivals.map((a) => a.x),
+    );
     arrivals.forEach((a, r) => a.resolve(outs[r]));
   }
 
@@ -58,7 +70,9 @@ class Hub {
     this.slots.delete(seq);
     const missing = slot.arrivals.flatMap((a, r) => (a ? [] : [r]));
     this.timedOut.set(seq, missing);
-    slot.arrivals.forEach((a, r) => a?.reject(new CollectiveTimeoutError(r, a.call, missing, this.timeoutMs, 'arrival')));
+    slot.arrivals.forEach((a, r) =>
+      a?.reject(new CollectiveTimeoutError(r, a.call, missing, this.timeoutMs, 'arrival')),
+    );
   }
 }
 
@@ -76,7 +90,11 @@ class InProcessCollectives extends BaseCollectives {
   protected async execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>> {
     const t0 = sharedNow();
     const out = await this.hub.arrive(this.rank, call, x);
-    return { out, phases: [{ name: 'transport', t0, t1: sharedNow() }], sentBytes: ringSentBytes(call, this.size, this.rank) };
+    return {
+      out,
+      phases: [{ name: 'transport', t0, t1: sharedNow() }],
+      sentBytes: ringSentBytes(call, this.size, this.rank),
+    };
   }
 }
 
@@ -90,7 +108,11 @@ export interface InProcessOptions {
 
 /** t communicators (index = rank) that meet in this thread; the reference semantics for tests. */
 export function createInProcessGroup(size: number, opts: InProcessOptions = {}): BaseCollectives[] {
-  if (!Number.isInteger(size) || size < 1) throw new Error(`createInProcessGroup: size ${size} must be a positive integer.`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new Error(`createInProcessGroup: size ${size} must be a positive integer.`);
   const hub = new Hub(size, opts.timeoutMs ?? 10_000);
-  return Array.from({ length: size }, (_, r) => new InProcessCollectives(r, size, opts.sinks?.[r] ?? discardTrace, hub));
+  return Array.from(
+    { length: size },
+    (_, r) => new InProcessCollectives(r, size, opts.sinks?.[r] ?? discardTrace, hub),
+  );
 }

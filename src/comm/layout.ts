@@ -16,17 +16,30 @@ export function chunkBounds(n: number, t: number, c: number): [number, number] {
  * Reorders [A, D, B] into [t, A, D/t, B] (slice j of `dim` becomes contiguous block j) into `dst`.
  * For dim 0 this is a plain copy.
  */
-export function packSlices(src: Float32Array, shape: readonly number[], dim: number, t: number, dst: Float32Array): void {
+export function packSlices(
+  src: Float32Array,
+  shape: readonly number[],
+  dim: number,
+  t: number,
+  dst: Float32Array,
+): void {
   const [a, d, b] = around(shape, dim);
   const run = (d / t) * b;
   if (a === 1) return dst.set(src.subarray(0, d * b));
   for (let j = 0; j < t; j++) {
-    for (let i = 0; i < a; i++) dst.set(src.subarray(i * d * b + j * run, i * d * b + (j + 1) * run), (j * a + i) * run);
+    for (let i = 0; i < a; i++)
+      dst.set(src.subarray(i * d * b + j * run, i * d * b + (j + 1) * run), (j * a + i) * run);
   }
 }
 
 /** Inverse of packSlices: [t, A, D/t, B] in `src` → [A, D, B] in `dst`; `shape` is the full [.., D, ..]. */
-export function unpackSlices(src: Float32Array, shape: readonly number[], dim: number, t: number, dst: Float32Array): void {
+export function unpackSlices(
+  src: Float32Array,
+  shape: readonly number[],
+  dim: number,
+  t: number,
+  dst: Float32Array,
+): void {
   const [a, d, b] = around(shape, dim);
   const run = (d / t) * b;
   if (a === 1) return dst.set(src.subarray(0, d * b));

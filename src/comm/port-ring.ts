@@ -18,9 +18,16 @@ export class PortRingCollectives extends BaseCollectives {
   private readonly boxes: (Mailbox | undefined)[];
   private readonly ports: readonly (MessagePort | undefined)[];
 
-  constructor(rank: number, size: number, ports: readonly (MessagePort | undefined)[], sink: TraceSink, private readonly timeoutMs: number) {
+  constructor(
+    rank: number,
+    size: number,
+    ports: readonly (MessagePort | undefined)[],
+    sink: TraceSink,
+    private readonly timeoutMs: number,
+  ) {
     super(rank, size, 'message-port', sink);
-    if (ports.length !== size) throw new Error(`PortRingCollectives: rank ${rank} needs ${size} port slots, got ${ports.length}.`);
+    if (ports.length !== size)
+      throw new Error(`PortRingCollectives: rank ${rank} needs ${size} port slots, got ${ports.length}.`);
     this.ports = ports;
     this.boxes = ports.map((p, q) => (p && q !== rank ? new Mailbox(p) : undefined));
   }
@@ -68,7 +75,11 @@ export class PortRingCollectives extends BaseCollectives {
 
   private async recvStep(call: CollectiveCall, step: number): Promise<Float32Array> {
     const { prev } = ringNeighbours(this.rank, this.size);
-    const m = await this.boxes[prev]!.receive(messageKey({ kind: 'data', seq: call.seq, step }), this.timeoutMs, () => new CollectiveTimeoutError(this.rank, call, [prev], this.timeoutMs, 'transfer'));
+    const m = await this.boxes[prev]!.receive(
+      messageKey({ kind: 'data', seq: call.seq, step }),
+      this.timeoutMs,
+      () => new CollectiveTimeoutError(this.rank, call, [prev], this.timeoutMs, 'transfer'),
+    );
     return (m as PortMessage & { kind: 'data' }).data;
   }
 
@@ -79,7 +90,7 @@ export class PortRingCollectives extends BaseCollectives {
   private async move(call: CollectiveCall, x: HostTensor, mark: (name: string) => void): Promise<HostTensor> {
     const { rank: r, size: t } = this;
     const shape = outputShape(call, t);
-    if (call.op === 'barrier') return mark('transport'), x;
+    if (call.op === 'barrier') return (mark('transport'), x);
     const n = call.op === 'allGather' ? numel(shape) : numel(call.shape);
     const work = new Float32Array(n);
     const bounds = (c: number): [number, number] => chunkBounds(n, t, c);

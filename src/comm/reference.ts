@@ -8,7 +8,14 @@ import { concatAlong, reduceArrays, sliceAlong } from './layout.ts';
  */
 export function referenceCollective(call: CollectiveCall, inputs: readonly HostTensor[]): HostTensor[] {
   const t = inputs.length;
-  const reduced = (): HostTensor => hostTensor(call.shape, reduceArrays(inputs.map((x) => x.data), call.reduceOp ?? 'sum'));
+  const reduced = (): HostTensor =>
+    hostTensor(
+      call.shape,
+      reduceArrays(
+        inputs.map((x) => x.data),
+        call.reduceOp ?? 'sum',
+      ),
+    );
   switch (call.op) {
     case 'allReduce': {
       const y = reduced();

@@ -36,7 +36,8 @@ export function createSabRing(size: number, capacityBytes: number): SabRing {
   if (size > maxSabRanks) throw new Error(`createSabRing: at most ${maxSabRanks} ranks, got ${size}.`);
   const cap = Math.max(16, Math.ceil(capacityBytes / 16) * 16);
   const pages = Math.ceil((cap * size) / 65536);
-  if (pages > 65536) throw new Error(`createSabRing: ${size} slots of ${cap} bytes exceed the 4 GiB of one WebAssembly memory.`);
+  if (pages > 65536)
+    throw new Error(`createSabRing: ${size} slots of ${cap} bytes exceed the 4 GiB of one WebAssembly memory.`);
   return {
     control: new SharedArrayBuffer(ctrl.words * 4 + maxReasonBytes),
     memory: new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }),

@@ -26,7 +26,13 @@ export class SabRingCollectives extends BaseCollectives {
   private readonly reduce: ReduceKernel;
   private step = 0;
 
-  constructor(rank: number, size: number, private readonly ring: SabRing, sink: TraceSink, private readonly timeoutMs: number) {
+  constructor(
+    rank: number,
+    size: number,
+    private readonly ring: SabRing,
+    sink: TraceSink,
+    private readonly timeoutMs: number,
+  ) {
     super(rank, size, 'sab-ring', sink);
     this.c = new Int32Array(ring.control);
     this.f32 = new Float32Array(ring.memory.buffer);
@@ -51,7 +57,13 @@ export class SabRingCollectives extends BaseCollectives {
   }
 
   /** Blocks until word `idx` ≥ target; throws `onTimeout()` after timeoutMs or on abort. */
-  private waitAtLeast(call: CollectiveCall, idx: number, target: number, deadline: number, onTimeout: () => Error): void {
+  private waitAtLeast(
+    call: CollectiveCall,
+    idx: number,
+    target: number,
+    deadline: number,
+    onTimeout: () => Error,
+  ): void {
     for (;;) {
       const v = Atomics.load(this.c, idx);
       if (v >= target) return;
@@ -86,16 +98,24 @@ export class SabRingCollectives extends BaseCollectives {
   }
 
   private waitFor(call: CollectiveCall, q: number, target: number): void {
-    this.waitAtLeast(call, ctrl.progress(q), target, performance.now() + this.timeoutMs, () => new CollectiveTimeoutError(this.rank, call, [q], this.timeoutMs, 'transfer'));
+    this.waitAtLeast(
+      call,
+      ctrl.progress(q),
+      target,
+      performance.now() + this.timeoutMs,
+      () => new CollectiveTimeoutError(this.rank, call, [q], this.timeoutMs, 'transfer'),
+    );
   }
 
   private move(call: CollectiveCall, x: HostTensor, mark: (name: string) => void): HostTensor {
     const { rank: r, size: t } = this;
     const shape = outputShape(call, t);
-    if (call.op === 'barrier') return mark('transport'), x;
+    if (call.op === 'barrier') return (mark('transport'), x);
     const n = call.op === 'allGather' ? numel(shape) : numel(call.shape);
     if (n * 4 > this.ring.capacityBytes) {
-      throw new Error(`rank ${r}: ${formatCall(call)} moves ${n * 4} bytes, more than the shared ring's ${this.ring.capacityBytes} bytes per rank; build the pool with a larger commCapacityBytes.`);
+      throw new Error(
+        `rank ${r}: ${formatCall(call)} moves ${n * 4} bytes, more than the shared ring's ${this.ring.capacityBytes} bytes per rank; build the pool with a larger commCapacityBytes.`,
+      );
     }
     const { prev, next } = ringNeighbours(r, t);
     const slot = this.ring.capacityBytes / 4;

@@ -19,12 +19,66 @@ const section = (id: number, body: number[]): number[] => [id, ...leb(body.lengt
  */
 function body(simdOp: number): number[] {
   const code = [
-    0x20, 2, 0x41, 2, 0x74, 0x20, 0, 0x6a, 0x21, 3, // end = dst + 4n
-    0x02, 0x40, 0x03, 0x40, // block, loop
-    0x20, 0, 0x20, 3, 0x4f, 0x0d, 1, // if dst ≥ end: break
-    0x20, 0, 0x20, 0, 0xfd, 0x00, 0, 0, 0x20, 1, 0xfd, 0x00, 0, 0, 0xfd, ...leb(simdOp), 0xfd, 0x0b, 0, 0, // store(dst, op(load dst, load src))
-    0x20, 0, 0x41, 16, 0x6a, 0x21, 0, 0x20, 1, 0x41, 16, 0x6a, 0x21, 1, // dst += 16, src += 16
-    0x0c, 0, 0x0b, 0x0b, 0x0b, // br loop, end loop, end block, end func
+    0x20,
+    2,
+    0x41,
+    2,
+    0x74,
+    0x20,
+    0,
+    0x6a,
+    0x21,
+    3, // end = dst + 4n
+    0x02,
+    0x40,
+    0x03,
+    0x40, // block, loop
+    0x20,
+    0,
+    0x20,
+    3,
+    0x4f,
+    0x0d,
+    1, // if dst ≥ end: break
+    0x20,
+    0,
+    0x20,
+    0,
+    0xfd,
+    0x00,
+    0,
+    0,
+    0x20,
+    1,
+    0xfd,
+    0x00,
+    0,
+    0,
+    0xfd,
+    ...leb(simdOp),
+    0xfd,
+    0x0b,
+    0,
+    0, // store(dst, op(load dst, load src))
+    0x20,
+    0,
+    0x41,
+    16,
+    0x6a,
+    0x21,
+    0,
+    0x20,
+    1,
+    0x41,
+    16,
+    0x6a,
+    0x21,
+    1, // dst += 16, src += 16
+    0x0c,
+    0,
+    0x0b,
+    0x0b,
+    0x0b, // br loop, end loop, end block, end func
   ];
   const withLocals = [1, 1, 0x7f, ...code];
   return [...leb(withLocals.length), ...withLocals];
@@ -33,7 +87,14 @@ function body(simdOp: number): number[] {
 /** A WebAssembly module (SIMD) with add(dst, src, n) and max(dst, src, n) over an imported shared memory. */
 function moduleBytes(): Uint8Array {
   const bytes = [
-    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    1,
+    0,
+    0,
+    0,
     ...section(1, [1, 0x60, 3, 0x7f, 0x7f, 0x7f, 0]),
     ...section(2, [1, ...str('env'), ...str('mem'), 0x02, 0x03, 0, ...leb(65536)]),
     ...section(3, [2, 0, 0]),
@@ -48,8 +109,13 @@ export type ReduceKernel = (op: ReduceOp, dst: number, src: number, n: number) =
 
 /** Elementwise sum / max on one shared WebAssembly.Memory, 4 lanes at a time (the remainder in JS). */
 export function simdReducer(memory: WebAssembly.Memory): ReduceKernel {
-  const inst = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes() as BufferSource), { env: { mem: memory } });
-  const fns = inst.exports as { add: (d: number, s: number, n: number) => void; max: (d: number, s: number, n: number) => void };
+  const inst = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes() as BufferSource), {
+    env: { mem: memory },
+  });
+  const fns = inst.exports as {
+    add: (d: number, s: number, n: number) => void;
+    max: (d: number, s: number, n: number) => void;
+  };
   return (op, dst, src, n) => {
     const n4 = n & ~3;
     fns[op === 'sum' ? 'add' : 'max'](dst, src, n4);

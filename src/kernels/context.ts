@@ -41,7 +41,12 @@ export class KernelContext {
   constructor(readonly device: GPUDevice) {}
 
   /** The compute pipeline of `entryPoint` in `code`, specialised by `constants`; compiled once. */
-  pipeline(label: string, code: string, entryPoint: string, constants: Record<string, number> = {}): GPUComputePipeline {
+  pipeline(
+    label: string,
+    code: string,
+    entryPoint: string,
+    constants: Record<string, number> = {},
+  ): GPUComputePipeline {
     const key = `${label}|${entryPoint}|${JSON.stringify(constants)}`;
     let p = this.pipelines.get(key);
     if (!p) {
@@ -71,7 +76,12 @@ export class KernelContext {
   }
 
   /** Encodes one dispatch of `workgroups` workgroups in its own compute pass. */
-  dispatch(op: string, pipeline: GPUComputePipeline, bindings: readonly Binding[], workgroups: readonly [number, number, number]): void {
+  dispatch(
+    op: string,
+    pipeline: GPUComputePipeline,
+    bindings: readonly Binding[],
+    workgroups: readonly [number, number, number],
+  ): void {
     if (workgroups.some((w) => w === 0)) return; // empty tensors: nothing to compute
     const bindGroup = this.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),

@@ -19,7 +19,10 @@ export interface VocabShardOptions {
 }
 
 function rowDims(op: string, logits: GpuTensor): { rows: number; vl: number; rowShape: number[] } {
-  if (logits.shape.length < 1) throw new Error(`${op}: tensor "${logits.name}" has shape ${formatShape(logits.shape)}; logits need at least 1 dimension [..., vLocal].`);
+  if (logits.shape.length < 1)
+    throw new Error(
+      `${op}: tensor "${logits.name}" has shape ${formatShape(logits.shape)}; logits need at least 1 dimension [..., vLocal].`,
+    );
   const vl = logits.shape[logits.shape.length - 1];
   return { rows: vl === 0 ? 0 : numel(logits.shape) / vl, vl, rowShape: logits.shape.slice(0, -1) };
 }
@@ -29,7 +32,12 @@ function expectPerRow(op: string, logits: GpuTensor, rowShape: number[], ...perR
 }
 
 function params(rows: number, vl: number, vocabStart: number, scale = 1): Uint32Array<ArrayBuffer> {
-  return packParams([['u32', rows], ['u32', vl], ['u32', vocabStart], ['f32', scale]]);
+  return packParams([
+    ['u32', rows],
+    ['u32', vl],
+    ['u32', vocabStart],
+    ['f32', scale],
+  ]);
 }
 
 /** Per-row max of this rank's logits: [..., vLocal] → [...] (to be all-reduced with MAX). */
@@ -37,18 +45,33 @@ export function crossEntropyLocalMax(ctx: KernelContext, logits: GpuTensor, loca
   const { rows, vl, rowShape } = rowDims('crossEntropyLocalMax', logits);
   expectPerRow('crossEntropyLocalMax', logits, rowShape, localMax);
   const wg = rowGrid(ctx.device.limits, 'crossEntropyLocalMax', logits.name, logits.shape, rows);
-  ctx.dispatch('ce_local_max', ctx.pipeline('cross-entropy', code, 'ce_local_max', { WG: rowLanes(vl) }), uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, localMax.buffer]), wg);
+  ctx.dispatch(
+    'ce_local_max',
+    ctx.pipeline('cross-entropy', code, 'ce_local_max', { WG: rowLanes(vl) }),
+    uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, localMax.buffer]),
+    wg,
+  );
 }
 
 /**
  * Per-row Σ_j exp(logits[r, j] − globalMax[r]) over this rank's columns: [..., vLocal], [...] → [...]
  * (to be all-reduced with SUM).
  */
-export function crossEntropyLocalSumExp(ctx: KernelContext, logits: GpuTensor, globalMax: GpuTensor, localSum: GpuTensor): void {
+export function crossEntropyLocalSumExp(
+  ctx: KernelContext,
+  logits: GpuTensor,
+  globalMax: GpuTensor,
+  localSum: GpuTensor,
+): void {
   const { rows, vl, rowShape } = rowDims('crossEntropyLocalSumExp', logits);
   expectPerRow('crossEntropyLocalSumExp', logits, rowShape, globalMax, localSum);
   const wg = rowGrid(ctx.device.limits, 'crossEntropyLocalSumExp', logits.name, logits.shape, rows);
-  ctx.dispatch('ce_local_sum', ctx.pipeline('cross-entropy', code, 'ce_local_sum', { WG: rowLanes(vl) }), uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, globalMax.buffer, localSum.buffer]), wg);
+  ctx.dispatch(
+    'ce_local_sum',
+    ctx.pipeline('cross-entropy', code, 'ce_local_sum', { WG: rowLanes(vl) }),
+    uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, globalMax.buffer, localSum.buffer]),
+    wg,
+  );
 }
 
 /**
@@ -56,14 +79,23 @@ export function crossEntropyLocalSumExp(ctx: KernelContext, logits: GpuTensor, g
  * targets [...] (global ids as float32, exact below 2^24) → [...] (to be all-reduced with SUM).
  */
 export function crossEntropyTargetLogit(
-  ctx: KernelContext, logits: GpuTensor, targets: GpuTensor, targetLogit: GpuTensor, options: VocabShardOptions = {},
+  ctx: KernelContext,
+  logits: GpuTensor,
+  targets: GpuTensor,
+  targetLogit: GpuTensor,
+  options: VocabShardOptions = {},
 ): void {
   const { vocabStart = 0 } = options;
   const { rows, vl, rowShape } = rowDims('crossEntropyTargetLogit', logits);
   expectPerRow('crossEntropyTargetLogit', logits, rowShape, targets, targetLogit);
   checkInteger('crossEntropyTargetLogit', 'vocabStart', vocabStart, 0, 2 ** 24);
   const wg = grid1d(ctx.device.limits, 'crossEntropyTargetLogit', targets.name, targets.shape, rows);
-  ctx.dispatch('ce_target_logit', ctx.pipeline('cross-entropy', code, 'ce_target_logit'), uniformThen(ctx.uniform(params(rows, vl, vocabStart)), [logits.buffer, targets.buffer, targetLogit.buffer]), wg);
+  ctx.dispatch(
+    'ce_target_logit',
+    ctx.pipeline('cross-entropy', code, 'ce_target_logit'),
+    uniformThen(ctx.uniform(params(rows, vl, vocabStart)), [logits.buffer, targets.buffer, targetLogit.buffer]),
+    wg,
+  );
 }
 
 /**
@@ -72,7 +104,12 @@ export function crossEntropyTargetLogit(
  * scale is the upstream gradient of each row's loss (1/rows for a mean); default 1.
  */
 export function crossEntropyGrad(
-  ctx: KernelContext, logits: GpuTensor, targets: GpuTensor, globalMax: GpuTensor, globalSumExp: GpuTensor, dLogits: GpuTensor,
+  ctx: KernelContext,
+  logits: GpuTensor,
+  targets: GpuTensor,
+  globalMax: GpuTensor,
+  globalSumExp: GpuTensor,
+  dLogits: GpuTensor,
   options: VocabShardOptions & { readonly scale?: number } = {},
 ): void {
   const { vocabStart = 0, scale = 1 } = options;
@@ -81,13 +118,41 @@ export function crossEntropyGrad(
   expectShape('crossEntropyGrad', dLogits.name, dLogits.shape, logits.shape, `same shape as "${logits.name}"`);
   checkInteger('crossEntropyGrad', 'vocabStart', vocabStart, 0, 2 ** 24);
   const wg = grid1d(ctx.device.limits, 'crossEntropyGrad', logits.name, logits.shape, rows * vl);
-  ctx.dispatch('ce_grad', ctx.pipeline('cross-entropy', code, 'ce_grad'), uniformThen(ctx.uniform(params(rows, vl, vocabStart, scale)), [logits.buffer, targets.buffer, globalMax.buffer, globalSumExp.buffer, dLogits.buffer]), wg);
+  ctx.dispatch(
+    'ce_grad',
+    ctx.pipeline('cross-entropy', code, 'ce_grad'),
+    uniformThen(ctx.uniform(params(rows, vl, vocabStart, scale)), [
+      logits.buffer,
+      targets.buffer,
+      globalMax.buffer,
+      globalSumExp.buffer,
+      dLogits.buffer,
+    ]),
+    wg,
+  );
 }
 
 /** Per-row loss = log S + m − z from the all-reduced max m, sum S and target logit z: [...] ×3 → [...]. */
-export function crossEntropyLoss(ctx: KernelContext, globalMax: GpuTensor, globalSumExp: GpuTensor, targetLogit: GpuTensor, loss: GpuTensor): void {
-  for (const t of [globalSumExp, targetLogit, loss]) expectShape('crossEntropyLoss', t.name, t.shape, globalMax.shape, `same shape as "${globalMax.name}"`);
+export function crossEntropyLoss(
+  ctx: KernelContext,
+  globalMax: GpuTensor,
+  globalSumExp: GpuTensor,
+  targetLogit: GpuTensor,
+  loss: GpuTensor,
+): void {
+  for (const t of [globalSumExp, targetLogit, loss])
+    expectShape('crossEntropyLoss', t.name, t.shape, globalMax.shape, `same shape as "${globalMax.name}"`);
   const rows = numel(globalMax.shape);
   const wg = grid1d(ctx.device.limits, 'crossEntropyLoss', globalMax.name, globalMax.shape, rows);
-  ctx.dispatch('ce_loss', ctx.pipeline('cross-entropy', code, 'ce_loss'), uniformThen(ctx.uniform(params(rows, 0, 0)), [globalMax.buffer, globalSumExp.buffer, targetLogit.buffer, loss.buffer]), wg);
+  ctx.dispatch(
+    'ce_loss',
+    ctx.pipeline('cross-entropy', code, 'ce_loss'),
+    uniformThen(ctx.uniform(params(rows, 0, 0)), [
+      globalMax.buffer,
+      globalSumExp.buffer,
+      targetLogit.buffer,
+      loss.buffer,
+    ]),
+    wg,
+  );
 }

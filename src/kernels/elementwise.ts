@@ -16,11 +16,24 @@ export interface ElementwiseKernel {
  * (`op` names the caller in errors). Binding 0 is the uniform [n, 0, 0, 0], bindings 1… are the
  * tensors in order.
  */
-export function dispatchElementwise(ctx: KernelContext, op: string, kernel: ElementwiseKernel, tensors: readonly [GpuTensor, ...GpuTensor[]]): void {
+export function dispatchElementwise(
+  ctx: KernelContext,
+  op: string,
+  kernel: ElementwiseKernel,
+  tensors: readonly [GpuTensor, ...GpuTensor[]],
+): void {
   const [first, ...rest] = tensors;
   for (const t of rest) expectShape(op, t.name, t.shape, first.shape, `same shape as "${first.name}"`);
   const n = numel(first.shape);
   const wg = grid1d(ctx.device.limits, op, first.name, first.shape, n);
   const params = ctx.uniform(new Uint32Array([n, 0, 0, 0]));
-  ctx.dispatch(kernel.entryPoint, ctx.pipeline(kernel.label, kernel.code, kernel.entryPoint), uniformThen(params, tensors.map((t) => t.buffer)), wg);
+  ctx.dispatch(
+    kernel.entryPoint,
+    ctx.pipeline(kernel.label, kernel.code, kernel.entryPoint),
+    uniformThen(
+      params,
+      tensors.map((t) => t.buffer),
+    ),
+    wg,
+  );
 }

@@ -25,27 +25,58 @@ export interface EmbeddingBackwardOptions extends VocabShardOptions {
 /** vLocal and h of a table [vLocal, h], checked to be 2-D. */
 function tableDims(op: string, table: GpuTensor): { vl: number; h: number } {
   if (table.shape.length !== 2) {
-    throw new Error(`${op}: tensor "${table.name}" has shape ${formatShape(table.shape)}; the embedding table must be [vLocal, h].`);
+    throw new Error(
+      `${op}: tensor "${table.name}" has shape ${formatShape(table.shape)}; the embedding table must be [vLocal, h].`,
+    );
   }
   return { vl: table.shape[0], h: table.shape[1] };
 }
 
-function params(tokens: number, h: number, vocabStart: number, vl: number, accumulate = false): Uint32Array<ArrayBuffer> {
-  return packParams([['u32', tokens], ['u32', h], ['u32', vocabStart], ['u32', vl], ['u32', accumulate ? 1 : 0]]);
+function params(
+  tokens: number,
+  h: number,
+  vocabStart: number,
+  vl: number,
+  accumulate = false,
+): Uint32Array<ArrayBuffer> {
+  return packParams([
+    ['u32', tokens],
+    ['u32', h],
+    ['u32', vocabStart],
+    ['u32', vl],
+    ['u32', accumulate ? 1 : 0],
+  ]);
 }
 
 /**
  * out[t, :] = table[ids[t] − vocabStart, :] for ids in [vocabStart, vocabStart + vLocal), else 0:
  * ids [...] (float32 global ids), table [vLocal, h] → out [..., h] (to be all-reduced with SUM).
  */
-export function embedding(ctx: KernelContext, ids: GpuTensor, table: GpuTensor, out: GpuTensor, options: VocabShardOptions = {}): void {
+export function embedding(
+  ctx: KernelContext,
+  ids: GpuTensor,
+  table: GpuTensor,
+  out: GpuTensor,
+  options: VocabShardOptions = {},
+): void {
   const { vocabStart = 0 } = options;
   const { vl, h } = tableDims('embedding', table);
-  expectShape('embedding', out.name, out.shape, [...ids.shape, h], `one row of "${table.name}" per id of "${ids.name}"`);
+  expectShape(
+    'embedding',
+    out.name,
+    out.shape,
+    [...ids.shape, h],
+    `one row of "${table.name}" per id of "${ids.name}"`,
+  );
   checkInteger('embedding', 'vocabStart', vocabStart, 0, 2 ** 24 - vl);
   const tokens = numel(ids.shape);
   const wg = grid1d(ctx.device.limits, 'embedding', out.name, out.shape, tokens * h);
-  ctx.dispatch('embedding', ctx.pipeline('embedding', code, 'embedding'), uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl)), [ids.buffer, table.buffer, out.buffer]), wg);
+  ctx.dispatch(
+    'embedding',
+    ctx.pipeline('embedding', code, 'embedding'),
+    uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl)), [ids.buffer, table.buffer, out.buffer]),
+    wg,
+  );
 }
 
 /**
@@ -54,13 +85,28 @@ export function embedding(ctx: KernelContext, ids: GpuTensor, table: GpuTensor, 
  * (vLocal · h, folded past maxComputeWorkgroupsPerDimension) loops over all tokens in order.
  */
 export function embeddingBackward(
-  ctx: KernelContext, ids: GpuTensor, dy: GpuTensor, dtable: GpuTensor, options: EmbeddingBackwardOptions = {},
+  ctx: KernelContext,
+  ids: GpuTensor,
+  dy: GpuTensor,
+  dtable: GpuTensor,
+  options: EmbeddingBackwardOptions = {},
 ): void {
   const { vocabStart = 0, accumulate = false } = options;
   const { vl, h } = tableDims('embeddingBackward', dtable);
-  expectShape('embeddingBackward', dy.name, dy.shape, [...ids.shape, h], `one gradient row of width h = ${h} per id of "${ids.name}"`);
+  expectShape(
+    'embeddingBackward',
+    dy.name,
+    dy.shape,
+    [...ids.shape, h],
+    `one gradient row of width h = ${h} per id of "${ids.name}"`,
+  );
   checkInteger('embeddingBackward', 'vocabStart', vocabStart, 0, 2 ** 24 - vl);
   const tokens = numel(ids.shape);
   const wg = grid1d(ctx.device.limits, 'embeddingBackward', dtable.name, dtable.shape, vl * h);
-  ctx.dispatch('embedding_dw', ctx.pipeline('embedding', code, 'embedding_dw'), uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl, accumulate)), [ids.buffer, dy.buffer, dtable.buffer]), wg);
+  ctx.dispatch(
+    'embedding_dw',
+    ctx.pipeline('embedding', code, 'embedding_dw'),
+    uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl, accumulate)), [ids.buffer, dy.buffer, dtable.buffer]),
+    wg,
+  );
 }

@@ -16,7 +16,11 @@ export function launchBound(ms: number, dispatchMs: number): boolean {
  * again for every rank it starts. Above the launch-bound regime the fastest wins outright: a proxy
  * 10% apart was 20–30% apart at full size.
  */
-export function pickGemmVariant(msPerRun: Partial<Record<GemmVariant, number>>, byCompileCost: readonly GemmVariant[], dispatchMs: number): { chosen: GemmVariant; tied: GemmVariant[] } | undefined {
+export function pickGemmVariant(
+  msPerRun: Partial<Record<GemmVariant, number>>,
+  byCompileCost: readonly GemmVariant[],
+  dispatchMs: number,
+): { chosen: GemmVariant; tied: GemmVariant[] } | undefined {
   const timed = byCompileCost.filter((v) => msPerRun[v] !== undefined);
   if (!timed.length) return undefined;
   const best = Math.min(...timed.map((v) => msPerRun[v]!));

@@ -40,10 +40,14 @@ function verifyVariant(ctx: KernelContext, name: GemmVariant): Promise<boolean> 
     v = (async () => {
       const [M, N, K] = [37, 70, 21];
       const p = denseProblem(M, N, K, { transA: true, transB: true, bias: true });
-      const a = randomArray(M * K, 11), b = randomArray(K * N, 12), bias = randomArray(N, 13);
+      const a = randomArray(M * K, 11),
+        b = randomArray(K * N, 12),
+        bias = randomArray(N, 13);
       const want = gemmRef(p, a, b, new Float32Array(M * N), bias);
-      const ta = createTensor(ctx.device, 'A', [K, M], a), tb = createTensor(ctx.device, 'B', [N, K], b);
-      const tc = createTensor(ctx.device, 'C', [M, N]), tbias = createTensor(ctx.device, 'bias', [N], bias);
+      const ta = createTensor(ctx.device, 'A', [K, M], a),
+        tb = createTensor(ctx.device, 'B', [N, K], b);
+      const tc = createTensor(ctx.device, 'C', [M, N]),
+        tbias = createTensor(ctx.device, 'bias', [N], bias);
       ctx.device.pushErrorScope('validation');
       gemmStrided(ctx, p, ta, tb, tc, tbias, name);
       await ctx.flush();
@@ -52,7 +56,10 @@ function verifyVariant(ctx: KernelContext, name: GemmVariant): Promise<boolean> 
       for (const t of [ta, tb, tc, tbias]) t.buffer.destroy();
       const s = compareArrays(got, want);
       const ok = !err && s.nonFinite === 0 && s.maxAbs <= float32Tolerance(K, 1);
-      if (!ok) console.warn(`gemm variant ${name} is not used on this adapter: ${err ? err.message : `max abs error ${s.maxAbs}`}`);
+      if (!ok)
+        console.warn(
+          `gemm variant ${name} is not used on this adapter: ${err ? err.message : `max abs error ${s.maxAbs}`}`,
+        );
       return ok;
     })();
     verified.set(key, v);
@@ -71,7 +78,8 @@ function dispatchFloor(ctx: KernelContext, candidates: readonly GemmVariant[]): 
   let f = floors.get(key);
   if (!f) {
     f = (async () => {
-      for (const v of candidates) if (await verifyVariant(ctx, v)) return timeVariant(ctx, v, denseProblem(1, 1, 1), 8, 6);
+      for (const v of candidates)
+        if (await verifyVariant(ctx, v)) return timeVariant(ctx, v, denseProblem(1, 1, 1), 8, 6);
       return 0;
     })();
     floors.set(key, f);
@@ -90,9 +98,19 @@ function proxyOf(p: GemmProblem, flops: number): { M: number; N: number; K: numb
 }
 
 /** Wall time of `reps` back-to-back dispatches of `variant` on a dense problem, in ms per run: the best of `trials`. */
-async function timeVariant(ctx: KernelContext, variant: GemmVariant, p: GemmProblem, reps: number, trials = 2): Promise<number> {
-  const M = p.M, N = p.N, K = p.K;
-  const a = createTensor(ctx.device, 'A', [M * K]), b = createTensor(ctx.device, 'B', [K * N]), c = createTensor(ctx.device, 'C', [M * N]);
+async function timeVariant(
+  ctx: KernelContext,
+  variant: GemmVariant,
+  p: GemmProblem,
+  reps: number,
+  trials = 2,
+): Promise<number> {
+  const M = p.M,
+    N = p.N,
+    K = p.K;
+  const a = createTensor(ctx.device, 'A', [M * K]),
+    b = createTensor(ctx.device, 'B', [K * N]),
+    c = createTensor(ctx.device, 'C', [M * N]);
   gemmStrided(ctx, p, a, b, c, undefined, variant); // compile + warm
   await ctx.flush();
   let best = Infinity;
@@ -128,12 +146,21 @@ export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProble
     const dense = denseProblem(proxy.M, proxy.N, proxy.K, { transA: p.sAk !== 1, transB: p.sBn !== 1 });
     const flops = gemmFlops(dense);
     const reps = Math.max(1, Math.min(8, Math.round(2 ** 24 / flops)));
-    const { msPerRun, launchBound } = await timeCandidates(supported, async (v) => {
-      if (v === 'naive' && flops > 2 ** 21) return undefined;
-      return (await verifyVariant(ctx, v)) ? timeVariant(ctx, v, dense, reps) : undefined;
-    }, dispatchMs);
-    const gflops = Object.fromEntries(Object.entries(msPerRun).map(([v, ms]) => [v, flops / ms / 1e6])) as Partial<Record<GemmVariant, number>>;
-    const { chosen, tied } = pickGemmVariant(msPerRun, supported, dispatchMs) ?? { chosen: defaultGemmVariant(), tied: [] };
+    const { msPerRun, launchBound } = await timeCandidates(
+      supported,
+      async (v) => {
+        if (v === 'naive' && flops > 2 ** 21) return undefined;
+        return (await verifyVariant(ctx, v)) ? timeVariant(ctx, v, dense, reps) : undefined;
+      },
+      dispatchMs,
+    );
+    const gflops = Object.fromEntries(Object.entries(msPerRun).map(([v, ms]) => [v, flops / ms / 1e6])) as Partial<
+      Record<GemmVariant, number>
+    >;
+    const { chosen, tied } = pickGemmVariant(msPerRun, supported, dispatchMs) ?? {
+      chosen: defaultGemmVariant(),
+      tied: [],
+    };
     gemmChoices.set(key, chosen);
     out.push({ shapeClass, proxy, gflops, tied, chosen, launchBound, dispatchMs });
   }

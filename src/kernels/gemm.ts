@@ -20,16 +20,27 @@ export interface GemmOptions {
  * transB). Linear layers: Y = X·W is gemm(X, W, Y); dX = dY·Wᵀ is transB; dW = Xᵀ·dY is transA
  * with accumulate for gradient accumulation. Returns the variant that ran.
  */
-export function gemm(ctx: KernelContext, a: GpuTensor, b: GpuTensor, c: GpuTensor, opts: GemmOptions = {}): GemmVariant {
+export function gemm(
+  ctx: KernelContext,
+  a: GpuTensor,
+  b: GpuTensor,
+  c: GpuTensor,
+  opts: GemmOptions = {},
+): GemmVariant {
   const { transA = false, transB = false } = opts;
   for (const t of [a, b, c]) {
-    if (t.shape.length !== 2) throw new Error(`gemm: tensor "${t.name}" has shape ${formatShape(t.shape)}; gemm takes 2-D tensors (use gemmStrided for batches).`);
+    if (t.shape.length !== 2)
+      throw new Error(
+        `gemm: tensor "${t.name}" has shape ${formatShape(t.shape)}; gemm takes 2-D tensors (use gemmStrided for batches).`,
+      );
   }
   const [M, K] = transA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
   const [kb, N] = transB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
   if (kb !== K) {
     const bk = transB ? `[N, K] = ${formatShape(b.shape)}` : `[K, N] = ${formatShape(b.shape)}`;
-    throw new Error(`gemm: tensor "${b.name}" (${bk}) has K = ${kb}, but op("${a.name}") of shape ${formatShape(a.shape)} has K = ${K}; inner dimensions must match.`);
+    throw new Error(
+      `gemm: tensor "${b.name}" (${bk}) has K = ${kb}, but op("${a.name}") of shape ${formatShape(a.shape)} has K = ${K}; inner dimensions must match.`,
+    );
   }
   expectShape('gemm', c.name, c.shape, [M, N], `op(${a.name})·op(${b.name}) is [M, N]`);
   if (opts.bias) expectShape('gemm', opts.bias.name, opts.bias.shape, [N], 'bias is [N]');
@@ -41,9 +52,21 @@ export function gemm(ctx: KernelContext, a: GpuTensor, b: GpuTensor, c: GpuTenso
 export function gemmExtents(p: GemmProblem): { a: number; b: number; c: number } {
   const last = (off: number, terms: [number, number][]) => off + terms.reduce((s, [n, st]) => s + (n - 1) * st, 0) + 1;
   return {
-    a: last(p.offA, [[p.batch, p.bsA], [p.M, p.sAm], [p.K, p.sAk]]),
-    b: last(p.offB, [[Math.ceil(p.batch / p.divB), p.bsB], [p.K, p.sBk], [p.N, p.sBn]]),
-    c: last(p.offC, [[p.batch, p.bsC], [p.M, p.sCm], [p.N, 1]]),
+    a: last(p.offA, [
+      [p.batch, p.bsA],
+      [p.M, p.sAm],
+      [p.K, p.sAk],
+    ]),
+    b: last(p.offB, [
+      [Math.ceil(p.batch / p.divB), p.bsB],
+      [p.K, p.sBk],
+      [p.N, p.sBn],
+    ]),
+    c: last(p.offC, [
+      [p.batch, p.bsC],
+      [p.M, p.sCm],
+      [p.N, 1],
+    ]),
   };
 }
 
@@ -63,26 +86,56 @@ export function gemmStrided(
   if (p.M === 0 || p.N === 0 || p.batch === 0) return variant ?? 'naive';
   if (p.divB < 1 || !Number.isInteger(p.divB)) throw new Error(`gemm: divB must be a positive integer, got ${p.divB}.`);
   const reach = gemmExtents(p);
-  for (const [t, need] of [[a, p.K === 0 ? 0 : reach.a], [b, p.K === 0 ? 0 : reach.b], [c, reach.c]] as const) {
+  for (const [t, need] of [
+    [a, p.K === 0 ? 0 : reach.a],
+    [b, p.K === 0 ? 0 : reach.b],
+    [c, reach.c],
+  ] as const) {
     if (need > numel(t.shape)) {
-      throw new Error(`gemm: the problem M=${p.M}, N=${p.N}, K=${p.K}, batch=${p.batch} reaches element ${need - 1} of tensor "${t.name}" of shape ${formatShape(t.shape)} (${numel(t.shape)} elements); check its shape and strides.`);
+      throw new Error(
+        `gemm: the problem M=${p.M}, N=${p.N}, K=${p.K}, batch=${p.batch} reaches element ${need - 1} of tensor "${t.name}" of shape ${formatShape(t.shape)} (${numel(t.shape)} elements); check its shape and strides.`,
+      );
     }
   }
   if (p.bias && (!bias || numel(bias.shape) < p.N)) {
-    throw new Error(`gemm: bias requested but tensor ${bias ? `"${bias.name}" of shape ${formatShape(bias.shape)}` : 'is missing'}; bias is [N] = [${p.N}].`);
+    throw new Error(
+      `gemm: bias requested but tensor ${bias ? `"${bias.name}" of shape ${formatShape(bias.shape)}` : 'is missing'}; bias is [N] = [${p.N}].`,
+    );
   }
   const chosen = variant ?? chosenGemmVariant(ctx.device, p);
   const v = gemmVariants[chosen];
   const wg: [number, number, number] = [Math.ceil(p.N / v.tileN), Math.ceil(p.M / v.tileM), p.batch];
   checkWorkgroups(ctx.device.limits, 'gemm', c.name, c.shape, wg, [`N/${v.tileN}`, `M/${v.tileM}`, 'batch']);
-  const params = ctx.uniform(new Uint32Array([
-    p.M, p.N, p.K, p.batch,
-    p.offA, p.sAm, p.sAk, p.bsA,
-    p.offB, p.sBk, p.sBn, p.bsB,
-    p.divB, p.offC, p.sCm, p.bsC,
-    (p.bias ? 1 : 0) | (p.accumulate ? 2 : 0), 0, 0, 0,
-  ]));
+  const params = ctx.uniform(
+    new Uint32Array([
+      p.M,
+      p.N,
+      p.K,
+      p.batch,
+      p.offA,
+      p.sAm,
+      p.sAk,
+      p.bsA,
+      p.offB,
+      p.sBk,
+      p.sBn,
+      p.bsB,
+      p.divB,
+      p.offC,
+      p.sCm,
+      p.bsC,
+      (p.bias ? 1 : 0) | (p.accumulate ? 2 : 0),
+      0,
+      0,
+      0,
+    ]),
+  );
   const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, v.constants);
-  ctx.dispatch(`gemm:${chosen}`, pipeline, uniformThen(params, [a.buffer, b.buffer, c.buffer, bias?.buffer ?? ctx.placeholder()]), wg);
+  ctx.dispatch(
+    `gemm:${chosen}`,
+    pipeline,
+    uniformThen(params, [a.buffer, b.buffer, c.buffer, bias?.buffer ?? ctx.placeholder()]),
+    wg,
+  );
   return chosen;
 }

@@ -36,12 +36,19 @@ export class GpuTimer {
     return device.features.has('timestamp-query');
   }
 
-  constructor(private readonly ctx: KernelContext, private readonly capacity = 512) {
+  constructor(
+    private readonly ctx: KernelContext,
+    private readonly capacity = 512,
+  ) {
     if (!GpuTimer.available(ctx.device)) {
-      throw new Error('GpuTimer: this device has no "timestamp-query" feature; request it in requestDevice, or time with the wall clock.');
+      throw new Error(
+        'GpuTimer: this device has no "timestamp-query" feature; request it in requestDevice, or time with the wall clock.',
+      );
     }
     if (!Number.isInteger(capacity) || capacity < 1 || 2 * capacity > maxQueries) {
-      throw new Error(`GpuTimer: capacity ${capacity} must be an integer from 1 to ${maxQueries / 2} (two timestamps per dispatch, at most ${maxQueries} queries in a WebGPU query set).`);
+      throw new Error(
+        `GpuTimer: capacity ${capacity} must be an integer from 1 to ${maxQueries / 2} (two timestamps per dispatch, at most ${maxQueries} queries in a WebGPU query set).`,
+      );
     }
     this.querySet = ctx.device.createQuerySet({ type: 'timestamp', count: 2 * capacity });
     this.resolve = ctx.device.createBuffer({
@@ -55,7 +62,10 @@ export class GpuTimer {
     this.ops = [];
     this.ctx.observer = (op) => {
       const i = this.ops.length;
-      if (i >= this.capacity) throw new Error(`GpuTimer: more than ${this.capacity} dispatches in one timed stretch; stop() and start() again.`);
+      if (i >= this.capacity)
+        throw new Error(
+          `GpuTimer: more than ${this.capacity} dispatches in one timed stretch; stop() and start() again.`,
+        );
       this.ops.push(op);
       return { querySet: this.querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 };
     };
@@ -68,7 +78,10 @@ export class GpuTimer {
     if (n === 0) return { times: [], quantized: false };
     const enc = this.ctx.commandEncoder();
     enc.resolveQuerySet(this.querySet, 0, 2 * n, this.resolve, 0);
-    const read = this.ctx.device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const read = this.ctx.device.createBuffer({
+      size: 16 * n,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
     enc.copyBufferToBuffer(this.resolve, 0, read, 0, 16 * n);
     await this.ctx.flush();
     await read.mapAsync(GPUMapMode.READ);

@@ -19,7 +19,9 @@ export function numel(shape: readonly number[]): number {
 export function checkDims(op: string, name: string, shape: readonly number[]): void {
   for (const d of shape) {
     if (!Number.isInteger(d) || d < 0) {
-      throw new Error(`${op}: tensor "${name}" has shape ${formatShape(shape)}; every dimension must be a non-negative integer.`);
+      throw new Error(
+        `${op}: tensor "${name}" has shape ${formatShape(shape)}; every dimension must be a non-negative integer.`,
+      );
     }
   }
 }
@@ -33,7 +35,8 @@ export function checkTensorFits(limits: ComputeLimits, op: string, name: string,
   const bytes = numel(shape) * 4;
   const limit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   if (bytes > limit) {
-    const which = limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
+    const which =
+      limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
     throw new Error(
       `${op}: tensor "${name}" of shape ${formatShape(shape)} needs ${bytes} bytes, more than this device's ` +
         `${which} of ${limit} bytes. Use smaller sizes or a larger TP degree so each shard fits.`,

@@ -20,41 +20,82 @@ export interface RmsnormWeightGradOptions {
 
 /** h, rows and the per-row shape [...] of x [..., h]. */
 function dims(op: string, x: GpuTensor): { h: number; rows: number; rowShape: number[] } {
-  if (x.shape.length < 1) throw new Error(`${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; rmsnorm needs at least 1 dimension [..., h].`);
+  if (x.shape.length < 1)
+    throw new Error(
+      `${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; rmsnorm needs at least 1 dimension [..., h].`,
+    );
   const h = x.shape[x.shape.length - 1];
   return { h, rows: h === 0 ? 0 : numel(x.shape) / h, rowShape: x.shape.slice(0, -1) };
 }
 
-function params(rows: number, h: number, eps: number, rowStart = 0, rowEnd = 0, accumulate = false): Uint32Array<ArrayBuffer> {
-  return packParams([['u32', rows], ['u32', h], ['f32', eps], ['u32', rowStart], ['u32', rowEnd], ['u32', accumulate ? 1 : 0]]);
+function params(
+  rows: number,
+  h: number,
+  eps: number,
+  rowStart = 0,
+  rowEnd = 0,
+  accumulate = false,
+): Uint32Array<ArrayBuffer> {
+  return packParams([
+    ['u32', rows],
+    ['u32', h],
+    ['f32', eps],
+    ['u32', rowStart],
+    ['u32', rowEnd],
+    ['u32', accumulate ? 1 : 0],
+  ]);
 }
 
 /**
  * y = x / rms(x) · g over the last dim, rms(x) = sqrt(mean(x²) + eps), eps = 1e-5 by default:
  * x [..., h], g [h] → y [..., h] and rstd [...] = 1/rms(x) (saved for the backward).
  */
-export function rmsnorm(ctx: KernelContext, x: GpuTensor, g: GpuTensor, y: GpuTensor, rstd: GpuTensor, options: { readonly eps?: number } = {}): void {
+export function rmsnorm(
+  ctx: KernelContext,
+  x: GpuTensor,
+  g: GpuTensor,
+  y: GpuTensor,
+  rstd: GpuTensor,
+  options: { readonly eps?: number } = {},
+): void {
   const { eps = rmsnormEps } = options;
   const { h, rows, rowShape } = dims('rmsnorm', x);
   expectShape('rmsnorm', g.name, g.shape, [h], `the gain is [h] for "${x.name}"`);
   expectShape('rmsnorm', y.name, y.shape, x.shape, `same shape as "${x.name}"`);
   expectShape('rmsnorm', rstd.name, rstd.shape, rowShape, `one value per row of "${x.name}"`);
   const wg = rowGrid(ctx.device.limits, 'rmsnorm', x.name, x.shape, rows);
-  ctx.dispatch('rmsnorm', ctx.pipeline('rmsnorm', code, 'rmsnorm', { WG: rowLanes(h) }), uniformThen(ctx.uniform(params(rows, h, eps)), [x.buffer, g.buffer, y.buffer, rstd.buffer]), wg);
+  ctx.dispatch(
+    'rmsnorm',
+    ctx.pipeline('rmsnorm', code, 'rmsnorm', { WG: rowLanes(h) }),
+    uniformThen(ctx.uniform(params(rows, h, eps)), [x.buffer, g.buffer, y.buffer, rstd.buffer]),
+    wg,
+  );
 }
 
 /**
  * dx of y = x · rstd · g: dx = rstd·(dy ⊙ g) − x · rstd³ · mean(dy ⊙ g ⊙ x); x, dy, dx [..., h],
  * g [h], rstd [...] from the forward. dg is separate: rmsnormWeightGrad.
  */
-export function rmsnormBackward(ctx: KernelContext, x: GpuTensor, g: GpuTensor, rstd: GpuTensor, dy: GpuTensor, dx: GpuTensor): void {
+export function rmsnormBackward(
+  ctx: KernelContext,
+  x: GpuTensor,
+  g: GpuTensor,
+  rstd: GpuTensor,
+  dy: GpuTensor,
+  dx: GpuTensor,
+): void {
   const { h, rows, rowShape } = dims('rmsnormBackward', x);
   expectShape('rmsnormBackward', g.name, g.shape, [h], `the gain is [h] for "${x.name}"`);
   expectShape('rmsnormBackward', rstd.name, rstd.shape, rowShape, `one value per row of "${x.name}"`);
   expectShape('rmsnormBackward', dy.name, dy.shape, x.shape, `same shape as "${x.name}"`);
   expectShape('rmsnormBackward', dx.name, dx.shape, x.shape, `same shape as "${x.name}"`);
   const wg = rowGrid(ctx.device.limits, 'rmsnormBackward', x.name, x.shape, rows);
-  ctx.dispatch('rmsnorm_backward', ctx.pipeline('rmsnorm', code, 'rmsnorm_backward', { WG: rowLanes(h) }), uniformThen(ctx.uniform(params(rows, h, 0)), [x.buffer, g.buffer, rstd.buffer, dy.buffer, dx.buffer]), wg);
+  ctx.dispatch(
+    'rmsnorm_backward',
+    ctx.pipeline('rmsnorm', code, 'rmsnorm_backward', { WG: rowLanes(h) }),
+    uniformThen(ctx.uniform(params(rows, h, 0)), [x.buffer, g.buffer, rstd.buffer, dy.buffer, dx.buffer]),
+    wg,
+  );
 }
 
 /**
@@ -65,7 +106,12 @@ export function rmsnormBackward(ctx: KernelContext, x: GpuTensor, g: GpuTensor, 
  * finalize_model_grads); the row range and `accumulate` let one rank add its tokens block by block.
  */
 export function rmsnormWeightGrad(
-  ctx: KernelContext, x: GpuTensor, rstd: GpuTensor, dy: GpuTensor, dg: GpuTensor, options: RmsnormWeightGradOptions = {},
+  ctx: KernelContext,
+  x: GpuTensor,
+  rstd: GpuTensor,
+  dy: GpuTensor,
+  dg: GpuTensor,
+  options: RmsnormWeightGradOptions = {},
 ): void {
   const { h, rows, rowShape } = dims('rmsnormWeightGrad', x);
   const { rowStart = 0, rowEnd = rows, accumulate = false } = options;
@@ -75,5 +121,15 @@ export function rmsnormWeightGrad(
   checkInteger('rmsnormWeightGrad', 'rowEnd', rowEnd, 0, rows);
   checkInteger('rmsnormWeightGrad', 'rowStart', rowStart, 0, rowEnd);
   const wg = grid1d(ctx.device.limits, 'rmsnormWeightGrad', dg.name, dg.shape, h);
-  ctx.dispatch('rmsnorm_dg', ctx.pipeline('rmsnorm', code, 'rmsnorm_dg'), uniformThen(ctx.uniform(params(rows, h, 0, rowStart, rowEnd, accumulate)), [x.buffer, rstd.buffer, dy.buffer, dg.buffer]), wg);
+  ctx.dispatch(
+    'rmsnorm_dg',
+    ctx.pipeline('rmsnorm', code, 'rmsnorm_dg'),
+    uniformThen(ctx.uniform(params(rows, h, 0, rowStart, rowEnd, accumulate)), [
+      x.buffer,
+      rstd.buffer,
+      dy.buffer,
+      dg.buffer,
+    ]),
+    wg,
+  );
 }

@@ -19,28 +19,50 @@ export interface RopeOptions {
 /** Largest headDim / 2 the kernel takes (its frequency table holds 256 values). */
 export const maxRopePairs = 256;
 
-function dispatchRope(op: string, ctx: KernelContext, x: GpuTensor, out: GpuTensor, options: RopeOptions, sign: 1 | -1): void {
+function dispatchRope(
+  op: string,
+  ctx: KernelContext,
+  x: GpuTensor,
+  out: GpuTensor,
+  options: RopeOptions,
+  sign: 1 | -1,
+): void {
   const { base = 10000, positionOffset = 0 } = options;
   if (x.shape.length !== 4) {
-    throw new Error(`${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; rope needs 4 dimensions [s, b, heads, headDim].`);
+    throw new Error(
+      `${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; rope needs 4 dimensions [s, b, heads, headDim].`,
+    );
   }
   const d = x.shape[3];
   if (d % 2 !== 0) {
-    throw new Error(`${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; headDim ${d} must be even (rotate-half pairs k with k + headDim/2).`);
+    throw new Error(
+      `${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; headDim ${d} must be even (rotate-half pairs k with k + headDim/2).`,
+    );
   }
   expectShape(op, out.name, out.shape, x.shape, `same shape as "${x.name}"`);
-  if (!(base > 0) || !Number.isFinite(base)) throw new Error(`${op}: option "base" is ${base}; it must be a finite number > 0.`);
+  if (!(base > 0) || !Number.isFinite(base))
+    throw new Error(`${op}: option "base" is ${base}; it must be a finite number > 0.`);
   checkInteger(op, 'positionOffset', positionOffset, 0, 2 ** 24 - x.shape[0]);
   if (d / 2 > maxRopePairs) {
-    throw new Error(`${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; headDim ${d} exceeds the kernel's ${2 * maxRopePairs} (its frequencies live in the uniform block).`);
+    throw new Error(
+      `${op}: tensor "${x.name}" has shape ${formatShape(x.shape)}; headDim ${d} exceeds the kernel's ${2 * maxRopePairs} (its frequencies live in the uniform block).`,
+    );
   }
   const pairs = numel(x.shape) / 2;
   const wg = grid1d(ctx.device.limits, op, x.name, x.shape, pairs);
-  const header = packParams([['u32', pairs], ['u32', d / 2], ['u32', x.shape[1] * x.shape[2]], ['u32', positionOffset], ['f32', sign]]);
+  const header = packParams([
+    ['u32', pairs],
+    ['u32', d / 2],
+    ['u32', x.shape[1] * x.shape[2]],
+    ['u32', positionOffset],
+    ['f32', sign],
+  ]);
   const words = new Uint32Array(header.length + maxRopePairs);
   words.set(header);
   // ω_k = base^(−2k/d) in float64, rounded once to float32 (as a float32 table would hold it).
-  new Float32Array(words.buffer, header.byteLength).set(Array.from({ length: d / 2 }, (_, k) => base ** ((-2 * k) / d)));
+  new Float32Array(words.buffer, header.byteLength).set(
+    Array.from({ length: d / 2 }, (_, k) => base ** ((-2 * k) / d)),
+  );
   const params = ctx.uniform(words);
   ctx.dispatch(op, ctx.pipeline('rope', code, 'rope'), uniformThen(params, [x.buffer, out.buffer]), wg);
 }

@@ -20,7 +20,13 @@ export function rowLanes(cols: number): number {
  * Workgroup counts for one workgroup per row, folded into (x, y) like grid1d; the shader reads
  * its row as workgroup_id.x + workgroup_id.y · num_workgroups.x.
  */
-export function rowGrid(limits: ComputeLimits, op: string, name: string, shape: readonly number[], rows: number): [number, number, number] {
+export function rowGrid(
+  limits: ComputeLimits,
+  op: string,
+  name: string,
+  shape: readonly number[],
+  rows: number,
+): [number, number, number] {
   return grid1d(limits, op, name, shape, rows, 1);
 }
 

@@ -15,6 +15,19 @@ export function swiglu(ctx: KernelContext, g: GpuTensor, u: GpuTensor, y: GpuTen
  * Backward of y = silu(g) ⊙ u: du = dy ⊙ silu(g), dg = dy ⊙ u ⊙ σ(g)(1 + g(1 − σ(g)));
  * g, u, dy, dg, du share one shape.
  */
-export function swigluBackward(ctx: KernelContext, g: GpuTensor, u: GpuTensor, dy: GpuTensor, dg: GpuTensor, du: GpuTensor): void {
-  dispatchElementwise(ctx, 'swigluBackward', { label: 'swiglu', code, entryPoint: 'swiglu_backward' }, [g, u, dy, dg, du]);
+export function swigluBackward(
+  ctx: KernelContext,
+  g: GpuTensor,
+  u: GpuTensor,
+  dy: GpuTensor,
+  dg: GpuTensor,
+  du: GpuTensor,
+): void {
+  dispatchElementwise(ctx, 'swigluBackward', { label: 'swiglu', code, entryPoint: 'swiglu_backward' }, [
+    g,
+    u,
+    dy,
+    dg,
+    du,
+  ]);
 }

@@ -13,11 +13,18 @@ const storageUsage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBuffe
  * Allocates a float32 tensor of `shape` (zeros, or `data` when given) after checking it fits
  * the device's binding limits. Buffers are at least 4 bytes, so empty tensors stay bindable.
  */
-export function createTensor(device: GPUDevice, name: string, shape: readonly number[], data?: Float32Array): GpuTensor {
+export function createTensor(
+  device: GPUDevice,
+  name: string,
+  shape: readonly number[],
+  data?: Float32Array,
+): GpuTensor {
   checkTensorFits(device.limits, 'createTensor', name, shape);
   const n = numel(shape);
   if (data && data.length !== n) {
-    throw new Error(`createTensor: tensor "${name}" of shape [${shape.join(', ')}] needs ${n} values, got ${data.length}.`);
+    throw new Error(
+      `createTensor: tensor "${name}" of shape [${shape.join(', ')}] needs ${n} values, got ${data.length}.`,
+    );
   }
   const buffer = device.createBuffer({ label: name, size: Math.max(4, n * 4), usage: storageUsage });
   if (data && n > 0) device.queue.writeBuffer(buffer, 0, data.buffer, data.byteOffset, data.byteLength);

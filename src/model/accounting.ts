@@ -65,7 +65,6 @@ export interface PlanAccounting {
   readonly comm: CommByPhase;
 }
 
-
 /** Σ op.flops per phase over the ops that pass `keep`. */
 export function flopTotals(ops: readonly PlannedOp[], keep: (op: PlannedOp) => boolean = () => true): PhaseTotals {
   let forward = 0;
@@ -131,7 +130,11 @@ export function commTotals(costs: readonly CollectiveCost[]): CommByPhase {
   const phase = (p: OpPhase): CollectiveCost[] => costs.filter((c) => c.phase === p);
   const byOp = (p: OpPhase): Partial<Record<CollectiveOp, CommTotals>> => {
     const out: Partial<Record<CollectiveOp, CommTotals>> = {};
-    for (const op of new Set(phase(p).map((c) => c.op))) out[op] = sum(phase(p).filter((c) => c.op === op), timed);
+    for (const op of new Set(phase(p).map((c) => c.op)))
+      out[op] = sum(
+        phase(p).filter((c) => c.op === op),
+        timed,
+      );
     return out;
   };
   return {

@@ -12,10 +12,16 @@ export interface ComputeModel {
 }
 
 /** Rates in the range this project measured on SwiftShader (see README, bench:gemm). */
-export const swiftshaderLike: ComputeModel = { name: 'assumed 6 GFLOP/s GEMMs, 0.5 GFLOP/s other kernels', gemmGflops: 6, otherGflops: 0.5 };
+export const swiftshaderLike: ComputeModel = {
+  name: 'assumed 6 GFLOP/s GEMMs, 0.5 GFLOP/s other kernels',
+  gemmGflops: 6,
+  otherGflops: 0.5,
+};
 
 /** Modeled compute time (ms) of every op of the plan, [rank][opIndex]; collectives get 0. */
 export function modeledComputeMs(plan: LayerPlan, model: ComputeModel = swiftshaderLike): number[][] {
-  const row = plan.ops.map((o) => (o.kind === 'collective' ? 0 : o.flops / ((o.gemm ? model.gemmGflops : model.otherGflops) * 1e6)));
+  const row = plan.ops.map((o) =>
+    o.kind === 'collective' ? 0 : o.flops / ((o.gemm ? model.gemmGflops : model.otherGflops) * 1e6),
+  );
   return plan.ranks.map(() => [...row]);
 }

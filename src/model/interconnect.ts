@@ -84,9 +84,17 @@ export const interconnectNames = Object.keys(interconnectPresets) as Interconnec
 
 /** A user-defined link: α in µs per ring step (≥ 0), B in GB/s (> 0). Throws on other values. */
 export function customInterconnect(alphaUs: number, busGBps: number): Interconnect {
-  if (!(Number.isFinite(alphaUs) && alphaUs >= 0)) throw new Error(`custom interconnect: α (${alphaUs} µs) must be a finite number ≥ 0.`);
-  if (!(Number.isFinite(busGBps) && busGBps > 0)) throw new Error(`custom interconnect: bandwidth (${busGBps} GB/s) must be a finite number > 0.`);
-  return { name: 'custom', label: `custom (α ${alphaUs} µs, ${busGBps} GB/s)`, alphaUs, busGBps, source: 'user-defined' };
+  if (!(Number.isFinite(alphaUs) && alphaUs >= 0))
+    throw new Error(`custom interconnect: α (${alphaUs} µs) must be a finite number ≥ 0.`);
+  if (!(Number.isFinite(busGBps) && busGBps > 0))
+    throw new Error(`custom interconnect: bandwidth (${busGBps} GB/s) must be a finite number > 0.`);
+  return {
+    name: 'custom',
+    label: `custom (α ${alphaUs} µs, ${busGBps} GB/s)`,
+    alphaUs,
+    busGBps,
+    source: 'user-defined',
+  };
 }
 
 /**

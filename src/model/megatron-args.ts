@@ -62,10 +62,17 @@ export function megatronCaveats(c: LayerConfig): string[] {
       `Megatron-Core rejects num_query_groups (${c.groups}) < tensor_model_parallel_size (${c.tp}): its TransformerConfig requires num_query_groups to be a multiple of the TP size; the playground replicates each KV group instead.`,
     );
   }
-  if (c.sp && c.tp === 1) out.push('Megatron disables --sequence-parallel when tensor_model_parallel_size is 1, so the flag is left out.');
-  if (c.vocab === 0) out.push('Megatron always builds an embedding and a loss: add --tokenizer-type and --vocab-size to run it; the playground layer has neither at vocab 0.');
+  if (c.sp && c.tp === 1)
+    out.push('Megatron disables --sequence-parallel when tensor_model_parallel_size is 1, so the flag is left out.');
+  if (c.vocab === 0)
+    out.push(
+      'Megatron always builds an embedding and a loss: add --tokenizer-type and --vocab-size to run it; the playground layer has neither at vocab 0.',
+    );
   if (!Number.isInteger(c.ropeBase)) out.push(`Megatron parses --rotary-base as an integer; ${c.ropeBase} is not one.`);
-  if (c.vocab > 0) out.push("Megatron's GPT model applies a final norm before the output layer; the playground layer feeds the output layer directly.");
+  if (c.vocab > 0)
+    out.push(
+      "Megatron's GPT model applies a final norm before the output layer; the playground layer feeds the output layer directly.",
+    );
   return out;
 }
 

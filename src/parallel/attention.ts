@@ -40,7 +40,14 @@ const vCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: (D.nq + D.nkv)
 const heads = (D: LocalDims, n: number, bi: number) => ({ off: bi * n * D.d, row: D.b * n * D.d, head: D.d });
 
 /** Forward: x [s, b, h] (full sequence) → partial output [s, b, h] of this rank's heads. */
-export function attentionForward<T>(be: Backend<T>, D: LocalDims, x: T, wqkv: T, wo: T, ropeBase: number): { out: T; saved: AttentionSaved<T> } {
+export function attentionForward<T>(
+  be: Backend<T>,
+  D: LocalDims,
+  x: T,
+  wqkv: T,
+  wo: T,
+  ropeBase: number,
+): { out: T; saved: AttentionSaved<T> } {
   const { s, b, h, d, nq, nkv, ratio } = D;
   const m = s * b;
   const qRaw = be.tensor('q.raw', [s, b, nq, d]);
@@ -57,28 +64,66 @@ export function attentionForward<T>(be: Backend<T>, D: LocalDims, x: T, wqkv: T,
   be.release(kRaw);
   const scores = be.tensor('scores', [b * nq, s, s]);
   for (let bi = 0; bi < b; bi++) {
-    const Q = heads(D, nq, bi), K = heads(D, nkv, bi);
+    const Q = heads(D, nq, bi),
+      K = heads(D, nkv, bi);
     // S_z = Q_z·K_{z/ratio}ᵀ: [s, d]·[d, s] per head z
-    be.gemm('attn.scores', gemmProblem({
-      M: s, N: s, K: d, batch: nq,
-      offA: Q.off, sAm: Q.row, sAk: 1, bsA: Q.head,
-      offB: K.off, sBk: 1, sBn: K.row, bsB: K.head, divB: ratio,
-      offC: bi * nq * s * s, sCm: s, bsC: s * s,
-    }), q, k, scores);
+    be.gemm(
+      'attn.scores',
+      gemmProblem({
+        M: s,
+        N: s,
+        K: d,
+        batch: nq,
+        offA: Q.off,
+        sAm: Q.row,
+        sAk: 1,
+        bsA: Q.head,
+        offB: K.off,
+        sBk: 1,
+        sBn: K.row,
+        bsB: K.head,
+        divB: ratio,
+        offC: bi * nq * s * s,
+        sCm: s,
+        bsC: s * s,
+      }),
+      q,
+      k,
+      scores,
+    );
   }
   const p = be.tensor('probs', [b * nq, s, s]);
   be.softmax('attn.softmax', scores, p, { scale: 1 / Math.sqrt(d), causal: true, rowOffset: 0 });
   be.release(scores);
   const ctx = be.tensor('context', [s, b, nq, d]);
   for (let bi = 0; bi < b; bi++) {
-    const O = heads(D, nq, bi), V = heads(D, nkv, bi);
+    const O = heads(D, nq, bi),
+      V = heads(D, nkv, bi);
     // O_z = P_z·V_{z/ratio}: [s, s]·[s, d] per head z
-    be.gemm('attn.context', gemmProblem({
-      M: s, N: d, K: s, batch: nq,
-      offA: bi * nq * s * s, sAm: s, sAk: 1, bsA: s * s,
-      offB: V.off, sBk: V.row, sBn: 1, bsB: V.head, divB: ratio,
-      offC: O.off, sCm: O.row, bsC: O.head,
-    }), p, v, ctx);
+    be.gemm(
+      'attn.context',
+      gemmProblem({
+        M: s,
+        N: d,
+        K: s,
+        batch: nq,
+        offA: bi * nq * s * s,
+        sAm: s,
+        sAk: 1,
+        bsA: s * s,
+        offB: V.off,
+        sBk: V.row,
+        sBn: 1,
+        bsB: V.head,
+        divB: ratio,
+        offC: O.off,
+        sCm: O.row,
+        bsC: O.head,
+      }),
+      p,
+      v,
+      ctx,
+    );
   }
   const out = be.tensor('attn.out', [s, b, h]);
   linearForward(be, 'attn.proj', ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
@@ -92,7 +137,17 @@ export function attentionForward<T>(be: Backend<T>, D: LocalDims, x: T, wqkv: T,
  * them. With KV groups replicated (groups < t) the K and V wgrads are this rank's share only; the
  * caller sums the replicas.
  */
-export function attentionBackward<T>(be: Backend<T>, D: LocalDims, dOut: T, saved: AttentionSaved<T>, wqkv: T, wo: T, dwqkv: T, dwo: T, ropeBase: number): AttentionGrads<T> {
+export function attentionBackward<T>(
+  be: Backend<T>,
+  D: LocalDims,
+  dOut: T,
+  saved: AttentionSaved<T>,
+  wqkv: T,
+  wo: T,
+  dwqkv: T,
+  dwo: T,
+  ropeBase: number,
+): AttentionGrads<T> {
   const { s, b, h, d, nq, nkv, ratio } = D;
   const m = s * b;
   const { q, k, v, p, ctx } = saved;
@@ -102,22 +157,59 @@ export function attentionBackward<T>(be: Backend<T>, D: LocalDims, dOut: T, save
   const dp = be.tensor('d.probs', [b * nq, s, s]);
   const dv = be.tensor('d.v', [s, b, nkv, d]);
   for (let bi = 0; bi < b; bi++) {
-    const O = heads(D, nq, bi), V = heads(D, nkv, bi);
+    const O = heads(D, nq, bi),
+      V = heads(D, nkv, bi);
     // dP_z = dO_z·V_{z/ratio}ᵀ
-    be.gemm('attn.context.dgrad', gemmProblem({
-      M: s, N: s, K: d, batch: nq,
-      offA: O.off, sAm: O.row, sAk: 1, bsA: O.head,
-      offB: V.off, sBk: 1, sBn: V.row, bsB: V.head, divB: ratio,
-      offC: bi * nq * s * s, sCm: s, bsC: s * s,
-    }), dctx, v, dp);
+    be.gemm(
+      'attn.context.dgrad',
+      gemmProblem({
+        M: s,
+        N: s,
+        K: d,
+        batch: nq,
+        offA: O.off,
+        sAm: O.row,
+        sAk: 1,
+        bsA: O.head,
+        offB: V.off,
+        sBk: 1,
+        sBn: V.row,
+        bsB: V.head,
+        divB: ratio,
+        offC: bi * nq * s * s,
+        sCm: s,
+        bsC: s * s,
+      }),
+      dctx,
+      v,
+      dp,
+    );
     // dV_g = Σ_{z: z/ratio = g} P_zᵀ·dO_z, one batched GEMM over groups per head-in-group
     for (let rr = 0; rr < ratio; rr++) {
-      be.gemm('attn.context.vgrad', gemmProblem({
-        M: s, N: d, K: s, batch: nkv,
-        offA: bi * nq * s * s + rr * s * s, sAm: 1, sAk: s, bsA: ratio * s * s,
-        offB: O.off + rr * d, sBk: O.row, sBn: 1, bsB: ratio * d,
-        offC: V.off, sCm: V.row, bsC: V.head, accumulate: rr > 0,
-      }), p, dctx, dv);
+      be.gemm(
+        'attn.context.vgrad',
+        gemmProblem({
+          M: s,
+          N: d,
+          K: s,
+          batch: nkv,
+          offA: bi * nq * s * s + rr * s * s,
+          sAm: 1,
+          sAk: s,
+          bsA: ratio * s * s,
+          offB: O.off + rr * d,
+          sBk: O.row,
+          sBn: 1,
+          bsB: ratio * d,
+          offC: V.off,
+          sCm: V.row,
+          bsC: V.head,
+          accumulate: rr > 0,
+        }),
+        p,
+        dctx,
+        dv,
+      );
     }
   }
   be.release(dctx);
@@ -127,22 +219,59 @@ export function attentionBackward<T>(be: Backend<T>, D: LocalDims, dOut: T, save
   const dq = be.tensor('d.q', [s, b, nq, d]);
   const dk = be.tensor('d.k', [s, b, nkv, d]);
   for (let bi = 0; bi < b; bi++) {
-    const Q = heads(D, nq, bi), K = heads(D, nkv, bi);
+    const Q = heads(D, nq, bi),
+      K = heads(D, nkv, bi);
     // dQ_z = dS_z·K_{z/ratio}
-    be.gemm('attn.scores.qgrad', gemmProblem({
-      M: s, N: d, K: s, batch: nq,
-      offA: bi * nq * s * s, sAm: s, sAk: 1, bsA: s * s,
-      offB: K.off, sBk: K.row, sBn: 1, bsB: K.head, divB: ratio,
-      offC: Q.off, sCm: Q.row, bsC: Q.head,
-    }), ds, k, dq);
+    be.gemm(
+      'attn.scores.qgrad',
+      gemmProblem({
+        M: s,
+        N: d,
+        K: s,
+        batch: nq,
+        offA: bi * nq * s * s,
+        sAm: s,
+        sAk: 1,
+        bsA: s * s,
+        offB: K.off,
+        sBk: K.row,
+        sBn: 1,
+        bsB: K.head,
+        divB: ratio,
+        offC: Q.off,
+        sCm: Q.row,
+        bsC: Q.head,
+      }),
+      ds,
+      k,
+      dq,
+    );
     // dK_g = Σ_{z: z/ratio = g} dS_zᵀ·Q_z
     for (let rr = 0; rr < ratio; rr++) {
-      be.gemm('attn.scores.kgrad', gemmProblem({
-        M: s, N: d, K: s, batch: nkv,
-        offA: bi * nq * s * s + rr * s * s, sAm: 1, sAk: s, bsA: ratio * s * s,
-        offB: Q.off + rr * d, sBk: Q.row, sBn: 1, bsB: ratio * d,
-        offC: K.off, sCm: K.row, bsC: K.head, accumulate: rr > 0,
-      }), ds, q, dk);
+      be.gemm(
+        'attn.scores.kgrad',
+        gemmProblem({
+          M: s,
+          N: d,
+          K: s,
+          batch: nkv,
+          offA: bi * nq * s * s + rr * s * s,
+          sAm: 1,
+          sAk: s,
+          bsA: ratio * s * s,
+          offB: Q.off + rr * d,
+          sBk: Q.row,
+          sBn: 1,
+          bsB: ratio * d,
+          offC: K.off,
+          sCm: K.row,
+          bsC: K.head,
+          accumulate: rr > 0,
+        }),
+        ds,
+        q,
+        dk,
+      );
     }
   }
   be.release(ds);

@@ -13,7 +13,8 @@ const last = (t: HostTensor): number => t.shape[t.shape.length - 1];
 
 /** Writes a float64 result into a float32 tensor (one rounding per op, as the GPU stores it). */
 function store(out: HostTensor, values: ArrayLike<number>): void {
-  if (values.length !== out.data.length) throw new Error(`CpuBackend: result has ${values.length} values, output holds ${out.data.length}.`);
+  if (values.length !== out.data.length)
+    throw new Error(`CpuBackend: result has ${values.length} values, output holds ${out.data.length}.`);
   out.data.set(values);
 }
 
@@ -46,7 +47,12 @@ export class CpuBackend implements Backend<HostTensor> {
     store(rstd, r.rstd);
     this.eps.set(rstd, eps);
   }
-  private normBackward(x: HostTensor, g: HostTensor, rstd: HostTensor, dy: HostTensor): { dx: Float64Array; dg: Float64Array } {
+  private normBackward(
+    x: HostTensor,
+    g: HostTensor,
+    rstd: HostTensor,
+    dy: HostTensor,
+  ): { dx: Float64Array; dg: Float64Array } {
     const eps = this.eps.get(rstd);
     if (eps === undefined) throw new Error('CpuBackend: rmsnorm backward needs the rstd its forward saved.');
     return rmsnormBackwardRef(x.data, g.data, dy.data, last(x), eps);
@@ -79,7 +85,10 @@ export class CpuBackend implements Backend<HostTensor> {
     store(du, r.du);
   }
   add(_op: string, a: HostTensor, b: HostTensor, out: HostTensor): void {
-    store(out, a.data.map((v, i) => v + b.data[i]));
+    store(
+      out,
+      a.data.map((v, i) => v + b.data[i]),
+    );
   }
   addInPlace(_op: string, acc: HostTensor, b: HostTensor): void {
     for (let i = 0; i < acc.data.length; i++) acc.data[i] += b.data[i];
@@ -99,8 +108,20 @@ export class CpuBackend implements Backend<HostTensor> {
   ceTargetLogit(_op: string, logits: HostTensor, targets: HostTensor, out: HostTensor, vocabStart: number): void {
     store(out, ceTargetLogitRef(logits.data, last(logits), targets.data, vocabStart));
   }
-  ceGrad(_op: string, logits: HostTensor, targets: HostTensor, globalMax: HostTensor, globalSum: HostTensor, dlogits: HostTensor, vocabStart: number, scale: number): void {
-    store(dlogits, ceGradRef(logits.data, last(logits), targets.data, vocabStart, globalMax.data, globalSum.data, scale));
+  ceGrad(
+    _op: string,
+    logits: HostTensor,
+    targets: HostTensor,
+    globalMax: HostTensor,
+    globalSum: HostTensor,
+    dlogits: HostTensor,
+    vocabStart: number,
+    scale: number,
+  ): void {
+    store(
+      dlogits,
+      ceGradRef(logits.data, last(logits), targets.data, vocabStart, globalMax.data, globalSum.data, scale),
+    );
   }
   ceLoss(_op: string, globalMax: HostTensor, globalSum: HostTensor, targetLogit: HostTensor, loss: HostTensor): void {
     store(loss, ceLossRef(globalMax.data, globalSum.data, targetLogit.data));

@@ -1,7 +1,11 @@
 import { add, addInPlace } from '../kernels/add.ts';
 import type { KernelContext } from '../kernels/context.ts';
 import {
-  crossEntropyGrad, crossEntropyLocalMax, crossEntropyLocalSumExp, crossEntropyLoss, crossEntropyTargetLogit,
+  crossEntropyGrad,
+  crossEntropyLocalMax,
+  crossEntropyLocalSumExp,
+  crossEntropyLoss,
+  crossEntropyTargetLogit,
 } from '../kernels/cross-entropy.ts';
 import { embedding, embeddingBackward } from '../kernels/embedding.ts';
 import { gemmStrided } from '../kernels/gemm.ts';
@@ -21,7 +25,10 @@ export class GpuBackend implements Backend<GpuTensor> {
   private readonly live = new Set<GpuTensor>();
 
   /** `deferRelease`: release() keeps each buffer until releaseAll (needed while ctx.holdUntilFlush holds work that uses it). */
-  constructor(readonly ctx: KernelContext, private readonly opts: { readonly deferRelease?: boolean } = {}) {}
+  constructor(
+    readonly ctx: KernelContext,
+    private readonly opts: { readonly deferRelease?: boolean } = {},
+  ) {}
 
   /** Takes ownership of a tensor made elsewhere (a collective's result), freed by releaseAll. */
   adopt(t: GpuTensor): void {
@@ -113,8 +120,19 @@ export class GpuBackend implements Backend<GpuTensor> {
   ceTargetLogit(op: string, logits: GpuTensor, targets: GpuTensor, out: GpuTensor, vocabStart: number): void {
     this.run(op, () => crossEntropyTargetLogit(this.ctx, logits, targets, out, { vocabStart }));
   }
-  ceGrad(op: string, logits: GpuTensor, targets: GpuTensor, globalMax: GpuTensor, globalSum: GpuTensor, dlogits: GpuTensor, vocabStart: number, scale: number): void {
-    this.run(op, () => crossEntropyGrad(this.ctx, logits, targets, globalMax, globalSum, dlogits, { vocabStart, scale }));
+  ceGrad(
+    op: string,
+    logits: GpuTensor,
+    targets: GpuTensor,
+    globalMax: GpuTensor,
+    globalSum: GpuTensor,
+    dlogits: GpuTensor,
+    vocabStart: number,
+    scale: number,
+  ): void {
+    this.run(op, () =>
+      crossEntropyGrad(this.ctx, logits, targets, globalMax, globalSum, dlogits, { vocabStart, scale }),
+    );
   }
   ceLoss(op: string, globalMax: GpuTensor, globalSum: GpuTensor, targetLogit: GpuTensor, loss: GpuTensor): void {
     this.run(op, () => crossEntropyLoss(this.ctx, globalMax, globalSum, targetLogit, loss));

@@ -61,7 +61,16 @@ export interface Backend<T> {
   /** Per-row target logit when the target is in this rank's vocabulary range, else 0. */
   ceTargetLogit(op: string, logits: T, targets: T, out: T, vocabStart: number): void;
   /** scale · (softmax − onehot) on this rank's logits. */
-  ceGrad(op: string, logits: T, targets: T, globalMax: T, globalSum: T, dlogits: T, vocabStart: number, scale: number): void;
+  ceGrad(
+    op: string,
+    logits: T,
+    targets: T,
+    globalMax: T,
+    globalSum: T,
+    dlogits: T,
+    vocabStart: number,
+    scale: number,
+  ): void;
   /** Per-row loss log S + m − z. */
   ceLoss(op: string, globalMax: T, globalSum: T, targetLogit: T, loss: T): void;
   /** Waits until everything issued has run. */

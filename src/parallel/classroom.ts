@@ -131,21 +131,47 @@ export function concatRows(ms: readonly ClassroomMatrix[]): ClassroomMatrix {
  * longest reduction of the layer (here ffn = 32 or h): TP=t sums the same float32 products in
  * another order (f/t-long shard dots, then the ring sum over t), so they differ by rounding only.
  */
-export function checkAgainst(c: LayerConfig, label: string, got: ClassroomMatrix, ref: ClassroomMatrix): ClassroomCheck {
+export function checkAgainst(
+  c: LayerConfig,
+  label: string,
+  got: ClassroomMatrix,
+  ref: ClassroomMatrix,
+): ClassroomCheck {
   const refMax = ref.data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   const maxAbs = maxAbsDiff(got.data, ref.data);
   const tolerance = oracleTolerance(c, refMax);
   return { label, maxAbs, tolerance, pass: maxAbs <= tolerance };
 }
 
-function collective(op: ClassroomCollective['op'], payloadBytes: number, t: number, megatron: string, why: string): ClassroomCollective {
+function collective(
+  op: ClassroomCollective['op'],
+  payloadBytes: number,
+  t: number,
+  megatron: string,
+  why: string,
+): ClassroomCollective {
   const factor = t <= 1 || op === 'identity' ? 0 : op === 'all-reduce' ? (2 * (t - 1)) / t : (t - 1) / t;
-  return { op, payloadBytes: op === 'identity' || t <= 1 ? 0 : payloadBytes, ringBytesPerRank: factor * payloadBytes, megatron, why };
+  return {
+    op,
+    payloadBytes: op === 'identity' || t <= 1 ? 0 : payloadBytes,
+    ringBytesPerRank: factor * payloadBytes,
+    megatron,
+    why,
+  };
 }
 
-const shared = (label: string, dims: string, matrix: ClassroomMatrix): ClassroomPanel => ({ label, dims, rank: null, matrix });
-const perRank = (ranks: readonly ClassroomRankData[], label: (r: number) => string, dims: string, pick: (d: ClassroomRankData) => ClassroomMatrix): ClassroomPanel[] =>
-  ranks.map((d) => ({ label: label(d.rank), dims, rank: d.rank, matrix: pick(d) }));
+const shared = (label: string, dims: string, matrix: ClassroomMatrix): ClassroomPanel => ({
+  label,
+  dims,
+  rank: null,
+  matrix,
+});
+const perRank = (
+  ranks: readonly ClassroomRankData[],
+  label: (r: number) => string,
+  dims: string,
+  pick: (d: ClassroomRankData) => ClassroomMatrix,
+): ClassroomPanel[] => ranks.map((d) => ({ label: label(d.rank), dims, rank: d.rank, matrix: pick(d) }));
 
 /**
  * The walk-through of the issue (steps 1–7, then attention) from real rank data: each step names
@@ -165,8 +191,30 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       title: '1 · X replicated, W₁ split by columns',
       text: `Every rank holds the whole input X [s, h] = [${c.s}, ${c.h}]. The gate and up weights W₁ [h, f] (f = ${c.ffn}) are cut by columns: rank r keeps columns [r·f/t, (r+1)·f/t) of each, [h, f/t] = [${c.h}, ${c.ffn / t}]. The input enters the tensor-parallel region through f, whose forward is the identity.${tNote}`,
       megatron: ['ColumnParallelLinear (gate, up)', 'copy_to_tensor_model_parallel_region (f): forward identity'],
-      collectives: [collective('identity', bytesSH, t, 'copy_to_tensor_model_parallel_region', 'f forward: X is already on every rank')],
-      panels: [shared('X (every rank)', '[s, h]', R[0].xFull), ...perRank(R, (r) => `W₁ gate, rank ${r}`, '[h, f/t]', (d) => d.w1Gate), ...perRank(R, (r) => `W₁ up, rank ${r}`, '[h, f/t]', (d) => d.w1Up)],
+      collectives: [
+        collective(
+          'identity',
+          bytesSH,
+          t,
+          'copy_to_tensor_model_parallel_region',
+          'f forward: X is already on every rank',
+        ),
+      ],
+      panels: [
+        shared('X (every rank)', '[s, h]', R[0].xFull),
+        ...perRank(
+          R,
+          (r) => `W₁ gate, rank ${r}`,
+          '[h, f/t]',
+          (d) => d.w1Gate,
+        ),
+        ...perRank(
+          R,
+          (r) => `W₁ up, rank ${r}`,
+          '[h, f/t]',
+          (d) => d.w1Up,
+        ),
+      ],
       checks: [],
     },
     {
@@ -175,7 +223,20 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       text: `Each rank multiplies the full X by its own columns: [s, h]·[h, f/t] → [s, f/t] = [${c.s}, ${c.ffn / t}], for gate and for up. The result is sharded by columns; no rank has all of Y and none needs it.`,
       megatron: ['ColumnParallelLinear.forward (gather_output=False)'],
       collectives: [],
-      panels: [...perRank(R, (r) => `Y gate, rank ${r}`, '[s, f/t]', (d) => d.yGate), ...perRank(R, (r) => `Y up, rank ${r}`, '[s, f/t]', (d) => d.yUp)],
+      panels: [
+        ...perRank(
+          R,
+          (r) => `Y gate, rank ${r}`,
+          '[s, f/t]',
+          (d) => d.yGate,
+        ),
+        ...perRank(
+          R,
+          (r) => `Y up, rank ${r}`,
+          '[s, f/t]',
+          (d) => d.yUp,
+        ),
+      ],
       checks: [],
     },
     {
@@ -184,7 +245,12 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       text: 'A = silu(Y_gate) ⊙ Y_up is element-wise, and rank r holds the gate and the up column j for the same j: every element it needs is already local. This is why W₁ is split by columns and not by rows — a row split would need an all-reduce before the non-linearity.',
       megatron: ['bias_swiglu_impl (element-wise, per rank)'],
       collectives: [],
-      panels: perRank(R, (r) => `A = SwiGLU, rank ${r}`, '[s, f/t]', (d) => d.act),
+      panels: perRank(
+        R,
+        (r) => `A = SwiGLU, rank ${r}`,
+        '[s, f/t]',
+        (d) => d.act,
+      ),
       checks: [],
     },
     {
@@ -193,7 +259,20 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       text: `W₂ [f, h] is cut by rows, matching A's columns: rank r keeps rows [r·f/t, (r+1)·f/t), [f/t, h] = [${c.ffn / t}, ${c.h}]. Its product [s, f/t]·[f/t, h] → [s, h] is a full-size contribution: Z = Σᵢ Aᵢ·W₂ᵢ, a sum over the split inner dimension.`,
       megatron: ['RowParallelLinear (input_is_parallel=True)'],
       collectives: [],
-      panels: [...perRank(R, (r) => `W₂, rank ${r}`, '[f/t, h]', (d) => d.w2), ...perRank(R, (r) => `Z partial, rank ${r}`, '[s, h]', (d) => d.zPartial)],
+      panels: [
+        ...perRank(
+          R,
+          (r) => `W₂, rank ${r}`,
+          '[f/t, h]',
+          (d) => d.w2,
+        ),
+        ...perRank(
+          R,
+          (r) => `Z partial, rank ${r}`,
+          '[s, h]',
+          (d) => d.zPartial,
+        ),
+      ],
       checks: [],
     },
     {
@@ -201,23 +280,68 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       title: '5 · All-reduce: the partial sums add up to the TP=1 result',
       text: `g sums the t partial Zᵢ on every rank (all-reduce of [s, h] = ${bytesSH} bytes). The sum equals the TP=1 result up to float32 rounding (another summation order).${tNote}`,
       megatron: ['reduce_from_tensor_model_parallel_region (g): forward all-reduce', 'RowParallelLinear.forward'],
-      collectives: [collective('all-reduce', bytesSH, t, 'reduce_from_tensor_model_parallel_region', 'g forward: sum the partial outputs')],
-      panels: [...perRank(R, (r) => `Z partial, rank ${r}`, '[s, h]', (d) => d.zPartial), shared('Z = Σ Zᵢ (all-reduced)', '[s, h]', R[0].z), shared('Z at TP=1 (rank 0 alone)', '[s, h]', ref.z)],
+      collectives: [
+        collective(
+          'all-reduce',
+          bytesSH,
+          t,
+          'reduce_from_tensor_model_parallel_region',
+          'g forward: sum the partial outputs',
+        ),
+      ],
+      panels: [
+        ...perRank(
+          R,
+          (r) => `Z partial, rank ${r}`,
+          '[s, h]',
+          (d) => d.zPartial,
+        ),
+        shared('Z = Σ Zᵢ (all-reduced)', '[s, h]', R[0].z),
+        shared('Z at TP=1 (rank 0 alone)', '[s, h]', ref.z),
+      ],
       checks: [
         checkAgainst(c, 'Σᵢ Zᵢ on rank 0 vs TP=1', R[0].z, ref.z),
-        ...R.slice(1).map((d) => checkAgainst(c, `rank ${d.rank}'s Z vs rank 0's (all-reduce gives every rank the same)`, d.z, R[0].z)),
+        ...R.slice(1).map((d) =>
+          checkAgainst(c, `rank ${d.rank}'s Z vs rank 0's (all-reduce gives every rank the same)`, d.z, R[0].z),
+        ),
       ],
     },
     {
       id: 'backward',
       title: '6 · Backward: g → identity, f → all-reduce of dX',
       text: `Backward runs the same boundaries in reverse with the conjugate collectives (seed M026). dZ [s, h] arrives replicated; g's backward is the identity (every rank already holds all of dZ). Each rank computes its partial dXᵢ = dYᵢ·W₁ᵢᵀ [s, f/t]·[f/t, h] → [s, h], and f's backward all-reduces them (${bytesSH} bytes). Forward all-reduce after W₂, backward all-reduce before W₁: one each way.${tNote}`,
-      megatron: ['reduce_from_tensor_model_parallel_region (g): backward identity', 'copy_to_tensor_model_parallel_region (f): backward all-reduce', 'ColumnParallelLinear dgrad'],
-      collectives: [
-        collective('identity', bytesSH, t, 'reduce_from_tensor_model_parallel_region (backward)', 'g backward: dZ is already replicated'),
-        collective('all-reduce', bytesSH, t, 'copy_to_tensor_model_parallel_region (backward)', 'f backward: sum the partial dX'),
+      megatron: [
+        'reduce_from_tensor_model_parallel_region (g): backward identity',
+        'copy_to_tensor_model_parallel_region (f): backward all-reduce',
+        'ColumnParallelLinear dgrad',
       ],
-      panels: [shared('dZ (every rank, unchanged by g)', '[s, h]', R[0].dzFull), ...perRank(R, (r) => `dX partial, rank ${r}`, '[s, h]', (d) => d.dxPartial), shared('dX = Σ dXᵢ (all-reduced)', '[s, h]', R[0].dx), shared('dX at TP=1', '[s, h]', ref.dx)],
+      collectives: [
+        collective(
+          'identity',
+          bytesSH,
+          t,
+          'reduce_from_tensor_model_parallel_region (backward)',
+          'g backward: dZ is already replicated',
+        ),
+        collective(
+          'all-reduce',
+          bytesSH,
+          t,
+          'copy_to_tensor_model_parallel_region (backward)',
+          'f backward: sum the partial dX',
+        ),
+      ],
+      panels: [
+        shared('dZ (every rank, unchanged by g)', '[s, h]', R[0].dzFull),
+        ...perRank(
+          R,
+          (r) => `dX partial, rank ${r}`,
+          '[s, h]',
+          (d) => d.dxPartial,
+        ),
+        shared('dX = Σ dXᵢ (all-reduced)', '[s, h]', R[0].dx),
+        shared('dX at TP=1', '[s, h]', ref.dx),
+      ],
       checks: [
         checkAgainst(c, "g's backward is the identity: dZ after g = dZ before", R[0].dzFull, R[0].dz),
         checkAgainst(c, 'Σᵢ dXᵢ vs TP=1', R[0].dx, ref.dx),
@@ -234,11 +358,20 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
   const base = {
     id: 'sequence-parallel',
     title: '7 · With sequence parallelism: [s/t, h] shards',
-    megatron: ['gather_from_sequence_parallel_region: forward all-gather · backward reduce-scatter', 'reduce_scatter_to_sequence_parallel_region: forward reduce-scatter · backward all-gather'],
+    megatron: [
+      'gather_from_sequence_parallel_region: forward all-gather · backward reduce-scatter',
+      'reduce_scatter_to_sequence_parallel_region: forward reduce-scatter · backward all-gather',
+    ],
   };
   const S = runs.sp;
   if (!S) {
-    return { ...base, text: `Sequence parallelism needs s % t = 0 (s = ${c.s}, t = ${t}).`, collectives: [], panels: [], checks: [] };
+    return {
+      ...base,
+      text: `Sequence parallelism needs s % t = 0 (s = ${c.s}, t = ${t}).`,
+      collectives: [],
+      panels: [],
+      checks: [],
+    };
   }
   const ref = runs.reference;
   const z = concatRows(S.map((d) => d.z));
@@ -247,26 +380,77 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
     ...base,
     text: `Outside the tensor-parallel region each rank keeps only its s/t = ${c.s / t} tokens, [s/t, h]. Before W₁ an all-gather rebuilds X [s, h]; after W₂ a reduce-scatter both sums the partial Zᵢ and leaves each rank its [s/t, h] rows. Each moves (t−1)/t of [s, h] per rank: the pair costs what one all-reduce does, and the activations between layers are t times smaller. Backward swaps them: all-gather dZ, reduce-scatter dX.`,
     collectives: [
-      collective('all-gather', bytesSH, t, 'gather_from_sequence_parallel_region', 'forward: [s/t, h] → [s, h] before W₁'),
-      collective('reduce-scatter', bytesSH, t, 'reduce_scatter_to_sequence_parallel_region', 'forward: Σ Zᵢ, keep [s/t, h] after W₂'),
-      collective('all-gather', bytesSH, t, 'reduce_scatter_to_sequence_parallel_region (backward)', 'backward: dZ [s/t, h] → [s, h]'),
-      collective('reduce-scatter', bytesSH, t, 'gather_from_sequence_parallel_region (backward)', 'backward: Σ dXᵢ, keep [s/t, h]'),
+      collective(
+        'all-gather',
+        bytesSH,
+        t,
+        'gather_from_sequence_parallel_region',
+        'forward: [s/t, h] → [s, h] before W₁',
+      ),
+      collective(
+        'reduce-scatter',
+        bytesSH,
+        t,
+        'reduce_scatter_to_sequence_parallel_region',
+        'forward: Σ Zᵢ, keep [s/t, h] after W₂',
+      ),
+      collective(
+        'all-gather',
+        bytesSH,
+        t,
+        'reduce_scatter_to_sequence_parallel_region (backward)',
+        'backward: dZ [s/t, h] → [s, h]',
+      ),
+      collective(
+        'reduce-scatter',
+        bytesSH,
+        t,
+        'gather_from_sequence_parallel_region (backward)',
+        'backward: Σ dXᵢ, keep [s/t, h]',
+      ),
     ],
     panels: [
-      ...perRank(S, (r) => `X shard, rank ${r}`, '[s/t, h]', (d) => d.x),
+      ...perRank(
+        S,
+        (r) => `X shard, rank ${r}`,
+        '[s/t, h]',
+        (d) => d.x,
+      ),
       shared('X all-gathered (every rank)', '[s, h]', S[0].xFull),
-      ...perRank(S, (r) => `Z partial, rank ${r}`, '[s, h]', (d) => d.zPartial),
-      ...perRank(S, (r) => `Z shard after reduce-scatter, rank ${r}`, '[s/t, h]', (d) => d.z),
-      ...perRank(S, (r) => `dX shard after reduce-scatter, rank ${r}`, '[s/t, h]', (d) => d.dx),
+      ...perRank(
+        S,
+        (r) => `Z partial, rank ${r}`,
+        '[s, h]',
+        (d) => d.zPartial,
+      ),
+      ...perRank(
+        S,
+        (r) => `Z shard after reduce-scatter, rank ${r}`,
+        '[s/t, h]',
+        (d) => d.z,
+      ),
+      ...perRank(
+        S,
+        (r) => `dX shard after reduce-scatter, rank ${r}`,
+        '[s/t, h]',
+        (d) => d.dx,
+      ),
     ],
-    checks: [checkAgainst(c, 'Z shards (rank order) vs TP=1', z, ref.z), checkAgainst(c, 'dX shards (rank order) vs TP=1', dx, ref.dx)],
+    checks: [
+      checkAgainst(c, 'Z shards (rank order) vs TP=1', z, ref.z),
+      checkAgainst(c, 'dX shards (rank order) vs TP=1', dx, ref.dx),
+    ],
   };
 }
 
 /** Who owns each query head and which ranks hold each KV group (a copy each when groups < t). */
 export interface AttentionPicture {
   readonly heads: readonly { readonly head: number; readonly rank: number; readonly group: number }[];
-  readonly groups: readonly { readonly group: number; readonly ranks: readonly number[]; readonly replicated: boolean }[];
+  readonly groups: readonly {
+    readonly group: number;
+    readonly ranks: readonly number[];
+    readonly replicated: boolean;
+  }[];
 }
 
 /** The heads/KV-groups picture of a config, from rankOwnership. */
@@ -296,9 +480,30 @@ function attentionStep(runs: ClassroomRuns): ClassroomStep {
     id: 'attention',
     title: '8 · Attention: heads split across ranks, KV groups shared',
     text: `The same pattern: QKV is a ColumnParallelLinear (rank r computes its heads/t = ${c.heads / t} query heads), attention per head is local, and the output projection is a RowParallelLinear whose partial sums g all-reduces. With ${c.groups} KV groups for ${c.heads} heads, ${repl ? `groups < t: each rank keeps a copy of the one group its heads read (the KV weights are replicated, and their gradients summed over the copies)` : `each rank keeps groups/t = ${c.groups / t} whole group(s)`}.`,
-    megatron: ['ColumnParallelLinear (linear_qkv)', 'RowParallelLinear (linear_proj)', 'reduce_from_tensor_model_parallel_region'],
-    collectives: [collective('all-reduce', bytesSH, t, 'reduce_from_tensor_model_parallel_region', 'g forward: sum the heads\' partial outputs')],
-    panels: [...perRank(R, (r) => `attention partial, rank ${r}`, '[s, h]', (d) => d.attnPartial), shared('Σ over ranks (all-reduced)', '[s, h]', R[0].attn), shared('attention output at TP=1', '[s, h]', runs.reference.attn)],
+    megatron: [
+      'ColumnParallelLinear (linear_qkv)',
+      'RowParallelLinear (linear_proj)',
+      'reduce_from_tensor_model_parallel_region',
+    ],
+    collectives: [
+      collective(
+        'all-reduce',
+        bytesSH,
+        t,
+        'reduce_from_tensor_model_parallel_region',
+        "g forward: sum the heads' partial outputs",
+      ),
+    ],
+    panels: [
+      ...perRank(
+        R,
+        (r) => `attention partial, rank ${r}`,
+        '[s, h]',
+        (d) => d.attnPartial,
+      ),
+      shared('Σ over ranks (all-reduced)', '[s, h]', R[0].attn),
+      shared('attention output at TP=1', '[s, h]', runs.reference.attn),
+    ],
     checks: [checkAgainst(c, 'attention output vs TP=1', R[0].attn, runs.reference.attn)],
   };
 }

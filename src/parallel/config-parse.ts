@@ -20,14 +20,18 @@ export function parseWhole(name: string, text: string, min = 0): number {
 
 /** Parses a list of TP degrees like "1,2,4,8". */
 export function parseDegrees(text: string): number[] {
-  const parts = text.split(',').map((p) => p.trim()).filter((p) => p);
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p);
   if (!parts.length) throw new Error(`--tp needs one or more degrees such as 1,2,4,8; got "${text}".`);
   return parts.map((p) => parseWhole('a TP degree', p, 1));
 }
 
 /** The preset named by `text`, or an error listing the presets. */
 export function parsePreset(text: string): PresetName {
-  if (!(presetNames as string[]).includes(text)) throw new Error(`unknown preset "${text}"; presets are ${presetNames.join(', ')}.`);
+  if (!(presetNames as string[]).includes(text))
+    throw new Error(`unknown preset "${text}"; presets are ${presetNames.join(', ')}.`);
   return text as PresetName;
 }
 
@@ -56,4 +60,3 @@ export function configFromSettings(raw: RawSettings, tp?: number): LayerConfig {
     sp: raw.sp !== undefined ? parseSwitch('sp', raw.sp) : false,
   });
 }
-

@@ -53,7 +53,14 @@ export type PresetName = keyof typeof presets;
 export const presetNames = Object.keys(presets) as PresetName[];
 
 /** Defaults of everything a preset does not fix. */
-export const configDefaults = { tp: 1, sp: false, seed: 1234, ropeBase: 10000, eps: 1e-5, skipSpNormGradAllReduce: false } as const;
+export const configDefaults = {
+  tp: 1,
+  sp: false,
+  seed: 1234,
+  ropeBase: 10000,
+  eps: 1e-5,
+  skipSpNormGradAllReduce: false,
+} as const;
 
 /** A full configuration from a preset plus overrides. */
 export function configFromPreset(name: PresetName, overrides: Partial<LayerConfig> = {}): LayerConfig {

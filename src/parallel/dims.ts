@@ -31,7 +31,18 @@ export function localDims(c: LayerConfig): LocalDims {
   const nq = c.heads / t;
   const nkv = c.groups >= t ? c.groups / t : 1;
   return {
-    s: c.s, b: c.b, h: c.h, d, t, nq, nkv, ratio: nq / nkv, f: c.ffn / t, vp, vl: vp / t,
-    sl: c.sp ? c.s / t : c.s, qkvWidth: (nq + 2 * nkv) * d,
+    s: c.s,
+    b: c.b,
+    h: c.h,
+    d,
+    t,
+    nq,
+    nkv,
+    ratio: nq / nkv,
+    f: c.ffn / t,
+    vp,
+    vl: vp / t,
+    sl: c.sp ? c.s / t : c.s,
+    qkvWidth: (nq + 2 * nkv) * d,
   };
 }

@@ -38,7 +38,11 @@ function tokens(c: LayerConfig, parts: readonly Float32Array[]): Float32Array {
  * placing each shard into its blocks. Replicated pieces (RMSNorm gains, replicated KV groups)
  * come from the lowest rank holding them.
  */
-export function gatherLogical(c: LayerConfig, owners: readonly RankOwnership[], outs: readonly RankOutput[]): LogicalOutput {
+export function gatherLogical(
+  c: LayerConfig,
+  owners: readonly RankOwnership[],
+  outs: readonly RankOutput[],
+): LogicalOutput {
   const byRank = [...outs].sort((a, b) => a.rank - b.rank);
   const D = localDims(c);
   const grads: Partial<Record<WeightName, Float32Array>> = {};
@@ -54,7 +58,10 @@ export function gatherLogical(c: LayerConfig, owners: readonly RankOwnership[], 
   }
   const dxs = byRank.map((o) => o.dx);
   return {
-    y: tokens(c, byRank.map((o) => o.y)),
+    y: tokens(
+      c,
+      byRank.map((o) => o.y),
+    ),
     loss: byRank[0].loss,
     dx: dxs.every((d): d is Float32Array => !!d) ? tokens(c, dxs) : undefined,
     grads,

@@ -4,8 +4,11 @@ import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
 import {
-  copyToTensorParallelRegion, gatherFromSequenceParallelRegion, reduceFromTensorParallelRegion,
-  reduceScatterToSequenceParallelRegion, type MappingPair,
+  copyToTensorParallelRegion,
+  gatherFromSequenceParallelRegion,
+  reduceFromTensorParallelRegion,
+  reduceScatterToSequenceParallelRegion,
+  type MappingPair,
 } from './mappings.ts';
 import { mlpBackward, mlpForward } from './mlp.ts';
 import type { RankOwnership } from './plan-types.ts';
@@ -56,7 +59,14 @@ function need<T>(v: T | undefined, what: string): T {
  * and the backward with the conjugate collectives (f ↔ g), the re-gather of the norm outputs
  * for wgrad under SP, and the all-reduce of the replicated RMSNorm weight gradients under SP.
  */
-export async function layerStep<T>(be: Backend<T>, lc: LayerComm<T>, c: LayerConfig, own: RankOwnership, w: WeightSet<T>, inputs: StepInputs): Promise<StepResult<T>> {
+export async function layerStep<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  inputs: StepInputs,
+): Promise<StepResult<T>> {
   const D = localDims(c);
   const { s, b, h, sl } = D;
   const v0 = own.vocab[0];
@@ -67,8 +77,12 @@ export async function layerStep<T>(be: Backend<T>, lc: LayerComm<T>, c: LayerCon
   const into = async (name: string, x: T): Promise<T> => (sp ? lc.forward(name, enter, x) : x);
   const grads: WeightSet<T> = {};
   const grad = (name: keyof WeightSet<T>, shape: readonly number[]): T => (grads[name] = be.tensor(`d.${name}`, shape));
-  const wq = need(w.wqkv, 'wqkv'), wo = need(w.wo, 'wo'), g1 = need(w.g1, 'g1'), g2 = need(w.g2, 'g2');
-  const wfc1 = need(w.wfc1, 'wfc1'), wdown = need(w.wdown, 'wdown');
+  const wq = need(w.wqkv, 'wqkv'),
+    wo = need(w.wo, 'wo'),
+    g1 = need(w.g1, 'g1'),
+    g2 = need(w.g2, 'g2');
+  const wfc1 = need(w.wfc1, 'wfc1'),
+    wdown = need(w.wdown, 'wdown');
 
   // ---- forward ----
   be.phase = lc.phase = 'forward';
@@ -123,7 +137,16 @@ export async function layerStep<T>(be: Backend<T>, lc: LayerComm<T>, c: LayerCon
 
   // ---- backward: MLP block (y = x2 + g(mlp)) ----
   const dmlp = sp ? await lc.backward('mlp.reduce.backward', leave, dy) : dy;
-  const mb = mlpBackward(be, D, dmlp, mlp.saved, wfc1, wdown, grad('wfc1', be.shapeOf(wfc1)), grad('wdown', be.shapeOf(wdown)));
+  const mb = mlpBackward(
+    be,
+    D,
+    dmlp,
+    mlp.saved,
+    wfc1,
+    wdown,
+    grad('wfc1', be.shapeOf(wfc1)),
+    grad('wdown', be.shapeOf(wdown)),
+  );
   ln2Full = sp ? await lc.forward('ln2.regather', enter, ln2) : ln2Full;
   const dln2Pending = lc.backward('mlp.dgrad.reduce', enter, mb.dx);
   mb.wgrad(ln2Full);
@@ -135,7 +158,17 @@ export async function layerStep<T>(be: Backend<T>, lc: LayerComm<T>, c: LayerCon
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
   const dattn = sp ? await lc.backward('attn.reduce.backward', leave, dx2) : dx2;
-  const ab = attentionBackward(be, D, dattn, attn.saved, wq, wo, grad('wqkv', be.shapeOf(wq)), grad('wo', be.shapeOf(wo)), c.ropeBase);
+  const ab = attentionBackward(
+    be,
+    D,
+    dattn,
+    attn.saved,
+    wq,
+    wo,
+    grad('wqkv', be.shapeOf(wq)),
+    grad('wo', be.shapeOf(wo)),
+    c.ropeBase,
+  );
   let replicas;
   if (c.groups < c.tp) {
     // Replicated KV groups: each copy saw only its own heads' gradients; sum them over the replicas.

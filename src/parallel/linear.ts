@@ -2,7 +2,9 @@ import type { GemmProblem } from '../reference/gemm.ts';
 import type { Backend } from './backend.ts';
 
 /** A dense GEMM problem with every stride explicit; batch 1 unless given. */
-function problem(p: Partial<GemmProblem> & Pick<GemmProblem, 'M' | 'N' | 'K' | 'sAm' | 'sAk' | 'sBk' | 'sBn' | 'sCm'>): GemmProblem {
+function problem(
+  p: Partial<GemmProblem> & Pick<GemmProblem, 'M' | 'N' | 'K' | 'sAm' | 'sAk' | 'sBk' | 'sBn' | 'sCm'>,
+): GemmProblem {
   return { batch: 1, offA: 0, bsA: 0, offB: 0, bsB: 0, divB: 1, offC: 0, bsC: 0, bias: false, accumulate: false, ...p };
 }
 
@@ -17,21 +19,82 @@ export interface WeightCols {
 }
 
 /** Forward: Y[m, n] (+)= X[m, k]·W[:, c0:c0+n]. */
-export function linearForward<T>(be: Backend<T>, op: string, x: T, w: T, y: T, m: number, k: number, cols: WeightCols, accumulate = false): void {
-  be.gemm(op, problem({ M: m, N: cols.n, K: k, sAm: k, sAk: 1, offB: cols.c0, sBk: cols.w, sBn: 1, sCm: cols.n, accumulate }), x, w, y);
+export function linearForward<T>(
+  be: Backend<T>,
+  op: string,
+  x: T,
+  w: T,
+  y: T,
+  m: number,
+  k: number,
+  cols: WeightCols,
+  accumulate = false,
+): void {
+  be.gemm(
+    op,
+    problem({ M: m, N: cols.n, K: k, sAm: k, sAk: 1, offB: cols.c0, sBk: cols.w, sBn: 1, sCm: cols.n, accumulate }),
+    x,
+    w,
+    y,
+  );
 }
 
 /** dgrad: dX[m, k] (+)= dY[m, n]·W[:, c0:c0+n]ᵀ. */
-export function linearDgrad<T>(be: Backend<T>, op: string, dy: T, w: T, dx: T, m: number, k: number, cols: WeightCols, accumulate = false): void {
-  be.gemm(op, problem({ M: m, N: k, K: cols.n, sAm: cols.n, sAk: 1, offB: cols.c0, sBk: 1, sBn: cols.w, sCm: k, accumulate }), dy, w, dx);
+export function linearDgrad<T>(
+  be: Backend<T>,
+  op: string,
+  dy: T,
+  w: T,
+  dx: T,
+  m: number,
+  k: number,
+  cols: WeightCols,
+  accumulate = false,
+): void {
+  be.gemm(
+    op,
+    problem({ M: m, N: k, K: cols.n, sAm: cols.n, sAk: 1, offB: cols.c0, sBk: 1, sBn: cols.w, sCm: k, accumulate }),
+    dy,
+    w,
+    dx,
+  );
 }
 
 /**
  * wgrad: dW[:, c0:c0+n] (+)= X[m, k]ᵀ·dY[m, n]; `dyView` reads dY as columns [c0, c0 + n) of a
  * wider [m, w] tensor (one replica's slot of gathered gradients).
  */
-export function linearWgrad<T>(be: Backend<T>, op: string, x: T, dy: T, dw: T, m: number, k: number, cols: WeightCols, accumulate = false, dyView: { w: number; c0: number } = { w: cols.n, c0: 0 }): void {
-  be.gemm(op, problem({ M: k, N: cols.n, K: m, sAm: 1, sAk: k, offB: dyView.c0, sBk: dyView.w, sBn: 1, offC: cols.c0, sCm: cols.w, accumulate }), x, dy, dw);
+export function linearWgrad<T>(
+  be: Backend<T>,
+  op: string,
+  x: T,
+  dy: T,
+  dw: T,
+  m: number,
+  k: number,
+  cols: WeightCols,
+  accumulate = false,
+  dyView: { w: number; c0: number } = { w: cols.n, c0: 0 },
+): void {
+  be.gemm(
+    op,
+    problem({
+      M: k,
+      N: cols.n,
+      K: m,
+      sAm: 1,
+      sAk: k,
+      offB: dyView.c0,
+      sBk: dyView.w,
+      sBn: 1,
+      offC: cols.c0,
+      sCm: cols.w,
+      accumulate,
+    }),
+    x,
+    dy,
+    dw,
+  );
 }
 
 export { problem as gemmProblem };

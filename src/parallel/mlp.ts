@@ -37,7 +37,16 @@ export function mlpForward<T>(be: Backend<T>, D: LocalDims, x: T, wfc1: T, wdown
  * adds gate and up's wgrads into dwfc1. Split so that, as in Megatron, the reduction of dX can
  * start before (and overlap) the last wgrad GEMMs. `x` is the MLP input (re-gathered under SP).
  */
-export function mlpBackward<T>(be: Backend<T>, D: LocalDims, dOut: T, saved: MlpSaved<T>, wfc1: T, wdown: T, dwfc1: T, dwdown: T): { dx: T; wgrad: (x: T) => void } {
+export function mlpBackward<T>(
+  be: Backend<T>,
+  D: LocalDims,
+  dOut: T,
+  saved: MlpSaved<T>,
+  wfc1: T,
+  wdown: T,
+  dwfc1: T,
+  dwdown: T,
+): { dx: T; wgrad: (x: T) => void } {
   const { s, b, h, f } = D;
   const m = s * b;
   const dact = be.tensor('d.mlp.act', [s, b, f]);

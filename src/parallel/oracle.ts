@@ -46,7 +46,11 @@ export function compareWithReference(c: LayerConfig, ref: LogicalOutput, got: Lo
     ['y', ref.y, got.y],
     ['loss', ref.loss, got.loss],
     ['dx', ref.dx, got.dx],
-    ...Object.entries(ref.grads).map(([n, r]): [string, Float32Array | undefined, Float32Array | undefined] => [`d${n}`, r, got.grads[n as keyof typeof got.grads]]),
+    ...Object.entries(ref.grads).map(([n, r]): [string, Float32Array | undefined, Float32Array | undefined] => [
+      `d${n}`,
+      r,
+      got.grads[n as keyof typeof got.grads],
+    ]),
   ];
   const entries: OracleEntry[] = [];
   for (const [tensor, r, g] of pairs) {
@@ -55,7 +59,14 @@ export function compareWithReference(c: LayerConfig, ref: LogicalOutput, got: Lo
     const s = compareArrays(g, r);
     const refMax = r.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
     const tol = oracleTolerance(c, refMax);
-    entries.push({ tensor, maxAbs: s.nonFinite ? Infinity : s.maxAbs, maxRel: s.maxRel, refMax, tol, pass: s.nonFinite === 0 && s.maxAbs <= tol });
+    entries.push({
+      tensor,
+      maxAbs: s.nonFinite ? Infinity : s.maxAbs,
+      maxRel: s.maxRel,
+      refMax,
+      tol,
+      pass: s.nonFinite === 0 && s.maxAbs <= tol,
+    });
   }
   const worst = entries.reduce((w, e) => (e.maxAbs / e.tol > w.maxAbs / w.tol ? e : w));
   return { entries, worst, pass: entries.every((e) => e.pass) };

@@ -25,16 +25,24 @@ export async function makePlan(c: LayerConfig): Promise<PlanWithProblems> {
   const owners = rankOwnership(c);
   const be = new PlanBackend();
   const comm = new ShapeCollectives(0, c.tp, be);
-  const lc = new LayerComm(comm, (t: ShapeTensor) => t.shape, (named) => {
-    be.pending = named;
-  });
+  const lc = new LayerComm(
+    comm,
+    (t: ShapeTensor) => t.shape,
+    (named) => {
+      be.pending = named;
+    },
+  );
   const D = localDims(c);
   const w: WeightSet<ShapeTensor> = {};
   for (const name of weightsOf(c)) w[name] = be.tensor(name, shardLayout(c, D, owners[0], name).shape);
   const tokens = c.s * c.b;
-  const inputs = c.vocab > 0
-    ? { ids: new Float32Array(tokens), targets: new Float32Array(tokens) }
-    : { x: new Float32Array(tokens * c.h), dy: new Float32Array(tokens * c.h) };
+  const inputs =
+    c.vocab > 0
+      ? { ids: new Float32Array(tokens), targets: new Float32Array(tokens) }
+      : { x: new Float32Array(tokens * c.h), dy: new Float32Array(tokens * c.h) };
   await layerStep(be, lc, c, owners[0], w, inputs);
-  return { plan: { config: c, paddedVocab: paddedVocab(c), ranks: owners, ops: be.ops }, gemmProblems: be.gemmProblems };
+  return {
+    plan: { config: c, paddedVocab: paddedVocab(c), ranks: owners, ops: be.ops },
+    gemmProblems: be.gemmProblems,
+  };
 }

@@ -11,7 +11,11 @@ import { assertValid } from './validate.ts';
 import type { WeightSet } from './weights.ts';
 
 /** A rank's results read back to host arrays. */
-export async function readRankOutput<T>(rank: number, read: (t: T) => Promise<Float32Array>, r: { y: T; loss?: T; dx?: T; grads: WeightSet<T> }): Promise<RankOutput> {
+export async function readRankOutput<T>(
+  rank: number,
+  read: (t: T) => Promise<Float32Array>,
+  r: { y: T; loss?: T; dx?: T; grads: WeightSet<T> },
+): Promise<RankOutput> {
   const grads: RankOutput['grads'] = {};
   for (const [name, g] of Object.entries(r.grads) as [keyof WeightSet<T>, T][]) grads[name] = await read(g);
   return { rank, y: await read(r.y), loss: r.loss && (await read(r.loss)), dx: r.dx && (await read(r.dx)), grads };
@@ -26,12 +30,14 @@ export async function runInProcess(c: LayerConfig, inputs: StepInputs): Promise<
   assertValid(c);
   const owners = rankOwnership(c);
   const group = createInProcessGroup(c.tp);
-  const outs = await Promise.all(owners.map(async (own) => {
-    const be = new CpuBackend();
-    const w = uploadWeights(rankWeightArrays(c, own), (n, shape, data) => be.tensor(n, shape, data));
-    const lc = new LayerComm(group[own.rank], (t: HostTensor) => t.shape);
-    const r = await layerStep(be, lc, c, own, w, inputs);
-    return readRankOutput(own.rank, (t: HostTensor) => be.read(t), r);
-  }));
+  const outs = await Promise.all(
+    owners.map(async (own) => {
+      const be = new CpuBackend();
+      const w = uploadWeights(rankWeightArrays(c, own), (n, shape, data) => be.tensor(n, shape, data));
+      const lc = new LayerComm(group[own.rank], (t: HostTensor) => t.shape);
+      const r = await layerStep(be, lc, c, own, w, inputs);
+      return readRankOutput(own.rank, (t: HostTensor) => be.read(t), r);
+    }),
+  );
   return gatherLogical(c, owners, outs);
 }

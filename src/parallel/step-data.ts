@@ -3,7 +3,15 @@ import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { StepInputs } from './layer.ts';
 import type { RankOwnership } from './plan-types.ts';
-import { cutShard, logicalShape, logicalWeight, shardLayout, tensorSeed, weightsOf, type WeightName } from './weights.ts';
+import {
+  cutShard,
+  logicalShape,
+  logicalWeight,
+  shardLayout,
+  tensorSeed,
+  weightsOf,
+  type WeightName,
+} from './weights.ts';
 
 /** Seeded token ids in [0, vocab): [s, b] as float32. */
 function tokenIds(n: number, vocab: number, seed: number): Float32Array {
@@ -19,7 +27,10 @@ function tokenIds(n: number, vocab: number, seed: number): Float32Array {
 export function stepInputs(c: LayerConfig): StepInputs {
   const tokens = c.s * c.b;
   if (c.vocab > 0) {
-    return { ids: tokenIds(tokens, c.vocab, tensorSeed(c.seed, 'ids')), targets: tokenIds(tokens, c.vocab, tensorSeed(c.seed, 'targets')) };
+    return {
+      ids: tokenIds(tokens, c.vocab, tensorSeed(c.seed, 'ids')),
+      targets: tokenIds(tokens, c.vocab, tensorSeed(c.seed, 'targets')),
+    };
   }
   const n = tokens * c.h;
   return { x: randomArray(n, tensorSeed(c.seed, 'x')), dy: randomArray(n, tensorSeed(c.seed, 'dy'), 1 / tokens) };
@@ -43,7 +54,10 @@ export function rankWeightArrays(c: LayerConfig, own: RankOwnership): Partial<Re
 }
 
 /** Uploads a rank's shards through `make` (a backend's tensor constructor). */
-export function uploadWeights<T>(shards: Partial<Record<WeightName, ShardData>>, make: (name: string, shape: readonly number[], data: Float32Array) => T): { [K in WeightName]?: T } {
+export function uploadWeights<T>(
+  shards: Partial<Record<WeightName, ShardData>>,
+  make: (name: string, shape: readonly number[], data: Float32Array) => T,
+): { [K in WeightName]?: T } {
   const w: { [K in WeightName]?: T } = {};
   for (const [name, s] of Object.entries(shards) as [WeightName, ShardData][]) w[name] = make(name, s.shape, s.data);
   return w;

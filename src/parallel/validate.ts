@@ -98,32 +98,58 @@ function checkIntegers(c: LayerConfig, errors: ValidationIssue[]): Set<ConfigFie
   for (const f of Object.keys(names) as (keyof typeof names)[]) {
     if (!isPosInt(c[f])) {
       bad.add(f);
-      errors.push({ rule: 'integer', field: f, fields: [f], message: `${names[f]} (${c[f]}) must be a positive integer (≥ 1).` });
+      errors.push({
+        rule: 'integer',
+        field: f,
+        fields: [f],
+        message: `${names[f]} (${c[f]}) must be a positive integer (≥ 1).`,
+      });
     }
   }
   if (!(Number.isInteger(c.vocab) && c.vocab >= 0)) {
     bad.add('vocab');
-    errors.push({ rule: 'integer', field: 'vocab', fields: ['vocab'], message: `vocabulary size (${c.vocab}) must be an integer ≥ 0 (0 = no embedding and no loss).` });
+    errors.push({
+      rule: 'integer',
+      field: 'vocab',
+      fields: ['vocab'],
+      message: `vocabulary size (${c.vocab}) must be an integer ≥ 0 (0 = no embedding and no loss).`,
+    });
   }
   if (!(Number.isInteger(c.seed) && c.seed >= 0 && c.seed < 2 ** 32)) {
     bad.add('seed');
-    errors.push({ rule: 'integer', field: 'seed', fields: ['seed'], message: `seed (${c.seed}) must be an integer in [0, 2^32).` });
+    errors.push({
+      rule: 'integer',
+      field: 'seed',
+      fields: ['seed'],
+      message: `seed (${c.seed}) must be an integer in [0, 2^32).`,
+    });
   }
   if (!(Number.isInteger(c.tp) && c.tp >= 1 && c.tp <= maxTp)) {
     bad.add('tp');
-    const legal = bad.has('heads') || bad.has('groups') || bad.has('ffn') || bad.has('s') ? undefined : legalTpDegrees(c, c.sp);
+    const legal =
+      bad.has('heads') || bad.has('groups') || bad.has('ffn') || bad.has('s') ? undefined : legalTpDegrees(c, c.sp);
     errors.push({
       rule: 'tp-range',
       field: 'tp',
       fields: ['tp'],
-      message: `the TP degree t (${c.tp}) must be an integer from 1 to ${maxTp}` + (legal ? `: legal t for this model are ${list(legal)}.` : '.'),
+      message:
+        `the TP degree t (${c.tp}) must be an integer from 1 to ${maxTp}` +
+        (legal ? `: legal t for this model are ${list(legal)}.` : '.'),
       ...(legal ? { legal, legalFor: 'tp' as const } : {}),
     });
   }
-  for (const [f, what] of [['eps', 'RMSNorm ε'], ['ropeBase', 'RoPE base θ']] as const) {
+  for (const [f, what] of [
+    ['eps', 'RMSNorm ε'],
+    ['ropeBase', 'RoPE base θ'],
+  ] as const) {
     if (!(Number.isFinite(c[f]) && c[f] > 0)) {
       bad.add(f);
-      errors.push({ rule: 'finite-positive', field: f, fields: [f], message: `${what} (${c[f]}) must be a finite number > 0.` });
+      errors.push({
+        rule: 'finite-positive',
+        field: f,
+        fields: [f],
+        message: `${what} (${c[f]}) must be a finite number > 0.`,
+      });
     }
   }
   return bad;
@@ -184,7 +210,8 @@ function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIss
 function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIssue[], notes: ValidationIssue[]): void {
   if (bad.has('tp')) return;
   const t = c.tp;
-  const degreesWhere = (pred: (t: number) => boolean): number[] => Array.from({ length: maxTp }, (_, i) => i + 1).filter(pred);
+  const degreesWhere = (pred: (t: number) => boolean): number[] =>
+    Array.from({ length: maxTp }, (_, i) => i + 1).filter(pred);
   if (!bad.has('heads') && c.heads % t !== 0) {
     const legal = degreesWhere((u) => c.heads % u === 0);
     errors.push({
@@ -197,7 +224,13 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
     });
   }
   // Reported only when heads % t = 0: a t that breaks heads % t is already reported by the heads rule.
-  if (!bad.has('groups') && !bad.has('heads') && c.heads % c.groups === 0 && c.heads % t === 0 && !groupsFit(c.groups, t)) {
+  if (
+    !bad.has('groups') &&
+    !bad.has('heads') &&
+    c.heads % c.groups === 0 &&
+    c.heads % t === 0 &&
+    !groupsFit(c.groups, t)
+  ) {
     const legal = degreesWhere((u) => c.heads % u === 0 && groupsFit(c.groups, u));
     const why =
       c.groups >= t
@@ -235,11 +268,20 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
     });
   }
   if (c.sp && t === 1) {
-    notes.push({ rule: 'sp-without-tp', field: 'sp', fields: ['sp', 'tp'], message: 'sequence parallel changes nothing at t = 1 (Megatron disables it): every rank already holds all s tokens.' });
+    notes.push({
+      rule: 'sp-without-tp',
+      field: 'sp',
+      fields: ['sp', 'tp'],
+      message:
+        'sequence parallel changes nothing at t = 1 (Megatron disables it): every rank already holds all s tokens.',
+    });
   }
   if (!bad.has('groups') && !bad.has('heads') && c.groups < t && t % c.groups === 0 && c.heads % t === 0) {
     const per = t / c.groups;
-    const owners = Array.from({ length: c.groups }, (_, g) => `group ${g} on ranks ${g * per}–${g * per + per - 1}`).join(', ');
+    const owners = Array.from(
+      { length: c.groups },
+      (_, g) => `group ${g} on ranks ${g * per}–${g * per + per - 1}`,
+    ).join(', ');
     const r0 = kvGroupsOfRank(0, c.groups, t)[0];
     notes.push({
       rule: 'kv-replication',

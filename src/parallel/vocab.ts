@@ -9,17 +9,37 @@ import { linearDgrad, linearForward, linearWgrad } from './linear.ts';
  * Σ exp(x − m) and SUM of the target logit (0 on ranks not holding the target);
  * loss = log S + m − z per token. Returns per-token loss [s, b] and what the backward needs.
  */
-export async function vocabParallelLoss<T>(be: Backend<T>, lc: LayerComm<T>, D: LocalDims, logits: T, targets: T, v0: number): Promise<{ loss: T; max: T; sum: T }> {
+export async function vocabParallelLoss<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  D: LocalDims,
+  logits: T,
+  targets: T,
+  v0: number,
+): Promise<{ loss: T; max: T; sum: T }> {
   const rows = [D.s, D.b];
   const localMax = be.tensor('loss.max', rows);
   be.ceLocalMax('loss.max', logits, localMax);
-  const max = await lc.allReduce('loss.max.reduce', 'vocab-parallel cross entropy: all-reduce MAX of the logits max', localMax, 'max');
+  const max = await lc.allReduce(
+    'loss.max.reduce',
+    'vocab-parallel cross entropy: all-reduce MAX of the logits max',
+    localMax,
+    'max',
+  );
   const localSum = be.tensor('loss.sumexp', rows);
   be.ceLocalSumExp('loss.sumexp', logits, max, localSum);
-  const sum = await lc.allReduce('loss.sumexp.reduce', 'vocab-parallel cross entropy: all-reduce SUM of Σ exp(x − max)', localSum);
+  const sum = await lc.allReduce(
+    'loss.sumexp.reduce',
+    'vocab-parallel cross entropy: all-reduce SUM of Σ exp(x − max)',
+    localSum,
+  );
   const localTarget = be.tensor('loss.target', rows);
   be.ceTargetLogit('loss.target', logits, targets, localTarget, v0);
-  const target = await lc.allReduce('loss.target.reduce', 'vocab-parallel cross entropy: all-reduce SUM of the target logit', localTarget);
+  const target = await lc.allReduce(
+    'loss.target.reduce',
+    'vocab-parallel cross entropy: all-reduce SUM of the target logit',
+    localTarget,
+  );
   const loss = be.tensor('loss', rows);
   be.ceLoss('loss', max, sum, target, loss);
   return { loss, max, sum };
@@ -36,7 +56,17 @@ export function outputLayer<T>(be: Backend<T>, D: LocalDims, y: T, wout: T): T {
  * Backward of mean loss through the output layer: dlogits = (softmax − onehot)/(s·b) locally,
  * then this rank's partial dY [s, b, h] = dlogits·woutᵀ; `wgrad(y)` adds yᵀ·dlogits into dwout.
  */
-export function outputLayerBackward<T>(be: Backend<T>, D: LocalDims, logits: T, targets: T, max: T, sum: T, wout: T, dwout: T, v0: number): { dy: T; wgrad: (y: T) => void } {
+export function outputLayerBackward<T>(
+  be: Backend<T>,
+  D: LocalDims,
+  logits: T,
+  targets: T,
+  max: T,
+  sum: T,
+  wout: T,
+  dwout: T,
+  v0: number,
+): { dy: T; wgrad: (y: T) => void } {
   const m = D.s * D.b;
   const dlogits = be.tensor('d.logits', [D.s, D.b, D.vl]);
   be.ceGrad('loss.backward', logits, targets, max, sum, dlogits, v0, 1 / m);

@@ -28,13 +28,21 @@ export function logicalShape(c: LayerConfig, name: WeightName): [number, number]
   const d = c.h / c.heads;
   const vp = paddedVocab(c);
   switch (name) {
-    case 'wqkv': return [c.h, (c.heads + 2 * c.groups) * d];
-    case 'wo': return [c.heads * d, c.h];
-    case 'g1': case 'g2': return [c.h];
-    case 'wfc1': return [c.h, 2 * c.ffn];
-    case 'wdown': return [c.ffn, c.h];
-    case 'emb': return [vp, c.h];
-    case 'wout': return [c.h, vp];
+    case 'wqkv':
+      return [c.h, (c.heads + 2 * c.groups) * d];
+    case 'wo':
+      return [c.heads * d, c.h];
+    case 'g1':
+    case 'g2':
+      return [c.h];
+    case 'wfc1':
+      return [c.h, 2 * c.ffn];
+    case 'wdown':
+      return [c.ffn, c.h];
+    case 'emb':
+      return [vp, c.h];
+    case 'wout':
+      return [c.h, vp];
   }
 }
 
@@ -49,7 +57,12 @@ interface Block {
 }
 
 /** How rank `own` holds parameter `name`: its local shape and the blocks of the logical tensor it keeps. */
-export function shardLayout(c: LayerConfig, dims: LocalDims, own: RankOwnership, name: WeightName): { shape: number[]; blocks: Block[] } {
+export function shardLayout(
+  c: LayerConfig,
+  dims: LocalDims,
+  own: RankOwnership,
+  name: WeightName,
+): { shape: number[]; blocks: Block[] } {
   const { h, d, f, vl } = dims;
   const cols = (r1: number, ranges: [number, number][]): Block[] => {
     let lc = 0;
@@ -64,14 +77,30 @@ export function shardLayout(c: LayerConfig, dims: LocalDims, own: RankOwnership,
   switch (name) {
     case 'wqkv': {
       const kv = (base: number) => own.kvGroups.map((g): [number, number] => [base + g * d, base + (g + 1) * d]);
-      return { shape: [h, dims.qkvWidth], blocks: cols(h, [[h0 * d, h1 * d], ...kv(c.heads * d), ...kv((c.heads + c.groups) * d)]) };
+      return {
+        shape: [h, dims.qkvWidth],
+        blocks: cols(h, [[h0 * d, h1 * d], ...kv(c.heads * d), ...kv((c.heads + c.groups) * d)]),
+      };
     }
-    case 'wo': return { shape: [dims.nq * d, h], blocks: rows(h, h0 * d, h1 * d) };
-    case 'g1': case 'g2': return { shape: [h], blocks: rows(h, 0, 1) };
-    case 'wfc1': return { shape: [h, 2 * f], blocks: cols(h, [[own.ffn[0], own.ffn[1]], [c.ffn + own.ffn[0], c.ffn + own.ffn[1]]]) };
-    case 'wdown': return { shape: [f, h], blocks: rows(h, own.ffn[0], own.ffn[1]) };
-    case 'emb': return { shape: [vl, h], blocks: rows(h, own.vocab[0], own.vocab[1]) };
-    case 'wout': return { shape: [h, vl], blocks: cols(h, [[own.vocab[0], own.vocab[1]]]) };
+    case 'wo':
+      return { shape: [dims.nq * d, h], blocks: rows(h, h0 * d, h1 * d) };
+    case 'g1':
+    case 'g2':
+      return { shape: [h], blocks: rows(h, 0, 1) };
+    case 'wfc1':
+      return {
+        shape: [h, 2 * f],
+        blocks: cols(h, [
+          [own.ffn[0], own.ffn[1]],
+          [c.ffn + own.ffn[0], c.ffn + own.ffn[1]],
+        ]),
+      };
+    case 'wdown':
+      return { shape: [f, h], blocks: rows(h, own.ffn[0], own.ffn[1]) };
+    case 'emb':
+      return { shape: [vl, h], blocks: rows(h, own.vocab[0], own.vocab[1]) };
+    case 'wout':
+      return { shape: [h, vl], blocks: cols(h, [[own.vocab[0], own.vocab[1]]]) };
   }
 }
 
@@ -79,20 +108,36 @@ export function shardLayout(c: LayerConfig, dims: LocalDims, own: RankOwnership,
 const width = (shape: readonly number[]): number => shape[shape.length - 1];
 
 /** Copies a rank's blocks out of a logical tensor: the shard the rank holds. */
-export function cutShard(logical: Float32Array, logicalShape: readonly number[], layout: { shape: number[]; blocks: Block[] }): Float32Array {
+export function cutShard(
+  logical: Float32Array,
+  logicalShape: readonly number[],
+  layout: { shape: number[]; blocks: Block[] },
+): Float32Array {
   const out = new Float32Array(numel(layout.shape));
-  const W = width(logicalShape), w = width(layout.shape);
+  const W = width(logicalShape),
+    w = width(layout.shape);
   for (const b of layout.blocks) {
-    for (let r = b.r0; r < b.r1; r++) out.set(logical.subarray(r * W + b.c0, r * W + b.c1), (b.lr + r - b.r0) * w + b.lc);
+    for (let r = b.r0; r < b.r1; r++)
+      out.set(logical.subarray(r * W + b.c0, r * W + b.c1), (b.lr + r - b.r0) * w + b.lc);
   }
   return out;
 }
 
 /** Writes a rank's shard back into its blocks of a logical tensor (the inverse of cutShard). */
-export function placeShard(shard: Float32Array, logical: Float32Array, logicalShape: readonly number[], layout: { shape: number[]; blocks: Block[] }): void {
-  const W = width(logicalShape), w = width(layout.shape);
+export function placeShard(
+  shard: Float32Array,
+  logical: Float32Array,
+  logicalShape: readonly number[],
+  layout: { shape: number[]; blocks: Block[] },
+): void {
+  const W = width(logicalShape),
+    w = width(layout.shape);
   for (const b of layout.blocks) {
-    for (let r = b.r0; r < b.r1; r++) logical.set(shard.subarray((b.lr + r - b.r0) * w + b.lc, (b.lr + r - b.r0) * w + b.lc + (b.c1 - b.c0)), r * W + b.c0);
+    for (let r = b.r0; r < b.r1; r++)
+      logical.set(
+        shard.subarray((b.lr + r - b.r0) * w + b.lc, (b.lr + r - b.r0) * w + b.lc + (b.c1 - b.c0)),
+        r * W + b.c0,
+      );
   }
 }
 

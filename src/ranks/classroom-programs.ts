@@ -9,7 +9,10 @@ import type { LayerConfig } from '../parallel/config.ts';
 import { localDims } from '../parallel/dims.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
 import {
-  copyToTensorParallelRegion, gatherFromSequenceParallelRegion, reduceFromTensorParallelRegion, reduceScatterToSequenceParallelRegion,
+  copyToTensorParallelRegion,
+  gatherFromSequenceParallelRegion,
+  reduceFromTensorParallelRegion,
+  reduceScatterToSequenceParallelRegion,
 } from '../parallel/mappings.ts';
 import { mlpBackward, mlpForward } from '../parallel/mlp.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
@@ -22,7 +25,10 @@ import type { GemmChoices } from './layer-programs.ts';
 /** The classroom's logical input X and upstream gradient dZ [s·b, h], from the config's seed. */
 export function classroomInputs(c: LayerConfig): { x: Float32Array; dz: Float32Array } {
   const n = c.s * c.b * c.h;
-  return { x: randomArray(n, tensorSeed(c.seed, 'classroom.x')), dz: randomArray(n, tensorSeed(c.seed, 'classroom.dz')) };
+  return {
+    x: randomArray(n, tensorSeed(c.seed, 'classroom.x')),
+    dz: randomArray(n, tensorSeed(c.seed, 'classroom.dz')),
+  };
 }
 
 /** Columns [c0, c0 + n) of a row-major [rows, w] array, as [rows, n]. */
@@ -47,15 +53,24 @@ function kernelContext(device: GPUDevice): KernelContext {
  * reduce_scatter_to_sequence_parallel_region). Backward runs the conjugates: g's backward is the
  * identity (SP: all-gather), f's backward all-reduces dX (SP: reduce-scatter).
  */
-export async function classroomStep(ctx: RankContext, a: { config: LayerConfig; choices?: GemmChoices; solo?: boolean }): Promise<ClassroomRankData> {
+export async function classroomStep(
+  ctx: RankContext,
+  a: { config: LayerConfig; choices?: GemmChoices; solo?: boolean },
+): Promise<ClassroomRankData> {
   const c = a.config;
   if (a.choices) importGemmChoices(ctx.device, a.choices);
   const rank = a.solo ? 0 : ctx.rank;
   const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
-  if (comm.size !== c.tp) throw new Error(`classroomStep: the group has ${comm.size} ranks but the config asks for t = ${c.tp}.`);
+  if (comm.size !== c.tp)
+    throw new Error(`classroomStep: the group has ${comm.size} ranks but the config asks for t = ${c.tp}.`);
   const k = kernelContext(ctx.device);
   const be = new GpuBackend(k);
-  const lc = new LayerComm(comm, (t: GpuTensor) => t.shape, () => k.flush(), (t) => be.adopt(t));
+  const lc = new LayerComm(
+    comm,
+    (t: GpuTensor) => t.shape,
+    () => k.flush(),
+    (t) => be.adopt(t),
+  );
   const D = localDims(c);
   const { b, h, f } = D;
   const own = rankOwnership(c)[rank];
@@ -76,36 +91,60 @@ export async function classroomStep(ctx: RankContext, a: { config: LayerConfig; 
       if (!w) throw new Error(`classroomStep: no shard of ${name}`);
       return be.tensor(name, w.shape, w.data);
     };
-    const wfc1 = upload('wfc1'), wdown = upload('wdown'), wqkv = upload('wqkv'), wo = upload('wo');
+    const wfc1 = upload('wfc1'),
+      wdown = upload('wdown'),
+      wqkv = upload('wqkv'),
+      wo = upload('wo');
     // Forward: X enters the tensor-parallel region.
     // f's forward (copy_to_tensor_model_parallel_region) is the identity and issues nothing, as in the layer.
     const xFull = c.sp ? await lc.forward('classroom.mlp.in', gatherFromSequenceParallelRegion, x) : x;
     const { out: zPartial, saved } = mlpForward(be, D, xFull, wfc1, wdown);
     const zPartialData = await read(zPartial); // read before the all-reduce, which may work in place
-    const z = c.sp ? await lc.forward('classroom.mlp.out', reduceScatterToSequenceParallelRegion, zPartial) : await lc.forward('classroom.mlp.out', reduceFromTensorParallelRegion, zPartial);
+    const z = c.sp
+      ? await lc.forward('classroom.mlp.out', reduceScatterToSequenceParallelRegion, zPartial)
+      : await lc.forward('classroom.mlp.out', reduceFromTensorParallelRegion, zPartial);
     // Attention on the same input: this rank's heads, then g.
     const { out: attnPartial } = attentionForward(be, D, xFull, wqkv, wo, c.ropeBase);
     const attnPartialData = await read(attnPartial);
-    const attn = await lc.allReduce('classroom.attn.out', 'reduceFromTensorParallelRegion — forward: all-reduce · backward: identity (g)', attnPartial);
+    const attn = await lc.allReduce(
+      'classroom.attn.out',
+      'reduceFromTensorParallelRegion — forward: all-reduce · backward: identity (g)',
+      attnPartial,
+    );
     // Backward: g's backward (identity; SP: all-gather), then f's backward (all-reduce; SP: reduce-scatter).
     lc.phase = 'backward';
     be.phase = 'backward';
     // g's backward is the identity and issues nothing; dzFull is dz itself.
     const dzFull = c.sp ? await lc.backward('classroom.mlp.out.grad', reduceScatterToSequenceParallelRegion, dz) : dz;
-    const dw1 = be.tensor('dwfc1', [h, 2 * f]), dw2 = be.tensor('dwdown', [f, h]);
+    const dw1 = be.tensor('dwfc1', [h, 2 * f]),
+      dw2 = be.tensor('dwdown', [f, h]);
     const { dx: dxPartial, wgrad } = mlpBackward(be, D, dzFull, saved, wfc1, wdown, dw1, dw2);
     const dxPartialData = await read(dxPartial);
-    const dx = c.sp ? await lc.backward('classroom.mlp.in.grad', gatherFromSequenceParallelRegion, dxPartial) : await lc.backward('classroom.mlp.in.grad', copyToTensorParallelRegion, dxPartial);
+    const dx = c.sp
+      ? await lc.backward('classroom.mlp.in.grad', gatherFromSequenceParallelRegion, dxPartial)
+      : await lc.backward('classroom.mlp.in.grad', copyToTensorParallelRegion, dxPartial);
     wgrad(xFull);
     const w1 = await be.read(wfc1);
     return {
-      rank, tp: c.tp, sp: c.sp,
-      x: await read(x), xFull: await read(xFull),
-      w1Gate: columns(w1, h, 2 * f, 0, f), w1Up: columns(w1, h, 2 * f, f, f),
-      yGate: await read(saved.gate), yUp: await read(saved.up), act: await read(saved.act),
-      w2: await read(wdown), zPartial: zPartialData, z: await read(z),
-      dz: await read(dz), dzFull: await read(dzFull), dxPartial: dxPartialData, dx: await read(dx),
-      attnPartial: attnPartialData, attn: await read(attn),
+      rank,
+      tp: c.tp,
+      sp: c.sp,
+      x: await read(x),
+      xFull: await read(xFull),
+      w1Gate: columns(w1, h, 2 * f, 0, f),
+      w1Up: columns(w1, h, 2 * f, f, f),
+      yGate: await read(saved.gate),
+      yUp: await read(saved.up),
+      act: await read(saved.act),
+      w2: await read(wdown),
+      zPartial: zPartialData,
+      z: await read(z),
+      dz: await read(dz),
+      dzFull: await read(dzFull),
+      dxPartial: dxPartialData,
+      dx: await read(dx),
+      attnPartial: attnPartialData,
+      attn: await read(attn),
       collectives: lc.log,
     };
   } finally {

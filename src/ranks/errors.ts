@@ -20,7 +20,9 @@ export class RankRunError extends Error {
     readonly errors: readonly (Error | undefined)[],
   ) {
     const failed = errors.flatMap((e, r) => (e ? [r] : []));
-    const lines = failed.map((r) => `  ${errors[r]!.message.startsWith(`rank ${r}`) ? '' : `rank ${r}: `}${errors[r]!.message}`);
+    const lines = failed.map(
+      (r) => `  ${errors[r]!.message.startsWith(`rank ${r}`) ? '' : `rank ${r}: `}${errors[r]!.message}`,
+    );
     super(`${what} failed on ${failed.length === 1 ? 'rank' : 'ranks'} ${failed.join(', ')}:\n${lines.join('\n')}`);
   }
 }

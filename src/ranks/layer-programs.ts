@@ -46,7 +46,14 @@ function weightShards(c: LayerConfig, rank: number): ReturnType<typeof rankWeigh
 }
 
 /** Runs one step on this rank's GPU with `comm`; frees every tensor it made before returning. */
-async function gpuStep(ctx: RankContext, c: LayerConfig, rank: number, comm: Collectives<GpuTensor>, inputs: StepInputs, timer?: GpuTimer) {
+async function gpuStep(
+  ctx: RankContext,
+  c: LayerConfig,
+  rank: number,
+  comm: Collectives<GpuTensor>,
+  inputs: StepInputs,
+  timer?: GpuTimer,
+) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
   // Timed: the kernels of each stretch between collectives, one command buffer each, are submitted
@@ -55,7 +62,12 @@ async function gpuStep(ctx: RankContext, c: LayerConfig, rank: number, comm: Col
   const be = new GpuBackend(k, { deferRelease: !!timer });
   const own = rankOwnership(c)[rank];
   // Finish the kernels queued so far before each collective, so its read-back phase times the copy alone.
-  const lc = new LayerComm(comm, (t: GpuTensor) => t.shape, () => k.flush(), (t) => be.adopt(t));
+  const lc = new LayerComm(
+    comm,
+    (t: GpuTensor) => t.shape,
+    () => k.flush(),
+    (t) => be.adopt(t),
+  );
   try {
     const w = uploadWeights(weightShards(c, rank), (n, shape, data) => be.tensor(n, shape, data));
     if (timer) await k.flush(); // the weights' upload is not a kernel's time
@@ -76,7 +88,10 @@ async function gpuStep(ctx: RankContext, c: LayerConfig, rank: number, comm: Col
 }
 
 /** Tunes the GEMM tilings for every GEMM of the given configs' plans on this rank's adapter (shape classes in `known` are kept). */
-export async function layerTune(ctx: RankContext, a: { configs: LayerConfig[]; known?: GemmChoices }): Promise<{ choices: GemmChoices; tuning: GemmTuning[] }> {
+export async function layerTune(
+  ctx: RankContext,
+  a: { configs: LayerConfig[]; known?: GemmChoices },
+): Promise<{ choices: GemmChoices; tuning: GemmTuning[] }> {
   const k = kernelContext(ctx.device);
   importGemmChoices(ctx.device, a.known ?? []);
   const tuning: GemmTuning[] = [];
@@ -94,7 +109,10 @@ export interface LayerStepReply {
  * One training step of `config` on every rank of the pool (real collectives), or with `solo`
  * on this rank alone as a one-rank group (the TP=1 reference).
  */
-export async function layerStepProgram(ctx: RankContext, a: { config: LayerConfig; inputs: StepInputs; choices: GemmChoices; solo?: boolean }): Promise<LayerStepReply> {
+export async function layerStepProgram(
+  ctx: RankContext,
+  a: { config: LayerConfig; inputs: StepInputs; choices: GemmChoices; solo?: boolean },
+): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
   const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
   const { output, named } = await gpuStep(ctx, a.config, a.solo ? 0 : ctx.rank, comm, a.inputs);
@@ -115,7 +133,10 @@ export interface ComputeTiming {
  * each op's shorter time kept (or, without them or when they are quantized, the whole step by the
  * wall clock, split by FLOPs; `quantized` then says why).
  */
-export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; choices: GemmChoices }): Promise<ComputeTiming> {
+export async function layerTiming(
+  ctx: RankContext,
+  a: { config: LayerConfig; choices: GemmChoices },
+): Promise<ComputeTiming> {
   importGemmChoices(ctx.device, a.choices);
   const comm = new DetachedCollectives(ctx.device, ctx.rank, a.config.tp);
   const inputs = stepInputs(a.config);
@@ -137,7 +158,10 @@ export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; ch
     const otherFlops = compute.reduce((s, o, i) => s + (Number.isNaN(ms[i]) ? Math.max(o.flops, 1) : 0), 0);
     return {
       rank: ctx.rank,
-      ops: compute.map((o, i) => ({ name: o.name, ms: Number.isNaN(ms[i]) ? (rest * Math.max(o.flops, 1)) / otherFlops : ms[i] })),
+      ops: compute.map((o, i) => ({
+        name: o.name,
+        ms: Number.isNaN(ms[i]) ? (rest * Math.max(o.flops, 1)) / otherFlops : ms[i],
+      })),
       quantized: false,
       method: 'wall-clock',
     };
@@ -156,7 +180,10 @@ export async function layerTiming(ctx: RankContext, a: { config: LayerConfig; ch
       if (timed!.quantized) return { ...(await byWallClock()), quantized: true };
       runs.push(timed!);
     }
-    const ops = runs[0].times.map((t, i) => ({ name: t.op, ms: Math.min(...runs.map((r) => r.times[i]?.ns ?? t.ns)) / 1e6 }));
+    const ops = runs[0].times.map((t, i) => ({
+      name: t.op,
+      ms: Math.min(...runs.map((r) => r.times[i]?.ns ?? t.ns)) / 1e6,
+    }));
     return { rank: ctx.rank, ops, quantized: false, method: 'timestamp-query' };
   } finally {
     timer.destroy();
@@ -172,7 +199,9 @@ async function timeGemmsAlone(k: KernelContext, problems: readonly GemmProblem[]
     let ms = cache.get(key);
     if (ms === undefined) {
       const reach = gemmExtents(p);
-      const a = createTensor(k.device, 'A', [reach.a]), b = createTensor(k.device, 'B', [reach.b]), c = createTensor(k.device, 'C', [reach.c]);
+      const a = createTensor(k.device, 'A', [reach.a]),
+        b = createTensor(k.device, 'B', [reach.b]),
+        c = createTensor(k.device, 'C', [reach.c]);
       let t = performance.now();
       gemmStrided(k, p, a, b, c);
       await k.flush();

@@ -19,12 +19,17 @@ import { RecentMap } from '../util/recent-map.ts';
 export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms & typeof classroomPrograms;
 
 /** A pool of t rank workers serving the layer (src/ranks/layer.worker.ts). */
-export function createLayerPool(size: number, transport: 'auto' | PoolTransport = 'auto', timeoutMs = 30_000): Promise<RankPool<LayerWorkerPrograms>> {
+export function createLayerPool(
+  size: number,
+  transport: 'auto' | PoolTransport = 'auto',
+  timeoutMs = 30_000,
+): Promise<RankPool<LayerWorkerPrograms>> {
   return RankPool.create<LayerWorkerPrograms>({
     size,
     transport,
     timeoutMs,
-    createWorker: (r) => new Worker(new URL('./layer.worker.ts', import.meta.url), { type: 'module', name: `rank ${r}` }),
+    createWorker: (r) =>
+      new Worker(new URL('./layer.worker.ts', import.meta.url), { type: 'module', name: `rank ${r}` }),
   });
 }
 
@@ -86,8 +91,13 @@ export interface LayerRun {
  * rank 0 shared with all, the TP=1 reference on rank 0, the TP=t step across all ranks with real
  * collectives, gathered back to logical tensors and compared; then each rank's kernels timed alone.
  */
-export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConfig, opts: LayerRunOptions = {}): Promise<LayerRun> {
-  if (pool.size !== c.tp) throw new Error(`runLayer: the pool has ${pool.size} ranks but the config asks for t = ${c.tp}.`);
+export async function runLayer(
+  pool: RankPool<LayerWorkerPrograms>,
+  c: LayerConfig,
+  opts: LayerRunOptions = {},
+): Promise<LayerRun> {
+  if (pool.size !== c.tp)
+    throw new Error(`runLayer: the pool has ${pool.size} ranks but the config asks for t = ${c.tp}.`);
   const say = (line: string): void => {
     opts.signal?.throwIfAborted();
     opts.onProgress?.(line);
@@ -110,10 +120,17 @@ export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConf
   await pool.traces(); // start the trace clean
   say(`TP=${c.tp}${c.sp ? ' + SP' : ''} step on ${c.tp} ranks…`);
   const replies = await pool.run('layerStep', { config: c, inputs, choices });
-  const output = gatherLogical(c, plan.ranks, replies.map((r) => r.output));
+  const output = gatherLogical(
+    c,
+    plan.ranks,
+    replies.map((r) => r.output),
+  );
   const oracle = compareWithReference(c, reference, output);
   const events = (await pool.traces()).filter((e) => e.stream === 'comm');
-  const commEvents = nameCommEvents(events, replies.map((r) => r.named));
+  const commEvents = nameCommEvents(
+    events,
+    replies.map((r) => r.named),
+  );
   const computeTimes: ComputeTiming[] = [];
   if (opts.timing ?? true) {
     for (const r of opts.timingRanks ?? [...Array(c.tp).keys()]) {
@@ -134,11 +151,25 @@ export async function runLayer(pool: RankPool<LayerWorkerPrograms>, c: LayerConf
   }
   opts.signal?.throwIfAborted();
   const loss = output.loss && output.loss.reduce((a, v) => a + v, 0) / output.loss.length;
-  return { config: c, plan, transport: pool.transport, oracle, cpuOracle, output, loss, commEvents, computeTimes, tuning: tuned.tuning };
+  return {
+    config: c,
+    plan,
+    transport: pool.transport,
+    oracle,
+    cpuOracle,
+    output,
+    loss,
+    commEvents,
+    computeTimes,
+    tuning: tuned.tuning,
+  };
 }
 
 /** Names each rank's collective events by the layer's call order (the k-th event is the k-th named call). */
-function nameCommEvents(events: readonly TraceEvent[], named: readonly NamedCollective[][]): (TraceEvent & { name: string })[] {
+function nameCommEvents(
+  events: readonly TraceEvent[],
+  named: readonly NamedCollective[][],
+): (TraceEvent & { name: string })[] {
   const seen = new Map<number, number>();
   return events.map((e) => {
     const k = seen.get(e.rank) ?? 0;

@@ -30,11 +30,13 @@ export interface DisposeReport {
 
 /** `t` if it is a legal pool size, else an error saying which sizes are. */
 function checkSize(t: number): number {
-  if (!Number.isInteger(t) || t < 1 || t > maxTp) throw new Error(`RankPool: size ${t} must be an integer from 1 to ${maxTp}.`);
+  if (!Number.isInteger(t) || t < 1 || t > maxTp)
+    throw new Error(`RankPool: size ${t} must be an integer from 1 to ${maxTp}.`);
   return t;
 }
 
-const defaultWorker = (): Worker => new Worker(new URL('./rank.worker.ts', import.meta.url), { type: 'module', name: 'rank' });
+const defaultWorker = (): Worker =>
+  new Worker(new URL('./rank.worker.ts', import.meta.url), { type: 'module', name: 'rank' });
 
 /**
  * t rank workers, each with its own GPUDevice, joined by one collective group. `run` calls a named
@@ -107,9 +109,14 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     const w = this.make(r);
     w.addEventListener('error', (ev) => {
       ev.preventDefault();
-      this.breakWith(r, new RankFailedError(r, `worker error: ${ev.message || 'the worker failed to load or crashed'}`));
+      this.breakWith(
+        r,
+        new RankFailedError(r, `worker error: ${ev.message || 'the worker failed to load or crashed'}`),
+      );
     });
-    w.addEventListener('messageerror', () => this.breakWith(r, new RankFailedError(r, 'a message from the worker could not be deserialized')));
+    w.addEventListener('messageerror', () =>
+      this.breakWith(r, new RankFailedError(r, 'a message from the worker could not be deserialized')),
+    );
     this.workers.push(w);
     this.remotes.push(Comlink.wrap<RankWorker>(w));
   }
@@ -119,9 +126,18 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     this.ring = this.transport === 'sab-ring' ? createSabRing(this.t, this.commCapacityBytes) : undefined;
     const mesh = this.transport === 'message-port' ? createPortMesh(this.t) : undefined;
     this.infos = await this.callAll('init', [...Array(this.t).keys()], (remote, rank) => {
-      const transport: RankTransportInit = mesh ? { kind: 'message-port', ports: mesh[rank] } : { kind: 'sab-ring', ring: this.ring! };
+      const transport: RankTransportInit = mesh
+        ? { kind: 'message-port', ports: mesh[rank] }
+        : { kind: 'sab-ring', ring: this.ring! };
       const cfg = { rank, size: this.t, timeoutMs: this.timeoutMs, transport };
-      return remote.init(mesh ? Comlink.transfer(cfg, mesh[rank].filter((p): p is MessagePort => !!p)) : cfg);
+      return remote.init(
+        mesh
+          ? Comlink.transfer(
+              cfg,
+              mesh[rank].filter((p): p is MessagePort => !!p),
+            )
+          : cfg,
+      );
     });
   }
 
@@ -145,7 +161,11 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     ranks: readonly number[] = [...Array(this.size).keys()],
   ): Promise<ProgramResult<P[K]>[]> {
     const argsOf = (r: number): unknown => (typeof args === 'function' ? (args as (rank: number) => unknown)(r) : args);
-    return this.callAll(`program "${program}"`, ranks, (remote, r) => remote.run(program, argsOf(r)) as Promise<ProgramResult<P[K]>>);
+    return this.callAll(
+      `program "${program}"`,
+      ranks,
+      (remote, r) => remote.run(program, argsOf(r)) as Promise<ProgramResult<P[K]>>,
+    );
   }
 
   /** Drains every rank's trace events, merged and sorted by start time. */
@@ -161,7 +181,9 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     if (this.ring) abortSabRing(this.ring, -1, 'the pool was disposed');
     const answer = <T>(p: Promise<T>, ms: number): Promise<T | 'unresponsive'> =>
       Promise.race([p, new Promise<'unresponsive'>((res) => setTimeout(() => res('unresponsive'), ms))]);
-    const deviceLost = await Promise.all(this.remotes.map((r) => answer(r.dispose(), 1_000).catch((e: Error) => `dispose failed: ${e.message}`)));
+    const deviceLost = await Promise.all(
+      this.remotes.map((r) => answer(r.dispose(), 1_000).catch((e: Error) => `dispose failed: ${e.message}`)),
+    );
     this.remotes.forEach((r) => r[Comlink.releaseProxy]());
     this.workers.forEach((w) => w.terminate());
     return { deviceLost };
@@ -176,7 +198,8 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
       this.broken = e;
       const reason = e.message.replace(/^rank \d+: /, '');
       if (abortOthers && this.ring) abortSabRing(this.ring, rank + 1, reason);
-      else if (abortOthers) this.remotes.forEach((r, q) => q !== rank && r.abort(`rank ${rank} failed: ${reason}`).catch(() => {}));
+      else if (abortOthers)
+        this.remotes.forEach((r, q) => q !== rank && r.abort(`rank ${rank} failed: ${reason}`).catch(() => {}));
     }
     this.onBreak.forEach((f) => f(rank, e));
   }
@@ -192,7 +215,11 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
    * Calls `fn` on each of `ranks`; resolves when all succeed. A worker error fails that rank's call at
    * once; after the first failure the other ranks get timeoutMs + 2 s to answer, then count as dead.
    */
-  private callAll<R>(what: string, ranks: readonly number[], fn: (remote: Comlink.Remote<RankWorker>, rank: number) => Promise<R>): Promise<R[]> {
+  private callAll<R>(
+    what: string,
+    ranks: readonly number[],
+    fn: (remote: Comlink.Remote<RankWorker>, rank: number) => Promise<R>,
+  ): Promise<R[]> {
     const unusable = this.unusable(what);
     if (unusable) return Promise.reject(unusable);
     return new Promise((resolve, reject) => {
@@ -219,7 +246,14 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
       };
       const startGrace = (): void => {
         grace ??= setTimeout(() => {
-          ranks.forEach((r, j) => settle(j, { error: new RankFailedError(r, `did not answer within ${waitMs} ms after the first failure (its worker died or hangs).`) }));
+          ranks.forEach((r, j) =>
+            settle(j, {
+              error: new RankFailedError(
+                r,
+                `did not answer within ${waitMs} ms after the first failure (its worker died or hangs).`,
+              ),
+            }),
+          );
         }, waitMs);
       };
       const onBreak = (rank: number, e: Error): void => {

@@ -51,7 +51,10 @@ export class RankWorker {
     const ctx = this.ctx;
     if (!ctx) throw new Error(`rank worker: run("${name}") before init.`);
     const program = this.programs[name] as RankProgram<unknown, unknown> | undefined;
-    if (!program) throw new Error(`rank ${ctx.rank}: no program "${name}" (this worker serves: ${Object.keys(this.programs).join(', ')}).`);
+    if (!program)
+      throw new Error(
+        `rank ${ctx.rank}: no program "${name}" (this worker serves: ${Object.keys(this.programs).join(', ')}).`,
+      );
     const result = await program(ctx, args);
     const moved = transferables(result);
     return moved.length ? Comlink.transfer(result, moved) : result;

@@ -4,7 +4,10 @@ import type { TransportName } from '../comm/collectives.ts';
 export type PoolTransport = Exclude<TransportName, 'in-process'>;
 
 /** Picks the transport: the shared ring needs cross-origin isolation (COOP + COEP headers). */
-export function chooseTransport(wanted: 'auto' | PoolTransport = 'auto', isolated = globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function'): PoolTransport {
+export function chooseTransport(
+  wanted: 'auto' | PoolTransport = 'auto',
+  isolated = globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function',
+): PoolTransport {
   if (wanted === 'sab-ring' && !isolated) {
     throw new Error(
       'The sab-ring transport needs SharedArrayBuffer, which needs a cross-origin isolated page: serve it with ' +

@@ -17,7 +17,12 @@ export function ceLocalSumExpRef(logits: ArrayLike<number>, vl: number, m: Array
 }
 
 /** Per-row logit of target id t[r] when v0 ≤ t[r] < v0 + vl, else 0: [rows · vl], [rows] → [rows]. */
-export function ceTargetLogitRef(logits: ArrayLike<number>, vl: number, targets: ArrayLike<number>, v0: number): Float64Array {
+export function ceTargetLogitRef(
+  logits: ArrayLike<number>,
+  vl: number,
+  targets: ArrayLike<number>,
+  v0: number,
+): Float64Array {
   const out = new Float64Array(targets.length);
   for (let r = 0; r < targets.length; r++) {
     const j = targets[r] - v0;
@@ -28,7 +33,13 @@ export function ceTargetLogitRef(logits: ArrayLike<number>, vl: number, targets:
 
 /** scale · (exp(logits − m) / S − onehot(t − v0)) given global max m and sum S: → [rows · vl]. */
 export function ceGradRef(
-  logits: ArrayLike<number>, vl: number, targets: ArrayLike<number>, v0: number, m: ArrayLike<number>, s: ArrayLike<number>, scale = 1,
+  logits: ArrayLike<number>,
+  vl: number,
+  targets: ArrayLike<number>,
+  v0: number,
+  m: ArrayLike<number>,
+  s: ArrayLike<number>,
+  scale = 1,
 ): Float64Array {
   const out = new Float64Array(logits.length);
   for (let r = 0; r < targets.length; r++) {
@@ -50,7 +61,12 @@ export function ceLossRef(m: ArrayLike<number>, s: ArrayLike<number>, z: ArrayLi
  * [rows] → per-row loss = logsumexp(x) − x[t] and grad = scale · (softmax(x) − onehot(t)), the
  * gradient of scale · Σ_rows loss.
  */
-export function crossEntropyRef(logits: ArrayLike<number>, vocab: number, targets: ArrayLike<number>, scale = 1): { loss: Float64Array; grad: Float64Array } {
+export function crossEntropyRef(
+  logits: ArrayLike<number>,
+  vocab: number,
+  targets: ArrayLike<number>,
+  scale = 1,
+): { loss: Float64Array; grad: Float64Array } {
   const rows = targets.length;
   const loss = new Float64Array(rows);
   const grad = new Float64Array(rows * vocab);

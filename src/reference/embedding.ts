@@ -24,7 +24,12 @@ export function embeddingRef(ids: ArrayLike<number>, table: ArrayLike<number>, h
  * [vl · h]; `prev` (the accumulated gradient, [vl · h]) defaults to zeros.
  */
 export function embeddingBackwardRef(
-  ids: ArrayLike<number>, dy: ArrayLike<number>, vl: number, h: number, v0 = 0, prev?: ArrayLike<number>,
+  ids: ArrayLike<number>,
+  dy: ArrayLike<number>,
+  vl: number,
+  h: number,
+  v0 = 0,
+  prev?: ArrayLike<number>,
 ): Float64Array {
   const out = prev ? Float64Array.from(prev) : new Float64Array(vl * h);
   for (let t = 0; t < ids.length; t++) {

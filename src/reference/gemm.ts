@@ -36,17 +36,35 @@ export function denseProblem(
 ): GemmProblem {
   const { transA = false, transB = false } = opts;
   return {
-    M, N, K, batch: 1,
-    offA: 0, sAm: transA ? 1 : K, sAk: transA ? M : 1, bsA: 0,
-    offB: 0, sBk: transB ? 1 : N, sBn: transB ? K : 1, bsB: 0, divB: 1,
-    offC: 0, sCm: N, bsC: 0,
+    M,
+    N,
+    K,
+    batch: 1,
+    offA: 0,
+    sAm: transA ? 1 : K,
+    sAk: transA ? M : 1,
+    bsA: 0,
+    offB: 0,
+    sBk: transB ? 1 : N,
+    sBn: transB ? K : 1,
+    bsB: 0,
+    divB: 1,
+    offC: 0,
+    sCm: N,
+    bsC: 0,
     bias: opts.bias ?? false,
     accumulate: opts.accumulate ?? false,
   };
 }
 
 /** CPU twin of every GEMM kernel (float64 accumulation); writes into `c` (float32 or float64) and returns it. */
-export function gemmRef<T extends Float32Array | Float64Array>(p: GemmProblem, a: ArrayLike<number>, b: ArrayLike<number>, c: T, bias?: ArrayLike<number>): T {
+export function gemmRef<T extends Float32Array | Float64Array>(
+  p: GemmProblem,
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  c: T,
+  bias?: ArrayLike<number>,
+): T {
   for (let z = 0; z < p.batch; z++) {
     const oa = p.offA + z * p.bsA;
     const ob = p.offB + Math.floor(z / p.divB) * p.bsB;

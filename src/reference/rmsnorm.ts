@@ -1,5 +1,10 @@
 /** CPU twin of rmsnorm in float64: x rows of h, gain g [h] → y (same length) and rstd (one per row). */
-export function rmsnormRef(x: ArrayLike<number>, g: ArrayLike<number>, h: number, eps = 1e-5): { y: Float64Array; rstd: Float64Array } {
+export function rmsnormRef(
+  x: ArrayLike<number>,
+  g: ArrayLike<number>,
+  h: number,
+  eps = 1e-5,
+): { y: Float64Array; rstd: Float64Array } {
   const rows = h === 0 ? 0 : x.length / h;
   const y = new Float64Array(x.length);
   const rstd = new Float64Array(rows);
@@ -17,13 +22,18 @@ export function rmsnormRef(x: ArrayLike<number>, g: ArrayLike<number>, h: number
  * all rows given (pass a slice of rows for a block's partial).
  */
 export function rmsnormBackwardRef(
-  x: ArrayLike<number>, g: ArrayLike<number>, dy: ArrayLike<number>, h: number, eps = 1e-5,
+  x: ArrayLike<number>,
+  g: ArrayLike<number>,
+  dy: ArrayLike<number>,
+  h: number,
+  eps = 1e-5,
 ): { dx: Float64Array; dg: Float64Array } {
   const { rstd } = rmsnormRef(x, g, h, eps);
   const dx = new Float64Array(x.length);
   const dg = new Float64Array(h);
   for (let r = 0; r < rstd.length; r++) {
-    const base = r * h, q = rstd[r];
+    const base = r * h,
+      q = rstd[r];
     let d = 0;
     for (let j = 0; j < h; j++) d += dy[base + j] * g[j] * x[base + j];
     for (let j = 0; j < h; j++) {

@@ -8,7 +8,12 @@ export interface RopeRefOptions {
  * CPU twin of rope in float64 on x [s, b, heads, d] given as `shape`: pair (k, k + d/2) of
  * token t is rotated by θ = (offset + t) · base^(−2k/d), or by −θ when `inverse` (the backward).
  */
-export function ropeRef(x: ArrayLike<number>, shape: readonly number[], options: RopeRefOptions = {}, inverse = false): Float64Array {
+export function ropeRef(
+  x: ArrayLike<number>,
+  shape: readonly number[],
+  options: RopeRefOptions = {},
+  inverse = false,
+): Float64Array {
   const { base = 10000, positionOffset = 0 } = options;
   const [s, b, heads, d] = shape;
   const half = d / 2;
@@ -18,8 +23,10 @@ export function ropeRef(x: ArrayLike<number>, shape: readonly number[], options:
     for (let v = t * b * heads; v < (t + 1) * b * heads; v++) {
       for (let k = 0; k < half; k++) {
         const theta = pos * base ** ((-2 * k) / d);
-        const c = Math.cos(theta), sn = (inverse ? -1 : 1) * Math.sin(theta);
-        const lo = v * d + k, hi = lo + half;
+        const c = Math.cos(theta),
+          sn = (inverse ? -1 : 1) * Math.sin(theta);
+        const lo = v * d + k,
+          hi = lo + half;
         out[lo] = x[lo] * c - x[hi] * sn;
         out[hi] = x[hi] * c + x[lo] * sn;
       }

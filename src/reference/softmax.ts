@@ -14,7 +14,11 @@ export function softmaxRowLimit(i: number, cols: number, causal: boolean, rowOff
  * CPU twin of softmax in float64: x [..., n, cols] given as `shape` → y of the same shape.
  * Masked columns and fully masked rows give 0.
  */
-export function softmaxRef(x: ArrayLike<number>, shape: readonly number[], options: SoftmaxRefOptions = {}): Float64Array {
+export function softmaxRef(
+  x: ArrayLike<number>,
+  shape: readonly number[],
+  options: SoftmaxRefOptions = {},
+): Float64Array {
   const { scale = 1, causal = false, rowOffset = 0 } = options;
   const cols = shape[shape.length - 1];
   const n = shape.length >= 2 ? shape[shape.length - 2] : 1;

@@ -12,7 +12,11 @@ export function swigluRef(g: ArrayLike<number>, u: ArrayLike<number>): Float64Ar
 }
 
 /** CPU twin of swigluBackward in float64: dg and du of y = silu(g) ⊙ u given dy. */
-export function swigluBackwardRef(g: ArrayLike<number>, u: ArrayLike<number>, dy: ArrayLike<number>): { dg: Float64Array; du: Float64Array } {
+export function swigluBackwardRef(
+  g: ArrayLike<number>,
+  u: ArrayLike<number>,
+  dy: ArrayLike<number>,
+): { dg: Float64Array; du: Float64Array } {
   const dg = new Float64Array(g.length);
   const du = new Float64Array(g.length);
   for (let i = 0; i < g.length; i++) {

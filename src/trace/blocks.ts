@@ -22,7 +22,8 @@ export function timelineBlocks(tl: Timeline): TimelineBlock[] {
     out.push({ rank: e.rank, kind: e.stream, opIndex: e.opIndex, op: e.op, t0: e.t0, t1: e.t1, event: e });
   }
   for (const e of tl.events) {
-    for (const x of e.exposed) out.push({ rank: e.rank, kind: 'exposed', opIndex: e.opIndex, op: e.op, t0: x.t0, t1: x.t1, event: e });
+    for (const x of e.exposed)
+      out.push({ rank: e.rank, kind: 'exposed', opIndex: e.opIndex, op: e.op, t0: x.t0, t1: x.t1, event: e });
   }
   return out;
 }

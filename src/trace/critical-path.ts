@@ -70,6 +70,14 @@ export function criticalPath(tl: Timeline): CriticalPath {
   }
   segments.reverse();
   waits.reverse();
-  const sum = (k: PathSegment['kind']): number => segments.filter((s) => s.kind === k).reduce((a, s) => a + (s.t1 - s.t0), 0);
-  return { stepMs: tl.stepMs, endRank: tl.slowestRank, segments, waits, computeMs: sum('compute'), commMs: sum('comm') };
+  const sum = (k: PathSegment['kind']): number =>
+    segments.filter((s) => s.kind === k).reduce((a, s) => a + (s.t1 - s.t0), 0);
+  return {
+    stepMs: tl.stepMs,
+    endRank: tl.slowestRank,
+    segments,
+    waits,
+    computeMs: sum('compute'),
+    commMs: sum('comm'),
+  };
 }

@@ -24,12 +24,16 @@ export function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const ch = text[i]!;
     if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') { field += '"'; i++; }
-      else if (ch === '"') quoted = false;
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
       else field += ch;
     } else if (ch === '"') quoted = true;
-    else if (ch === ',') { row.push(field); field = ''; }
-    else if (ch === '\n' || ch === '\r') {
+    else if (ch === ',') {
+      row.push(field);
+      field = '';
+    } else if (ch === '\n' || ch === '\r') {
       if (ch === '\r' && text[i + 1] === '\n') i++;
       row.push(field);
       rows.push(row);
@@ -43,8 +47,30 @@ export function parseCsv(text: string): string[][] {
 
 /** Columns of `timelineCsv`: times in ms, FLOPs, bytes, GFLOP/s = flops / (dur_ms·1e6). */
 export const timelineCsvHeader = [
-  'rank', 'op_index', 'op', 'pass', 'kind', 'stream', 'kernel', 't0_ms', 't1_ms', 'dur_ms', 'wait_ms', 'exposed_ms',
-  'shapes', 'M', 'N', 'K', 'batch', 'flops', 'gflop_per_s', 'collective', 'group_size', 'payload_bytes', 'ring_bytes_sent', 'mapping',
+  'rank',
+  'op_index',
+  'op',
+  'pass',
+  'kind',
+  'stream',
+  'kernel',
+  't0_ms',
+  't1_ms',
+  'dur_ms',
+  'wait_ms',
+  'exposed_ms',
+  'shapes',
+  'M',
+  'N',
+  'K',
+  'batch',
+  'flops',
+  'gflop_per_s',
+  'collective',
+  'group_size',
+  'payload_bytes',
+  'ring_bytes_sent',
+  'mapping',
 ] as const;
 
 /** One row per op per rank (by rank, then op index) of a schedule, with `timelineCsvHeader`. */
@@ -55,11 +81,30 @@ export function timelineCsv(events: readonly ScheduledEvent[]): string {
     const g = e.gemm;
     const c = e.collective;
     return [
-      e.rank, e.opIndex, e.op, e.phase, e.kind, e.stream, e.kernel ?? '', e.t0, e.t1, dur, e.waitMs, e.exposedMs,
+      e.rank,
+      e.opIndex,
+      e.op,
+      e.phase,
+      e.kind,
+      e.stream,
+      e.kernel ?? '',
+      e.t0,
+      e.t1,
+      dur,
+      e.waitMs,
+      e.exposedMs,
       e.inShapes.map(formatShape).join(' · ') + ` → ${formatShape(e.outShape)}`,
-      g?.M ?? '', g?.N ?? '', g?.K ?? '', g?.batch ?? '', e.flops ?? 0,
+      g?.M ?? '',
+      g?.N ?? '',
+      g?.K ?? '',
+      g?.batch ?? '',
+      e.flops ?? 0,
       e.stream === 'compute' && dur > 0 && e.flops ? e.flops / (dur * 1e6) : '',
-      c?.op ?? '', c?.groupSize ?? '', c?.payloadBytes ?? '', c?.ringBytesSent ?? '', c?.mapping ?? '',
+      c?.op ?? '',
+      c?.groupSize ?? '',
+      c?.payloadBytes ?? '',
+      c?.ringBytesSent ?? '',
+      c?.mapping ?? '',
     ];
   });
   return toCsv(timelineCsvHeader, rows);

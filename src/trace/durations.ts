@@ -7,7 +7,11 @@ import type { TraceEvent } from './event.ts';
  * at each collective (the alpha-beta ring of DESIGN.md), 0 at compute ops; the same on every rank.
  */
 export function modeledCommMs(plan: LayerPlan, link: Interconnect): number[][] {
-  const row = plan.ops.map((op) => (op.collective ? collectiveTimeUs(op.collective.op, op.collective.payloadBytes, op.collective.groupSize, link) / 1000 : 0));
+  const row = plan.ops.map((op) =>
+    op.collective
+      ? collectiveTimeUs(op.collective.op, op.collective.payloadBytes, op.collective.groupSize, link) / 1000
+      : 0,
+  );
   return plan.ranks.map(() => [...row]);
 }
 
@@ -21,11 +25,19 @@ export function modeledCommMs(plan: LayerPlan, link: Interconnect): number[][] {
 export function measuredCommMs(plan: LayerPlan, events: readonly TraceEvent[]): number[][] {
   const colls = plan.ops.filter((op) => op.collective);
   const perRank = plan.ranks.map(({ rank }) => {
-    const mine = events.filter((e) => e.rank === rank && e.stream === 'comm').sort((a, b) => (a.comm?.seq ?? 0) - (b.comm?.seq ?? 0) || a.t0 - b.t0);
-    if (mine.length !== colls.length) throw new Error(`measuredCommMs: rank ${rank} has ${mine.length} comm events, the plan has ${colls.length} collectives.`);
+    const mine = events
+      .filter((e) => e.rank === rank && e.stream === 'comm')
+      .sort((a, b) => (a.comm?.seq ?? 0) - (b.comm?.seq ?? 0) || a.t0 - b.t0);
+    if (mine.length !== colls.length)
+      throw new Error(
+        `measuredCommMs: rank ${rank} has ${mine.length} comm events, the plan has ${colls.length} collectives.`,
+      );
     mine.forEach((e, k) => {
       const want = colls[k]!.collective!.op;
-      if (e.op !== want) throw new Error(`measuredCommMs: rank ${rank}'s comm event ${k} is ${e.op}, the plan's collective ${k} (${colls[k]!.name}) is ${want}.`);
+      if (e.op !== want)
+        throw new Error(
+          `measuredCommMs: rank ${rank}'s comm event ${k} is ${e.op}, the plan's collective ${k} (${colls[k]!.name}) is ${want}.`,
+        );
     });
     return mine;
   });

@@ -33,7 +33,13 @@ export function exposedComm(events: readonly TimedSlice[]): RankExposure[] {
     const compute = unionIntervals(mine.filter((e) => e.stream === 'compute'));
     const comm = unionIntervals(mine.filter((e) => e.stream === 'comm'));
     const exposed = subtractIntervals(comm, compute);
-    return { rank, computeMs: totalLength(compute), commMs: totalLength(comm), exposedMs: totalLength(exposed), exposed };
+    return {
+      rank,
+      computeMs: totalLength(compute),
+      commMs: totalLength(comm),
+      exposedMs: totalLength(exposed),
+      exposed,
+    };
   });
 }
 

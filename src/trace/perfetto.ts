@@ -57,15 +57,29 @@ function argsOf(e: TraceEvent): PerfettoEvent['args'] {
     bytes: e.bytes,
     ...(s.phase !== undefined && { pass: s.phase }),
     ...(s.gemm && { M: s.gemm.M, N: s.gemm.N, K: s.gemm.K, batch: s.gemm.batch }),
-    ...(coll && { collective: coll.op, groupSize: coll.groupSize, payloadBytes: coll.payloadBytes, ringBytesSent: coll.ringBytesSent, mapping: coll.mapping }),
-    ...(!coll && e.comm && { collective: e.op, groupSize: e.comm.groupSize, sentBytes: e.comm.sentBytes, transport: e.comm.transport }),
+    ...(coll && {
+      collective: coll.op,
+      groupSize: coll.groupSize,
+      payloadBytes: coll.payloadBytes,
+      ringBytesSent: coll.ringBytesSent,
+      mapping: coll.mapping,
+    }),
+    ...(!coll &&
+      e.comm && {
+        collective: e.op,
+        groupSize: e.comm.groupSize,
+        sentBytes: e.comm.sentBytes,
+        transport: e.comm.transport,
+      }),
     ...(s.waitMs !== undefined && e.stream === 'comm' && { waitMs: s.waitMs }),
   };
 }
 
 /** Greedy lanes per (rank, lane): a slice goes to the first sub-thread whose last slice ended by its start. */
 function assignTids(slices: readonly Placed[]): number[] {
-  const order = slices.map((_, i) => i).sort((a, b) => ns(slices[a]!.t0) - ns(slices[b]!.t0) || ns(slices[b]!.t1) - ns(slices[a]!.t1));
+  const order = slices
+    .map((_, i) => i)
+    .sort((a, b) => ns(slices[a]!.t0) - ns(slices[b]!.t0) || ns(slices[b]!.t1) - ns(slices[a]!.t1));
   const ends = new Map<string, number[]>();
   const tids: number[] = [];
   for (const i of order) {
@@ -87,12 +101,30 @@ function assignTids(slices: readonly Placed[]): number[] {
  * partially overlap on a thread go to extra threads ("compute 2", …). ts = (t0 − originMs)·1000 µs;
  * originMs defaults to the earliest t0.
  */
-export function toPerfetto(events: readonly TraceEvent[], exposed: readonly ExposedSlice[] = [], originMs?: number): PerfettoTrace {
+export function toPerfetto(
+  events: readonly TraceEvent[],
+  exposed: readonly ExposedSlice[] = [],
+  originMs?: number,
+): PerfettoTrace {
   const starts = [...events.map((e) => e.t0), ...exposed.map((x) => x.t0)];
   const origin = originMs ?? (starts.length ? starts.reduce((a, b) => Math.min(a, b)) : 0);
   const slices: Placed[] = [
-    ...events.map((e) => ({ lane: e.stream, t0: e.t0 - origin, t1: e.t1 - origin, name: e.op, rank: e.rank, args: argsOf(e) })),
-    ...exposed.map((x) => ({ lane: 'exposed' as const, t0: x.t0 - origin, t1: x.t1 - origin, name: `${x.op} (exposed)`, rank: x.rank, args: { exposedMs: x.t1 - x.t0 } })),
+    ...events.map((e) => ({
+      lane: e.stream,
+      t0: e.t0 - origin,
+      t1: e.t1 - origin,
+      name: e.op,
+      rank: e.rank,
+      args: argsOf(e),
+    })),
+    ...exposed.map((x) => ({
+      lane: 'exposed' as const,
+      t0: x.t0 - origin,
+      t1: x.t1 - origin,
+      name: `${x.op} (exposed)`,
+      rank: x.rank,
+      args: { exposedMs: x.t1 - x.t0 },
+    })),
   ];
   const tids = assignTids(slices);
   const meta: PerfettoEvent[] = [];
@@ -113,7 +145,16 @@ export function toPerfetto(events: readonly TraceEvent[], exposed: readonly Expo
   });
   const xs: PerfettoEvent[] = slices.map((s, i) => {
     const t0 = ns(s.t0);
-    return { ph: 'X', name: s.name, cat: s.lane, pid: s.rank + 1, tid: tids[i]!, ts: t0 / 1000, dur: (ns(s.t1) - t0) / 1000, args: s.args };
+    return {
+      ph: 'X',
+      name: s.name,
+      cat: s.lane,
+      pid: s.rank + 1,
+      tid: tids[i]!,
+      ts: t0 / 1000,
+      dur: (ns(s.t1) - t0) / 1000,
+      args: s.args,
+    };
   });
   return { displayTimeUnit: 'ms', traceEvents: [...meta, ...xs] };
 }
@@ -130,7 +171,16 @@ export interface PartialOverlap {
  * The partial overlaps of a Chrome/Perfetto trace (Perfetto drops such slices); [] when every
  * thread's slices are disjoint or nested. Compares in integer ns (ts, dur in µs rounded to 1e-3).
  */
-export function partialOverlaps(trace: { readonly traceEvents: readonly { readonly ph: string; readonly pid: number; readonly tid: number; readonly name: string; readonly ts?: number; readonly dur?: number }[] }): PartialOverlap[] {
+export function partialOverlaps(trace: {
+  readonly traceEvents: readonly {
+    readonly ph: string;
+    readonly pid: number;
+    readonly tid: number;
+    readonly name: string;
+    readonly ts?: number;
+    readonly dur?: number;
+  }[];
+}): PartialOverlap[] {
   const threads = new Map<string, { name: string; t0: number; t1: number; pid: number; tid: number }[]>();
   for (const e of trace.traceEvents) {
     if (e.ph !== 'X') continue;

@@ -77,7 +77,8 @@ export interface Timeline {
 }
 
 /** True for the collectives the overlap option makes asynchronous. */
-export const isAsyncDgradReduce = (op: PlannedOp): boolean => op.kind === 'collective' && op.name.endsWith('.dgrad.reduce');
+export const isAsyncDgradReduce = (op: PlannedOp): boolean =>
+  op.kind === 'collective' && op.name.endsWith('.dgrad.reduce');
 /** True for the compute ops that may run under an asynchronous dgrad reduce. */
 export const isWgrad = (op: PlannedOp): boolean => op.kind !== 'collective' && op.name.endsWith('.wgrad');
 
@@ -88,14 +89,19 @@ export function shapeLabel(op: Pick<PlannedOp, 'inShapes' | 'outShape'>): string
 
 function checkDurations(plan: LayerPlan, d: StepDurations): void {
   const t = plan.ranks.length;
-  for (const [what, m] of [['computeMs', d.computeMs], ['commMs', d.commMs]] as const) {
+  for (const [what, m] of [
+    ['computeMs', d.computeMs],
+    ['commMs', d.commMs],
+  ] as const) {
     if (m.length !== t) throw new Error(`scheduleStep: ${what} has ${m.length} ranks, the plan has ${t}.`);
     m.forEach((row, r) => {
-      if (row.length !== plan.ops.length) throw new Error(`scheduleStep: ${what}[${r}] has ${row.length} ops, the plan has ${plan.ops.length}.`);
+      if (row.length !== plan.ops.length)
+        throw new Error(`scheduleStep: ${what}[${r}] has ${row.length} ops, the plan has ${plan.ops.length}.`);
       plan.ops.forEach((op, i) => {
         const relevant = (what === 'commMs') === (op.kind === 'collective');
         const v = row[i] ?? NaN;
-        if (relevant && !(Number.isFinite(v) && v >= 0)) throw new Error(`scheduleStep: ${what}[${r}][${i}] (${op.name}) is ${v}; durations must be finite ms ≥ 0.`);
+        if (relevant && !(Number.isFinite(v) && v >= 0))
+          throw new Error(`scheduleStep: ${what}[${r}][${i}] (${op.name}) is ${v}; durations must be finite ms ≥ 0.`);
       });
     });
   }
@@ -114,7 +120,13 @@ interface Cursor {
 
 type Draft = Omit<ScheduledEvent, 'exposed' | 'exposedMs'>;
 
-function base(op: PlannedOp, rank: number, t0: number, t1: number, phases: readonly TracePhase[]): Omit<Draft, 'waitMs' | 'overlapped' | 'after'> {
+function base(
+  op: PlannedOp,
+  rank: number,
+  t0: number,
+  t1: number,
+  phases: readonly TracePhase[],
+): Omit<Draft, 'waitMs' | 'overlapped' | 'after'> {
   const c = op.collective;
   return {
     rank,
@@ -139,7 +151,10 @@ function base(op: PlannedOp, rank: number, t0: number, t1: number, phases: reado
 }
 
 /** max with its source; ties keep `a` (the more recent op in program order is passed as `a`). */
-function later(a: { t: number; by: EventRef | null }, b: { t: number; by: EventRef | null }): { t: number; by: EventRef | null } {
+function later(
+  a: { t: number; by: EventRef | null },
+  b: { t: number; by: EventRef | null },
+): { t: number; by: EventRef | null } {
   return b.t > a.t ? b : a;
 }
 
@@ -161,7 +176,14 @@ function later(a: { t: number; by: EventRef | null }, b: { t: number; by: EventR
 export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: ScheduleOptions): Timeline {
   checkDurations(plan, durations);
   const t = plan.ranks.length;
-  const cur: Cursor[] = Array.from({ length: t }, () => ({ ready: 0, readyBy: null, commFree: 0, commBy: null, pending: null, beforeWgrad: null }));
+  const cur: Cursor[] = Array.from({ length: t }, () => ({
+    ready: 0,
+    readyBy: null,
+    commFree: 0,
+    commBy: null,
+    pending: null,
+    beforeWgrad: null,
+  }));
   const drafts: Draft[][] = Array.from({ length: t }, () => []);
   for (const op of plan.ops) {
     const ref = (rank: number): EventRef => ({ rank, opIndex: op.index });
@@ -184,9 +206,13 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
       continue;
     }
     const overlapped = opts.overlap && isAsyncDgradReduce(op);
-    const arrivals = cur.map((c) => later((overlapped && c.beforeWgrad) || { t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }));
+    const arrivals = cur.map((c) =>
+      later((overlapped && c.beforeWgrad) || { t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }),
+    );
     let last = 0;
-    arrivals.forEach((a, r) => { if (a.t > arrivals[last]!.t) last = r; });
+    arrivals.forEach((a, r) => {
+      if (a.t > arrivals[last]!.t) last = r;
+    });
     const start = arrivals[last]!.t;
     const end = start + Math.max(...durations.commMs.map((row) => row[op.index] ?? 0));
     cur.forEach((c, r) => {
@@ -195,7 +221,13 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
         ...(start > arrival.t ? [{ name: 'wait', t0: arrival.t, t1: start }] : []),
         { name: 'transfer', t0: start, t1: end },
       ];
-      drafts[r]!.push({ ...base(op, r, arrival.t, end, phases), waitMs: start - arrival.t, lastArrival: last, overlapped, after: arrival.by });
+      drafts[r]!.push({
+        ...base(op, r, arrival.t, end, phases),
+        waitMs: start - arrival.t,
+        lastArrival: last,
+        overlapped,
+        after: arrival.by,
+      });
       c.commFree = end;
       c.commBy = ref(r);
       c.beforeWgrad = null;
@@ -221,7 +253,21 @@ function finish(plan: LayerPlan, opts: ScheduleOptions, drafts: Draft[][]): Time
       events.push({ ...e, exposed, exposedMs: totalLength(exposed) });
     }
     const busy = totalLength(unionIntervals([...compute, ...comm]));
-    return { rank, computeMs: totalLength(compute), commMs: totalLength(comm), exposedMs: totalLength(subtractIntervals(comm, compute)), idleMs: stepMs - busy, endMs: ends[rank]! };
+    return {
+      rank,
+      computeMs: totalLength(compute),
+      commMs: totalLength(comm),
+      exposedMs: totalLength(subtractIntervals(comm, compute)),
+      idleMs: stepMs - busy,
+      endMs: ends[rank]!,
+    };
   });
-  return { ranks: plan.ranks.length, overlap: opts.overlap, events, totals, stepMs, slowestRank: Math.max(0, ends.indexOf(stepMs)) };
+  return {
+    ranks: plan.ranks.length,
+    overlap: opts.overlap,
+    events,
+    totals,
+    stepMs,
+    slowestRank: Math.max(0, ends.indexOf(stepMs)),
+  };
 }

@@ -8,7 +8,12 @@ import type { RankPool } from '../ranks/pool.ts';
  * Runs the classroom MLP on the pool's t ranks (real WebGPU, real collectives): TP=t without SP,
  * TP=t with SP when s % t = 0, and TP=1 on rank 0 alone; returns every rank's intermediates.
  */
-export async function loadClassroomRuns(pool: RankPool<LayerWorkerPrograms>, c: LayerConfig, choices?: GemmChoices, onProgress: (line: string) => void = () => {}): Promise<ClassroomRuns> {
+export async function loadClassroomRuns(
+  pool: RankPool<LayerWorkerPrograms>,
+  c: LayerConfig,
+  choices?: GemmChoices,
+  onProgress: (line: string) => void = () => {},
+): Promise<ClassroomRuns> {
   if (pool.size !== c.tp) throw new Error(`loadClassroomRuns: the pool has ${pool.size} ranks but t = ${c.tp}.`);
   const config = { ...c, sp: false };
   onProgress(`TP=${c.tp} MLP and attention on ${c.tp} ranks…`);

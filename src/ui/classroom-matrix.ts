@@ -18,7 +18,9 @@ export function matrixGrid(p: ClassroomPanel): TemplateResult {
   const data = p.matrix.data;
   const max = data.reduce((m, v) => Math.max(m, Math.abs(v)), 0) || 1;
   const cells = Array.from(data, (v) => {
-    const alpha = Math.round(20 + 160 * Math.min(1, Math.abs(v) / max)).toString(16).padStart(2, '0');
+    const alpha = Math.round(20 + 160 * Math.min(1, Math.abs(v) / max))
+      .toString(16)
+      .padStart(2, '0');
     return html`<span data-value=${String(v)} style="background:${color}${alpha}">${cellText(v)}</span>`;
   });
   return html`<figure data-rank=${p.rank ?? 'all'} data-label=${p.label}>

@@ -11,7 +11,22 @@ export interface FieldIssue {
   readonly message: string;
 }
 
-const controlFields = new Set<string>(['preset', 's', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab', 'tp', 'sp', 'net', 'overlap', 'pass', 'view']);
+const controlFields = new Set<string>([
+  'preset',
+  's',
+  'b',
+  'h',
+  'heads',
+  'groups',
+  'ffn',
+  'vocab',
+  'tp',
+  'sp',
+  'net',
+  'overlap',
+  'pass',
+  'view',
+]);
 
 /**
  * Places each issue next to a control: the one the user just changed when the issue involves it

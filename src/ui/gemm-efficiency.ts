@@ -23,7 +23,10 @@ export function gemmSplit(name: string): GemmSplit {
 }
 
 /** Degrees of `gemmViewDegrees` that are legal for `base`, and for the others every reason. */
-export function gemmDegrees(base: LayerConfig, degrees: readonly number[] = gemmViewDegrees): { run: number[]; skipped: { t: number; reasons: string[] }[] } {
+export function gemmDegrees(
+  base: LayerConfig,
+  degrees: readonly number[] = gemmViewDegrees,
+): { run: number[]; skipped: { t: number; reasons: string[] }[] } {
   const run: number[] = [];
   const skipped: { t: number; reasons: string[] }[] = [];
   for (const t of degrees) {
@@ -79,7 +82,10 @@ const maxOf = (xs: readonly number[]): number => xs.reduce((m, v) => Math.max(m,
 
 /** The timeline a degree is judged by: modeled with the given overlap when the sweep had a net, else measured. */
 export function pickTimeline(d: SweepDegree, overlap: boolean): SweepTimeline | undefined {
-  return d.timelines.find((tl) => tl.comm.startsWith('modeled') && tl.overlap === overlap) ?? d.timelines.find((tl) => tl.comm.startsWith('measured'));
+  return (
+    d.timelines.find((tl) => tl.comm.startsWith('modeled') && tl.overlap === overlap) ??
+    d.timelines.find((tl) => tl.comm.startsWith('measured'))
+  );
 }
 
 /**
@@ -101,7 +107,14 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
       const g = merged[i].get(g0.name);
       if (!g) return [];
       const t = d.config.tp;
-      return [{ ...g, t, efficiency: g0.gflops > 0 ? g.gflops / g0.gflops : NaN, timeOverIdeal: g0.ms > 0 ? (g.ms * t) / (g0.ms * t0) : NaN }];
+      return [
+        {
+          ...g,
+          t,
+          efficiency: g0.gflops > 0 ? g.gflops / g0.gflops : NaN,
+          timeOverIdeal: g0.ms > 0 ? (g.ms * t) / (g0.ms * t0) : NaN,
+        },
+      ];
     }),
   }));
   const first = pickTimeline(degrees[0], overlap);
@@ -110,12 +123,19 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
     const tl = pickTimeline(d, overlap);
     if (!tl || !first) return [];
     const computeMs = maxOf(tl.computeMs);
-    return [{
-      t: d.config.tp, comm: tl.comm, stepMs: tl.stepMs, computeMs, commMs: maxOf(tl.commMs), exposedMs: maxOf(tl.exposedMs),
-      commShare: tl.stepMs > 0 ? maxOf(tl.exposedMs) / tl.stepMs : 0,
-      speedup: first.stepMs / tl.stepMs,
-      computeSpeedup: firstCompute > 0 && computeMs > 0 ? firstCompute / computeMs : NaN,
-    }];
+    return [
+      {
+        t: d.config.tp,
+        comm: tl.comm,
+        stepMs: tl.stepMs,
+        computeMs,
+        commMs: maxOf(tl.commMs),
+        exposedMs: maxOf(tl.exposedMs),
+        commShare: tl.stepMs > 0 ? maxOf(tl.exposedMs) / tl.stepMs : 0,
+        speedup: first.stepMs / tl.stepMs,
+        computeSpeedup: firstCompute > 0 && computeMs > 0 ? firstCompute / computeMs : NaN,
+      },
+    ];
   });
   return { gemms, steps };
 }
@@ -128,7 +148,8 @@ function mergeByName(gs: readonly SweepGemm[]): Map<string, SweepGemm> {
     const prev = m.get(key);
     if (!prev) m.set(key, g);
     else {
-      const flops = prev.flops + g.flops, ms = prev.ms + g.ms;
+      const flops = prev.flops + g.flops,
+        ms = prev.ms + g.ms;
       m.set(key, { ...prev, flops, ms, gflops: ms > 0 ? flops / ms / 1e6 : 0 });
     }
   }

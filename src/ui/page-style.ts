@@ -76,69 +76,69 @@ export const panelStyles = css`
 
 /** Fieldsets, labels and inputs of <tp-controls>: large hit targets, red outline on an invalid control. */
 export const controlStyles = css`
-    fieldset {
-      border: 1px solid #c7d0dc;
-      border-radius: 8px;
-      margin: 0 0 10px;
-      padding: 6px 10px 10px;
-    }
-    legend {
-      font-weight: 700;
-      color: #0b2b55;
-      padding: 0 4px;
-    }
-    label {
-      display: flex;
-      align-items: center;
-      justify-content: space-between;
-      gap: 8px;
-      margin: 4px 0;
-    }
-    label.check {
-      justify-content: flex-start;
-    }
-    select {
-      max-width: 185px;
-    }
-    select,
-    input[type='number'] {
-      font: inherit;
-      font-size: 15px;
-      padding: 3px 6px;
-      border: 1px solid #6b7a90;
-      border-radius: 5px;
-      background: #fff;
-      color: #111;
-    }
-    input[type='number'] {
-      width: 6.5em;
-    }
-    input[type='checkbox'],
-    input[type='radio'] {
-      width: 18px;
-      height: 18px;
-    }
-    .sizes {
-      display: grid;
-      grid-template-columns: 1fr;
-    }
-    .error {
-      margin: 2px 0 6px;
-      font-size: 14px;
-      background: #fdecee;
-      border-left: 4px solid #a3000f;
-      padding: 4px 6px;
-    }
-    details.hint summary {
-      cursor: pointer;
-    }
-    .hint {
-      font-size: 13.5px;
-      color: #374151;
-      margin: 2px 0;
-    }
-    [aria-invalid='true'] {
-      border-color: #a3000f;
-      outline: 2px solid #a3000f;
-    }
-  `;
+  fieldset {
+    border: 1px solid #c7d0dc;
+    border-radius: 8px;
+    margin: 0 0 10px;
+    padding: 6px 10px 10px;
+  }
+  legend {
+    font-weight: 700;
+    color: #0b2b55;
+    padding: 0 4px;
+  }
+  label {
+    display: flex;
+    align-items: center;
+    justify-content: space-between;
+    gap: 8px;
+    margin: 4px 0;
+  }
+  label.check {
+    justify-content: flex-start;
+  }
+  select {
+    max-width: 185px;
+  }
+  select,
+  input[type='number'] {
+    font: inherit;
+    font-size: 15px;
+    padding: 3px 6px;
+    border: 1px solid #6b7a90;
+    border-radius: 5px;
+    background: #fff;
+    color: #111;
+  }
+  input[type='number'] {
+    width: 6.5em;
+  }
+  input[type='checkbox'],
+  input[type='radio'] {
+    width: 18px;
+    height: 18px;
+  }
+  .sizes {
+    display: grid;
+    grid-template-columns: 1fr;
+  }
+  .error {
+    margin: 2px 0 6px;
+    font-size: 14px;
+    background: #fdecee;
+    border-left: 4px solid #a3000f;
+    padding: 4px 6px;
+  }
+  details.hint summary {
+    cursor: pointer;
+  }
+  .hint {
+    font-size: 13.5px;
+    color: #374151;
+    margin: 2px 0;
+  }
+  [aria-invalid='true'] {
+    border-color: #a3000f;
+    outline: 2px solid #a3000f;
+  }
+`;

@@ -5,7 +5,14 @@ import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleReport } from '../parallel/oracle.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
-import { createLayerPool, layerRunCache, runLayer, type LayerRunCache, type LayerWorkerPrograms, type PoolLender } from '../ranks/layer-run.ts';
+import {
+  createLayerPool,
+  layerRunCache,
+  runLayer,
+  type LayerRunCache,
+  type LayerWorkerPrograms,
+  type PoolLender,
+} from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
@@ -88,7 +95,9 @@ export class PlaygroundRunner implements PoolLender {
     if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) {
       const commMs = modeledCommMs(plan, link ?? interconnectPresets['pcie-gen3']);
       return {
-        config: c, plan, accounting,
+        config: c,
+        plan,
+        accounting,
         timeline: scheduleStep(plan, { computeMs: modeledComputeMs(plan), commMs }, { overlap: req.overlap }),
         computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})`,
         commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)`,
@@ -98,11 +107,19 @@ export class PlaygroundRunner implements PoolLender {
     const run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress });
     const t0 = run.computeTimes[0];
     return {
-      config: c, plan, accounting,
+      config: c,
+      plan,
+      accounting,
       timeline: runTimeline(run, link ?? 'measured', req.overlap),
       computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes`,
-      commSource: link ? `modeled (${link.label}, alpha-beta ring)` : `measured: this browser's ${pool.transport} transport between the rank workers`,
-      oracle: run.oracle, cpuOracle: run.cpuOracle, loss: run.loss, transport: pool.transport, adapter: pool.adapters[0],
+      commSource: link
+        ? `modeled (${link.label}, alpha-beta ring)`
+        : `measured: this browser's ${pool.transport} transport between the rank workers`,
+      oracle: run.oracle,
+      cpuOracle: run.cpuOracle,
+      loss: run.loss,
+      transport: pool.transport,
+      adapter: pool.adapters[0],
     };
   }
 
@@ -131,23 +148,25 @@ export class PlaygroundRunner implements PoolLender {
   prewarm(config: LayerConfig, degrees: readonly number[]): void {
     if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) return;
     const gen = this.generation;
-    this.queue = this.queue.then(async () => {
-      const legal: number[] = [];
-      for (const t of degrees) {
-        try {
-          await makePlan({ ...config, tp: t });
-          legal.push(t);
-        } catch {
-          // an illegal degree is not warmed
+    this.queue = this.queue
+      .then(async () => {
+        const legal: number[] = [];
+        for (const t of degrees) {
+          try {
+            await makePlan({ ...config, tp: t });
+            legal.push(t);
+          } catch {
+            // an illegal degree is not warmed
+          }
         }
-      }
-      const t = Math.max(0, ...legal);
-      if (gen !== this.generation || t <= this.warmRanks()) return;
-      const c = { ...config, tp: t };
-      const pool = await this.poolOf(t);
-      await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
-      await pool.traces();
-    }).catch(() => undefined);
+        const t = Math.max(0, ...legal);
+        if (gen !== this.generation || t <= this.warmRanks()) return;
+        const c = { ...config, tp: t };
+        const pool = await this.poolOf(t);
+        await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
+        await pool.traces();
+      })
+      .catch(() => undefined);
   }
 
   /** Rank workers started (devices up, pipelines compiled): every degree up to this is a re-run. */

@@ -35,15 +35,35 @@ const specs: readonly BoundarySpec[] = [
   { op: 'qkv.q', label: 'Q: this rank’s heads', symbolic: () => '[s, b, heads/t, d]', layout: () => 'split-last' },
   { op: 'qkv.k', label: 'K: this rank’s KV groups', symbolic: () => '[s, b, kv/t, d]', layout: () => 'split-last' },
   { op: 'attn.context', label: 'attention context', symbolic: () => '[s, b, heads/t, d]', layout: () => 'split-last' },
-  { op: 'attn.proj', label: 'output projection (row-parallel)', symbolic: () => '[s, b, h]', layout: () => 'partial-sums' },
-  { op: 'attn.reduce', label: 'after g (all-reduce, or reduce-scatter with SP)', symbolic: hidden, layout: hiddenLayout },
+  {
+    op: 'attn.proj',
+    label: 'output projection (row-parallel)',
+    symbolic: () => '[s, b, h]',
+    layout: () => 'partial-sums',
+  },
+  {
+    op: 'attn.reduce',
+    label: 'after g (all-reduce, or reduce-scatter with SP)',
+    symbolic: hidden,
+    layout: hiddenLayout,
+  },
   { op: 'ln2', label: 'RMSNorm 2 output', symbolic: hidden, layout: hiddenLayout },
   { op: 'ln2.gather', label: 'MLP input (all-gathered)', symbolic: gathered, layout: () => 'replicated' },
   { op: 'mlp.gate', label: 'gate / up (column-parallel)', symbolic: () => '[s, b, ffn/t]', layout: () => 'split-last' },
   { op: 'mlp.down', label: 'down (row-parallel)', symbolic: () => '[s, b, h]', layout: () => 'partial-sums' },
-  { op: 'mlp.reduce', label: 'after g (all-reduce, or reduce-scatter with SP)', symbolic: hidden, layout: hiddenLayout },
+  {
+    op: 'mlp.reduce',
+    label: 'after g (all-reduce, or reduce-scatter with SP)',
+    symbolic: hidden,
+    layout: hiddenLayout,
+  },
   { op: 'logits.gather', label: 'output-layer input (all-gathered)', symbolic: gathered, layout: () => 'replicated' },
-  { op: 'logits', label: 'logits: this rank’s vocabulary rows', symbolic: () => '[s, b, V/t]', layout: () => 'split-last' },
+  {
+    op: 'logits',
+    label: 'logits: this rank’s vocabulary rows',
+    symbolic: () => '[s, b, V/t]',
+    layout: () => 'split-last',
+  },
 ];
 
 /** In words, for the page. */
@@ -85,7 +105,11 @@ export function memoryGroups(acc: PlanAccounting): MemoryGroup[] {
   const out: { ranks: number[]; memory: RankMemory }[] = [];
   for (const m of acc.memory) {
     const last = out[out.length - 1];
-    const same = last && last.memory.parameterBytes === m.parameterBytes && last.memory.gradientBytes === m.gradientBytes && last.memory.activationBytes === m.activationBytes;
+    const same =
+      last &&
+      last.memory.parameterBytes === m.parameterBytes &&
+      last.memory.gradientBytes === m.gradientBytes &&
+      last.memory.activationBytes === m.activationBytes;
     if (same) last.ranks.push(m.rank);
     else out.push({ ranks: [m.rank], memory: m });
   }

@@ -1,5 +1,12 @@
 // The page's settings and their URL-hash form (pure, no DOM), in the manner of tensorflow/playground's state.ts.
-import { configDefaults, configFromPreset, presets, type LayerConfig, type ModelSizes, type PresetName } from '../parallel/config.ts';
+import {
+  configDefaults,
+  configFromPreset,
+  presets,
+  type LayerConfig,
+  type ModelSizes,
+  type PresetName,
+} from '../parallel/config.ts';
 import { parsePreset, parseSwitch, parseWhole } from '../parallel/config-parse.ts';
 import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
 
@@ -43,7 +50,15 @@ export const passViews: readonly PassView[] = ['forward', 'backward', 'both'];
 export const mainViews: readonly MainView[] = ['timeline', 'classroom', 'gemm'];
 
 /** The size keys, in display order (each overrides the preset's value). */
-export const sizeKeys = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const satisfies readonly (keyof ModelSizes)[];
+export const sizeKeys = [
+  's',
+  'b',
+  'h',
+  'heads',
+  'groups',
+  'ffn',
+  'vocab',
+] as const satisfies readonly (keyof ModelSizes)[];
 
 /**
  * Defaults: the classroom preset (every number fits on a slide) at t = 2, the smallest degree that
@@ -92,7 +107,8 @@ export function settingsFromHash(hash: string): ParsedHash {
   const messages: HashMessage[] = [];
   const known = new Set<string>(hashKeys);
   for (const key of new Set(params.keys())) {
-    if (!known.has(key)) messages.push({ key, message: `unknown key "${key}" ignored; the keys are ${hashKeys.join(', ')}.` });
+    if (!known.has(key))
+      messages.push({ key, message: `unknown key "${key}" ignored; the keys are ${hashKeys.join(', ')}.` });
   }
   const read = <T>(key: string, parse: (text: string) => T, fallback: T): T => {
     const text = params.get(key);
@@ -100,7 +116,10 @@ export function settingsFromHash(hash: string): ParsedHash {
     try {
       return parse(text);
     } catch (e) {
-      messages.push({ key, message: `${e instanceof Error ? e.message : String(e)} Using ${key}=${String(fallback)}.` });
+      messages.push({
+        key,
+        message: `${e instanceof Error ? e.message : String(e)} Using ${key}=${String(fallback)}.`,
+      });
       return fallback;
     }
   };
@@ -150,5 +169,11 @@ export function withPreset(s: Settings, preset: PresetName): Settings {
 /** The layer configuration of some settings (seed and numerics from the config defaults). */
 export function configOf(s: Settings): LayerConfig {
   const sizes: ModelSizes = { s: s.s, b: s.b, h: s.h, heads: s.heads, groups: s.groups, ffn: s.ffn, vocab: s.vocab };
-  return configFromPreset(s.preset, { ...sizes, tp: s.tp, sp: s.sp, seed: configDefaults.seed, skipSpNormGradAllReduce: s.skipNormGradReduce });
+  return configFromPreset(s.preset, {
+    ...sizes,
+    tp: s.tp,
+    sp: s.sp,
+    seed: configDefaults.seed,
+    skipSpNormGradAllReduce: s.skipNormGradReduce,
+  });
 }

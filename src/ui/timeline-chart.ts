@@ -2,7 +2,19 @@
 import * as d3 from 'd3';
 import type { Timeline } from '../trace/schedule.ts';
 import { formatMs, labelCandidates, tooltipLines } from './timeline-format.ts';
-import { fitLabel, laneBlocks, laneLayout, phaseSpans, shownEvents, shownSpan, shownTotals, visibleRange, type Lane, type PhaseView, type ViewBlock } from './timeline-layout.ts';
+import {
+  fitLabel,
+  laneBlocks,
+  laneLayout,
+  phaseSpans,
+  shownEvents,
+  shownSpan,
+  shownTotals,
+  visibleRange,
+  type Lane,
+  type PhaseView,
+  type ViewBlock,
+} from './timeline-layout.ts';
 import { bandFill, blockFill, computeFill, exposedColor, fontPx, margin, totalsWidth } from './timeline-style.ts';
 import { drawLaneNames, drawTotals, textMeasure } from './timeline-text.ts';
 
@@ -53,7 +65,11 @@ export class TimelineChart {
   /** The power-of-two zoom level the thin blocks' widths were last set for. */
   private kb = 0;
 
-  constructor(svgEl: SVGSVGElement, private readonly tip: HTMLElement, private readonly hooks: ChartHooks) {
+  constructor(
+    svgEl: SVGSVGElement,
+    private readonly tip: HTMLElement,
+    private readonly hooks: ChartHooks,
+  ) {
     this.svg = d3.select(svgEl);
     this.svg.on('pointermove', (ev: PointerEvent) => this.hover(ev)).on('pointerleave', () => (this.tip.hidden = true));
   }
@@ -78,16 +94,32 @@ export class TimelineChart {
     this.lanesH = layout.height;
     const right = totalsWidth(width);
     this.plotW = Math.max(200, width - margin.left - right);
-    this.x = d3.scaleLinear().domain([span.t0, span.t1 > span.t0 ? span.t1 : span.t0 + 1]).range([0, this.plotW]);
+    this.x = d3
+      .scaleLinear()
+      .domain([span.t0, span.t1 > span.t0 ? span.t1 : span.t0 + 1])
+      .range([0, this.plotW]);
     this.perLane = laneBlocks(events);
     this.svg.attr('width', this.plotW + margin.left + right).attr('height', this.lanesH + margin.top + margin.bottom);
     this.skeleton();
     this.drawBlocks();
     drawLaneNames(this.svg.append('g').attr('transform', `translate(0,${margin.top})`), this.lanes);
-    drawTotals(this.svg.append('g').attr('transform', `translate(${margin.left + this.plotW + 14},${margin.top})`), this.lanes, shownTotals(tl, phase), span, right < margin.right);
+    drawTotals(
+      this.svg.append('g').attr('transform', `translate(${margin.left + this.plotW + 14},${margin.top})`),
+      this.lanes,
+      shownTotals(tl, phase),
+      span,
+      right < margin.right,
+    );
     const maxK = Math.max(1, (this.x.domain()[1] - this.x.domain()[0]) / minWindowMs);
-    const ext: [[number, number], [number, number]] = [[0, 0], [this.plotW, this.lanesH]];
-    this.zoom.scaleExtent([1, maxK]).extent(ext).translateExtent(ext).on('zoom', (ev: d3.D3ZoomEvent<SVGGElement, unknown>) => this.apply(ev.transform));
+    const ext: [[number, number], [number, number]] = [
+      [0, 0],
+      [this.plotW, this.lanesH],
+    ];
+    this.zoom
+      .scaleExtent([1, maxK])
+      .extent(ext)
+      .translateExtent(ext)
+      .on('zoom', (ev: d3.D3ZoomEvent<SVGGElement, unknown>) => this.apply(ev.transform));
     this.plot.call(this.zoom).on('dblclick.zoom', null);
     this.zoom.transform(this.plot, d3.zoomIdentity);
   }
@@ -114,16 +146,38 @@ export class TimelineChart {
 
   private skeleton(): void {
     const defs = this.svg.append('defs');
-    defs.append('clipPath').attr('id', `${this.id}-clip`).append('rect').attr('y', -margin.top).attr('width', this.plotW).attr('height', this.lanesH + margin.top);
-    this.hatch = defs.append('pattern').attr('id', `${this.id}-hatch`).attr('patternUnits', 'userSpaceOnUse').attr('width', 8).attr('height', 8);
+    defs
+      .append('clipPath')
+      .attr('id', `${this.id}-clip`)
+      .append('rect')
+      .attr('y', -margin.top)
+      .attr('width', this.plotW)
+      .attr('height', this.lanesH + margin.top);
+    this.hatch = defs
+      .append('pattern')
+      .attr('id', `${this.id}-hatch`)
+      .attr('patternUnits', 'userSpaceOnUse')
+      .attr('width', 8)
+      .attr('height', 8);
     this.hatch.append('rect').attr('width', 8).attr('height', 8).attr('fill', exposedColor).attr('fill-opacity', 0.28);
-    this.hatch.append('path').attr('d', 'M-2,2 l4,-4 M0,8 l8,-8 M6,10 l4,-4').attr('stroke', exposedColor).attr('stroke-width', 2.6);
-    this.plot = this.svg.append('g').attr('class', 'plot-area').attr('transform', `translate(${margin.left},${margin.top})`);
+    this.hatch
+      .append('path')
+      .attr('d', 'M-2,2 l4,-4 M0,8 l8,-8 M6,10 l4,-4')
+      .attr('stroke', exposedColor)
+      .attr('stroke-width', 2.6);
+    this.plot = this.svg
+      .append('g')
+      .attr('class', 'plot-area')
+      .attr('transform', `translate(${margin.left},${margin.top})`);
     // Catches wheel and drag over empty lane space too.
     this.plot.append('rect').attr('width', this.plotW).attr('height', this.lanesH).attr('fill', 'transparent');
     const clipped = this.plot.append('g').attr('clip-path', `url(#${this.id}-clip)`);
     this.zoomed = clipped.append('g').attr('class', 'zoomed');
-    this.labels = clipped.append('g').attr('class', 'labels').attr('pointer-events', 'none').attr('font-size', fontPx.block);
+    this.labels = clipped
+      .append('g')
+      .attr('class', 'labels')
+      .attr('pointer-events', 'none')
+      .attr('font-size', fontPx.block);
     this.top = this.plot.append('g').attr('class', 'top').attr('pointer-events', 'none').attr('font-size', fontPx.top);
     this.axis = this.plot.append('g').attr('class', 'axis').attr('transform', `translate(0,${this.lanesH})`);
   }
@@ -132,16 +186,36 @@ export class TimelineChart {
     const x = this.x;
     const bands = this.zoomed.append('g').attr('class', 'bands');
     for (const s of this.spans) {
-      bands.append('rect').attr('x', x(s.t0)).attr('width', x(s.t1) - x(s.t0)).attr('y', -margin.top).attr('height', this.lanesH + margin.top).attr('fill', bandFill[s.phase]);
+      bands
+        .append('rect')
+        .attr('x', x(s.t0))
+        .attr('width', x(s.t1) - x(s.t0))
+        .attr('y', -margin.top)
+        .attr('height', this.lanesH + margin.top)
+        .attr('fill', bandFill[s.phase]);
     }
     const back = this.spans.find((s) => s.phase === 'backward');
     if (back && this.spans.length > 1) {
-      this.zoomed.append('line').attr('class', 'phase-sep').attr('x1', x(back.t0)).attr('x2', x(back.t0)).attr('y1', -margin.top).attr('y2', this.lanesH)
-        .attr('stroke', '#555').attr('stroke-width', 1.5).attr('stroke-dasharray', '5 4').attr('vector-effect', 'non-scaling-stroke');
+      this.zoomed
+        .append('line')
+        .attr('class', 'phase-sep')
+        .attr('x1', x(back.t0))
+        .attr('x2', x(back.t0))
+        .attr('y1', -margin.top)
+        .attr('y2', this.lanesH)
+        .attr('stroke', '#555')
+        .attr('stroke-width', 1.5)
+        .attr('stroke-dasharray', '5 4')
+        .attr('vector-effect', 'non-scaling-stroke');
     }
     this.thin = [];
     for (const lane of this.lanes) {
-      const g = this.zoomed.append('g').attr('data-lane', lane.kind).attr('data-rank', lane.rank).attr('aria-label', `rank ${lane.rank} · ${lane.kind}`).attr('transform', `translate(0,${lane.y})`);
+      const g = this.zoomed
+        .append('g')
+        .attr('data-lane', lane.kind)
+        .attr('data-rank', lane.rank)
+        .attr('aria-label', `rank ${lane.rank} · ${lane.kind}`)
+        .attr('transform', `translate(0,${lane.y})`);
       const own = this.perLane.get(`${lane.rank}:${lane.kind}`) ?? [];
       const exposed = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:exposed`) ?? []) : [];
       // No strokes: a non-scaling stroke per block costs more than the rest of a zoom frame together.
@@ -149,15 +223,31 @@ export class TimelineChart {
         const i = this.flat.push(b) - 1;
         this.index.set(b, i);
         const w = Math.max(0, x(b.t1) - x(b.t0));
-        const r = g.append('rect').attr('data-i', i).attr('data-rank', b.rank).attr('data-kind', b.kind).attr('data-op', b.event.op).attr('data-phase', b.event.phase)
-          .attr('x', x(b.t0)).attr('width', w).attr('height', lane.height);
+        const r = g
+          .append('rect')
+          .attr('data-i', i)
+          .attr('data-rank', b.rank)
+          .attr('data-kind', b.kind)
+          .attr('data-op', b.event.op)
+          .attr('data-phase', b.event.phase)
+          .attr('x', x(b.t0))
+          .attr('width', w)
+          .attr('height', lane.height);
         if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
         else r.attr('fill', b.kind === 'compute' ? computeFill(b.event.phase, j) : blockFill.comm[b.event.phase]);
         if (b.kind !== 'compute') this.thin.push({ el: r.node()!, w });
       });
     }
-    this.zoomed.append('line').attr('class', 'step-end').attr('x1', x(this.end.t1)).attr('x2', x(this.end.t1)).attr('y1', -margin.top + 4).attr('y2', this.lanesH)
-      .attr('stroke', '#111').attr('stroke-width', 2.5).attr('vector-effect', 'non-scaling-stroke');
+    this.zoomed
+      .append('line')
+      .attr('class', 'step-end')
+      .attr('x1', x(this.end.t1))
+      .attr('x2', x(this.end.t1))
+      .attr('y1', -margin.top + 4)
+      .attr('y2', this.lanesH)
+      .attr('stroke', '#111')
+      .attr('stroke-width', 2.5)
+      .attr('vector-effect', 'non-scaling-stroke');
   }
 
   private apply(t: d3.ZoomTransform): void {
@@ -174,8 +264,15 @@ export class TimelineChart {
     const zx = t.rescaleX(this.x);
     this.drawLabels(zx);
     this.drawTop(zx);
-    this.axis.call(d3.axisBottom(zx).ticks(Math.max(2, Math.floor(this.plotW / 120))).tickFormat((d) => formatMs(Number(d))))
-      .attr('font-size', fontPx.axis).attr('font-family', null);
+    this.axis
+      .call(
+        d3
+          .axisBottom(zx)
+          .ticks(Math.max(2, Math.floor(this.plotW / 120)))
+          .tickFormat((d) => formatMs(Number(d))),
+      )
+      .attr('font-size', fontPx.axis)
+      .attr('font-family', null);
     this.hooks.onZoom(this.domain());
   }
 
@@ -195,11 +292,22 @@ export class TimelineChart {
         const lines = fitLabel(cands, w, lane.height - 4, lineH, this.measure);
         if (lines === null) continue;
         const fill = b.kind === 'compute' ? '#fff' : '#111';
-        out.push({ i: this.index.get(b)!, x: a + 4, y: lane.y + lane.height / 2 - ((lines.length - 1) * lineH) / 2, lines, fill });
+        out.push({
+          i: this.index.get(b)!,
+          x: a + 4,
+          y: lane.y + lane.height / 2 - ((lines.length - 1) * lineH) / 2,
+          lines,
+          fill,
+        });
       }
     }
-    this.labels.selectAll<SVGTextElement, (typeof out)[number]>('text').data(out, (d) => d.i).join('text')
-      .attr('x', (d) => d.x).attr('y', (d) => d.y).attr('fill', (d) => d.fill)
+    this.labels
+      .selectAll<SVGTextElement, (typeof out)[number]>('text')
+      .data(out, (d) => d.i)
+      .join('text')
+      .attr('x', (d) => d.x)
+      .attr('y', (d) => d.y)
+      .attr('fill', (d) => d.fill)
       .each(function (d) {
         const t = d3.select(this);
         if (t.attr('data-text') === d.lines.join('\n')) {
@@ -207,22 +315,46 @@ export class TimelineChart {
           return;
         }
         t.attr('data-text', d.lines.join('\n'));
-        t.selectAll('tspan').data(d.lines).join('tspan').attr('x', d.x).attr('dy', (_, k) => (k === 0 ? '0.35em' : `${lineH}px`)).text((l) => l);
+        t.selectAll('tspan')
+          .data(d.lines)
+          .join('tspan')
+          .attr('x', d.x)
+          .attr('dy', (_, k) => (k === 0 ? '0.35em' : `${lineH}px`))
+          .text((l) => l);
       });
   }
 
   private drawTop(zx: d3.ScaleLinear<number, number>): void {
-    const names = this.spans.map((s) => {
-      const a = Math.max(zx(s.t0), 0);
-      const b = Math.min(zx(s.t1), this.plotW);
-      return { phase: s.phase, x: (a + b) / 2, show: b - a > 90 };
-    }).filter((s) => s.show);
-    this.top.selectAll<SVGTextElement, (typeof names)[number]>('text.phase').data(names, (d) => d.phase).join('text').attr('class', 'phase')
-      .attr('x', (d) => d.x).attr('y', -6).attr('text-anchor', 'middle').attr('font-weight', 600).attr('fill', '#333').text((d) => `${d.phase} pass`);
+    const names = this.spans
+      .map((s) => {
+        const a = Math.max(zx(s.t0), 0);
+        const b = Math.min(zx(s.t1), this.plotW);
+        return { phase: s.phase, x: (a + b) / 2, show: b - a > 90 };
+      })
+      .filter((s) => s.show);
+    this.top
+      .selectAll<SVGTextElement, (typeof names)[number]>('text.phase')
+      .data(names, (d) => d.phase)
+      .join('text')
+      .attr('class', 'phase')
+      .attr('x', (d) => d.x)
+      .attr('y', -6)
+      .attr('text-anchor', 'middle')
+      .attr('font-weight', 600)
+      .attr('fill', '#333')
+      .text((d) => `${d.phase} pass`);
     const ex = zx(this.end.t1);
     const step = ex >= 0 && ex <= this.plotW + 1 ? [ex] : [];
-    this.top.selectAll<SVGTextElement, number>('text.step').data(step).join('text').attr('class', 'step')
-      .attr('x', (d) => Math.max(d - 6, 0)).attr('y', -24).attr('text-anchor', (d) => (d - 6 > 200 ? 'end' : 'start')).attr('font-weight', 700).attr('fill', '#111')
+    this.top
+      .selectAll<SVGTextElement, number>('text.step')
+      .data(step)
+      .join('text')
+      .attr('class', 'step')
+      .attr('x', (d) => Math.max(d - 6, 0))
+      .attr('y', -24)
+      .attr('text-anchor', (d) => (d - 6 > 200 ? 'end' : 'start'))
+      .attr('font-weight', 700)
+      .attr('fill', '#111')
       .text(`step end ${formatMs(this.end.t1)} · rank ${this.end.endRank}`);
   }
 
@@ -234,7 +366,12 @@ export class TimelineChart {
       return;
     }
     const lines = tooltipLines(b.event);
-    if (b.kind === 'exposed') lines.splice(1, 0, `EXPOSED ${formatMs(b.t1 - b.t0)}: ${formatMs(b.t0)} – ${formatMs(b.t1)}, not hidden by compute`);
+    if (b.kind === 'exposed')
+      lines.splice(
+        1,
+        0,
+        `EXPOSED ${formatMs(b.t1 - b.t0)}: ${formatMs(b.t0)} – ${formatMs(b.t1)}, not hidden by compute`,
+      );
     this.tip.textContent = lines.join('\n');
     this.tip.hidden = false;
     const box = (this.tip.offsetParent ?? this.svg.node()!).getBoundingClientRect();

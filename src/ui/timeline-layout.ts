@@ -69,8 +69,11 @@ export function laneBlocks(events: readonly ScheduledEvent[]): Map<string, ViewB
     if (list) list.push(b);
     else out.set(key, [b]);
   };
-  for (const e of events) push(`${e.rank}:${e.stream}`, { rank: e.rank, kind: e.stream, lane: e.stream, t0: e.t0, t1: e.t1, event: e });
-  for (const e of events) for (const x of e.exposed) push(`${e.rank}:exposed`, { rank: e.rank, kind: 'exposed', lane: 'comm', t0: x.t0, t1: x.t1, event: e });
+  for (const e of events)
+    push(`${e.rank}:${e.stream}`, { rank: e.rank, kind: e.stream, lane: e.stream, t0: e.t0, t1: e.t1, event: e });
+  for (const e of events)
+    for (const x of e.exposed)
+      push(`${e.rank}:exposed`, { rank: e.rank, kind: 'exposed', lane: 'comm', t0: x.t0, t1: x.t1, event: e });
   for (const list of out.values()) list.sort((a, b) => a.t0 - b.t0);
   return out;
 }
@@ -90,7 +93,14 @@ export interface ShownTotals {
  * after another, so sums equal unions).
  */
 export function shownTotals(tl: Timeline, phase: PhaseView): ShownTotals[] {
-  if (phase === 'both') return tl.totals.map(({ rank, computeMs, commMs, exposedMs, endMs }) => ({ rank, computeMs, commMs, exposedMs, endMs }));
+  if (phase === 'both')
+    return tl.totals.map(({ rank, computeMs, commMs, exposedMs, endMs }) => ({
+      rank,
+      computeMs,
+      commMs,
+      exposedMs,
+      endMs,
+    }));
   return Array.from({ length: tl.ranks }, (_, rank) => {
     const mine = tl.events.filter((e) => e.rank === rank && e.phase === phase);
     const sum = (f: (e: ScheduledEvent) => number): number => mine.reduce((a, e) => a + f(e), 0);
@@ -116,7 +126,9 @@ export function shownSpan(tl: Timeline, phase: PhaseView): { t0: number; t1: num
 }
 
 /** Forward and backward spans over all ranks, ms (for the phase bands); a pass without events is left out. */
-export function phaseSpans(events: readonly ScheduledEvent[]): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
+export function phaseSpans(
+  events: readonly ScheduledEvent[],
+): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
   const spans: { phase: 'forward' | 'backward'; t0: number; t1: number }[] = [];
   for (const phase of ['forward', 'backward'] as const) {
     const evs = events.filter((e) => e.phase === phase);
@@ -151,7 +163,14 @@ export function visibleRange(blocks: readonly { t0: number; t1: number }[], t0: 
  * The first candidate (a list of lines) whose every line, plus `padPx` on each side, fits in
  * `widthPx` and whose lines fit in `heightPx` at `linePx` each; null when none fits.
  */
-export function fitLabel(candidates: readonly (readonly string[])[], widthPx: number, heightPx: number, linePx: number, measure: (text: string) => number, padPx = 4): readonly string[] | null {
+export function fitLabel(
+  candidates: readonly (readonly string[])[],
+  widthPx: number,
+  heightPx: number,
+  linePx: number,
+  measure: (text: string) => number,
+  padPx = 4,
+): readonly string[] | null {
   for (const c of candidates) {
     if (c.length * linePx > heightPx) continue;
     if (c.every((line) => measure(line) + 2 * padPx <= widthPx)) return c;

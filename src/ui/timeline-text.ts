@@ -23,8 +23,14 @@ export function textMeasure(px: number): (text: string) => number {
 export function drawLaneNames(g: G, lanes: readonly Lane[]): void {
   g.attr('font-size', fontPx.lane).attr('fill', '#111');
   for (const lane of lanes) {
-    g.append('text').attr('class', 'lane-name').attr('x', margin.left - 10).attr('y', lane.y + lane.height / 2).attr('dy', '0.35em').attr('text-anchor', 'end')
-      .attr('font-weight', lane.kind === 'compute' ? 600 : 400).text(`rank ${lane.rank} · ${lane.kind}`);
+    g.append('text')
+      .attr('class', 'lane-name')
+      .attr('x', margin.left - 10)
+      .attr('y', lane.y + lane.height / 2)
+      .attr('dy', '0.35em')
+      .attr('text-anchor', 'end')
+      .attr('font-weight', lane.kind === 'compute' ? 600 : 400)
+      .text(`rank ${lane.rank} · ${lane.kind}`);
   }
 }
 
@@ -33,18 +39,37 @@ export function drawLaneNames(g: G, lanes: readonly Lane[]): void {
  * lane; the shown pass's end and its last rank on top. `compact` drops the words the lane names
  * already say ("compute", "comm").
  */
-export function drawTotals(g: G, lanes: readonly Lane[], totals: readonly ShownTotals[], end: { t1: number; endRank: number }, compact = false): void {
+export function drawTotals(
+  g: G,
+  lanes: readonly Lane[],
+  totals: readonly ShownTotals[],
+  end: { t1: number; endRank: number },
+  compact = false,
+): void {
   g.attr('font-size', compact ? fontPx.lane - 1 : fontPx.lane).attr('fill', '#111');
-  g.append('text').attr('class', 'step-total').attr('y', -14).attr('font-weight', 700).text(`step ${formatMs(end.t1)} (rank ${end.endRank})`);
+  g.append('text')
+    .attr('class', 'step-total')
+    .attr('y', -14)
+    .attr('font-weight', 700)
+    .text(`step ${formatMs(end.t1)} (rank ${end.endRank})`);
   for (const lane of lanes) {
     const tot = totals[lane.rank];
     if (!tot) continue;
-    const t = g.append('text').attr('class', 'lane-total').attr('y', lane.y + lane.height / 2).attr('dy', '0.35em');
+    const t = g
+      .append('text')
+      .attr('class', 'lane-total')
+      .attr('y', lane.y + lane.height / 2)
+      .attr('dy', '0.35em');
     if (lane.kind === 'compute') {
-      t.append('tspan').attr('font-weight', 600).text(`${compact ? '' : 'compute '}${formatMs(tot.computeMs)}`);
+      t.append('tspan')
+        .attr('font-weight', 600)
+        .text(`${compact ? '' : 'compute '}${formatMs(tot.computeMs)}`);
       continue;
     }
     t.append('tspan').text(`${compact ? '' : 'comm '}${formatMs(tot.commMs)} · `);
-    t.append('tspan').attr('fill', exposedColor).attr('font-weight', 700).text(`exposed ${formatMs(tot.exposedMs)}`);
+    t.append('tspan')
+      .attr('fill', exposedColor)
+      .attr('font-weight', 700)
+      .text(`exposed ${formatMs(tot.exposedMs)}`);
   }
 }

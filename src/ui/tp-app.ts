@@ -8,7 +8,15 @@ import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { panelStyles } from './page-style.ts';
 import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
 import { formatMs } from './timeline-format.ts';
-import { commOf, configOf, hashFromSettings, mainViews, settingsFromHash, type MainView, type Settings } from './state.ts';
+import {
+  commOf,
+  configOf,
+  hashFromSettings,
+  mainViews,
+  settingsFromHash,
+  type MainView,
+  type Settings,
+} from './state.ts';
 import type { SettingsChangeDetail } from './tp-controls.ts';
 import './tp-classroom.ts';
 import './tp-controls.ts';
@@ -37,33 +45,142 @@ const transportWords: Record<string, string> = {
  */
 @customElement('tp-app')
 export class TpApp extends LitElement {
-  static override styles = [panelStyles, css`
-    :host { font-size: 16px; background: #f7f9fc; min-height: 100vh; }
-    header { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 24px; padding: 10px 18px; background: #0b2b55; color: #fff; }
-    h1 { font-size: 22px; margin: 0; }
-    nav { display: flex; gap: 4px; }
-    nav a { color: #dbe7f7; text-decoration: none; padding: 4px 10px; border-radius: 6px; font-weight: 600; }
-    nav a[aria-current='page'] { background: #fff; color: #0b2b55; }
-    .status { margin-left: auto; font-size: 15px; color: #f3f6fb; min-width: 18em; }
-    .status[data-busy='true']::before { content: ''; display: inline-block; width: 12px; height: 12px; margin-right: 8px; border: 3px solid #f2b632; border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; vertical-align: -2px; }
-    @keyframes spin { to { transform: rotate(360deg); } }
-    .layout { display: grid; grid-template-columns: 300px minmax(0, 1fr); gap: 14px; padding: 12px 18px; }
-    aside { min-width: 0; }
-    main { min-width: 0; display: flex; flex-direction: column; gap: 12px; }
-    .card { background: #fff; border: 1px solid #d5dbe3; border-radius: 10px; padding: 10px 14px; }
-    .banner { margin: 0 0 6px; padding: 6px 10px; border-radius: 6px; font-size: 15px; }
-    .banner.warn { background: #fff4d6; border-left: 5px solid #c98a00; }
-    .banner.error { background: #fdecee; border-left: 5px solid #a3000f; color: #5c0008; }
-    .banner.info { background: #e8f0fb; border-left: 5px solid #2a6cc4; }
-    .sources { margin: 0 0 6px; font-size: 15px; }
-    .top { display: flex; flex-wrap: wrap; gap: 12px 24px; align-items: flex-start; justify-content: space-between; }
-    .totals { font-size: 15px; flex: 1 1 360px; }
-    tp-oracle-badge { flex: 0 1 auto; }
-    .totals strong { font-size: 18px; }
-    .stale { opacity: 0.55; transition: opacity 0.2s; }
-    .panels { display: grid; grid-template-columns: minmax(0, 1fr) 440px; gap: 12px; }
-    @media (max-width: 1600px) { .panels { grid-template-columns: 1fr; } }
-  `];
+  static override styles = [
+    panelStyles,
+    css`
+      :host {
+        font-size: 16px;
+        background: #f7f9fc;
+        min-height: 100vh;
+      }
+      header {
+        display: flex;
+        flex-wrap: wrap;
+        align-items: center;
+        gap: 8px 24px;
+        padding: 10px 18px;
+        background: #0b2b55;
+        color: #fff;
+      }
+      h1 {
+        font-size: 22px;
+        margin: 0;
+      }
+      nav {
+        display: flex;
+        gap: 4px;
+      }
+      nav a {
+        color: #dbe7f7;
+        text-decoration: none;
+        padding: 4px 10px;
+        border-radius: 6px;
+        font-weight: 600;
+      }
+      nav a[aria-current='page'] {
+        background: #fff;
+        color: #0b2b55;
+      }
+      .status {
+        margin-left: auto;
+        font-size: 15px;
+        color: #f3f6fb;
+        min-width: 18em;
+      }
+      .status[data-busy='true']::before {
+        content: '';
+        display: inline-block;
+        width: 12px;
+        height: 12px;
+        margin-right: 8px;
+        border: 3px solid #f2b632;
+        border-top-color: transparent;
+        border-radius: 50%;
+        animation: spin 0.8s linear infinite;
+        vertical-align: -2px;
+      }
+      @keyframes spin {
+        to {
+          transform: rotate(360deg);
+        }
+      }
+      .layout {
+        display: grid;
+        grid-template-columns: 300px minmax(0, 1fr);
+        gap: 14px;
+        padding: 12px 18px;
+      }
+      aside {
+        min-width: 0;
+      }
+      main {
+        min-width: 0;
+        display: flex;
+        flex-direction: column;
+        gap: 12px;
+      }
+      .card {
+        background: #fff;
+        border: 1px solid #d5dbe3;
+        border-radius: 10px;
+        padding: 10px 14px;
+      }
+      .banner {
+        margin: 0 0 6px;
+        padding: 6px 10px;
+        border-radius: 6px;
+        font-size: 15px;
+      }
+      .banner.warn {
+        background: #fff4d6;
+        border-left: 5px solid #c98a00;
+      }
+      .banner.error {
+        background: #fdecee;
+        border-left: 5px solid #a3000f;
+        color: #5c0008;
+      }
+      .banner.info {
+        background: #e8f0fb;
+        border-left: 5px solid #2a6cc4;
+      }
+      .sources {
+        margin: 0 0 6px;
+        font-size: 15px;
+      }
+      .top {
+        display: flex;
+        flex-wrap: wrap;
+        gap: 12px 24px;
+        align-items: flex-start;
+        justify-content: space-between;
+      }
+      .totals {
+        font-size: 15px;
+        flex: 1 1 360px;
+      }
+      tp-oracle-badge {
+        flex: 0 1 auto;
+      }
+      .totals strong {
+        font-size: 18px;
+      }
+      .stale {
+        opacity: 0.55;
+        transition: opacity 0.2s;
+      }
+      .panels {
+        display: grid;
+        grid-template-columns: minmax(0, 1fr) 440px;
+        gap: 12px;
+      }
+      @media (max-width: 1600px) {
+        .panels {
+          grid-template-columns: 1fr;
+        }
+      }
+    `,
+  ];
 
   @state() private settings: Settings = settingsFromHash(location.hash).settings;
   @state() private hashIssues: readonly FieldIssue[] = [];
@@ -205,12 +322,32 @@ export class TpApp extends LitElement {
       <header>
         <h1>Tensor-parallel playground</h1>
         <nav aria-label="views">
-          ${mainViews.map((v) => html`<a href=${hashFromSettings({ ...s, view: v })} aria-current=${v === s.view ? 'page' : 'false'} @click=${(e: Event) => { e.preventDefault(); this.setView(v); }}>${viewNames[v]}</a>`)}
+          ${mainViews.map(
+            (v) =>
+              html`<a
+                href=${hashFromSettings({ ...s, view: v })}
+                aria-current=${v === s.view ? 'page' : 'false'}
+                @click=${(e: Event) => {
+                  e.preventDefault();
+                  this.setView(v);
+                }}
+                >${viewNames[v]}</a
+              >`,
+          )}
         </nav>
-        <div class="status" role="status" aria-live="polite" data-busy=${String(this.busy)} data-status>${this.progress || 'starting…'}</div>
+        <div class="status" role="status" aria-live="polite" data-busy=${String(this.busy)} data-status>
+          ${this.progress || 'starting…'}
+        </div>
       </header>
       <div class="layout">
-        <aside><tp-controls .settings=${s} .issues=${[...this.hashIssues, ...this.issues]} .notes=${this.notes} @settings-change=${this.onChange}></tp-controls></aside>
+        <aside>
+          <tp-controls
+            .settings=${s}
+            .issues=${[...this.hashIssues, ...this.issues]}
+            .notes=${this.notes}
+            @settings-change=${this.onChange}
+          ></tp-controls>
+        </aside>
         <main>
           ${this.renderBanners(stale)}
           ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}
@@ -239,21 +376,43 @@ export class TpApp extends LitElement {
     return html`
       <section class="card top ${stale ? 'stale' : ''}">
         <div class="totals">
-          <div>t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst rank: <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong>${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}</div>
-          <div class="note" data-source="transport">${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : ''}.</div>
+          <div>
+            t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step
+            <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst
+            rank:
+            <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
+            >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}
+          </div>
+          <div class="note" data-source="transport">
+            ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : ''}.
+          </div>
         </div>
-        <tp-oracle-badge .oracle=${r.oracle} .cpuOracle=${r.cpuOracle} .tp=${r.config.tp} reason="no WebGPU here: the layer did not run"></tp-oracle-badge>
+        <tp-oracle-badge
+          .oracle=${r.oracle}
+          .cpuOracle=${r.cpuOracle}
+          .tp=${r.config.tp}
+          reason="no WebGPU here: the layer did not run"
+        ></tp-oracle-badge>
       </section>
       <section class="card ${stale ? 'stale' : ''}" data-sources>
-        ${s.view === 'timeline'
-          ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
-          : s.view === 'classroom'
-            ? html`<tp-classroom .tp=${s.tp} .pools=${this.runner}></tp-classroom>`
-            : html`<tp-gemm-view .config=${configOf(s)} .net=${s.net} .overlap=${s.overlap} .pools=${this.runner}></tp-gemm-view>`}
+        ${
+          s.view === 'timeline'
+            ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
+            : s.view === 'classroom'
+              ? html`<tp-classroom .tp=${s.tp} .pools=${this.runner}></tp-classroom>`
+              : html`<tp-gemm-view
+                  .config=${configOf(s)}
+                  .net=${s.net}
+                  .overlap=${s.overlap}
+                  .pools=${this.runner}
+                ></tp-gemm-view>`
+        }
       </section>
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
-        <section class="card"><tp-exports .timeline=${tl} .config=${r.config} preset=${s.preset} link=${link}></tp-exports></section>
+        <section class="card">
+          <tp-exports .timeline=${tl} .config=${r.config} preset=${s.preset} link=${link}></tp-exports>
+        </section>
       </div>
     `;
   }

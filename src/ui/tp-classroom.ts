@@ -1,7 +1,14 @@
 // <tp-classroom>: Column/Row parallel step by step on the classroom preset, with the ranks' real numbers.
 import { LitElement, html, nothing, type PropertyValues, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
-import { attentionPicture, classroomDegree, classroomSteps, type ClassroomCollective, type ClassroomRuns, type ClassroomStep } from '../parallel/classroom.ts';
+import {
+  attentionPicture,
+  classroomDegree,
+  classroomSteps,
+  type ClassroomCollective,
+  type ClassroomRuns,
+  type ClassroomStep,
+} from '../parallel/classroom.ts';
 import { configFromPreset, presets, type LayerConfig } from '../parallel/config.ts';
 import { legalTpDegrees } from '../parallel/validate.ts';
 import { createLayerPool, type PoolLender } from '../ranks/layer-run.ts';
@@ -11,7 +18,10 @@ import { classroomStyles, rankColor } from './classroom-style.ts';
 import { panelStyles } from './page-style.ts';
 
 const opWords: Record<ClassroomCollective['op'], string> = {
-  'all-reduce': 'all-reduce', 'all-gather': 'all-gather', 'reduce-scatter': 'reduce-scatter', identity: 'no communication (identity)',
+  'all-reduce': 'all-reduce',
+  'all-gather': 'all-gather',
+  'reduce-scatter': 'reduce-scatter',
+  identity: 'no communication (identity)',
 };
 
 /**
@@ -74,7 +84,8 @@ export class TpClassroom extends LitElement {
 
   protected override willUpdate(changed: PropertyValues<this>): void {
     const t = classroomDegree(this.tp);
-    if (changed.has('tp') && t !== this.loadedFor && (!this.runs || this.runs.config.tp !== t)) void this.load(configFromPreset('classroom', { tp: t }));
+    if (changed.has('tp') && t !== this.loadedFor && (!this.runs || this.runs.config.tp !== t))
+      void this.load(configFromPreset('classroom', { tp: t }));
   }
 
   private async load(c: LayerConfig): Promise<void> {
@@ -109,29 +120,51 @@ export class TpClassroom extends LitElement {
   }
 
   private collectiveLine(k: ClassroomCollective, t: number): TemplateResult {
-    const bytes = k.op === 'identity' || t === 1 ? 'no bytes' : `payload ${k.payloadBytes} B, each rank sends ${Math.round(k.ringBytesPerRank)} B on a ring`;
-    return html`<div class="coll" data-op=${k.op}><b>${opWords[k.op]}</b> — ${bytes} — <code>${k.megatron}</code>: ${k.why}</div>`;
+    const bytes =
+      k.op === 'identity' || t === 1
+        ? 'no bytes'
+        : `payload ${k.payloadBytes} B, each rank sends ${Math.round(k.ringBytesPerRank)} B on a ring`;
+    return html`<div class="coll" data-op=${k.op}>
+      <b>${opWords[k.op]}</b> — ${bytes} — <code>${k.megatron}</code>: ${k.why}
+    </div>`;
   }
 
   private attention(c: LayerConfig): TemplateResult {
     const pic = attentionPicture(c);
-    return html`<div class="heads">${pic.heads.map((h) => html`<span class="head" data-rank=${h.rank} style="border-color:${rankColor(h.rank)};background:${rankColor(h.rank)}33">head ${h.head} → rank ${h.rank} (KV group ${h.group})</span>`)}</div>
-      <div class="heads">${pic.groups.map((g) => html`<span class="group" style="border-color:${rankColor(g.ranks.length === 1 ? g.ranks[0] : null)}">KV group ${g.group}: ${g.replicated ? 'a copy on' : 'held by'} rank${g.ranks.length > 1 ? 's' : ''} ${g.ranks.join(', ')}</span>`)}</div>`;
+    return html`<div class="heads">
+        ${pic.heads.map((h) => html`<span class="head" data-rank=${h.rank} style="border-color:${rankColor(h.rank)};background:${rankColor(h.rank)}33">head ${h.head} → rank ${h.rank} (KV group ${h.group})</span>`)}
+      </div>
+      <div class="heads">
+        ${pic.groups.map((g) => html`<span class="group" style="border-color:${rankColor(g.ranks.length === 1 ? g.ranks[0] : null)}">KV group ${g.group}: ${g.replicated ? 'a copy on' : 'held by'} rank${g.ranks.length > 1 ? 's' : ''} ${g.ranks.join(', ')}</span>`)}
+      </div>`;
   }
 
   override render(): TemplateResult {
     const t = classroomDegree(this.tp);
-    const note = t !== this.tp ? html`<p class="status">The classroom preset (4 heads, 2 KV groups, FFN 32) allows t = ${legalTpDegrees(presets.classroom, true).join(', ')}; showing t = ${t}.</p>` : nothing;
-    if (this.error) return html`${note}<p class="error" role="alert">The classroom run failed: ${this.error}</p>`;
+    const note =
+      t !== this.tp
+        ? html`<p class="status">
+            The classroom preset (4 heads, 2 KV groups, FFN 32) allows t =
+            ${legalTpDegrees(presets.classroom, true).join(', ')}; showing t = ${t}.
+          </p>`
+        : nothing;
+    if (this.error)
+      return html`${note}
+        <p class="error" role="alert">The classroom run failed: ${this.error}</p>`;
     const steps = this.steps;
-    if (!this.runs || steps.length === 0) return html`${note}<p class="status" aria-live="polite">${this.status || 'loading…'}</p>`;
+    if (!this.runs || steps.length === 0)
+      return html`${note}
+        <p class="status" aria-live="polite">${this.status || 'loading…'}</p>`;
     const s = steps[Math.min(this.step, steps.length - 1)];
     const c = this.runs.config;
     return html`${note}
       <div class="nav">
         <button id="prev" @click=${() => this.go(-1)} ?disabled=${this.step === 0}>← Previous</button>
         <button id="next" @click=${() => this.go(1)} ?disabled=${this.step >= steps.length - 1}>Next →</button>
-        <span class="count">step ${this.step + 1} of ${steps.length} · t = ${c.tp} · s = ${c.s}, h = ${c.h}, f = ${c.ffn} (arrow keys work too)</span>
+        <span class="count"
+          >step ${this.step + 1} of ${steps.length} · t = ${c.tp} · s = ${c.s}, h = ${c.h}, f = ${c.ffn} (arrow keys
+          work too)</span
+        >
         ${this.status ? html`<span class="status">${this.status}</span>` : nothing}
       </div>
       <section data-step-id=${s.id}>
@@ -139,8 +172,24 @@ export class TpClassroom extends LitElement {
         <p class="text">${s.text}</p>
         <div class="megatron">Megatron: ${s.megatron.map((m, i) => html`${i ? ' · ' : ''}<code>${m}</code>`)}</div>
         ${s.collectives.length ? s.collectives.map((k) => this.collectiveLine(k, c.tp)) : html`<div class="coll" data-op="none"><b>no collective</b> — every input of this step is already on the rank that needs it.</div>`}
-        ${s.checks.length ? html`<div class="checks">${s.checks.map((k) => html`<div class="check" data-pass=${String(k.pass)} data-max-abs=${String(k.maxAbs)} data-tolerance=${String(k.tolerance)}>
-          <span class=${k.pass ? 'pass' : 'fail'}>${k.pass ? '✓ equal' : '✗ differs'}</span> ${k.label}: max |error| = ${k.maxAbs.toExponential(2)} (tolerance ${k.tolerance.toExponential(2)})</div>`)}</div>` : nothing}
+        ${
+          s.checks.length
+            ? html`<div class="checks">
+                ${s.checks.map(
+                  (k) =>
+                    html`<div
+                      class="check"
+                      data-pass=${String(k.pass)}
+                      data-max-abs=${String(k.maxAbs)}
+                      data-tolerance=${String(k.tolerance)}
+                    >
+                      <span class=${k.pass ? 'pass' : 'fail'}>${k.pass ? '✓ equal' : '✗ differs'}</span> ${k.label}: max
+                      |error| = ${k.maxAbs.toExponential(2)} (tolerance ${k.tolerance.toExponential(2)})
+                    </div>`,
+                )}
+              </div>`
+            : nothing
+        }
         ${s.id === 'attention' ? this.attention(c) : nothing}
         <div class="panels">${s.panels.map(matrixGrid)}</div>
       </section>`;

@@ -54,7 +54,13 @@ export class TpControls extends LitElement {
   private emit(settings: Settings, field: ControlField): void {
     // Re-render only to clear a shown parse error: a re-render now would put back the old value until the new settings arrive.
     if (this.local[field]) this.local = { ...this.local, [field]: undefined };
-    this.dispatchEvent(new CustomEvent<SettingsChangeDetail>('settings-change', { detail: { settings, field }, bubbles: true, composed: true }));
+    this.dispatchEvent(
+      new CustomEvent<SettingsChangeDetail>('settings-change', {
+        detail: { settings, field },
+        bubbles: true,
+        composed: true,
+      }),
+    );
   }
 
   /** Parses a whole-number input; on failure shows the message under it and returns undefined. */
@@ -69,7 +75,10 @@ export class TpControls extends LitElement {
 
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
     const notes = this.notes.filter((n) => n.field === field).map((n) => this.note(field, n.message));
-    const msgs = [...this.issues.filter((i) => i.field === field).map((i) => i.message), ...(this.local[field] ? [this.local[field]] : [])];
+    const msgs = [
+      ...this.issues.filter((i) => i.field === field).map((i) => i.message),
+      ...(this.local[field] ? [this.local[field]] : []),
+    ];
     if (!msgs.length && !notes.length) return nothing;
     return html`${notes}${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`;
   }
@@ -78,7 +87,10 @@ export class TpControls extends LitElement {
   private note(field: ControlField, message: string): TemplateResult {
     const cut = message.search(/[:.;] /);
     if (cut < 0) return html`<p class="hint" data-note-for=${field}>${message}</p>`;
-    return html`<details class="hint" data-note-for=${field}><summary>${message.slice(0, cut + 1)}</summary>${message.slice(cut + 2)}</details>`;
+    return html`<details class="hint" data-note-for=${field}>
+      <summary>${message.slice(0, cut + 1)}</summary>
+      ${message.slice(cut + 2)}
+    </details>`;
   }
 
   private invalid(field: ControlField): 'true' | 'false' {
@@ -94,7 +106,10 @@ export class TpControls extends LitElement {
         <legend>Show</legend>
         <label
           >pass
-          <select data-control="pass" @change=${(e: Event) => this.emit({ ...s, pass: (e.target as HTMLSelectElement).value as Settings['pass'] }, 'pass')}>
+          <select
+            data-control="pass"
+            @change=${(e: Event) => this.emit({ ...s, pass: (e.target as HTMLSelectElement).value as Settings['pass'] }, 'pass')}
+          >
             ${passViews.map((p) => html`<option value=${p} ?selected=${p === s.pass}>${p === 'both' ? 'forward + backward' : p}</option>`)}
           </select></label
         >
@@ -110,7 +125,11 @@ export class TpControls extends LitElement {
       <legend>Tensor parallel</legend>
       <label
         >TP degree t
-        <select data-control="tp" aria-invalid=${this.invalid('tp')} @change=${(e: Event) => this.emit({ ...s, tp: Number((e.target as HTMLSelectElement).value) }, 'tp')}>
+        <select
+          data-control="tp"
+          aria-invalid=${this.invalid('tp')}
+          @change=${(e: Event) => this.emit({ ...s, tp: Number((e.target as HTMLSelectElement).value) }, 'tp')}
+        >
           ${options.includes(s.tp) ? nothing : html`<option value=${s.tp} selected>${s.tp}</option>`}
           ${options.map((t) => html`<option value=${t} ?selected=${t === s.tp}>${t}${legal.includes(t) ? '' : ' (not legal here)'}</option>`)}
         </select></label
@@ -132,13 +151,25 @@ export class TpControls extends LitElement {
       <p class="hint">legal here: ${legal.join(', ')}</p>
       ${this.errorsFor('tp')}
       <label class="check"
-        ><input type="checkbox" data-control="sp" .checked=${s.sp} @change=${(e: Event) => this.emit({ ...s, sp: (e.target as HTMLInputElement).checked }, 'sp')} /> sequence
-        parallel (SP)</label
+        ><input
+          type="checkbox"
+          data-control="sp"
+          .checked=${s.sp}
+          @change=${(e: Event) => this.emit({ ...s, sp: (e.target as HTMLInputElement).checked }, 'sp')}
+        />
+        sequence parallel (SP)</label
       >
       ${this.errorsFor('sp')}
-      <label class="check" title="Seed M035: under SP the norm weights see different tokens on each rank; without this all-reduce their gradients silently drift, and the oracle flags them."
-        ><input type="checkbox" data-control="skipnorm" .checked=${s.skipNormGradReduce} ?disabled=${!s.sp || s.tp === 1}
-          @change=${(e: Event) => this.emit({ ...s, skipNormGradReduce: (e.target as HTMLInputElement).checked }, 'sp')} />
+      <label
+        class="check"
+        title="Seed M035: under SP the norm weights see different tokens on each rank; without this all-reduce their gradients silently drift, and the oracle flags them."
+        ><input
+          type="checkbox"
+          data-control="skipnorm"
+          .checked=${s.skipNormGradReduce}
+          ?disabled=${!s.sp || s.tp === 1}
+          @change=${(e: Event) => this.emit({ ...s, skipNormGradReduce: (e.target as HTMLInputElement).checked }, 'sp')}
+        />
         demo: skip the SP all-reduce of the norm-weight gradients</label
       >
     </fieldset>`;
@@ -149,27 +180,31 @@ export class TpControls extends LitElement {
       <legend>Model</legend>
       <label
         >preset
-        <select data-control="preset" @change=${(e: Event) => this.emit(withPreset(s, (e.target as HTMLSelectElement).value as PresetName), 'preset')}>
+        <select
+          data-control="preset"
+          @change=${(e: Event) => this.emit(withPreset(s, (e.target as HTMLSelectElement).value as PresetName), 'preset')}
+        >
           ${presetNames.map((p) => html`<option value=${p} ?selected=${p === s.preset}>${p}</option>`)}
         </select></label
       >
       ${this.errorsFor('preset')}
       <div class="sizes">
         ${sizeKeys.map(
-          (k) => html`<label
-              >${sizeLabels[k]}
-              <input
-                type="number"
-                min=${k === 'vocab' ? 0 : 1}
-                data-control=${k}
-                .value=${String(s[k])}
-                aria-invalid=${this.invalid(k)}
-                @change=${(e: Event) => {
-                  const v = this.whole(k, (e.target as HTMLInputElement).value, k === 'vocab' ? 0 : 1);
-                  if (v !== undefined) this.emit({ ...s, [k]: v }, k);
-                }}
-            /></label>
-            ${this.errorsFor(k)}`,
+          (k) =>
+            html`<label
+                >${sizeLabels[k]}
+                <input
+                  type="number"
+                  min=${k === 'vocab' ? 0 : 1}
+                  data-control=${k}
+                  .value=${String(s[k])}
+                  aria-invalid=${this.invalid(k)}
+                  @change=${(e: Event) => {
+                    const v = this.whole(k, (e.target as HTMLInputElement).value, k === 'vocab' ? 0 : 1);
+                    if (v !== undefined) this.emit({ ...s, [k]: v }, k);
+                  }}
+              /></label>
+              ${this.errorsFor(k)}`,
         )}
       </div>
     </fieldset>`;
@@ -195,36 +230,72 @@ export class TpControls extends LitElement {
     return html`<fieldset>
       <legend>Communication times</legend>
       <label class="check"
-        ><input type="radio" name="comm" data-control="comm-measured" .checked=${measured} @change=${() => this.emit({ ...s, net: 'measured' }, 'net')} /> measured here (this
-        browser's transport)</label
+        ><input
+          type="radio"
+          name="comm"
+          data-control="comm-measured"
+          .checked=${measured}
+          @change=${() => this.emit({ ...s, net: 'measured' }, 'net')}
+        />
+        measured here (this browser's transport)</label
       >
       <label class="check"
-        ><input type="radio" name="comm" data-control="comm-modeled" .checked=${!measured} @change=${() => this.emit({ ...s, net: link }, 'net')} /> modeled interconnect
-        (alpha-beta ring)</label
+        ><input
+          type="radio"
+          name="comm"
+          data-control="comm-modeled"
+          .checked=${!measured}
+          @change=${() => this.emit({ ...s, net: link }, 'net')}
+        />
+        modeled interconnect (alpha-beta ring)</label
       >
       <label
         >link
-        <select data-control="net" ?disabled=${measured} aria-invalid=${this.invalid('net')} @change=${(e: Event) => {
-          const v = (e.target as HTMLSelectElement).value;
-          setLink(v === 'custom' ? `custom:${alpha}:${bw}` : v);
-        }}>
+        <select
+          data-control="net"
+          ?disabled=${measured}
+          aria-invalid=${this.invalid('net')}
+          @change=${(e: Event) => {
+            const v = (e.target as HTMLSelectElement).value;
+            setLink(v === 'custom' ? `custom:${alpha}:${bw}` : v);
+          }}
+        >
           ${interconnectNames.map((n) => html`<option value=${n} ?selected=${n === link}>${interconnectPresets[n].label}</option>`)}
           <option value="custom" ?selected=${!!custom}>custom α and bandwidth</option>
         </select></label
       >
-      ${custom && !measured
-        ? html`<label
-              >α per ring step (µs)
-              <input type="number" min="0" step="any" data-control="alpha" .value=${alpha} @change=${(e: Event) => setCustom((e.target as HTMLInputElement).value, bw)}
-            /></label>
-            <label
-              >bus bandwidth (GB/s)
-              <input type="number" min="0" step="any" data-control="bandwidth" .value=${bw} @change=${(e: Event) => setCustom(alpha, (e.target as HTMLInputElement).value)}
-            /></label>`
-        : nothing}
+      ${
+        custom && !measured
+          ? html`<label
+                >α per ring step (µs)
+                <input
+                  type="number"
+                  min="0"
+                  step="any"
+                  data-control="alpha"
+                  .value=${alpha}
+                  @change=${(e: Event) => setCustom((e.target as HTMLInputElement).value, bw)}
+              /></label>
+              <label
+                >bus bandwidth (GB/s)
+                <input
+                  type="number"
+                  min="0"
+                  step="any"
+                  data-control="bandwidth"
+                  .value=${bw}
+                  @change=${(e: Event) => setCustom(alpha, (e.target as HTMLInputElement).value)}
+              /></label>`
+          : nothing
+      }
       ${this.errorsFor('net')}
       <label class="check"
-        ><input type="checkbox" data-control="overlap" .checked=${s.overlap} @change=${(e: Event) => this.emit({ ...s, overlap: (e.target as HTMLInputElement).checked }, 'overlap')} />
+        ><input
+          type="checkbox"
+          data-control="overlap"
+          .checked=${s.overlap}
+          @change=${(e: Event) => this.emit({ ...s, overlap: (e.target as HTMLInputElement).checked }, 'overlap')}
+        />
         overlap the dgrad all-reduce with wgrad (Megatron async)</label
       >
       ${this.errorsFor('overlap')}

@@ -97,18 +97,43 @@ export class TpExports extends LitElement {
     return html`
       <h2>Export</h2>
       <div class="buttons">
-        <button data-export="perfetto" @click=${() => download(exportName(c, this.preset, 'json'), JSON.stringify(timelineToPerfetto(tl)), 'application/json')}>
+        <button
+          data-export="perfetto"
+          @click=${() => download(exportName(c, this.preset, 'json'), JSON.stringify(timelineToPerfetto(tl)), 'application/json')}
+        >
           Trace for Perfetto / chrome://tracing (.json)
         </button>
-        <button data-export="csv" @click=${() => download(exportName(c, this.preset, 'csv'), timelineCsv(tl.events), 'text/csv')}>Numbers (.csv)</button>
+        <button
+          data-export="csv"
+          @click=${() => download(exportName(c, this.preset, 'csv'), timelineCsv(tl.events), 'text/csv')}
+        >
+          Numbers (.csv)
+        </button>
         <button data-export="link" @click=${() => void this.copy('link', this.link)}>Copy shareable link</button>
       </div>
-      <input class="link" readonly aria-label="shareable link" .value=${this.link} @focus=${(e: Event) => (e.target as HTMLInputElement).select()} />
+      <input
+        class="link"
+        readonly
+        aria-label="shareable link"
+        .value=${this.link}
+        @focus=${(e: Event) => (e.target as HTMLInputElement).select()}
+      />
       <h3>The same layer on Megatron-LM</h3>
       <pre data-export="megatron">${args}</pre>
-      <button data-export="megatron-copy" @click=${() => void this.copy('arguments', args.replace(/ \\\n\s*/g, ' ').trim())}>Copy arguments</button>
+      <button
+        data-export="megatron-copy"
+        @click=${() => void this.copy('arguments', args.replace(/ \\\n\s*/g, ' ').trim())}
+      >
+        Copy arguments
+      </button>
       ${this.copied ? html`<span class="copied" role="status"> ${this.copied}</span>` : nothing}
-      ${caveats.length ? html`<ul data-export="caveats">${caveats.map((x) => html`<li>${x}</li>`)}</ul>` : nothing}
+      ${
+        caveats.length
+          ? html`<ul data-export="caveats">
+              ${caveats.map((x) => html`<li>${x}</li>`)}
+            </ul>`
+          : nothing
+      }
     `;
   }
 }

@@ -23,15 +23,45 @@ export class TpGemmView extends LitElement {
   static override styles = [
     panelStyles,
     css`
-      .bar { display: flex; gap: 12px; align-items: center; flex-wrap: wrap; margin: 6px 0 10px; }
-      button, select { font-size: 16px; padding: 4px 12px; }
-      .charts { display: flex; flex-wrap: wrap; gap: 14px; }
-      .skipped { color: #7a4b00; }
-      .error { color: #c00; }
-      td.shape { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; white-space: nowrap; }
-      td.low { color: #b00020; font-weight: 600; }
-      .note { color: #444; font-size: 14px; max-width: 80em; }
-      .scroll { overflow-x: auto; }
+      .bar {
+        display: flex;
+        gap: 12px;
+        align-items: center;
+        flex-wrap: wrap;
+        margin: 6px 0 10px;
+      }
+      button,
+      select {
+        font-size: 16px;
+        padding: 4px 12px;
+      }
+      .charts {
+        display: flex;
+        flex-wrap: wrap;
+        gap: 14px;
+      }
+      .skipped {
+        color: #7a4b00;
+      }
+      .error {
+        color: #c00;
+      }
+      td.shape {
+        font-family: ui-monospace, 'DejaVu Sans Mono', monospace;
+        white-space: nowrap;
+      }
+      td.low {
+        color: #b00020;
+        font-weight: 600;
+      }
+      .note {
+        color: #444;
+        font-size: 14px;
+        max-width: 80em;
+      }
+      .scroll {
+        overflow-x: auto;
+      }
     `,
   ];
 
@@ -63,7 +93,12 @@ export class TpGemmView extends LitElement {
   }
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    if (this.autorun && (changed.has('config') || changed.has('net') || changed.has('autorun')) && this.key() !== this.sweptKey) void this.run();
+    if (
+      this.autorun &&
+      (changed.has('config') || changed.has('net') || changed.has('autorun')) &&
+      this.key() !== this.sweptKey
+    )
+      void this.run();
   }
 
   override disconnectedCallback(): void {
@@ -99,7 +134,9 @@ export class TpGemmView extends LitElement {
       this.progress = '';
     } catch (e) {
       if (abort !== this.abort) return;
-      this.error = abort.signal.aborted ? 'Sweep cancelled.' : `The sweep failed: ${e instanceof Error ? e.message : String(e)}`;
+      this.error = abort.signal.aborted
+        ? 'Sweep cancelled.'
+        : `The sweep failed: ${e instanceof Error ? e.message : String(e)}`;
       this.progress = '';
       if (!abort.signal.aborted) this.sweptKey = '';
     } finally {
@@ -116,16 +153,39 @@ export class TpGemmView extends LitElement {
     if (!eff || !this.gflopsSvg || !this.timeSvg || !this.speedupSvg) return;
     const degrees = eff.steps.map((s) => s.t);
     const rows = eff.gemms.filter((g) => g.phase === this.chartPhase);
-    const series = (v: (d: GemmRow['byDegree'][number]) => number) => rows.map((g, i) => ({ name: g.name, color: seriesColor(i), points: g.byDegree.map((d) => ({ t: d.t, v: v(d) })) }));
-    drawLineChart(this.gflopsSvg, { title: `GFLOP/s per ${this.chartPhase} GEMM vs t`, yLabel: 'GFLOP/s', degrees, series: series((d) => d.gflops), logY: true });
-    drawLineChart(this.timeSvg, { title: `Per-rank time per ${this.chartPhase} GEMM vs t`, yLabel: 'ms (log)', degrees, series: series((d) => d.ms), logY: true });
+    const series = (v: (d: GemmRow['byDegree'][number]) => number) =>
+      rows.map((g, i) => ({
+        name: g.name,
+        color: seriesColor(i),
+        points: g.byDegree.map((d) => ({ t: d.t, v: v(d) })),
+      }));
+    drawLineChart(this.gflopsSvg, {
+      title: `GFLOP/s per ${this.chartPhase} GEMM vs t`,
+      yLabel: 'GFLOP/s',
+      degrees,
+      series: series((d) => d.gflops),
+      logY: true,
+    });
+    drawLineChart(this.timeSvg, {
+      title: `Per-rank time per ${this.chartPhase} GEMM vs t`,
+      yLabel: 'ms (log)',
+      degrees,
+      series: series((d) => d.ms),
+      logY: true,
+    });
     const comm = eff.steps[0]?.comm ?? '';
     drawLineChart(this.speedupSvg, {
-      title: 'Step speed-up over t = 1', yLabel: 'speed-up', degrees,
+      title: 'Step speed-up over t = 1',
+      yLabel: 'speed-up',
+      degrees,
       series: [
         { name: 'ideal (t)', color: '#888', dashed: true, points: degrees.map((t) => ({ t, v: t / degrees[0] })) },
         { name: 'compute only', color: '#2a6cc4', points: eff.steps.map((s) => ({ t: s.t, v: s.computeSpeedup })) },
-        { name: `+ comm, ${comm.replace(/^modeled /, '')}`, color: '#d0021b', points: eff.steps.map((s) => ({ t: s.t, v: s.speedup })) },
+        {
+          name: `+ comm, ${comm.replace(/^modeled /, '')}`,
+          color: '#d0021b',
+          points: eff.steps.map((s) => ({ t: s.t, v: s.speedup })),
+        },
       ],
     });
   }
@@ -133,25 +193,81 @@ export class TpGemmView extends LitElement {
   private gemmTable(eff: GemmEfficiency): TemplateResult {
     const degrees = eff.steps.map((s) => s.t);
     return html`<table>
-      <thead><tr><th>GEMM</th><th>split</th>${degrees.map((t) => html`<th>t=${t}: local M×N×K</th><th class="num">MFLOP</th><th class="num">ms</th><th class="num">GFLOP/s</th><th class="num">vs t=1</th>`)}</tr></thead>
-      <tbody>${eff.gemms.map((g) => html`<tr data-gemm=${g.name} data-split=${g.split}>
-        <td>${g.name}${g.phase === 'backward' ? html` <small>(bwd)</small>` : nothing}</td><td>${g.split}</td>
-        ${degrees.map((t) => {
-          const d = g.byDegree.find((x) => x.t === t);
-          if (!d) return html`<td colspan="5">—</td>`;
-          return html`<td class="shape" data-gemm=${g.name} data-t=${t} data-m=${d.M} data-n=${d.N} data-k=${d.K} data-batch=${d.batch} data-gflops=${d.gflops}>${d.batch > 1 ? `${d.batch}× ` : ''}${d.M}×${d.N}×${d.K}</td>
-            <td class="num">${fmt(d.flops / 1e6)}</td><td class="num">${fmt(d.ms)}</td><td class="num">${fmt(d.gflops)}</td>
-            <td class="num ${d.efficiency < 0.5 ? 'low' : ''}">${fmt(d.efficiency * 100, 2)}%</td>`;
-        })}
-      </tr>`)}</tbody>
+      <thead>
+        <tr>
+          <th>GEMM</th>
+          <th>split</th>
+          ${degrees.map(
+            (t) =>
+              html`<th>t=${t}: local M×N×K</th>
+                <th class="num">MFLOP</th>
+                <th class="num">ms</th>
+                <th class="num">GFLOP/s</th>
+                <th class="num">vs t=1</th>`,
+          )}
+        </tr>
+      </thead>
+      <tbody>
+        ${eff.gemms.map(
+          (g) =>
+            html`<tr data-gemm=${g.name} data-split=${g.split}>
+              <td>${g.name}${g.phase === 'backward' ? html` <small>(bwd)</small>` : nothing}</td>
+              <td>${g.split}</td>
+              ${degrees.map((t) => {
+                const d = g.byDegree.find((x) => x.t === t);
+                if (!d) return html`<td colspan="5">—</td>`;
+                return html`<td
+                    class="shape"
+                    data-gemm=${g.name}
+                    data-t=${t}
+                    data-m=${d.M}
+                    data-n=${d.N}
+                    data-k=${d.K}
+                    data-batch=${d.batch}
+                    data-gflops=${d.gflops}
+                  >
+                    ${d.batch > 1 ? `${d.batch}× ` : ''}${d.M}×${d.N}×${d.K}
+                  </td>
+                  <td class="num">${fmt(d.flops / 1e6)}</td>
+                  <td class="num">${fmt(d.ms)}</td>
+                  <td class="num">${fmt(d.gflops)}</td>
+                  <td class="num ${d.efficiency < 0.5 ? 'low' : ''}">${fmt(d.efficiency * 100, 2)}%</td>`;
+              })}
+            </tr>`,
+        )}
+      </tbody>
     </table>`;
   }
 
   private stepTable(eff: GemmEfficiency): TemplateResult {
     return html`<table class="steps">
-      <thead><tr><th>t</th><th class="num">compute ms (slowest rank)</th><th class="num">comm ms</th><th class="num">exposed ms</th><th class="num">step ms</th><th class="num">comm share of step</th><th class="num">speed-up</th><th class="num">ideal</th></tr></thead>
-      <tbody>${eff.steps.map((s) => html`<tr data-t=${s.t}><td>${s.t}</td><td class="num">${fmt(s.computeMs)}</td><td class="num">${fmt(s.commMs)}</td><td class="num">${fmt(s.exposedMs)}</td><td class="num">${fmt(s.stepMs)}</td>
-        <td class="num">${fmt(s.commShare * 100, 2)}%</td><td class="num">${fmt(s.speedup)}×</td><td class="num">${s.t / eff.steps[0].t}×</td></tr>`)}</tbody>
+      <thead>
+        <tr>
+          <th>t</th>
+          <th class="num">compute ms (slowest rank)</th>
+          <th class="num">comm ms</th>
+          <th class="num">exposed ms</th>
+          <th class="num">step ms</th>
+          <th class="num">comm share of step</th>
+          <th class="num">speed-up</th>
+          <th class="num">ideal</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${eff.steps.map(
+          (s) =>
+            html`<tr data-t=${s.t}>
+              <td>${s.t}</td>
+              <td class="num">${fmt(s.computeMs)}</td>
+              <td class="num">${fmt(s.commMs)}</td>
+              <td class="num">${fmt(s.exposedMs)}</td>
+              <td class="num">${fmt(s.stepMs)}</td>
+              <td class="num">${fmt(s.commShare * 100, 2)}%</td>
+              <td class="num">${fmt(s.speedup)}×</td>
+              <td class="num">${s.t / eff.steps[0].t}×</td>
+            </tr>`,
+        )}
+      </tbody>
     </table>`;
   }
 
@@ -162,20 +278,35 @@ export class TpGemmView extends LitElement {
       <div class="bar">
         <button id="run" @click=${() => void this.run()} ?disabled=${this.running}>Run sweep</button>
         <button id="cancel" @click=${() => this.cancel()} ?disabled=${!this.running}>Cancel</button>
-        <label>charts: <select @change=${(e: Event) => (this.chartPhase = (e.target as HTMLSelectElement).value as OpPhase)}>
-          <option value="forward" ?selected=${this.chartPhase === 'forward'}>forward GEMMs</option>
-          <option value="backward" ?selected=${this.chartPhase === 'backward'}>backward GEMMs</option></select></label>
+        <label
+          >charts:
+          <select @change=${(e: Event) => (this.chartPhase = (e.target as HTMLSelectElement).value as OpPhase)}>
+            <option value="forward" ?selected=${this.chartPhase === 'forward'}>forward GEMMs</option>
+            <option value="backward" ?selected=${this.chartPhase === 'backward'}>backward GEMMs</option>
+          </select></label
+        >
         <span class="progress" aria-live="polite">${this.progress}</span>
       </div>
       ${skipped.map((s) => html`<p class="skipped" data-skipped-t=${s.t}>t = ${s.t} skipped: ${s.reasons.join(' ')}</p>`)}
       ${this.error ? html`<p class="error" role="alert">${this.error}</p>` : nothing}
-      ${eff ? html`
-        <p class="note">${this.report?.note} Column-parallel GEMMs keep M and K and get N/t; row-parallel ones get K/t; attention runs heads/t heads. Smaller local GEMMs fill the GPU less, so GFLOP/s falls while the all-reduces stay the size of [s, b, h]: the step's speed-up falls behind t (seeds M031, M033, M105).</p>
-        <div class="charts"><svg id="gflops"></svg><svg id="time"></svg><svg id="speedup"></svg></div>
-        <h3>Step (measured compute, communication ${this.net === 'measured' ? 'measured here' : `modeled on ${this.net}`}, overlap ${this.overlap ? 'on' : 'off'})</h3>
-        ${this.stepTable(eff)}
-        <h3>Every GEMM of the layer</h3>
-        <div class="scroll">${this.gemmTable(eff)}</div>` : nothing}`;
+      ${
+        eff
+          ? html` <p class="note">
+                ${this.report?.note} Column-parallel GEMMs keep M and K and get N/t; row-parallel ones get K/t;
+                attention runs heads/t heads. Smaller local GEMMs fill the GPU less, so GFLOP/s falls while the
+                all-reduces stay the size of [s, b, h]: the step's speed-up falls behind t (seeds M031, M033, M105).
+              </p>
+              <div class="charts"><svg id="gflops"></svg><svg id="time"></svg><svg id="speedup"></svg></div>
+              <h3>
+                Step (measured compute, communication
+                ${this.net === 'measured' ? 'measured here' : `modeled on ${this.net}`}, overlap
+                ${this.overlap ? 'on' : 'off'})
+              </h3>
+              ${this.stepTable(eff)}
+              <h3>Every GEMM of the layer</h3>
+              <div class="scroll">${this.gemmTable(eff)}</div>`
+          : nothing
+      }`;
   }
 }
 

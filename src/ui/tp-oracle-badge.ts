@@ -80,19 +80,28 @@ export class TpOracleBadge extends LitElement {
   protected override render() {
     const o = this.oracle;
     if (!o) {
-      return html`<div class="badge" data-pass="none">no oracle<span class="detail">${this.reason || 'nothing has run yet'}</span></div>`;
+      return html`<div class="badge" data-pass="none">
+        no oracle<span class="detail">${this.reason || 'nothing has run yet'}</span>
+      </div>`;
     }
     const w = o.worst;
     return html`
-      <div class="badge" data-pass=${String(o.pass)} title="max |TP=${this.tp} − TP=1| over every tensor, against 16·ε·(K+1)·max|ref|">
+      <div
+        class="badge"
+        data-pass=${String(o.pass)}
+        title="max |TP=${this.tp} − TP=1| over every tensor, against 16·ε·(K+1)·max|ref|"
+      >
         ${o.pass ? '✓ matches TP=1' : '✗ differs from TP=1'}
         <span class="detail">worst ${w.tensor}: ${sci(w.maxAbs)} (tolerance ${sci(w.tol)})</span>
       </div>
-      ${this.cpuOracle
-        ? html`<p class="cpu" data-cpu-pass=${String(this.cpuOracle.pass)}>
-            CPU twins (float64 accumulation): ${this.cpuOracle.pass ? 'match' : 'differ'} — worst ${this.cpuOracle.worst.tensor} ${sci(this.cpuOracle.worst.maxAbs)}
-          </p>`
-        : nothing}
+      ${
+        this.cpuOracle
+          ? html`<p class="cpu" data-cpu-pass=${String(this.cpuOracle.pass)}>
+              CPU twins (float64 accumulation): ${this.cpuOracle.pass ? 'match' : 'differ'} — worst
+              ${this.cpuOracle.worst.tensor} ${sci(this.cpuOracle.worst.maxAbs)}
+            </p>`
+          : nothing
+      }
       <details>
         <summary>every tensor (${o.entries.length})</summary>
         ${this.table(o)}
@@ -103,19 +112,28 @@ export class TpOracleBadge extends LitElement {
   private table(o: OracleReport) {
     return html`<table>
       <thead>
-        <tr><th>tensor</th><th class="num">max |error|</th><th class="num">max rel</th><th class="num">max |ref|</th><th class="num">tolerance</th><th class="num">error / tol</th><th>verdict</th></tr>
+        <tr>
+          <th>tensor</th>
+          <th class="num">max |error|</th>
+          <th class="num">max rel</th>
+          <th class="num">max |ref|</th>
+          <th class="num">tolerance</th>
+          <th class="num">error / tol</th>
+          <th>verdict</th>
+        </tr>
       </thead>
       <tbody>
         ${o.entries.map(
-          (e) => html`<tr class=${e.pass ? '' : 'fail'} data-tensor=${e.tensor}>
-            <td><code>${e.tensor}</code></td>
-            <td class="num">${sci(e.maxAbs)}</td>
-            <td class="num">${sci(e.maxRel)}</td>
-            <td class="num">${sci(e.refMax)}</td>
-            <td class="num">${sci(e.tol)}</td>
-            <td class="num">${ratio(e).toFixed(3)}</td>
-            <td>${e.pass ? 'pass' : 'FAIL'}</td>
-          </tr>`,
+          (e) =>
+            html`<tr class=${e.pass ? '' : 'fail'} data-tensor=${e.tensor}>
+              <td><code>${e.tensor}</code></td>
+              <td class="num">${sci(e.maxAbs)}</td>
+              <td class="num">${sci(e.maxRel)}</td>
+              <td class="num">${sci(e.refMax)}</td>
+              <td class="num">${sci(e.tol)}</td>
+              <td class="num">${ratio(e).toFixed(3)}</td>
+              <td>${e.pass ? 'pass' : 'FAIL'}</td>
+            </tr>`,
         )}
       </tbody>
     </table>`;

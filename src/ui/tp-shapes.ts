@@ -39,7 +39,8 @@ export class TpShapes extends LitElement {
         color: #8a4b00;
         font-weight: 600;
       }
-      td.mono, td code {
+      td.mono,
+      td code {
         white-space: nowrap;
       }
       .bar {
@@ -80,16 +81,22 @@ export class TpShapes extends LitElement {
     return html`<h2>Activations at each boundary (forward, every rank)</h2>
       <table data-section="boundaries">
         <thead>
-          <tr><th>after</th><th>per rank</th><th>local shape</th><th>across ${t} rank${t > 1 ? 's' : ''}</th></tr>
+          <tr>
+            <th>after</th>
+            <th>per rank</th>
+            <th>local shape</th>
+            <th>across ${t} rank${t > 1 ? 's' : ''}</th>
+          </tr>
         </thead>
         <tbody>
           ${boundaries(plan).map(
-            (b) => html`<tr data-op=${b.op} data-layout=${b.layout}>
-              <td>${b.label}</td>
-              <td><code>${b.symbolic}</code></td>
-              <td class="mono">${shape(b.shape)}</td>
-              <td class=${`layout-${b.layout}`}>${layoutWords[b.layout]}</td>
-            </tr>`,
+            (b) =>
+              html`<tr data-op=${b.op} data-layout=${b.layout}>
+                <td>${b.label}</td>
+                <td><code>${b.symbolic}</code></td>
+                <td class="mono">${shape(b.shape)}</td>
+                <td class=${`layout-${b.layout}`}>${layoutWords[b.layout]}</td>
+              </tr>`,
           )}
         </tbody>
       </table>`;
@@ -102,40 +109,59 @@ export class TpShapes extends LitElement {
     return html`<h2>Weight shards (local shapes)</h2>
       <table data-section="weights">
         <thead>
-          <tr><th>weight</th><th>rank 0 holds</th><th class="num">bytes</th><th></th></tr>
+          <tr>
+            <th>weight</th>
+            <th>rank 0 holds</th>
+            <th class="num">bytes</th>
+            <th></th>
+          </tr>
         </thead>
         <tbody>
           ${r0.parameters.map(
-            (p) => html`<tr data-weight=${p.name}>
-              <td><code>${p.name}</code></td>
-              <td class="mono">${shape(p.shape)}</td>
-              <td class="num">${formatBytes(p.bytes)}</td>
-              <td>${p.replicated ? 'replicated' : plan.ranks.length > 1 ? 'shard' : 'whole'}</td>
-            </tr>`,
+            (p) =>
+              html`<tr data-weight=${p.name}>
+                <td><code>${p.name}</code></td>
+                <td class="mono">${shape(p.shape)}</td>
+                <td class="num">${formatBytes(p.bytes)}</td>
+                <td>${p.replicated ? 'replicated' : plan.ranks.length > 1 ? 'shard' : 'whole'}</td>
+              </tr>`,
           )}
         </tbody>
       </table>
       <h3>Who owns what</h3>
       <table data-section="ownership">
         <thead>
-          <tr><th>rank</th><th>query heads</th><th>KV groups</th><th>FFN columns</th>${c.vocab > 0 ? html`<th>vocab rows</th>` : nothing}<th>tokens</th></tr>
+          <tr>
+            <th>rank</th>
+            <th>query heads</th>
+            <th>KV groups</th>
+            <th>FFN columns</th>
+            ${c.vocab > 0 ? html`<th>vocab rows</th>` : nothing}
+            <th>tokens</th>
+          </tr>
         </thead>
         <tbody>
           ${plan.ranks.map(
-            (o) => html`<tr>
-              <td>${o.rank}</td>
-              <td>${rangeText(o.heads)}</td>
-              <td>${o.kvGroups.join(', ')}${replicatedKv ? ' (replica)' : ''}</td>
-              <td>${rangeText(o.ffn)}</td>
-              ${c.vocab > 0 ? html`<td>${rangeText(o.vocab)}</td>` : nothing}
-              <td>${rangeText(o.tokens)}</td>
-            </tr>`,
+            (o) =>
+              html`<tr>
+                <td>${o.rank}</td>
+                <td>${rangeText(o.heads)}</td>
+                <td>${o.kvGroups.join(', ')}${replicatedKv ? ' (replica)' : ''}</td>
+                <td>${rangeText(o.ffn)}</td>
+                ${c.vocab > 0 ? html`<td>${rangeText(o.vocab)}</td>` : nothing}
+                <td>${rangeText(o.tokens)}</td>
+              </tr>`,
           )}
         </tbody>
       </table>
-      ${replicatedKv
-        ? html`<p class="note">${c.groups} KV group${c.groups > 1 ? 's' : ''} &lt; t = ${plan.ranks.length}: each group is replicated on ${plan.ranks.length / c.groups} ranks; their K and V weight gradients are summed over the replicas.</p>`
-        : nothing}`;
+      ${
+        replicatedKv
+          ? html`<p class="note">
+              ${c.groups} KV group${c.groups > 1 ? 's' : ''} &lt; t = ${plan.ranks.length}: each group is replicated on
+              ${plan.ranks.length / c.groups} ranks; their K and V weight gradients are summed over the replicas.
+            </p>`
+          : nothing
+      }`;
   }
 
   private renderMemory(acc: PlanAccounting) {
@@ -144,32 +170,40 @@ export class TpShapes extends LitElement {
     return html`<h3>Memory per rank (float32)</h3>
       <table data-section="memory">
         <thead>
-          <tr><th>rank</th><th class="num">parameters</th><th class="num">gradients</th><th class="num">activations</th><th class="num">total</th><th></th></tr>
+          <tr>
+            <th>rank</th>
+            <th class="num">parameters</th>
+            <th class="num">gradients</th>
+            <th class="num">activations</th>
+            <th class="num">total</th>
+            <th></th>
+          </tr>
         </thead>
         <tbody>
           ${memoryGroups(acc).map(
-            (g) => html`<tr>
-              <td>${rankRange(g.ranks)}</td>
-              <td class="num">${formatBytes(g.memory.parameterBytes)}</td>
-              <td class="num">${formatBytes(g.memory.gradientBytes)}</td>
-              <td class="num">${formatBytes(g.memory.activationBytes)}</td>
-              <td class="num"><strong>${formatBytes(g.memory.totalBytes)}</strong></td>
-              <td>
-                <div class="bar" role="img" aria-label="parameters, gradients, activations">
-                  <span style="width:${pct(g.memory.parameterBytes)};background:${memColors.parameters}"></span>
-                  <span style="width:${pct(g.memory.gradientBytes)};background:${memColors.gradients}"></span>
-                  <span style="width:${pct(g.memory.activationBytes)};background:${memColors.activations}"></span>
-                </div>
-              </td>
-            </tr>`,
+            (g) =>
+              html`<tr>
+                <td>${rankRange(g.ranks)}</td>
+                <td class="num">${formatBytes(g.memory.parameterBytes)}</td>
+                <td class="num">${formatBytes(g.memory.gradientBytes)}</td>
+                <td class="num">${formatBytes(g.memory.activationBytes)}</td>
+                <td class="num"><strong>${formatBytes(g.memory.totalBytes)}</strong></td>
+                <td>
+                  <div class="bar" role="img" aria-label="parameters, gradients, activations">
+                    <span style="width:${pct(g.memory.parameterBytes)};background:${memColors.parameters}"></span>
+                    <span style="width:${pct(g.memory.gradientBytes)};background:${memColors.gradients}"></span>
+                    <span style="width:${pct(g.memory.activationBytes)};background:${memColors.activations}"></span>
+                  </div>
+                </td>
+              </tr>`,
           )}
         </tbody>
       </table>
       <p class="key note">
-        <span style="background:${memColors.parameters}"></span>parameters<span style="background:${memColors.gradients}"></span>gradients<span
-          style="background:${memColors.activations}"
+        <span style="background:${memColors.parameters}"></span>parameters<span
+          style="background:${memColors.gradients}"
         ></span
-        >activations kept for backward
+        >gradients<span style="background:${memColors.activations}"></span>activations kept for backward
       </p>`;
   }
 }

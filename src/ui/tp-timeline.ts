@@ -13,7 +13,10 @@ export interface TimelineZoomDetail {
   readonly t1: number;
 }
 
-const swatch = (fill: string, stroke = 'none') => html`<svg viewBox="0 0 28 16" aria-hidden="true"><rect x="1" y="1" width="26" height="14" fill=${fill} stroke=${stroke} stroke-width="2" /></svg>`;
+const swatch = (fill: string, stroke = 'none') =>
+  html`<svg viewBox="0 0 28 16" aria-hidden="true">
+    <rect x="1" y="1" width="26" height="14" fill=${fill} stroke=${stroke} stroke-width="2" />
+  </svg>`;
 const hatchSwatch = html`<svg viewBox="0 0 28 16" aria-hidden="true">
   <rect x="1" y="1" width="26" height="14" fill=${blockFill.comm.forward} />
   ${svg`<path d="M0,16 L16,0 M8,16 L24,0 M16,16 L32,0 M-8,16 L8,0" stroke=${exposedColor} stroke-width="2.6" />`}
@@ -96,14 +99,20 @@ export class TpTimeline extends LitElement {
         <span class="hint">wheel: zoom · drag: pan · hover: details</span>
       </div>
       ${this.timeline ? null : html`<p class="empty">No timeline yet.</p>`}
-      <div class="chart"><svg class="plot" role="img" aria-label="per-rank timeline"></svg><div class="tip" hidden></div></div>
+      <div class="chart">
+        <svg class="plot" role="img" aria-label="per-rank timeline"></svg>
+        <div class="tip" hidden></div>
+      </div>
     `;
   }
 
   protected override updated(changed: PropertyValues<this>): void {
     if (!this.chart) {
       this.chart = new TimelineChart(this.svgEl, this.tipEl, {
-        onZoom: ([t0, t1]) => this.dispatchEvent(new CustomEvent<TimelineZoomDetail>('timeline-zoom', { detail: { t0, t1 }, bubbles: true, composed: true })),
+        onZoom: ([t0, t1]) =>
+          this.dispatchEvent(
+            new CustomEvent<TimelineZoomDetail>('timeline-zoom', { detail: { t0, t1 }, bubbles: true, composed: true }),
+          ),
       });
       this.redraw();
       return;

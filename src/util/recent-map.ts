@@ -7,7 +7,8 @@ export class RecentMap<K, V> {
   private readonly entries = new Map<K, V>();
 
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`RecentMap: capacity must be a positive integer, got ${capacity}.`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new Error(`RecentMap: capacity must be a positive integer, got ${capacity}.`);
   }
 
   get size(): number {

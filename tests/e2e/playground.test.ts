@@ -30,10 +30,18 @@ const badge = () => page.locator('tp-oracle-badge .badge');
 async function commTooltip(op: string): Promise<string> {
   // The pointer event goes to the block itself: at t = 8 a collective can be a pixel wide and sit under
   // its neighbour's exposed overlay, so hovering its centre would hit-test the neighbour.
-  const block = page.locator(`tp-timeline g[data-lane="comm"][data-rank="0"] rect[data-kind="comm"][data-op="${op}"][data-phase="forward"]`).first();
+  const block = page
+    .locator(
+      `tp-timeline g[data-lane="comm"][data-rank="0"] rect[data-kind="comm"][data-op="${op}"][data-phase="forward"]`,
+    )
+    .first();
   const box = await block.boundingBox();
   if (!box) throw new Error(`commTooltip: the ${op} block has no layout box.`);
-  await block.dispatchEvent('pointermove', { clientX: box.x + box.width / 2, clientY: box.y + box.height / 2, pointerType: 'mouse' });
+  await block.dispatchEvent('pointermove', {
+    clientX: box.x + box.width / 2,
+    clientY: box.y + box.height / 2,
+    pointerType: 'mouse',
+  });
   const tip = page.locator('tp-timeline .tip');
   await expect.poll(() => tip.isVisible()).toBe(true);
   return (await tip.textContent()) ?? '';
@@ -61,16 +69,21 @@ describe('the playground page (built, served locally)', () => {
     await expectRanks(1);
     expect(await blocks('compute').count()).toBeGreaterThan(10);
     expect(await blocks('exposed').count()).toBe(0);
-    expect(await page.locator('tp-timeline .caption').textContent()).toMatch(/compute: measured on this machine's GPU.*Communication: modeled \(PCIe Gen3/);
+    expect(await page.locator('tp-timeline .caption').textContent()).toMatch(
+      /compute: measured on this machine's GPU.*Communication: modeled \(PCIe Gen3/,
+    );
   });
 
-  test.each([2, 4])('choosing TP %i in the TP control redraws that many ranks’ lanes with exposed communication and a passing oracle', async (t) => {
-    await page.locator('tp-controls select[data-control="tp"]').selectOption(String(t));
-    await shownRun(`tp=${t}`);
-    await expectRanks(t);
-    expect(await blocks('exposed').count()).toBeGreaterThan(0);
-    expect(await page.evaluate(() => location.hash)).toContain(`tp=${t}&`);
-  });
+  test.each([2, 4])(
+    'choosing TP %i in the TP control redraws that many ranks’ lanes with exposed communication and a passing oracle',
+    async (t) => {
+      await page.locator('tp-controls select[data-control="tp"]').selectOption(String(t));
+      await shownRun(`tp=${t}`);
+      await expectRanks(t);
+      expect(await blocks('exposed').count()).toBeGreaterThan(0);
+      expect(await page.evaluate(() => location.hash)).toContain(`tp=${t}&`);
+    },
+  );
 
   test('after raising heads to 8, TP 8 runs with eight ranks’ lanes, exposed communication and a passing oracle', async () => {
     await page.locator('tp-controls input[data-control="heads"]').fill('8');
@@ -89,14 +102,17 @@ describe('the playground page (built, served locally)', () => {
     await shownRun('tp=8', 'sp=1');
     expect(await commTooltip('attn.reduce')).toMatch(/reduce-scatter over 8 ranks/);
     expect(await commTooltip('ln1.gather')).toMatch(/all-gather over 8 ranks/);
-    const forwardOps = await page.locator('tp-timeline rect[data-kind="comm"][data-phase="forward"]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-op')));
+    const forwardOps = await page
+      .locator('tp-timeline rect[data-kind="comm"][data-phase="forward"]')
+      .evaluateAll((rs) => rs.map((r) => r.getAttribute('data-op')));
     // Only the vocab-parallel loss keeps its (tiny) all-reduces forward; the [s,b,h] reductions are gone.
     expect(forwardOps.filter((op) => op === 'attn.reduce' || op === 'mlp.reduce')).toHaveLength(16);
     await expectRanks(8);
   });
 
   test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
-    const exposedMs = async () => Number(await page.locator('tp-app [data-exposed-ms]').getAttribute('data-exposed-ms'));
+    const exposedMs = async () =>
+      Number(await page.locator('tp-app [data-exposed-ms]').getAttribute('data-exposed-ms'));
     const on = await exposedMs();
     await page.locator('tp-controls input[data-control="overlap"]').click();
     await shownRun('tp=8', 'sp=1', 'overlap=0');
@@ -112,9 +128,13 @@ describe('the playground page (built, served locally)', () => {
     await input.fill('3');
     await input.dispatchEvent('change');
     const msg = page.locator('tp-controls [data-error-for="tp"]');
-    await expect.poll(() => msg.first().textContent(), { timeout: 10_000 }).toMatch(/heads \(8\) must be divisible by the TP degree t = 3.*legal t for 8 heads are 1, 2, 4, 8/);
+    await expect
+      .poll(() => msg.first().textContent(), { timeout: 10_000 })
+      .toMatch(/heads \(8\) must be divisible by the TP degree t = 3.*legal t for 8 heads are 1, 2, 4, 8/);
     // The message sits in the TP fieldset, beside the control that caused it.
-    expect(await msg.first().evaluate((el) => el.closest('fieldset')?.querySelector('legend')?.textContent)).toBe('Tensor parallel');
+    expect(await msg.first().evaluate((el) => el.closest('fieldset')?.querySelector('legend')?.textContent)).toBe(
+      'Tensor parallel',
+    );
     expect(await page.evaluate(() => location.hash)).toContain('tp=3&');
     expect(await page.locator('tp-app').getAttribute('data-shown')).toContain('tp=8&');
     await expectRanks(8);
@@ -124,7 +144,10 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('the Perfetto export parses and holds one process per rank whose slices never partially overlap on one thread', async () => {
-    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('tp-exports button[data-export="perfetto"]').click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.locator('tp-exports button[data-export="perfetto"]').click(),
+    ]);
     expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.json');
     const trace = JSON.parse(await readFile((await download.path())!, 'utf8')) as PerfettoTrace;
     const processes = trace.traceEvents.filter((e) => e.ph === 'M' && e.name === 'process_name');
@@ -134,7 +157,10 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('the CSV export holds the header and one row per op per rank', async () => {
-    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('tp-exports button[data-export="csv"]').click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.locator('tp-exports button[data-export="csv"]').click(),
+    ]);
     expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.csv');
     const rows = parseCsv(await readFile((await download.path())!, 'utf8'));
     expect(rows[0]).toEqual([...timelineCsvHeader]);
@@ -142,7 +168,9 @@ describe('the playground page (built, served locally)', () => {
     expect(ranks).toEqual(new Set(['0', '1', '2', '3', '4', '5', '6', '7']));
     expect((rows.length - 1) % 8).toBe(0);
     const [op, pass, collective] = ['op', 'pass', 'collective'].map((c) => rows[0].indexOf(c));
-    expect(rows.filter((r) => r[op] === 'attn.reduce' && r[pass] === 'forward').map((r) => r[collective])).toEqual(Array(8).fill('reduceScatter'));
+    expect(rows.filter((r) => r[op] === 'attn.reduce' && r[pass] === 'forward').map((r) => r[collective])).toEqual(
+      Array(8).fill('reduceScatter'),
+    );
   });
 
   test('the Megatron-LM arguments match the run', async () => {
@@ -157,10 +185,16 @@ describe('the playground page (built, served locally)', () => {
     await page.locator('tp-controls input[data-control="skipnorm"]').check();
     await shownRun('tp=8', 'sp=1', 'skipnorm=1');
     expect(await badge().getAttribute('data-pass')).toBe('false');
-    const failed = await page.locator('tp-oracle-badge tr.fail[data-tensor]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tensor')));
+    const failed = await page
+      .locator('tp-oracle-badge tr.fail[data-tensor]')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tensor')));
     expect(failed).toEqual(['dg1', 'dg2']);
     await page.locator('tp-controls input[data-control="skipnorm"]').uncheck();
-    await page.waitForFunction(() => !(document.querySelector('tp-app')?.dataset.shown ?? '').includes('skipnorm'), undefined, { timeout: runTimeout });
+    await page.waitForFunction(
+      () => !(document.querySelector('tp-app')?.dataset.shown ?? '').includes('skipnorm'),
+      undefined,
+      { timeout: runTimeout },
+    );
     await shownRun('tp=8', 'sp=1');
     expect(await badge().getAttribute('data-pass')).toBe('true');
   });
@@ -173,19 +207,28 @@ describe('the playground page (built, served locally)', () => {
     await page.setViewportSize({ width, height });
     await page.evaluate(() => window.scrollTo(0, 0));
     // The timeline redraws on resize: poll until the page has settled at the new width.
-    const overflow = (): Promise<number> => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = (): Promise<number> =>
+      page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     await expect.poll(overflow, { timeout: 10_000 }).toBeLessThanOrEqual(0);
-    await expect.poll(async () => {
-      const svg = await page.locator('tp-timeline svg.plot').boundingBox();
-      return svg ? svg.x + svg.width : Infinity;
-    }, { timeout: 10_000 }).toBeLessThanOrEqual(width);
+    await expect
+      .poll(
+        async () => {
+          const svg = await page.locator('tp-timeline svg.plot').boundingBox();
+          return svg ? svg.x + svg.width : Infinity;
+        },
+        { timeout: 10_000 },
+      )
+      .toBeLessThanOrEqual(width);
     await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
     await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
     expect(open.pageErrors).toEqual([]);
   });
 
   test('without cross-origin isolation the page says it runs on MessagePort, and the run still passes the oracle', async () => {
-    const context = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
+    const context = await page
+      .context()
+      .browser()!
+      .newContext({ viewport: { width: 1280, height: 800 } });
     // The same server, with COOP/COEP stripped from every response.
     await context.route('**/*', async (route) => {
       const response = await route.fetch();
@@ -197,9 +240,13 @@ describe('the playground page (built, served locally)', () => {
     const plain = await context.newPage();
     try {
       await plain.goto(new URL('/#tp=2', open.base).href);
-      await plain.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=2&'), null, { timeout: runTimeout });
+      await plain.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=2&'), null, {
+        timeout: runTimeout,
+      });
       expect(await plain.evaluate(() => crossOriginIsolated)).toBe(false);
-      expect(await plain.locator('[data-banner="message-port"]').textContent()).toMatch(/not cross-origin isolated.*MessagePort/);
+      expect(await plain.locator('[data-banner="message-port"]').textContent()).toMatch(
+        /not cross-origin isolated.*MessagePort/,
+      );
       expect(await plain.locator('[data-source="transport"]').textContent()).toMatch(/MessagePort ring/);
       expect(await plain.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('true');
     } finally {
@@ -210,25 +257,47 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test.each([
-    ['no navigator.gpu', 'This browser exposes no WebGPU', () => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined })],
-    ['an adapter request that returns null', 'WebGPU is present but no adapter was found', () => (GPU.prototype.requestAdapter = async () => null)],
-  ] as const)('without WebGPU (%s) the page says so and how to enable it, and still shows the plan, shapes and a modeled timeline; a bad link is named, not blank', async (_, says, hide) => {
-    const context = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
-    const bare = await context.newPage();
-    try {
-      await bare.addInitScript(hide);
-      await bare.goto(new URL('/#tp=4&colour=red&pass=sideways', open.base).href);
-      await bare.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=4&'), null, { timeout: runTimeout });
-      expect(await bare.locator('[data-banner="no-webgpu"]').textContent()).toMatch(new RegExp(`${says}.*--enable-unsafe-webgpu`));
-      expect(await bare.locator('tp-timeline g[data-lane="compute"]').count()).toBe(4);
-      expect(await bare.locator('tp-timeline rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
-      expect(await bare.locator('tp-timeline .caption').textContent()).toMatch(/compute: modeled \(no WebGPU here/);
-      expect(await bare.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('none');
-      expect(await bare.locator('tp-shapes table[data-section="boundaries"] tr[data-layout]').count()).toBeGreaterThan(5);
-      expect(await bare.locator('[data-banner="hash"]').textContent()).toMatch(/unknown key "colour" ignored/);
-      expect(await bare.locator('tp-controls [data-error-for="pass"]').textContent()).toMatch(/pass must be one of forward, backward, both, got "sideways"\. Using pass=both\./);
-    } finally {
-      await context.close();
-    }
-  });
+    [
+      'no navigator.gpu',
+      'This browser exposes no WebGPU',
+      () => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined }),
+    ],
+    [
+      'an adapter request that returns null',
+      'WebGPU is present but no adapter was found',
+      () => (GPU.prototype.requestAdapter = async () => null),
+    ],
+  ] as const)(
+    'without WebGPU (%s) the page says so and how to enable it, and still shows the plan, shapes and a modeled timeline; a bad link is named, not blank',
+    async (_, says, hide) => {
+      const context = await page
+        .context()
+        .browser()!
+        .newContext({ viewport: { width: 1280, height: 800 } });
+      const bare = await context.newPage();
+      try {
+        await bare.addInitScript(hide);
+        await bare.goto(new URL('/#tp=4&colour=red&pass=sideways', open.base).href);
+        await bare.waitForFunction(() => document.querySelector('tp-app')?.dataset.shown?.includes('tp=4&'), null, {
+          timeout: runTimeout,
+        });
+        expect(await bare.locator('[data-banner="no-webgpu"]').textContent()).toMatch(
+          new RegExp(`${says}.*--enable-unsafe-webgpu`),
+        );
+        expect(await bare.locator('tp-timeline g[data-lane="compute"]').count()).toBe(4);
+        expect(await bare.locator('tp-timeline rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
+        expect(await bare.locator('tp-timeline .caption').textContent()).toMatch(/compute: modeled \(no WebGPU here/);
+        expect(await bare.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('none');
+        expect(
+          await bare.locator('tp-shapes table[data-section="boundaries"] tr[data-layout]').count(),
+        ).toBeGreaterThan(5);
+        expect(await bare.locator('[data-banner="hash"]').textContent()).toMatch(/unknown key "colour" ignored/);
+        expect(await bare.locator('tp-controls [data-error-for="pass"]').textContent()).toMatch(
+          /pass must be one of forward, backward, both, got "sideways"\. Using pass=both\./,
+        );
+      } finally {
+        await context.close();
+      }
+    },
+  );
 });

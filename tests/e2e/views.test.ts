@@ -8,13 +8,24 @@ import { oracleTolerance } from '../../src/parallel/oracle.ts';
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/${name}.png`, fullPage: true });
 const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');
 const panelValues = (page: Page, label: string): Promise<number[]> =>
-  page.locator(`tp-classroom figure[data-label="${label}"] .grid span`).evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
+  page
+    .locator(`tp-classroom figure[data-label="${label}"] .grid span`)
+    .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
 
 test('#view=classroom: the arrow keys step forward and back through every step, and step 5 shows Σ Zᵢ equal to the TP=1 result', async () => {
   await withPage('/#view=classroom&tp=2', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await expect.poll(() => stepId(page).catch(() => null), { timeout: 90_000 }).toBe('split-w1');
-    const ids = ['split-w1', 'local-y', 'swiglu', 'partial-z', 'all-reduce', 'backward', 'sequence-parallel', 'attention'];
+    const ids = [
+      'split-w1',
+      'local-y',
+      'swiglu',
+      'partial-z',
+      'all-reduce',
+      'backward',
+      'sequence-parallel',
+      'attention',
+    ];
     for (const id of ids.slice(1)) {
       await page.keyboard.press('ArrowRight');
       expect(await stepId(page)).toBe(id);
@@ -51,18 +62,31 @@ async function checkGemmView(hash: string, screenshot: string): Promise<number[]
     await expect.poll(() => cells.count(), { timeout: 170_000, interval: 500 }).toBeGreaterThan(0);
     await page.waitForTimeout(300); // let the charts draw before the screenshot (nothing is asserted on time)
     await shot(page, screenshot);
-    const rows = await cells.evaluateAll((tds) => tds.map((td) => {
-      const d = (td as HTMLElement).dataset;
-      return { gemm: d.gemm!, t: Number(d.t), M: Number(d.m), N: Number(d.n), K: Number(d.k), gflops: Number(d.gflops) };
-    }));
-    const skipped = await page.locator('tp-gemm-view [data-skipped-t]').evaluateAll((ps) => ps.map((p) => [Number(p.getAttribute('data-skipped-t')), p.textContent ?? '']));
+    const rows = await cells.evaluateAll((tds) =>
+      tds.map((td) => {
+        const d = (td as HTMLElement).dataset;
+        return {
+          gemm: d.gemm!,
+          t: Number(d.t),
+          M: Number(d.m),
+          N: Number(d.n),
+          K: Number(d.k),
+          gflops: Number(d.gflops),
+        };
+      }),
+    );
+    const skipped = await page
+      .locator('tp-gemm-view [data-skipped-t]')
+      .evaluateAll((ps) => ps.map((p) => [Number(p.getAttribute('data-skipped-t')), p.textContent ?? '']));
     const ran = [...new Set(rows.map((r) => r.t))].sort((a, b) => a - b);
     expect([...ran, ...skipped.map(([t]) => t)].sort()).toEqual([1, 2, 4, 8]);
     skipped.forEach(([, why]) => expect(why).toMatch(/must be divisible|must divide|legal/));
     const at = (g: string, t: number) => rows.find((r) => r.gemm === g && r.t === t)!;
     for (const t of ran) {
-      for (const g of ['qkv.q', 'mlp.gate', 'mlp.up']) expect([at(g, t).M, at(g, t).N * t, at(g, t).K], `${g} t=${t}`).toEqual([at(g, 1).M, at(g, 1).N, at(g, 1).K]);
-      for (const g of ['attn.proj', 'mlp.down']) expect([at(g, t).M, at(g, t).N, at(g, t).K * t], `${g} t=${t}`).toEqual([at(g, 1).M, at(g, 1).N, at(g, 1).K]);
+      for (const g of ['qkv.q', 'mlp.gate', 'mlp.up'])
+        expect([at(g, t).M, at(g, t).N * t, at(g, t).K], `${g} t=${t}`).toEqual([at(g, 1).M, at(g, 1).N, at(g, 1).K]);
+      for (const g of ['attn.proj', 'mlp.down'])
+        expect([at(g, t).M, at(g, t).N, at(g, t).K * t], `${g} t=${t}`).toEqual([at(g, 1).M, at(g, 1).N, at(g, 1).K]);
       rows.filter((r) => r.t === t).forEach((r) => expect(r.gflops, `${r.gemm} t=${t}`).toBeGreaterThan(0));
     }
     expect(pageErrors).toEqual([]);

@@ -6,6 +6,13 @@ test('headless Chromium exposes a WebGPU adapter', async () => {
   expect(adapter).not.toBeNull();
   console.log(adapter!.info.vendor, adapter!.info.architecture, [...adapter!.features].join(','));
   const device = await adapter!.requestDevice();
-  console.log(JSON.stringify({maxSB: device.limits.maxStorageBufferBindingSize, wg: device.limits.maxComputeWorkgroupsPerDimension, inv: device.limits.maxComputeInvocationsPerWorkgroup, sbpsh: device.limits.maxStorageBuffersPerShaderStage}));
+  console.log(
+    JSON.stringify({
+      maxSB: device.limits.maxStorageBufferBindingSize,
+      wg: device.limits.maxComputeWorkgroupsPerDimension,
+      inv: device.limits.maxComputeInvocationsPerWorkgroup,
+      sbpsh: device.limits.maxStorageBuffersPerShaderStage,
+    }),
+  );
   device.destroy();
 });

@@ -6,7 +6,12 @@ import { expect } from 'vitest';
  * The truncation error is O(h²·f'''), the rounding error O(ε·|f|/h); h = 1e-5 balances both
  * near 1e-10 for the smooth, O(1) functions tested here.
  */
-export function finiteDiffVjp(f: (x: Float64Array) => ArrayLike<number>, x: ArrayLike<number>, dy: ArrayLike<number>, h = 1e-5): Float64Array {
+export function finiteDiffVjp(
+  f: (x: Float64Array) => ArrayLike<number>,
+  x: ArrayLike<number>,
+  dy: ArrayLike<number>,
+  h = 1e-5,
+): Float64Array {
   const at = Float64Array.from(x);
   const out = new Float64Array(at.length);
   const dot = (y: ArrayLike<number>): number => {
@@ -43,5 +48,8 @@ export function expectNear(what: string, actual: ArrayLike<number>, expected: Ar
       at = i;
     }
   }
-  expect(worst, `${what}: max abs error ${worst} at ${at} (got ${actual[at]}, want ${expected[at]})`).toBeLessThanOrEqual(tol);
+  expect(
+    worst,
+    `${what}: max abs error ${worst} at ${at} (got ${actual[at]}, want ${expected[at]})`,
+  ).toBeLessThanOrEqual(tol);
 }

@@ -11,7 +11,8 @@ describe('add', () => {
     test(`out = a + b matches the CPU twin for shape [${shape}]`, async () => {
       await gpuCase(async (ctx) => {
         const n = shape.reduce((x, y) => x * y, 1);
-        const a = randomArray(n, 1), b = randomArray(n, 2);
+        const a = randomArray(n, 1),
+          b = randomArray(n, 2);
         const out = upload(ctx, 'out', shape, new Float32Array(n));
         add(ctx, upload(ctx, 'a', shape, a), upload(ctx, 'b', shape, b), out);
         expectClose('add', await download(ctx, out), addRef(a, b), 0);
@@ -21,7 +22,8 @@ describe('add', () => {
 
   test('addInPlace accumulates into its first operand', async () => {
     await gpuCase(async (ctx) => {
-      const a = randomArray(1000, 3), b = randomArray(1000, 4);
+      const a = randomArray(1000, 3),
+        b = randomArray(1000, 4);
       const acc = upload(ctx, 'acc', [10, 100], a);
       addInPlace(ctx, acc, upload(ctx, 'b', [10, 100], b));
       addInPlace(ctx, acc, upload(ctx, 'b2', [10, 100], b));

@@ -9,8 +9,10 @@ import { download, expectClose, gpuCase, upload } from '../gpu-case.ts';
 describe('KernelContext.holdUntilFlush', () => {
   test('held dispatches reach the GPU only at flush, in order, each timed on its own', async () => {
     await gpuCase(async (ctx) => {
-      const a = randomArray(4096, 1), b = randomArray(4096, 2);
-      const ta = upload(ctx, 'a', [4096], a), tb = upload(ctx, 'b', [4096], b);
+      const a = randomArray(4096, 1),
+        b = randomArray(4096, 2);
+      const ta = upload(ctx, 'a', [4096], a),
+        tb = upload(ctx, 'b', [4096], b);
       const out = upload(ctx, 'out', [4096], new Float32Array(4096));
       await ctx.flush();
       const timer = GpuTimer.available(ctx.device) ? new GpuTimer(ctx, 8) : undefined;

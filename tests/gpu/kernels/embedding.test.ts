@@ -31,7 +31,9 @@ describe('vocab-parallel embedding', () => {
       await gpuCase(async (ctx) => {
         const tokens = numel(idShape);
         const ids = idsFor(tokens, v0 + vl + 9, 90 + vl);
-        const table = randomArray(vl * h, 91 + vl), dy = randomArray(tokens * h, 92 + vl), prev = randomArray(vl * h, 93 + vl);
+        const table = randomArray(vl * h, 91 + vl),
+          dy = randomArray(tokens * h, 92 + vl),
+          prev = randomArray(vl * h, 93 + vl);
         const idT = upload(ctx, 'ids', idShape, ids);
         const out = upload(ctx, 'out', [...idShape, h], new Float32Array(tokens * h).fill(7)); // stale values must be overwritten
         embedding(ctx, idT, upload(ctx, 'table', [vl, h], table), out, { vocabStart: v0 });
@@ -43,14 +45,21 @@ describe('vocab-parallel embedding', () => {
         embeddingBackward(ctx, idT, dyT, fresh, { vocabStart: v0 });
         embeddingBackward(ctx, idT, dyT, summed, { vocabStart: v0, accumulate: true });
         expectClose('dtable', await download(ctx, fresh), embeddingBackwardRef(ids, dy, vl, h, v0), dwTol(tokens));
-        expectClose('dtable accumulated', await download(ctx, summed), embeddingBackwardRef(ids, dy, vl, h, v0, prev), dwTol(tokens));
+        expectClose(
+          'dtable accumulated',
+          await download(ctx, summed),
+          embeddingBackwardRef(ids, dy, vl, h, v0, prev),
+          dwTol(tokens),
+        );
       });
     });
   }
 
   test('ids outside the range, negative, fractional or non-finite look up zeros and get no gradient', async () => {
     await gpuCase(async (ctx) => {
-      const vl = 4, h = 2, v0 = 3;
+      const vl = 4,
+        h = 2,
+        v0 = 3;
       // Local ids [3, 7): 3, 6 and 4 twice. Out of range: 2, 7, −1, 4.5, NaN, ±Inf, 2^24 and −0 (id 0).
       const ids = Float32Array.from([2, 3, 7, -1, 4.5, NaN, Infinity, -Infinity, 2 ** 24, 6, -0, 4, 4]);
       const table = Float32Array.from({ length: vl * h }, (_, i) => i + 1);
@@ -61,7 +70,9 @@ describe('vocab-parallel embedding', () => {
       embedding(ctx, idT, upload(ctx, 'table', [vl, h], table), out, { vocabStart: v0 });
       embeddingBackward(ctx, idT, upload(ctx, 'dy', [ids.length, h], dy), dtable, { vocabStart: v0 });
       const z = [0, 0];
-      expect(Array.from(await download(ctx, out))).toEqual([z, [1, 2], z, z, z, z, z, z, z, [7, 8], z, [3, 4], [3, 4]].flat());
+      expect(Array.from(await download(ctx, out))).toEqual(
+        [z, [1, 2], z, z, z, z, z, z, z, [7, 8], z, [3, 4], [3, 4]].flat(),
+      );
       // Row 0 (id 3) gets token 1's dy, row 1 (id 4) tokens 11 and 12, row 3 (id 6) token 9; id 5 none.
       expect(Array.from(await download(ctx, dtable))).toEqual([3, 4, 23 + 25, 24 + 26, 0, 0, 19, 20]);
       const zeroIds = upload(ctx, 'zeroIds', [2], Float32Array.from([-0, -1]));
@@ -73,9 +84,13 @@ describe('vocab-parallel embedding', () => {
 
   test('a table of more than 65535 workgroups of rows folds its backward grid and still covers the last row', async () => {
     await gpuCase(async (ctx) => {
-      const vl = 66000, h = 64; // vl · h / 64 lanes = 66000 workgroups > 65535: the grid folds into y
-      const ids = Float32Array.from([vl - 1, 0, 40000, vl - 1]), dy = randomArray(4 * h, 97), table = randomArray(vl * h, 98);
-      const idT = upload(ctx, 'ids', [4], ids), out = upload(ctx, 'out', [4, h], new Float32Array(4 * h));
+      const vl = 66000,
+        h = 64; // vl · h / 64 lanes = 66000 workgroups > 65535: the grid folds into y
+      const ids = Float32Array.from([vl - 1, 0, 40000, vl - 1]),
+        dy = randomArray(4 * h, 97),
+        table = randomArray(vl * h, 98);
+      const idT = upload(ctx, 'ids', [4], ids),
+        out = upload(ctx, 'out', [4, h], new Float32Array(4 * h));
       const dtable = upload(ctx, 'dtable', [vl, h], new Float32Array(vl * h).fill(7));
       embedding(ctx, idT, upload(ctx, 'table', [vl, h], table), out);
       embeddingBackward(ctx, idT, upload(ctx, 'dy', [4, h], dy), dtable);
@@ -86,13 +101,22 @@ describe('vocab-parallel embedding', () => {
 
   test('the forward of three GPU vocab shards, summed like the all-reduce, equals the unsharded lookup', async () => {
     await gpuCase(async (ctx) => {
-      const tokens = 12, vocab = 23, h = 6;
-      const ids = idsFor(tokens, vocab + 2, 95), table = randomArray(vocab * h, 96);
+      const tokens = 12,
+        vocab = 23,
+        h = 6;
+      const ids = idsFor(tokens, vocab + 2, 95),
+        table = randomArray(vocab * h, 96);
       const idT = upload(ctx, 'ids', [tokens], ids);
       const sum = new Float32Array(tokens * h);
-      for (const [v0, v1] of [[0, 8], [8, 16], [16, 23]]) {
+      for (const [v0, v1] of [
+        [0, 8],
+        [8, 16],
+        [16, 23],
+      ]) {
         const out = upload(ctx, `out from ${v0}`, [tokens, h], new Float32Array(tokens * h));
-        embedding(ctx, idT, upload(ctx, `table from ${v0}`, [v1 - v0, h], table.slice(v0 * h, v1 * h)), out, { vocabStart: v0 });
+        embedding(ctx, idT, upload(ctx, `table from ${v0}`, [v1 - v0, h], table.slice(v0 * h, v1 * h)), out, {
+          vocabStart: v0,
+        });
         (await download(ctx, out)).forEach((v, i) => (sum[i] += v));
       }
       expectClose('summed shards', sum, embeddingRef(ids, table, h), 0); // one owner per id, others add 0
@@ -108,12 +132,24 @@ describe('vocab-parallel embedding', () => {
       const dy = upload(ctx, 'dy', [8, 8], new Float32Array(64));
       const good = upload(ctx, 'good', [4, 2, 8], new Float32Array(64));
       const dispatch = vi.spyOn(ctx, 'dispatch');
-      expect(() => embedding(ctx, ids, table, out)).toThrow(/embedding: tensor "out" has shape \[4, 2, 7\] but \[4, 2, 8\] is required \(one row of "table" per id of "ids"\)/);
-      expect(() => embedding(ctx, ids, flat, good)).toThrow(/embedding: tensor "flatTable" has shape \[80\]; the embedding table must be \[vLocal, h\]/);
-      expect(() => embedding(ctx, ids, table, good, { vocabStart: 2 ** 24 - 9 })).toThrow(/embedding: option "vocabStart" is 16777207; it must be an integer in \[0, 16777206\]/);
-      expect(() => embeddingBackward(ctx, ids, dy, table)).toThrow(/embeddingBackward: tensor "dy" has shape \[8, 8\] but \[4, 2, 8\] is required/);
-      expect(() => embeddingBackward(ctx, ids, good, flat)).toThrow(/embeddingBackward: tensor "flatTable" has shape \[80\]; the embedding table must be \[vLocal, h\]/);
-      expect(() => embeddingBackward(ctx, ids, good, table, { vocabStart: 1.5 })).toThrow(/embeddingBackward: option "vocabStart" is 1.5/);
+      expect(() => embedding(ctx, ids, table, out)).toThrow(
+        /embedding: tensor "out" has shape \[4, 2, 7\] but \[4, 2, 8\] is required \(one row of "table" per id of "ids"\)/,
+      );
+      expect(() => embedding(ctx, ids, flat, good)).toThrow(
+        /embedding: tensor "flatTable" has shape \[80\]; the embedding table must be \[vLocal, h\]/,
+      );
+      expect(() => embedding(ctx, ids, table, good, { vocabStart: 2 ** 24 - 9 })).toThrow(
+        /embedding: option "vocabStart" is 16777207; it must be an integer in \[0, 16777206\]/,
+      );
+      expect(() => embeddingBackward(ctx, ids, dy, table)).toThrow(
+        /embeddingBackward: tensor "dy" has shape \[8, 8\] but \[4, 2, 8\] is required/,
+      );
+      expect(() => embeddingBackward(ctx, ids, good, flat)).toThrow(
+        /embeddingBackward: tensor "flatTable" has shape \[80\]; the embedding table must be \[vLocal, h\]/,
+      );
+      expect(() => embeddingBackward(ctx, ids, good, table, { vocabStart: 1.5 })).toThrow(
+        /embeddingBackward: option "vocabStart" is 1.5/,
+      );
       expect(dispatch).not.toHaveBeenCalled();
       embedding(ctx, ids, table, good); // the same call with matching shapes does dispatch
       expect(dispatch).toHaveBeenCalledTimes(1);

@@ -16,17 +16,29 @@ const tol = (K: number) => float32Tolerance(K + 2, 1);
 // [M, N, K]: size 1, tall-skinny, short-wide, skinny M (decode-like), sizes that are multiples
 // of no tile (tiles are 8, 16, 64, 128, 256 wide), a K with a remainder after the 4-wide k-step.
 const shapes: [number, number, number][] = [
-  [1, 1, 1], [1, 70, 33], [130, 3, 65], [3, 300, 5], [67, 45, 129], [129, 257, 6], [64, 64, 64],
+  [1, 1, 1],
+  [1, 70, 33],
+  [130, 3, 65],
+  [3, 300, 5],
+  [67, 45, 129],
+  [129, 257, 6],
+  [64, 64, 64],
 ];
 
 const variants = await testDevice().then(supportedGemmVariants);
 
 describe.each(variants)('gemm variant %s', (variant) => {
   for (const [M, N, K] of shapes) {
-    for (const [transA, transB] of [[false, false], [false, true], [true, false], [true, true]]) {
+    for (const [transA, transB] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ]) {
       test(`C = op(A)·op(B) matches the twin for M=${M} N=${N} K=${K}, transA=${transA} transB=${transB}`, async () => {
         await gpuCase(async (ctx) => {
-          const a = randomArray(M * K, M + 7 * K), b = randomArray(K * N, N + 3 * K);
+          const a = randomArray(M * K, M + 7 * K),
+            b = randomArray(K * N, N + 3 * K);
           const ta = upload(ctx, 'A', transA ? [K, M] : [M, K], a);
           const tb = upload(ctx, 'B', transB ? [N, K] : [K, N], b);
           const tc = upload(ctx, 'C', [M, N], new Float32Array(M * N));
@@ -38,12 +50,19 @@ describe.each(variants)('gemm variant %s', (variant) => {
     }
   }
 
-  test('bias and accumulate: C = C + A·B + bias, as a linear layer\'s forward and wgrad need', async () => {
+  test("bias and accumulate: C = C + A·B + bias, as a linear layer's forward and wgrad need", async () => {
     await gpuCase(async (ctx) => {
       const [M, N, K] = [37, 65, 19];
-      const a = randomArray(M * K, 1), b = randomArray(K * N, 2), c0 = randomArray(M * N, 3), bias = randomArray(N, 4);
+      const a = randomArray(M * K, 1),
+        b = randomArray(K * N, 2),
+        c0 = randomArray(M * N, 3),
+        bias = randomArray(N, 4);
       const tc = upload(ctx, 'C', [M, N], c0);
-      gemm(ctx, upload(ctx, 'A', [M, K], a), upload(ctx, 'B', [K, N], b), tc, { bias: upload(ctx, 'bias', [N], bias), accumulate: true, variant });
+      gemm(ctx, upload(ctx, 'A', [M, K], a), upload(ctx, 'B', [K, N], b), tc, {
+        bias: upload(ctx, 'bias', [N], bias),
+        accumulate: true,
+        variant,
+      });
       const want = gemmRef(denseProblem(M, N, K, { bias: true, accumulate: true }), a, b, c0.slice(), bias);
       expectClose('gemm bias+accumulate', await download(ctx, tc), want, tol(K));
     });
@@ -54,12 +73,27 @@ describe.each(variants)('gemm variant %s', (variant) => {
       // Q·Kᵀ per head on [s, heads, d] layouts: 6 query heads, 2 KV heads (divB = 3), s = 9, d = 5.
       const [s, heads, groups, d] = [9, 6, 2, 5];
       const p: GemmProblem = {
-        M: s, N: s, K: d, batch: heads,
-        offA: 2, sAm: heads * d, sAk: 1, bsA: d,
-        offB: 1, sBk: 1, sBn: groups * d, bsB: d, divB: heads / groups,
-        offC: 3, sCm: s, bsC: s * s, bias: false, accumulate: false,
+        M: s,
+        N: s,
+        K: d,
+        batch: heads,
+        offA: 2,
+        sAm: heads * d,
+        sAk: 1,
+        bsA: d,
+        offB: 1,
+        sBk: 1,
+        sBn: groups * d,
+        bsB: d,
+        divB: heads / groups,
+        offC: 3,
+        sCm: s,
+        bsC: s * s,
+        bias: false,
+        accumulate: false,
       };
-      const q = randomArray(2 + s * heads * d, 5), k = randomArray(1 + s * groups * d, 6);
+      const q = randomArray(2 + s * heads * d, 5),
+        k = randomArray(1 + s * groups * d, 6);
       const tc = upload(ctx, 'scores', [3 + heads * s * s], new Float32Array(3 + heads * s * s));
       gemmStrided(ctx, p, upload(ctx, 'Q', [q.length], q), upload(ctx, 'K', [k.length], k), tc, undefined, variant);
       const want = gemmRef(p, q, k, new Float32Array(3 + heads * s * s));
@@ -74,7 +108,9 @@ describe('gemm input checks', () => {
       const x = upload(ctx, 'X', [4, 8], new Float32Array(32));
       const w = upload(ctx, 'W_qkv', [6, 12], new Float32Array(72));
       const y = upload(ctx, 'Y', [4, 12], new Float32Array(48));
-      expect(() => gemm(ctx, x, w, y)).toThrow(/gemm: tensor "W_qkv" .* has K = 6, but op\("X"\) of shape \[4, 8\] has K = 8/);
+      expect(() => gemm(ctx, x, w, y)).toThrow(
+        /gemm: tensor "W_qkv" .* has K = 6, but op\("X"\) of shape \[4, 8\] has K = 8/,
+      );
     });
   });
 
@@ -103,7 +139,9 @@ describe('gemm input checks', () => {
       const p: GemmProblem = { ...denseProblem(1, 1, 1), batch, bsA: 1, bsB: 1, bsC: 1 };
       const t = (name: string) => createTensor(ctx.device, name, [batch]);
       expect(() => gemmStrided(ctx, p, t('A'), t('B'), t('scores'), undefined, 'rb4')).toThrow(
-        new RegExp(`needs ${batch} workgroups along batch, more than this device's maxComputeWorkgroupsPerDimension of ${batch - 1}`),
+        new RegExp(
+          `needs ${batch} workgroups along batch, more than this device's maxComputeWorkgroupsPerDimension of ${batch - 1}`,
+        ),
       );
     });
   });
@@ -112,7 +150,9 @@ describe('gemm input checks', () => {
     const device = await testDevice();
     const rows = Math.floor(device.limits.maxStorageBufferBindingSize / 4 / 1024) + 1;
     expect(() => createTensor(device, 'logits', [rows, 1024])).toThrow(
-      new RegExp(`tensor "logits" of shape \\[${rows}, 1024\\] needs ${rows * 4096} bytes, more than this device's maxStorageBufferBindingSize`),
+      new RegExp(
+        `tensor "logits" of shape \\[${rows}, 1024\\] needs ${rows * 4096} bytes, more than this device's maxStorageBufferBindingSize`,
+      ),
     );
   });
 });
@@ -128,7 +168,9 @@ describe('gemm tuner', () => {
         if (t.launchBound) {
           // Stopped at the cheapest variant: it ran within two dispatch floors.
           expect(timed).toEqual([t.chosen]);
-          expect(gemmFlops(denseProblem(t.proxy.M, t.proxy.N, t.proxy.K)) / t.gflops[t.chosen]! / 1e6).toBeLessThanOrEqual(2 * t.dispatchMs);
+          expect(
+            gemmFlops(denseProblem(t.proxy.M, t.proxy.N, t.proxy.K)) / t.gflops[t.chosen]! / 1e6,
+          ).toBeLessThanOrEqual(2 * t.dispatchMs);
         } else {
           expect(timed.length).toBeGreaterThanOrEqual(2);
         }
@@ -140,7 +182,8 @@ describe('gemm tuner', () => {
       // 7.7 MFLOP is far above the floor on any adapter: every verified variant but naive was timed.
       expect(tunings[0].launchBound).toBe(false);
       const [M, N, K] = [150, 260, 100];
-      const a = upload(ctx, 'A', [M, K], randomArray(M * K, 1)), b = upload(ctx, 'B', [K, N], randomArray(K * N, 2));
+      const a = upload(ctx, 'A', [M, K], randomArray(M * K, 1)),
+        b = upload(ctx, 'B', [K, N], randomArray(K * N, 2));
       expect(gemm(ctx, a, b, upload(ctx, 'C', [M, N], new Float32Array(M * N)))).toBe(tunings[0].chosen);
       expect(await tuneGemm(ctx, problems)).toEqual([]);
     });
@@ -151,7 +194,12 @@ describe('gemm tuner', () => {
       // Whether a class stops early depends on timings (a busy machine can stretch the cheapest
       // variant past two floors; the decision itself is unit-tested with fixed figures), so each
       // of four tiny classes is checked for the path it took.
-      const tiny = [[false, false], [false, true], [true, false], [true, true]].map(([transA, transB]) => denseProblem(8, 16, 12, { transA, transB }));
+      const tiny = [
+        [false, false],
+        [false, true],
+        [true, false],
+        [true, true],
+      ].map(([transA, transB]) => denseProblem(8, 16, 12, { transA, transB }));
       const tunings = await tuneGemm(ctx, tiny);
       expect(tunings.map((t) => t.shapeClass)).toEqual(['nn', 'nt', 'tn', 'tt'].map((o) => `MsNsKs${o}`));
       for (const t of tunings) {
@@ -165,7 +213,9 @@ describe('gemm tuner', () => {
         expect(t.tied).toContain(t.chosen);
       }
       const bound = tunings.filter((t) => t.launchBound).length;
-      console.log(`tiny GEMM classes decided by the cheapest variant alone: ${bound} of ${tunings.length} (dispatch floor ${tunings[0].dispatchMs.toFixed(3)} ms)`);
+      console.log(
+        `tiny GEMM classes decided by the cheapest variant alone: ${bound} of ${tunings.length} (dispatch floor ${tunings[0].dispatchMs.toFixed(3)} ms)`,
+      );
     });
   });
 });

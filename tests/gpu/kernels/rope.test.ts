@@ -14,8 +14,16 @@ const tolFor = (posMax: number): number => 2 * (2 * eps * posMax + 4 * eps) + 4 
 const cases: { what: string; shape: number[]; options: RopeOptions }[] = [
   { what: 'one token with headDim 2', shape: [1, 1, 1, 2], options: {} },
   { what: 'odd sizes everywhere but headDim', shape: [7, 3, 5, 10], options: {} },
-  { what: 'a long sequence shard at offset 500 (tall-skinny)', shape: [300, 1, 1, 4], options: { positionOffset: 500 } },
-  { what: 'one token with many heads and a large headDim (short-wide), base 500000', shape: [1, 2, 16, 128], options: { base: 500000, positionOffset: 3 } },
+  {
+    what: 'a long sequence shard at offset 500 (tall-skinny)',
+    shape: [300, 1, 1, 4],
+    options: { positionOffset: 500 },
+  },
+  {
+    what: 'one token with many heads and a large headDim (short-wide), base 500000',
+    shape: [1, 2, 16, 128],
+    options: { base: 500000, positionOffset: 3 },
+  },
   { what: 'the largest headDim at a far position', shape: [2, 1, 1, 512], options: { positionOffset: 20000 } },
 ];
 
@@ -24,7 +32,8 @@ describe('rope', () => {
     test(`forward and backward match the CPU twin for ${what} ${JSON.stringify(shape)}`, async () => {
       await gpuCase(async (ctx) => {
         const n = shape.reduce((a, d) => a * d, 1);
-        const x = randomArray(n, 31 + n), dy = randomArray(n, 32 + n);
+        const x = randomArray(n, 31 + n),
+          dy = randomArray(n, 32 + n);
         const tol = tolFor((options.positionOffset ?? 0) + shape[0]);
         const out = upload(ctx, 'qRot', shape, new Float32Array(n));
         rope(ctx, upload(ctx, 'q', shape, x), out, options);
@@ -38,7 +47,8 @@ describe('rope', () => {
 
   test('a rank holding tokens [4, 9) with positionOffset 4 reproduces those rows of the whole sequence', async () => {
     await gpuCase(async (ctx) => {
-      const shape = [9, 2, 3, 8], n = 9 * 48;
+      const shape = [9, 2, 3, 8],
+        n = 9 * 48;
       const x = randomArray(n, 41);
       const whole = upload(ctx, 'kRot', shape, new Float32Array(n));
       rope(ctx, upload(ctx, 'k', shape, x), whole);
@@ -55,10 +65,12 @@ describe('rope', () => {
     });
   });
 
-  test('a headDim beyond the kernel\'s frequency table is refused before dispatch', async () => {
+  test("a headDim beyond the kernel's frequency table is refused before dispatch", async () => {
     await gpuCase(async (ctx) => {
       const q = upload(ctx, 'q', [1, 1, 1, 514], new Float32Array(514));
-      expect(() => rope(ctx, q, q)).toThrow(/rope: tensor "q" has shape \[1, 1, 1, 514\]; headDim 514 exceeds the kernel's 512/);
+      expect(() => rope(ctx, q, q)).toThrow(
+        /rope: tensor "q" has shape \[1, 1, 1, 514\]; headDim 514 exceeds the kernel's 512/,
+      );
     });
   });
 
@@ -66,8 +78,12 @@ describe('rope', () => {
     await gpuCase(async (ctx) => {
       const q = upload(ctx, 'q', [2, 1, 2, 4], new Float32Array(16));
       const out = upload(ctx, 'qRot', [2, 2, 1, 4], new Float32Array(16));
-      expect(() => rope(ctx, q, out)).toThrow(/rope: tensor "qRot" has shape \[2, 2, 1, 4\] but \[2, 1, 2, 4\] is required/);
-      expect(() => ropeBackward(ctx, out, q)).toThrow(/ropeBackward: tensor "q" has shape \[2, 1, 2, 4\] but \[2, 2, 1, 4\] is required/);
+      expect(() => rope(ctx, q, out)).toThrow(
+        /rope: tensor "qRot" has shape \[2, 2, 1, 4\] but \[2, 1, 2, 4\] is required/,
+      );
+      expect(() => ropeBackward(ctx, out, q)).toThrow(
+        /ropeBackward: tensor "q" has shape \[2, 1, 2, 4\] but \[2, 2, 1, 4\] is required/,
+      );
       const flat = upload(ctx, 'flat', [4, 4], new Float32Array(16));
       expect(() => rope(ctx, flat, flat)).toThrow(/rope: tensor "flat" has shape \[4, 4\]; rope needs 4 dimensions/);
     });

@@ -13,7 +13,8 @@ const numel = (shape: readonly number[]): number => shape.reduce((a, d) => a * d
 // span = max |a − m| (≤ 2·|scale|·max|x|). Backward: the row dot sums `cols` terms ≤ max|dy|, then
 // one subtract and two multiplies: |Δdx| ≤ |scale|·float32Tolerance(cols + 4, max|dy|).
 const forwardTol = (cols: number, span: number): number => eps * (4 + 2 * span) + float32Tolerance(cols);
-const backwardTol = (cols: number, scale: number, dyMax: number): number => Math.abs(scale) * float32Tolerance(cols + 4, dyMax);
+const backwardTol = (cols: number, scale: number, dyMax: number): number =>
+  Math.abs(scale) * float32Tolerance(cols + 4, dyMax);
 
 const cases: { what: string; shape: number[]; options: SoftmaxOptions }[] = [
   { what: 'a single element', shape: [1], options: {} },
@@ -28,16 +29,25 @@ describe('softmax', () => {
   for (const { what, shape, options } of cases) {
     test(`forward and backward match the CPU twin for ${what} ${JSON.stringify(shape)}`, async () => {
       await gpuCase(async (ctx) => {
-        const n = numel(shape), cols = shape[shape.length - 1], scale = options.scale ?? 1;
-        const x = randomArray(n, 11 + n, 4), dyv = randomArray(n, 12 + n);
-        const xt = upload(ctx, 'x', shape, x), yt = upload(ctx, 'y', shape, new Float32Array(n));
+        const n = numel(shape),
+          cols = shape[shape.length - 1],
+          scale = options.scale ?? 1;
+        const x = randomArray(n, 11 + n, 4),
+          dyv = randomArray(n, 12 + n);
+        const xt = upload(ctx, 'x', shape, x),
+          yt = upload(ctx, 'y', shape, new Float32Array(n));
         softmax(ctx, xt, yt, options);
         const y = await download(ctx, yt);
         expectClose('y', y, softmaxRef(x, shape, options), forwardTol(cols, 8 * Math.abs(scale)));
 
         const dxt = upload(ctx, 'dx', shape, new Float32Array(n));
         softmaxBackward(ctx, yt, upload(ctx, 'dy', shape, dyv), dxt, { scale });
-        expectClose('dx', await download(ctx, dxt), softmaxBackwardRef(y, dyv, cols, scale), backwardTol(cols, scale, 1));
+        expectClose(
+          'dx',
+          await download(ctx, dxt),
+          softmaxBackwardRef(y, dyv, cols, scale),
+          backwardTol(cols, scale, 1),
+        );
       });
     });
   }
@@ -58,7 +68,8 @@ describe('softmax', () => {
   test('a fully masked row (global row before key 0) gives all zeros forward and backward', async () => {
     await gpuCase(async (ctx) => {
       const shape = [3, 4];
-      const x = randomArray(12, 4), dyv = randomArray(12, 5);
+      const x = randomArray(12, 4),
+        dyv = randomArray(12, 5);
       const yt = upload(ctx, 'y', shape, new Float32Array(12).fill(7));
       softmax(ctx, upload(ctx, 'x', shape, x), yt, { causal: true, rowOffset: -2 });
       const y = await download(ctx, yt);
@@ -67,7 +78,10 @@ describe('softmax', () => {
       const dxt = upload(ctx, 'dx', shape, new Float32Array(12).fill(7));
       softmaxBackward(ctx, yt, upload(ctx, 'dy', shape, dyv), dxt);
       const dx = await download(ctx, dxt);
-      expect(Array.from(dx.subarray(0, 8)).every((v) => v === 0), `dx of masked rows: ${dx.subarray(0, 8)}`).toBe(true);
+      expect(
+        Array.from(dx.subarray(0, 8)).every((v) => v === 0),
+        `dx of masked rows: ${dx.subarray(0, 8)}`,
+      ).toBe(true);
     });
   });
 
@@ -75,7 +89,9 @@ describe('softmax', () => {
     await gpuCase(async (ctx) => {
       const shape = [4, 5];
       // Integers near ±1e4 are exact in float32, so a − m is exact and only exp and the sum round.
-      const x = Float32Array.from([1e4, -1e4, 9999, 1e4, 0, -1e4, -1e4, -1e4, -9998, -1e4, 1e4, 1e4, 1e4, 1e4, 1e4, -1e4, 1e4, -1e4, 1e4, -1e4]);
+      const x = Float32Array.from([
+        1e4, -1e4, 9999, 1e4, 0, -1e4, -1e4, -1e4, -9998, -1e4, 1e4, 1e4, 1e4, 1e4, 1e4, -1e4, 1e4, -1e4, 1e4, -1e4,
+      ]);
       const yt = upload(ctx, 'y', shape, new Float32Array(20));
       softmax(ctx, upload(ctx, 'x', shape, x), yt);
       const y = await download(ctx, yt);
@@ -88,8 +104,12 @@ describe('softmax', () => {
     await gpuCase(async (ctx) => {
       const x = upload(ctx, 'scores', [2, 3, 4], new Float32Array(24));
       const y = upload(ctx, 'probs', [2, 4, 3], new Float32Array(24));
-      expect(() => softmax(ctx, x, y)).toThrow(/softmax: tensor "probs" has shape \[2, 4, 3\] but \[2, 3, 4\] is required/);
-      expect(() => softmaxBackward(ctx, x, y, x)).toThrow(/softmaxBackward: tensor "probs" has shape \[2, 4, 3\] but \[2, 3, 4\] is required/);
+      expect(() => softmax(ctx, x, y)).toThrow(
+        /softmax: tensor "probs" has shape \[2, 4, 3\] but \[2, 3, 4\] is required/,
+      );
+      expect(() => softmaxBackward(ctx, x, y, x)).toThrow(
+        /softmaxBackward: tensor "probs" has shape \[2, 4, 3\] but \[2, 3, 4\] is required/,
+      );
     });
   });
 });

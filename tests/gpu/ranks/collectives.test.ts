@@ -40,29 +40,54 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
       await pool?.dispose();
     });
 
-    test.each(['cpu', 'gpu'] as const)('every collective on %s data matches the in-process reference', async (device) => {
-      expect(pool.transport).toBe(transport);
-      for (const [i, c] of cases(t).entries()) {
-        const inputs = Array.from({ length: t }, (_, r) => hostTensor(c.shape, randomArray(numel(c.shape), 100 * i + r + 1)));
-        const ys = await pool.run('collective', (r) => ({ ...c, device, data: inputs[r].data }));
-        const call: CollectiveCall = { seq: 0, dtype: 'f32', ...c };
-        const want = referenceCollective(call, inputs);
-        ys.forEach((y, r) => {
-          expect(y.shape, `${c.op} rank ${r}`).toEqual(want[r].shape);
-          expect(maxAbsDiff(y.data, want[r].data), `${c.op} ${c.shape} rank ${r}`).toBeLessThanOrEqual(1e-6 * t * t);
-        });
-      }
-      const events = await pool.traces();
-      expect(events).toHaveLength(cases(t).length * t);
-      events.forEach((e) => expect(e.comm).toMatchObject({ transport, device, groupSize: t }));
-      if (device === 'gpu') events.forEach((e) => expect(e.phases.map((p) => p.name)).toEqual(['readback', 'sync', 'stage', 'transport', 'unstage', 'upload']));
-    });
+    test.each(['cpu', 'gpu'] as const)(
+      'every collective on %s data matches the in-process reference',
+      async (device) => {
+        expect(pool.transport).toBe(transport);
+        for (const [i, c] of cases(t).entries()) {
+          const inputs = Array.from({ length: t }, (_, r) =>
+            hostTensor(c.shape, randomArray(numel(c.shape), 100 * i + r + 1)),
+          );
+          const ys = await pool.run('collective', (r) => ({ ...c, device, data: inputs[r].data }));
+          const call: CollectiveCall = { seq: 0, dtype: 'f32', ...c };
+          const want = referenceCollective(call, inputs);
+          ys.forEach((y, r) => {
+            expect(y.shape, `${c.op} rank ${r}`).toEqual(want[r].shape);
+            expect(maxAbsDiff(y.data, want[r].data), `${c.op} ${c.shape} rank ${r}`).toBeLessThanOrEqual(1e-6 * t * t);
+          });
+        }
+        const events = await pool.traces();
+        expect(events).toHaveLength(cases(t).length * t);
+        events.forEach((e) => expect(e.comm).toMatchObject({ transport, device, groupSize: t }));
+        if (device === 'gpu')
+          events.forEach((e) =>
+            expect(e.phases.map((p) => p.name)).toEqual([
+              'readback',
+              'sync',
+              'stage',
+              'transport',
+              'unstage',
+              'upload',
+            ]),
+          );
+      },
+    );
 
-    if (t > 1) test('a reduceScatter of a dim not divisible by t fails on every rank with the shape named', async () => {
-      const e = await rejectionOf(pool.run('collective', { op: 'reduceScatter', device: 'gpu', shape: [t + 1, 2], dim: 0, data: new Float32Array(2 * t + 2) }));
-      expect(e.message).toContain(`reduceScatter: dim 0 of shape [${t + 1}, 2] has size ${t + 1}, not divisible by the group size ${t}.`);
-      expect(e.errors!.every((x) => x)).toBe(true);
-    });
-
+    if (t > 1)
+      test('a reduceScatter of a dim not divisible by t fails on every rank with the shape named', async () => {
+        const e = await rejectionOf(
+          pool.run('collective', {
+            op: 'reduceScatter',
+            device: 'gpu',
+            shape: [t + 1, 2],
+            dim: 0,
+            data: new Float32Array(2 * t + 2),
+          }),
+        );
+        expect(e.message).toContain(
+          `reduceScatter: dim 0 of shape [${t + 1}, 2] has size ${t + 1}, not divisible by the group size ${t}.`,
+        );
+        expect(e.errors!.every((x) => x)).toBe(true);
+      });
   });
 });

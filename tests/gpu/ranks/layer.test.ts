@@ -5,7 +5,10 @@ import { createLayerPool, runLayer, type LayerWorkerPrograms } from '../../../sr
 import type { RankPool } from '../../../src/ranks/pool.ts';
 
 const failures = (r: OracleReport) =>
-  r.entries.filter((e) => !e.pass).map((e) => `${e.tensor}: ${e.maxAbs.toExponential(2)} > ${e.tol.toExponential(2)}`).join('; ');
+  r.entries
+    .filter((e) => !e.pass)
+    .map((e) => `${e.tensor}: ${e.maxAbs.toExponential(2)} > ${e.tol.toExponential(2)}`)
+    .join('; ');
 
 // One pool per degree, reused across the cases of that degree.
 const pools = new Map<number, RankPool<LayerWorkerPrograms>>();
@@ -54,7 +57,7 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
     expect(run.oracle.entries.filter((e) => !e.pass).map((e) => e.tensor)).toEqual(['dg1', 'dg2']);
   });
 
-  test('each rank\'s kernels are timed alone, one time per compute op of the plan', async () => {
+  test("each rank's kernels are timed alone, one time per compute op of the plan", async () => {
     const c = configFromPreset('classroom', { tp: 2 });
     const run = await runLayer(await poolOf(2), c, { cpuCheck: false });
     const computeOps = run.plan.ops.filter((o) => o.kind !== 'collective').map((o) => o.name);

@@ -10,8 +10,14 @@ afterAll(() => runner.dispose());
 test('the page runner re-runs the layer per degree, keeps the oracle passing and schedules t ranks', async () => {
   for (const tp of [1, 2, 4]) {
     const t0 = performance.now();
-    const r = await runner.run({ config: configFromPreset('classroom', { tp }), comm: interconnectPresets['pcie-gen3'], overlap: false });
-    console.log(`classroom t=${tp}: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader; includes starting the ranks not started before)`);
+    const r = await runner.run({
+      config: configFromPreset('classroom', { tp }),
+      comm: interconnectPresets['pcie-gen3'],
+      overlap: false,
+    });
+    console.log(
+      `classroom t=${tp}: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader; includes starting the ranks not started before)`,
+    );
     expect(r.oracle?.pass).toBe(true);
     expect(r.timeline.ranks).toBe(tp);
     expect(r.timeline.totals.some((x) => x.exposedMs > 0)).toBe(tp > 1);
@@ -23,7 +29,9 @@ test('the page runner re-runs the layer per degree, keeps the oracle passing and
 });
 
 test('an illegal configuration is refused before any work, with the validation message', async () => {
-  await expect(runner.run({ config: configFromPreset('classroom', { tp: 8 }), comm: 'measured', overlap: false })).rejects.toThrow(/heads \(4\) must be divisible by the TP degree t = 8/);
+  await expect(
+    runner.run({ config: configFromPreset('classroom', { tp: 8 }), comm: 'measured', overlap: false }),
+  ).rejects.toThrow(/heads \(4\) must be divisible by the TP degree t = 8/);
 });
 
 test('warming a degree while idle starts its ranks, and every degree up to it is then a re-run on the same workers', async () => {
@@ -52,17 +60,22 @@ test('warming a degree while idle starts its ranks, and every degree up to it is
   }
 });
 
-test('a sweep can borrow the runner\'s workers: its degrees run there, and a cancel stops it at the next phase and leaves the runner working', async () => {
+test("a sweep can borrow the runner's workers: its degrees run there, and a cancel stops it at the next phase and leaves the runner working", async () => {
   const lender = new PlaygroundRunner();
   try {
     const configs = [1, 2].map((tp) => configFromPreset('classroom', { tp }));
     const report = await runSweep({ configs, pools: lender, net: 'pcie-gen3' });
-    expect(report.degrees.map((d) => [d.config.tp, d.oracle.pass])).toEqual([[1, true], [2, true]]);
+    expect(report.degrees.map((d) => [d.config.tp, d.oracle.pass])).toEqual([
+      [1, true],
+      [2, true],
+    ]);
     expect(lender.warmRanks()).toBe(2); // the sweep's ranks are the runner's
     const abort = new AbortController();
     const seen: string[] = [];
     const cancelled = runSweep({
-      configs, pools: lender, signal: abort.signal,
+      configs,
+      pools: lender,
+      signal: abort.signal,
       onProgress: (l) => {
         seen.push(l);
         if (/step on/.test(l)) abort.abort(new Error('cancelled by the test'));

@@ -32,22 +32,44 @@ describe.each([2, 4])('the classroom MLP on %i real rank workers', (t) => {
     const tol = oracleTolerance(c, maxOf(ref.z.data));
     expect(maxAbsDiff(runs.tp[0].zPartial.data, ref.z.data)).toBeGreaterThan(100 * tol);
     expect(maxAbsDiff(sum.data, ref.z.data)).toBeLessThanOrEqual(tol);
-    for (const d of runs.tp) expect(maxAbsDiff(d.z.data, ref.z.data), `rank ${d.rank}'s all-reduced Z`).toBeLessThanOrEqual(tol);
+    for (const d of runs.tp)
+      expect(maxAbsDiff(d.z.data, ref.z.data), `rank ${d.rank}'s all-reduced Z`).toBeLessThanOrEqual(tol);
     expect(maxAbsDiff(runs.tp[0].dx.data, ref.dx.data)).toBeLessThanOrEqual(oracleTolerance(c, maxOf(ref.dx.data)));
-    expect(maxAbsDiff(runs.tp[0].attn.data, ref.attn.data)).toBeLessThanOrEqual(oracleTolerance(c, maxOf(ref.attn.data)));
+    expect(maxAbsDiff(runs.tp[0].attn.data, ref.attn.data)).toBeLessThanOrEqual(
+      oracleTolerance(c, maxOf(ref.attn.data)),
+    );
     // Forward all-reduce (g) and backward all-reduce (f) and the attention g: three, and nothing for g's backward.
-    expect(runs.tp[0].collectives.map((x) => x.name)).toEqual(['classroom.mlp.out', 'classroom.attn.out', 'classroom.mlp.in.grad']);
+    expect(runs.tp[0].collectives.map((x) => x.name)).toEqual([
+      'classroom.mlp.out',
+      'classroom.attn.out',
+      'classroom.mlp.in.grad',
+    ]);
     const sp = runs.sp!;
     expect(sp[0].x.shape).toEqual([c.s / t, c.h]);
     expect(sp[0].xFull.shape).toEqual([c.s, c.h]);
     expect(maxAbsDiff(concatRows(sp.map((d) => d.z)).data, ref.z.data)).toBeLessThanOrEqual(tol);
-    expect(maxAbsDiff(concatRows(sp.map((d) => d.dx)).data, ref.dx.data)).toBeLessThanOrEqual(oracleTolerance(c, maxOf(ref.dx.data)));
+    expect(maxAbsDiff(concatRows(sp.map((d) => d.dx)).data, ref.dx.data)).toBeLessThanOrEqual(
+      oracleTolerance(c, maxOf(ref.dx.data)),
+    );
     expect(sp[0].collectives.map((x) => x.mapping.split(' ')[0])).toEqual([
-      'gatherFromSequenceParallelRegion', 'reduceScatterToSequenceParallelRegion', 'reduceFromTensorParallelRegion',
-      'reduceScatterToSequenceParallelRegion', 'gatherFromSequenceParallelRegion',
+      'gatherFromSequenceParallelRegion',
+      'reduceScatterToSequenceParallelRegion',
+      'reduceFromTensorParallelRegion',
+      'reduceScatterToSequenceParallelRegion',
+      'gatherFromSequenceParallelRegion',
     ]);
     const steps = classroomSteps(runs);
-    expect(steps.map((s) => s.id)).toEqual(['split-w1', 'local-y', 'swiglu', 'partial-z', 'all-reduce', 'backward', 'sequence-parallel', 'attention']);
-    for (const s of steps) for (const k of s.checks) expect(k.pass, `${s.title}: ${k.label} ${k.maxAbs} > ${k.tolerance}`).toBe(true);
+    expect(steps.map((s) => s.id)).toEqual([
+      'split-w1',
+      'local-y',
+      'swiglu',
+      'partial-z',
+      'all-reduce',
+      'backward',
+      'sequence-parallel',
+      'attention',
+    ]);
+    for (const s of steps)
+      for (const k of s.checks) expect(k.pass, `${s.title}: ${k.label} ${k.maxAbs} > ${k.tolerance}`).toBe(true);
   });
 });

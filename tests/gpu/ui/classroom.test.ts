@@ -24,7 +24,16 @@ test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through ev
   el.tp = 2;
   document.body.append(el);
   await until(() => stepId() !== undefined && stepId() !== null, 60_000, 'the classroom shows its first step');
-  const ids = ['split-w1', 'local-y', 'swiglu', 'partial-z', 'all-reduce', 'backward', 'sequence-parallel', 'attention'];
+  const ids = [
+    'split-w1',
+    'local-y',
+    'swiglu',
+    'partial-z',
+    'all-reduce',
+    'backward',
+    'sequence-parallel',
+    'attention',
+  ];
   expect(stepId()).toBe(ids[0]);
   for (const id of ids.slice(1)) {
     await key('ArrowRight');
@@ -49,8 +58,10 @@ test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through ev
   for (let i = 0; i < 4; i++) await key('ArrowRight');
   expect(stepId()).toBe('all-reduce');
   // The numbers on screen: each rank's partial Zᵢ, their all-reduce, and TP=1 (rank 0 alone).
-  const z0 = values('Z partial, rank 0'), z1 = values('Z partial, rank 1');
-  const sum = values('Z = Σ Zᵢ (all-reduced)'), ref = values('Z at TP=1 (rank 0 alone)');
+  const z0 = values('Z partial, rank 0'),
+    z1 = values('Z partial, rank 1');
+  const sum = values('Z = Σ Zᵢ (all-reduced)'),
+    ref = values('Z at TP=1 (rank 0 alone)');
   expect(ref).toHaveLength(8 * 16);
   // Tolerance: the oracle's 16·ε·(K+1)·max|ref| with K = 32 (ffn): another float32 summation order.
   const tol = oracleTolerance(configFromPreset('classroom', { tp: 2 }), Math.max(...ref.map(Math.abs)));

@@ -13,18 +13,31 @@ test('<tp-gemm-view> sweeps the classroom at t = 1, 2, 4 on real ranks (t = 8 sk
   el = document.createElement('tp-gemm-view');
   el.config = configFromPreset('classroom');
   document.body.append(el);
-  await until(() => q('td[data-t]').length > 0 || q('.error').length > 0, 110_000, 'the sweep fills the table (or fails)', 100);
+  await until(
+    () => q('td[data-t]').length > 0 || q('.error').length > 0,
+    110_000,
+    'the sweep fills the table (or fails)',
+    100,
+  );
   expect(q('.error').map((e) => e.textContent)).toEqual([]);
   expect(q('[data-skipped-t]').map((e) => e.getAttribute('data-skipped-t'))).toEqual(['8']);
   expect(q('[data-skipped-t]')[0].textContent).toMatch(/heads/);
   const cell = (g: string, t: number) => {
     const td = q<HTMLElement>(`td[data-gemm="${g}"][data-t="${t}"]`)[0];
-    return { M: Number(td.dataset.m), N: Number(td.dataset.n), K: Number(td.dataset.k), gflops: Number(td.dataset.gflops) };
+    return {
+      M: Number(td.dataset.m),
+      N: Number(td.dataset.n),
+      K: Number(td.dataset.k),
+      gflops: Number(td.dataset.gflops),
+    };
   };
   for (const t of [1, 2, 4]) {
-    for (const g of ['qkv.q', 'mlp.gate', 'mlp.up', 'logits']) expect(cell(g, t), `${g} t=${t}`).toMatchObject({ M: cell(g, 1).M, N: cell(g, 1).N / t, K: cell(g, 1).K });
-    for (const g of ['attn.proj', 'mlp.down']) expect(cell(g, t), `${g} t=${t}`).toMatchObject({ M: cell(g, 1).M, N: cell(g, 1).N, K: cell(g, 1).K / t });
-    for (const td of q<HTMLElement>(`td[data-t="${t}"]`)) expect(Number(td.dataset.gflops), `${td.dataset.gemm} t=${t}`).toBeGreaterThan(0);
+    for (const g of ['qkv.q', 'mlp.gate', 'mlp.up', 'logits'])
+      expect(cell(g, t), `${g} t=${t}`).toMatchObject({ M: cell(g, 1).M, N: cell(g, 1).N / t, K: cell(g, 1).K });
+    for (const g of ['attn.proj', 'mlp.down'])
+      expect(cell(g, t), `${g} t=${t}`).toMatchObject({ M: cell(g, 1).M, N: cell(g, 1).N, K: cell(g, 1).K / t });
+    for (const td of q<HTMLElement>(`td[data-t="${t}"]`))
+      expect(Number(td.dataset.gflops), `${td.dataset.gemm} t=${t}`).toBeGreaterThan(0);
   }
   expect(q('table.steps tbody tr').map((r) => r.getAttribute('data-t'))).toEqual(['1', '2', '4']);
   expect(q('svg#speedup [data-series]').length).toBe(3);

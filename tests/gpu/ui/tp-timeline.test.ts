@@ -11,13 +11,24 @@ import type { TpTimeline } from '../../../src/ui/tp-timeline.ts';
 /** gpt2-layer at t: compute at 5 GFLOP/s, comm modeled on PCIe Gen3. */
 async function gpt2(tp: number, overlap: boolean): Promise<{ plan: LayerPlan; tl: Timeline }> {
   const plan = (await makePlan(configFromPreset('gpt2-layer', { tp }))).plan;
-  const tl = scheduleStep(plan, { computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6), commMs: modeledCommMs(plan, interconnectPresets['pcie-gen3']) }, { overlap });
+  const tl = scheduleStep(
+    plan,
+    {
+      computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6),
+      commMs: modeledCommMs(plan, interconnectPresets['pcie-gen3']),
+    },
+    { overlap },
+  );
   return { plan, tl };
 }
 
 const frame = () => new Promise<number>((r) => requestAnimationFrame(r));
 
-async function mount(tl: Timeline, props: Partial<Pick<TpTimeline, 'phase' | 'caption'>> = {}, width = 1200): Promise<TpTimeline> {
+async function mount(
+  tl: Timeline,
+  props: Partial<Pick<TpTimeline, 'phase' | 'caption'>> = {},
+  width = 1200,
+): Promise<TpTimeline> {
   const el = document.createElement('tp-timeline');
   el.style.width = `${width}px`;
   Object.assign(el, props);
@@ -38,7 +49,16 @@ describe('<tp-timeline> on a scheduled gpt2-layer step', () => {
   test('t = 4 draws exactly 4 ranks × a compute and a comm lane, each named', async () => {
     const el = await mount((await gpt2(4, false)).tl);
     const lanes = q(el, 'g[data-lane]').map((g) => `${g.getAttribute('data-rank')}:${g.getAttribute('data-lane')}`);
-    expect(lanes.sort()).toEqual(['0:comm', '0:compute', '1:comm', '1:compute', '2:comm', '2:compute', '3:comm', '3:compute']);
+    expect(lanes.sort()).toEqual([
+      '0:comm',
+      '0:compute',
+      '1:comm',
+      '1:compute',
+      '2:comm',
+      '2:compute',
+      '3:comm',
+      '3:compute',
+    ]);
     const names = q(el, 'text.lane-name').map((t) => t.textContent);
     expect(names).toEqual([0, 1, 2, 3].flatMap((r) => [`rank ${r} · compute`, `rank ${r} · comm`]));
   });
@@ -94,7 +114,9 @@ describe('<tp-timeline> on a scheduled gpt2-layer step', () => {
     expect(a0).toBeCloseTo(0, 9);
     expect(a1).toBeCloseTo(tl.stepMs, 9);
     const seen: number[][] = [];
-    el.addEventListener('timeline-zoom', (ev) => seen.push([(ev as CustomEvent).detail.t0, (ev as CustomEvent).detail.t1]));
+    el.addEventListener('timeline-zoom', (ev) =>
+      seen.push([(ev as CustomEvent).detail.t0, (ev as CustomEvent).detail.t1]),
+    );
     el.zoomTo(0, 6);
     const [b0, b1] = el.visibleDomain();
     expect(b0).toBeCloseTo(0, 6);
@@ -105,7 +127,16 @@ describe('<tp-timeline> on a scheduled gpt2-layer step', () => {
     el.resetZoom();
     const rect = el.blocks('compute')[10]!;
     const box = rect.getBoundingClientRect();
-    rect.dispatchEvent(new WheelEvent('wheel', { deltaY: -500, clientX: box.left + 2, clientY: box.top + 5, bubbles: true, cancelable: true, composed: true }));
+    rect.dispatchEvent(
+      new WheelEvent('wheel', {
+        deltaY: -500,
+        clientX: box.left + 2,
+        clientY: box.top + 5,
+        bubbles: true,
+        cancelable: true,
+        composed: true,
+      }),
+    );
     const [c0, c1] = el.visibleDomain();
     expect(c1 - c0).toBeCloseTo(tl.stepMs / 2, 6);
     el.resetZoom();
@@ -129,7 +160,9 @@ describe('<tp-timeline> on a scheduled gpt2-layer step', () => {
     const tip = el.shadowRoot!.querySelector<HTMLElement>('.tip')!;
     const hover = (b: Element) => {
       const r = b.getBoundingClientRect();
-      b.dispatchEvent(new PointerEvent('pointermove', { clientX: r.left + 1, clientY: r.top + 2, bubbles: true, composed: true }));
+      b.dispatchEvent(
+        new PointerEvent('pointermove', { clientX: r.left + 1, clientY: r.top + 2, bubbles: true, composed: true }),
+      );
     };
     hover(el.blocks('compute').find((b) => b.getAttribute('data-op') === 'qkv.q')!);
     expect(tip.hidden).toBe(false);
@@ -143,7 +176,9 @@ describe('<tp-timeline> on a scheduled gpt2-layer step', () => {
   test('the caption, the legend and the per-rank and step totals are shown', async () => {
     const { tl } = await gpt2(4, false);
     const el = await mount(tl, { caption: 'compute: modeled at 5 GFLOP/s · comm: modeled PCIe Gen3' });
-    expect(el.shadowRoot!.querySelector('.caption')!.textContent).toBe('compute: modeled at 5 GFLOP/s · comm: modeled PCIe Gen3');
+    expect(el.shadowRoot!.querySelector('.caption')!.textContent).toBe(
+      'compute: modeled at 5 GFLOP/s · comm: modeled PCIe Gen3',
+    );
     expect(el.shadowRoot!.querySelector('.legend')!.textContent).toMatch(/exposed/);
     const totals = q(el, 'text.lane-total').map((t) => t.textContent);
     expect(totals.length).toBe(8);
@@ -159,6 +194,7 @@ describe('<tp-timeline> on a scheduled gpt2-layer step', () => {
     expect(totals[1]).toBe('150 µs · exposed 150 µs');
     const svg = el.shadowRoot!.querySelector('svg.plot')!;
     expect(svg.getBoundingClientRect().width).toBeLessThanOrEqual(860);
-    for (const t of q(el, 'text.lane-total')) expect(t.getBoundingClientRect().right).toBeLessThanOrEqual(svg.getBoundingClientRect().right + 0.5);
+    for (const t of q(el, 'text.lane-total'))
+      expect(t.getBoundingClientRect().right).toBeLessThanOrEqual(svg.getBoundingClientRect().right + 0.5);
   });
 });

@@ -64,19 +64,22 @@ const inputs = (t: number, shape: number[], salt: number): HostTensor[] =>
 
 describe.each(nodeTransports)('collectives over %s', (kind) => {
   describe.each(degrees)('with t = %i ranks', (t) => {
-    test.each(['sum', 'max'] as const)('allReduce(%s) of any size equals the elementwise reduction on every rank', async (op) => {
-      for (const shape of [[t * 3, 2], [7, 5], [1], [2 * t + 1]]) {
-        const g = makeGroup(kind, t);
-        const xs = inputs(t, shape, 1);
-        const ys = await Promise.all(g.comms.map((c, r) => c.allReduce(xs[r], op)));
-        const want = expectedReduce(xs, op);
-        ys.forEach((y) => {
-          expect(y.shape).toEqual(shape);
-          expectClose(y.data, want, t);
-        });
-        g.close();
-      }
-    });
+    test.each(['sum', 'max'] as const)(
+      'allReduce(%s) of any size equals the elementwise reduction on every rank',
+      async (op) => {
+        for (const shape of [[t * 3, 2], [7, 5], [1], [2 * t + 1]]) {
+          const g = makeGroup(kind, t);
+          const xs = inputs(t, shape, 1);
+          const ys = await Promise.all(g.comms.map((c, r) => c.allReduce(xs[r], op)));
+          const want = expectedReduce(xs, op);
+          ys.forEach((y) => {
+            expect(y.shape).toEqual(shape);
+            expectClose(y.data, want, t);
+          });
+          g.close();
+        }
+      },
+    );
 
     test.each([0, 1, 2])('reduceScatter along dim %i leaves slice r of the sum on rank r', async (dim) => {
       const shape = [2 * t, 3 * t, t + 1];
@@ -112,7 +115,6 @@ describe.each(nodeTransports)('collectives over %s', (kind) => {
       await Promise.all(g.comms.map((c) => c.barrier()));
       g.close();
     });
-
   });
 });
 
@@ -121,13 +123,17 @@ describe.each(nodeTransports)('shape errors over %s', (kind) => {
     test('reduceScatter of a dim not divisible by t raises a clear error (t > 1)', async () => {
       const g = makeGroup(kind, t);
       const e = await rejectionOf(g.comms[0].reduceScatter(hostTensor([t + 1, 2]), 0));
-      expect(e.message).toBe(`reduceScatter: dim 0 of shape [${t + 1}, 2] has size ${t + 1}, not divisible by the group size ${t}.`);
+      expect(e.message).toBe(
+        `reduceScatter: dim 0 of shape [${t + 1}, 2] has size ${t + 1}, not divisible by the group size ${t}.`,
+      );
       g.close();
     });
 
     test('allGather of slices of unequal size (a gathered dim not divisible by t) fails on every rank, naming the shapes', async () => {
       const g = makeGroup(kind, t);
-      const errs = await Promise.all(g.comms.map((c, r) => rejectionOf(c.allGather(hostTensor([r === t - 1 ? 1 : 2, 4]), 0))));
+      const errs = await Promise.all(
+        g.comms.map((c, r) => rejectionOf(c.allGather(hostTensor([r === t - 1 ? 1 : 2, 4]), 0))),
+      );
       errs.forEach((e, r) => {
         expect(e.name).toBe('CollectiveMismatchError');
         expect(e.message).toContain(`rank ${r}:`);

@@ -23,8 +23,13 @@ describe.each(nodeTransports)('faults over %s', (kind) => {
 
   test('ranks passing different shapes to allReduce fail with the shapes named', async () => {
     const g = makeGroup(kind, 2);
-    const errs = await Promise.all([rejectionOf(g.comms[0].allReduce(hostTensor([4]))), rejectionOf(g.comms[1].allReduce(hostTensor([5])))]);
-    errs.forEach((e) => expect(e.message).toContain('rank 0 called allReduce(sum, f32 [4]) #1; rank 1 called allReduce(sum, f32 [5]) #1'));
+    const errs = await Promise.all([
+      rejectionOf(g.comms[0].allReduce(hostTensor([4]))),
+      rejectionOf(g.comms[1].allReduce(hostTensor([5]))),
+    ]);
+    errs.forEach((e) =>
+      expect(e.message).toContain('rank 0 called allReduce(sum, f32 [4]) #1; rank 1 called allReduce(sum, f32 [5]) #1'),
+    );
     g.close();
   });
 
@@ -35,7 +40,9 @@ describe.each(nodeTransports)('faults over %s', (kind) => {
     expect(Date.now() - t0).toBeLessThan(3_000);
     errs.forEach((e) => {
       expect(e.name).toBe('CollectiveTimeoutError');
-      expect(e.message).toMatch(/^rank [013]: allReduce\(sum, f32 \[8\]\) #1 timed out after 300 ms: rank 2 never arrived\.$/);
+      expect(e.message).toMatch(
+        /^rank [013]: allReduce\(sum, f32 \[8\]\) #1 timed out after 300 ms: rank 2 never arrived\.$/,
+      );
     });
     g.close();
   });
@@ -45,7 +52,9 @@ describe.each(nodeTransports)('faults over %s', (kind) => {
     await rejectionOf(g.comms[0].barrier());
     const e = await rejectionOf(g.comms[0].barrier());
     expect(e.name).toBe('GroupBrokenError');
-    expect(e.message).toContain('rank 0: the communicator failed earlier (rank 0: barrier() #1 timed out after 200 ms: rank 1 never arrived.)');
+    expect(e.message).toContain(
+      'rank 0: the communicator failed earlier (rank 0: barrier() #1 timed out after 200 ms: rank 1 never arrived.)',
+    );
     g.close();
   });
 });

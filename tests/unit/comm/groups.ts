@@ -11,7 +11,11 @@ export type NodeTransport = (typeof nodeTransports)[number];
 export function makeGroup(kind: NodeTransport, t: number, timeoutMs = 5_000) {
   const recorders = Array.from({ length: t }, () => new TraceRecorder());
   if (kind === 'in-process') {
-    return { comms: createInProcessGroup(t, { timeoutMs, sinks: recorders }) as BaseCollectives[], recorders, close: () => {} };
+    return {
+      comms: createInProcessGroup(t, { timeoutMs, sinks: recorders }) as BaseCollectives[],
+      recorders,
+      close: () => {},
+    };
   }
   const mesh = createPortMesh(t);
   const comms = mesh.map((ports, r) => new PortRingCollectives(r, t, ports, recorders[r], timeoutMs));

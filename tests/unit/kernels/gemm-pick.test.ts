@@ -8,14 +8,23 @@ const floor = 0.35;
 
 describe('pickGemmVariant', () => {
   test('above the launch-bound regime the fastest wins, however close the cheaper ones are', () => {
-    expect(pickGemmVariant({ rb4: 21, quad8: 6.2, quad16: 5, tiled: 9 }, byCost, floor)).toEqual({ chosen: 'quad16', tied: ['quad16'] });
-    expect(pickGemmVariant({ rb4: 21, quad8wide: 5.1, quad16: 5 }, byCost, floor)).toEqual({ chosen: 'quad16', tied: ['quad16'] });
+    expect(pickGemmVariant({ rb4: 21, quad8: 6.2, quad16: 5, tiled: 9 }, byCost, floor)).toEqual({
+      chosen: 'quad16',
+      tied: ['quad16'],
+    });
+    expect(pickGemmVariant({ rb4: 21, quad8wide: 5.1, quad16: 5 }, byCost, floor)).toEqual({
+      chosen: 'quad16',
+      tied: ['quad16'],
+    });
   });
 
   test('launch-bound variants (within two dispatch floors) tie with the fastest, and the cheapest compile wins', () => {
     // Classroom-sized GEMMs: every variant ≈ one dispatch, the order is noise.
     const ms = { naive: 0.55, rb4: 0.43, quad8wide: 0.37, quad8: 0.4, quad16: 0.36, tiled: 1.4 };
-    expect(pickGemmVariant(ms, byCost, floor)).toEqual({ chosen: 'naive', tied: ['naive', 'rb4', 'quad8wide', 'quad8', 'quad16'] });
+    expect(pickGemmVariant(ms, byCost, floor)).toEqual({
+      chosen: 'naive',
+      tied: ['naive', 'rb4', 'quad8wide', 'quad8', 'quad16'],
+    });
   });
 
   test('only timed variants count, and none timed gives no pick', () => {
@@ -31,7 +40,8 @@ describe('launchBound', () => {
   });
 
   test('a launch-bound variant is chosen whatever a costlier one measures, as long as nothing beats the floor', () => {
-    for (const other of [0.35, 0.5, 3]) expect(pickGemmVariant({ naive: 0.7, quad16: other }, byCost, floor)?.chosen).toBe('naive');
+    for (const other of [0.35, 0.5, 3])
+      expect(pickGemmVariant({ naive: 0.7, quad16: other }, byCost, floor)?.chosen).toBe('naive');
   });
 });
 

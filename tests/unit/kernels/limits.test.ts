@@ -12,11 +12,15 @@ describe('device limit checks', () => {
   });
 
   test('the smaller of maxBufferSize and maxStorageBufferBindingSize is the one reported', () => {
-    expect(() => checkTensorFits({ ...limits, maxBufferSize: 1024 }, 'add', 'x', [257])).toThrow(/maxBufferSize of 1024 bytes/);
+    expect(() => checkTensorFits({ ...limits, maxBufferSize: 1024 }, 'add', 'x', [257])).toThrow(
+      /maxBufferSize of 1024 bytes/,
+    );
   });
 
   test('negative or fractional dimensions are refused', () => {
-    expect(() => checkTensorFits(limits, 'rope', 'q', [4, -1])).toThrow(/every dimension must be a non-negative integer/);
+    expect(() => checkTensorFits(limits, 'rope', 'q', [4, -1])).toThrow(
+      /every dimension must be a non-negative integer/,
+    );
     expect(() => checkTensorFits(limits, 'rope', 'q', [4, 1.5])).toThrow(/non-negative integer/);
   });
 

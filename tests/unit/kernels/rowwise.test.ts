@@ -20,7 +20,11 @@ describe('row-kernel helpers', () => {
   });
 
   test('packParams lays u32, i32 and f32 words out in order, padded to 16 bytes', () => {
-    const words = packParams([['u32', 7], ['i32', -2], ['f32', 0.5]]);
+    const words = packParams([
+      ['u32', 7],
+      ['i32', -2],
+      ['f32', 0.5],
+    ]);
     expect(words.length).toBe(4);
     expect(words[0]).toBe(7);
     expect(new Int32Array(words.buffer)[1]).toBe(-2);
@@ -30,7 +34,9 @@ describe('row-kernel helpers', () => {
   });
 
   test('checkInteger names the option and its allowed range', () => {
-    expect(() => checkInteger('rope', 'positionOffset', 1.5, 0, 10)).toThrow(/rope: option "positionOffset" is 1.5; it must be an integer in \[0, 10\]/);
+    expect(() => checkInteger('rope', 'positionOffset', 1.5, 0, 10)).toThrow(
+      /rope: option "positionOffset" is 1.5; it must be an integer in \[0, 10\]/,
+    );
     expect(() => checkInteger('rope', 'positionOffset', 3, 0, 10)).not.toThrow();
   });
 });

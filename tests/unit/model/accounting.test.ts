@@ -36,22 +36,40 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       const plain = commTotals(collectiveCosts(await planFor(c)));
       const sp = commTotals(collectiveCosts(await planFor({ ...c, sp: true })));
       expect(sp.byOp.forward.allReduce).toBeUndefined();
-      expect(sp.byOp.forward.reduceScatter).toEqual({ count: 2, payloadBytes: 2 * S, ringBytesSent: (2 * (t - 1) * S) / t });
-      expect(sp.byOp.forward.allGather).toEqual({ count: 2, payloadBytes: 2 * S, ringBytesSent: (2 * (t - 1) * S) / t });
+      expect(sp.byOp.forward.reduceScatter).toEqual({
+        count: 2,
+        payloadBytes: 2 * S,
+        ringBytesSent: (2 * (t - 1) * S) / t,
+      });
+      expect(sp.byOp.forward.allGather).toEqual({
+        count: 2,
+        payloadBytes: 2 * S,
+        ringBytesSent: (2 * (t - 1) * S) / t,
+      });
       expect(sp.forward.ringBytesSent).toBe(plain.forward.ringBytesSent);
     });
 
     test('the backward moves the same f/g volume: two all-reduces of S without SP, two reduce-scatters of S with SP (plus their all-gathers)', async () => {
       const plain = commTotals(collectiveCosts(await planFor(c)));
-      expect(plain.byOp.backward).toEqual({ allReduce: { count: 2, payloadBytes: 2 * S, ringBytesSent: (4 * (t - 1) * S) / t } });
+      expect(plain.byOp.backward).toEqual({
+        allReduce: { count: 2, payloadBytes: 2 * S, ringBytesSent: (4 * (t - 1) * S) / t },
+      });
       const sp = commTotals(collectiveCosts(await planFor({ ...c, sp: true })));
-      expect(sp.byOp.backward.reduceScatter).toEqual({ count: 2, payloadBytes: 2 * S, ringBytesSent: (2 * (t - 1) * S) / t });
+      expect(sp.byOp.backward.reduceScatter).toEqual({
+        count: 2,
+        payloadBytes: 2 * S,
+        ringBytesSent: (2 * (t - 1) * S) / t,
+      });
       expect(2 * (sp.byOp.backward.reduceScatter?.ringBytesSent ?? 0)).toBe(plain.backward.ringBytesSent);
     });
 
     test('with SP the backward all-gathers S four times (two gradients, two norm outputs re-gathered for wgrad) and all-reduces both norm weight gradients ([h] each)', async () => {
       const sp = commTotals(collectiveCosts(await planFor({ ...c, sp: true })));
-      expect(sp.byOp.backward.allGather).toEqual({ count: 4, payloadBytes: 4 * S, ringBytesSent: (4 * (t - 1) * S) / t });
+      expect(sp.byOp.backward.allGather).toEqual({
+        count: 4,
+        payloadBytes: 4 * S,
+        ringBytesSent: (4 * (t - 1) * S) / t,
+      });
       const costs = collectiveCosts(await planFor({ ...c, sp: true })).filter((x) => x.phase === 'backward');
       expect(costs.filter((x) => x.op === 'allReduce').map((x) => x.payloadBytes)).toEqual([bytes(c.h), bytes(c.h)]);
     });
@@ -70,16 +88,22 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       ['classroom', 2],
       ['classroom', 4],
       ['llama-gqa', 8],
-    ] as const)('of %s at t = %i sum over ranks to TP=1 plus the t norm copies, replicated KV groups and vocabulary padding', async (preset, t) => {
-      const c = cfg(preset, { tp: t });
-      const one = parameterBytes(await planFor({ ...c, tp: 1 }), 0);
-      const plan = await planFor(c);
-      const all = plan.ranks.reduce((a, r) => a + parameterBytes(plan, r.rank), 0);
-      const d = c.h / c.heads;
-      const kvCopies = c.groups >= t ? 0 : t - c.groups; // extra replicas of a KV group
-      const replication = (t - 1) * 2 * bytes(c.h) + kvCopies * 2 * bytes(c.h, d) + (c.vocab > 0 ? 2 * bytes(plan.paddedVocab - c.vocab, c.h) : 0);
-      expect(all).toBe(one + replication);
-    });
+    ] as const)(
+      'of %s at t = %i sum over ranks to TP=1 plus the t norm copies, replicated KV groups and vocabulary padding',
+      async (preset, t) => {
+        const c = cfg(preset, { tp: t });
+        const one = parameterBytes(await planFor({ ...c, tp: 1 }), 0);
+        const plan = await planFor(c);
+        const all = plan.ranks.reduce((a, r) => a + parameterBytes(plan, r.rank), 0);
+        const d = c.h / c.heads;
+        const kvCopies = c.groups >= t ? 0 : t - c.groups; // extra replicas of a KV group
+        const replication =
+          (t - 1) * 2 * bytes(c.h) +
+          kvCopies * 2 * bytes(c.h, d) +
+          (c.vocab > 0 ? 2 * bytes(plan.paddedVocab - c.vocab, c.h) : 0);
+        expect(all).toBe(one + replication);
+      },
+    );
 
     test('of the classroom layer at t = 1 are its weights one by one: qkv [16, 32], proj [16, 16], gate/up/down, two norms, embedding and output', async () => {
       const plan = await planFor(cfg('classroom', { tp: 1 }));
@@ -125,7 +149,9 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
     test('of the TP=1 gpt2-layer forward are the hand count: 2·sb·h·(3h + h + 3·ffn) + 2·2·b·s²·h', async () => {
       const c = cfg('gpt2-layer', { tp: 1 });
       const { s, b, h, ffn } = c;
-      expect(accountPlan(await planFor(c)).gemmFlops.forward).toBe(2 * s * b * h * (3 * h + h + 3 * ffn) + 2 * 2 * b * s * s * h);
+      expect(accountPlan(await planFor(c)).gemmFlops.forward).toBe(
+        2 * s * b * h * (3 * h + h + 3 * ffn) + 2 * 2 * b * s * s * h,
+      );
     });
 
     test('of the GEMMs in backward are twice the forward ones (dgrad and wgrad)', async () => {
@@ -143,8 +169,13 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       // The layer sums a replicated group's K and V gradients inside the wgrad: one accumulating GEMM
       // per replica (t/groups of them) instead of one, i.e. (t/groups − 1) more [h, d] wgrads of K and
       // of V on every rank. The hand-written plan assumes the single wgrad of an all-reduced dK, dV.
-      const replicaWgrads = source === 'hand-written plan' ? 0 : c.tp * 2 * (c.tp / c.groups - 1) * 2 * c.s * c.b * c.h * d;
-      expect(c.tp * accountPlan(await planFor(c)).gemmFlops.total - one).toBe(3 * 2 * c.s * c.b * c.h * extraCols + 3 * 2 * c.s * c.b * c.h * ((await planFor(c)).paddedVocab - c.vocab) + replicaWgrads);
+      const replicaWgrads =
+        source === 'hand-written plan' ? 0 : c.tp * 2 * (c.tp / c.groups - 1) * 2 * c.s * c.b * c.h * d;
+      expect(c.tp * accountPlan(await planFor(c)).gemmFlops.total - one).toBe(
+        3 * 2 * c.s * c.b * c.h * extraCols +
+          3 * 2 * c.s * c.b * c.h * ((await planFor(c)).paddedVocab - c.vocab) +
+          replicaWgrads,
+      );
     });
 
     test('per phase add up every op, kernels included, and GEMM ops carry 2·M·N·K·batch', async () => {
@@ -158,17 +189,25 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
   });
 
   describe('activation bytes', () => {
-    test.each([2, 4])('of gpt2-layer at t = %i without SP are 4·(4sbh + 2sb + (4sbh + b·heads·s² + 3sb·ffn)/t)', async (t) => {
-      const c = cfg('gpt2-layer', { tp: t });
-      const { s, b, h, heads, ffn } = c;
-      const elems = 4 * s * b * h + 2 * s * b + (4 * s * b * h + b * heads * s * s + 3 * s * b * ffn) / t;
-      expect(activationBytes(await planFor(c), 0)).toBe(4 * elems);
-    });
+    test.each([2, 4])(
+      'of gpt2-layer at t = %i without SP are 4·(4sbh + 2sb + (4sbh + b·heads·s² + 3sb·ffn)/t)',
+      async (t) => {
+        const c = cfg('gpt2-layer', { tp: t });
+        const { s, b, h, heads, ffn } = c;
+        const elems = 4 * s * b * h + 2 * s * b + (4 * s * b * h + b * heads * s * s + 3 * s * b * ffn) / t;
+        expect(activationBytes(await planFor(c), 0)).toBe(4 * elems);
+      },
+    );
 
-    test.each([2, 4])('of gpt2-layer at t = %i with SP are the TP=1 activations divided by t (Korthikanti’s sbh/t·(…) shape)', async (t) => {
-      const c = cfg('gpt2-layer', { tp: t, sp: true });
-      expect(activationBytes(await planFor(c), 0) * t).toBe(activationBytes(await planFor({ ...c, tp: 1, sp: false }), 0));
-    });
+    test.each([2, 4])(
+      'of gpt2-layer at t = %i with SP are the TP=1 activations divided by t (Korthikanti’s sbh/t·(…) shape)',
+      async (t) => {
+        const c = cfg('gpt2-layer', { tp: t, sp: true });
+        expect(activationBytes(await planFor(c), 0) * t).toBe(
+          activationBytes(await planFor({ ...c, tp: 1, sp: false }), 0),
+        );
+      },
+    );
 
     test('SP saves exactly the replicated norm and column-linear inputs: (4sbh + 2sb)(1 − 1/t)·4 bytes', async () => {
       const c = cfg('gpt2-layer', { tp: 4 });
@@ -190,7 +229,10 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
 
     test('name their formulas with s/t under SP', async () => {
       const terms = activationTerms(await planFor(cfg('gpt2-layer', { tp: 2, sp: true })), 1);
-      expect(terms.find((x) => x.op === 'norm1' && x.tensor === 'input')).toMatchObject({ shape: [16, 1, 768], formula: 's/t·b·h' });
+      expect(terms.find((x) => x.op === 'norm1' && x.tensor === 'input')).toMatchObject({
+        shape: [16, 1, 768],
+        formula: 's/t·b·h',
+      });
       expect(terms.find((x) => x.op === 'attn.softmax')).toMatchObject({ shape: [1, 6, 32, 32], formula: 'b·nq·s²' });
     });
   });

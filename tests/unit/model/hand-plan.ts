@@ -30,12 +30,39 @@ export function handPlan(c: LayerConfig): LayerPlan {
 
   const gemm = (phase: OpPhase, name: string, M: number, N: number, K: number, batch = 1): void => {
     const g = { M, N, K, batch, flops: gemmFlops({ M, N, K, batch }) };
-    ops.push({ phase, name, kind: 'gemm', kernel: 'gemm', inShapes: [[batch, M, K], [batch, K, N]], outShape: [batch, M, N], flops: g.flops, gemm: g });
+    ops.push({
+      phase,
+      name,
+      kind: 'gemm',
+      kernel: 'gemm',
+      inShapes: [
+        [batch, M, K],
+        [batch, K, N],
+      ],
+      outShape: [batch, M, N],
+      flops: g.flops,
+      gemm: g,
+    });
   };
   const kernel = (phase: OpPhase, name: string, k: string, shape: number[], perElement: number): void => {
-    ops.push({ phase, name, kind: 'kernel', kernel: k, inShapes: [shape], outShape: shape, flops: perElement * numel(shape) });
+    ops.push({
+      phase,
+      name,
+      kind: 'kernel',
+      kernel: k,
+      inShapes: [shape],
+      outShape: shape,
+      flops: perElement * numel(shape),
+    });
   };
-  const coll = (phase: OpPhase, name: string, op: CollectiveOp, inShape: number[], mapping: string, reduce?: ReduceOp): void => {
+  const coll = (
+    phase: OpPhase,
+    name: string,
+    op: CollectiveOp,
+    inShape: number[],
+    mapping: string,
+    reduce?: ReduceOp,
+  ): void => {
     const outShape = [...inShape];
     if (op === 'reduceScatter') outShape[0] /= t;
     if (op === 'allGather') outShape[0] *= t;
@@ -61,7 +88,10 @@ export function handPlan(c: LayerConfig): LayerPlan {
     });
   };
   /** g forward: all-reduce, or reduce-scatter to the SP region. */
-  const gForward = (name: string): void => (sp ? coll('forward', name, 'reduceScatter', full, 'reduceScatterToSequenceParallelRegion') : coll('forward', name, 'allReduce', full, 'reduceFromTensorParallelRegion (g)', 'sum'));
+  const gForward = (name: string): void =>
+    sp
+      ? coll('forward', name, 'reduceScatter', full, 'reduceScatterToSequenceParallelRegion')
+      : coll('forward', name, 'allReduce', full, 'reduceFromTensorParallelRegion (g)', 'sum');
   /** In front of a column-parallel linear: f (identity) or all-gather from the SP region. */
   const fForward = (name: string): void => {
     if (sp) coll('forward', name, 'allGather', shard, 'gatherFromSequenceParallelRegion');
@@ -73,7 +103,8 @@ export function handPlan(c: LayerConfig): LayerPlan {
   /** A column-parallel linear's backward: SP re-gathers the input for wgrad (unless kept whole); dgrad is all-reduced or reduce-scattered. */
   const colBackward = (name: string, regather = true): void => {
     if (sp && regather) coll('backward', `${name}.regather`, 'allGather', shard, 'wgrad input re-gather (SP)');
-    if (sp) coll('backward', `${name}.dgrad.reduce`, 'reduceScatter', full, 'gatherFromSequenceParallelRegion (backward)');
+    if (sp)
+      coll('backward', `${name}.dgrad.reduce`, 'reduceScatter', full, 'gatherFromSequenceParallelRegion (backward)');
     else coll('backward', `${name}.dgrad.reduce`, 'allReduce', full, 'copyToTensorParallelRegion (f) backward', 'sum');
   };
 

@@ -29,7 +29,10 @@ describe('collectiveTimeUs', () => {
   test('reduce-scatter plus all-gather costs exactly one all-reduce of the same payload', () => {
     for (const t of [2, 3, 8]) {
       const link = interconnectPresets['nvswitch-h100'];
-      expect(collectiveTimeUs('reduceScatter', 1e6, t, link) + collectiveTimeUs('allGather', 1e6, t, link)).toBeCloseTo(collectiveTimeUs('allReduce', 1e6, t, link), 9);
+      expect(collectiveTimeUs('reduceScatter', 1e6, t, link) + collectiveTimeUs('allGather', 1e6, t, link)).toBeCloseTo(
+        collectiveTimeUs('allReduce', 1e6, t, link),
+        9,
+      );
     }
   });
 
@@ -39,12 +42,17 @@ describe('collectiveTimeUs', () => {
     expect(collectiveTimeUs('barrier', 0, 4, link)).toBe(12);
   });
 
-  test.each(['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier'] as const)('%s costs nothing at t = 1', (op) => {
-    expect(collectiveTimeUs(op, 1e9, 1, pcie)).toBe(0);
-  });
+  test.each(['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier'] as const)(
+    '%s costs nothing at t = 1',
+    (op) => {
+      expect(collectiveTimeUs(op, 1e9, 1, pcie)).toBe(0);
+    },
+  );
 
   test('on NVSwitch the same all-reduce is about 49× faster than on PCIe for large messages', () => {
-    const ratio = collectiveTimeUs('allReduce', 1e9, 8, pcie) / collectiveTimeUs('allReduce', 1e9, 8, interconnectPresets['nvswitch-h100']);
+    const ratio =
+      collectiveTimeUs('allReduce', 1e9, 8, pcie) /
+      collectiveTimeUs('allReduce', 1e9, 8, interconnectPresets['nvswitch-h100']);
     expect(ratio).toBeCloseTo(370 / 7.6, 0);
   });
 });
@@ -63,12 +71,15 @@ describe('bus bandwidth', () => {
     expect(busBandwidthGBps('allReduce', 1e6, 100, 4)).toBe(15);
   });
 
-  test.each([2, 3, 4, 8, 16])('with α = 0 the modeled bus bandwidth equals the link bandwidth B at t = %i (the convention of B)', (t) => {
-    const link = customInterconnect(0, 123);
-    for (const op of ['allReduce', 'reduceScatter', 'allGather', 'broadcast'] as CollectiveOp[]) {
-      expect(busBandwidthGBps(op, 5e6, collectiveTimeUs(op, 5e6, t, link), t)).toBeCloseTo(123, 9);
-    }
-  });
+  test.each([2, 3, 4, 8, 16])(
+    'with α = 0 the modeled bus bandwidth equals the link bandwidth B at t = %i (the convention of B)',
+    (t) => {
+      const link = customInterconnect(0, 123);
+      for (const op of ['allReduce', 'reduceScatter', 'allGather', 'broadcast'] as CollectiveOp[]) {
+        expect(busBandwidthGBps(op, 5e6, collectiveTimeUs(op, 5e6, t, link), t)).toBeCloseTo(123, 9);
+      }
+    },
+  );
 
   test('measures below B once α matters (small messages)', () => {
     const t = 8;
@@ -92,12 +103,16 @@ describe('interconnect presets', () => {
   test('parse from their keys or custom:<α>:<GB/s>', () => {
     expect(parseInterconnect('nvlink-a100')).toBe(interconnectPresets['nvlink-a100']);
     expect(parseInterconnect('custom:5:25')).toMatchObject({ name: 'custom', alphaUs: 5, busGBps: 25 });
-    expect(() => parseInterconnect('infiniband')).toThrow('unknown interconnect "infiniband": use pcie-gen3, nvlink-a100, nvswitch-h100 or custom:<α µs>:<GB/s>.');
+    expect(() => parseInterconnect('infiniband')).toThrow(
+      'unknown interconnect "infiniband": use pcie-gen3, nvlink-a100, nvswitch-h100 or custom:<α µs>:<GB/s>.',
+    );
   });
 
   test('reject a negative α or a non-positive bandwidth', () => {
     expect(() => customInterconnect(-1, 10)).toThrow('custom interconnect: α (-1 µs) must be a finite number ≥ 0.');
-    expect(() => customInterconnect(1, 0)).toThrow('custom interconnect: bandwidth (0 GB/s) must be a finite number > 0.');
+    expect(() => customInterconnect(1, 0)).toThrow(
+      'custom interconnect: bandwidth (0 GB/s) must be a finite number > 0.',
+    );
     expect(() => parseInterconnect('custom:1:abc')).toThrow('bandwidth (NaN GB/s)');
   });
 });

@@ -15,24 +15,39 @@ describe('megatronArgs', () => {
   test('spells out the gpt2-layer at t = 4 with SP as Megatron-LM arguments, in order', () => {
     const args = megatronArgs(configFromPreset('gpt2-layer', { tp: 4, sp: true }));
     expect(args).toEqual([
-      '--tensor-model-parallel-size', '4',
+      '--tensor-model-parallel-size',
+      '4',
       '--sequence-parallel',
-      '--num-layers', '1',
-      '--hidden-size', '768',
-      '--ffn-hidden-size', '3072',
-      '--num-attention-heads', '12',
-      '--seq-length', '32',
-      '--max-position-embeddings', '32',
-      '--micro-batch-size', '1',
+      '--num-layers',
+      '1',
+      '--hidden-size',
+      '768',
+      '--ffn-hidden-size',
+      '3072',
+      '--num-attention-heads',
+      '12',
+      '--seq-length',
+      '32',
+      '--max-position-embeddings',
+      '32',
+      '--micro-batch-size',
+      '1',
       '--swiglu',
-      '--normalization', 'RMSNorm',
-      '--norm-epsilon', '0.00001',
-      '--position-embedding-type', 'rope',
-      '--rotary-base', '10000',
+      '--normalization',
+      'RMSNorm',
+      '--norm-epsilon',
+      '0.00001',
+      '--position-embedding-type',
+      'rope',
+      '--rotary-base',
+      '10000',
       '--disable-bias-linear',
-      '--attention-dropout', '0',
-      '--hidden-dropout', '0',
-      '--seed', '1234',
+      '--attention-dropout',
+      '0',
+      '--hidden-dropout',
+      '0',
+      '--seed',
+      '1234',
     ]);
   });
 
@@ -61,12 +76,23 @@ describe('megatronArgs', () => {
 
   test('has no vocabulary flags without a vocabulary', () => {
     const f = flags(megatronArgs(configFromPreset('gpt2-layer')));
-    for (const x of ['--vocab-size', '--tokenizer-type', '--make-vocab-size-divisible-by', '--untie-embeddings-and-output-weights']) expect(f.has(x)).toBe(false);
+    for (const x of [
+      '--vocab-size',
+      '--tokenizer-type',
+      '--make-vocab-size-divisible-by',
+      '--untie-embeddings-and-output-weights',
+    ])
+      expect(f.has(x)).toBe(false);
   });
 
   test('carries the RoPE base, ε, micro-batch and seed of the config', () => {
     const f = flags(megatronArgs(configFromPreset('classroom', { ropeBase: 500000, eps: 1e-6, b: 3, seed: 7 })));
-    expect([f.get('--rotary-base'), f.get('--norm-epsilon'), f.get('--micro-batch-size'), f.get('--seed')]).toEqual(['500000', '0.000001', '3', '7']);
+    expect([f.get('--rotary-base'), f.get('--norm-epsilon'), f.get('--micro-batch-size'), f.get('--seed')]).toEqual([
+      '500000',
+      '0.000001',
+      '3',
+      '7',
+    ]);
   });
 });
 
@@ -75,7 +101,9 @@ describe('megatronCaveats', () => {
     expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 8 }))[0]).toBe(
       'Megatron-Core rejects num_query_groups (2) < tensor_model_parallel_size (8): its TransformerConfig requires num_query_groups to be a multiple of the TP size; the playground replicates each KV group instead.',
     );
-    expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 2 })).some((x) => x.includes('num_query_groups'))).toBe(false);
+    expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 2 })).some((x) => x.includes('num_query_groups'))).toBe(
+      false,
+    );
   });
 
   test('mentions the missing vocabulary, SP at t = 1, a non-integer RoPE base and the final norm', () => {

@@ -1,8 +1,20 @@
 import { describe, expect, test } from 'vitest';
-import { attentionPicture, checkAgainst, classroomDegree, classroomSteps, concatRows, sumMatrices, type ClassroomMatrix, type ClassroomRankData } from '../../../src/parallel/classroom.ts';
+import {
+  attentionPicture,
+  checkAgainst,
+  classroomDegree,
+  classroomSteps,
+  concatRows,
+  sumMatrices,
+  type ClassroomMatrix,
+  type ClassroomRankData,
+} from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 
-const m = (rows: number, cols: number, f: (i: number) => number): ClassroomMatrix => ({ shape: [rows, cols], data: Float32Array.from({ length: rows * cols }, (_, i) => f(i)) });
+const m = (rows: number, cols: number, f: (i: number) => number): ClassroomMatrix => ({
+  shape: [rows, cols],
+  data: Float32Array.from({ length: rows * cols }, (_, i) => f(i)),
+});
 
 /** Hand-made rank data: only shapes and the Z / dX values matter to the steps' checks. */
 function rank(r: number, tp: number, sp: boolean, z: ClassroomMatrix, dx: ClassroomMatrix): ClassroomRankData {
@@ -10,8 +22,26 @@ function rank(r: number, tp: number, sp: boolean, z: ClassroomMatrix, dx: Classr
   const sh = m(c.s, c.h, () => 0);
   const sf = m(c.s, c.ffn / tp, () => 0);
   return {
-    rank: r, tp, sp, x: sh, xFull: sh, w1Gate: m(c.h, c.ffn / tp, () => 0), w1Up: m(c.h, c.ffn / tp, () => 0), yGate: sf, yUp: sf, act: sf,
-    w2: m(c.ffn / tp, c.h, () => 0), zPartial: sh, z, dz: sh, dzFull: sh, dxPartial: sh, dx, attnPartial: sh, attn: sh, collectives: [],
+    rank: r,
+    tp,
+    sp,
+    x: sh,
+    xFull: sh,
+    w1Gate: m(c.h, c.ffn / tp, () => 0),
+    w1Up: m(c.h, c.ffn / tp, () => 0),
+    yGate: sf,
+    yUp: sf,
+    act: sf,
+    w2: m(c.ffn / tp, c.h, () => 0),
+    zPartial: sh,
+    z,
+    dz: sh,
+    dzFull: sh,
+    dxPartial: sh,
+    dx,
+    attnPartial: sh,
+    attn: sh,
+    collectives: [],
   };
 }
 
@@ -27,13 +57,28 @@ describe('classroom steps', () => {
     const c = configFromPreset('classroom', { tp: 2 });
     const ref = m(2, 2, (i) => i - 1.5);
     // 16·2⁻²³·(32 + 1)·1.5 ≈ 9.4e-5
-    expect(checkAgainst(c, 'ok', m(2, 2, (i) => i - 1.5 + 1e-5), ref).pass).toBe(true);
-    expect(checkAgainst(c, 'bad', m(2, 2, (i) => (i === 3 ? 0 : i - 1.5)), ref).pass).toBe(false);
+    expect(
+      checkAgainst(
+        c,
+        'ok',
+        m(2, 2, (i) => i - 1.5 + 1e-5),
+        ref,
+      ).pass,
+    ).toBe(true);
+    expect(
+      checkAgainst(
+        c,
+        'bad',
+        m(2, 2, (i) => (i === 3 ? 0 : i - 1.5)),
+        ref,
+      ).pass,
+    ).toBe(false);
   });
 
   test('eight steps at t = 2 name their collectives with payload and ring bytes; step 5 fails when the sum is wrong', () => {
     const c = configFromPreset('classroom', { tp: 2 });
-    const z = m(8, 16, (i) => Math.sin(i)), dx = m(8, 16, (i) => Math.cos(i));
+    const z = m(8, 16, (i) => Math.sin(i)),
+      dx = m(8, 16, (i) => Math.cos(i));
     const half = (a: ClassroomMatrix, r: number) => ({ shape: [4, 16], data: a.data.slice(r * 64, (r + 1) * 64) });
     const runs = {
       config: c,
@@ -44,24 +89,56 @@ describe('classroom steps', () => {
     const steps = classroomSteps(runs);
     expect(steps.map((s) => s.title.split(' ')[0])).toEqual(['1', '2', '3', '4', '5', '6', '7', '8']);
     const s5 = steps[4];
-    expect(s5.collectives).toEqual([expect.objectContaining({ op: 'all-reduce', payloadBytes: 8 * 16 * 4, ringBytesPerRank: 512, megatron: 'reduce_from_tensor_model_parallel_region' })]);
+    expect(s5.collectives).toEqual([
+      expect.objectContaining({
+        op: 'all-reduce',
+        payloadBytes: 8 * 16 * 4,
+        ringBytesPerRank: 512,
+        megatron: 'reduce_from_tensor_model_parallel_region',
+      }),
+    ]);
     expect(s5.checks.every((k) => k.pass)).toBe(true);
     expect(steps[5].collectives.map((k) => [k.op, k.megatron])).toEqual([
       ['identity', 'reduce_from_tensor_model_parallel_region (backward)'],
       ['all-reduce', 'copy_to_tensor_model_parallel_region (backward)'],
     ]);
-    expect(steps[6].collectives.map((k) => [k.op, k.ringBytesPerRank])).toEqual([['all-gather', 256], ['reduce-scatter', 256], ['all-gather', 256], ['reduce-scatter', 256]]);
+    expect(steps[6].collectives.map((k) => [k.op, k.ringBytesPerRank])).toEqual([
+      ['all-gather', 256],
+      ['reduce-scatter', 256],
+      ['all-gather', 256],
+      ['reduce-scatter', 256],
+    ]);
     expect(steps[6].checks.every((k) => k.pass)).toBe(true);
-    const wrong = classroomSteps({ ...runs, reference: rank(0, 1, false, m(8, 16, () => 0), dx) });
+    const wrong = classroomSteps({
+      ...runs,
+      reference: rank(
+        0,
+        1,
+        false,
+        m(8, 16, () => 0),
+        dx,
+      ),
+    });
     expect(wrong[4].checks[0].pass).toBe(false);
     expect(steps[2].collectives).toEqual([]); // SwiGLU: nothing to communicate
   });
 
   test('attention picture: heads by owning rank; with 2 KV groups at t = 4 each group is copied on two ranks', () => {
     const p = attentionPicture(configFromPreset('classroom', { tp: 4 }));
-    expect(p.heads.map((h) => [h.rank, h.group])).toEqual([[0, 0], [1, 0], [2, 1], [3, 1]]);
-    expect(p.groups).toEqual([{ group: 0, ranks: [0, 1], replicated: true }, { group: 1, ranks: [2, 3], replicated: true }]);
-    expect(attentionPicture(configFromPreset('classroom', { tp: 2 })).groups.map((g) => g.replicated)).toEqual([false, false]);
+    expect(p.heads.map((h) => [h.rank, h.group])).toEqual([
+      [0, 0],
+      [1, 0],
+      [2, 1],
+      [3, 1],
+    ]);
+    expect(p.groups).toEqual([
+      { group: 0, ranks: [0, 1], replicated: true },
+      { group: 1, ranks: [2, 3], replicated: true },
+    ]);
+    expect(attentionPicture(configFromPreset('classroom', { tp: 2 })).groups.map((g) => g.replicated)).toEqual([
+      false,
+      false,
+    ]);
   });
 
   test('the classroom preset (4 heads, 2 KV groups, s 8) takes t = 1, 2, 4; other requests fall to the legal degree below', () => {

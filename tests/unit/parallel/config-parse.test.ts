@@ -21,6 +21,8 @@ describe('settings from flags and URL hashes', () => {
   });
 
   test('an unknown preset lists the presets', () => {
-    expect(() => configFromSettings({ preset: 'gpt3' })).toThrow('unknown preset "gpt3"; presets are classroom, gpt2-layer, llama-gqa.');
+    expect(() => configFromSettings({ preset: 'gpt3' })).toThrow(
+      'unknown preset "gpt3"; presets are classroom, gpt2-layer, llama-gqa.',
+    );
   });
 });

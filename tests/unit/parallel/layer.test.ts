@@ -12,7 +12,10 @@ async function oracle(c: LayerConfig) {
 }
 
 const describeReport = (r: Awaited<ReturnType<typeof oracle>>) =>
-  r.entries.filter((e) => !e.pass).map((e) => `${e.tensor}: ${e.maxAbs.toExponential(2)} > ${e.tol.toExponential(2)}`).join('; ');
+  r.entries
+    .filter((e) => !e.pass)
+    .map((e) => `${e.tensor}: ${e.maxAbs.toExponential(2)} > ${e.tol.toExponential(2)}`)
+    .join('; ');
 
 describe('the layer in Node (CPU twins, in-process collectives) matches TP=1', () => {
   for (const tp of [1, 2, 4]) {
@@ -20,7 +23,18 @@ describe('the layer in Node (CPU twins, in-process collectives) matches TP=1', (
       test(`classroom preset at t=${tp}${sp ? ' with SP' : ''}: output, loss and every gradient`, async () => {
         const r = await oracle(configFromPreset('classroom', { tp, sp }));
         expect(r.pass, describeReport(r)).toBe(true);
-        expect(r.entries.map((e) => e.tensor)).toEqual(['y', 'loss', 'dwqkv', 'dwo', 'dg1', 'dg2', 'dwfc1', 'dwdown', 'demb', 'dwout']);
+        expect(r.entries.map((e) => e.tensor)).toEqual([
+          'y',
+          'loss',
+          'dwqkv',
+          'dwo',
+          'dg1',
+          'dg2',
+          'dwfc1',
+          'dwdown',
+          'demb',
+          'dwout',
+        ]);
       });
     }
   }

@@ -14,7 +14,9 @@ function inputShape(m: MappingPair, t: number): number[] {
 
 /** Random per-rank tensors; a replicated placement gets the same tensor on every rank. */
 function draw(shape: readonly number[], t: number, p: Placement, seed: number): HostTensor[] {
-  return Array.from({ length: t }, (_, r) => hostTensor(shape, randomArray(numel(shape), p === 'replicated' ? seed : seed + r + 1)));
+  return Array.from({ length: t }, (_, r) =>
+    hostTensor(shape, randomArray(numel(shape), p === 'replicated' ? seed : seed + r + 1)),
+  );
 }
 
 /** ⟨a, b⟩ in float64: a replicated tensor counts once (and must be equal on all ranks), per-rank tensors add up. */
@@ -25,17 +27,20 @@ function inner(a: HostTensor[], b: HostTensor[], p: Placement): number {
 }
 
 describe.each(tensorParallelMappings.map((m) => [m.name, m] as const))('%s', (_name, m) => {
-  test.each([1, 2, 3, 4])('backward is the transpose of forward at t = %i: ⟨A x, y⟩ = ⟨x, Aᵀ y⟩ to 1e-5 relative', async (t) => {
-    const comms = createInProcessGroup(t);
-    const x = draw(inputShape(m, t), t, m.input, 11);
-    const ax = await Promise.all(comms.map((c, r) => m.forward(c, x[r])));
-    const y = draw(ax[0].shape, t, m.output, 23);
-    const aty = await Promise.all(comms.map((c, r) => m.backward(c, y[r])));
-    aty.forEach((v) => expect(v.shape).toEqual(x[0].shape));
-    const lhs = inner(ax, y, m.output);
-    const rhs = inner(x, aty, m.input);
-    expect(Math.abs(lhs - rhs)).toBeLessThanOrEqual(1e-5 * Math.max(1, Math.abs(lhs)));
-  });
+  test.each([1, 2, 3, 4])(
+    'backward is the transpose of forward at t = %i: ⟨A x, y⟩ = ⟨x, Aᵀ y⟩ to 1e-5 relative',
+    async (t) => {
+      const comms = createInProcessGroup(t);
+      const x = draw(inputShape(m, t), t, m.input, 11);
+      const ax = await Promise.all(comms.map((c, r) => m.forward(c, x[r])));
+      const y = draw(ax[0].shape, t, m.output, 23);
+      const aty = await Promise.all(comms.map((c, r) => m.backward(c, y[r])));
+      aty.forEach((v) => expect(v.shape).toEqual(x[0].shape));
+      const lhs = inner(ax, y, m.output);
+      const rhs = inner(x, aty, m.input);
+      expect(Math.abs(lhs - rhs)).toBeLessThanOrEqual(1e-5 * Math.max(1, Math.abs(lhs)));
+    },
+  );
 });
 
 test('each pair states its forward and backward in one line, as in DESIGN.md', () => {

@@ -13,11 +13,23 @@ describe('paddedVocab', () => {
 
 describe('kvGroupsOfRank', () => {
   test('gives each rank groups/t contiguous groups when groups ≥ t', () => {
-    expect([0, 1].map((r) => kvGroupsOfRank(r, 4, 2))).toEqual([[0, 1], [2, 3]]);
+    expect([0, 1].map((r) => kvGroupsOfRank(r, 4, 2))).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
   });
 
   test('gives each rank the one group its heads use when groups < t', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7].map((r) => kvGroupsOfRank(r, 2, 8))).toEqual([[0], [0], [0], [0], [1], [1], [1], [1]]);
+    expect([0, 1, 2, 3, 4, 5, 6, 7].map((r) => kvGroupsOfRank(r, 2, 8))).toEqual([
+      [0],
+      [0],
+      [0],
+      [0],
+      [1],
+      [1],
+      [1],
+      [1],
+    ]);
   });
 });
 
@@ -34,11 +46,26 @@ describe('rankOwnership', () => {
 
   test('gives every rank all tokens without SP and an empty vocabulary range without a vocabulary', () => {
     const own = rankOwnership(configFromPreset('gpt2-layer', { tp: 2 }));
-    expect(own.map((o) => [o.tokens, o.vocab])).toEqual([[[0, 32], [0, 0]], [[0, 32], [0, 0]]]);
+    expect(own.map((o) => [o.tokens, o.vocab])).toEqual([
+      [
+        [0, 32],
+        [0, 0],
+      ],
+      [
+        [0, 32],
+        [0, 0],
+      ],
+    ]);
   });
 
   test("each rank's query heads all belong to the KV groups it holds", () => {
-    for (const [heads, groups, t] of [[8, 2, 8], [8, 2, 2], [8, 8, 4], [12, 4, 4], [12, 3, 6]]) {
+    for (const [heads, groups, t] of [
+      [8, 2, 8],
+      [8, 2, 2],
+      [8, 8, 4],
+      [12, 4, 4],
+      [12, 3, 6],
+    ]) {
       const c = configFromPreset('gpt2-layer', { heads, groups, tp: t, h: 16 * heads });
       for (const o of rankOwnership(c)) {
         for (let q = o.heads[0]; q < o.heads[1]; q++) expect(o.kvGroups).toContain(Math.floor(q / (heads / groups)));

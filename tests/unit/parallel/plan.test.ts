@@ -20,11 +20,21 @@ describe('the plan is the layer run on shapes', () => {
   test('with SP each all-reduce becomes a reduce-scatter plus an all-gather of the same payload', async () => {
     const c = configFromPreset('gpt2-layer', { tp: 4, sp: true });
     const { plan } = await makePlan(c);
-    expect(collectives(plan.ops, 'forward')).toEqual(['ln1.gather:allGather', 'attn.reduce:reduceScatter', 'ln2.gather:allGather', 'mlp.reduce:reduceScatter']);
+    expect(collectives(plan.ops, 'forward')).toEqual([
+      'ln1.gather:allGather',
+      'attn.reduce:reduceScatter',
+      'ln2.gather:allGather',
+      'mlp.reduce:reduceScatter',
+    ]);
     expect(collectives(plan.ops, 'backward')).toEqual([
-      'mlp.reduce.backward:allGather', 'ln2.regather:allGather', 'mlp.dgrad.reduce:reduceScatter',
-      'attn.reduce.backward:allGather', 'ln1.regather:allGather', 'attn.dgrad.reduce:reduceScatter',
-      'ln1.wgrad.reduce:allReduce', 'ln2.wgrad.reduce:allReduce',
+      'mlp.reduce.backward:allGather',
+      'ln2.regather:allGather',
+      'mlp.dgrad.reduce:reduceScatter',
+      'attn.reduce.backward:allGather',
+      'ln1.regather:allGather',
+      'attn.dgrad.reduce:reduceScatter',
+      'ln1.wgrad.reduce:allReduce',
+      'ln2.wgrad.reduce:allReduce',
     ]);
     const big = plan.ops.filter((o) => o.collective && o.collective.op !== 'allReduce');
     for (const o of big) expect(o.collective!.payloadBytes).toBe(c.s * c.b * c.h * 4);
@@ -51,7 +61,7 @@ describe('the plan is the layer run on shapes', () => {
   });
 });
 
-test('the dgrad reduction is recorded before the wgrad GEMMs that may overlap it (Megatron\'s order)', async () => {
+test("the dgrad reduction is recorded before the wgrad GEMMs that may overlap it (Megatron's order)", async () => {
   const { plan } = await makePlan(configFromPreset('gpt2-layer', { tp: 2 }));
   const names = plan.ops.map((o) => o.name);
   expect(names.indexOf('mlp.dgrad.reduce')).toBeLessThan(names.indexOf('mlp.gate.wgrad'));

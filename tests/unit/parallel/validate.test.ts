@@ -1,6 +1,13 @@
 import { describe, expect, test } from 'vitest';
 import { configFromPreset, presetNames, type LayerConfig } from '../../../src/parallel/config.ts';
-import { assertValid, divisors, legalTpDegrees, maxHeadDim, validateConfig, type ValidationRule } from '../../../src/parallel/validate.ts';
+import {
+  assertValid,
+  divisors,
+  legalTpDegrees,
+  maxHeadDim,
+  validateConfig,
+  type ValidationRule,
+} from '../../../src/parallel/validate.ts';
 import { maxRopePairs } from '../../../src/kernels/rope.ts';
 
 /** gpt2-layer sizes (h 768, 12 heads, ffn 3072, s 32) with overrides. */
@@ -17,16 +24,21 @@ function onlyError(c: LayerConfig) {
 const rules = (c: LayerConfig): ValidationRule[] => validateConfig(c).errors.map((e) => e.rule);
 
 describe('validateConfig', () => {
-  test.each(presetNames.flatMap((p) => [1, 2].map((t) => [p, t] as const)))('accepts preset %s at t = %i with and without SP', (p, t) => {
-    for (const sp of [false, true]) expect(validateConfig(configFromPreset(p, { tp: t, sp })).errors).toEqual([]);
-  });
+  test.each(presetNames.flatMap((p) => [1, 2].map((t) => [p, t] as const)))(
+    'accepts preset %s at t = %i with and without SP',
+    (p, t) => {
+      for (const sp of [false, true]) expect(validateConfig(configFromPreset(p, { tp: t, sp })).errors).toEqual([]);
+    },
+  );
 
   test('reports heads not divisible by t with the legal degrees for that head count', () => {
     const e = onlyError(gpt2({ tp: 8 }));
     expect(e.rule).toBe('heads-divisible-by-tp');
     expect(e.field).toBe('heads');
     expect(e.fields).toContain('tp');
-    expect(e.message).toBe('heads (12) must be divisible by the TP degree t = 8 (each rank computes heads/t whole heads): legal t for 12 heads are 1, 2, 3, 4, 6, 12.');
+    expect(e.message).toBe(
+      'heads (12) must be divisible by the TP degree t = 8 (each rank computes heads/t whole heads): legal t for 12 heads are 1, 2, 3, 4, 6, 12.',
+    );
     expect(e.legal).toEqual([1, 2, 3, 4, 6, 12]);
     expect(e.legalFor).toBe('tp');
   });
@@ -35,13 +47,17 @@ describe('validateConfig', () => {
     const e = onlyError(gpt2({ heads: 7, groups: 7, tp: 1 }));
     expect(e.rule).toBe('h-divisible-by-heads');
     expect(e.message).toContain('hidden size h (768) must be divisible by heads (7)');
-    expect(e.message).toContain('legal heads for h = 768 are 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 768.');
+    expect(e.message).toContain(
+      'legal heads for h = 768 are 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 768.',
+    );
   });
 
   test('reports an odd head width because RoPE rotates halves', () => {
     const e = onlyError(gpt2({ h: 36, heads: 12, groups: 12, tp: 1 }));
     expect(e.rule).toBe('head-dim-even');
-    expect(e.message).toBe("head width d = h/heads = 36/12 = 3 must be even (RoPE's rotate-half pairs element k with k + d/2): legal heads for h = 36 are 1, 2, 3, 6, 9, 18.");
+    expect(e.message).toBe(
+      "head width d = h/heads = 36/12 = 3 must be even (RoPE's rotate-half pairs element k with k + d/2): legal heads for h = 36 are 1, 2, 3, 6, 9, 18.",
+    );
   });
 
   test('reports a head width above the RoPE kernel limit, which matches the kernel constant', () => {
@@ -57,19 +73,25 @@ describe('validateConfig', () => {
     const e = onlyError(gpt2({ groups: 5, tp: 1 }));
     expect(e.rule).toBe('heads-divisible-by-groups');
     expect(e.field).toBe('groups');
-    expect(e.message).toBe('heads (12) must be divisible by query groups (5) so each KV group serves heads/groups query heads: legal groups for 12 heads are 1, 2, 3, 4, 6, 12.');
+    expect(e.message).toBe(
+      'heads (12) must be divisible by query groups (5) so each KV group serves heads/groups query heads: legal groups for 12 heads are 1, 2, 3, 4, 6, 12.',
+    );
   });
 
   test('reports groups ≥ t not divisible by t (whole groups per rank)', () => {
     const e = onlyError(gpt2({ groups: 6, tp: 4 }));
     expect(e.rule).toBe('groups-vs-tp');
-    expect(e.message).toBe('query groups (6) must be divisible by the TP degree t = 4 when groups ≥ t (each rank holds groups/t whole KV groups): legal t for 6 groups and 12 heads are 1, 2, 3, 6, 12.');
+    expect(e.message).toBe(
+      'query groups (6) must be divisible by the TP degree t = 4 when groups ≥ t (each rank holds groups/t whole KV groups): legal t for 6 groups and 12 heads are 1, 2, 3, 6, 12.',
+    );
   });
 
   test('reports t > groups that is not a multiple of groups (a rank would straddle two groups)', () => {
     const e = onlyError(gpt2({ groups: 4, tp: 6 }));
     expect(e.rule).toBe('groups-vs-tp');
-    expect(e.message).toBe('the TP degree t = 6 must be a multiple of query groups (4) when t > groups (each KV group is replicated on t/groups ranks): legal t for 4 groups and 12 heads are 1, 2, 4, 12.');
+    expect(e.message).toBe(
+      'the TP degree t = 6 must be a multiple of query groups (4) when t > groups (each KV group is replicated on t/groups ranks): legal t for 4 groups and 12 heads are 1, 2, 4, 12.',
+    );
   });
 
   test('accepts groups < t dividing t and says as a note which ranks hold each replicated group', () => {
@@ -77,7 +99,9 @@ describe('validateConfig', () => {
     expect(r.errors).toEqual([]);
     const n = r.notes.find((x) => x.rule === 'kv-replication');
     expect(n?.field).toBe('groups');
-    expect(n?.message).toContain('2 query groups < t = 8: each KV group is replicated on t/groups = 4 ranks (group 0 on ranks 0–3, group 1 on ranks 4–7)');
+    expect(n?.message).toContain(
+      '2 query groups < t = 8: each KV group is replicated on t/groups = 4 ranks (group 0 on ranks 0–3, group 1 on ranks 4–7)',
+    );
     expect(n?.message).toContain('Megatron-Core itself rejects groups < t');
   });
 
@@ -85,7 +109,9 @@ describe('validateConfig', () => {
     const e = onlyError(gpt2({ ffn: 102, tp: 4 }));
     expect(e.rule).toBe('ffn-divisible-by-tp');
     expect(e.field).toBe('ffn');
-    expect(e.message).toBe('FFN hidden size (102) must be divisible by the TP degree t = 4 (gate and up are split by columns, down by rows): legal t for ffn = 102 are 1, 2, 3, 6.');
+    expect(e.message).toBe(
+      'FFN hidden size (102) must be divisible by the TP degree t = 4 (gate and up are split by columns, down by rows): legal t for ffn = 102 are 1, 2, 3, 6.',
+    );
   });
 
   test('reports s not divisible by t only under sequence parallel', () => {
@@ -94,20 +120,28 @@ describe('validateConfig', () => {
     expect(e.rule).toBe('seq-divisible-by-tp');
     expect(e.field).toBe('s');
     expect(e.fields).toEqual(['s', 'tp', 'sp']);
-    expect(e.message).toBe('with sequence parallel the sequence length s (30) must be divisible by the TP degree t = 4 (each rank keeps s/t tokens): legal t for s = 30 are 1, 2, 3, 5, 6, 10, 15, or turn sequence parallel off.');
+    expect(e.message).toBe(
+      'with sequence parallel the sequence length s (30) must be divisible by the TP degree t = 4 (each rank keeps s/t tokens): legal t for s = 30 are 1, 2, 3, 5, 6, 10, 15, or turn sequence parallel off.',
+    );
   });
 
   test('pads the vocabulary to a multiple of t and reports the padding as a note, not an error', () => {
     const r = validateConfig(configFromPreset('classroom', { vocab: 30, tp: 4 }));
     expect(r.errors).toEqual([]);
-    expect(r.notes.map((n) => n.message)).toContain('vocabulary 30 is padded to 32 (the next multiple of t = 4) with 2 unused rows; each rank holds 8 rows.');
-    expect(validateConfig(configFromPreset('classroom', { tp: 4 })).notes.some((n) => n.rule === 'vocab-padding')).toBe(false);
+    expect(r.notes.map((n) => n.message)).toContain(
+      'vocabulary 30 is padded to 32 (the next multiple of t = 4) with 2 unused rows; each rank holds 8 rows.',
+    );
+    expect(validateConfig(configFromPreset('classroom', { tp: 4 })).notes.some((n) => n.rule === 'vocab-padding')).toBe(
+      false,
+    );
   });
 
   test('notes that sequence parallel does nothing at t = 1', () => {
     const r = validateConfig(gpt2({ sp: true }));
     expect(r.ok).toBe(true);
-    expect(r.notes.find((n) => n.rule === 'sp-without-tp')?.message).toContain('sequence parallel changes nothing at t = 1');
+    expect(r.notes.find((n) => n.rule === 'sp-without-tp')?.message).toContain(
+      'sequence parallel changes nothing at t = 1',
+    );
   });
 
   test.each([
@@ -132,7 +166,9 @@ describe('validateConfig', () => {
     for (const tp of [0, 17, 2.5]) {
       const e = onlyError(gpt2({ tp }));
       expect(e.rule).toBe('tp-range');
-      expect(e.message).toBe(`the TP degree t (${tp}) must be an integer from 1 to 16: legal t for this model are 1, 2, 3, 4, 6, 12.`);
+      expect(e.message).toBe(
+        `the TP degree t (${tp}) must be an integer from 1 to 16: legal t for this model are 1, 2, 3, 4, 6, 12.`,
+      );
     }
   });
 
@@ -148,9 +184,15 @@ describe('validateConfig', () => {
 
 describe('legalTpDegrees', () => {
   test('is the intersection of the per-rule degrees', () => {
-    expect(legalTpDegrees({ s: 32, b: 1, h: 768, heads: 12, groups: 12, ffn: 3072, vocab: 0 }, false)).toEqual([1, 2, 3, 4, 6, 12]);
-    expect(legalTpDegrees({ s: 30, b: 1, h: 768, heads: 12, groups: 12, ffn: 3072, vocab: 0 }, true)).toEqual([1, 2, 3, 6]);
-    expect(legalTpDegrees({ s: 64, b: 1, h: 256, heads: 8, groups: 2, ffn: 704, vocab: 512 }, true)).toEqual([1, 2, 4, 8]);
+    expect(legalTpDegrees({ s: 32, b: 1, h: 768, heads: 12, groups: 12, ffn: 3072, vocab: 0 }, false)).toEqual([
+      1, 2, 3, 4, 6, 12,
+    ]);
+    expect(legalTpDegrees({ s: 30, b: 1, h: 768, heads: 12, groups: 12, ffn: 3072, vocab: 0 }, true)).toEqual([
+      1, 2, 3, 6,
+    ]);
+    expect(legalTpDegrees({ s: 64, b: 1, h: 256, heads: 8, groups: 2, ffn: 704, vocab: 512 }, true)).toEqual([
+      1, 2, 4, 8,
+    ]);
   });
 
   test('agrees with validateConfig for every t up to 16', () => {
@@ -167,7 +209,9 @@ describe('assertValid', () => {
     expect(() => assertValid(gpt2({ tp: 8, ffn: 100 }))).toThrow(
       'Invalid layer configuration (2 errors):\n- heads (12) must be divisible by the TP degree t = 8',
     );
-    expect(() => assertValid(gpt2({ tp: 8, ffn: 100 }))).toThrow('- FFN hidden size (100) must be divisible by the TP degree t = 8');
+    expect(() => assertValid(gpt2({ tp: 8, ffn: 100 }))).toThrow(
+      '- FFN hidden size (100) must be divisible by the TP degree t = 8',
+    );
   });
 
   test('passes a valid configuration with notes', () => {

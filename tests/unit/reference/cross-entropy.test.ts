@@ -1,6 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import {
-  ceGradRef, ceLocalMaxRef, ceLocalSumExpRef, ceLossRef, ceTargetLogitRef, crossEntropyRef,
+  ceGradRef,
+  ceLocalMaxRef,
+  ceLocalSumExpRef,
+  ceLossRef,
+  ceTargetLogitRef,
+  crossEntropyRef,
 } from '../../../src/reference/cross-entropy.ts';
 import { randomArray, rng } from '../../../src/reference/random.ts';
 import { expectNear, finiteDiffVjp } from '../finite-diff.ts';
@@ -18,7 +23,9 @@ function split(vocab: number, t: number): [number, number][] {
 }
 
 describe('cross-entropy twins', () => {
-  const rows = 6, vocab = 11, scale = 1 / rows;
+  const rows = 6,
+    vocab = 11,
+    scale = 1 / rows;
   const logits = randomArray(rows * vocab, 1, 5);
   const next = rng(2);
   const targets = Array.from({ length: rows }, () => Math.floor(next() * vocab));
@@ -32,7 +39,9 @@ describe('cross-entropy twins', () => {
   for (const t of [1, 2, 3, 4]) {
     test(`the pieces combined over ${t} vocab shard(s) give the unsharded loss and gradient`, () => {
       const shards = split(vocab, t).map(([v0, v1]) => ({ v0, vl: v1 - v0, x: columns(logits, rows, vocab, v0, v1) }));
-      const m = new Float64Array(rows).fill(-Infinity), s = new Float64Array(rows), z = new Float64Array(rows);
+      const m = new Float64Array(rows).fill(-Infinity),
+        s = new Float64Array(rows),
+        z = new Float64Array(rows);
       for (const sh of shards) ceLocalMaxRef(sh.x, sh.vl).forEach((v, r) => (m[r] = Math.max(m[r], v))); // all-reduce MAX
       for (const sh of shards) ceLocalSumExpRef(sh.x, sh.vl, m).forEach((v, r) => (s[r] += v)); //       all-reduce SUM
       for (const sh of shards) ceTargetLogitRef(sh.x, sh.vl, targets, sh.v0).forEach((v, r) => (z[r] += v)); // SUM
@@ -40,7 +49,12 @@ describe('cross-entropy twins', () => {
       expectNear('loss', ceLossRef(m, s, z), whole.loss, 1e-12);
       for (const sh of shards) {
         const grad = ceGradRef(sh.x, sh.vl, targets, sh.v0, m, s, scale);
-        expectNear(`grad of columns from ${sh.v0}`, grad, columns(whole.grad, rows, vocab, sh.v0, sh.v0 + sh.vl), 1e-12);
+        expectNear(
+          `grad of columns from ${sh.v0}`,
+          grad,
+          columns(whole.grad, rows, vocab, sh.v0, sh.v0 + sh.vl),
+          1e-12,
+        );
       }
     });
   }

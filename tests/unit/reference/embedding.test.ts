@@ -9,7 +9,9 @@ function split(vocab: number, t: number): [number, number][] {
 }
 
 describe('embedding twins', () => {
-  const tokens = 9, vocab = 11, h = 3;
+  const tokens = 9,
+    vocab = 11,
+    h = 3;
   const table = randomArray(vocab * h, 11, 2);
   const next = rng(12);
   // Ids drawn from [0, vocab + 3): repeats are certain (9 draws over few ids), and a few lie past the vocabulary.
@@ -37,14 +39,15 @@ describe('embedding twins', () => {
   }
 
   test('the backward equals finite differences of <dy, embedding(table)> with respect to the table', () => {
-    const v0 = 2, vl = 7; // a shard: ids below 2 and from 9 on are out of range
+    const v0 = 2,
+      vl = 7; // a shard: ids below 2 and from 9 on are out of range
     const shard = table.subarray(v0 * h, (v0 + vl) * h);
     const fd = finiteDiffVjp((w) => embeddingRef(ids, w, h, v0), shard, dy);
     // The lookup is linear in the table: central differences carry only rounding, ~ε·|dy·out|/h ≈ 1e-11.
     expectNear('dtable', embeddingBackwardRef(ids, dy, vl, h, v0), fd, 1e-9);
   });
 
-  test('a repeated id receives the sum of its tokens\' gradients', () => {
+  test("a repeated id receives the sum of its tokens' gradients", () => {
     const got = embeddingBackwardRef([1, 0, 1, 1], [1, 2, 3, 4, 5, 6, 7, 8], 2, 2);
     expect(Array.from(got)).toEqual([3, 4, 1 + 5 + 7, 2 + 6 + 8]);
   });
@@ -54,7 +57,7 @@ describe('embedding twins', () => {
     expect(Array.from(got)).toEqual([10, 20, 30 + 4, 40 + 6]);
   });
 
-  test('negative, fractional, non-finite and past-the-range ids are in no rank\'s range, while -0 is id 0', () => {
+  test("negative, fractional, non-finite and past-the-range ids are in no rank's range, while -0 is id 0", () => {
     const bad = [-1, 2.5, NaN, Infinity, -Infinity, 5, 2 ** 24];
     expect(bad.map((id) => localVocabRow(id, 0, 5))).toEqual(bad.map(() => -1));
     expect(localVocabRow(-0, 0, 5)).toBe(0);

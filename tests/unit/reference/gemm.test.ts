@@ -7,31 +7,54 @@ import { expectNear, finiteDiffVjp } from '../finite-diff.ts';
 // dX = dY·Wᵀ (transB), dW = Xᵀ·dY (transA), db = column sums of dY.
 describe('gemm twin', () => {
   const [M, N, K] = [5, 7, 3];
-  const x = randomArray(M * K, 1), w = randomArray(K * N, 2), bias = randomArray(N, 3), dy = randomArray(M * N, 4);
+  const x = randomArray(M * K, 1),
+    w = randomArray(K * N, 2),
+    bias = randomArray(N, 3),
+    dy = randomArray(M * N, 4);
   const forward = (xv: ArrayLike<number>, wv: ArrayLike<number>, bv: ArrayLike<number>) =>
     gemmRef(denseProblem(M, N, K, { bias: true }), xv, wv, new Float64Array(M * N), bv);
 
   // Central differences of a bilinear function are exact up to rounding: tolerance 1e-8.
   test('dX = dY·Wᵀ (transposed B) equals the finite-difference gradient', () => {
     const dx = gemmRef(denseProblem(M, K, N, { transB: true }), dy, w, new Float64Array(M * K));
-    expectNear('dX', dx, finiteDiffVjp((xv) => forward(xv, w, bias), x, dy), 1e-8);
+    expectNear(
+      'dX',
+      dx,
+      finiteDiffVjp((xv) => forward(xv, w, bias), x, dy),
+      1e-8,
+    );
   });
 
   test('dW = Xᵀ·dY (transposed A) equals the finite-difference gradient', () => {
     const dw = gemmRef(denseProblem(K, N, M, { transA: true }), x, dy, new Float64Array(K * N));
-    expectNear('dW', dw, finiteDiffVjp((wv) => forward(x, wv, bias), w, dy), 1e-8);
+    expectNear(
+      'dW',
+      dw,
+      finiteDiffVjp((wv) => forward(x, wv, bias), w, dy),
+      1e-8,
+    );
   });
 
   test('db = column sums of dY equals the finite-difference gradient', () => {
     const db = new Float64Array(N);
     for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) db[n] += dy[m * N + n];
-    expectNear('db', db, finiteDiffVjp((bv) => forward(x, w, bv), bias, dy), 1e-8);
+    expectNear(
+      'db',
+      db,
+      finiteDiffVjp((bv) => forward(x, w, bv), bias, dy),
+      1e-8,
+    );
   });
 
   test('accumulate adds to C instead of overwriting it', () => {
     const once = gemmRef(denseProblem(M, N, K), x, w, new Float64Array(M * N));
     const twice = gemmRef(denseProblem(M, N, K, { accumulate: true }), x, w, once.slice());
-    expectNear('2·A·B', twice, once.map((v) => 2 * v), 1e-12);
+    expectNear(
+      '2·A·B',
+      twice,
+      once.map((v) => 2 * v),
+      1e-12,
+    );
   });
 
   test('FLOPs are 2·M·N·K per batch', () => {

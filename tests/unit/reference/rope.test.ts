@@ -8,9 +8,16 @@ const tol = 1e-8;
 
 describe('rope twin', () => {
   test('its backward (rotation by −θ) matches finite differences', () => {
-    const shape = [3, 2, 2, 6], opts = { positionOffset: 7, base: 500 };
-    const x = randomArray(72, 1), dy = randomArray(72, 2);
-    expectNear('dx', ropeRef(dy, shape, opts, true), finiteDiffVjp((v) => ropeRef(v, shape, opts), x, dy), tol);
+    const shape = [3, 2, 2, 6],
+      opts = { positionOffset: 7, base: 500 };
+    const x = randomArray(72, 1),
+      dy = randomArray(72, 2);
+    expectNear(
+      'dx',
+      ropeRef(dy, shape, opts, true),
+      finiteDiffVjp((v) => ropeRef(v, shape, opts), x, dy),
+      tol,
+    );
   });
 
   test('a sequence shard with an offset equals the matching rows of the whole sequence', () => {

@@ -10,7 +10,8 @@ const tol = 1e-7;
 describe('softmax twin', () => {
   test('its backward matches finite differences, unmasked and scaled', () => {
     const shape = [2, 3, 5];
-    const x = randomArray(30, 1, 2), dy = randomArray(30, 2);
+    const x = randomArray(30, 1, 2),
+      dy = randomArray(30, 2);
     const y = softmaxRef(x, shape, { scale: 0.7 });
     const fd = finiteDiffVjp((v) => softmaxRef(v, shape, { scale: 0.7 }), x, dy);
     expectNear('dx', softmaxBackwardRef(y, dy, 5, 0.7), fd, tol);
@@ -19,7 +20,8 @@ describe('softmax twin', () => {
   test('its backward matches finite differences under a causal mask with a row offset, masked rows included', () => {
     const shape = [2, 4, 6];
     const opts = { causal: true, rowOffset: -1, scale: 1.3 };
-    const x = randomArray(48, 3, 2), dy = randomArray(48, 4);
+    const x = randomArray(48, 3, 2),
+      dy = randomArray(48, 4);
     const y = softmaxRef(x, shape, opts);
     const fd = finiteDiffVjp((v) => softmaxRef(v, shape, opts), x, dy);
     expectNear('dx', softmaxBackwardRef(y, dy, 6, 1.3), fd, tol);

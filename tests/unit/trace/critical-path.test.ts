@@ -8,13 +8,26 @@ import { scheduleStep } from '../../../src/trace/schedule.ts';
 import { durations, tinyPlan } from './tiny-plan.ts';
 
 const names = ['a.gemm', 'x.reduce', 'b.gemm', 'y.reduce', 'c.gemm'];
-const seg = (s: { rank: number; op: string; kind: string; t0: number; t1: number }) => [s.rank, s.op, s.kind, s.t0, s.t1];
+const seg = (s: { rank: number; op: string; kind: string; t0: number; t1: number }) => [
+  s.rank,
+  s.op,
+  s.kind,
+  s.t0,
+  s.t1,
+];
 
 describe('the critical path of a step', () => {
   test('on two ranks it runs through the slow rank’s op and shows the fast rank’s wait', () => {
     const plan = tinyPlan(2, names);
     // Rank 1 is slow on a, rank 0 on c: a [0,3] on rank 1 sets the first reduce; c [6,9] on rank 0 ends the step.
-    const tl = scheduleStep(plan, durations(plan, [[1, 1, 1, 1, 3], [3, 1, 1, 1, 1]]), { overlap: false });
+    const tl = scheduleStep(
+      plan,
+      durations(plan, [
+        [1, 1, 1, 1, 3],
+        [3, 1, 1, 1, 1],
+      ]),
+      { overlap: false },
+    );
     const p = criticalPath(tl);
     expect(p.endRank).toBe(0);
     expect(p.segments.map(seg)).toEqual([
@@ -29,7 +42,15 @@ describe('the critical path of a step', () => {
 
   test('its segments tile the step: they touch, start at 0 and add up to the step time', () => {
     const plan = tinyPlan(3, names);
-    const tl = scheduleStep(plan, durations(plan, [[1, 2, 3, 1, 1], [2, 2, 1, 1, 4], [3, 2, 2, 1, 1]]), { overlap: false });
+    const tl = scheduleStep(
+      plan,
+      durations(plan, [
+        [1, 2, 3, 1, 1],
+        [2, 2, 1, 1, 4],
+        [3, 2, 2, 1, 1],
+      ]),
+      { overlap: false },
+    );
     const p = criticalPath(tl);
     expect(p.segments[0]!.t0).toBe(0);
     p.segments.slice(1).forEach((s, i) => expect(s.t0).toBe(p.segments[i]!.t1));
@@ -38,7 +59,14 @@ describe('the critical path of a step', () => {
 
   test('a rank that arrives last at a collective keeps the path on itself', () => {
     const plan = tinyPlan(2, names);
-    const tl = scheduleStep(plan, durations(plan, [[1, 1, 1, 1, 1], [3, 1, 1, 1, 2]]), { overlap: false });
+    const tl = scheduleStep(
+      plan,
+      durations(plan, [
+        [1, 1, 1, 1, 1],
+        [3, 1, 1, 1, 2],
+      ]),
+      { overlap: false },
+    );
     const p = criticalPath(tl);
     expect(new Set(p.segments.map((s) => s.rank))).toEqual(new Set([1]));
     expect(p.waits).toEqual([]);
@@ -58,8 +86,14 @@ describe('the critical path of a step', () => {
 
   test('on the real layer with uneven ranks and overlap the path still tiles the whole step', async () => {
     const { plan } = await makePlan(configFromPreset('llama-gqa', { tp: 4, sp: true }));
-    const computeMs = plan.ranks.map(({ rank }) => plan.ops.map((op) => (op.kind === 'collective' ? 0 : 0.01 * (1 + ((op.index * (rank + 3)) % 5)))));
-    const tl = scheduleStep(plan, { computeMs, commMs: modeledCommMs(plan, interconnectPresets['nvlink-a100']) }, { overlap: true });
+    const computeMs = plan.ranks.map(({ rank }) =>
+      plan.ops.map((op) => (op.kind === 'collective' ? 0 : 0.01 * (1 + ((op.index * (rank + 3)) % 5)))),
+    );
+    const tl = scheduleStep(
+      plan,
+      { computeMs, commMs: modeledCommMs(plan, interconnectPresets['nvlink-a100']) },
+      { overlap: true },
+    );
     const p = criticalPath(tl);
     expect(p.segments[0]!.t0).toBe(0);
     p.segments.slice(1).forEach((s, i) => expect(s.t0).toBe(p.segments[i]!.t1));

@@ -44,7 +44,11 @@ describe('interval difference', () => {
     expect(subtractIntervals([iv(2, 5)], [iv(0, 2), iv(5, 9)])).toEqual([iv(2, 5)]);
   });
   test('several cuts across several intervals leave the gaps', () => {
-    expect(subtractIntervals([iv(0, 4), iv(6, 10)], [iv(1, 2), iv(3, 7), iv(9, 12)])).toEqual([iv(0, 1), iv(2, 3), iv(7, 9)]);
+    expect(subtractIntervals([iv(0, 4), iv(6, 10)], [iv(1, 2), iv(3, 7), iv(9, 12)])).toEqual([
+      iv(0, 1),
+      iv(2, 3),
+      iv(7, 9),
+    ]);
   });
   test('the intersection is what the difference removes', () => {
     expect(intersectIntervals([iv(0, 4), iv(6, 10)], [iv(3, 7)])).toEqual([iv(3, 4), iv(6, 7)]);
@@ -67,9 +71,14 @@ describe('exposed communication per rank', () => {
   });
   test('each rank is measured against its own compute only', () => {
     const out = exposedComm([compute(1, 0, 10), comm(0, 2, 5), comm(1, 2, 5)]);
-    expect(out.map((r) => [r.rank, r.exposedMs])).toEqual([[0, 3], [1, 0]]);
+    expect(out.map((r) => [r.rank, r.exposedMs])).toEqual([
+      [0, 3],
+      [1, 0],
+    ]);
   });
   test('a trace without comm events has no exposed time', () => {
-    expect(exposedComm([compute(0, 0, 1), compute(0, 1, 2)])).toEqual([{ rank: 0, computeMs: 2, commMs: 0, exposedMs: 0, exposed: [] }]);
+    expect(exposedComm([compute(0, 0, 1), compute(0, 1, 2)])).toEqual([
+      { rank: 0, computeMs: 2, commMs: 0, exposedMs: 0, exposed: [] },
+    ]);
   });
 });

@@ -11,21 +11,60 @@ export function tinyPlan(t: number, names: readonly string[]): LayerPlan {
     const phase = name.includes('grad') || name.endsWith('.backward') ? 'backward' : 'forward';
     if (name.endsWith('.reduce')) {
       return {
-        index, phase, name, kind: 'collective', inShapes: [[4, 1, 16]], outShape: [4, 1, 16], flops: 0,
-        collective: { op: 'allReduce', reduce: 'sum', inShape: [4, 1, 16], outShape: [4, 1, 16], groupSize: t, payloadBytes: MB, ringBytesSent: (2 * (t - 1) * MB) / t, mapping: 'test' },
+        index,
+        phase,
+        name,
+        kind: 'collective',
+        inShapes: [[4, 1, 16]],
+        outShape: [4, 1, 16],
+        flops: 0,
+        collective: {
+          op: 'allReduce',
+          reduce: 'sum',
+          inShape: [4, 1, 16],
+          outShape: [4, 1, 16],
+          groupSize: t,
+          payloadBytes: MB,
+          ringBytesSent: (2 * (t - 1) * MB) / t,
+          mapping: 'test',
+        },
       };
     }
     const gemm = name.includes('grad') || name.endsWith('.gemm');
     return gemm
-      ? { index, phase, name, kind: 'gemm', kernel: 'gemm', inShapes: [[4, 8], [8, 2]], outShape: [4, 2], flops: 128, gemm: { M: 4, N: 2, K: 8, batch: 1, flops: 128 } }
+      ? {
+          index,
+          phase,
+          name,
+          kind: 'gemm',
+          kernel: 'gemm',
+          inShapes: [
+            [4, 8],
+            [8, 2],
+          ],
+          outShape: [4, 2],
+          flops: 128,
+          gemm: { M: 4, N: 2, K: 8, batch: 1, flops: 128 },
+        }
       : { index, phase, name, kind: 'kernel', kernel: 'add', inShapes: [[4, 1, 16]], outShape: [4, 1, 16], flops: 64 };
   });
-  const ranks = Array.from({ length: t }, (_, rank) => ({ rank, heads: [0, 0] as const, kvGroups: [], ffn: [0, 0] as const, vocab: [0, 0] as const, tokens: [0, 0] as const }));
+  const ranks = Array.from({ length: t }, (_, rank) => ({
+    rank,
+    heads: [0, 0] as const,
+    kvGroups: [],
+    ffn: [0, 0] as const,
+    vocab: [0, 0] as const,
+    tokens: [0, 0] as const,
+  }));
   return { config: configFromPreset('classroom', { tp: t }), paddedVocab: 0, ranks, ops };
 }
 
 /** Durations [rank][opIndex] ms from per-rank rows (compute and comm given in one row by op index). */
-export function durations(plan: LayerPlan, rows: readonly (readonly number[])[]): { computeMs: number[][]; commMs: number[][] } {
-  const pick = (coll: boolean) => rows.map((row) => row.map((ms, i) => ((plan.ops[i]!.kind === 'collective') === coll ? ms : 0)));
+export function durations(
+  plan: LayerPlan,
+  rows: readonly (readonly number[])[],
+): { computeMs: number[][]; commMs: number[][] } {
+  const pick = (coll: boolean) =>
+    rows.map((row) => row.map((ms, i) => ((plan.ops[i]!.kind === 'collective') === coll ? ms : 0)));
   return { computeMs: pick(false), commMs: pick(true) };
 }

@@ -5,27 +5,60 @@ import { makePlan } from '../../../src/parallel/plan.ts';
 import { gemmDegrees, gemmEfficiency, gemmSplit } from '../../../src/ui/gemm-efficiency.ts';
 
 /** A sweep degree from the real plan with made-up speeds: `gflops(t)` for every GEMM, and a given step. */
-async function degree(c: LayerConfig, gflops: number, step: { computeMs: number; commMs: number; exposedMs: number }): Promise<SweepDegree> {
+async function degree(
+  c: LayerConfig,
+  gflops: number,
+  step: { computeMs: number; commMs: number; exposedMs: number },
+): Promise<SweepDegree> {
   const { plan } = await makePlan(c);
-  const gemms = plan.ops.filter((o) => o.gemm).map((o) => ({
-    name: o.name, phase: o.phase, M: o.gemm!.M, N: o.gemm!.N, K: o.gemm!.K, batch: o.gemm!.batch, flops: o.gemm!.flops,
-    ms: o.gemm!.flops / gflops / 1e6, gflops,
-  }));
+  const gemms = plan.ops
+    .filter((o) => o.gemm)
+    .map((o) => ({
+      name: o.name,
+      phase: o.phase,
+      M: o.gemm!.M,
+      N: o.gemm!.N,
+      K: o.gemm!.K,
+      batch: o.gemm!.batch,
+      flops: o.gemm!.flops,
+      ms: o.gemm!.flops / gflops / 1e6,
+      gflops,
+    }));
   const ranks = Array(c.tp).fill(0);
   const tl = (comm: string, overlap: boolean) => ({
-    comm, overlap, stepMs: step.computeMs + step.exposedMs,
-    computeMs: ranks.map(() => step.computeMs), commMs: ranks.map(() => step.commMs), exposedMs: ranks.map(() => step.exposedMs),
+    comm,
+    overlap,
+    stepMs: step.computeMs + step.exposedMs,
+    computeMs: ranks.map(() => step.computeMs),
+    commMs: ranks.map(() => step.commMs),
+    exposedMs: ranks.map(() => step.exposedMs),
   });
   return {
-    config: c, transport: 'sab-ring', oracle: { pass: true, worst: undefined!, entries: [] }, timing: { method: 'timestamp-query', quantized: false },
-    gemms, collectives: [], memory: [], computeMs: ranks.map(() => step.computeMs),
-    timelines: [tl('measured (this machine\'s transport)', false), tl('modeled (pcie-gen3)', false), tl('modeled (pcie-gen3)', true)],
+    config: c,
+    transport: 'sab-ring',
+    oracle: { pass: true, worst: undefined!, entries: [] },
+    timing: { method: 'timestamp-query', quantized: false },
+    gemms,
+    collectives: [],
+    memory: [],
+    computeMs: ranks.map(() => step.computeMs),
+    timelines: [
+      tl("measured (this machine's transport)", false),
+      tl('modeled (pcie-gen3)', false),
+      tl('modeled (pcie-gen3)', true),
+    ],
   };
 }
 
 describe('the GEMM-efficiency view', () => {
-  test('names each GEMM\'s split: column-parallel, row-parallel, or per-head attention', () => {
-    expect(['qkv.q', 'qkv.k.wgrad', 'mlp.gate', 'mlp.up.dgrad', 'logits'].map(gemmSplit)).toEqual(['column', 'column', 'column', 'column', 'column']);
+  test("names each GEMM's split: column-parallel, row-parallel, or per-head attention", () => {
+    expect(['qkv.q', 'qkv.k.wgrad', 'mlp.gate', 'mlp.up.dgrad', 'logits'].map(gemmSplit)).toEqual([
+      'column',
+      'column',
+      'column',
+      'column',
+      'column',
+    ]);
     expect(['attn.proj', 'mlp.down', 'mlp.down.wgrad'].map(gemmSplit)).toEqual(['row', 'row', 'row']);
     expect(['attn.scores', 'attn.context.vgrad'].map(gemmSplit)).toEqual(['heads', 'heads']);
   });
@@ -39,7 +72,11 @@ describe('the GEMM-efficiency view', () => {
   });
 
   test('column-parallel forward GEMMs keep M and K and get N/t; row-parallel ones get K/t (llama-gqa, t = 1…8)', async () => {
-    const degs = await Promise.all([1, 2, 4, 8].map((tp) => degree(configFromPreset('llama-gqa', { tp }), 10, { computeMs: 8 / tp, commMs: 1, exposedMs: 0.5 })));
+    const degs = await Promise.all(
+      [1, 2, 4, 8].map((tp) =>
+        degree(configFromPreset('llama-gqa', { tp }), 10, { computeMs: 8 / tp, commMs: 1, exposedMs: 0.5 }),
+      ),
+    );
     const eff = gemmEfficiency({ adapter: 'x', note: '', degrees: degs }, false);
     const fwd = (n: string) => eff.gemms.find((g) => g.name === n)!.byDegree;
     for (const name of ['qkv.q', 'mlp.gate', 'mlp.up', 'logits']) {
@@ -66,7 +103,14 @@ describe('the GEMM-efficiency view', () => {
 
   test('efficiency is GFLOP/s at t over GFLOP/s at t = 1', async () => {
     const c = configFromPreset('classroom');
-    const report: SweepReport = { adapter: 'x', note: '', degrees: [await degree({ ...c, tp: 1 }, 20, { computeMs: 1, commMs: 0, exposedMs: 0 }), await degree({ ...c, tp: 2 }, 5, { computeMs: 1, commMs: 0, exposedMs: 0 })] };
+    const report: SweepReport = {
+      adapter: 'x',
+      note: '',
+      degrees: [
+        await degree({ ...c, tp: 1 }, 20, { computeMs: 1, commMs: 0, exposedMs: 0 }),
+        await degree({ ...c, tp: 2 }, 5, { computeMs: 1, commMs: 0, exposedMs: 0 }),
+      ],
+    };
     const g = gemmEfficiency(report, true).gemms.find((r) => r.name === 'mlp.down')!;
     expect(g.byDegree.map((d) => d.efficiency)).toEqual([1, 0.25]);
     expect(g.byDegree[1].timeOverIdeal).toBeCloseTo(4, 12); // 4× slower per FLOP: half the work takes 2×, ideal is ½×

@@ -8,7 +8,11 @@ describe('boundaries', () => {
   test('without SP the hidden state is replicated [s, b, h] and the row-parallel outputs are partial sums', async () => {
     const { plan } = await makePlan(configFromPreset('classroom', { tp: 2 }));
     const b = boundaries(plan);
-    expect(b.find((x) => x.op === 'attn.reduce')).toMatchObject({ layout: 'replicated', symbolic: '[s, b, h]', shape: [8, 1, 16] });
+    expect(b.find((x) => x.op === 'attn.reduce')).toMatchObject({
+      layout: 'replicated',
+      symbolic: '[s, b, h]',
+      shape: [8, 1, 16],
+    });
     expect(b.find((x) => x.op === 'attn.proj')).toMatchObject({ layout: 'partial-sums' });
     expect(b.find((x) => x.op === 'qkv.q')).toMatchObject({ layout: 'split-last', shape: [8, 1, 2, 4] });
     expect(b.some((x) => x.op === 'ln1.gather')).toBe(false);
@@ -17,7 +21,11 @@ describe('boundaries', () => {
   test('with SP the hidden state is sequence-sharded [s/t, b, h] and gathered before each column-parallel GEMM', async () => {
     const { plan } = await makePlan(configFromPreset('classroom', { tp: 2, sp: true }));
     const b = boundaries(plan);
-    expect(b.find((x) => x.op === 'attn.reduce')).toMatchObject({ layout: 'sequence-sharded', symbolic: '[s/t, b, h]', shape: [4, 1, 16] });
+    expect(b.find((x) => x.op === 'attn.reduce')).toMatchObject({
+      layout: 'sequence-sharded',
+      symbolic: '[s/t, b, h]',
+      shape: [4, 1, 16],
+    });
     expect(b.find((x) => x.op === 'ln1.gather')).toMatchObject({ layout: 'replicated', shape: [8, 1, 16] });
   });
 

@@ -1,6 +1,14 @@
 import { describe, expect, test } from 'vitest';
 import { presets } from '../../../src/parallel/config.ts';
-import { commOf, configOf, defaultSettings, hashFromSettings, settingsFromHash, withPreset, type Settings } from '../../../src/ui/state.ts';
+import {
+  commOf,
+  configOf,
+  defaultSettings,
+  hashFromSettings,
+  settingsFromHash,
+  withPreset,
+  type Settings,
+} from '../../../src/ui/state.ts';
 
 describe('settingsFromHash', () => {
   test('an empty hash gives the defaults and no messages', () => {
@@ -28,7 +36,9 @@ describe('settingsFromHash', () => {
   });
 
   test('a malformed value keeps the default and says what was expected', () => {
-    const { settings, messages } = settingsFromHash('#tp=two&sp=maybe&preset=gpt5&net=carrier-pigeon&pass=sideways&view=3d&h=-4');
+    const { settings, messages } = settingsFromHash(
+      '#tp=two&sp=maybe&preset=gpt5&net=carrier-pigeon&pass=sideways&view=3d&h=-4',
+    );
     expect(settings).toEqual(defaultSettings);
     const byKey = Object.fromEntries(messages.map((m) => [m.key, m.message]));
     expect(Object.keys(byKey).sort()).toEqual(['h', 'net', 'pass', 'preset', 'sp', 'tp', 'view']);
@@ -55,16 +65,29 @@ describe('hashFromSettings', () => {
   const cases: Settings[] = [
     defaultSettings,
     { ...defaultSettings, tp: 1 },
-    { ...withPreset(defaultSettings, 'llama-gqa'), tp: 8, sp: true, net: 'custom:2.5:25', overlap: false, pass: 'backward', view: 'gemm' },
+    {
+      ...withPreset(defaultSettings, 'llama-gqa'),
+      tp: 8,
+      sp: true,
+      net: 'custom:2.5:25',
+      overlap: false,
+      pass: 'backward',
+      view: 'gemm',
+    },
     { ...withPreset(defaultSettings, 'gpt2-layer'), heads: 24, s: 64, net: 'measured' },
     { ...defaultSettings, sp: true, skipNormGradReduce: true },
   ];
-  test.each(cases.map((s) => [hashFromSettings(s), s] as const))('%s round-trips through settingsFromHash', (hash, s) => {
-    expect(settingsFromHash(hash)).toEqual({ settings: s, messages: [] });
-  });
+  test.each(cases.map((s) => [hashFromSettings(s), s] as const))(
+    '%s round-trips through settingsFromHash',
+    (hash, s) => {
+      expect(settingsFromHash(hash)).toEqual({ settings: s, messages: [] });
+    },
+  );
 
   test('sizes equal to the preset are left out and a custom link stays readable', () => {
-    expect(hashFromSettings(defaultSettings)).toBe('#preset=classroom&tp=2&sp=0&net=pcie-gen3&overlap=1&pass=both&view=timeline');
+    expect(hashFromSettings(defaultSettings)).toBe(
+      '#preset=classroom&tp=2&sp=0&net=pcie-gen3&overlap=1&pass=both&view=timeline',
+    );
     expect(hashFromSettings({ ...defaultSettings, heads: 8, net: 'custom:5:25' })).toBe(
       '#preset=classroom&heads=8&tp=2&sp=0&net=custom:5:25&overlap=1&pass=both&view=timeline',
     );

@@ -4,11 +4,27 @@ import { configFromPreset } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { modeledCommMs, sameComputeMs } from '../../../src/trace/durations.ts';
 import { scheduleStep } from '../../../src/trace/schedule.ts';
-import { collectiveName, formatBytes, formatFlops, formatMs, gflopsPerSecond, labelCandidates, localShape, tooltipLines } from '../../../src/ui/timeline-format.ts';
+import {
+  collectiveName,
+  formatBytes,
+  formatFlops,
+  formatMs,
+  gflopsPerSecond,
+  labelCandidates,
+  localShape,
+  tooltipLines,
+} from '../../../src/ui/timeline-format.ts';
 
 async function gpt2(tp: number) {
   const plan = (await makePlan(configFromPreset('gpt2-layer', { tp }))).plan;
-  return scheduleStep(plan, { computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6), commMs: modeledCommMs(plan, interconnectPresets['pcie-gen3']) }, { overlap: false });
+  return scheduleStep(
+    plan,
+    {
+      computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6),
+      commMs: modeledCommMs(plan, interconnectPresets['pcie-gen3']),
+    },
+    { overlap: false },
+  );
 }
 
 describe('formatting numbers for the timeline', () => {
@@ -44,7 +60,9 @@ describe('formatting numbers for the timeline', () => {
 
 describe('labels of blocks', () => {
   test('a GEMM is labelled with its local [M,K]·[K,N] problem, batched ones with the batch', () => {
-    expect(localShape({ gemm: { M: 32, N: 192, K: 768, batch: 1, flops: 0 }, inShapes: [] })).toBe('[32,768]·[768,192]');
+    expect(localShape({ gemm: { M: 32, N: 192, K: 768, batch: 1, flops: 0 }, inShapes: [] })).toBe(
+      '[32,768]·[768,192]',
+    );
     expect(localShape({ gemm: { M: 32, N: 32, K: 64, batch: 3, flops: 0 }, inShapes: [] })).toBe('3×[32,64]·[64,32]');
     expect(localShape({ inShapes: [[32, 1, 768], [768]] })).toBe('[32,1,768]·[768]');
   });

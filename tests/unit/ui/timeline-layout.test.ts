@@ -4,21 +4,46 @@ import { configFromPreset } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { modeledCommMs, sameComputeMs } from '../../../src/trace/durations.ts';
 import { scheduleStep } from '../../../src/trace/schedule.ts';
-import { estimateTextWidth, fitLabel, laneBlocks, laneLayout, phaseSpans, shownEvents, shownSpan, shownTotals, visibleRange } from '../../../src/ui/timeline-layout.ts';
+import {
+  estimateTextWidth,
+  fitLabel,
+  laneBlocks,
+  laneLayout,
+  phaseSpans,
+  shownEvents,
+  shownSpan,
+  shownTotals,
+  visibleRange,
+} from '../../../src/ui/timeline-layout.ts';
 
 async function gpt2(tp: number, overlap = false) {
   const plan = (await makePlan(configFromPreset('gpt2-layer', { tp }))).plan;
-  return scheduleStep(plan, { computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6), commMs: modeledCommMs(plan, interconnectPresets['pcie-gen3']) }, { overlap });
+  return scheduleStep(
+    plan,
+    {
+      computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6),
+      commMs: modeledCommMs(plan, interconnectPresets['pcie-gen3']),
+    },
+    { overlap },
+  );
 }
 
 describe('lane layout', () => {
   test('each rank gets a compute lane then a comm lane, stacked without overlap', () => {
     const sizes = { compute: 40, comm: 20, innerGap: 2, rankGap: 10 };
     const { lanes, height } = laneLayout(3, sizes);
-    expect(lanes.map((l) => `${l.rank}:${l.kind}`)).toEqual(['0:compute', '0:comm', '1:compute', '1:comm', '2:compute', '2:comm']);
+    expect(lanes.map((l) => `${l.rank}:${l.kind}`)).toEqual([
+      '0:compute',
+      '0:comm',
+      '1:compute',
+      '1:comm',
+      '2:compute',
+      '2:comm',
+    ]);
     expect(lanes.map((l) => l.y)).toEqual([0, 42, 72, 114, 144, 186]);
     expect(height).toBe(206);
-    for (let i = 1; i < lanes.length; i++) expect(lanes[i]!.y).toBeGreaterThanOrEqual(lanes[i - 1]!.y + lanes[i - 1]!.height);
+    for (let i = 1; i < lanes.length; i++)
+      expect(lanes[i]!.y).toBeGreaterThanOrEqual(lanes[i - 1]!.y + lanes[i - 1]!.height);
   });
 });
 
@@ -59,7 +84,13 @@ describe('what the timeline shows', () => {
 });
 
 describe('culling to the visible window', () => {
-  const blocks = [{ t0: 0, t1: 1 }, { t0: 1, t1: 3 }, { t0: 3, t1: 4 }, { t0: 6, t1: 8 }, { t0: 8, t1: 9 }];
+  const blocks = [
+    { t0: 0, t1: 1 },
+    { t0: 1, t1: 3 },
+    { t0: 3, t1: 4 },
+    { t0: 6, t1: 8 },
+    { t0: 8, t1: 9 },
+  ];
 
   test('finds exactly the blocks that intersect the window', () => {
     expect(visibleRange(blocks, 2, 5)).toEqual([1, 3]);
