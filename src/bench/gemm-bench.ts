@@ -8,7 +8,7 @@ import { GpuTimer } from '../kernels/gpu-timer.ts';
 import { createTensor } from '../kernels/tensor.ts';
 import { denseProblem, gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import { randomArray } from '../reference/random.ts';
-import { median } from '../trace/stats.ts';
+import { median } from '../core/stats.ts';
 
 /** One benchmarked shape: what it stands for and its dims. */
 export interface GemmBenchShape {

@@ -1,6 +1,6 @@
 import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
-import { sharedNow } from '../trace/clock.ts';
-import type { TracePhase } from '../trace/event.ts';
+import { sharedNow } from '../core/clock.ts';
+import type { TracePhase } from '../core/trace-event.ts';
 import { commEvent, type CallRequest, type CollectiveRunner } from './base.ts';
 import { checkDivisible, resolveDim } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';

@@ -1,6 +1,6 @@
 import type { Collectives, CollectiveOp, ReduceOp } from '../comm/collectives.ts';
-import { ringBytesSent } from '../model/interconnect.ts';
-import { numel } from '../kernels/limits.ts';
+import { ringBytesSent } from '../comm/ring-bytes.ts';
+import { numel } from '../core/shape.ts';
 import { gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import type { Backend, SoftmaxArgs } from './backend.ts';
 import type { NamedCollective } from './layer-comm.ts';

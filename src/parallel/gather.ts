@@ -1,4 +1,4 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { RankOwnership } from './plan-types.ts';

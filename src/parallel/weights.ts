@@ -1,4 +1,4 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import { randomArray } from '../reference/random.ts';
 import type { LayerConfig } from './config.ts';
 import type { LocalDims } from './dims.ts';

@@ -4,7 +4,7 @@ import type { GpuTensor } from '../kernels/tensor.ts';
 import type { ClassroomMatrix, ClassroomRankData } from '../parallel/classroom.ts';
 import { randomArray } from '../reference/random.ts';
 import { attentionForward } from '../parallel/attention.ts';
-import { GpuBackend } from '../parallel/backend-gpu.ts';
+import { GpuBackend } from './backend-gpu.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { localDims } from '../parallel/dims.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';

@@ -1,4 +1,4 @@
-import { formatShape } from '../kernels/limits.ts';
+import { formatShape } from '../core/shape.ts';
 import type { ScheduledEvent } from './schedule.ts';
 
 /** A CSV cell: text or a number (written with JS's shortest round-trip form). */

@@ -1,4 +1,4 @@
-import type { TraceEvent } from './event.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 import type { Interval } from './intervals.ts';
 import type { ScheduledEvent } from './schedule.ts';
 

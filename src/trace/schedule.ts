@@ -1,6 +1,6 @@
-import { formatShape } from '../kernels/limits.ts';
+import { formatShape } from '../core/shape.ts';
 import type { LayerPlan, OpPhase, PlannedCollective, PlannedGemm, PlannedOp } from '../parallel/plan-types.ts';
-import type { TraceEvent, TracePhase } from './event.ts';
+import type { TraceEvent, TracePhase } from '../core/trace-event.ts';
 import { exposedParts } from './exposed.ts';
 import { subtractIntervals, totalLength, unionIntervals, type Interval } from './intervals.ts';
 

@@ -1,5 +1,5 @@
 // The GEMM-efficiency view's numbers from a sweep report (pure): local shapes, GFLOP/s and step speed-up vs t.
-import type { SweepDegree, SweepGemm, SweepReport, SweepTimeline } from '../bench/sweep.ts';
+import type { SweepDegree, SweepGemm, SweepReport, SweepTimeline } from '../session/sweep.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
 import { validateConfig } from '../parallel/validate.ts';

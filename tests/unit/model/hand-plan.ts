@@ -2,9 +2,9 @@
 // until the plan recorder exists: same ops on every rank, local shapes, collectives with the
 // nccl-tests payload convention.
 import type { CollectiveOp, ReduceOp } from '../../../src/comm/collectives.ts';
-import { numel } from '../../../src/kernels/limits.ts';
+import { numel } from '../../../src/core/shape.ts';
 import { gemmFlops } from '../../../src/reference/gemm.ts';
-import { ringBytesSent } from '../../../src/model/interconnect.ts';
+import { ringBytesSent } from '../../../src/comm/ring-bytes.ts';
 import { headDim, type LayerConfig } from '../../../src/parallel/config.ts';
 import { paddedVocab, rankOwnership } from '../../../src/parallel/ownership.ts';
 import type { LayerPlan, OpPhase, PlannedOp } from '../../../src/parallel/plan-types.ts';

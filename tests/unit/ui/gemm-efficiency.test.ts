@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { SweepDegree, SweepReport } from '../../../src/bench/sweep.ts';
+import type { SweepDegree, SweepReport } from '../../../src/session/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { gemmDegrees, gemmEfficiency, gemmSplit } from '../../../src/ui/gemm-efficiency.ts';

@@ -15,8 +15,8 @@ import { softmax, softmaxBackward } from '../kernels/softmax.ts';
 import { swiglu, swigluBackward } from '../kernels/swiglu.ts';
 import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
-import type { Backend, SoftmaxArgs } from './backend.ts';
-import type { OpPhase } from './plan-types.ts';
+import type { Backend, SoftmaxArgs } from '../parallel/backend.ts';
+import type { OpPhase } from '../parallel/plan-types.ts';
 
 /** The layer on WebGPU: every op is one kernel dispatch named by its op (ctx.scope) for timing. */
 export class GpuBackend implements Backend<GpuTensor> {
