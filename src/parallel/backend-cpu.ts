@@ -6,7 +6,7 @@ import { rmsnormBackwardRef, rmsnormRef } from '../reference/rmsnorm.ts';
 import { ropeRef } from '../reference/rope.ts';
 import { softmaxBackwardRef, softmaxRef } from '../reference/softmax.ts';
 import { swigluBackwardRef, swigluRef } from '../reference/swiglu.ts';
-import type { Backend, SoftmaxArgs } from './backend.ts';
+import type { Backend, OpSpec, SoftmaxArgs } from './backend.ts';
 import type { OpPhase } from './plan-types.ts';
 
 const last = (t: HostTensor): number => t.shape[t.shape.length - 1];
@@ -38,10 +38,10 @@ export class CpuBackend implements Backend<HostTensor> {
     return t.data.slice();
   }
   release(): void {}
-  gemm(_op: string, p: GemmProblem, a: HostTensor, b: HostTensor, c: HostTensor): void {
+  gemm(_op: OpSpec, p: GemmProblem, a: HostTensor, b: HostTensor, c: HostTensor): void {
     gemmRef(p, a.data, b.data, c.data);
   }
-  rmsnorm(_op: string, x: HostTensor, g: HostTensor, y: HostTensor, rstd: HostTensor, eps: number): void {
+  rmsnorm(_op: OpSpec, x: HostTensor, g: HostTensor, y: HostTensor, rstd: HostTensor, eps: number): void {
     const r = rmsnormRef(x.data, g.data, last(x), eps);
     store(y, r.y);
     store(rstd, r.rstd);
@@ -57,59 +57,59 @@ export class CpuBackend implements Backend<HostTensor> {
     if (eps === undefined) throw new Error('CpuBackend: rmsnorm backward needs the rstd its forward saved.');
     return rmsnormBackwardRef(x.data, g.data, dy.data, last(x), eps);
   }
-  rmsnormBackward(_op: string, x: HostTensor, g: HostTensor, rstd: HostTensor, dy: HostTensor, dx: HostTensor): void {
+  rmsnormBackward(_op: OpSpec, x: HostTensor, g: HostTensor, rstd: HostTensor, dy: HostTensor, dx: HostTensor): void {
     store(dx, this.normBackward(x, g, rstd, dy).dx);
   }
-  rmsnormWeightGrad(_op: string, x: HostTensor, rstd: HostTensor, dy: HostTensor, dg: HostTensor): void {
+  rmsnormWeightGrad(_op: OpSpec, x: HostTensor, rstd: HostTensor, dy: HostTensor, dg: HostTensor): void {
     // dg does not depend on g: any gain gives the same Σ dy · x · rstd.
     store(dg, this.normBackward(x, hostTensor([last(x)], new Float32Array(last(x)).fill(1)), rstd, dy).dg);
   }
-  rope(_op: string, x: HostTensor, out: HostTensor, base: number, positionOffset: number): void {
+  rope(_op: OpSpec, x: HostTensor, out: HostTensor, base: number, positionOffset: number): void {
     store(out, ropeRef(x.data, x.shape, { base, positionOffset }));
   }
-  ropeBackward(_op: string, dy: HostTensor, dx: HostTensor, base: number, positionOffset: number): void {
+  ropeBackward(_op: OpSpec, dy: HostTensor, dx: HostTensor, base: number, positionOffset: number): void {
     store(dx, ropeRef(dy.data, dy.shape, { base, positionOffset }, true));
   }
-  softmax(_op: string, x: HostTensor, y: HostTensor, args: SoftmaxArgs): void {
+  softmax(_op: OpSpec, x: HostTensor, y: HostTensor, args: SoftmaxArgs): void {
     store(y, softmaxRef(x.data, x.shape, args));
   }
-  softmaxBackward(_op: string, y: HostTensor, dy: HostTensor, dx: HostTensor, scale: number): void {
+  softmaxBackward(_op: OpSpec, y: HostTensor, dy: HostTensor, dx: HostTensor, scale: number): void {
     store(dx, softmaxBackwardRef(y.data, dy.data, last(y), scale));
   }
-  swiglu(_op: string, g: HostTensor, u: HostTensor, y: HostTensor): void {
+  swiglu(_op: OpSpec, g: HostTensor, u: HostTensor, y: HostTensor): void {
     store(y, swigluRef(g.data, u.data));
   }
-  swigluBackward(_op: string, g: HostTensor, u: HostTensor, dy: HostTensor, dg: HostTensor, du: HostTensor): void {
+  swigluBackward(_op: OpSpec, g: HostTensor, u: HostTensor, dy: HostTensor, dg: HostTensor, du: HostTensor): void {
     const r = swigluBackwardRef(g.data, u.data, dy.data);
     store(dg, r.dg);
     store(du, r.du);
   }
-  add(_op: string, a: HostTensor, b: HostTensor, out: HostTensor): void {
+  add(_op: OpSpec, a: HostTensor, b: HostTensor, out: HostTensor): void {
     store(
       out,
       a.data.map((v, i) => v + b.data[i]),
     );
   }
-  addInPlace(_op: string, acc: HostTensor, b: HostTensor): void {
+  addInPlace(_op: OpSpec, acc: HostTensor, b: HostTensor): void {
     for (let i = 0; i < acc.data.length; i++) acc.data[i] += b.data[i];
   }
-  embedding(_op: string, ids: HostTensor, table: HostTensor, out: HostTensor, vocabStart: number): void {
+  embedding(_op: OpSpec, ids: HostTensor, table: HostTensor, out: HostTensor, vocabStart: number): void {
     store(out, embeddingRef(ids.data, table.data, last(table), vocabStart));
   }
-  embeddingBackward(_op: string, ids: HostTensor, dy: HostTensor, dtable: HostTensor, vocabStart: number): void {
+  embeddingBackward(_op: OpSpec, ids: HostTensor, dy: HostTensor, dtable: HostTensor, vocabStart: number): void {
     store(dtable, embeddingBackwardRef(ids.data, dy.data, dtable.shape[0], last(dtable), vocabStart));
   }
-  ceLocalMax(_op: string, logits: HostTensor, out: HostTensor): void {
+  ceLocalMax(_op: OpSpec, logits: HostTensor, out: HostTensor): void {
     store(out, ceLocalMaxRef(logits.data, last(logits)));
   }
-  ceLocalSumExp(_op: string, logits: HostTensor, globalMax: HostTensor, out: HostTensor): void {
+  ceLocalSumExp(_op: OpSpec, logits: HostTensor, globalMax: HostTensor, out: HostTensor): void {
     store(out, ceLocalSumExpRef(logits.data, last(logits), globalMax.data));
   }
-  ceTargetLogit(_op: string, logits: HostTensor, targets: HostTensor, out: HostTensor, vocabStart: number): void {
+  ceTargetLogit(_op: OpSpec, logits: HostTensor, targets: HostTensor, out: HostTensor, vocabStart: number): void {
     store(out, ceTargetLogitRef(logits.data, last(logits), targets.data, vocabStart));
   }
   ceGrad(
-    _op: string,
+    _op: OpSpec,
     logits: HostTensor,
     targets: HostTensor,
     globalMax: HostTensor,
@@ -123,7 +123,7 @@ export class CpuBackend implements Backend<HostTensor> {
       ceGradRef(logits.data, last(logits), targets.data, vocabStart, globalMax.data, globalSum.data, scale),
     );
   }
-  ceLoss(_op: string, globalMax: HostTensor, globalSum: HostTensor, targetLogit: HostTensor, loss: HostTensor): void {
+  ceLoss(_op: OpSpec, globalMax: HostTensor, globalSum: HostTensor, targetLogit: HostTensor, loss: HostTensor): void {
     store(loss, ceLossRef(globalMax.data, globalSum.data, targetLogit.data));
   }
   async flush(): Promise<void> {}

@@ -71,6 +71,10 @@ export const timelineCsvHeader = [
   'payload_bytes',
   'ring_bytes_sent',
   'mapping',
+  'role',
+  'split',
+  'weight',
+  'megatron',
 ] as const;
 
 /** One row per op per rank (by rank, then op index) of a schedule, with `timelineCsvHeader`. */
@@ -105,6 +109,10 @@ export function timelineCsv(events: readonly ScheduledEvent[]): string {
       c?.payloadBytes ?? '',
       c?.ringBytesSent ?? '',
       c?.mapping ?? '',
+      e.role,
+      e.split,
+      e.weight ?? '',
+      e.megatron,
     ];
   });
   return toCsv(timelineCsvHeader, rows);
