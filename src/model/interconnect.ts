@@ -1,3 +1,4 @@
+import { quoted } from '../util/quote.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
 
 /**
@@ -102,10 +103,10 @@ export function customInterconnect(alphaUs: number, busGBps: number): Interconne
  * Throws naming the accepted forms.
  */
 export function parseInterconnect(text: string): Interconnect {
-  if (text in interconnectPresets) return interconnectPresets[text as InterconnectName];
+  if (Object.hasOwn(interconnectPresets, text)) return interconnectPresets[text as InterconnectName];
   const m = /^custom:([^:]+):([^:]+)$/.exec(text);
   if (m) return customInterconnect(Number(m[1]), Number(m[2]));
-  throw new Error(`unknown interconnect "${text}": use ${interconnectNames.join(', ')} or custom:<α µs>:<GB/s>.`);
+  throw new Error(`unknown interconnect ${quoted(text)}: use ${interconnectNames.join(', ')} or custom:<α µs>:<GB/s>.`);
 }
 
 /** Seconds → µs for S bytes at B GB/s: S/(B·1e9) s = S/(B·1e3) µs. */
