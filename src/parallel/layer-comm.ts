@@ -64,7 +64,7 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return x;
     const ready = this.note(op, `${m.name} — ${m.summary}`, x);
     if (ready) await ready;
-    return this.issued(x, m.forward(this.comm, x));
+    return this.issued(x, m.forward(this.comm, x, op.label));
   }
 
   /** The backward half of a mapping pair. */
@@ -72,7 +72,7 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return dy;
     const ready = this.note(op, `${m.name} (backward) — ${m.summary}`, dy);
     if (ready) await ready;
-    return this.issued(dy, m.backward(this.comm, dy));
+    return this.issued(dy, m.backward(this.comm, dy, op.label));
   }
 
   /** A plain all-reduce with its purpose (vocab-parallel loss pieces, replicated weight gradients). */
@@ -80,7 +80,7 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return x;
     const ready = this.note(op, why, x);
     if (ready) await ready;
-    return this.issued(x, this.comm.allReduce(x, reduce));
+    return this.issued(x, this.comm.allReduce(x, reduce, op.label));
   }
 
   /** A plain all-gather along `dim` with its purpose. */
@@ -88,6 +88,6 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return x;
     const ready = this.note(op, why, x);
     if (ready) await ready;
-    return this.issued(x, this.comm.allGather(x, dim));
+    return this.issued(x, this.comm.allGather(x, dim, op.label));
   }
 }
