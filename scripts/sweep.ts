@@ -9,7 +9,6 @@ import { parseInterconnect } from '../src/model/interconnect.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
 import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '../src/parallel/config-parse.ts';
 import { validateConfig } from '../src/parallel/validate.ts';
-import { runInBrowser } from './browser-run.ts';
 import { printSweep } from './sweep-print.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
@@ -73,6 +72,8 @@ if (invalid.length) {
   process.exit(2);
 }
 
+// Loaded only now: Vite and Playwright take seconds to import, and a refusal above needs neither.
+const { runInBrowser } = await import('./browser-run.ts');
 const report = await runInBrowser<SweepReport>(
   '/src/bench/sweep.ts',
   'runSweep',

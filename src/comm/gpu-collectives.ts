@@ -3,7 +3,7 @@ import { createTensor, readTensor, withMappedTensor, writeTensor, type GpuTensor
 import { sharedNow } from '../trace/clock.ts';
 import type { TracePhase } from '../trace/event.ts';
 import { commEvent, type CallRequest, type CollectiveRunner, type Executed, type ResultTarget } from './base.ts';
-import { checkDivisible, resolveDim } from './call.ts';
+import { checkDivisible, named, resolveDim } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { hostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
@@ -75,20 +75,20 @@ export class GpuCollectives implements Collectives<GpuTensor> {
     return y;
   }
 
-  allReduce(x: GpuTensor, op: ReduceOp = 'sum'): Promise<GpuTensor> {
-    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op }, x);
+  allReduce(x: GpuTensor, op: ReduceOp = 'sum', tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op, ...named(tensor) }, x);
   }
 
-  reduceScatter(x: GpuTensor, dim: number, op: ReduceOp = 'sum'): Promise<GpuTensor> {
-    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op }, x);
+  reduceScatter(x: GpuTensor, dim: number, op: ReduceOp = 'sum', tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op, ...named(tensor) }, x);
   }
 
-  allGather(x: GpuTensor, dim: number): Promise<GpuTensor> {
-    return this.traced({ op: 'allGather', shape: x.shape, dim }, x);
+  allGather(x: GpuTensor, dim: number, tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'allGather', shape: x.shape, dim, ...named(tensor) }, x);
   }
 
-  broadcast(x: GpuTensor, root: number): Promise<GpuTensor> {
-    return this.traced({ op: 'broadcast', shape: x.shape, root }, x);
+  broadcast(x: GpuTensor, root: number, tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'broadcast', shape: x.shape, root, ...named(tensor) }, x);
   }
 
   async barrier(): Promise<void> {

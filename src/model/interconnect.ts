@@ -1,3 +1,4 @@
+import { quoted } from '../util/quote.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
 
 /**
@@ -45,7 +46,7 @@ export const interconnectPresets = {
     label: 'PCIe Gen3 x16 (8×V100 box)',
     alphaUs: 3,
     busGBps: 7.6,
-    source: `bus bandwidth 7.6 GB/s measured on the seeds' 8×V100 PCIe box (seed 002, M037/M040); ${alphaNote}`,
+    source: `bus bandwidth 7.6 GB/s as measured on an 8×V100 PCIe Gen3 x16 machine; ${alphaNote}`,
   },
   /**
    * A100 NVLink 3: 12 links × 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional, A100
@@ -102,10 +103,10 @@ export function customInterconnect(alphaUs: number, busGBps: number): Interconne
  * Throws naming the accepted forms.
  */
 export function parseInterconnect(text: string): Interconnect {
-  if (text in interconnectPresets) return interconnectPresets[text as InterconnectName];
+  if (Object.hasOwn(interconnectPresets, text)) return interconnectPresets[text as InterconnectName];
   const m = /^custom:([^:]+):([^:]+)$/.exec(text);
   if (m) return customInterconnect(Number(m[1]), Number(m[2]));
-  throw new Error(`unknown interconnect "${text}": use ${interconnectNames.join(', ')} or custom:<α µs>:<GB/s>.`);
+  throw new Error(`unknown interconnect ${quoted(text)}: use ${interconnectNames.join(', ')} or custom:<α µs>:<GB/s>.`);
 }
 
 /** Seconds → µs for S bytes at B GB/s: S/(B·1e9) s = S/(B·1e3) µs. */

@@ -1,3 +1,4 @@
+import { quoted } from '../util/quote.ts';
 import { configFromPreset, presetNames, type LayerConfig, type PresetName } from './config.ts';
 
 /** The size fields a user may set by name (CLI flags, URL hash keys). */
@@ -13,7 +14,7 @@ export type RawSettings = Partial<Record<SizeField | 'preset' | 'sp' | 'tp', str
 export function parseWhole(name: string, text: string, min = 0): number {
   const v = Number(text);
   if (!/^\s*-?\d+\s*$/.test(text) || !Number.isSafeInteger(v) || v < min) {
-    throw new Error(`${name} must be a whole number ≥ ${min}, got "${text}".`);
+    throw new Error(`${name} must be a whole number ≥ ${min}, got ${quoted(text)}.`);
   }
   return v;
 }
@@ -24,14 +25,14 @@ export function parseDegrees(text: string): number[] {
     .split(',')
     .map((p) => p.trim())
     .filter((p) => p);
-  if (!parts.length) throw new Error(`--tp needs one or more degrees such as 1,2,4,8; got "${text}".`);
+  if (!parts.length) throw new Error(`--tp needs one or more degrees such as 1,2,4,8; got ${quoted(text)}.`);
   return parts.map((p) => parseWhole('a TP degree', p, 1));
 }
 
 /** The preset named by `text`, or an error listing the presets. */
 export function parsePreset(text: string): PresetName {
   if (!(presetNames as string[]).includes(text))
-    throw new Error(`unknown preset "${text}"; presets are ${presetNames.join(', ')}.`);
+    throw new Error(`unknown preset ${quoted(text)}; presets are ${presetNames.join(', ')}.`);
   return text as PresetName;
 }
 
@@ -40,7 +41,7 @@ export function parseSwitch(name: string, text: string): boolean {
   const t = text.trim().toLowerCase();
   if (['', '1', 'true', 'on', 'yes'].includes(t)) return true;
   if (['0', 'false', 'off', 'no'].includes(t)) return false;
-  throw new Error(`${name} must be on or off (1/0, true/false), got "${text}".`);
+  throw new Error(`${name} must be on or off (1/0, true/false), got ${quoted(text)}.`);
 }
 
 /**

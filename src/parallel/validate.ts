@@ -7,6 +7,7 @@ export type ConfigField = keyof Omit<LayerConfig, 'skipSpNormGradAllReduce'>;
 /** Rule identifiers, one per check (stable for tests and the page). */
 export type ValidationRule =
   | 'integer'
+  | 'size-max'
   | 'tp-range'
   | 'finite-positive'
   | 'h-divisible-by-heads'
@@ -49,15 +50,41 @@ export const maxTp = 16;
 /** Largest head width: the rope kernel keeps d/2 frequencies in its uniform block (kernels/rope.ts maxRopePairs = 256). */
 export const maxHeadDim = 512;
 
-/** Positive divisors of n in increasing order (n ≥ 1). */
+/**
+ * Largest value of any size (s, b, h, heads, groups, ffn, vocab): the kernels index with 32-bit
+ * integers and RoPE takes positions as float32, which holds every integer exactly only up to 2^24.
+ * It also bounds every rule's work: divisors of a size take at most √(2^24) = 4096 steps.
+ */
+export const maxSize = 2 ** 24;
+
+/**
+ * Largest head count: attention's batched GEMMs dispatch one workgroup layer per (batch, head) and
+ * WebGPU guarantees 65,535 workgroups per dimension (maxComputeWorkgroupsPerDimension).
+ */
+export const maxHeads = 65_535;
+
+/** Positive divisors of n in increasing order (n ≥ 1), found in pairs (d, n/d) for d ≤ √n: O(√n). */
 export function divisors(n: number): number[] {
-  const out: number[] = [];
-  for (let d = 1; d <= n; d++) if (n % d === 0) out.push(d);
-  return out;
+  const low: number[] = [];
+  const high: number[] = [];
+  for (let d = 1; d * d <= n; d++) {
+    if (n % d !== 0) continue;
+    low.push(d);
+    if (d * d !== n) high.push(n / d);
+  }
+  return low.concat(high.reverse());
 }
 
-/** "1, 2, 3" */
-const list = (xs: readonly number[]): string => (xs.length ? xs.join(', ') : 'none');
+/** Values a message lists before it says how many more there are. */
+const listMax = 24;
+
+/** "1, 2, 3" (at most listMax values, then "… and N more") */
+const list = (xs: readonly number[]): string =>
+  !xs.length
+    ? 'none'
+    : xs.length <= listMax
+      ? xs.join(', ')
+      : `${xs.slice(0, listMax).join(', ')} … and ${xs.length - listMax} more`;
 
 /**
  * groups vs t: groups ≥ t needs groups % t = 0 (whole groups per rank); groups < t needs
@@ -84,6 +111,17 @@ export function legalTpDegrees(sizes: ModelSizes, sp: boolean, max = maxTp): num
 
 const isPosInt = (v: number): boolean => Number.isInteger(v) && v >= 1;
 
+/** The error for a size above maxSize. */
+const tooLarge = (f: ConfigField, name: string, v: number): ValidationIssue => ({
+  rule: 'size-max',
+  field: f,
+  fields: [f],
+  message:
+    f === 'heads'
+      ? `${name} (${v}) is more than the maximum of ${maxHeads} (attention dispatches one workgroup layer per head and WebGPU guarantees ${maxHeads} per dimension); lower it.`
+      : `${name} (${v}) is more than the playground's maximum of ${maxSize} (2^24: kernels index with 32-bit integers and RoPE positions are float32, exact only up to 2^24); lower it.`,
+});
+
 /** The integer checks; returns the fields that failed so later rules skip them. */
 function checkIntegers(c: LayerConfig, errors: ValidationIssue[]): Set<ConfigField> {
   const bad = new Set<ConfigField>();
@@ -104,6 +142,9 @@ function checkIntegers(c: LayerConfig, errors: ValidationIssue[]): Set<ConfigFie
         fields: [f],
         message: `${names[f]} (${c[f]}) must be a positive integer (≥ 1).`,
       });
+    } else if (c[f] > (f === 'heads' ? maxHeads : maxSize)) {
+      bad.add(f);
+      errors.push(tooLarge(f, names[f], c[f]));
     }
   }
   if (!(Number.isInteger(c.vocab) && c.vocab >= 0)) {
@@ -114,6 +155,9 @@ function checkIntegers(c: LayerConfig, errors: ValidationIssue[]): Set<ConfigFie
       fields: ['vocab'],
       message: `vocabulary size (${c.vocab}) must be an integer ≥ 0 (0 = no embedding and no loss).`,
     });
+  } else if (c.vocab > maxSize) {
+    bad.add('vocab');
+    errors.push(tooLarge('vocab', 'vocabulary size', c.vocab));
   }
   if (!(Number.isInteger(c.seed) && c.seed >= 0 && c.seed < 2 ** 32)) {
     bad.add('seed');

@@ -9,6 +9,7 @@ import {
 } from '../parallel/config.ts';
 import { parsePreset, parseSwitch, parseWhole } from '../parallel/config-parse.ts';
 import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
+import { quoted } from '../util/quote.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -83,7 +84,7 @@ export const hashKeys = ['preset', ...sizeKeys, 'tp', 'sp', 'skipnorm', 'net', '
 
 function parseChoice<T extends string>(key: string, text: string, choices: readonly T[]): T {
   if ((choices as readonly string[]).includes(text)) return text as T;
-  throw new Error(`${key} must be one of ${choices.join(', ')}, got "${text}".`);
+  throw new Error(`${key} must be one of ${choices.join(', ')}, got ${quoted(text)}.`);
 }
 
 /** Checks a `net` value ('measured', a preset key, 'custom:α:B'); throws the interconnect's message. */
@@ -97,6 +98,20 @@ export function commOf(net: string): 'measured' | Interconnect {
   return net === 'measured' ? 'measured' : parseInterconnect(net);
 }
 
+/** Unknown keys a message names before it says how many more there are. */
+const unknownListMax = 8;
+
+/** One message for every unknown key (a link with 200 of them gets one line, not 200). */
+function unknownKeysMessage(keys: readonly string[]): HashMessage {
+  const named = keys
+    .slice(0, unknownListMax)
+    .map((k) => quoted(k))
+    .join(', ');
+  const more = keys.length > unknownListMax ? ` and ${keys.length - unknownListMax} more` : '';
+  const what = keys.length === 1 ? `unknown key ${named}` : `${keys.length} unknown keys ${named}${more}`;
+  return { key: keys[0], message: `${what} ignored; the keys are ${hashKeys.join(', ')}.` };
+}
+
 /**
  * Settings from a location hash ("#tp=4&sp=1&preset=llama-gqa"). The preset sets the sizes, then
  * explicit size keys override them. A malformed value keeps the default and yields a message; so
@@ -106,10 +121,8 @@ export function settingsFromHash(hash: string): ParsedHash {
   const params = new URLSearchParams(hash.replace(/^#/, ''));
   const messages: HashMessage[] = [];
   const known = new Set<string>(hashKeys);
-  for (const key of new Set(params.keys())) {
-    if (!known.has(key))
-      messages.push({ key, message: `unknown key "${key}" ignored; the keys are ${hashKeys.join(', ')}.` });
-  }
+  const unknown = [...new Set(params.keys())].filter((key) => !known.has(key));
+  if (unknown.length) messages.push(unknownKeysMessage(unknown));
   const read = <T>(key: string, parse: (text: string) => T, fallback: T): T => {
     const text = params.get(key);
     if (text === null) return fallback;

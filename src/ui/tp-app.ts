@@ -233,7 +233,7 @@ export class TpApp extends LitElement {
   private apply(): void {
     const { settings, messages } = settingsFromHash(location.hash);
     this.settings = settings;
-    const known = (k: string): k is keyof Settings => k in settings;
+    const known = (k: string): k is keyof Settings => Object.hasOwn(settings, k);
     this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
     void this.schedule();

@@ -1,0 +1,52 @@
+import { describe, expect, test } from 'vitest';
+import { defaultSettings, settingsFromHash } from '../../../src/ui/state.ts';
+import { parseInterconnect } from '../../../src/model/interconnect.ts';
+import { quoted } from '../../../src/util/quote.ts';
+
+describe('hostile URL hashes', () => {
+  test.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])(
+    'the inherited name %s is reported as an unknown key and changes no setting',
+    (key) => {
+      const { settings, messages } = settingsFromHash(`#${key}=1`);
+      expect(settings).toEqual(defaultSettings);
+      expect(messages).toEqual([{ key, message: expect.stringMatching(new RegExp(`^unknown key "${key}" ignored`)) }]);
+    },
+  );
+
+  test('a 10 kB bad value is echoed cut to 40 characters with an ellipsis and its length', () => {
+    const value = 'x'.repeat(10_000);
+    const { settings, messages } = settingsFromHash(`#h=${value}&net=${value}&preset=${value}`);
+    expect(settings.h).toBe(defaultSettings.h);
+    expect(messages).toHaveLength(3);
+    for (const m of messages) {
+      expect(m.message).toContain(`"${'x'.repeat(40)}…" (10000 characters)`);
+      expect(m.message.length).toBeLessThan(400);
+    }
+  });
+
+  test('200 unknown keys give one message naming the first eight and counting the rest', () => {
+    const hash = '#' + Array.from({ length: 200 }, (_, i) => `k${i}=1`).join('&') + '&tp=4';
+    const { settings, messages } = settingsFromHash(hash);
+    expect(settings.tp).toBe(4);
+    expect(messages).toHaveLength(1);
+    expect(messages[0].key).toBe('k0');
+    expect(messages[0].message).toMatch(
+      /^200 unknown keys "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7" and 192 more ignored; the keys are preset, /,
+    );
+  });
+
+  test('a long unknown key is shortened too', () => {
+    const { messages } = settingsFromHash(`#${'k'.repeat(5000)}=1`);
+    expect(messages[0].message).toContain(`"${'k'.repeat(40)}…" (5000 characters)`);
+  });
+
+  test('net=constructor is an unknown interconnect, not the Object constructor', () => {
+    expect(() => parseInterconnect('constructor')).toThrow(/^unknown interconnect "constructor"/);
+    expect(settingsFromHash('#net=__proto__').settings.net).toBe(defaultSettings.net);
+  });
+
+  test('quoted counts characters, not UTF-16 units, and leaves short text whole', () => {
+    expect(quoted('abc')).toBe('"abc"');
+    expect(quoted('é'.repeat(41))).toBe(`"${'é'.repeat(40)}…" (41 characters)`);
+  });
+});
