@@ -9,6 +9,7 @@ import type { LayerPlan } from '../parallel/plan-types.ts';
 import { runInProcess } from '../parallel/run-in-process.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import type { classroomPrograms } from './classroom-programs.ts';
+import type { classroomTrainPrograms } from './classroom-train-programs.ts';
 import type { commPrograms } from './comm-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs.ts';
 import { RankPool } from './pool.ts';
@@ -16,7 +17,10 @@ import type { PoolTransport } from './transport.ts';
 import { RecentMap } from '../util/recent-map.ts';
 
 /** Programs the layer's rank workers serve. */
-export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms & typeof classroomPrograms;
+export type LayerWorkerPrograms = typeof commPrograms &
+  typeof layerPrograms &
+  typeof classroomPrograms &
+  typeof classroomTrainPrograms;
 
 /** A pool of t rank workers serving the layer (src/ranks/layer.worker.ts). */
 export function createLayerPool(
@@ -60,6 +64,8 @@ export interface LayerRunOptions {
   /** Which ranks to time (default all; the page times rank 0 only: every rank runs the same shapes). */
   readonly timingRanks?: readonly number[];
   readonly cache?: LayerRunCache;
+  /** Keep GEMM tuning decisions in the origin's IndexedDB across page loads (the page does; tests need not). */
+  readonly persistTuning?: boolean;
   /** Also run the CPU twins in this thread and compare (default: when the step is ≤ 50 MFLOP). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
@@ -106,7 +112,11 @@ export async function runLayer(
   const ref = referenceConfig(c);
   const inputs = stepInputs(c);
   say('tuning GEMM tilings on rank 0…');
-  const [tuned] = await pool.run('layerTune', { configs: [c, ref], known: opts.cache?.choices ?? [] }, [0]);
+  const [tuned] = await pool.run(
+    'layerTune',
+    { configs: [c, ref], known: opts.cache?.choices ?? [], persist: opts.persistTuning },
+    [0],
+  );
   const choices = tuned.choices;
   if (opts.cache) opts.cache.choices = choices;
   const refKey = JSON.stringify(ref);

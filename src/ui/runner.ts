@@ -104,7 +104,12 @@ export class PlaygroundRunner implements PoolLender {
       };
     }
     const pool = await this.poolOf(c.tp);
-    const run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress });
+    const run = await runLayer(pool, c, {
+      timingRanks: [0],
+      cache: this.cache,
+      persistTuning: true,
+      onProgress: this.onProgress,
+    });
     const t0 = run.computeTimes[0];
     return {
       config: c,
