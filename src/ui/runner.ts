@@ -1,3 +1,4 @@
+import type { LogicalOutput } from '../parallel/gather.ts';
 import { accountPlan, type PlanAccounting } from '../model/accounting.ts';
 import { modeledComputeMs, swiftshaderLike } from '../model/compute-model.ts';
 import { interconnectPresets, type Interconnect } from '../model/interconnect.ts';
@@ -40,6 +41,8 @@ export interface PlaygroundResult {
   readonly oracle?: OracleReport;
   readonly cpuOracle?: OracleReport;
   readonly loss?: number;
+  /** The step's output, loss and gradients in logical layout (absent without WebGPU). */
+  readonly output?: LogicalOutput;
   readonly transport?: string;
   readonly adapter?: string;
 }
@@ -123,6 +126,7 @@ export class PlaygroundRunner implements PoolLender {
       oracle: run.oracle,
       cpuOracle: run.cpuOracle,
       loss: run.loss,
+      output: run.output,
       transport: pool.transport,
       adapter: pool.adapters[0],
     };
