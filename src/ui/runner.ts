@@ -1,3 +1,4 @@
+import type { LogicalOutput } from '../parallel/gather.ts';
 import { accountPlan, type PlanAccounting } from '../model/accounting.ts';
 import { modeledComputeMs, swiftshaderLike } from '../model/compute-model.ts';
 import { interconnectPresets, type Interconnect } from '../model/interconnect.ts';
@@ -46,6 +47,8 @@ export interface PlaygroundResult {
   readonly oracle?: OracleReport;
   readonly cpuOracle?: OracleReport;
   readonly loss?: number;
+  /** The step's output, loss and gradients in logical layout (absent without WebGPU). */
+  readonly output?: LogicalOutput;
   readonly transport?: string;
   readonly adapter?: string;
 }
@@ -123,7 +126,12 @@ export class PlaygroundRunner implements PoolLender {
       };
     }
     const pool = await this.poolOf(c.tp);
-    const run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress });
+    const run = await runLayer(pool, c, {
+      timingRanks: [0],
+      cache: this.cache,
+      persistTuning: true,
+      onProgress: this.onProgress,
+    });
     const t0 = run.computeTimes[0];
     return {
       config: c,
@@ -137,6 +145,7 @@ export class PlaygroundRunner implements PoolLender {
       oracle: run.oracle,
       cpuOracle: run.cpuOracle,
       loss: run.loss,
+      output: run.output,
       transport: pool.transport,
       adapter: pool.adapters[0],
     };
