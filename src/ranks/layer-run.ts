@@ -14,6 +14,7 @@ import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs
 import { RankPool } from './pool.ts';
 import type { PoolTransport } from './transport.ts';
 import { RecentMap } from '../util/recent-map.ts';
+import { cpuTwinsSkipped } from '../model/budget.ts';
 
 /** Programs the layer's rank workers serve. */
 export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms & typeof classroomPrograms;
@@ -60,7 +61,7 @@ export interface LayerRunOptions {
   /** Which ranks to time (default all; the page times rank 0 only: every rank runs the same shapes). */
   readonly timingRanks?: readonly number[];
   readonly cache?: LayerRunCache;
-  /** Also run the CPU twins in this thread and compare (default: when the step is ≤ 50 MFLOP). */
+  /** Also run the CPU twins in this thread and compare (default: unless model/budget.ts cpuTwinsSkipped says why not). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
   /** Stops the run at its next phase (tuning, reference, step, each rank's timing, CPU twins) with the signal's reason. */
@@ -76,6 +77,8 @@ export interface LayerRun {
   readonly oracle: OracleReport;
   /** TP=t against the CPU twins (float64 inside each op), when run. */
   readonly cpuOracle?: OracleReport;
+  /** Why the CPU twins did not run (absent when they did). */
+  readonly cpuSkipped?: string;
   readonly output: LogicalOutput;
   /** Mean loss over tokens, with a vocabulary. */
   readonly loss?: number;
@@ -140,7 +143,9 @@ export async function runLayer(
   }
   const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
   let cpuOracle: OracleReport | undefined;
-  if (opts.cpuCheck ?? flops <= 50e6) {
+  const cpuSkipped =
+    opts.cpuCheck === undefined ? cpuTwinsSkipped(c, flops) : opts.cpuCheck ? undefined : 'CPU twins not asked for.';
+  if (!cpuSkipped) {
     let twins = opts.cache?.cpuReferences.get(refKey);
     if (!twins) {
       say('CPU twins…');
@@ -157,6 +162,7 @@ export async function runLayer(
     transport: pool.transport,
     oracle,
     cpuOracle,
+    cpuSkipped,
     output,
     loss,
     commEvents,

@@ -1,9 +1,11 @@
 import { accountPlan, type PlanAccounting } from '../model/accounting.ts';
+import { assertWithinBudget, budgetRun, type MemoryBudget } from '../model/budget.ts';
 import { modeledComputeMs, swiftshaderLike } from '../model/compute-model.ts';
 import { interconnectPresets, type Interconnect } from '../model/interconnect.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleReport } from '../parallel/oracle.ts';
 import { makePlan } from '../parallel/plan.ts';
+import { validateConfig } from '../parallel/validate.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import {
   createLayerPool,
@@ -39,6 +41,8 @@ export interface PlaygroundResult {
   /** Absent without WebGPU (nothing ran). */
   readonly oracle?: OracleReport;
   readonly cpuOracle?: OracleReport;
+  /** Why the CPU twins did not run, when they did not. */
+  readonly cpuSkipped?: string;
   readonly loss?: number;
   readonly transport?: string;
   readonly adapter?: string;
@@ -59,6 +63,9 @@ export class PlaygroundRunner implements PoolLender {
 
   /** Set when navigator.gpu exists but gives no adapter: runs are then modeled, as without WebGPU. */
   modelOnly = false;
+
+  /** Memory and buffer limits every run is checked against before a worker allocates (model/budget.ts). */
+  budget: MemoryBudget | undefined;
 
   constructor(private readonly onProgress: (line: string) => void = () => {}) {}
 
@@ -89,6 +96,7 @@ export class PlaygroundRunner implements PoolLender {
 
   private async runNow(req: RunRequest): Promise<PlaygroundResult> {
     const c = req.config;
+    if (this.budget) assertWithinBudget(c, this.budget);
     const { plan } = await makePlan(c); // validates before any work
     const link = req.comm === 'measured' ? undefined : req.comm;
     const accounting = accountPlan(plan, link);
@@ -117,6 +125,7 @@ export class PlaygroundRunner implements PoolLender {
         : `measured: this browser's ${pool.transport} transport between the rank workers`,
       oracle: run.oracle,
       cpuOracle: run.cpuOracle,
+      cpuSkipped: run.cpuSkipped,
       loss: run.loss,
       transport: pool.transport,
       adapter: pool.adapters[0],
@@ -152,12 +161,9 @@ export class PlaygroundRunner implements PoolLender {
       .then(async () => {
         const legal: number[] = [];
         for (const t of degrees) {
-          try {
-            await makePlan({ ...config, tp: t });
-            legal.push(t);
-          } catch {
-            // an illegal degree is not warmed
-          }
+          const ct = { ...config, tp: t };
+          // an illegal degree, or one over the budget, is not warmed
+          if (validateConfig(ct).ok && (!this.budget || budgetRun(ct, this.budget).ok)) legal.push(t);
         }
         const t = Math.max(0, ...legal);
         if (gen !== this.generation || t <= this.warmRanks()) return;

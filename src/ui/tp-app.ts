@@ -2,6 +2,7 @@
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { enableWebGpuHint } from '../kernels/adapter.ts';
+import { budgetRun, memoryBudget, type MemoryBudget } from '../model/budget.ts';
 import { legalTpDegrees, validateConfig } from '../parallel/validate.ts';
 import { chooseTransport } from '../ranks/transport.ts';
 import { placeIssues, type FieldIssue } from './field-issues.ts';
@@ -203,18 +204,25 @@ export class TpApp extends LitElement {
     if (this.busy) this.progress = line;
   });
   private readonly onHash = (): void => this.apply();
+  /** Checked before every run: the page budget and (once probed) this adapter's buffer limits. */
+  private budget: MemoryBudget = memoryBudget((navigator as { deviceMemory?: number }).deviceMemory);
+
   /** What this browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
   @state() private gpu: 'ok' | 'none' | 'no-adapter' = PlaygroundRunner.hasWebGpu() ? 'ok' : 'none';
   /** Resolves once the adapter probe has set `gpu` (runs wait for it). */
   private readonly probed = this.probeAdapter();
 
   private async probeAdapter(): Promise<void> {
+    this.runner.budget = this.budget;
     if (this.gpu !== 'ok') return;
     const adapter = await navigator.gpu.requestAdapter().catch(() => null);
     if (!adapter) {
       this.gpu = 'no-adapter';
       this.runner.modelOnly = true;
+      return;
     }
+    const deviceMemory = (navigator as { deviceMemory?: number }).deviceMemory;
+    this.runner.budget = this.budget = memoryBudget(deviceMemory, adapter.limits, "this adapter's");
   }
 
   override connectedCallback(): void {
@@ -262,6 +270,8 @@ export class TpApp extends LitElement {
     const v = validateConfig(config);
     this.notes = placeIssues(v.notes); // notes stay by their own control: moving them would shift the controls under the pointer
     const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
+    // Memory before any worker allocates (only for a valid config: the budget reads its shards).
+    if (v.ok) issues.push(...placeIssues(budgetRun(config, this.budget).errors, this.changed));
     let comm: ReturnType<typeof commOf> | undefined;
     try {
       comm = commOf(s.net);
@@ -390,6 +400,7 @@ export class TpApp extends LitElement {
         <tp-oracle-badge
           .oracle=${r.oracle}
           .cpuOracle=${r.cpuOracle}
+          cpuSkipped=${r.cpuSkipped ?? ''}
           .tp=${r.config.tp}
           reason="no WebGPU here: the layer did not run"
         ></tp-oracle-badge>
