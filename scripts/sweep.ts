@@ -11,6 +11,7 @@ import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '
 import { validateConfig } from '../src/parallel/validate.ts';
 import { budgetRun, memoryBudget } from '../src/model/budget.ts';
 import { printSweep } from './sweep-print.ts';
+import { checkOutputPaths } from './output-path.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
@@ -66,6 +67,9 @@ try {
 } catch (e) {
   fail((e as Error).message);
 }
+// Output files first: a run that would end in a failed write does not start.
+checkOutputPaths('sweep', { '--trace': values.trace });
+
 // Memory is checked against the page's default budget and WebGPU's guaranteed buffer limits (model/budget.ts).
 const budget = memoryBudget(undefined);
 const refused = configs.map((c) => {
