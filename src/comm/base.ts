@@ -1,7 +1,7 @@
 import type { TracePhase } from '../trace/event.ts';
 import { sharedNow } from '../trace/clock.ts';
 import type { TraceSink } from '../trace/recorder.ts';
-import { checkDivisible, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
+import { checkDivisible, named, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { GroupBrokenError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
@@ -117,20 +117,20 @@ export abstract class BaseCollectives implements Collectives<HostTensor>, Collec
     return e.out;
   }
 
-  allReduce(x: HostTensor, op: ReduceOp = 'sum'): Promise<HostTensor> {
-    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op }, x);
+  allReduce(x: HostTensor, op: ReduceOp = 'sum', tensor?: string): Promise<HostTensor> {
+    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op, ...named(tensor) }, x);
   }
 
-  reduceScatter(x: HostTensor, dim: number, op: ReduceOp = 'sum'): Promise<HostTensor> {
-    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op }, x);
+  reduceScatter(x: HostTensor, dim: number, op: ReduceOp = 'sum', tensor?: string): Promise<HostTensor> {
+    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op, ...named(tensor) }, x);
   }
 
-  allGather(x: HostTensor, dim: number): Promise<HostTensor> {
-    return this.traced({ op: 'allGather', shape: x.shape, dim }, x);
+  allGather(x: HostTensor, dim: number, tensor?: string): Promise<HostTensor> {
+    return this.traced({ op: 'allGather', shape: x.shape, dim, ...named(tensor) }, x);
   }
 
-  broadcast(x: HostTensor, root: number): Promise<HostTensor> {
-    return this.traced({ op: 'broadcast', shape: x.shape, root }, x);
+  broadcast(x: HostTensor, root: number, tensor?: string): Promise<HostTensor> {
+    return this.traced({ op: 'broadcast', shape: x.shape, root, ...named(tensor) }, x);
   }
 
   async barrier(): Promise<void> {

@@ -11,19 +11,26 @@ export interface CollectiveCall {
   readonly dim?: number;
   readonly reduceOp?: ReduceOp;
   readonly root?: number;
+  /** The logical tensor the call moves ("attn.reduce"), when the caller names it. */
+  readonly tensor?: string;
 }
 
-/** "allGather(dim 0, f32 [8, 4]) #3" */
+/** "allGather(dim 0, f32 [8, 4]) #3", or with the tensor named: "allGather(dim 0, f32 [8, 4]) of ln1.gather #3" */
 export function formatCall(c: CollectiveCall): string {
   const args: string[] = [];
   if (c.dim !== undefined) args.push(`dim ${c.dim}`);
   if (c.reduceOp !== undefined) args.push(c.reduceOp);
   if (c.root !== undefined) args.push(`root ${c.root}`);
   if (c.op !== 'barrier') args.push(`${c.dtype} ${formatShape(c.shape)}`);
-  return `${c.op}(${args.join(', ')}) #${c.seq}`;
+  return `${c.op}(${args.join(', ')})${c.tensor !== undefined ? ` of ${c.tensor}` : ''} #${c.seq}`;
 }
 
-/** True when two calls are the same collective (same seq, op, dtype, shape, dim, reduction, root). */
+/** `{ tensor }` when a name is given, else nothing (so unnamed calls keep their old fingerprint). */
+export function named(tensor: string | undefined): { tensor?: string } {
+  return tensor === undefined ? {} : { tensor };
+}
+
+/** True when two calls are the same collective (same seq, op, dtype, shape, dim, reduction, root, tensor). */
 export function sameCall(a: CollectiveCall, b: CollectiveCall): boolean {
   return (
     a.seq === b.seq &&
@@ -32,6 +39,7 @@ export function sameCall(a: CollectiveCall, b: CollectiveCall): boolean {
     a.dim === b.dim &&
     a.reduceOp === b.reduceOp &&
     a.root === b.root &&
+    a.tensor === b.tensor &&
     a.shape.length === b.shape.length &&
     a.shape.every((d, i) => d === b.shape[i])
   );

@@ -20,16 +20,17 @@ export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather' | 'broadc
  * - broadcast(root): [..] → root's [..] on every rank.
  * - barrier: returns once every rank has arrived.
  * - shard(dim): local, no communication: [.., D, ..] → this rank's slice [.., D/t, ..].
- * A dim not divisible by t throws before anything moves.
+ * A dim not divisible by t throws before anything moves. `tensor` names the logical tensor moved
+ * ("mlp.reduce"); it is part of the fingerprint, so two same-shape calls in swapped order fail.
  */
 export interface Collectives<T = HostTensor> {
   readonly rank: number;
   readonly size: number;
   readonly transport: TransportName;
-  allReduce(x: T, op?: ReduceOp): Promise<T>;
-  reduceScatter(x: T, dim: number, op?: ReduceOp): Promise<T>;
-  allGather(x: T, dim: number): Promise<T>;
-  broadcast(x: T, root: number): Promise<T>;
+  allReduce(x: T, op?: ReduceOp, tensor?: string): Promise<T>;
+  reduceScatter(x: T, dim: number, op?: ReduceOp, tensor?: string): Promise<T>;
+  allGather(x: T, dim: number, tensor?: string): Promise<T>;
+  broadcast(x: T, root: number, tensor?: string): Promise<T>;
   barrier(): Promise<void>;
   shard(x: T, dim: number): Promise<T>;
 }

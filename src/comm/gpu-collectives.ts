@@ -2,7 +2,7 @@ import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
 import { sharedNow } from '../trace/clock.ts';
 import type { TracePhase } from '../trace/event.ts';
 import { commEvent, type CallRequest, type CollectiveRunner } from './base.ts';
-import { checkDivisible, resolveDim } from './call.ts';
+import { checkDivisible, named, resolveDim } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { hostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
@@ -39,20 +39,20 @@ export class GpuCollectives implements Collectives<GpuTensor> {
     return y;
   }
 
-  allReduce(x: GpuTensor, op: ReduceOp = 'sum'): Promise<GpuTensor> {
-    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op }, x);
+  allReduce(x: GpuTensor, op: ReduceOp = 'sum', tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op, ...named(tensor) }, x);
   }
 
-  reduceScatter(x: GpuTensor, dim: number, op: ReduceOp = 'sum'): Promise<GpuTensor> {
-    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op }, x);
+  reduceScatter(x: GpuTensor, dim: number, op: ReduceOp = 'sum', tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op, ...named(tensor) }, x);
   }
 
-  allGather(x: GpuTensor, dim: number): Promise<GpuTensor> {
-    return this.traced({ op: 'allGather', shape: x.shape, dim }, x);
+  allGather(x: GpuTensor, dim: number, tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'allGather', shape: x.shape, dim, ...named(tensor) }, x);
   }
 
-  broadcast(x: GpuTensor, root: number): Promise<GpuTensor> {
-    return this.traced({ op: 'broadcast', shape: x.shape, root }, x);
+  broadcast(x: GpuTensor, root: number, tensor?: string): Promise<GpuTensor> {
+    return this.traced({ op: 'broadcast', shape: x.shape, root, ...named(tensor) }, x);
   }
 
   async barrier(): Promise<void> {

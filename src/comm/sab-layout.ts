@@ -3,7 +3,11 @@ import type { CollectiveOp, ReduceOp } from './collectives.ts';
 
 /** Most ranks one shared ring serves. */
 export const maxSabRanks = 16;
-const fpWords = 16;
+const fpWords = 32;
+/** Words 15.. of a fingerprint hold the tensor name's UTF-8 bytes, 4 per word. */
+const nameWords = fpWords - 15;
+/** Longest tensor name kept in a fingerprint (longer names are compared on this prefix). */
+export const maxFingerprintNameBytes = nameWords * 4;
 
 /**
  * Int32 word offsets in the control buffer: [0] abort code (0 = none, r+1 = rank r failed,
@@ -67,7 +71,10 @@ export function sabAbortReason(control: SharedArrayBuffer): string {
 const ops: CollectiveOp[] = ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier'];
 const reduceOps: ReduceOp[] = ['sum', 'max'];
 
-/** Writes `call` as 15 int32 words at `at`: seq, op, reduceOp+1, dim+1, root+1, ndim, dims[0..8]. */
+/**
+ * Writes `call` as int32 words at `at`: seq, op, reduceOp+1, dim+1, root+1, ndim, dims[0..8],
+ * then the tensor name's byte length + 1 (0 = unnamed) and its UTF-8 bytes.
+ */
 export function writeFingerprint(words: Int32Array, at: number, call: CollectiveCall): void {
   words[at] = call.seq;
   words[at + 1] = ops.indexOf(call.op);
@@ -76,7 +83,16 @@ export function writeFingerprint(words: Int32Array, at: number, call: Collective
   words[at + 4] = call.root === undefined ? 0 : call.root + 1;
   words[at + 5] = call.shape.length;
   call.shape.forEach((d, i) => (words[at + 6 + i] = d));
+  const name = call.tensor === undefined ? undefined : encoder.encode(call.tensor).subarray(0, maxFingerprintNameBytes);
+  words[at + 14] = name === undefined ? 0 : name.length + 1;
+  if (name === undefined) return;
+  const packed = new Uint8Array(nameWords * 4);
+  packed.set(name);
+  words.set(new Int32Array(packed.buffer), at + 15);
 }
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /** Reads a call written by writeFingerprint. */
 export function readFingerprint(words: Int32Array, at: number): CollectiveCall {
@@ -89,5 +105,11 @@ export function readFingerprint(words: Int32Array, at: number): CollectiveCall {
     ...(words[at + 2] && { reduceOp: reduceOps[words[at + 2] - 1] }),
     ...(words[at + 3] && { dim: words[at + 3] - 1 }),
     ...(words[at + 4] && { root: words[at + 4] - 1 }),
+    ...(words[at + 14] && { tensor: readName(words, at, words[at + 14] - 1) }),
   };
+}
+
+function readName(words: Int32Array, at: number, bytes: number): string {
+  const packed = new Int32Array(words.subarray(at + 15, at + 15 + nameWords));
+  return decoder.decode(new Uint8Array(packed.buffer, 0, bytes));
 }

@@ -88,7 +88,8 @@ export class SabRingCollectives extends BaseCollectives {
       });
     }
     const calls = [...Array(t).keys()].map((q) => readFingerprint(c, ctrl.fp(call.seq, q)));
-    if (!calls.every((k) => sameCall(k, call))) throw new CollectiveMismatchError(r, calls);
+    // Against its own fingerprint as stored (a name longer than the slot is compared on its prefix).
+    if (!calls.every((k) => sameCall(k, calls[r]))) throw new CollectiveMismatchError(r, calls);
   }
 
   private advance(to = this.step + 1): void {

@@ -46,7 +46,7 @@ export const interconnectPresets = {
     label: 'PCIe Gen3 x16 (8×V100 box)',
     alphaUs: 3,
     busGBps: 7.6,
-    source: `bus bandwidth 7.6 GB/s measured on the seeds' 8×V100 PCIe box (seed 002, M037/M040); ${alphaNote}`,
+    source: `bus bandwidth 7.6 GB/s as measured on an 8×V100 PCIe Gen3 x16 machine; ${alphaNote}`,
   },
   /**
    * A100 NVLink 3: 12 links × 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional, A100

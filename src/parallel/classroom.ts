@@ -309,7 +309,7 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
     {
       id: 'backward',
       title: '6 · Backward: g → identity, f → all-reduce of dX',
-      text: `Backward runs the same boundaries in reverse with the conjugate collectives (seed M026). dZ [s, h] arrives replicated; g's backward is the identity (every rank already holds all of dZ). Each rank computes its partial dXᵢ = dYᵢ·W₁ᵢᵀ [s, f/t]·[f/t, h] → [s, h], and f's backward all-reduces them (${bytesSH} bytes). Forward all-reduce after W₂, backward all-reduce before W₁: one each way.${tNote}`,
+      text: `Backward runs the same boundaries in reverse with the conjugate collectives (Megatron-LM mappings.py: _CopyToModelParallelRegion and _ReduceFromModelParallelRegion; Shoeybi et al. 2019, §3). dZ [s, h] arrives replicated; g's backward is the identity (every rank already holds all of dZ). Each rank computes its partial dXᵢ = dYᵢ·W₁ᵢᵀ [s, f/t]·[f/t, h] → [s, h], and f's backward all-reduces them (${bytesSH} bytes). Forward all-reduce after W₂, backward all-reduce before W₁: one each way.${tNote}`,
       megatron: [
         'reduce_from_tensor_model_parallel_region (g): backward identity',
         'copy_to_tensor_model_parallel_region (f): backward all-reduce',
@@ -343,7 +343,14 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
         shared('dX at TP=1', '[s, h]', ref.dx),
       ],
       checks: [
-        checkAgainst(c, "g's backward is the identity: dZ after g = dZ before", R[0].dzFull, R[0].dz),
+        ...R.map((d) =>
+          checkAgainst(
+            c,
+            `rank ${d.rank}'s dZ after g's backward vs TP=1's dZ (identity: nothing to reduce)`,
+            d.dzFull,
+            ref.dz,
+          ),
+        ),
         checkAgainst(c, 'Σᵢ dXᵢ vs TP=1', R[0].dx, ref.dx),
       ],
     },

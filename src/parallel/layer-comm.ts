@@ -47,7 +47,7 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return x;
     const ready = this.note(name, `${m.name} — ${m.summary}`, x);
     if (ready) await ready;
-    return this.issued(x, m.forward(this.comm, x));
+    return this.issued(x, m.forward(this.comm, x, name));
   }
 
   /** The backward half of a mapping pair. */
@@ -55,7 +55,7 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return dy;
     const ready = this.note(name, `${m.name} (backward) — ${m.summary}`, dy);
     if (ready) await ready;
-    return this.issued(dy, m.backward(this.comm, dy));
+    return this.issued(dy, m.backward(this.comm, dy, name));
   }
 
   /** A plain all-reduce with its purpose (vocab-parallel loss pieces, replicated weight gradients). */
@@ -63,7 +63,7 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return x;
     const ready = this.note(name, why, x);
     if (ready) await ready;
-    return this.issued(x, this.comm.allReduce(x, op));
+    return this.issued(x, this.comm.allReduce(x, op, name));
   }
 
   /** A plain all-gather along `dim` with its purpose. */
@@ -71,6 +71,6 @@ export class LayerComm<T> {
     if (this.comm.size === 1) return x;
     const ready = this.note(name, why, x);
     if (ready) await ready;
-    return this.issued(x, this.comm.allGather(x, dim));
+    return this.issued(x, this.comm.allGather(x, dim, name));
   }
 }

@@ -14,8 +14,9 @@ export interface MappingPair {
   readonly summary: string;
   readonly input: Placement;
   readonly output: Placement;
-  forward<T>(comm: Collectives<T>, x: T): Promise<T>;
-  backward<T>(comm: Collectives<T>, dy: T): Promise<T>;
+  /** `tensor` names the logical tensor in the collective's fingerprint. */
+  forward<T>(comm: Collectives<T>, x: T, tensor?: string): Promise<T>;
+  backward<T>(comm: Collectives<T>, dy: T, tensor?: string): Promise<T>;
 }
 
 const last = -1;
@@ -28,7 +29,7 @@ export const copyToTensorParallelRegion: MappingPair = {
   input: 'replicated',
   output: 'per-rank',
   forward: async (_comm, x) => x,
-  backward: (comm, dy) => comm.allReduce(dy),
+  backward: (comm, dy, n) => comm.allReduce(dy, 'sum', n),
 };
 
 /** g — forward: all-reduce · backward: identity. [.., h] partial sums → [.., h] replicated. */
@@ -37,7 +38,7 @@ export const reduceFromTensorParallelRegion: MappingPair = {
   summary: 'forward: all-reduce · backward: identity (g)',
   input: 'per-rank',
   output: 'replicated',
-  forward: (comm, x) => comm.allReduce(x),
+  forward: (comm, x, n) => comm.allReduce(x, 'sum', n),
   backward: async (_comm, dy) => dy,
 };
 
@@ -48,7 +49,7 @@ export const scatterToTensorParallelRegion: MappingPair = {
   input: 'replicated',
   output: 'per-rank',
   forward: (comm, x) => comm.shard(x, last),
-  backward: (comm, dy) => comm.allGather(dy, last),
+  backward: (comm, dy, n) => comm.allGather(dy, last, n),
 };
 
 /** Forward: all-gather last dim · backward: split last dim. [.., h/t] → [.., h]. */
@@ -57,7 +58,7 @@ export const gatherFromTensorParallelRegion: MappingPair = {
   summary: 'forward: all-gather last dim · backward: split last dim',
   input: 'per-rank',
   output: 'replicated',
-  forward: (comm, x) => comm.allGather(x, last),
+  forward: (comm, x, n) => comm.allGather(x, last, n),
   backward: (comm, dy) => comm.shard(dy, last),
 };
 
@@ -68,7 +69,7 @@ export const scatterToSequenceParallelRegion: MappingPair = {
   input: 'replicated',
   output: 'per-rank',
   forward: (comm, x) => comm.shard(x, seq),
-  backward: (comm, dy) => comm.allGather(dy, seq),
+  backward: (comm, dy, n) => comm.allGather(dy, seq, n),
 };
 
 /** Forward: all-gather dim 0 · backward: reduce-scatter dim 0. [s/t, b, h] → [s, b, h]. */
@@ -77,8 +78,8 @@ export const gatherFromSequenceParallelRegion: MappingPair = {
   summary: 'forward: all-gather dim 0 · backward: reduce-scatter dim 0',
   input: 'per-rank',
   output: 'per-rank',
-  forward: (comm, x) => comm.allGather(x, seq),
-  backward: (comm, dy) => comm.reduceScatter(dy, seq),
+  forward: (comm, x, n) => comm.allGather(x, seq, n),
+  backward: (comm, dy, n) => comm.reduceScatter(dy, seq, 'sum', n),
 };
 
 /** Forward: reduce-scatter dim 0 · backward: all-gather dim 0. [s, b, h] partial sums → [s/t, b, h]. */
@@ -87,8 +88,8 @@ export const reduceScatterToSequenceParallelRegion: MappingPair = {
   summary: 'forward: reduce-scatter dim 0 · backward: all-gather dim 0',
   input: 'per-rank',
   output: 'per-rank',
-  forward: (comm, x) => comm.reduceScatter(x, seq),
-  backward: (comm, dy) => comm.allGather(dy, seq),
+  forward: (comm, x, n) => comm.reduceScatter(x, seq, 'sum', n),
+  backward: (comm, dy, n) => comm.allGather(dy, seq, n),
 };
 
 /** Short names used in the paper and in Megatron-LM. */

@@ -13,18 +13,20 @@ export interface CollectiveArgs {
   readonly dim?: number;
   readonly root?: number;
   readonly reduceOp?: ReduceOp;
+  /** The logical tensor's name in the fingerprint. */
+  readonly tensor?: string;
 }
 
 function call<T>(comm: Collectives<T>, a: Omit<CollectiveArgs, 'data' | 'shape'>, x: T): Promise<T | void> {
   switch (a.op) {
     case 'allReduce':
-      return comm.allReduce(x, a.reduceOp);
+      return comm.allReduce(x, a.reduceOp, a.tensor);
     case 'reduceScatter':
-      return comm.reduceScatter(x, a.dim!, a.reduceOp);
+      return comm.reduceScatter(x, a.dim!, a.reduceOp, a.tensor);
     case 'allGather':
-      return comm.allGather(x, a.dim!);
+      return comm.allGather(x, a.dim!, a.tensor);
     case 'broadcast':
-      return comm.broadcast(x, a.root!);
+      return comm.broadcast(x, a.root!, a.tensor);
     case 'barrier':
       return comm.barrier();
   }

@@ -162,7 +162,7 @@ export class TpControls extends LitElement {
       ${this.errorsFor('sp')}
       <label
         class="check"
-        title="Seed M035: under SP the norm weights see different tokens on each rank; without this all-reduce their gradients silently drift, and the oracle flags them."
+        title="Under SP the norm weights see different tokens on each rank; Megatron-LM all-reduces their gradients over the TP group in finalize_model_grads (_allreduce_non_tensor_model_parallel_grads; Korthikanti et al. 2022). Without it they silently drift, and the oracle flags them."
         ><input
           type="checkbox"
           data-control="skipnorm"

@@ -2,7 +2,7 @@
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { LayerConfig } from '../parallel/config.ts';
-import { formatMegatronArgs, megatronArgs, megatronCaveats } from '../model/megatron-args.ts';
+import { formatMegatronCommand, megatronCaveats, megatronLaunch, megatronRelease } from '../model/megatron-args.ts';
 import { timelineCsv } from '../trace/csv.ts';
 import { timelineToPerfetto } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
@@ -92,7 +92,7 @@ export class TpExports extends LitElement {
     const tl = this.timeline;
     const c = this.config;
     if (!tl || !c) return html`<p class="note">Nothing to export yet.</p>`;
-    const args = formatMegatronArgs(megatronArgs(c));
+    const args = formatMegatronCommand(megatronLaunch(c));
     const caveats = megatronCaveats(c);
     return html`
       <h2>Export</h2>
@@ -118,13 +118,13 @@ export class TpExports extends LitElement {
         .value=${this.link}
         @focus=${(e: Event) => (e.target as HTMLInputElement).select()}
       />
-      <h3>The same layer on Megatron-LM</h3>
+      <h3>The same layer on Megatron-LM (${megatronRelease.tag})</h3>
       <pre data-export="megatron">${args}</pre>
       <button
         data-export="megatron-copy"
-        @click=${() => void this.copy('arguments', args.replace(/ \\\n\s*/g, ' ').trim())}
+        @click=${() => void this.copy('command', args.replace(/ \\\n\s*/g, ' ').trim())}
       >
-        Copy arguments
+        Copy command
       </button>
       ${this.copied ? html`<span class="copied" role="status"> ${this.copied}</span>` : nothing}
       ${

@@ -294,7 +294,8 @@ export class TpGemmView extends LitElement {
           ? html` <p class="note">
                 ${this.report?.note} Column-parallel GEMMs keep M and K and get N/t; row-parallel ones get K/t;
                 attention runs heads/t heads. Smaller local GEMMs fill the GPU less, so GFLOP/s falls while the
-                all-reduces stay the size of [s, b, h]: the step's speed-up falls behind t (seeds M031, M033, M105).
+                all-reduces stay the size of [s, b, h]: the step's speed-up falls behind t (Shoeybi et al. 2019;
+                Narayanan et al. 2021).
               </p>
               <div class="charts"><svg id="gflops"></svg><svg id="time"></svg><svg id="speedup"></svg></div>
               <h3>

@@ -93,10 +93,10 @@ describe('bus bandwidth', () => {
 });
 
 describe('interconnect presets', () => {
-  test('state their numbers and sources: PCIe 7.6 GB/s (seed 002), A100 240 GB/s, H100 370 GB/s', () => {
+  test('state their numbers and sources: PCIe 7.6 GB/s (8×V100 machine), A100 240 GB/s, H100 370 GB/s', () => {
     expect(interconnectNames).toEqual(['pcie-gen3', 'nvlink-a100', 'nvswitch-h100']);
     expect(interconnectNames.map((n) => interconnectPresets[n].busGBps)).toEqual([7.6, 240, 370]);
-    expect(pcie.source).toContain('seed 002');
+    expect(pcie.source).toContain('8×V100 PCIe Gen3');
     expect(interconnectPresets['nvswitch-h100'].source).toContain('nccl-tests#212');
   });
 

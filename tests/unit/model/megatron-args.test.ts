@@ -1,6 +1,22 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import { formatMegatronArgs, megatronArgs, megatronCaveats } from '../../../src/model/megatron-args.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
+import {
+  formatMegatronCommand,
+  megatronArgs,
+  megatronCaveats,
+  megatronLaunch,
+  megatronRelease,
+} from '../../../src/model/megatron-args.ts';
+import { configFromPreset, presetNames, type LayerConfig } from '../../../src/parallel/config.ts';
+import { paddedVocab } from '../../../src/parallel/ownership.ts';
+
+/** Every flag of the pinned release (scripts/megatron-flags.py over its arguments.py and config dataclasses). */
+const fixture = JSON.parse(readFileSync(new URL('../../fixtures/megatron-flags.json', import.meta.url), 'utf8')) as {
+  tag: string;
+  commit: string;
+  flags: string[];
+};
+const known = new Set(fixture.flags);
 
 /** Flag → value ('' for a switch) of an argv list. */
 function flags(args: readonly string[]): Map<string, string> {
@@ -11,45 +27,63 @@ function flags(args: readonly string[]): Map<string, string> {
   return m;
 }
 
-describe('megatronArgs', () => {
-  test('spells out the gpt2-layer at t = 4 with SP as Megatron-LM arguments, in order', () => {
-    const args = megatronArgs(configFromPreset('gpt2-layer', { tp: 4, sp: true }));
-    expect(args).toEqual([
-      '--tensor-model-parallel-size',
-      '4',
-      '--sequence-parallel',
-      '--num-layers',
-      '1',
-      '--hidden-size',
-      '768',
-      '--ffn-hidden-size',
-      '3072',
-      '--num-attention-heads',
-      '12',
-      '--seq-length',
-      '32',
-      '--max-position-embeddings',
-      '32',
-      '--micro-batch-size',
-      '1',
-      '--swiglu',
-      '--normalization',
-      'RMSNorm',
-      '--norm-epsilon',
-      '0.00001',
-      '--position-embedding-type',
-      'rope',
-      '--rotary-base',
-      '10000',
-      '--disable-bias-linear',
-      '--attention-dropout',
-      '0',
-      '--hidden-dropout',
-      '0',
-      '--seed',
-      '1234',
-    ]);
+/** Every configuration shape the page can export: each preset at t = 1, 2, 4, 8 with and without SP. */
+const configs: LayerConfig[] = presetNames.flatMap((p) =>
+  [1, 2, 4, 8].flatMap((tp) => [false, true].map((sp) => configFromPreset(p, { tp, sp }))),
+);
+
+describe('megatronArgs against the pinned Megatron-LM release', () => {
+  test('the fixture is the release the command names, with a plausible flag list', () => {
+    expect([fixture.tag, fixture.commit]).toEqual([megatronRelease.tag, megatronRelease.commit]);
+    // Flags every release of the last years has, from both ways arguments.py declares them.
+    for (const f of ['--hidden-size', '--num-query-groups', '--sequence-parallel', '--swiglu', '--train-iters'])
+      expect(known.has(f)).toBe(true);
+    expect(known.has('--no-such-flag')).toBe(false);
   });
+
+  test.each(
+    configs.map((c) => [`${c.s}x${c.h} heads ${c.heads}/${c.groups} vocab ${c.vocab} t ${c.tp} sp ${c.sp}`, c]),
+  )('every emitted flag exists in the release (%s)', (_, c) => {
+    const unknown = megatronArgs(c as LayerConfig).filter((x) => x.startsWith('--') && !known.has(x));
+    expect(unknown).toEqual([]);
+  });
+
+  test('the command starts: environment, torchrun on t processes, pretrain_gpt.py, data, iterations, lr', () => {
+    const l = megatronLaunch(configFromPreset('llama-gqa', { tp: 4, sp: true }));
+    expect(l.env).toEqual({ CUDA_DEVICE_MAX_CONNECTIONS: '1' });
+    expect([...l.launcher, l.script]).toEqual(['torchrun', '--nproc-per-node', '4', 'pretrain_gpt.py']);
+    const f = flags(l.args);
+    expect(f.get('--tensor-model-parallel-size')).toBe('4');
+    expect(f.get('--sequence-parallel')).toBe('');
+    expect(f.get('--transformer-impl')).toBe('local');
+    expect(f.get('--mock-data')).toBe('');
+    expect(Number(f.get('--train-iters'))).toBeGreaterThan(0);
+    expect(Number(f.get('--lr'))).toBeGreaterThan(0);
+    // Data-parallel size 1 (t processes, TP t): the global batch is one micro-batch.
+    expect(f.get('--global-batch-size')).toBe(f.get('--micro-batch-size'));
+    const text = formatMegatronCommand(l);
+    expect(text.split(' \\\n  ')[0]).toBe('CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc-per-node 4 pretrain_gpt.py');
+    expect(text).toContain(' \\\n  --tensor-model-parallel-size 4 \\\n  --sequence-parallel \\\n');
+  });
+
+  test.each([
+    [510, 4],
+    [512, 8],
+    [32, 2],
+    [1000, 3],
+  ])(
+    'NullTokenizer with --vocab-size %i and divisible-by 1 pads to the playground vocabulary at t = %i',
+    (vocab, tp) => {
+      const f = flags(megatronArgs(configFromPreset('llama-gqa', { tp, vocab })));
+      expect(f.get('--tokenizer-type')).toBe('NullTokenizer');
+      // core_v0.19.0 NullTokenizer: vocab_size = --vocab-size (EOD is V − 1, no extra id);
+      // vocab_utils: V_p = ⌈V / (divisible-by · t)⌉ · divisible-by · t.
+      const V = Number(f.get('--vocab-size'));
+      const m = Number(f.get('--make-vocab-size-divisible-by')) * tp;
+      expect(V).toBe(vocab);
+      expect(Math.ceil(V / m) * m).toBe(paddedVocab({ vocab, tp }));
+    },
+  );
 
   test('adds grouped-query attention only when groups < heads', () => {
     const gqa = flags(megatronArgs(configFromPreset('llama-gqa', { tp: 2 })));
@@ -65,28 +99,11 @@ describe('megatronArgs', () => {
     expect(megatronArgs(configFromPreset('gpt2-layer', { tp: 1, sp: true }))).not.toContain('--sequence-parallel');
   });
 
-  test('with a vocabulary of V asks NullTokenizer for V − 1 (it adds EOD) and pads to a multiple of 1·t, as the playground does', () => {
-    const f = flags(megatronArgs(configFromPreset('llama-gqa', { tp: 4, vocab: 510 })));
-    expect(f.get('--untie-embeddings-and-output-weights')).toBe('');
-    expect(f.get('--tokenizer-type')).toBe('NullTokenizer');
-    expect(f.get('--vocab-size')).toBe('509');
-    expect(f.get('--make-vocab-size-divisible-by')).toBe('1');
-    // Megatron: V = 509 + 1 = 510, padded to a multiple of 1 × 4 → 512 = ⌈510/4⌉·4.
-  });
-
-  test('has no vocabulary flags without a vocabulary', () => {
-    const f = flags(megatronArgs(configFromPreset('gpt2-layer')));
-    for (const x of [
-      '--vocab-size',
-      '--tokenizer-type',
-      '--make-vocab-size-divisible-by',
-      '--untie-embeddings-and-output-weights',
-    ])
-      expect(f.has(x)).toBe(false);
-  });
-
-  test('carries the RoPE base, ε, micro-batch and seed of the config', () => {
+  test('carries the sizes, RoPE base, ε, micro-batch and seed of the config', () => {
     const f = flags(megatronArgs(configFromPreset('classroom', { ropeBase: 500000, eps: 1e-6, b: 3, seed: 7 })));
+    expect(
+      ['--hidden-size', '--ffn-hidden-size', '--num-attention-heads', '--seq-length'].map((x) => f.get(x)),
+    ).toEqual(['16', '32', '4', '8']);
     expect([f.get('--rotary-base'), f.get('--norm-epsilon'), f.get('--micro-batch-size'), f.get('--seed')]).toEqual([
       '500000',
       '0.000001',
@@ -97,26 +114,17 @@ describe('megatronArgs', () => {
 });
 
 describe('megatronCaveats', () => {
-  test('says Megatron-Core rejects fewer query groups than the TP degree', () => {
-    expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 8 }))[0]).toBe(
-      'Megatron-Core rejects num_query_groups (2) < tensor_model_parallel_size (8): its TransformerConfig requires num_query_groups to be a multiple of the TP size; the playground replicates each KV group instead.',
-    );
-    expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 2 })).some((x) => x.includes('num_query_groups'))).toBe(
-      false,
-    );
+  test('lists the final norm, embeddings, biases, initialisation, training and precision for every config', () => {
+    const all = megatronCaveats(configFromPreset('classroom')).join(' ');
+    for (const x of ['Final norm', 'Embeddings', 'Biases', 'Weights and data', 'Training', 'Precision', 'Local spec'])
+      expect(all).toContain(x);
   });
 
-  test('mentions the missing vocabulary, SP at t = 1, a non-integer RoPE base and the final norm', () => {
+  test('mentions the missing vocabulary, SP at t = 1 and a non-integer RoPE base where they apply', () => {
     const all = megatronCaveats(configFromPreset('gpt2-layer', { sp: true, ropeBase: 1e4 + 0.5 })).join(' ');
     expect(all).toContain('Megatron always builds an embedding and a loss');
     expect(all).toContain('Megatron disables --sequence-parallel when tensor_model_parallel_size is 1');
     expect(all).toContain('Megatron parses --rotary-base as an integer; 10000.5 is not one.');
-    expect(megatronCaveats(configFromPreset('classroom')).join(' ')).toContain('final norm');
+    expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 2 })).join(' ')).not.toContain('vocabulary of 1');
   });
-});
-
-test('formatMegatronArgs puts one flag and its value per line with shell continuations', () => {
-  expect(formatMegatronArgs(['--tensor-model-parallel-size', '2', '--sequence-parallel', '--num-layers', '1'])).toBe(
-    '  --tensor-model-parallel-size 2 \\\n  --sequence-parallel \\\n  --num-layers 1',
-  );
 });

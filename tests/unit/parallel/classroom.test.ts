@@ -145,3 +145,19 @@ describe('classroom steps', () => {
     expect([1, 2, 3, 4, 8, 16].map(classroomDegree)).toEqual([1, 2, 2, 4, 4, 4]);
   });
 });
+
+test("step 6's g-backward check compares each rank's dZ with TP=1's, so a wrong dZ on one rank fails it", () => {
+  const c = configFromPreset('classroom', { tp: 2 });
+  const z = m(8, 16, (i) => Math.sin(i)),
+    dx = m(8, 16, (i) => Math.cos(i)),
+    dz = m(8, 16, (i) => Math.tan(i / 200));
+  const withDz = (d: ClassroomRankData, dzFull: ClassroomMatrix): ClassroomRankData => ({ ...d, dz, dzFull });
+  const runs = (rank1: ClassroomMatrix) => ({
+    config: c,
+    tp: [withDz(rank(0, 2, false, z, dx), dz), withDz(rank(1, 2, false, z, dx), rank1)],
+    reference: withDz(rank(0, 1, false, z, dx), dz),
+  });
+  const passes = (r1: ClassroomMatrix) => classroomSteps(runs(r1))[5].checks.map((k) => k.pass);
+  expect(passes(dz)).toEqual([true, true, true]);
+  expect(passes(m(8, 16, (i) => (i === 5 ? 1 : Math.tan(i / 200))))).toEqual([true, false, true]);
+});

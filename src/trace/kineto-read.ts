@@ -1,0 +1,321 @@
+// Reads one rank's PyTorch profiler (Kineto) trace, fed as text chunks, keeping only its GPU side.
+// Format: Kineto's libkineto/src/output_json.cpp — "X" events with ts/dur in µs (relative to
+// baseTimeNanoseconds), pid = device, tid = stream for GPU activities; `cat` is the activity type
+// ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "user_annotation", "gpu_user_annotation", …).
+import { ScanError, TraceScanner, type ScanSink } from './json-scan.ts';
+import type { GpuSlice, GpuWork, ProcessGroupInfo, StepMark } from './kineto-types.ts';
+import { isNcclKernel, ncclCall } from './nccl-kernel.ts';
+
+/** A trace that cannot be used; the message names the file, what is missing and what to do. */
+export class TraceImportError extends Error {}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+/** A slice while reading: times in µs on the file's clock, the launch's correlation id. */
+export type SliceDraft = Mutable<GpuSlice> & { corr?: number };
+
+/** One file read, before the ranks are put on one clock (times in µs since the file's base time). */
+export interface FileRead {
+  readonly file: string;
+  readonly dist?: { rank?: number; worldSize?: number; backend?: string; groups: ProcessGroupInfo[] };
+  /** baseTimeNanoseconds (exact), or null when the trace has none (older traces: ts are absolute µs). */
+  readonly baseNs: bigint | null;
+  readonly deviceNames: ReadonlyMap<number, string>;
+  readonly slices: SliceDraft[];
+  readonly steps: StepMark[];
+  readonly stats: {
+    chars: number;
+    events: number;
+    dropped: Record<string, number>;
+    oversized: number;
+    untimed: number;
+    malformed: number;
+  };
+  readonly notes: string[];
+}
+
+const gpuCat = /"cat"\s*:\s*"(?:kernel|Kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver)"/;
+const catOf = /"cat"\s*:\s*"([^"\\]{0,64})"/;
+const stepName = /^ProfilerStep#(\d+)$/;
+
+interface RawEvent {
+  ph?: unknown;
+  cat?: unknown;
+  name?: unknown;
+  pid?: unknown;
+  tid?: unknown;
+  ts?: unknown;
+  dur?: unknown;
+  args?: Record<string, unknown>;
+}
+
+const finite = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const int = (v: unknown): number | undefined => {
+  const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : finite(v);
+  return n !== undefined && Number.isInteger(n) ? n : undefined;
+};
+
+/**
+ * `push(text)` the file's text in order, then `finish()`. Keeps GPU kernels, memcpy, memset,
+ * ProfilerStep#N ranges and the correlation → launch time of CUDA runtime calls; counts and drops
+ * everything else (CPU ops, Python frames, flows, metadata). Kernel names are interned.
+ */
+export class KinetoReader implements ScanSink {
+  private readonly scanner = new TraceScanner(this);
+  private readonly names = new Map<string, string>();
+  private readonly launches = new Map<number, number>();
+  private readonly cpuSteps: { step: number; t0: number; t1: number }[] = [];
+  private readonly gpuSteps: { step: number; t0: number; t1: number }[] = [];
+  private readonly slices: SliceDraft[] = [];
+  private readonly members = new Map<string, string>();
+  private readonly dropped: Record<string, number> = {};
+  private events = 0;
+  private untimed = 0;
+  private malformed = 0;
+
+  constructor(readonly file: string) {}
+
+  /** Characters read so far. */
+  get chars(): number {
+    return this.scanner.chars;
+  }
+
+  push(text: string): void {
+    try {
+      this.scanner.push(text);
+    } catch (e) {
+      throw this.wrap(e);
+    }
+  }
+
+  member(key: string, json: string): void {
+    this.members.set(key, json);
+  }
+
+  event(json: string): void {
+    this.events++;
+    const isStep = json.includes('ProfilerStep#');
+    if (!isStep && !gpuCat.test(json)) {
+      const cat = catOf.exec(json)?.[1] ?? '(no cat)';
+      this.dropped[cat] = (this.dropped[cat] ?? 0) + 1;
+      return;
+    }
+    let e: RawEvent;
+    try {
+      e = JSON.parse(json) as RawEvent;
+    } catch {
+      this.malformed++;
+      return;
+    }
+    if (e === null || typeof e !== 'object' || e.ph !== 'X') {
+      this.dropped['(not a complete event)'] = (this.dropped['(not a complete event)'] ?? 0) + 1;
+      return;
+    }
+    const ts = finite(e.ts);
+    const dur = finite(e.dur);
+    const cat = typeof e.cat === 'string' ? e.cat : '';
+    const name = typeof e.name === 'string' ? e.name : '';
+    if (ts === undefined || dur === undefined || dur < 0) {
+      this.untimed++;
+      return;
+    }
+    const step = stepName.exec(name);
+    if (step) {
+      (cat === 'gpu_user_annotation' ? this.gpuSteps : this.cpuSteps).push({
+        step: Number(step[1]),
+        t0: ts,
+        t1: ts + dur,
+      });
+      return;
+    }
+    if (cat === 'cuda_runtime' || cat === 'cuda_driver') {
+      const corr = int(e.args?.['correlation']);
+      if (corr !== undefined) this.launches.set(corr, ts);
+      return;
+    }
+    const work: GpuWork | undefined =
+      cat === 'gpu_memcpy'
+        ? 'memcpy'
+        : cat === 'gpu_memset'
+          ? 'memset'
+          : cat === 'kernel' || cat === 'Kernel'
+            ? 'compute'
+            : undefined;
+    if (!work) {
+      this.dropped[cat] = (this.dropped[cat] ?? 0) + 1;
+      return;
+    }
+    const args = e.args;
+    const nccl = work === 'compute' && (isNcclKernel(name) || typeof args?.['Collective name'] === 'string');
+    let interned = this.names.get(name);
+    if (interned === undefined) this.names.set(name, (interned = name));
+    const corr = int(args?.['correlation']);
+    const bytes = int(args?.['bytes']);
+    this.slices.push({
+      rank: 0,
+      work: nccl ? 'comm' : work,
+      device: int(args?.['device']) ?? int(e.pid) ?? 0,
+      gpuStream: int(args?.['stream']) ?? int(e.tid) ?? 0,
+      name: interned,
+      t0: ts,
+      t1: ts + dur,
+      ...(nccl && { nccl: ncclCall(name, args) }),
+      ...(work !== 'compute' && bytes !== undefined && { bytes }),
+      ...(corr !== undefined && { corr }),
+    });
+  }
+
+  /** Ends the file: checks it is a Kineto trace with GPU kernels and assigns slices to steps. */
+  finish(): FileRead {
+    try {
+      this.scanner.end();
+    } catch (e) {
+      throw this.wrap(e);
+    }
+    const notes: string[] = [];
+    if (this.members.has('traceEvents'))
+      throw new TraceImportError(`${this.file}: "traceEvents" is not an array of events.`);
+    if (!this.scanner.eventsArray) {
+      const keys = [...this.members.keys()];
+      throw new TraceImportError(
+        `${this.file}: no "traceEvents" array, so this is not a PyTorch profiler (Kineto) trace (top-level keys: ${keys.length ? keys.join(', ') : 'none'}). Export it with prof.export_chrome_trace(...) or torch.profiler.tensorboard_trace_handler.`,
+      );
+    }
+    if (!this.slices.some((s) => s.work === 'compute' || s.work === 'comm')) {
+      throw new TraceImportError(
+        `${this.file}: ${this.events} events but no GPU kernels (cat "kernel"), so there is nothing to analyse. Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so that the trace records the GPU side.`,
+      );
+    }
+    const dropped = this.scanner.skipped.members;
+    if (dropped.length) notes.push(`top-level members too long to read, skipped: ${dropped.join(', ')}.`);
+    if (this.malformed) notes.push(`${this.malformed} GPU events were not valid JSON and were skipped.`);
+    if (this.untimed) notes.push(`${this.untimed} complete events had no finite ts/dur and were skipped.`);
+    if (this.scanner.skipped.events)
+      notes.push(`${this.scanner.skipped.events} events over 1 MiB of text were skipped.`);
+    const steps = this.assignSteps(notes);
+    for (const s of this.slices) delete s.corr;
+    this.launches.clear();
+    return {
+      file: this.file,
+      ...this.distributed(notes),
+      baseNs: this.baseNs(),
+      deviceNames: this.deviceNames(),
+      slices: this.slices,
+      steps,
+      stats: {
+        chars: this.chars,
+        events: this.events,
+        dropped: this.dropped,
+        oversized: this.scanner.skipped.events,
+        untimed: this.untimed,
+        malformed: this.malformed,
+      },
+      notes,
+    };
+  }
+
+  private wrap(e: unknown): Error {
+    if (e instanceof ScanError) return new TraceImportError(`${this.file}: ${e.message}`);
+    return e instanceof Error ? e : new Error(String(e));
+  }
+
+  /**
+   * Step of every slice. GPU-side ProfilerStep#N ranges: the step containing the slice's start.
+   * CPU-side ones only: the step containing the launch (cuda_runtime event of the same
+   * correlation id), since kernels run after their launch; the slice's own start without one.
+   * The marks returned span each step's slices on the GPU.
+   */
+  private assignSteps(notes: string[]): StepMark[] {
+    const gpu = this.gpuSteps.length > 0;
+    const ranges = (gpu ? this.gpuSteps : this.cpuSteps).sort((a, b) => a.t0 - b.t0);
+    if (!ranges.length) return [];
+    const find = (t: number): number | undefined => {
+      let lo = 0;
+      let hi = ranges.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        const r = ranges[mid]!;
+        if (t < r.t0) hi = mid - 1;
+        else if (t >= r.t1) lo = mid + 1;
+        else return r.step;
+      }
+      return undefined;
+    };
+    let unlinked = 0;
+    for (const s of this.slices) {
+      let at = s.t0;
+      if (!gpu) {
+        const launch = s.corr !== undefined ? this.launches.get(s.corr) : undefined;
+        if (launch === undefined) unlinked++;
+        else at = launch;
+      }
+      const step = find(at);
+      if (step !== undefined) s.step = step;
+    }
+    if (!gpu && unlinked)
+      notes.push(
+        `${unlinked} GPU slices have no CUDA launch in the trace: their step is the one their start falls in.`,
+      );
+    if (gpu) return ranges.map((r) => ({ ...r, source: 'gpu_user_annotation' as const }));
+    const spans = new Map<number, { t0: number; t1: number }>();
+    for (const s of this.slices) {
+      if (s.step === undefined) continue;
+      const x = spans.get(s.step);
+      if (x) {
+        x.t0 = Math.min(x.t0, s.t0);
+        x.t1 = Math.max(x.t1, s.t1);
+      } else spans.set(s.step, { t0: s.t0, t1: s.t1 });
+    }
+    return [...spans].sort((a, b) => a[0] - b[0]).map(([step, x]) => ({ step, ...x, source: 'cpu' as const }));
+  }
+
+  private parsed(key: string): unknown {
+    const text = this.members.get(key);
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private distributed(notes: string[]): Pick<FileRead, 'dist'> {
+    const d = this.parsed('distributedInfo');
+    if (!d || typeof d !== 'object') return {};
+    const o = d as Record<string, unknown>;
+    const rank = int(o['rank']);
+    if (rank === undefined) notes.push('distributedInfo has no rank.');
+    const groups = Array.isArray(o['pg_config'])
+      ? (o['pg_config'] as Record<string, unknown>[]).map((g) => ({
+          name: String(g['pg_name'] ?? ''),
+          desc: String(g['pg_desc'] ?? ''),
+          size: int(g['pg_size']) ?? 0,
+          ranks: String(g['ranks'] ?? ''),
+        }))
+      : [];
+    const worldSize = int(o['world_size']);
+    return {
+      dist: {
+        ...(rank !== undefined && { rank }),
+        ...(worldSize !== undefined && { worldSize }),
+        ...(typeof o['backend'] === 'string' && { backend: o['backend'] }),
+        groups,
+      },
+    };
+  }
+
+  private baseNs(): bigint | null {
+    const text = this.members.get('baseTimeNanoseconds')?.trim();
+    return text && /^\d+$/.test(text) ? BigInt(text) : null;
+  }
+
+  private deviceNames(): Map<number, string> {
+    const out = new Map<number, string>();
+    const props = this.parsed('deviceProperties');
+    if (Array.isArray(props))
+      for (const p of props as Record<string, unknown>[]) {
+        const id = int(p?.['id']);
+        if (id !== undefined && typeof p['name'] === 'string') out.set(id, p['name']);
+      }
+    return out;
+  }
+}
