@@ -11,6 +11,7 @@ import {
   createLayerPool,
   layerRunCache,
   runLayer,
+  type LayerRun,
   type LayerRunCache,
   type LayerWorkerPrograms,
   type PoolLender,
@@ -74,9 +75,13 @@ export class PlaygroundRunner implements PoolLender {
     return typeof navigator !== 'undefined' && 'gpu' in navigator && !!navigator.gpu;
   }
 
-  /** Runs one request; requests are serialized (a new one waits for the running one). */
-  run(req: RunRequest): Promise<PlaygroundResult> {
-    return this.enqueue(() => this.runNow(req));
+  /**
+   * Runs one request; requests are serialized (a new one waits for the running one). `signal`
+   * stops it at its next phase (runLayer's phases) with the signal's reason; one aborted before
+   * its turn does not start.
+   */
+  run(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
+    return this.enqueue(() => this.runNow(req, signal));
   }
 
   /**
@@ -94,7 +99,8 @@ export class PlaygroundRunner implements PoolLender {
     return next;
   }
 
-  private async runNow(req: RunRequest): Promise<PlaygroundResult> {
+  private async runNow(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
+    signal?.throwIfAborted();
     const c = req.config;
     if (this.budget) assertWithinBudget(c, this.budget);
     const { plan } = await makePlan(c); // validates before any work
@@ -112,7 +118,15 @@ export class PlaygroundRunner implements PoolLender {
       };
     }
     const pool = await this.poolOf(c.tp);
-    const run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress });
+    signal?.throwIfAborted();
+    let run: LayerRun;
+    try {
+      run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress, signal });
+    } catch (e) {
+      // A failed run breaks the pool: release its workers' devices and memory now, not at the next run.
+      if (pool.failure && this.pool === pool) await this.dispose();
+      throw e;
+    }
     const t0 = run.computeTimes[0];
     return {
       config: c,
@@ -172,7 +186,9 @@ export class PlaygroundRunner implements PoolLender {
         await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
         await pool.traces();
       })
-      .catch(() => undefined);
+      .catch(async () => {
+        if (this.pool?.failure) await this.dispose(); // release a broken pool's memory at once
+      });
   }
 
   /** Rank workers started (devices up, pipelines compiled): every degree up to this is a re-run. */

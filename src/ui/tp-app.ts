@@ -204,6 +204,8 @@ export class TpApp extends LitElement {
     if (this.busy) this.progress = line;
   });
   private readonly onHash = (): void => this.apply();
+  /** Aborts the run in flight (at its next phase) when the settings change what runs. */
+  private inFlight: { key: string; abort: AbortController } | undefined;
   /** Checked before every run: the page budget and (once probed) this adapter's buffer limits. */
   private budget: MemoryBudget = memoryBudget((navigator as { deviceMemory?: number }).deviceMemory);
 
@@ -244,6 +246,8 @@ export class TpApp extends LitElement {
     const known = (k: string): k is keyof Settings => Object.hasOwn(settings, k);
     this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
+    if (this.inFlight && this.inFlight.key !== runKey(settings))
+      this.inFlight.abort.abort(new DOMException('the settings changed', 'AbortError'));
     void this.schedule();
   }
 
@@ -284,17 +288,24 @@ export class TpApp extends LitElement {
     this.busy = true;
     this.progress = `running t = ${s.tp}${s.sp ? ' with SP' : ''}…`;
     const started = performance.now();
+    const abort = new AbortController();
+    this.inFlight = { key: runKey(s), abort };
     try {
-      this.result = await this.runner.run({ config, comm, overlap: s.overlap });
+      this.result = await this.runner.run({ config, comm, overlap: s.overlap }, abort.signal);
       this.shownKey = runKey(s);
       this.shownHash = hashFromSettings(s);
       this.runError = '';
       this.progress = `ran t = ${s.tp} in ${formatMs(performance.now() - started)}`;
       this.prewarm(s);
     } catch (e) {
-      this.runError = e instanceof Error ? e.message : String(e);
-      this.progress = 'run failed';
+      if (abort.signal.aborted) {
+        this.progress = `stopped t = ${s.tp}: the settings changed`; // the loop in schedule() runs the new ones
+      } else {
+        this.runError = e instanceof Error ? e.message : String(e);
+        this.progress = 'run failed';
+      }
     } finally {
+      this.inFlight = undefined;
       this.busy = false;
     }
   }
