@@ -9,112 +9,135 @@ import { swigluBackwardRef, swigluRef } from '../reference/swiglu.ts';
 import type { Backend, SoftmaxArgs } from './backend.ts';
 import type { OpPhase } from './plan-types.ts';
 
-const last = (t: HostTensor): number => t.shape[t.shape.length - 1];
+/** A host tensor of either precision: float32 between ops (as the GPU stores it) or float64 (gradient checks). */
+export interface CpuTensor {
+  readonly shape: readonly number[];
+  readonly data: Float32Array | Float64Array;
+}
 
-/** Writes a float64 result into a float32 tensor (one rounding per op, as the GPU stores it). */
-function store(out: HostTensor, values: ArrayLike<number>): void {
+/** A float64 host tensor. */
+export interface Float64Tensor extends CpuTensor {
+  readonly data: Float64Array;
+}
+
+const last = (t: CpuTensor): number => t.shape[t.shape.length - 1];
+
+/** Writes a float64 result into the output (rounded once when it stores float32, as the GPU does). */
+function store(out: CpuTensor, values: ArrayLike<number>): void {
   if (values.length !== out.data.length)
     throw new Error(`CpuBackend: result has ${values.length} values, output holds ${out.data.length}.`);
   out.data.set(values);
 }
 
+/** Allocates a tensor of `shape`, zeros or a copy of `data`. */
+export type CpuAlloc<T extends CpuTensor> = (shape: readonly number[], data?: ArrayLike<number>) => T;
+
+const float32Alloc: CpuAlloc<HostTensor> = (shape, data) =>
+  hostTensor(shape, data ? Float32Array.from(data) : undefined);
+
+/** Float64 storage between ops: the layer exact to float64 rounding, for finite-difference checks. */
+export const float64Alloc: CpuAlloc<Float64Tensor> = (shape, data) => {
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (data && data.length !== n)
+    throw new Error(`float64Alloc: [${shape.join(', ')}] holds ${n} values, got ${data.length}.`);
+  return { shape: [...shape], data: data ? Float64Array.from(data) : new Float64Array(n) };
+};
+
 /**
- * The layer on the CPU twins (float64 inside each op, float32 between ops): the same layer code
- * as on the GPU, for Node tests with the in-process communicator and as a second oracle.
+ * The layer on the CPU twins (float64 inside each op; float32 between ops by default, float64
+ * with `float64Alloc`): the same layer code as on the GPU, for Node tests with the in-process
+ * communicator and as a second oracle.
  */
-export class CpuBackend implements Backend<HostTensor> {
+export class CpuBackend<T extends CpuTensor = HostTensor> implements Backend<T> {
   readonly kind = 'cpu';
   phase: OpPhase = 'forward';
   // rmsnorm's ε per saved rstd, for the backward (the twin recomputes rstd from x and ε).
-  private readonly eps = new WeakMap<HostTensor, number>();
+  private readonly eps = new WeakMap<CpuTensor, number>();
 
-  tensor(_name: string, shape: readonly number[], data?: Float32Array): HostTensor {
-    return hostTensor(shape, data ? data.slice() : undefined);
+  constructor(private readonly alloc: CpuAlloc<T> = float32Alloc as unknown as CpuAlloc<T>) {}
+
+  tensor(_name: string, shape: readonly number[], data?: ArrayLike<number>): T {
+    return this.alloc(shape, data);
   }
-  shapeOf(t: HostTensor): readonly number[] {
+  shapeOf(t: T): readonly number[] {
     return t.shape;
   }
-  async read(t: HostTensor): Promise<Float32Array> {
-    return t.data.slice();
+  async read(t: T): Promise<Float32Array> {
+    return Float32Array.from(t.data);
   }
   release(): void {}
-  gemm(_op: string, p: GemmProblem, a: HostTensor, b: HostTensor, c: HostTensor): void {
+  gemm(_op: string, p: GemmProblem, a: T, b: T, c: T): void {
     gemmRef(p, a.data, b.data, c.data);
   }
-  rmsnorm(_op: string, x: HostTensor, g: HostTensor, y: HostTensor, rstd: HostTensor, eps: number): void {
+  rmsnorm(_op: string, x: T, g: T, y: T, rstd: T, eps: number): void {
     const r = rmsnormRef(x.data, g.data, last(x), eps);
     store(y, r.y);
     store(rstd, r.rstd);
     this.eps.set(rstd, eps);
   }
-  private normBackward(
-    x: HostTensor,
-    g: HostTensor,
-    rstd: HostTensor,
-    dy: HostTensor,
-  ): { dx: Float64Array; dg: Float64Array } {
+  private normBackward(x: T, g: CpuTensor, rstd: T, dy: T): { dx: Float64Array; dg: Float64Array } {
     const eps = this.eps.get(rstd);
     if (eps === undefined) throw new Error('CpuBackend: rmsnorm backward needs the rstd its forward saved.');
     return rmsnormBackwardRef(x.data, g.data, dy.data, last(x), eps);
   }
-  rmsnormBackward(_op: string, x: HostTensor, g: HostTensor, rstd: HostTensor, dy: HostTensor, dx: HostTensor): void {
+  rmsnormBackward(_op: string, x: T, g: T, rstd: T, dy: T, dx: T): void {
     store(dx, this.normBackward(x, g, rstd, dy).dx);
   }
-  rmsnormWeightGrad(_op: string, x: HostTensor, rstd: HostTensor, dy: HostTensor, dg: HostTensor): void {
+  rmsnormWeightGrad(_op: string, x: T, rstd: T, dy: T, dg: T): void {
     // dg does not depend on g: any gain gives the same Σ dy · x · rstd.
     store(dg, this.normBackward(x, hostTensor([last(x)], new Float32Array(last(x)).fill(1)), rstd, dy).dg);
   }
-  rope(_op: string, x: HostTensor, out: HostTensor, base: number, positionOffset: number): void {
+  rope(_op: string, x: T, out: T, base: number, positionOffset: number): void {
     store(out, ropeRef(x.data, x.shape, { base, positionOffset }));
   }
-  ropeBackward(_op: string, dy: HostTensor, dx: HostTensor, base: number, positionOffset: number): void {
+  ropeBackward(_op: string, dy: T, dx: T, base: number, positionOffset: number): void {
     store(dx, ropeRef(dy.data, dy.shape, { base, positionOffset }, true));
   }
-  softmax(_op: string, x: HostTensor, y: HostTensor, args: SoftmaxArgs): void {
+  softmax(_op: string, x: T, y: T, args: SoftmaxArgs): void {
     store(y, softmaxRef(x.data, x.shape, args));
   }
-  softmaxBackward(_op: string, y: HostTensor, dy: HostTensor, dx: HostTensor, scale: number): void {
+  softmaxBackward(_op: string, y: T, dy: T, dx: T, scale: number): void {
     store(dx, softmaxBackwardRef(y.data, dy.data, last(y), scale));
   }
-  swiglu(_op: string, g: HostTensor, u: HostTensor, y: HostTensor): void {
+  swiglu(_op: string, g: T, u: T, y: T): void {
     store(y, swigluRef(g.data, u.data));
   }
-  swigluBackward(_op: string, g: HostTensor, u: HostTensor, dy: HostTensor, dg: HostTensor, du: HostTensor): void {
+  swigluBackward(_op: string, g: T, u: T, dy: T, dg: T, du: T): void {
     const r = swigluBackwardRef(g.data, u.data, dy.data);
     store(dg, r.dg);
     store(du, r.du);
   }
-  add(_op: string, a: HostTensor, b: HostTensor, out: HostTensor): void {
+  add(_op: string, a: T, b: T, out: T): void {
     store(
       out,
       a.data.map((v, i) => v + b.data[i]),
     );
   }
-  addInPlace(_op: string, acc: HostTensor, b: HostTensor): void {
+  addInPlace(_op: string, acc: T, b: T): void {
     for (let i = 0; i < acc.data.length; i++) acc.data[i] += b.data[i];
   }
-  embedding(_op: string, ids: HostTensor, table: HostTensor, out: HostTensor, vocabStart: number): void {
+  embedding(_op: string, ids: T, table: T, out: T, vocabStart: number): void {
     store(out, embeddingRef(ids.data, table.data, last(table), vocabStart));
   }
-  embeddingBackward(_op: string, ids: HostTensor, dy: HostTensor, dtable: HostTensor, vocabStart: number): void {
+  embeddingBackward(_op: string, ids: T, dy: T, dtable: T, vocabStart: number): void {
     store(dtable, embeddingBackwardRef(ids.data, dy.data, dtable.shape[0], last(dtable), vocabStart));
   }
-  ceLocalMax(_op: string, logits: HostTensor, out: HostTensor): void {
+  ceLocalMax(_op: string, logits: T, out: T): void {
     store(out, ceLocalMaxRef(logits.data, last(logits)));
   }
-  ceLocalSumExp(_op: string, logits: HostTensor, globalMax: HostTensor, out: HostTensor): void {
+  ceLocalSumExp(_op: string, logits: T, globalMax: T, out: T): void {
     store(out, ceLocalSumExpRef(logits.data, last(logits), globalMax.data));
   }
-  ceTargetLogit(_op: string, logits: HostTensor, targets: HostTensor, out: HostTensor, vocabStart: number): void {
+  ceTargetLogit(_op: string, logits: T, targets: T, out: T, vocabStart: number): void {
     store(out, ceTargetLogitRef(logits.data, last(logits), targets.data, vocabStart));
   }
   ceGrad(
     _op: string,
-    logits: HostTensor,
-    targets: HostTensor,
-    globalMax: HostTensor,
-    globalSum: HostTensor,
-    dlogits: HostTensor,
+    logits: T,
+    targets: T,
+    globalMax: T,
+    globalSum: T,
+    dlogits: T,
     vocabStart: number,
     scale: number,
   ): void {
@@ -123,7 +146,7 @@ export class CpuBackend implements Backend<HostTensor> {
       ceGradRef(logits.data, last(logits), targets.data, vocabStart, globalMax.data, globalSum.data, scale),
     );
   }
-  ceLoss(_op: string, globalMax: HostTensor, globalSum: HostTensor, targetLogit: HostTensor, loss: HostTensor): void {
+  ceLoss(_op: string, globalMax: T, globalSum: T, targetLogit: T, loss: T): void {
     store(loss, ceLossRef(globalMax.data, globalSum.data, targetLogit.data));
   }
   async flush(): Promise<void> {}

@@ -51,8 +51,8 @@ export class GpuBackend implements Backend<GpuTensor> {
     }
   }
 
-  tensor(name: string, shape: readonly number[], data?: Float32Array): GpuTensor {
-    const t = createTensor(this.ctx.device, name, shape, data);
+  tensor(name: string, shape: readonly number[], data?: Float32Array | Float64Array): GpuTensor {
+    const t = createTensor(this.ctx.device, name, shape, data instanceof Float64Array ? Float32Array.from(data) : data);
     this.live.add(t);
     return t;
   }

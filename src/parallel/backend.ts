@@ -19,8 +19,8 @@ export interface Backend<T> {
   readonly kind: 'gpu' | 'cpu' | 'plan';
   /** Forward or backward: which pass the following ops belong to. */
   phase: OpPhase;
-  /** A float32 tensor of `shape`, zeros or `data`. */
-  tensor(name: string, shape: readonly number[], data?: Float32Array): T;
+  /** A tensor of `shape`, zeros or `data` (float32 backends round float64 data once). */
+  tensor(name: string, shape: readonly number[], data?: Float32Array | Float64Array): T;
   shapeOf(t: T): readonly number[];
   /** The tensor's values (after everything issued before it has run). */
   read(t: T): Promise<Float32Array>;

@@ -22,8 +22,8 @@ import type { WeightSet } from './weights.ts';
 export interface StepInputs {
   readonly ids?: Float32Array;
   readonly targets?: Float32Array;
-  readonly x?: Float32Array;
-  readonly dy?: Float32Array;
+  readonly x?: Float32Array | Float64Array;
+  readonly dy?: Float32Array | Float64Array;
 }
 
 /**
@@ -39,9 +39,9 @@ export interface StepResult<T> {
 }
 
 /** Rows [t0, t1) of the first dim of a logical [s, ...] array (this rank's tokens under SP). */
-function tokenSlice(data: Float32Array, s: number, [t0, t1]: readonly [number, number]): Float32Array {
+function tokenSlice<A extends Float32Array | Float64Array>(data: A, s: number, [t0, t1]: readonly [number, number]): A {
   const row = data.length / s;
-  return data.slice(t0 * row, t1 * row);
+  return data.slice(t0 * row, t1 * row) as A;
 }
 
 function need<T>(v: T | undefined, what: string): T {

@@ -25,7 +25,8 @@ export type GemmChoices = [string, GemmVariant][];
 
 // One kernel context per device: its pipeline cache outlives single steps.
 const contexts = new WeakMap<GPUDevice, KernelContext>();
-function kernelContext(device: GPUDevice): KernelContext {
+/** The kernel context of a device (one per device: its pipeline cache outlives single steps). */
+export function kernelContext(device: GPUDevice): KernelContext {
   let k = contexts.get(device);
   if (!k) contexts.set(device, (k = new KernelContext(device)));
   return k;

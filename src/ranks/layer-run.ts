@@ -9,6 +9,7 @@ import type { LayerPlan } from '../parallel/plan-types.ts';
 import { runInProcess } from '../parallel/run-in-process.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import type { classroomPrograms } from './classroom-programs.ts';
+import type { classroomTrainPrograms } from './classroom-train-programs.ts';
 import type { commPrograms } from './comm-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs.ts';
 import { RankPool } from './pool.ts';
@@ -17,7 +18,10 @@ import { RecentMap } from '../util/recent-map.ts';
 import { cpuTwinsSkipped } from '../model/budget.ts';
 
 /** Programs the layer's rank workers serve. */
-export type LayerWorkerPrograms = typeof commPrograms & typeof layerPrograms & typeof classroomPrograms;
+export type LayerWorkerPrograms = typeof commPrograms &
+  typeof layerPrograms &
+  typeof classroomPrograms &
+  typeof classroomTrainPrograms;
 
 /** A pool of t rank workers serving the layer (src/ranks/layer.worker.ts). */
 export function createLayerPool(

@@ -1,6 +1,7 @@
 import { classroomPrograms } from './classroom-programs.ts';
+import { classroomTrainPrograms } from './classroom-train-programs.ts';
 import { commPrograms } from './comm-programs.ts';
 import { layerPrograms } from './layer-programs.ts';
 import { serveRank } from './serve.ts';
 
-serveRank({ ...commPrograms, ...layerPrograms, ...classroomPrograms });
+serveRank({ ...commPrograms, ...layerPrograms, ...classroomPrograms, ...classroomTrainPrograms });

@@ -24,7 +24,60 @@ export function rankColor(rank: number | null): string {
 export const classroomStyles = css`
   :host {
     display: block;
-    font-size: 18px;
+    /* Body text grows with the screen: 18 px at 1280 wide, 25 px at 1920 (a projector), at most 32 px. */
+    font-size: clamp(18px, 1.3vw, 32px);
+  }
+  :host([presenter]) {
+    position: fixed;
+    inset: 0;
+    z-index: 1000;
+    overflow: auto;
+    background: #fff;
+    padding: 16px 28px;
+    box-sizing: border-box;
+    font-size: clamp(24px, 1.5vw, 40px);
+  }
+  .layout {
+    display: grid;
+    grid-template-columns: minmax(11em, 14em) 1fr;
+    gap: 20px;
+    align-items: start;
+  }
+  nav.outline {
+    display: flex;
+    flex-direction: column;
+    gap: 4px;
+    position: sticky;
+    top: 8px;
+  }
+  nav.outline button {
+    text-align: left;
+    font-size: 0.8em;
+    padding: 4px 8px;
+    border: 1px solid #c8d0da;
+    background: #f6f8fb;
+    border-radius: 4px;
+    cursor: pointer;
+  }
+  nav.outline button.current {
+    background: #0b2b55;
+    color: #fff;
+    border-color: #0b2b55;
+  }
+  .figures {
+    display: flex;
+    flex-direction: column;
+    gap: 18px;
+    margin: 4px 0 10px;
+  }
+  .switch {
+    display: inline-flex;
+    gap: 6px;
+    align-items: center;
+  }
+  .switch input {
+    width: 1.1em;
+    height: 1.1em;
   }
   .nav {
     display: flex;
@@ -34,7 +87,7 @@ export const classroomStyles = css`
     flex-wrap: wrap;
   }
   .nav button {
-    font-size: 18px;
+    font-size: 1em;
     padding: 6px 16px;
     cursor: pointer;
   }
@@ -43,26 +96,26 @@ export const classroomStyles = css`
     color: #333;
   }
   h2.step-title {
-    font-size: 26px;
+    font-size: 1.4em;
     margin: 4px 0 8px;
     color: #0b2b55;
   }
   p.text {
-    max-width: 72em;
-    font-size: 19px;
+    max-width: 60em;
+    font-size: 1em;
     line-height: 1.45;
     margin: 0 0 10px;
   }
   .megatron code,
   .coll code {
-    font-size: 16px;
+    font-size: 0.85em;
     background: #eef2f7;
     padding: 1px 5px;
     border-radius: 3px;
   }
   .coll {
     margin: 4px 0;
-    font-size: 17px;
+    font-size: 0.9em;
   }
   .panels {
     display: flex;
@@ -77,7 +130,7 @@ export const classroomStyles = css`
     overflow-x: auto;
   }
   figcaption {
-    font-size: 17px;
+    font-size: 0.85em;
     font-weight: 600;
     margin-bottom: 4px;
   }
@@ -101,8 +154,8 @@ export const classroomStyles = css`
     font-variant-numeric: tabular-nums;
   }
   .checks {
-    margin: 12px 0;
-    font-size: 19px;
+    margin: 8px 0 12px;
+    font-size: 1em;
   }
   .checks .pass {
     color: #0a7a2f;
@@ -113,7 +166,7 @@ export const classroomStyles = css`
     font-weight: 700;
   }
   .status {
-    font-size: 17px;
+    font-size: 0.9em;
     color: #333;
   }
   .error {
@@ -130,6 +183,6 @@ export const classroomStyles = css`
     border: 3px solid;
     padding: 6px 10px;
     border-radius: 6px;
-    font-size: 17px;
+    font-size: 0.9em;
   }
 `;

@@ -31,6 +31,8 @@ export interface Settings extends ModelSizes {
   readonly overlap: boolean;
   readonly pass: PassView;
   readonly view: MainView;
+  /** The classroom's step, 1-based (`#view=classroom&step=5` opens step 5); clamped to the steps there are. */
+  readonly step: number;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -77,10 +79,22 @@ export const defaultSettings: Settings = {
   overlap: true,
   pass: 'both',
   view: 'timeline',
+  step: 1,
 };
 
 /** Every key the hash understands. */
-export const hashKeys = ['preset', ...sizeKeys, 'tp', 'sp', 'skipnorm', 'net', 'overlap', 'pass', 'view'] as const;
+export const hashKeys = [
+  'preset',
+  ...sizeKeys,
+  'tp',
+  'sp',
+  'skipnorm',
+  'net',
+  'overlap',
+  'pass',
+  'view',
+  'step',
+] as const;
 
 function parseChoice<T extends string>(key: string, text: string, choices: readonly T[]): T {
   if ((choices as readonly string[]).includes(text)) return text as T;
@@ -150,6 +164,7 @@ export function settingsFromHash(hash: string): ParsedHash {
       overlap: read('overlap', (t) => parseSwitch('overlap', t), defaultSettings.overlap),
       pass: read('pass', (t) => parseChoice('pass', t, passViews), defaultSettings.pass),
       view: read('view', (t) => parseChoice('view', t, mainViews), defaultSettings.view),
+      step: read('step', (t) => parseWhole('step', t, 1), defaultSettings.step),
     },
     messages,
   };
@@ -170,6 +185,7 @@ export function hashFromSettings(s: Settings): string {
   p.set('overlap', s.overlap ? '1' : '0');
   p.set('pass', s.pass);
   p.set('view', s.view);
+  if (s.step !== defaultSettings.step) p.set('step', String(s.step)); // the classroom's slide: only in links that use it
   // URLSearchParams escapes ':' in custom:α:B; keep it readable (':' is legal in a fragment).
   return `#${p.toString().replace(/%3A/gi, ':')}`;
 }

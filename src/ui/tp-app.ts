@@ -28,7 +28,7 @@ import './tp-shapes.ts';
 import './tp-timeline.ts';
 
 /** The settings that change what runs (pass and view only change what is shown). */
-const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '' });
+const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0 });
 
 const viewNames: Record<MainView, string> = { timeline: 'Timeline', classroom: 'Classroom', gemm: 'GEMM efficiency' };
 
@@ -421,7 +421,13 @@ export class TpApp extends LitElement {
           s.view === 'timeline'
             ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
             : s.view === 'classroom'
-              ? html`<tp-classroom .tp=${s.tp} .pools=${this.runner}></tp-classroom>`
+              ? html`<tp-classroom
+                  .tp=${s.tp}
+                  .step=${s.step - 1}
+                  .pools=${this.runner}
+                  @step-change=${(e: CustomEvent<{ step: number }>) =>
+                    (location.hash = hashFromSettings({ ...this.settings, step: e.detail.step + 1 }))}
+                ></tp-classroom>`
               : html`<tp-gemm-view
                   .config=${configOf(s)}
                   .net=${s.net}

@@ -1,10 +1,10 @@
-// <tp-classroom>: Column/Row parallel step by step on the classroom preset, with the ranks' real numbers.
+// <tp-classroom>: Column/Row parallel step by step on the classroom preset: a figure per step, the ranks' real numbers, presenter mode.
 import { LitElement, html, nothing, type PropertyValues, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import {
-  attentionPicture,
   classroomDegree,
   classroomSteps,
+  type ClassroomCheck,
   type ClassroomCollective,
   type ClassroomRuns,
   type ClassroomStep,
@@ -13,9 +13,14 @@ import { configFromPreset, presets, type LayerConfig } from '../parallel/config.
 import { legalTpDegrees } from '../parallel/validate.ts';
 import { createLayerPool, type PoolLender } from '../ranks/layer-run.ts';
 import { loadClassroomRuns } from './classroom-data.ts';
+import { figureTemplate } from './classroom-figure-view.ts';
+import { stepFigures } from './classroom-figures.ts';
+import { slideAction } from './classroom-keys.ts';
 import { matrixGrid } from './classroom-matrix.ts';
-import { classroomStyles, rankColor } from './classroom-style.ts';
+import { classroomStyles } from './classroom-style.ts';
 import { panelStyles } from './page-style.ts';
+import './tp-classroom-train.ts';
+import './tp-heatmap.ts';
 
 const opWords: Record<ClassroomCollective['op'], string> = {
   'all-reduce': 'all-reduce',
@@ -24,11 +29,16 @@ const opWords: Record<ClassroomCollective['op'], string> = {
   identity: 'no communication (identity)',
 };
 
+/** The slide after the layer's steps: the training demo. */
+const trainSlide = { id: 'train', title: '9 · Train across ranks: TP = t and TP = 1 on one loss curve' };
+
 /**
  * `<tp-classroom tp="2">`: runs the classroom MLP (and attention) on `tp` real rank workers and
- * TP=1 on one, then steps through it: matrices per rank in that rank's colour with every number,
- * each step's collective with its bytes and Megatron function, and the checks against TP=1.
- * Next/Previous buttons and ArrowRight/ArrowLeft; fires `step-change` ({ step }) on every move.
+ * TP=1 on one, then steps through it: a figure per step (tensors as rank-tinted blocks, GEMMs
+ * with local M, N, K, collectives as an animated ring), each matrix as a heatmap (or its numbers,
+ * with the "numbers" switch), the checks against TP=1 as short lines, and last the training demo.
+ * Keys: → ↓ Space PageDown next, ← ↑ PageUp previous, Home / End, F presenter mode (full screen);
+ * an outline jumps to any step. Fires `step-change` ({ step }, zero-based) on every move.
  * Setting `runs` directly shows those runs without starting workers; setting `pools` borrows warm ones.
  */
 @customElement('tp-classroom')
@@ -39,6 +49,10 @@ export class TpClassroom extends LitElement {
   @property({ type: Number }) tp = 2;
   /** Zero-based step index, reflected as `step`. */
   @property({ type: Number, reflect: true }) step = 0;
+  /** Print every matrix's numbers instead of its heatmap. */
+  @property({ type: Boolean, reflect: true }) numbers = false;
+  /** Presenter mode: the classroom alone on the screen (full screen where the browser allows it), large type. */
+  @property({ type: Boolean, reflect: true }) presenter = false;
   /** The ranks' data; loaded from `tp` when not set from outside. */
   @property({ attribute: false }) runs?: ClassroomRuns;
   /** Lends warm rank workers (the page's runner); without it each load starts and stops its own. */
@@ -51,35 +65,64 @@ export class TpClassroom extends LitElement {
 
   private readonly onKey = (e: KeyboardEvent): void => {
     const target = e.composedPath()[0];
-    if (target instanceof HTMLElement && /^(INPUT|SELECT|TEXTAREA)$/.test(target.tagName)) return;
-    if (e.key === 'ArrowRight') this.go(1);
-    else if (e.key === 'ArrowLeft') this.go(-1);
+    const el = target instanceof HTMLElement ? target : undefined;
+    const action = slideAction(e.key, el?.tagName ?? '', el instanceof HTMLInputElement ? el.type : '');
+    if (!action || e.ctrlKey || e.metaKey || e.altKey) return;
+    e.preventDefault();
+    if (action === 'next') this.go(1);
+    else if (action === 'prev') this.go(-1);
+    else if (action === 'first') this.jump(0);
+    else if (action === 'last') this.jump(this.stepCount - 1);
+    else void this.togglePresenter();
+  };
+
+  private readonly onFullscreen = (): void => {
+    if (!document.fullscreenElement && this.presenter) this.presenter = false;
   };
 
   override connectedCallback(): void {
     super.connectedCallback();
     window.addEventListener('keydown', this.onKey);
+    document.addEventListener('fullscreenchange', this.onFullscreen);
   }
 
   override disconnectedCallback(): void {
     window.removeEventListener('keydown', this.onKey);
+    document.removeEventListener('fullscreenchange', this.onFullscreen);
     this.loadToken++;
     super.disconnectedCallback();
   }
 
-  /** The steps of the current runs (empty while loading). */
+  /** The layer's steps of the current runs (empty while loading). */
   get steps(): ClassroomStep[] {
     return this.runs ? classroomSteps(this.runs) : [];
   }
 
+  /** The slides: the layer's steps, then the training demo. */
+  get stepCount(): number {
+    return this.runs ? this.steps.length + 1 : 0;
+  }
+
   /** Moves by `delta` steps, clamped to the first and last. */
   go(delta: number): void {
-    const n = this.steps.length;
+    this.jump(this.step + delta);
+  }
+
+  /** Shows step `i` (clamped) and fires `step-change` when it moved. */
+  jump(i: number): void {
+    const n = this.stepCount;
     if (n === 0) return;
-    const next = Math.max(0, Math.min(n - 1, this.step + delta));
+    const next = Math.max(0, Math.min(n - 1, i));
     if (next === this.step) return;
     this.step = next;
     this.dispatchEvent(new CustomEvent('step-change', { detail: { step: next }, bubbles: true, composed: true }));
+  }
+
+  /** Enters or leaves presenter mode, asking the browser for full screen on entry. */
+  async togglePresenter(): Promise<void> {
+    this.presenter = !this.presenter;
+    if (this.presenter) await this.requestFullscreen?.().catch(() => undefined);
+    else if (document.fullscreenElement === this) await document.exitFullscreen().catch(() => undefined);
   }
 
   protected override willUpdate(changed: PropertyValues<this>): void {
@@ -106,7 +149,7 @@ export class TpClassroom extends LitElement {
       }
       if (token !== this.loadToken) return;
       this.runs = runs;
-      this.step = Math.min(this.step, classroomSteps(runs).length - 1);
+      this.step = Math.min(this.step, this.stepCount - 1);
       this.status = '';
     } catch (e) {
       if (token === this.loadToken) {
@@ -129,14 +172,55 @@ export class TpClassroom extends LitElement {
     </div>`;
   }
 
-  private attention(c: LayerConfig): TemplateResult {
-    const pic = attentionPicture(c);
-    return html`<div class="heads">
-        ${pic.heads.map((h) => html`<span class="head" data-rank=${h.rank} style="border-color:${rankColor(h.rank)};background:${rankColor(h.rank)}33">head ${h.head} → rank ${h.rank} (KV group ${h.group})</span>`)}
+  private checkLine(k: ClassroomCheck): TemplateResult {
+    return html`<div
+      class="check"
+      data-pass=${String(k.pass)}
+      data-max-abs=${String(k.maxAbs)}
+      data-tolerance=${String(k.tolerance)}
+    >
+      <span class=${k.pass ? 'pass' : 'fail'}>${k.pass ? '✓' : '✗'}</span> ${k.label}: ${k.maxAbs.toExponential(1)}
+      ${k.pass ? '≤' : '>'} ${k.tolerance.toExponential(1)}
+    </div>`;
+  }
+
+  private outline(titles: readonly string[]): TemplateResult {
+    return html`<nav class="outline" aria-label="steps">
+      ${titles.map(
+        (title, i) =>
+          html`<button data-step=${i} class=${i === this.step ? 'current' : ''} @click=${() => this.jump(i)}>
+            ${title}
+          </button>`,
+      )}
+    </nav>`;
+  }
+
+  private slide(s: ClassroomStep, runs: ClassroomRuns): TemplateResult {
+    const c = runs.config;
+    return html`<section data-step-id=${s.id}>
+      <h2 class="step-title">${s.title}</h2>
+      <div class="figures">${stepFigures(s.id, runs).map(figureTemplate)}</div>
+      ${s.checks.length ? html`<div class="checks">${s.checks.map((k) => this.checkLine(k))}</div>` : nothing}
+      <p class="text">${s.text}</p>
+      <div class="megatron">Megatron: ${s.megatron.map((m, i) => html`${i ? ' · ' : ''}<code>${m}</code>`)}</div>
+      ${
+        s.collectives.length
+          ? s.collectives.map((k) => this.collectiveLine(k, c.tp))
+          : html`<div class="coll" data-op="none">
+              <b>no collective</b> — every input of this step is already on the rank that needs it.
+            </div>`
+      }
+      <div class="panels">
+        ${s.panels.map((p) =>
+          this.numbers
+            ? matrixGrid(p)
+            : html`<figure data-rank=${p.rank ?? 'all'} data-label=${p.label}>
+                <figcaption>${p.label}<span class="dims">${p.dims}</span></figcaption>
+                <tp-heatmap .panel=${p}></tp-heatmap>
+              </figure>`,
+        )}
       </div>
-      <div class="heads">
-        ${pic.groups.map((g) => html`<span class="group" style="border-color:${rankColor(g.ranks.length === 1 ? g.ranks[0] : null)}">KV group ${g.group}: ${g.replicated ? 'a copy on' : 'held by'} rank${g.ranks.length > 1 ? 's' : ''} ${g.ranks.join(', ')}</span>`)}
-      </div>`;
+    </section>`;
   }
 
   override render(): TemplateResult {
@@ -152,47 +236,45 @@ export class TpClassroom extends LitElement {
       return html`${note}
         <p class="error" role="alert">The classroom run failed: ${this.error}</p>`;
     const steps = this.steps;
-    if (!this.runs || steps.length === 0)
+    const runs = this.runs;
+    if (!runs || steps.length === 0)
       return html`${note}
         <p class="status" aria-live="polite">${this.status || 'loading…'}</p>`;
-    const s = steps[Math.min(this.step, steps.length - 1)];
-    const c = this.runs.config;
+    const c = runs.config;
+    const i = Math.min(this.step, this.stepCount - 1);
+    const titles = [...steps.map((s) => s.title), trainSlide.title];
     return html`${note}
       <div class="nav">
-        <button id="prev" @click=${() => this.go(-1)} ?disabled=${this.step === 0}>← Previous</button>
-        <button id="next" @click=${() => this.go(1)} ?disabled=${this.step >= steps.length - 1}>Next →</button>
+        <button id="prev" @click=${() => this.go(-1)} ?disabled=${i === 0}>← Previous</button>
+        <button id="next" @click=${() => this.go(1)} ?disabled=${i >= this.stepCount - 1}>Next →</button>
         <span class="count"
-          >step ${this.step + 1} of ${steps.length} · t = ${c.tp} · s = ${c.s}, h = ${c.h}, f = ${c.ffn} (arrow keys
-          work too)</span
+          >step ${i + 1} of ${this.stepCount} · t = ${c.tp} · s = ${c.s}, h = ${c.h}, f = ${c.ffn}</span
         >
+        <label class="switch"
+          ><input
+            type="checkbox"
+            data-control="numbers"
+            .checked=${this.numbers}
+            @change=${(e: Event) => (this.numbers = (e.target as HTMLInputElement).checked)}
+          />
+          numbers</label
+        >
+        <button id="present" @click=${() => void this.togglePresenter()}>
+          ${this.presenter ? 'leave (F)' : 'present (F)'}
+        </button>
         ${this.status ? html`<span class="status">${this.status}</span>` : nothing}
       </div>
-      <section data-step-id=${s.id}>
-        <h2 class="step-title">${s.title}</h2>
-        <p class="text">${s.text}</p>
-        <div class="megatron">Megatron: ${s.megatron.map((m, i) => html`${i ? ' · ' : ''}<code>${m}</code>`)}</div>
-        ${s.collectives.length ? s.collectives.map((k) => this.collectiveLine(k, c.tp)) : html`<div class="coll" data-op="none"><b>no collective</b> — every input of this step is already on the rank that needs it.</div>`}
+      <div class="layout">
+        ${this.outline(titles)}
         ${
-          s.checks.length
-            ? html`<div class="checks">
-                ${s.checks.map(
-                  (k) =>
-                    html`<div
-                      class="check"
-                      data-pass=${String(k.pass)}
-                      data-max-abs=${String(k.maxAbs)}
-                      data-tolerance=${String(k.tolerance)}
-                    >
-                      <span class=${k.pass ? 'pass' : 'fail'}>${k.pass ? '✓ equal' : '✗ differs'}</span> ${k.label}: max
-                      |error| = ${k.maxAbs.toExponential(2)} (tolerance ${k.tolerance.toExponential(2)})
-                    </div>`,
-                )}
-              </div>`
-            : nothing
+          i < steps.length
+            ? this.slide(steps[i], runs)
+            : html`<section data-step-id=${trainSlide.id}>
+                <h2 class="step-title">${trainSlide.title}</h2>
+                <tp-classroom-train .tp=${c.tp} .pools=${this.pools}></tp-classroom-train>
+              </section>`
         }
-        ${s.id === 'attention' ? this.attention(c) : nothing}
-        <div class="panels">${s.panels.map(matrixGrid)}</div>
-      </section>`;
+      </div>`;
   }
 }
 

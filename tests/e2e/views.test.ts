@@ -9,7 +9,7 @@ const shot = (page: Page, name: string) => page.screenshot({ path: `test-results
 const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');
 const panelValues = (page: Page, label: string): Promise<number[]> =>
   page
-    .locator(`tp-classroom figure[data-label="${label}"] .grid span`)
+    .locator(`tp-classroom figure[data-label="${label}"] [data-value]`) // heatmap cells (or, with "numbers", the grid's)
     .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
 
 test('#view=classroom: the arrow keys step forward and back through every step, and step 5 shows Σ Zᵢ equal to the TP=1 result', async () => {

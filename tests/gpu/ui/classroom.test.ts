@@ -22,6 +22,7 @@ const values = (label: string): number[] => {
 test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through every step with the arrow keys and the buttons, and step 5 shows Σ Zᵢ equal to TP=1', async () => {
   el = document.createElement('tp-classroom');
   el.tp = 2;
+  el.numbers = true; // the "numbers" switch: every matrix printed as a grid of its values
   document.body.append(el);
   await until(() => stepId() !== undefined && stepId() !== null, 60_000, 'the classroom shows its first step');
   const ids = [
@@ -33,6 +34,7 @@ test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through ev
     'backward',
     'sequence-parallel',
     'attention',
+    'train',
   ];
   expect(stepId()).toBe(ids[0]);
   for (const id of ids.slice(1)) {

@@ -1,0 +1,86 @@
+// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--sp] [--dtype fp16|bf16|fp32] [--json]
+// Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
+import { fixedBudget } from '../src/trace/cluster-projection.ts';
+import { budgetLines, type BudgetLine } from '../src/trace/cluster-summary.ts';
+import { formatMs } from '../src/ui/timeline-format.ts';
+import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
+
+function fail(message: string): never {
+  process.stderr.write(`project: ${message}\n${usage()}\n`);
+  process.exit(2);
+}
+
+let args: ProjectArgs;
+try {
+  args = parseProjectArgs(process.argv.slice(2));
+} catch (e) {
+  fail((e as Error).message);
+}
+if (args.help) {
+  console.log(usage());
+  process.exit(0);
+}
+
+const machine = { system: args.system, dtype: args.dtype };
+const rows = await fixedBudget(args.setup, args.degrees, machine);
+const baseline = args.setup.sp ? await fixedBudget({ ...args.setup, sp: false }, args.degrees, machine) : undefined;
+const lines = budgetLines(rows, baseline);
+if (lines.every((l) => !l.ok)) {
+  for (const l of lines) if (!l.ok) process.stderr.write(`project: t=${l.tp}: ${l.reason}\n`);
+  process.exit(2);
+}
+
+const { sizes, layers, gpus, globalBatch, sp, recompute } = args.setup;
+const header = {
+  system: args.system.label,
+  gpu: args.system.gpu.label,
+  dtype: args.dtype,
+  model: { ...sizes, layers },
+  gpus,
+  globalBatch,
+  sp,
+  recompute: recompute ?? false,
+  note: 'projection from datasheet figures and the alpha-beta link model, not a measurement',
+};
+if (args.json) {
+  console.log(JSON.stringify({ ...header, rows: lines }, null, 2));
+  process.exit(0);
+}
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const signed = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`;
+console.log(`${header.system} · ${args.dtype} · ${header.note}`);
+console.log(
+  `model: s ${sizes.s}, b ${sizes.b}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers; ` +
+    `${gpus} GPUs, global batch ${globalBatch} sequences${sp ? ', SP' : ''}${recompute ? ', full recompute' : ''}`,
+);
+const cols = [
+  't',
+  'DP',
+  'm',
+  'step',
+  'tokens/s',
+  'TFLOP/s/GPU',
+  'MFU',
+  'exposed',
+  'memory/GPU',
+  ...(sp ? ['vs no SP'] : []),
+];
+const cells = (l: BudgetLine): string[] =>
+  l.ok
+    ? [
+        String(l.tp),
+        String(l.dp),
+        String(l.microBatches),
+        formatMs(l.stepMs),
+        Math.round(l.tokensPerS).toLocaleString('en-US'),
+        l.tflopsPerGpu.toFixed(1),
+        pct(l.mfu),
+        `${formatMs(l.exposedMs)} (${pct(l.exposedShare)})`,
+        `${l.memoryGiB.toFixed(3)} GiB${l.oom ? ` OOM > ${l.capacityGiB} GiB` : ''}`,
+        ...(l.vsNoSp ? [`${signed(l.vsNoSp.throughput)} tok/s, ${signed(l.vsNoSp.memory)} mem`] : sp ? ['—'] : []),
+      ]
+    : [String(l.tp), `illegal: ${l.reason}`];
+const table = [cols, ...lines.map(cells)];
+const widths = cols.map((_, i) => Math.max(...table.filter((r) => r.length > 2).map((r) => (r[i] ?? '').length)));
+for (const r of table) console.log(r.length > 2 ? r.map((c, i) => c.padStart(widths[i]!)).join('  ') : r.join('  '));

@@ -1,0 +1,103 @@
+// <tp-heads-figure>: attention's query heads and KV groups in their owning ranks' rows (D3/SVG).
+import * as d3 from 'd3';
+import { LitElement, css, html, type TemplateResult } from 'lit';
+import { customElement, property } from 'lit/decorators.js';
+import type { HeadsFigure } from './classroom-figures.ts';
+import { rankColor } from './classroom-style.ts';
+
+const FONT = 22;
+const GUTTER = 120;
+const CELL_W = 150;
+const CELL_H = 48;
+
+/**
+ * `<tp-heads-figure .figure=${f}>`: one row per rank; its query heads (`rect.head`, `data-head`)
+ * and the KV groups it keeps (`rect.kv`, `data-group`, marked "copy" when groups < t replicates
+ * the group on several ranks), every box in the rank's colour.
+ */
+@customElement('tp-heads-figure')
+export class TpHeadsFigure extends LitElement {
+  static override styles = css`
+    :host {
+      display: block;
+      max-width: 100%;
+      overflow-x: auto;
+    }
+    svg {
+      display: block;
+      font-family: system-ui, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
+      /* natural size (its width attribute) where it fits, scaled down with its text where it does not */
+      max-width: 100%;
+      height: auto;
+    }
+  `;
+
+  @property({ attribute: false }) figure?: HeadsFigure;
+
+  protected override render(): TemplateResult {
+    return html`<svg></svg>`;
+  }
+
+  protected override updated(): void {
+    const svg = this.renderRoot.querySelector('svg');
+    const f = this.figure;
+    if (!svg || !f) return;
+    const root = d3.select(svg).attr('role', 'img').attr('aria-label', f.title);
+    root.selectAll('*').remove();
+    root.append('text').attr('x', 0).attr('y', FONT).attr('font-size', FONT).attr('font-weight', 600).text(f.title);
+    const top = FONT + 18;
+    let width = 0;
+    for (let r = 0; r < f.t; r++) {
+      const y = top + r * (CELL_H + 16);
+      const color = rankColor(r);
+      const g = root.append('g').attr('class', 'heads-row').attr('data-rank', r);
+      g.append('text')
+        .attr('x', 0)
+        .attr('y', y + CELL_H / 2 + FONT / 3)
+        .attr('font-size', FONT)
+        .attr('font-weight', 700)
+        .attr('fill', color)
+        .text(`rank ${r}`);
+      const boxes = [
+        ...f.picture.heads
+          .filter((h) => h.rank === r)
+          .map((h) => ({ cls: 'head', key: h.head, text: `q head ${h.head}` })),
+        ...f.picture.groups
+          .filter((k) => k.ranks.includes(r))
+          .map((k) => ({ cls: 'kv', key: k.group, text: `KV group ${k.group}${k.replicated ? ' (copy)' : ''}` })),
+      ];
+      boxes.forEach((b, i) => {
+        const x = GUTTER + i * (CELL_W + 24) + (b.cls === 'kv' ? 30 : 0);
+        g.append('rect')
+          .attr('class', b.cls)
+          .attr(b.cls === 'head' ? 'data-head' : 'data-group', b.key)
+          .attr('data-rank', r)
+          .attr('x', x)
+          .attr('y', y)
+          .attr('width', CELL_W + (b.cls === 'kv' ? 40 : 0))
+          .attr('height', CELL_H)
+          .attr('rx', 6)
+          .attr('fill', color)
+          .attr('fill-opacity', b.cls === 'head' ? 0.6 : 0.25)
+          .attr('stroke', color)
+          .attr('stroke-width', 3)
+          .attr('stroke-dasharray', b.cls === 'kv' ? '8 4' : null);
+        g.append('text')
+          .attr('x', x + (CELL_W + (b.cls === 'kv' ? 40 : 0)) / 2)
+          .attr('y', y + CELL_H / 2 + 7)
+          .attr('text-anchor', 'middle')
+          .attr('font-size', FONT - 2)
+          .text(b.text);
+        width = Math.max(width, x + CELL_W + 60);
+      });
+    }
+    const height = top + f.t * (CELL_H + 16);
+    root.attr('width', width).attr('height', height).attr('viewBox', `0 0 ${width} ${height}`);
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-heads-figure': TpHeadsFigure;
+  }
+}

@@ -1,0 +1,103 @@
+import { expect, test } from 'vitest';
+import type { ClassroomMatrix, ClassroomRankData, ClassroomRuns } from '../../../src/parallel/classroom.ts';
+import { configFromPreset } from '../../../src/parallel/config.ts';
+import { ringBytes, stepFigures, type BlockFigure, type BlockSpec } from '../../../src/ui/classroom-figures.ts';
+
+const m = (rows: number, cols: number): ClassroomMatrix => ({
+  shape: [rows, cols],
+  data: new Float32Array(rows * cols),
+});
+
+/** Rank data with the classroom's shapes at degree t (values do not matter to the figures). */
+function rankData(r: number, t: number, sp: boolean): ClassroomRankData {
+  const s = 8,
+    h = 16,
+    f = 32 / t,
+    sl = sp ? s / t : s;
+  return {
+    rank: r,
+    tp: t,
+    sp,
+    x: m(sl, h),
+    xFull: m(s, h),
+    w1Gate: m(h, f),
+    w1Up: m(h, f),
+    yGate: m(s, f),
+    yUp: m(s, f),
+    act: m(s, f),
+    w2: m(f, h),
+    zPartial: m(s, h),
+    z: m(sl, h),
+    dz: m(sl, h),
+    dzFull: m(s, h),
+    dxPartial: m(s, h),
+    dx: m(sl, h),
+    attnPartial: m(s, h),
+    attn: m(s, h),
+    collectives: [],
+  };
+}
+
+function runs(t: number): ClassroomRuns {
+  const ranks = (sp: boolean) => [...Array(t).keys()].map((r) => rankData(r, t, sp));
+  return {
+    config: configFromPreset('classroom', { tp: t }),
+    tp: ranks(false),
+    sp: ranks(true),
+    reference: rankData(0, 1, false),
+  };
+}
+
+const blocksOf = (f: BlockFigure) =>
+  f.rows.flatMap((r) => r.terms.filter((x): x is BlockSpec => typeof x !== 'string'));
+
+test('at t = 4 the figures follow the shards: W₁ [h, f/t] per rank, GEMMs with local M, N, K, SP shards [s/t, h]', () => {
+  const R = runs(4);
+  const split = stepFigures('split-w1', R)[0] as BlockFigure;
+  expect(split.rows.map((r) => r.rank)).toEqual([0, 1, 2, 3]);
+  expect(blocksOf(split).map((b) => [b.rows, b.cols, b.rank])).toEqual(
+    [0, 1, 2, 3].flatMap((r) => [
+      [8, 16, r],
+      [16, 8, r],
+      [16, 8, r],
+    ]),
+  );
+  expect((stepFigures('local-y', R)[0] as BlockFigure).rows.map((r) => r.gemm)).toEqual(
+    Array(4).fill({ m: 8, n: 8, k: 16 }),
+  );
+  expect((stepFigures('partial-z', R)[0] as BlockFigure).rows[0].gemm).toEqual({ m: 8, n: 16, k: 8 });
+  expect((stepFigures('backward', R)[0] as BlockFigure).rows[0].gemm).toEqual({ m: 8, n: 16, k: 16 });
+  const sp = stepFigures('sequence-parallel', R);
+  expect(blocksOf(sp[0] as BlockFigure).every((b) => b.rows === 2 && b.cols === 16)).toBe(true);
+  expect(sp.slice(1).map((f) => f.kind === 'ring' && [f.op, f.payloadBytes, f.ringBytesPerRank])).toEqual([
+    ['all-gather', 512, 384],
+    ['reduce-scatter', 512, 384],
+  ]);
+});
+
+test('every step of the walk-through has a figure; the collectives carry payload and ring bytes (all-reduce 2(t−1)/t·S)', () => {
+  const R = runs(2);
+  for (const id of [
+    'split-w1',
+    'local-y',
+    'swiglu',
+    'partial-z',
+    'all-reduce',
+    'backward',
+    'sequence-parallel',
+    'attention',
+  ])
+    expect(stepFigures(id, R).length, id).toBeGreaterThan(0);
+  const ar = stepFigures('all-reduce', R)[0];
+  expect(ar.kind === 'ring' && [ar.op, ar.t, ar.rows, ar.cols, ar.payloadBytes, ar.ringBytesPerRank]).toEqual([
+    'all-reduce',
+    2,
+    8,
+    16,
+    512,
+    512,
+  ]);
+  expect(ringBytes('all-reduce', 512, 1)).toBe(0);
+  const heads = stepFigures('attention', R)[0];
+  expect(heads.kind === 'heads' && heads.picture.heads.map((h) => h.rank)).toEqual([0, 0, 1, 1]);
+});
