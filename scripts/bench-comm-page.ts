@@ -15,15 +15,24 @@ export interface CommBenchRow {
   readonly t: number;
   readonly bytes: number;
   readonly iters: number;
-  /** Whole call: [read back →] sync → stage → transport → unstage [→ upload]. */
+  /**
+   * Whole call: [read back →] sync → stage → transport → gather (sab-ring) or unstage
+   * (message-port) [→ upload].
+   */
   readonly totalMs: number;
   readonly readbackMs: number;
+  /** Arrival and fingerprint check (includes waiting for the last rank). */
   readonly syncMs: number;
-  /** Copies between the caller's arrays and the ring's buffers (stage + unstage). */
-  readonly copyMs: number;
+  /** The input copied into the transport's memory (sab-ring: this rank's slot). */
+  readonly stageMs: number;
+  /** The ring steps (sab-ring: the reduce-scatter steps, added in place in the slots). */
   readonly transportMs: number;
+  /** sab-ring: every piece of the result read from the slot that holds it straight into the result (or the upload). */
+  readonly gatherMs: number;
+  /** message-port: the result copied out of the ring's buffers. */
+  readonly unstageMs: number;
   readonly uploadMs: number;
-  /** nccl-tests bus bandwidth (GB/s) of the transport phase and of the whole call. */
+  /** nccl-tests bus bandwidth (GB/s) of the data movement between ranks (transport + gather) and of the whole call. */
   readonly busGBsTransport: number;
   readonly busGBsTotal: number;
   /** busGBsTransport ÷ the page's single-thread memcpy bandwidth at the same size. */
@@ -115,6 +124,8 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
               const events = perRank[0].flatMap((_, i) => perRank.map((evs) => evs[i]));
               const ms = (f: (e: TraceEvent) => number): number => slowest(events, t, f);
               const transportMs = ms((e) => phaseTime(e, 'transport'));
+              const gatherMs = ms((e) => phaseTime(e, 'gather'));
+              const movingMs = ms((e) => phaseTime(e, 'transport') + phaseTime(e, 'gather'));
               const totalMs = ms((e) => e.t1 - e.t0);
               const bus = (time: number): number => ((bytes / time) * busFactor(op, t)) / 1e6;
               const row: CommBenchRow = {
@@ -126,17 +137,19 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
                 iters,
                 totalMs,
                 transportMs,
+                gatherMs,
                 readbackMs: ms((e) => phaseTime(e, 'readback')),
                 syncMs: ms((e) => phaseTime(e, 'sync')),
-                copyMs: ms((e) => phaseTime(e, 'stage') + phaseTime(e, 'unstage')),
+                stageMs: ms((e) => phaseTime(e, 'stage')),
+                unstageMs: ms((e) => phaseTime(e, 'unstage')),
                 uploadMs: ms((e) => phaseTime(e, 'upload')),
-                busGBsTransport: bus(transportMs),
+                busGBsTransport: bus(movingMs),
                 busGBsTotal: bus(totalMs),
-                ofMemcpy: bus(transportMs) / memcpyGBs[bytes],
+                ofMemcpy: bus(movingMs) / memcpyGBs[bytes],
               };
               rows.push(row);
               args.onProgress?.(
-                `${transport} ${device} t=${t} ${op} ${bytes} B: transport ${transportMs.toFixed(2)} ms, ${row.busGBsTransport.toFixed(2)} GB/s bus (${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
+                `${transport} ${device} t=${t} ${op} ${bytes} B: whole call ${totalMs.toFixed(2)} ms (${row.busGBsTotal.toFixed(2)} GB/s bus), transport + gather ${movingMs.toFixed(2)} ms (${row.busGBsTransport.toFixed(2)} GB/s bus, ${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
               );
             }
           }

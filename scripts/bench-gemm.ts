@@ -1,56 +1,124 @@
-// npm run bench:gemm [-- --json] [-- --runs N]: GEMM GFLOP/s in headless Chromium on its WebGPU
-// adapter, the tuned tiling against the naive kernel on the same shapes, in one run.
+// npm run bench:gemm [-- --json] [-- --runs N] [-- --all-variants] [-- --node] [-- --fresh] [-- --cache FILE] [-- --shapes LIST]:
+// GEMM GFLOP/s of the tuned tiling against the naive kernel on the same shapes, in one run, in
+// headless Chromium on its WebGPU adapter or (--node) in Node through Dawn on the machine's Vulkan adapter.
 import { parseArgs } from 'node:util';
 import type { GemmBenchReport } from '../src/bench/gemm-bench.ts';
+import { gemmBenchShapes } from '../src/bench/gemm-bench-shapes.ts';
+import { denseProblem, gemmFlops } from '../src/reference/gemm.ts';
+import { median } from '../src/trace/stats.ts';
 import { runInBrowser } from './browser-run.ts';
+import { dawnAdapterOrRerun, runInNode } from './dawn-node.ts';
+import { clearGemmCache, defaultGemmCacheFile, readGemmCache, writeGemmCache } from './gemm-cache-file.ts';
+
+const usage =
+  'usage: npm run bench:gemm -- [--json] [--runs N] [--all-variants] [--node] [--fresh] [--cache FILE] [--shapes "square 1024,row-parallel t=8"]\n' +
+  '  --runs N         N ≥ 5 timed runs per shape and kernel, median reported\n' +
+  "  --all-variants   time every variant at full size and print the chosen one's margin to the fastest\n" +
+  '  --node           run the same WGSL in Node through Dawn (the `webgpu` package) instead of Chromium\n' +
+  `  --fresh          clear the tuning cache first, so every shape class is tuned again\n` +
+  `  --cache FILE     tuning cache (default ${defaultGemmCacheFile})\n` +
+  `  --shapes LIST    only these shapes, by name: ${gemmBenchShapes()
+    .map((s) => s.name)
+    .join(', ')}`;
 
 const { values } = parseArgs({
   options: {
     json: { type: 'boolean', default: false },
     runs: { type: 'string', default: '5' },
+    'all-variants': { type: 'boolean', default: false },
+    node: { type: 'boolean', default: false },
+    fresh: { type: 'boolean', default: false },
+    cache: { type: 'string', default: defaultGemmCacheFile },
+    shapes: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  console.log(
-    'usage: npm run bench:gemm -- [--json] [--runs N]   (N ≥ 5 timed runs per shape and kernel, median reported)',
-  );
+  console.log(usage);
   process.exit(0);
 }
-const runs = Number(values.runs);
-if (!Number.isInteger(runs) || runs < 5) {
-  console.error(
-    `bench:gemm: --runs must be an integer ≥ 5 (the median of at least 5 runs is reported); got "${values.runs}".`,
-  );
+const fail = (msg: string): never => {
+  console.error(`bench:gemm: ${msg}`);
   process.exit(2);
-}
+};
+const runs = Number(values.runs);
+if (!Number.isInteger(runs) || runs < 5)
+  fail(`--runs must be an integer ≥ 5 (the median of at least 5 runs is reported); got "${values.runs}".`);
+const all = gemmBenchShapes();
+const shapes = values.shapes
+  ? values.shapes.split(',').map((name) => {
+      const s = all.find((x) => x.name === name.trim());
+      return (
+        s ?? fail(`--shapes: no shape named "${name.trim()}"; the shapes are ${all.map((x) => x.name).join(', ')}.`)
+      );
+    })
+  : all;
 
-const report = await runInBrowser<GemmBenchReport>(
-  '/src/bench/gemm-bench.ts',
-  'runGemmBench',
-  { runs },
-  {
-    onProgress: (line) => process.stderr.write(`${line}\n`),
-  },
-);
+if (values.fresh) clearGemmCache(values.cache);
+let stored;
+try {
+  stored = readGemmCache(values.cache);
+} catch (e) {
+  fail((e as Error).message);
+}
+const args = { runs, shapes, allVariants: values['all-variants'], stored };
+const progress = (line: string): boolean => process.stderr.write(`${line}\n`);
+
+let host: string;
+let report: GemmBenchReport;
+if (values.node) {
+  const { gpu, note } = await dawnAdapterOrRerun();
+  host = `Node ${process.version} through Dawn (the webgpu package); ${note}`;
+  report = await runInNode<GemmBenchReport>('/src/bench/gemm-bench.ts', 'runGemmBench', {
+    ...args,
+    gpu,
+    onProgress: progress,
+  });
+} else {
+  host = 'headless Chromium';
+  report = await runInBrowser<GemmBenchReport>('/src/bench/gemm-bench.ts', 'runGemmBench', args, {
+    onProgress: progress,
+  });
+}
+writeGemmCache(values.cache, report.stored);
 
 if (values.json) {
-  console.log(JSON.stringify(report, null, 2));
+  console.log(JSON.stringify({ host, ...report }, null, 2));
 } else {
   const t = report.timing;
-  console.log(`GEMM benchmark on ${report.adapter}`);
+  const tuned = report.rows.filter((r) => r.tuning).length;
+  console.log(`GEMM benchmark on ${report.adapter} (${host})`);
   console.log(report.note);
   console.log(
     `timing: ${t.method}${t.method === 'timestamp-query' ? (t.quantized ? ' (quantized to 100 µs)' : ' (not quantized)') : ''}; median of ${report.runs} runs after a warm-up`,
   );
-  console.log(`tilings chosen: ${report.variants.join('; ')}`);
-  const pad = (s: string | number, n: number) => String(s).padStart(n);
   console.log(
-    `${'shape'.padEnd(22)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}  ${'chosen'.padEnd(10)}${pad('GFLOP/s', 9)}${pad('naive', 9)}${pad('×naive', 8)}`,
+    `tuning: ${tuned} of ${report.rows.length} shapes tuned in this run at full size, the rest decided earlier (cache ${values.cache}, kernels ${report.kernelHash})`,
+  );
+  console.log(`tilings chosen: ${report.variants.join('; ')}`);
+  const pad = (s: string | number, n: number): string => String(s).padStart(n);
+  const variants = values['all-variants'] ? Object.keys(report.rows[0]?.runsMs ?? {}) : [];
+  const gf = (r: GemmBenchReport['rows'][number], v: string): number =>
+    gemmFlops(denseProblem(r.M, r.N, r.K)) / median((r.runsMs as Record<string, number[]>)[v]) / 1e6;
+  console.log(
+    `${'shape'.padEnd(22)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}  ${'chosen'.padEnd(10)}${pad('GFLOP/s', 9)}${pad('naive', 9)}${pad('×naive', 8)}` +
+      (variants.length
+        ? `  ${'fastest'.padEnd(10)}${pad('margin', 8)}${variants.map((v) => pad(v, 10)).join('')}`
+        : ''),
   );
   for (const r of report.rows) {
     console.log(
-      `${r.name.padEnd(22)}${pad(r.M, 6)}${pad(r.N, 6)}${pad(r.K, 6)}  ${r.chosen.padEnd(10)}${pad(r.gflops.toFixed(2), 9)}${pad(r.naiveGflops.toFixed(3), 9)}${pad(r.speedup.toFixed(1), 8)}`,
+      `${r.name.padEnd(22)}${pad(r.M, 6)}${pad(r.N, 6)}${pad(r.K, 6)}  ${r.chosen.padEnd(10)}${pad(r.gflops.toFixed(2), 9)}${pad(r.naiveGflops.toFixed(3), 9)}${pad(r.speedup.toFixed(1), 8)}` +
+        (variants.length
+          ? `  ${(r.fastest ?? '').padEnd(10)}${pad(`${(100 * (r.margin ?? 0)).toFixed(1)}%`, 8)}${variants.map((v) => pad(gf(r, v).toFixed(2), 10)).join('')}`
+          : ''),
+    );
+  }
+  if (variants.length) {
+    const worst = Math.max(...report.rows.map((r) => r.margin ?? 0));
+    console.log(
+      `chosen vs fastest at full size: worst margin ${(100 * worst).toFixed(1)}% (target ≤ 5%); ×naive ${Math.min(...report.rows.map((r) => r.speedup)).toFixed(1)}–${Math.max(...report.rows.map((r) => r.speedup)).toFixed(1)} (target ≥ 15×). GFLOP/s columns: median per variant.`,
     );
   }
 }
+process.exit(0);

@@ -3,37 +3,29 @@ import { KernelContext } from '../kernels/context.ts';
 import { gemmStrided } from '../kernels/gemm.ts';
 import { chosenGemmVariant } from '../kernels/gemm-choice.ts';
 import { describeGemmVariant, tuneGemm, type GemmTuning } from '../kernels/gemm-tuner.ts';
-import type { GemmVariant } from '../kernels/gemm-variants.ts';
+import { supportedGemmVariants, type GemmVariant } from '../kernels/gemm-variants.ts';
+import { gemmKernelHash, type GemmChoiceStore, type StoredGemmChoices } from '../kernels/gemm-cache.ts';
 import { GpuTimer } from '../kernels/gpu-timer.ts';
 import { createTensor } from '../kernels/tensor.ts';
 import { denseProblem, gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import { randomArray } from '../reference/random.ts';
 import { median } from '../trace/stats.ts';
+import type { GemmBenchShape } from './gemm-bench-shapes.ts';
+import { gemmBenchShapes } from './gemm-bench-shapes.ts';
 
-/** One benchmarked shape: what it stands for and its dims. */
-export interface GemmBenchShape {
-  readonly name: string;
-  readonly M: number;
-  readonly N: number;
-  readonly K: number;
-}
-
-/** Square GEMMs, then the TP shards of a 1024 → 4096 → 1024 MLP at M = 512 tokens. */
-export function gemmBenchShapes(): GemmBenchShape[] {
-  const shapes: GemmBenchShape[] = [256, 512, 1024].map((s) => ({ name: `square ${s}`, M: s, N: s, K: s }));
-  for (const t of [1, 2, 4, 8]) shapes.push({ name: `column-parallel t=${t}`, M: 512, N: 4096 / t, K: 1024 });
-  for (const t of [1, 2, 4, 8]) shapes.push({ name: `row-parallel t=${t}`, M: 512, N: 1024, K: 4096 / t });
-  return shapes;
-}
-
-/** Per shape: the tuned variant and the naive baseline, median GFLOP/s over the timed runs. */
+/** Per shape: the tuned variant and the naive baseline (and with allVariants every variant), median GFLOP/s over the timed runs. */
 export interface GemmBenchRow extends GemmBenchShape {
   readonly chosen: GemmVariant;
+  /** What tuning measured, when this run tuned the shape's class (absent when it was decided before or stored). */
   readonly tuning: GemmTuning | undefined;
   readonly gflops: number;
   readonly naiveGflops: number;
   readonly speedup: number;
-  readonly runsMs: { chosen: number[]; naive: number[] };
+  /** Per variant timed (the chosen one and naive; with allVariants all), ms of each timed run. */
+  readonly runsMs: Partial<Record<GemmVariant, number[]>>;
+  /** With allVariants: the fastest variant at full size and the chosen one's margin to it (0.03 = 3% slower). */
+  readonly fastest?: GemmVariant;
+  readonly margin?: number;
 }
 
 /** The whole report, as `--json` prints it. */
@@ -44,11 +36,21 @@ export interface GemmBenchReport {
   readonly runs: number;
   readonly variants: string[];
   readonly rows: GemmBenchRow[];
+  /** The tuning decisions this run made, to keep for the next (the CLI's cache file). */
+  readonly stored: StoredGemmChoices;
+  /** FNV-1a of the GEMM kernels' sources the decisions belong to. */
+  readonly kernelHash: string;
 }
 
 export interface GemmBenchOptions {
   readonly runs?: number;
   readonly shapes?: GemmBenchShape[];
+  /** Time every variant the adapter supports at full size, not only the chosen one and naive. */
+  readonly allVariants?: boolean;
+  /** Decisions kept from earlier runs (the CLI's cache file); classes found there are not re-tuned. */
+  readonly stored?: StoredGemmChoices;
+  /** WebGPU entry point (default navigator.gpu; Dawn's in Node). */
+  readonly gpu?: GPU;
   readonly onProgress?: (line: string) => void;
 }
 
@@ -93,39 +95,54 @@ async function timeRuns(
 }
 
 /**
- * The GEMM benchmark: per shape, tune (first use on this adapter), then median GFLOP/s of the
- * chosen variant and of the naive one-invocation-per-output kernel, measured in the same run.
+ * The GEMM benchmark: per shape, tune (first use on this adapter, unless stored), then median
+ * GFLOP/s of the chosen variant and of the naive one-invocation-per-output kernel (with
+ * allVariants, of every variant, and the chosen one's margin to the fastest), in the same run.
  */
 export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBenchReport> {
   const runs = opts.runs ?? 5;
   const shapes = opts.shapes ?? gemmBenchShapes();
   const say = opts.onProgress ?? (() => {});
-  const { adapter, device } = await requestKernelDevice('bench:gemm');
+  const { adapter, device } = await requestKernelDevice('bench:gemm', opts.gpu);
   const ctx = new KernelContext(device);
   const timer = GpuTimer.available(device) ? new GpuTimer(ctx) : undefined;
   const quantized = { seen: false };
   const rows: GemmBenchRow[] = [];
   const arch = adapter.info.architecture;
+  const stored: StoredGemmChoices = {};
+  const store: GemmChoiceStore = {
+    load: async () => ({ ...opts.stored }),
+    save: async (entries) => void Object.assign(stored, entries),
+  };
   for (const s of shapes) {
     const p = denseProblem(s.M, s.N, s.K);
     say(`${s.name}: tuning…`);
-    const [tuning] = await tuneGemm(ctx, [p]);
+    const [tuning] = await tuneGemm(ctx, [p], { store });
+    if (tuning)
+      say(
+        `${s.name}: tuned ${tuning.chosen} (${Object.entries(tuning.gflops)
+          .map(([v, g]) => `${v} ${g.toFixed(2)}`)
+          .join(', ')} GFLOP/s; ${tuning.repeats} repeats, noise ${(100 * tuning.noise).toFixed(1)}%)`,
+      );
     const chosen = chosenGemmVariant(device, p);
-    say(`${s.name}: timing ${chosen}…`);
-    const chosenMs = await timeRuns(ctx, p, chosen, runs, timer, quantized);
-    say(`${s.name}: timing naive…`);
-    const naiveMs = await timeRuns(ctx, p, 'naive', runs, timer, quantized);
+    const timed = opts.allVariants ? supportedGemmVariants(device) : [...new Set<GemmVariant>([chosen, 'naive'])];
+    const runsMs: Partial<Record<GemmVariant, number[]>> = {};
+    for (const v of timed) {
+      say(`${s.name}: timing ${v}…`);
+      runsMs[v] = await timeRuns(ctx, p, v, runs, timer, quantized);
+    }
     const flops = gemmFlops(p);
-    const gflops = flops / median(chosenMs) / 1e6;
-    const naiveGflops = flops / median(naiveMs) / 1e6;
+    const gf = (v: GemmVariant): number => flops / median(runsMs[v]!) / 1e6;
+    const fastest = timed.reduce((a, b) => (gf(b) > gf(a) ? b : a));
     rows.push({
       ...s,
       chosen,
       tuning,
-      gflops,
-      naiveGflops,
-      speedup: gflops / naiveGflops,
-      runsMs: { chosen: chosenMs, naive: naiveMs },
+      gflops: gf(chosen),
+      naiveGflops: gf('naive'),
+      speedup: gf(chosen) / gf('naive'),
+      runsMs,
+      ...(opts.allVariants && { fastest, margin: gf(fastest) / gf(chosen) - 1 }),
     });
   }
   timer?.destroy();
@@ -143,5 +160,7 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
       .filter((v, i, all) => all.indexOf(v) === i)
       .map(describeGemmVariant),
     rows,
+    stored,
+    kernelHash: gemmKernelHash(),
   };
 }

@@ -15,6 +15,9 @@ import {
 } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
+import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
+import { stepInputs } from '../parallel/step-data.ts';
+import { encodeSafetensors } from '../trace/safetensors.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {
@@ -57,6 +60,8 @@ export interface SweepDegree {
   readonly computeMs: number[];
   /** The step scheduled from the measured kernel times with comm measured here and modeled on `net`. */
   readonly timelines: SweepTimeline[];
+  /** With `dump`: the run's tensors as a .safetensors file, base64 (see layerTensors). */
+  readonly safetensors?: string;
 }
 
 /** Exposed communication of one scheduled step (ms): per rank, and the step time (slowest rank). */
@@ -84,6 +89,8 @@ export interface SweepArgs {
   readonly configs: LayerConfig[];
   readonly net?: string;
   readonly trace?: boolean;
+  /** Also return each degree's weights, inputs, outputs and gradients as .safetensors (base64). */
+  readonly dump?: boolean;
   readonly onProgress?: (line: string) => void;
   /**
    * Cancels the sweep; runSweep rejects with the signal's reason. Its own pool is disposed at once;
@@ -198,7 +205,8 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
         run = await runOn(pool);
       }
       args.signal?.throwIfAborted();
-      degrees.push(summarizeRun(run, args.net));
+      const degree = summarizeRun(run, args.net);
+      degrees.push(args.dump ? { ...degree, safetensors: safetensorsBase64(run) } : degree);
       if (args.trace) traces.push(degreeTrace(run, args.net, i));
     }
   } catch (e) {
@@ -217,6 +225,15 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
     degrees,
     trace: args.trace ? mergeTraces(traces) : undefined,
   };
+}
+
+/** The run's tensors as a .safetensors file in base64 (bytes cannot cross page.evaluate as they are). */
+function safetensorsBase64(run: LayerRun): string {
+  const c = run.config;
+  const bytes = encodeSafetensors(layerTensors(c, stepInputs(c), run.output), layerTensorsMetadata(c));
+  let bin = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
 }
 
 /** One degree's modeled timeline (measured comm without a net) as Perfetto processes "t=… rank r". */

@@ -11,10 +11,19 @@ import type { TraceEvent } from '../trace/event.ts';
 /** A call before it is numbered: what the caller asks for. */
 export type CallRequest = Omit<CollectiveCall, 'seq' | 'dtype'>;
 
-/** A finished collective: the result, its timed phases and the bytes this rank sent. */
+/**
+ * Receives a result in pieces: `data` holds elements [at, at + data.length) of the result. The
+ * view may lie in the transport's shared memory: it is valid only until the call returns.
+ */
+export type ResultSink = (data: Float32Array, at: number) => void;
+
+/** Opens a sink for a result of `shape` (called once per call, before any piece arrives). */
+export type ResultTarget = (shape: readonly number[]) => ResultSink;
+
+/** A finished collective: the result (absent when it went to a ResultTarget), its timed phases and the bytes this rank sent. */
 export interface Executed {
   readonly call: CollectiveCall;
-  readonly out: HostTensor;
+  readonly out?: HostTensor;
   readonly phases: TracePhase[];
   readonly sentBytes: number;
 }
@@ -25,8 +34,16 @@ export interface CollectiveRunner {
   readonly size: number;
   readonly transport: TransportName;
   readonly sink: TraceSink;
-  /** Validates, numbers and runs one call on host data; records nothing. */
-  run(req: CallRequest, x: HostTensor): Promise<Executed>;
+  /**
+   * True when the transport is done with the input array once run() settles (it copies what it
+   * needs), so a caller may lend it memory that stops being valid then (a mapped GPU read-back).
+   */
+  readonly copiesInput: boolean;
+  /**
+   * Validates, numbers and runs one call on host data; records nothing. With `target` the result
+   * is written there (straight from the transport's memory where it can) instead of returned.
+   */
+  run(req: CallRequest, x: HostTensor, target?: ResultTarget): Promise<Executed>;
 }
 
 /** The trace event of one finished collective on `device`, spanning [t0, t1]. */
@@ -77,14 +94,27 @@ export abstract class BaseCollectives implements Collectives<HostTensor>, Collec
     readonly sink: TraceSink,
   ) {}
 
-  /** Moves the data of a numbered, validated call; identical `call` on every rank. */
-  protected abstract execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>>;
+  /** See CollectiveRunner.copiesInput; transports that keep no reference to the input set it. */
+  readonly copiesInput: boolean = false;
 
-  async run(req: CallRequest, x: HostTensor): Promise<Executed> {
+  /**
+   * Moves the data of a numbered, validated call; identical `call` on every rank. Returns the
+   * result, or (only when given a target) writes it there and returns none.
+   */
+  protected abstract execute(
+    call: CollectiveCall,
+    x: HostTensor,
+    target?: ResultTarget,
+  ): Promise<Omit<Executed, 'call'>>;
+
+  async run(req: CallRequest, x: HostTensor, target?: ResultTarget): Promise<Executed> {
     if (this.failure !== undefined) throw new GroupBrokenError(this.rank, this.failure);
     const call = this.validate(req, x);
     try {
-      return { call, ...(await this.execute(call, x)) };
+      const done = await this.execute(call, x, target);
+      if (target && done.out) target(done.out.shape)(done.out.data, 0);
+      else if (!target && !done.out) throw new Error(`${this.transport}: ${call.op} returned no result.`);
+      return { call, ...done, ...(target && { out: undefined }) };
     } catch (e) {
       this.failure = e instanceof Error ? e.message : String(e);
       throw e;
@@ -114,7 +144,7 @@ export abstract class BaseCollectives implements Collectives<HostTensor>, Collec
     const t0 = sharedNow();
     const e = await this.run(req, x);
     this.sink.record(commEvent(this, e, 'cpu', t0, sharedNow(), e.phases));
-    return e.out;
+    return e.out!;
   }
 
   allReduce(x: HostTensor, op: ReduceOp = 'sum', tensor?: string): Promise<HostTensor> {

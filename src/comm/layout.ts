@@ -32,6 +32,26 @@ export function packSlices(
   }
 }
 
+/**
+ * Writes t slices into a result of `shape` = [A, D, B] along `dim`: slice(j) is [A, D/t, B] and
+ * lands at [:, j·D/t…(j+1)·D/t, :], one `put(data, at)` per contiguous run (one per slice for dim 0).
+ */
+export function gatherSlices(
+  shape: readonly number[],
+  dim: number,
+  t: number,
+  slice: (j: number) => Float32Array,
+  put: (data: Float32Array, at: number) => void,
+): void {
+  const [a, d, b] = around(shape, dim);
+  const run = (d / t) * b;
+  for (let j = 0; j < t; j++) {
+    const s = slice(j);
+    if (a === 1) put(s, j * run);
+    else for (let i = 0; i < a; i++) put(s.subarray(i * run, (i + 1) * run), i * d * b + j * run);
+  }
+}
+
 /** Inverse of packSlices: [t, A, D/t, B] in `src` → [A, D, B] in `dst`; `shape` is the full [.., D, ..]. */
 export function unpackSlices(
   src: Float32Array,
@@ -40,12 +60,14 @@ export function unpackSlices(
   t: number,
   dst: Float32Array,
 ): void {
-  const [a, d, b] = around(shape, dim);
-  const run = (d / t) * b;
-  if (a === 1) return dst.set(src.subarray(0, d * b));
-  for (let j = 0; j < t; j++) {
-    for (let i = 0; i < a; i++) dst.set(src.subarray((j * a + i) * run, (j * a + i + 1) * run), i * d * b + j * run);
-  }
+  const block = numel(shape) / t;
+  gatherSlices(
+    shape,
+    dim,
+    t,
+    (j) => src.subarray(j * block, (j + 1) * block),
+    (d, at) => dst.set(d, at),
+  );
 }
 
 /** Slice j of t along `dim`: [.., D, ..] → [.., D/t, ..] (D divisible by t). */

@@ -1,24 +1,21 @@
 import { numel } from '../kernels/limits.ts';
 import { phaseClock } from '../trace/clock.ts';
 import type { TraceSink } from '../trace/recorder.ts';
-import { BaseCollectives, type Executed } from './base.ts';
+import { BaseCollectives, type Executed, type ResultSink, type ResultTarget } from './base.ts';
 import { formatCall, outputShape, sameCall, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
-import { chunkBounds, packSlices, unpackSlices } from './layout.ts';
-import { agRecvChunk, ringNeighbours, rsRecvChunk, ringSentBytes } from './ring-schedule.ts';
+import { chunkBounds, gatherSlices, packSlices } from './layout.ts';
+import { ringNeighbours, rsRecvChunk, ringSentBytes } from './ring-schedule.ts';
 import { simdReducer, type ReduceKernel } from './simd-reduce.ts';
 import { ctrl, readFingerprint, sabAbortReason, writeFingerprint, type SabRing } from './sab-layout.ts';
 
-/** Broadcast pipelines the chain in chunks of about this many elements. */
-const broadcastChunk = 1 << 16;
-
 /**
  * Ring collectives in shared memory (workers only: blocks in Atomics.wait). Each rank's data buffer
- * is its ring slot; at every step rank r reads rank r−1's slot in place (reduce: add into its own
- * chunk; gather: copy), so a step moves exactly the chunk the ring model sends. progress[r] counts
- * finished steps; a step waits on progress[r−1] (data ready) and, when it overwrites a chunk rank
- * r+1 still reads, on progress[r+1].
+ * is its ring slot; reduce-scatter steps read rank r−1's slot in place and add into this rank's own
+ * chunk, so a step moves exactly the chunk the ring model sends; gathers then read each piece from
+ * the slot that holds it, as many bytes per rank as the ring's all-gather receives. progress[r]
+ * counts finished steps; a step waits on progress[r−1] (data ready), a gather on its source's.
  */
 export class SabRingCollectives extends BaseCollectives {
   private readonly c: Int32Array;
@@ -39,11 +36,13 @@ export class SabRingCollectives extends BaseCollectives {
     this.reduce = simdReducer(ring.memory);
   }
 
-  protected async execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>> {
+  override readonly copiesInput = true;
+
+  protected async execute(call: CollectiveCall, x: HostTensor, target?: ResultTarget): Promise<Omit<Executed, 'call'>> {
     const { phases, mark } = phaseClock();
     this.agree(call);
     mark('sync');
-    const out = this.move(call, x, mark);
+    const out = this.move(call, x, mark, target);
     return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
   }
 
@@ -108,7 +107,20 @@ export class SabRingCollectives extends BaseCollectives {
     );
   }
 
-  private move(call: CollectiveCall, x: HostTensor, mark: (name: string) => void): HostTensor {
+  /**
+   * Stage → ring reduce-scatter → gather. Staging copies the input into this rank's slot; the
+   * reduce-scatter adds in place (t−1 steps, rank r reading rank r−1's slot), leaving the full
+   * reduction of chunk c in slot c; the result is then read straight from the slots that hold
+   * its pieces into `target` (or a fresh array): an all-gather reads each rank's staged slice, a
+   * broadcast the root's slot. No rank relays data it does not reduce, and nothing is copied twice.
+   * A slot is overwritten only after the next call's arrival, i.e. once every rank has read it.
+   */
+  private move(
+    call: CollectiveCall,
+    x: HostTensor,
+    mark: (name: string) => void,
+    target: ResultTarget | undefined,
+  ): HostTensor | undefined {
     const { rank: r, size: t } = this;
     const shape = outputShape(call, t);
     if (call.op === 'barrier') return (mark('transport'), x);
@@ -118,11 +130,11 @@ export class SabRingCollectives extends BaseCollectives {
         `rank ${r}: ${formatCall(call)} moves ${n * 4} bytes, more than the shared ring's ${this.ring.capacityBytes} bytes per rank; build the pool with a larger commCapacityBytes.`,
       );
     }
-    const { prev, next } = ringNeighbours(r, t);
-    const slot = this.ring.capacityBytes / 4;
-    const own = this.f32.subarray(r * slot, r * slot + n);
-    const from = this.f32.subarray(prev * slot, prev * slot + n);
+    const { prev } = ringNeighbours(r, t);
+    const words = this.ring.capacityBytes / 4;
+    const slot = (q: number): Float32Array => this.f32.subarray(q * words, q * words + n);
     const chunk = (buf: Float32Array, k: number): Float32Array => buf.subarray(...chunkBounds(n, t, k));
+    const own = slot(r);
     const base = this.step;
     if (call.op === 'allGather') chunk(own, r).set(x.data);
     else if (call.op === 'reduceScatter') packSlices(x.data, x.shape, call.dim!, t, own);
@@ -133,39 +145,25 @@ export class SabRingCollectives extends BaseCollectives {
       for (let k = 0; k < t - 1; k++) {
         this.waitFor(call, prev, base + 1 + k);
         const [lo, hi] = chunkBounds(n, t, rsRecvChunk(r, k, t));
-        this.reduce(call.reduceOp!, (r * slot + lo) * 4, (prev * slot + lo) * 4, hi - lo);
+        this.reduce(call.reduceOp!, (r * words + lo) * 4, (prev * words + lo) * 4, hi - lo);
         this.advance();
-      }
-    }
-    if (call.op === 'allReduce' || call.op === 'allGather') {
-      const s0 = this.step - base;
-      for (let k = 0; k < t - 1; k++) {
-        this.waitFor(call, prev, base + s0 + k);
-        // All-reduce: chunk agRecvChunk(r,k) of ours is what rank r+1 reads at its reduce-scatter step k.
-        if (call.op === 'allReduce') this.waitFor(call, next, base + 2 + k);
-        const c = agRecvChunk(r, k, t);
-        chunk(own, c).set(chunk(from, c));
-        this.advance();
-      }
-    }
-    if (call.op === 'broadcast') {
-      const m = Math.max(1, Math.ceil(n / broadcastChunk));
-      if (r === call.root) this.advance(base + 1 + m);
-      else {
-        for (let j = 0; j < m; j++) {
-          this.waitFor(call, prev, base + 2 + j);
-          const [lo, hi] = chunkBounds(n, m, j);
-          own.subarray(lo, hi).set(from.subarray(lo, hi));
-          this.advance();
-        }
       }
     }
     mark('transport');
-    const out = new Float32Array(numel(shape));
-    if (call.op === 'reduceScatter') out.set(chunk(own, r));
-    else if (call.op === 'allGather') unpackSlices(own, shape, call.dim!, t, out);
-    else out.set(own);
-    mark('unstage');
-    return hostTensor(shape, out);
+    const result = target ? undefined : new Float32Array(numel(shape));
+    const put: ResultSink = target ? target(shape) : (d, at) => result!.set(d, at);
+    // Rank q has staged (and, for reductions, reduced) its slot once its progress reaches `ready`.
+    const ready = base + (call.op === 'allReduce' || call.op === 'reduceScatter' ? t : 1);
+    const from = (q: number): Float32Array => (this.waitFor(call, q, ready), slot(q));
+    if (call.op === 'reduceScatter') put(chunk(own, r), 0);
+    else if (call.op === 'broadcast') put(from(call.root!), 0);
+    else if (call.op === 'allReduce')
+      for (let k = 0; k < t; k++) {
+        const c = (r + k) % t;
+        put(chunk(from(c), c), chunkBounds(n, t, c)[0]);
+      }
+    else gatherSlices(shape, call.dim!, t, (c) => chunk(from(c), c), put);
+    mark('gather');
+    return result && hostTensor(shape, result);
   }
 }

@@ -26,11 +26,15 @@ export const kernelFeatures: GPUFeatureName[] = ['timestamp-query', 'subgroups']
 
 /**
  * Requests an adapter and a device for the kernels: the adapter's full storage-binding and
- * buffer limits, plus timestamp queries and subgroups where available. `who` prefixes errors.
+ * buffer limits, plus timestamp queries and subgroups where available. `who` prefixes errors;
+ * `gpu` is the WebGPU entry point (the page's navigator.gpu by default; Dawn's in Node).
  */
-export async function requestKernelDevice(who = 'WebGPU'): Promise<{ adapter: GPUAdapter; device: GPUDevice }> {
-  if (!('gpu' in navigator) || !navigator.gpu) throw new Error(`${who}: navigator.gpu is missing. ${enableWebGpuHint}`);
-  const adapter = await navigator.gpu.requestAdapter();
+export async function requestKernelDevice(
+  who = 'WebGPU',
+  gpu: GPU | undefined = globalThis.navigator?.gpu,
+): Promise<{ adapter: GPUAdapter; device: GPUDevice }> {
+  if (!gpu) throw new Error(`${who}: navigator.gpu is missing. ${enableWebGpuHint}`);
+  const adapter = await gpu.requestAdapter();
   if (!adapter) throw new Error(`${who}: no WebGPU adapter was found. ${enableWebGpuHint}`);
   const device = await adapter.requestDevice({
     requiredFeatures: kernelFeatures.filter((f) => adapter.features.has(f)),

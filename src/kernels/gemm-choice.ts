@@ -11,11 +11,13 @@ export function adapterKey(device: GPUDevice): string {
   return [i.vendor, i.architecture, i.device, i.description].join('/');
 }
 
-const bucket = (d: number): string => (d <= 1 ? '1' : d <= 16 ? 's' : d <= 128 ? 'm' : 'l');
+const bucket = (d: number): string => (d <= 1 ? '1' : d <= 16 ? 's' : d <= 128 ? 'm' : String(Math.ceil(Math.log2(d))));
 
 /**
- * Shape class of a problem: coarse size buckets of M, N, K (1, ≤16, ≤128, larger) and whether
- * each operand's k runs contiguously. Problems in one class share a tiling.
+ * Shape class of a problem: size buckets of M, N, K (1, ≤16, ≤128, then one per power of two:
+ * "10" = 513…1024) and whether each operand's k runs contiguously. Problems in one class share a
+ * tiling: above 128 a class spans at most 2× per dim, so the tiling timed on its first problem
+ * stands for the rest (one coarse "large" class let 256³ decide for 512×4096×1024).
  */
 export function gemmShapeClass(p: GemmProblem): string {
   return `M${bucket(p.M)}N${bucket(p.N)}K${bucket(p.K)}${p.sAk === 1 ? 'n' : 't'}${p.sBn === 1 ? 'n' : 't'}`;

@@ -1,8 +1,9 @@
 import type { KernelContext } from './context.ts';
 import { gemmVariants, supportedGemmVariants, type GemmVariant } from './gemm-variants.ts';
-import { adapterKey, defaultGemmVariant, gemmChoices, gemmShapeClass } from './gemm-choice.ts';
+import { adapterKey, defaultGemmVariant, gemmChoices, gemmShapeClass, importGemmChoices } from './gemm-choice.ts';
 import { gemmStrided } from './gemm.ts';
-import { pickGemmVariant, timeCandidates } from './gemm-pick.ts';
+import { storedChoicesFor, toStoredChoices, type GemmChoiceStore } from './gemm-cache.ts';
+import { pickGemmVariant, timeCandidates, type CandidateTimes, type TimingPlan } from './gemm-pick.ts';
 import { createTensor, readTensor } from './tensor.ts';
 import { denseProblem, gemmFlops, gemmRef, type GemmProblem } from '../reference/gemm.ts';
 import { randomArray } from '../reference/random.ts';
@@ -11,8 +12,17 @@ import { compareArrays, float32Tolerance } from '../reference/compare.ts';
 /** What tuning measured for one shape class: GFLOP/s per candidate timed, the tie and the winner. */
 export interface GemmTuning {
   readonly shapeClass: string;
+  /** The dims timed: the class's first problem itself, or (above maxFullFlops) a proxy of it. */
   readonly proxy: { M: number; N: number; K: number };
+  /** True when the problem was timed at its full size. */
+  readonly fullSize: boolean;
+  /** Best GFLOP/s of each candidate timed. */
   readonly gflops: Partial<Record<GemmVariant, number>>;
+  /** Every trial, ms per run. */
+  readonly samples: Partial<Record<GemmVariant, number[]>>;
+  /** Extra rounds of the best two because they were within the noise, and that noise (relative). */
+  readonly repeats: number;
+  readonly noise: number;
   /** Variants whose time per run is within the tie window of the fastest (the winner is among them). */
   readonly tied: GemmVariant[];
   readonly chosen: GemmVariant;
@@ -79,7 +89,13 @@ function dispatchFloor(ctx: KernelContext, candidates: readonly GemmVariant[]): 
   if (!f) {
     f = (async () => {
       for (const v of candidates)
-        if (await verifyVariant(ctx, v)) return timeVariant(ctx, v, denseProblem(1, 1, 1), 8, 6);
+        if (await verifyVariant(ctx, v)) {
+          const timer = trialTimer(ctx, denseProblem(1, 1, 1), 8);
+          let best = Infinity;
+          for (let k = 0; k < 6; k++) best = Math.min(best, await timer.time(v));
+          timer.dispose();
+          return best;
+        }
       return 0;
     })();
     floors.set(key, f);
@@ -87,7 +103,7 @@ function dispatchFloor(ctx: KernelContext, candidates: readonly GemmVariant[]): 
   return f;
 }
 
-/** Shrinks the largest dims of `p` until one run is ≤ `flops`: a short timing stands for the shape. */
+/** Shrinks the largest dims of `p` until one run is ≤ `flops` (only problems above maxFullFlops). */
 function proxyOf(p: GemmProblem, flops: number): { M: number; N: number; K: number } {
   const d = { M: p.M, N: p.N, K: p.K };
   while (2 * d.M * d.N * d.K > flops) {
@@ -97,63 +113,92 @@ function proxyOf(p: GemmProblem, flops: number): { M: number; N: number; K: numb
   return d;
 }
 
-/** Wall time of `reps` back-to-back dispatches of `variant` on a dense problem, in ms per run: the best of `trials`. */
-async function timeVariant(
+/**
+ * Trials of variants on one dense problem, sharing its operands: a variant's first trial is
+ * preceded by an untimed run (compile, caches); a trial is the wall time of `reps` back-to-back
+ * dispatches (enough to span ≈ 16 MFLOP, at most 8), in ms per run.
+ */
+function trialTimer(
   ctx: KernelContext,
-  variant: GemmVariant,
   p: GemmProblem,
-  reps: number,
-  trials = 2,
-): Promise<number> {
-  const M = p.M,
-    N = p.N,
-    K = p.K;
-  const a = createTensor(ctx.device, 'A', [M * K]),
-    b = createTensor(ctx.device, 'B', [K * N]),
-    c = createTensor(ctx.device, 'C', [M * N]);
-  gemmStrided(ctx, p, a, b, c, undefined, variant); // compile + warm
-  await ctx.flush();
-  let best = Infinity;
-  for (let trial = 0; trial < trials; trial++) {
-    const t0 = performance.now();
-    for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, variant);
-    await ctx.flush();
-    best = Math.min(best, (performance.now() - t0) / reps);
-  }
-  for (const t of [a, b, c]) t.buffer.destroy();
-  return best;
+  reps = Math.max(1, Math.min(8, Math.round(2 ** 24 / gemmFlops(p)))),
+): { time: (v: GemmVariant) => Promise<number>; dispose: () => void } {
+  const a = createTensor(ctx.device, 'A', [p.M * p.K]),
+    b = createTensor(ctx.device, 'B', [p.K * p.N]),
+    c = createTensor(ctx.device, 'C', [p.M * p.N]);
+  const warm = new Set<GemmVariant>();
+  return {
+    async time(v) {
+      if (!warm.has(v)) {
+        gemmStrided(ctx, p, a, b, c, undefined, v);
+        await ctx.flush();
+        warm.add(v);
+      }
+      const t0 = performance.now();
+      for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, v);
+      await ctx.flush();
+      return (performance.now() - t0) / reps;
+    },
+    dispose: () => [a, b, c].forEach((t) => t.buffer.destroy()),
+  };
+}
+
+/** Above this many FLOPs a problem is timed on a proxy (its largest dims halved down to it). */
+export const maxFullFlops = 2 ** 33;
+
+/** Options of tuneGemm. */
+export interface TuneOptions {
+  /** Decisions kept across page loads or runs: classes found there are not timed; new ones are added. */
+  readonly store?: GemmChoiceStore;
+  readonly plan?: TimingPlan;
 }
 
 /**
- * Tunes the shape classes of `problems` not tuned yet on this adapter: the verified variants are
- * timed, cheapest to compile first, on a proxy of the problem (its largest dims halved until one
- * run is ≤ 32 MFLOP; the naive kernel only where the proxy is tiny), and the fastest becomes the
- * class's choice — where several tie (launch-bound, see pickGemmVariant), the one cheapest to compile. When the first
- * one timed is launch-bound it wins whatever the others would measure, and they are not compiled.
+ * Tunes the shape classes of `problems` not decided yet on this adapter (in this realm, or in
+ * `store` for the current kernels): the verified variants are timed, cheapest to compile first, on
+ * the class's first problem at its full size (the tiling that wins a shrunken proxy can lose
+ * 15–25% at full size), dense and unbatched, with the operands' transposes. Each gets two trials
+ * and the best two are re-timed while within the measured noise (see timeCandidates); the fastest
+ * wins — where several tie (launch-bound, see pickGemmVariant), the one cheapest to compile. When
+ * the first one timed is launch-bound it wins whatever the others would measure, and they are not
+ * compiled. The naive kernel is timed only on problems of ≤ 2 MFLOP.
  */
-export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProblem[]): Promise<GemmTuning[]> {
-  if (problems.every((p) => gemmChoices.has(`${adapterKey(ctx.device)}|${gemmShapeClass(p)}`))) return [];
+export async function tuneGemm(
+  ctx: KernelContext,
+  problems: readonly GemmProblem[],
+  opts: TuneOptions = {},
+): Promise<GemmTuning[]> {
+  const adapter = adapterKey(ctx.device);
+  const decided = (p: GemmProblem): boolean => gemmChoices.has(`${adapter}|${gemmShapeClass(p)}`);
+  if (problems.every(decided)) return [];
+  if (opts.store) importGemmChoices(ctx.device, storedChoicesFor(await opts.store.load(), adapter));
+  if (problems.every(decided)) return [];
   const supported = supportedGemmVariants(ctx.device);
   const dispatchMs = await dispatchFloor(ctx, supported);
   const out: GemmTuning[] = [];
-  const seen = new Set<string>();
   for (const p of problems) {
+    if (decided(p)) continue;
     const shapeClass = gemmShapeClass(p);
-    const key = `${adapterKey(ctx.device)}|${shapeClass}`;
-    if (seen.has(key) || gemmChoices.has(key)) continue;
-    seen.add(key);
-    const proxy = proxyOf(p, 2 ** 25);
+    const fullSize = gemmFlops(p) / p.batch <= maxFullFlops;
+    const proxy = fullSize ? { M: p.M, N: p.N, K: p.K } : proxyOf(p, maxFullFlops);
     const dense = denseProblem(proxy.M, proxy.N, proxy.K, { transA: p.sAk !== 1, transB: p.sBn !== 1 });
     const flops = gemmFlops(dense);
-    const reps = Math.max(1, Math.min(8, Math.round(2 ** 24 / flops)));
-    const { msPerRun, launchBound } = await timeCandidates(
-      supported,
-      async (v) => {
-        if (v === 'naive' && flops > 2 ** 21) return undefined;
-        return (await verifyVariant(ctx, v)) ? timeVariant(ctx, v, dense, reps) : undefined;
-      },
-      dispatchMs,
-    );
+    const timer = trialTimer(ctx, dense);
+    let times: CandidateTimes;
+    try {
+      times = await timeCandidates(
+        supported,
+        async (v) => {
+          if (v === 'naive' && flops > 2 ** 21) return undefined;
+          return (await verifyVariant(ctx, v)) ? timer.time(v) : undefined;
+        },
+        dispatchMs,
+        opts.plan,
+      );
+    } finally {
+      timer.dispose();
+    }
+    const { msPerRun, samples, launchBound, repeats, noise } = times;
     const gflops = Object.fromEntries(Object.entries(msPerRun).map(([v, ms]) => [v, flops / ms / 1e6])) as Partial<
       Record<GemmVariant, number>
     >;
@@ -161,9 +206,15 @@ export async function tuneGemm(ctx: KernelContext, problems: readonly GemmProble
       chosen: defaultGemmVariant(),
       tied: [],
     };
-    gemmChoices.set(key, chosen);
-    out.push({ shapeClass, proxy, gflops, tied, chosen, launchBound, dispatchMs });
+    gemmChoices.set(`${adapter}|${shapeClass}`, chosen);
+    out.push({ shapeClass, proxy, fullSize, gflops, samples, repeats, noise, tied, chosen, launchBound, dispatchMs });
   }
+  await opts.store?.save(
+    toStoredChoices(
+      adapter,
+      out.map((t) => [t.shapeClass, t.chosen]),
+    ),
+  );
   return out;
 }
 

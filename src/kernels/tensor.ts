@@ -38,6 +38,29 @@ export function writeTensor(device: GPUDevice, t: GpuTensor, data: Float32Array)
   if (n > 0) device.queue.writeBuffer(t.buffer, 0, data.buffer, data.byteOffset, data.byteLength);
 }
 
+/**
+ * Copies a tensor back and lends `use` the mapped bytes without a host copy (waits for all work
+ * submitted before it); the view is invalid once `use` settles, when the staging buffer is freed.
+ */
+export async function withMappedTensor<T>(
+  device: GPUDevice,
+  t: GpuTensor,
+  use: (data: Float32Array) => Promise<T>,
+): Promise<T> {
+  const n = numel(t.shape);
+  if (n === 0) return use(new Float32Array(0));
+  const staging = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    const enc = device.createCommandEncoder();
+    enc.copyBufferToBuffer(t.buffer, 0, staging, 0, n * 4);
+    device.queue.submit([enc.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    return await use(new Float32Array(staging.getMappedRange()));
+  } finally {
+    staging.destroy();
+  }
+}
+
 /** Copies a tensor back to the CPU (waits for all work submitted before it). */
 export async function readTensor(device: GPUDevice, t: GpuTensor): Promise<Float32Array> {
   const n = numel(t.shape);

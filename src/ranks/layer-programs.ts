@@ -1,6 +1,7 @@
 import { KernelContext } from '../kernels/context.ts';
 import { exportGemmChoices, importGemmChoices } from '../kernels/gemm-choice.ts';
 import { tuneGemm, type GemmTuning } from '../kernels/gemm-tuner.ts';
+import { indexedDbGemmStore } from '../kernels/gemm-store-idb.ts';
 import type { GemmVariant } from '../kernels/gemm-variants.ts';
 import { GpuTimer, type TimerResult } from '../kernels/gpu-timer.ts';
 import { createTensor, type GpuTensor } from '../kernels/tensor.ts';
@@ -88,15 +89,20 @@ async function gpuStep(
   }
 }
 
-/** Tunes the GEMM tilings for every GEMM of the given configs' plans on this rank's adapter (shape classes in `known` are kept). */
+/**
+ * Tunes the GEMM tilings for every GEMM of the given configs' plans on this rank's adapter (shape
+ * classes in `known` are kept); with `persist`, decisions are also read from and added to the
+ * origin's IndexedDB, so a later page load on the same adapter and kernels does not re-time them.
+ */
 export async function layerTune(
   ctx: RankContext,
-  a: { configs: LayerConfig[]; known?: GemmChoices },
+  a: { configs: LayerConfig[]; known?: GemmChoices; persist?: boolean },
 ): Promise<{ choices: GemmChoices; tuning: GemmTuning[] }> {
   const k = kernelContext(ctx.device);
   importGemmChoices(ctx.device, a.known ?? []);
+  const store = a.persist ? indexedDbGemmStore() : undefined;
   const tuning: GemmTuning[] = [];
-  for (const c of a.configs) tuning.push(...(await tuneGemm(k, (await makePlan(c)).gemmProblems)));
+  for (const c of a.configs) tuning.push(...(await tuneGemm(k, (await makePlan(c)).gemmProblems, { store })));
   return { choices: exportGemmChoices(ctx.device), tuning };
 }
 

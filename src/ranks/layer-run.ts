@@ -65,6 +65,8 @@ export interface LayerRunOptions {
   /** Which ranks to time (default all; the page times rank 0 only: every rank runs the same shapes). */
   readonly timingRanks?: readonly number[];
   readonly cache?: LayerRunCache;
+  /** Keep GEMM tuning decisions in the origin's IndexedDB across page loads (the page does; tests need not). */
+  readonly persistTuning?: boolean;
   /** Also run the CPU twins in this thread and compare (default: unless model/budget.ts cpuTwinsSkipped says why not). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
@@ -113,7 +115,11 @@ export async function runLayer(
   const ref = referenceConfig(c);
   const inputs = stepInputs(c);
   say('tuning GEMM tilings on rank 0…');
-  const [tuned] = await pool.run('layerTune', { configs: [c, ref], known: opts.cache?.choices ?? [] }, [0]);
+  const [tuned] = await pool.run(
+    'layerTune',
+    { configs: [c, ref], known: opts.cache?.choices ?? [], persist: opts.persistTuning },
+    [0],
+  );
   const choices = tuned.choices;
   if (opts.cache) opts.cache.choices = choices;
   const refKey = JSON.stringify(ref);

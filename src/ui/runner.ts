@@ -1,3 +1,4 @@
+import type { LogicalOutput } from '../parallel/gather.ts';
 import { accountPlan, type PlanAccounting } from '../model/accounting.ts';
 import { assertWithinBudget, budgetRun, type MemoryBudget } from '../model/budget.ts';
 import { modeledComputeMs, swiftshaderLike } from '../model/compute-model.ts';
@@ -45,6 +46,8 @@ export interface PlaygroundResult {
   /** Why the CPU twins did not run, when they did not. */
   readonly cpuSkipped?: string;
   readonly loss?: number;
+  /** The step's output, loss and gradients in logical layout (absent without WebGPU). */
+  readonly output?: LogicalOutput;
   readonly transport?: string;
   readonly adapter?: string;
 }
@@ -121,7 +124,13 @@ export class PlaygroundRunner implements PoolLender {
     signal?.throwIfAborted();
     let run: LayerRun;
     try {
-      run = await runLayer(pool, c, { timingRanks: [0], cache: this.cache, onProgress: this.onProgress, signal });
+      run = await runLayer(pool, c, {
+        timingRanks: [0],
+        cache: this.cache,
+        persistTuning: true,
+        onProgress: this.onProgress,
+        signal,
+      });
     } catch (e) {
       // A failed run breaks the pool: release its workers' devices and memory now, not at the next run.
       if (pool.failure && this.pool === pool) await this.dispose();
@@ -141,6 +150,7 @@ export class PlaygroundRunner implements PoolLender {
       cpuOracle: run.cpuOracle,
       cpuSkipped: run.cpuSkipped,
       loss: run.loss,
+      output: run.output,
       transport: pool.transport,
       adapter: pool.adapters[0],
     };

@@ -439,7 +439,13 @@ export class TpApp extends LitElement {
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
         <section class="card">
-          <tp-exports .timeline=${tl} .config=${r.config} preset=${s.preset} link=${link}></tp-exports>
+          <tp-exports
+            .timeline=${tl}
+            .config=${r.config}
+            .output=${r.output}
+            preset=${s.preset}
+            link=${link}
+          ></tp-exports>
         </section>
       </div>
     `;

@@ -162,7 +162,7 @@ describe('gemm tuner', () => {
     await gpuCase(async (ctx) => {
       const problems = [denseProblem(200, 300, 64), denseProblem(150, 260, 100), denseProblem(4, 256, 64)];
       const tunings = await tuneGemm(ctx, problems);
-      expect(tunings.map((t) => t.shapeClass)).toEqual(['MlNlKm', 'MsNlKm'].map((c) => `${c}nn`));
+      expect(tunings.map((t) => t.shapeClass)).toEqual(['M8N9Km', 'MsN8Km'].map((c) => `${c}nn`));
       for (const t of tunings) {
         const timed = Object.keys(t.gflops);
         if (t.launchBound) {
@@ -173,6 +173,8 @@ describe('gemm tuner', () => {
           ).toBeLessThanOrEqual(2 * t.dispatchMs);
         } else {
           expect(timed.length).toBeGreaterThanOrEqual(2);
+          // Timed at full size: the class's first problem itself.
+          expect(t.fullSize).toBe(true);
         }
         // The fastest is always among the tied, and the winner is one of them (the cheapest to compile).
         const best = Object.entries(t.gflops).sort((x, y) => y[1] - x[1])[0][0];
