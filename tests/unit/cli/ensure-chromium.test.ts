@@ -1,5 +1,7 @@
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
-import { expect, test } from 'vitest';
+import { expect, test, vi } from 'vitest';
+
+vi.setConfig({ testTimeout: 30_000 }); // each test starts Node; seconds on a busy machine
 
 const script = 'scripts/ensure-chromium.mjs';
 const missing = '/nonexistent/chromium';
