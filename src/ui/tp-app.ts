@@ -9,28 +9,29 @@ import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { panelStyles } from './page-style.ts';
 import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
 import { formatMs } from './timeline-format.ts';
-import {
-  commOf,
-  configOf,
-  hashFromSettings,
-  mainViews,
-  settingsFromHash,
-  type MainView,
-  type Settings,
-} from './state.ts';
+import { machineChoice } from './machine-choice.ts';
+import { configOf, hashFromSettings, mainViews, settingsFromHash, type MainView, type Settings } from './state.ts';
 import type { SettingsChangeDetail } from './tp-controls.ts';
 import './tp-classroom.ts';
+import './tp-cluster-panel.ts';
+import './tp-machine-controls.ts';
 import './tp-controls.ts';
 import './tp-exports.ts';
 import './tp-gemm-view.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import './tp-timeline.ts';
+import './tp-trace-view.ts';
 
 /** The settings that change what runs (pass and view only change what is shown). */
-const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0 });
+const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0, layers: 0, gpus: 0 });
 
-const viewNames: Record<MainView, string> = { timeline: 'Timeline', classroom: 'Classroom', gemm: 'GEMM efficiency' };
+const viewNames: Record<MainView, string> = {
+  timeline: 'Timeline',
+  classroom: 'Classroom',
+  gemm: 'GEMM efficiency',
+  trace: 'Measured trace',
+};
 
 const transportWords: Record<string, string> = {
   'sab-ring': 'the SharedArrayBuffer ring (shared memory + Atomics)',
@@ -190,6 +191,8 @@ export class TpApp extends LitElement {
   @state() private issues: readonly FieldIssue[] = [];
   @state() private notes: readonly FieldIssue[] = [];
   @state() private result: PlaygroundResult | undefined;
+  /** Which machine the shown run's timeline describes (the caption's first words). */
+  @state() private shownMachine = '';
   @state() private runError = '';
   @state() private busy = false;
   @state() private progress = '';
@@ -248,7 +251,7 @@ export class TpApp extends LitElement {
     this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
     if (this.inFlight && this.inFlight.key !== runKey(settings))
       this.inFlight.abort.abort(new DOMException('the settings changed', 'AbortError'));
-    void this.schedule();
+    if (settings.view !== 'trace') void this.schedule(); // the measured-trace view runs nothing
   }
 
   /** Runs the latest settings; changes made while a run is in flight coalesce into one more run. */
@@ -276,14 +279,10 @@ export class TpApp extends LitElement {
     const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
     // Memory before any worker allocates (only for a valid config: the budget reads its shards).
     if (v.ok) issues.push(...placeIssues(budgetRun(config, this.budget).errors, this.changed));
-    let comm: ReturnType<typeof commOf> | undefined;
-    try {
-      comm = commOf(s.net);
-    } catch (e) {
-      issues.push({ field: 'net', message: e instanceof Error ? e.message : String(e) });
-    }
+    const machine = machineChoice(s);
+    issues.push(...machine.issues);
     this.issues = issues;
-    if (issues.length || !comm) return; // keep the last good view
+    if (issues.length) return; // keep the last good view
     if (runKey(s) === this.shownKey && this.result) return;
     this.busy = true;
     this.progress = `running t = ${s.tp}${s.sp ? ' with SP' : ''}…`;
@@ -291,7 +290,16 @@ export class TpApp extends LitElement {
     const abort = new AbortController();
     this.inFlight = { key: runKey(s), abort };
     try {
-      this.result = await this.runner.run({ config, comm, overlap: s.overlap }, abort.signal);
+      this.result = await this.runner.run(
+        {
+          config,
+          comm: machine.comm,
+          overlap: s.overlap,
+          ...(machine.projection && { projection: machine.projection }),
+        },
+        abort.signal,
+      );
+      this.shownMachine = machine.label;
       this.shownKey = runKey(s);
       this.shownHash = hashFromSettings(s);
       this.runError = '';
@@ -357,7 +365,7 @@ export class TpApp extends LitElement {
           )}
         </nav>
         <div class="status" role="status" aria-live="polite" data-busy=${String(this.busy)} data-status>
-          ${this.progress || 'starting…'}
+          ${s.view === 'trace' ? 'no layer run in this view' : this.progress || 'starting…'}
         </div>
       </header>
       <div class="layout">
@@ -368,10 +376,19 @@ export class TpApp extends LitElement {
             .notes=${this.notes}
             @settings-change=${this.onChange}
           ></tp-controls>
+          <tp-machine-controls
+            .settings=${s}
+            .issues=${[...this.hashIssues, ...this.issues]}
+            @settings-change=${this.onChange}
+          ></tp-machine-controls>
         </aside>
         <main>
-          ${this.renderBanners(stale)}
-          ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}
+          ${
+            s.view === 'trace'
+              ? html`<tp-trace-view class="card"></tp-trace-view>`
+              : html`${this.renderBanners(stale)}
+                ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}`
+          }
         </main>
       </div>
     `;
@@ -393,7 +410,7 @@ export class TpApp extends LitElement {
     const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
     const transport = r.transport ?? (this.gpu === 'ok' ? chooseTransport() : undefined);
     const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
-    const sources = `compute: ${r.computeSource}. Communication: ${r.commSource}.`;
+    const sources = `Machine: ${this.shownMachine} · compute: ${r.computeSource}. Communication: ${r.commSource}.`;
     return html`
       <section class="card top ${stale ? 'stale' : ''}">
         <div class="totals">
@@ -435,6 +452,16 @@ export class TpApp extends LitElement {
                   .pools=${this.runner}
                 ></tp-gemm-view>`
         }
+      </section>
+      <section class="card ${stale ? 'stale' : ''}">
+        <tp-cluster-panel
+          .config=${configOf(s)}
+          .system=${s.system}
+          .dtype=${s.dtype}
+          .layers=${s.layers}
+          .gpus=${s.gpus}
+          .overlap=${s.overlap}
+        ></tp-cluster-panel>
       </section>
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
