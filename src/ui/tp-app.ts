@@ -10,7 +10,16 @@ import { panelStyles } from './page-style.ts';
 import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
 import { formatMs } from './timeline-format.ts';
 import { machineChoice } from './machine-choice.ts';
-import { configOf, hashFromSettings, mainViews, settingsFromHash, type MainView, type Settings } from './state.ts';
+import { presets } from '../parallel/config.ts';
+import {
+  configOf,
+  hashFromSettings,
+  mainViews,
+  settingsFromHash,
+  sizeKeys,
+  type MainView,
+  type Settings,
+} from './state.ts';
 import type { SettingsChangeDetail } from './tp-controls.ts';
 import './tp-classroom.ts';
 import './tp-cluster-panel.ts';
@@ -278,7 +287,15 @@ export class TpApp extends LitElement {
     this.notes = placeIssues(v.notes); // notes stay by their own control: moving them would shift the controls under the pointer
     const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
     // Memory before any worker allocates (only for a valid config: the budget reads its shards).
-    if (v.ok) issues.push(...placeIssues(budgetRun(config, this.budget).errors, this.changed));
+    // A budget issue sits by the size the link or the user set (#b=100000 by b), else by the one that saves most.
+    const set = (f: string): boolean => sizeKeys.some((k) => k === f && s[k] !== presets[s.preset][k]);
+    if (v.ok)
+      issues.push(
+        ...placeIssues(
+          budgetRun(config, this.budget).errors.map((e) => ({ ...e, field: e.fields.find(set) ?? e.field })),
+          this.changed,
+        ),
+      );
     const machine = machineChoice(s);
     issues.push(...machine.issues);
     this.issues = issues;
