@@ -1,11 +1,5 @@
+import type { ComputeLimits } from '../core/compute-limits.ts';
 import { formatShape, numel } from '../core/shape.ts';
-
-/** The device limits a kernel checks before it dispatches (a subset of GPUSupportedLimits). */
-export interface ComputeLimits {
-  readonly maxStorageBufferBindingSize: number;
-  readonly maxBufferSize: number;
-  readonly maxComputeWorkgroupsPerDimension: number;
-}
 
 /** Throws unless every dimension is a non-negative integer. */
 export function checkDims(op: string, name: string, shape: readonly number[]): void {
