@@ -142,7 +142,7 @@ export class TpRingFigure extends LitElement {
 
   /** Geometry: the chunk band of (rank, chunk) in SVG coordinates. */
   private geometry(f: RingFigure) {
-    const u = Math.max(4, Math.min(14, 300 / (f.rows * f.t), 700 / f.cols));
+    const u = Math.max(4, Math.min(16, 480 / (f.rows * f.t), 700 / f.cols));
     const bw = f.cols * u,
       bh = f.rows * u;
     const top = FONT * 3 + 30;
