@@ -20,6 +20,7 @@ export function readGemmCache(path: string): StoredGemmChoices {
   } catch (e) {
     throw new Error(
       `GEMM tuning cache ${path} is not valid JSON (${(e as Error).message}); delete it or run with --fresh.`,
+      { cause: e },
     );
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data))

@@ -80,7 +80,7 @@ export class RankWorker {
     } catch (e) {
       // A lost device fails the program first; give its lost callback the chance to say so.
       await Promise.race([ctx.device.lost, new Promise((r) => setTimeout(r, 100))]);
-      if (this.lost) throw new Error(`rank ${ctx.rank}: ${this.lost}`);
+      if (this.lost) throw new Error(`rank ${ctx.rank}: ${this.lost}`, { cause: e });
       throw e;
     }
     const moved = transferables(result);

@@ -1,13 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { configFromPreset, presetNames, type LayerConfig } from '../../../src/parallel/config.ts';
-import {
-  assertValid,
-  divisors,
-  legalTpDegrees,
-  maxHeadDim,
-  validateConfig,
-  type ValidationRule,
-} from '../../../src/parallel/validate.ts';
+import { assertValid, divisors, legalTpDegrees, maxHeadDim, validateConfig } from '../../../src/parallel/validate.ts';
 import { maxRopePairs } from '../../../src/kernels/rope.ts';
 
 /** gpt2-layer sizes (h 768, 12 heads, ffn 3072, s 32) with overrides. */
@@ -20,8 +13,6 @@ function onlyError(c: LayerConfig) {
   expect(r.errors).toHaveLength(1);
   return r.errors[0];
 }
-
-const rules = (c: LayerConfig): ValidationRule[] => validateConfig(c).errors.map((e) => e.rule);
 
 describe('validateConfig', () => {
   test.each(presetNames.flatMap((p) => [1, 2].map((t) => [p, t] as const)))(

@@ -1,0 +1,41 @@
+// ESLint (flat config): typescript-eslint's recommended rules plus the ones that catch real defects
+// here. Formatting is Prettier's job (`prettier --check .` in npm test), not ESLint's.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'test-results/', 'tests/fixtures/'] },
+  js.configs.recommended,
+  // Plain JavaScript runs in Node: its globals.
+  {
+    files: ['**/*.{js,mjs,cjs}'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+  },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    rules: {
+      // `any` switches the type checker off; use unknown and narrow.
+      '@typescript-eslint/no-explicit-any': 'error',
+      // Unused values are dead code or a forgotten use; a leading _ marks one kept on purpose.
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
+      // Type-only imports are erased (isolatedModules): say so.
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+      'prefer-const': 'error',
+      'no-var': 'error',
+      'no-throw-literal': 'error',
+      'no-self-compare': 'error',
+      'no-unmodified-loop-condition': 'error',
+      'no-template-curly-in-string': 'error',
+      'no-constant-binary-expression': 'error',
+    },
+  },
+);
