@@ -1,3 +1,5 @@
+import type { CollectiveOp } from '../comm/collectives.ts';
+import { ringBytesSent } from '../comm/ring-bytes.ts';
 import { presets, type LayerConfig } from './config.ts';
 import type { NamedCollective } from './layer-comm.ts';
 import { oracleTolerance } from './oracle.ts';
@@ -143,6 +145,13 @@ export function checkAgainst(
   return { label, maxAbs, tolerance, pass: maxAbs <= tolerance };
 }
 
+/** The collective each of the classroom's words names. */
+const collectiveOf: Record<Exclude<ClassroomCollective['op'], 'identity'>, CollectiveOp> = {
+  'all-reduce': 'allReduce',
+  'all-gather': 'allGather',
+  'reduce-scatter': 'reduceScatter',
+};
+
 function collective(
   op: ClassroomCollective['op'],
   payloadBytes: number,
@@ -150,11 +159,10 @@ function collective(
   megatron: string,
   why: string,
 ): ClassroomCollective {
-  const factor = t <= 1 || op === 'identity' ? 0 : op === 'all-reduce' ? (2 * (t - 1)) / t : (t - 1) / t;
   return {
     op,
     payloadBytes: op === 'identity' || t <= 1 ? 0 : payloadBytes,
-    ringBytesPerRank: factor * payloadBytes,
+    ringBytesPerRank: op === 'identity' ? 0 : ringBytesSent(collectiveOf[op], payloadBytes, t),
     megatron,
     why,
   };

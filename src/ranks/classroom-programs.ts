@@ -1,4 +1,3 @@
-import { KernelContext } from '../kernels/context.ts';
 import { opSpec } from '../parallel/backend.ts';
 import { importGemmChoices } from '../kernels/gemm-choice.ts';
 import type { GpuTensor } from '../kernels/tensor.ts';
@@ -21,7 +20,7 @@ import { rankWeightArrays } from '../parallel/step-data.ts';
 import { tensorSeed } from '../parallel/weights.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
-import type { GemmChoices } from './layer-programs.ts';
+import { kernelContext, type GemmChoices } from './layer-programs.ts';
 
 /** The classroom's logical input X and upstream gradient dZ [s·b, h], from the config's seed. */
 export function classroomInputs(c: LayerConfig): { x: Float32Array; dz: Float32Array } {
@@ -39,12 +38,6 @@ function columns(a: Float32Array, rows: number, w: number, c0: number, n: number
   return { shape: [rows, n], data: out };
 }
 
-const contexts = new WeakMap<GPUDevice, KernelContext>();
-function kernelContext(device: GPUDevice): KernelContext {
-  let k = contexts.get(device);
-  if (!k) contexts.set(device, (k = new KernelContext(device)));
-  return k;
-}
 
 /**
  * The classroom MLP on this rank's GPU with the group's real collectives (or, with `solo`, on

@@ -12,9 +12,9 @@ import {
   type LayerRun,
   type LayerWorkerPrograms,
   type PoolLender,
-} from '../ranks/layer-run.ts';
+} from './layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
-import { runTimeline } from '../ranks/run-timeline.ts';
+import { runTimeline } from './run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import { encodeSafetensors } from '../core/safetensors.ts';

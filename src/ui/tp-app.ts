@@ -7,7 +7,7 @@ import { legalTpDegrees, validateConfig } from '../parallel/validate.ts';
 import { chooseTransport } from '../ranks/transport.ts';
 import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { panelStyles } from './page-style.ts';
-import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
+import { PlaygroundRunner, type PlaygroundResult } from '../session/playground-runner.ts';
 import { formatMs } from './timeline-format.ts';
 import { machineChoice } from './machine-choice.ts';
 import { presets } from '../parallel/config.ts';

@@ -4,8 +4,8 @@ import { customElement, property, state } from 'lit/decorators.js';
 import { quoted } from '../core/quote.ts';
 import { configFromPreset } from '../parallel/config.ts';
 import { oracleTolerance } from '../parallel/oracle.ts';
-import { trainClassroom, type TrainPoint } from '../ranks/classroom-train-run.ts';
-import { createLayerPool, type PoolLender } from '../ranks/layer-run.ts';
+import { trainClassroom, type TrainPoint } from '../session/classroom-train-run.ts';
+import { createLayerPool, type PoolLender } from '../session/layer-run.ts';
 import { panelStyles } from './page-style.ts';
 import './tp-train-chart.ts';
 

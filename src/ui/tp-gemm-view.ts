@@ -4,7 +4,7 @@ import { customElement, property, query, state } from 'lit/decorators.js';
 import { runSweep, type SweepReport } from '../session/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../parallel/config.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
-import type { PoolLender } from '../ranks/layer-run.ts';
+import type { PoolLender } from '../session/layer-run.ts';
 import { drawLineChart, seriesColor } from './gemm-charts.ts';
 import { gemmDegrees, gemmEfficiency, type GemmEfficiency, type GemmRow } from './gemm-efficiency.ts';
 import { panelStyles } from './page-style.ts';

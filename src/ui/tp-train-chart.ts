@@ -2,7 +2,7 @@
 import * as d3 from 'd3';
 import { LitElement, css, html, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
-import type { TrainPoint } from '../ranks/classroom-train-run.ts';
+import type { TrainPoint } from '../session/classroom-train-run.ts';
 import { rankColor } from './classroom-style.ts';
 
 const W = 560,

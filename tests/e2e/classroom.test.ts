@@ -5,7 +5,7 @@ import { expect, test } from 'vitest';
 import { withPage } from '../../scripts/browser-run.ts';
 import { configFromPreset } from '../../src/parallel/config.ts';
 import { oracleTolerance } from '../../src/parallel/oracle.ts';
-import type { TrainPoint } from '../../src/ranks/classroom-train-run.ts';
+import type { TrainPoint } from '../../src/session/classroom-train-run.ts';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/${name}.png` });
 const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');

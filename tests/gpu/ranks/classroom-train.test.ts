@@ -1,8 +1,8 @@
 import { afterAll, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
-import { trainClassroom, type TrainPoint } from '../../../src/ranks/classroom-train-run.ts';
-import { createLayerPool, type LayerWorkerPrograms } from '../../../src/ranks/layer-run.ts';
+import { trainClassroom, type TrainPoint } from '../../../src/session/classroom-train-run.ts';
+import { createLayerPool, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
 
 let pool: RankPool<LayerWorkerPrograms> | undefined;

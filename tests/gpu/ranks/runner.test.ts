@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from 'vitest';
 import { interconnectPresets } from '../../../src/model/interconnect.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
-import { PlaygroundRunner } from '../../../src/ui/runner.ts';
+import { PlaygroundRunner } from '../../../src/session/playground-runner.ts';
 import { runSweep } from '../../../src/session/sweep.ts';
 
 const runner = new PlaygroundRunner();

@@ -2,9 +2,9 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { classroomSteps, concatRows, maxAbsDiff, sumMatrices } from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
-import { createLayerPool, type LayerWorkerPrograms } from '../../../src/ranks/layer-run.ts';
+import { createLayerPool, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
-import { loadClassroomRuns } from '../../../src/ui/classroom-data.ts';
+import { loadClassroomRuns } from '../../../src/session/classroom-data.ts';
 
 const pools: RankPool<LayerWorkerPrograms>[] = [];
 afterAll(async () => {

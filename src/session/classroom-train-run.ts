@@ -3,7 +3,7 @@ import { referenceConfig } from '../parallel/oracle.ts';
 import { charBatch, encodeChars } from '../parallel/train-batches.ts';
 import { trainText } from '../parallel/train-text.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
-import type { RankPool } from './pool.ts';
+import type { RankPool } from '../ranks/pool.ts';
 
 /** One step of the demo: the TP=t and TP=1 mean losses and the spread of the replicated norm gains. */
 export interface TrainPoint {

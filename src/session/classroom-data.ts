@@ -1,7 +1,7 @@
 import type { ClassroomRuns } from '../parallel/classroom.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { GemmChoices } from '../ranks/layer-programs.ts';
-import type { LayerWorkerPrograms } from '../ranks/layer-run.ts';
+import type { LayerWorkerPrograms } from './layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 
 /**

@@ -8,12 +8,12 @@ import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import { runInProcess } from '../parallel/run-in-process.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import type { classroomPrograms } from './classroom-programs.ts';
-import type { classroomTrainPrograms } from './classroom-train-programs.ts';
-import type { commPrograms } from './comm-programs.ts';
-import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs.ts';
-import { RankPool } from './pool.ts';
-import type { PoolTransport } from './transport.ts';
+import type { classroomPrograms } from '../ranks/classroom-programs.ts';
+import type { classroomTrainPrograms } from '../ranks/classroom-train-programs.ts';
+import type { commPrograms } from '../ranks/comm-programs.ts';
+import type { ComputeTiming, GemmChoices, layerPrograms } from '../ranks/layer-programs.ts';
+import { RankPool } from '../ranks/pool.ts';
+import type { PoolTransport } from '../ranks/transport.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../model/budget.ts';
 
@@ -34,7 +34,7 @@ export function createLayerPool(
     transport,
     timeoutMs,
     createWorker: (r) =>
-      new Worker(new URL('./layer.worker.ts', import.meta.url), { type: 'module', name: `rank ${r}` }),
+      new Worker(new URL('../ranks/layer.worker.ts', import.meta.url), { type: 'module', name: `rank ${r}` }),
   });
 }
 

@@ -16,9 +16,9 @@ import {
   type LayerRunCache,
   type LayerWorkerPrograms,
   type PoolLender,
-} from '../ranks/layer-run.ts';
+} from './layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
-import { runTimeline } from '../ranks/run-timeline.ts';
+import { runTimeline } from './run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import { modeledCommMs } from '../trace/durations.ts';
 import { scheduleStep, type Timeline } from '../trace/schedule.ts';
