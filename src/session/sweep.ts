@@ -4,7 +4,7 @@ import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
-import type { OpPhase } from '../parallel/plan-types.ts';
+import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
 import {
   createLayerPool,
   layerRunCache,
@@ -17,12 +17,14 @@ import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import { encodeSafetensors } from '../trace/safetensors.ts';
+import { encodeSafetensors } from '../core/safetensors.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {
   readonly name: string;
   readonly phase: OpPhase;
+  /** How the GEMM is split across ranks (the plan's op.split). */
+  readonly split: OpSplit;
   readonly M: number;
   readonly N: number;
   readonly K: number;
@@ -50,6 +52,8 @@ export interface SweepDegree {
   readonly transport: string;
   readonly oracle: { readonly pass: boolean; readonly worst: OracleEntry; readonly entries: OracleEntry[] };
   readonly cpuOracle?: { readonly pass: boolean; readonly worst: OracleEntry };
+  /** Why the CPU twins did not run, when they did not. */
+  readonly cpuSkipped?: string;
   readonly loss?: number;
   readonly timing: { readonly method: string; readonly quantized: boolean };
   readonly gemms: SweepGemm[];
@@ -123,6 +127,7 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     gemms.push({
       name: o.name,
       phase: o.phase,
+      split: o.split,
       M: o.gemm.M,
       N: o.gemm.N,
       K: o.gemm.K,
@@ -148,6 +153,7 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     transport: run.transport,
     oracle: { pass: run.oracle.pass, worst: run.oracle.worst, entries: run.oracle.entries },
     cpuOracle: run.cpuOracle && { pass: run.cpuOracle.pass, worst: run.cpuOracle.worst },
+    cpuSkipped: run.cpuSkipped,
     loss: run.loss,
     timing: { method: run.computeTimes[0]?.method ?? 'none', quantized: run.computeTimes.some((t) => t.quantized) },
     gemms,
