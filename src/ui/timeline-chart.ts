@@ -1,6 +1,7 @@
 // The D3 part of <tp-timeline>: draws lanes and blocks into an SVG, zooms the time axis, shows a tooltip.
 import * as d3 from 'd3';
 import type { Timeline } from '../trace/schedule.ts';
+import { passOf } from '../parallel/plan-types.ts';
 import { formatMs, labelCandidates, tooltipLines } from './timeline-format.ts';
 import {
   fitLabel,
@@ -229,12 +230,16 @@ export class TimelineChart {
           .attr('data-rank', b.rank)
           .attr('data-kind', b.kind)
           .attr('data-op', b.event.op)
-          .attr('data-phase', b.event.phase)
+          .attr('data-phase', passOf(b.event.phase))
           .attr('x', x(b.t0))
           .attr('width', w)
           .attr('height', lane.height);
         if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
-        else r.attr('fill', b.kind === 'compute' ? computeFill(b.event.phase, j) : blockFill.comm[b.event.phase]);
+        else
+          r.attr(
+            'fill',
+            b.kind === 'compute' ? computeFill(passOf(b.event.phase), j) : blockFill.comm[passOf(b.event.phase)],
+          );
         if (b.kind !== 'compute') this.thin.push({ el: r.node()!, w });
       });
     }

@@ -1,6 +1,7 @@
 // Geometry and selection of the timeline (pure, no DOM): lanes, the shown pass, totals, culling, label fit.
 import type { BlockKind } from '../trace/blocks.ts';
 import type { ScheduledEvent, Timeline } from '../trace/schedule.ts';
+import { passOf } from '../parallel/plan-types.ts';
 
 /** Which pass the timeline shows. */
 export type PhaseView = 'forward' | 'backward' | 'both';
@@ -55,7 +56,7 @@ export interface ViewBlock {
 
 /** Events of the shown pass. */
 export function shownEvents(tl: Timeline, phase: PhaseView): ScheduledEvent[] {
-  return phase === 'both' ? [...tl.events] : tl.events.filter((e) => e.phase === phase);
+  return phase === 'both' ? [...tl.events] : tl.events.filter((e) => passOf(e.phase) === phase);
 }
 
 /**
@@ -102,7 +103,7 @@ export function shownTotals(tl: Timeline, phase: PhaseView): ShownTotals[] {
       endMs,
     }));
   return Array.from({ length: tl.ranks }, (_, rank) => {
-    const mine = tl.events.filter((e) => e.rank === rank && e.phase === phase);
+    const mine = tl.events.filter((e) => e.rank === rank && passOf(e.phase) === phase);
     const sum = (f: (e: ScheduledEvent) => number): number => mine.reduce((a, e) => a + f(e), 0);
     return {
       rank,
@@ -131,7 +132,7 @@ export function phaseSpans(
 ): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
   const spans: { phase: 'forward' | 'backward'; t0: number; t1: number }[] = [];
   for (const phase of ['forward', 'backward'] as const) {
-    const evs = events.filter((e) => e.phase === phase);
+    const evs = events.filter((e) => passOf(e.phase) === phase);
     if (evs.length) spans.push({ phase, t0: Math.min(...evs.map((e) => e.t0)), t1: Math.max(...evs.map((e) => e.t1)) });
   }
   return spans;

@@ -4,7 +4,7 @@ import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
-import type { OpPhase } from '../parallel/plan-types.ts';
+import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
 import {
   createLayerPool,
   layerRunCache,
@@ -23,6 +23,8 @@ import { encodeSafetensors } from '../trace/safetensors.ts';
 export interface SweepGemm {
   readonly name: string;
   readonly phase: OpPhase;
+  /** How the GEMM is split across ranks (the plan's op.split). */
+  readonly split: OpSplit;
   readonly M: number;
   readonly N: number;
   readonly K: number;
@@ -123,6 +125,7 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     gemms.push({
       name: o.name,
       phase: o.phase,
+      split: o.split,
       M: o.gemm.M,
       N: o.gemm.N,
       K: o.gemm.K,
