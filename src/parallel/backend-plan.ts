@@ -96,7 +96,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
       split: spec.split,
       ...(spec.weight !== undefined && { weight: spec.weight }),
       megatron: spec.megatron ?? (op.kind === 'gemm' ? gemmModule[spec.split] : kernelModule[kernel]) ?? kernel,
-      overlap: { async: false, underAsync: role === 'wgrad' },
+      overlap: { async: false, underAsync: spec.underAsync ?? role === 'wgrad' },
       ...op,
     });
   }

@@ -14,8 +14,14 @@ export interface OpSpec {
   readonly role?: OpRole;
   /** Default: by split for GEMMs (ColumnParallelLinear, RowParallelLinear, core attention), by kernel otherwise. */
   readonly megatron?: string;
-  /** Collectives only: issued asynchronously and waited on later (Megatron's async dgrad all-reduce). */
+  /** Collectives only: issued asynchronously and waited on later (Megatron's async dgrad all-reduce, the SP re-gather). */
   readonly async?: boolean;
+  /**
+   * Compute only: does not read the adjacent asynchronous collective's result, so it may run under
+   * it. Default: weight gradients do; the dgrad GEMMs of a ColumnParallelLinear under SP also run
+   * under the re-gather of its input (issued before them, waited after them).
+   */
+  readonly underAsync?: boolean;
 }
 
 /** An OpSpec from its label, split and any other fields. */

@@ -44,6 +44,30 @@ function tokenSlice<A extends Float32Array | Float64Array>(data: A, s: number, [
   return data.slice(t0 * row, t1 * row) as A;
 }
 
+/**
+ * Under SP a ColumnParallelLinear saves its [s/t, b, h] input and all-gathers it again for the
+ * wgrad: `issue` starts that all-gather asynchronously right before the dgrad GEMMs, `wait` takes
+ * its result after them (LinearWithGradAccumulationAndAsyncCommunication.backward,
+ * megatron/core/tensor_parallel/layers.py: "gather is scheduled before the input gradient computation").
+ */
+function regather<T>(
+  lc: LayerComm<T>,
+  label: string,
+  enter: MappingPair,
+  shard: T,
+): { issue: () => void; wait: () => Promise<T> } {
+  let pending: Promise<T> | undefined;
+  return {
+    issue: () => {
+      pending = lc.forward(opSpec(label, 'sequence', { async: true, role: 'forward' }), enter, shard);
+    },
+    wait: () => {
+      if (!pending) throw new Error(`layerStep: ${label} was awaited before it was issued.`);
+      return pending;
+    },
+  };
+}
+
 function need<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`layerStep: missing ${what}.`);
   return v;
@@ -139,6 +163,7 @@ export async function layerStep<T>(
 
   // ---- backward: MLP block (y = x2 + g(mlp)) ----
   const dmlp = sp ? await lc.backward(opSpec('mlp.reduce.backward', 'sequence'), leave, dy) : dy;
+  const ln2Again = regather(lc, 'ln2.regather', enter, ln2);
   const mb = mlpBackward(
     be,
     D,
@@ -148,8 +173,9 @@ export async function layerStep<T>(
     wdown,
     grad('wfc1', be.shapeOf(wfc1)),
     grad('wdown', be.shapeOf(wdown)),
+    sp ? ln2Again.issue : undefined,
   );
-  ln2Full = sp ? await lc.forward(opSpec('ln2.regather', 'sequence'), enter, ln2) : ln2Full;
+  ln2Full = sp ? await ln2Again.wait() : ln2Full;
   const dln2Pending = lc.backward(opSpec('mlp.dgrad.reduce', 'column', { async: true }), enter, mb.dx);
   mb.wgrad(ln2Full);
   const dln2 = await dln2Pending;
@@ -160,6 +186,7 @@ export async function layerStep<T>(
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
   const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
+  const ln1Again = regather(lc, 'ln1.regather', enter, ln1);
   const ab = attentionBackward(
     be,
     D,
@@ -170,6 +197,7 @@ export async function layerStep<T>(
     grad('wqkv', be.shapeOf(wq)),
     grad('wo', be.shapeOf(wo)),
     c.ropeBase,
+    sp ? ln1Again.issue : undefined,
   );
   let replicas;
   if (c.groups < c.tp) {
@@ -183,7 +211,7 @@ export async function layerStep<T>(
       ranks: Array.from({ length: per }, (_, j) => g0 + j),
     };
   }
-  ln1Full = sp ? await lc.forward(opSpec('ln1.regather', 'sequence'), enter, ln1) : ln1Full;
+  ln1Full = sp ? await ln1Again.wait() : ln1Full;
   const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
   ab.wgrad(ln1Full, replicas);
   const dln1 = await dln1Pending;
