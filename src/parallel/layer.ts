@@ -68,6 +68,45 @@ function regather<T>(
   };
 }
 
+/**
+ * Megatron's finalize_model_grads after backward (_allreduce_non_tensor_model_parallel_grads,
+ * megatron/core/distributed/finalize_model_grads.py): under SP the replicated RMSNorm gains saw
+ * different tokens on each rank, so their gradients are summed over the TP group — flattened into
+ * one buffer [dg1 | dg2] of 2h, one all-reduce, unflattened back in place.
+ */
+async function finalizeNormGrads<T>(be: Backend<T>, lc: LayerComm<T>, h: number, dg1: T, dg2: T): Promise<void> {
+  be.phase = lc.phase = 'finalize';
+  const flat = be.tensor('d.norms', [1, 2 * h]);
+  const gains = [dg1, dg2] as const;
+  const pack = { role: 'wgrad', underAsync: false } as const;
+  gains.forEach((g, i) =>
+    be.copyCols(
+      opSpec(`norm.grads.flatten.g${i + 1}`, 'replicated', { ...pack, weight: i ? 'g2' : 'g1' }),
+      g,
+      flat,
+      1,
+      h,
+      { w: h, c0: 0 },
+      { w: 2 * h, c0: i * h },
+    ),
+  );
+  const why = 'finalize_model_grads: one coalesced all-reduce of the replicated RMSNorm weight gradients under SP';
+  const summed = await lc.allReduce(opSpec('norm.grads.reduce', 'sequence', { role: 'wgrad' }), why, flat);
+  gains.forEach((g, i) =>
+    be.copyCols(
+      opSpec(`norm.grads.unflatten.g${i + 1}`, 'replicated', { ...pack, weight: i ? 'g2' : 'g1' }),
+      summed,
+      g,
+      1,
+      h,
+      { w: 2 * h, c0: i * h },
+      { w: h, c0: 0 },
+    ),
+  );
+  be.release(flat);
+  if (summed !== flat) be.release(summed);
+}
+
 function need<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`layerStep: missing ${what}.`);
   return v;
@@ -220,22 +259,6 @@ export async function layerStep<T>(
   be.addInPlace(opSpec('residual.attn.backward', tokens), dx, dx2);
   be.rmsnormWeightGrad(opSpec('ln1.wgrad', tokens, { weight: 'g1' }), x, rstd1, dln1, grad('g1', [h]));
 
-  if (sp && !c.skipSpNormGradAllReduce) {
-    // The norm weights are replicated but saw different tokens: finalize_model_grads all-reduces them.
-    const why = 'finalize_model_grads: all-reduce of the replicated RMSNorm weight gradients under SP';
-    be.phase = lc.phase = 'finalize';
-    grads.g1 = await lc.allReduce(
-      opSpec('ln1.wgrad.reduce', 'sequence', { weight: 'g1', role: 'wgrad' }),
-      why,
-      need(grads.g1, 'dg1'),
-    );
-    grads.g2 = await lc.allReduce(
-      opSpec('ln2.wgrad.reduce', 'sequence', { weight: 'g2', role: 'wgrad' }),
-      why,
-      need(grads.g2, 'dg2'),
-    );
-    be.phase = lc.phase = 'backward';
-  }
   if (c.vocab > 0) {
     const dxFull = sp ? await lc.backward(opSpec('embed.reduce.backward', 'sequence'), leave, dx) : dx;
     const emb = need(w.emb, 'emb');
@@ -247,6 +270,8 @@ export async function layerStep<T>(
       v0,
     );
   }
+  if (sp && !c.skipSpNormGradAllReduce)
+    await finalizeNormGrads(be, lc, h, need(grads.g1, 'dg1'), need(grads.g2, 'dg2'));
   await be.flush();
   return { y, loss, dx: c.vocab > 0 ? undefined : dx, grads };
 }

@@ -63,16 +63,16 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       expect(2 * (sp.byOp.backward.reduceScatter?.ringBytesSent ?? 0)).toBe(plain.backward.ringBytesSent);
     });
 
-    test('with SP the backward all-gathers S four times (two gradients, two norm outputs re-gathered for wgrad) and all-reduces both norm weight gradients ([h] each)', async () => {
+    test('with SP the backward all-gathers S four times (two gradients, two norm outputs re-gathered for wgrad) and all-reduces both norm weight gradients once, coalesced ([2h])', async () => {
       const sp = commTotals(collectiveCosts(await planFor({ ...c, sp: true })));
       expect(sp.byOp.backward.allGather).toEqual({
         count: 4,
         payloadBytes: 4 * S,
         ringBytesSent: (4 * (t - 1) * S) / t,
       });
-      // finalize_model_grads runs after backward: the plan marks those all-reduces phase 'finalize'.
+      // finalize_model_grads runs after backward: one all-reduce of [dg1 | dg2], phase 'finalize'.
       const costs = collectiveCosts(await planFor({ ...c, sp: true })).filter((x) => x.phase === 'finalize');
-      expect(costs.filter((x) => x.op === 'allReduce').map((x) => x.payloadBytes)).toEqual([bytes(c.h), bytes(c.h)]);
+      expect(costs.filter((x) => x.op === 'allReduce').map((x) => x.payloadBytes)).toEqual([bytes(2 * c.h)]);
     });
 
     test('modeled on PCIe, the SP forward costs exactly what the all-reduce forward costs', async () => {

@@ -90,12 +90,16 @@ describe('the plan says what each op is', () => {
     expect(new Set(gemms.map((o) => o.weight))).toEqual(new Set([undefined, 'wqkv', 'wo', 'wfc1', 'wdown', 'wout']));
   });
 
-  test("the replicated norm-gradient all-reduces under SP are finalize_model_grads' (phase finalize)", async () => {
+  test("the replicated norm-gradient all-reduce under SP is finalize_model_grads' (phase finalize): flatten, one all-reduce, unflatten", async () => {
     const { plan } = await makePlan(configFromPreset('gpt2-layer', { tp: 2, sp: true }));
     const fin = plan.ops.filter((o) => o.phase === 'finalize');
     expect(fin.map((o) => [o.kind, o.role, o.weight])).toEqual([
-      ['collective', 'wgrad', 'g1'],
-      ['collective', 'wgrad', 'g2'],
+      ['kernel', 'wgrad', 'g1'],
+      ['kernel', 'wgrad', 'g2'],
+      ['collective', 'wgrad', undefined],
+      ['kernel', 'wgrad', 'g1'],
+      ['kernel', 'wgrad', 'g2'],
     ]);
+    expect(fin.every((o) => !o.overlap.async && !o.overlap.underAsync)).toBe(true);
   });
 });
