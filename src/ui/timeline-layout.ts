@@ -1,7 +1,7 @@
 // Geometry and selection of the timeline (pure, no DOM): lanes, the shown pass, totals, culling, label fit.
 import type { BlockKind } from '../trace/blocks.ts';
 import type { ScheduledEvent, Timeline } from '../trace/schedule.ts';
-import { passOf } from '../parallel/plan-types.ts';
+import { passOf, type OpPhase } from '../parallel/plan-types.ts';
 
 /** Which pass the timeline shows. */
 export type PhaseView = 'forward' | 'backward' | 'both';
@@ -127,12 +127,10 @@ export function shownSpan(tl: Timeline, phase: PhaseView): { t0: number; t1: num
 }
 
 /** Forward and backward spans over all ranks, ms (for the phase bands); a pass without events is left out. */
-export function phaseSpans(
-  events: readonly ScheduledEvent[],
-): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
-  const spans: { phase: 'forward' | 'backward'; t0: number; t1: number }[] = [];
-  for (const phase of ['forward', 'backward'] as const) {
-    const evs = events.filter((e) => passOf(e.phase) === phase);
+export function phaseSpans(events: readonly ScheduledEvent[]): { phase: OpPhase; t0: number; t1: number }[] {
+  const spans: { phase: OpPhase; t0: number; t1: number }[] = [];
+  for (const phase of ['forward', 'backward', 'finalize'] as const) {
+    const evs = events.filter((e) => e.phase === phase);
     if (evs.length) spans.push({ phase, t0: Math.min(...evs.map((e) => e.t0)), t1: Math.max(...evs.map((e) => e.t1)) });
   }
   return spans;
