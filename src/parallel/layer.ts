@@ -187,13 +187,29 @@ export async function layerStep<T>(
     const yFull = await into('logits.gather', y);
     const wout = need(w.wout, 'wout');
     const logits = outputLayer(be, D, yFull, wout);
+    // Under SP the output layer keeps only its [s/t, b, h] input shard (y) and re-gathers it for wgrad.
+    if (sp) be.release(yFull);
     const ce = await vocabParallelLoss(be, lc, D, logits, targets, v0);
     loss = ce.loss;
     // ---- backward from the loss ----
     be.phase = lc.phase = 'backward';
-    const out = outputLayerBackward(be, D, logits, targets, ce.max, ce.sum, wout, grad('wout', be.shapeOf(wout)), v0);
+    const yAgain = regather(lc, 'logits.regather', enter, y);
+    const out = outputLayerBackward(
+      be,
+      D,
+      logits,
+      targets,
+      ce.max,
+      ce.sum,
+      wout,
+      grad('wout', be.shapeOf(wout)),
+      v0,
+      sp ? yAgain.issue : undefined,
+    );
+    const yForWgrad = sp ? await yAgain.wait() : yFull;
     const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
-    out.wgrad(yFull);
+    out.wgrad(yForWgrad);
+    if (sp) be.release(yForWgrad);
     dy = await reduced;
   } else {
     be.phase = lc.phase = 'backward';

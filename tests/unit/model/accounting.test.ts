@@ -216,12 +216,12 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       expect(saved).toBe((4 * c.s * c.b * c.h + 2 * c.s * c.b) * (1 - 1 / 4) * 4);
     });
 
-    test('with a vocabulary add the token ids, the gathered output layer input, the local logits [s, b, V_padded/t] and the loss statistics', async () => {
+    test('with a vocabulary add the token ids, the output layer input (under SP its [s/t, b, h] shard, re-gathered for wgrad), the local logits [s, b, V_padded/t] and the loss statistics', async () => {
       const plan = await planFor(cfg('classroom', { tp: 4, vocab: 30, sp: true }));
       const terms = activationTerms(plan, 0).filter((x) => ['embedding', 'output', 'loss'].includes(x.op));
       expect(terms.map((x) => [x.op, x.tensor, x.shape, x.formula])).toEqual([
         ['embedding', 'token ids', [8, 1], 's·b'],
-        ['output', 'input (gathered)', [8, 1, 16], 's·b·h'],
+        ['output', 'input', [2, 1, 16], 's/t·b·h'],
         ['loss', 'logits', [8, 1, 8], 's·b·vl'],
         ['loss', 'max', [8, 1], 's·b'],
         ['loss', 'sum exp', [8, 1], 's·b'],

@@ -43,6 +43,22 @@ describe('the SP re-gather in backward, in Megatron’s order', () => {
     }
   });
 
+  test('the output layer under SP keeps its input shard and re-gathers it the same way: before logits.dgrad, waited before the dY reduce-scatter that runs under logits.wgrad', async () => {
+    const { plan } = await makePlan(configFromPreset('llama-gqa', { tp: 4, sp: true }));
+    const names = ['logits.regather', 'logits.dgrad', 'logits.dgrad.reduce', 'logits.wgrad'];
+    const at = names.map((n) => index(plan, n));
+    expect(at).toEqual([...at].sort((a, b) => a - b));
+    expect(at[1]).toBe(at[0] + 1);
+    const [regather, dgrad, reduce] = at.map((i) => plan.ops[i]);
+    expect([regather.collective?.op, regather.overlap.async, dgrad.overlap.underAsync]).toEqual([
+      'allGather',
+      true,
+      true,
+    ]);
+    expect([reduce.collective?.op, reduce.overlap.async]).toEqual(['reduceScatter', true]);
+    expect(regather.collective?.payloadBytes).toBe(64 * 1 * 256 * 4);
+  });
+
   test.each([
     [1, 0], // AG 1 ms under 2 ms of dgrad: hidden
     [2, 0],
