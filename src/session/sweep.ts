@@ -17,7 +17,7 @@ import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import { encodeSafetensors } from '../trace/safetensors.ts';
+import { encodeSafetensors } from '../core/safetensors.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {

@@ -15,7 +15,7 @@ import { quoted } from '../core/quote.ts';
 export type PassView = 'forward' | 'backward' | 'both';
 
 /** Which main view the page shows ('classroom' and 'gemm' come with a later issue). */
-export type MainView = 'timeline' | 'classroom' | 'gemm';
+export type MainView = 'timeline' | 'classroom' | 'gemm' | 'trace';
 
 /**
  * Everything the page shows, as the URL hash holds it. `net` is 'measured' (the in-browser
@@ -50,7 +50,7 @@ export interface ParsedHash {
 /** Every pass view, in display order. */
 export const passViews: readonly PassView[] = ['forward', 'backward', 'both'];
 /** Every main view, in display order. */
-export const mainViews: readonly MainView[] = ['timeline', 'classroom', 'gemm'];
+export const mainViews: readonly MainView[] = ['timeline', 'classroom', 'gemm', 'trace'];
 
 /** The size keys, in display order (each overrides the preset's value). */
 export const sizeKeys = [

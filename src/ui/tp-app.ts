@@ -25,11 +25,17 @@ import './tp-gemm-view.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import './tp-timeline.ts';
+import './tp-trace-view.ts';
 
 /** The settings that change what runs (pass and view only change what is shown). */
 const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0 });
 
-const viewNames: Record<MainView, string> = { timeline: 'Timeline', classroom: 'Classroom', gemm: 'GEMM efficiency' };
+const viewNames: Record<MainView, string> = {
+  timeline: 'Timeline',
+  classroom: 'Classroom',
+  gemm: 'GEMM efficiency',
+  trace: 'Measured trace',
+};
 
 const transportWords: Record<string, string> = {
   'sab-ring': 'the SharedArrayBuffer ring (shared memory + Atomics)',
@@ -236,7 +242,7 @@ export class TpApp extends LitElement {
     const known = (k: string): k is keyof Settings => Object.hasOwn(settings, k);
     this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
-    void this.schedule();
+    if (settings.view !== 'trace') void this.schedule(); // the measured-trace view runs nothing
   }
 
   /** Runs the latest settings; changes made while a run is in flight coalesce into one more run. */
@@ -336,7 +342,7 @@ export class TpApp extends LitElement {
           )}
         </nav>
         <div class="status" role="status" aria-live="polite" data-busy=${String(this.busy)} data-status>
-          ${this.progress || 'starting…'}
+          ${s.view === 'trace' ? 'no layer run in this view' : this.progress || 'starting…'}
         </div>
       </header>
       <div class="layout">
@@ -349,8 +355,12 @@ export class TpApp extends LitElement {
           ></tp-controls>
         </aside>
         <main>
-          ${this.renderBanners(stale)}
-          ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}
+          ${
+            s.view === 'trace'
+              ? html`<tp-trace-view class="card"></tp-trace-view>`
+              : html`${this.renderBanners(stale)}
+                ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}`
+          }
         </main>
       </div>
     `;
