@@ -26,6 +26,11 @@ const controlFields = new Set<string>([
   'overlap',
   'pass',
   'view',
+  'machine',
+  'system',
+  'dtype',
+  'layers',
+  'gpus',
 ]);
 
 /**

@@ -19,6 +19,7 @@ import { runTimeline } from '../ranks/run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import { modeledCommMs } from '../trace/durations.ts';
 import { scheduleStep, type Timeline } from '../trace/schedule.ts';
+import { projectLayer, type Machine } from '../trace/projected-layer.ts';
 
 /** What the page asks for: a configuration, where communication times come from, overlap. */
 export interface RunRequest {
@@ -26,6 +27,11 @@ export interface RunRequest {
   /** 'measured': the in-browser transport of this run; else the alpha-beta model of this link. */
   readonly comm: 'measured' | Interconnect;
   readonly overlap: boolean;
+  /**
+   * A real cluster to project the timeline onto (compute on its GPU, communication on its links);
+   * the rank workers still run the layer here for the oracle and the shapes.
+   */
+  readonly projection?: Machine;
 }
 
 /** What the page shows for one run. */
@@ -91,6 +97,19 @@ export class PlaygroundRunner implements PoolLender {
   }
 
   private async runNow(req: RunRequest): Promise<PlaygroundResult> {
+    const r = await this.runHere(req);
+    const m = req.projection;
+    if (!m) return r;
+    const gpu = m.system.gpu;
+    return {
+      ...r,
+      timeline: projectLayer(r.plan, m, req.overlap),
+      computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each); the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
+      commSource: `projected on ${m.system.intra.label} (alpha-beta ring, ${m.system.collectiveBaseUs} µs NCCL base latency per call), payloads in ${m.dtype}`,
+    };
+  }
+
+  private async runHere(req: RunRequest): Promise<PlaygroundResult> {
     const c = req.config;
     const { plan } = await makePlan(c); // validates before any work
     const link = req.comm === 'measured' ? undefined : req.comm;

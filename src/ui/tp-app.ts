@@ -8,17 +8,12 @@ import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { panelStyles } from './page-style.ts';
 import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
 import { formatMs } from './timeline-format.ts';
-import {
-  commOf,
-  configOf,
-  hashFromSettings,
-  mainViews,
-  settingsFromHash,
-  type MainView,
-  type Settings,
-} from './state.ts';
+import { machineChoice } from './machine-choice.ts';
+import { configOf, hashFromSettings, mainViews, settingsFromHash, type MainView, type Settings } from './state.ts';
 import type { SettingsChangeDetail } from './tp-controls.ts';
 import './tp-classroom.ts';
+import './tp-cluster-panel.ts';
+import './tp-machine-controls.ts';
 import './tp-controls.ts';
 import './tp-exports.ts';
 import './tp-gemm-view.ts';
@@ -28,7 +23,7 @@ import './tp-timeline.ts';
 import './tp-trace-view.ts';
 
 /** The settings that change what runs (pass and view only change what is shown). */
-const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0 });
+const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0, layers: 0, gpus: 0 });
 
 const viewNames: Record<MainView, string> = {
   timeline: 'Timeline',
@@ -195,6 +190,8 @@ export class TpApp extends LitElement {
   @state() private issues: readonly FieldIssue[] = [];
   @state() private notes: readonly FieldIssue[] = [];
   @state() private result: PlaygroundResult | undefined;
+  /** Which machine the shown run's timeline describes (the caption's first words). */
+  @state() private shownMachine = '';
   @state() private runError = '';
   @state() private busy = false;
   @state() private progress = '';
@@ -268,20 +265,22 @@ export class TpApp extends LitElement {
     const v = validateConfig(config);
     this.notes = placeIssues(v.notes); // notes stay by their own control: moving them would shift the controls under the pointer
     const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
-    let comm: ReturnType<typeof commOf> | undefined;
-    try {
-      comm = commOf(s.net);
-    } catch (e) {
-      issues.push({ field: 'net', message: e instanceof Error ? e.message : String(e) });
-    }
+    const machine = machineChoice(s);
+    issues.push(...machine.issues);
     this.issues = issues;
-    if (issues.length || !comm) return; // keep the last good view
+    if (issues.length) return; // keep the last good view
     if (runKey(s) === this.shownKey && this.result) return;
     this.busy = true;
     this.progress = `running t = ${s.tp}${s.sp ? ' with SP' : ''}…`;
     const started = performance.now();
     try {
-      this.result = await this.runner.run({ config, comm, overlap: s.overlap });
+      this.result = await this.runner.run({
+        config,
+        comm: machine.comm,
+        overlap: s.overlap,
+        ...(machine.projection && { projection: machine.projection }),
+      });
+      this.shownMachine = machine.label;
       this.shownKey = runKey(s);
       this.shownHash = hashFromSettings(s);
       this.runError = '';
@@ -353,6 +352,11 @@ export class TpApp extends LitElement {
             .notes=${this.notes}
             @settings-change=${this.onChange}
           ></tp-controls>
+          <tp-machine-controls
+            .settings=${s}
+            .issues=${[...this.hashIssues, ...this.issues]}
+            @settings-change=${this.onChange}
+          ></tp-machine-controls>
         </aside>
         <main>
           ${
@@ -382,7 +386,7 @@ export class TpApp extends LitElement {
     const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
     const transport = r.transport ?? (this.gpu === 'ok' ? chooseTransport() : undefined);
     const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
-    const sources = `compute: ${r.computeSource}. Communication: ${r.commSource}.`;
+    const sources = `Machine: ${this.shownMachine} · compute: ${r.computeSource}. Communication: ${r.commSource}.`;
     return html`
       <section class="card top ${stale ? 'stale' : ''}">
         <div class="totals">
@@ -423,6 +427,16 @@ export class TpApp extends LitElement {
                   .pools=${this.runner}
                 ></tp-gemm-view>`
         }
+      </section>
+      <section class="card ${stale ? 'stale' : ''}">
+        <tp-cluster-panel
+          .config=${configOf(s)}
+          .system=${s.system}
+          .dtype=${s.dtype}
+          .layers=${s.layers}
+          .gpus=${s.gpus}
+          .overlap=${s.overlap}
+        ></tp-cluster-panel>
       </section>
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>

@@ -8,6 +8,7 @@ import { panelStyles } from './page-style.ts';
 import { formatBytes, formatMs } from './timeline-format.ts';
 import type { TraceLoad, TraceReader, TraceReadProgress } from './trace-read.worker.ts';
 import './tp-timeline.ts';
+import './tp-trace-projection.ts';
 import './tp-trace-totals.ts';
 
 /** Kernels drawn at most per window (SVG blocks; the tables count every kernel). */
@@ -197,6 +198,12 @@ export class TpTraceView extends LitElement {
                 caption=${`Measured on the job's GPUs (${[...new Set(load.trace.ranks.flatMap((r) => r.deviceNames))].join(', ') || 'device not recorded'}); ${this.step === 'all' ? 'the whole trace' : `ProfilerStep#${this.step}`}, from ${formatMs(tl.originMs)} on the job clock. Every compute stream shares the compute lane.`}
               ></tp-timeline>
               <tp-trace-totals .trace=${load.trace} .analysis=${load.analysis}></tp-trace-totals>
+              <tp-trace-projection
+                .analysis=${load.analysis}
+                .step=${this.step}
+                .gpus=${load.trace.ranks[0]!.worldSize ?? load.trace.ranks.length}
+                .deviceNames=${[...new Set(load.trace.ranks.flatMap((r) => r.deviceNames))]}
+              ></tp-trace-projection>
               ${
                 notes.length
                   ? html`<h3>Notes</h3>

@@ -51,6 +51,36 @@ test('#view=trace: dropping two ranks (one gzipped) shows both ranks on the time
     // The whole trace: rank 1's second all-reduce [1200,1500) µs is exposed too.
     await page.locator('tp-trace-view select[data-step-select]').selectOption('all');
     await expect.poll(() => page.locator('tp-timeline rect[data-kind="exposed"][data-rank="1"]').count()).toBe(3);
+    // The configuration the job ran, pasted as its Megatron-LM command: the projected step beside the measured one.
+    await page.locator('tp-trace-projection [data-project]').waitFor();
+    await page
+      .locator('tp-trace-projection textarea[data-command]')
+      .fill(
+        'torchrun --nproc-per-node 2 pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 1 --bf16',
+      );
+    expect(await page.locator('tp-trace-projection select[data-system]').inputValue()).toBe('dgx-h100');
+    await page.locator('tp-trace-projection [data-project]').click();
+    const stepRow = page.locator('tp-trace-projection tr[data-what="step"]');
+    await expect.poll(() => stepRow.count(), { timeout: 60_000 }).toBe(1);
+    // Measured: the whole trace's longest span, 1.55 ms (rank 1); projected: a positive step of the model.
+    expect(Number(await stepRow.getAttribute('data-measured-ms'))).toBeCloseTo(1.55, 9);
+    expect(Number(await stepRow.getAttribute('data-projected-ms'))).toBeGreaterThan(0);
+    expect(await page.locator('tp-trace-projection tr[data-collective="allReduce"]').count()).toBe(1);
+    await page.locator('tp-trace-view select[data-step-select]').selectOption('2');
+    await expect.poll(async () => Number(await stepRow.getAttribute('data-measured-ms'))).toBeCloseTo(0.55, 9);
+    await page.screenshot({ path: 'test-results/trace-view-projection.png', fullPage: true });
+    await page
+      .locator('tp-trace-projection textarea[data-command]')
+      .fill('pretrain_gpt.py --hidden-size 1024 --seq-length 512');
+    await page.locator('tp-trace-projection [data-project]').click();
+    await expect
+      .poll(() =>
+        page
+          .locator('tp-trace-projection [data-projection-error]')
+          .innerText()
+          .catch(() => ''),
+      )
+      .toMatch(/no --num-attention-heads/);
     // A malformed file gets a message naming it and what is wrong; the job on screen stays.
     await drop(page, ['truncated.json']);
     await expect
