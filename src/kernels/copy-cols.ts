@@ -2,7 +2,7 @@ import code from '../../shaders/copy-cols.wgsl?raw';
 import type { ColumnBlock } from '../reference/copy-cols.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
-import { formatShape, numel } from './limits.ts';
+import { formatShape, numel } from '../core/shape.ts';
 import { packParams } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 
