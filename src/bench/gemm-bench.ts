@@ -19,8 +19,9 @@ export interface GemmBenchRow extends GemmBenchShape {
   /** What tuning measured, when this run tuned the shape's class (absent when it was decided before or stored). */
   readonly tuning: GemmTuning | undefined;
   readonly gflops: number;
-  readonly naiveGflops: number;
-  readonly speedup: number;
+  /** The naive kernel and the chosen one's speed-up over it (absent when naive was not timed: see `variants`). */
+  readonly naiveGflops?: number;
+  readonly speedup?: number;
   /** Per variant timed (the chosen one and naive; with allVariants all), ms of each timed run. */
   readonly runsMs: Partial<Record<GemmVariant, number[]>>;
   /** With allVariants: the fastest variant at full size and the chosen one's margin to it (0.03 = 3% slower). */
@@ -47,6 +48,8 @@ export interface GemmBenchOptions {
   readonly shapes?: GemmBenchShape[];
   /** Time every variant the adapter supports at full size, not only the chosen one and naive. */
   readonly allVariants?: boolean;
+  /** With allVariants, only these (and always the chosen one): e.g. leave out naive on a busy machine. */
+  readonly variants?: readonly GemmVariant[];
   /** Decisions kept from earlier runs (the CLI's cache file); classes found there are not re-tuned. */
   readonly stored?: StoredGemmChoices;
   /** WebGPU entry point (default navigator.gpu; Dawn's in Node). */
@@ -125,7 +128,9 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
           .join(', ')} GFLOP/s; ${tuning.repeats} repeats, noise ${(100 * tuning.noise).toFixed(1)}%)`,
       );
     const chosen = chosenGemmVariant(device, p);
-    const timed = opts.allVariants ? supportedGemmVariants(device) : [...new Set<GemmVariant>([chosen, 'naive'])];
+    const timed = opts.allVariants
+      ? supportedGemmVariants(device).filter((v) => v === chosen || !opts.variants || opts.variants.includes(v))
+      : [...new Set<GemmVariant>([chosen, 'naive'])];
     const runsMs: Partial<Record<GemmVariant, number[]>> = {};
     for (const v of timed) {
       say(`${s.name}: timing ${v}…`);
@@ -139,8 +144,7 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
       chosen,
       tuning,
       gflops: gf(chosen),
-      naiveGflops: gf('naive'),
-      speedup: gf(chosen) / gf('naive'),
+      ...(runsMs.naive && { naiveGflops: gf('naive'), speedup: gf(chosen) / gf('naive') }),
       runsMs,
       ...(opts.allVariants && { fastest, margin: gf(fastest) / gf(chosen) - 1 }),
     });
