@@ -58,39 +58,48 @@ export interface GemmBenchOptions {
 }
 
 /**
- * Times one variant on one problem: a warm-up (pipeline compile, caches), then `runs` timed runs.
- * With timestamp queries a run is one dispatch's GPU time; without, the wall time of enough
- * back-to-back dispatches to span ≥ 50 ms, divided by their number. Returns ms per dispatch.
+ * Times `variants` on one problem: a warm-up of each (pipeline compile, caches), then `runs`
+ * rounds, each timing every variant once in turn, so that a busy spell on a shared machine slows
+ * them alike. With timestamp queries a run is one dispatch's GPU time; without, the wall time of
+ * enough back-to-back dispatches to span ≥ 50 ms, divided by their number. Returns ms per dispatch.
  */
 async function timeRuns(
   ctx: KernelContext,
   p: GemmProblem,
-  variant: GemmVariant,
+  variants: readonly GemmVariant[],
   runs: number,
   timer: GpuTimer | undefined,
   quantized: { seen: boolean },
-): Promise<number[]> {
+  say: (line: string) => void,
+): Promise<Partial<Record<GemmVariant, number[]>>> {
   const a = createTensor(ctx.device, 'A', [p.M, p.K], randomArray(p.M * p.K, 1));
   const b = createTensor(ctx.device, 'B', [p.K, p.N], randomArray(p.K * p.N, 2));
   const c = createTensor(ctx.device, 'C', [p.M, p.N]);
-  const t0 = performance.now();
-  gemmStrided(ctx, p, a, b, c, undefined, variant);
-  await ctx.flush();
-  const warmMs = performance.now() - t0;
-  const out: number[] = [];
+  const warmMs: Partial<Record<GemmVariant, number>> = {};
+  const out: Partial<Record<GemmVariant, number[]>> = {};
+  for (const v of variants) {
+    const t0 = performance.now();
+    gemmStrided(ctx, p, a, b, c, undefined, v);
+    await ctx.flush();
+    warmMs[v] = performance.now() - t0;
+    out[v] = [];
+  }
   for (let r = 0; r < runs; r++) {
-    if (timer) {
-      timer.start();
-      gemmStrided(ctx, p, a, b, c, undefined, variant);
-      const res = await timer.stop();
-      quantized.seen ||= res.quantized;
-      out.push(res.times[0].ns / 1e6);
-    } else {
-      const reps = Math.max(1, Math.ceil(50 / Math.max(warmMs, 1e-3)));
-      const s = performance.now();
-      for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, variant);
-      await ctx.flush();
-      out.push((performance.now() - s) / reps);
+    say(`${variants.join(', ')}: round ${r + 1} of ${runs}…`);
+    for (const v of variants) {
+      if (timer) {
+        timer.start();
+        gemmStrided(ctx, p, a, b, c, undefined, v);
+        const res = await timer.stop();
+        quantized.seen ||= res.quantized;
+        out[v]!.push(res.times[0].ns / 1e6);
+      } else {
+        const reps = Math.max(1, Math.ceil(50 / Math.max(warmMs[v]!, 1e-3)));
+        const s = performance.now();
+        for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, v);
+        await ctx.flush();
+        out[v]!.push((performance.now() - s) / reps);
+      }
     }
   }
   for (const t of [a, b, c]) t.buffer.destroy();
@@ -131,11 +140,7 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
     const timed = opts.allVariants
       ? supportedGemmVariants(device).filter((v) => v === chosen || !opts.variants || opts.variants.includes(v))
       : [...new Set<GemmVariant>([chosen, 'naive'])];
-    const runsMs: Partial<Record<GemmVariant, number[]>> = {};
-    for (const v of timed) {
-      say(`${s.name}: timing ${v}…`);
-      runsMs[v] = await timeRuns(ctx, p, v, runs, timer, quantized);
-    }
+    const runsMs = await timeRuns(ctx, p, timed, runs, timer, quantized, (l) => say(`${s.name}: ${l}`));
     const flops = gemmFlops(p);
     const gf = (v: GemmVariant): number => flops / median(runsMs[v]!) / 1e6;
     const fastest = timed.reduce((a, b) => (gf(b) > gf(a) ? b : a));
