@@ -9,12 +9,23 @@ import { parseInterconnect } from '../src/model/interconnect.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
 import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '../src/parallel/config-parse.ts';
 import { validateConfig } from '../src/parallel/validate.ts';
+import { budgetRun, memoryBudget } from '../src/model/budget.ts';
 import { printSweep } from './sweep-print.ts';
+import { checkOutputPaths } from './output-path.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
        [--net pcie-gen3|nvlink-a100|nvswitch-h100|custom:<alpha µs>:<GB/s>] [--json] [--trace FILE]
+       [--dump FILE]   (weights, inputs, output, loss, gradients as .safetensors; FILE.tp<t>.safetensors for several t)
        [--skip-sp-norm-grad-allreduce]   (demonstration: with --sp the oracle then flags dg1, dg2)`;
+
+/** FILE itself for one degree; else FILE with .tp<t>[-sp] before its extension. */
+function dumpFile(file: string, c: LayerConfig, degrees: number): string {
+  if (degrees === 1) return file;
+  const dot = file.lastIndexOf('.');
+  const [stem, ext] = dot > file.lastIndexOf('/') ? [file.slice(0, dot), file.slice(dot)] : [file, '.safetensors'];
+  return `${stem}.tp${c.tp}${c.sp ? '-sp' : ''}${ext}`;
+}
 
 function fail(message: string): never {
   process.stderr.write(`sweep: ${message}\n${usage}\n`);
@@ -36,6 +47,7 @@ const options = {
   net: { type: 'string', default: 'pcie-gen3' },
   json: { type: 'boolean', default: false },
   trace: { type: 'string' },
+  dump: { type: 'string' },
   'skip-sp-norm-grad-allreduce': { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
 } as const;
@@ -65,10 +77,18 @@ try {
 } catch (e) {
   fail((e as Error).message);
 }
-const invalid = configs.map((c) => ({ c, v: validateConfig(c) })).filter(({ v }) => !v.ok);
-if (invalid.length) {
-  for (const { c, v } of invalid)
-    for (const e of v.errors) process.stderr.write(`sweep: t=${c.tp}${c.sp ? ' SP' : ''}: ${e.message}\n`);
+// Output files first: a run that would end in a failed write does not start.
+checkOutputPaths('sweep', { '--trace': values.trace });
+
+// Memory is checked against the page's default budget and WebGPU's guaranteed buffer limits (model/budget.ts).
+const budget = memoryBudget(undefined);
+const refused = configs.map((c) => {
+  const v = validateConfig(c);
+  return { c, errors: v.ok ? budgetRun(c, budget).errors : v.errors };
+});
+if (refused.some(({ errors }) => errors.length)) {
+  for (const { c, errors } of refused)
+    for (const e of errors) process.stderr.write(`sweep: t=${c.tp}${c.sp ? ' SP' : ''}: ${e.message}\n`);
   process.exit(2);
 }
 
@@ -77,7 +97,7 @@ const { runInBrowser } = await import('./browser-run.ts');
 const report = await runInBrowser<SweepReport>(
   '/src/bench/sweep.ts',
   'runSweep',
-  { configs, net: values.net, trace: !!values.trace },
+  { configs, net: values.net, trace: !!values.trace, dump: !!values.dump },
   {
     onProgress: (line) => process.stderr.write(`${line}\n`),
   },
@@ -86,6 +106,14 @@ if (values.trace) {
   writeFileSync(values.trace, JSON.stringify(report.trace ?? {}));
   process.stderr.write(`trace written to ${values.trace} (open it in ui.perfetto.dev or chrome://tracing)\n`);
 }
-if (values.json) console.log(JSON.stringify({ ...report, trace: undefined }, null, 2));
+if (values.dump) {
+  for (const d of report.degrees) {
+    const file = dumpFile(values.dump, d.config, report.degrees.length);
+    writeFileSync(file, Buffer.from(d.safetensors ?? '', 'base64'));
+    process.stderr.write(`tensors of t=${d.config.tp}${d.config.sp ? ' SP' : ''} written to ${file}\n`);
+  }
+}
+const degrees = report.degrees.map((d) => ({ ...d, safetensors: undefined }));
+if (values.json) console.log(JSON.stringify({ ...report, degrees, trace: undefined }, null, 2));
 else printSweep(report);
 process.exit(report.degrees.every((d) => d.oracle.pass) ? 0 : 1);

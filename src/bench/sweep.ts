@@ -15,6 +15,9 @@ import {
 } from '../ranks/layer-run.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
+import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
+import { stepInputs } from '../parallel/step-data.ts';
+import { encodeSafetensors } from '../trace/safetensors.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {
@@ -47,6 +50,8 @@ export interface SweepDegree {
   readonly transport: string;
   readonly oracle: { readonly pass: boolean; readonly worst: OracleEntry; readonly entries: OracleEntry[] };
   readonly cpuOracle?: { readonly pass: boolean; readonly worst: OracleEntry };
+  /** Why the CPU twins did not run, when they did not. */
+  readonly cpuSkipped?: string;
   readonly loss?: number;
   readonly timing: { readonly method: string; readonly quantized: boolean };
   readonly gemms: SweepGemm[];
@@ -55,6 +60,8 @@ export interface SweepDegree {
   readonly computeMs: number[];
   /** The step scheduled from the measured kernel times with comm measured here and modeled on `net`. */
   readonly timelines: SweepTimeline[];
+  /** With `dump`: the run's tensors as a .safetensors file, base64 (see layerTensors). */
+  readonly safetensors?: string;
 }
 
 /** Exposed communication of one scheduled step (ms): per rank, and the step time (slowest rank). */
@@ -82,6 +89,8 @@ export interface SweepArgs {
   readonly configs: LayerConfig[];
   readonly net?: string;
   readonly trace?: boolean;
+  /** Also return each degree's weights, inputs, outputs and gradients as .safetensors (base64). */
+  readonly dump?: boolean;
   readonly onProgress?: (line: string) => void;
   /**
    * Cancels the sweep; runSweep rejects with the signal's reason. Its own pool is disposed at once;
@@ -141,6 +150,7 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     transport: run.transport,
     oracle: { pass: run.oracle.pass, worst: run.oracle.worst, entries: run.oracle.entries },
     cpuOracle: run.cpuOracle && { pass: run.cpuOracle.pass, worst: run.cpuOracle.worst },
+    cpuSkipped: run.cpuSkipped,
     loss: run.loss,
     timing: { method: run.computeTimes[0]?.method ?? 'none', quantized: run.computeTimes.some((t) => t.quantized) },
     gemms,
@@ -195,7 +205,8 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
         run = await runOn(pool);
       }
       args.signal?.throwIfAborted();
-      degrees.push(summarizeRun(run, args.net));
+      const degree = summarizeRun(run, args.net);
+      degrees.push(args.dump ? { ...degree, safetensors: safetensorsBase64(run) } : degree);
       if (args.trace) traces.push(degreeTrace(run, args.net, i));
     }
   } catch (e) {
@@ -214,6 +225,15 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
     degrees,
     trace: args.trace ? mergeTraces(traces) : undefined,
   };
+}
+
+/** The run's tensors as a .safetensors file in base64 (bytes cannot cross page.evaluate as they are). */
+function safetensorsBase64(run: LayerRun): string {
+  const c = run.config;
+  const bytes = encodeSafetensors(layerTensors(c, stepInputs(c), run.output), layerTensorsMetadata(c));
+  let bin = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
 }
 
 /** One degree's modeled timeline (measured comm without a net) as Perfetto processes "t=… rank r". */

@@ -2,7 +2,7 @@
  * The classroom's training text: the opening of "The Frog King, or Iron Henry" by the Brothers
  * Grimm (Kinder- und Hausmärchen no. 1, 1812), after Margaret Hunt's English translation of 1884
  * (public domain), written out from memory for this project, so its wording may differ from the
- * printed text in places. About 3.6 kB: enough for a character-level model to find English's
+ * printed text in places. About 4.1 kB: enough for a character-level model to find English's
  * letter and pair statistics in a few dozen steps.
  */
 export const trainText = `In olden times when wishing still helped one, there lived a king whose daughters were all beautiful, but the youngest was so beautiful that the sun itself, which has seen so much, was astonished whenever it shone in her face. Close by the king's castle lay a great dark forest, and under an old lime tree in the forest was a well, and when the day was very warm, the king's child went out into the forest and sat down by the side of the cool fountain, and when she was bored she took a golden ball, and threw it up on high and caught it, and this ball was her favourite plaything.

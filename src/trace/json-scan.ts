@@ -83,13 +83,12 @@ export class TraceScanner {
     const b = this.buf;
     let i = this.pos;
     for (; i < b.length; i++) {
-      const c = b.charCodeAt(i);
       if (this.inStr) {
-        if (this.esc) this.esc = false;
-        else if (c === 0x5c) this.esc = true;
-        else if (c === 0x22) this.inStr = false;
+        i = this.stringEnd(i);
+        if (i >= b.length) break;
         continue;
       }
+      const c = b.charCodeAt(i);
       if (c === 0x22) this.inStr = true;
       else if (c === 0x7b || c === 0x5b) this.capDepth++;
       else if (c === 0x7d || c === 0x5d) {
@@ -99,6 +98,30 @@ export class TraceScanner {
     }
     this.pos = i;
     return i < b.length;
+  }
+
+  /**
+   * Inside a string from `i`: the index of its closing quote (and the string is left), or
+   * b.length when the buffer ends first (remembering a pending backslash). Jumps quote to quote.
+   */
+  private stringEnd(i: number): number {
+    const b = this.buf;
+    if (this.esc) {
+      this.esc = false;
+      i++;
+    }
+    for (let q = b.indexOf('"', i); q >= 0; q = b.indexOf('"', q + 1)) {
+      let k = q - 1;
+      while (k >= i && b.charCodeAt(k) === 0x5c) k--;
+      if ((q - 1 - k) % 2 === 0) {
+        this.inStr = false;
+        return q;
+      }
+    }
+    let k = b.length - 1;
+    while (k >= i && b.charCodeAt(k) === 0x5c) k--;
+    this.esc = (b.length - 1 - k) % 2 === 1;
+    return b.length;
   }
 
   private startCapture(): void {

@@ -4,7 +4,7 @@
 // ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "user_annotation", "gpu_user_annotation", …).
 import { ScanError, TraceScanner, type ScanSink } from './json-scan.ts';
 import type { GpuSlice, GpuWork, ProcessGroupInfo, StepMark } from './kineto-types.ts';
-import { isNcclKernel, ncclCall } from './nccl-kernel.ts';
+import { isNcclKernel, ncclArgKeys, ncclCall, type NcclCall } from './nccl-kernel.ts';
 
 /** A trace that cannot be used; the message names the file, what is missing and what to do. */
 export class TraceImportError extends Error {}
@@ -62,6 +62,8 @@ const int = (v: unknown): number | undefined => {
 export class KinetoReader implements ScanSink {
   private readonly scanner = new TraceScanner(this);
   private readonly names = new Map<string, string>();
+  /** Equal NCCL calls share one object (a step repeats the same few collectives). */
+  private readonly calls = new Map<string, NcclCall>();
   private readonly launches = new Map<number, number>();
   private readonly cpuSteps: { step: number; t0: number; t1: number }[] = [];
   private readonly gpuSteps: { step: number; t0: number; t1: number }[] = [];
@@ -158,10 +160,17 @@ export class KinetoReader implements ScanSink {
       name: interned,
       t0: ts,
       t1: ts + dur,
-      ...(nccl && { nccl: ncclCall(name, args) }),
+      ...(nccl && { nccl: this.call(interned, args) }),
       ...(work !== 'compute' && bytes !== undefined && { bytes }),
       ...(corr !== undefined && { corr }),
     });
+  }
+
+  private call(name: string, args: Record<string, unknown> | undefined): NcclCall {
+    const key = `${name}\u0000${ncclArgKeys.map((k) => String(args?.[k] ?? '')).join('\u0000')}`;
+    let c = this.calls.get(key);
+    if (!c) this.calls.set(key, (c = ncclCall(name, args)));
+    return c;
   }
 
   /** Ends the file: checks it is a Kineto trace with GPU kernels and assigns slices to steps. */

@@ -139,6 +139,21 @@ export function parseNcclKernelName(name: string): Omit<NcclCall, 'bytes' | 'inE
   };
 }
 
+/** The args `ncclCall` reads: calls with equal name and equal values of these are equal. */
+export const ncclArgKeys = [
+  'Collective name',
+  'In msg nelems',
+  'Out msg nelems',
+  'Group size',
+  'dtype',
+  'Process Group Name',
+  'Process Group Description',
+  'Process Group Ranks',
+] as const;
+
+/** Parsed kernel names (a trace repeats a few names many times); bounded by the distinct names of the traces read. */
+const byName = new Map<string, ReturnType<typeof parseNcclKernelName>>();
+
 const num = (v: unknown): number | undefined =>
   typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -149,7 +164,8 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
  * Kineto's output_json.cpp from the linked `record_param_comms` op) win over the name where both speak.
  */
 export function ncclCall(name: string, args: Readonly<Record<string, unknown>> | undefined): NcclCall {
-  const fromName = parseNcclKernelName(name);
+  let fromName = byName.get(name);
+  if (!fromName) byName.set(name, (fromName = parseNcclKernelName(name)));
   const a = args ?? {};
   const torchName = str(a['Collective name']);
   const fromArgs = torchName ? collectiveFromTorchName(torchName) : 'unknown';

@@ -102,16 +102,10 @@ function dgradRow(d: ClassroomRankData): BlockRow {
   const [h] = rc(d.w1Gate);
   return gemmRow(
     d.rank,
-    { label: `dY${sub(d.rank)} (gate | up)`, dims: '[s, 2f/t]', rows: s, cols: 2 * f, rank: d.rank },
-    { label: `W₁${sub(d.rank)}ᵀ`, dims: '[2f/t, h]', rows: 2 * f, cols: h, rank: d.rank },
-    block(`dX${sub(d.rank)} partial`, '[s, h]', d.dxPartial, d.rank),
+    { label: 'dY (gate | up)', dims: '[s, 2f/t]', rows: s, cols: 2 * f, rank: d.rank },
+    { label: 'W₁ᵀ', dims: '[2f/t, h]', rows: 2 * f, cols: h, rank: d.rank },
+    block('dX partial', '[s, h]', d.dxPartial, d.rank),
   );
-}
-
-const subs = '₀₁₂₃₄₅₆₇₈₉';
-/** r as subscript digits (rank 12 → ₁₂). */
-export function sub(r: number): string {
-  return [...String(r)].map((ch) => subs[Number(ch)]).join('');
 }
 
 /**
@@ -131,8 +125,8 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
             rank: d.rank,
             terms: [
               block('X (copy)', '[s, h]', d.xFull, d.rank),
-              block(`W₁ gate${sub(d.rank)}`, '[h, f/t]', d.w1Gate, d.rank),
-              block(`W₁ up${sub(d.rank)}`, '[h, f/t]', d.w1Up, d.rank),
+              block('W₁ gate', '[h, f/t]', d.w1Gate, d.rank),
+              block('W₁ up', '[h, f/t]', d.w1Up, d.rank),
             ],
           })),
         },
@@ -146,8 +140,8 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
             gemmRow(
               d.rank,
               block('X', '[s, h]', d.xFull, d.rank),
-              block(`W₁ gate${sub(d.rank)}`, '[h, f/t]', d.w1Gate, d.rank),
-              block(`Y gate${sub(d.rank)}`, '[s, f/t]', d.yGate, d.rank),
+              block('W₁ gate', '[h, f/t]', d.w1Gate, d.rank),
+              block('Y gate', '[s, f/t]', d.yGate, d.rank),
             ),
           ),
         },
@@ -160,11 +154,11 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
           rows: R.map((d) => ({
             rank: d.rank,
             terms: [
-              block(`silu(Y gate${sub(d.rank)})`, '[s, f/t]', d.yGate, d.rank),
+              block('silu(Y gate)', '[s, f/t]', d.yGate, d.rank),
               '⊙',
-              block(`Y up${sub(d.rank)}`, '[s, f/t]', d.yUp, d.rank),
+              block('Y up', '[s, f/t]', d.yUp, d.rank),
               '→',
-              block(`A${sub(d.rank)}`, '[s, f/t]', d.act, d.rank),
+              block('A', '[s, f/t]', d.act, d.rank),
             ],
           })),
         },
@@ -177,9 +171,9 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
           rows: R.map((d) =>
             gemmRow(
               d.rank,
-              block(`A${sub(d.rank)}`, '[s, f/t]', d.act, d.rank),
-              block(`W₂${sub(d.rank)}`, '[f/t, h]', d.w2, d.rank),
-              block(`Z${sub(d.rank)} partial`, '[s, h]', d.zPartial, d.rank),
+              block('A', '[s, f/t]', d.act, d.rank),
+              block('W₂', '[f/t, h]', d.w2, d.rank),
+              block('Z partial', '[s, h]', d.zPartial, d.rank),
             ),
           ),
         },
@@ -200,10 +194,7 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
           title: 'Outside the TP region each rank keeps s/t tokens',
           rows: S.map((d) => ({
             rank: d.rank,
-            terms: [
-              block(`X shard${sub(d.rank)}`, '[s/t, h]', d.x, d.rank),
-              block(`Z shard${sub(d.rank)}`, '[s/t, h]', d.z, d.rank),
-            ],
+            terms: [block('X shard', '[s/t, h]', d.x, d.rank), block('Z shard', '[s/t, h]', d.z, d.rank)],
           })),
         },
         ring('All-gather before W₁: [s/t, h] → [s, h]', 'all-gather', runs),

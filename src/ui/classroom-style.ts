@@ -66,8 +66,9 @@ export const classroomStyles = css`
   }
   .figures {
     display: flex;
-    flex-direction: column;
-    gap: 18px;
+    flex-wrap: wrap;
+    align-items: flex-start;
+    gap: 18px 40px;
     margin: 4px 0 10px;
   }
   .switch {

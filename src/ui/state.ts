@@ -9,13 +9,25 @@ import {
 } from '../parallel/config.ts';
 import { parsePreset, parseSwitch, parseWhole } from '../parallel/config-parse.ts';
 import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
-import { quoted } from '../util/quote.ts';
+import { quoted } from '../core/quote.ts';
+import { parseDtype, type TrainDtype } from '../model/dtype.ts';
+import { defaultSystem, parseSystem } from '../model/systems.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
 
+/**
+ * Which machine the timeline describes: a real cluster (compute projected on the system's GPU,
+ * communication on its links), this browser as the cluster (compute and transport measured
+ * here), or the custom mix (compute measured here, communication on the modeled `net` link).
+ */
+export type MachineMode = 'cluster' | 'browser' | 'custom';
+
+/** Every machine mode, in display order. */
+export const machineModes: readonly MachineMode[] = ['cluster', 'browser', 'custom'];
+
 /** Which main view the page shows ('classroom' and 'gemm' come with a later issue). */
-export type MainView = 'timeline' | 'classroom' | 'gemm';
+export type MainView = 'timeline' | 'classroom' | 'gemm' | 'trace';
 
 /**
  * Everything the page shows, as the URL hash holds it. `net` is 'measured' (the in-browser
@@ -33,6 +45,15 @@ export interface Settings extends ModelSizes {
   readonly view: MainView;
   /** The classroom's step, 1-based (`#view=classroom&step=5` opens step 5); clamped to the steps there are. */
   readonly step: number;
+  readonly machine: MachineMode;
+  /** A system of the catalog (src/model/systems.ts) or custom:<gpu>:<per node>:<α µs>:<GB/s>. */
+  readonly system: string;
+  /** The projected training format (the WebGPU run is always fp32). */
+  readonly dtype: TrainDtype;
+  /** L: transformer layers of the projected model. */
+  readonly layers: number;
+  /** N: the GPU budget of the cluster panel (t × DP = N). */
+  readonly gpus: number;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -50,7 +71,7 @@ export interface ParsedHash {
 /** Every pass view, in display order. */
 export const passViews: readonly PassView[] = ['forward', 'backward', 'both'];
 /** Every main view, in display order. */
-export const mainViews: readonly MainView[] = ['timeline', 'classroom', 'gemm'];
+export const mainViews: readonly MainView[] = ['timeline', 'classroom', 'gemm', 'trace'];
 
 /** The size keys, in display order (each overrides the preset's value). */
 export const sizeKeys = [
@@ -80,6 +101,11 @@ export const defaultSettings: Settings = {
   pass: 'both',
   view: 'timeline',
   step: 1,
+  machine: 'cluster',
+  system: defaultSystem,
+  dtype: 'fp16',
+  layers: 12,
+  gpus: 8,
 };
 
 /** Every key the hash understands. */
@@ -94,6 +120,11 @@ export const hashKeys = [
   'pass',
   'view',
   'step',
+  'machine',
+  'system',
+  'dtype',
+  'layers',
+  'gpus',
 ] as const;
 
 function parseChoice<T extends string>(key: string, text: string, choices: readonly T[]): T {
@@ -165,6 +196,11 @@ export function settingsFromHash(hash: string): ParsedHash {
       pass: read('pass', (t) => parseChoice('pass', t, passViews), defaultSettings.pass),
       view: read('view', (t) => parseChoice('view', t, mainViews), defaultSettings.view),
       step: read('step', (t) => parseWhole('step', t, 1), defaultSettings.step),
+      machine: read('machine', (t) => parseChoice('machine', t, machineModes), defaultSettings.machine),
+      system: read('system', (t) => (parseSystem(t), t), defaultSettings.system),
+      dtype: read('dtype', parseDtype, defaultSettings.dtype),
+      layers: read('layers', (t) => parseWhole('layers', t, 1), defaultSettings.layers),
+      gpus: read('gpus', (t) => parseWhole('gpus', t, 1), defaultSettings.gpus),
     },
     messages,
   };
@@ -186,6 +222,9 @@ export function hashFromSettings(s: Settings): string {
   p.set('pass', s.pass);
   p.set('view', s.view);
   if (s.step !== defaultSettings.step) p.set('step', String(s.step)); // the classroom's slide: only in links that use it
+  // The machine (issue 9): only where it differs from the default (the seeds' 8×V100 PCIe box, fp16, 12 layers, 8 GPUs).
+  for (const k of ['machine', 'system', 'dtype', 'layers', 'gpus'] as const)
+    if (s[k] !== defaultSettings[k]) p.set(k, String(s[k]));
   // URLSearchParams escapes ':' in custom:α:B; keep it readable (':' is legal in a fragment).
   return `#${p.toString().replace(/%3A/gi, ':')}`;
 }

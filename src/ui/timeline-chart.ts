@@ -1,9 +1,11 @@
 // The D3 part of <tp-timeline>: draws lanes and blocks into an SVG, zooms the time axis, shows a tooltip.
 import * as d3 from 'd3';
-import type { Timeline } from '../trace/schedule.ts';
+import { measuredLabels, measuredTooltip } from './measured-format.ts';
 import { formatMs, labelCandidates, tooltipLines } from './timeline-format.ts';
 import {
   fitLabel,
+  passOf,
+  rankIdsOf,
   laneBlocks,
   laneLayout,
   phaseSpans,
@@ -11,6 +13,8 @@ import {
   shownSpan,
   shownTotals,
   visibleRange,
+  type ChartEvent,
+  type ChartTimeline,
   type Lane,
   type PhaseView,
   type ViewBlock,
@@ -37,7 +41,10 @@ const lineH = fontPx.block + 2;
 
 let nextId = 0;
 
-/** Draws one Timeline into `svgEl`; zoom and pan change only transforms and the visible labels. */
+const labelsOf = (e: ChartEvent): string[][] => ('slice' in e ? measuredLabels(e) : labelCandidates(e));
+const tooltipOf = (e: ChartEvent): string[] => ('slice' in e ? measuredTooltip(e) : tooltipLines(e));
+
+/** Draws one Timeline (or measured window) into `svgEl`; zoom and pan change only transforms and the visible labels. */
 export class TimelineChart {
   private readonly svg: d3.Selection<SVGSVGElement, unknown, null, undefined>;
   private readonly id = `tl${nextId++}`;
@@ -75,7 +82,7 @@ export class TimelineChart {
   }
 
   /** Redraws everything for `tl` (the shown pass only) at `width` px; the zoom is reset. */
-  draw(tl: Timeline | undefined, phase: PhaseView, width: number): void {
+  draw(tl: ChartTimeline | undefined, phase: PhaseView, width: number): void {
     this.svg.selectAll('*').remove();
     this.flat = [];
     this.kb = 0;
@@ -89,7 +96,7 @@ export class TimelineChart {
     const span = shownSpan(tl, phase);
     this.end = span;
     this.spans = phaseSpans(events);
-    const layout = laneLayout(tl.ranks);
+    const layout = laneLayout(rankIdsOf(tl));
     this.lanes = layout.lanes;
     this.lanesH = layout.height;
     const right = totalsWidth(width);
@@ -229,12 +236,15 @@ export class TimelineChart {
           .attr('data-rank', b.rank)
           .attr('data-kind', b.kind)
           .attr('data-op', b.event.op)
-          .attr('data-phase', b.event.phase)
+          .attr('data-phase', passOf(b.event) ?? null)
           .attr('x', x(b.t0))
           .attr('width', w)
           .attr('height', lane.height);
         if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
-        else r.attr('fill', b.kind === 'compute' ? computeFill(b.event.phase, j) : blockFill.comm[b.event.phase]);
+        else {
+          const pass = passOf(b.event) ?? 'forward'; // a measured kernel has no pass: the forward shades
+          r.attr('fill', b.kind === 'compute' ? computeFill(pass, j) : blockFill.comm[pass]);
+        }
         if (b.kind !== 'compute') this.thin.push({ el: r.node()!, w });
       });
     }
@@ -288,7 +298,7 @@ export class TimelineChart {
         const w = Math.min(zx(b.t1), this.plotW) - a;
         if (w < minLabelPx) continue;
         let cands = this.candidates.get(b);
-        if (!cands) this.candidates.set(b, (cands = labelCandidates(b.event)));
+        if (!cands) this.candidates.set(b, (cands = labelsOf(b.event)));
         const lines = fitLabel(cands, w, lane.height - 4, lineH, this.measure);
         if (lines === null) continue;
         const fill = b.kind === 'compute' ? '#fff' : '#111';
@@ -365,7 +375,7 @@ export class TimelineChart {
       this.tip.hidden = true;
       return;
     }
-    const lines = tooltipLines(b.event);
+    const lines = tooltipOf(b.event);
     if (b.kind === 'exposed')
       lines.splice(
         1,

@@ -1,6 +1,23 @@
 // Geometry and selection of the timeline (pure, no DOM): lanes, the shown pass, totals, culling, label fit.
 import type { BlockKind } from '../trace/blocks.ts';
+import type { MeasuredEvent, MeasuredTimeline } from '../trace/measured-timeline.ts';
+import type { OpPhase } from '../parallel/plan-types.ts';
 import type { ScheduledEvent, Timeline } from '../trace/schedule.ts';
+
+/** What the timeline draws: a scheduled step of the playground, or a window of a measured (Kineto) job. */
+export type ChartTimeline = Timeline | MeasuredTimeline;
+/** An event of either. */
+export type ChartEvent = ScheduledEvent | MeasuredEvent;
+
+/** The pass of an event; undefined for measured kernels (a profiler trace does not record it). */
+export function passOf(e: ChartEvent): OpPhase | undefined {
+  return 'phase' in e ? e.phase : undefined;
+}
+
+/** The rank of every lane pair, in order: 0…t−1 for a scheduled step, the loaded ranks for a measured job. */
+export function rankIdsOf(tl: ChartTimeline): readonly number[] {
+  return 'measured' in tl ? tl.rankIds : Array.from({ length: tl.ranks }, (_, r) => r);
+}
 
 /** Which pass the timeline shows. */
 export type PhaseView = 'forward' | 'backward' | 'both';
@@ -29,12 +46,16 @@ export interface LaneSizes {
 /** Default lane sizes: a compute block holds two 13 px lines (name over shape) on a projector. */
 export const defaultLaneSizes: LaneSizes = { compute: 40, comm: 26, innerGap: 3, rankGap: 14 };
 
-/** Lanes of `ranks` ranks in order rank 0 compute, rank 0 comm, rank 1 compute, …; and their total height, px. */
-export function laneLayout(ranks: number, sizes: LaneSizes = defaultLaneSizes): { lanes: Lane[]; height: number } {
+/** Lanes of `ranks` ranks (a count, or the rank ids) in order rank 0 compute, rank 0 comm, rank 1 compute, …; and their total height, px. */
+export function laneLayout(
+  ranks: number | readonly number[],
+  sizes: LaneSizes = defaultLaneSizes,
+): { lanes: Lane[]; height: number } {
   const lanes: Lane[] = [];
+  const ids = typeof ranks === 'number' ? Array.from({ length: ranks }, (_, r) => r) : ranks;
   let y = 0;
-  for (let rank = 0; rank < ranks; rank++) {
-    if (rank > 0) y += sizes.rankGap;
+  for (const [i, rank] of ids.entries()) {
+    if (i > 0) y += sizes.rankGap;
     lanes.push({ rank, kind: 'compute', y, height: sizes.compute });
     y += sizes.compute + sizes.innerGap;
     lanes.push({ rank, kind: 'comm', y, height: sizes.comm });
@@ -50,19 +71,20 @@ export interface ViewBlock {
   readonly lane: LaneKind;
   readonly t0: number;
   readonly t1: number;
-  readonly event: ScheduledEvent;
+  readonly event: ChartEvent;
 }
 
-/** Events of the shown pass. */
-export function shownEvents(tl: Timeline, phase: PhaseView): ScheduledEvent[] {
-  return phase === 'both' ? [...tl.events] : tl.events.filter((e) => e.phase === phase);
+/** Events of the shown pass (a measured job has no passes: all its events, or none for one pass). */
+export function shownEvents(tl: ChartTimeline, phase: PhaseView): ChartEvent[] {
+  const events: readonly ChartEvent[] = tl.events;
+  return phase === 'both' ? [...events] : events.filter((e) => passOf(e) === phase);
 }
 
 /**
  * Blocks of the shown events, per lane and sorted by t0 (the order `visibleRange` needs): key
  * "rank:lane". Exposed parts sit in the comm lane after the comm blocks (drawn on top).
  */
-export function laneBlocks(events: readonly ScheduledEvent[]): Map<string, ViewBlock[]> {
+export function laneBlocks(events: readonly ChartEvent[]): Map<string, ViewBlock[]> {
   const out = new Map<string, ViewBlock[]>();
   const push = (key: string, b: ViewBlock): void => {
     const list = out.get(key);
@@ -92,8 +114,8 @@ export interface ShownTotals {
  * pass, sums over its events (each rank's compute ops run back to back and its collectives one
  * after another, so sums equal unions).
  */
-export function shownTotals(tl: Timeline, phase: PhaseView): ShownTotals[] {
-  if (phase === 'both')
+export function shownTotals(tl: ChartTimeline, phase: PhaseView): ShownTotals[] {
+  if (phase === 'both' || 'measured' in tl)
     return tl.totals.map(({ rank, computeMs, commMs, exposedMs, endMs }) => ({
       rank,
       computeMs,
@@ -115,8 +137,8 @@ export function shownTotals(tl: Timeline, phase: PhaseView): ShownTotals[] {
 }
 
 /** The shown span [t0, t1] in ms, the end of the shown pass and the rank that ends last (the lowest on ties). */
-export function shownSpan(tl: Timeline, phase: PhaseView): { t0: number; t1: number; endRank: number } {
-  if (phase === 'both') return { t0: 0, t1: tl.stepMs, endRank: tl.slowestRank };
+export function shownSpan(tl: ChartTimeline, phase: PhaseView): { t0: number; t1: number; endRank: number } {
+  if (phase === 'both' || 'measured' in tl) return { t0: 0, t1: tl.stepMs, endRank: tl.slowestRank };
   const evs = shownEvents(tl, phase);
   if (evs.length === 0) return { t0: 0, t1: 0, endRank: 0 };
   const t0 = Math.min(...evs.map((e) => e.t0));
@@ -126,12 +148,10 @@ export function shownSpan(tl: Timeline, phase: PhaseView): { t0: number; t1: num
 }
 
 /** Forward and backward spans over all ranks, ms (for the phase bands); a pass without events is left out. */
-export function phaseSpans(
-  events: readonly ScheduledEvent[],
-): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
+export function phaseSpans(events: readonly ChartEvent[]): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
   const spans: { phase: 'forward' | 'backward'; t0: number; t1: number }[] = [];
   for (const phase of ['forward', 'backward'] as const) {
-    const evs = events.filter((e) => e.phase === phase);
+    const evs = events.filter((e) => passOf(e) === phase);
     if (evs.length) spans.push({ phase, t0: Math.min(...evs.map((e) => e.t0)), t1: Math.max(...evs.map((e) => e.t1)) });
   }
   return spans;

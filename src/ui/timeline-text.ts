@@ -53,7 +53,7 @@ export function drawTotals(
     .attr('font-weight', 700)
     .text(`step ${formatMs(end.t1)} (rank ${end.endRank})`);
   for (const lane of lanes) {
-    const tot = totals[lane.rank];
+    const tot = totals.find((x) => x.rank === lane.rank);
     if (!tot) continue;
     const t = g
       .append('text')

@@ -2,34 +2,45 @@
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { enableWebGpuHint } from '../kernels/adapter.ts';
+import { budgetRun, memoryBudget, type MemoryBudget } from '../model/budget.ts';
 import { legalTpDegrees, validateConfig } from '../parallel/validate.ts';
 import { chooseTransport } from '../ranks/transport.ts';
 import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { panelStyles } from './page-style.ts';
 import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
 import { formatMs } from './timeline-format.ts';
+import { machineChoice } from './machine-choice.ts';
+import { presets } from '../parallel/config.ts';
 import {
-  commOf,
   configOf,
   hashFromSettings,
   mainViews,
   settingsFromHash,
+  sizeKeys,
   type MainView,
   type Settings,
 } from './state.ts';
 import type { SettingsChangeDetail } from './tp-controls.ts';
 import './tp-classroom.ts';
+import './tp-cluster-panel.ts';
+import './tp-machine-controls.ts';
 import './tp-controls.ts';
 import './tp-exports.ts';
 import './tp-gemm-view.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import './tp-timeline.ts';
+import './tp-trace-view.ts';
 
 /** The settings that change what runs (pass and view only change what is shown). */
-const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0 });
+const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0, layers: 0, gpus: 0 });
 
-const viewNames: Record<MainView, string> = { timeline: 'Timeline', classroom: 'Classroom', gemm: 'GEMM efficiency' };
+const viewNames: Record<MainView, string> = {
+  timeline: 'Timeline',
+  classroom: 'Classroom',
+  gemm: 'GEMM efficiency',
+  trace: 'Measured trace',
+};
 
 const transportWords: Record<string, string> = {
   'sab-ring': 'the SharedArrayBuffer ring (shared memory + Atomics)',
@@ -189,6 +200,8 @@ export class TpApp extends LitElement {
   @state() private issues: readonly FieldIssue[] = [];
   @state() private notes: readonly FieldIssue[] = [];
   @state() private result: PlaygroundResult | undefined;
+  /** Which machine the shown run's timeline describes (the caption's first words). */
+  @state() private shownMachine = '';
   @state() private runError = '';
   @state() private busy = false;
   @state() private progress = '';
@@ -203,18 +216,27 @@ export class TpApp extends LitElement {
     if (this.busy) this.progress = line;
   });
   private readonly onHash = (): void => this.apply();
+  /** Aborts the run in flight (at its next phase) when the settings change what runs. */
+  private inFlight: { key: string; abort: AbortController } | undefined;
+  /** Checked before every run: the page budget and (once probed) this adapter's buffer limits. */
+  private budget: MemoryBudget = memoryBudget((navigator as { deviceMemory?: number }).deviceMemory);
+
   /** What this browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
   @state() private gpu: 'ok' | 'none' | 'no-adapter' = PlaygroundRunner.hasWebGpu() ? 'ok' : 'none';
   /** Resolves once the adapter probe has set `gpu` (runs wait for it). */
   private readonly probed = this.probeAdapter();
 
   private async probeAdapter(): Promise<void> {
+    this.runner.budget = this.budget;
     if (this.gpu !== 'ok') return;
     const adapter = await navigator.gpu.requestAdapter().catch(() => null);
     if (!adapter) {
       this.gpu = 'no-adapter';
       this.runner.modelOnly = true;
+      return;
     }
+    const deviceMemory = (navigator as { deviceMemory?: number }).deviceMemory;
+    this.runner.budget = this.budget = memoryBudget(deviceMemory, adapter.limits, "this adapter's");
   }
 
   override connectedCallback(): void {
@@ -236,7 +258,9 @@ export class TpApp extends LitElement {
     const known = (k: string): k is keyof Settings => Object.hasOwn(settings, k);
     this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
-    void this.schedule();
+    if (this.inFlight && this.inFlight.key !== runKey(settings))
+      this.inFlight.abort.abort(new DOMException('the settings changed', 'AbortError'));
+    if (settings.view !== 'trace') void this.schedule(); // the measured-trace view runs nothing
   }
 
   /** Runs the latest settings; changes made while a run is in flight coalesce into one more run. */
@@ -262,29 +286,51 @@ export class TpApp extends LitElement {
     const v = validateConfig(config);
     this.notes = placeIssues(v.notes); // notes stay by their own control: moving them would shift the controls under the pointer
     const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
-    let comm: ReturnType<typeof commOf> | undefined;
-    try {
-      comm = commOf(s.net);
-    } catch (e) {
-      issues.push({ field: 'net', message: e instanceof Error ? e.message : String(e) });
-    }
+    // Memory before any worker allocates (only for a valid config: the budget reads its shards).
+    // A budget issue sits by the size the link or the user set (#b=100000 by b), else by the one that saves most.
+    const set = (f: string): boolean => sizeKeys.some((k) => k === f && s[k] !== presets[s.preset][k]);
+    if (v.ok)
+      issues.push(
+        ...placeIssues(
+          budgetRun(config, this.budget).errors.map((e) => ({ ...e, field: e.fields.find(set) ?? e.field })),
+          this.changed,
+        ),
+      );
+    const machine = machineChoice(s);
+    issues.push(...machine.issues);
     this.issues = issues;
-    if (issues.length || !comm) return; // keep the last good view
+    if (issues.length) return; // keep the last good view
     if (runKey(s) === this.shownKey && this.result) return;
     this.busy = true;
     this.progress = `running t = ${s.tp}${s.sp ? ' with SP' : ''}…`;
     const started = performance.now();
+    const abort = new AbortController();
+    this.inFlight = { key: runKey(s), abort };
     try {
-      this.result = await this.runner.run({ config, comm, overlap: s.overlap });
+      this.result = await this.runner.run(
+        {
+          config,
+          comm: machine.comm,
+          overlap: s.overlap,
+          ...(machine.projection && { projection: machine.projection }),
+        },
+        abort.signal,
+      );
+      this.shownMachine = machine.label;
       this.shownKey = runKey(s);
       this.shownHash = hashFromSettings(s);
       this.runError = '';
       this.progress = `ran t = ${s.tp} in ${formatMs(performance.now() - started)}`;
       this.prewarm(s);
     } catch (e) {
-      this.runError = e instanceof Error ? e.message : String(e);
-      this.progress = 'run failed';
+      if (abort.signal.aborted) {
+        this.progress = `stopped t = ${s.tp}: the settings changed`; // the loop in schedule() runs the new ones
+      } else {
+        this.runError = e instanceof Error ? e.message : String(e);
+        this.progress = 'run failed';
+      }
     } finally {
+      this.inFlight = undefined;
       this.busy = false;
     }
   }
@@ -336,7 +382,7 @@ export class TpApp extends LitElement {
           )}
         </nav>
         <div class="status" role="status" aria-live="polite" data-busy=${String(this.busy)} data-status>
-          ${this.progress || 'starting…'}
+          ${s.view === 'trace' ? 'no layer run in this view' : this.progress || 'starting…'}
         </div>
       </header>
       <div class="layout">
@@ -347,10 +393,19 @@ export class TpApp extends LitElement {
             .notes=${this.notes}
             @settings-change=${this.onChange}
           ></tp-controls>
+          <tp-machine-controls
+            .settings=${s}
+            .issues=${[...this.hashIssues, ...this.issues]}
+            @settings-change=${this.onChange}
+          ></tp-machine-controls>
         </aside>
         <main>
-          ${this.renderBanners(stale)}
-          ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}
+          ${
+            s.view === 'trace'
+              ? html`<tp-trace-view class="card"></tp-trace-view>`
+              : html`${this.renderBanners(stale)}
+                ${r ? this.renderRun(r, s, stale) : html`<div class="card"><p class="note">${this.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Running the layer…'}</p></div>`}`
+          }
         </main>
       </div>
     `;
@@ -372,7 +427,7 @@ export class TpApp extends LitElement {
     const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
     const transport = r.transport ?? (this.gpu === 'ok' ? chooseTransport() : undefined);
     const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
-    const sources = `compute: ${r.computeSource}. Communication: ${r.commSource}.`;
+    const sources = `Machine: ${this.shownMachine} · compute: ${r.computeSource}. Communication: ${r.commSource}.`;
     return html`
       <section class="card top ${stale ? 'stale' : ''}">
         <div class="totals">
@@ -390,6 +445,7 @@ export class TpApp extends LitElement {
         <tp-oracle-badge
           .oracle=${r.oracle}
           .cpuOracle=${r.cpuOracle}
+          cpuSkipped=${r.cpuSkipped ?? ''}
           .tp=${r.config.tp}
           reason="no WebGPU here: the layer did not run"
         ></tp-oracle-badge>
@@ -414,10 +470,26 @@ export class TpApp extends LitElement {
                 ></tp-gemm-view>`
         }
       </section>
+      <section class="card ${stale ? 'stale' : ''}">
+        <tp-cluster-panel
+          .config=${configOf(s)}
+          .system=${s.system}
+          .dtype=${s.dtype}
+          .layers=${s.layers}
+          .gpus=${s.gpus}
+          .overlap=${s.overlap}
+        ></tp-cluster-panel>
+      </section>
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
         <section class="card">
-          <tp-exports .timeline=${tl} .config=${r.config} preset=${s.preset} link=${link}></tp-exports>
+          <tp-exports
+            .timeline=${tl}
+            .config=${r.config}
+            .output=${r.output}
+            preset=${s.preset}
+            link=${link}
+          ></tp-exports>
         </section>
       </div>
     `;

@@ -1,6 +1,7 @@
 // <tp-classroom-train>: "train K steps" — the classroom layer trained at t and at TP = 1 on the rank workers, with both loss curves.
 import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
+import { quoted } from '../core/quote.ts';
 import { configFromPreset } from '../parallel/config.ts';
 import { oracleTolerance } from '../parallel/oracle.ts';
 import { trainClassroom, type TrainPoint } from '../ranks/classroom-train-run.ts';
@@ -16,7 +17,7 @@ export function parseSteps(text: string, lo = 1, hi = 500): number | string {
   const k = Number(text);
   return Number.isInteger(k) && k >= lo && k <= hi
     ? k
-    : `steps must be a whole number from ${lo} to ${hi}, got "${text}".`;
+    : `steps must be a whole number from ${lo} to ${hi}, got ${quoted(text)}.`;
 }
 
 /**
@@ -139,7 +140,12 @@ export class TpClassroomTrain extends LitElement {
     return html`<p class="summary" data-max-diff=${String(diff)}>
       Loss ${p[0].loss.toFixed(3)} → ${p[p.length - 1].loss.toFixed(3)} over ${p.length} steps. TP = ${this.tp} vs TP =
       1: max |Δloss| = ${diff.toExponential(1)}
-      ${diff <= tol ? html`≤ ${tol.toExponential(1)}, float32 rounding: the curves coincide.` : html`— the runs differ.`}
+      ${
+        diff <= tol
+          ? html`≤ ${tol.toExponential(1)}, float32 rounding: the curves coincide.`
+          : html`— the runs
+            differ${this.skipnorm && this.sp ? ' (skipnorm: each rank trained its own norm gains)' : ''}.`
+      }
       Norm-gain spread across ranks:
       ${drift === 0 ? '0 (the all-reduce keeps every copy equal)' : drift.toExponential(2)}.
     </p>`;
@@ -147,19 +153,7 @@ export class TpClassroomTrain extends LitElement {
 
   protected override render(): TemplateResult {
     const running = this.runState === 'running';
-    return html`<p>
-        Each step: forward and backward of the whole layer on ${BATCH} × 8 characters of the Grimms' <i>Frog King</i>
-        (character-level, 32 symbols), gradients from the ranks' real collectives, then Adam on every shard — on
-        ${this.tp} rank${this.tp > 1 ? 's' : ''} and, from the same seed, at TP = 1.
-        ${
-          this.tp > 1
-            ? html`With SP and <code>skipnorm</code>, each rank updates its copy of the RMSNorm gains from its own
-                tokens only (Megatron's <code>finalize_model_grads</code> all-reduce skipped) and the copies drift
-                apart.`
-            : nothing
-        }
-      </p>
-      <div class="controls">
+    return html`<div class="controls">
         <label
           >steps K
           <input
@@ -200,7 +194,19 @@ export class TpClassroomTrain extends LitElement {
       </div>
       <div class="status ${this.runState === 'error' ? 'error' : ''}" aria-live="polite">${this.message}</div>
       ${this.summary()}
-      <tp-train-chart .points=${this.points} .steps=${this.steps} .tp=${this.tp}></tp-train-chart>`;
+      <tp-train-chart .points=${this.points} .steps=${this.steps} .tp=${this.tp}></tp-train-chart>
+      <p>
+        Each step: forward and backward of the whole layer on ${BATCH} × 8 characters of the Grimms' <i>Frog King</i>
+        (character-level, 32 symbols), gradients from the ranks' real collectives, then Adam on every shard — on
+        ${this.tp} rank${this.tp > 1 ? 's' : ''} and, from the same seed, at TP = 1.
+        ${
+          this.tp > 1
+            ? html`With SP and <code>skipnorm</code>, each rank updates its copy of the RMSNorm gains from its own
+                tokens only (Megatron's <code>finalize_model_grads</code> all-reduce skipped) and the copies drift
+                apart.`
+            : nothing
+        }
+      </p>`;
   }
 
   protected override updated(): void {

@@ -229,6 +229,7 @@ export class TpControls extends LitElement {
     };
     return html`<fieldset>
       <legend>Communication times</legend>
+      ${s.machine === 'custom' ? nothing : html`<p class="hint" data-note-for="net">Used by the custom machine only (see Machine).</p>`}
       <label class="check"
         ><input
           type="radio"

@@ -3,7 +3,11 @@ import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { LayerConfig } from '../parallel/config.ts';
 import { formatMegatronCommand, megatronCaveats, megatronLaunch, megatronRelease } from '../model/megatron-args.ts';
+import type { LogicalOutput } from '../parallel/gather.ts';
+import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
+import { stepInputs } from '../parallel/step-data.ts';
 import { timelineCsv } from '../trace/csv.ts';
+import { encodeSafetensors } from '../trace/safetensors.ts';
 import { timelineToPerfetto } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
 import { panelStyles } from './page-style.ts';
@@ -13,9 +17,9 @@ export function exportName(c: LayerConfig, preset: string, ext: string): string 
   return `tp-t${c.tp}${c.sp ? '-sp' : ''}-${preset}.${ext}`;
 }
 
-/** Starts a download of `text` as `name` (an object URL on a temporary link). */
-function download(name: string, text: string, type: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type }));
+/** Starts a download of `body` as `name` (an object URL on a temporary link). */
+function download(name: string, body: string | Uint8Array<ArrayBuffer>, type: string): void {
+  const url = URL.createObjectURL(new Blob([body], { type }));
   const a = document.createElement('a');
   a.href = url;
   a.download = name;
@@ -72,6 +76,8 @@ export class TpExports extends LitElement {
   @property({ attribute: false }) timeline: Timeline | undefined;
   /** The configuration it ran. */
   @property({ attribute: false }) config: LayerConfig | undefined;
+  /** The step's output, loss and gradients (absent when nothing ran): the .safetensors download. */
+  @property({ attribute: false }) output: LogicalOutput | undefined;
   /** The preset name, for file names. */
   @property() preset = 'custom';
   /** The shareable link of the current settings. */
@@ -86,6 +92,11 @@ export class TpExports extends LitElement {
       // No clipboard permission (e.g. http or a headless browser): select the text for Ctrl+C instead.
       this.copied = `copy failed: select the ${what} and press Ctrl+C`;
     }
+  }
+
+  private downloadTensors(c: LayerConfig, out: LogicalOutput): void {
+    const bytes = encodeSafetensors(layerTensors(c, stepInputs(c), out), layerTensorsMetadata(c));
+    download(exportName(c, this.preset, 'safetensors'), bytes as Uint8Array<ArrayBuffer>, 'application/octet-stream');
   }
 
   protected override render() {
@@ -109,6 +120,17 @@ export class TpExports extends LitElement {
         >
           Numbers (.csv)
         </button>
+        ${
+          this.output
+            ? html`<button
+                data-export="safetensors"
+                title="The logical weights, inputs, output, per-token loss and every gradient of this run"
+                @click=${() => this.downloadTensors(c, this.output!)}
+              >
+                Tensors (.safetensors)
+              </button>`
+            : nothing
+        }
         <button data-export="link" @click=${() => void this.copy('link', this.link)}>Copy shareable link</button>
       </div>
       <input

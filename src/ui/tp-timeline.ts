@@ -1,10 +1,9 @@
-// <tp-timeline>: per-rank compute and comm lanes of a scheduled step, exposed communication, zoom and pan.
+// <tp-timeline>: per-rank compute and comm lanes of a scheduled step (or a measured job), exposed communication, zoom and pan.
 import { LitElement, html, svg, type PropertyValues } from 'lit';
 import { customElement, property, query } from 'lit/decorators.js';
 import type { BlockKind } from '../trace/blocks.ts';
-import type { Timeline } from '../trace/schedule.ts';
 import { TimelineChart } from './timeline-chart.ts';
-import type { PhaseView } from './timeline-layout.ts';
+import type { ChartTimeline, PhaseView } from './timeline-layout.ts';
 import { blockFill, exposedColor, timelineStyles } from './timeline-style.ts';
 
 /** Detail of the `timeline-zoom` event: the visible window, ms from the step's start. */
@@ -34,8 +33,8 @@ const hatchSwatch = html`<svg viewBox="0 0 28 16" aria-hidden="true">
 export class TpTimeline extends LitElement {
   static override styles = timelineStyles;
 
-  /** The scheduled step to draw; undefined shows a placeholder. */
-  @property({ attribute: false }) timeline: Timeline | undefined;
+  /** The scheduled step (or measured window) to draw; undefined shows a placeholder. */
+  @property({ attribute: false }) timeline: ChartTimeline | undefined;
   /** Which pass to show. */
   @property() phase: PhaseView = 'both';
   /** Where the times come from, shown above the chart. */
@@ -90,9 +89,14 @@ export class TpTimeline extends LitElement {
       <div class="head">
         ${this.caption ? html`<p class="caption">${this.caption}</p>` : null}
         <div class="legend" role="list" aria-label="legend">
-          <span role="listitem">${swatch(blockFill.compute.forward)} compute, forward</span>
-          <span role="listitem">${swatch(blockFill.compute.backward)} compute, backward</span>
-          <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} collective</span>
+          ${
+            this.timeline && 'measured' in this.timeline
+              ? html`<span role="listitem">${swatch(blockFill.compute.forward)} compute kernel (any stream)</span>
+                  <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} NCCL kernel</span>`
+              : html`<span role="listitem">${swatch(blockFill.compute.forward)} compute, forward</span>
+                  <span role="listitem">${swatch(blockFill.compute.backward)} compute, backward</span>
+                  <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} collective</span>`
+          }
           <span role="listitem">${hatchSwatch} exposed (not hidden by compute)</span>
         </div>
         <button type="button" @click=${() => this.resetZoom()}>Reset zoom</button>

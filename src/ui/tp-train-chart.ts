@@ -5,8 +5,8 @@ import { customElement, property } from 'lit/decorators.js';
 import type { TrainPoint } from '../ranks/classroom-train-run.ts';
 import { rankColor } from './classroom-style.ts';
 
-const W = 620,
-  H = 360;
+const W = 560,
+  H = 340;
 const M = { left: 78, right: 24, top: 40, bottom: 56 };
 const FONT = 18;
 

@@ -163,3 +163,108 @@ test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks
     expect(pageErrors).toEqual([]);
   });
 }, 300_000);
+
+test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and the outline move and write the step into the hash; F fills the screen with ≥ 24 px text', async () => {
+  await withPage('/#view=classroom&tp=2&step=5', async (page, pageErrors) => {
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await firstStep(page);
+    expect(await stepId(page)).toBe('all-reduce');
+    await page.keyboard.press('End');
+    expect(await stepId(page)).toBe('train');
+    await expect.poll(() => hashStep(page)).toBe('9');
+    await page.keyboard.press('Home');
+    expect(await stepId(page)).toBe('split-w1');
+    await expect.poll(() => hashStep(page)).toBe(null); // step 1 is the default: links leave it out
+    await page.keyboard.press(' ');
+    expect(await stepId(page)).toBe('local-y');
+    await page.keyboard.press('PageDown');
+    await page.keyboard.press('ArrowDown');
+    expect(await stepId(page)).toBe('partial-z');
+    await page.keyboard.press('PageUp');
+    expect(await stepId(page)).toBe('swiglu');
+    await page.locator('tp-classroom nav.outline button[data-step="6"]').click();
+    expect(await stepId(page)).toBe('sequence-parallel');
+    await expect.poll(() => hashStep(page)).toBe('7');
+    // A reload of the link opens the same slide.
+    await page.reload();
+    await firstStep(page);
+    expect(await stepId(page)).toBe('sequence-parallel');
+
+    await page.keyboard.press('f');
+    await expect.poll(() => page.locator('tp-classroom').getAttribute('presenter')).toBe('');
+    const box = await page.locator('tp-classroom').boundingBox();
+    expect([box?.x, box?.y, box?.width, box?.height]).toEqual([0, 0, 1920, 1080]);
+    const body = await page.locator('tp-classroom p.text').evaluate((p) => parseFloat(getComputedStyle(p).fontSize));
+    expect(body).toBeGreaterThanOrEqual(24);
+    await page.keyboard.press('ArrowLeft');
+    expect(await stepId(page)).toBe('backward');
+    await shot(page, 'classroom-1920-presenter-step6');
+    await page.keyboard.press('ArrowRight');
+    await shot(page, 'classroom-1920-presenter-step7');
+    await page.keyboard.press('F');
+    await expect.poll(() => page.locator('tp-classroom').getAttribute('presenter')).toBe(null);
+    expect(pageErrors).toEqual([]);
+  });
+}, 300_000);
+
+/** Sets the training slide's switches, trains K steps and returns the points. */
+async function train(page: Page, k: number, sp: boolean, skipnorm: boolean): Promise<TrainPoint[]> {
+  const el = page.locator('tp-classroom tp-classroom-train');
+  await el.locator('input[data-control="steps"]').fill(String(k));
+  await el.locator('input[data-control="steps"]').dispatchEvent('change');
+  await el.locator('input[data-control="sp"]').setChecked(sp);
+  await el.locator('input[data-control="skipnorm"]').setChecked(skipnorm);
+  await el.locator('button#train').click();
+  await expect.poll(() => el.getAttribute('data-state')).toBe('running');
+  await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
+  return el.evaluate((e) => [...(e as unknown as { points: TrainPoint[] }).points]);
+}
+
+const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+
+test('training demo at t = 2: 20 Adam steps lower the loss, the TP = 2 and TP = 1 curves agree to float32 rounding, and with SP + skipnorm the norm gains drift apart more each step; Cancel stops a run', async () => {
+  await withPage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await firstStep(page);
+    expect(await stepId(page)).toBe('train');
+    const p = await train(page, 20, false, false);
+    expect(p).toHaveLength(20);
+    const losses = p.map((q) => q.loss);
+    console.log(`t = 2 loss: ${losses[0].toFixed(4)} → ${losses[19].toFixed(4)}`);
+    expect(mean(losses.slice(-5))).toBeLessThan(mean(losses.slice(0, 5)) - 0.2);
+    // The oracle's tolerance 16·ε·(K+1)·max|loss| with K = 32: the same float32 products summed in
+    // other orders; Adam's update (≈ lr·sign of the moment) does not amplify the rounding.
+    const tol = oracleTolerance(configFromPreset('classroom', { tp: 2, b: 4 }), Math.max(...p.map((q) => q.lossRef)));
+    const diff = Math.max(...p.map((q) => Math.abs(q.loss - q.lossRef)));
+    console.log(`max |loss(t=2) − loss(t=1)| = ${diff.toExponential(2)} (tolerance ${tol.toExponential(2)})`);
+    expect(diff).toBeLessThanOrEqual(tol);
+    expect(p.every((q) => q.spread === 0)).toBe(true); // the norm-gradient all-reduce keeps the copies equal
+    expect(await page.locator('tp-classroom tp-train-chart [data-series="TP = 2"] path').count()).toBe(1);
+    await shot(page, 'classroom-1920-train');
+
+    const d = await train(page, 20, true, true);
+    const spread = d.map((q) => q.spread);
+    console.log(
+      `SP + skipnorm spread: step 1 ${spread[0].toExponential(2)}, step 10 ${spread[9].toExponential(2)}, step 20 ${spread[19].toExponential(2)}`,
+    );
+    expect(spread[0]).toBeGreaterThan(0);
+    expect(spread[9]).toBeGreaterThan(spread[0]);
+    expect(spread[19]).toBeGreaterThan(spread[9]);
+    await shot(page, 'classroom-1920-train-skipnorm');
+
+    const el = page.locator('tp-classroom tp-classroom-train');
+    await el.locator('input[data-control="steps"]').fill('400');
+    await el.locator('input[data-control="steps"]').dispatchEvent('change');
+    await el.locator('button#train').click();
+    await expect
+      .poll(async () => Number(await el.getAttribute('data-steps-done')), { timeout: 60_000 })
+      .toBeGreaterThan(1);
+    await el.locator('button#cancel').click();
+    await expect.poll(() => el.getAttribute('data-state'), { timeout: 30_000 }).toBe('cancelled');
+    expect(Number(await el.getAttribute('data-steps-done'))).toBeLessThan(400);
+    expect(await el.locator('.status').textContent()).toMatch(/cancelled after \d+ of 400 steps/);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await shot(page, 'classroom-1280-train-cancelled');
+    expect(pageErrors).toEqual([]);
+  });
+}, 400_000);

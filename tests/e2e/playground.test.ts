@@ -57,7 +57,10 @@ async function expectRanks(t: number): Promise<void> {
 
 describe('the playground page (built, served locally)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=1', { outDir: 'test-results/e2e-dist', viewport: { width: 1280, height: 800 } });
+    open = await openBuiltPage('/#tp=1&machine=custom', {
+      outDir: 'test-results/e2e-dist',
+      viewport: { width: 1280, height: 800 },
+    });
     page = open.page;
   }, 120_000);
   afterAll(async () => {
@@ -286,7 +289,9 @@ describe('the playground page (built, served locally)', () => {
         );
         expect(await bare.locator('tp-timeline g[data-lane="compute"]').count()).toBe(4);
         expect(await bare.locator('tp-timeline rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
-        expect(await bare.locator('tp-timeline .caption').textContent()).toMatch(/compute: modeled \(no WebGPU here/);
+        expect(await bare.locator('tp-timeline .caption').textContent()).toMatch(
+          /compute: projected on V100 PCIe 32 GB in fp16/,
+        );
         expect(await bare.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('none');
         expect(
           await bare.locator('tp-shapes table[data-section="boundaries"] tr[data-layout]').count(),

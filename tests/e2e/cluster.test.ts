@@ -1,0 +1,102 @@
+// The machine controls and the cluster panel end to end: the production build, driven through its controls.
+import type { Page } from 'playwright';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+
+const runTimeout = 90_000;
+let open: OpenPage;
+let page: Page;
+
+/** Waits until the page shows a finished run whose hash has every `key=value` of `parts`. */
+async function shownRun(...parts: string[]): Promise<void> {
+  await page.waitForFunction(
+    (want) => {
+      const app = document.querySelector('tp-app');
+      const shown = `${app?.dataset.shown ?? ''}&`;
+      return app?.dataset.busy === 'false' && want.every((w) => shown.includes(`${w}&`));
+    },
+    parts,
+    { timeout: runTimeout },
+  );
+}
+
+const caption = async (): Promise<string> => (await page.locator('tp-timeline .caption').textContent()) ?? '';
+const machineControl = (name: string) => page.locator(`tp-machine-controls [data-control="${name}"]`);
+const panel = () => page.locator('tp-cluster-panel');
+
+describe('the machine choice and the cluster panel (built page)', () => {
+  beforeAll(async () => {
+    open = await openBuiltPage('/#tp=2', {
+      outDir: 'test-results/e2e-cluster-dist',
+      viewport: { width: 1280, height: 900 },
+    });
+    page = open.page;
+  }, 180_000);
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  test("a first visit shows a real cluster: the seeds' 8×V100 PCIe box in fp16, named in the caption with fp32 for the WebGPU run", async () => {
+    await shownRun('tp=2');
+    expect(await caption()).toMatch(
+      /Machine: a real cluster \(8×V100 PCIe, PCIe Gen3 \(the seeds' box\), fp16\) · compute: projected on V100 PCIe 32 GB in fp16.*WebGPU run itself is fp32.*Communication: projected on PCIe Gen3/,
+    );
+    expect(await page.locator('tp-timeline rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
+    // The rank workers still ran the layer: the oracle passed on this browser's adapter.
+    expect(await page.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('true');
+  });
+
+  test('the cluster panel tabulates t × DP = 8 with and without SP and draws four charts with the OOM line', async () => {
+    const rows = panel().locator('table[data-cluster-table] tbody tr');
+    await expect.poll(() => rows.count(), { timeout: runTimeout }).toBeGreaterThan(4);
+    // classroom: 4 heads, so t = 1, 2, 4 run and t = 8 is named illegal.
+    for (const t of [1, 2, 4])
+      expect(await panel().locator(`tr[data-tp="${t}"][data-sp="false"] td[data-tokens]`).count()).toBe(1);
+    expect(await panel().locator('tr[data-tp="8"][data-sp="false"]').textContent()).toMatch(/8.*(heads|divis)/);
+    expect(await panel().locator('tr[data-tp="2"][data-sp="true"]').textContent()).toMatch(/tok\/s, .*mem/);
+    for (const c of ['tokens', 'mfu', 'exposed', 'memory'])
+      expect(await panel().locator(`svg[data-chart="${c}"] g[data-series] path`).count()).toBeGreaterThan(1);
+    expect(await panel().locator('svg[data-chart="memory"] g[data-series^="capacity 32 GiB"]').count()).toBe(1);
+    expect(await panel().locator('[data-cluster-caption]').textContent()).toMatch(/not a\s+measurement.*fp32/s);
+  });
+
+  test('the panel follows the layers and the GPU budget, and a format the GPU lacks is named by its control', async () => {
+    await machineControl('layers').fill('24');
+    await machineControl('layers').dispatchEvent('change');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('layers=24');
+    await expect.poll(() => panel().locator('[data-cluster-caption]').textContent()).toMatch(/× 24 layers/);
+    await machineControl('dtype').selectOption('bf16');
+    await expect
+      .poll(() => page.locator('tp-machine-controls [data-error-for="dtype"]').textContent())
+      .toMatch(/V100 PCIe 32 GB has no bf16 tensor cores/);
+    await machineControl('system').selectOption('dgx-a100');
+    await shownRun('tp=2', 'system=dgx-a100', 'dtype=bf16');
+    expect(await caption()).toMatch(
+      /Machine: a real cluster \(DGX A100.*bf16\) · compute: projected on A100 SXM 80 GB in bf16/,
+    );
+    await expect.poll(() => panel().locator('[data-cluster-caption]').textContent()).toMatch(/DGX A100/);
+  });
+
+  test('this browser as the cluster measures compute and transport here; the mixed choice is labelled custom', async () => {
+    await page.locator('tp-machine-controls input[data-control="machine"][value="browser"]').check();
+    await shownRun('tp=2', 'machine=browser');
+    expect(await caption()).toMatch(
+      /Machine: this browser as the cluster · compute: measured on this machine's GPU.*Communication: measured: this browser's/,
+    );
+    await page.locator('tp-machine-controls input[data-control="machine"][value="custom"]').check();
+    await shownRun('tp=2', 'machine=custom');
+    expect(await caption()).toMatch(
+      /Machine: custom: compute measured here, communication on a modeled link \(mixed\) · compute: measured.*Communication: modeled \(PCIe Gen3/,
+    );
+  });
+
+  test('illegal or unknown machine values in the link are named beside their controls', async () => {
+    await page.goto(new URL('/#tp=2&system=dgx-9&gpus=0&machine=cloud', open.base).href);
+    const err = (f: string) => page.locator(`tp-machine-controls [data-error-for="${f}"]`);
+    await expect.poll(() => err('system').textContent(), { timeout: runTimeout }).toMatch(/unknown system "dgx-9"/);
+    expect(await err('gpus').textContent()).toMatch(/gpus must be a whole number ≥ 1/);
+    expect(await err('machine').textContent()).toMatch(/machine must be one of cluster, browser, custom/);
+    await shownRun('tp=2');
+    expect(await caption()).toMatch(/Machine: a real cluster \(8×V100 PCIe/);
+  });
+});

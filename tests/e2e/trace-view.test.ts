@@ -1,0 +1,99 @@
+// #view=trace on the served page (Vite dev server, COOP/COEP), driven from Node with Playwright:
+// drop the hand-written two-rank Kineto fixtures and read back the ranks and their exposed times.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Page } from 'playwright';
+import { expect, test } from 'vitest';
+import { withPage } from '../../scripts/browser-run.ts';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/kineto/${name}`, import.meta.url));
+
+/** Drops `names` on the view's drop zone as a user's drag and drop would (a DataTransfer of Files). */
+async function drop(page: Page, names: string[]): Promise<void> {
+  const files = names.map((name) => ({ name, b64: readFileSync(fixture(name)).toString('base64') }));
+  const dt = await page.evaluateHandle((fs) => {
+    const d = new DataTransfer();
+    for (const f of fs) {
+      const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
+      d.items.add(new File([bytes], f.name));
+    }
+    return d;
+  }, files);
+  await page.locator('tp-trace-view [data-drop]').dispatchEvent('drop', { dataTransfer: dt });
+}
+
+const exposed = (page: Page, rank: number) =>
+  page.locator(`tp-trace-totals tr[data-rank="${rank}"]`).getAttribute('data-exposed-ms').then(Number);
+
+test('#view=trace: dropping two ranks (one gzipped) shows both ranks on the timeline and their hand-computed exposed times', async () => {
+  await withPage('/#view=trace', async (page, pageErrors) => {
+    await page.setViewportSize({ width: 1600, height: 1000 });
+    await page.locator('tp-trace-view [data-drop]').waitFor({ timeout: 90_000 });
+    await drop(page, ['tp2-rank0.json', 'tp2-rank1.json.gz']);
+    await expect.poll(() => page.locator('tp-trace-totals tr[data-rank]').count(), { timeout: 60_000 }).toBe(2);
+    // tests/unit/trace/measured-analysis.test.ts: rank 0 exposes 350 µs, rank 1 500 µs (whole trace).
+    expect(await exposed(page, 0)).toBeCloseTo(0.35, 9);
+    expect(await exposed(page, 1)).toBeCloseTo(0.5, 9);
+    expect(await page.locator('tp-trace-totals tr[data-rank="1"]').innerText()).toContain('tp2-rank1.json.gz');
+    // The first step is shown: both ranks' lanes, the NCCL kernels hatched where exposed.
+    expect(await page.locator('tp-trace-view select[data-step-select]').inputValue()).toBe('1');
+    for (const r of [0, 1])
+      for (const lane of ['compute', 'comm'])
+        expect(await page.locator(`tp-timeline g[data-lane="${lane}"][data-rank="${r}"] rect`).count()).toBeGreaterThan(
+          0,
+        );
+    // Step 1: rank 0 exposes [500,600) and [850,900) µs, rank 1 [450,600) and [850,900): two exposed parts each.
+    expect(await page.locator('tp-timeline rect[data-kind="exposed"][data-rank="0"]').count()).toBe(2);
+    expect(await page.locator('tp-timeline rect[data-kind="exposed"][data-rank="1"]').count()).toBe(2);
+    expect(await page.locator('tp-trace-totals tr[data-step="2"]').getAttribute('data-slowest')).toBe('1');
+    expect(await page.locator('tp-trace-totals tr[data-step="2"]').getAttribute('data-straggler')).toBe('0');
+    await page.screenshot({ path: 'test-results/trace-view.png', fullPage: true });
+    // The whole trace: rank 1's second all-reduce [1200,1500) µs is exposed too.
+    await page.locator('tp-trace-view select[data-step-select]').selectOption('all');
+    await expect.poll(() => page.locator('tp-timeline rect[data-kind="exposed"][data-rank="1"]').count()).toBe(3);
+    // The configuration the job ran, pasted as its Megatron-LM command: the projected step beside the measured one.
+    await page.locator('tp-trace-projection [data-project]').waitFor();
+    await page
+      .locator('tp-trace-projection textarea[data-command]')
+      .fill(
+        'torchrun --nproc-per-node 2 pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 1 --bf16',
+      );
+    expect(await page.locator('tp-trace-projection select[data-system]').inputValue()).toBe('dgx-h100');
+    await page.locator('tp-trace-projection [data-project]').click();
+    const stepRow = page.locator('tp-trace-projection tr[data-what="step"]');
+    await expect.poll(() => stepRow.count(), { timeout: 60_000 }).toBe(1);
+    // Measured: the whole trace's longest span, 1.55 ms (rank 1); projected: a positive step of the model.
+    expect(Number(await stepRow.getAttribute('data-measured-ms'))).toBeCloseTo(1.55, 9);
+    expect(Number(await stepRow.getAttribute('data-projected-ms'))).toBeGreaterThan(0);
+    expect(await page.locator('tp-trace-projection tr[data-collective="allReduce"]').count()).toBe(1);
+    await page.locator('tp-trace-view select[data-step-select]').selectOption('2');
+    await expect.poll(async () => Number(await stepRow.getAttribute('data-measured-ms'))).toBeCloseTo(0.55, 9);
+    await page.screenshot({ path: 'test-results/trace-view-projection.png', fullPage: true });
+    await page
+      .locator('tp-trace-projection textarea[data-command]')
+      .fill('pretrain_gpt.py --hidden-size 1024 --seq-length 512');
+    await page.locator('tp-trace-projection [data-project]').click();
+    await expect
+      .poll(() =>
+        page
+          .locator('tp-trace-projection [data-projection-error]')
+          .innerText()
+          .catch(() => ''),
+      )
+      .toMatch(/no --num-attention-heads/);
+    // A malformed file gets a message naming it and what is wrong; the job on screen stays.
+    await drop(page, ['truncated.json']);
+    await expect
+      .poll(
+        () =>
+          page
+            .locator('tp-trace-view [data-trace-error]')
+            .innerText()
+            .catch(() => ''),
+        { timeout: 30_000 },
+      )
+      .toMatch(/^truncated\.json: the JSON ends inside traceEvents/);
+    expect(await page.locator('tp-trace-totals tr[data-rank]').count()).toBe(2);
+    expect(pageErrors).toEqual([]);
+  });
+});

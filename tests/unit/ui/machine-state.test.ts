@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { systems } from '../../../src/model/systems.ts';
+import { machineChoice } from '../../../src/ui/machine-choice.ts';
+import { defaultSettings, hashFromSettings, settingsFromHash } from '../../../src/ui/state.ts';
+
+describe('the machine settings in the URL hash', () => {
+  it("default to a real cluster: the seeds' 8×V100 PCIe box in fp16, and stay out of the default link", () => {
+    expect(defaultSettings).toMatchObject({
+      machine: 'cluster',
+      system: 'v100-pcie-8',
+      dtype: 'fp16',
+      layers: 12,
+      gpus: 8,
+    });
+    expect(hashFromSettings(defaultSettings)).not.toMatch(/machine|system|dtype|layers|gpus/);
+  });
+
+  it('round-trip when set', () => {
+    const s = {
+      ...defaultSettings,
+      machine: 'custom' as const,
+      system: 'dgx-h100',
+      dtype: 'bf16' as const,
+      layers: 32,
+      gpus: 64,
+    };
+    const h = hashFromSettings(s);
+    expect(h).toContain('machine=custom&system=dgx-h100&dtype=bf16&layers=32&gpus=64');
+    expect(settingsFromHash(h).settings).toEqual(s);
+    const c = hashFromSettings({ ...s, system: 'custom:a100-sxm-80gb:4:2:100' });
+    expect(settingsFromHash(c).settings.system).toBe('custom:a100-sxm-80gb:4:2:100');
+  });
+
+  it('name illegal and unknown values and keep the defaults', () => {
+    const { settings, messages } = settingsFromHash('#machine=cloud&system=dgx-9&dtype=fp8&layers=0&gpus=x');
+    expect(settings).toMatchObject({ machine: 'cluster', system: 'v100-pcie-8', dtype: 'fp16', layers: 12, gpus: 8 });
+    const by = Object.fromEntries(messages.map((m) => [m.key, m.message]));
+    expect(by.machine).toMatch(/machine must be one of cluster, browser, custom, got "cloud"/);
+    expect(by.system).toMatch(/unknown system "dgx-9"/);
+    expect(by.dtype).toMatch(/unknown dtype "fp8"/);
+    expect(by.layers).toMatch(/layers must be a whole number ≥ 1/);
+    expect(by.gpus).toMatch(/gpus must be a whole number ≥ 1/);
+  });
+});
+
+describe('machineChoice', () => {
+  it('projects a real cluster onto its system, measures this browser, and mixes only when custom', () => {
+    const cluster = machineChoice(defaultSettings);
+    expect(cluster.projection?.system).toBe(systems['v100-pcie-8']);
+    expect(cluster.projection?.dtype).toBe('fp16');
+    expect(cluster.label).toMatch(/^a real cluster \(8×V100 PCIe/);
+    const browser = machineChoice({ ...defaultSettings, machine: 'browser' });
+    expect(browser.comm).toBe('measured');
+    expect(browser.projection).toBeUndefined();
+    expect(browser.label).toBe('this browser as the cluster');
+    const mixed = machineChoice({ ...defaultSettings, machine: 'custom', net: 'nvlink-a100' });
+    expect(mixed.projection).toBeUndefined();
+    expect(mixed.comm).toMatchObject({ name: 'nvlink-a100' });
+    expect(mixed.label).toMatch(/^custom: compute measured here, communication on a modeled link/);
+  });
+
+  it('puts a format the GPU lacks under the dtype control', () => {
+    const c = machineChoice({ ...defaultSettings, dtype: 'bf16' });
+    expect(c.issues).toEqual([{ field: 'dtype', message: expect.stringMatching(/no bf16 tensor cores/) }]);
+    expect(machineChoice({ ...defaultSettings, system: 'dgx-a100', dtype: 'bf16' }).issues).toEqual([]);
+  });
+});
