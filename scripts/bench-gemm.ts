@@ -6,7 +6,7 @@ import type { GemmBenchReport } from '../src/bench/gemm-bench.ts';
 import { gemmBenchShapes } from '../src/bench/gemm-bench-shapes.ts';
 import { byCompileCost, type GemmVariant } from '../src/kernels/gemm-variant-names.ts';
 import { denseProblem, gemmFlops } from '../src/reference/gemm.ts';
-import { median } from '../src/trace/stats.ts';
+import { median } from '../src/core/stats.ts';
 import { runInBrowser } from './browser-run.ts';
 import { dawnAdapterOrRerun, runInNode } from './dawn-node.ts';
 import { clearGemmCache, defaultGemmCacheFile, readGemmCache, writeGemmCache } from './gemm-cache-file.ts';
