@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'vitest';
 import { interconnectPresets } from '../../../src/model/interconnect.ts';
 import { memoryBudget } from '../../../src/model/budget.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
-import { PlaygroundRunner } from '../../../src/ui/runner.ts';
+import { PlaygroundRunner } from '../../../src/session/playground-runner.ts';
 
 const runner = new PlaygroundRunner();
 afterAll(() => runner.dispose());
