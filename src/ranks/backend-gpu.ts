@@ -104,7 +104,15 @@ export class GpuBackend implements Backend<GpuTensor> {
   add(op: OpSpec, a: GpuTensor, b: GpuTensor, out: GpuTensor): void {
     this.run(op, () => add(this.ctx, a, b, out));
   }
-  copyCols(op: OpSpec, src: GpuTensor, dst: GpuTensor, rows: number, n: number, from: ColumnBlock, to: ColumnBlock): void {
+  copyCols(
+    op: OpSpec,
+    src: GpuTensor,
+    dst: GpuTensor,
+    rows: number,
+    n: number,
+    from: ColumnBlock,
+    to: ColumnBlock,
+  ): void {
     this.run(op, () => copyCols(this.ctx, src, dst, rows, n, from, to));
   }
   addInPlace(op: OpSpec, acc: GpuTensor, b: GpuTensor): void {

@@ -38,7 +38,6 @@ function columns(a: Float32Array, rows: number, w: number, c0: number, n: number
   return { shape: [rows, n], data: out };
 }
 
-
 /**
  * The classroom MLP on this rank's GPU with the group's real collectives (or, with `solo`, on
  * this rank alone as TP=1). Forward: X → f (identity; with SP gather_from_sequence_parallel_region,
