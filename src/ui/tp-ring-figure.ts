@@ -1,6 +1,6 @@
 // <tp-ring-figure>: a ring collective between the rank rows, animated step by step on demand (D3/SVG).
 import * as d3 from 'd3';
-import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
+import { LitElement, css, html, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { RingFigure } from './classroom-figures.ts';
 import { rankColor } from './classroom-style.ts';
@@ -26,9 +26,9 @@ function chunkText(s: ChunkState, t: number, op: RingFigure['op']): string {
 }
 
 /** A chunk's fill: a rank's colour for one contribution; darker grey as more ranks' sums arrive; white when absent. */
-function chunkFill(s: ChunkState, t: number, op: RingFigure['op']): string {
+function chunkFill(s: ChunkState, t: number): string {
   if (s.from.length === 0) return '#ffffff';
-  if (s.from.length === 1 && (op === 'all-gather' || t > 1)) return rankColor(s.from[0]);
+  if (s.from.length === 1) return rankColor(s.from[0]);
   return d3.interpolateGreys(0.3 + (0.6 * s.from.length) / t);
 }
 
@@ -128,7 +128,6 @@ export class TpRingFigure extends LitElement {
                 <span class="progress">step ${this.done} of ${n}${phase ? ` (${phase} phase)` : ''}</span>`
             : html`<span>t = 1: one rank, nothing to send.</span>`
         }
-        ${nothing}
       </div>`;
   }
 
@@ -197,7 +196,7 @@ export class TpRingFigure extends LitElement {
           .attr('y', b.y)
           .attr('width', b.w)
           .attr('height', b.h)
-          .attr('fill', chunkFill(s, f.t, f.op))
+          .attr('fill', chunkFill(s, f.t))
           .attr('fill-opacity', s.kept ? 0.85 : 0.15)
           .attr('stroke', rankColor(r))
           .attr('stroke-width', 2)
@@ -272,7 +271,7 @@ export class TpRingFigure extends LitElement {
       .attr('y', (m) => m.a.y)
       .attr('width', (m) => m.a.w - 24)
       .attr('height', (m) => m.a.h)
-      .attr('fill', (m) => chunkFill(before[m.from][m.chunk], f.t, f.op))
+      .attr('fill', (m) => chunkFill(before[m.from][m.chunk], f.t))
       .attr('stroke', '#111')
       .attr('stroke-width', 2);
     return rects

@@ -42,3 +42,15 @@ test('with SP and the skipped norm-gradient all-reduce the ranks’ norm gains d
   expect(points[0].spread).toBeGreaterThan(0);
   expect(points.at(-1)!.spread).toBeGreaterThan(points[0].spread);
 });
+
+test('at t = 4 (two KV groups copied on two ranks each) 10 steps follow the TP = 1 curve to float32 rounding', async () => {
+  await pool?.dispose();
+  pool = await createLayerPool(4);
+  const c = configFromPreset('classroom', { tp: 4, b: 4 });
+  const points = await trainClassroom(pool, { config: c, steps: 10, lr: 0.01 });
+  const diff = Math.max(...points.map((p) => Math.abs(p.loss - p.lossRef)));
+  const tol = oracleTolerance(c, Math.max(...points.map((p) => p.lossRef)));
+  console.log(`t = 4: loss ${points[0].loss} → ${points[9].loss}, max |loss_t − loss_1| = ${diff} (tolerance ${tol})`);
+  expect(diff).toBeLessThanOrEqual(tol);
+  expect(points.every((p) => p.spread === 0)).toBe(true);
+});
