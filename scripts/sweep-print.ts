@@ -20,7 +20,9 @@ export function printSweep(r: SweepReport): void {
       `oracle vs TP=1: ${d.oracle.pass ? 'PASS' : 'FAIL'} — worst ${w.tensor}: max abs ${w.maxAbs.toExponential(2)} (tolerance ${w.tol.toExponential(2)}, max rel ${w.maxRel.toExponential(2)})` +
         (d.cpuOracle
           ? `; vs CPU twins: ${d.cpuOracle.pass ? 'PASS' : 'FAIL'} (worst ${d.cpuOracle.worst.tensor} ${d.cpuOracle.worst.maxAbs.toExponential(2)})`
-          : ''),
+          : d.cpuSkipped
+            ? `; ${d.cpuSkipped}`
+            : ''),
     );
     if (!d.oracle.pass)
       console.log(

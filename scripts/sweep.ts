@@ -9,7 +9,9 @@ import { parseInterconnect } from '../src/model/interconnect.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
 import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '../src/parallel/config-parse.ts';
 import { validateConfig } from '../src/parallel/validate.ts';
+import { budgetRun, memoryBudget } from '../src/model/budget.ts';
 import { printSweep } from './sweep-print.ts';
+import { checkOutputPaths } from './output-path.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
@@ -75,10 +77,18 @@ try {
 } catch (e) {
   fail((e as Error).message);
 }
-const invalid = configs.map((c) => ({ c, v: validateConfig(c) })).filter(({ v }) => !v.ok);
-if (invalid.length) {
-  for (const { c, v } of invalid)
-    for (const e of v.errors) process.stderr.write(`sweep: t=${c.tp}${c.sp ? ' SP' : ''}: ${e.message}\n`);
+// Output files first: a run that would end in a failed write does not start.
+checkOutputPaths('sweep', { '--trace': values.trace });
+
+// Memory is checked against the page's default budget and WebGPU's guaranteed buffer limits (model/budget.ts).
+const budget = memoryBudget(undefined);
+const refused = configs.map((c) => {
+  const v = validateConfig(c);
+  return { c, errors: v.ok ? budgetRun(c, budget).errors : v.errors };
+});
+if (refused.some(({ errors }) => errors.length)) {
+  for (const { c, errors } of refused)
+    for (const e of errors) process.stderr.write(`sweep: t=${c.tp}${c.sp ? ' SP' : ''}: ${e.message}\n`);
   process.exit(2);
 }
 

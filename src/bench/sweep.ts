@@ -50,6 +50,8 @@ export interface SweepDegree {
   readonly transport: string;
   readonly oracle: { readonly pass: boolean; readonly worst: OracleEntry; readonly entries: OracleEntry[] };
   readonly cpuOracle?: { readonly pass: boolean; readonly worst: OracleEntry };
+  /** Why the CPU twins did not run, when they did not. */
+  readonly cpuSkipped?: string;
   readonly loss?: number;
   readonly timing: { readonly method: string; readonly quantized: boolean };
   readonly gemms: SweepGemm[];
@@ -148,6 +150,7 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     transport: run.transport,
     oracle: { pass: run.oracle.pass, worst: run.oracle.worst, entries: run.oracle.entries },
     cpuOracle: run.cpuOracle && { pass: run.cpuOracle.pass, worst: run.cpuOracle.worst },
+    cpuSkipped: run.cpuSkipped,
     loss: run.loss,
     timing: { method: run.computeTimes[0]?.method ?? 'none', quantized: run.computeTimes.some((t) => t.quantized) },
     gemms,

@@ -53,7 +53,7 @@ export interface ActivationTerm {
 }
 
 /** The tensors rank r keeps for backward (see the table above), in forward order. */
-export function activationTerms(plan: LayerPlan, rank: number): ActivationTerm[] {
+export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): ActivationTerm[] {
   const c = plan.config;
   const own = plan.ranks[rank];
   const { s, b, h } = c;
@@ -102,6 +102,6 @@ export function activationTerms(plan: LayerPlan, rank: number): ActivationTerm[]
 }
 
 /** Σ bytes of activationTerms(plan, rank). */
-export function activationBytes(plan: LayerPlan, rank: number): number {
+export function activationBytes(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): number {
   return activationTerms(plan, rank).reduce((a, x) => a + x.bytes, 0);
 }

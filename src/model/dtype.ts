@@ -1,3 +1,4 @@
+import { quoted } from '../core/quote.ts';
 /**
  * The number format of a projected training run: compute, communication payloads and memory.
  * The WebGPU run on the page is always float32; this is the format the projection assumes the
@@ -14,5 +15,5 @@ export const dtypeBytes: Readonly<Record<TrainDtype, number>> = { fp16: 2, bf16:
 /** The dtype named by `text`, or an error listing the accepted names. */
 export function parseDtype(text: string): TrainDtype {
   if ((trainDtypes as readonly string[]).includes(text)) return text as TrainDtype;
-  throw new Error(`unknown dtype "${text}": use ${trainDtypes.join(', ')}.`);
+  throw new Error(`unknown dtype ${quoted(text)}: use ${trainDtypes.join(', ')}.`);
 }

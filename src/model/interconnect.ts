@@ -1,4 +1,4 @@
-import { quoted } from '../util/quote.ts';
+import { quoted } from '../core/quote.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
 
 /**

@@ -23,7 +23,7 @@ export interface ParameterShard {
  * qkv [h, (nq + 2·nkv)·d] · proj [nq·d, h] · gate, up [h, f] · down [f, h] ·
  * norm1, norm2 [h] (replicated) · embedding, output [vl, h] (untied; only with a vocabulary).
  */
-export function parameterShards(plan: LayerPlan, rank: number): ParameterShard[] {
+export function parameterShards(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): ParameterShard[] {
   const c = plan.config;
   const own = plan.ranks[rank];
   const d = headDim(c);
@@ -53,6 +53,6 @@ export function parameterShards(plan: LayerPlan, rank: number): ParameterShard[]
 }
 
 /** Σ bytes of rank r's weights; gradients take the same (one float32 gradient per weight). */
-export function parameterBytes(plan: LayerPlan, rank: number): number {
+export function parameterBytes(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): number {
   return parameterShards(plan, rank).reduce((a, p) => a + p.bytes, 0);
 }

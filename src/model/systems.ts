@@ -1,3 +1,4 @@
+import { quoted } from '../core/quote.ts';
 import { gpus, type GpuName, type GpuSpec } from './gpus.ts';
 import { interconnectPresets, type Interconnect } from './interconnect.ts';
 
@@ -137,15 +138,15 @@ export const defaultSystem: SystemName = 'v100-pcie-8';
  * "custom:a100-sxm-80gb:4:2:100"), the network and the base latency as in the catalog.
  */
 export function parseSystem(text: string): SystemSpec {
-  if (text in systems) return systems[text as SystemName];
+  if (Object.hasOwn(systems, text)) return systems[text as SystemName];
   const m = /^custom:([^:]+):([^:]+):([^:]+):([^:]+)$/.exec(text);
   if (!m)
     throw new Error(
-      `unknown system "${text}": use ${systemNames.join(', ')} or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>.`,
+      `unknown system ${quoted(text)}: use ${systemNames.join(', ')} or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>.`,
     );
   const [, gpuName, perNode, alpha, bw] = m as unknown as [string, string, string, string, string];
-  if (!(gpuName in gpus))
-    throw new Error(`custom system: unknown GPU "${gpuName}": use ${Object.keys(gpus).join(', ')}.`);
+  if (!Object.hasOwn(gpus, gpuName))
+    throw new Error(`custom system: unknown GPU ${quoted(gpuName)}: use ${Object.keys(gpus).join(', ')}.`);
   const n = Number(perNode);
   if (!(Number.isInteger(n) && n >= 1 && n <= 64))
     throw new Error(`custom system: GPUs per node (${perNode}) must be a whole number from 1 to 64.`);

@@ -1,4 +1,4 @@
-import { quoted } from '../util/quote.ts';
+import { quoted } from '../core/quote.ts';
 import { configFromPreset, presetNames, type LayerConfig, type PresetName } from './config.ts';
 
 /** The size fields a user may set by name (CLI flags, URL hash keys). */

@@ -15,6 +15,7 @@ import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs
 import { RankPool } from './pool.ts';
 import type { PoolTransport } from './transport.ts';
 import { RecentMap } from '../util/recent-map.ts';
+import { cpuTwinsSkipped } from '../model/budget.ts';
 
 /** Programs the layer's rank workers serve. */
 export type LayerWorkerPrograms = typeof commPrograms &
@@ -66,7 +67,7 @@ export interface LayerRunOptions {
   readonly cache?: LayerRunCache;
   /** Keep GEMM tuning decisions in the origin's IndexedDB across page loads (the page does; tests need not). */
   readonly persistTuning?: boolean;
-  /** Also run the CPU twins in this thread and compare (default: when the step is ≤ 50 MFLOP). */
+  /** Also run the CPU twins in this thread and compare (default: unless model/budget.ts cpuTwinsSkipped says why not). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
   /** Stops the run at its next phase (tuning, reference, step, each rank's timing, CPU twins) with the signal's reason. */
@@ -82,6 +83,8 @@ export interface LayerRun {
   readonly oracle: OracleReport;
   /** TP=t against the CPU twins (float64 inside each op), when run. */
   readonly cpuOracle?: OracleReport;
+  /** Why the CPU twins did not run (absent when they did). */
+  readonly cpuSkipped?: string;
   readonly output: LogicalOutput;
   /** Mean loss over tokens, with a vocabulary. */
   readonly loss?: number;
@@ -150,7 +153,9 @@ export async function runLayer(
   }
   const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
   let cpuOracle: OracleReport | undefined;
-  if (opts.cpuCheck ?? flops <= 50e6) {
+  const cpuSkipped =
+    opts.cpuCheck === undefined ? cpuTwinsSkipped(c, flops) : opts.cpuCheck ? undefined : 'CPU twins not asked for.';
+  if (!cpuSkipped) {
     let twins = opts.cache?.cpuReferences.get(refKey);
     if (!twins) {
       say('CPU twins…');
@@ -167,6 +172,7 @@ export async function runLayer(
     transport: pool.transport,
     oracle,
     cpuOracle,
+    cpuSkipped,
     output,
     loss,
     commEvents,

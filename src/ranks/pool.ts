@@ -19,6 +19,12 @@ export interface RankPoolOptions {
   readonly timeoutMs?: number;
   /** Shared-ring bytes per rank: the largest full tensor one collective moves (default 64 MiB). */
   readonly commCapacityBytes?: number;
+  /**
+   * Every call fails on the ranks that have not answered after this long (ms, default 180 000: the
+   * longest calls, GEMM tuning of a large layer on SwiftShader, take tens of seconds), naming them;
+   * the pool is then broken. A hung worker therefore never holds a caller forever.
+   */
+  readonly callDeadlineMs?: number;
   /** Starts rank r's worker; default: src/ranks/rank.worker.ts (serves `commPrograms`). */
   readonly createWorker?: (rank: number) => Worker;
 }
@@ -47,6 +53,7 @@ const defaultWorker = (): Worker =>
 export class RankPool<P extends RankPrograms = CommPrograms> {
   readonly transport: PoolTransport;
   readonly timeoutMs: number;
+  readonly callDeadlineMs: number;
   private t: number;
   private readonly workers: Worker[] = [];
   private readonly remotes: Comlink.Remote<RankWorker>[] = [];
@@ -57,11 +64,14 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   private broken: Error | undefined;
   private disposed = false;
   private readonly onBreak = new Set<(rank: number, e: Error) => void>();
+  /** Cancels the main thread's wait on each worker's life lock (see watch). */
+  private readonly unwatch = new AbortController();
 
   private constructor(opts: RankPoolOptions) {
     this.t = checkSize(opts.size);
     this.transport = chooseTransport(opts.transport);
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.callDeadlineMs = opts.callDeadlineMs ?? 180_000;
     this.commCapacityBytes = opts.commCapacityBytes ?? 64 << 20;
     this.make = opts.createWorker ?? defaultWorker;
     for (let r = 0; r < this.t; r++) this.spawn(r);
@@ -118,7 +128,30 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
       this.breakWith(r, new RankFailedError(r, 'a message from the worker could not be deserialized')),
     );
     this.workers.push(w);
-    this.remotes.push(Comlink.wrap<RankWorker>(w));
+    const remote = Comlink.wrap<RankWorker>(w);
+    this.remotes.push(remote);
+    this.watch(r, remote);
+  }
+
+  /**
+   * Notices at once when worker r ends (self.close(), a crash, the tab's process killing it): the
+   * worker holds a Web Lock for its whole life and the browser releases it when the worker ends, so
+   * the main thread's request for the same lock is granted exactly then. (A heartbeat cannot do
+   * this: a healthy rank blocked in Atomics.wait on a slow peer cannot answer one.)
+   */
+  private watch(r: number, remote: Comlink.Remote<RankWorker>): void {
+    const locks = (globalThis.navigator as Navigator | undefined)?.locks;
+    if (!locks) return;
+    const name = `tp-rank-${crypto.randomUUID()}`;
+    remote
+      .holdLifeLock(name)
+      .then(() =>
+        locks.request(name, { signal: this.unwatch.signal }, () => {
+          if (!this.disposed)
+            this.breakWith(r, new RankFailedError(r, 'its worker closed or died (its life lock was released).'));
+        }),
+      )
+      .catch(() => {}); // the pool was disposed, or the worker ended before it took the lock (its error event reports it)
   }
 
   /** Wires ranks 0…t−1 into one group over fresh shared memory or ports (a new device only where a worker has none). */
@@ -178,6 +211,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   async dispose(): Promise<DisposeReport> {
     if (this.disposed) return { deviceLost: [] };
     this.disposed = true;
+    this.unwatch.abort();
     if (this.ring) abortSabRing(this.ring, -1, 'the pool was disposed');
     const answer = <T>(p: Promise<T>, ms: number): Promise<T | 'unresponsive'> =>
       Promise.race([p, new Promise<'unresponsive'>((res) => setTimeout(() => res('unresponsive'), ms))]);
@@ -228,7 +262,19 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
       const settled = new Set<number>();
       let grace: ReturnType<typeof setTimeout> | undefined;
       const waitMs = this.timeoutMs + 2_000;
+      const deadline = setTimeout(() => {
+        ranks.forEach((r, j) => {
+          if (settled.has(j)) return;
+          const e = new RankFailedError(
+            r,
+            `did not answer ${what} within the pool's ${this.callDeadlineMs / 1000} s deadline.`,
+          );
+          settle(j, { error: e });
+          this.breakWith(r, e);
+        });
+      }, this.callDeadlineMs);
       const finish = (): void => {
+        clearTimeout(deadline);
         clearTimeout(grace);
         this.onBreak.delete(onBreak);
         if (errors.some((e) => e)) reject(new RankRunError(what, errors));

@@ -19,6 +19,9 @@ export class RankWorker {
   private ctx: RankContext | undefined;
   private ports: PortRingCollectives | undefined;
   private own: { device: GPUDevice; adapter: string } | undefined;
+  /** Set when this rank's device was lost other than by dispose: which adapter, and why. */
+  private lost: string | undefined;
+  private rank = -1;
 
   constructor(private readonly programs: RankPrograms) {}
 
@@ -28,9 +31,24 @@ export class RankWorker {
    * pipelines compiled on the device, and only rewires the collectives.
    */
   async init(cfg: RankInit): Promise<RankInfo> {
+    this.rank = cfg.rank;
     if (!this.own) {
+      // A new device, also after a lost one: the rank is rebuilt when the pool is next formed.
       const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`);
-      this.own = { device, adapter: adapterName(adapter) };
+      const own = { device, adapter: adapterName(adapter) };
+      this.own = own;
+      this.lost = undefined;
+      void device.lost.then((info) => {
+        if (this.own !== own) return; // disposed (destroyed on purpose) or already replaced
+        this.own = undefined;
+        this.ctx = undefined;
+        this.lost = `its GPU device (${own.adapter}) was lost: ${info.reason}${info.message ? ` — ${info.message}` : ''}. The next run requests a new device.`;
+        // Reported at once, in or between calls: an uncaught error reaches the pool as this worker's error event.
+        const report = `rank ${this.rank}: ${this.lost}`;
+        setTimeout(() => {
+          throw new Error(report);
+        }, 0);
+      });
     }
     const { device, adapter } = this.own;
     this.ports?.close();
@@ -48,6 +66,7 @@ export class RankWorker {
 
   /** Runs program `name` on this rank; typed arrays in the result are transferred. */
   async run(name: string, args: unknown): Promise<unknown> {
+    if (this.lost) throw new Error(`rank ${this.rank}: ${this.lost}`);
     const ctx = this.ctx;
     if (!ctx) throw new Error(`rank worker: run("${name}") before init.`);
     const program = this.programs[name] as RankProgram<unknown, unknown> | undefined;
@@ -55,7 +74,15 @@ export class RankWorker {
       throw new Error(
         `rank ${ctx.rank}: no program "${name}" (this worker serves: ${Object.keys(this.programs).join(', ')}).`,
       );
-    const result = await program(ctx, args);
+    let result: unknown;
+    try {
+      result = await program(ctx, args);
+    } catch (e) {
+      // A lost device fails the program first; give its lost callback the chance to say so.
+      await Promise.race([ctx.device.lost, new Promise((r) => setTimeout(r, 100))]);
+      if (this.lost) throw new Error(`rank ${ctx.rank}: ${this.lost}`);
+      throw e;
+    }
     const moved = transferables(result);
     return moved.length ? Comlink.transfer(result, moved) : result;
   }
@@ -63,6 +90,21 @@ export class RankWorker {
   /** Returns and forgets this rank's trace events. */
   drainTrace(): TraceEvent[] {
     return this.ctx?.trace.drain() ?? [];
+  }
+
+  /**
+   * Holds the Web Lock `name` until this worker ends; resolves once it is held. The pool waits for
+   * the same lock, which the browser grants the moment this worker closes or dies.
+   */
+  holdLifeLock(name: string): Promise<void> {
+    return new Promise((held, failed) => {
+      navigator.locks
+        .request(name, () => {
+          held();
+          return new Promise<never>(() => {});
+        })
+        .catch(failed);
+    });
   }
 
   /** Fails pending MessagePort receives (shared-memory ranks are aborted through the ring). */

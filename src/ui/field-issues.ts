@@ -38,7 +38,10 @@ const controlFields = new Set<string>([
  * (an illegal t shows under the TP control even though the rule names heads first), else the
  * issue's own `field`; fields without a control (seed, ε, RoPE base) go to the preset.
  */
-export function placeIssues(issues: readonly ValidationIssue[], changed?: ControlField): FieldIssue[] {
+export function placeIssues(
+  issues: readonly Pick<ValidationIssue, 'field' | 'fields' | 'message'>[],
+  changed?: ControlField,
+): FieldIssue[] {
   return issues.map((i) => {
     const involved = changed !== undefined && (i.fields as readonly string[]).includes(changed);
     const field = (involved ? changed : controlFields.has(i.field) ? i.field : 'preset') as ControlField;

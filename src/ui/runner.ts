@@ -1,15 +1,18 @@
 import type { LogicalOutput } from '../parallel/gather.ts';
 import { accountPlan, type PlanAccounting } from '../model/accounting.ts';
+import { assertWithinBudget, budgetRun, type MemoryBudget } from '../model/budget.ts';
 import { modeledComputeMs, swiftshaderLike } from '../model/compute-model.ts';
 import { interconnectPresets, type Interconnect } from '../model/interconnect.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleReport } from '../parallel/oracle.ts';
 import { makePlan } from '../parallel/plan.ts';
+import { validateConfig } from '../parallel/validate.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import {
   createLayerPool,
   layerRunCache,
   runLayer,
+  type LayerRun,
   type LayerRunCache,
   type LayerWorkerPrograms,
   type PoolLender,
@@ -46,6 +49,8 @@ export interface PlaygroundResult {
   /** Absent without WebGPU (nothing ran). */
   readonly oracle?: OracleReport;
   readonly cpuOracle?: OracleReport;
+  /** Why the CPU twins did not run, when they did not. */
+  readonly cpuSkipped?: string;
   readonly loss?: number;
   /** The step's output, loss and gradients in logical layout (absent without WebGPU). */
   readonly output?: LogicalOutput;
@@ -69,6 +74,9 @@ export class PlaygroundRunner implements PoolLender {
   /** Set when navigator.gpu exists but gives no adapter: runs are then modeled, as without WebGPU. */
   modelOnly = false;
 
+  /** Memory and buffer limits every run is checked against before a worker allocates (model/budget.ts). */
+  budget: MemoryBudget | undefined;
+
   constructor(private readonly onProgress: (line: string) => void = () => {}) {}
 
   /** True when this browser can run the ranks (navigator.gpu exists). */
@@ -76,9 +84,13 @@ export class PlaygroundRunner implements PoolLender {
     return typeof navigator !== 'undefined' && 'gpu' in navigator && !!navigator.gpu;
   }
 
-  /** Runs one request; requests are serialized (a new one waits for the running one). */
-  run(req: RunRequest): Promise<PlaygroundResult> {
-    return this.enqueue(() => this.runNow(req));
+  /**
+   * Runs one request; requests are serialized (a new one waits for the running one). `signal`
+   * stops it at its next phase (runLayer's phases) with the signal's reason; one aborted before
+   * its turn does not start.
+   */
+  run(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
+    return this.enqueue(() => this.runNow(req, signal));
   }
 
   /**
@@ -96,8 +108,8 @@ export class PlaygroundRunner implements PoolLender {
     return next;
   }
 
-  private async runNow(req: RunRequest): Promise<PlaygroundResult> {
-    const r = await this.runHere(req);
+  private async runNow(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
+    const r = await this.runHere(req, signal);
     const m = req.projection;
     if (!m) return r;
     const gpu = m.system.gpu;
@@ -109,8 +121,10 @@ export class PlaygroundRunner implements PoolLender {
     };
   }
 
-  private async runHere(req: RunRequest): Promise<PlaygroundResult> {
+  private async runHere(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
+    signal?.throwIfAborted();
     const c = req.config;
+    if (this.budget) assertWithinBudget(c, this.budget);
     const { plan } = await makePlan(c); // validates before any work
     const link = req.comm === 'measured' ? undefined : req.comm;
     const accounting = accountPlan(plan, link);
@@ -126,12 +140,21 @@ export class PlaygroundRunner implements PoolLender {
       };
     }
     const pool = await this.poolOf(c.tp);
-    const run = await runLayer(pool, c, {
-      timingRanks: [0],
-      cache: this.cache,
-      persistTuning: true,
-      onProgress: this.onProgress,
-    });
+    signal?.throwIfAborted();
+    let run: LayerRun;
+    try {
+      run = await runLayer(pool, c, {
+        timingRanks: [0],
+        cache: this.cache,
+        persistTuning: true,
+        onProgress: this.onProgress,
+        signal,
+      });
+    } catch (e) {
+      // A failed run breaks the pool: release its workers' devices and memory now, not at the next run.
+      if (pool.failure && this.pool === pool) await this.dispose();
+      throw e;
+    }
     const t0 = run.computeTimes[0];
     return {
       config: c,
@@ -144,6 +167,7 @@ export class PlaygroundRunner implements PoolLender {
         : `measured: this browser's ${pool.transport} transport between the rank workers`,
       oracle: run.oracle,
       cpuOracle: run.cpuOracle,
+      cpuSkipped: run.cpuSkipped,
       loss: run.loss,
       output: run.output,
       transport: pool.transport,
@@ -180,12 +204,9 @@ export class PlaygroundRunner implements PoolLender {
       .then(async () => {
         const legal: number[] = [];
         for (const t of degrees) {
-          try {
-            await makePlan({ ...config, tp: t });
-            legal.push(t);
-          } catch {
-            // an illegal degree is not warmed
-          }
+          const ct = { ...config, tp: t };
+          // an illegal degree, or one over the budget, is not warmed
+          if (validateConfig(ct).ok && (!this.budget || budgetRun(ct, this.budget).ok)) legal.push(t);
         }
         const t = Math.max(0, ...legal);
         if (gen !== this.generation || t <= this.warmRanks()) return;
@@ -194,7 +215,9 @@ export class PlaygroundRunner implements PoolLender {
         await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
         await pool.traces();
       })
-      .catch(() => undefined);
+      .catch(async () => {
+        if (this.pool?.failure) await this.dispose(); // release a broken pool's memory at once
+      });
   }
 
   /** Rank workers started (devices up, pipelines compiled): every degree up to this is a re-run. */

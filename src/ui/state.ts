@@ -9,7 +9,7 @@ import {
 } from '../parallel/config.ts';
 import { parsePreset, parseSwitch, parseWhole } from '../parallel/config-parse.ts';
 import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
-import { quoted } from '../util/quote.ts';
+import { quoted } from '../core/quote.ts';
 import { parseDtype, type TrainDtype } from '../model/dtype.ts';
 import { defaultSystem, parseSystem } from '../model/systems.ts';
 

@@ -1,18 +1,9 @@
 // Text of the timeline: units, collective names, block labels and tooltips (pure, no DOM).
 import type { CollectiveOp } from '../comm/collectives.ts';
 import type { ScheduledEvent } from '../trace/schedule.ts';
+import { formatBytes, trim } from '../core/format-bytes.ts';
 
-/** Bytes in binary units: 98304 → "96 KiB", 1536 → "1.5 KiB", 512 → "512 B". */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (Math.abs(v) >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${u === 0 ? v : trim(v)} ${units[u]}`;
-}
+export { formatBytes };
 
 /** Milliseconds in the unit that reads best: 0.0374 → "37.4 µs", 7.746 → "7.75 ms", 1234 → "1.23 s". */
 export function formatMs(ms: number): string {
@@ -34,11 +25,6 @@ export function formatFlops(flops: number): string {
     p++;
   }
   return `${trim(v)} ${prefixes[p]}FLOP`;
-}
-
-/** Three significant digits, no trailing zeros: 37.40 → "37.4", 96 → "96", 0.1234 → "0.123". */
-function trim(v: number): string {
-  return String(Number(v.toPrecision(3)));
 }
 
 /** GFLOP/s of `flops` done in `ms`; 0 when the time is 0. */

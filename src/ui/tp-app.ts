@@ -2,6 +2,7 @@
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { enableWebGpuHint } from '../kernels/adapter.ts';
+import { budgetRun, memoryBudget, type MemoryBudget } from '../model/budget.ts';
 import { legalTpDegrees, validateConfig } from '../parallel/validate.ts';
 import { chooseTransport } from '../ranks/transport.ts';
 import { placeIssues, type FieldIssue } from './field-issues.ts';
@@ -9,7 +10,16 @@ import { panelStyles } from './page-style.ts';
 import { PlaygroundRunner, type PlaygroundResult } from './runner.ts';
 import { formatMs } from './timeline-format.ts';
 import { machineChoice } from './machine-choice.ts';
-import { configOf, hashFromSettings, mainViews, settingsFromHash, type MainView, type Settings } from './state.ts';
+import { presets } from '../parallel/config.ts';
+import {
+  configOf,
+  hashFromSettings,
+  mainViews,
+  settingsFromHash,
+  sizeKeys,
+  type MainView,
+  type Settings,
+} from './state.ts';
 import type { SettingsChangeDetail } from './tp-controls.ts';
 import './tp-classroom.ts';
 import './tp-cluster-panel.ts';
@@ -206,18 +216,27 @@ export class TpApp extends LitElement {
     if (this.busy) this.progress = line;
   });
   private readonly onHash = (): void => this.apply();
+  /** Aborts the run in flight (at its next phase) when the settings change what runs. */
+  private inFlight: { key: string; abort: AbortController } | undefined;
+  /** Checked before every run: the page budget and (once probed) this adapter's buffer limits. */
+  private budget: MemoryBudget = memoryBudget((navigator as { deviceMemory?: number }).deviceMemory);
+
   /** What this browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
   @state() private gpu: 'ok' | 'none' | 'no-adapter' = PlaygroundRunner.hasWebGpu() ? 'ok' : 'none';
   /** Resolves once the adapter probe has set `gpu` (runs wait for it). */
   private readonly probed = this.probeAdapter();
 
   private async probeAdapter(): Promise<void> {
+    this.runner.budget = this.budget;
     if (this.gpu !== 'ok') return;
     const adapter = await navigator.gpu.requestAdapter().catch(() => null);
     if (!adapter) {
       this.gpu = 'no-adapter';
       this.runner.modelOnly = true;
+      return;
     }
+    const deviceMemory = (navigator as { deviceMemory?: number }).deviceMemory;
+    this.runner.budget = this.budget = memoryBudget(deviceMemory, adapter.limits, "this adapter's");
   }
 
   override connectedCallback(): void {
@@ -239,6 +258,8 @@ export class TpApp extends LitElement {
     const known = (k: string): k is keyof Settings => Object.hasOwn(settings, k);
     this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
+    if (this.inFlight && this.inFlight.key !== runKey(settings))
+      this.inFlight.abort.abort(new DOMException('the settings changed', 'AbortError'));
     if (settings.view !== 'trace') void this.schedule(); // the measured-trace view runs nothing
   }
 
@@ -265,6 +286,16 @@ export class TpApp extends LitElement {
     const v = validateConfig(config);
     this.notes = placeIssues(v.notes); // notes stay by their own control: moving them would shift the controls under the pointer
     const issues: FieldIssue[] = placeIssues(v.errors, this.changed);
+    // Memory before any worker allocates (only for a valid config: the budget reads its shards).
+    // A budget issue sits by the size the link or the user set (#b=100000 by b), else by the one that saves most.
+    const set = (f: string): boolean => sizeKeys.some((k) => k === f && s[k] !== presets[s.preset][k]);
+    if (v.ok)
+      issues.push(
+        ...placeIssues(
+          budgetRun(config, this.budget).errors.map((e) => ({ ...e, field: e.fields.find(set) ?? e.field })),
+          this.changed,
+        ),
+      );
     const machine = machineChoice(s);
     issues.push(...machine.issues);
     this.issues = issues;
@@ -273,13 +304,18 @@ export class TpApp extends LitElement {
     this.busy = true;
     this.progress = `running t = ${s.tp}${s.sp ? ' with SP' : ''}…`;
     const started = performance.now();
+    const abort = new AbortController();
+    this.inFlight = { key: runKey(s), abort };
     try {
-      this.result = await this.runner.run({
-        config,
-        comm: machine.comm,
-        overlap: s.overlap,
-        ...(machine.projection && { projection: machine.projection }),
-      });
+      this.result = await this.runner.run(
+        {
+          config,
+          comm: machine.comm,
+          overlap: s.overlap,
+          ...(machine.projection && { projection: machine.projection }),
+        },
+        abort.signal,
+      );
       this.shownMachine = machine.label;
       this.shownKey = runKey(s);
       this.shownHash = hashFromSettings(s);
@@ -287,9 +323,14 @@ export class TpApp extends LitElement {
       this.progress = `ran t = ${s.tp} in ${formatMs(performance.now() - started)}`;
       this.prewarm(s);
     } catch (e) {
-      this.runError = e instanceof Error ? e.message : String(e);
-      this.progress = 'run failed';
+      if (abort.signal.aborted) {
+        this.progress = `stopped t = ${s.tp}: the settings changed`; // the loop in schedule() runs the new ones
+      } else {
+        this.runError = e instanceof Error ? e.message : String(e);
+        this.progress = 'run failed';
+      }
     } finally {
+      this.inFlight = undefined;
       this.busy = false;
     }
   }
@@ -404,6 +445,7 @@ export class TpApp extends LitElement {
         <tp-oracle-badge
           .oracle=${r.oracle}
           .cpuOracle=${r.cpuOracle}
+          cpuSkipped=${r.cpuSkipped ?? ''}
           .tp=${r.config.tp}
           reason="no WebGPU here: the layer did not run"
         ></tp-oracle-badge>

@@ -1,6 +1,7 @@
 // <tp-classroom-train>: "train K steps" — the classroom layer trained at t and at TP = 1 on the rank workers, with both loss curves.
 import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
+import { quoted } from '../core/quote.ts';
 import { configFromPreset } from '../parallel/config.ts';
 import { oracleTolerance } from '../parallel/oracle.ts';
 import { trainClassroom, type TrainPoint } from '../ranks/classroom-train-run.ts';
@@ -16,7 +17,7 @@ export function parseSteps(text: string, lo = 1, hi = 500): number | string {
   const k = Number(text);
   return Number.isInteger(k) && k >= lo && k <= hi
     ? k
-    : `steps must be a whole number from ${lo} to ${hi}, got "${text}".`;
+    : `steps must be a whole number from ${lo} to ${hi}, got ${quoted(text)}.`;
 }
 
 /**

@@ -72,6 +72,8 @@ export class TpOracleBadge extends LitElement {
   @property({ attribute: false }) oracle: OracleReport | undefined;
   /** TP=t against the CPU twins (small configurations only). */
   @property({ attribute: false }) cpuOracle: OracleReport | undefined;
+  /** Why the CPU twins did not run, when they did not. */
+  @property() cpuSkipped = '';
   /** The TP degree checked, for the wording. */
   @property({ type: Number }) tp = 1;
   /** Why there is no verdict (e.g. no WebGPU: nothing ran). */
@@ -100,7 +102,9 @@ export class TpOracleBadge extends LitElement {
               CPU twins (float64 accumulation): ${this.cpuOracle.pass ? 'match' : 'differ'} — worst
               ${this.cpuOracle.worst.tensor} ${sci(this.cpuOracle.worst.maxAbs)}
             </p>`
-          : nothing
+          : this.cpuSkipped
+            ? html`<p class="cpu" data-cpu-skipped>${this.cpuSkipped}</p>`
+            : nothing
       }
       <details>
         <summary>every tensor (${o.entries.length})</summary>

@@ -98,22 +98,25 @@ describe.each(poolTransports)('faults across rank workers over %s', (transport) 
     await pool.dispose();
   });
 
-  test('a worker that dies mid-call is named by its peers, and reported as not answering', async () => {
-    const pool = await faultPool({ size: 3, transport, timeoutMs });
+  test('a worker that dies mid-call is noticed at once (its life lock), named, and its peers released', async () => {
+    const pool = await faultPool({ size: 3, transport, timeoutMs: 30_000 });
     const t0 = performance.now();
     const [others, dead] = await Promise.allSettled([
       pool.run('collective', allReduce, [0, 2]),
       pool.run('die', undefined, [1]),
     ]);
-    expect(performance.now() - t0).toBeLessThan(2 * timeoutMs + 3_000);
+    // Well inside the 30 s collective timeout: the pool noticed the worker end, not a missing peer.
+    const ms = performance.now() - t0;
+    console.info(
+      `${transport}: the dead rank 1 and its released peers were reported ${ms.toFixed(0)} ms after the call`,
+    );
+    expect(ms).toBeLessThan(5_000);
+    expect((dead as PromiseRejectedResult).reason.message).toBe(
+      'program "die" failed on rank 1:\n  rank 1: its worker closed or died (its life lock was released).',
+    );
     const e = (others as PromiseRejectedResult).reason as Error & { errors: Error[] };
     [0, 2].forEach((r) =>
-      expect(e.errors[r].message).toBe(
-        `rank ${r}: allReduce(sum, f32 [8]) #1 timed out after ${timeoutMs} ms: rank 1 never arrived.`,
-      ),
-    );
-    expect((dead as PromiseRejectedResult).reason.message).toBe(
-      `program "die" failed on rank 1:\n  rank 1: did not answer within ${timeoutMs + 2_000} ms after the first failure (its worker died or hangs).`,
+      expect(e.errors[r].message).toMatch(new RegExp(`^rank ${r}: .*rank 1 failed: its worker closed or died`)),
     );
     const report = await pool.dispose();
     expect(report.deviceLost).toEqual(['destroyed', 'unresponsive', 'destroyed']);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { defaultSettings, settingsFromHash } from '../../../src/ui/state.ts';
 import { parseInterconnect } from '../../../src/model/interconnect.ts';
-import { quoted } from '../../../src/util/quote.ts';
+import { quoted } from '../../../src/core/quote.ts';
 
 describe('hostile URL hashes', () => {
   test.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])(

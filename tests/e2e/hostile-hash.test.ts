@@ -1,0 +1,92 @@
+// Hostile URL hashes, each on a fresh page of the built app: the page stays responsive and names what is wrong.
+import type { Page } from 'playwright';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+
+let open: OpenPage;
+
+/**
+ * Each hash, what the page must say, and where: `field` is the control the message sits under
+ * (`[data-error-for=field]`), 'banner' the link banner for keys without a control.
+ */
+const cases: readonly { hash: string; where: string; says: RegExp }[] = [
+  {
+    hash: 'h=1000000000001',
+    where: 'h',
+    says: /hidden size h \(1000000000001\) is more than the playground's maximum of 16777216/,
+  },
+  { hash: 's=1000000000', where: 's', says: /sequence length s \(1000000000\) is more than the playground's maximum/ },
+  { hash: 'vocab=100000000', where: 'vocab', says: /vocabulary size \(100000000\) is more than/ },
+  { hash: 'b=100000', where: 'b', says: /this run needs 4\.29 GiB: .* more than the page budget of .*; lower s/ },
+  {
+    hash: 's=100000',
+    where: 's',
+    says: /needs 149 GiB in one buffer, more than this adapter's maxStorageBufferBindingSize/,
+  },
+  { hash: 'ffn=10000000', where: 'ffn', says: /needs .* more than .*; lower (h or ffn|ffn)/ },
+  { hash: 'heads=65536&groups=1', where: 'heads', says: /attention heads \(65536\) is more than the maximum of 65535/ },
+  { hash: 'tp=99999999999999999999', where: 'tp', says: /tp must be a whole number ≥ 1, got "99999999999999999999"/ },
+  { hash: 'constructor=1', where: 'banner', says: /^Link: unknown key "constructor" ignored/ },
+  { hash: '__proto__=1', where: 'banner', says: /^Link: unknown key "__proto__" ignored/ },
+  { hash: 'net=constructor', where: 'net', says: /unknown interconnect "constructor"/ },
+  { hash: `h=${'9'.repeat(10_000)}`, where: 'h', says: /got "9{40}…" \(10000 characters\)/ },
+  {
+    hash: Array.from({ length: 200 }, (_, i) => `junk${i}=1`).join('&'),
+    where: 'banner',
+    says: /^Link: 200 unknown keys "junk0", .* and 192 more ignored/,
+  },
+];
+
+/** Resolves with the page's answer to a trivial evaluation, or rejects after `ms`. */
+async function answerWithin(page: Page, ms: number): Promise<number> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the page did not answer within ${ms} ms (hung main thread)`)), ms);
+  });
+  try {
+    return await Promise.race([page.evaluate(() => 1 + 1), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('hostile URL hashes on the built page', () => {
+  beforeAll(async () => {
+    open = await openBuiltPage('/#machine=custom&tp=1', { outDir: 'test-results/e2e-hostile-dist' });
+  }, 180_000);
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  test.each(cases.map((c) => [c.hash.length > 60 ? `${c.hash.slice(0, 60)}… (${c.hash.length} chars)` : c.hash, c]))(
+    '#%s: the page answers within 1 s of loading and names the problem',
+    async (_, { hash, where, says }) => {
+      const page = await open.page.context().browser()!.newPage(); // a fresh context and page per hash
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      try {
+        await page.goto(`${open.base}#machine=custom&${hash}`, { waitUntil: 'load' });
+        expect(await answerWithin(page, 1_000)).toBe(2);
+        const where$ =
+          where === 'banner'
+            ? page.locator('[data-banner="hash"]')
+            : page.locator(`tp-controls [data-error-for="${where}"]`);
+        await expect.poll(() => where$.count(), { timeout: 20_000 }).toBeGreaterThan(0);
+        const texts = await where$.allTextContents();
+        expect(
+          texts.some((t) => says.test(t.trim())),
+          texts.join(' | ').slice(0, 600),
+        ).toBe(true);
+        if (where === 'banner') expect(texts).toHaveLength(1); // many unknown keys: one banner
+        // Still responsive after it settled, nothing echoed whole (no page wider than the window), no page error.
+        expect(await answerWithin(page, 1_000)).toBe(2);
+        const [scroll, inner] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+        expect(scroll).toBeLessThanOrEqual(inner + 1);
+        expect(errors).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    },
+    60_000,
+  );
+});

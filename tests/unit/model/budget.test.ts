@@ -1,0 +1,103 @@
+import { describe, expect, test } from 'vitest';
+import { accountPlan } from '../../../src/model/accounting.ts';
+import {
+  budgetRun,
+  cpuTwinMaxBytes,
+  cpuTwinsSkipped,
+  memoryBudget,
+  webgpuDefaultLimits,
+} from '../../../src/model/budget.ts';
+import { configFromPreset, presetNames, type LayerConfig } from '../../../src/parallel/config.ts';
+import { makePlan } from '../../../src/parallel/plan.ts';
+import { legalTpDegrees } from '../../../src/parallel/validate.ts';
+
+const budget = memoryBudget(undefined);
+const GiB = 2 ** 30;
+
+describe('memoryBudget', () => {
+  test('is a quarter of navigator.deviceMemory, or of 8 GiB when the browser does not say', () => {
+    expect(memoryBudget(4).pageBytes).toBe(1 * GiB);
+    expect(memoryBudget(4).pageSource).toBe("25% of this device's 4 GiB");
+    expect(budget.pageBytes).toBe(2 * GiB);
+    expect(budget.pageSource).toBe('25% of 8 GiB assumed (navigator.deviceMemory not reported)');
+    expect(memoryBudget(0).pageBytes).toBe(2 * GiB);
+    expect(budget.limits).toEqual(webgpuDefaultLimits);
+  });
+});
+
+describe('budgetRun', () => {
+  test.each(presetNames)('every legal degree ≤ 8 of preset %s fits the default budget', (p) => {
+    for (const sp of [false, true])
+      for (const tp of legalTpDegrees(configFromPreset(p), sp, 8)) {
+        const r = budgetRun(configFromPreset(p, { tp, sp }), budget);
+        expect(r.errors).toEqual([]);
+        expect(r.totalBytes).toBeLessThan(budget.pageBytes);
+      }
+  });
+
+  test.each([
+    ['gpt2-layer', 4, false],
+    ['llama-gqa', 8, true],
+    ['classroom', 2, true],
+  ] as const)(
+    'counts %s at t = %i (SP %s) from the plan accounting: weights twice, gradients once, activations',
+    async (p, tp, sp) => {
+      const c = configFromPreset(p, { tp, sp });
+      const memory = accountPlan((await makePlan(c)).plan).memory;
+      const r = budgetRun(c, budget);
+      r.ranks.forEach((rb, i) => {
+        expect(rb.weights).toBe(2 * memory[i].parameterBytes);
+        expect(rb.gradients).toBe(memory[i].gradientBytes);
+        expect(rb.activations).toBe(memory[i].activationBytes);
+        expect(rb.scratch).toBe(memory[i].activationBytes + 2 * c.s * c.b * c.h * 4);
+        expect(rb.total).toBe(rb.weights + rb.gradients + rb.activations + rb.scratch);
+      });
+      const ref = accountPlan((await makePlan({ ...c, tp: 1, sp: false })).plan).memory[0];
+      expect(r.reference.gradients).toBe(ref.parameterBytes);
+      const ranks = r.ranks.reduce((a, x) => a + x.total, 0);
+      expect(r.totalBytes).toBe(ranks + r.reference.total + r.cpuTwins);
+      expect(r.cpuTwins).toBe(r.reference.total <= cpuTwinMaxBytes ? 2 * r.reference.total : 0);
+    },
+  );
+
+  test('#b=100000 on the classroom preset is refused naming the size, the budget and what to lower', () => {
+    const r = budgetRun(configFromPreset('classroom', { tp: 2, b: 100_000 }), budget);
+    expect(r.ok).toBe(false);
+    expect(r.errors.map((e) => e.rule)).toEqual(['page-budget']);
+    const e = r.errors[0];
+    expect(e.message).toMatch(
+      /^this run needs 4\.29 GiB: 2 ranks × 1\.22 GiB \(weights .*, activations kept for backward .*, scratch .*\) \+ the TP=1 reference 1\.84 GiB — more than the page budget of 2 GiB \(25% of 8 GiB assumed/,
+    );
+    expect(e.message).toMatch(/lower s \(halving it saves [\d.]+ GiB\)\.$/);
+    expect(e.fields).toEqual(expect.arrayContaining(['s', 'b']));
+  });
+
+  test('a vocabulary whose embedding exceeds the buffer limit is refused naming the tensor and the limit', () => {
+    const c: LayerConfig = configFromPreset('classroom', { tp: 2, vocab: 4_000_000, h: 16 });
+    const r = budgetRun(c, { ...budget, pageBytes: 1e15 });
+    expect(r.errors.map((e) => e.rule)).toEqual(['buffer-limit']);
+    expect(r.errors[0].message).toBe(
+      "the TP=1 reference's tensor weight embedding [4000000, 16] needs 244 MiB in one buffer, more than WebGPU's guaranteed maxStorageBufferBindingSize of 128 MiB; lower h or vocab (halving either saves 122 MiB).",
+    );
+    expect(r.largestBuffer).toEqual({ name: 'weight embedding', shape: [4_000_000, 16], bytes: 256_000_000 });
+  });
+
+  test('the adapter limits passed in are the ones checked', () => {
+    const c = configFromPreset('classroom', { tp: 2, vocab: 4_000_000 });
+    const big = { ...webgpuDefaultLimits, maxStorageBufferBindingSize: 2 ** 31, maxBufferSize: 2 ** 31 };
+    expect(budgetRun(c, memoryBudget(64, big, "this adapter's")).errors).toEqual([]);
+    expect(budgetRun(c, memoryBudget(64)).errors.map((e) => e.rule)).toEqual(['buffer-limit']);
+  });
+});
+
+describe('cpuTwinsSkipped', () => {
+  test('the twins run on the classroom preset and are skipped, with the reason, above their limits', () => {
+    expect(cpuTwinsSkipped(configFromPreset('classroom', { tp: 2 }), 1e5)).toBeUndefined();
+    expect(cpuTwinsSkipped(configFromPreset('gpt2-layer', { tp: 2 }), 1e5)).toMatch(
+      /^CPU twins skipped: the TP=1 step needs 112 MiB, more than their 32 MiB limit/,
+    );
+    expect(cpuTwinsSkipped(configFromPreset('classroom', { tp: 2 }), 6e7)).toMatch(
+      /^CPU twins skipped: the step is 60 MFLOP per rank, more than their 50 MFLOP limit/,
+    );
+  });
+});
