@@ -70,7 +70,7 @@ export const systems = {
   /** The seeds' machine: 8×V100 PCIe on PCIe Gen3, 7.6 GB/s bus bandwidth measured (seed M037/M040). */
   'v100-pcie-8': {
     name: 'v100-pcie-8',
-    label: "8×V100 PCIe, PCIe Gen3 (the seeds' box)",
+    label: '8×V100 PCIe box, PCIe Gen3',
     gpu: gpus['v100-pcie'],
     gpusPerNode: 8,
     intra: interconnectPresets['pcie-gen3'],

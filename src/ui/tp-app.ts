@@ -465,6 +465,8 @@ export class TpApp extends LitElement {
               : html`<tp-gemm-view
                   .config=${configOf(s)}
                   .net=${s.net}
+                  .system=${s.system}
+                  .dtype=${s.dtype}
                   .overlap=${s.overlap}
                   .pools=${this.runner}
                 ></tp-gemm-view>`

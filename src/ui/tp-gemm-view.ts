@@ -8,6 +8,9 @@ import type { PoolLender } from '../ranks/layer-run.ts';
 import { drawLineChart, seriesColor } from './gemm-charts.ts';
 import { gemmDegrees, gemmEfficiency, type GemmEfficiency, type GemmRow } from './gemm-efficiency.ts';
 import { panelStyles } from './page-style.ts';
+import type { TrainDtype } from '../model/dtype.ts';
+import { gemmTime } from '../model/kernel-time.ts';
+import { parseSystem, type SystemSpec } from '../model/systems.ts';
 
 const fmt = (v: number, digits = 3): string => (Number.isFinite(v) ? Number(v.toPrecision(digits)).toString() : '—');
 
@@ -66,6 +69,11 @@ export class TpGemmView extends LitElement {
   ];
 
   /** The model sizes (tp is ignored; every legal degree of 1, 2, 4, 8 is run), and SP. */
+  /** The real cluster whose GPU the projected efficiency column uses (src/model/systems.ts name or custom:…). */
+  @property() system = 'v100-pcie-8';
+  /** The projected training format (this page's WebGPU GEMMs are fp32). */
+  @property() dtype: TrainDtype = 'fp16';
+
   @property({ attribute: false }) config: LayerConfig = configFromPreset('classroom');
   /** Interconnect for the modeled communication ('pcie-gen3', …, 'custom:α:GB/s', or 'measured'). */
   @property() net = 'pcie-gen3';
@@ -190,8 +198,29 @@ export class TpGemmView extends LitElement {
     });
   }
 
+  /** The GPU of the chosen system, or undefined when the system does not parse (the machine control names it). */
+  private get target(): SystemSpec | undefined {
+    try {
+      return parseSystem(this.system);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Projected fraction of the dense peak of one local GEMM on the chosen GPU, or undefined. */
+  private projected(g: { M: number; N: number; K: number; batch: number }): number | undefined {
+    const sys = this.target;
+    if (!sys) return undefined;
+    try {
+      return gemmTime(g, sys.gpu, this.dtype).efficiency;
+    } catch {
+      return undefined; // a format the GPU lacks: the machine control says so
+    }
+  }
+
   private gemmTable(eff: GemmEfficiency): TemplateResult {
     const degrees = eff.steps.map((s) => s.t);
+    const gpu = this.target?.gpu.label ?? this.system;
     return html`<table>
       <thead>
         <tr>
@@ -203,7 +232,10 @@ export class TpGemmView extends LitElement {
                 <th class="num">MFLOP</th>
                 <th class="num">ms</th>
                 <th class="num">GFLOP/s</th>
-                <th class="num">vs t=1</th>`,
+                <th class="num">vs t=1</th>
+                <th class="num" title="the tile- and wave-quantized GEMM model of src/model/kernel-time.ts">
+                  projected: % of ${gpu} ${this.dtype} peak
+                </th>`,
           )}
         </tr>
       </thead>
@@ -215,7 +247,8 @@ export class TpGemmView extends LitElement {
               <td>${g.split}</td>
               ${degrees.map((t) => {
                 const d = g.byDegree.find((x) => x.t === t);
-                if (!d) return html`<td colspan="5">—</td>`;
+                if (!d) return html`<td colspan="6">—</td>`;
+                const p = this.projected(d);
                 return html`<td
                     class="shape"
                     data-gemm=${g.name}
@@ -231,7 +264,10 @@ export class TpGemmView extends LitElement {
                   <td class="num">${fmt(d.flops / 1e6)}</td>
                   <td class="num">${fmt(d.ms)}</td>
                   <td class="num">${fmt(d.gflops)}</td>
-                  <td class="num ${d.efficiency < 0.5 ? 'low' : ''}">${fmt(d.efficiency * 100, 2)}%</td>`;
+                  <td class="num ${d.efficiency < 0.5 ? 'low' : ''}">${fmt(d.efficiency * 100, 2)}%</td>
+                  <td class="num" data-projected=${p ?? ''} data-projected-t=${t} data-projected-gemm=${g.name}>
+                    ${p === undefined ? '—' : `${fmt(p * 100, 2)}%`}
+                  </td>`;
               })}
             </tr>`,
         )}
@@ -292,10 +328,12 @@ export class TpGemmView extends LitElement {
       ${
         eff
           ? html` <p class="note">
-                ${this.report?.note} Column-parallel GEMMs keep M and K and get N/t; row-parallel ones get K/t;
-                attention runs heads/t heads. Smaller local GEMMs fill the GPU less, so GFLOP/s falls while the
-                all-reduces stay the size of [s, b, h]: the step's speed-up falls behind t (Shoeybi et al. 2019;
-                Narayanan et al. 2021).
+                ${this.report?.note} The projected column is the same local shape on
+                ${this.target?.gpu.label ?? this.system} in ${this.dtype} (tile and wave quantization, HBM floor,
+                launch), as a fraction of its dense peak; the measured columns are this page's fp32 WebGPU run.
+                Column-parallel GEMMs keep M and K and get N/t; row-parallel ones get K/t; attention runs heads/t heads.
+                Smaller local GEMMs fill the GPU less, so GFLOP/s falls while the all-reduces stay the size of [s, b,
+                h]: the step's speed-up falls behind t (Shoeybi et al. 2019; Narayanan et al. 2021).
               </p>
               <div class="charts"><svg id="gflops"></svg><svg id="time"></svg><svg id="speedup"></svg></div>
               <h3>

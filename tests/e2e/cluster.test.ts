@@ -39,7 +39,7 @@ describe('the machine choice and the cluster panel (built page)', () => {
   test("a first visit shows a real cluster: the seeds' 8×V100 PCIe box in fp16, named in the caption with fp32 for the WebGPU run", async () => {
     await shownRun('tp=2');
     expect(await caption()).toMatch(
-      /Machine: a real cluster \(8×V100 PCIe, PCIe Gen3 \(the seeds' box\), fp16\) · compute: projected on V100 PCIe 32 GB in fp16.*WebGPU run itself is fp32.*Communication: projected on PCIe Gen3/,
+      /Machine: a real cluster \(8×V100 PCIe box, PCIe Gen3, fp16\) · compute: projected on V100 PCIe 32 GB in fp16.*WebGPU run itself is fp32.*Communication: projected on PCIe Gen3/,
     );
     expect(await page.locator('tp-timeline rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
     // The rank workers still ran the layer: the oracle passed on this browser's adapter.
@@ -88,6 +88,20 @@ describe('the machine choice and the cluster panel (built page)', () => {
     expect(await caption()).toMatch(
       /Machine: custom: compute measured here, communication on a modeled link \(mixed\) · compute: measured.*Communication: modeled \(PCIe Gen3/,
     );
+  });
+
+  test('the GEMM view puts each local GEMM’s projected efficiency on the chosen GPU beside the measured one', async () => {
+    await page.goto(new URL('/#tp=2&view=gemm&system=dgx-h100&dtype=bf16', open.base).href);
+    const cell = (g: string, t: number) =>
+      page.locator(`tp-gemm-view td[data-projected-gemm="${g}"][data-projected-t="${t}"]`);
+    await expect.poll(() => cell('mlp.gate', 4).count(), { timeout: 170_000, interval: 500 }).toBe(1);
+    expect((await page.locator('tp-gemm-view th').allTextContents()).join('|')).toMatch(
+      /projected: % of H100 SXM 80 GB bf16 peak/,
+    );
+    const eff = async (t: number) => Number(await cell('mlp.gate', t).getAttribute('data-projected'));
+    // Column-parallel: N/t shrinks, the projected fraction of peak falls (tiny shapes: launch-bound).
+    expect(await eff(1)).toBeGreaterThan(await eff(4));
+    expect(await eff(4)).toBeGreaterThan(0);
   });
 
   test('illegal or unknown machine values in the link are named beside their controls', async () => {
