@@ -2,7 +2,7 @@
 import type { CollectiveOp } from '../src/comm/collectives.ts';
 import { RankPool } from '../src/ranks/pool.ts';
 import type { PoolTransport } from '../src/ranks/transport.ts';
-import { phaseTime, type TraceEvent } from '../src/trace/event.ts';
+import { phaseTime, type TraceEvent } from '../src/core/trace-event.ts';
 
 type BenchOp = Exclude<CollectiveOp, 'barrier'>;
 

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import type { GemmBenchReport } from '../src/bench/gemm-bench.ts';
 import { gemmBenchShapes } from '../src/bench/gemm-bench-shapes.ts';
 import { denseProblem, gemmFlops } from '../src/reference/gemm.ts';
-import { median } from '../src/trace/stats.ts';
+import { median } from '../src/core/stats.ts';
 import { runInBrowser } from './browser-run.ts';
 import { dawnAdapterOrRerun, runInNode } from './dawn-node.ts';
 import { clearGemmCache, defaultGemmCacheFile, readGemmCache, writeGemmCache } from './gemm-cache-file.ts';

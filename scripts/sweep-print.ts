@@ -1,4 +1,4 @@
-import type { SweepReport } from '../src/bench/sweep.ts';
+import type { SweepReport } from '../src/session/sweep.ts';
 import { gemmEfficiency } from '../src/ui/gemm-efficiency.ts';
 
 const pad = (v: string | number, n: number): string => String(v).padStart(n);

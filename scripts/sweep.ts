@@ -4,7 +4,7 @@
 // exposed communication, per-rank memory and the oracle's verdict.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { SweepReport } from '../src/bench/sweep.ts';
+import type { SweepReport } from '../src/session/sweep.ts';
 import { parseInterconnect } from '../src/model/interconnect.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
 import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '../src/parallel/config-parse.ts';
@@ -95,7 +95,7 @@ if (refused.some(({ errors }) => errors.length)) {
 // Loaded only now: Vite and Playwright take seconds to import, and a refusal above needs neither.
 const { runInBrowser } = await import('./browser-run.ts');
 const report = await runInBrowser<SweepReport>(
-  '/src/bench/sweep.ts',
+  '/src/session/sweep.ts',
   'runSweep',
   { configs, net: values.net, trace: !!values.trace, dump: !!values.dump },
   {

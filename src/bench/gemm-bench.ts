@@ -9,7 +9,7 @@ import { GpuTimer } from '../kernels/gpu-timer.ts';
 import { createTensor } from '../kernels/tensor.ts';
 import { denseProblem, gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import { randomArray } from '../reference/random.ts';
-import { median } from '../trace/stats.ts';
+import { median } from '../core/stats.ts';
 import type { GemmBenchShape } from './gemm-bench-shapes.ts';
 import { gemmBenchShapes } from './gemm-bench-shapes.ts';
 

@@ -1,12 +1,12 @@
-import type { TracePhase } from '../trace/event.ts';
-import { sharedNow } from '../trace/clock.ts';
-import type { TraceSink } from '../trace/recorder.ts';
+import type { TracePhase } from '../core/trace-event.ts';
+import { sharedNow } from '../core/clock.ts';
+import type { TraceSink } from '../core/trace-recorder.ts';
 import { checkDivisible, named, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { GroupBrokenError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
-import type { TraceEvent } from '../trace/event.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 
 /** A call before it is numbered: what the caller asks for. */
 export type CallRequest = Omit<CollectiveCall, 'seq' | 'dtype'>;

@@ -1,4 +1,4 @@
-import { formatShape, numel } from '../kernels/limits.ts';
+import { formatShape, numel } from '../core/shape.ts';
 import type { CollectiveOp, ReduceOp } from './collectives.ts';
 
 /** One collective call as every rank describes it; ranks must agree on all fields. */

@@ -1,7 +1,7 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import { createTensor, readTensor, withMappedTensor, writeTensor, type GpuTensor } from '../kernels/tensor.ts';
-import { sharedNow } from '../trace/clock.ts';
-import type { TracePhase } from '../trace/event.ts';
+import { sharedNow } from '../core/clock.ts';
+import type { TracePhase } from '../core/trace-event.ts';
 import { commEvent, type CallRequest, type CollectiveRunner, type Executed, type ResultTarget } from './base.ts';
 import { checkDivisible, named, resolveDim } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';

@@ -1,4 +1,4 @@
-import { formatShape, numel } from '../kernels/limits.ts';
+import { formatShape, numel } from '../core/shape.ts';
 
 /** A float32 tensor in host memory, row-major (last dim contiguous). */
 export interface HostTensor {

@@ -1,5 +1,5 @@
-import { sharedNow } from '../trace/clock.ts';
-import { discardTrace, type TraceSink } from '../trace/recorder.ts';
+import { sharedNow } from '../core/clock.ts';
+import { discardTrace, type TraceSink } from '../core/trace-recorder.ts';
 import { BaseCollectives, type Executed } from './base.ts';
 import { sameCall, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';

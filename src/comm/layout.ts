@@ -1,4 +1,4 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import type { ReduceOp } from './collectives.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 

@@ -1,6 +1,6 @@
-import { numel } from '../kernels/limits.ts';
-import { phaseClock } from '../trace/clock.ts';
-import type { TraceSink } from '../trace/recorder.ts';
+import { numel } from '../core/shape.ts';
+import { phaseClock } from '../core/clock.ts';
+import type { TraceSink } from '../core/trace-recorder.ts';
 import { BaseCollectives, type Executed } from './base.ts';
 import { outputShape, sameCall, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';

@@ -1,4 +1,4 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import type { CollectiveCall } from './call.ts';
 import { chunkBounds } from './layout.ts';
 

@@ -2,7 +2,8 @@ import code from '../../shaders/adam.wgsl?raw';
 import { adamCorrections, type AdamHyper } from '../reference/adam.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
-import { expectShape, numel } from './limits.ts';
+import { numel } from '../core/shape.ts';
+import { expectShape } from './limits.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /**

@@ -1,6 +1,7 @@
 import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
-import { expectShape, numel } from './limits.ts';
+import { expectShape } from './limits.ts';
+import { numel } from '../core/shape.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /** One entry point of a WGSL module whose every invocation handles one element. */

@@ -2,7 +2,8 @@ import code from '../../shaders/embedding.wgsl?raw';
 import { uniformThen, type KernelContext } from './context.ts';
 import type { VocabShardOptions } from './cross-entropy.ts';
 import { grid1d } from './grid.ts';
-import { expectShape, formatShape, numel } from './limits.ts';
+import { expectShape } from './limits.ts';
+import { formatShape, numel } from '../core/shape.ts';
 import { checkInteger, packParams } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 

@@ -1,7 +1,8 @@
 import { uniformThen, type KernelContext } from './context.ts';
 import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
-import { checkWorkgroups, expectShape, formatShape, numel } from './limits.ts';
+import { checkWorkgroups, expectShape } from './limits.ts';
+import { formatShape, numel } from '../core/shape.ts';
 import { denseProblem, type GemmProblem } from '../reference/gemm.ts';
 import type { GpuTensor } from './tensor.ts';
 

@@ -1,4 +1,5 @@
-import { checkWorkgroups, type ComputeLimits } from './limits.ts';
+import { checkWorkgroups } from './limits.ts';
+import { type ComputeLimits } from '../core/compute-limits.ts';
 
 /** Threads per workgroup of the 1-D kernels (elementwise, one row per thread, …). */
 export const lanes = 64;

@@ -1,19 +1,5 @@
-/** The device limits a kernel checks before it dispatches (a subset of GPUSupportedLimits). */
-export interface ComputeLimits {
-  readonly maxStorageBufferBindingSize: number;
-  readonly maxBufferSize: number;
-  readonly maxComputeWorkgroupsPerDimension: number;
-}
-
-/** Formats a shape the way the messages print it: [s, b, h] → "[4, 1, 16]". */
-export function formatShape(shape: readonly number[]): string {
-  return `[${shape.join(', ')}]`;
-}
-
-/** Number of elements of a shape; [] is a scalar (1 element). */
-export function numel(shape: readonly number[]): number {
-  return shape.reduce((a, d) => a * d, 1);
-}
+import type { ComputeLimits } from '../core/compute-limits.ts';
+import { formatShape, numel } from '../core/shape.ts';
 
 /** Throws unless every dimension is a non-negative integer. */
 export function checkDims(op: string, name: string, shape: readonly number[]): void {

@@ -1,7 +1,8 @@
 import code from '../../shaders/rmsnorm.wgsl?raw';
 import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
-import { expectShape, formatShape, numel } from './limits.ts';
+import { expectShape } from './limits.ts';
+import { formatShape, numel } from '../core/shape.ts';
 import { checkInteger, packParams, rowGrid, rowLanes } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 

@@ -1,5 +1,5 @@
 import { grid1d } from './grid.ts';
-import type { ComputeLimits } from './limits.ts';
+import type { ComputeLimits } from '../core/compute-limits.ts';
 
 /** Largest workgroup a row kernel uses (WebGPU's default maxComputeInvocationsPerWorkgroup). */
 export const maxRowLanes = 256;

@@ -1,4 +1,5 @@
-import { checkTensorFits, numel } from './limits.ts';
+import { checkTensorFits } from './limits.ts';
+import { numel } from '../core/shape.ts';
 
 /** A float32 tensor in one GPU buffer, row-major (last dim contiguous), named for error messages. */
 export interface GpuTensor {

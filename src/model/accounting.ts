@@ -1,5 +1,5 @@
 import type { CollectiveOp } from '../comm/collectives.ts';
-import type { LayerPlan, OpPhase, PlannedOp } from '../parallel/plan-types.ts';
+import { passOf, type LayerPlan, type OpPhase, type PlannedOp, type StepPass } from '../parallel/plan-types.ts';
 import { activationBytes, activationTerms, type ActivationTerm } from './activations.ts';
 import { collectiveTimeUs, type Interconnect } from './interconnect.ts';
 import { parameterShards, type ParameterShard } from './parameters.ts';
@@ -52,7 +52,7 @@ export interface CommByPhase {
   readonly forward: CommTotals;
   readonly backward: CommTotals;
   readonly total: CommTotals;
-  readonly byOp: Readonly<Record<OpPhase, Partial<Record<CollectiveOp, CommTotals>>>>;
+  readonly byOp: Readonly<Record<StepPass, Partial<Record<CollectiveOp, CommTotals>>>>;
 }
 
 /** Everything the page and the CLI print per rank, from one plan. */
@@ -127,8 +127,8 @@ function sum(cs: readonly CollectiveCost[], timed: boolean): CommTotals {
 /** Totals of `collectiveCosts` per phase and per (phase, op). */
 export function commTotals(costs: readonly CollectiveCost[]): CommByPhase {
   const timed = costs.some((c) => c.modeledUs !== undefined);
-  const phase = (p: OpPhase): CollectiveCost[] => costs.filter((c) => c.phase === p);
-  const byOp = (p: OpPhase): Partial<Record<CollectiveOp, CommTotals>> => {
+  const phase = (p: StepPass): CollectiveCost[] => costs.filter((c) => passOf(c.phase) === p);
+  const byOp = (p: StepPass): Partial<Record<CollectiveOp, CommTotals>> => {
     const out: Partial<Record<CollectiveOp, CommTotals>> = {};
     for (const op of new Set(phase(p).map((c) => c.op)))
       out[op] = sum(

@@ -1,6 +1,7 @@
 // Memory budget of a run, checked before any worker allocates (pure: no DOM, no WebGPU).
 import { formatBytes } from '../core/format-bytes.ts';
-import { formatShape, type ComputeLimits } from '../kernels/limits.ts';
+import { type ComputeLimits } from '../core/compute-limits.ts';
+import { formatShape } from '../core/shape.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { referenceConfig } from '../parallel/oracle.ts';
 import { rankOwnership } from '../parallel/ownership.ts';

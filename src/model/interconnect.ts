@@ -1,5 +1,6 @@
 import { quoted } from '../core/quote.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
+import { busFactor } from '../comm/ring-bytes.ts';
 
 /**
  * The alpha-beta ring cost model of DESIGN.md.
@@ -135,21 +136,6 @@ export function collectiveTimeUs(op: CollectiveOp, payloadBytes: number, t: numb
   }
 }
 
-/** nccl-tests bus factor: all-reduce 2(t−1)/t, reduce-scatter and all-gather (t−1)/t, broadcast 1, barrier 0. */
-export function busFactor(op: CollectiveOp, t: number): number {
-  switch (op) {
-    case 'allReduce':
-      return (2 * (t - 1)) / t;
-    case 'reduceScatter':
-    case 'allGather':
-      return (t - 1) / t;
-    case 'broadcast':
-      return 1;
-    case 'barrier':
-      return 0;
-  }
-}
-
 /** Algorithm bandwidth S/T in GB/s for S bytes in `timeUs` µs. */
 export function algBandwidthGBps(payloadBytes: number, timeUs: number): number {
   return payloadBytes / (timeUs * 1e3);
@@ -159,13 +145,4 @@ export function algBandwidthGBps(payloadBytes: number, timeUs: number): number {
 export function busBandwidthGBps(op: CollectiveOp, payloadBytes: number, timeUs: number, t: number): number {
   if (t <= 1 || timeUs <= 0) return 0;
   return algBandwidthGBps(payloadBytes, timeUs) * busFactor(op, t);
-}
-
-/**
- * Bytes each rank sends on a ring for one collective of payload S (float32 or not):
- * all-reduce 2(t−1)/t·S, reduce-scatter and all-gather (t−1)/t·S, broadcast S (pipelined chain),
- * barrier 0 — i.e. busFactor(op, t)·S; 0 at t = 1.
- */
-export function ringBytesSent(op: CollectiveOp, payloadBytes: number, t: number): number {
-  return t <= 1 ? 0 : busFactor(op, t) * payloadBytes;
 }

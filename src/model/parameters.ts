@@ -1,4 +1,4 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import { headDim } from '../parallel/config.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 

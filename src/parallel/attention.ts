@@ -1,6 +1,22 @@
-import type { Backend } from './backend.ts';
+import { opSpec, type Backend } from './backend.ts';
 import type { LocalDims } from './dims.ts';
-import { gemmProblem, linearDgrad, linearForward, linearWgrad, type WeightCols } from './linear.ts';
+import { gemmProblem, linearDgrad, linearForward, linearWgrad, type LinearSpec, type WeightCols } from './linear.ts';
+
+/** The attention's linears: Q, K and V are the column blocks of linear_qkv, the output projection is linear_proj. */
+export const qkvQ: LinearSpec = {
+  label: 'qkv.q',
+  weight: 'wqkv',
+  split: 'column',
+  megatron: 'ColumnParallelLinear (linear_qkv)',
+};
+export const qkvK: LinearSpec = { ...qkvQ, label: 'qkv.k' };
+export const qkvV: LinearSpec = { ...qkvQ, label: 'qkv.v' };
+export const attnProj: LinearSpec = {
+  label: 'attn.proj',
+  weight: 'wo',
+  split: 'row',
+  megatron: 'RowParallelLinear (linear_proj)',
+};
 
 /**
  * Self-attention on one rank, Megatron's ParallelAttention with t = TP degree: QKV is a
@@ -53,13 +69,13 @@ export function attentionForward<T>(
   const qRaw = be.tensor('q.raw', [s, b, nq, d]);
   const kRaw = be.tensor('k.raw', [s, b, nkv, d]);
   const v = be.tensor('v', [s, b, nkv, d]);
-  linearForward(be, 'qkv.q', x, wqkv, qRaw, m, h, qCols(D));
-  linearForward(be, 'qkv.k', x, wqkv, kRaw, m, h, kCols(D));
-  linearForward(be, 'qkv.v', x, wqkv, v, m, h, vCols(D));
+  linearForward(be, qkvQ, x, wqkv, qRaw, m, h, qCols(D));
+  linearForward(be, qkvK, x, wqkv, kRaw, m, h, kCols(D));
+  linearForward(be, qkvV, x, wqkv, v, m, h, vCols(D));
   const q = be.tensor('q', [s, b, nq, d]);
   const k = be.tensor('k', [s, b, nkv, d]);
-  be.rope('rope.q', qRaw, q, ropeBase, 0);
-  be.rope('rope.k', kRaw, k, ropeBase, 0);
+  be.rope(opSpec('rope.q', 'heads'), qRaw, q, ropeBase, 0);
+  be.rope(opSpec('rope.k', 'heads'), kRaw, k, ropeBase, 0);
   be.release(qRaw);
   be.release(kRaw);
   const scores = be.tensor('scores', [b * nq, s, s]);
@@ -68,7 +84,7 @@ export function attentionForward<T>(
       K = heads(D, nkv, bi);
     // S_z = Q_z·K_{z/ratio}ᵀ: [s, d]·[d, s] per head z
     be.gemm(
-      'attn.scores',
+      opSpec('attn.scores', 'heads'),
       gemmProblem({
         M: s,
         N: s,
@@ -93,7 +109,7 @@ export function attentionForward<T>(
     );
   }
   const p = be.tensor('probs', [b * nq, s, s]);
-  be.softmax('attn.softmax', scores, p, { scale: 1 / Math.sqrt(d), causal: true, rowOffset: 0 });
+  be.softmax(opSpec('attn.softmax', 'heads'), scores, p, { scale: 1 / Math.sqrt(d), causal: true, rowOffset: 0 });
   be.release(scores);
   const ctx = be.tensor('context', [s, b, nq, d]);
   for (let bi = 0; bi < b; bi++) {
@@ -101,7 +117,7 @@ export function attentionForward<T>(
       V = heads(D, nkv, bi);
     // O_z = P_z·V_{z/ratio}: [s, s]·[s, d] per head z
     be.gemm(
-      'attn.context',
+      opSpec('attn.context', 'heads'),
       gemmProblem({
         M: s,
         N: d,
@@ -126,7 +142,7 @@ export function attentionForward<T>(
     );
   }
   const out = be.tensor('attn.out', [s, b, h]);
-  linearForward(be, 'attn.proj', ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
+  linearForward(be, attnProj, ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
   return { out, saved: { q, k, v, p, ctx } };
 }
 
@@ -152,8 +168,8 @@ export function attentionBackward<T>(
   const m = s * b;
   const { q, k, v, p, ctx } = saved;
   const dctx = be.tensor('d.context', [s, b, nq, d]);
-  linearDgrad(be, 'attn.proj.dgrad', dOut, wo, dctx, m, nq * d, { w: h, c0: 0, n: h });
-  linearWgrad(be, 'attn.proj.wgrad', ctx, dOut, dwo, m, nq * d, { w: h, c0: 0, n: h });
+  linearDgrad(be, attnProj, dOut, wo, dctx, m, nq * d, { w: h, c0: 0, n: h });
+  linearWgrad(be, attnProj, ctx, dOut, dwo, m, nq * d, { w: h, c0: 0, n: h });
   const dp = be.tensor('d.probs', [b * nq, s, s]);
   const dv = be.tensor('d.v', [s, b, nkv, d]);
   for (let bi = 0; bi < b; bi++) {
@@ -161,7 +177,7 @@ export function attentionBackward<T>(
       V = heads(D, nkv, bi);
     // dP_z = dO_z·V_{z/ratio}ᵀ
     be.gemm(
-      'attn.context.dgrad',
+      opSpec('attn.context.dgrad', 'heads'),
       gemmProblem({
         M: s,
         N: s,
@@ -187,7 +203,7 @@ export function attentionBackward<T>(
     // dV_g = Σ_{z: z/ratio = g} P_zᵀ·dO_z, one batched GEMM over groups per head-in-group
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(
-        'attn.context.vgrad',
+        opSpec('attn.context.vgrad', 'heads'),
         gemmProblem({
           M: s,
           N: d,
@@ -214,7 +230,7 @@ export function attentionBackward<T>(
   }
   be.release(dctx);
   const ds = be.tensor('d.scores', [b * nq, s, s]);
-  be.softmaxBackward('attn.softmax.backward', p, dp, ds, 1 / Math.sqrt(d));
+  be.softmaxBackward(opSpec('attn.softmax.backward', 'heads'), p, dp, ds, 1 / Math.sqrt(d));
   be.release(dp);
   const dq = be.tensor('d.q', [s, b, nq, d]);
   const dk = be.tensor('d.k', [s, b, nkv, d]);
@@ -223,7 +239,7 @@ export function attentionBackward<T>(
       K = heads(D, nkv, bi);
     // dQ_z = dS_z·K_{z/ratio}
     be.gemm(
-      'attn.scores.qgrad',
+      opSpec('attn.scores.qgrad', 'heads'),
       gemmProblem({
         M: s,
         N: d,
@@ -249,7 +265,7 @@ export function attentionBackward<T>(
     // dK_g = Σ_{z: z/ratio = g} dS_zᵀ·Q_z
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(
-        'attn.scores.kgrad',
+        opSpec('attn.scores.kgrad', 'heads'),
         gemmProblem({
           M: s,
           N: d,
@@ -277,24 +293,24 @@ export function attentionBackward<T>(
   be.release(ds);
   const dqRaw = be.tensor('d.q.raw', [s, b, nq, d]);
   const dkRaw = be.tensor('d.k.raw', [s, b, nkv, d]);
-  be.ropeBackward('rope.q.backward', dq, dqRaw, ropeBase, 0);
-  be.ropeBackward('rope.k.backward', dk, dkRaw, ropeBase, 0);
+  be.ropeBackward(opSpec('rope.q.backward', 'heads'), dq, dqRaw, ropeBase, 0);
+  be.ropeBackward(opSpec('rope.k.backward', 'heads'), dk, dkRaw, ropeBase, 0);
   be.release(dq);
   be.release(dk);
   const dx = be.tensor('d.attn.in', [s, b, h]);
-  linearDgrad(be, 'qkv.q.dgrad', dqRaw, wqkv, dx, m, h, qCols(D));
-  linearDgrad(be, 'qkv.k.dgrad', dkRaw, wqkv, dx, m, h, kCols(D), true);
-  linearDgrad(be, 'qkv.v.dgrad', dv, wqkv, dx, m, h, vCols(D), true);
+  linearDgrad(be, qkvQ, dqRaw, wqkv, dx, m, h, qCols(D));
+  linearDgrad(be, qkvK, dkRaw, wqkv, dx, m, h, kCols(D), true);
+  linearDgrad(be, qkvV, dv, wqkv, dx, m, h, vCols(D), true);
   const wgrad = (x: T, replicas?: KvReplicas<T>): void => {
-    linearWgrad(be, 'qkv.q.wgrad', x, dqRaw, dwqkv, m, h, qCols(D));
+    linearWgrad(be, qkvQ, x, dqRaw, dwqkv, m, h, qCols(D));
     if (!replicas) {
-      linearWgrad(be, 'qkv.k.wgrad', x, dkRaw, dwqkv, m, h, kCols(D));
-      linearWgrad(be, 'qkv.v.wgrad', x, dv, dwqkv, m, h, vCols(D));
+      linearWgrad(be, qkvK, x, dkRaw, dwqkv, m, h, kCols(D));
+      linearWgrad(be, qkvV, x, dv, dwqkv, m, h, vCols(D));
     } else {
       // dW_k = xᵀ·Σ_{replicas r} dK_r: one accumulating GEMM per replica's slot of the gathered [s, b, t, d]
       replicas.ranks.forEach((r, j) => {
-        linearWgrad(be, 'qkv.k.wgrad', x, replicas.dk, dwqkv, m, h, kCols(D), j > 0, { w: D.t * d, c0: r * d });
-        linearWgrad(be, 'qkv.v.wgrad', x, replicas.dv, dwqkv, m, h, vCols(D), j > 0, { w: D.t * d, c0: r * d });
+        linearWgrad(be, qkvK, x, replicas.dk, dwqkv, m, h, kCols(D), j > 0, { w: D.t * d, c0: r * d });
+        linearWgrad(be, qkvV, x, replicas.dv, dwqkv, m, h, vCols(D), j > 0, { w: D.t * d, c0: r * d });
       });
     }
     for (const t of [dqRaw, dkRaw, dv]) be.release(t);

@@ -6,7 +6,7 @@ import { rmsnormBackwardRef, rmsnormRef } from '../reference/rmsnorm.ts';
 import { ropeRef } from '../reference/rope.ts';
 import { softmaxBackwardRef, softmaxRef } from '../reference/softmax.ts';
 import { swigluBackwardRef, swigluRef } from '../reference/swiglu.ts';
-import type { Backend, SoftmaxArgs } from './backend.ts';
+import type { Backend, OpSpec, SoftmaxArgs } from './backend.ts';
 import type { OpPhase } from './plan-types.ts';
 
 /** A host tensor of either precision: float32 between ops (as the GPU stores it) or float64 (gradient checks). */
@@ -66,10 +66,10 @@ export class CpuBackend<T extends CpuTensor = HostTensor> implements Backend<T> 
     return Float32Array.from(t.data);
   }
   release(): void {}
-  gemm(_op: string, p: GemmProblem, a: T, b: T, c: T): void {
+  gemm(_op: OpSpec, p: GemmProblem, a: T, b: T, c: T): void {
     gemmRef(p, a.data, b.data, c.data);
   }
-  rmsnorm(_op: string, x: T, g: T, y: T, rstd: T, eps: number): void {
+  rmsnorm(_op: OpSpec, x: T, g: T, y: T, rstd: T, eps: number): void {
     const r = rmsnormRef(x.data, g.data, last(x), eps);
     store(y, r.y);
     store(rstd, r.rstd);
@@ -80,59 +80,59 @@ export class CpuBackend<T extends CpuTensor = HostTensor> implements Backend<T> 
     if (eps === undefined) throw new Error('CpuBackend: rmsnorm backward needs the rstd its forward saved.');
     return rmsnormBackwardRef(x.data, g.data, dy.data, last(x), eps);
   }
-  rmsnormBackward(_op: string, x: T, g: T, rstd: T, dy: T, dx: T): void {
+  rmsnormBackward(_op: OpSpec, x: T, g: T, rstd: T, dy: T, dx: T): void {
     store(dx, this.normBackward(x, g, rstd, dy).dx);
   }
-  rmsnormWeightGrad(_op: string, x: T, rstd: T, dy: T, dg: T): void {
+  rmsnormWeightGrad(_op: OpSpec, x: T, rstd: T, dy: T, dg: T): void {
     // dg does not depend on g: any gain gives the same Σ dy · x · rstd.
     store(dg, this.normBackward(x, hostTensor([last(x)], new Float32Array(last(x)).fill(1)), rstd, dy).dg);
   }
-  rope(_op: string, x: T, out: T, base: number, positionOffset: number): void {
+  rope(_op: OpSpec, x: T, out: T, base: number, positionOffset: number): void {
     store(out, ropeRef(x.data, x.shape, { base, positionOffset }));
   }
-  ropeBackward(_op: string, dy: T, dx: T, base: number, positionOffset: number): void {
+  ropeBackward(_op: OpSpec, dy: T, dx: T, base: number, positionOffset: number): void {
     store(dx, ropeRef(dy.data, dy.shape, { base, positionOffset }, true));
   }
-  softmax(_op: string, x: T, y: T, args: SoftmaxArgs): void {
+  softmax(_op: OpSpec, x: T, y: T, args: SoftmaxArgs): void {
     store(y, softmaxRef(x.data, x.shape, args));
   }
-  softmaxBackward(_op: string, y: T, dy: T, dx: T, scale: number): void {
+  softmaxBackward(_op: OpSpec, y: T, dy: T, dx: T, scale: number): void {
     store(dx, softmaxBackwardRef(y.data, dy.data, last(y), scale));
   }
-  swiglu(_op: string, g: T, u: T, y: T): void {
+  swiglu(_op: OpSpec, g: T, u: T, y: T): void {
     store(y, swigluRef(g.data, u.data));
   }
-  swigluBackward(_op: string, g: T, u: T, dy: T, dg: T, du: T): void {
+  swigluBackward(_op: OpSpec, g: T, u: T, dy: T, dg: T, du: T): void {
     const r = swigluBackwardRef(g.data, u.data, dy.data);
     store(dg, r.dg);
     store(du, r.du);
   }
-  add(_op: string, a: T, b: T, out: T): void {
+  add(_op: OpSpec, a: T, b: T, out: T): void {
     store(
       out,
       a.data.map((v, i) => v + b.data[i]),
     );
   }
-  addInPlace(_op: string, acc: T, b: T): void {
+  addInPlace(_op: OpSpec, acc: T, b: T): void {
     for (let i = 0; i < acc.data.length; i++) acc.data[i] += b.data[i];
   }
-  embedding(_op: string, ids: T, table: T, out: T, vocabStart: number): void {
+  embedding(_op: OpSpec, ids: T, table: T, out: T, vocabStart: number): void {
     store(out, embeddingRef(ids.data, table.data, last(table), vocabStart));
   }
-  embeddingBackward(_op: string, ids: T, dy: T, dtable: T, vocabStart: number): void {
+  embeddingBackward(_op: OpSpec, ids: T, dy: T, dtable: T, vocabStart: number): void {
     store(dtable, embeddingBackwardRef(ids.data, dy.data, dtable.shape[0], last(dtable), vocabStart));
   }
-  ceLocalMax(_op: string, logits: T, out: T): void {
+  ceLocalMax(_op: OpSpec, logits: T, out: T): void {
     store(out, ceLocalMaxRef(logits.data, last(logits)));
   }
-  ceLocalSumExp(_op: string, logits: T, globalMax: T, out: T): void {
+  ceLocalSumExp(_op: OpSpec, logits: T, globalMax: T, out: T): void {
     store(out, ceLocalSumExpRef(logits.data, last(logits), globalMax.data));
   }
-  ceTargetLogit(_op: string, logits: T, targets: T, out: T, vocabStart: number): void {
+  ceTargetLogit(_op: OpSpec, logits: T, targets: T, out: T, vocabStart: number): void {
     store(out, ceTargetLogitRef(logits.data, last(logits), targets.data, vocabStart));
   }
   ceGrad(
-    _op: string,
+    _op: OpSpec,
     logits: T,
     targets: T,
     globalMax: T,
@@ -146,7 +146,7 @@ export class CpuBackend<T extends CpuTensor = HostTensor> implements Backend<T> 
       ceGradRef(logits.data, last(logits), targets.data, vocabStart, globalMax.data, globalSum.data, scale),
     );
   }
-  ceLoss(_op: string, globalMax: T, globalSum: T, targetLogit: T, loss: T): void {
+  ceLoss(_op: OpSpec, globalMax: T, globalSum: T, targetLogit: T, loss: T): void {
     store(loss, ceLossRef(globalMax.data, globalSum.data, targetLogit.data));
   }
   async flush(): Promise<void> {}

@@ -1,10 +1,10 @@
 import type { Collectives, CollectiveOp, ReduceOp } from '../comm/collectives.ts';
-import { ringBytesSent } from '../model/interconnect.ts';
-import { numel } from '../kernels/limits.ts';
+import { ringBytesSent } from '../comm/ring-bytes.ts';
+import { numel } from '../core/shape.ts';
 import { gemmFlops, type GemmProblem } from '../reference/gemm.ts';
-import type { Backend, SoftmaxArgs } from './backend.ts';
+import type { Backend, OpSpec, SoftmaxArgs } from './backend.ts';
 import type { NamedCollective } from './layer-comm.ts';
-import type { OpPhase, PlannedCollective, PlannedOp } from './plan-types.ts';
+import type { OpPhase, OpSplit, PlannedCollective, PlannedOp } from './plan-types.ts';
 
 /** A tensor as the planner sees it: a name and a shape, no data. */
 export interface ShapeTensor {
@@ -34,10 +34,43 @@ const perElement: Record<string, number> = {
   ceLoss: 5,
 };
 
+/** The Megatron module a kernel implements (a GEMM's comes from its split, see gemmModule). */
+const kernelModule: Record<string, string> = {
+  rmsnorm: 'RMSNorm',
+  rmsnormBackward: 'RMSNorm',
+  rmsnormWeightGrad: 'RMSNorm',
+  rope: 'rotary position embedding (apply_rotary_pos_emb)',
+  ropeBackward: 'rotary position embedding (apply_rotary_pos_emb)',
+  softmax: 'core attention softmax (DotProductAttention)',
+  softmaxBackward: 'core attention softmax (DotProductAttention)',
+  swiglu: 'SwiGLU activation (MLP)',
+  swigluBackward: 'SwiGLU activation (MLP)',
+  add: 'residual connection',
+  addInPlace: 'residual connection',
+  embedding: 'VocabParallelEmbedding',
+  embeddingBackward: 'VocabParallelEmbedding',
+  ceLocalMax: 'vocab_parallel_cross_entropy',
+  ceLocalSumExp: 'vocab_parallel_cross_entropy',
+  ceTargetLogit: 'vocab_parallel_cross_entropy',
+  ceGrad: 'vocab_parallel_cross_entropy',
+  ceLoss: 'vocab_parallel_cross_entropy',
+};
+
+/** The Megatron module of a GEMM by its split. */
+const gemmModule: Partial<Record<OpSplit, string>> = {
+  column: 'ColumnParallelLinear',
+  row: 'RowParallelLinear',
+  heads: 'core attention (DotProductAttention, heads split)',
+};
+
+/** Kernels that write a weight's gradient. */
+const weightGradKernels = new Set(['rmsnormWeightGrad', 'embeddingBackward']);
+
 /**
  * Runs the layer on shapes only and records every op in order: GEMMs with their local M, N, K
  * and FLOPs, kernels with estimated FLOPs, collectives (via ShapeCollectives) with payload and
- * ring bytes. This is how the plan is made from the very code that runs on the ranks.
+ * ring bytes, each with what it is (kind, phase, role, split, weight, Megatron module, overlap).
+ * This is how the plan is made from the very code that runs on the ranks.
  */
 export class PlanBackend implements Backend<ShapeTensor> {
   readonly kind = 'plan';
@@ -47,18 +80,34 @@ export class PlanBackend implements Backend<ShapeTensor> {
   readonly gemmProblems: GemmProblem[] = [];
   pending: NamedCollective | undefined;
 
-  private push(op: Omit<PlannedOp, 'index' | 'phase'>): void {
-    this.ops.push({ index: this.ops.length, phase: this.phase, ...op });
+  private push(
+    spec: OpSpec,
+    op: Omit<PlannedOp, 'index' | 'phase' | 'name' | 'role' | 'split' | 'weight' | 'megatron' | 'overlap'>,
+  ): void {
+    const kernel = op.kernel ?? '';
+    const role = weightGradKernels.has(kernel)
+      ? 'wgrad'
+      : (spec.role ?? (this.phase === 'forward' ? 'forward' : 'dgrad'));
+    this.ops.push({
+      index: this.ops.length,
+      phase: this.phase,
+      name: spec.label,
+      role,
+      split: spec.split,
+      ...(spec.weight !== undefined && { weight: spec.weight }),
+      megatron: spec.megatron ?? (op.kind === 'gemm' ? gemmModule[spec.split] : kernelModule[kernel]) ?? kernel,
+      overlap: { async: false, underAsync: role === 'wgrad' },
+      ...op,
+    });
   }
 
-  private kernel(kernel: string, name: string, ins: ShapeTensor[], out: ShapeTensor): void {
-    this.push({
-      name,
+  private kernel(kernel: string, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor, flops?: number): void {
+    this.push(spec, {
       kind: 'kernel',
       kernel,
       inShapes: ins.map((t) => t.shape),
       outShape: out.shape,
-      flops: (perElement[kernel] ?? 1) * numel(out.shape),
+      flops: flops ?? (perElement[kernel] ?? 1) * numel(out.shape),
     });
   }
 
@@ -67,9 +116,16 @@ export class PlanBackend implements Backend<ShapeTensor> {
     const named = this.pending;
     this.pending = undefined;
     if (!named) throw new Error(`PlanBackend: a ${collective.op} was issued outside the layer's named communicator.`);
-    this.push({
+    this.ops.push({
+      index: this.ops.length,
+      phase: named.phase,
       name: named.name,
       kind: 'collective',
+      role: named.role,
+      split: named.split,
+      ...(named.weight !== undefined && { weight: named.weight }),
+      megatron: named.mapping,
+      overlap: { async: named.async, underAsync: false },
       inShapes: [collective.inShape],
       outShape: collective.outShape,
       flops: 0,
@@ -87,10 +143,9 @@ export class PlanBackend implements Backend<ShapeTensor> {
     return new Float32Array(numel(t.shape));
   }
   release(): void {}
-  gemm(op: string, p: GemmProblem, a: ShapeTensor, b: ShapeTensor, c: ShapeTensor): void {
+  gemm(op: OpSpec, p: GemmProblem, a: ShapeTensor, b: ShapeTensor, c: ShapeTensor): void {
     this.gemmProblems.push(p);
-    this.push({
-      name: op,
+    this.push(op, {
       kind: 'gemm',
       kernel: 'gemm',
       inShapes: [a.shape, b.shape],
@@ -99,86 +154,58 @@ export class PlanBackend implements Backend<ShapeTensor> {
       gemm: { M: p.M, N: p.N, K: p.K, batch: p.batch, flops: gemmFlops(p) },
     });
   }
-  rmsnorm(op: string, x: ShapeTensor, g: ShapeTensor, y: ShapeTensor): void {
+  rmsnorm(op: OpSpec, x: ShapeTensor, g: ShapeTensor, y: ShapeTensor): void {
     this.kernel('rmsnorm', op, [x, g], y);
   }
-  rmsnormBackward(op: string, x: ShapeTensor, g: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor): void {
+  rmsnormBackward(op: OpSpec, x: ShapeTensor, g: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor): void {
     this.kernel('rmsnormBackward', op, [x, g, dy], dx);
   }
-  rmsnormWeightGrad(op: string, x: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor): void {
-    this.push({
-      name: op,
-      kind: 'kernel',
-      kernel: 'rmsnormWeightGrad',
-      inShapes: [x.shape, dy.shape],
-      outShape: dg.shape,
-      flops: perElement.rmsnormWeightGrad * numel(x.shape),
-    });
+  rmsnormWeightGrad(op: OpSpec, x: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor): void {
+    this.kernel('rmsnormWeightGrad', op, [x, dy], dg, perElement.rmsnormWeightGrad * numel(x.shape));
   }
-  rope(op: string, x: ShapeTensor, out: ShapeTensor): void {
+  rope(op: OpSpec, x: ShapeTensor, out: ShapeTensor): void {
     this.kernel('rope', op, [x], out);
   }
-  ropeBackward(op: string, dy: ShapeTensor, dx: ShapeTensor): void {
+  ropeBackward(op: OpSpec, dy: ShapeTensor, dx: ShapeTensor): void {
     this.kernel('ropeBackward', op, [dy], dx);
   }
-  softmax(op: string, x: ShapeTensor, y: ShapeTensor, _a: SoftmaxArgs): void {
+  softmax(op: OpSpec, x: ShapeTensor, y: ShapeTensor, _a: SoftmaxArgs): void {
     this.kernel('softmax', op, [x], y);
   }
-  softmaxBackward(op: string, y: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor): void {
+  softmaxBackward(op: OpSpec, y: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor): void {
     this.kernel('softmaxBackward', op, [y, dy], dx);
   }
-  swiglu(op: string, g: ShapeTensor, u: ShapeTensor, y: ShapeTensor): void {
+  swiglu(op: OpSpec, g: ShapeTensor, u: ShapeTensor, y: ShapeTensor): void {
     this.kernel('swiglu', op, [g, u], y);
   }
-  swigluBackward(op: string, g: ShapeTensor, u: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor): void {
+  swigluBackward(op: OpSpec, g: ShapeTensor, u: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor): void {
     this.kernel('swigluBackward', op, [g, u, dy], dg);
   }
-  add(op: string, a: ShapeTensor, b: ShapeTensor, out: ShapeTensor): void {
+  add(op: OpSpec, a: ShapeTensor, b: ShapeTensor, out: ShapeTensor): void {
     this.kernel('add', op, [a, b], out);
   }
-  addInPlace(op: string, acc: ShapeTensor, b: ShapeTensor): void {
+  addInPlace(op: OpSpec, acc: ShapeTensor, b: ShapeTensor): void {
     this.kernel('addInPlace', op, [acc, b], acc);
   }
-  embedding(op: string, ids: ShapeTensor, table: ShapeTensor, out: ShapeTensor): void {
+  embedding(op: OpSpec, ids: ShapeTensor, table: ShapeTensor, out: ShapeTensor): void {
     this.kernel('embedding', op, [ids, table], out);
   }
-  embeddingBackward(op: string, ids: ShapeTensor, dy: ShapeTensor, dtable: ShapeTensor): void {
-    this.push({
-      name: op,
-      kind: 'kernel',
-      kernel: 'embeddingBackward',
-      inShapes: [ids.shape, dy.shape],
-      outShape: dtable.shape,
-      flops: numel(dy.shape),
-    });
+  embeddingBackward(op: OpSpec, ids: ShapeTensor, dy: ShapeTensor, dtable: ShapeTensor): void {
+    this.kernel('embeddingBackward', op, [ids, dy], dtable, numel(dy.shape));
   }
-  ceLocalMax(op: string, logits: ShapeTensor, out: ShapeTensor): void {
-    this.push({
-      name: op,
-      kind: 'kernel',
-      kernel: 'ceLocalMax',
-      inShapes: [logits.shape],
-      outShape: out.shape,
-      flops: numel(logits.shape),
-    });
+  ceLocalMax(op: OpSpec, logits: ShapeTensor, out: ShapeTensor): void {
+    this.kernel('ceLocalMax', op, [logits], out, numel(logits.shape));
   }
-  ceLocalSumExp(op: string, logits: ShapeTensor, m: ShapeTensor, out: ShapeTensor): void {
-    this.push({
-      name: op,
-      kind: 'kernel',
-      kernel: 'ceLocalSumExp',
-      inShapes: [logits.shape, m.shape],
-      outShape: out.shape,
-      flops: 5 * numel(logits.shape),
-    });
+  ceLocalSumExp(op: OpSpec, logits: ShapeTensor, m: ShapeTensor, out: ShapeTensor): void {
+    this.kernel('ceLocalSumExp', op, [logits, m], out, 5 * numel(logits.shape));
   }
-  ceTargetLogit(op: string, logits: ShapeTensor, targets: ShapeTensor, out: ShapeTensor): void {
+  ceTargetLogit(op: OpSpec, logits: ShapeTensor, targets: ShapeTensor, out: ShapeTensor): void {
     this.kernel('ceTargetLogit', op, [logits, targets], out);
   }
-  ceGrad(op: string, logits: ShapeTensor, targets: ShapeTensor, m: ShapeTensor, s: ShapeTensor, dl: ShapeTensor): void {
+  ceGrad(op: OpSpec, logits: ShapeTensor, targets: ShapeTensor, m: ShapeTensor, s: ShapeTensor, dl: ShapeTensor): void {
     this.kernel('ceGrad', op, [logits, targets, m, s], dl);
   }
-  ceLoss(op: string, m: ShapeTensor, s: ShapeTensor, z: ShapeTensor, loss: ShapeTensor): void {
+  ceLoss(op: OpSpec, m: ShapeTensor, s: ShapeTensor, z: ShapeTensor, loss: ShapeTensor): void {
     this.kernel('ceLoss', op, [m, s, z], loss);
   }
   async flush(): Promise<void> {}

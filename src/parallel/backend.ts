@@ -1,5 +1,29 @@
 import type { GemmProblem } from '../reference/gemm.ts';
-import type { OpPhase } from './plan-types.ts';
+import type { OpPhase, OpRole, OpSplit } from './plan-types.ts';
+import type { WeightName } from './weight-names.ts';
+
+/**
+ * What the layer says about an op when it issues it: its label in the trace and the plan, and
+ * what it is (the plan's typed fields, see PlannedOp). Labels are for people; the fields are for code.
+ */
+export interface OpSpec {
+  readonly label: string;
+  readonly split: OpSplit;
+  readonly weight?: WeightName;
+  /** Default: 'forward' in the forward pass, 'dgrad' after it; weight-gradient kernels are always 'wgrad'. */
+  readonly role?: OpRole;
+  /** Default: by split for GEMMs (ColumnParallelLinear, RowParallelLinear, core attention), by kernel otherwise. */
+  readonly megatron?: string;
+  /** Collectives only: issued asynchronously and waited on later (Megatron's async dgrad all-reduce). */
+  readonly async?: boolean;
+}
+
+/** An OpSpec from its label, split and any other fields. */
+export const opSpec = (label: string, split: OpSplit, more: Omit<OpSpec, 'label' | 'split'> = {}): OpSpec => ({
+  label,
+  split,
+  ...more,
+});
 
 /** Options of the forward softmax (attention scores [heads·b, sq, sk]). */
 export interface SoftmaxArgs {
@@ -27,42 +51,42 @@ export interface Backend<T> {
   /** Frees a tensor's memory; it must not be used afterwards. */
   release(t: T): void;
   /** C (+)= op(A)·op(B) on strided views (see GemmProblem). */
-  gemm(op: string, p: GemmProblem, a: T, b: T, c: T): void;
+  gemm(op: OpSpec, p: GemmProblem, a: T, b: T, c: T): void;
   /** y = x / rms(x) · g over the last dim h; rstd [rows] saved for backward. */
-  rmsnorm(op: string, x: T, g: T, y: T, rstd: T, eps: number): void;
+  rmsnorm(op: OpSpec, x: T, g: T, y: T, rstd: T, eps: number): void;
   /** dx of rmsnorm given the saved rstd. */
-  rmsnormBackward(op: string, x: T, g: T, rstd: T, dy: T, dx: T): void;
+  rmsnormBackward(op: OpSpec, x: T, g: T, rstd: T, dy: T, dx: T): void;
   /** dg [h] = Σ_rows dy · x · rstd over this rank's rows (a partial sum under SP). */
-  rmsnormWeightGrad(op: string, x: T, rstd: T, dy: T, dg: T): void;
+  rmsnormWeightGrad(op: OpSpec, x: T, rstd: T, dy: T, dg: T): void;
   /** Rotate-half RoPE on [s, b, heads, d]; position = positionOffset + local s index. */
-  rope(op: string, x: T, out: T, base: number, positionOffset: number): void;
+  rope(op: OpSpec, x: T, out: T, base: number, positionOffset: number): void;
   /** RoPE backward: rotation by −θ. */
-  ropeBackward(op: string, dy: T, dx: T, base: number, positionOffset: number): void;
+  ropeBackward(op: OpSpec, dy: T, dx: T, base: number, positionOffset: number): void;
   /** Softmax over the last dim with scale and causal mask. */
-  softmax(op: string, x: T, y: T, args: SoftmaxArgs): void;
+  softmax(op: OpSpec, x: T, y: T, args: SoftmaxArgs): void;
   /** dx = scale · y ⊙ (dy − rowsum(dy ⊙ y)). */
-  softmaxBackward(op: string, y: T, dy: T, dx: T, scale: number): void;
+  softmaxBackward(op: OpSpec, y: T, dy: T, dx: T, scale: number): void;
   /** y = silu(g) ⊙ u. */
-  swiglu(op: string, g: T, u: T, y: T): void;
+  swiglu(op: OpSpec, g: T, u: T, y: T): void;
   /** dg, du of swiglu. */
-  swigluBackward(op: string, g: T, u: T, dy: T, dg: T, du: T): void;
+  swigluBackward(op: OpSpec, g: T, u: T, dy: T, dg: T, du: T): void;
   /** out = a + b. */
-  add(op: string, a: T, b: T, out: T): void;
+  add(op: OpSpec, a: T, b: T, out: T): void;
   /** acc += b. */
-  addInPlace(op: string, acc: T, b: T): void;
+  addInPlace(op: OpSpec, acc: T, b: T): void;
   /** out[t] = table[id_t − vocabStart] for ids in this rank's rows, else 0. ids [s, b], table [vLocal, h]. */
-  embedding(op: string, ids: T, table: T, out: T, vocabStart: number): void;
+  embedding(op: OpSpec, ids: T, table: T, out: T, vocabStart: number): void;
   /** dtable[v] = Σ_{t: id_t = vocabStart + v} dy[t]. */
-  embeddingBackward(op: string, ids: T, dy: T, dtable: T, vocabStart: number): void;
+  embeddingBackward(op: OpSpec, ids: T, dy: T, dtable: T, vocabStart: number): void;
   /** Per-row max of this rank's logits [rows, vLocal] → [rows]. */
-  ceLocalMax(op: string, logits: T, out: T): void;
+  ceLocalMax(op: OpSpec, logits: T, out: T): void;
   /** Per-row Σ exp(x − m) for the global max m → [rows]. */
-  ceLocalSumExp(op: string, logits: T, globalMax: T, out: T): void;
+  ceLocalSumExp(op: OpSpec, logits: T, globalMax: T, out: T): void;
   /** Per-row target logit when the target is in this rank's vocabulary range, else 0. */
-  ceTargetLogit(op: string, logits: T, targets: T, out: T, vocabStart: number): void;
+  ceTargetLogit(op: OpSpec, logits: T, targets: T, out: T, vocabStart: number): void;
   /** scale · (softmax − onehot) on this rank's logits. */
   ceGrad(
-    op: string,
+    op: OpSpec,
     logits: T,
     targets: T,
     globalMax: T,
@@ -72,7 +96,7 @@ export interface Backend<T> {
     scale: number,
   ): void;
   /** Per-row loss log S + m − z. */
-  ceLoss(op: string, globalMax: T, globalSum: T, targetLogit: T, loss: T): void;
+  ceLoss(op: OpSpec, globalMax: T, globalSum: T, targetLogit: T, loss: T): void;
   /** Waits until everything issued has run. */
   flush(): Promise<void>;
 }

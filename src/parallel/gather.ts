@@ -1,8 +1,9 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { RankOwnership } from './plan-types.ts';
-import { logicalShape, placeShard, shardLayout, weightsOf, type WeightName } from './weights.ts';
+import type { WeightName } from './weight-names.ts';
+import { logicalShape, placeShard, shardLayout, weightsOf } from './weights.ts';
 
 /** One rank's step results as host arrays (what a rank worker sends back). */
 export interface RankOutput {

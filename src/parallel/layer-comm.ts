@@ -1,14 +1,22 @@
 import type { Collectives, ReduceOp } from '../comm/collectives.ts';
+import type { OpSpec } from './backend.ts';
 import type { MappingPair } from './mappings.ts';
-import type { OpPhase } from './plan-types.ts';
+import type { OpPhase, OpRole, OpSplit } from './plan-types.ts';
+import type { WeightName } from './weight-names.ts';
 
-/** A collective as the layer issued it: its op name in the trace and plan, and why. */
+/** A collective as the layer issued it: its label in the trace and plan, why, and what it is. */
 export interface NamedCollective {
   readonly name: string;
   readonly phase: OpPhase;
   /** The Megatron mapping, or what a plain all-reduce is for ("finalize_model_grads: …"). */
   readonly mapping: string;
   readonly inShape: readonly number[];
+  /** The split of the tensor it reads (row: partial sums of a RowParallelLinear, sequence: SP shards, …). */
+  readonly split: OpSplit;
+  readonly role: OpRole;
+  readonly weight?: WeightName;
+  /** Issued asynchronously and waited on after the weight gradients (Megatron's async dgrad all-reduce). */
+  readonly async: boolean;
 }
 
 /**
@@ -36,41 +44,50 @@ export class LayerComm<T> {
   }
 
   // Synchronous unless the hook returns a promise, so a recorder sees calls in program order.
-  private note(name: string, mapping: string, x: T): void | Promise<void> {
-    const c = { name, phase: this.phase, mapping, inShape: this.shapeOf(x) };
+  private note(op: OpSpec, mapping: string, x: T): void | Promise<void> {
+    const c: NamedCollective = {
+      name: op.label,
+      phase: this.phase,
+      mapping,
+      inShape: this.shapeOf(x),
+      split: op.split,
+      role: op.role ?? (this.phase === 'forward' ? 'forward' : 'dgrad'),
+      ...(op.weight !== undefined && { weight: op.weight }),
+      async: op.async ?? false,
+    };
     this.log.push(c);
     return this.onCall?.(c);
   }
 
   /** The forward half of a mapping pair (nothing to do for one rank, as in Megatron). */
-  async forward(name: string, m: MappingPair, x: T): Promise<T> {
+  async forward(op: OpSpec, m: MappingPair, x: T): Promise<T> {
     if (this.comm.size === 1) return x;
-    const ready = this.note(name, `${m.name} — ${m.summary}`, x);
+    const ready = this.note(op, `${m.name} — ${m.summary}`, x);
     if (ready) await ready;
-    return this.issued(x, m.forward(this.comm, x, name));
+    return this.issued(x, m.forward(this.comm, x, op.label));
   }
 
   /** The backward half of a mapping pair. */
-  async backward(name: string, m: MappingPair, dy: T): Promise<T> {
+  async backward(op: OpSpec, m: MappingPair, dy: T): Promise<T> {
     if (this.comm.size === 1) return dy;
-    const ready = this.note(name, `${m.name} (backward) — ${m.summary}`, dy);
+    const ready = this.note(op, `${m.name} (backward) — ${m.summary}`, dy);
     if (ready) await ready;
-    return this.issued(dy, m.backward(this.comm, dy, name));
+    return this.issued(dy, m.backward(this.comm, dy, op.label));
   }
 
   /** A plain all-reduce with its purpose (vocab-parallel loss pieces, replicated weight gradients). */
-  async allReduce(name: string, why: string, x: T, op: ReduceOp = 'sum'): Promise<T> {
+  async allReduce(op: OpSpec, why: string, x: T, reduce: ReduceOp = 'sum'): Promise<T> {
     if (this.comm.size === 1) return x;
-    const ready = this.note(name, why, x);
+    const ready = this.note(op, why, x);
     if (ready) await ready;
-    return this.issued(x, this.comm.allReduce(x, op, name));
+    return this.issued(x, this.comm.allReduce(x, reduce, op.label));
   }
 
   /** A plain all-gather along `dim` with its purpose. */
-  async allGather(name: string, why: string, x: T, dim: number): Promise<T> {
+  async allGather(op: OpSpec, why: string, x: T, dim: number): Promise<T> {
     if (this.comm.size === 1) return x;
-    const ready = this.note(name, why, x);
+    const ready = this.note(op, why, x);
     if (ready) await ready;
-    return this.issued(x, this.comm.allGather(x, dim, name));
+    return this.issued(x, this.comm.allGather(x, dim, op.label));
   }
 }

@@ -1,4 +1,4 @@
-import type { SafetensorsEntry } from '../trace/safetensors.ts';
+import type { SafetensorsEntry } from '../core/safetensors.ts';
 import type { LayerConfig } from './config.ts';
 import type { LogicalOutput } from './gather.ts';
 import type { StepInputs } from './layer.ts';

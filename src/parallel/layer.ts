@@ -1,5 +1,5 @@
 import { attentionBackward, attentionForward } from './attention.ts';
-import type { Backend } from './backend.ts';
+import { opSpec, type Backend } from './backend.ts';
 import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
@@ -74,7 +74,9 @@ export async function layerStep<T>(
   // f, g and their SP forms: what enters a TP region and what leaves it.
   const enter: MappingPair = sp ? gatherFromSequenceParallelRegion : copyToTensorParallelRegion;
   const leave: MappingPair = sp ? reduceScatterToSequenceParallelRegion : reduceFromTensorParallelRegion;
-  const into = async (name: string, x: T): Promise<T> => (sp ? lc.forward(name, enter, x) : x);
+  const into = async (name: string, x: T): Promise<T> => (sp ? lc.forward(opSpec(name, 'sequence'), enter, x) : x);
+  // Norms and residuals work on this rank's tokens under SP, on the full replicated sequence without.
+  const tokens = sp ? 'sequence' : 'replicated';
   const grads: WeightSet<T> = {};
   const grad = (name: keyof WeightSet<T>, shape: readonly number[]): T => (grads[name] = be.tensor(`d.${name}`, shape));
   const wq = need(w.wqkv, 'wqkv'),
@@ -91,29 +93,29 @@ export async function layerStep<T>(
   if (c.vocab > 0) {
     ids = be.tensor('ids', [s, b], need(inputs.ids, 'ids'));
     const e = be.tensor('embed', [s, b, h]);
-    be.embedding('embed', ids, need(w.emb, 'emb'), e, v0);
-    x = await lc.forward('embed.reduce', leave, e);
+    be.embedding(opSpec('embed', 'vocab', { weight: 'emb' }), ids, need(w.emb, 'emb'), e, v0);
+    x = await lc.forward(opSpec('embed.reduce', 'vocab'), leave, e);
   } else {
     x = be.tensor('x', [sl, b, h], tokenSlice(need(inputs.x, 'x'), s, own.tokens));
   }
   const ln1 = be.tensor('ln1', [sl, b, h]);
   const rstd1 = be.tensor('ln1.rstd', [sl, b]);
-  be.rmsnorm('ln1', x, g1, ln1, rstd1, c.eps);
+  be.rmsnorm(opSpec('ln1', tokens, { weight: 'g1' }), x, g1, ln1, rstd1, c.eps);
   let ln1Full = await into('ln1.gather', ln1);
   const attn = attentionForward(be, D, ln1Full, wq, wo, c.ropeBase);
   if (sp) be.release(ln1Full);
-  const attnOut = await lc.forward('attn.reduce', leave, attn.out);
+  const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
   const x2 = be.tensor('residual.attn', [sl, b, h]);
-  be.add('residual.attn', x, attnOut, x2);
+  be.add(opSpec('residual.attn', tokens), x, attnOut, x2);
   const ln2 = be.tensor('ln2', [sl, b, h]);
   const rstd2 = be.tensor('ln2.rstd', [sl, b]);
-  be.rmsnorm('ln2', x2, g2, ln2, rstd2, c.eps);
+  be.rmsnorm(opSpec('ln2', tokens, { weight: 'g2' }), x2, g2, ln2, rstd2, c.eps);
   let ln2Full = await into('ln2.gather', ln2);
   const mlp = mlpForward(be, D, ln2Full, wfc1, wdown);
   if (sp) be.release(ln2Full);
-  const mlpOut = await lc.forward('mlp.reduce', leave, mlp.out);
+  const mlpOut = await lc.forward(opSpec('mlp.reduce', 'row'), leave, mlp.out);
   const y = be.tensor('y', [sl, b, h]);
-  be.add('residual.mlp', x2, mlpOut, y);
+  be.add(opSpec('residual.mlp', tokens), x2, mlpOut, y);
 
   let loss: T | undefined;
   let dy: T;
@@ -127,7 +129,7 @@ export async function layerStep<T>(
     // ---- backward from the loss ----
     be.phase = lc.phase = 'backward';
     const out = outputLayerBackward(be, D, logits, targets, ce.max, ce.sum, wout, grad('wout', be.shapeOf(wout)), v0);
-    const reduced = lc.backward('logits.dgrad.reduce', enter, out.dy);
+    const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
     out.wgrad(yFull);
     dy = await reduced;
   } else {
@@ -136,7 +138,7 @@ export async function layerStep<T>(
   }
 
   // ---- backward: MLP block (y = x2 + g(mlp)) ----
-  const dmlp = sp ? await lc.backward('mlp.reduce.backward', leave, dy) : dy;
+  const dmlp = sp ? await lc.backward(opSpec('mlp.reduce.backward', 'sequence'), leave, dy) : dy;
   const mb = mlpBackward(
     be,
     D,
@@ -147,17 +149,17 @@ export async function layerStep<T>(
     grad('wfc1', be.shapeOf(wfc1)),
     grad('wdown', be.shapeOf(wdown)),
   );
-  ln2Full = sp ? await lc.forward('ln2.regather', enter, ln2) : ln2Full;
-  const dln2Pending = lc.backward('mlp.dgrad.reduce', enter, mb.dx);
+  ln2Full = sp ? await lc.forward(opSpec('ln2.regather', 'sequence'), enter, ln2) : ln2Full;
+  const dln2Pending = lc.backward(opSpec('mlp.dgrad.reduce', 'column', { async: true }), enter, mb.dx);
   mb.wgrad(ln2Full);
   const dln2 = await dln2Pending;
   const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
-  be.rmsnormBackward('ln2.backward', x2, g2, rstd2, dln2, dx2);
-  be.addInPlace('residual.mlp.backward', dx2, dy);
-  be.rmsnormWeightGrad('ln2.wgrad', x2, rstd2, dln2, grad('g2', [h]));
+  be.rmsnormBackward(opSpec('ln2.backward', tokens, { weight: 'g2' }), x2, g2, rstd2, dln2, dx2);
+  be.addInPlace(opSpec('residual.mlp.backward', tokens), dx2, dy);
+  be.rmsnormWeightGrad(opSpec('ln2.wgrad', tokens, { weight: 'g2' }), x2, rstd2, dln2, grad('g2', [h]));
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
-  const dattn = sp ? await lc.backward('attn.reduce.backward', leave, dx2) : dx2;
+  const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
   const ab = attentionBackward(
     be,
     D,
@@ -176,30 +178,46 @@ export async function layerStep<T>(
     const per = c.tp / c.groups;
     const g0 = own.kvGroups[0] * per;
     replicas = {
-      dk: await lc.allGather('qkv.k.replicas.gather', why, ab.dk, 2),
-      dv: await lc.allGather('qkv.v.replicas.gather', why, ab.dv, 2),
+      dk: await lc.allGather(opSpec('qkv.k.replicas.gather', 'heads', { weight: 'wqkv' }), why, ab.dk, 2),
+      dv: await lc.allGather(opSpec('qkv.v.replicas.gather', 'heads', { weight: 'wqkv' }), why, ab.dv, 2),
       ranks: Array.from({ length: per }, (_, j) => g0 + j),
     };
   }
-  ln1Full = sp ? await lc.forward('ln1.regather', enter, ln1) : ln1Full;
-  const dln1Pending = lc.backward('attn.dgrad.reduce', enter, ab.dx);
+  ln1Full = sp ? await lc.forward(opSpec('ln1.regather', 'sequence'), enter, ln1) : ln1Full;
+  const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
   ab.wgrad(ln1Full, replicas);
   const dln1 = await dln1Pending;
   const dx = be.tensor('d.x', [sl, b, h]);
-  be.rmsnormBackward('ln1.backward', x, g1, rstd1, dln1, dx);
-  be.addInPlace('residual.attn.backward', dx, dx2);
-  be.rmsnormWeightGrad('ln1.wgrad', x, rstd1, dln1, grad('g1', [h]));
+  be.rmsnormBackward(opSpec('ln1.backward', tokens, { weight: 'g1' }), x, g1, rstd1, dln1, dx);
+  be.addInPlace(opSpec('residual.attn.backward', tokens), dx, dx2);
+  be.rmsnormWeightGrad(opSpec('ln1.wgrad', tokens, { weight: 'g1' }), x, rstd1, dln1, grad('g1', [h]));
 
   if (sp && !c.skipSpNormGradAllReduce) {
     // The norm weights are replicated but saw different tokens: finalize_model_grads all-reduces them.
     const why = 'finalize_model_grads: all-reduce of the replicated RMSNorm weight gradients under SP';
-    grads.g1 = await lc.allReduce('ln1.wgrad.reduce', why, need(grads.g1, 'dg1'));
-    grads.g2 = await lc.allReduce('ln2.wgrad.reduce', why, need(grads.g2, 'dg2'));
+    be.phase = lc.phase = 'finalize';
+    grads.g1 = await lc.allReduce(
+      opSpec('ln1.wgrad.reduce', 'sequence', { weight: 'g1', role: 'wgrad' }),
+      why,
+      need(grads.g1, 'dg1'),
+    );
+    grads.g2 = await lc.allReduce(
+      opSpec('ln2.wgrad.reduce', 'sequence', { weight: 'g2', role: 'wgrad' }),
+      why,
+      need(grads.g2, 'dg2'),
+    );
+    be.phase = lc.phase = 'backward';
   }
   if (c.vocab > 0) {
-    const dxFull = sp ? await lc.backward('embed.reduce.backward', leave, dx) : dx;
+    const dxFull = sp ? await lc.backward(opSpec('embed.reduce.backward', 'sequence'), leave, dx) : dx;
     const emb = need(w.emb, 'emb');
-    be.embeddingBackward('embed.wgrad', need(ids, 'ids'), dxFull, grad('emb', be.shapeOf(emb)), v0);
+    be.embeddingBackward(
+      opSpec('embed.wgrad', 'vocab', { weight: 'emb' }),
+      need(ids, 'ids'),
+      dxFull,
+      grad('emb', be.shapeOf(emb)),
+      v0,
+    );
   }
   await be.flush();
   return { y, loss, dx: c.vocab > 0 ? undefined : dx, grads };

@@ -1,5 +1,30 @@
 import type { GemmProblem } from '../reference/gemm.ts';
-import type { Backend } from './backend.ts';
+import type { Backend, OpSpec } from './backend.ts';
+import type { WeightName } from './weight-names.ts';
+
+/**
+ * A parallel linear layer as data: its label, the weight it uses and how Megatron splits it —
+ * `column` (ColumnParallelLinear: output dim split) or `row` (RowParallelLinear: input dim split).
+ * Its three GEMMs are labelled `label`, `label.dgrad` and `label.wgrad`.
+ */
+export interface LinearSpec {
+  readonly label: string;
+  readonly weight: WeightName;
+  readonly split: 'column' | 'row';
+  /** The Megatron module when more precise than the split's (e.g. "ColumnParallelLinear (output_layer)"). */
+  readonly megatron?: string;
+}
+
+/** The OpSpec of one of a linear's three GEMMs. */
+function gemmOp(l: LinearSpec, role: 'forward' | 'dgrad' | 'wgrad'): OpSpec {
+  return {
+    label: role === 'forward' ? l.label : `${l.label}.${role}`,
+    split: l.split,
+    weight: l.weight,
+    role,
+    ...(l.megatron !== undefined && { megatron: l.megatron }),
+  };
+}
 
 /** A dense GEMM problem with every stride explicit; batch 1 unless given. */
 function problem(
@@ -21,7 +46,7 @@ export interface WeightCols {
 /** Forward: Y[m, n] (+)= X[m, k]·W[:, c0:c0+n]. */
 export function linearForward<T>(
   be: Backend<T>,
-  op: string,
+  l: LinearSpec,
   x: T,
   w: T,
   y: T,
@@ -31,7 +56,7 @@ export function linearForward<T>(
   accumulate = false,
 ): void {
   be.gemm(
-    op,
+    gemmOp(l, 'forward'),
     problem({ M: m, N: cols.n, K: k, sAm: k, sAk: 1, offB: cols.c0, sBk: cols.w, sBn: 1, sCm: cols.n, accumulate }),
     x,
     w,
@@ -42,7 +67,7 @@ export function linearForward<T>(
 /** dgrad: dX[m, k] (+)= dY[m, n]·W[:, c0:c0+n]ᵀ. */
 export function linearDgrad<T>(
   be: Backend<T>,
-  op: string,
+  l: LinearSpec,
   dy: T,
   w: T,
   dx: T,
@@ -52,7 +77,7 @@ export function linearDgrad<T>(
   accumulate = false,
 ): void {
   be.gemm(
-    op,
+    gemmOp(l, 'dgrad'),
     problem({ M: m, N: k, K: cols.n, sAm: cols.n, sAk: 1, offB: cols.c0, sBk: 1, sBn: cols.w, sCm: k, accumulate }),
     dy,
     w,
@@ -66,7 +91,7 @@ export function linearDgrad<T>(
  */
 export function linearWgrad<T>(
   be: Backend<T>,
-  op: string,
+  l: LinearSpec,
   x: T,
   dy: T,
   dw: T,
@@ -77,7 +102,7 @@ export function linearWgrad<T>(
   dyView: { w: number; c0: number } = { w: cols.n, c0: 0 },
 ): void {
   be.gemm(
-    op,
+    gemmOp(l, 'wgrad'),
     problem({
       M: k,
       N: cols.n,

@@ -1,6 +1,21 @@
-import type { Backend } from './backend.ts';
+import { opSpec, type Backend } from './backend.ts';
 import type { LocalDims } from './dims.ts';
-import { linearDgrad, linearForward, linearWgrad, type WeightCols } from './linear.ts';
+import { linearDgrad, linearForward, linearWgrad, type LinearSpec, type WeightCols } from './linear.ts';
+
+/** The MLP's linears: gate and up are the two halves of linear_fc1, down is linear_fc2. */
+export const mlpGate: LinearSpec = {
+  label: 'mlp.gate',
+  weight: 'wfc1',
+  split: 'column',
+  megatron: 'ColumnParallelLinear (linear_fc1)',
+};
+export const mlpUp: LinearSpec = { ...mlpGate, label: 'mlp.up' };
+export const mlpDown: LinearSpec = {
+  label: 'mlp.down',
+  weight: 'wdown',
+  split: 'row',
+  megatron: 'RowParallelLinear (linear_fc2)',
+};
 
 /**
  * SwiGLU MLP on one rank: gate and up are ColumnParallelLinear (columns [r·f, (r+1)·f) of each,
@@ -23,12 +38,12 @@ export function mlpForward<T>(be: Backend<T>, D: LocalDims, x: T, wfc1: T, wdown
   const m = s * b;
   const gate = be.tensor('mlp.gate', [s, b, f]);
   const up = be.tensor('mlp.up', [s, b, f]);
-  linearForward(be, 'mlp.gate', x, wfc1, gate, m, h, gateCols(D));
-  linearForward(be, 'mlp.up', x, wfc1, up, m, h, upCols(D));
+  linearForward(be, mlpGate, x, wfc1, gate, m, h, gateCols(D));
+  linearForward(be, mlpUp, x, wfc1, up, m, h, upCols(D));
   const act = be.tensor('mlp.act', [s, b, f]);
-  be.swiglu('mlp.swiglu', gate, up, act);
+  be.swiglu(opSpec('mlp.swiglu', 'column'), gate, up, act);
   const out = be.tensor('mlp.out', [s, b, h]);
-  linearForward(be, 'mlp.down', act, wdown, out, m, f, { w: h, c0: 0, n: h });
+  linearForward(be, mlpDown, act, wdown, out, m, f, { w: h, c0: 0, n: h });
   return { out, saved: { gate, up, act } };
 }
 
@@ -50,18 +65,18 @@ export function mlpBackward<T>(
   const { s, b, h, f } = D;
   const m = s * b;
   const dact = be.tensor('d.mlp.act', [s, b, f]);
-  linearDgrad(be, 'mlp.down.dgrad', dOut, wdown, dact, m, f, { w: h, c0: 0, n: h });
-  linearWgrad(be, 'mlp.down.wgrad', saved.act, dOut, dwdown, m, f, { w: h, c0: 0, n: h });
+  linearDgrad(be, mlpDown, dOut, wdown, dact, m, f, { w: h, c0: 0, n: h });
+  linearWgrad(be, mlpDown, saved.act, dOut, dwdown, m, f, { w: h, c0: 0, n: h });
   const dgate = be.tensor('d.mlp.gate', [s, b, f]);
   const dup = be.tensor('d.mlp.up', [s, b, f]);
-  be.swigluBackward('mlp.swiglu.backward', saved.gate, saved.up, dact, dgate, dup);
+  be.swigluBackward(opSpec('mlp.swiglu.backward', 'column'), saved.gate, saved.up, dact, dgate, dup);
   be.release(dact);
   const dx = be.tensor('d.mlp.in', [s, b, h]);
-  linearDgrad(be, 'mlp.gate.dgrad', dgate, wfc1, dx, m, h, gateCols(D));
-  linearDgrad(be, 'mlp.up.dgrad', dup, wfc1, dx, m, h, upCols(D), true);
+  linearDgrad(be, mlpGate, dgate, wfc1, dx, m, h, gateCols(D));
+  linearDgrad(be, mlpUp, dup, wfc1, dx, m, h, upCols(D), true);
   const wgrad = (x: T): void => {
-    linearWgrad(be, 'mlp.gate.wgrad', x, dgate, dwfc1, m, h, gateCols(D));
-    linearWgrad(be, 'mlp.up.wgrad', x, dup, dwfc1, m, h, upCols(D));
+    linearWgrad(be, mlpGate, x, dgate, dwfc1, m, h, gateCols(D));
+    linearWgrad(be, mlpUp, x, dup, dwfc1, m, h, upCols(D));
     be.release(dgate);
     be.release(dup);
   };

@@ -1,8 +1,54 @@
 import type { CollectiveOp, ReduceOp } from '../comm/collectives.ts';
 import type { LayerConfig } from './config.ts';
+import type { WeightName } from './weight-names.ts';
 
-/** Forward or backward pass of the step. */
-export type OpPhase = 'forward' | 'backward';
+/**
+ * Which part of the step an op belongs to: the forward pass, the backward pass, or the gradient
+ * reductions after backward (Megatron's `finalize_model_grads`, e.g. the replicated RMSNorm
+ * weight gradients under SP).
+ */
+export type OpPhase = 'forward' | 'backward' | 'finalize';
+
+/** The two passes a view shows: the finalize reductions belong to the backward pass. */
+export type StepPass = 'forward' | 'backward';
+
+/** The pass an op of `phase` is shown and counted in. */
+export const passOf = (phase: OpPhase): StepPass => (phase === 'forward' ? 'forward' : 'backward');
+
+/** What an op is: a GEMM, another compute kernel (norm, softmax, RoPE, SwiGLU, add, embedding, cross-entropy pieces), or a collective. */
+export type OpKind = 'gemm' | 'kernel' | 'collective';
+
+/**
+ * What a compute op produces: an activation (forward), the gradient of an activation (dgrad), or
+ * the gradient of a weight (wgrad). A collective carries the role of the tensor it moves.
+ */
+export type OpRole = 'forward' | 'dgrad' | 'wgrad';
+
+/**
+ * How an op's work is split across the t ranks (Megatron's tensor parallelism):
+ * `column` — ColumnParallelLinear: the weight's output dim split, outputs split along the last dim
+ * (qkv, mlp gate/up, the output layer over the vocabulary), and the local ops on such outputs (SwiGLU);
+ * `row` — RowParallelLinear: the weight's input dim split, outputs partial sums (attn.proj, mlp.down);
+ * `heads` — per-head attention work on this rank's query heads and KV groups (scores, softmax, context, RoPE);
+ * `vocab` — this rank's rows of the padded vocabulary (VocabParallelEmbedding, vocab-parallel cross entropy);
+ * `sequence` — this rank's tokens [s/t, b, h] under sequence parallelism (norms, residuals, SP collectives);
+ * `replicated` — the same full tensor on every rank (norms and residuals without SP).
+ */
+export type OpSplit = 'column' | 'row' | 'heads' | 'vocab' | 'sequence' | 'replicated';
+
+/**
+ * How an op may overlap communication, as data (Megatron's asynchronous dgrad all-reduce in
+ * `LinearWithGradAccumulationAndAsyncCommunication.backward`, layers.py): with the schedule's
+ * overlap option, an `async` collective holds only the comm stream; the compute ops next to it
+ * marked `underAsync` (weight gradients: they do not read its result) run under it; the first op
+ * after them waits for it.
+ */
+export interface OpOverlap {
+  /** A collective the layer issues asynchronously and waits on later. */
+  readonly async: boolean;
+  /** A compute op that does not read an adjacent asynchronous collective's result, so it may run under it. */
+  readonly underAsync: boolean;
+}
 
 /** A GEMM's local problem on one rank: [M,K]·[K,N] per batch; flops = 2·M·N·K·batch. */
 export interface PlannedGemm {
@@ -33,14 +79,22 @@ export interface PlannedCollective {
 }
 
 /**
- * One op of a rank's step, in execution order. `name` is the trace name ("qkv.dgrad"),
- * `kernel` the kernel that runs it ("gemm", "rmsnorm", …; absent for collectives).
+ * One op of a rank's step, in execution order, with what it is as data. `name` is the label in
+ * the trace ("qkv.dgrad"): nothing decides from it. `kernel` is the kernel that runs it ("gemm",
+ * "rmsnorm", …; absent for collectives).
  */
 export interface PlannedOp {
   readonly index: number;
   readonly phase: OpPhase;
   readonly name: string;
-  readonly kind: 'gemm' | 'kernel' | 'collective';
+  readonly kind: OpKind;
+  readonly role: OpRole;
+  readonly split: OpSplit;
+  /** The parameter the op reads or whose gradient it writes (a GEMM's weight, a norm's gain); absent when none. */
+  readonly weight?: WeightName;
+  /** The Megatron module or mapping it implements ("ColumnParallelLinear", "reduceFromTensorParallelRegion (g) — …"). */
+  readonly megatron: string;
+  readonly overlap: OpOverlap;
   readonly kernel?: string;
   readonly inShapes: readonly (readonly number[])[];
   readonly outShape: readonly number[];

@@ -3,15 +3,8 @@ import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { StepInputs } from './layer.ts';
 import type { RankOwnership } from './plan-types.ts';
-import {
-  cutShard,
-  logicalShape,
-  logicalWeight,
-  shardLayout,
-  tensorSeed,
-  weightsOf,
-  type WeightName,
-} from './weights.ts';
+import { cutShard, logicalShape, logicalWeight, shardLayout, tensorSeed, weightsOf } from './weights.ts';
+import type { WeightName } from './weight-names.ts';
 
 /** Seeded token ids in [0, vocab): [s, b] as float32. */
 function tokenIds(n: number, vocab: number, seed: number): Float32Array {

@@ -1,7 +1,15 @@
-import type { Backend } from './backend.ts';
+import { opSpec, type Backend } from './backend.ts';
 import type { LocalDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
-import { linearDgrad, linearForward, linearWgrad } from './linear.ts';
+import { linearDgrad, linearForward, linearWgrad, type LinearSpec } from './linear.ts';
+
+/** The output layer: a ColumnParallelLinear over the (padded) vocabulary. */
+export const outputLinear: LinearSpec = {
+  label: 'logits',
+  weight: 'wout',
+  split: 'column',
+  megatron: 'ColumnParallelLinear (output_layer)',
+};
 
 /**
  * Vocab-parallel cross entropy (Megatron's vocab_parallel_cross_entropy) on this rank's logits
@@ -19,36 +27,36 @@ export async function vocabParallelLoss<T>(
 ): Promise<{ loss: T; max: T; sum: T }> {
   const rows = [D.s, D.b];
   const localMax = be.tensor('loss.max', rows);
-  be.ceLocalMax('loss.max', logits, localMax);
+  be.ceLocalMax(opSpec('loss.max', 'vocab'), logits, localMax);
   const max = await lc.allReduce(
-    'loss.max.reduce',
+    opSpec('loss.max.reduce', 'vocab'),
     'vocab-parallel cross entropy: all-reduce MAX of the logits max',
     localMax,
     'max',
   );
   const localSum = be.tensor('loss.sumexp', rows);
-  be.ceLocalSumExp('loss.sumexp', logits, max, localSum);
+  be.ceLocalSumExp(opSpec('loss.sumexp', 'vocab'), logits, max, localSum);
   const sum = await lc.allReduce(
-    'loss.sumexp.reduce',
+    opSpec('loss.sumexp.reduce', 'vocab'),
     'vocab-parallel cross entropy: all-reduce SUM of Σ exp(x − max)',
     localSum,
   );
   const localTarget = be.tensor('loss.target', rows);
-  be.ceTargetLogit('loss.target', logits, targets, localTarget, v0);
+  be.ceTargetLogit(opSpec('loss.target', 'vocab'), logits, targets, localTarget, v0);
   const target = await lc.allReduce(
-    'loss.target.reduce',
+    opSpec('loss.target.reduce', 'vocab'),
     'vocab-parallel cross entropy: all-reduce SUM of the target logit',
     localTarget,
   );
   const loss = be.tensor('loss', rows);
-  be.ceLoss('loss', max, sum, target, loss);
+  be.ceLoss(opSpec('loss', 'vocab'), max, sum, target, loss);
   return { loss, max, sum };
 }
 
 /** Output layer forward (ColumnParallelLinear over the vocabulary): y [s, b, h] → logits [s, b, vl]. */
 export function outputLayer<T>(be: Backend<T>, D: LocalDims, y: T, wout: T): T {
   const logits = be.tensor('logits', [D.s, D.b, D.vl]);
-  linearForward(be, 'logits', y, wout, logits, D.s * D.b, D.h, { w: D.vl, c0: 0, n: D.vl });
+  linearForward(be, outputLinear, y, wout, logits, D.s * D.b, D.h, { w: D.vl, c0: 0, n: D.vl });
   return logits;
 }
 
@@ -69,11 +77,11 @@ export function outputLayerBackward<T>(
 ): { dy: T; wgrad: (y: T) => void } {
   const m = D.s * D.b;
   const dlogits = be.tensor('d.logits', [D.s, D.b, D.vl]);
-  be.ceGrad('loss.backward', logits, targets, max, sum, dlogits, v0, 1 / m);
+  be.ceGrad(opSpec('loss.backward', 'vocab'), logits, targets, max, sum, dlogits, v0, 1 / m);
   const dy = be.tensor('d.logits.in', [D.s, D.b, D.h]);
-  linearDgrad(be, 'logits.dgrad', dlogits, wout, dy, m, D.h, { w: D.vl, c0: 0, n: D.vl });
+  linearDgrad(be, outputLinear, dlogits, wout, dy, m, D.h, { w: D.vl, c0: 0, n: D.vl });
   const wgrad = (y: T): void => {
-    linearWgrad(be, 'logits.wgrad', y, dlogits, dwout, m, D.h, { w: D.vl, c0: 0, n: D.vl });
+    linearWgrad(be, outputLinear, y, dlogits, dwout, m, D.h, { w: D.vl, c0: 0, n: D.vl });
     be.release(dlogits);
   };
   return { dy, wgrad };

@@ -1,19 +1,10 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import { randomArray } from '../reference/random.ts';
 import type { LayerConfig } from './config.ts';
 import type { LocalDims } from './dims.ts';
 import { paddedVocab } from './ownership.ts';
 import type { RankOwnership } from './plan-types.ts';
-
-/**
- * The layer's parameters, stored [in, out] (Y = X·W): wqkv [h, (heads + 2·groups)·d] with column
- * blocks [Q | K | V]; wo [heads·d, h]; g1, g2 [h] RMSNorm gains; wfc1 [h, 2·ffn] with column blocks
- * [gate | up]; wdown [ffn, h]; with a vocabulary, emb [V_p, h] and the untied output layer wout [h, V_p].
- */
-export const weightNames = ['wqkv', 'wo', 'g1', 'g2', 'wfc1', 'wdown', 'emb', 'wout'] as const;
-
-/** One parameter's name. */
-export type WeightName = (typeof weightNames)[number];
+import { weightNames, type WeightName } from './weight-names.ts';
 
 /** A set of per-parameter tensors (weights or their gradients); emb and wout only with a vocabulary. */
 export type WeightSet<T> = { [K in WeightName]?: T };

@@ -1,10 +1,11 @@
 import { KernelContext } from '../kernels/context.ts';
+import { opSpec } from '../parallel/backend.ts';
 import { importGemmChoices } from '../kernels/gemm-choice.ts';
 import type { GpuTensor } from '../kernels/tensor.ts';
 import type { ClassroomMatrix, ClassroomRankData } from '../parallel/classroom.ts';
 import { randomArray } from '../reference/random.ts';
 import { attentionForward } from '../parallel/attention.ts';
-import { GpuBackend } from '../parallel/backend-gpu.ts';
+import { GpuBackend } from './backend-gpu.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { localDims } from '../parallel/dims.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
@@ -97,17 +98,19 @@ export async function classroomStep(
       wo = upload('wo');
     // Forward: X enters the tensor-parallel region.
     // f's forward (copy_to_tensor_model_parallel_region) is the identity and issues nothing, as in the layer.
-    const xFull = c.sp ? await lc.forward('classroom.mlp.in', gatherFromSequenceParallelRegion, x) : x;
+    const xFull = c.sp
+      ? await lc.forward(opSpec('classroom.mlp.in', 'sequence'), gatherFromSequenceParallelRegion, x)
+      : x;
     const { out: zPartial, saved } = mlpForward(be, D, xFull, wfc1, wdown);
     const zPartialData = await read(zPartial); // read before the all-reduce, which may work in place
     const z = c.sp
-      ? await lc.forward('classroom.mlp.out', reduceScatterToSequenceParallelRegion, zPartial)
-      : await lc.forward('classroom.mlp.out', reduceFromTensorParallelRegion, zPartial);
+      ? await lc.forward(opSpec('classroom.mlp.out', 'row'), reduceScatterToSequenceParallelRegion, zPartial)
+      : await lc.forward(opSpec('classroom.mlp.out', 'row'), reduceFromTensorParallelRegion, zPartial);
     // Attention on the same input: this rank's heads, then g.
     const { out: attnPartial } = attentionForward(be, D, xFull, wqkv, wo, c.ropeBase);
     const attnPartialData = await read(attnPartial);
     const attn = await lc.allReduce(
-      'classroom.attn.out',
+      opSpec('classroom.attn.out', 'row'),
       'reduceFromTensorParallelRegion — forward: all-reduce · backward: identity (g)',
       attnPartial,
     );
@@ -115,14 +118,16 @@ export async function classroomStep(
     lc.phase = 'backward';
     be.phase = 'backward';
     // g's backward is the identity and issues nothing; dzFull is dz itself.
-    const dzFull = c.sp ? await lc.backward('classroom.mlp.out.grad', reduceScatterToSequenceParallelRegion, dz) : dz;
+    const dzFull = c.sp
+      ? await lc.backward(opSpec('classroom.mlp.out.grad', 'sequence'), reduceScatterToSequenceParallelRegion, dz)
+      : dz;
     const dw1 = be.tensor('dwfc1', [h, 2 * f]),
       dw2 = be.tensor('dwdown', [f, h]);
     const { dx: dxPartial, wgrad } = mlpBackward(be, D, dzFull, saved, wfc1, wdown, dw1, dw2);
     const dxPartialData = await read(dxPartial);
     const dx = c.sp
-      ? await lc.backward('classroom.mlp.in.grad', gatherFromSequenceParallelRegion, dxPartial)
-      : await lc.backward('classroom.mlp.in.grad', copyToTensorParallelRegion, dxPartial);
+      ? await lc.backward(opSpec('classroom.mlp.in.grad', 'column'), gatherFromSequenceParallelRegion, dxPartial)
+      : await lc.backward(opSpec('classroom.mlp.in.grad', 'column'), copyToTensorParallelRegion, dxPartial);
     wgrad(xFull);
     const w1 = await be.read(wfc1);
     return {

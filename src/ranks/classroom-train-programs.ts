@@ -1,7 +1,7 @@
 import { adamStep } from '../kernels/adam.ts';
 import { importGemmChoices } from '../kernels/gemm-choice.ts';
 import { readTensor, type GpuTensor } from '../kernels/tensor.ts';
-import { GpuBackend } from '../parallel/backend-gpu.ts';
+import { GpuBackend } from './backend-gpu.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
 import { layerStep, type StepInputs } from '../parallel/layer.ts';

@@ -1,7 +1,7 @@
 import type { CollectiveOp, Collectives, ReduceOp } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
-import type { TraceEvent } from '../trace/event.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 import type { RankContext } from './context.ts';
 
 /** One collective call on a rank: `data` is this rank's input of `shape`. */

@@ -2,7 +2,7 @@ import type { Collectives, TransportName } from '../comm/collectives.ts';
 import type { HostTensor } from '../comm/host-tensor.ts';
 import type { SabRing } from '../comm/sab-layout.ts';
 import type { GpuTensor } from '../kernels/tensor.ts';
-import type { TraceRecorder } from '../trace/recorder.ts';
+import type { TraceRecorder } from '../core/trace-recorder.ts';
 
 /** What a program running on one rank is handed: its device, its communicators, its trace. */
 export interface RankContext {

@@ -7,7 +7,7 @@ import { GpuTimer, type TimerResult } from '../kernels/gpu-timer.ts';
 import { createTensor, type GpuTensor } from '../kernels/tensor.ts';
 import { gemmExtents, gemmStrided } from '../kernels/gemm.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
-import { GpuBackend } from '../parallel/backend-gpu.ts';
+import { GpuBackend } from './backend-gpu.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { RankOutput } from '../parallel/gather.ts';
 import { LayerComm, type NamedCollective } from '../parallel/layer-comm.ts';
@@ -19,7 +19,7 @@ import { rankWeightArrays, stepInputs, uploadWeights } from '../parallel/step-da
 import type { Collectives } from '../comm/collectives.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
-import { RecentMap } from '../util/recent-map.ts';
+import { RecentMap } from '../core/recent-map.ts';
 
 /** GEMM choices as they travel between ranks: shape class → variant. */
 export type GemmChoices = [string, GemmVariant][];

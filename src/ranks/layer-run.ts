@@ -1,4 +1,4 @@
-import type { TraceEvent } from '../trace/event.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 import type { GemmTuning } from '../kernels/gemm-tuner.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { gatherLogical, type LogicalOutput } from '../parallel/gather.ts';
@@ -14,7 +14,7 @@ import type { commPrograms } from './comm-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms } from './layer-programs.ts';
 import { RankPool } from './pool.ts';
 import type { PoolTransport } from './transport.ts';
-import { RecentMap } from '../util/recent-map.ts';
+import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../model/budget.ts';
 
 /** Programs the layer's rank workers serve. */

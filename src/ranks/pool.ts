@@ -1,7 +1,7 @@
 import * as Comlink from 'comlink';
 import { abortSabRing, createSabRing, type SabRing } from '../comm/sab-layout.ts';
 import { createPortMesh } from '../comm/port-ring.ts';
-import type { TraceEvent } from '../trace/event.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 import type { CommPrograms } from './comm-programs.ts';
 import type { ProgramArgs, ProgramResult, RankInfo, RankPrograms, RankTransportInit } from './context.ts';
 import { collectiveErrorNames, RankFailedError, RankRunError } from './errors.ts';

@@ -1,7 +1,7 @@
 import type { Interconnect } from '../model/interconnect.ts';
 import { measuredCommMs, modeledCommMs } from '../trace/durations.ts';
 import { scheduleStep, type Timeline } from '../trace/schedule.ts';
-import { median } from '../trace/stats.ts';
+import { median } from '../core/stats.ts';
 import type { LayerRun } from './layer-run.ts';
 
 /**

@@ -3,8 +3,8 @@ import { GpuCollectives } from '../comm/gpu-collectives.ts';
 import { PortRingCollectives } from '../comm/port-ring.ts';
 import { SabRingCollectives } from '../comm/sab-ring.ts';
 import { adapterName, requestKernelDevice } from '../kernels/adapter.ts';
-import type { TraceEvent } from '../trace/event.ts';
-import { TraceRecorder } from '../trace/recorder.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
+import { TraceRecorder } from '../core/trace-recorder.ts';
 import type { RankContext, RankInfo, RankInit, RankProgram, RankPrograms } from './context.ts';
 
 /** Typed arrays (on non-shared buffers) in a result, to transfer instead of copy. */

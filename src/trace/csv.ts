@@ -1,4 +1,4 @@
-import { formatShape } from '../kernels/limits.ts';
+import { formatShape } from '../core/shape.ts';
 import type { ScheduledEvent } from './schedule.ts';
 
 /** A CSV cell: text or a number (written with JS's shortest round-trip form). */
@@ -71,6 +71,10 @@ export const timelineCsvHeader = [
   'payload_bytes',
   'ring_bytes_sent',
   'mapping',
+  'role',
+  'split',
+  'weight',
+  'megatron',
 ] as const;
 
 /** One row per op per rank (by rank, then op index) of a schedule, with `timelineCsvHeader`. */
@@ -105,6 +109,10 @@ export function timelineCsv(events: readonly ScheduledEvent[]): string {
       c?.payloadBytes ?? '',
       c?.ringBytesSent ?? '',
       c?.mapping ?? '',
+      e.role,
+      e.split,
+      e.weight ?? '',
+      e.megatron,
     ];
   });
   return toCsv(timelineCsvHeader, rows);

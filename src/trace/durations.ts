@@ -1,6 +1,6 @@
 import { collectiveTimeUs, type Interconnect } from '../model/interconnect.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
-import type { TraceEvent } from './event.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 
 /**
  * Modeled collective times, [rank][opIndex] in ms: collectiveTimeUs(op, payloadBytes, groupSize, link)/1000

@@ -1,4 +1,4 @@
-import type { TraceStream } from './event.ts';
+import type { TraceStream } from '../core/trace-event.ts';
 import { subtractIntervals, totalLength, unionIntervals, type Interval } from './intervals.ts';
 
 /** The part of an event the overlap analysis needs: a rank, a lane and [t0, t1) in ms. */

@@ -1,4 +1,4 @@
-import type { TraceEvent } from './event.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 import type { Interval } from './intervals.ts';
 import type { ScheduledEvent } from './schedule.ts';
 
@@ -56,6 +56,8 @@ function argsOf(e: TraceEvent): PerfettoEvent['args'] {
     ...(e.flops !== undefined && { flops: e.flops }),
     bytes: e.bytes,
     ...(s.phase !== undefined && { pass: s.phase }),
+    ...(s.role !== undefined && { role: s.role, split: s.split, megatron: s.megatron }),
+    ...(s.weight !== undefined && { weight: s.weight }),
     ...(s.gemm && { M: s.gemm.M, N: s.gemm.N, K: s.gemm.K, batch: s.gemm.batch }),
     ...(coll && {
       collective: coll.op,

@@ -1,4 +1,4 @@
-import { numel } from '../kernels/limits.ts';
+import { numel } from '../core/shape.ts';
 import { dtypeBytes, type TrainDtype } from '../model/dtype.ts';
 import { collectiveTimeUs } from '../model/interconnect.ts';
 import { gemmTime, memoryBoundUs, type GemmTime } from '../model/kernel-time.ts';

@@ -1,6 +1,15 @@
-import { formatShape } from '../kernels/limits.ts';
-import type { LayerPlan, OpPhase, PlannedCollective, PlannedGemm, PlannedOp } from '../parallel/plan-types.ts';
-import type { TraceEvent, TracePhase } from './event.ts';
+import { formatShape } from '../core/shape.ts';
+import type {
+  LayerPlan,
+  OpPhase,
+  OpRole,
+  OpSplit,
+  PlannedCollective,
+  PlannedGemm,
+  PlannedOp,
+} from '../parallel/plan-types.ts';
+import type { WeightName } from '../parallel/weight-names.ts';
+import type { TraceEvent, TracePhase } from '../core/trace-event.ts';
 import { exposedParts } from './exposed.ts';
 import { subtractIntervals, totalLength, unionIntervals, type Interval } from './intervals.ts';
 
@@ -16,8 +25,8 @@ export interface StepDurations {
 export interface ScheduleOptions {
   /**
    * Megatron's asynchronous dgrad all-reduce (ColumnParallelLinear with async_tensor_model_parallel_allreduce):
-   * a collective named `*.dgrad.reduce` runs while the compute ops right after (or right before) it
-   * whose names end in `.wgrad` run; the first op after those waits for it.
+   * a collective whose plan op has `overlap.async` runs while the compute ops right after (or right
+   * before) it with `overlap.underAsync` (weight gradients) run; the first op after those waits for it.
    */
   readonly overlap: boolean;
 }
@@ -32,8 +41,13 @@ export interface EventRef {
 export interface ScheduledEvent extends TraceEvent {
   readonly opIndex: number;
   readonly kind: PlannedOp['kind'];
-  /** Forward or backward pass (TraceEvent.phases are the event's sub-intervals, e.g. wait/transfer). */
+  /** Forward, backward or finalize (TraceEvent.phases are the event's sub-intervals, e.g. wait/transfer). */
   readonly phase: OpPhase;
+  /** What the op is, from the plan (see PlannedOp). */
+  readonly role: OpRole;
+  readonly split: OpSplit;
+  readonly weight?: WeightName;
+  readonly megatron: string;
   readonly kernel?: string;
   readonly inShapes: readonly (readonly number[])[];
   readonly outShape: readonly number[];
@@ -76,11 +90,10 @@ export interface Timeline {
   readonly slowestRank: number;
 }
 
-/** True for the collectives the overlap option makes asynchronous. */
-export const isAsyncDgradReduce = (op: PlannedOp): boolean =>
-  op.kind === 'collective' && op.name.endsWith('.dgrad.reduce');
-/** True for the compute ops that may run under an asynchronous dgrad reduce. */
-export const isWgrad = (op: PlannedOp): boolean => op.kind !== 'collective' && op.name.endsWith('.wgrad');
+/** True for the collectives the overlap option makes asynchronous (the plan's overlap.async: Megatron's async dgrad all-reduce). */
+export const isAsyncCollective = (op: PlannedOp): boolean => op.kind === 'collective' && op.overlap.async;
+/** True for the compute ops that may run under an asynchronous collective (the plan's overlap.underAsync: weight gradients). */
+export const runsUnderAsync = (op: PlannedOp): boolean => op.kind !== 'collective' && op.overlap.underAsync;
 
 /** "[a]·[b] → [c]" from an op's local shapes. */
 export function shapeLabel(op: Pick<PlannedOp, 'inShapes' | 'outShape'>): string {
@@ -114,7 +127,7 @@ interface Cursor {
   commFree: number;
   commBy: EventRef | null;
   pending: { end: number; by: EventRef } | null;
-  /** `ready` before the current run of `*.wgrad` ops began; null outside such a run. */
+  /** `ready` before the current run of underAsync ops began; null outside such a run. */
   beforeWgrad: { t: number; by: EventRef | null } | null;
 }
 
@@ -141,6 +154,10 @@ function base(
     opIndex: op.index,
     kind: op.kind,
     phase: op.phase,
+    role: op.role,
+    split: op.split,
+    ...(op.weight !== undefined && { weight: op.weight }),
+    megatron: op.megatron,
     ...(op.kernel !== undefined && { kernel: op.kernel }),
     inShapes: op.inShapes,
     outShape: op.outShape,
@@ -166,10 +183,11 @@ function later(
  *   at its slowest member's pace: start = max_r arrival_r, end_r = start + max_r commMs[r][i] on
  *   every rank. The event spans [arrival_r, end) with phases `wait` [arrival_r, start) and
  *   `transfer` [start, end);
- * - without overlap the next op starts at the collective's end; with overlap a `*.dgrad.reduce`
- *   does not hold the compute stream: the `*.wgrad` ops right after it run at once, and the first
- *   op after them starts at max(their end, the collective's end). The wgrad GEMMs do not depend
- *   on the reduce, so a run of `*.wgrad` ops listed right before it overlaps it the same way: it
+ * - without overlap the next op starts at the collective's end; with overlap an async collective
+ *   (op.overlap.async, the dgrad all-reduce) does not hold the compute stream: the underAsync ops
+ *   (weight gradients) right after it run at once, and the first op after them starts at
+ *   max(their end, the collective's end). The wgrad GEMMs do not depend on the reduce, so a run
+ *   of underAsync ops listed right before it overlaps it the same way: it
  *   arrives when the op before that run ends.
  * Per collective, `exposed` = [t0, t1) − union(this rank's compute) (DESIGN.md's definition).
  */
@@ -187,7 +205,7 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
   const drafts: Draft[][] = Array.from({ length: t }, () => []);
   for (const op of plan.ops) {
     const ref = (rank: number): EventRef => ({ rank, opIndex: op.index });
-    if (!isWgrad(op)) {
+    if (!runsUnderAsync(op)) {
       for (const c of cur) {
         if (!c.pending) continue;
         ({ t: c.ready, by: c.readyBy } = later({ t: c.ready, by: c.readyBy }, { t: c.pending.end, by: c.pending.by }));
@@ -196,7 +214,7 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
     }
     if (op.kind !== 'collective') {
       cur.forEach((c, r) => {
-        c.beforeWgrad = isWgrad(op) ? (c.beforeWgrad ?? { t: c.ready, by: c.readyBy }) : null;
+        c.beforeWgrad = runsUnderAsync(op) ? (c.beforeWgrad ?? { t: c.ready, by: c.readyBy }) : null;
         const t0 = c.ready;
         const t1 = t0 + (durations.computeMs[r]?.[op.index] ?? 0);
         drafts[r]!.push({ ...base(op, r, t0, t1, []), waitMs: 0, overlapped: false, after: c.readyBy });
@@ -205,7 +223,7 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
       });
       continue;
     }
-    const overlapped = opts.overlap && isAsyncDgradReduce(op);
+    const overlapped = opts.overlap && isAsyncCollective(op);
     const arrivals = cur.map((c) =>
       later((overlapped && c.beforeWgrad) || { t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }),
     );

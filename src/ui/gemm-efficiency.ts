@@ -1,26 +1,11 @@
 // The GEMM-efficiency view's numbers from a sweep report (pure): local shapes, GFLOP/s and step speed-up vs t.
-import type { SweepDegree, SweepGemm, SweepReport, SweepTimeline } from '../bench/sweep.ts';
+import type { SweepDegree, SweepGemm, SweepReport, SweepTimeline } from '../session/sweep.ts';
 import type { LayerConfig } from '../parallel/config.ts';
-import type { OpPhase } from '../parallel/plan-types.ts';
+import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
 import { validateConfig } from '../parallel/validate.ts';
 
 /** The degrees the view compares. */
 export const gemmViewDegrees = [1, 2, 4, 8] as const;
-
-/**
- * How a GEMM of the layer is split across t ranks (Megatron): `column` = ColumnParallelLinear's
- * forward (N = n/t: qkv, mlp.gate/up, logits), `row` = RowParallelLinear's forward (K = k/t:
- * attn.proj, mlp.down), `heads` = per-head attention products (batch = heads/t, M, N, K unchanged);
- * the backward GEMMs of a linear are `dgrad` and `wgrad` of that linear.
- */
-export type GemmSplit = 'column' | 'row' | 'heads';
-
-/** The split of a GEMM by its op name (the layer's names: 'mlp.gate', 'attn.proj.dgrad', 'attn.scores.qgrad', …). */
-export function gemmSplit(name: string): GemmSplit {
-  if (name.startsWith('attn.scores') || name.startsWith('attn.context')) return 'heads';
-  if (name.startsWith('attn.proj') || name.startsWith('mlp.down')) return 'row';
-  return 'column';
-}
 
 /** Degrees of `gemmViewDegrees` that are legal for `base`, and for the others every reason. */
 export function gemmDegrees(
@@ -50,7 +35,12 @@ export interface GemmAtDegree extends SweepGemm {
 export interface GemmRow {
   readonly name: string;
   readonly phase: OpPhase;
-  readonly split: GemmSplit;
+  /**
+   * How Megatron splits it across t ranks (the plan's op.split): `column` = ColumnParallelLinear
+   * (N = n/t: qkv, mlp.gate/up, logits), `row` = RowParallelLinear (K = k/t: attn.proj, mlp.down),
+   * `heads` = per-head attention products (batch = heads/t); a linear's dgrad and wgrad keep its split.
+   */
+  readonly split: OpSplit;
   readonly byDegree: readonly GemmAtDegree[];
 }
 
@@ -102,7 +92,7 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
   const gemms: GemmRow[] = [...base.values()].map((g0) => ({
     name: g0.name,
     phase: g0.phase,
-    split: gemmSplit(g0.name),
+    split: g0.split,
     byDegree: degrees.flatMap((d, i) => {
       const g = merged[i].get(g0.name);
       if (!g) return [];

@@ -4,7 +4,7 @@ import { measuredLabels, measuredTooltip } from './measured-format.ts';
 import { formatMs, labelCandidates, tooltipLines } from './timeline-format.ts';
 import {
   fitLabel,
-  passOf,
+  eventPass,
   rankIdsOf,
   laneBlocks,
   laneLayout,
@@ -236,13 +236,13 @@ export class TimelineChart {
           .attr('data-rank', b.rank)
           .attr('data-kind', b.kind)
           .attr('data-op', b.event.op)
-          .attr('data-phase', passOf(b.event) ?? null)
+          .attr('data-phase', eventPass(b.event) ?? null)
           .attr('x', x(b.t0))
           .attr('width', w)
           .attr('height', lane.height);
         if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
         else {
-          const pass = passOf(b.event) ?? 'forward'; // a measured kernel has no pass: the forward shades
+          const pass = eventPass(b.event) ?? 'forward'; // a measured kernel has no pass: the forward shades
           r.attr('fill', b.kind === 'compute' ? computeFill(pass, j) : blockFill.comm[pass]);
         }
         if (b.kind !== 'compute') this.thin.push({ el: r.node()!, w });

@@ -1,7 +1,7 @@
 // Geometry and selection of the timeline (pure, no DOM): lanes, the shown pass, totals, culling, label fit.
 import type { BlockKind } from '../trace/blocks.ts';
 import type { MeasuredEvent, MeasuredTimeline } from '../trace/measured-timeline.ts';
-import type { OpPhase } from '../parallel/plan-types.ts';
+import { passOf, type StepPass } from '../parallel/plan-types.ts';
 import type { ScheduledEvent, Timeline } from '../trace/schedule.ts';
 
 /** What the timeline draws: a scheduled step of the playground, or a window of a measured (Kineto) job. */
@@ -9,9 +9,9 @@ export type ChartTimeline = Timeline | MeasuredTimeline;
 /** An event of either. */
 export type ChartEvent = ScheduledEvent | MeasuredEvent;
 
-/** The pass of an event; undefined for measured kernels (a profiler trace does not record it). */
-export function passOf(e: ChartEvent): OpPhase | undefined {
-  return 'phase' in e ? e.phase : undefined;
+/** The pass an event is shown in (the finalize reductions with backward); a measured kernel has none. */
+export function eventPass(e: ChartEvent): StepPass | undefined {
+  return 'phase' in e ? passOf(e.phase) : undefined;
 }
 
 /** The rank of every lane pair, in order: 0…t−1 for a scheduled step, the loaded ranks for a measured job. */
@@ -77,7 +77,7 @@ export interface ViewBlock {
 /** Events of the shown pass (a measured job has no passes: all its events, or none for one pass). */
 export function shownEvents(tl: ChartTimeline, phase: PhaseView): ChartEvent[] {
   const events: readonly ChartEvent[] = tl.events;
-  return phase === 'both' ? [...events] : events.filter((e) => passOf(e) === phase);
+  return phase === 'both' ? [...events] : events.filter((e) => eventPass(e) === phase);
 }
 
 /**
@@ -151,7 +151,7 @@ export function shownSpan(tl: ChartTimeline, phase: PhaseView): { t0: number; t1
 export function phaseSpans(events: readonly ChartEvent[]): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
   const spans: { phase: 'forward' | 'backward'; t0: number; t1: number }[] = [];
   for (const phase of ['forward', 'backward'] as const) {
-    const evs = events.filter((e) => passOf(e) === phase);
+    const evs = events.filter((e) => eventPass(e) === phase);
     if (evs.length) spans.push({ phase, t0: Math.min(...evs.map((e) => e.t0)), t1: Math.max(...evs.map((e) => e.t1)) });
   }
   return spans;

@@ -1,16 +1,16 @@
 // Colours, sizes and CSS of <tp-timeline>: light background, dark text, colours by kind (projector-legible).
 import { css } from 'lit';
 import type { BlockKind } from '../trace/blocks.ts';
-import type { OpPhase } from '../parallel/plan-types.ts';
+import type { StepPass } from '../parallel/plan-types.ts';
 
 /** Fill of a block by kind and pass (backward is the darker shade); exposed blocks use the hatch pattern. */
-export const blockFill: Record<Exclude<BlockKind, 'exposed'>, Record<OpPhase, string>> = {
+export const blockFill: Record<Exclude<BlockKind, 'exposed'>, Record<StepPass, string>> = {
   compute: { forward: '#2a6cc4', backward: '#173f7a' },
   comm: { forward: '#f2b632', backward: '#c98a00' },
 };
 
 /** Compute blocks alternate two shades of their pass's blue, so that neighbours stay apart without strokes. */
-export function computeFill(phase: OpPhase, j: number): string {
+export function computeFill(phase: StepPass, j: number): string {
   const shades = { forward: ['#2a6cc4', '#3b7fd6'], backward: ['#173f7a', '#22548f'] } as const;
   return shades[phase][j % 2]!;
 }
@@ -22,7 +22,7 @@ export const blockText: Record<Exclude<BlockKind, 'exposed'>, string> = { comput
 export const exposedColor = '#d0021b';
 
 /** Phase bands behind the lanes. */
-export const bandFill: Record<OpPhase, string> = { forward: '#eef3fa', backward: '#f5eefa' };
+export const bandFill: Record<StepPass, string> = { forward: '#eef3fa', backward: '#f5eefa' };
 
 /** Font sizes, px: lane names and totals, block labels, axis. */
 export const fontPx = { lane: 15, block: 13, axis: 13, top: 14 } as const;

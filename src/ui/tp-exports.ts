@@ -7,7 +7,7 @@ import type { LogicalOutput } from '../parallel/gather.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import { timelineCsv } from '../trace/csv.ts';
-import { encodeSafetensors } from '../trace/safetensors.ts';
+import { encodeSafetensors } from '../core/safetensors.ts';
 import { timelineToPerfetto } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
 import { panelStyles } from './page-style.ts';

@@ -1,7 +1,7 @@
 // <tp-gemm-view>: every GEMM of the layer at TP = 1, 2, 4, 8 — local shapes, GFLOP/s, and why TP stops paying off.
 import { LitElement, css, html, nothing, type PropertyValues, type TemplateResult } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
-import { runSweep, type SweepReport } from '../bench/sweep.ts';
+import { runSweep, type SweepReport } from '../session/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../parallel/config.ts';
 import type { OpPhase } from '../parallel/plan-types.ts';
 import type { PoolLender } from '../ranks/layer-run.ts';

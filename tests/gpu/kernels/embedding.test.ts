@@ -1,6 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
 import { embedding, embeddingBackward } from '../../../src/kernels/embedding.ts';
-import { numel } from '../../../src/kernels/limits.ts';
+import { numel } from '../../../src/core/shape.ts';
 import { float32Tolerance } from '../../../src/reference/compare.ts';
 import { embeddingBackwardRef, embeddingRef } from '../../../src/reference/embedding.ts';
 import { randomArray, rng } from '../../../src/reference/random.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { CollectiveCall } from '../../../src/comm/call.ts';
 import { hostTensor } from '../../../src/comm/host-tensor.ts';
 import { referenceCollective } from '../../../src/comm/reference.ts';
-import { numel } from '../../../src/kernels/limits.ts';
+import { numel } from '../../../src/core/shape.ts';
 import type { CollectiveArgs } from '../../../src/ranks/comm-programs.ts';
 import { RankPool } from '../../../src/ranks/pool.ts';
 import { poolTransports, randomArray, rejectionOf } from './helpers.ts';

@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'vitest';
 import { interconnectPresets } from '../../../src/model/interconnect.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { PlaygroundRunner } from '../../../src/ui/runner.ts';
-import { runSweep } from '../../../src/bench/sweep.ts';
+import { runSweep } from '../../../src/session/sweep.ts';
 
 const runner = new PlaygroundRunner();
 afterAll(() => runner.dispose());

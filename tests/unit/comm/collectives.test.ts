@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { ReduceOp } from '../../../src/comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../../../src/comm/host-tensor.ts';
-import { numel } from '../../../src/kernels/limits.ts';
+import { numel } from '../../../src/core/shape.ts';
 import { makeGroup, nodeTransports, randomArray, rejectionOf } from './groups.ts';
 
 const degrees = [1, 2, 3, 4, 8];

@@ -1,7 +1,7 @@
 import type { BaseCollectives } from '../../../src/comm/base.ts';
 import { createInProcessGroup } from '../../../src/comm/in-process.ts';
 import { createPortMesh, PortRingCollectives } from '../../../src/comm/port-ring.ts';
-import { TraceRecorder } from '../../../src/trace/recorder.ts';
+import { TraceRecorder } from '../../../src/core/trace-recorder.ts';
 
 /** Transports that run in one Node thread. */
 export const nodeTransports = ['in-process', 'message-port'] as const;

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { checkTensorFits, checkWorkgroups, expectShape, numel } from '../../../src/kernels/limits.ts';
+import { checkTensorFits, checkWorkgroups, expectShape } from '../../../src/kernels/limits.ts';
+import { numel } from '../../../src/core/shape.ts';
 
 const limits = { maxStorageBufferBindingSize: 1 << 20, maxBufferSize: 1 << 22, maxComputeWorkgroupsPerDimension: 100 };
 

@@ -70,7 +70,8 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
         payloadBytes: 4 * S,
         ringBytesSent: (4 * (t - 1) * S) / t,
       });
-      const costs = collectiveCosts(await planFor({ ...c, sp: true })).filter((x) => x.phase === 'backward');
+      // finalize_model_grads runs after backward: the plan marks those all-reduces phase 'finalize'.
+      const costs = collectiveCosts(await planFor({ ...c, sp: true })).filter((x) => x.phase === 'finalize');
       expect(costs.filter((x) => x.op === 'allReduce').map((x) => x.payloadBytes)).toEqual([bytes(c.h), bytes(c.h)]);
     });
 

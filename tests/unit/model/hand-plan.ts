@@ -2,14 +2,22 @@
 // until the plan recorder exists: same ops on every rank, local shapes, collectives with the
 // nccl-tests payload convention.
 import type { CollectiveOp, ReduceOp } from '../../../src/comm/collectives.ts';
-import { numel } from '../../../src/kernels/limits.ts';
+import { numel } from '../../../src/core/shape.ts';
 import { gemmFlops } from '../../../src/reference/gemm.ts';
-import { ringBytesSent } from '../../../src/model/interconnect.ts';
+import { ringBytesSent } from '../../../src/comm/ring-bytes.ts';
 import { headDim, type LayerConfig } from '../../../src/parallel/config.ts';
 import { paddedVocab, rankOwnership } from '../../../src/parallel/ownership.ts';
 import type { LayerPlan, OpPhase, PlannedOp } from '../../../src/parallel/plan-types.ts';
 
-type Draft = Omit<PlannedOp, 'index'>;
+type Draft = Omit<PlannedOp, 'index' | 'role' | 'split' | 'megatron' | 'overlap'>;
+
+// The accounting reads none of the typed fields beyond kind and phase: neutral values.
+const neutral = {
+  role: 'forward',
+  split: 'replicated',
+  megatron: '',
+  overlap: { async: false, underAsync: false },
+} as const;
 
 /** The hand-written plan of one layer step (forward and backward) for a valid config. */
 export function handPlan(c: LayerConfig): LayerPlan {
@@ -176,9 +184,14 @@ export function handPlan(c: LayerConfig): LayerPlan {
     kernel('backward', 'embedding.wgrad', 'embedding', full, 1);
   }
   if (sp) {
-    coll('backward', 'norm1.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
-    coll('backward', 'norm2.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
+    coll('finalize', 'norm1.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
+    coll('finalize', 'norm2.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
   }
 
-  return { config: c, paddedVocab: vp, ranks: rankOwnership(c), ops: ops.map((o, index) => ({ ...o, index })) };
+  return {
+    config: c,
+    paddedVocab: vp,
+    ranks: rankOwnership(c),
+    ops: ops.map((o, index) => ({ ...neutral, ...o, index })),
+  };
 }

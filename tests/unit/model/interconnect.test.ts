@@ -3,13 +3,13 @@ import type { CollectiveOp } from '../../../src/comm/collectives.ts';
 import {
   algBandwidthGBps,
   busBandwidthGBps,
-  busFactor,
   collectiveTimeUs,
   customInterconnect,
   interconnectNames,
   interconnectPresets,
   parseInterconnect,
 } from '../../../src/model/interconnect.ts';
+import { busFactor } from '../../../src/comm/ring-bytes.ts';
 
 const pcie = interconnectPresets['pcie-gen3'];
 

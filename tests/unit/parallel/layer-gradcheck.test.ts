@@ -6,7 +6,8 @@ import { LayerComm } from '../../../src/parallel/layer-comm.ts';
 import { layerStep, type StepInputs } from '../../../src/parallel/layer.ts';
 import { rankOwnership } from '../../../src/parallel/ownership.ts';
 import { rankWeightArrays, stepInputs } from '../../../src/parallel/step-data.ts';
-import { weightsOf, type WeightName, type WeightSet } from '../../../src/parallel/weights.ts';
+import type { WeightName } from '../../../src/parallel/weight-names.ts';
+import { weightsOf, type WeightSet } from '../../../src/parallel/weights.ts';
 import { randomArray } from '../../../src/reference/random.ts';
 
 /*

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { createInProcessGroup } from '../../../src/comm/in-process.ts';
 import { hostTensor, type HostTensor } from '../../../src/comm/host-tensor.ts';
-import { numel } from '../../../src/kernels/limits.ts';
+import { numel } from '../../../src/core/shape.ts';
 import { tensorParallelMappings, type MappingPair, type Placement } from '../../../src/parallel/mappings.ts';
 import { randomArray } from '../comm/groups.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { collectiveTimeUs, interconnectPresets } from '../../../src/model/interconnect.ts';
 import { measuredCommMs, modeledCommMs } from '../../../src/trace/durations.ts';
-import type { TraceEvent } from '../../../src/trace/event.ts';
+import type { TraceEvent } from '../../../src/core/trace-event.ts';
 import { tinyPlan } from './tiny-plan.ts';
 
 const call = (rank: number, seq: number, op: string, t0: number, t1: number): TraceEvent => ({

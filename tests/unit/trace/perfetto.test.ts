@@ -3,7 +3,7 @@ import { interconnectPresets } from '../../../src/model/interconnect.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { modeledCommMs, sameComputeMs } from '../../../src/trace/durations.ts';
-import type { TraceEvent } from '../../../src/trace/event.ts';
+import type { TraceEvent } from '../../../src/core/trace-event.ts';
 import { partialOverlaps, timelineToPerfetto, toPerfetto, type PerfettoTrace } from '../../../src/trace/perfetto.ts';
 import { scheduleStep } from '../../../src/trace/schedule.ts';
 

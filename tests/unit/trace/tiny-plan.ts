@@ -1,5 +1,7 @@
 // Hand-made plans for the schedule tests: a list of op names, the kind read from the name
-// ("*.reduce" is an all-reduce of 1 MB, "*.gemm"/"*grad" a GEMM, the rest a kernel).
+// ("*.reduce" is an all-reduce of 1 MB, "*.gemm"/"*grad" a GEMM, the rest a kernel). This little
+// naming language is the fixture's only: it writes the typed fields the scheduler reads
+// ("*.dgrad.reduce" is async, "*.wgrad" is a weight gradient that may run under it).
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import type { LayerPlan, PlannedOp } from '../../../src/parallel/plan-types.ts';
 
@@ -9,11 +11,20 @@ const MB = 1 << 20;
 export function tinyPlan(t: number, names: readonly string[]): LayerPlan {
   const ops: PlannedOp[] = names.map((name, index) => {
     const phase = name.includes('grad') || name.endsWith('.backward') ? 'backward' : 'forward';
+    const wgrad = name.endsWith('.wgrad');
+    const typed = {
+      role: wgrad ? 'wgrad' : phase === 'forward' ? 'forward' : 'dgrad',
+      split: 'replicated',
+      megatron: 'test',
+      overlap: { async: name.endsWith('.dgrad.reduce'), underAsync: wgrad },
+    } as const;
     if (name.endsWith('.reduce')) {
       return {
         index,
         phase,
         name,
+        ...typed,
+        overlap: { ...typed.overlap, underAsync: false },
         kind: 'collective',
         inShapes: [[4, 1, 16]],
         outShape: [4, 1, 16],
@@ -36,6 +47,7 @@ export function tinyPlan(t: number, names: readonly string[]): LayerPlan {
           index,
           phase,
           name,
+          ...typed,
           kind: 'gemm',
           kernel: 'gemm',
           inShapes: [
@@ -46,7 +58,17 @@ export function tinyPlan(t: number, names: readonly string[]): LayerPlan {
           flops: 128,
           gemm: { M: 4, N: 2, K: 8, batch: 1, flops: 128 },
         }
-      : { index, phase, name, kind: 'kernel', kernel: 'add', inShapes: [[4, 1, 16]], outShape: [4, 1, 16], flops: 64 };
+      : {
+          index,
+          phase,
+          name,
+          ...typed,
+          kind: 'kernel',
+          kernel: 'add',
+          inShapes: [[4, 1, 16]],
+          outShape: [4, 1, 16],
+          flops: 64,
+        };
   });
   const ranks = Array.from({ length: t }, (_, rank) => ({
     rank,

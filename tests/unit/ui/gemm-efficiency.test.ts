@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import type { SweepDegree, SweepReport } from '../../../src/bench/sweep.ts';
+import type { SweepDegree, SweepReport } from '../../../src/session/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
-import { gemmDegrees, gemmEfficiency, gemmSplit } from '../../../src/ui/gemm-efficiency.ts';
+import { gemmDegrees, gemmEfficiency } from '../../../src/ui/gemm-efficiency.ts';
 
 /** A sweep degree from the real plan with made-up speeds: `gflops(t)` for every GEMM, and a given step. */
 async function degree(
@@ -16,6 +16,7 @@ async function degree(
     .map((o) => ({
       name: o.name,
       phase: o.phase,
+      split: o.split,
       M: o.gemm!.M,
       N: o.gemm!.N,
       K: o.gemm!.K,
@@ -51,16 +52,20 @@ async function degree(
 }
 
 describe('the GEMM-efficiency view', () => {
-  test("names each GEMM's split: column-parallel, row-parallel, or per-head attention", () => {
-    expect(['qkv.q', 'qkv.k.wgrad', 'mlp.gate', 'mlp.up.dgrad', 'logits'].map(gemmSplit)).toEqual([
+  test("names each GEMM's split from the plan: column-parallel, row-parallel, or per-head attention", async () => {
+    const { plan } = await makePlan(configFromPreset('llama-gqa', { tp: 2 }));
+    const d = await degree(plan.config, 1, { computeMs: 1, commMs: 0, exposedMs: 0 });
+    const eff = gemmEfficiency({ adapter: 'test', note: '', degrees: [d] }, false);
+    const split = (name: string) => eff.gemms.find((g) => g.name === name)?.split;
+    expect(['qkv.q', 'qkv.k.wgrad', 'mlp.gate', 'mlp.up.dgrad', 'logits'].map(split)).toEqual([
       'column',
       'column',
       'column',
       'column',
       'column',
     ]);
-    expect(['attn.proj', 'mlp.down', 'mlp.down.wgrad'].map(gemmSplit)).toEqual(['row', 'row', 'row']);
-    expect(['attn.scores', 'attn.context.vgrad'].map(gemmSplit)).toEqual(['heads', 'heads']);
+    expect(['attn.proj', 'mlp.down', 'mlp.down.wgrad'].map(split)).toEqual(['row', 'row', 'row']);
+    expect(['attn.scores', 'attn.context.vgrad'].map(split)).toEqual(['heads', 'heads']);
   });
 
   test('skips the degrees a model cannot take and says why (the classroom has 4 heads: no t = 8)', () => {

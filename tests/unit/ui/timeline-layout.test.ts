@@ -10,7 +10,7 @@ import {
   laneBlocks,
   laneLayout,
   phaseSpans,
-  passOf,
+  eventPass,
   shownEvents,
   shownSpan,
   shownTotals,
@@ -62,7 +62,7 @@ describe('what the timeline shows', () => {
   test('one pass shows only its events, its own totals and its own end', async () => {
     const tl = await gpt2(4);
     const fwd = shownEvents(tl, 'forward');
-    expect(fwd.every((e) => passOf(e) === 'forward')).toBe(true);
+    expect(fwd.every((e) => eventPass(e) === 'forward')).toBe(true);
     const span = shownSpan(tl, 'forward');
     const fwdEnd = Math.max(...fwd.map((e) => e.t1));
     expect(span).toEqual({ t0: 0, t1: fwdEnd, endRank: 0 });

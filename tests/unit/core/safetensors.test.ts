@@ -3,7 +3,7 @@ import { configFromPreset } from '../../../src/parallel/config.ts';
 import { layerTensors, layerTensorsMetadata } from '../../../src/parallel/layer-tensors.ts';
 import { runInProcess } from '../../../src/parallel/run-in-process.ts';
 import { stepInputs } from '../../../src/parallel/step-data.ts';
-import { encodeSafetensors } from '../../../src/trace/safetensors.ts';
+import { encodeSafetensors } from '../../../src/core/safetensors.ts';
 
 /**
  * A reader written from the format's description alone (it shares no code with the writer): u64

@@ -15,10 +15,10 @@ import { softmax, softmaxBackward } from '../kernels/softmax.ts';
 import { swiglu, swigluBackward } from '../kernels/swiglu.ts';
 import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
-import type { Backend, SoftmaxArgs } from './backend.ts';
-import type { OpPhase } from './plan-types.ts';
+import type { Backend, OpSpec, SoftmaxArgs } from '../parallel/backend.ts';
+import type { OpPhase } from '../parallel/plan-types.ts';
 
-/** The layer on WebGPU: every op is one kernel dispatch named by its op (ctx.scope) for timing. */
+/** The layer on WebGPU: every op is one kernel dispatch named by its op's label (ctx.scope) for timing. */
 export class GpuBackend implements Backend<GpuTensor> {
   readonly kind = 'gpu';
   phase: OpPhase = 'forward';
@@ -42,8 +42,8 @@ export class GpuBackend implements Backend<GpuTensor> {
     this.live.clear();
   }
 
-  private run(op: string, body: () => void): void {
-    this.ctx.scope = op;
+  private run(op: OpSpec, body: () => void): void {
+    this.ctx.scope = op.label;
     try {
       body();
     } finally {
@@ -69,59 +69,59 @@ export class GpuBackend implements Backend<GpuTensor> {
     t.buffer.destroy();
     this.live.delete(t);
   }
-  gemm(op: string, p: GemmProblem, a: GpuTensor, b: GpuTensor, c: GpuTensor): void {
+  gemm(op: OpSpec, p: GemmProblem, a: GpuTensor, b: GpuTensor, c: GpuTensor): void {
     this.run(op, () => gemmStrided(this.ctx, p, a, b, c));
   }
-  rmsnorm(op: string, x: GpuTensor, g: GpuTensor, y: GpuTensor, rstd: GpuTensor, eps: number): void {
+  rmsnorm(op: OpSpec, x: GpuTensor, g: GpuTensor, y: GpuTensor, rstd: GpuTensor, eps: number): void {
     this.run(op, () => rmsnorm(this.ctx, x, g, y, rstd, { eps }));
   }
-  rmsnormBackward(op: string, x: GpuTensor, g: GpuTensor, rstd: GpuTensor, dy: GpuTensor, dx: GpuTensor): void {
+  rmsnormBackward(op: OpSpec, x: GpuTensor, g: GpuTensor, rstd: GpuTensor, dy: GpuTensor, dx: GpuTensor): void {
     this.run(op, () => rmsnormBackward(this.ctx, x, g, rstd, dy, dx));
   }
-  rmsnormWeightGrad(op: string, x: GpuTensor, rstd: GpuTensor, dy: GpuTensor, dg: GpuTensor): void {
+  rmsnormWeightGrad(op: OpSpec, x: GpuTensor, rstd: GpuTensor, dy: GpuTensor, dg: GpuTensor): void {
     this.run(op, () => rmsnormWeightGrad(this.ctx, x, rstd, dy, dg));
   }
-  rope(op: string, x: GpuTensor, out: GpuTensor, base: number, positionOffset: number): void {
+  rope(op: OpSpec, x: GpuTensor, out: GpuTensor, base: number, positionOffset: number): void {
     this.run(op, () => rope(this.ctx, x, out, { base, positionOffset }));
   }
-  ropeBackward(op: string, dy: GpuTensor, dx: GpuTensor, base: number, positionOffset: number): void {
+  ropeBackward(op: OpSpec, dy: GpuTensor, dx: GpuTensor, base: number, positionOffset: number): void {
     this.run(op, () => ropeBackward(this.ctx, dy, dx, { base, positionOffset }));
   }
-  softmax(op: string, x: GpuTensor, y: GpuTensor, args: SoftmaxArgs): void {
+  softmax(op: OpSpec, x: GpuTensor, y: GpuTensor, args: SoftmaxArgs): void {
     this.run(op, () => softmax(this.ctx, x, y, args));
   }
-  softmaxBackward(op: string, y: GpuTensor, dy: GpuTensor, dx: GpuTensor, scale: number): void {
+  softmaxBackward(op: OpSpec, y: GpuTensor, dy: GpuTensor, dx: GpuTensor, scale: number): void {
     this.run(op, () => softmaxBackward(this.ctx, y, dy, dx, { scale }));
   }
-  swiglu(op: string, g: GpuTensor, u: GpuTensor, y: GpuTensor): void {
+  swiglu(op: OpSpec, g: GpuTensor, u: GpuTensor, y: GpuTensor): void {
     this.run(op, () => swiglu(this.ctx, g, u, y));
   }
-  swigluBackward(op: string, g: GpuTensor, u: GpuTensor, dy: GpuTensor, dg: GpuTensor, du: GpuTensor): void {
+  swigluBackward(op: OpSpec, g: GpuTensor, u: GpuTensor, dy: GpuTensor, dg: GpuTensor, du: GpuTensor): void {
     this.run(op, () => swigluBackward(this.ctx, g, u, dy, dg, du));
   }
-  add(op: string, a: GpuTensor, b: GpuTensor, out: GpuTensor): void {
+  add(op: OpSpec, a: GpuTensor, b: GpuTensor, out: GpuTensor): void {
     this.run(op, () => add(this.ctx, a, b, out));
   }
-  addInPlace(op: string, acc: GpuTensor, b: GpuTensor): void {
+  addInPlace(op: OpSpec, acc: GpuTensor, b: GpuTensor): void {
     this.run(op, () => addInPlace(this.ctx, acc, b));
   }
-  embedding(op: string, ids: GpuTensor, table: GpuTensor, out: GpuTensor, vocabStart: number): void {
+  embedding(op: OpSpec, ids: GpuTensor, table: GpuTensor, out: GpuTensor, vocabStart: number): void {
     this.run(op, () => embedding(this.ctx, ids, table, out, { vocabStart }));
   }
-  embeddingBackward(op: string, ids: GpuTensor, dy: GpuTensor, dtable: GpuTensor, vocabStart: number): void {
+  embeddingBackward(op: OpSpec, ids: GpuTensor, dy: GpuTensor, dtable: GpuTensor, vocabStart: number): void {
     this.run(op, () => embeddingBackward(this.ctx, ids, dy, dtable, { vocabStart }));
   }
-  ceLocalMax(op: string, logits: GpuTensor, out: GpuTensor): void {
+  ceLocalMax(op: OpSpec, logits: GpuTensor, out: GpuTensor): void {
     this.run(op, () => crossEntropyLocalMax(this.ctx, logits, out));
   }
-  ceLocalSumExp(op: string, logits: GpuTensor, globalMax: GpuTensor, out: GpuTensor): void {
+  ceLocalSumExp(op: OpSpec, logits: GpuTensor, globalMax: GpuTensor, out: GpuTensor): void {
     this.run(op, () => crossEntropyLocalSumExp(this.ctx, logits, globalMax, out));
   }
-  ceTargetLogit(op: string, logits: GpuTensor, targets: GpuTensor, out: GpuTensor, vocabStart: number): void {
+  ceTargetLogit(op: OpSpec, logits: GpuTensor, targets: GpuTensor, out: GpuTensor, vocabStart: number): void {
     this.run(op, () => crossEntropyTargetLogit(this.ctx, logits, targets, out, { vocabStart }));
   }
   ceGrad(
-    op: string,
+    op: OpSpec,
     logits: GpuTensor,
     targets: GpuTensor,
     globalMax: GpuTensor,
@@ -134,7 +134,7 @@ export class GpuBackend implements Backend<GpuTensor> {
       crossEntropyGrad(this.ctx, logits, targets, globalMax, globalSum, dlogits, { vocabStart, scale }),
     );
   }
-  ceLoss(op: string, globalMax: GpuTensor, globalSum: GpuTensor, targetLogit: GpuTensor, loss: GpuTensor): void {
+  ceLoss(op: OpSpec, globalMax: GpuTensor, globalSum: GpuTensor, targetLogit: GpuTensor, loss: GpuTensor): void {
     this.run(op, () => crossEntropyLoss(this.ctx, globalMax, globalSum, targetLogit, loss));
   }
   flush(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { TracePhase } from './event.ts';
+import type { TracePhase } from './trace-event.ts';
 
 /**
  * One clock for every rank: milliseconds since the Unix epoch, sub-millisecond resolution.

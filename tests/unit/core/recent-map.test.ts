@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { RecentMap } from '../../../src/util/recent-map.ts';
+import { RecentMap } from '../../../src/core/recent-map.ts';
 
 describe('RecentMap', () => {
   test('keeps the capacity most recently set keys and drops the oldest', () => {

@@ -4,7 +4,7 @@ import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
-import type { OpPhase } from '../parallel/plan-types.ts';
+import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
 import {
   createLayerPool,
   layerRunCache,
@@ -17,12 +17,14 @@ import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from '../ranks/run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import { encodeSafetensors } from '../trace/safetensors.ts';
+import { encodeSafetensors } from '../core/safetensors.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {
   readonly name: string;
   readonly phase: OpPhase;
+  /** How the GEMM is split across ranks (the plan's op.split). */
+  readonly split: OpSplit;
   readonly M: number;
   readonly N: number;
   readonly K: number;
@@ -125,6 +127,7 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     gemms.push({
       name: o.name,
       phase: o.phase,
+      split: o.split,
       M: o.gemm.M,
       N: o.gemm.N,
       K: o.gemm.K,

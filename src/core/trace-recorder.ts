@@ -1,4 +1,4 @@
-import type { TraceEvent } from './event.ts';
+import type { TraceEvent } from './trace-event.ts';
 
 /** Where events go; a rank owns one, a collective or kernel wrapper is handed it. */
 export interface TraceSink {

@@ -1,0 +1,77 @@
+/**
+ * Import layers of src/ (bottom → top). A module may import only from its own layer or the
+ * layers below it; the pure layers (no WebGPU, no workers, no DOM) may not import kernels/ or
+ * anything above them; comlink is for the worker boundaries (ranks/ and ui/ only), lit and d3 belong to
+ * the view (ui/ only). `npm test` runs this with `depcruise src scripts`; there are no exceptions.
+ */
+const layers = [
+  'core',
+  'reference',
+  'kernels',
+  'comm',
+  'parallel',
+  'model',
+  'trace',
+  'ranks',
+  'session',
+  'ui',
+  'bench',
+];
+const dir = (l) => `^src/${l}/`;
+const above = (i) => [...layers.slice(i + 1).map(dir), '^src/main[.]ts$', '^scripts/'];
+const pure = ['core', 'reference', 'parallel', 'model', 'trace'];
+
+module.exports = {
+  forbidden: [
+    ...layers.map((l, i) => ({
+      name: `layer-${l}`,
+      comment: `src/${l}/ sits below ${layers.slice(i + 1).join(', ')} and scripts/: import downward only (move the shared piece down, or pass it in).`,
+      severity: 'error',
+      from: { path: dir(l) },
+      to: { path: above(i) },
+    })),
+    {
+      name: 'pure-layers',
+      comment: `${pure.join(', ')} are pure (Node-testable): no WebGPU kernels, no workers, no DOM.`,
+      severity: 'error',
+      from: { path: `^src/(${pure.join('|')})/` },
+      to: { path: ['^src/kernels/', '^node_modules/(comlink|lit|@lit|d3)'] },
+    },
+    {
+      name: 'comlink-at-worker-boundaries',
+      comment:
+        "Workers are started and served only by ranks/ (the rank workers) and ui/ (the page's trace reader): comlink nowhere else.",
+      severity: 'error',
+      from: { pathNot: '^src/(ranks|ui)/' },
+      to: { path: '^node_modules/comlink/' },
+    },
+    {
+      name: 'view-libraries-in-ui-only',
+      comment: 'lit elements and d3 belong to the view (src/ui/).',
+      severity: 'error',
+      from: { pathNot: '^src/ui/' },
+      to: { path: '^node_modules/(lit|@lit|lit-html|lit-element|d3[^/]*)/' },
+    },
+    {
+      name: 'no-circular',
+      comment: 'Modules form no import cycles.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'Every import resolves.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true, pathNot: '[?]raw$' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+    exclude: { path: '[?]raw$' },
+  },
+};

@@ -1,0 +1,6 @@
+/** The device limits a kernel checks before it dispatches (a subset of GPUSupportedLimits). */
+export interface ComputeLimits {
+  readonly maxStorageBufferBindingSize: number;
+  readonly maxBufferSize: number;
+  readonly maxComputeWorkgroupsPerDimension: number;
+}
