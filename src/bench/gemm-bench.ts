@@ -19,8 +19,9 @@ export interface GemmBenchRow extends GemmBenchShape {
   /** What tuning measured, when this run tuned the shape's class (absent when it was decided before or stored). */
   readonly tuning: GemmTuning | undefined;
   readonly gflops: number;
-  readonly naiveGflops: number;
-  readonly speedup: number;
+  /** The naive kernel and the chosen one's speed-up over it (absent when naive was not timed: see `variants`). */
+  readonly naiveGflops?: number;
+  readonly speedup?: number;
   /** Per variant timed (the chosen one and naive; with allVariants all), ms of each timed run. */
   readonly runsMs: Partial<Record<GemmVariant, number[]>>;
   /** With allVariants: the fastest variant at full size and the chosen one's margin to it (0.03 = 3% slower). */
@@ -47,6 +48,8 @@ export interface GemmBenchOptions {
   readonly shapes?: GemmBenchShape[];
   /** Time every variant the adapter supports at full size, not only the chosen one and naive. */
   readonly allVariants?: boolean;
+  /** With allVariants, only these (and always the chosen one): e.g. leave out naive on a busy machine. */
+  readonly variants?: readonly GemmVariant[];
   /** Decisions kept from earlier runs (the CLI's cache file); classes found there are not re-tuned. */
   readonly stored?: StoredGemmChoices;
   /** WebGPU entry point (default navigator.gpu; Dawn's in Node). */
@@ -55,39 +58,48 @@ export interface GemmBenchOptions {
 }
 
 /**
- * Times one variant on one problem: a warm-up (pipeline compile, caches), then `runs` timed runs.
- * With timestamp queries a run is one dispatch's GPU time; without, the wall time of enough
- * back-to-back dispatches to span ≥ 50 ms, divided by their number. Returns ms per dispatch.
+ * Times `variants` on one problem: a warm-up of each (pipeline compile, caches), then `runs`
+ * rounds, each timing every variant once in turn, so that a busy spell on a shared machine slows
+ * them alike. With timestamp queries a run is one dispatch's GPU time; without, the wall time of
+ * enough back-to-back dispatches to span ≥ 50 ms, divided by their number. Returns ms per dispatch.
  */
 async function timeRuns(
   ctx: KernelContext,
   p: GemmProblem,
-  variant: GemmVariant,
+  variants: readonly GemmVariant[],
   runs: number,
   timer: GpuTimer | undefined,
   quantized: { seen: boolean },
-): Promise<number[]> {
+  say: (line: string) => void,
+): Promise<Partial<Record<GemmVariant, number[]>>> {
   const a = createTensor(ctx.device, 'A', [p.M, p.K], randomArray(p.M * p.K, 1));
   const b = createTensor(ctx.device, 'B', [p.K, p.N], randomArray(p.K * p.N, 2));
   const c = createTensor(ctx.device, 'C', [p.M, p.N]);
-  const t0 = performance.now();
-  gemmStrided(ctx, p, a, b, c, undefined, variant);
-  await ctx.flush();
-  const warmMs = performance.now() - t0;
-  const out: number[] = [];
+  const warmMs: Partial<Record<GemmVariant, number>> = {};
+  const out: Partial<Record<GemmVariant, number[]>> = {};
+  for (const v of variants) {
+    const t0 = performance.now();
+    gemmStrided(ctx, p, a, b, c, undefined, v);
+    await ctx.flush();
+    warmMs[v] = performance.now() - t0;
+    out[v] = [];
+  }
   for (let r = 0; r < runs; r++) {
-    if (timer) {
-      timer.start();
-      gemmStrided(ctx, p, a, b, c, undefined, variant);
-      const res = await timer.stop();
-      quantized.seen ||= res.quantized;
-      out.push(res.times[0].ns / 1e6);
-    } else {
-      const reps = Math.max(1, Math.ceil(50 / Math.max(warmMs, 1e-3)));
-      const s = performance.now();
-      for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, variant);
-      await ctx.flush();
-      out.push((performance.now() - s) / reps);
+    say(`${variants.join(', ')}: round ${r + 1} of ${runs}…`);
+    for (const v of variants) {
+      if (timer) {
+        timer.start();
+        gemmStrided(ctx, p, a, b, c, undefined, v);
+        const res = await timer.stop();
+        quantized.seen ||= res.quantized;
+        out[v]!.push(res.times[0].ns / 1e6);
+      } else {
+        const reps = Math.max(1, Math.ceil(50 / Math.max(warmMs[v]!, 1e-3)));
+        const s = performance.now();
+        for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, v);
+        await ctx.flush();
+        out[v]!.push((performance.now() - s) / reps);
+      }
     }
   }
   for (const t of [a, b, c]) t.buffer.destroy();
@@ -125,12 +137,10 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
           .join(', ')} GFLOP/s; ${tuning.repeats} repeats, noise ${(100 * tuning.noise).toFixed(1)}%)`,
       );
     const chosen = chosenGemmVariant(device, p);
-    const timed = opts.allVariants ? supportedGemmVariants(device) : [...new Set<GemmVariant>([chosen, 'naive'])];
-    const runsMs: Partial<Record<GemmVariant, number[]>> = {};
-    for (const v of timed) {
-      say(`${s.name}: timing ${v}…`);
-      runsMs[v] = await timeRuns(ctx, p, v, runs, timer, quantized);
-    }
+    const timed = opts.allVariants
+      ? supportedGemmVariants(device).filter((v) => v === chosen || !opts.variants || opts.variants.includes(v))
+      : [...new Set<GemmVariant>([chosen, 'naive'])];
+    const runsMs = await timeRuns(ctx, p, timed, runs, timer, quantized, (l) => say(`${s.name}: ${l}`));
     const flops = gemmFlops(p);
     const gf = (v: GemmVariant): number => flops / median(runsMs[v]!) / 1e6;
     const fastest = timed.reduce((a, b) => (gf(b) > gf(a) ? b : a));
@@ -139,8 +149,7 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
       chosen,
       tuning,
       gflops: gf(chosen),
-      naiveGflops: gf('naive'),
-      speedup: gf(chosen) / gf('naive'),
+      ...(runsMs.naive && { naiveGflops: gf('naive'), speedup: gf(chosen) / gf('naive') }),
       runsMs,
       ...(opts.allVariants && { fastest, margin: gf(fastest) / gf(chosen) - 1 }),
     });

@@ -109,6 +109,20 @@ export function readFingerprint(words: Int32Array, at: number): CollectiveCall {
   };
 }
 
+/**
+ * Whether the fingerprints at `a` and `b` describe the same call, word for word over the words
+ * writeFingerprint set (dims up to ndim, name bytes up to its length): the common case costs a
+ * few integer compares, and only a mismatch needs readFingerprint for its message.
+ */
+export function sameFingerprint(words: Int32Array, a: number, b: number): boolean {
+  for (let i = 0; i < 6; i++) if (words[a + i] !== words[b + i]) return false;
+  for (let i = 6; i < 6 + words[a + 5]; i++) if (words[a + i] !== words[b + i]) return false;
+  if (words[a + 14] !== words[b + 14]) return false;
+  const nameEnd = 15 + Math.ceil(Math.max(0, words[a + 14] - 1) / 4);
+  for (let i = 15; i < nameEnd; i++) if (words[a + i] !== words[b + i]) return false;
+  return true;
+}
+
 function readName(words: Int32Array, at: number, bytes: number): string {
   const packed = new Int32Array(words.subarray(at + 15, at + 15 + nameWords));
   return decoder.decode(new Uint8Array(packed.buffer, 0, bytes));

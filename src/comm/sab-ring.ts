@@ -2,13 +2,20 @@ import { numel } from '../core/shape.ts';
 import { phaseClock } from '../core/clock.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
 import { BaseCollectives, type Executed, type ResultSink, type ResultTarget } from './base.ts';
-import { formatCall, outputShape, sameCall, type CollectiveCall } from './call.ts';
+import { formatCall, outputShape, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { chunkBounds, gatherSlices, packSlices } from './layout.ts';
 import { ringNeighbours, rsRecvChunk, ringSentBytes } from './ring-schedule.ts';
 import { simdReducer, type ReduceKernel } from './simd-reduce.ts';
-import { ctrl, readFingerprint, sabAbortReason, writeFingerprint, type SabRing } from './sab-layout.ts';
+import {
+  ctrl,
+  readFingerprint,
+  sabAbortReason,
+  sameFingerprint,
+  writeFingerprint,
+  type SabRing,
+} from './sab-layout.ts';
 
 /**
  * Ring collectives in shared memory (workers only: blocks in Atomics.wait). Each rank's data buffer
@@ -86,9 +93,13 @@ export class SabRingCollectives extends BaseCollectives {
         return new CollectiveTimeoutError(r, call, missing, this.timeoutMs, 'arrival');
       });
     }
-    const calls = [...Array(t).keys()].map((q) => readFingerprint(c, ctrl.fp(call.seq, q)));
-    // Against its own fingerprint as stored (a name longer than the slot is compared on its prefix).
-    if (!calls.every((k) => sameCall(k, calls[r]))) throw new CollectiveMismatchError(r, calls);
+    // Against its own fingerprint as stored (a name longer than the slot is compared on its prefix),
+    // word for word; the calls are decoded only to name a mismatch.
+    for (let q = 0; q < t; q++)
+      if (!sameFingerprint(c, ctrl.fp(call.seq, q), ctrl.fp(call.seq, r))) {
+        const calls = [...Array(t).keys()].map((p) => readFingerprint(c, ctrl.fp(call.seq, p)));
+        throw new CollectiveMismatchError(r, calls);
+      }
   }
 
   private advance(to = this.step + 1): void {

@@ -88,9 +88,9 @@ export function closestRace(
  * Times `candidates` in order (cheapest compile first) with `time` (one trial: ms per run, or
  * undefined for a variant that is skipped: unverified here, or naive on a large problem). If the
  * first one timed is launch-bound it wins whatever the others would measure, so they are neither
- * compiled nor timed. Otherwise every candidate gets `trials` trials (one when it is already
- * `dropAbove`× slower than the best), and while the best two are within the measured noise of each
- * other they are timed again, one trial each, up to `maxRepeats` rounds.
+ * compiled nor timed. Otherwise every candidate gets one trial, then `trials` − 1 more rounds go
+ * round those within `dropAbove`× of the best first trial, and while the best two are within the
+ * measured noise of each other they are timed again, one trial each, up to `maxRepeats` rounds.
  */
 export async function timeCandidates(
   candidates: readonly GemmVariant[],
@@ -106,19 +106,21 @@ export async function timeCandidates(
     repeats,
     noise,
   });
-  let best = Infinity;
   for (const v of candidates) {
     const ms = await time(v);
     if (ms === undefined) continue;
-    const xs = (samples[v] = [ms]);
+    samples[v] = [ms];
     if (Object.keys(samples).length === 1 && launchBound(ms, dispatchMs)) return result(true, 0, 0);
-    if (ms <= plan.dropAbove * best)
-      for (let k = 1; k < plan.trials; k++) {
-        const again = await time(v);
-        if (again !== undefined) xs.push(again);
-      }
-    best = Math.min(best, ...xs);
   }
+  // Later trials go round the candidates, so a busy spell on a shared machine slows them alike.
+  const timed = Object.keys(samples) as GemmVariant[];
+  const best = Math.min(...timed.map((v) => samples[v]![0]));
+  const contenders = timed.filter((v) => samples[v]![0] <= plan.dropAbove * best);
+  for (let k = 1; k < plan.trials; k++)
+    for (const v of contenders) {
+      const again = await time(v);
+      if (again !== undefined) samples[v]!.push(again);
+    }
   let repeats = 0;
   let race = closestRace(samples, plan.minNoise);
   while (race && !race.apart && repeats < plan.maxRepeats) {

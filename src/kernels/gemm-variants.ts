@@ -1,8 +1,9 @@
 import portable from '../../shaders/gemm.wgsl?raw';
 import subgroup from '../../shaders/gemm-subgroup.wgsl?raw';
 
-/** The GEMM tilings an adapter may run; the tuner picks among those it supports. */
-export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'quad16';
+import { byCompileCost, type GemmVariant } from './gemm-variant-names.ts';
+
+export { byCompileCost, type GemmVariant };
 
 /** How one variant is compiled and dispatched: C elements per workgroup (rows × cols). */
 export interface GemmVariantSpec {
@@ -88,13 +89,6 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     summary: '16×8 per lane, A rows shared across a quad',
   }),
 };
-
-/**
- * Every variant, cheapest pipeline compile first (SwiftShader, one pipeline each: naive ≈ 20 ms,
- * rb4 ≈ 30, quad8wide ≈ 130, quad8 ≈ 140, quad16 ≈ 230, tiled ≈ 900): the order the tuner tries
- * them in and breaks ties by, since every rank's device compiles each variant it uses.
- */
-export const byCompileCost: readonly GemmVariant[] = ['naive', 'rb4', 'quad8wide', 'quad8', 'quad16', 'tiled'];
 
 /** Variants this device can compile, cheapest compile first: the subgroup ones only with the `subgroups` feature. */
 export function supportedGemmVariants(device: GPUDevice): GemmVariant[] {

@@ -1,0 +1,10 @@
+/** The GEMM tilings an adapter may run; the tuner picks among those it supports. */
+export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'quad16';
+
+/**
+ * Every variant, cheapest pipeline compile first (SwiftShader, one pipeline each: naive ≈ 20 ms,
+ * rb4 ≈ 30, quad8wide ≈ 130, quad8 ≈ 140, quad16 ≈ 230, tiled ≈ 900): the order the tuner tries
+ * them in and breaks ties by, since every rank's device compiles each variant it uses. (Kept apart
+ * from the WGSL, so that Node scripts can name variants without loading shaders.)
+ */
+export const byCompileCost: readonly GemmVariant[] = ['naive', 'rb4', 'quad8wide', 'quad8', 'quad16', 'tiled'];
