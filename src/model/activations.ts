@@ -22,7 +22,7 @@ import { bytesPerElement } from './parameters.ts';
  * | mlp.swiglu          | gate and up outputs                   | 2·sbf               |
  * | mlp.down (row)      | its input, silu(gate)·up              | sbf                 |
  * | embedding (vocab)   | token ids (int32)                     | sb                  |
- * | output (vocab)      | its input, all-gathered under SP      | sbh                 |
+ * | output (vocab)      | its input (SP: the shard, re-gathered) | s'bh               |
  * | loss (vocab)        | logits; per-token max and Σ exp       | sb·vl + 2sb         |
  *
  * Layer total (no vocabulary), MHA with groups ≥ t, in elements per rank:
@@ -38,8 +38,8 @@ import { bytesPerElement } from './parameters.ts';
  * saves nothing: its backward is the inverse rotation). The shape of the result is theirs:
  * without SP the four [s, b, h] inputs of the norms and column-parallel linears are replicated
  * on every rank; SP divides them by t too (the linears re-gather their input for wgrad).
- * The output layer keeps its gathered [s, b, h] input (as src/parallel/layer.ts does); Megatron's
- * SP output layer would keep the [s/t, b, h] shard and re-gather it for wgrad.
+ * The output layer, a ColumnParallelLinear too, keeps the [s/t, b, h] shard under SP and
+ * re-gathers it for wgrad, as Megatron does.
  */
 export interface ActivationTerm {
   /** The op that keeps it (the forward op whose backward reads it). */
@@ -92,7 +92,7 @@ export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
   );
   if (c.vocab > 0) {
     out.push(
-      term('output', 'input (gathered)', [s, b, h], 's·b·h'),
+      term('output', 'input', [sl, b, h], `${sh}·b·h`),
       term('loss', 'logits', [s, b, vl], 's·b·vl'),
       term('loss', 'max', [s, b], 's·b'),
       term('loss', 'sum exp', [s, b], 's·b'),

@@ -152,6 +152,8 @@ export function attentionForward<T>(
  * attention input [s, b, h] (re-gathered under SP) — split so the reduction of dX can overlap
  * them. With KV groups replicated (groups < t) the K and V wgrads are this rank's share only; the
  * caller sums the replicas.
+ * `beforeDgrad` (under SP) is called right before the QKV dgrad GEMMs: the caller issues the
+ * re-gather of the attention input there, as Megatron does, and those GEMMs run under it.
  */
 export function attentionBackward<T>(
   be: Backend<T>,
@@ -163,6 +165,7 @@ export function attentionBackward<T>(
   dwqkv: T,
   dwo: T,
   ropeBase: number,
+  beforeDgrad?: () => void,
 ): AttentionGrads<T> {
   const { s, b, h, d, nq, nkv, ratio } = D;
   const m = s * b;
@@ -298,9 +301,11 @@ export function attentionBackward<T>(
   be.release(dq);
   be.release(dk);
   const dx = be.tensor('d.attn.in', [s, b, h]);
-  linearDgrad(be, qkvQ, dqRaw, wqkv, dx, m, h, qCols(D));
-  linearDgrad(be, qkvK, dkRaw, wqkv, dx, m, h, kCols(D), true);
-  linearDgrad(be, qkvV, dv, wqkv, dx, m, h, vCols(D), true);
+  beforeDgrad?.();
+  const under = beforeDgrad !== undefined;
+  linearDgrad(be, qkvQ, dqRaw, wqkv, dx, m, h, qCols(D), false, under);
+  linearDgrad(be, qkvK, dkRaw, wqkv, dx, m, h, kCols(D), true, under);
+  linearDgrad(be, qkvV, dv, wqkv, dx, m, h, vCols(D), true, under);
   const wgrad = (x: T, replicas?: KvReplicas<T>): void => {
     linearWgrad(be, qkvQ, x, dqRaw, dwqkv, m, h, qCols(D));
     if (!replicas) {

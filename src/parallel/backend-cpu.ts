@@ -1,3 +1,4 @@
+import { copyColsRef, type ColumnBlock } from '../reference/copy-cols.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { ceGradRef, ceLocalMaxRef, ceLocalSumExpRef, ceLossRef, ceTargetLogitRef } from '../reference/cross-entropy.ts';
 import { embeddingBackwardRef, embeddingRef } from '../reference/embedding.ts';
@@ -112,6 +113,9 @@ export class CpuBackend<T extends CpuTensor = HostTensor> implements Backend<T> 
       out,
       a.data.map((v, i) => v + b.data[i]),
     );
+  }
+  copyCols(_op: OpSpec, src: T, dst: T, rows: number, n: number, from: ColumnBlock, to: ColumnBlock): void {
+    copyColsRef(src.data, dst.data, rows, n, from, to);
   }
   addInPlace(_op: OpSpec, acc: T, b: T): void {
     for (let i = 0; i < acc.data.length; i++) acc.data[i] += b.data[i];

@@ -25,6 +25,7 @@ const perElement: Record<string, number> = {
   swigluBackward: 12,
   add: 1,
   addInPlace: 1,
+  copyCols: 0,
   embedding: 0,
   embeddingBackward: 1,
   ceLocalMax: 1,
@@ -47,6 +48,7 @@ const kernelModule: Record<string, string> = {
   swigluBackward: 'SwiGLU activation (MLP)',
   add: 'residual connection',
   addInPlace: 'residual connection',
+  copyCols: 'tensor copy',
   embedding: 'VocabParallelEmbedding',
   embeddingBackward: 'VocabParallelEmbedding',
   ceLocalMax: 'vocab_parallel_cross_entropy',
@@ -96,7 +98,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
       split: spec.split,
       ...(spec.weight !== undefined && { weight: spec.weight }),
       megatron: spec.megatron ?? (op.kind === 'gemm' ? gemmModule[spec.split] : kernelModule[kernel]) ?? kernel,
-      overlap: { async: false, underAsync: role === 'wgrad' },
+      overlap: { async: false, underAsync: spec.underAsync ?? role === 'wgrad' },
       ...op,
     });
   }
@@ -183,6 +185,9 @@ export class PlanBackend implements Backend<ShapeTensor> {
   }
   add(op: OpSpec, a: ShapeTensor, b: ShapeTensor, out: ShapeTensor): void {
     this.kernel('add', op, [a, b], out);
+  }
+  copyCols(op: OpSpec, src: ShapeTensor, dst: ShapeTensor, rows: number, n: number): void {
+    this.kernel('copyCols', op, [src], { name: dst.name, shape: [rows, n] }, 0);
   }
   addInPlace(op: OpSpec, acc: ShapeTensor, b: ShapeTensor): void {
     this.kernel('addInPlace', op, [acc, b], acc);

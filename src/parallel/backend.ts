@@ -1,3 +1,4 @@
+import type { ColumnBlock } from '../reference/copy-cols.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
 import type { OpPhase, OpRole, OpSplit } from './plan-types.ts';
 import type { WeightName } from './weight-names.ts';
@@ -14,8 +15,14 @@ export interface OpSpec {
   readonly role?: OpRole;
   /** Default: by split for GEMMs (ColumnParallelLinear, RowParallelLinear, core attention), by kernel otherwise. */
   readonly megatron?: string;
-  /** Collectives only: issued asynchronously and waited on later (Megatron's async dgrad all-reduce). */
+  /** Collectives only: issued asynchronously and waited on later (Megatron's async dgrad all-reduce, the SP re-gather). */
   readonly async?: boolean;
+  /**
+   * Compute only: does not read the adjacent asynchronous collective's result, so it may run under
+   * it. Default: weight gradients do; the dgrad GEMMs of a ColumnParallelLinear under SP also run
+   * under the re-gather of its input (issued before them, waited after them).
+   */
+  readonly underAsync?: boolean;
 }
 
 /** An OpSpec from its label, split and any other fields. */
@@ -74,6 +81,8 @@ export interface Backend<T> {
   add(op: OpSpec, a: T, b: T, out: T): void;
   /** acc += b. */
   addInPlace(op: OpSpec, acc: T, b: T): void;
+  /** dst[r, to.c0 + j] = src[r, from.c0 + j] for r < rows, j < n: a column block copied between [rows, w] matrices. */
+  copyCols(op: OpSpec, src: T, dst: T, rows: number, n: number, from: ColumnBlock, to: ColumnBlock): void;
   /** out[t] = table[id_t − vocabStart] for ids in this rank's rows, else 0. ids [s, b], table [vLocal, h]. */
   embedding(op: OpSpec, ids: T, table: T, out: T, vocabStart: number): void;
   /** dtable[v] = Σ_{t: id_t = vocabStart + v} dy[t]. */

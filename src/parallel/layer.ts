@@ -44,6 +44,69 @@ function tokenSlice<A extends Float32Array | Float64Array>(data: A, s: number, [
   return data.slice(t0 * row, t1 * row) as A;
 }
 
+/**
+ * Under SP a ColumnParallelLinear saves its [s/t, b, h] input and all-gathers it again for the
+ * wgrad: `issue` starts that all-gather asynchronously right before the dgrad GEMMs, `wait` takes
+ * its result after them (LinearWithGradAccumulationAndAsyncCommunication.backward,
+ * megatron/core/tensor_parallel/layers.py: "gather is scheduled before the input gradient computation").
+ */
+function regather<T>(
+  lc: LayerComm<T>,
+  label: string,
+  enter: MappingPair,
+  shard: T,
+): { issue: () => void; wait: () => Promise<T> } {
+  let pending: Promise<T> | undefined;
+  return {
+    issue: () => {
+      pending = lc.forward(opSpec(label, 'sequence', { async: true, role: 'forward' }), enter, shard);
+    },
+    wait: () => {
+      if (!pending) throw new Error(`layerStep: ${label} was awaited before it was issued.`);
+      return pending;
+    },
+  };
+}
+
+/**
+ * Megatron's finalize_model_grads after backward (_allreduce_non_tensor_model_parallel_grads,
+ * megatron/core/distributed/finalize_model_grads.py): under SP the replicated RMSNorm gains saw
+ * different tokens on each rank, so their gradients are summed over the TP group — flattened into
+ * one buffer [dg1 | dg2] of 2h, one all-reduce, unflattened back in place.
+ */
+async function finalizeNormGrads<T>(be: Backend<T>, lc: LayerComm<T>, h: number, dg1: T, dg2: T): Promise<void> {
+  be.phase = lc.phase = 'finalize';
+  const flat = be.tensor('d.norms', [1, 2 * h]);
+  const gains = [dg1, dg2] as const;
+  const pack = { role: 'wgrad', underAsync: false } as const;
+  gains.forEach((g, i) =>
+    be.copyCols(
+      opSpec(`norm.grads.flatten.g${i + 1}`, 'replicated', { ...pack, weight: i ? 'g2' : 'g1' }),
+      g,
+      flat,
+      1,
+      h,
+      { w: h, c0: 0 },
+      { w: 2 * h, c0: i * h },
+    ),
+  );
+  const why = 'finalize_model_grads: one coalesced all-reduce of the replicated RMSNorm weight gradients under SP';
+  const summed = await lc.allReduce(opSpec('norm.grads.reduce', 'sequence', { role: 'wgrad' }), why, flat);
+  gains.forEach((g, i) =>
+    be.copyCols(
+      opSpec(`norm.grads.unflatten.g${i + 1}`, 'replicated', { ...pack, weight: i ? 'g2' : 'g1' }),
+      summed,
+      g,
+      1,
+      h,
+      { w: 2 * h, c0: i * h },
+      { w: h, c0: 0 },
+    ),
+  );
+  be.release(flat);
+  if (summed !== flat) be.release(summed);
+}
+
 function need<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`layerStep: missing ${what}.`);
   return v;
@@ -124,13 +187,29 @@ export async function layerStep<T>(
     const yFull = await into('logits.gather', y);
     const wout = need(w.wout, 'wout');
     const logits = outputLayer(be, D, yFull, wout);
+    // Under SP the output layer keeps only its [s/t, b, h] input shard (y) and re-gathers it for wgrad.
+    if (sp) be.release(yFull);
     const ce = await vocabParallelLoss(be, lc, D, logits, targets, v0);
     loss = ce.loss;
     // ---- backward from the loss ----
     be.phase = lc.phase = 'backward';
-    const out = outputLayerBackward(be, D, logits, targets, ce.max, ce.sum, wout, grad('wout', be.shapeOf(wout)), v0);
+    const yAgain = regather(lc, 'logits.regather', enter, y);
+    const out = outputLayerBackward(
+      be,
+      D,
+      logits,
+      targets,
+      ce.max,
+      ce.sum,
+      wout,
+      grad('wout', be.shapeOf(wout)),
+      v0,
+      sp ? yAgain.issue : undefined,
+    );
+    const yForWgrad = sp ? await yAgain.wait() : yFull;
     const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
-    out.wgrad(yFull);
+    out.wgrad(yForWgrad);
+    if (sp) be.release(yForWgrad);
     dy = await reduced;
   } else {
     be.phase = lc.phase = 'backward';
@@ -139,6 +218,7 @@ export async function layerStep<T>(
 
   // ---- backward: MLP block (y = x2 + g(mlp)) ----
   const dmlp = sp ? await lc.backward(opSpec('mlp.reduce.backward', 'sequence'), leave, dy) : dy;
+  const ln2Again = regather(lc, 'ln2.regather', enter, ln2);
   const mb = mlpBackward(
     be,
     D,
@@ -148,8 +228,9 @@ export async function layerStep<T>(
     wdown,
     grad('wfc1', be.shapeOf(wfc1)),
     grad('wdown', be.shapeOf(wdown)),
+    sp ? ln2Again.issue : undefined,
   );
-  ln2Full = sp ? await lc.forward(opSpec('ln2.regather', 'sequence'), enter, ln2) : ln2Full;
+  ln2Full = sp ? await ln2Again.wait() : ln2Full;
   const dln2Pending = lc.backward(opSpec('mlp.dgrad.reduce', 'column', { async: true }), enter, mb.dx);
   mb.wgrad(ln2Full);
   const dln2 = await dln2Pending;
@@ -160,6 +241,7 @@ export async function layerStep<T>(
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
   const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
+  const ln1Again = regather(lc, 'ln1.regather', enter, ln1);
   const ab = attentionBackward(
     be,
     D,
@@ -170,6 +252,7 @@ export async function layerStep<T>(
     grad('wqkv', be.shapeOf(wq)),
     grad('wo', be.shapeOf(wo)),
     c.ropeBase,
+    sp ? ln1Again.issue : undefined,
   );
   let replicas;
   if (c.groups < c.tp) {
@@ -183,7 +266,7 @@ export async function layerStep<T>(
       ranks: Array.from({ length: per }, (_, j) => g0 + j),
     };
   }
-  ln1Full = sp ? await lc.forward(opSpec('ln1.regather', 'sequence'), enter, ln1) : ln1Full;
+  ln1Full = sp ? await ln1Again.wait() : ln1Full;
   const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
   ab.wgrad(ln1Full, replicas);
   const dln1 = await dln1Pending;
@@ -192,22 +275,6 @@ export async function layerStep<T>(
   be.addInPlace(opSpec('residual.attn.backward', tokens), dx, dx2);
   be.rmsnormWeightGrad(opSpec('ln1.wgrad', tokens, { weight: 'g1' }), x, rstd1, dln1, grad('g1', [h]));
 
-  if (sp && !c.skipSpNormGradAllReduce) {
-    // The norm weights are replicated but saw different tokens: finalize_model_grads all-reduces them.
-    const why = 'finalize_model_grads: all-reduce of the replicated RMSNorm weight gradients under SP';
-    be.phase = lc.phase = 'finalize';
-    grads.g1 = await lc.allReduce(
-      opSpec('ln1.wgrad.reduce', 'sequence', { weight: 'g1', role: 'wgrad' }),
-      why,
-      need(grads.g1, 'dg1'),
-    );
-    grads.g2 = await lc.allReduce(
-      opSpec('ln2.wgrad.reduce', 'sequence', { weight: 'g2', role: 'wgrad' }),
-      why,
-      need(grads.g2, 'dg2'),
-    );
-    be.phase = lc.phase = 'backward';
-  }
   if (c.vocab > 0) {
     const dxFull = sp ? await lc.backward(opSpec('embed.reduce.backward', 'sequence'), leave, dx) : dx;
     const emb = need(w.emb, 'emb');
@@ -219,6 +286,8 @@ export async function layerStep<T>(
       v0,
     );
   }
+  if (sp && !c.skipSpNormGradAllReduce)
+    await finalizeNormGrads(be, lc, h, need(grads.g1, 'dg1'), need(grads.g2, 'dg2'));
   await be.flush();
   return { y, loss, dx: c.vocab > 0 ? undefined : dx, grads };
 }

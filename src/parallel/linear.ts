@@ -75,9 +75,10 @@ export function linearDgrad<T>(
   k: number,
   cols: WeightCols,
   accumulate = false,
+  underRegather = false,
 ): void {
   be.gemm(
-    gemmOp(l, 'dgrad'),
+    { ...gemmOp(l, 'dgrad'), ...(underRegather && { underAsync: true }) },
     problem({ M: m, N: k, K: cols.n, sAm: cols.n, sAk: 1, offB: cols.c0, sBk: 1, sBn: cols.w, sCm: k, accumulate }),
     dy,
     w,

@@ -51,6 +51,8 @@ export function mlpForward<T>(be: Backend<T>, D: LocalDims, x: T, wfc1: T, wdown
  * Backward: dOut [s, b, h] (full) → this rank's partial dX [s, b, h] and dwdown; `wgrad()` then
  * adds gate and up's wgrads into dwfc1. Split so that, as in Megatron, the reduction of dX can
  * start before (and overlap) the last wgrad GEMMs. `x` is the MLP input (re-gathered under SP).
+ * `beforeDgrad` (under SP) is called right before gate and up's dgrad GEMMs: the caller issues
+ * the re-gather of the MLP input there, as Megatron does, and those GEMMs run under it.
  */
 export function mlpBackward<T>(
   be: Backend<T>,
@@ -61,6 +63,7 @@ export function mlpBackward<T>(
   wdown: T,
   dwfc1: T,
   dwdown: T,
+  beforeDgrad?: () => void,
 ): { dx: T; wgrad: (x: T) => void } {
   const { s, b, h, f } = D;
   const m = s * b;
@@ -72,8 +75,10 @@ export function mlpBackward<T>(
   be.swigluBackward(opSpec('mlp.swiglu.backward', 'column'), saved.gate, saved.up, dact, dgate, dup);
   be.release(dact);
   const dx = be.tensor('d.mlp.in', [s, b, h]);
-  linearDgrad(be, mlpGate, dgate, wfc1, dx, m, h, gateCols(D));
-  linearDgrad(be, mlpUp, dup, wfc1, dx, m, h, upCols(D), true);
+  beforeDgrad?.();
+  const under = beforeDgrad !== undefined;
+  linearDgrad(be, mlpGate, dgate, wfc1, dx, m, h, gateCols(D), false, under);
+  linearDgrad(be, mlpUp, dup, wfc1, dx, m, h, upCols(D), true, under);
   const wgrad = (x: T): void => {
     linearWgrad(be, mlpGate, x, dgate, dwfc1, m, h, gateCols(D));
     linearWgrad(be, mlpUp, x, dup, dwfc1, m, h, upCols(D));

@@ -74,12 +74,25 @@ export function outputLayerBackward<T>(
   wout: T,
   dwout: T,
   v0: number,
+  beforeDgrad?: () => void,
 ): { dy: T; wgrad: (y: T) => void } {
   const m = D.s * D.b;
   const dlogits = be.tensor('d.logits', [D.s, D.b, D.vl]);
   be.ceGrad(opSpec('loss.backward', 'vocab'), logits, targets, max, sum, dlogits, v0, 1 / m);
   const dy = be.tensor('d.logits.in', [D.s, D.b, D.h]);
-  linearDgrad(be, outputLinear, dlogits, wout, dy, m, D.h, { w: D.vl, c0: 0, n: D.vl });
+  beforeDgrad?.();
+  linearDgrad(
+    be,
+    outputLinear,
+    dlogits,
+    wout,
+    dy,
+    m,
+    D.h,
+    { w: D.vl, c0: 0, n: D.vl },
+    false,
+    beforeDgrad !== undefined,
+  );
   const wgrad = (y: T): void => {
     linearWgrad(be, outputLinear, y, dlogits, dwout, m, D.h, { w: D.vl, c0: 0, n: D.vl });
     be.release(dlogits);

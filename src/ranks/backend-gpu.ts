@@ -1,3 +1,5 @@
+import { copyCols } from '../kernels/copy-cols.ts';
+import type { ColumnBlock } from '../reference/copy-cols.ts';
 import { add, addInPlace } from '../kernels/add.ts';
 import type { KernelContext } from '../kernels/context.ts';
 import {
@@ -101,6 +103,9 @@ export class GpuBackend implements Backend<GpuTensor> {
   }
   add(op: OpSpec, a: GpuTensor, b: GpuTensor, out: GpuTensor): void {
     this.run(op, () => add(this.ctx, a, b, out));
+  }
+  copyCols(op: OpSpec, src: GpuTensor, dst: GpuTensor, rows: number, n: number, from: ColumnBlock, to: ColumnBlock): void {
+    this.run(op, () => copyCols(this.ctx, src, dst, rows, n, from, to));
   }
   addInPlace(op: OpSpec, acc: GpuTensor, b: GpuTensor): void {
     this.run(op, () => addInPlace(this.ctx, acc, b));

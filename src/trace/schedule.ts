@@ -184,10 +184,11 @@ function later(
  *   every rank. The event spans [arrival_r, end) with phases `wait` [arrival_r, start) and
  *   `transfer` [start, end);
  * - without overlap the next op starts at the collective's end; with overlap an async collective
- *   (op.overlap.async, the dgrad all-reduce) does not hold the compute stream: the underAsync ops
- *   (weight gradients) right after it run at once, and the first op after them starts at
- *   max(their end, the collective's end). The wgrad GEMMs do not depend on the reduce, so a run
- *   of underAsync ops listed right before it overlaps it the same way: it
+ *   (op.overlap.async: the dgrad all-reduce or reduce-scatter, and under SP the re-gather of a
+ *   ColumnParallelLinear's input) does not hold the compute stream: the underAsync ops right after
+ *   it (weight gradients; the dgrad GEMMs after a re-gather) run at once, and the first op after
+ *   them starts at max(their end, the collective's end). The wgrad GEMMs do not depend on the
+ *   reduce, so a run of weight gradients listed right before it overlaps it the same way: it
  *   arrives when the op before that run ends.
  * Per collective, `exposed` = [t0, t1) − union(this rank's compute) (DESIGN.md's definition).
  */
@@ -214,7 +215,10 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
     }
     if (op.kind !== 'collective') {
       cur.forEach((c, r) => {
-        c.beforeWgrad = runsUnderAsync(op) ? (c.beforeWgrad ?? { t: c.ready, by: c.readyBy }) : null;
+        // Only weight gradients may run before an async collective is issued: dgrad GEMMs under a
+        // re-gather produce what the next collective (the dgrad reduce) moves.
+        c.beforeWgrad =
+          runsUnderAsync(op) && op.role === 'wgrad' ? (c.beforeWgrad ?? { t: c.ready, by: c.readyBy }) : null;
         const t0 = c.ready;
         const t1 = t0 + (durations.computeMs[r]?.[op.index] ?? 0);
         drafts[r]!.push({ ...base(op, r, t0, t1, []), waitMs: 0, overlapped: false, after: c.readyBy });

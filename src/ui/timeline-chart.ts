@@ -201,8 +201,7 @@ export class TimelineChart {
         .attr('height', this.lanesH + margin.top)
         .attr('fill', bandFill[s.phase]);
     }
-    const back = this.spans.find((s) => s.phase === 'backward');
-    if (back && this.spans.length > 1) {
+    for (const back of this.spans.slice(1)) {
       this.zoomed
         .append('line')
         .attr('class', 'phase-sep')
@@ -352,7 +351,7 @@ export class TimelineChart {
       .attr('text-anchor', 'middle')
       .attr('font-weight', 600)
       .attr('fill', '#333')
-      .text((d) => `${d.phase} pass`);
+      .text((d) => (d.phase === 'finalize' ? 'finalize_model_grads' : `${d.phase} pass`));
     const ex = zx(this.end.t1);
     const step = ex >= 0 && ex <= this.plotW + 1 ? [ex] : [];
     this.top

@@ -1,7 +1,7 @@
 // Geometry and selection of the timeline (pure, no DOM): lanes, the shown pass, totals, culling, label fit.
 import type { BlockKind } from '../trace/blocks.ts';
 import type { MeasuredEvent, MeasuredTimeline } from '../trace/measured-timeline.ts';
-import { passOf, type StepPass } from '../parallel/plan-types.ts';
+import { passOf, type OpPhase, type StepPass } from '../parallel/plan-types.ts';
 import type { ScheduledEvent, Timeline } from '../trace/schedule.ts';
 
 /** What the timeline draws: a scheduled step of the playground, or a window of a measured (Kineto) job. */
@@ -147,11 +147,11 @@ export function shownSpan(tl: ChartTimeline, phase: PhaseView): { t0: number; t1
   return { t0, t1, endRank };
 }
 
-/** Forward and backward spans over all ranks, ms (for the phase bands); a pass without events is left out. */
-export function phaseSpans(events: readonly ChartEvent[]): { phase: 'forward' | 'backward'; t0: number; t1: number }[] {
-  const spans: { phase: 'forward' | 'backward'; t0: number; t1: number }[] = [];
-  for (const phase of ['forward', 'backward'] as const) {
-    const evs = events.filter((e) => eventPass(e) === phase);
+/** Forward, backward and finalize spans over all ranks, ms (for the phase bands); a phase without events is left out. */
+export function phaseSpans(events: readonly ChartEvent[]): { phase: OpPhase; t0: number; t1: number }[] {
+  const spans: { phase: OpPhase; t0: number; t1: number }[] = [];
+  for (const phase of ['forward', 'backward', 'finalize'] as const) {
+    const evs = events.filter((e) => 'phase' in e && e.phase === phase);
     if (evs.length) spans.push({ phase, t0: Math.min(...evs.map((e) => e.t0)), t1: Math.max(...evs.map((e) => e.t1)) });
   }
   return spans;

@@ -1,7 +1,7 @@
 // Colours, sizes and CSS of <tp-timeline>: light background, dark text, colours by kind (projector-legible).
 import { css } from 'lit';
 import type { BlockKind } from '../trace/blocks.ts';
-import type { StepPass } from '../parallel/plan-types.ts';
+import type { OpPhase, StepPass } from '../parallel/plan-types.ts';
 
 /** Fill of a block by kind and pass (backward is the darker shade); exposed blocks use the hatch pattern. */
 export const blockFill: Record<Exclude<BlockKind, 'exposed'>, Record<StepPass, string>> = {
@@ -22,7 +22,7 @@ export const blockText: Record<Exclude<BlockKind, 'exposed'>, string> = { comput
 export const exposedColor = '#d0021b';
 
 /** Phase bands behind the lanes. */
-export const bandFill: Record<StepPass, string> = { forward: '#eef3fa', backward: '#f5eefa' };
+export const bandFill: Record<OpPhase, string> = { forward: '#eef3fa', backward: '#f5eefa', finalize: '#f3f3e6' };
 
 /** Font sizes, px: lane names and totals, block labels, axis. */
 export const fontPx = { lane: 15, block: 13, axis: 13, top: 14 } as const;

@@ -63,16 +63,16 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       expect(2 * (sp.byOp.backward.reduceScatter?.ringBytesSent ?? 0)).toBe(plain.backward.ringBytesSent);
     });
 
-    test('with SP the backward all-gathers S four times (two gradients, two norm outputs re-gathered for wgrad) and all-reduces both norm weight gradients ([h] each)', async () => {
+    test('with SP the backward all-gathers S four times (two gradients, two norm outputs re-gathered for wgrad) and all-reduces both norm weight gradients once, coalesced ([2h])', async () => {
       const sp = commTotals(collectiveCosts(await planFor({ ...c, sp: true })));
       expect(sp.byOp.backward.allGather).toEqual({
         count: 4,
         payloadBytes: 4 * S,
         ringBytesSent: (4 * (t - 1) * S) / t,
       });
-      // finalize_model_grads runs after backward: the plan marks those all-reduces phase 'finalize'.
+      // finalize_model_grads runs after backward: one all-reduce of [dg1 | dg2], phase 'finalize'.
       const costs = collectiveCosts(await planFor({ ...c, sp: true })).filter((x) => x.phase === 'finalize');
-      expect(costs.filter((x) => x.op === 'allReduce').map((x) => x.payloadBytes)).toEqual([bytes(c.h), bytes(c.h)]);
+      expect(costs.filter((x) => x.op === 'allReduce').map((x) => x.payloadBytes)).toEqual([bytes(2 * c.h)]);
     });
 
     test('modeled on PCIe, the SP forward costs exactly what the all-reduce forward costs', async () => {
@@ -216,12 +216,12 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       expect(saved).toBe((4 * c.s * c.b * c.h + 2 * c.s * c.b) * (1 - 1 / 4) * 4);
     });
 
-    test('with a vocabulary add the token ids, the gathered output layer input, the local logits [s, b, V_padded/t] and the loss statistics', async () => {
+    test('with a vocabulary add the token ids, the output layer input (under SP its [s/t, b, h] shard, re-gathered for wgrad), the local logits [s, b, V_padded/t] and the loss statistics', async () => {
       const plan = await planFor(cfg('classroom', { tp: 4, vocab: 30, sp: true }));
       const terms = activationTerms(plan, 0).filter((x) => ['embedding', 'output', 'loss'].includes(x.op));
       expect(terms.map((x) => [x.op, x.tensor, x.shape, x.formula])).toEqual([
         ['embedding', 'token ids', [8, 1], 's·b'],
-        ['output', 'input (gathered)', [8, 1, 16], 's·b·h'],
+        ['output', 'input', [2, 1, 16], 's/t·b·h'],
         ['loss', 'logits', [8, 1, 8], 's·b·vl'],
         ['loss', 'max', [8, 1], 's·b'],
         ['loss', 'sum exp', [8, 1], 's·b'],

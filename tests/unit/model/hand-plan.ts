@@ -184,8 +184,15 @@ export function handPlan(c: LayerConfig): LayerPlan {
     kernel('backward', 'embedding.wgrad', 'embedding', full, 1);
   }
   if (sp) {
-    coll('finalize', 'norm1.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
-    coll('finalize', 'norm2.wgrad.reduce', 'allReduce', [h], 'finalize_model_grads: SP-replicated norm weight', 'sum');
+    // One coalesced all-reduce of both gains' gradients [dg1 | dg2] after backward.
+    coll(
+      'finalize',
+      'norm.grads.reduce',
+      'allReduce',
+      [1, 2 * h],
+      'finalize_model_grads: SP-replicated norm weights',
+      'sum',
+    );
   }
 
   return {

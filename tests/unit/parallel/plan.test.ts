@@ -34,7 +34,18 @@ describe('the plan is the layer run on shapes', () => {
       'ln1.regather:allGather',
       'attn.dgrad.reduce:reduceScatter',
     ]);
-    expect(collectives(plan.ops, 'finalize')).toEqual(['ln1.wgrad.reduce:allReduce', 'ln2.wgrad.reduce:allReduce']);
+    // finalize_model_grads: one coalesced all-reduce of [dg1 | dg2] after everything of backward.
+    expect(collectives(plan.ops, 'finalize')).toEqual(['norm.grads.reduce:allReduce']);
+    const fin = plan.ops.find((o) => o.name === 'norm.grads.reduce')!;
+    expect(fin.collective!.payloadBytes).toBe(2 * c.h * 4);
+    expect(plan.ops.filter((o) => o.phase === 'backward').every((o) => o.index < fin.index)).toBe(true);
+    expect(plan.ops.filter((o) => o.phase === 'finalize').map((o) => o.name)).toEqual([
+      'norm.grads.flatten.g1',
+      'norm.grads.flatten.g2',
+      'norm.grads.reduce',
+      'norm.grads.unflatten.g1',
+      'norm.grads.unflatten.g2',
+    ]);
     const big = plan.ops.filter((o) => o.collective && o.collective.op !== 'allReduce');
     for (const o of big) expect(o.collective!.payloadBytes).toBe(c.s * c.b * c.h * 4);
   });

@@ -54,16 +54,26 @@ describe('the schedule reads what an op is, never its label', () => {
 });
 
 describe('the plan says what each op is', () => {
-  test('the async collectives are the dgrad reductions, and what runs under them are the weight gradients', async () => {
+  test('the async collectives are the dgrad reductions and the SP re-gathers; what runs under them are the weight gradients and, after a re-gather, the dgrad GEMMs', async () => {
     const { plan } = await makePlan(configFromPreset('classroom', { tp: 2, vocab: 64, sp: true }));
     const asyncOps = plan.ops.filter((o) => o.overlap.async);
-    expect(asyncOps.map((o) => [o.kind, o.phase, o.role, o.split])).toEqual(
-      asyncOps.map(() => ['collective', 'backward', 'dgrad', 'column']),
+    const reductions = asyncOps.filter((o) => o.role === 'dgrad');
+    expect(reductions.map((o) => [o.kind, o.phase, o.split])).toEqual(
+      reductions.map(() => ['collective', 'backward', 'column']),
     );
-    expect(asyncOps).toHaveLength(3); // output layer, MLP, attention
+    expect(reductions).toHaveLength(3); // output layer, MLP, attention
+    const regathers = asyncOps.filter((o) => o.role !== 'dgrad');
+    expect(regathers.map((o) => [o.kind, o.phase, o.role, o.split, o.collective?.op])).toEqual(
+      regathers.map(() => ['collective', 'backward', 'forward', 'sequence', 'allGather']),
+    );
+    expect(regathers.length).toBeGreaterThanOrEqual(2); // the MLP and attention inputs
     const under = plan.ops.filter((o) => o.overlap.underAsync);
     expect(under.length).toBeGreaterThan(0);
-    for (const o of under) expect([o.kind !== 'collective', o.role]).toEqual([true, 'wgrad']);
+    for (const o of under) {
+      expect(o.kind).not.toBe('collective');
+      if (o.role === 'dgrad') expect(o.kind).toBe('gemm');
+      else expect(o.role).toBe('wgrad');
+    }
   });
 
   test('every GEMM of a linear names its weight and split; the attention core is split by heads and has none', async () => {
@@ -80,12 +90,16 @@ describe('the plan says what each op is', () => {
     expect(new Set(gemms.map((o) => o.weight))).toEqual(new Set([undefined, 'wqkv', 'wo', 'wfc1', 'wdown', 'wout']));
   });
 
-  test("the replicated norm-gradient all-reduces under SP are finalize_model_grads' (phase finalize)", async () => {
+  test("the replicated norm-gradient all-reduce under SP is finalize_model_grads' (phase finalize): flatten, one all-reduce, unflatten", async () => {
     const { plan } = await makePlan(configFromPreset('gpt2-layer', { tp: 2, sp: true }));
     const fin = plan.ops.filter((o) => o.phase === 'finalize');
     expect(fin.map((o) => [o.kind, o.role, o.weight])).toEqual([
-      ['collective', 'wgrad', 'g1'],
-      ['collective', 'wgrad', 'g2'],
+      ['kernel', 'wgrad', 'g1'],
+      ['kernel', 'wgrad', 'g2'],
+      ['collective', 'wgrad', undefined],
+      ['kernel', 'wgrad', 'g1'],
+      ['kernel', 'wgrad', 'g2'],
     ]);
+    expect(fin.every((o) => !o.overlap.async && !o.overlap.underAsync)).toBe(true);
   });
 });

@@ -128,3 +128,19 @@ describe('fitting a label in a block', () => {
     expect(estimateTextWidth(20)('abcd')).toBe(48);
   });
 });
+
+test('under SP the step ends with its own finalize span (finalize_model_grads), after the backward pass', async () => {
+  const plan = (await makePlan(configFromPreset('gpt2-layer', { tp: 2, sp: true }))).plan;
+  const tl = scheduleStep(
+    plan,
+    {
+      computeMs: sameComputeMs(plan, (i) => plan.ops[i]!.flops / 5e6),
+      commMs: plan.ranks.map(() => plan.ops.map(() => 0.01)),
+    },
+    { overlap: true },
+  );
+  const spans = phaseSpans(tl.events);
+  expect(spans.map((s) => s.phase)).toEqual(['forward', 'backward', 'finalize']);
+  expect(spans[2]!.t0).toBeGreaterThanOrEqual(spans[1]!.t1 - 1e-9);
+  expect(spans[2]!.t1).toBe(tl.stepMs);
+});
