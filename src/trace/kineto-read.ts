@@ -3,15 +3,12 @@
 // baseTimeNanoseconds), pid = device, tid = stream for GPU activities; `cat` is the activity type
 // ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "user_annotation", "gpu_user_annotation", …).
 import { ScanError, TraceScanner, type ScanSink } from './json-scan.ts';
-import type { GpuSlice, GpuWork, ProcessGroupInfo, StepMark } from './kineto-types.ts';
+import type { GpuWork, ProcessGroupInfo, StepMark } from './kineto-types.ts';
+import { assignSteps, type SliceDraft, type StepRange } from './kineto-steps.ts';
 import { isNcclKernel, ncclArgKeys, ncclCall, type NcclCall } from './nccl-kernel.ts';
 
 /** A trace that cannot be used; the message names the file, what is missing and what to do. */
 export class TraceImportError extends Error {}
-
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-/** A slice while reading: times in µs on the file's clock, the launch's correlation id. */
-export type SliceDraft = Mutable<GpuSlice> & { corr?: number };
 
 /** One file read, before the ranks are put on one clock (times in µs since the file's base time). */
 export interface FileRead {
@@ -65,8 +62,8 @@ export class KinetoReader implements ScanSink {
   /** Equal NCCL calls share one object (a step repeats the same few collectives). */
   private readonly calls = new Map<string, NcclCall>();
   private readonly launches = new Map<number, number>();
-  private readonly cpuSteps: { step: number; t0: number; t1: number }[] = [];
-  private readonly gpuSteps: { step: number; t0: number; t1: number }[] = [];
+  private readonly cpuSteps: StepRange[] = [];
+  private readonly gpuSteps: StepRange[] = [];
   private readonly slices: SliceDraft[] = [];
   private readonly members = new Map<string, string>();
   private readonly dropped: Record<string, number> = {};
@@ -200,7 +197,7 @@ export class KinetoReader implements ScanSink {
     if (this.untimed) notes.push(`${this.untimed} complete events had no finite ts/dur and were skipped.`);
     if (this.scanner.skipped.events)
       notes.push(`${this.scanner.skipped.events} events over 1 MiB of text were skipped.`);
-    const steps = this.assignSteps(notes);
+    const steps = assignSteps(this.slices, this.gpuSteps, this.cpuSteps, this.launches, notes);
     for (const s of this.slices) delete s.corr;
     this.launches.clear();
     return {
@@ -225,56 +222,6 @@ export class KinetoReader implements ScanSink {
   private wrap(e: unknown): Error {
     if (e instanceof ScanError) return new TraceImportError(`${this.file}: ${e.message}`);
     return e instanceof Error ? e : new Error(String(e));
-  }
-
-  /**
-   * Step of every slice. GPU-side ProfilerStep#N ranges: the step containing the slice's start.
-   * CPU-side ones only: the step containing the launch (cuda_runtime event of the same
-   * correlation id), since kernels run after their launch; the slice's own start without one.
-   * The marks returned span each step's slices on the GPU.
-   */
-  private assignSteps(notes: string[]): StepMark[] {
-    const gpu = this.gpuSteps.length > 0;
-    const ranges = (gpu ? this.gpuSteps : this.cpuSteps).sort((a, b) => a.t0 - b.t0);
-    if (!ranges.length) return [];
-    const find = (t: number): number | undefined => {
-      let lo = 0;
-      let hi = ranges.length - 1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >> 1;
-        const r = ranges[mid]!;
-        if (t < r.t0) hi = mid - 1;
-        else if (t >= r.t1) lo = mid + 1;
-        else return r.step;
-      }
-      return undefined;
-    };
-    let unlinked = 0;
-    for (const s of this.slices) {
-      let at = s.t0;
-      if (!gpu) {
-        const launch = s.corr !== undefined ? this.launches.get(s.corr) : undefined;
-        if (launch === undefined) unlinked++;
-        else at = launch;
-      }
-      const step = find(at);
-      if (step !== undefined) s.step = step;
-    }
-    if (!gpu && unlinked)
-      notes.push(
-        `${unlinked} GPU slices have no CUDA launch in the trace: their step is the one their start falls in.`,
-      );
-    if (gpu) return ranges.map((r) => ({ ...r, source: 'gpu_user_annotation' as const }));
-    const spans = new Map<number, { t0: number; t1: number }>();
-    for (const s of this.slices) {
-      if (s.step === undefined) continue;
-      const x = spans.get(s.step);
-      if (x) {
-        x.t0 = Math.min(x.t0, s.t0);
-        x.t1 = Math.max(x.t1, s.t1);
-      } else spans.set(s.step, { t0: s.t0, t1: s.t1 });
-    }
-    return [...spans].sort((a, b) => a[0] - b[0]).map(([step, x]) => ({ step, ...x, source: 'cpu' as const }));
   }
 
   private parsed(key: string): unknown {
