@@ -1,14 +1,37 @@
 // The page end to end: the production build served by `vite preview` (COOP/COEP), driven through its controls.
 import { readFile } from 'node:fs/promises';
-import type { Page } from 'playwright';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { BrowserContext, Page } from 'playwright';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
 import { parseCsv, timelineCsvHeader } from '../../src/trace/csv.ts';
 import { partialOverlaps, type PerfettoTrace } from '../../src/trace/perfetto.ts';
 
 const runTimeout = 60_000;
+const viewport = { width: 1280, height: 800 };
+/** The built server and its browser, shared by every test. */
 let open: OpenPage;
+/** The current test's own page, opened by `openAt`. */
 let page: Page;
+let pageErrors: string[] = [];
+/** The browser context `openAt` opened for the running test, closed after it. */
+let opened: BrowserContext | undefined;
+
+/** A fresh browser context in the shared browser (downloads on, 1280×800). */
+const freshContext = (): Promise<BrowserContext> =>
+  open.page.context().browser()!.newContext({ acceptDownloads: true, viewport });
+
+/**
+ * Opens a fresh page at `hash` in a fresh browser context and waits for its first finished run, so a
+ * test depends on no state left by another.
+ */
+async function openAt(hash: string, ...shown: string[]): Promise<void> {
+  opened = await freshContext();
+  page = await opened.newPage();
+  pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.goto(new URL(`/${hash}`, open.base).href);
+  await shownRun(...shown);
+}
 
 /** Waits until the page shows a finished run whose hash contains every `part` (e.g. "tp=4", "sp=1"). */
 async function shownRun(...parts: string[]): Promise<void> {
@@ -55,20 +78,28 @@ async function expectRanks(t: number): Promise<void> {
   expect(await badge().getAttribute('data-pass')).toBe('true');
 }
 
+/** TP 8 with sequence parallelism: the state most tests below start from. */
+const tp8sp = '#tp=8&heads=8&sp=1&machine=custom';
+
 describe('the playground page (built, served locally)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=1&machine=custom', {
-      outDir: 'test-results/e2e-dist',
-      viewport: { width: 1280, height: 800 },
-    });
-    page = open.page;
+    // A blank first page: every test opens its own with `openAt`.
+    open = await openBuiltPage('about:blank', { outDir: 'test-results/e2e-dist', viewport });
   }, 120_000);
+  afterEach(async () => {
+    await opened?.close();
+    opened = undefined;
+    // An uncaught error in a test's page fails that test (and only that one).
+    const errors = pageErrors;
+    pageErrors = [];
+    expect(errors).toEqual([]);
+  });
   afterAll(async () => {
     await open?.close();
   });
 
   test('#tp=1 shows one rank’s lanes, no exposed communication on modeled PCIe, and a passing oracle', async () => {
-    await shownRun('tp=1', 'net=pcie-gen3');
+    await openAt('#tp=1&machine=custom', 'tp=1', 'net=pcie-gen3');
     await expectRanks(1);
     expect(await blocks('compute').count()).toBeGreaterThan(10);
     expect(await blocks('exposed').count()).toBe(0);
@@ -80,6 +111,7 @@ describe('the playground page (built, served locally)', () => {
   test.each([2, 4])(
     'choosing TP %i in the TP control redraws that many ranks’ lanes with exposed communication and a passing oracle',
     async (t) => {
+      await openAt('#tp=1&machine=custom', 'tp=1');
       await page.locator('tp-controls select[data-control="tp"]').selectOption(String(t));
       await shownRun(`tp=${t}`);
       await expectRanks(t);
@@ -89,6 +121,7 @@ describe('the playground page (built, served locally)', () => {
   );
 
   test('after raising heads to 8, TP 8 runs with eight ranks’ lanes, exposed communication and a passing oracle', async () => {
+    await openAt('#tp=4&machine=custom', 'tp=4');
     await page.locator('tp-controls input[data-control="heads"]').fill('8');
     await page.locator('tp-controls input[data-control="heads"]').dispatchEvent('change');
     await shownRun('heads=8', 'tp=4');
@@ -99,6 +132,7 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('sequence parallel replaces the forward all-reduces by reduce-scatter and all-gather', async () => {
+    await openAt('#tp=8&heads=8&machine=custom', 'tp=8', 'heads=8', 'sp=0');
     expect(await commTooltip('attn.reduce')).toMatch(/all-reduce over 8 ranks/);
     expect(await page.locator('tp-timeline rect[data-op="ln1.gather"]').count()).toBe(0);
     await page.locator('tp-controls input[data-control="sp"]').click();
@@ -114,6 +148,7 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1', 'overlap=1');
     const exposedMs = async () =>
       Number(await page.locator('tp-app [data-exposed-ms]').getAttribute('data-exposed-ms'));
     const on = await exposedMs();
@@ -127,6 +162,7 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('an illegal degree shows its message next to the TP control and keeps the last view', async () => {
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
     const input = page.locator('tp-controls input[data-control="tp-number"]');
     await input.fill('3');
     await input.dispatchEvent('change');
@@ -147,6 +183,7 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('the Perfetto export parses and holds one process per rank whose slices never partially overlap on one thread', async () => {
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
     const [download] = await Promise.all([
       page.waitForEvent('download'),
       page.locator('tp-exports button[data-export="perfetto"]').click(),
@@ -160,6 +197,7 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('the CSV export holds the header and one row per op per rank', async () => {
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
     const [download] = await Promise.all([
       page.waitForEvent('download'),
       page.locator('tp-exports button[data-export="csv"]').click(),
@@ -177,6 +215,7 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('the Megatron-LM arguments match the run', async () => {
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
     const args = (await page.locator('tp-exports pre[data-export="megatron"]').textContent()) ?? '';
     expect(args).toContain('--tensor-model-parallel-size 8');
     expect(args).toContain('--sequence-parallel');
@@ -185,6 +224,8 @@ describe('the playground page (built, served locally)', () => {
   });
 
   test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
+    expect(await badge().getAttribute('data-pass')).toBe('true');
     await page.locator('tp-controls input[data-control="skipnorm"]').check();
     await shownRun('tp=8', 'sp=1', 'skipnorm=1');
     expect(await badge().getAttribute('data-pass')).toBe('false');
@@ -206,7 +247,7 @@ describe('the playground page (built, served locally)', () => {
     [1280, 800],
     [1920, 1080],
   ])('the page fits %i×%i without horizontal scrolling (screenshot kept in test-results/)', async (width, height) => {
-    await page.mouse.move(5, 5); // no tooltip left open
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
     await page.setViewportSize({ width, height });
     await page.evaluate(() => window.scrollTo(0, 0));
     // The timeline redraws on resize: poll until the page has settled at the new width.
@@ -224,14 +265,11 @@ describe('the playground page (built, served locally)', () => {
       .toBeLessThanOrEqual(width);
     await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
     await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
-    expect(open.pageErrors).toEqual([]);
+    expect(pageErrors).toEqual([]);
   });
 
   test('without cross-origin isolation the page says it runs on MessagePort, and the run still passes the oracle', async () => {
-    const context = await page
-      .context()
-      .browser()!
-      .newContext({ viewport: { width: 1280, height: 800 } });
+    const context = await freshContext();
     // The same server, with COOP/COEP stripped from every response.
     await context.route('**/*', async (route) => {
       const response = await route.fetch();
@@ -273,10 +311,7 @@ describe('the playground page (built, served locally)', () => {
   ] as const)(
     'without WebGPU (%s) the page says so and how to enable it, and still shows the plan, shapes and a modeled timeline; a bad link is named, not blank',
     async (_, says, hide) => {
-      const context = await page
-        .context()
-        .browser()!
-        .newContext({ viewport: { width: 1280, height: 800 } });
+      const context = await freshContext();
       const bare = await context.newPage();
       try {
         await bare.addInitScript(hide);
