@@ -38,7 +38,7 @@ export interface Settings extends ModelSizes {
   readonly tp: number;
   readonly sp: boolean;
   /** Demonstration (seed M035): skip the SP all-reduce of the RMSNorm weight gradients; the oracle then flags dg1, dg2. */
-  readonly skipNormGradReduce: boolean;
+  readonly skipSpNormGradAllReduce: boolean;
   readonly net: string;
   readonly overlap: boolean;
   readonly pass: PassView;
@@ -95,7 +95,7 @@ export const defaultSettings: Settings = {
   ...presets.classroom,
   tp: 2,
   sp: false,
-  skipNormGradReduce: false,
+  skipSpNormGradAllReduce: false,
   net: 'pcie-gen3',
   overlap: true,
   pass: 'both',
@@ -190,7 +190,11 @@ export function settingsFromHash(hash: string): ParsedHash {
       ...sizes,
       tp: read('tp', (t) => parseWhole('tp', t, 1), defaultSettings.tp),
       sp: read('sp', (t) => parseSwitch('sp', t), defaultSettings.sp),
-      skipNormGradReduce: read('skipnorm', (t) => parseSwitch('skipnorm', t), defaultSettings.skipNormGradReduce),
+      skipSpNormGradAllReduce: read(
+        'skipnorm',
+        (t) => parseSwitch('skipnorm', t),
+        defaultSettings.skipSpNormGradAllReduce,
+      ),
       net: read('net', parseNet, defaultSettings.net),
       overlap: read('overlap', (t) => parseSwitch('overlap', t), defaultSettings.overlap),
       pass: read('pass', (t) => parseChoice('pass', t, passViews), defaultSettings.pass),
@@ -216,7 +220,7 @@ export function hashFromSettings(s: Settings): string {
   for (const k of sizeKeys) if (s[k] !== presets[s.preset][k]) p.set(k, String(s[k]));
   p.set('tp', String(s.tp));
   p.set('sp', s.sp ? '1' : '0');
-  if (s.skipNormGradReduce) p.set('skipnorm', '1'); // a demonstration switch: only in links that use it
+  if (s.skipSpNormGradAllReduce) p.set('skipnorm', '1'); // a demonstration switch: only in links that use it
   p.set('net', s.net);
   p.set('overlap', s.overlap ? '1' : '0');
   p.set('pass', s.pass);
@@ -242,6 +246,6 @@ export function configOf(s: Settings): LayerConfig {
     tp: s.tp,
     sp: s.sp,
     seed: configDefaults.seed,
-    skipSpNormGradAllReduce: s.skipNormGradReduce,
+    skipSpNormGradAllReduce: s.skipSpNormGradAllReduce,
   });
 }
