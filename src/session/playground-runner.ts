@@ -9,7 +9,6 @@ import { makePlan } from '../parallel/plan.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import {
-  createLayerPool,
   layerRunCache,
   runLayer,
   type LayerRun,
@@ -17,6 +16,7 @@ import {
   type LayerWorkerPrograms,
   type PoolLender,
 } from './layer-run.ts';
+import { createLayerPool } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from './run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';

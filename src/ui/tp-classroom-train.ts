@@ -5,7 +5,8 @@ import { quoted } from '../core/quote.ts';
 import { configFromPreset } from '../parallel/config.ts';
 import { oracleTolerance } from '../parallel/oracle.ts';
 import { trainClassroom, type TrainPoint } from '../session/classroom-train-run.ts';
-import { createLayerPool, type PoolLender } from '../session/layer-run.ts';
+import type { PoolLender } from '../session/layer-run.ts';
+import { createLayerPool } from '../session/pools.ts';
 import { panelStyles } from './page-style.ts';
 import './tp-train-chart.ts';
 

@@ -11,7 +11,8 @@ import {
 } from '../parallel/classroom.ts';
 import { configFromPreset, presets, type LayerConfig } from '../parallel/config.ts';
 import { legalTpDegrees } from '../parallel/validate.ts';
-import { createLayerPool, type PoolLender } from '../session/layer-run.ts';
+import type { PoolLender } from '../session/layer-run.ts';
+import { createLayerPool } from '../session/pools.ts';
 import { loadClassroomRuns } from '../session/classroom-data.ts';
 import { figureTemplate } from './classroom-figure-view.ts';
 import { stepFigures } from './classroom-figures.ts';
