@@ -22,13 +22,7 @@ import { classroomStyles } from './classroom-style.ts';
 import { panelStyles } from './page-style.ts';
 import './tp-classroom-train.ts';
 import './tp-heatmap.ts';
-
-const opWords: Record<ClassroomCollective['op'], string> = {
-  'all-reduce': 'all-reduce',
-  'all-gather': 'all-gather',
-  'reduce-scatter': 'reduce-scatter',
-  identity: 'no communication (identity)',
-};
+import { collectiveName } from './timeline-format.ts';
 
 /** The slide after the layer's steps: the training demo. */
 const trainSlide = { id: 'train', title: '9 · Train across ranks: TP = t and TP = 1 on one loss curve' };
@@ -169,7 +163,8 @@ export class TpClassroom extends LitElement {
         ? 'no bytes'
         : `payload ${k.payloadBytes} B, each rank sends ${Math.round(k.ringBytesPerRank)} B on a ring`;
     return html`<div class="coll" data-op=${k.op}>
-      <b>${opWords[k.op]}</b> — ${bytes} — <code>${k.megatron}</code>: ${k.why}
+      <b>${k.op === 'identity' ? 'no communication (identity)' : collectiveName(k.op)}</b> — ${bytes} —
+      <code>${k.megatron}</code>: ${k.why}
     </div>`;
   }
 
