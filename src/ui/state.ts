@@ -11,6 +11,7 @@ import { parsePreset, parseSwitch, parseWhole } from '../parallel/config-parse.t
 import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
 import { quoted } from '../core/quote.ts';
 import { parseDtype, type TrainDtype } from '../model/dtype.ts';
+import { parseGlobalBatch, type GlobalBatchSetting } from '../model/global-batch.ts';
 import { defaultSystem, parseSystem } from '../model/systems.ts';
 
 /** Which pass the timeline shows. */
@@ -54,6 +55,8 @@ export interface Settings extends ModelSizes {
   readonly layers: number;
   /** N: the GPU budget of the cluster panel (t × DP = N). */
   readonly gpus: number;
+  /** The cluster panel's global batch (Megatron --global-batch-size): 'auto' is b·N. */
+  readonly gbatch: GlobalBatchSetting;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -106,6 +109,7 @@ export const defaultSettings: Settings = {
   dtype: 'fp16',
   layers: 12,
   gpus: 8,
+  gbatch: 'auto',
 };
 
 /** Every key the hash understands. */
@@ -125,6 +129,7 @@ export const hashKeys = [
   'dtype',
   'layers',
   'gpus',
+  'gbatch',
 ] as const;
 
 function parseChoice<T extends string>(key: string, text: string, choices: readonly T[]): T {
@@ -205,6 +210,7 @@ export function settingsFromHash(hash: string): ParsedHash {
       dtype: read('dtype', parseDtype, defaultSettings.dtype),
       layers: read('layers', (t) => parseWhole('layers', t, 1), defaultSettings.layers),
       gpus: read('gpus', (t) => parseWhole('gpus', t, 1), defaultSettings.gpus),
+      gbatch: read('gbatch', parseGlobalBatch, defaultSettings.gbatch),
     },
     messages,
   };
@@ -226,8 +232,8 @@ export function hashFromSettings(s: Settings): string {
   p.set('pass', s.pass);
   p.set('view', s.view);
   if (s.step !== defaultSettings.step) p.set('step', String(s.step)); // the classroom's slide: only in links that use it
-  // The machine (issue 9): only where it differs from the default (the seeds' 8×V100 PCIe box, fp16, 12 layers, 8 GPUs).
-  for (const k of ['machine', 'system', 'dtype', 'layers', 'gpus'] as const)
+  // The machine (issue 9): only where it differs from the default (the seeds' 8×V100 PCIe box, fp16, 12 layers, 8 GPUs, global batch b·N).
+  for (const k of ['machine', 'system', 'dtype', 'layers', 'gpus', 'gbatch'] as const)
     if (s[k] !== defaultSettings[k]) p.set(k, String(s[k]));
   // URLSearchParams escapes ':' in custom:α:B; keep it readable (':' is legal in a fragment).
   return `#${p.toString().replace(/%3A/gi, ':')}`;
