@@ -53,6 +53,14 @@ module.exports = {
       to: { path: '^node_modules/(lit|@lit|lit-html|lit-element|d3[^/]*)/' },
     },
     {
+      name: 'rank-pools-from-session',
+      comment:
+        'Rank pools are created in one module, src/session/pools.ts (createLayerPool, createCommPool); elsewhere ranks/pool.ts is imported for its types only.',
+      severity: 'error',
+      from: { pathNot: ['^src/ranks/', '^src/session/pools[.]ts$'] },
+      to: { path: '^src/ranks/pool[.]ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'no-circular',
       comment: 'Modules form no import cycles.',
       severity: 'error',

@@ -1,6 +1,6 @@
 // Runs in the bench page (scripts/bench-comm.ts imports it through scripts/browser-run.ts).
 import type { CollectiveOp } from '../src/comm/collectives.ts';
-import { RankPool } from '../src/ranks/pool.ts';
+import { createCommPool } from '../src/session/pools.ts';
 import type { PoolTransport } from '../src/ranks/transport.ts';
 import { phaseTime, type TraceEvent } from '../src/core/trace-event.ts';
 
@@ -107,12 +107,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   let adapter = '';
   for (const transport of args.transports) {
     for (const t of args.degrees) {
-      const pool = await RankPool.create({
-        size: t,
-        transport,
-        timeoutMs: 60_000,
-        commCapacityBytes: Math.max(...args.sizes),
-      });
+      const pool = await createCommPool(t, transport, 60_000, Math.max(...args.sizes));
       adapter = pool.adapters[0];
       try {
         for (const device of args.devices)

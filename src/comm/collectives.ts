@@ -9,6 +9,9 @@ export type TransportName = 'in-process' | 'sab-ring' | 'message-port';
 /** The collective operations, named as in the fingerprint and the trace. */
 export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather' | 'broadcast' | 'barrier';
 
+/** The three collectives a ring runs as reduce-scatter and/or all-gather phases. */
+export type RingCollectiveOp = Extract<CollectiveOp, 'allReduce' | 'reduceScatter' | 'allGather'>;
+
 /**
  * The communicator of one rank in a tensor-parallel group of `size` ranks. Every rank of the
  * group must make the same calls in the same order (checked by fingerprint); a tensor `T` is a

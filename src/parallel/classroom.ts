@@ -1,4 +1,4 @@
-import type { CollectiveOp } from '../comm/collectives.ts';
+import type { RingCollectiveOp } from '../comm/collectives.ts';
 import { ringBytesSent } from '../comm/ring-bytes.ts';
 import { presets, type LayerConfig } from './config.ts';
 import type { NamedCollective } from './layer-comm.ts';
@@ -57,7 +57,7 @@ export interface ClassroomRuns {
 
 /** A collective as a step names it: what it does, its payload (float32 bytes) and who does it in Megatron. */
 export interface ClassroomCollective {
-  readonly op: 'all-reduce' | 'all-gather' | 'reduce-scatter' | 'identity';
+  readonly op: RingCollectiveOp | 'identity';
   /** Logical tensor moved: [s, h] for all-reduce; the gathered / pre-scatter [s, h] for the SP pair. */
   readonly payloadBytes: number;
   /** Bytes each rank sends on a ring: all-reduce 2(t−1)/t·S, all-gather and reduce-scatter (t−1)/t·S. */
@@ -145,13 +145,6 @@ export function checkAgainst(
   return { label, maxAbs, tolerance, pass: maxAbs <= tolerance };
 }
 
-/** The collective each of the classroom's words names. */
-const collectiveOf: Record<Exclude<ClassroomCollective['op'], 'identity'>, CollectiveOp> = {
-  'all-reduce': 'allReduce',
-  'all-gather': 'allGather',
-  'reduce-scatter': 'reduceScatter',
-};
-
 function collective(
   op: ClassroomCollective['op'],
   payloadBytes: number,
@@ -162,7 +155,7 @@ function collective(
   return {
     op,
     payloadBytes: op === 'identity' || t <= 1 ? 0 : payloadBytes,
-    ringBytesPerRank: op === 'identity' ? 0 : ringBytesSent(collectiveOf[op], payloadBytes, t),
+    ringBytesPerRank: op === 'identity' ? 0 : ringBytesSent(op, payloadBytes, t),
     megatron,
     why,
   };
@@ -290,7 +283,7 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       megatron: ['reduce_from_tensor_model_parallel_region (g): forward all-reduce', 'RowParallelLinear.forward'],
       collectives: [
         collective(
-          'all-reduce',
+          'allReduce',
           bytesSH,
           t,
           'reduce_from_tensor_model_parallel_region',
@@ -332,7 +325,7 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
           'g backward: dZ is already replicated',
         ),
         collective(
-          'all-reduce',
+          'allReduce',
           bytesSH,
           t,
           'copy_to_tensor_model_parallel_region (backward)',
@@ -396,28 +389,28 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
     text: `Outside the tensor-parallel region each rank keeps only its s/t = ${c.s / t} tokens, [s/t, h]. Before W₁ an all-gather rebuilds X [s, h]; after W₂ a reduce-scatter both sums the partial Zᵢ and leaves each rank its [s/t, h] rows. Each moves (t−1)/t of [s, h] per rank: the pair costs what one all-reduce does, and the activations between layers are t times smaller. Backward swaps them: all-gather dZ, reduce-scatter dX.`,
     collectives: [
       collective(
-        'all-gather',
+        'allGather',
         bytesSH,
         t,
         'gather_from_sequence_parallel_region',
         'forward: [s/t, h] → [s, h] before W₁',
       ),
       collective(
-        'reduce-scatter',
+        'reduceScatter',
         bytesSH,
         t,
         'reduce_scatter_to_sequence_parallel_region',
         'forward: Σ Zᵢ, keep [s/t, h] after W₂',
       ),
       collective(
-        'all-gather',
+        'allGather',
         bytesSH,
         t,
         'reduce_scatter_to_sequence_parallel_region (backward)',
         'backward: dZ [s/t, h] → [s, h]',
       ),
       collective(
-        'reduce-scatter',
+        'reduceScatter',
         bytesSH,
         t,
         'gather_from_sequence_parallel_region (backward)',
@@ -502,7 +495,7 @@ function attentionStep(runs: ClassroomRuns): ClassroomStep {
     ],
     collectives: [
       collective(
-        'all-reduce',
+        'allReduce',
         bytesSH,
         t,
         'reduce_from_tensor_model_parallel_region',

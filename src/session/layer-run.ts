@@ -12,8 +12,7 @@ import type { classroomPrograms } from '../ranks/classroom-programs.ts';
 import type { classroomTrainPrograms } from '../ranks/classroom-train-programs.ts';
 import type { commPrograms } from '../ranks/comm-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms } from '../ranks/layer-programs.ts';
-import { RankPool } from '../ranks/pool.ts';
-import type { PoolTransport } from '../ranks/transport.ts';
+import type { RankPool } from '../ranks/pool.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../model/budget.ts';
 
@@ -22,21 +21,6 @@ export type LayerWorkerPrograms = typeof commPrograms &
   typeof layerPrograms &
   typeof classroomPrograms &
   typeof classroomTrainPrograms;
-
-/** A pool of t rank workers serving the layer (src/ranks/layer.worker.ts). */
-export function createLayerPool(
-  size: number,
-  transport: 'auto' | PoolTransport = 'auto',
-  timeoutMs = 30_000,
-): Promise<RankPool<LayerWorkerPrograms>> {
-  return RankPool.create<LayerWorkerPrograms>({
-    size,
-    transport,
-    timeoutMs,
-    createWorker: (r) =>
-      new Worker(new URL('../ranks/layer.worker.ts', import.meta.url), { type: 'module', name: `rank ${r}` }),
-  });
-}
 
 /** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (the page's PlaygroundRunner does). */
 export interface PoolLender {

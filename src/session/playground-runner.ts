@@ -9,7 +9,6 @@ import { makePlan } from '../parallel/plan.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import {
-  createLayerPool,
   layerRunCache,
   runLayer,
   type LayerRun,
@@ -17,12 +16,13 @@ import {
   type LayerWorkerPrograms,
   type PoolLender,
 } from './layer-run.ts';
+import { createLayerPool } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from './run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import { modeledCommMs } from '../trace/durations.ts';
 import { scheduleStep, type Timeline } from '../trace/schedule.ts';
-import { projectLayer, type Machine } from '../trace/projected-layer.ts';
+import { projectedCommSource, projectLayer, type Machine } from '../trace/projected-layer.ts';
 
 /** What the page asks for: a configuration, where communication times come from, overlap. */
 export interface RunRequest {
@@ -117,7 +117,7 @@ export class PlaygroundRunner implements PoolLender {
       ...r,
       timeline: projectLayer(r.plan, m, req.overlap),
       computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each); the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
-      commSource: `projected on ${m.system.intra.label} (alpha-beta ring, ${m.system.collectiveBaseUs} µs NCCL base latency per call), payloads in ${m.dtype}`,
+      commSource: projectedCommSource(m, r.config.tp),
     };
   }
 

@@ -5,14 +5,8 @@ import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
-import {
-  createLayerPool,
-  layerRunCache,
-  runLayer,
-  type LayerRun,
-  type LayerWorkerPrograms,
-  type PoolLender,
-} from './layer-run.ts';
+import { layerRunCache, runLayer, type LayerRun, type LayerWorkerPrograms, type PoolLender } from './layer-run.ts';
+import { createLayerPool } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from './run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';

@@ -10,7 +10,7 @@ import { microBatchesOf, setupConfig, type TrainingSetup } from '../model/traini
 import type { LayerConfig } from '../parallel/config.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
-import { isPerStep, projectLayer, type Machine } from './projected-layer.ts';
+import { isPerStep, projectLayer, tpGroupLink, type Machine } from './projected-layer.ts';
 import type { Timeline } from './schedule.ts';
 
 /** The projection of one training step (times in ms, per GPU unless said). */
@@ -162,7 +162,7 @@ function finalizeTime(full: LayerPlan, block: LayerPlan, L: number, machine: Mac
   let ms = 0;
   const { system } = machine;
   for (const [op, { bytes, group }] of payload) {
-    const link = groupLink(system, group, Math.min(group, system.gpusPerNode));
+    const link = tpGroupLink(system, group);
     ms += (system.collectiveBaseUs + collectiveTimeUs(op, bytes, group, link)) / 1e3;
   }
   return ms;

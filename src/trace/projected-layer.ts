@@ -1,6 +1,6 @@
 import { numel } from '../core/shape.ts';
 import { dtypeBytes, type TrainDtype } from '../model/dtype.ts';
-import { collectiveTimeUs } from '../model/interconnect.ts';
+import { collectiveTimeUs, type Interconnect } from '../model/interconnect.ts';
 import { gemmTime, memoryBoundUs, type GemmTime } from '../model/kernel-time.ts';
 import { bytesPerElement } from '../model/parameters.ts';
 import { groupLink, type SystemSpec } from '../model/systems.ts';
@@ -29,6 +29,25 @@ export function kernelBytes(op: PlannedOp, dtype: TrainDtype): number {
 export const isPerStep = (op: PlannedOp): boolean => op.phase !== 'forward' && op.phase !== 'backward';
 
 /**
+ * The link a TP group of `t` adjacent ranks uses on `system`: it holds min(t, GPUs per node)
+ * ranks per node, so it stays on the intra-node link while t ≤ GPUs per node and crosses the
+ * network beyond.
+ */
+export const tpGroupLink = (system: SystemSpec, t: number): Interconnect =>
+  groupLink(system, t, Math.min(t, system.gpusPerNode));
+
+/** The timeline caption's communication source for a run at degree `t` projected on `machine`. */
+export function projectedCommSource(machine: Machine, t: number): string {
+  const { system } = machine;
+  const link = tpGroupLink(system, t);
+  const where =
+    link === system.intra
+      ? link.label
+      : `${link.label}: the TP group of ${t} spans ${Math.ceil(t / system.gpusPerNode)} nodes of ${system.gpusPerNode} GPUs`;
+  return `projected on ${where} (alpha-beta ring, ${system.collectiveBaseUs} µs NCCL base latency per call), payloads in ${machine.dtype}`;
+}
+
+/**
  * Projected time (µs) of one collective of the plan on `system`: the base cost of an NCCL call
  * plus the ring model on the link its group uses (TP ranks adjacent: a group of t holds
  * min(t, GPUs per node) ranks per node). The plan's payloads are float32; they are re-priced at
@@ -38,7 +57,7 @@ export function projectedCollectiveUs(op: PlannedOp, machine: Machine): number {
   const c = op.collective;
   if (!c || c.groupSize <= 1) return 0;
   const { system } = machine;
-  const link = groupLink(system, c.groupSize, Math.min(c.groupSize, system.gpusPerNode));
+  const link = tpGroupLink(system, c.groupSize);
   const payload = (c.payloadBytes / bytesPerElement) * dtypeBytes[machine.dtype];
   return system.collectiveBaseUs + collectiveTimeUs(c.op, payload, c.groupSize, link);
 }

@@ -5,7 +5,8 @@ import {
   type ClassroomRankData,
   type ClassroomRuns,
 } from '../parallel/classroom.ts';
-import type { RingOp } from './ring-frames.ts';
+import type { RingCollectiveOp } from '../comm/collectives.ts';
+import { ringBytesSent } from '../comm/ring-bytes.ts';
 
 /** A tensor drawn as a block: rows × cols elements, tinted by `rank` (null: replicated on every rank). */
 export interface BlockSpec {
@@ -39,7 +40,7 @@ export interface BlockFigure {
 export interface RingFigure {
   readonly kind: 'ring';
   readonly title: string;
-  readonly op: RingOp;
+  readonly op: RingCollectiveOp;
   readonly t: number;
   /** The tensor each rank holds in full (the gathered / pre-scatter [s, h]). */
   readonly rows: number;
@@ -73,13 +74,7 @@ function gemmRow(rank: number, a: BlockSpec, b: BlockSpec, c: BlockSpec): BlockR
   return { rank, terms: [a, '×', b, '→', c], gemm: { m: a.rows, k: a.cols, n: b.cols } };
 }
 
-/** Ring bytes per rank of `op` on a payload of S bytes over t ranks. */
-export function ringBytes(op: RingOp, payloadBytes: number, t: number): number {
-  if (t <= 1) return 0;
-  return ((op === 'all-reduce' ? 2 : 1) * (t - 1) * payloadBytes) / t;
-}
-
-function ring(title: string, op: RingOp, runs: ClassroomRuns, dims = '[s, h]'): RingFigure {
+function ring(title: string, op: RingCollectiveOp, runs: ClassroomRuns, dims = '[s, h]'): RingFigure {
   const c = runs.config;
   const rows = c.s * c.b;
   const payloadBytes = rows * c.h * 4;
@@ -92,7 +87,7 @@ function ring(title: string, op: RingOp, runs: ClassroomRuns, dims = '[s, h]'): 
     cols: c.h,
     dims,
     payloadBytes,
-    ringBytesPerRank: ringBytes(op, payloadBytes, c.tp),
+    ringBytesPerRank: ringBytesSent(op, payloadBytes, c.tp),
   };
 }
 
@@ -179,11 +174,11 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
         },
       ];
     case 'all-reduce':
-      return [ring('All-reduce of the partial Zᵢ (g forward)', 'all-reduce', runs)];
+      return [ring('All-reduce of the partial Zᵢ (g forward)', 'allReduce', runs)];
     case 'backward':
       return [
         { kind: 'blocks', title: 'dgrad on each rank: dYᵢ × W₁ᵢᵀ → partial dXᵢ', rows: R.map(dgradRow) },
-        ring("All-reduce of the partial dXᵢ (f's backward)", 'all-reduce', runs),
+        ring("All-reduce of the partial dXᵢ (f's backward)", 'allReduce', runs),
       ];
     case 'sequence-parallel': {
       const S = runs.sp;
@@ -197,14 +192,14 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
             terms: [block('X shard', '[s/t, h]', d.x, d.rank), block('Z shard', '[s/t, h]', d.z, d.rank)],
           })),
         },
-        ring('All-gather before W₁: [s/t, h] → [s, h]', 'all-gather', runs),
-        ring('Reduce-scatter after W₂: Σ Zᵢ, keep [s/t, h]', 'reduce-scatter', runs),
+        ring('All-gather before W₁: [s/t, h] → [s, h]', 'allGather', runs),
+        ring('Reduce-scatter after W₂: Σ Zᵢ, keep [s/t, h]', 'reduceScatter', runs),
       ];
     }
     case 'attention':
       return [
         { kind: 'heads', title: 'Query heads and KV groups by rank', t, picture: attentionPicture(runs.config) },
-        ring("All-reduce of the heads' partial outputs (g)", 'all-reduce', runs),
+        ring("All-reduce of the heads' partial outputs (g)", 'allReduce', runs),
       ];
     default:
       return [];

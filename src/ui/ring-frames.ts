@@ -1,8 +1,7 @@
 // The ring collectives as a sequence of frames a figure can animate (pure; no DOM).
 import { agSendChunk, ringNeighbours, rsSendChunk } from '../comm/ring-schedule.ts';
 
-/** The three ring collectives the classroom animates. */
-export type RingOp = 'all-reduce' | 'reduce-scatter' | 'all-gather';
+import type { RingCollectiveOp } from '../comm/collectives.ts';
 
 /** One chunk crossing one ring link in a step: `add` sums it into the receiver's, `copy` replaces it. */
 export interface RingTransfer {
@@ -24,14 +23,14 @@ export interface ChunkState {
 
 /** One ring step: the transfers (one per rank, to its right neighbour) and every [rank][chunk] after it. */
 export interface RingFrame {
-  readonly phase: 'reduce-scatter' | 'all-gather';
+  readonly phase: Exclude<RingCollectiveOp, 'allReduce'>;
   readonly transfers: readonly RingTransfer[];
   readonly after: readonly (readonly ChunkState[])[];
 }
 
 /** A collective's ring: the state before the first step and one frame per step. */
 export interface RingPlay {
-  readonly op: RingOp;
+  readonly op: RingCollectiveOp;
   readonly t: number;
   readonly start: readonly (readonly ChunkState[])[];
   readonly frames: readonly RingFrame[];
@@ -47,10 +46,10 @@ const union = (a: readonly number[], b: readonly number[]): number[] =>
  * all-gather, t−1 steps, rank r forwards chunk (r−k) mod t; all-reduce = reduce-scatter then
  * all-gather, 2(t−1) steps. t = 1 has no steps.
  */
-export function ringPlay(op: RingOp, t: number): RingPlay {
+export function ringPlay(op: RingCollectiveOp, t: number): RingPlay {
   const ranks = [...Array(t).keys()];
   let state: ChunkState[][] = ranks.map((r) =>
-    ranks.map((c) => ({ from: op === 'all-gather' ? (c === r ? [r] : []) : [r], kept: true })),
+    ranks.map((c) => ({ from: op === 'allGather' ? (c === r ? [r] : []) : [r], kept: true })),
   );
   const start = state;
   const frames: RingFrame[] = [];
@@ -58,8 +57,8 @@ export function ringPlay(op: RingOp, t: number): RingPlay {
     const transfers = ranks.map((r) => ({
       from: r,
       to: ringNeighbours(r, t).next,
-      chunk: phase === 'reduce-scatter' ? rsSendChunk(r, k, t) : agSendChunk(r, k, t),
-      mode: phase === 'reduce-scatter' ? ('add' as const) : ('copy' as const),
+      chunk: phase === 'reduceScatter' ? rsSendChunk(r, k, t) : agSendChunk(r, k, t),
+      mode: phase === 'reduceScatter' ? ('add' as const) : ('copy' as const),
     }));
     const next = state.map((row) => row.slice());
     for (const x of transfers) {
@@ -71,13 +70,13 @@ export function ringPlay(op: RingOp, t: number): RingPlay {
     frames.push({ phase, transfers, after: state });
   };
   if (t > 1) {
-    if (op !== 'all-gather') for (let k = 0; k < t - 1; k++) step('reduce-scatter', k);
-    if (op === 'reduce-scatter') {
+    if (op !== 'allGather') for (let k = 0; k < t - 1; k++) step('reduceScatter', k);
+    if (op === 'reduceScatter') {
       const last = frames[frames.length - 1];
       const kept = last.after.map((row, r) => row.map((s, c) => ({ ...s, kept: c === r })));
       frames[frames.length - 1] = { ...last, after: kept };
     }
-    if (op !== 'reduce-scatter') for (let k = 0; k < t - 1; k++) step('all-gather', k);
+    if (op !== 'reduceScatter') for (let k = 0; k < t - 1; k++) step('allGather', k);
   }
   return { op, t, start, frames };
 }

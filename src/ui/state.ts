@@ -11,6 +11,7 @@ import { parsePreset, parseSwitch, parseWhole } from '../parallel/config-parse.t
 import { parseInterconnect, type Interconnect } from '../model/interconnect.ts';
 import { quoted } from '../core/quote.ts';
 import { parseDtype, type TrainDtype } from '../model/dtype.ts';
+import { parseGlobalBatch, type GlobalBatchSetting } from '../model/global-batch.ts';
 import { defaultSystem, parseSystem } from '../model/systems.ts';
 
 /** Which pass the timeline shows. */
@@ -38,7 +39,7 @@ export interface Settings extends ModelSizes {
   readonly tp: number;
   readonly sp: boolean;
   /** Demonstration (seed M035): skip the SP all-reduce of the RMSNorm weight gradients; the oracle then flags dg1, dg2. */
-  readonly skipNormGradReduce: boolean;
+  readonly skipSpNormGradAllReduce: boolean;
   readonly net: string;
   readonly overlap: boolean;
   readonly pass: PassView;
@@ -54,6 +55,8 @@ export interface Settings extends ModelSizes {
   readonly layers: number;
   /** N: the GPU budget of the cluster panel (t × DP = N). */
   readonly gpus: number;
+  /** The cluster panel's global batch (Megatron --global-batch-size): 'auto' is b·N. */
+  readonly gbatch: GlobalBatchSetting;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -95,7 +98,7 @@ export const defaultSettings: Settings = {
   ...presets.classroom,
   tp: 2,
   sp: false,
-  skipNormGradReduce: false,
+  skipSpNormGradAllReduce: false,
   net: 'pcie-gen3',
   overlap: true,
   pass: 'both',
@@ -106,6 +109,7 @@ export const defaultSettings: Settings = {
   dtype: 'fp16',
   layers: 12,
   gpus: 8,
+  gbatch: 'auto',
 };
 
 /** Every key the hash understands. */
@@ -125,6 +129,7 @@ export const hashKeys = [
   'dtype',
   'layers',
   'gpus',
+  'gbatch',
 ] as const;
 
 function parseChoice<T extends string>(key: string, text: string, choices: readonly T[]): T {
@@ -190,7 +195,11 @@ export function settingsFromHash(hash: string): ParsedHash {
       ...sizes,
       tp: read('tp', (t) => parseWhole('tp', t, 1), defaultSettings.tp),
       sp: read('sp', (t) => parseSwitch('sp', t), defaultSettings.sp),
-      skipNormGradReduce: read('skipnorm', (t) => parseSwitch('skipnorm', t), defaultSettings.skipNormGradReduce),
+      skipSpNormGradAllReduce: read(
+        'skipnorm',
+        (t) => parseSwitch('skipnorm', t),
+        defaultSettings.skipSpNormGradAllReduce,
+      ),
       net: read('net', parseNet, defaultSettings.net),
       overlap: read('overlap', (t) => parseSwitch('overlap', t), defaultSettings.overlap),
       pass: read('pass', (t) => parseChoice('pass', t, passViews), defaultSettings.pass),
@@ -201,6 +210,7 @@ export function settingsFromHash(hash: string): ParsedHash {
       dtype: read('dtype', parseDtype, defaultSettings.dtype),
       layers: read('layers', (t) => parseWhole('layers', t, 1), defaultSettings.layers),
       gpus: read('gpus', (t) => parseWhole('gpus', t, 1), defaultSettings.gpus),
+      gbatch: read('gbatch', parseGlobalBatch, defaultSettings.gbatch),
     },
     messages,
   };
@@ -216,14 +226,14 @@ export function hashFromSettings(s: Settings): string {
   for (const k of sizeKeys) if (s[k] !== presets[s.preset][k]) p.set(k, String(s[k]));
   p.set('tp', String(s.tp));
   p.set('sp', s.sp ? '1' : '0');
-  if (s.skipNormGradReduce) p.set('skipnorm', '1'); // a demonstration switch: only in links that use it
+  if (s.skipSpNormGradAllReduce) p.set('skipnorm', '1'); // a demonstration switch: only in links that use it
   p.set('net', s.net);
   p.set('overlap', s.overlap ? '1' : '0');
   p.set('pass', s.pass);
   p.set('view', s.view);
   if (s.step !== defaultSettings.step) p.set('step', String(s.step)); // the classroom's slide: only in links that use it
-  // The machine (issue 9): only where it differs from the default (the seeds' 8×V100 PCIe box, fp16, 12 layers, 8 GPUs).
-  for (const k of ['machine', 'system', 'dtype', 'layers', 'gpus'] as const)
+  // The machine (issue 9): only where it differs from the default (the seeds' 8×V100 PCIe box, fp16, 12 layers, 8 GPUs, global batch b·N).
+  for (const k of ['machine', 'system', 'dtype', 'layers', 'gpus', 'gbatch'] as const)
     if (s[k] !== defaultSettings[k]) p.set(k, String(s[k]));
   // URLSearchParams escapes ':' in custom:α:B; keep it readable (':' is legal in a fragment).
   return `#${p.toString().replace(/%3A/gi, ':')}`;
@@ -242,6 +252,6 @@ export function configOf(s: Settings): LayerConfig {
     tp: s.tp,
     sp: s.sp,
     seed: configDefaults.seed,
-    skipSpNormGradAllReduce: s.skipNormGradReduce,
+    skipSpNormGradAllReduce: s.skipSpNormGradAllReduce,
   });
 }

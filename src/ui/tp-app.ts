@@ -479,6 +479,7 @@ export class TpApp extends LitElement {
           .dtype=${s.dtype}
           .layers=${s.layers}
           .gpus=${s.gpus}
+          .gbatch=${s.gbatch}
           .overlap=${s.overlap}
         ></tp-cluster-panel>
       </section>

@@ -5,7 +5,8 @@ import { quoted } from '../core/quote.ts';
 import { configFromPreset } from '../parallel/config.ts';
 import { oracleTolerance } from '../parallel/oracle.ts';
 import { trainClassroom, type TrainPoint } from '../session/classroom-train-run.ts';
-import { createLayerPool, type PoolLender } from '../session/layer-run.ts';
+import type { PoolLender } from '../session/layer-run.ts';
+import { createLayerPool } from '../session/pools.ts';
 import { panelStyles } from './page-style.ts';
 import './tp-train-chart.ts';
 
@@ -72,7 +73,8 @@ export class TpClassroomTrain extends LitElement {
   /** Adam's learning rate. */
   @property({ type: Number }) lr = 0.01;
   @property({ type: Boolean }) sp = false;
-  @property({ type: Boolean }) skipnorm = false;
+  /** `LayerConfig.skipSpNormGradAllReduce`, labelled `skipnorm` (the playground's hash key). */
+  @property({ type: Boolean }) skipSpNormGradAllReduce = false;
   /** The last run's points, one per step done. */
   @state() points: readonly TrainPoint[] = [];
   @state() private runState: 'idle' | 'running' | 'done' | 'cancelled' | 'error' = 'idle';
@@ -92,7 +94,7 @@ export class TpClassroomTrain extends LitElement {
       tp: this.tp,
       b: BATCH,
       sp: this.sp && this.tp > 1,
-      skipSpNormGradAllReduce: this.sp && this.skipnorm && this.tp > 1,
+      skipSpNormGradAllReduce: this.sp && this.skipSpNormGradAllReduce && this.tp > 1,
     });
     this.points = [];
     this.runState = 'running';
@@ -144,7 +146,7 @@ export class TpClassroomTrain extends LitElement {
         diff <= tol
           ? html`≤ ${tol.toExponential(1)}, float32 rounding: the curves coincide.`
           : html`— the runs
-            differ${this.skipnorm && this.sp ? ' (skipnorm: each rank trained its own norm gains)' : ''}.`
+            differ${this.skipSpNormGradAllReduce && this.sp ? ' (skipnorm: each rank trained its own norm gains)' : ''}.`
       }
       Norm-gain spread across ranks:
       ${drift === 0 ? '0 (the all-reduce keeps every copy equal)' : drift.toExponential(2)}.
@@ -183,9 +185,9 @@ export class TpClassroomTrain extends LitElement {
           ><input
             type="checkbox"
             data-control="skipnorm"
-            .checked=${this.skipnorm}
+            .checked=${this.skipSpNormGradAllReduce}
             ?disabled=${running || !this.sp || this.tp === 1}
-            @change=${(e: Event) => (this.skipnorm = (e.target as HTMLInputElement).checked)}
+            @change=${(e: Event) => (this.skipSpNormGradAllReduce = (e.target as HTMLInputElement).checked)}
           />
           skipnorm: skip the norm-gradient all-reduce</label
         >

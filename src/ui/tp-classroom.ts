@@ -11,7 +11,8 @@ import {
 } from '../parallel/classroom.ts';
 import { configFromPreset, presets, type LayerConfig } from '../parallel/config.ts';
 import { legalTpDegrees } from '../parallel/validate.ts';
-import { createLayerPool, type PoolLender } from '../session/layer-run.ts';
+import type { PoolLender } from '../session/layer-run.ts';
+import { createLayerPool } from '../session/pools.ts';
 import { loadClassroomRuns } from '../session/classroom-data.ts';
 import { figureTemplate } from './classroom-figure-view.ts';
 import { stepFigures } from './classroom-figures.ts';
@@ -21,13 +22,7 @@ import { classroomStyles } from './classroom-style.ts';
 import { panelStyles } from './page-style.ts';
 import './tp-classroom-train.ts';
 import './tp-heatmap.ts';
-
-const opWords: Record<ClassroomCollective['op'], string> = {
-  'all-reduce': 'all-reduce',
-  'all-gather': 'all-gather',
-  'reduce-scatter': 'reduce-scatter',
-  identity: 'no communication (identity)',
-};
+import { collectiveName } from './timeline-format.ts';
 
 /** The slide after the layer's steps: the training demo. */
 const trainSlide = { id: 'train', title: '9 · Train across ranks: TP = t and TP = 1 on one loss curve' };
@@ -168,7 +163,8 @@ export class TpClassroom extends LitElement {
         ? 'no bytes'
         : `payload ${k.payloadBytes} B, each rank sends ${Math.round(k.ringBytesPerRank)} B on a ring`;
     return html`<div class="coll" data-op=${k.op}>
-      <b>${opWords[k.op]}</b> — ${bytes} — <code>${k.megatron}</code>: ${k.why}
+      <b>${k.op === 'identity' ? 'no communication (identity)' : collectiveName(k.op)}</b> — ${bytes} —
+      <code>${k.megatron}</code>: ${k.why}
     </div>`;
   }
 

@@ -2,6 +2,7 @@
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { TrainDtype } from '../model/dtype.ts';
+import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../model/global-batch.ts';
 import { parseSystem, type SystemSpec } from '../model/systems.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { fixedBudget } from '../trace/cluster-projection.ts';
@@ -12,15 +13,12 @@ import { formatBytes, formatMs } from './timeline-format.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
 
-/** Degrees the panel tries: powers of two up to the budget that divide it. */
-const degreesFor = (gpus: number): number[] => [1, 2, 4, 8, 16].filter((t) => t <= gpus && gpus % t === 0);
-
 const colors = { plain: '#2f6fb0', sp: '#d0622b', capacity: '#b00020' };
 
 /**
  * `<tp-cluster-panel>`: for the page's layer sizes, L layers and a budget of N GPUs on `system`
- * in `dtype`, the fixed-budget table (t × DP = N; global batch b·N sequences, so each replica
- * runs t micro-batches) and D3 charts of tokens/s, MFU, exposed share and memory per GPU vs t,
+ * in `dtype`, the fixed-budget table (t × DP = N; global batch `gbatch`, b·N sequences by default, so each
+ * replica runs m = gbatch/(b·DP) micro-batches, t by default) and D3 charts of tokens/s, MFU, exposed share and memory per GPU vs t,
  * without and with SP, memory against the GPU's capacity (the OOM line). Pure projection: the
  * same code as `npm run project`.
  */
@@ -51,6 +49,8 @@ export class TpClusterPanel extends LitElement {
   @property() dtype: TrainDtype = 'fp16';
   @property({ type: Number }) layers = 12;
   @property({ type: Number }) gpus = 8;
+  /** The global batch setting ('auto': b·N). */
+  @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
   @property({ type: Boolean }) overlap = true;
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
@@ -59,7 +59,7 @@ export class TpClusterPanel extends LitElement {
   private generation = 0;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'overlap'] as const;
+    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap'] as const;
     if (inputs.some((k) => changed.has(k))) void this.project();
   }
 
@@ -71,15 +71,15 @@ export class TpClusterPanel extends LitElement {
       const system = parseSystem(this.system);
       const machine = { system, dtype: this.dtype };
       const sizes = { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab };
+      const degrees = budgetDegrees(this.gpus);
       const setup = {
         sizes,
         sp: false,
         layers: this.layers,
         gpus: this.gpus,
-        globalBatch: c.b * this.gpus,
+        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees),
         overlap: this.overlap,
       };
-      const degrees = degreesFor(this.gpus);
       const plain = await fixedBudget(setup, degrees, machine);
       const sp = await fixedBudget(
         { ...setup, sp: true },
@@ -181,10 +181,14 @@ export class TpClusterPanel extends LitElement {
       ${this.error ? html`<p class="error" role="alert" data-cluster-error>${this.error}</p>` : nothing}
       <p class="note" data-cluster-caption>
         This layer × ${this.layers} layers (embedding, output and loss once) on
-        ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype}; global batch b·N = ${c.b * this.gpus}
-        sequences (each replica accumulates t micro-batches); DP gradient all-reduce after backward, not overlapped. A
-        projection from datasheet figures and the alpha-beta link model, not a measurement; the WebGPU run on this page
-        is fp32 on this browser's adapter.
+        ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
+        ${
+          this.gbatch === 'auto'
+            ? `global batch b·N = ${c.b * this.gpus} sequences (each replica accumulates t micro-batches)`
+            : `global batch ${this.gbatch} sequences (gbatch; each replica accumulates m = ${this.gbatch}/(b·DP) micro-batches)`
+        };
+        DP gradient all-reduce after backward, not overlapped. A projection from datasheet figures and the alpha-beta
+        link model, not a measurement; the WebGPU run on this page is fp32 on this browser's adapter.
       </p>
       <table data-cluster-table>
         <thead>

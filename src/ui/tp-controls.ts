@@ -166,9 +166,9 @@ export class TpControls extends LitElement {
         ><input
           type="checkbox"
           data-control="skipnorm"
-          .checked=${s.skipNormGradReduce}
+          .checked=${s.skipSpNormGradAllReduce}
           ?disabled=${!s.sp || s.tp === 1}
-          @change=${(e: Event) => this.emit({ ...s, skipNormGradReduce: (e.target as HTMLInputElement).checked }, 'sp')}
+          @change=${(e: Event) => this.emit({ ...s, skipSpNormGradAllReduce: (e.target as HTMLInputElement).checked }, 'sp')}
         />
         demo: skip the SP all-reduce of the norm-weight gradients</label
       >

@@ -1,7 +1,8 @@
-// <tp-machine-controls>: which machine the timeline describes (a real cluster, this browser, or the custom mix), its system, dtype, layers and GPUs.
+// <tp-machine-controls>: which machine the timeline describes (a real cluster, this browser, or the custom mix), its system, dtype, layers, GPUs and global batch.
 import { LitElement, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { trainDtypes } from '../model/dtype.ts';
+import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../model/global-batch.ts';
 import { systemNames, systems } from '../model/systems.ts';
 import { parseWhole } from '../parallel/config-parse.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
@@ -64,6 +65,33 @@ export class TpMachineControls extends LitElement {
       ${this.errorsFor(field)}`;
   }
 
+  /** The cluster panel's global batch: "auto" (b·N) or sequences per step that every t of the table divides. */
+  private globalBatch(s: Settings): TemplateResult {
+    let invalid = '';
+    try {
+      resolveGlobalBatch(s.gbatch, s.b, s.gpus, budgetDegrees(s.gpus));
+    } catch (err) {
+      invalid = err instanceof Error ? err.message : String(err);
+    }
+    return html`<label
+        >global batch (sequences; auto = b·N)
+        <input
+          type="text"
+          inputmode="numeric"
+          data-control="gbatch"
+          .value=${String(s.gbatch)}
+          @change=${(e: Event) => {
+            try {
+              this.emit({ ...s, gbatch: parseGlobalBatch((e.target as HTMLInputElement).value) }, 'gbatch');
+            } catch (err) {
+              this.local = { ...this.local, gbatch: err instanceof Error ? err.message : String(err) };
+            }
+          }}
+      /></label>
+      ${this.errorsFor('gbatch')}
+      ${invalid && !this.local.gbatch ? html`<p class="error" role="alert" data-error-for="gbatch">${invalid}</p>` : nothing}`;
+  }
+
   protected override render() {
     const s = this.settings;
     if (!s) return nothing;
@@ -108,7 +136,7 @@ export class TpMachineControls extends LitElement {
       >
       ${this.errorsFor('dtype')}
       <p class="hint">The WebGPU run on this page is always fp32; the dtype is the real cluster's.</p>
-      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')}
+      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')} ${this.globalBatch(s)}
     </fieldset>`;
   }
 }

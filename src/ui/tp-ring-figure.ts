@@ -4,6 +4,7 @@ import { LitElement, css, html, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { RingFigure } from './classroom-figures.ts';
 import { rankColor } from './classroom-style.ts';
+import { collectiveName } from './timeline-format.ts';
 import { ringPlay, type ChunkState, type RingPlay } from './ring-frames.ts';
 
 const FONT = 22;
@@ -13,16 +14,16 @@ const MOVE_MS = 650;
 const PAUSE_MS = 250;
 
 const opVerb: Record<RingFigure['op'], string> = {
-  'all-reduce': 'all-reduce: reduce-scatter then all-gather, 2(t−1) steps',
-  'reduce-scatter': 'reduce-scatter: t−1 steps, rank r keeps the sum of chunk r',
-  'all-gather': 'all-gather: t−1 steps, every rank ends with every chunk',
+  allReduce: 'all-reduce: reduce-scatter then all-gather, 2(t−1) steps',
+  reduceScatter: 'reduce-scatter: t−1 steps, rank r keeps the sum of chunk r',
+  allGather: 'all-gather: t−1 steps, every rank ends with every chunk',
 };
 
 /** What a chunk reads as: "" (absent), "Σ" (a full sum, or every shard gathered), or its ranks "0+1". */
 function chunkText(s: ChunkState, t: number, op: RingFigure['op']): string {
   if (s.from.length === 0) return '';
-  if (op !== 'all-gather' && s.from.length === t) return 'Σ';
-  return op === 'all-gather' ? `from ${s.from[0]}` : s.from.join('+');
+  if (op !== 'allGather' && s.from.length === t) return 'Σ';
+  return op === 'allGather' ? `from ${s.from[0]}` : s.from.join('+');
 }
 
 /** A chunk's fill: a rank's colour for one contribution; darker grey as more ranks' sums arrive; white when absent. */
@@ -125,7 +126,9 @@ export class TpRingFigure extends LitElement {
             ? html`<button class="play" @click=${() => void this.playRing()} ?disabled=${this.playing}>
                   ${this.done === n && n > 0 ? '↻ replay the ring' : '▶ play the ring'}
                 </button>
-                <span class="progress">step ${this.done} of ${n}${phase ? ` (${phase} phase)` : ''}</span>`
+                <span class="progress"
+                  >step ${this.done} of ${n}${phase ? ` (${collectiveName(phase)} phase)` : ''}</span
+                >`
             : html`<span>t = 1: one rank, nothing to send.</span>`
         }
       </div>`;
@@ -161,7 +164,7 @@ export class TpRingFigure extends LitElement {
     const root = d3.select(svg).attr('role', 'img').attr('aria-label', f.title);
     root.selectAll('*').remove();
     root.append('text').attr('x', 0).attr('y', FONT).attr('font-size', FONT).attr('font-weight', 600).text(f.title);
-    const factor = f.op === 'all-reduce' ? '2(t−1)/t' : '(t−1)/t';
+    const factor = f.op === 'allReduce' ? '2(t−1)/t' : '(t−1)/t';
     const lines = [
       opVerb[f.op],
       `${f.dims} = ${f.rows}×${f.cols} float32: payload S = ${f.payloadBytes} B · each rank sends ${factor}·S = ${Math.round(f.ringBytesPerRank)} B`,

@@ -113,4 +113,29 @@ describe('the machine choice and the cluster panel (built page)', () => {
     await shownRun('tp=2');
     expect(await caption()).toMatch(/Machine: a real cluster \(8×V100 PCIe/);
   });
+  test('a TP group wider than a node is captioned on the network; the global batch is set and checked by its control', async () => {
+    // 2 GPUs per node, t = 4: the TP group spans 2 nodes and the projection prices the network.
+    await page.goto(new URL('/#tp=4&system=custom:v100-pcie:2:5:10&gbatch=12', open.base).href);
+    await shownRun('tp=4');
+    expect(await caption()).toMatch(
+      /Communication: projected on 2× InfiniBand HDR .*: the TP group of 4 spans 2 nodes of 2 GPUs/,
+    );
+    // classroom b = 1, N = 8: b·DP at t = 1 is 8, so 12 is refused by the control and by the panel.
+    const err = page.locator('tp-machine-controls [data-error-for="gbatch"]');
+    await expect
+      .poll(() => err.textContent(), { timeout: runTimeout })
+      .toMatch(/gbatch \(12 sequences\) must be a multiple of b·DP = 8.*use 8 or 16/);
+    await expect.poll(() => panel().locator('[data-cluster-error]').textContent()).toMatch(/use 8 or 16/);
+    await machineControl('gbatch').fill('64');
+    await machineControl('gbatch').dispatchEvent('change');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('gbatch=64');
+    await expect.poll(() => err.count()).toBe(0);
+    await expect
+      .poll(() => panel().locator('[data-cluster-caption]').textContent())
+      .toMatch(/global batch 64 sequences/);
+    // t = 1: DP = 8, m = 64 / (1 · 8) = 8 micro-batches.
+    await expect
+      .poll(() => panel().locator('tr[data-tp="1"][data-sp="false"] td:nth-child(3)').textContent())
+      .toBe('8');
+  });
 });

@@ -2,7 +2,8 @@ import { afterAll, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
 import { trainClassroom, type TrainPoint } from '../../../src/session/classroom-train-run.ts';
-import { createLayerPool, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
+import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
+import { createLayerPool } from '../../../src/session/pools.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
 
 let pool: RankPool<LayerWorkerPrograms> | undefined;

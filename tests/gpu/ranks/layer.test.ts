@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import type { OracleReport } from '../../../src/parallel/oracle.ts';
-import { createLayerPool, runLayer, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
+import { runLayer, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
+import { createLayerPool } from '../../../src/session/pools.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
 
 const failures = (r: OracleReport) =>

@@ -2,7 +2,8 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { classroomSteps, concatRows, maxAbsDiff, sumMatrices } from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
-import { createLayerPool, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
+import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
+import { createLayerPool } from '../../../src/session/pools.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
 import { loadClassroomRuns } from '../../../src/session/classroom-data.ts';
 

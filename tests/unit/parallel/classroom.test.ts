@@ -91,7 +91,7 @@ describe('classroom steps', () => {
     const s5 = steps[4];
     expect(s5.collectives).toEqual([
       expect.objectContaining({
-        op: 'all-reduce',
+        op: 'allReduce',
         payloadBytes: 8 * 16 * 4,
         ringBytesPerRank: 512,
         megatron: 'reduce_from_tensor_model_parallel_region',
@@ -100,13 +100,13 @@ describe('classroom steps', () => {
     expect(s5.checks.every((k) => k.pass)).toBe(true);
     expect(steps[5].collectives.map((k) => [k.op, k.megatron])).toEqual([
       ['identity', 'reduce_from_tensor_model_parallel_region (backward)'],
-      ['all-reduce', 'copy_to_tensor_model_parallel_region (backward)'],
+      ['allReduce', 'copy_to_tensor_model_parallel_region (backward)'],
     ]);
     expect(steps[6].collectives.map((k) => [k.op, k.ringBytesPerRank])).toEqual([
-      ['all-gather', 256],
-      ['reduce-scatter', 256],
-      ['all-gather', 256],
-      ['reduce-scatter', 256],
+      ['allGather', 256],
+      ['reduceScatter', 256],
+      ['allGather', 256],
+      ['reduceScatter', 256],
     ]);
     expect(steps[6].checks.every((k) => k.pass)).toBe(true);
     const wrong = classroomSteps({

@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
 import type { ClassroomMatrix, ClassroomRankData, ClassroomRuns } from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
-import { ringBytes, stepFigures, type BlockFigure, type BlockSpec } from '../../../src/ui/classroom-figures.ts';
+import { stepFigures, type BlockFigure, type BlockSpec } from '../../../src/ui/classroom-figures.ts';
 
 const m = (rows: number, cols: number): ClassroomMatrix => ({
   shape: [rows, cols],
@@ -70,8 +70,8 @@ test('at t = 4 the figures follow the shards: W₁ [h, f/t] per rank, GEMMs with
   const sp = stepFigures('sequence-parallel', R);
   expect(blocksOf(sp[0] as BlockFigure).every((b) => b.rows === 2 && b.cols === 16)).toBe(true);
   expect(sp.slice(1).map((f) => f.kind === 'ring' && [f.op, f.payloadBytes, f.ringBytesPerRank])).toEqual([
-    ['all-gather', 512, 384],
-    ['reduce-scatter', 512, 384],
+    ['allGather', 512, 384],
+    ['reduceScatter', 512, 384],
   ]);
 });
 
@@ -90,14 +90,15 @@ test('every step of the walk-through has a figure; the collectives carry payload
     expect(stepFigures(id, R).length, id).toBeGreaterThan(0);
   const ar = stepFigures('all-reduce', R)[0];
   expect(ar.kind === 'ring' && [ar.op, ar.t, ar.rows, ar.cols, ar.payloadBytes, ar.ringBytesPerRank]).toEqual([
-    'all-reduce',
+    'allReduce',
     2,
     8,
     16,
     512,
     512,
   ]);
-  expect(ringBytes('all-reduce', 512, 1)).toBe(0);
+  const one = stepFigures('all-reduce', runs(1))[0];
+  expect(one.kind === 'ring' && one.ringBytesPerRank).toBe(0);
   const heads = stepFigures('attention', R)[0];
   expect(heads.kind === 'heads' && heads.picture.heads.map((h) => h.rank)).toEqual([0, 0, 1, 1]);
 });

@@ -3,16 +3,20 @@ import { systems } from '../../../src/model/systems.ts';
 import { machineChoice } from '../../../src/ui/machine-choice.ts';
 import { defaultSettings, hashFromSettings, settingsFromHash } from '../../../src/ui/state.ts';
 
+/** The seeds' 8×V100 PCIe box in fp16, 12 layers, 8 GPUs, global batch b·N. */
+const machineDefaults = {
+  machine: 'cluster',
+  system: 'v100-pcie-8',
+  dtype: 'fp16',
+  layers: 12,
+  gpus: 8,
+  gbatch: 'auto',
+} as const;
+
 describe('the machine settings in the URL hash', () => {
   it("default to a real cluster: the seeds' 8×V100 PCIe box in fp16, and stay out of the default link", () => {
-    expect(defaultSettings).toMatchObject({
-      machine: 'cluster',
-      system: 'v100-pcie-8',
-      dtype: 'fp16',
-      layers: 12,
-      gpus: 8,
-    });
-    expect(hashFromSettings(defaultSettings)).not.toMatch(/machine|system|dtype|layers|gpus/);
+    expect(defaultSettings).toMatchObject(machineDefaults);
+    expect(hashFromSettings(defaultSettings)).not.toMatch(/machine|system|dtype|layers|gpus|gbatch/);
   });
 
   it('round-trip when set', () => {
@@ -23,23 +27,25 @@ describe('the machine settings in the URL hash', () => {
       dtype: 'bf16' as const,
       layers: 32,
       gpus: 64,
+      gbatch: 512,
     };
     const h = hashFromSettings(s);
-    expect(h).toContain('machine=custom&system=dgx-h100&dtype=bf16&layers=32&gpus=64');
+    expect(h).toContain('machine=custom&system=dgx-h100&dtype=bf16&layers=32&gpus=64&gbatch=512');
     expect(settingsFromHash(h).settings).toEqual(s);
     const c = hashFromSettings({ ...s, system: 'custom:a100-sxm-80gb:4:2:100' });
     expect(settingsFromHash(c).settings.system).toBe('custom:a100-sxm-80gb:4:2:100');
   });
 
   it('name illegal and unknown values and keep the defaults', () => {
-    const { settings, messages } = settingsFromHash('#machine=cloud&system=dgx-9&dtype=fp8&layers=0&gpus=x');
-    expect(settings).toMatchObject({ machine: 'cluster', system: 'v100-pcie-8', dtype: 'fp16', layers: 12, gpus: 8 });
+    const { settings, messages } = settingsFromHash('#machine=cloud&system=dgx-9&dtype=fp8&layers=0&gpus=x&gbatch=-4');
+    expect(settings).toMatchObject(machineDefaults);
     const by = Object.fromEntries(messages.map((m) => [m.key, m.message]));
     expect(by.machine).toMatch(/machine must be one of cluster, browser, custom, got "cloud"/);
     expect(by.system).toMatch(/unknown system "dgx-9"/);
     expect(by.dtype).toMatch(/unknown dtype "fp8"/);
     expect(by.layers).toMatch(/layers must be a whole number ≥ 1/);
     expect(by.gpus).toMatch(/gpus must be a whole number ≥ 1/);
+    expect(by.gbatch).toBe('gbatch must be a whole number ≥ 1, got "-4". Using gbatch=auto.');
   });
 });
 

@@ -6,7 +6,7 @@ const full = (t: number) => [...Array(t).keys()];
 describe('ring frames', () => {
   for (const t of [2, 3, 4, 8]) {
     test(`all-reduce over ${t} ranks: 2(t−1) steps, one chunk per rank to its right neighbour each step, every chunk the full sum at the end`, () => {
-      const p = ringPlay('all-reduce', t);
+      const p = ringPlay('allReduce', t);
       expect(p.frames).toHaveLength(2 * (t - 1));
       for (const f of p.frames) {
         expect(f.transfers.map((x) => [x.from, x.to])).toEqual(full(t).map((r) => [r, (r + 1) % t]));
@@ -22,7 +22,7 @@ describe('ring frames', () => {
     });
 
     test(`reduce-scatter over ${t} ranks leaves rank r the full sum of chunk r and drops the rest; all-gather gives every rank every chunk`, () => {
-      const rs = ringPlay('reduce-scatter', t);
+      const rs = ringPlay('reduceScatter', t);
       expect(rs.frames).toHaveLength(t - 1);
       const end = rs.frames.at(-1)!.after;
       end.forEach((row, r) =>
@@ -31,7 +31,7 @@ describe('ring frames', () => {
           if (c === r) expect(s.from).toEqual(full(t));
         }),
       );
-      const ag = ringPlay('all-gather', t);
+      const ag = ringPlay('allGather', t);
       expect(ag.start.map((row) => row.map((s) => s.from.length))).toEqual(
         full(t).map((r) => full(t).map((c) => Number(c === r))),
       );
@@ -42,6 +42,6 @@ describe('ring frames', () => {
   }
 
   test('one rank has nothing to send', () => {
-    expect(ringPlay('all-reduce', 1).frames).toEqual([]);
+    expect(ringPlay('allReduce', 1).frames).toEqual([]);
   });
 });

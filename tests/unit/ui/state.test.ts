@@ -75,7 +75,7 @@ describe('hashFromSettings', () => {
       view: 'gemm',
     },
     { ...withPreset(defaultSettings, 'gpt2-layer'), heads: 24, s: 64, net: 'measured' },
-    { ...defaultSettings, sp: true, skipNormGradReduce: true },
+    { ...defaultSettings, sp: true, skipSpNormGradAllReduce: true },
   ];
   test.each(cases.map((s) => [hashFromSettings(s), s] as const))(
     '%s round-trips through settingsFromHash',
