@@ -6,6 +6,7 @@ import { parseSystem, systemNames, systems, type SystemSpec } from '../src/model
 import type { TrainingSetup } from '../src/model/training-setup.ts';
 import { presets } from '../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../src/parallel/config-parse.ts';
+import { sizeFlagOptions } from './size-flags.ts';
 
 /** Size flags, as `npm run sweep` has them. */
 const sizeFlags = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const;
@@ -43,14 +44,7 @@ ${gpu}`;
 const options = {
   scenario: { type: 'string' },
   system: { type: 'string' },
-  preset: { type: 'string' },
-  s: { type: 'string' },
-  b: { type: 'string' },
-  h: { type: 'string' },
-  heads: { type: 'string' },
-  groups: { type: 'string' },
-  ffn: { type: 'string' },
-  vocab: { type: 'string' },
+  ...sizeFlagOptions,
   layers: { type: 'string' },
   gpus: { type: 'string' },
   tp: { type: 'string' },

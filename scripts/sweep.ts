@@ -12,6 +12,7 @@ import { validateConfig } from '../src/parallel/validate.ts';
 import { budgetRun, memoryBudget } from '../src/model/budget.ts';
 import { printSweep } from './sweep-print.ts';
 import { checkOutputPaths } from './output-path.ts';
+import { sizeFlagOptions } from './size-flags.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
@@ -35,14 +36,7 @@ function fail(message: string): never {
 const options = {
   tp: { type: 'string', default: '1,2,4,8' },
   sp: { type: 'boolean', default: false },
-  preset: { type: 'string' },
-  s: { type: 'string' },
-  b: { type: 'string' },
-  h: { type: 'string' },
-  heads: { type: 'string' },
-  groups: { type: 'string' },
-  ffn: { type: 'string' },
-  vocab: { type: 'string' },
+  ...sizeFlagOptions,
   seed: { type: 'string' },
   net: { type: 'string', default: 'pcie-gen3' },
   json: { type: 'boolean', default: false },

@@ -1,4 +1,4 @@
-import { opSpec, type Backend } from './backend.ts';
+import { opSpec, type Backend, type OpSpec } from './backend.ts';
 import type { LocalDims } from './dims.ts';
 import { gemmProblem, linearDgrad, linearForward, linearWgrad, type LinearSpec, type WeightCols } from './linear.ts';
 
@@ -54,6 +54,52 @@ const vCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: (D.nq + D.nkv)
 
 /** Strides of head z's [s, d] matrix inside a [s, b, heads, d] tensor, batch row bi. */
 const heads = (D: LocalDims, n: number, bi: number) => ({ off: bi * n * D.d, row: D.b * n * D.d, head: D.d });
+
+/** A head-strided view as `heads` gives it. */
+type HeadView = ReturnType<typeof heads>;
+
+/**
+ * C_z = A_z·B_{z/ratio} for every query head z of batch row bi: A the [s, s] per-head matrices of
+ * `[b·nq, s, s]` (scores or their gradient), B a KV-group view shared by ratio heads, C a query-head
+ * view; [s, s]·[s, d] → [s, d] per head.
+ */
+function scoresTimesHeads<T>(
+  be: Backend<T>,
+  op: OpSpec,
+  D: LocalDims,
+  bi: number,
+  a: T,
+  b: T,
+  B: HeadView,
+  c: T,
+  C: HeadView,
+): void {
+  const { s, d, nq, ratio } = D;
+  be.gemm(
+    op,
+    gemmProblem({
+      M: s,
+      N: d,
+      K: s,
+      batch: nq,
+      offA: bi * nq * s * s,
+      sAm: s,
+      sAk: 1,
+      bsA: s * s,
+      offB: B.off,
+      sBk: B.row,
+      sBn: 1,
+      bsB: B.head,
+      divB: ratio,
+      offC: C.off,
+      sCm: C.row,
+      bsC: C.head,
+    }),
+    a,
+    b,
+    c,
+  );
+}
 
 /** Forward: x [s, b, h] (full sequence) → partial output [s, b, h] of this rank's heads. */
 export function attentionForward<T>(
@@ -116,30 +162,7 @@ export function attentionForward<T>(
     const O = heads(D, nq, bi),
       V = heads(D, nkv, bi);
     // O_z = P_z·V_{z/ratio}: [s, s]·[s, d] per head z
-    be.gemm(
-      opSpec('attn.context', 'heads'),
-      gemmProblem({
-        M: s,
-        N: d,
-        K: s,
-        batch: nq,
-        offA: bi * nq * s * s,
-        sAm: s,
-        sAk: 1,
-        bsA: s * s,
-        offB: V.off,
-        sBk: V.row,
-        sBn: 1,
-        bsB: V.head,
-        divB: ratio,
-        offC: O.off,
-        sCm: O.row,
-        bsC: O.head,
-      }),
-      p,
-      v,
-      ctx,
-    );
+    scoresTimesHeads(be, opSpec('attn.context', 'heads'), D, bi, p, v, V, ctx, O);
   }
   const out = be.tensor('attn.out', [s, b, h]);
   linearForward(be, attnProj, ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
@@ -241,30 +264,7 @@ export function attentionBackward<T>(
     const Q = heads(D, nq, bi),
       K = heads(D, nkv, bi);
     // dQ_z = dS_z·K_{z/ratio}
-    be.gemm(
-      opSpec('attn.scores.qgrad', 'heads'),
-      gemmProblem({
-        M: s,
-        N: d,
-        K: s,
-        batch: nq,
-        offA: bi * nq * s * s,
-        sAm: s,
-        sAk: 1,
-        bsA: s * s,
-        offB: K.off,
-        sBk: K.row,
-        sBn: 1,
-        bsB: K.head,
-        divB: ratio,
-        offC: Q.off,
-        sCm: Q.row,
-        bsC: Q.head,
-      }),
-      ds,
-      k,
-      dq,
-    );
+    scoresTimesHeads(be, opSpec('attn.scores.qgrad', 'heads'), D, bi, ds, k, K, dq, Q);
     // dK_g = Σ_{z: z/ratio = g} dS_zᵀ·Q_z
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(

@@ -21,6 +21,22 @@ export function rankColor(rank: number | null): string {
 }
 
 /** Styles of <tp-classroom>: step header, navigation, matrix grids and check lines. */
+/** Host and SVG sizing shared by the classroom's figure elements: natural size where it fits, scaled down (text included) where it does not. */
+export const figureStyles = css`
+  :host {
+    display: block;
+    max-width: 100%;
+    overflow-x: auto;
+  }
+  svg {
+    display: block;
+    font-family: system-ui, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
+    /* natural size (its width attribute) where it fits, scaled down with its text where it does not */
+    max-width: 100%;
+    height: auto;
+  }
+`;
+
 export const classroomStyles = css`
   :host {
     display: block;

@@ -1,6 +1,6 @@
 // Which control each validation message is shown next to (pure, no DOM).
 import type { ValidationIssue } from '../parallel/validate.ts';
-import type { Settings } from './state.ts';
+import { sizeKeys, type Settings } from './state.ts';
 
 /** A control of <tp-controls>: a settings key. */
 export type ControlField = keyof Settings;
@@ -13,13 +13,7 @@ export interface FieldIssue {
 
 const controlFields = new Set<string>([
   'preset',
-  's',
-  'b',
-  'h',
-  'heads',
-  'groups',
-  'ffn',
-  'vocab',
+  ...sizeKeys,
   'tp',
   'sp',
   'net',

@@ -1,9 +1,9 @@
 // <tp-block-figure>: tensors as blocks whose sides follow their shapes, one row per rank (D3/SVG).
 import * as d3 from 'd3';
-import { LitElement, css, html, type TemplateResult } from 'lit';
+import { LitElement, html, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { BlockFigure, BlockSpec, RowOp } from './classroom-figures.ts';
-import { rankColor } from './classroom-style.ts';
+import { figureStyles, rankColor } from './classroom-style.ts';
 
 const FONT = 22; // block labels, px at scale 1: legible from the back of a room on a 1920-px projector
 const SMALL = 19;
@@ -31,20 +31,7 @@ export function blockScale(f: BlockFigure): number {
  */
 @customElement('tp-block-figure')
 export class TpBlockFigure extends LitElement {
-  static override styles = css`
-    :host {
-      display: block;
-      max-width: 100%;
-      overflow-x: auto;
-    }
-    svg {
-      display: block;
-      font-family: system-ui, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
-      /* natural size (its width attribute) where it fits, scaled down with its text where it does not */
-      max-width: 100%;
-      height: auto;
-    }
-  `;
+  static override styles = figureStyles;
 
   @property({ attribute: false }) figure?: BlockFigure;
 

@@ -1,9 +1,9 @@
 // <tp-heads-figure>: attention's query heads and KV groups in their owning ranks' rows (D3/SVG).
 import * as d3 from 'd3';
-import { LitElement, css, html, type TemplateResult } from 'lit';
+import { LitElement, html, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { HeadsFigure } from './classroom-figures.ts';
-import { rankColor } from './classroom-style.ts';
+import { figureStyles, rankColor } from './classroom-style.ts';
 
 const FONT = 22;
 const GUTTER = 120;
@@ -17,20 +17,7 @@ const CELL_H = 48;
  */
 @customElement('tp-heads-figure')
 export class TpHeadsFigure extends LitElement {
-  static override styles = css`
-    :host {
-      display: block;
-      max-width: 100%;
-      overflow-x: auto;
-    }
-    svg {
-      display: block;
-      font-family: system-ui, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
-      /* natural size (its width attribute) where it fits, scaled down with its text where it does not */
-      max-width: 100%;
-      height: auto;
-    }
-  `;
+  static override styles = figureStyles;
 
   @property({ attribute: false }) figure?: HeadsFigure;
 

@@ -3,7 +3,7 @@ import * as d3 from 'd3';
 import { LitElement, css, html, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { RingFigure } from './classroom-figures.ts';
-import { rankColor } from './classroom-style.ts';
+import { figureStyles, rankColor } from './classroom-style.ts';
 import { collectiveName } from './timeline-format.ts';
 import { ringPlay, type ChunkState, type RingPlay } from './ring-frames.ts';
 
@@ -42,32 +42,23 @@ function chunkFill(s: ChunkState, t: number): string {
  */
 @customElement('tp-ring-figure')
 export class TpRingFigure extends LitElement {
-  static override styles = css`
-    :host {
-      display: block;
-      max-width: 100%;
-      overflow-x: auto;
-    }
-    svg {
-      display: block;
-      font-family: system-ui, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif;
-      /* natural size (its width attribute) where it fits, scaled down with its text where it does not */
-      max-width: 100%;
-      height: auto;
-    }
-    .bar {
-      display: flex;
-      gap: 14px;
-      align-items: center;
-      flex-wrap: wrap;
-      font-size: inherit;
-    }
-    button {
-      font-size: inherit;
-      padding: 4px 14px;
-      cursor: pointer;
-    }
-  `;
+  static override styles = [
+    figureStyles,
+    css`
+      .bar {
+        display: flex;
+        gap: 14px;
+        align-items: center;
+        flex-wrap: wrap;
+        font-size: inherit;
+      }
+      button {
+        font-size: inherit;
+        padding: 4px 14px;
+        cursor: pointer;
+      }
+    `,
+  ];
 
   @property({ attribute: false }) figure?: RingFigure;
   /** Ring steps shown as done (0: the start). */

@@ -1,20 +1,11 @@
 // `npm run project`: the argument parser directly, and the CLI as a user runs it (a child process).
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { runCli } from '../cli/run-cli.ts';
 import { describe, expect, it } from 'vitest';
 import { gpuNames } from '../../../src/model/gpus.ts';
 import { systemNames, systems } from '../../../src/model/systems.ts';
 import { parseProjectArgs } from '../../../scripts/project-args.ts';
 
-const run = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-  try {
-    const { stdout, stderr } = await promisify(execFile)('npx', ['tsx', 'scripts/project.ts', ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string };
-    return { code: x.code, stdout: x.stdout, stderr: x.stderr };
-  }
-};
+const run = (...args: string[]) => runCli('scripts/project.ts', ...args);
 
 describe('parseProjectArgs', () => {
   it("defaults to the seeds' scenario and takes sizes as npm run sweep does", () => {

@@ -1,18 +1,9 @@
 // `npm run trace` as a user runs it: a child process on the hand-written fixtures.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { runCli } from '../cli/run-cli.ts';
 import { describe, expect, test } from 'vitest';
 import { fixture } from './kineto-fixtures.ts';
 
-const run = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-  try {
-    const { stdout, stderr } = await promisify(execFile)('npx', ['tsx', 'scripts/trace.ts', ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string };
-    return { code: x.code, stdout: x.stdout, stderr: x.stderr };
-  }
-};
+const run = (...args: string[]) => runCli('scripts/trace.ts', ...args);
 
 describe('npm run trace', () => {
   test('--json prints the per-rank analysis with the hand-computed exposed times', async () => {
