@@ -4,7 +4,7 @@ import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
-import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
+import type { GemmSite, LayerPlan, OpPhase, OpSplit, PlannedOp } from '../parallel/plan-types.ts';
 import { layerRunCache, runLayer, type LayerRun, type LayerWorkerPrograms, type PoolLender } from './layer-run.ts';
 import { createLayerPool } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
@@ -15,7 +15,10 @@ import { encodeSafetensors } from '../core/safetensors.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {
+  /** Its label, for people. */
   readonly name: string;
+  /** Which GEMM of the layer it is (the same at every degree): what the views match by. */
+  readonly site: GemmSite;
   readonly phase: OpPhase;
   /** How the GEMM is split across ranks (the plan's op.split). */
   readonly split: OpSplit;
@@ -109,28 +112,23 @@ const summarize = (label: string, tl: Timeline): SweepTimeline => ({
   exposedMs: tl.totals.map((t) => t.exposedMs),
 });
 
+/** The plan's GEMMs as the sweep reports them, `ms(op, i)` the time of compute op i (its index among the plan's compute ops). */
+export function sweepGemms(plan: LayerPlan, ms: (op: PlannedOp, computeIndex: number) => number): SweepGemm[] {
+  return plan.ops
+    .filter((o) => o.kind !== 'collective')
+    .flatMap((o, i) => {
+      if (!o.gemm) return [];
+      const t = ms(o, i);
+      const { site, M, N, K, batch, flops } = o.gemm;
+      return [{ name: o.name, site, phase: o.phase, split: o.split, M, N, K, batch, flops, ms: t, gflops: t > 0 ? flops / t / 1e6 : 0 }];
+    });
+}
+
 /** The per-degree report from one run. */
 export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
   const link = net ? parseInterconnect(net) : undefined;
   const acc = accountPlan(run.plan, link);
-  const computeOps = run.plan.ops.filter((o) => o.kind !== 'collective');
-  const gemms: SweepGemm[] = [];
-  computeOps.forEach((o, i) => {
-    if (!o.gemm) return;
-    const ms = mean(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0));
-    gemms.push({
-      name: o.name,
-      phase: o.phase,
-      split: o.split,
-      M: o.gemm.M,
-      N: o.gemm.N,
-      K: o.gemm.K,
-      batch: o.gemm.batch,
-      flops: o.gemm.flops,
-      ms,
-      gflops: ms > 0 ? o.gemm.flops / ms / 1e6 : 0,
-    });
-  });
+  const gemms = sweepGemms(run.plan, (_, i) => mean(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0)));
   const rank0 = run.commEvents.filter((e) => e.rank === 0);
   const collectives = acc.collectives.map((cc, k): SweepCollective => ({
     name: cc.name,
