@@ -6,7 +6,7 @@ import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { GemmSite, LayerPlan, OpPhase, OpSplit, PlannedOp } from '../parallel/plan-types.ts';
 import { layerRunCache, runLayer, type LayerRun, type LayerWorkerPrograms, type PoolLender } from './layer-run.ts';
-import { createLayerPool } from './pools.ts';
+import { LayerPoolKeeper } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from './run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
@@ -175,9 +175,9 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   const traces: PerfettoTrace[] = [];
   const cache = layerRunCache();
   let adapter = 'unknown adapter';
-  let pool: RankPool<LayerWorkerPrograms> | undefined;
-  // Disposing the pool rejects whatever the run is waiting on, so a cancel takes effect at once.
-  const cancel = (): void => void pool?.dispose();
+  // Its own pool unless one is lent; disposing it rejects what the run waits on, so a cancel takes effect at once.
+  const own = args.pools ? undefined : new LayerPoolKeeper();
+  const cancel = (): void => void own?.dispose();
   args.signal?.addEventListener('abort', cancel);
   try {
     for (const [i, c] of args.configs.entries()) {
@@ -185,6 +185,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
       const tag = `[${i + 1}/${args.configs.length}] t=${c.tp}`;
       const runOn = (p: RankPool<LayerWorkerPrograms>): Promise<LayerRun> => {
         adapter = p.adapters[0] ?? adapter;
+        args.signal?.throwIfAborted();
         return runLayer(p, c, { cache, signal: args.signal, onProgress: (l) => say(`${tag}: ${l}`) });
       };
       let run: LayerRun;
@@ -192,12 +193,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
         say(`${tag}: waiting for the page's rank workers…`);
         run = await args.pools.withPool(c.tp, runOn);
       } else {
-        const more = c.tp - (pool?.capacity ?? 0);
-        if (more > 0) say(`${tag}${c.sp ? ' SP' : ''}: starting ${more} rank worker${more > 1 ? 's' : ''}…`);
-        if (pool) await pool.resize(c.tp);
-        else pool = await createLayerPool(c.tp);
-        args.signal?.throwIfAborted();
-        run = await runOn(pool);
+        run = await runOn(await own!.of(c.tp, (l) => say(`${tag}${c.sp ? ' SP' : ''}: ${l}`)));
       }
       args.signal?.throwIfAborted();
       const degree = summarizeRun(run, args.net);
@@ -209,7 +205,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
     throw e;
   } finally {
     args.signal?.removeEventListener('abort', cancel);
-    await pool?.dispose();
+    await own?.dispose();
   }
   return {
     adapter,
