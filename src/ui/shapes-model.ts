@@ -8,6 +8,8 @@ export type Layout = 'replicated' | 'sequence-sharded' | 'split-last' | 'partial
 
 /** One boundary of the forward pass: the activation after an op (`op` its label), its layout and local shape on every rank. */
 export interface Boundary {
+  /** The op's index in the plan, and its label (for display). */
+  readonly opIndex: number;
   readonly op: string;
   readonly label: string;
   /** Megatron's symbolic local shape, e.g. "[s/t, b, h]". */
@@ -161,7 +163,7 @@ export function boundaries(plan: LayerPlan): Boundary[] {
     if (!op) continue;
     const layout = t === 1 ? 'replicated' : spec.layout(sp);
     const symbolic = t === 1 ? spec.symbolic(false).replace(/\/t/g, '') : spec.symbolic(sp);
-    out.push({ op: op.name, label: spec.label, symbolic, layout, shape: op.outShape });
+    out.push({ opIndex: op.index, op: op.name, label: spec.label, symbolic, layout, shape: op.outShape });
   }
   return out;
 }
