@@ -164,7 +164,17 @@ export function attentionForward<T>(
     const O = heads(D, nq, bi),
       V = heads(D, nkv, bi);
     // O_z = P_z·V_{z/ratio}: [s, s]·[s, d] per head z
-    scoresTimesHeads(be, opSpec('attn.context', 'heads', { gemm: { product: 'context', computes: 'C' } }), D, bi, p, v, V, ctx, O);
+    scoresTimesHeads(
+      be,
+      opSpec('attn.context', 'heads', { gemm: { product: 'context', computes: 'C' } }),
+      D,
+      bi,
+      p,
+      v,
+      V,
+      ctx,
+      O,
+    );
   }
   const out = be.tensor('attn.out', [s, b, h]);
   linearForward(be, attnProj, ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
@@ -266,7 +276,17 @@ export function attentionBackward<T>(
     const Q = heads(D, nq, bi),
       K = heads(D, nkv, bi);
     // dQ_z = dS_z·K_{z/ratio}
-    scoresTimesHeads(be, opSpec('attn.scores.qgrad', 'heads', { gemm: { product: 'scores', computes: 'dA' } }), D, bi, ds, k, K, dq, Q);
+    scoresTimesHeads(
+      be,
+      opSpec('attn.scores.qgrad', 'heads', { gemm: { product: 'scores', computes: 'dA' } }),
+      D,
+      bi,
+      ds,
+      k,
+      K,
+      dq,
+      Q,
+    );
     // dK_g = Σ_{z: z/ratio = g} dS_zᵀ·Q_z
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(

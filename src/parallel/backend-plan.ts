@@ -146,7 +146,8 @@ export class PlanBackend implements Backend<ShapeTensor> {
   }
   release(): void {}
   gemm(op: OpSpec, p: GemmProblem, a: ShapeTensor, b: ShapeTensor, c: ShapeTensor): void {
-    if (!op.gemm) throw new Error(`PlanBackend: the GEMM ${op.label} does not say which product it computes (OpSpec.gemm).`);
+    if (!op.gemm)
+      throw new Error(`PlanBackend: the GEMM ${op.label} does not say which product it computes (OpSpec.gemm).`);
     this.gemmProblems.push(p);
     this.push(op, {
       kind: 'gemm',

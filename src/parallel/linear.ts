@@ -19,7 +19,11 @@ export interface LinearSpec {
 }
 
 /** What each of a linear's GEMMs computes of Y = X·W: Y (forward), dX (dgrad), dW (wgrad). */
-const computes: Record<'forward' | 'dgrad' | 'wgrad', GemmSite['computes']> = { forward: 'C', dgrad: 'dA', wgrad: 'dB' };
+const computes: Record<'forward' | 'dgrad' | 'wgrad', GemmSite['computes']> = {
+  forward: 'C',
+  dgrad: 'dA',
+  wgrad: 'dB',
+};
 
 /** The OpSpec of one of a linear's three GEMMs. */
 function gemmOp(l: LinearSpec, role: 'forward' | 'dgrad' | 'wgrad'): OpSpec {

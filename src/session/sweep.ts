@@ -120,7 +120,21 @@ export function sweepGemms(plan: LayerPlan, ms: (op: PlannedOp, computeIndex: nu
       if (!o.gemm) return [];
       const t = ms(o, i);
       const { site, M, N, K, batch, flops } = o.gemm;
-      return [{ name: o.name, site, phase: o.phase, split: o.split, M, N, K, batch, flops, ms: t, gflops: t > 0 ? flops / t / 1e6 : 0 }];
+      return [
+        {
+          name: o.name,
+          site,
+          phase: o.phase,
+          split: o.split,
+          M,
+          N,
+          K,
+          batch,
+          flops,
+          ms: t,
+          gflops: t > 0 ? flops / t / 1e6 : 0,
+        },
+      ];
     });
 }
 

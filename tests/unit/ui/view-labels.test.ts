@@ -46,7 +46,11 @@ describe('the GEMM view matches a GEMM across degrees by what it is, never by it
     const report = (ps: LayerPlan[]): SweepReport => ({ adapter: 'x', note: '', degrees: ps.map(degree) });
     const a = gemmEfficiency(report(plans), false);
     const b = gemmEfficiency(report(plans.map((p, i) => relabel(p, `t${i}.`))), false);
-    const rows = (e: typeof a) => e.gemms.map(({ name: _name, byDegree, ...row }) => ({ ...row, byDegree: byDegree.map(({ name: _n, ...d }) => d) }));
+    const rows = (e: typeof a) =>
+      e.gemms.map(({ name: _name, byDegree, ...row }) => ({
+        ...row,
+        byDegree: byDegree.map(({ name: _n, ...d }) => d),
+      }));
     expect(rows(b)).toEqual(rows(a));
     // Every row has every degree and the rows are the layer's distinct GEMMs (forward, dgrad, wgrad of each product).
     expect(a.gemms.every((g) => g.byDegree.length === 4)).toBe(true);
