@@ -5,14 +5,16 @@ import { gemmProblem, linearDgrad, linearForward, linearWgrad, type LinearSpec, 
 /** The attention's linears: Q, K and V are the column blocks of linear_qkv, the output projection is linear_proj. */
 export const qkvQ: LinearSpec = {
   label: 'qkv.q',
+  product: 'q',
   weight: 'wqkv',
   split: 'column',
   megatron: 'ColumnParallelLinear (linear_qkv)',
 };
-export const qkvK: LinearSpec = { ...qkvQ, label: 'qkv.k' };
-export const qkvV: LinearSpec = { ...qkvQ, label: 'qkv.v' };
+export const qkvK: LinearSpec = { ...qkvQ, label: 'qkv.k', product: 'k' };
+export const qkvV: LinearSpec = { ...qkvQ, label: 'qkv.v', product: 'v' };
 export const attnProj: LinearSpec = {
   label: 'attn.proj',
+  product: 'proj',
   weight: 'wo',
   split: 'row',
   megatron: 'RowParallelLinear (linear_proj)',
@@ -130,7 +132,7 @@ export function attentionForward<T>(
       K = heads(D, nkv, bi);
     // S_z = Q_z·K_{z/ratio}ᵀ: [s, d]·[d, s] per head z
     be.gemm(
-      opSpec('attn.scores', 'heads'),
+      opSpec('attn.scores', 'heads', { gemm: { product: 'scores', computes: 'C' } }),
       gemmProblem({
         M: s,
         N: s,
@@ -162,7 +164,17 @@ export function attentionForward<T>(
     const O = heads(D, nq, bi),
       V = heads(D, nkv, bi);
     // O_z = P_z·V_{z/ratio}: [s, s]·[s, d] per head z
-    scoresTimesHeads(be, opSpec('attn.context', 'heads'), D, bi, p, v, V, ctx, O);
+    scoresTimesHeads(
+      be,
+      opSpec('attn.context', 'heads', { gemm: { product: 'context', computes: 'C' } }),
+      D,
+      bi,
+      p,
+      v,
+      V,
+      ctx,
+      O,
+    );
   }
   const out = be.tensor('attn.out', [s, b, h]);
   linearForward(be, attnProj, ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
@@ -203,7 +215,7 @@ export function attentionBackward<T>(
       V = heads(D, nkv, bi);
     // dP_z = dO_z·V_{z/ratio}ᵀ
     be.gemm(
-      opSpec('attn.context.dgrad', 'heads'),
+      opSpec('attn.context.dgrad', 'heads', { gemm: { product: 'context', computes: 'dA' } }),
       gemmProblem({
         M: s,
         N: s,
@@ -229,7 +241,7 @@ export function attentionBackward<T>(
     // dV_g = Σ_{z: z/ratio = g} P_zᵀ·dO_z, one batched GEMM over groups per head-in-group
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(
-        opSpec('attn.context.vgrad', 'heads'),
+        opSpec('attn.context.vgrad', 'heads', { gemm: { product: 'context', computes: 'dB' } }),
         gemmProblem({
           M: s,
           N: d,
@@ -264,11 +276,21 @@ export function attentionBackward<T>(
     const Q = heads(D, nq, bi),
       K = heads(D, nkv, bi);
     // dQ_z = dS_z·K_{z/ratio}
-    scoresTimesHeads(be, opSpec('attn.scores.qgrad', 'heads'), D, bi, ds, k, K, dq, Q);
+    scoresTimesHeads(
+      be,
+      opSpec('attn.scores.qgrad', 'heads', { gemm: { product: 'scores', computes: 'dA' } }),
+      D,
+      bi,
+      ds,
+      k,
+      K,
+      dq,
+      Q,
+    );
     // dK_g = Σ_{z: z/ratio = g} dS_zᵀ·Q_z
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(
-        opSpec('attn.scores.kgrad', 'heads'),
+        opSpec('attn.scores.kgrad', 'heads', { gemm: { product: 'scores', computes: 'dB' } }),
         gemmProblem({
           M: s,
           N: d,
