@@ -18,10 +18,13 @@ export interface ParameterShard {
 }
 
 /**
- * The weights rank r holds (t = TP degree, d = h/heads, nq = local query heads, nkv = local KV
- * groups, f = local FFN columns, vl = local rows of the padded vocabulary):
- * qkv [h, (nq + 2·nkv)·d] · proj [nq·d, h] · gate, up [h, f] · down [f, h] ·
- * norm1, norm2 [h] (replicated) · embedding, output [vl, h] (untied; only with a vocabulary).
+ * The weights rank r holds (t = TP degree, d = h/heads, nq = local query heads, f = local FFN
+ * columns, vl = local rows of the padded vocabulary):
+ * qkv [h, W/t] with W = (heads + 2·groups)·d — linear_qkv's even column split, which is
+ * (nq + 2·groups/t)·d when groups ≥ t, and with groups < t a slice of the per-group interleaved
+ * columns owned by this rank alone (Megatron-Core since core_v0.16: nothing replicated, Σ_r = W) ·
+ * proj [nq·d, h] · gate, up [h, f] · down [f, h] · norm1, norm2 [h] (replicated) ·
+ * embedding, output [vl, h] (untied; only with a vocabulary).
  */
 export function parameterShards(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): ParameterShard[] {
   const c = plan.config;
@@ -29,7 +32,6 @@ export function parameterShards(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
   const d = headDim(c);
   const h = c.h;
   const nq = own.heads[1] - own.heads[0];
-  const nkv = own.kvGroups.length;
   const f = own.ffn[1] - own.ffn[0];
   const vl = own.vocab[1] - own.vocab[0];
   const shard = (name: string, shape: number[], replicated = false): ParameterShard => ({
@@ -40,7 +42,7 @@ export function parameterShards(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
   });
   const out = [
     shard('norm1', [h], true),
-    shard('qkv', [h, (nq + 2 * nkv) * d]),
+    shard('qkv', [h, own.qkvCols[1] - own.qkvCols[0]]),
     shard('proj', [nq * d, h]),
     shard('norm2', [h], true),
     shard('gate', [h, f]),

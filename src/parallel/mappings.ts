@@ -92,6 +92,21 @@ export const reduceScatterToSequenceParallelRegion: MappingPair = {
   backward: (comm, dy, n) => comm.allGather(dy, seq, n),
 };
 
+/**
+ * Forward: all-gather last dim · backward: reduce-scatter last dim. [.., n/t] per rank → [.., n]
+ * on every rank, whose gradient is a per-rank partial (Megatron-Core's
+ * all_gather_last_dim_from_tensor_parallel_region, _AllGatherFromTensorParallelRegion in
+ * mappings.py; used by attention when query groups < t to gather the fused QKV activations).
+ */
+export const allGatherLastDimFromTensorParallelRegion: MappingPair = {
+  name: 'allGatherLastDimFromTensorParallelRegion',
+  summary: 'forward: all-gather last dim · backward: reduce-scatter last dim',
+  input: 'per-rank',
+  output: 'per-rank',
+  forward: (comm, x, n) => comm.allGather(x, last, n),
+  backward: (comm, dy, n) => comm.reduceScatter(dy, last, 'sum', n),
+};
+
 /** Short names used in the paper and in Megatron-LM. */
 export const f = copyToTensorParallelRegion;
 /** See `reduceFromTensorParallelRegion`. */

@@ -108,8 +108,13 @@ export interface RankOwnership {
   readonly rank: number;
   /** Query heads [start, end). */
   readonly heads: readonly [number, number];
-  /** Global KV query groups this rank holds (one replicated group when groups < t). */
+  /** Global KV query groups this rank's attention reads (groups < t: one, taken from the gathered QKV). */
   readonly kvGroups: readonly number[];
+  /**
+   * Columns [start, end) of linear_qkv's output [s, b, (heads + 2·groups)·d] this rank computes, in
+   * Megatron's per-group interleaved layout (qkv-layout.ts): W/t of them, each owned by one rank.
+   */
+  readonly qkvCols: readonly [number, number];
   /** FFN columns of gate and up (rows of down) [start, end). */
   readonly ffn: readonly [number, number];
   /** Vocabulary rows [start, end) of the padded vocabulary; [0, 0) without a vocabulary. */

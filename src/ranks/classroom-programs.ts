@@ -16,6 +16,7 @@ import {
 } from '../parallel/mappings.ts';
 import { mlpBackward, mlpForward } from '../parallel/mlp.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
+import { gatheredQkv, gathersQkv } from '../parallel/qkv-layout.ts';
 import { rankWeightArrays } from '../parallel/step-data.ts';
 import { tensorSeed } from '../parallel/weights.ts';
 import type { RankContext } from './context.ts';
@@ -99,7 +100,9 @@ export async function classroomStep(
       ? await lc.forward(opSpec('classroom.mlp.out', 'row'), reduceScatterToSequenceParallelRegion, zPartial)
       : await lc.forward(opSpec('classroom.mlp.out', 'row'), reduceFromTensorParallelRegion, zPartial);
     // Attention on the same input: this rank's heads, then g.
-    const { out: attnPartial } = attentionForward(be, D, xFull, wqkv, wo, c.ropeBase);
+    // With groups < t linear_qkv's activations are all-gathered along the last dim first (Megatron-Core).
+    const gathered = gathersQkv(c) ? gatheredQkv(c, rank) : undefined;
+    const { out: attnPartial } = await attentionForward(be, lc, D, gathered, xFull, wqkv, wo, c.ropeBase);
     const attnPartialData = await read(attnPartial);
     const attn = await lc.allReduce(
       opSpec('classroom.attn.out', 'row'),

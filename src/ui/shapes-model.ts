@@ -32,6 +32,14 @@ const specs: readonly BoundarySpec[] = [
   { op: 'embed.reduce', label: 'embedding output (after g)', symbolic: hidden, layout: hiddenLayout },
   { op: 'ln1', label: 'RMSNorm 1 output', symbolic: hidden, layout: hiddenLayout },
   { op: 'ln1.gather', label: 'attention input (all-gathered)', symbolic: gathered, layout: () => 'replicated' },
+  // groups < t: linear_qkv's even slice, then all-gathered along the last dim (W = (heads + 2·groups)·d).
+  {
+    op: 'qkv',
+    label: 'linear_qkv: this rank’s W/t columns',
+    symbolic: () => '[s, b, W/t]',
+    layout: () => 'split-last',
+  },
+  { op: 'qkv.gather', label: 'QKV all-gathered (last dim)', symbolic: () => '[s, b, W]', layout: () => 'replicated' },
   { op: 'qkv.q', label: 'Q: this rank’s heads', symbolic: () => '[s, b, heads/t, d]', layout: () => 'split-last' },
   { op: 'qkv.k', label: 'K: this rank’s KV groups', symbolic: () => '[s, b, kv/t, d]', layout: () => 'split-last' },
   { op: 'attn.context', label: 'attention context', symbolic: () => '[s, b, heads/t, d]', layout: () => 'split-last' },
