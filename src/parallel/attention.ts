@@ -8,6 +8,7 @@ import { qkvBackward, qkvForward } from './qkv.ts';
 /** The attention's output projection linear_proj (linear_qkv is in qkv.ts). */
 export const attnProj: LinearSpec = {
   label: 'attn.proj',
+  product: 'proj',
   weight: 'wo',
   split: 'row',
   megatron: 'RowParallelLinear (linear_proj)',
@@ -113,7 +114,7 @@ export async function attentionForward<T>(
       K = heads(D, nkv, bi);
     // S_z = Q_z·K_{z/ratio}ᵀ: [s, d]·[d, s] per head z
     be.gemm(
-      opSpec('attn.scores', 'heads'),
+      opSpec('attn.scores', 'heads', { gemm: { product: 'scores', computes: 'C' } }),
       gemmProblem({
         M: s,
         N: s,
@@ -145,7 +146,17 @@ export async function attentionForward<T>(
     const O = heads(D, nq, bi),
       V = heads(D, nkv, bi);
     // O_z = P_z·V_{z/ratio}: [s, s]·[s, d] per head z
-    scoresTimesHeads(be, opSpec('attn.context', 'heads'), D, bi, p, v, V, ctx, O);
+    scoresTimesHeads(
+      be,
+      opSpec('attn.context', 'heads', { gemm: { product: 'context', computes: 'C' } }),
+      D,
+      bi,
+      p,
+      v,
+      V,
+      ctx,
+      O,
+    );
   }
   const out = be.tensor('attn.out', [s, b, h]);
   linearForward(be, attnProj, ctx, wo, out, m, nq * d, { w: h, c0: 0, n: h });
@@ -187,7 +198,7 @@ export async function attentionBackward<T>(
       V = heads(D, nkv, bi);
     // dP_z = dO_z·V_{z/ratio}ᵀ
     be.gemm(
-      opSpec('attn.context.dgrad', 'heads'),
+      opSpec('attn.context.dgrad', 'heads', { gemm: { product: 'context', computes: 'dA' } }),
       gemmProblem({
         M: s,
         N: s,
@@ -213,7 +224,7 @@ export async function attentionBackward<T>(
     // dV_g = Σ_{z: z/ratio = g} P_zᵀ·dO_z, one batched GEMM over groups per head-in-group
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(
-        opSpec('attn.context.vgrad', 'heads'),
+        opSpec('attn.context.vgrad', 'heads', { gemm: { product: 'context', computes: 'dB' } }),
         gemmProblem({
           M: s,
           N: d,
@@ -248,11 +259,21 @@ export async function attentionBackward<T>(
     const Q = heads(D, nq, bi),
       K = heads(D, nkv, bi);
     // dQ_z = dS_z·K_{z/ratio}
-    scoresTimesHeads(be, opSpec('attn.scores.qgrad', 'heads'), D, bi, ds, k, K, dq, Q);
+    scoresTimesHeads(
+      be,
+      opSpec('attn.scores.qgrad', 'heads', { gemm: { product: 'scores', computes: 'dA' } }),
+      D,
+      bi,
+      ds,
+      k,
+      K,
+      dq,
+      Q,
+    );
     // dK_g = Σ_{z: z/ratio = g} dS_zᵀ·Q_z
     for (let rr = 0; rr < ratio; rr++) {
       be.gemm(
-        opSpec('attn.scores.kgrad', 'heads'),
+        opSpec('attn.scores.kgrad', 'heads', { gemm: { product: 'scores', computes: 'dB' } }),
         gemmProblem({
           M: s,
           N: d,

@@ -146,6 +146,8 @@ export class PlanBackend implements Backend<ShapeTensor> {
   }
   release(): void {}
   gemm(op: OpSpec, p: GemmProblem, a: ShapeTensor, b: ShapeTensor, c: ShapeTensor): void {
+    if (!op.gemm)
+      throw new Error(`PlanBackend: the GEMM ${op.label} does not say which product it computes (OpSpec.gemm).`);
     this.gemmProblems.push(p);
     this.push(op, {
       kind: 'gemm',
@@ -153,7 +155,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
       inShapes: [a.shape, b.shape],
       outShape: c.shape,
       flops: gemmFlops(p),
-      gemm: { M: p.M, N: p.N, K: p.K, batch: p.batch, flops: gemmFlops(p) },
+      gemm: { site: op.gemm, M: p.M, N: p.N, K: p.K, batch: p.batch, flops: gemmFlops(p) },
     });
   }
   rmsnorm(op: OpSpec, x: ShapeTensor, g: ShapeTensor, y: ShapeTensor): void {

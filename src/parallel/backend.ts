@@ -1,6 +1,6 @@
 import type { ColumnBlock } from '../reference/copy-cols.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
-import type { OpPhase, OpRole, OpSplit } from './plan-types.ts';
+import type { GemmSite, OpPhase, OpRole, OpSplit } from './plan-types.ts';
 import type { WeightName } from './weight-names.ts';
 
 /**
@@ -15,6 +15,8 @@ export interface OpSpec {
   readonly role?: OpRole;
   /** Default: by split for GEMMs (ColumnParallelLinear, RowParallelLinear, core attention), by kernel otherwise. */
   readonly megatron?: string;
+  /** GEMMs only (required there): which GEMM of the layer it is (a linear's come from its LinearSpec). */
+  readonly gemm?: GemmSite;
   /** Collectives only: issued asynchronously and waited on later (Megatron's async dgrad all-reduce, the SP re-gather). */
   readonly async?: boolean;
   /**

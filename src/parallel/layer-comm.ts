@@ -1,5 +1,5 @@
 import type { Collectives, ReduceOp } from '../comm/collectives.ts';
-import type { OpSpec } from './backend.ts';
+import { opSpec, type OpSpec } from './backend.ts';
 import type { MappingPair } from './mappings.ts';
 import type { OpPhase, OpRole, OpSplit } from './plan-types.ts';
 import type { WeightName } from './weight-names.ts';
@@ -90,4 +90,28 @@ export class LayerComm<T> {
     if (ready) await ready;
     return this.issued(x, this.comm.allGather(x, dim, op.label));
   }
+}
+
+/**
+ * Under SP a ColumnParallelLinear saves its [s/t, b, h] input and all-gathers it again for the
+ * wgrad: `issue` starts that all-gather asynchronously right before the dgrad GEMMs, `wait` takes
+ * its result after them (LinearWithGradAccumulationAndAsyncCommunication.backward,
+ * megatron/core/tensor_parallel/layers.py: "gather is scheduled before the input gradient computation").
+ */
+export function regather<T>(
+  lc: LayerComm<T>,
+  label: string,
+  enter: MappingPair,
+  shard: T,
+): { issue: () => void; wait: () => Promise<T> } {
+  let pending: Promise<T> | undefined;
+  return {
+    issue: () => {
+      pending = lc.forward(opSpec(label, 'sequence', { async: true, role: 'forward' }), enter, shard);
+    },
+    wait: () => {
+      if (!pending) throw new Error(`regather: ${label} was awaited before it was issued.`);
+      return pending;
+    },
+  };
 }

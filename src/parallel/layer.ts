@@ -2,15 +2,9 @@ import { attentionBackward, attentionForward } from './attention.ts';
 import { opSpec, type Backend } from './backend.ts';
 import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
-import type { LayerComm } from './layer-comm.ts';
-import {
-  copyToTensorParallelRegion,
-  gatherFromSequenceParallelRegion,
-  reduceFromTensorParallelRegion,
-  reduceScatterToSequenceParallelRegion,
-  type MappingPair,
-} from './mappings.ts';
-import { mlpBackward, mlpForward } from './mlp.ts';
+import { regather, type LayerComm } from './layer-comm.ts';
+import { tensorParallelRegion } from './mappings.ts';
+import { mlpBlockBackward, mlpBlockForward, type MlpBlockLabels } from './mlp-block.ts';
 import type { RankOwnership } from './plan-types.ts';
 import { gatheredQkv, gathersQkv } from './qkv-layout.ts';
 import { outputLayer, outputLayerBackward, vocabParallelLoss } from './vocab.ts';
@@ -45,29 +39,14 @@ function tokenSlice<A extends Float32Array | Float64Array>(data: A, s: number, [
   return data.slice(t0 * row, t1 * row) as A;
 }
 
-/**
- * Under SP a ColumnParallelLinear saves its [s/t, b, h] input and all-gathers it again for the
- * wgrad: `issue` starts that all-gather asynchronously right before the dgrad GEMMs, `wait` takes
- * its result after them (LinearWithGradAccumulationAndAsyncCommunication.backward,
- * megatron/core/tensor_parallel/layers.py: "gather is scheduled before the input gradient computation").
- */
-function regather<T>(
-  lc: LayerComm<T>,
-  label: string,
-  enter: MappingPair,
-  shard: T,
-): { issue: () => void; wait: () => Promise<T> } {
-  let pending: Promise<T> | undefined;
-  return {
-    issue: () => {
-      pending = lc.forward(opSpec(label, 'sequence', { async: true, role: 'forward' }), enter, shard);
-    },
-    wait: () => {
-      if (!pending) throw new Error(`layerStep: ${label} was awaited before it was issued.`);
-      return pending;
-    },
-  };
-}
+/** The MLP block's collectives as the layer labels them. */
+const mlpLabels: MlpBlockLabels = {
+  gather: 'ln2.gather',
+  reduce: 'mlp.reduce',
+  reduceBackward: 'mlp.reduce.backward',
+  regather: 'ln2.regather',
+  dgradReduce: 'mlp.dgrad.reduce',
+};
 
 /**
  * Megatron's finalize_model_grads after backward (_allreduce_non_tensor_model_parallel_grads,
@@ -137,8 +116,7 @@ export async function layerStep<T>(
   const v0 = own.vocab[0];
   const sp = c.sp && c.tp > 1;
   // f, g and their SP forms: what enters a TP region and what leaves it.
-  const enter: MappingPair = sp ? gatherFromSequenceParallelRegion : copyToTensorParallelRegion;
-  const leave: MappingPair = sp ? reduceScatterToSequenceParallelRegion : reduceFromTensorParallelRegion;
+  const { enter, leave } = tensorParallelRegion(sp);
   const into = async (name: string, x: T): Promise<T> => (sp ? lc.forward(opSpec(name, 'sequence'), enter, x) : x);
   // Norms and residuals work on this rank's tokens under SP, on the full replicated sequence without.
   const tokens = sp ? 'sequence' : 'replicated';
@@ -176,12 +154,9 @@ export async function layerStep<T>(
   const ln2 = be.tensor('ln2', [sl, b, h]);
   const rstd2 = be.tensor('ln2.rstd', [sl, b]);
   be.rmsnorm(opSpec('ln2', tokens, { weight: 'g2' }), x2, g2, ln2, rstd2, c.eps);
-  let ln2Full = await into('ln2.gather', ln2);
-  const mlp = mlpForward(be, D, ln2Full, wfc1, wdown);
-  if (sp) be.release(ln2Full);
-  const mlpOut = await lc.forward(opSpec('mlp.reduce', 'row'), leave, mlp.out);
+  const mlp = await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
   const y = be.tensor('y', [sl, b, h]);
-  be.add(opSpec('residual.mlp', tokens), x2, mlpOut, y);
+  be.add(opSpec('residual.mlp', tokens), x2, mlp.out, y);
 
   let loss: T | undefined;
   let dy: T;
@@ -220,23 +195,8 @@ export async function layerStep<T>(
   }
 
   // ---- backward: MLP block (y = x2 + g(mlp)) ----
-  const dmlp = sp ? await lc.backward(opSpec('mlp.reduce.backward', 'sequence'), leave, dy) : dy;
-  const ln2Again = regather(lc, 'ln2.regather', enter, ln2);
-  const mb = mlpBackward(
-    be,
-    D,
-    dmlp,
-    mlp.saved,
-    wfc1,
-    wdown,
-    grad('wfc1', be.shapeOf(wfc1)),
-    grad('wdown', be.shapeOf(wdown)),
-    sp ? ln2Again.issue : undefined,
-  );
-  ln2Full = sp ? await ln2Again.wait() : ln2Full;
-  const dln2Pending = lc.backward(opSpec('mlp.dgrad.reduce', 'column', { async: true }), enter, mb.dx);
-  mb.wgrad(ln2Full);
-  const dln2 = await dln2Pending;
+  const dw = { wfc1: grad('wfc1', be.shapeOf(wfc1)), wdown: grad('wdown', be.shapeOf(wdown)) };
+  const { dx: dln2 } = await mlpBlockBackward(be, lc, D, sp, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels);
   const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
   be.rmsnormBackward(opSpec('ln2.backward', tokens, { weight: 'g2' }), x2, g2, rstd2, dln2, dx2);
   be.addInPlace(opSpec('residual.mlp.backward', tokens), dx2, dy);

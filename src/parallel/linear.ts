@@ -1,19 +1,29 @@
 import type { GemmProblem } from '../reference/gemm.ts';
 import type { Backend, OpSpec } from './backend.ts';
+import type { GemmProduct, GemmSite } from './plan-types.ts';
 import type { WeightName } from './weight-names.ts';
 
 /**
- * A parallel linear layer as data: its label, the weight it uses and how Megatron splits it —
+ * A parallel linear layer as data: its label, its product (Y = X·W), the weight it uses and how Megatron splits it —
  * `column` (ColumnParallelLinear: output dim split) or `row` (RowParallelLinear: input dim split).
  * Its three GEMMs are labelled `label`, `label.dgrad` and `label.wgrad`.
  */
 export interface LinearSpec {
   readonly label: string;
+  /** Its output, as the plan's GEMM sites name it. */
+  readonly product: GemmProduct;
   readonly weight: WeightName;
   readonly split: 'column' | 'row';
   /** The Megatron module when more precise than the split's (e.g. "ColumnParallelLinear (output_layer)"). */
   readonly megatron?: string;
 }
+
+/** What each of a linear's GEMMs computes of Y = X·W: Y (forward), dX (dgrad), dW (wgrad). */
+const computes: Record<'forward' | 'dgrad' | 'wgrad', GemmSite['computes']> = {
+  forward: 'C',
+  dgrad: 'dA',
+  wgrad: 'dB',
+};
 
 /** The OpSpec of one of a linear's three GEMMs. */
 function gemmOp(l: LinearSpec, role: 'forward' | 'dgrad' | 'wgrad'): OpSpec {
@@ -21,6 +31,7 @@ function gemmOp(l: LinearSpec, role: 'forward' | 'dgrad' | 'wgrad'): OpSpec {
     label: role === 'forward' ? l.label : `${l.label}.${role}`,
     split: l.split,
     weight: l.weight,
+    gemm: { product: l.product, computes: computes[role] },
     role,
     ...(l.megatron !== undefined && { megatron: l.megatron }),
   };

@@ -107,6 +107,17 @@ export const allGatherLastDimFromTensorParallelRegion: MappingPair = {
   backward: (comm, dy, n) => comm.reduceScatter(dy, last, 'sum', n),
 };
 
+/**
+ * The two boundaries of a tensor-parallel region: `enter` before a ColumnParallelLinear (f, or
+ * under SP gather_from_sequence_parallel_region) and `leave` after a RowParallelLinear (g, or under
+ * SP reduce_scatter_to_sequence_parallel_region) — Megatron's TransformerLayer with and without SP.
+ */
+export function tensorParallelRegion(sp: boolean): { readonly enter: MappingPair; readonly leave: MappingPair } {
+  return sp
+    ? { enter: gatherFromSequenceParallelRegion, leave: reduceScatterToSequenceParallelRegion }
+    : { enter: copyToTensorParallelRegion, leave: reduceFromTensorParallelRegion };
+}
+
 /** Short names used in the paper and in Megatron-LM. */
 export const f = copyToTensorParallelRegion;
 /** See `reduceFromTensorParallelRegion`. */

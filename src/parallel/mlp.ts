@@ -5,13 +5,15 @@ import { linearDgrad, linearForward, linearWgrad, type LinearSpec, type WeightCo
 /** The MLP's linears: gate and up are the two halves of linear_fc1, down is linear_fc2. */
 export const mlpGate: LinearSpec = {
   label: 'mlp.gate',
+  product: 'gate',
   weight: 'wfc1',
   split: 'column',
   megatron: 'ColumnParallelLinear (linear_fc1)',
 };
-export const mlpUp: LinearSpec = { ...mlpGate, label: 'mlp.up' };
+export const mlpUp: LinearSpec = { ...mlpGate, label: 'mlp.up', product: 'up' };
 export const mlpDown: LinearSpec = {
   label: 'mlp.down',
+  product: 'down',
   weight: 'wdown',
   split: 'row',
   megatron: 'RowParallelLinear (linear_fc2)',

@@ -50,8 +50,27 @@ export interface OpOverlap {
   readonly underAsync: boolean;
 }
 
-/** A GEMM's local problem on one rank: [M,K]·[K,N] per batch; flops = 2·M·N·K·batch. */
+/**
+ * The products C = A·B the layer's GEMMs compute: a linear's output (q, k, v, proj, gate, up, down,
+ * logits; A its input, B its weight; qkv: linear_qkv as one GEMM over the rank's even slice of the
+ * interleaved columns, when groups < t) or a core-attention product per head (scores = Q·Kᵀ,
+ * context = P·V).
+ */
+export type GemmProduct = 'q' | 'k' | 'v' | 'qkv' | 'scores' | 'context' | 'proj' | 'gate' | 'up' | 'down' | 'logits';
+
+/**
+ * Which GEMM of the layer an op is — the same at every degree, whatever its label: its product
+ * and what it computes of it: `C` the product itself (forward), `dA` the gradient of A (a linear's
+ * dgrad; dQ of the scores, dP of the context), `dB` the gradient of B (a linear's wgrad; dK, dV).
+ */
+export interface GemmSite {
+  readonly product: GemmProduct;
+  readonly computes: 'C' | 'dA' | 'dB';
+}
+
+/** A GEMM's local problem on one rank: [M,K]·[K,N] per batch; flops = 2·M·N·K·batch; `site` which GEMM of the layer it is. */
 export interface PlannedGemm {
+  readonly site: GemmSite;
   readonly M: number;
   readonly N: number;
   readonly K: number;

@@ -8,14 +8,15 @@ import type { GatheredQkv } from './qkv-layout.ts';
 /** linear_qkv, a ColumnParallelLinear; with groups ≥ t its Q, K and V column blocks run as three GEMMs. */
 export const qkvQ: LinearSpec = {
   label: 'qkv.q',
+  product: 'q',
   weight: 'wqkv',
   split: 'column',
   megatron: 'ColumnParallelLinear (linear_qkv)',
 };
-export const qkvK: LinearSpec = { ...qkvQ, label: 'qkv.k' };
-export const qkvV: LinearSpec = { ...qkvQ, label: 'qkv.v' };
+export const qkvK: LinearSpec = { ...qkvQ, label: 'qkv.k', product: 'k' };
+export const qkvV: LinearSpec = { ...qkvQ, label: 'qkv.v', product: 'v' };
 /** linear_qkv as one GEMM over the rank's even slice of the interleaved columns (groups < t). */
-export const qkvFused: LinearSpec = { ...qkvQ, label: 'qkv' };
+export const qkvFused: LinearSpec = { ...qkvQ, label: 'qkv', product: 'qkv' };
 
 /** Megatron's steps 2–4 of get_query_key_value_tensors: taking this rank's q heads, k and v out of the gathered QKV. */
 const splitModule = 'get_query_key_value_tensors (this rank’s q heads, k, v of the gathered QKV)';

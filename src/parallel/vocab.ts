@@ -6,6 +6,7 @@ import { linearDgrad, linearForward, linearWgrad, type LinearSpec } from './line
 /** The output layer: a ColumnParallelLinear over the (padded) vocabulary. */
 export const outputLinear: LinearSpec = {
   label: 'logits',
+  product: 'logits',
   weight: 'wout',
   split: 'column',
   megatron: 'ColumnParallelLinear (output_layer)',

@@ -8,16 +8,11 @@ import { GpuBackend } from './backend-gpu.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { localDims } from '../parallel/dims.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
-import {
-  copyToTensorParallelRegion,
-  gatherFromSequenceParallelRegion,
-  reduceFromTensorParallelRegion,
-  reduceScatterToSequenceParallelRegion,
-} from '../parallel/mappings.ts';
-import { mlpBackward, mlpForward } from '../parallel/mlp.ts';
+import { mlpBlockBackward, mlpBlockForward, type MlpBlockLabels } from '../parallel/mlp-block.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import { gatheredQkv, gathersQkv } from '../parallel/qkv-layout.ts';
 import { rankWeightArrays } from '../parallel/step-data.ts';
+import type { WeightName } from '../parallel/weight-names.ts';
 import { tensorSeed } from '../parallel/weights.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
@@ -39,13 +34,23 @@ function columns(a: Float32Array, rows: number, w: number, c0: number, n: number
   return { shape: [rows, n], data: out };
 }
 
+/** The classroom MLP block's collectives; it keeps the all-gathered input (no re-gather label) to show it and feed attention. */
+const mlpLabels: MlpBlockLabels = {
+  gather: 'classroom.mlp.in',
+  reduce: 'classroom.mlp.out',
+  reduceBackward: 'classroom.mlp.out.grad',
+  dgradReduce: 'classroom.mlp.in.grad',
+};
+
 /**
  * The classroom MLP on this rank's GPU with the group's real collectives (or, with `solo`, on
- * this rank alone as TP=1). Forward: X → f (identity; with SP gather_from_sequence_parallel_region,
- * an all-gather) → gate/up ColumnParallelLinear → SwiGLU (local) → down RowParallelLinear →
- * g (reduce_from_tensor_model_parallel_region, an all-reduce; with SP
- * reduce_scatter_to_sequence_parallel_region). Backward runs the conjugates: g's backward is the
- * identity (SP: all-gather), f's backward all-reduces dX (SP: reduce-scatter).
+ * this rank alone as TP=1): the layer's tensor-parallel MLP block (src/parallel/mlp-block.ts),
+ * reading the partial sums before each reduction. Forward: X → f (identity; with SP
+ * gather_from_sequence_parallel_region, an all-gather) → gate/up ColumnParallelLinear → SwiGLU
+ * (local) → down RowParallelLinear → g (reduce_from_tensor_model_parallel_region, an all-reduce;
+ * with SP reduce_scatter_to_sequence_parallel_region). Backward runs the conjugates: g's backward
+ * is the identity (SP: all-gather), f's backward all-reduces dX (SP: reduce-scatter). Then
+ * attention on the same input: this rank's heads and g.
  */
 export async function classroomStep(
   ctx: RankContext,
@@ -80,7 +85,7 @@ export async function classroomStep(
     const sl = t1 - t0;
     const x = be.tensor('classroom.x', [sl, b, h], rows(inputs.x));
     const dz = be.tensor('classroom.dz', [sl, b, h], rows(inputs.dz));
-    const upload = (name: 'wfc1' | 'wdown' | 'wqkv' | 'wo') => {
+    const upload = (name: WeightName) => {
       const w = shards[name];
       if (!w) throw new Error(`classroomStep: no shard of ${name}`);
       return be.tensor(name, w.shape, w.data);
@@ -89,16 +94,11 @@ export async function classroomStep(
       wdown = upload('wdown'),
       wqkv = upload('wqkv'),
       wo = upload('wo');
-    // Forward: X enters the tensor-parallel region.
-    // f's forward (copy_to_tensor_model_parallel_region) is the identity and issues nothing, as in the layer.
-    const xFull = c.sp
-      ? await lc.forward(opSpec('classroom.mlp.in', 'sequence'), gatherFromSequenceParallelRegion, x)
-      : x;
-    const { out: zPartial, saved } = mlpForward(be, D, xFull, wfc1, wdown);
-    const zPartialData = await read(zPartial); // read before the all-reduce, which may work in place
-    const z = c.sp
-      ? await lc.forward(opSpec('classroom.mlp.out', 'row'), reduceScatterToSequenceParallelRegion, zPartial)
-      : await lc.forward(opSpec('classroom.mlp.out', 'row'), reduceFromTensorParallelRegion, zPartial);
+    const sp = c.sp && c.tp > 1;
+    const mlpW = { wfc1, wdown };
+    const fwd = await mlpBlockForward(be, lc, D, sp, x, mlpW, mlpLabels, read);
+    const { input: xFull } = fwd.saved;
+    if (!xFull || !fwd.partial) throw new Error('classroomStep: the MLP block kept no input or no partial sums.');
     // Attention on the same input: this rank's heads, then g.
     // With groups < t linear_qkv's activations are all-gathered along the last dim first (Megatron-Core).
     const gathered = gathersQkv(c) ? gatheredQkv(c, rank) : undefined;
@@ -109,21 +109,12 @@ export async function classroomStep(
       'reduceFromTensorParallelRegion — forward: all-reduce · backward: identity (g)',
       attnPartial,
     );
-    // Backward: g's backward (identity; SP: all-gather), then f's backward (all-reduce; SP: reduce-scatter).
     lc.phase = 'backward';
     be.phase = 'backward';
-    // g's backward is the identity and issues nothing; dzFull is dz itself.
-    const dzFull = c.sp
-      ? await lc.backward(opSpec('classroom.mlp.out.grad', 'sequence'), reduceScatterToSequenceParallelRegion, dz)
-      : dz;
-    const dw1 = be.tensor('dwfc1', [h, 2 * f]),
-      dw2 = be.tensor('dwdown', [f, h]);
-    const { dx: dxPartial, wgrad } = mlpBackward(be, D, dzFull, saved, wfc1, wdown, dw1, dw2);
-    const dxPartialData = await read(dxPartial);
-    const dx = c.sp
-      ? await lc.backward(opSpec('classroom.mlp.in.grad', 'column'), gatherFromSequenceParallelRegion, dxPartial)
-      : await lc.backward(opSpec('classroom.mlp.in.grad', 'column'), copyToTensorParallelRegion, dxPartial);
-    wgrad(xFull);
+    const dw = { wfc1: be.tensor('dwfc1', [h, 2 * f]), wdown: be.tensor('dwdown', [f, h]) };
+    const bwd = await mlpBlockBackward(be, lc, D, sp, dz, fwd.saved, mlpW, dw, mlpLabels, read);
+    if (!bwd.partial) throw new Error('classroomStep: the MLP block showed no partial dX.');
+    const saved = fwd.saved.mlp;
     const w1 = await be.read(wfc1);
     return {
       rank,
@@ -137,12 +128,12 @@ export async function classroomStep(
       yUp: await read(saved.up),
       act: await read(saved.act),
       w2: await read(wdown),
-      zPartial: zPartialData,
-      z: await read(z),
+      zPartial: fwd.partial,
+      z: await read(fwd.out),
       dz: await read(dz),
-      dzFull: await read(dzFull),
-      dxPartial: dxPartialData,
-      dx: await read(dx),
+      dzFull: await read(bwd.dOut),
+      dxPartial: bwd.partial,
+      dx: await read(bwd.dx),
       attnPartial: attnPartialData,
       attn: await read(attn),
       collectives: lc.log,

@@ -16,7 +16,7 @@ import {
   type LayerWorkerPrograms,
   type PoolLender,
 } from './layer-run.ts';
-import { createLayerPool } from './pools.ts';
+import { LayerPoolKeeper } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from './run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
@@ -66,7 +66,7 @@ export interface PlaygroundResult {
  * kernels and measured or modeled communication. Without WebGPU it schedules the plan from the cost model.
  */
 export class PlaygroundRunner implements PoolLender {
-  private pool: RankPool<LayerWorkerPrograms> | undefined;
+  private readonly pools = new LayerPoolKeeper();
   private readonly cache: LayerRunCache = layerRunCache();
   private queue: Promise<unknown> = Promise.resolve();
   private generation = 0;
@@ -152,7 +152,7 @@ export class PlaygroundRunner implements PoolLender {
       });
     } catch (e) {
       // A failed run breaks the pool: release its workers' devices and memory now, not at the next run.
-      if (pool.failure && this.pool === pool) await this.dispose();
+      if (pool.failure && this.pools.current === pool) await this.dispose();
       throw e;
     }
     const t0 = run.computeTimes[0];
@@ -175,20 +175,8 @@ export class PlaygroundRunner implements PoolLender {
     };
   }
 
-  private async poolOf(t: number): Promise<RankPool<LayerWorkerPrograms>> {
-    if (this.pool?.failure) {
-      await this.pool.dispose();
-      this.pool = undefined;
-    }
-    if (!this.pool) {
-      this.onProgress(`starting ${t} rank worker${t > 1 ? 's' : ''}…`);
-      this.pool = await createLayerPool(t);
-    } else if (this.pool.size !== t) {
-      const more = t - this.pool.capacity;
-      if (more > 0) this.onProgress(`starting ${more} more rank worker${more > 1 ? 's' : ''}…`);
-      await this.pool.resize(t);
-    }
-    return this.pool;
+  private poolOf(t: number): Promise<RankPool<LayerWorkerPrograms>> {
+    return this.pools.of(t, this.onProgress);
   }
 
   /**
@@ -216,13 +204,14 @@ export class PlaygroundRunner implements PoolLender {
         await pool.traces();
       })
       .catch(async () => {
-        if (this.pool?.failure) await this.dispose(); // release a broken pool's memory at once
+        if (this.pools.current?.failure) await this.dispose(); // release a broken pool's memory at once
       });
   }
 
   /** Rank workers started (devices up, pipelines compiled): every degree up to this is a re-run. */
   warmRanks(): number {
-    return this.pool && !this.pool.failure ? this.pool.capacity : 0;
+    const p = this.pools.current;
+    return p && !p.failure ? p.capacity : 0;
   }
 
   /** Resolves when queued runs and warm-ups have finished. */
@@ -232,7 +221,6 @@ export class PlaygroundRunner implements PoolLender {
 
   /** Terminates every rank worker. */
   async dispose(): Promise<void> {
-    await this.pool?.dispose();
-    this.pool = undefined;
+    await this.pools.dispose();
   }
 }

@@ -4,9 +4,9 @@ import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
 import type { Timeline } from '../trace/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
-import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
+import type { GemmSite, LayerPlan, OpPhase, OpSplit, PlannedOp } from '../parallel/plan-types.ts';
 import { layerRunCache, runLayer, type LayerRun, type LayerWorkerPrograms, type PoolLender } from './layer-run.ts';
-import { createLayerPool } from './pools.ts';
+import { LayerPoolKeeper } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from './run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
@@ -15,7 +15,10 @@ import { encodeSafetensors } from '../core/safetensors.ts';
 
 /** One GEMM of the layer at one degree: local shape and measured speed (mean over ranks). */
 export interface SweepGemm {
+  /** Its label, for people. */
   readonly name: string;
+  /** Which GEMM of the layer it is (the same at every degree): what the views match by. */
+  readonly site: GemmSite;
   readonly phase: OpPhase;
   /** How the GEMM is split across ranks (the plan's op.split). */
   readonly split: OpSplit;
@@ -109,28 +112,37 @@ const summarize = (label: string, tl: Timeline): SweepTimeline => ({
   exposedMs: tl.totals.map((t) => t.exposedMs),
 });
 
+/** The plan's GEMMs as the sweep reports them, `ms(op, i)` the time of compute op i (its index among the plan's compute ops). */
+export function sweepGemms(plan: LayerPlan, ms: (op: PlannedOp, computeIndex: number) => number): SweepGemm[] {
+  return plan.ops
+    .filter((o) => o.kind !== 'collective')
+    .flatMap((o, i) => {
+      if (!o.gemm) return [];
+      const t = ms(o, i);
+      const { site, M, N, K, batch, flops } = o.gemm;
+      return [
+        {
+          name: o.name,
+          site,
+          phase: o.phase,
+          split: o.split,
+          M,
+          N,
+          K,
+          batch,
+          flops,
+          ms: t,
+          gflops: t > 0 ? flops / t / 1e6 : 0,
+        },
+      ];
+    });
+}
+
 /** The per-degree report from one run. */
 export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
   const link = net ? parseInterconnect(net) : undefined;
   const acc = accountPlan(run.plan, link);
-  const computeOps = run.plan.ops.filter((o) => o.kind !== 'collective');
-  const gemms: SweepGemm[] = [];
-  computeOps.forEach((o, i) => {
-    if (!o.gemm) return;
-    const ms = mean(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0));
-    gemms.push({
-      name: o.name,
-      phase: o.phase,
-      split: o.split,
-      M: o.gemm.M,
-      N: o.gemm.N,
-      K: o.gemm.K,
-      batch: o.gemm.batch,
-      flops: o.gemm.flops,
-      ms,
-      gflops: ms > 0 ? o.gemm.flops / ms / 1e6 : 0,
-    });
-  });
+  const gemms = sweepGemms(run.plan, (_, i) => mean(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0)));
   const rank0 = run.commEvents.filter((e) => e.rank === 0);
   const collectives = acc.collectives.map((cc, k): SweepCollective => ({
     name: cc.name,
@@ -177,9 +189,9 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   const traces: PerfettoTrace[] = [];
   const cache = layerRunCache();
   let adapter = 'unknown adapter';
-  let pool: RankPool<LayerWorkerPrograms> | undefined;
-  // Disposing the pool rejects whatever the run is waiting on, so a cancel takes effect at once.
-  const cancel = (): void => void pool?.dispose();
+  // Its own pool unless one is lent; disposing it rejects what the run waits on, so a cancel takes effect at once.
+  const own = args.pools ? undefined : new LayerPoolKeeper();
+  const cancel = (): void => void own?.dispose();
   args.signal?.addEventListener('abort', cancel);
   try {
     for (const [i, c] of args.configs.entries()) {
@@ -187,6 +199,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
       const tag = `[${i + 1}/${args.configs.length}] t=${c.tp}`;
       const runOn = (p: RankPool<LayerWorkerPrograms>): Promise<LayerRun> => {
         adapter = p.adapters[0] ?? adapter;
+        args.signal?.throwIfAborted();
         return runLayer(p, c, { cache, signal: args.signal, onProgress: (l) => say(`${tag}: ${l}`) });
       };
       let run: LayerRun;
@@ -194,12 +207,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
         say(`${tag}: waiting for the page's rank workers…`);
         run = await args.pools.withPool(c.tp, runOn);
       } else {
-        const more = c.tp - (pool?.capacity ?? 0);
-        if (more > 0) say(`${tag}${c.sp ? ' SP' : ''}: starting ${more} rank worker${more > 1 ? 's' : ''}…`);
-        if (pool) await pool.resize(c.tp);
-        else pool = await createLayerPool(c.tp);
-        args.signal?.throwIfAborted();
-        run = await runOn(pool);
+        run = await runOn(await own!.of(c.tp, (l) => say(`${tag}${c.sp ? ' SP' : ''}: ${l}`)));
       }
       args.signal?.throwIfAborted();
       const degree = summarizeRun(run, args.net);
@@ -211,7 +219,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
     throw e;
   } finally {
     args.signal?.removeEventListener('abort', cancel);
-    await pool?.dispose();
+    await own?.dispose();
   }
   return {
     adapter,

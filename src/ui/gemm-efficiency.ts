@@ -1,7 +1,7 @@
 // The GEMM-efficiency view's numbers from a sweep report (pure): local shapes, GFLOP/s and step speed-up vs t.
 import type { SweepDegree, SweepGemm, SweepReport, SweepTimeline } from '../session/sweep.ts';
 import type { LayerConfig } from '../parallel/config.ts';
-import type { OpPhase, OpSplit } from '../parallel/plan-types.ts';
+import type { GemmSite, OpPhase, OpSplit } from '../parallel/plan-types.ts';
 import { validateConfig } from '../parallel/validate.ts';
 
 /** The degrees the view compares. */
@@ -33,7 +33,10 @@ export interface GemmAtDegree extends SweepGemm {
 
 /** One GEMM of the layer across the degrees. */
 export interface GemmRow {
+  /** The label at the lowest degree, for people. */
   readonly name: string;
+  /** Which GEMM of the layer the row is: the degrees' GEMMs are matched by it, never by label. */
+  readonly site: GemmSite;
   readonly phase: OpPhase;
   /**
    * How Megatron splits it across t ranks (the plan's op.split): `column` = ColumnParallelLinear
@@ -79,28 +82,29 @@ export function pickTimeline(d: SweepDegree, overlap: boolean): SweepTimeline | 
 }
 
 /**
- * Per GEMM (in the layer's order at the lowest degree; repeated names, e.g. one per batch row, are
- * summed) its local M, N, K, FLOPs, time and GFLOP/s at each degree with the efficiency against the
- * lowest degree it runs at (t = 1 when run; a GEMM that only exists at higher degrees, such as
- * the fused linear_qkv GEMM when groups < t, against its own lowest); per degree the step time,
- * its communication share and speed-up.
+ * Per GEMM (in the layer's order at the lowest degree, matched across degrees by its site; GEMMs of
+ * one site, e.g. one per batch row, are summed) its local M, N, K, FLOPs, time and GFLOP/s at each
+ * degree with the efficiency against the lowest degree it runs at (t = 1 when run; a site that only
+ * exists at higher degrees, such as the fused linear_qkv GEMM when groups < t, against its own
+ * lowest); per degree the step time, its communication share and speed-up.
  */
 export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEfficiency {
   const degrees = [...report.degrees].sort((a, b) => a.config.tp - b.config.tp);
   if (degrees.length === 0) return { gemms: [], steps: [] };
-  const merged = degrees.map((d) => mergeByName(d.gemms));
-  // Every GEMM of any degree, in the lowest degree's order, then those that first appear higher up
-  // (with groups < t linear_qkv runs as one GEMM 'qkv' instead of 'qkv.q', 'qkv.k', 'qkv.v').
+  const merged = degrees.map((d) => mergeBySite(d.gemms));
+  // Every site of any degree, in the lowest degree's order, then those that first appear higher up
+  // (with groups < t linear_qkv runs as one GEMM, site qkv, instead of the q, k and v GEMMs).
   const first = new Map<string, { g0: SweepGemm; t0: number }>();
   merged.forEach((m, i) => {
-    for (const g of m.values()) if (!first.has(g.name)) first.set(g.name, { g0: g, t0: degrees[i].config.tp });
+    for (const [key, g] of m) if (!first.has(key)) first.set(key, { g0: g, t0: degrees[i].config.tp });
   });
-  const gemms: GemmRow[] = [...first.values()].map(({ g0, t0 }) => ({
+  const gemms: GemmRow[] = [...first].map(([key, { g0, t0 }]) => ({
     name: g0.name,
+    site: g0.site,
     phase: g0.phase,
     split: g0.split,
     byDegree: degrees.flatMap((d, i) => {
-      const g = merged[i].get(g0.name);
+      const g = merged[i].get(key);
       if (!g) return [];
       const t = d.config.tp;
       return [
@@ -136,11 +140,11 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
   return { gemms, steps };
 }
 
-/** GEMMs with one name (e.g. attention per batch row) as one: FLOPs and time summed, shape of the first. */
-function mergeByName(gs: readonly SweepGemm[]): Map<string, SweepGemm> {
+/** GEMMs of one site (e.g. attention per batch row) as one: FLOPs and time summed, shape and label of the first. */
+function mergeBySite(gs: readonly SweepGemm[]): Map<string, SweepGemm> {
   const m = new Map<string, SweepGemm>();
   for (const g of gs) {
-    const key = `${g.name}`;
+    const key = `${g.site.product} ${g.site.computes}`;
     const prev = m.get(key);
     if (!prev) m.set(key, g);
     else {

@@ -1,12 +1,15 @@
 // What <tp-shapes> shows, from the plan (pure, no DOM): activations at each boundary of the layer, ownership, memory.
 import type { PlanAccounting, RankMemory } from '../model/accounting.ts';
-import type { LayerPlan, PlannedOp } from '../parallel/plan-types.ts';
+import type { GemmProduct, LayerPlan, PlannedOp } from '../parallel/plan-types.ts';
+import type { WeightName } from '../parallel/weight-names.ts';
 
 /** How an activation is laid out across the t ranks. */
 export type Layout = 'replicated' | 'sequence-sharded' | 'split-last' | 'partial-sums';
 
-/** One boundary of the forward pass: the activation after op `op`, its layout and local shape on every rank. */
+/** One boundary of the forward pass: the activation after an op (`op` its label), its layout and local shape on every rank. */
 export interface Boundary {
+  /** The op's index in the plan, and its label (for display). */
+  readonly opIndex: number;
   readonly op: string;
   readonly label: string;
   /** Megatron's symbolic local shape, e.g. "[s/t, b, h]". */
@@ -16,8 +19,15 @@ export interface Boundary {
   readonly shape: readonly number[];
 }
 
+/** Which forward op a boundary shows, from the plan's typed fields (never its label). */
+type OpMatch = (op: PlannedOp) => boolean;
+
+/** Where a boundary's op is: the op itself, or the collective right before or after it (absent without one). */
+type Locate = { readonly op: OpMatch } | { readonly collectiveBefore: OpMatch } | { readonly collectiveAfter: OpMatch };
+
 interface BoundarySpec {
-  readonly op: string;
+  /** The first of these found in the forward ops gives the boundary (none found: skipped). */
+  readonly at: readonly Locate[];
   readonly label: string;
   readonly symbolic: (sp: boolean) => string;
   readonly layout: (sp: boolean) => Layout;
@@ -27,52 +37,122 @@ const hidden = (sp: boolean): string => (sp ? '[s/t, b, h]' : '[s, b, h]');
 const hiddenLayout = (sp: boolean): Layout => (sp ? 'sequence-sharded' : 'replicated');
 const gathered = (): string => '[s, b, h]';
 
-/** The boundaries in forward order; ops missing from a plan (no vocabulary, no SP) are skipped. */
+/** The GEMM computing `product` itself (its forward). */
+const product =
+  (p: GemmProduct): OpMatch =>
+  (op) =>
+    op.gemm?.site.product === p && op.gemm.site.computes === 'C';
+/** The forward kernel reading weight `w` (the RMSNorms by their gains, the embedding by its table). */
+const kernelOf =
+  (w: WeightName): OpMatch =>
+  (op) =>
+    op.kind === 'kernel' && op.weight === w;
+
+/** The boundaries in forward order; ops missing from a plan (no vocabulary, no SP, t = 1) are skipped. */
 const specs: readonly BoundarySpec[] = [
-  { op: 'embed.reduce', label: 'embedding output (after g)', symbolic: hidden, layout: hiddenLayout },
-  { op: 'ln1', label: 'RMSNorm 1 output', symbolic: hidden, layout: hiddenLayout },
-  { op: 'ln1.gather', label: 'attention input (all-gathered)', symbolic: gathered, layout: () => 'replicated' },
-  // groups < t: linear_qkv's even slice, then all-gathered along the last dim (W = (heads + 2·groups)·d).
   {
-    op: 'qkv',
+    at: [{ collectiveAfter: kernelOf('emb') }, { op: kernelOf('emb') }],
+    label: 'embedding output (after g)',
+    symbolic: hidden,
+    layout: hiddenLayout,
+  },
+  { at: [{ op: kernelOf('g1') }], label: 'RMSNorm 1 output', symbolic: hidden, layout: hiddenLayout },
+  {
+    at: [{ collectiveBefore: product('q') }, { collectiveBefore: product('qkv') }],
+    label: 'attention input (all-gathered)',
+    symbolic: gathered,
+    layout: () => 'replicated',
+  },
+  // groups < t: linear_qkv's even slice of W = (heads + 2·groups)·d columns, then all-gathered along the last dim.
+  {
+    at: [{ op: product('qkv') }],
     label: 'linear_qkv: this rank’s W/t columns',
     symbolic: () => '[s, b, W/t]',
     layout: () => 'split-last',
   },
-  { op: 'qkv.gather', label: 'QKV all-gathered (last dim)', symbolic: () => '[s, b, W]', layout: () => 'replicated' },
-  { op: 'qkv.q', label: 'Q: this rank’s heads', symbolic: () => '[s, b, heads/t, d]', layout: () => 'split-last' },
-  { op: 'qkv.k', label: 'K: this rank’s KV groups', symbolic: () => '[s, b, kv/t, d]', layout: () => 'split-last' },
-  { op: 'attn.context', label: 'attention context', symbolic: () => '[s, b, heads/t, d]', layout: () => 'split-last' },
   {
-    op: 'attn.proj',
+    at: [{ collectiveAfter: product('qkv') }],
+    label: 'QKV all-gathered (last dim)',
+    symbolic: () => '[s, b, W]',
+    layout: () => 'replicated',
+  },
+  {
+    at: [{ op: product('q') }],
+    label: 'Q: this rank’s heads',
+    symbolic: () => '[s, b, heads/t, d]',
+    layout: () => 'split-last',
+  },
+  {
+    at: [{ op: product('k') }],
+    label: 'K: this rank’s KV groups',
+    symbolic: () => '[s, b, kv/t, d]',
+    layout: () => 'split-last',
+  },
+  {
+    at: [{ op: product('context') }],
+    label: 'attention context',
+    symbolic: () => '[s, b, heads/t, d]',
+    layout: () => 'split-last',
+  },
+  {
+    at: [{ op: product('proj') }],
     label: 'output projection (row-parallel)',
     symbolic: () => '[s, b, h]',
     layout: () => 'partial-sums',
   },
   {
-    op: 'attn.reduce',
+    at: [{ collectiveAfter: product('proj') }],
     label: 'after g (all-reduce, or reduce-scatter with SP)',
     symbolic: hidden,
     layout: hiddenLayout,
   },
-  { op: 'ln2', label: 'RMSNorm 2 output', symbolic: hidden, layout: hiddenLayout },
-  { op: 'ln2.gather', label: 'MLP input (all-gathered)', symbolic: gathered, layout: () => 'replicated' },
-  { op: 'mlp.gate', label: 'gate / up (column-parallel)', symbolic: () => '[s, b, ffn/t]', layout: () => 'split-last' },
-  { op: 'mlp.down', label: 'down (row-parallel)', symbolic: () => '[s, b, h]', layout: () => 'partial-sums' },
+  { at: [{ op: kernelOf('g2') }], label: 'RMSNorm 2 output', symbolic: hidden, layout: hiddenLayout },
   {
-    op: 'mlp.reduce',
+    at: [{ collectiveBefore: product('gate') }],
+    label: 'MLP input (all-gathered)',
+    symbolic: gathered,
+    layout: () => 'replicated',
+  },
+  {
+    at: [{ op: product('gate') }],
+    label: 'gate / up (column-parallel)',
+    symbolic: () => '[s, b, ffn/t]',
+    layout: () => 'split-last',
+  },
+  {
+    at: [{ op: product('down') }],
+    label: 'down (row-parallel)',
+    symbolic: () => '[s, b, h]',
+    layout: () => 'partial-sums',
+  },
+  {
+    at: [{ collectiveAfter: product('down') }],
     label: 'after g (all-reduce, or reduce-scatter with SP)',
     symbolic: hidden,
     layout: hiddenLayout,
   },
-  { op: 'logits.gather', label: 'output-layer input (all-gathered)', symbolic: gathered, layout: () => 'replicated' },
   {
-    op: 'logits',
+    at: [{ collectiveBefore: product('logits') }],
+    label: 'output-layer input (all-gathered)',
+    symbolic: gathered,
+    layout: () => 'replicated',
+  },
+  {
+    at: [{ op: product('logits') }],
     label: 'logits: this rank’s vocabulary rows',
     symbolic: () => '[s, b, V/t]',
     layout: () => 'split-last',
   },
 ];
+
+/** The forward op a Locate points at in `ops` (the forward ops in order), if any. */
+function locate(ops: readonly PlannedOp[], at: Locate): PlannedOp | undefined {
+  const find = 'op' in at ? at.op : 'collectiveBefore' in at ? at.collectiveBefore : at.collectiveAfter;
+  const i = ops.findIndex(find);
+  if (i < 0 || 'op' in at) return ops[i];
+  const next = ops[i + ('collectiveBefore' in at ? -1 : 1)];
+  return next?.kind === 'collective' ? next : undefined;
+}
 
 /** In words, for the page. */
 export const layoutWords: Record<Layout, string> = {
@@ -89,15 +169,14 @@ export const layoutWords: Record<Layout, string> = {
 export function boundaries(plan: LayerPlan): Boundary[] {
   const t = plan.ranks.length;
   const sp = plan.config.sp && t > 1;
-  const byName = new Map<string, PlannedOp>();
-  for (const op of plan.ops) if (op.phase === 'forward' && !byName.has(op.name)) byName.set(op.name, op);
+  const forward = plan.ops.filter((op) => op.phase === 'forward');
   const out: Boundary[] = [];
   for (const spec of specs) {
-    const op = byName.get(spec.op) ?? (spec.op === 'embed.reduce' ? byName.get('embed') : undefined);
+    const op = spec.at.map((at) => locate(forward, at)).find((o) => o !== undefined);
     if (!op) continue;
     const layout = t === 1 ? 'replicated' : spec.layout(sp);
     const symbolic = t === 1 ? spec.symbolic(false).replace(/\/t/g, '') : spec.symbolic(sp);
-    out.push({ op: op.name, label: spec.label, symbolic, layout, shape: op.outShape });
+    out.push({ opIndex: op.index, op: op.name, label: spec.label, symbolic, layout, shape: op.outShape });
   }
   return out;
 }

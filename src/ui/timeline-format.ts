@@ -1,5 +1,6 @@
 // Text of the timeline: units, collective names, block labels and tooltips (pure, no DOM).
 import type { CollectiveOp } from '../comm/collectives.ts';
+import type { PlannedGemm } from '../parallel/plan-types.ts';
 import type { ScheduledEvent } from '../trace/schedule.ts';
 import { formatBytes, trim } from '../core/format-bytes.ts';
 
@@ -54,7 +55,10 @@ export function compactShape(shape: readonly number[]): string {
  * The local problem of a compute event: a GEMM as "[M,K]·[K,N]" (prefixed "batch×" when batched),
  * any other kernel as its input shapes joined by "·".
  */
-export function localShape(e: Pick<ScheduledEvent, 'gemm' | 'inShapes'>): string {
+export function localShape(e: {
+  readonly gemm?: Omit<PlannedGemm, 'site'>;
+  readonly inShapes: ScheduledEvent['inShapes'];
+}): string {
   if (e.gemm) {
     const { M, N, K, batch } = e.gemm;
     return `${batch > 1 ? `${batch}×` : ''}[${M},${K}]·[${K},${N}]`;

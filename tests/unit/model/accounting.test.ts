@@ -101,7 +101,7 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       },
     );
 
-    test('of the classroom layer at t = 1 are its weights one by one: qkv [16, 32], proj [16, 16], gate/up/down, two norms, embedding and output', async () => {
+    test('of the classroom layer at t = 1 are its weights one by one: qkv [16, 32], proj [16, 16], gate/up/down, two norms, embedding and output [h, V] as stored', async () => {
       const plan = await planFor(cfg('classroom', { tp: 1 }));
       expect(parameterShards(plan, 0).map((p) => [p.name, p.shape])).toEqual([
         ['embedding', [32, 16]],
@@ -112,7 +112,7 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
         ['gate', [16, 32]],
         ['up', [16, 32]],
         ['down', [32, 16]],
-        ['output', [32, 16]],
+        ['output', [16, 32]],
       ]);
       const m = rankMemory(plan, 0);
       expect(m.parameterBytes).toBe(4 * (512 + 16 + 512 + 256 + 16 + 512 + 512 + 512 + 512));

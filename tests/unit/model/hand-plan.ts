@@ -7,7 +7,7 @@ import { gemmFlops } from '../../../src/reference/gemm.ts';
 import { ringBytesSent } from '../../../src/comm/ring-bytes.ts';
 import { headDim, type LayerConfig } from '../../../src/parallel/config.ts';
 import { paddedVocab, rankOwnership } from '../../../src/parallel/ownership.ts';
-import type { LayerPlan, OpPhase, PlannedOp } from '../../../src/parallel/plan-types.ts';
+import type { GemmSite, LayerPlan, OpPhase, PlannedOp } from '../../../src/parallel/plan-types.ts';
 
 type Draft = Omit<PlannedOp, 'index' | 'role' | 'split' | 'megatron' | 'overlap'>;
 
@@ -41,8 +41,9 @@ export function handPlan(c: LayerConfig): LayerPlan {
   const shard = [sl, b, h];
   const ops: Draft[] = [];
 
-  const gemm = (phase: OpPhase, name: string, M: number, N: number, K: number, batch = 1): void => {
-    const g = { M, N, K, batch, flops: gemmFlops({ M, N, K, batch }) };
+  // The hand plan fuses Q, K and V into one GEMM per pass: its site is q's.
+  const gemm = (phase: OpPhase, name: string, site: GemmSite, M: number, N: number, K: number, batch = 1): void => {
+    const g = { site, M, N, K, batch, flops: gemmFlops({ M, N, K, batch }) };
     ops.push({
       phase,
       name,
@@ -130,30 +131,31 @@ export function handPlan(c: LayerConfig): LayerPlan {
   }
   kernel('forward', 'norm1', 'rmsnorm', shard, 4);
   fForward('qkv.gather');
-  gemm('forward', 'qkv', m, W / t, h);
+  // The hand plan keeps linear_qkv as one GEMM (site q) while groups ≥ t; the fused slice is site qkv.
+  gemm('forward', 'qkv', { product: gathered ? 'qkv' : 'q', computes: 'C' }, m, W / t, h);
   if (gathered) {
     const qkvSlice = [s, b, W / t];
     coll('forward', 'qkv.gather', 'allGather', qkvSlice, 'allGatherLastDimFromTensorParallelRegion', undefined, -1);
     kernel('forward', 'qkv.split', 'copyCols', [s, b, (nq + 2 * nkv) * d], 0);
   }
   kernel('forward', 'rope', 'rope', [s, b, nq + nkv, d], 3);
-  gemm('forward', 'attn.scores', s, s, d, b * nq);
+  gemm('forward', 'attn.scores', { product: 'scores', computes: 'C' }, s, s, d, b * nq);
   kernel('forward', 'attn.softmax', 'softmax', [b, nq, s, s], 5);
-  gemm('forward', 'attn.context', s, d, s, b * nq);
-  gemm('forward', 'proj', m, h, nq * d);
+  gemm('forward', 'attn.context', { product: 'context', computes: 'C' }, s, d, s, b * nq);
+  gemm('forward', 'proj', { product: 'proj', computes: 'C' }, m, h, nq * d);
   gForward('proj.reduce');
   kernel('forward', 'residual1', 'add', shard, 1);
   kernel('forward', 'norm2', 'rmsnorm', shard, 4);
   fForward('mlp.gather');
-  gemm('forward', 'mlp.gate', m, f, h);
-  gemm('forward', 'mlp.up', m, f, h);
+  gemm('forward', 'mlp.gate', { product: 'gate', computes: 'C' }, m, f, h);
+  gemm('forward', 'mlp.up', { product: 'up', computes: 'C' }, m, f, h);
   kernel('forward', 'mlp.swiglu', 'swiglu', [s, b, f], 5);
-  gemm('forward', 'mlp.down', m, h, f);
+  gemm('forward', 'mlp.down', { product: 'down', computes: 'C' }, m, h, f);
   gForward('mlp.reduce');
   kernel('forward', 'residual2', 'add', shard, 1);
   if (c.vocab > 0) {
     fForward('output.gather');
-    gemm('forward', 'output', m, vl, h);
+    gemm('forward', 'output', { product: 'logits', computes: 'C' }, m, vl, h);
     coll('forward', 'loss.max', 'allReduce', [s, b], 'vocab-parallel cross entropy: max', 'max');
     coll('forward', 'loss.target', 'allReduce', [s, b], 'vocab-parallel cross entropy: target logit', 'sum');
     coll('forward', 'loss.sumexp', 'allReduce', [s, b], 'vocab-parallel cross entropy: sum exp', 'sum');
@@ -162,30 +164,30 @@ export function handPlan(c: LayerConfig): LayerPlan {
   // Backward.
   if (c.vocab > 0) {
     kernel('backward', 'loss.backward', 'cross-entropy', [s, b, vl], 3);
-    gemm('backward', 'output.dgrad', m, h, vl);
-    gemm('backward', 'output.wgrad', h, vl, m);
+    gemm('backward', 'output.dgrad', { product: 'logits', computes: 'dA' }, m, h, vl);
+    gemm('backward', 'output.wgrad', { product: 'logits', computes: 'dB' }, h, vl, m);
     colBackward('output', false);
   }
   kernel('backward', 'residual2.backward', 'add', shard, 1);
   gBackward('mlp.reduce.backward');
-  gemm('backward', 'mlp.down.dgrad', m, f, h);
-  gemm('backward', 'mlp.down.wgrad', f, h, m);
+  gemm('backward', 'mlp.down.dgrad', { product: 'down', computes: 'dA' }, m, f, h);
+  gemm('backward', 'mlp.down.wgrad', { product: 'down', computes: 'dB' }, f, h, m);
   kernel('backward', 'mlp.swiglu.backward', 'swiglu', [s, b, f], 8);
-  gemm('backward', 'mlp.gate.dgrad', m, h, f);
-  gemm('backward', 'mlp.up.dgrad', m, h, f);
-  gemm('backward', 'mlp.gate.wgrad', h, f, m);
-  gemm('backward', 'mlp.up.wgrad', h, f, m);
+  gemm('backward', 'mlp.gate.dgrad', { product: 'gate', computes: 'dA' }, m, h, f);
+  gemm('backward', 'mlp.up.dgrad', { product: 'up', computes: 'dA' }, m, h, f);
+  gemm('backward', 'mlp.gate.wgrad', { product: 'gate', computes: 'dB' }, h, f, m);
+  gemm('backward', 'mlp.up.wgrad', { product: 'up', computes: 'dB' }, h, f, m);
   colBackward('mlp');
   kernel('backward', 'norm2.backward', 'rmsnorm', shard, 8);
   kernel('backward', 'residual1.backward', 'add', shard, 1);
   gBackward('proj.reduce.backward');
-  gemm('backward', 'proj.dgrad', m, nq * d, h);
-  gemm('backward', 'proj.wgrad', nq * d, h, m);
-  gemm('backward', 'attn.context.dgrad.P', s, s, d, b * nq);
-  gemm('backward', 'attn.context.dgrad.V', s, d, s, b * nq);
+  gemm('backward', 'proj.dgrad', { product: 'proj', computes: 'dA' }, m, nq * d, h);
+  gemm('backward', 'proj.wgrad', { product: 'proj', computes: 'dB' }, nq * d, h, m);
+  gemm('backward', 'attn.context.dgrad.P', { product: 'context', computes: 'dA' }, s, s, d, b * nq);
+  gemm('backward', 'attn.context.dgrad.V', { product: 'context', computes: 'dB' }, s, d, s, b * nq);
   kernel('backward', 'attn.softmax.backward', 'softmax', [b, nq, s, s], 4);
-  gemm('backward', 'attn.scores.dgrad.Q', s, d, s, b * nq);
-  gemm('backward', 'attn.scores.dgrad.K', s, d, s, b * nq);
+  gemm('backward', 'attn.scores.dgrad.Q', { product: 'scores', computes: 'dA' }, s, d, s, b * nq);
+  gemm('backward', 'attn.scores.dgrad.K', { product: 'scores', computes: 'dB' }, s, d, s, b * nq);
   kernel('backward', 'rope.backward', 'rope', [s, b, nq + nkv, d], 3);
   if (gathered) {
     kernel('backward', 'qkv.split.backward', 'copyCols', [s, b, (nq + 2 * nkv) * d], 0);
@@ -200,8 +202,8 @@ export function handPlan(c: LayerConfig): LayerPlan {
       -1,
     );
   }
-  gemm('backward', 'qkv.dgrad', m, h, W / t);
-  gemm('backward', 'qkv.wgrad', h, W / t, m);
+  gemm('backward', 'qkv.dgrad', { product: gathered ? 'qkv' : 'q', computes: 'dA' }, m, h, W / t);
+  gemm('backward', 'qkv.wgrad', { product: gathered ? 'qkv' : 'q', computes: 'dB' }, h, W / t, m);
   colBackward('qkv');
   kernel('backward', 'norm1.backward', 'rmsnorm', shard, 8);
   if (c.vocab > 0) {

@@ -56,7 +56,7 @@ export function tinyPlan(t: number, names: readonly string[]): LayerPlan {
           ],
           outShape: [4, 2],
           flops: 128,
-          gemm: { M: 4, N: 2, K: 8, batch: 1, flops: 128 },
+          gemm: { site: { product: 'q', computes: 'C' }, M: 4, N: 2, K: 8, batch: 1, flops: 128 },
         }
       : {
           index,

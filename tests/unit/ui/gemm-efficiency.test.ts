@@ -3,52 +3,16 @@ import type { SweepDegree, SweepReport } from '../../../src/session/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { gemmDegrees, gemmEfficiency } from '../../../src/ui/gemm-efficiency.ts';
+import { sweepDegree } from './sweep-degree.ts';
 
-/** A sweep degree from the real plan with made-up speeds: `gflops(t)` for every GEMM, and a given step. */
+/** A sweep degree from the real plan with made-up speeds: `gflops` for every GEMM, and a given step. */
 async function degree(
   c: LayerConfig,
   gflops: number,
   step: { computeMs: number; commMs: number; exposedMs: number },
 ): Promise<SweepDegree> {
   const { plan } = await makePlan(c);
-  const gemms = plan.ops
-    .filter((o) => o.gemm)
-    .map((o) => ({
-      name: o.name,
-      phase: o.phase,
-      split: o.split,
-      M: o.gemm!.M,
-      N: o.gemm!.N,
-      K: o.gemm!.K,
-      batch: o.gemm!.batch,
-      flops: o.gemm!.flops,
-      ms: o.gemm!.flops / gflops / 1e6,
-      gflops,
-    }));
-  const ranks = Array(c.tp).fill(0);
-  const tl = (comm: string, overlap: boolean) => ({
-    comm,
-    overlap,
-    stepMs: step.computeMs + step.exposedMs,
-    computeMs: ranks.map(() => step.computeMs),
-    commMs: ranks.map(() => step.commMs),
-    exposedMs: ranks.map(() => step.exposedMs),
-  });
-  return {
-    config: c,
-    transport: 'sab-ring',
-    oracle: { pass: true, worst: undefined!, entries: [] },
-    timing: { method: 'timestamp-query', quantized: false },
-    gemms,
-    collectives: [],
-    memory: [],
-    computeMs: ranks.map(() => step.computeMs),
-    timelines: [
-      tl("measured (this machine's transport)", false),
-      tl('modeled (pcie-gen3)', false),
-      tl('modeled (pcie-gen3)', true),
-    ],
-  };
+  return sweepDegree(plan, (o) => o.gemm!.flops / gflops / 1e6, step);
 }
 
 describe('the GEMM-efficiency view', () => {
