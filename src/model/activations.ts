@@ -1,6 +1,8 @@
 import { numel } from '../core/shape.ts';
 import { headDim } from '../parallel/config.ts';
+import type { LayerConfig } from '../parallel/config.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
+import { gathersQkv, qkvOutWidth } from '../parallel/qkv-layout.ts';
 import { bytesPerElement } from './parameters.ts';
 
 /**
@@ -13,6 +15,7 @@ import { bytesPerElement } from './parameters.ts';
  * |---------------------|---------------------------------------|---------------------|
  * | norm1               | input x, rstd                         | s'bh + s'b          |
  * | qkv (column)        | its input, norm1's output             | s'bh (SP: re-gathered for wgrad) |
+ * | qkv.gather (groups < t) | nothing (see below)               | 0                   |
  * | attn.scores (QKᵀ)   | Q and K after RoPE                    | sb·(nq + nkv)·d     |
  * | attn.softmax        | probabilities P (also P·V's operand)  | b·nq·s²             |
  * | attn.context (P·V)  | V                                     | sb·nkv·d            |
@@ -40,6 +43,12 @@ import { bytesPerElement } from './parameters.ts';
  * on every rank; SP divides them by t too (the linears re-gather their input for wgrad).
  * The output layer, a ColumnParallelLinear too, keeps the [s/t, b, h] shard under SP and
  * re-gathers it for wgrad, as Megatron does.
+ * With groups < t (Megatron-Core since core_v0.16, attention.py get_query_key_value_tensors)
+ * linear_qkv's [s, b, W/t] output is all-gathered to [s, b, W], W = (heads + 2·groups)·d, and the
+ * rank copies out its nq query heads and its one group's K and V (nkv = 1): nothing of the
+ * gathered tensor is kept for backward (the all-gather's backward is a reduce-scatter and a slice's
+ * backward needs only sizes, so autograd saves neither), only Q, K, V as above. The gathered tensor
+ * and, in backward, its gradient are transient: gatheredQkvBytes counts them for the memory budget.
  */
 export interface ActivationTerm {
   /** The op that keeps it (the forward op whose backward reads it). */
@@ -104,4 +113,13 @@ export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
 /** Σ bytes of activationTerms(plan, rank). */
 export function activationBytes(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): number {
   return activationTerms(plan, rank).reduce((a, x) => a + x.bytes, 0);
+}
+
+/**
+ * Bytes of the gathered QKV [s, b, W] a rank holds for a moment when groups < t (forward: until its
+ * q, k, v are copied out; backward: the gradient until it is reduce-scattered): 4·s·b·W, W =
+ * (heads + 2·groups)·d; 0 when groups ≥ t (nothing is gathered).
+ */
+export function gatheredQkvBytes(c: Pick<LayerConfig, 's' | 'b' | 'h' | 'heads' | 'groups' | 'tp'>): number {
+  return gathersQkv(c) ? c.s * c.b * qkvOutWidth(c) * bytesPerElement : 0;
 }

@@ -6,7 +6,7 @@ import type { LayerConfig } from '../parallel/config.ts';
 import { referenceConfig } from '../parallel/oracle.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import type { ConfigField } from '../parallel/validate.ts';
-import { activationTerms } from './activations.ts';
+import { activationTerms, gatheredQkvBytes } from './activations.ts';
 import { bytesPerElement, parameterShards } from './parameters.ts';
 
 /** WebGPU's guaranteed limits (the spec's defaults): what the CLI checks before a browser starts. */
@@ -65,7 +65,9 @@ export function memoryBudget(
  * One rank's bytes for one step (float32): weights on the GPU and the host copy its worker keeps
  * for re-runs, one gradient per weight, the activations kept for backward (model/activations.ts),
  * and scratch: one gradient per kept activation (backward holds dP beside P, dX beside X) plus the
- * step's input and upstream gradient [s, b, h].
+ * step's input and upstream gradient [s, b, h], plus the gathered QKV [s, b, W] when groups < t
+ * (gatheredQkvBytes: held between the all-gather and the copies out of it, or its gradient until
+ * the reduce-scatter).
  */
 export interface RankBudget {
   readonly rank: number;
@@ -117,7 +119,7 @@ function rankBudgets(c: LayerConfig): RankBudget[] {
   return layout.ranks.map((_, rank) => {
     const weights = parameterShards(layout, rank).reduce((a, p) => a + p.bytes, 0);
     const activations = activationTerms(layout, rank).reduce((a, x) => a + x.bytes, 0);
-    const scratch = activations + inputs;
+    const scratch = activations + inputs + gatheredQkvBytes(c);
     return {
       rank,
       weights: 2 * weights,

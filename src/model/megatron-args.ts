@@ -111,14 +111,16 @@ function argLines(args: readonly string[]): string[] {
   return lines;
 }
 
-/** Every way Megatron-LM's run of the command still differs from the playground's (one sentence each). */
+/**
+ * Every way Megatron-LM's run of the command still differs from the playground's (one sentence
+ * each), at megatronRelease (core_v0.19.0).
+ */
 export function megatronCaveats(c: LayerConfig): string[] {
   const out: string[] = [];
   const r = megatronRelease.tag;
-  if (c.groups < c.tp)
-    out.push(
-      `KV groups (${c.groups}) < t (${c.tp}): Megatron-Core (since core_v0.16) splits the fused QKV weight evenly and all-gathers the QKV activations; the playground replicates each KV group's weights on the t/groups ranks that use it.`,
-    );
+  // KV groups < t is no caveat: the playground splits linear_qkv evenly and all-gathers the QKV
+  // activations as Megatron-Core does since core_v0.16 (attention.py get_query_key_value_tensors at
+  // the pinned core_v0.19.0), so its W % t rule is Megatron's too.
   if (c.sp && c.tp === 1)
     out.push('Megatron disables --sequence-parallel when tensor_model_parallel_size is 1, so the flag is left out.');
   if (c.vocab === 0)

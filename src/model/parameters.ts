@@ -40,9 +40,12 @@ const shownAs: { readonly [K in WeightName]: { readonly names: readonly string[]
 
 /**
  * The weights rank r holds, each with its local shape from shardLayout (t = TP degree, d = h/heads,
- * nq = local query heads, nkv = local KV groups, f = local FFN columns, vl = local rows of the
- * padded vocabulary): qkv [h, (nq + 2·nkv)·d] · proj [nq·d, h] · gate, up [h, f] · down [f, h] ·
- * norm1, norm2 [h] (replicated) · embedding [vl, h] and output [h, vl] (untied; only with a vocabulary).
+ * nq = local query heads, f = local FFN columns, vl = local rows of the padded vocabulary):
+ * qkv [h, W/t], W = (heads + 2·groups)·d — linear_qkv's even column split, (nq + 2·groups/t)·d when
+ * groups ≥ t, and with groups < t a slice of the per-group interleaved columns owned by this rank
+ * alone (Megatron-Core since core_v0.16: nothing replicated, Σ_r = W) · proj [nq·d, h] ·
+ * gate, up [h, f] · down [f, h] · norm1, norm2 [h] (replicated) · embedding [vl, h] and
+ * output [h, vl] (untied; only with a vocabulary).
  */
 export function parameterShards(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): ParameterShard[] {
   const c = plan.config;

@@ -1,17 +1,11 @@
 import { opSpec, type Backend, type OpSpec } from './backend.ts';
 import type { LocalDims } from './dims.ts';
-import { gemmProblem, linearDgrad, linearForward, linearWgrad, type LinearSpec, type WeightCols } from './linear.ts';
+import type { LayerComm } from './layer-comm.ts';
+import { gemmProblem, linearDgrad, linearForward, linearWgrad, type LinearSpec } from './linear.ts';
+import type { GatheredQkv } from './qkv-layout.ts';
+import { qkvBackward, qkvForward } from './qkv.ts';
 
-/** The attention's linears: Q, K and V are the column blocks of linear_qkv, the output projection is linear_proj. */
-export const qkvQ: LinearSpec = {
-  label: 'qkv.q',
-  product: 'q',
-  weight: 'wqkv',
-  split: 'column',
-  megatron: 'ColumnParallelLinear (linear_qkv)',
-};
-export const qkvK: LinearSpec = { ...qkvQ, label: 'qkv.k', product: 'k' };
-export const qkvV: LinearSpec = { ...qkvQ, label: 'qkv.v', product: 'v' };
+/** The attention's output projection linear_proj (linear_qkv is in qkv.ts). */
 export const attnProj: LinearSpec = {
   label: 'attn.proj',
   product: 'proj',
@@ -21,11 +15,12 @@ export const attnProj: LinearSpec = {
 };
 
 /**
- * Self-attention on one rank, Megatron's ParallelAttention with t = TP degree: QKV is a
- * ColumnParallelLinear (this rank's nq query heads and nkv KV groups), RoPE on Q and K at global
- * positions, causal softmax(QKᵀ/√d)·V per head (each query head reads KV group ⌊head/ratio⌋), and
- * the output projection a RowParallelLinear whose [s, b, h] result is a partial sum (the caller
- * reduces it). Layouts: Q [s, b, nq, d], K and V [s, b, nkv, d], scores P [b, nq, s, s].
+ * Self-attention on one rank, Megatron-Core's SelfAttention with t = TP degree: linear_qkv is a
+ * ColumnParallelLinear giving this rank's nq query heads and nkv KV groups (qkv.ts; with groups < t
+ * through an all-gather of the QKV activations), RoPE on Q and K at global positions, causal
+ * softmax(QKᵀ/√d)·V per head (each query head reads KV group ⌊head/ratio⌋), and linear_proj a
+ * RowParallelLinear whose [s, b, h] result is a partial sum (the caller reduces it).
+ * Layouts: Q [s, b, nq, d], K and V [s, b, nkv, d], scores P [b, nq, s, s].
  */
 export interface AttentionSaved<T> {
   readonly q: T;
@@ -35,24 +30,11 @@ export interface AttentionSaved<T> {
   readonly ctx: T;
 }
 
-/** dK and dV of every rank gathered along the group dim ([s, b, t, d]), and the ranks replicating this rank's group. */
-export interface KvReplicas<T> {
-  readonly dk: T;
-  readonly dv: T;
-  readonly ranks: readonly number[];
-}
-
-/** What the attention backward leaves for the caller: the partial dX, this rank's dK/dV (pre-RoPE dK), and the QKV wgrads to run. */
+/** What the attention backward leaves for the caller: the partial dX and the QKV wgrads to run. */
 export interface AttentionGrads<T> {
   readonly dx: T;
-  readonly dk: T;
-  readonly dv: T;
-  wgrad(x: T, replicas?: KvReplicas<T>): void;
+  wgrad(x: T): void;
 }
-
-const qCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: 0, n: D.nq * D.d });
-const kCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: D.nq * D.d, n: D.nkv * D.d });
-const vCols = (D: LocalDims): WeightCols => ({ w: D.qkvWidth, c0: (D.nq + D.nkv) * D.d, n: D.nkv * D.d });
 
 /** Strides of head z's [s, d] matrix inside a [s, b, heads, d] tensor, batch row bi. */
 const heads = (D: LocalDims, n: number, bi: number) => ({ off: bi * n * D.d, row: D.b * n * D.d, head: D.d });
@@ -103,23 +85,23 @@ function scoresTimesHeads<T>(
   );
 }
 
-/** Forward: x [s, b, h] (full sequence) → partial output [s, b, h] of this rank's heads. */
-export function attentionForward<T>(
+/**
+ * Forward: x [s, b, h] (full sequence) → partial output [s, b, h] of this rank's heads. `gathered`
+ * (groups < t) says where this rank's Q, K, V lie in the all-gathered QKV; lc issues that gather.
+ */
+export async function attentionForward<T>(
   be: Backend<T>,
+  lc: LayerComm<T>,
   D: LocalDims,
+  gathered: GatheredQkv | undefined,
   x: T,
   wqkv: T,
   wo: T,
   ropeBase: number,
-): { out: T; saved: AttentionSaved<T> } {
+): Promise<{ out: T; saved: AttentionSaved<T> }> {
   const { s, b, h, d, nq, nkv, ratio } = D;
   const m = s * b;
-  const qRaw = be.tensor('q.raw', [s, b, nq, d]);
-  const kRaw = be.tensor('k.raw', [s, b, nkv, d]);
-  const v = be.tensor('v', [s, b, nkv, d]);
-  linearForward(be, qkvQ, x, wqkv, qRaw, m, h, qCols(D));
-  linearForward(be, qkvK, x, wqkv, kRaw, m, h, kCols(D));
-  linearForward(be, qkvV, x, wqkv, v, m, h, vCols(D));
+  const { q: qRaw, k: kRaw, v } = await qkvForward(be, lc, D, gathered, x, wqkv);
   const q = be.tensor('q', [s, b, nq, d]);
   const k = be.tensor('k', [s, b, nkv, d]);
   be.rope(opSpec('rope.q', 'heads'), qRaw, q, ropeBase, 0);
@@ -185,14 +167,15 @@ export function attentionForward<T>(
  * Backward: dOut [s, b, h] (full) → this rank's partial dX [s, b, h] (the caller all-reduces or
  * reduce-scatters it) and dwo; `wgrad(x)` then writes the QKV wgrads into dwqkv, x being the
  * attention input [s, b, h] (re-gathered under SP) — split so the reduction of dX can overlap
- * them. With KV groups replicated (groups < t) the K and V wgrads are this rank's share only; the
- * caller sums the replicas.
+ * them. With groups < t the gradient of the gathered QKV is reduce-scattered first (qkv.ts).
  * `beforeDgrad` (under SP) is called right before the QKV dgrad GEMMs: the caller issues the
  * re-gather of the attention input there, as Megatron does, and those GEMMs run under it.
  */
-export function attentionBackward<T>(
+export async function attentionBackward<T>(
   be: Backend<T>,
+  lc: LayerComm<T>,
   D: LocalDims,
+  gathered: GatheredQkv | undefined,
   dOut: T,
   saved: AttentionSaved<T>,
   wqkv: T,
@@ -201,7 +184,7 @@ export function attentionBackward<T>(
   dwo: T,
   ropeBase: number,
   beforeDgrad?: () => void,
-): AttentionGrads<T> {
+): Promise<AttentionGrads<T>> {
   const { s, b, h, d, nq, nkv, ratio } = D;
   const m = s * b;
   const { q, k, v, p, ctx } = saved;
@@ -322,25 +305,5 @@ export function attentionBackward<T>(
   be.ropeBackward(opSpec('rope.k.backward', 'heads'), dk, dkRaw, ropeBase, 0);
   be.release(dq);
   be.release(dk);
-  const dx = be.tensor('d.attn.in', [s, b, h]);
-  beforeDgrad?.();
-  const under = beforeDgrad !== undefined;
-  linearDgrad(be, qkvQ, dqRaw, wqkv, dx, m, h, qCols(D), false, under);
-  linearDgrad(be, qkvK, dkRaw, wqkv, dx, m, h, kCols(D), true, under);
-  linearDgrad(be, qkvV, dv, wqkv, dx, m, h, vCols(D), true, under);
-  const wgrad = (x: T, replicas?: KvReplicas<T>): void => {
-    linearWgrad(be, qkvQ, x, dqRaw, dwqkv, m, h, qCols(D));
-    if (!replicas) {
-      linearWgrad(be, qkvK, x, dkRaw, dwqkv, m, h, kCols(D));
-      linearWgrad(be, qkvV, x, dv, dwqkv, m, h, vCols(D));
-    } else {
-      // dW_k = xᵀ·Σ_{replicas r} dK_r: one accumulating GEMM per replica's slot of the gathered [s, b, t, d]
-      replicas.ranks.forEach((r, j) => {
-        linearWgrad(be, qkvK, x, replicas.dk, dwqkv, m, h, kCols(D), j > 0, { w: D.t * d, c0: r * d });
-        linearWgrad(be, qkvV, x, replicas.dv, dwqkv, m, h, vCols(D), j > 0, { w: D.t * d, c0: r * d });
-      });
-    }
-    for (const t of [dqRaw, dkRaw, dv]) be.release(t);
-  };
-  return { dx, dk: dkRaw, dv, wgrad };
+  return qkvBackward(be, lc, D, gathered, { q: dqRaw, k: dkRaw, v: dv }, wqkv, dwqkv, beforeDgrad);
 }

@@ -3,7 +3,8 @@ import { ringBytesSent } from '../comm/ring-bytes.ts';
 import { presets, type LayerConfig } from './config.ts';
 import type { NamedCollective } from './layer-comm.ts';
 import { oracleTolerance } from './oracle.ts';
-import { rankOwnership } from './ownership.ts';
+import { attentionPicture } from './attention-picture.ts';
+import { qkvOutWidth } from './qkv-layout.ts';
 import { legalTpDegrees } from './validate.ts';
 
 /** A matrix as it crosses the worker boundary: row-major values and its shape [rows, cols]. */
@@ -451,49 +452,42 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
   };
 }
 
-/** Who owns each query head and which ranks hold each KV group (a copy each when groups < t). */
-export interface AttentionPicture {
-  readonly heads: readonly { readonly head: number; readonly rank: number; readonly group: number }[];
-  readonly groups: readonly {
-    readonly group: number;
-    readonly ranks: readonly number[];
-    readonly replicated: boolean;
-  }[];
-}
-
-/** The heads/KV-groups picture of a config, from rankOwnership. */
-export function attentionPicture(c: LayerConfig): AttentionPicture {
-  const own = rankOwnership(c);
-  const perGroup = c.heads / c.groups;
-  const heads = Array.from({ length: c.heads }, (_, head) => ({
-    head,
-    rank: own.findIndex((o) => head >= o.heads[0] && head < o.heads[1]),
-    group: Math.floor(head / perGroup),
-  }));
-  const groups = Array.from({ length: c.groups }, (_, group) => {
-    const ranks = own.filter((o) => o.kvGroups.includes(group)).map((o) => o.rank);
-    return { group, ranks, replicated: ranks.length > 1 };
-  });
-  return { heads, groups };
-}
-
 function attentionStep(runs: ClassroomRuns): ClassroomStep {
   const c = runs.config;
   const t = c.tp;
   const R = runs.tp;
   const pic = attentionPicture(c);
-  const repl = pic.groups.some((g) => g.replicated);
   const bytesSH = c.s * c.b * c.h * 4;
+  const W = qkvOutWidth(c);
+  const bytesQkv = c.s * c.b * W * 4;
+  const per = t / c.groups;
+  const split = pic.gathered
+    ? `With ${c.groups} KV groups < t = ${t}, Megatron-Core (since core_v0.16) lays linear_qkv's ${W} output columns out per group — [q heads | k | v] of group 0, then group 1 — and splits them evenly: each rank computes ${W / t} columns, which may cut across heads and across q, k, v. An all-gather along the last dim (${bytesQkv} bytes) gives every rank all ${W}; rank r takes group block ⌊r/${per}⌋ and its own ${c.heads / t} query head${c.heads / t > 1 ? 's' : ''} of it. In backward the gradient of the gathered QKV is reduce-scattered back to the slices, so each weight column has exactly one owner.`
+    : `With ${c.groups} KV groups for ${c.heads} heads, each rank computes the columns of groups/t = ${c.groups / t} whole group(s) — their query heads, k and v — and needs nothing from the others.`;
   return {
     id: 'attention',
-    title: '8 · Attention: heads split across ranks, KV groups shared',
-    text: `The same pattern: QKV is a ColumnParallelLinear (rank r computes its heads/t = ${c.heads / t} query heads), attention per head is local, and the output projection is a RowParallelLinear whose partial sums g all-reduces. With ${c.groups} KV groups for ${c.heads} heads, ${repl ? `groups < t: each rank keeps a copy of the one group its heads read (the KV weights are replicated, and their gradients summed over the copies)` : `each rank keeps groups/t = ${c.groups / t} whole group(s)`}.`,
+    title: pic.gathered
+      ? '8 · Attention: heads split across ranks, QKV gathered'
+      : '8 · Attention: heads split across ranks',
+    text: `The same pattern: QKV is a ColumnParallelLinear (linear_qkv), attention per head is local (rank r keeps heads/t = ${c.heads / t} query heads), and the output projection is a RowParallelLinear whose partial sums g all-reduces. ${split}`,
     megatron: [
       'ColumnParallelLinear (linear_qkv)',
+      ...(pic.gathered ? ['all_gather_last_dim_from_tensor_parallel_region'] : []),
       'RowParallelLinear (linear_proj)',
       'reduce_from_tensor_model_parallel_region',
     ],
     collectives: [
+      ...(pic.gathered
+        ? [
+            collective(
+              'allGather',
+              bytesQkv,
+              t,
+              'all_gather_last_dim_from_tensor_parallel_region',
+              "every rank's linear_qkv slice, so each can take its group's q, k, v",
+            ),
+          ]
+        : []),
       collective(
         'allReduce',
         bytesSH,

@@ -1,9 +1,11 @@
 import { headDim, type LayerConfig } from './config.ts';
 import { paddedVocab } from './ownership.ts';
+import { qkvOutWidth } from './qkv-layout.ts';
 
 /**
- * A rank's local sizes (t = TP degree): nq = heads/t query heads, nkv KV groups (groups/t, or 1
- * replicated group when groups < t), ratio = nq/nkv query heads per local KV group, f = ffn/t,
+ * A rank's local sizes (t = TP degree): nq = heads/t query heads, nkv KV groups its attention reads
+ * (groups/t, or 1 when groups < t: the group it takes from the gathered QKV), ratio = nq/nkv query
+ * heads per local KV group, f = ffn/t,
  * vl = paddedVocab/t vocabulary rows, sl = s/t tokens under SP (else s), tokens = s·b.
  */
 export interface LocalDims {
@@ -19,8 +21,10 @@ export interface LocalDims {
   readonly vp: number;
   readonly vl: number;
   readonly sl: number;
-  /** Width of the fused QKV weight shard: (nq + 2·nkv)·d. */
+  /** Width of the fused QKV weight shard: W/t, W = (heads + 2·groups)·d (= (nq + 2·nkv)·d when groups ≥ t). */
   readonly qkvWidth: number;
+  /** W = (heads + 2·groups)·d: linear_qkv's full output width (what groups < t all-gathers). */
+  readonly qkvFull: number;
 }
 
 /** The local sizes of a (valid) configuration. */
@@ -43,6 +47,7 @@ export function localDims(c: LayerConfig): LocalDims {
     vp,
     vl: vp / t,
     sl: c.sp ? c.s / t : c.s,
-    qkvWidth: (nq + 2 * nkv) * d,
+    qkvWidth: qkvOutWidth(c) / t,
+    qkvFull: qkvOutWidth(c),
   };
 }

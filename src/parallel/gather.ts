@@ -36,8 +36,8 @@ function tokens(c: LayerConfig, parts: readonly Float32Array[]): Float32Array {
 
 /**
  * Gathers every rank's results back to the logical layout: activations by token, gradients by
- * placing each shard into its blocks. Replicated pieces (RMSNorm gains, replicated KV groups)
- * come from the lowest rank holding them.
+ * placing each shard into its blocks (every linear_qkv column has one owner, also when
+ * groups < t). Replicated pieces (the RMSNorm gains) come from the lowest rank holding them.
  */
 export function gatherLogical(
   c: LayerConfig,

@@ -6,6 +6,7 @@ import { regather, type LayerComm } from './layer-comm.ts';
 import { tensorParallelRegion } from './mappings.ts';
 import { mlpBlockBackward, mlpBlockForward, type MlpBlockLabels } from './mlp-block.ts';
 import type { RankOwnership } from './plan-types.ts';
+import { gatheredQkv, gathersQkv } from './qkv-layout.ts';
 import { outputLayer, outputLayerBackward, vocabParallelLoss } from './vocab.ts';
 import type { WeightSet } from './weights.ts';
 
@@ -96,6 +97,7 @@ function need<T>(v: T | undefined, what: string): T {
  * Megatron-LM does it (layout [s, b, h]; t ranks; SP = sequence parallel):
  *   x ← embed(ids) (vocab-parallel: masked lookup, then g = all-reduce, or reduce-scatter with SP)
  *   a = x + g(Attention(f(RMSNorm(x))))        f: identity, or all-gather dim 0 with SP
+ *                                              (groups < t: QKV all-gathered along the last dim inside)
  *   y = a + g(MLP(f(RMSNorm(a))))              g: all-reduce, or reduce-scatter dim 0 with SP
  *   loss = vocab-parallel CE(y·W_out)
  * and the backward with the conjugate collectives (f ↔ g), the re-gather of the norm outputs
@@ -143,7 +145,8 @@ export async function layerStep<T>(
   const rstd1 = be.tensor('ln1.rstd', [sl, b]);
   be.rmsnorm(opSpec('ln1', tokens, { weight: 'g1' }), x, g1, ln1, rstd1, c.eps);
   let ln1Full = await into('ln1.gather', ln1);
-  const attn = attentionForward(be, D, ln1Full, wq, wo, c.ropeBase);
+  const gathered = gathersQkv(c) ? gatheredQkv(c, own.rank) : undefined;
+  const attn = await attentionForward(be, lc, D, gathered, ln1Full, wq, wo, c.ropeBase);
   if (sp) be.release(ln1Full);
   const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
   const x2 = be.tensor('residual.attn', [sl, b, h]);
@@ -202,9 +205,11 @@ export async function layerStep<T>(
   // ---- backward: attention block (x2 = x + g(attn)) ----
   const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
   const ln1Again = regather(lc, 'ln1.regather', enter, ln1);
-  const ab = attentionBackward(
+  const ab = await attentionBackward(
     be,
+    lc,
     D,
+    gathered,
     dattn,
     attn.saved,
     wq,
@@ -214,21 +219,9 @@ export async function layerStep<T>(
     c.ropeBase,
     sp ? ln1Again.issue : undefined,
   );
-  let replicas;
-  if (c.groups < c.tp) {
-    // Replicated KV groups: each copy saw only its own heads' gradients; sum them over the replicas.
-    const why = 'sum of the KV-group gradients over the ranks that replicate the group (groups < t)';
-    const per = c.tp / c.groups;
-    const g0 = own.kvGroups[0] * per;
-    replicas = {
-      dk: await lc.allGather(opSpec('qkv.k.replicas.gather', 'heads', { weight: 'wqkv' }), why, ab.dk, 2),
-      dv: await lc.allGather(opSpec('qkv.v.replicas.gather', 'heads', { weight: 'wqkv' }), why, ab.dv, 2),
-      ranks: Array.from({ length: per }, (_, j) => g0 + j),
-    };
-  }
   ln1Full = sp ? await ln1Again.wait() : ln1Full;
   const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
-  ab.wgrad(ln1Full, replicas);
+  ab.wgrad(ln1Full);
   const dln1 = await dln1Pending;
   const dx = be.tensor('d.x', [sl, b, h]);
   be.rmsnormBackward(opSpec('ln1.backward', tokens, { weight: 'g1' }), x, g1, rstd1, dln1, dx);

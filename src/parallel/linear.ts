@@ -97,10 +97,7 @@ export function linearDgrad<T>(
   );
 }
 
-/**
- * wgrad: dW[:, c0:c0+n] (+)= X[m, k]ᵀ·dY[m, n]; `dyView` reads dY as columns [c0, c0 + n) of a
- * wider [m, w] tensor (one replica's slot of gathered gradients).
- */
+/** wgrad: dW[:, c0:c0+n] (+)= X[m, k]ᵀ·dY[m, n]. */
 export function linearWgrad<T>(
   be: Backend<T>,
   l: LinearSpec,
@@ -111,7 +108,6 @@ export function linearWgrad<T>(
   k: number,
   cols: WeightCols,
   accumulate = false,
-  dyView: { w: number; c0: number } = { w: cols.n, c0: 0 },
 ): void {
   be.gemm(
     gemmOp(l, 'wgrad'),
@@ -121,8 +117,7 @@ export function linearWgrad<T>(
       K: m,
       sAm: 1,
       sAk: k,
-      offB: dyView.c0,
-      sBk: dyView.w,
+      sBk: cols.n,
       sBn: 1,
       offC: cols.c0,
       sCm: cols.w,

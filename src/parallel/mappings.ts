@@ -93,6 +93,21 @@ export const reduceScatterToSequenceParallelRegion: MappingPair = {
 };
 
 /**
+ * Forward: all-gather last dim · backward: reduce-scatter last dim. [.., n/t] per rank → [.., n]
+ * on every rank, whose gradient is a per-rank partial (Megatron-Core's
+ * all_gather_last_dim_from_tensor_parallel_region, _AllGatherFromTensorParallelRegion in
+ * mappings.py; used by attention when query groups < t to gather the fused QKV activations).
+ */
+export const allGatherLastDimFromTensorParallelRegion: MappingPair = {
+  name: 'allGatherLastDimFromTensorParallelRegion',
+  summary: 'forward: all-gather last dim · backward: reduce-scatter last dim',
+  input: 'per-rank',
+  output: 'per-rank',
+  forward: (comm, x, n) => comm.allGather(x, last, n),
+  backward: (comm, dy, n) => comm.reduceScatter(dy, last, 'sum', n),
+};
+
+/**
  * The two boundaries of a tensor-parallel region: `enter` before a ColumnParallelLinear (f, or
  * under SP gather_from_sequence_parallel_region) and `leave` after a RowParallelLinear (g, or under
  * SP reduce_scatter_to_sequence_parallel_region) — Megatron's TransformerLayer with and without SP.

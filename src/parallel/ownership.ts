@@ -1,5 +1,6 @@
 import type { LayerConfig } from './config.ts';
 import type { RankOwnership } from './plan-types.ts';
+import { qkvColsOfRank } from './qkv-layout.ts';
 
 /**
  * Vocabulary padded up to a multiple of t: V_p = ⌈V/t⌉·t (0 without a vocabulary). Megatron pads
@@ -10,9 +11,10 @@ export function paddedVocab(c: Pick<LayerConfig, 'vocab' | 'tp'>): number {
 }
 
 /**
- * The KV query groups rank r holds, for t ranks and `groups` groups (Megatron's layout):
- * groups ≥ t: the contiguous groups [r·groups/t, (r+1)·groups/t);
- * groups < t: the one group ⌊r / (t/groups)⌋, replicated on the t/groups ranks whose heads use it.
+ * The KV query groups rank r's attention reads, for t ranks and `groups` groups (Megatron-Core):
+ * groups ≥ t: the contiguous groups [r·groups/t, (r+1)·groups/t), whose weight columns it holds;
+ * groups < t: the one group ⌊r / (t/groups)⌋, whose K and V it takes from the all-gathered QKV
+ * activations (its weight columns are spread over the ranks' even slices, see qkv-layout.ts).
  * Assumes a valid config (groups % t = 0 or t % groups = 0).
  */
 export function kvGroupsOfRank(r: number, groups: number, t: number): number[] {
@@ -29,7 +31,8 @@ function slice(r: number, n: number, t: number): readonly [number, number] {
 }
 
 /**
- * Who owns what on each of the t ranks of a valid config: query heads, KV groups, FFN columns of
+ * Who owns what on each of the t ranks of a valid config: query heads, KV groups, linear_qkv's
+ * output columns (Megatron's even split of the per-group interleaved layout), FFN columns of
  * gate/up (rows of down), rows of the padded vocabulary, and the tokens of the [s/t, b, h] regions
  * under SP ([0, s) without SP). Ranges are [start, end) in global indices.
  */
@@ -40,6 +43,7 @@ export function rankOwnership(c: LayerConfig): RankOwnership[] {
     rank: r,
     heads: slice(r, c.heads, t),
     kvGroups: kvGroupsOfRank(r, c.groups, t),
+    qkvCols: qkvColsOfRank(c, r),
     ffn: slice(r, c.ffn, t),
     vocab: vp > 0 ? slice(r, vp, t) : ([0, 0] as const),
     tokens: c.sp ? slice(r, c.s, t) : ([0, c.s] as const),

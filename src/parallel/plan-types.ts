@@ -52,10 +52,11 @@ export interface OpOverlap {
 
 /**
  * The products C = A·B the layer's GEMMs compute: a linear's output (q, k, v, proj, gate, up, down,
- * logits; A its input, B its weight) or a core-attention product per head (scores = Q·Kᵀ,
+ * logits; A its input, B its weight; qkv: linear_qkv as one GEMM over the rank's even slice of the
+ * interleaved columns, when groups < t) or a core-attention product per head (scores = Q·Kᵀ,
  * context = P·V).
  */
-export type GemmProduct = 'q' | 'k' | 'v' | 'scores' | 'context' | 'proj' | 'gate' | 'up' | 'down' | 'logits';
+export type GemmProduct = 'q' | 'k' | 'v' | 'qkv' | 'scores' | 'context' | 'proj' | 'gate' | 'up' | 'down' | 'logits';
 
 /**
  * Which GEMM of the layer an op is — the same at every degree, whatever its label: its product
@@ -126,8 +127,13 @@ export interface RankOwnership {
   readonly rank: number;
   /** Query heads [start, end). */
   readonly heads: readonly [number, number];
-  /** Global KV query groups this rank holds (one replicated group when groups < t). */
+  /** Global KV query groups this rank's attention reads (groups < t: one, taken from the gathered QKV). */
   readonly kvGroups: readonly number[];
+  /**
+   * Columns [start, end) of linear_qkv's output [s, b, (heads + 2·groups)·d] this rank computes, in
+   * Megatron's per-group interleaved layout (qkv-layout.ts): W/t of them, each owned by one rank.
+   */
+  readonly qkvCols: readonly [number, number];
   /** FFN columns of gate and up (rows of down) [start, end). */
   readonly ffn: readonly [number, number];
   /** Vocabulary rows [start, end) of the padded vocabulary; [0, 0) without a vocabulary. */

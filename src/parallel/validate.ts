@@ -1,5 +1,6 @@
 import type { LayerConfig, ModelSizes } from './config.ts';
-import { kvGroupsOfRank, paddedVocab } from './ownership.ts';
+import { paddedVocab } from './ownership.ts';
+import { gatheredQkv, qkvOutWidth } from './qkv-layout.ts';
 
 /** The control a validation issue belongs to (a LayerConfig key). */
 export type ConfigField = keyof Omit<LayerConfig, 'skipSpNormGradAllReduce'>;
@@ -16,9 +17,10 @@ export type ValidationRule =
   | 'heads-divisible-by-groups'
   | 'heads-divisible-by-tp'
   | 'groups-vs-tp'
+  | 'qkv-width-divisible-by-tp'
   | 'ffn-divisible-by-tp'
   | 'seq-divisible-by-tp'
-  | 'kv-replication'
+  | 'qkv-gather'
   | 'vocab-padding'
   | 'sp-without-tp';
 
@@ -37,7 +39,7 @@ export interface ValidationIssue {
   readonly legalFor?: ConfigField;
 }
 
-/** errors block a run; notes are information (KV replication, vocabulary padding, SP at t = 1). */
+/** errors block a run; notes are information (the gathered QKV when groups < t, vocabulary padding, SP at t = 1). */
 export interface ValidationResult {
   readonly ok: boolean;
   readonly errors: readonly ValidationIssue[];
@@ -87,22 +89,36 @@ const list = (xs: readonly number[]): string =>
       : `${xs.slice(0, listMax).join(', ')} … and ${xs.length - listMax} more`;
 
 /**
- * groups vs t: groups ≥ t needs groups % t = 0 (whole groups per rank); groups < t needs
- * t % groups = 0 (each group replicated on t/groups ranks, as vLLM's QKVParallelLinear does;
- * Megatron-Core's TransformerConfig instead requires groups % t = 0 and raises otherwise).
+ * groups vs t (Megatron-Core's TransformerConfig, core_v0.19.0: num_query_groups must be a
+ * multiple or divisor of tensor_model_parallel_size): groups ≥ t needs groups % t = 0 (whole
+ * groups per rank); groups < t needs t % groups = 0 (t/groups ranks share a group).
  */
 function groupsFit(groups: number, t: number): boolean {
   return groups >= t ? groups % t === 0 : t % groups === 0;
 }
 
 /**
+ * groups < t: linear_qkv is a ColumnParallelLinear whose output W is split evenly into t slices
+ * (Megatron's `divide(output_size, world_size)`), then all-gathered: W % t = 0. With groups ≥ t
+ * heads % t = 0 and groups % t = 0 already make it so.
+ */
+function qkvWidthFits(c: Pick<ModelSizes, 'h' | 'heads' | 'groups'>, t: number): boolean {
+  return c.groups >= t || qkvOutWidth(c) % t === 0;
+}
+
+/** Every attention rule on t: heads % t = 0, groups vs t, and W % t = 0 when groups < t. */
+const attentionFits = (c: Pick<ModelSizes, 'h' | 'heads' | 'groups'>, t: number): boolean =>
+  c.heads % t === 0 && groupsFit(c.groups, t) && qkvWidthFits(c, t);
+
+/**
  * TP degrees t ∈ [1, max] that split `sizes` legally: heads % t = 0, groups vs t (see groupsFit),
- * ffn % t = 0, and with SP s % t = 0. The vocabulary never restricts t (it is padded).
+ * W % t = 0 when groups < t (see qkvWidthFits), ffn % t = 0, and with SP s % t = 0. The
+ * vocabulary never restricts t (it is padded).
  */
 export function legalTpDegrees(sizes: ModelSizes, sp: boolean, max = maxTp): number[] {
   const out: number[] = [];
   for (let t = 1; t <= max; t++) {
-    if (sizes.heads % t !== 0 || sizes.ffn % t !== 0 || !groupsFit(sizes.groups, t)) continue;
+    if (!attentionFits(sizes, t) || sizes.ffn % t !== 0) continue;
     if (sp && sizes.s % t !== 0) continue;
     out.push(t);
   }
@@ -275,11 +291,11 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
     c.heads % t === 0 &&
     !groupsFit(c.groups, t)
   ) {
-    const legal = degreesWhere((u) => c.heads % u === 0 && groupsFit(c.groups, u));
+    const legal = degreesWhere((u) => attentionFits(c, u));
     const why =
       c.groups >= t
         ? `query groups (${c.groups}) must be divisible by the TP degree t = ${t} when groups ≥ t (each rank holds groups/t whole KV groups)`
-        : `the TP degree t = ${t} must be a multiple of query groups (${c.groups}) when t > groups (each KV group is replicated on t/groups ranks)`;
+        : `the TP degree t = ${t} must be a multiple of query groups (${c.groups}) when t > groups (t/groups ranks share each KV group, as Megatron-Core requires)`;
     errors.push({
       rule: 'groups-vs-tp',
       field: 'groups',
@@ -287,6 +303,28 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
       legal,
       legalFor: 'tp',
       message: `${why}: legal t for ${c.groups} groups and ${c.heads} heads are ${list(legal)}.`,
+    });
+  }
+  // Reported only when the rules above hold, with h divisible by heads (d whole).
+  if (
+    !bad.has('groups') &&
+    !bad.has('heads') &&
+    !bad.has('h') &&
+    c.h % c.heads === 0 &&
+    c.heads % c.groups === 0 &&
+    c.heads % t === 0 &&
+    groupsFit(c.groups, t) &&
+    !qkvWidthFits(c, t)
+  ) {
+    const d = c.h / c.heads;
+    const legal = degreesWhere((u) => attentionFits(c, u));
+    errors.push({
+      rule: 'qkv-width-divisible-by-tp',
+      field: 'tp',
+      fields: ['tp', 'groups', 'heads', 'h'],
+      legal,
+      legalFor: 'tp',
+      message: `with query groups (${c.groups}) < t = ${t}, linear_qkv's output width (heads + 2·groups)·d = (${c.heads} + 2·${c.groups})·${d} = ${qkvOutWidth(c)} must be divisible by t (Megatron-Core splits it evenly over the ranks, then all-gathers it): legal t for ${c.heads} heads in ${c.groups} group${c.groups > 1 ? 's' : ''} with h = ${c.h} are ${list(legal)}.`,
     });
   }
   if (!bad.has('ffn') && c.ffn % t !== 0) {
@@ -320,20 +358,27 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
         'sequence parallel changes nothing at t = 1 (Megatron disables it): every rank already holds all s tokens.',
     });
   }
-  if (!bad.has('groups') && !bad.has('heads') && c.groups < t && t % c.groups === 0 && c.heads % t === 0) {
+  if (
+    !bad.has('groups') &&
+    !bad.has('heads') &&
+    !bad.has('h') &&
+    c.groups < t &&
+    c.h % c.heads === 0 &&
+    attentionFits(c, t)
+  ) {
     const per = t / c.groups;
-    const owners = Array.from(
-      { length: c.groups },
-      (_, g) => `group ${g} on ranks ${g * per}–${g * per + per - 1}`,
-    ).join(', ');
-    const r0 = kvGroupsOfRank(0, c.groups, t)[0];
+    const W = qkvOutWidth(c);
+    const r0 = gatheredQkv(c, 0);
+    const heads0 =
+      r0.heads[1] - r0.heads[0] > 1 ? `query heads ${r0.heads[0]}–${r0.heads[1] - 1}` : `query head ${r0.heads[0]}`;
     notes.push({
-      rule: 'kv-replication',
+      rule: 'qkv-gather',
       field: 'groups',
       fields: ['groups', 'tp'],
       message:
-        `${c.groups} query group${c.groups > 1 ? 's' : ''} < t = ${t}: each KV group is replicated on t/groups = ${per} ranks (${owners}); rank 0 holds group ${r0}. ` +
-        'The K and V weight gradients of a group are the sum over its replicas. (Megatron-Core itself rejects groups < t: num_query_groups must be a multiple of tensor_model_parallel_size.)',
+        `${c.groups} query group${c.groups > 1 ? 's' : ''} < t = ${t}: as Megatron-Core does (since core_v0.16), each rank computes an even ${W / t}-column slice of linear_qkv's ${W} columns ` +
+        `(laid out per group: [q heads | k | v] of group 0, then group 1, …), all-gathers them along the last dim (reduce-scatter in backward), ` +
+        `and takes group block ⌊r / ${per}⌋ with its own ${c.heads / t} of that group's query heads: rank 0 takes block ${r0.block}, ${heads0}. Each weight column has one owner.`,
     });
   }
   if (!bad.has('vocab') && c.vocab > 0) {

@@ -4,6 +4,7 @@ import type { LayerConfig } from './config.ts';
 import type { LocalDims } from './dims.ts';
 import { paddedVocab } from './ownership.ts';
 import type { RankOwnership } from './plan-types.ts';
+import { gathersQkv, logicalRuns } from './qkv-layout.ts';
 import { weightNames, type WeightName } from './weight-names.ts';
 
 /** A set of per-parameter tensors (weights or their gradients); emb and wout only with a vocabulary. */
@@ -67,6 +68,17 @@ export function shardLayout(
   const [h0, h1] = own.heads;
   switch (name) {
     case 'wqkv': {
+      // groups < t: the rank's even slice of Megatron's per-group interleaved columns, which may
+      // cut across heads and across q/k/v (one block per logical run it touches).
+      if (gathersQkv(c))
+        return {
+          shape: [h, dims.qkvWidth],
+          blocks: cols(
+            h,
+            logicalRuns(c, own.qkvCols).map((r): [number, number] => [r.logical, r.logical + r.n]),
+          ),
+        };
+      // groups ≥ t: [this rank's Q heads | its K groups | its V groups].
       const kv = (base: number) => own.kvGroups.map((g): [number, number] => [base + g * d, base + (g + 1) * d]);
       return {
         shape: [h, dims.qkvWidth],

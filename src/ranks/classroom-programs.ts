@@ -10,6 +10,7 @@ import { localDims } from '../parallel/dims.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
 import { mlpBlockBackward, mlpBlockForward, type MlpBlockLabels } from '../parallel/mlp-block.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
+import { gatheredQkv, gathersQkv } from '../parallel/qkv-layout.ts';
 import { rankWeightArrays } from '../parallel/step-data.ts';
 import type { WeightName } from '../parallel/weight-names.ts';
 import { tensorSeed } from '../parallel/weights.ts';
@@ -99,7 +100,9 @@ export async function classroomStep(
     const { input: xFull } = fwd.saved;
     if (!xFull || !fwd.partial) throw new Error('classroomStep: the MLP block kept no input or no partial sums.');
     // Attention on the same input: this rank's heads, then g.
-    const { out: attnPartial } = attentionForward(be, D, xFull, wqkv, wo, c.ropeBase);
+    // With groups < t linear_qkv's activations are all-gathered along the last dim first (Megatron-Core).
+    const gathered = gathersQkv(c) ? gatheredQkv(c, rank) : undefined;
+    const { out: attnPartial } = await attentionForward(be, lc, D, gathered, xFull, wqkv, wo, c.ropeBase);
     const attnPartialData = await read(attnPartial);
     const attn = await lc.allReduce(
       opSpec('classroom.attn.out', 'row'),

@@ -1,10 +1,7 @@
 // The figure of each classroom step as data (pure; no DOM): blocks per rank, GEMMs, rings and heads.
-import {
-  attentionPicture,
-  type AttentionPicture,
-  type ClassroomRankData,
-  type ClassroomRuns,
-} from '../parallel/classroom.ts';
+import { attentionPicture, type AttentionPicture } from '../parallel/attention-picture.ts';
+import type { ClassroomRankData, ClassroomRuns } from '../parallel/classroom.ts';
+import { gathersQkv, qkvOutWidth } from '../parallel/qkv-layout.ts';
 import type { RingCollectiveOp } from '../comm/collectives.ts';
 import { ringBytesSent } from '../comm/ring-bytes.ts';
 
@@ -52,7 +49,7 @@ export interface RingFigure {
   readonly ringBytesPerRank: number;
 }
 
-/** Query heads and KV groups by owning rank. */
+/** Each rank's linear_qkv columns, and the query heads and KV group its attention reads. */
 export interface HeadsFigure {
   readonly kind: 'heads';
   readonly title: string;
@@ -74,17 +71,23 @@ function gemmRow(rank: number, a: BlockSpec, b: BlockSpec, c: BlockSpec): BlockR
   return { rank, terms: [a, '×', b, '→', c], gemm: { m: a.rows, k: a.cols, n: b.cols } };
 }
 
-function ring(title: string, op: RingCollectiveOp, runs: ClassroomRuns, dims = '[s, h]'): RingFigure {
+function ring(
+  title: string,
+  op: RingCollectiveOp,
+  runs: ClassroomRuns,
+  dims = '[s, h]',
+  cols = runs.config.h,
+): RingFigure {
   const c = runs.config;
   const rows = c.s * c.b;
-  const payloadBytes = rows * c.h * 4;
+  const payloadBytes = rows * cols * 4;
   return {
     kind: 'ring',
     title,
     op,
     t: c.tp,
     rows,
-    cols: c.h,
+    cols,
     dims,
     payloadBytes,
     ringBytesPerRank: ringBytesSent(op, payloadBytes, c.tp),
@@ -198,7 +201,23 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
     }
     case 'attention':
       return [
-        { kind: 'heads', title: 'Query heads and KV groups by rank', t, picture: attentionPicture(runs.config) },
+        {
+          kind: 'heads',
+          title: 'linear_qkv columns, query heads and KV groups by rank',
+          t,
+          picture: attentionPicture(runs.config),
+        },
+        ...(gathersQkv(runs.config)
+          ? [
+              ring(
+                'All-gather of the linear_qkv slices along the last dim: [s, W/t] → [s, W]',
+                'allGather',
+                runs,
+                '[s, W]',
+                qkvOutWidth(runs.config),
+              ),
+            ]
+          : []),
         ring("All-reduce of the heads' partial outputs (g)", 'allReduce', runs),
       ];
     default:

@@ -83,16 +83,22 @@ export function pickTimeline(d: SweepDegree, overlap: boolean): SweepTimeline | 
 
 /**
  * Per GEMM (in the layer's order at the lowest degree, matched across degrees by its site; GEMMs of
- * one site, e.g. one per batch row or per replica of a KV group, are summed) its local M, N, K, FLOPs, time and GFLOP/s at each degree with the efficiency against the
- * lowest degree (t = 1 when run); per degree the step time, its communication share and speed-up.
+ * one site, e.g. one per batch row, are summed) its local M, N, K, FLOPs, time and GFLOP/s at each
+ * degree with the efficiency against the lowest degree it runs at (t = 1 when run; a site that only
+ * exists at higher degrees, such as the fused linear_qkv GEMM when groups < t, against its own
+ * lowest); per degree the step time, its communication share and speed-up.
  */
 export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEfficiency {
   const degrees = [...report.degrees].sort((a, b) => a.config.tp - b.config.tp);
   if (degrees.length === 0) return { gemms: [], steps: [] };
   const merged = degrees.map((d) => mergeBySite(d.gemms));
-  const base = merged[0];
-  const t0 = degrees[0].config.tp;
-  const gemms: GemmRow[] = [...base].map(([key, g0]) => ({
+  // Every site of any degree, in the lowest degree's order, then those that first appear higher up
+  // (with groups < t linear_qkv runs as one GEMM, site qkv, instead of the q, k and v GEMMs).
+  const first = new Map<string, { g0: SweepGemm; t0: number }>();
+  merged.forEach((m, i) => {
+    for (const [key, g] of m) if (!first.has(key)) first.set(key, { g0: g, t0: degrees[i].config.tp });
+  });
+  const gemms: GemmRow[] = [...first].map(([key, { g0, t0 }]) => ({
     name: g0.name,
     site: g0.site,
     phase: g0.phase,
@@ -111,11 +117,11 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
       ];
     }),
   }));
-  const first = pickTimeline(degrees[0], overlap);
-  const firstCompute = first ? maxOf(first.computeMs) : NaN;
+  const base = pickTimeline(degrees[0], overlap);
+  const firstCompute = base ? maxOf(base.computeMs) : NaN;
   const steps = degrees.flatMap((d): StepAtDegree[] => {
     const tl = pickTimeline(d, overlap);
-    if (!tl || !first) return [];
+    if (!tl || !base) return [];
     const computeMs = maxOf(tl.computeMs);
     return [
       {
@@ -126,7 +132,7 @@ export function gemmEfficiency(report: SweepReport, overlap: boolean): GemmEffic
         commMs: maxOf(tl.commMs),
         exposedMs: maxOf(tl.exposedMs),
         commShare: tl.stepMs > 0 ? maxOf(tl.exposedMs) / tl.stepMs : 0,
-        speedup: first.stepMs / tl.stepMs,
+        speedup: base.stepMs / tl.stepMs,
         computeSpeedup: firstCompute > 0 && computeMs > 0 ? firstCompute / computeMs : NaN,
       },
     ];

@@ -58,9 +58,22 @@ const specs: readonly BoundarySpec[] = [
   },
   { at: [{ op: kernelOf('g1') }], label: 'RMSNorm 1 output', symbolic: hidden, layout: hiddenLayout },
   {
-    at: [{ collectiveBefore: product('q') }],
+    at: [{ collectiveBefore: product('q') }, { collectiveBefore: product('qkv') }],
     label: 'attention input (all-gathered)',
     symbolic: gathered,
+    layout: () => 'replicated',
+  },
+  // groups < t: linear_qkv's even slice of W = (heads + 2·groups)·d columns, then all-gathered along the last dim.
+  {
+    at: [{ op: product('qkv') }],
+    label: 'linear_qkv: this rank’s W/t columns',
+    symbolic: () => '[s, b, W/t]',
+    layout: () => 'split-last',
+  },
+  {
+    at: [{ collectiveAfter: product('qkv') }],
+    label: 'QKV all-gathered (last dim)',
+    symbolic: () => '[s, b, W]',
     layout: () => 'replicated',
   },
   {

@@ -1,4 +1,4 @@
-// <tp-heads-figure>: attention's query heads and KV groups in their owning ranks' rows (D3/SVG).
+// <tp-heads-figure>: each rank's linear_qkv columns, and the query heads and KV group its attention reads (D3/SVG).
 import * as d3 from 'd3';
 import { LitElement, html, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
@@ -9,11 +9,15 @@ const FONT = 22;
 const GUTTER = 120;
 const CELL_W = 150;
 const CELL_H = 48;
+/** Width of one head's d columns in the linear_qkv strip. */
+const SLICE_W = 90;
 
 /**
- * `<tp-heads-figure .figure=${f}>`: one row per rank; its query heads (`rect.head`, `data-head`)
- * and the KV groups it keeps (`rect.kv`, `data-group`, marked "copy" when groups < t replicates
- * the group on several ranks), every box in the rank's colour.
+ * `<tp-heads-figure .figure=${f}>`: one row per rank. Left, the linear_qkv output columns the rank
+ * computes (`rect.slice`, `data-kind` q/k/v, width ∝ columns; a piece cut by the even split is
+ * labelled with its share of d); right, the query heads (`rect.head`, `data-head`) and the KV
+ * group (`rect.kv`, `data-group`) its attention reads — taken, when groups < t, from the all-gathered
+ * QKV (the row says which group block). Every box in the rank's colour.
  */
 @customElement('tp-heads-figure')
 export class TpHeadsFigure extends LitElement {
@@ -45,16 +49,49 @@ export class TpHeadsFigure extends LitElement {
         .attr('font-weight', 700)
         .attr('fill', color)
         .text(`rank ${r}`);
+      // The rank's even slice of linear_qkv's columns, as its pieces.
+      const slice = f.picture.slices[r]?.pieces ?? [];
+      let x = GUTTER;
+      for (const p of slice) {
+        const w = (p.cols / p.of) * SLICE_W;
+        const name = p.kind === 'q' ? `q${p.head}` : `${p.kind}${p.group}`;
+        g.append('rect')
+          .attr('class', 'slice')
+          .attr('data-kind', p.kind)
+          .attr('data-rank', r)
+          .attr('x', x)
+          .attr('y', y)
+          .attr('width', w)
+          .attr('height', CELL_H)
+          .attr('fill', color)
+          .attr('fill-opacity', p.kind === 'q' ? 0.45 : 0.2)
+          .attr('stroke', color)
+          .attr('stroke-width', 2);
+        g.append('text')
+          .attr('x', x + w / 2)
+          .attr('y', y + CELL_H / 2 + 7)
+          .attr('text-anchor', 'middle')
+          .attr('font-size', FONT - 4)
+          .text(p.cols < p.of ? `${name} ${p.cols}/${p.of}` : name);
+        x += w;
+      }
+      const block = f.picture.blocks?.[r];
+      g.append('text')
+        .attr('x', x + 12)
+        .attr('y', y + CELL_H / 2 + 7)
+        .attr('font-size', FONT - 4)
+        .text(block === undefined ? '→' : `→ all-gather → block ${block} →`);
+      const reads = x + (block === undefined ? 50 : 300);
       const boxes = [
         ...f.picture.heads
           .filter((h) => h.rank === r)
           .map((h) => ({ cls: 'head', key: h.head, text: `q head ${h.head}` })),
         ...f.picture.groups
           .filter((k) => k.ranks.includes(r))
-          .map((k) => ({ cls: 'kv', key: k.group, text: `KV group ${k.group}${k.replicated ? ' (copy)' : ''}` })),
+          .map((k) => ({ cls: 'kv', key: k.group, text: `KV group ${k.group}` })),
       ];
       boxes.forEach((b, i) => {
-        const x = GUTTER + i * (CELL_W + 24) + (b.cls === 'kv' ? 30 : 0);
+        const x = reads + i * (CELL_W + 24) + (b.cls === 'kv' ? 30 : 0);
         g.append('rect')
           .attr('class', b.cls)
           .attr(b.cls === 'head' ? 'data-head' : 'data-group', b.key)

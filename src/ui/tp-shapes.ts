@@ -3,6 +3,7 @@ import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { PlanAccounting } from '../model/accounting.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
+import { qkvOutWidth } from '../parallel/qkv-layout.ts';
 import { formatBytes } from './timeline-format.ts';
 import { panelStyles } from './page-style.ts';
 import { boundaries, layoutWords, memoryGroups, rangeText, rankRange } from './shapes-model.ts';
@@ -15,8 +16,9 @@ const memColors = { parameters: '#2a6cc4', gradients: '#7aa7e0', activations: '#
 /**
  * `<tp-shapes>`: from `plan` and `accounting`, the forward activations at each boundary (symbolic
  * and local shape, replicated vs sequence-sharded vs split vs partial sums), each rank's weight
- * shards and ownership (heads, KV groups — replicated when groups < t —, FFN columns, vocabulary
- * rows, tokens), and per-rank memory: parameters, gradients, activations kept for backward.
+ * shards and ownership (heads, KV groups, linear_qkv output columns — with groups < t an even slice
+ * that is all-gathered —, FFN columns, vocabulary rows, tokens), and per-rank memory: parameters,
+ * gradients, activations kept for backward.
  */
 @customElement('tp-shapes')
 export class TpShapes extends LitElement {
@@ -105,7 +107,8 @@ export class TpShapes extends LitElement {
   private renderWeights(plan: LayerPlan, acc: PlanAccounting) {
     const c = plan.config;
     const r0 = acc.memory[0];
-    const replicatedKv = c.groups < plan.ranks.length;
+    const gathered = c.groups < plan.ranks.length;
+    const W = qkvOutWidth(c);
     return html`<h2>Weight shards (local shapes)</h2>
       <table data-section="weights">
         <thead>
@@ -135,6 +138,7 @@ export class TpShapes extends LitElement {
             <th>rank</th>
             <th>query heads</th>
             <th>KV groups</th>
+            <th>linear_qkv columns</th>
             <th>FFN columns</th>
             ${c.vocab > 0 ? html`<th>vocab rows</th>` : nothing}
             <th>tokens</th>
@@ -146,7 +150,8 @@ export class TpShapes extends LitElement {
               html`<tr>
                 <td>${o.rank}</td>
                 <td>${rangeText(o.heads)}</td>
-                <td>${o.kvGroups.join(', ')}${replicatedKv ? ' (replica)' : ''}</td>
+                <td>${o.kvGroups.join(', ')}</td>
+                <td>${rangeText(o.qkvCols)}</td>
                 <td>${rangeText(o.ffn)}</td>
                 ${c.vocab > 0 ? html`<td>${rangeText(o.vocab)}</td>` : nothing}
                 <td>${rangeText(o.tokens)}</td>
@@ -155,10 +160,13 @@ export class TpShapes extends LitElement {
         </tbody>
       </table>
       ${
-        replicatedKv
+        gathered
           ? html`<p class="note">
-              ${c.groups} KV group${c.groups > 1 ? 's' : ''} &lt; t = ${plan.ranks.length}: each group is replicated on
-              ${plan.ranks.length / c.groups} ranks; their K and V weight gradients are summed over the replicas.
+              ${c.groups} KV group${c.groups > 1 ? 's' : ''} &lt; t = ${plan.ranks.length} (Megatron-Core, core_v0.16
+              on): linear_qkv's ${W} output columns, laid out per group as [q heads | k | v], are split evenly
+              (${W / plan.ranks.length} per rank, each column owned by one rank) and all-gathered along the last dim
+              before attention; rank r then reads KV group ⌊r / ${plan.ranks.length / c.groups}⌋ and its own query
+              heads. In backward the gathered gradient is reduce-scattered back to the slices.
             </p>`
           : nothing
       }`;

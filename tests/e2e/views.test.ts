@@ -83,8 +83,17 @@ async function checkGemmView(hash: string, screenshot: string): Promise<number[]
     skipped.forEach(([, why]) => expect(why).toMatch(/must be divisible|must divide|legal/));
     const at = (g: string, t: number) => rows.find((r) => r.gemm === g && r.t === t)!;
     for (const t of ran) {
-      for (const g of ['qkv.q', 'mlp.gate', 'mlp.up'])
+      for (const g of ['mlp.gate', 'mlp.up'])
         expect([at(g, t).M, at(g, t).N * t, at(g, t).K], `${g} t=${t}`).toEqual([at(g, 1).M, at(g, 1).N, at(g, 1).K]);
+      // linear_qkv: Q, K, V GEMMs while the preset's 2 KV groups ≥ t; with groups < t one GEMM over an
+      // even slice of W = (heads + 2·groups)·d columns (Megatron-Core), W being the three N at t = 1.
+      const W = ['qkv.q', 'qkv.k', 'qkv.v'].reduce((a, g) => a + at(g, 1).N, 0);
+      const qkv = t > 2 ? at('qkv', t) : at('qkv.q', t);
+      expect([qkv.M, qkv.N * t, qkv.K], `linear_qkv t=${t}`).toEqual([
+        at('qkv.q', 1).M,
+        t > 2 ? W : at('qkv.q', 1).N,
+        at('qkv.q', 1).K,
+      ]);
       for (const g of ['attn.proj', 'mlp.down'])
         expect([at(g, t).M, at(g, t).N, at(g, t).K * t], `${g} t=${t}`).toEqual([at(g, 1).M, at(g, 1).N, at(g, 1).K]);
       rows.filter((r) => r.t === t).forEach((r) => expect(r.gflops, `${r.gemm} t=${t}`).toBeGreaterThan(0));

@@ -44,7 +44,7 @@ test('with SP and the skipped norm-gradient all-reduce the ranks’ norm gains d
   expect(points.at(-1)!.spread).toBeGreaterThan(points[0].spread);
 });
 
-test('at t = 4 (two KV groups copied on two ranks each) 10 steps follow the TP = 1 curve to float32 rounding', async () => {
+test('at t = 4 (two KV groups < t: QKV all-gathered) 10 steps follow the TP = 1 curve to float32 rounding', async () => {
   await pool?.dispose();
   pool = await createLayerPool(4);
   const c = configFromPreset('classroom', { tp: 4, b: 4 });

@@ -47,10 +47,20 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
     }
   }
 
-  test('llama-gqa at t=8 with SP (KV groups replicated on 4 ranks each)', async () => {
-    const run = await check(configFromPreset('llama-gqa', { tp: 8, sp: true }));
-    expect(run.commEvents.filter((e) => e.rank === 0).map((e) => e.name)).toContain('qkv.k.replicas.gather');
-  });
+  // 2 KV groups < t: linear_qkv's slices are all-gathered along the last dim, the gradient reduce-scattered back.
+  for (const [tp, sp] of [
+    [4, false],
+    [4, true],
+    [8, false],
+    [8, true],
+  ] as const) {
+    test(`llama-gqa at t=${tp}${sp ? ' with SP' : ''} (QKV all-gathered: 2 groups < ${tp} ranks)`, async () => {
+      const run = await check(configFromPreset('llama-gqa', { tp, sp }));
+      const names = run.commEvents.filter((e) => e.rank === 0).map((e) => e.name);
+      expect(names).toContain('qkv.gather');
+      expect(names).toContain('qkv.gather.backward');
+    });
+  }
 
   test('the SP norm-gradient skip switch is caught by the oracle on exactly the norm weights', async () => {
     const c = configFromPreset('classroom', { tp: 2, sp: true, skipSpNormGradAllReduce: true });

@@ -32,8 +32,16 @@ test('<tp-gemm-view> sweeps the classroom at t = 1, 2, 4 on real ranks (t = 8 sk
     };
   };
   for (const t of [1, 2, 4]) {
-    for (const g of ['qkv.q', 'mlp.gate', 'mlp.up', 'logits'])
+    for (const g of ['mlp.gate', 'mlp.up', 'logits'])
       expect(cell(g, t), `${g} t=${t}`).toMatchObject({ M: cell(g, 1).M, N: cell(g, 1).N / t, K: cell(g, 1).K });
+    // linear_qkv: Q, K, V GEMMs while the 2 KV groups ≥ t; at t = 4 one GEMM over W/t of the
+    // W = (4 + 2·2)·4 = 32 columns (Megatron-Core's even split, then an all-gather).
+    const qkv = t > 2 ? cell('qkv', t) : cell('qkv.q', t);
+    expect(qkv, `linear_qkv t=${t}`).toMatchObject({
+      M: cell('qkv.q', 1).M,
+      N: t > 2 ? 32 / t : cell('qkv.q', 1).N / t,
+      K: cell('qkv.q', 1).K,
+    });
     for (const g of ['attn.proj', 'mlp.down'])
       expect(cell(g, t), `${g} t=${t}`).toMatchObject({ M: cell(g, 1).M, N: cell(g, 1).N, K: cell(g, 1).K / t });
     for (const td of q<HTMLElement>(`td[data-t="${t}"]`))

@@ -90,18 +90,13 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       ['classroom', 4],
       ['llama-gqa', 8],
     ] as const)(
-      'of %s at t = %i sum over ranks to TP=1 plus the t norm copies, replicated KV groups and vocabulary padding',
+      'of %s at t = %i sum over ranks to TP=1 plus the t norm copies and vocabulary padding (no KV weights copied, also when groups < t)',
       async (preset, t) => {
         const c = cfg(preset, { tp: t });
         const one = parameterBytes(await planFor({ ...c, tp: 1 }), 0);
         const plan = await planFor(c);
         const all = plan.ranks.reduce((a, r) => a + parameterBytes(plan, r.rank), 0);
-        const d = c.h / c.heads;
-        const kvCopies = c.groups >= t ? 0 : t - c.groups; // extra replicas of a KV group
-        const replication =
-          (t - 1) * 2 * bytes(c.h) +
-          kvCopies * 2 * bytes(c.h, d) +
-          (c.vocab > 0 ? 2 * bytes(plan.paddedVocab - c.vocab, c.h) : 0);
+        const replication = (t - 1) * 2 * bytes(c.h) + (c.vocab > 0 ? 2 * bytes(plan.paddedVocab - c.vocab, c.h) : 0);
         expect(all).toBe(one + replication);
       },
     );
@@ -125,9 +120,10 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       expect(m.totalBytes).toBe(2 * m.parameterBytes + m.activationBytes);
     });
 
-    test('of a rank holding a replicated KV group include that whole group (llama-gqa, t = 8: qkv [256, (1 + 2)·32])', async () => {
+    test('of linear_qkv with groups < t are an even column slice W/t (llama-gqa, t = 8: qkv [256, (8 + 2·2)·32/8 = 48])', async () => {
       const plan = await planFor(cfg('llama-gqa', { tp: 8 }));
-      expect(parameterShards(plan, 5).find((p) => p.name === 'qkv')?.shape).toEqual([256, 96]);
+      for (const r of plan.ranks)
+        expect(parameterShards(plan, r.rank).find((p) => p.name === 'qkv')?.shape).toEqual([256, 48]);
     });
   });
 
@@ -162,22 +158,36 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
       }
     });
 
-    test('with groups < t exceed TP=1 by the replicated K and V columns of qkv (forward, dgrad and wgrad)', async () => {
-      const c = cfg('llama-gqa', { tp: 8 });
-      const d = c.h / c.heads;
-      const extraCols = (c.tp - c.groups) * 2 * d;
-      const one = accountPlan(await planFor({ ...c, tp: 1 })).gemmFlops.total;
-      // The layer sums a replicated group's K and V gradients inside the wgrad: one accumulating GEMM
-      // per replica (t/groups of them) instead of one, i.e. (t/groups − 1) more [h, d] wgrads of K and
-      // of V on every rank. The hand-written plan assumes the single wgrad of an all-reduced dK, dV.
-      const replicaWgrads =
-        source === 'hand-written plan' ? 0 : c.tp * 2 * (c.tp / c.groups - 1) * 2 * c.s * c.b * c.h * d;
-      expect(c.tp * accountPlan(await planFor(c)).gemmFlops.total - one).toBe(
-        3 * 2 * c.s * c.b * c.h * extraCols +
-          3 * 2 * c.s * c.b * c.h * ((await planFor(c)).paddedVocab - c.vocab) +
-          replicaWgrads,
-      );
-    });
+    test.each([4, 8])(
+      'with groups < t (llama-gqa, t = %i) of all ranks sum to TP=1 plus the vocabulary padding: each linear_qkv column is computed once',
+      async (t) => {
+        for (const sp of [false, true]) {
+          const c = cfg('llama-gqa', { tp: t, sp });
+          const one = accountPlan(await planFor({ ...c, tp: 1, sp: false })).gemmFlops.total;
+          const plan = await planFor(c);
+          const vocabPad = 3 * 2 * c.s * c.b * c.h * (plan.paddedVocab - c.vocab);
+          expect(t * accountPlan(plan).gemmFlops.total).toBe(one + vocabPad);
+        }
+      },
+    );
+
+    test.each([4, 8])(
+      'with groups < t (llama-gqa, t = %i) add one all-gather of the QKV activations forward and one reduce-scatter of their gradient backward, S = s·b·W·4 each',
+      async (t) => {
+        const c = cfg('llama-gqa', { tp: t });
+        const W = (c.heads + 2 * c.groups) * (c.h / c.heads);
+        const S = bytes(c.s, c.b, W);
+        const gathers = (p: LayerPlan) =>
+          collectiveCosts(p).filter((x) => x.mapping.startsWith('allGatherLastDimFromTensorParallelRegion'));
+        const qkv = gathers(await planFor(c));
+        expect(qkv.map((x) => [x.phase, x.op, x.payloadBytes, x.ringBytesSent])).toEqual([
+          ['forward', 'allGather', S, ((t - 1) * S) / t],
+          ['backward', 'reduceScatter', S, ((t - 1) * S) / t],
+        ]);
+        // groups ≥ t gathers nothing.
+        expect(gathers(await planFor({ ...c, tp: 2 }))).toEqual([]);
+      },
+    );
 
     test('per phase add up every op, kernels included, and GEMM ops carry 2·M·N·K·batch', async () => {
       const plan = await planFor(cfg('classroom', { tp: 2 }));

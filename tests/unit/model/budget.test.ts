@@ -40,7 +40,7 @@ describe('budgetRun', () => {
     ['llama-gqa', 8, true],
     ['classroom', 2, true],
   ] as const)(
-    'counts %s at t = %i (SP %s) from the plan accounting: weights twice, gradients once, activations',
+    'counts %s at t = %i (SP %s) from the plan accounting: weights twice, gradients once, activations, and with groups < t the gathered QKV [s, b, W] as scratch',
     async (p, tp, sp) => {
       const c = configFromPreset(p, { tp, sp });
       const memory = accountPlan((await makePlan(c)).plan).memory;
@@ -49,7 +49,9 @@ describe('budgetRun', () => {
         expect(rb.weights).toBe(2 * memory[i].parameterBytes);
         expect(rb.gradients).toBe(memory[i].gradientBytes);
         expect(rb.activations).toBe(memory[i].activationBytes);
-        expect(rb.scratch).toBe(memory[i].activationBytes + 2 * c.s * c.b * c.h * 4);
+        // llama-gqa at t = 8 has 2 KV groups < t: the gathered QKV [s, b, (8 + 2·2)·32] is held in forward and its gradient in backward.
+        const gathered = c.groups < tp ? c.s * c.b * (c.heads + 2 * c.groups) * (c.h / c.heads) * 4 : 0;
+        expect(rb.scratch).toBe(memory[i].activationBytes + 2 * c.s * c.b * c.h * 4 + gathered);
         expect(rb.total).toBe(rb.weights + rb.gradients + rb.activations + rb.scratch);
       });
       const ref = accountPlan((await makePlan({ ...c, tp: 1, sp: false })).plan).memory[0];

@@ -27,6 +27,11 @@ export function handPlan(c: LayerConfig): LayerPlan {
   const d = headDim(c);
   const nq = c.heads / t;
   const nkv = c.groups >= t ? c.groups / t : 1;
+  // linear_qkv's output W = (heads + 2·groups)·d is split evenly: W/t columns per rank. With
+  // groups < t (Megatron-Core since core_v0.16) the [s, b, W/t] outputs are all-gathered along the
+  // last dim in forward and the gradient reduce-scattered back in backward.
+  const W = (c.heads + 2 * c.groups) * d;
+  const gathered = c.groups < t;
   const f = c.ffn / t;
   const vp = paddedVocab(c);
   const vl = vp / t;
@@ -71,10 +76,12 @@ export function handPlan(c: LayerConfig): LayerPlan {
     inShape: number[],
     mapping: string,
     reduce?: ReduceOp,
+    dim = 0,
   ): void => {
     const outShape = [...inShape];
-    if (op === 'reduceScatter') outShape[0] /= t;
-    if (op === 'allGather') outShape[0] *= t;
+    const k = dim < 0 ? inShape.length + dim : dim;
+    if (op === 'reduceScatter') outShape[k] /= t;
+    if (op === 'allGather') outShape[k] *= t;
     const payload = 4 * numel(op === 'allGather' ? outShape : inShape);
     ops.push({
       phase,
@@ -86,7 +93,7 @@ export function handPlan(c: LayerConfig): LayerPlan {
       collective: {
         op,
         ...(reduce ? { reduce } : {}),
-        ...(op === 'allReduce' ? {} : { dim: 0 }),
+        ...(op === 'allReduce' ? {} : { dim }),
         inShape,
         outShape,
         groupSize: t,
@@ -124,7 +131,13 @@ export function handPlan(c: LayerConfig): LayerPlan {
   }
   kernel('forward', 'norm1', 'rmsnorm', shard, 4);
   fForward('qkv.gather');
-  gemm('forward', 'qkv', { product: 'q', computes: 'C' }, m, (nq + 2 * nkv) * d, h);
+  // The hand plan keeps linear_qkv as one GEMM (site q) while groups ≥ t; the fused slice is site qkv.
+  gemm('forward', 'qkv', { product: gathered ? 'qkv' : 'q', computes: 'C' }, m, W / t, h);
+  if (gathered) {
+    const qkvSlice = [s, b, W / t];
+    coll('forward', 'qkv.gather', 'allGather', qkvSlice, 'allGatherLastDimFromTensorParallelRegion', undefined, -1);
+    kernel('forward', 'qkv.split', 'copyCols', [s, b, (nq + 2 * nkv) * d], 0);
+  }
   kernel('forward', 'rope', 'rope', [s, b, nq + nkv, d], 3);
   gemm('forward', 'attn.scores', { product: 'scores', computes: 'C' }, s, s, d, b * nq);
   kernel('forward', 'attn.softmax', 'softmax', [b, nq, s, s], 5);
@@ -176,8 +189,21 @@ export function handPlan(c: LayerConfig): LayerPlan {
   gemm('backward', 'attn.scores.dgrad.Q', { product: 'scores', computes: 'dA' }, s, d, s, b * nq);
   gemm('backward', 'attn.scores.dgrad.K', { product: 'scores', computes: 'dB' }, s, d, s, b * nq);
   kernel('backward', 'rope.backward', 'rope', [s, b, nq + nkv, d], 3);
-  gemm('backward', 'qkv.dgrad', { product: 'q', computes: 'dA' }, m, h, (nq + 2 * nkv) * d);
-  gemm('backward', 'qkv.wgrad', { product: 'q', computes: 'dB' }, h, (nq + 2 * nkv) * d, m);
+  if (gathered) {
+    kernel('backward', 'qkv.split.backward', 'copyCols', [s, b, (nq + 2 * nkv) * d], 0);
+    const full = [s, b, W];
+    coll(
+      'backward',
+      'qkv.gather.backward',
+      'reduceScatter',
+      full,
+      'allGatherLastDimFromTensorParallelRegion (backward)',
+      'sum',
+      -1,
+    );
+  }
+  gemm('backward', 'qkv.dgrad', { product: gathered ? 'qkv' : 'q', computes: 'dA' }, m, h, W / t);
+  gemm('backward', 'qkv.wgrad', { product: gathered ? 'qkv' : 'q', computes: 'dB' }, h, W / t, m);
   colBackward('qkv');
   kernel('backward', 'norm1.backward', 'rmsnorm', shard, 8);
   if (c.vocab > 0) {

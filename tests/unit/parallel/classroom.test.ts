@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
+import { attentionPicture } from '../../../src/parallel/attention-picture.ts';
 import {
-  attentionPicture,
   checkAgainst,
   classroomDegree,
   classroomSteps,
@@ -123,7 +123,7 @@ describe('classroom steps', () => {
     expect(steps[2].collectives).toEqual([]); // SwiGLU: nothing to communicate
   });
 
-  test('attention picture: heads by owning rank; with 2 KV groups at t = 4 each group is copied on two ranks', () => {
+  test('attention picture: with 2 KV groups at t = 4 the ranks compute even linear_qkv slices, gather them, and rank r reads group ⌊r/2⌋', () => {
     const p = attentionPicture(configFromPreset('classroom', { tp: 4 }));
     expect(p.heads.map((h) => [h.rank, h.group])).toEqual([
       [0, 0],
@@ -132,12 +132,34 @@ describe('classroom steps', () => {
       [3, 1],
     ]);
     expect(p.groups).toEqual([
-      { group: 0, ranks: [0, 1], replicated: true },
-      { group: 1, ranks: [2, 3], replicated: true },
+      { group: 0, ranks: [0, 1] },
+      { group: 1, ranks: [2, 3] },
     ]);
-    expect(attentionPicture(configFromPreset('classroom', { tp: 2 })).groups.map((g) => g.replicated)).toEqual([
-      false,
-      false,
+    expect(p.gathered).toBe(true);
+    expect(p.blocks).toEqual([0, 0, 1, 1]);
+    // W = (4 + 2·2)·4 = 32 columns, 8 per rank: [q0 q1 | k0 v0 | q2 q3 | k1 v1].
+    expect(p.slices.map((r) => r.pieces.map((x) => (x.kind === 'q' ? `q${x.head}` : `${x.kind}${x.group}`)))).toEqual([
+      ['q0', 'q1'],
+      ['k0', 'v0'],
+      ['q2', 'q3'],
+      ['k1', 'v1'],
+    ]);
+    const two = attentionPicture(configFromPreset('classroom', { tp: 2 }));
+    expect(two.gathered).toBe(false);
+    expect(two.blocks).toBeUndefined();
+    expect(two.slices[1].pieces.map((x) => (x.kind === 'q' ? `q${x.head}` : `${x.kind}${x.group}`))).toEqual([
+      'q2',
+      'q3',
+      'k1',
+      'v1',
+    ]);
+  });
+
+  test('attention picture at llama-gqa t = 8: a slice of 48 columns cuts q1 in half (rank 0: q0, 16 of q1’s 32)', () => {
+    const p = attentionPicture(configFromPreset('llama-gqa', { tp: 8 }));
+    expect(p.slices[0].pieces.map((x) => [x.kind, x.head, x.cols, x.of])).toEqual([
+      ['q', 0, 32, 32],
+      ['q', 1, 16, 32],
     ]);
   });
 

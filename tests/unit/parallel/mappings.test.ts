@@ -2,12 +2,18 @@ import { describe, expect, test } from 'vitest';
 import { createInProcessGroup } from '../../../src/comm/in-process.ts';
 import { hostTensor, type HostTensor } from '../../../src/comm/host-tensor.ts';
 import { numel } from '../../../src/core/shape.ts';
-import { tensorParallelMappings, type MappingPair, type Placement } from '../../../src/parallel/mappings.ts';
+import {
+  allGatherLastDimFromTensorParallelRegion,
+  tensorParallelMappings,
+  type MappingPair,
+  type Placement,
+} from '../../../src/parallel/mappings.ts';
 import { randomArray } from '../comm/groups.ts';
 
 /** Forward input shape per rank for global [s, b, h] = [2t, 2, 3t]. */
 function inputShape(m: MappingPair, t: number): number[] {
-  if (m.name === 'gatherFromTensorParallelRegion') return [2 * t, 2, 3];
+  if (m.name === 'gatherFromTensorParallelRegion' || m.name === 'allGatherLastDimFromTensorParallelRegion')
+    return [2 * t, 2, 3];
   if (m.name === 'gatherFromSequenceParallelRegion') return [2, 2, 3 * t];
   return [2 * t, 2, 3 * t];
 }
@@ -26,7 +32,10 @@ function inner(a: HostTensor[], b: HostTensor[], p: Placement): number {
   return ranks.reduce((acc, r) => acc + a[r].data.reduce((s, v, i) => s + v * b[r].data[i], 0), 0);
 }
 
-describe.each(tensorParallelMappings.map((m) => [m.name, m] as const))('%s', (_name, m) => {
+// The table's mappings, and the last-dim all-gather attention uses for the QKV activations when groups < t.
+const pairs = [...tensorParallelMappings, allGatherLastDimFromTensorParallelRegion];
+
+describe.each(pairs.map((m) => [m.name, m] as const))('%s', (_name, m) => {
   test.each([1, 2, 3, 4])(
     'backward is the transpose of forward at t = %i: ⟨A x, y⟩ = ⟨x, Aᵀ y⟩ to 1e-5 relative',
     async (t) => {

@@ -34,13 +34,13 @@ describe('kvGroupsOfRank', () => {
 });
 
 describe('rankOwnership', () => {
-  test('splits heads, FFN columns, padded vocabulary rows and (with SP) tokens into contiguous ranges', () => {
+  test('splits heads, linear_qkv output columns (W/t each), FFN columns, padded vocabulary rows and (with SP) tokens into contiguous ranges', () => {
     const own = rankOwnership(configFromPreset('classroom', { tp: 4, sp: true, vocab: 30 }));
     expect(own).toEqual([
-      { rank: 0, heads: [0, 1], kvGroups: [0], ffn: [0, 8], vocab: [0, 8], tokens: [0, 2] },
-      { rank: 1, heads: [1, 2], kvGroups: [0], ffn: [8, 16], vocab: [8, 16], tokens: [2, 4] },
-      { rank: 2, heads: [2, 3], kvGroups: [1], ffn: [16, 24], vocab: [16, 24], tokens: [4, 6] },
-      { rank: 3, heads: [3, 4], kvGroups: [1], ffn: [24, 32], vocab: [24, 32], tokens: [6, 8] },
+      { rank: 0, heads: [0, 1], kvGroups: [0], qkvCols: [0, 8], ffn: [0, 8], vocab: [0, 8], tokens: [0, 2] },
+      { rank: 1, heads: [1, 2], kvGroups: [0], qkvCols: [8, 16], ffn: [8, 16], vocab: [8, 16], tokens: [2, 4] },
+      { rank: 2, heads: [2, 3], kvGroups: [1], qkvCols: [16, 24], ffn: [16, 24], vocab: [16, 24], tokens: [4, 6] },
+      { rank: 3, heads: [3, 4], kvGroups: [1], qkvCols: [24, 32], ffn: [24, 32], vocab: [24, 32], tokens: [6, 8] },
     ]);
   });
 
@@ -58,7 +58,7 @@ describe('rankOwnership', () => {
     ]);
   });
 
-  test("each rank's query heads all belong to the KV groups it holds", () => {
+  test("each rank's query heads all belong to the KV groups its attention reads", () => {
     for (const [heads, groups, t] of [
       [8, 2, 8],
       [8, 2, 2],

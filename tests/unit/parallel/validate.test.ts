@@ -81,19 +81,32 @@ describe('validateConfig', () => {
     const e = onlyError(gpt2({ groups: 4, tp: 6 }));
     expect(e.rule).toBe('groups-vs-tp');
     expect(e.message).toBe(
-      'the TP degree t = 6 must be a multiple of query groups (4) when t > groups (each KV group is replicated on t/groups ranks): legal t for 4 groups and 12 heads are 1, 2, 4, 12.',
+      'the TP degree t = 6 must be a multiple of query groups (4) when t > groups (t/groups ranks share each KV group, as Megatron-Core requires): legal t for 4 groups and 12 heads are 1, 2, 4.',
     );
   });
 
-  test('accepts groups < t dividing t and says as a note which ranks hold each replicated group', () => {
+  test('accepts groups < t dividing t and says as a note how the gathered QKV is split and what rank 0 takes', () => {
     const r = validateConfig(configFromPreset('llama-gqa', { tp: 8 }));
     expect(r.errors).toEqual([]);
-    const n = r.notes.find((x) => x.rule === 'kv-replication');
+    const n = r.notes.find((x) => x.rule === 'qkv-gather');
     expect(n?.field).toBe('groups');
     expect(n?.message).toContain(
-      '2 query groups < t = 8: each KV group is replicated on t/groups = 4 ranks (group 0 on ranks 0–3, group 1 on ranks 4–7)',
+      "2 query groups < t = 8: as Megatron-Core does (since core_v0.16), each rank computes an even 48-column slice of linear_qkv's 384 columns",
     );
-    expect(n?.message).toContain('Megatron-Core itself rejects groups < t');
+    expect(n?.message).toContain(
+      "takes group block ⌊r / 4⌋ with its own 1 of that group's query heads: rank 0 takes block 0, query head 0.",
+    );
+  });
+
+  // Megatron-Core's ColumnParallelLinear splits linear_qkv's output W = (heads + 2·groups)·d evenly.
+  test('reports W = (heads + 2·groups)·d not divisible by t when groups < t, with the legal degrees', () => {
+    const e = onlyError(gpt2({ groups: 1, tp: 3 }));
+    expect(e.rule).toBe('qkv-width-divisible-by-tp');
+    expect(e.legal).toEqual([1, 2, 4]);
+    expect(e.message).toBe(
+      "with query groups (1) < t = 3, linear_qkv's output width (heads + 2·groups)·d = (12 + 2·1)·64 = 896 must be divisible by t (Megatron-Core splits it evenly over the ranks, then all-gathers it): legal t for 12 heads in 1 group with h = 768 are 1, 2, 4.",
+    );
+    expect(legalTpDegrees(gpt2({ groups: 1 }), false)).toEqual([1, 2, 4]);
   });
 
   test('reports FFN not divisible by t with the legal degrees for that FFN size', () => {

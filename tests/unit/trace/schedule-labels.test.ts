@@ -29,7 +29,7 @@ const withoutLabel = (e: ScheduledEvent): Omit<ScheduledEvent, 'op'> => {
 const configs: [string, LayerConfig][] = [
   ['gpt2-layer t = 4', configFromPreset('gpt2-layer', { tp: 4 })],
   ['gpt2-layer t = 4 with SP', configFromPreset('gpt2-layer', { tp: 4, sp: true })],
-  ['llama-gqa t = 8 (KV groups replicated)', configFromPreset('llama-gqa', { tp: 8 })],
+  ['llama-gqa t = 8 (QKV all-gathered, groups < t)', configFromPreset('llama-gqa', { tp: 8 })],
   ['classroom t = 2 with a vocabulary', configFromPreset('classroom', { tp: 2, vocab: 64 })],
 ];
 

@@ -74,6 +74,7 @@ export function tinyPlan(t: number, names: readonly string[]): LayerPlan {
     rank,
     heads: [0, 0] as const,
     kvGroups: [],
+    qkvCols: [0, 0] as const,
     ffn: [0, 0] as const,
     vocab: [0, 0] as const,
     tokens: [0, 0] as const,

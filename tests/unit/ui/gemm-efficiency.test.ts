@@ -48,7 +48,7 @@ describe('the GEMM-efficiency view', () => {
     );
     const eff = gemmEfficiency({ adapter: 'x', note: '', degrees: degs }, false);
     const fwd = (n: string) => eff.gemms.find((g) => g.name === n)!.byDegree;
-    for (const name of ['qkv.q', 'mlp.gate', 'mlp.up', 'logits']) {
+    for (const name of ['mlp.gate', 'mlp.up', 'logits']) {
       const g = fwd(name);
       expect(g.map((d) => d.t)).toEqual([1, 2, 4, 8]);
       g.forEach((d) => expect([d.M, d.N * d.t, d.K], `${name} t=${d.t}`).toEqual([g[0].M, g[0].N, g[0].K]));
@@ -57,12 +57,22 @@ describe('the GEMM-efficiency view', () => {
       const g = fwd(name);
       g.forEach((d) => expect([d.M, d.N, d.K * d.t], `${name} t=${d.t}`).toEqual([g[0].M, g[0].N, g[0].K]));
     }
-    // 2 KV groups: at t = 4 and 8 each rank keeps one (replicated) group, so K and V stop shrinking.
-    expect(fwd('qkv.k').map((d) => d.N)).toEqual([64, 32, 32, 32]);
+    // 2 KV groups: at t = 1, 2 linear_qkv runs as Q, K, V GEMMs of whole groups; at t = 4, 8 (groups < t)
+    // as one GEMM over an even W/t slice, W = (8 + 2·2)·32 = 384, measured against its own lowest degree.
+    expect(fwd('qkv.q').map((d) => [d.t, d.N])).toEqual([
+      [1, 256],
+      [2, 128],
+    ]);
+    expect(fwd('qkv.k').map((d) => d.N)).toEqual([64, 32]);
+    expect(fwd('qkv').map((d) => [d.t, d.N])).toEqual([
+      [4, 96],
+      [8, 48],
+    ]);
+    expect(fwd('qkv')[0].efficiency).toBe(1);
     // Equal GFLOP/s everywhere: efficiency 1, per-rank time exactly ideal where the GEMM shrinks by t.
     fwd('mlp.gate').forEach((d) => expect(d.efficiency).toBeCloseTo(1, 12));
     fwd('mlp.gate').forEach((d) => expect(d.timeOverIdeal).toBeCloseTo(1, 12));
-    expect(fwd('qkv.k')[3].timeOverIdeal).toBeCloseTo(4, 12);
+    expect(fwd('qkv')[1].timeOverIdeal).toBeCloseTo(1, 12);
     // Step: compute 8/t ms + 0.5 ms exposed → speed-up 8.5/(8/t + 0.5), share 0.5/step.
     expect(eff.steps.map((s) => s.speedup)).toEqual([1, 2, 4, 8].map((t) => 8.5 / (8 / t + 0.5)));
     expect(eff.steps.map((s) => s.commShare)).toEqual([1, 2, 4, 8].map((t) => 0.5 / (8 / t + 0.5)));

@@ -49,3 +49,12 @@ describe('memoryGroups', () => {
     expect(rangeText([0, 0])).toBe('—');
   });
 });
+
+describe('boundaries with fewer KV groups than ranks', () => {
+  test('llama-gqa at t = 4 shows linear_qkv’s [s, b, W/t] slice and the all-gathered [s, b, W], W = (8 + 2·2)·32', async () => {
+    const { plan } = await makePlan(configFromPreset('llama-gqa', { tp: 4 }));
+    const b = boundaries(plan);
+    expect(b.find((x) => x.symbolic === '[s, b, W/t]')).toMatchObject({ layout: 'split-last', shape: [64, 1, 96] });
+    expect(b.find((x) => x.symbolic === '[s, b, W]')).toMatchObject({ layout: 'replicated', shape: [64, 1, 384] });
+  });
+});
