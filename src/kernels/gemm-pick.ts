@@ -13,8 +13,8 @@ export function launchBound(ms: number, dispatchMs: number): boolean {
  * The winner among timed variants (ms per run): the fastest, except that launch-bound variants
  * tie with it, and a tie goes to the variant cheapest to compile (`byCompileCost` lists them
  * cheapest first) — every rank's device compiles each variant it uses, and the page pays that
- * again for every rank it starts. Above the launch-bound regime the fastest wins outright: a proxy
- * 10% apart was 20–30% apart at full size.
+ * again for every rank it starts. Above the launch-bound regime the fastest wins outright (when
+ * variants were timed on shrunken problems, two 10% apart there were 20–30% apart at full size).
  */
 export function pickGemmVariant(
   msPerRun: Partial<Record<GemmVariant, number>>,

@@ -12,8 +12,8 @@ import { compareArrays, float32Tolerance } from '../reference/compare.ts';
 /** What tuning measured for one shape class: GFLOP/s per candidate timed, the tie and the winner. */
 export interface GemmTuning {
   readonly shapeClass: string;
-  /** The dims timed: the class's first problem itself, or (above maxFullFlops) a proxy of it. */
-  readonly proxy: { M: number; N: number; K: number };
+  /** The dims timed: the class's first problem itself, or (above maxFullFlops) that problem shrunk to it. */
+  readonly timedDims: { M: number; N: number; K: number };
   /** True when the problem was timed at its full size. */
   readonly fullSize: boolean;
   /** Best GFLOP/s of each candidate timed. */
@@ -103,8 +103,24 @@ function dispatchFloor(ctx: KernelContext, candidates: readonly GemmVariant[]): 
   return f;
 }
 
+/**
+ * The stored decisions [shapeClass, variant] this device may use: the variant is supported here
+ * and passes verifyVariant (once per adapter and variant: one small GEMM against the CPU twin), the
+ * check a freshly tuned variant gets before it is timed. A decision that fails is dropped, so its
+ * class is tuned again (a store written on another browser or driver, or with other features).
+ */
+async function usableChoices(
+  ctx: KernelContext,
+  stored: readonly [string, GemmVariant][],
+  supported: readonly GemmVariant[],
+): Promise<[string, GemmVariant][]> {
+  const ok = new Map<GemmVariant, boolean>();
+  for (const [, v] of stored) if (!ok.has(v)) ok.set(v, supported.includes(v) && (await verifyVariant(ctx, v)));
+  return stored.filter(([, v]) => ok.get(v));
+}
+
 /** Shrinks the largest dims of `p` until one run is ≤ `flops` (only problems above maxFullFlops). */
-function proxyOf(p: GemmProblem, flops: number): { M: number; N: number; K: number } {
+function shrunkDims(p: GemmProblem, flops: number): { M: number; N: number; K: number } {
   const d = { M: p.M, N: p.N, K: p.K };
   while (2 * d.M * d.N * d.K > flops) {
     const k = (['M', 'N', 'K'] as const).reduce((x, y) => (d[y] > d[x] ? y : x));
@@ -143,7 +159,7 @@ function trialTimer(
   };
 }
 
-/** Above this many FLOPs a problem is timed on a proxy (its largest dims halved down to it). */
+/** Above this many FLOPs a problem is timed shrunk (its largest dims halved down to it). */
 export const maxFullFlops = 2 ** 33;
 
 /** Options of tuneGemm. */
@@ -155,9 +171,9 @@ export interface TuneOptions {
 
 /**
  * Tunes the shape classes of `problems` not decided yet on this adapter (in this realm, or in
- * `store` for the current kernels): the verified variants are timed, cheapest to compile first, on
- * the class's first problem at its full size (the tiling that wins a shrunken proxy can lose
- * 15–25% at full size), dense and unbatched, with the operands' transposes. Each gets two trials
+ * `store` for the current kernels, each stored decision verified here before use): the verified variants are timed, cheapest to compile first, on
+ * the class's first problem at its full size (the tiling that wins a shrunken copy of the problem
+ * can lose 15–25% at full size), dense and unbatched, with the operands' transposes. Each gets two trials
  * and the best two are re-timed while within the measured noise (see timeCandidates); the fastest
  * wins — where several tie (launch-bound, see pickGemmVariant), the one cheapest to compile. When
  * the first one timed is launch-bound it wins whatever the others would measure, and they are not
@@ -171,17 +187,21 @@ export async function tuneGemm(
   const adapter = adapterKey(ctx.device);
   const decided = (p: GemmProblem): boolean => gemmChoices.has(`${adapter}|${gemmShapeClass(p)}`);
   if (problems.every(decided)) return [];
-  if (opts.store) importGemmChoices(ctx.device, storedChoicesFor(await opts.store.load(), adapter));
-  if (problems.every(decided)) return [];
   const supported = supportedGemmVariants(ctx.device);
+  if (opts.store) {
+    const wanted = new Set(problems.filter((p) => !decided(p)).map(gemmShapeClass));
+    const stored = storedChoicesFor(await opts.store.load(), adapter).filter(([cls]) => wanted.has(cls));
+    importGemmChoices(ctx.device, await usableChoices(ctx, stored, supported));
+  }
+  if (problems.every(decided)) return [];
   const dispatchMs = await dispatchFloor(ctx, supported);
   const out: GemmTuning[] = [];
   for (const p of problems) {
     if (decided(p)) continue;
     const shapeClass = gemmShapeClass(p);
     const fullSize = gemmFlops(p) / p.batch <= maxFullFlops;
-    const proxy = fullSize ? { M: p.M, N: p.N, K: p.K } : proxyOf(p, maxFullFlops);
-    const dense = denseProblem(proxy.M, proxy.N, proxy.K, { transA: p.sAk !== 1, transB: p.sBn !== 1 });
+    const timedDims = fullSize ? { M: p.M, N: p.N, K: p.K } : shrunkDims(p, maxFullFlops);
+    const dense = denseProblem(timedDims.M, timedDims.N, timedDims.K, { transA: p.sAk !== 1, transB: p.sBn !== 1 });
     const flops = gemmFlops(dense);
     const timer = trialTimer(ctx, dense);
     let times: CandidateTimes;
@@ -207,7 +227,19 @@ export async function tuneGemm(
       tied: [],
     };
     gemmChoices.set(`${adapter}|${shapeClass}`, chosen);
-    out.push({ shapeClass, proxy, fullSize, gflops, samples, repeats, noise, tied, chosen, launchBound, dispatchMs });
+    out.push({
+      shapeClass,
+      timedDims,
+      fullSize,
+      gflops,
+      samples,
+      repeats,
+      noise,
+      tied,
+      chosen,
+      launchBound,
+      dispatchMs,
+    });
   }
   await opts.store?.save(
     toStoredChoices(

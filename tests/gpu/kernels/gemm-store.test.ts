@@ -3,6 +3,8 @@ import { gemmStoreKey, type GemmChoiceStore, type StoredGemmChoices } from '../.
 import { adapterKey, chosenGemmVariant, gemmChoices, gemmShapeClass } from '../../../src/kernels/gemm-choice.ts';
 import { indexedDbGemmStore } from '../../../src/kernels/gemm-store-idb.ts';
 import { tuneGemm } from '../../../src/kernels/gemm-tuner.ts';
+import { gemmVariants, type GemmVariant } from '../../../src/kernels/gemm-variants.ts';
+import { KernelContext } from '../../../src/kernels/context.ts';
 import { denseProblem } from '../../../src/reference/gemm.ts';
 import { gpuCase } from '../gpu-case.ts';
 
@@ -39,6 +41,33 @@ describe('GEMM tuning decisions kept across page loads', () => {
       expect(store.data[stale]).toBe('tiled'); // kept for whoever runs those kernels, not used here
       expect(store.data[gemmStoreKey(adapterKey(ctx.device), cls)]).toBe(tunings[0].chosen);
     });
+  });
+
+  test('a stored decision is verified on the device before use: one naming a variant this device cannot run is dropped and its class tuned again', async () => {
+    // A second device on the same adapter without optional features: the subgroup variants
+    // cannot run on it, though a store written by a device with subgroups names one.
+    const adapter = await navigator.gpu.requestAdapter();
+    const device = await adapter!.requestDevice();
+    device.pushErrorScope('validation');
+    try {
+      const ctx = new KernelContext(device);
+      const p = denseProblem(20, 24, 40, { transA: true, transB: true });
+      const cls = gemmShapeClass(p);
+      const key = gemmStoreKey(adapterKey(device), cls);
+      expect(gemmVariants.quad16.needsSubgroups).toBe(true);
+      const store = memoryStore({ [key]: 'quad16' });
+      gemmChoices.delete(`${adapterKey(device)}|${cls}`);
+      const tunings = await tuneGemm(ctx, [p], { store });
+      expect(tunings.map((t) => t.shapeClass)).toEqual([cls]);
+      expect(gemmVariants[tunings[0].chosen].needsSubgroups).toBe(false);
+      expect(Object.keys(tunings[0].gflops).every((v) => !gemmVariants[v as GemmVariant].needsSubgroups)).toBe(true);
+      expect(store.data[key]).toBe(tunings[0].chosen);
+      expect(chosenGemmVariant(device, p)).toBe(tunings[0].chosen);
+    } finally {
+      const err = await device.popErrorScope();
+      device.destroy();
+      expect(err?.message ?? null, 'WebGPU validation error').toBeNull();
+    }
   });
 
   test('the IndexedDB store round-trips entries and keeps the ones it was not given', async () => {

@@ -169,7 +169,7 @@ describe('gemm tuner', () => {
           // Stopped at the cheapest variant: it ran within two dispatch floors.
           expect(timed).toEqual([t.chosen]);
           expect(
-            gemmFlops(denseProblem(t.proxy.M, t.proxy.N, t.proxy.K)) / t.gflops[t.chosen]! / 1e6,
+            gemmFlops(denseProblem(t.timedDims.M, t.timedDims.N, t.timedDims.K)) / t.gflops[t.chosen]! / 1e6,
           ).toBeLessThanOrEqual(2 * t.dispatchMs);
         } else {
           expect(timed.length).toBeGreaterThanOrEqual(2);
