@@ -19,7 +19,7 @@ const planSources: readonly (readonly [string, (c: LayerConfig) => Promise<Layer
 const cfg = (p: PresetName, o: Partial<LayerConfig>): LayerConfig => configFromPreset(p, o);
 const bytes = (...dims: number[]): number => 4 * dims.reduce((a, x) => a * x, 1);
 
-describe.each(planSources)('accounting of the %s', (source, planFor) => {
+describe.each(planSources)('accounting of the %s', (_source, planFor) => {
   describe.each([2, 4])('t = %i, no vocabulary (gpt2-layer)', (t) => {
     const c = cfg('gpt2-layer', { tp: t });
     const S = bytes(c.s, c.b, c.h);
