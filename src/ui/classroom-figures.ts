@@ -42,6 +42,8 @@ export interface RingFigure {
   /** The tensor each rank holds in full (the gathered / pre-scatter [s, h]). */
   readonly rows: number;
   readonly cols: number;
+  /** The dim the ring's t chunks cut: rows (dim 0, the [s, h] collectives) or columns (the last dim). */
+  readonly along: 'rows' | 'cols';
   readonly dims: string;
   /** Logical tensor bytes S (float32). */
   readonly payloadBytes: number;
@@ -77,6 +79,7 @@ function ring(
   runs: ClassroomRuns,
   dims = '[s, h]',
   cols = runs.config.h,
+  along: RingFigure['along'] = 'rows',
 ): RingFigure {
   const c = runs.config;
   const rows = c.s * c.b;
@@ -88,6 +91,7 @@ function ring(
     t: c.tp,
     rows,
     cols,
+    along,
     dims,
     payloadBytes,
     ringBytesPerRank: ringBytesSent(op, payloadBytes, c.tp),
@@ -215,6 +219,7 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
                 runs,
                 '[s, W]',
                 qkvOutWidth(runs.config),
+                'cols',
               ),
             ]
           : []),

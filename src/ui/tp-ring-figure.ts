@@ -35,7 +35,7 @@ function chunkFill(s: ChunkState, t: number): string {
 
 /**
  * `<tp-ring-figure .figure=${f}>`: t rank rows, each holding the collective's [s, h] tensor cut
- * into the ring's t chunks (bands); payload S and the bytes each rank sends. "play" animates the
+ * into the ring's t chunks (bands of rows, or of columns for a gather along the last dim); payload S and the bytes each rank sends. "play" animates the
  * ring: each step moves one chunk from every rank to its right neighbour (the last to rank 0),
  * added on arrival in the reduce-scatter phase and copied in the all-gather phase. The host
  * carries `data-ring-step` (steps done), `data-ring-steps` and `data-playing`.
@@ -140,12 +140,19 @@ export class TpRingFigure extends LitElement {
       bh = f.rows * u;
     const top = FONT * 3 + 30;
     const rowY = (r: number) => top + r * (bh + ROW_GAP);
-    const band = (r: number, c: number) => ({
-      x: GUTTER,
-      y: rowY(r) + (Math.floor((c * f.rows) / f.t) * bh) / f.rows,
-      w: bw,
-      h: ((Math.floor(((c + 1) * f.rows) / f.t) - Math.floor((c * f.rows) / f.t)) * bh) / f.rows,
+    // Chunk c of n along a side of length `len`: [⌊c·n/t⌋, ⌊(c+1)·n/t⌋) of its n elements.
+    const cut = (c: number, n: number, len: number) => ({
+      at: (Math.floor((c * n) / f.t) * len) / n,
+      size: ((Math.floor(((c + 1) * n) / f.t) - Math.floor((c * n) / f.t)) * len) / n,
     });
+    const band = (r: number, c: number) => {
+      if (f.along === 'cols') {
+        const k = cut(c, f.cols, bw);
+        return { x: GUTTER + k.at, y: rowY(r), w: k.size, h: bh };
+      }
+      const k = cut(c, f.rows, bh);
+      return { x: GUTTER, y: rowY(r) + k.at, w: bw, h: k.size };
+    };
     return { u, bw, bh, top, rowY, band, height: rowY(f.t) };
   }
 

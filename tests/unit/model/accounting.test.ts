@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { gemmFlops } from '../../../src/reference/gemm.ts';
 import { accountPlan, collectiveCosts, commTotals, flopTotals, rankMemory } from '../../../src/model/accounting.ts';
-import { activationBytes, activationTerms } from '../../../src/model/activations.ts';
+import { activationBytes, activationTerms, gatheredQkvBytes } from '../../../src/model/activations.ts';
 import { collectiveTimeUs, interconnectPresets } from '../../../src/model/interconnect.ts';
 import { parameterBytes, parameterShards } from '../../../src/model/parameters.ts';
 import { configFromPreset, type LayerConfig, type PresetName } from '../../../src/parallel/config.ts';
@@ -19,7 +19,7 @@ const planSources: readonly (readonly [string, (c: LayerConfig) => Promise<Layer
 const cfg = (p: PresetName, o: Partial<LayerConfig>): LayerConfig => configFromPreset(p, o);
 const bytes = (...dims: number[]): number => 4 * dims.reduce((a, x) => a * x, 1);
 
-describe.each(planSources)('accounting of the %s', (source, planFor) => {
+describe.each(planSources)('accounting of the %s', (_source, planFor) => {
   describe.each([2, 4])('t = %i, no vocabulary (gpt2-layer)', (t) => {
     const c = cfg('gpt2-layer', { tp: t });
     const S = bytes(c.s, c.b, c.h);
@@ -236,6 +236,22 @@ describe.each(planSources)('accounting of the %s', (source, planFor) => {
         ['loss', 'max', [8, 1], 's·b'],
         ['loss', 'sum exp', [8, 1], 's·b'],
       ]);
+    });
+
+    test('with groups < t keep one KV group per rank and nothing of the gathered [s, b, W] (llama-gqa, t = 8: Q [64, 1, 1, 32], K and V [64, 1, 1, 32])', async () => {
+      const c = cfg('llama-gqa', { tp: 8 });
+      const plan = await planFor(c);
+      const terms = activationTerms(plan, 5);
+      expect(terms.filter((x) => x.op.startsWith('attn.')).map((x) => [x.tensor, x.shape])).toEqual([
+        ['Q (after RoPE)', [64, 1, 1, 32]],
+        ['K (after RoPE)', [64, 1, 1, 32]],
+        ['probabilities', [1, 1, 64, 64]],
+        ['V', [64, 1, 1, 32]],
+      ]);
+      expect(terms.some((x) => x.shape.includes(384))).toBe(false);
+      // The gathered QKV is transient: the memory budget counts it as scratch (4·s·b·W bytes).
+      expect(gatheredQkvBytes(c)).toBe(4 * 64 * 1 * 384);
+      expect(gatheredQkvBytes({ ...c, tp: 2 })).toBe(0);
     });
 
     test('name their formulas with s/t under SP', async () => {

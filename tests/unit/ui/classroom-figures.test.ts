@@ -102,3 +102,21 @@ test('every step of the walk-through has a figure; the collectives carry payload
   const heads = stepFigures('attention', R)[0];
   expect(heads.kind === 'heads' && heads.picture.heads.map((h) => h.rank)).toEqual([0, 0, 1, 1]);
 });
+
+test('attention at t = 4 > 2 KV groups adds the all-gather of the linear_qkv slices: [s, W] = 8×32, chunks along the columns', () => {
+  const figs = stepFigures('attention', runs(4));
+  expect(figs.map((f) => f.kind)).toEqual(['heads', 'ring', 'ring']);
+  const ag = figs[1];
+  // W = (4 + 2·2)·4 = 32 columns; all-gather: each rank sends (t−1)/t·S.
+  expect(ag.kind === 'ring' && [ag.op, ag.rows, ag.cols, ag.along, ag.payloadBytes, ag.ringBytesPerRank]).toEqual([
+    'allGather',
+    8,
+    32,
+    'cols',
+    8 * 32 * 4,
+    (3 * 8 * 32 * 4) / 4,
+  ]);
+  const g = figs[2];
+  expect(g.kind === 'ring' && [g.op, g.along]).toEqual(['allReduce', 'rows']);
+  expect(stepFigures('attention', runs(2)).map((f) => f.kind)).toEqual(['heads', 'ring']);
+});
