@@ -2,7 +2,7 @@
  * Import layers of src/ (bottom → top). A module may import only from its own layer or the
  * layers below it; the pure layers (no WebGPU, no workers, no DOM) may not import kernels/ or
  * anything above them; comlink is for the worker boundaries (ranks/ and ui/ only), lit and d3 belong to
- * the view (ui/ only). `npm test` runs this with `depcruise src scripts`; there are no exceptions.
+ * the view (ui/ only). `npm test` runs this (`depcruise src scripts`, in scripts/checks.mjs); there are no exceptions.
  */
 const layers = [
   'core',
