@@ -41,7 +41,7 @@ export function layerTensorsMetadata(c: LayerConfig): Record<string, string> {
   return {
     config: JSON.stringify(c),
     layout: 'activations [s, b, h]; weights [in, out] (Y = X·W)',
-    'weight.wqkv': `columns [Q heads 0..${c.heads - 1} | K groups 0..${c.groups - 1} | V groups 0..${c.groups - 1}], ${d} each; query head z uses KV group ⌊z·groups/heads⌋`,
+    'weight.wqkv': `columns [Q heads 0..${c.heads - 1} | K groups 0..${c.groups - 1} | V groups 0..${c.groups - 1}], ${d} each; query head z uses KV group ⌊z·groups/heads⌋; Megatron-Core's linear_qkv orders the same columns per group, [q heads of group g | k_g | v_g] for g = 0..${c.groups - 1}`,
     'weight.wfc1': `columns [gate | up], ${c.ffn} each; MLP = (silu(X·gate) ⊙ (X·up))·wdown`,
     norm: `RMSNorm y = x / sqrt(mean(x²) + ${c.eps}) · g; RoPE rotate-half, base ${c.ropeBase}, causal softmax`,
     loss:

@@ -68,6 +68,8 @@ describe('safetensors', () => {
   test.each([
     ['classroom at t = 2 with SP (vocabulary)', configFromPreset('classroom', { tp: 2, sp: true })],
     ['a layer without vocabulary at t = 2', configFromPreset('classroom', { tp: 2, vocab: 0 })],
+    // 2 KV groups < t = 4: grad.wqkv is reassembled from the ranks' even slices of the interleaved columns.
+    ['the classroom at t = 4 with the QKV gathered', configFromPreset('classroom', { tp: 4 })],
   ])('a layer run (%s) dumps weights, inputs, outputs and every gradient, read back bit for bit', async (_, c) => {
     const inputs = stepInputs(c);
     const out = await runInProcess(c, inputs);
