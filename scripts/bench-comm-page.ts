@@ -11,6 +11,8 @@ export interface CommBenchRow {
   readonly transport: PoolTransport;
   /** Where the tensors live: host arrays, or GPU buffers (adds read-back and upload). */
   readonly device: 'cpu' | 'gpu';
+  /** Host arrays: each result in new memory, or in one array of the caller's reused call after call. */
+  readonly result?: HostBenchResult;
   readonly op: BenchOp;
   readonly t: number;
   readonly bytes: number;
@@ -49,6 +51,9 @@ export interface CommBenchReport {
   readonly rows: readonly CommBenchRow[];
 }
 
+/** Where a host-array result goes in the bench: new memory each call, or the caller's array. */
+export type HostBenchResult = 'new' | 'out';
+
 /** Arguments of runCommBench. */
 export interface CommBenchArgs {
   readonly degrees: readonly number[];
@@ -56,6 +61,10 @@ export interface CommBenchArgs {
   readonly transports: readonly PoolTransport[];
   readonly ops: readonly BenchOp[];
   readonly devices: readonly ('cpu' | 'gpu')[];
+  /** For host arrays, each of these result modes is measured (GPU results are always new tensors). */
+  readonly results: readonly HostBenchResult[];
+  /** Timed calls per configuration (default: 64 MiB worth, 3 to 20). */
+  readonly iters?: number;
   readonly onProgress?: (line: string) => void;
 }
 
@@ -110,11 +119,21 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
       const pool = await createCommPool(t, transport, 60_000, Math.max(...args.sizes));
       adapter = pool.adapters[0];
       try {
-        for (const device of args.devices)
+        const modes = args.devices.flatMap((device): { device: 'cpu' | 'gpu'; result?: HostBenchResult }[] =>
+          device === 'gpu' ? [{ device }] : args.results.map((result) => ({ device, result })),
+        );
+        for (const { device, result } of modes)
           for (const op of args.ops) {
             for (const bytes of args.sizes) {
-              const iters = Math.max(3, Math.min(20, Math.round((64 << 20) / bytes)));
-              const perRank = await pool.run('benchCollective', { op, device, elems: bytes / 4, iters, warmup: 1 });
+              const iters = args.iters ?? Math.max(3, Math.min(20, Math.round((64 << 20) / bytes)));
+              const perRank = await pool.run('benchCollective', {
+                op,
+                device,
+                elems: bytes / 4,
+                iters,
+                warmup: 1,
+                ...(result && { result }),
+              });
               // Rank r's i-th event is events[i·t + r] after interleaving.
               const events = perRank[0].flatMap((_, i) => perRank.map((evs) => evs[i]));
               const ms = (f: (e: TraceEvent) => number): number => slowest(events, t, f);
@@ -126,6 +145,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
               const row: CommBenchRow = {
                 transport,
                 device,
+                ...(result && { result }),
                 op,
                 t,
                 bytes,
@@ -144,7 +164,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
               };
               rows.push(row);
               args.onProgress?.(
-                `${transport} ${device} t=${t} ${op} ${bytes} B: whole call ${totalMs.toFixed(2)} ms (${row.busGBsTotal.toFixed(2)} GB/s bus), transport + gather ${movingMs.toFixed(2)} ms (${row.busGBsTransport.toFixed(2)} GB/s bus, ${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
+                `${transport} ${device}${result ? ` (result: ${result})` : ''} t=${t} ${op} ${bytes} B: whole call ${totalMs.toFixed(2)} ms (${row.busGBsTotal.toFixed(2)} GB/s bus), transport + gather ${movingMs.toFixed(2)} ms (${row.busGBsTransport.toFixed(2)} GB/s bus, ${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
               );
             }
           }

@@ -1,7 +1,8 @@
 import type { TracePhase } from '../core/trace-event.ts';
 import { sharedNow } from '../core/clock.ts';
+import { formatShape, numel } from '../core/shape.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
-import { checkDivisible, named, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
+import { checkDivisible, named, outputShape, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { GroupBrokenError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
@@ -79,11 +80,22 @@ export function commEvent(
   };
 }
 
+/** A target that writes the result into the caller's `out`, which must hold exactly its numel. */
+function intoArray(op: string, out: Float32Array): ResultTarget {
+  return (shape) => {
+    if (out.length !== numel(shape))
+      throw new Error(
+        `${op}: the result array holds ${out.length} values, but the result ${formatShape(shape)} has ${numel(shape)}; pass an array of that length.`,
+      );
+    return (d, at) => out.set(d, at);
+  };
+}
+
 /**
  * Host-array collectives on top of one `execute` per transport: numbering, argument checks,
  * failure latching (a failed group refuses further calls) and one trace event per call.
  */
-export abstract class BaseCollectives implements Collectives<HostTensor>, CollectiveRunner {
+export abstract class BaseCollectives implements Collectives<HostTensor, Float32Array>, CollectiveRunner {
   private seq = 0;
   private failure: string | undefined;
 
@@ -99,20 +111,19 @@ export abstract class BaseCollectives implements Collectives<HostTensor>, Collec
 
   /**
    * Moves the data of a numbered, validated call; identical `call` on every rank. Returns the
-   * result, or (only when given a target) writes it there and returns none.
+   * result, or (only when given a sink) writes it there and returns none.
    */
-  protected abstract execute(
-    call: CollectiveCall,
-    x: HostTensor,
-    target?: ResultTarget,
-  ): Promise<Omit<Executed, 'call'>>;
+  protected abstract execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>>;
 
   async run(req: CallRequest, x: HostTensor, target?: ResultTarget): Promise<Executed> {
     if (this.failure !== undefined) throw new GroupBrokenError(this.rank, this.failure);
-    const call = this.validate(req, x);
+    const checked = this.validate(req, x);
+    // Opened before the call is numbered: a target that refuses the shape fails like a bad argument.
+    const sink = target?.(outputShape({ ...checked, seq: 0 }, this.size));
+    const call: CollectiveCall = { ...checked, seq: ++this.seq };
     try {
-      const done = await this.execute(call, x, target);
-      if (target && done.out) target(done.out.shape)(done.out.data, 0);
+      const done = await this.execute(call, x, sink);
+      if (sink && done.out) sink(done.out.data, 0);
       else if (!target && !done.out) throw new Error(`${this.transport}: ${call.op} returned no result.`);
       return { call, ...done, ...(target && { out: undefined }) };
     } catch (e) {
@@ -126,7 +137,7 @@ export abstract class BaseCollectives implements Collectives<HostTensor>, Collec
     this.failure ??= reason;
   }
 
-  private validate(req: CallRequest, x: HostTensor): CollectiveCall {
+  private validate(req: CallRequest, x: HostTensor): Omit<CollectiveCall, 'seq'> {
     hostTensor(x.shape, x.data);
     let dim = req.dim;
     if (dim !== undefined) {
@@ -137,30 +148,40 @@ export abstract class BaseCollectives implements Collectives<HostTensor>, Collec
       throw new Error(`${req.op}: root ${req.root} is not a rank of a group of ${this.size}.`);
     }
     if (x.shape.length > 8) throw new Error(`${req.op}: tensors of more than 8 dims are not supported.`);
-    return { ...req, dim, seq: ++this.seq, dtype: 'f32', shape: [...x.shape] };
+    return { ...req, dim, dtype: 'f32', shape: [...x.shape] };
   }
 
-  private async traced(req: CallRequest, x: HostTensor): Promise<HostTensor> {
+  /** With `out`, the result is written into it (straight from the transport's memory where it can). */
+  private async traced(req: CallRequest, x: HostTensor, out?: Float32Array): Promise<HostTensor> {
     const t0 = sharedNow();
-    const e = await this.run(req, x);
+    const e = await this.run(req, x, out && intoArray(req.op, out));
     this.sink.record(commEvent(this, e, 'cpu', t0, sharedNow(), e.phases));
-    return e.out!;
+    return e.out ?? hostTensor(outputShape(e.call, this.size), out);
   }
 
-  allReduce(x: HostTensor, op: ReduceOp = 'sum', tensor?: string): Promise<HostTensor> {
-    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op, ...named(tensor) }, x);
+  // `out`: the array the result is written into and wrapped by (see Collectives): it must hold
+  // numel of the result; reused call after call it saves faulting in fresh memory for each result.
+
+  allReduce(x: HostTensor, op: ReduceOp = 'sum', tensor?: string, out?: Float32Array): Promise<HostTensor> {
+    return this.traced({ op: 'allReduce', shape: x.shape, reduceOp: op, ...named(tensor) }, x, out);
   }
 
-  reduceScatter(x: HostTensor, dim: number, op: ReduceOp = 'sum', tensor?: string): Promise<HostTensor> {
-    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op, ...named(tensor) }, x);
+  reduceScatter(
+    x: HostTensor,
+    dim: number,
+    op: ReduceOp = 'sum',
+    tensor?: string,
+    out?: Float32Array,
+  ): Promise<HostTensor> {
+    return this.traced({ op: 'reduceScatter', shape: x.shape, dim, reduceOp: op, ...named(tensor) }, x, out);
   }
 
-  allGather(x: HostTensor, dim: number, tensor?: string): Promise<HostTensor> {
-    return this.traced({ op: 'allGather', shape: x.shape, dim, ...named(tensor) }, x);
+  allGather(x: HostTensor, dim: number, tensor?: string, out?: Float32Array): Promise<HostTensor> {
+    return this.traced({ op: 'allGather', shape: x.shape, dim, ...named(tensor) }, x, out);
   }
 
-  broadcast(x: HostTensor, root: number, tensor?: string): Promise<HostTensor> {
-    return this.traced({ op: 'broadcast', shape: x.shape, root, ...named(tensor) }, x);
+  broadcast(x: HostTensor, root: number, tensor?: string, out?: Float32Array): Promise<HostTensor> {
+    return this.traced({ op: 'broadcast', shape: x.shape, root, ...named(tensor) }, x, out);
   }
 
   async barrier(): Promise<void> {

@@ -25,15 +25,18 @@ export type RingCollectiveOp = Extract<CollectiveOp, 'allReduce' | 'reduceScatte
  * - shard(dim): local, no communication: [.., D, ..] → this rank's slice [.., D/t, ..].
  * A dim not divisible by t throws before anything moves. `tensor` names the logical tensor moved
  * ("mlp.reduce"); it is part of the fingerprint, so two same-shape calls in swapped order fail.
+ * `out` (where a transport takes one, `O`: host collectives take a Float32Array) is the memory the
+ * result is written into and returned in, instead of new memory: a caller's buffer reused call
+ * after call, or the input's own (in place: the input is read before the result is written).
  */
-export interface Collectives<T = HostTensor> {
+export interface Collectives<T = HostTensor, O = never> {
   readonly rank: number;
   readonly size: number;
   readonly transport: TransportName;
-  allReduce(x: T, op?: ReduceOp, tensor?: string): Promise<T>;
-  reduceScatter(x: T, dim: number, op?: ReduceOp, tensor?: string): Promise<T>;
-  allGather(x: T, dim: number, tensor?: string): Promise<T>;
-  broadcast(x: T, root: number, tensor?: string): Promise<T>;
+  allReduce(x: T, op?: ReduceOp, tensor?: string, out?: O): Promise<T>;
+  reduceScatter(x: T, dim: number, op?: ReduceOp, tensor?: string, out?: O): Promise<T>;
+  allGather(x: T, dim: number, tensor?: string, out?: O): Promise<T>;
+  broadcast(x: T, root: number, tensor?: string, out?: O): Promise<T>;
   barrier(): Promise<void>;
   shard(x: T, dim: number): Promise<T>;
 }

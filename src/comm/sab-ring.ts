@@ -1,7 +1,7 @@
 import { numel } from '../core/shape.ts';
 import { phaseClock } from '../core/clock.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
-import { BaseCollectives, type Executed, type ResultSink, type ResultTarget } from './base.ts';
+import { BaseCollectives, type Executed, type ResultSink } from './base.ts';
 import { formatCall, outputShape, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
@@ -16,6 +16,9 @@ import {
   writeFingerprint,
   type SabRing,
 } from './sab-layout.ts';
+
+/** Elements an all-reduce copies into its slot and reduces at a time (256 KiB: within a core's L2). */
+const pieceElems = 1 << 16;
 
 /**
  * Ring collectives in shared memory (workers only: blocks in Atomics.wait). Each rank's data buffer
@@ -45,11 +48,11 @@ export class SabRingCollectives extends BaseCollectives {
 
   override readonly copiesInput = true;
 
-  protected async execute(call: CollectiveCall, x: HostTensor, target?: ResultTarget): Promise<Omit<Executed, 'call'>> {
+  protected async execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
     const { phases, mark } = phaseClock();
     this.agree(call);
     mark('sync');
-    const out = this.move(call, x, mark, target);
+    const out = this.move(call, x, mark, sink);
     return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
   }
 
@@ -121,16 +124,19 @@ export class SabRingCollectives extends BaseCollectives {
   /**
    * Stage → ring reduce-scatter → gather. Staging copies the input into this rank's slot; the
    * reduce-scatter adds in place (t−1 steps, rank r reading rank r−1's slot), leaving the full
-   * reduction of chunk c in slot c; the result is then read straight from the slots that hold
-   * its pieces into `target` (or a fresh array): an all-gather reads each rank's staged slice, a
-   * broadcast the root's slot. No rank relays data it does not reduce, and nothing is copied twice.
+   * reduction of chunk c in slot c. An all-reduce stages only chunk r−1 (the one rank r+1 reads
+   * first, as it is) up front; each other chunk is copied in at the step that reduces it, piece by
+   * piece, each piece added to while it is still in cache; the result is then read straight from the slots that hold
+   * its pieces into `sink` (the caller's array or the GPU upload; else a new array): an
+   * all-gather reads each rank's staged slice, a broadcast the root's slot. No rank relays data it
+   * does not reduce, and nothing is copied twice.
    * A slot is overwritten only after the next call's arrival, i.e. once every rank has read it.
    */
   private move(
     call: CollectiveCall,
     x: HostTensor,
     mark: (name: string) => void,
-    target: ResultTarget | undefined,
+    sink: ResultSink | undefined,
   ): HostTensor | undefined {
     const { rank: r, size: t } = this;
     const shape = outputShape(call, t);
@@ -147,22 +153,28 @@ export class SabRingCollectives extends BaseCollectives {
     const chunk = (buf: Float32Array, k: number): Float32Array => buf.subarray(...chunkBounds(n, t, k));
     const own = slot(r);
     const base = this.step;
+    const stageChunk = (c: number): void => chunk(own, c).set(chunk(x.data, c));
     if (call.op === 'allGather') chunk(own, r).set(x.data);
     else if (call.op === 'reduceScatter') packSlices(x.data, x.shape, call.dim!, t, own);
-    else if (call.op === 'allReduce' || r === call.root) own.set(x.data);
+    else if (call.op === 'allReduce') stageChunk(prev);
+    else if (r === call.root) own.set(x.data);
     this.advance();
     mark('stage');
     if (call.op === 'allReduce' || call.op === 'reduceScatter') {
       for (let k = 0; k < t - 1; k++) {
         this.waitFor(call, prev, base + 1 + k);
         const [lo, hi] = chunkBounds(n, t, rsRecvChunk(r, k, t));
-        this.reduce(call.reduceOp!, (r * words + lo) * 4, (prev * words + lo) * 4, hi - lo);
+        for (let a = lo; a < hi; a += pieceElems) {
+          const b = Math.min(hi, a + pieceElems);
+          if (call.op === 'allReduce') own.subarray(a, b).set(x.data.subarray(a, b));
+          this.reduce(call.reduceOp!, (r * words + a) * 4, (prev * words + a) * 4, b - a);
+        }
         this.advance();
       }
     }
     mark('transport');
-    const result = target ? undefined : new Float32Array(numel(shape));
-    const put: ResultSink = target ? target(shape) : (d, at) => result!.set(d, at);
+    const result = sink ? undefined : new Float32Array(numel(shape));
+    const put: ResultSink = sink ?? ((d, at) => result!.set(d, at));
     // Rank q has staged (and, for reductions, reduced) its slot once its progress reaches `ready`.
     const ready = base + (call.op === 'allReduce' || call.op === 'reduceScatter' ? t : 1);
     const from = (q: number): Float32Array => (this.waitFor(call, q, ready), slot(q));

@@ -1,5 +1,7 @@
+import { outputShape } from '../comm/call.ts';
 import type { CollectiveOp, Collectives, ReduceOp } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
+import { numel } from '../core/shape.ts';
 import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 import type { RankContext } from './context.ts';
@@ -15,30 +17,61 @@ export interface CollectiveArgs {
   readonly reduceOp?: ReduceOp;
   /** The logical tensor's name in the fingerprint. */
   readonly tensor?: string;
+  /**
+   * Host data only: where the result goes — a new array (default), the caller's array (`out`,
+   * filled with NaN first so that an element left unwritten shows), or the input's (`in-place`).
+   */
+  readonly result?: HostResult;
 }
 
-function call<T>(comm: Collectives<T>, a: Omit<CollectiveArgs, 'data' | 'shape'>, x: T): Promise<T | void> {
+/** Where a host collective's result is written: new memory, a caller's array, or the input's. */
+export type HostResult = 'new' | 'out' | 'in-place';
+
+function call<T, O = never>(
+  comm: Collectives<T, O>,
+  a: Omit<CollectiveArgs, 'data' | 'shape' | 'device'>,
+  x: T,
+  out?: O,
+): Promise<T | void> {
   switch (a.op) {
     case 'allReduce':
-      return comm.allReduce(x, a.reduceOp, a.tensor);
+      return comm.allReduce(x, a.reduceOp, a.tensor, out);
     case 'reduceScatter':
-      return comm.reduceScatter(x, a.dim!, a.reduceOp, a.tensor);
+      return comm.reduceScatter(x, a.dim!, a.reduceOp, a.tensor, out);
     case 'allGather':
-      return comm.allGather(x, a.dim!, a.tensor);
+      return comm.allGather(x, a.dim!, a.tensor, out);
     case 'broadcast':
-      return comm.broadcast(x, a.root!, a.tensor);
+      return comm.broadcast(x, a.root!, a.tensor, out);
     case 'barrier':
       return comm.barrier();
   }
 }
 
+/** The caller's array a host result is written into (none for 'new'). */
+function resultArray(
+  ctx: RankContext,
+  a: Omit<CollectiveArgs, 'data' | 'device'>,
+  x: HostTensor,
+): Float32Array | undefined {
+  if (a.result === 'in-place') return x.data;
+  if (a.result !== 'out' || a.op === 'barrier') return undefined;
+  return new Float32Array(numel(outputShape({ ...a, seq: 0, dtype: 'f32' }, ctx.size))).fill(NaN);
+}
+
 /**
  * Runs one collective on host arrays or on a GPU buffer and returns the host copy of the result;
- * any WebGPU validation error on the way fails the call.
+ * any WebGPU validation error on the way fails the call. A host result asked into `out` or in
+ * place must come back in that very array.
  */
 export async function collective(ctx: RankContext, a: CollectiveArgs): Promise<HostTensor> {
   const x = hostTensor(a.shape, a.data);
-  if (a.device === 'cpu') return (await call(ctx.comm, a, x)) ?? x;
+  if (a.device === 'cpu') {
+    const out = resultArray(ctx, a, x);
+    const y = (await call(ctx.comm, a, x, out)) ?? x;
+    if (out && y.data !== out)
+      throw new Error(`rank ${ctx.rank}: ${a.op} did not return its result in the array given.`);
+    return y;
+  }
   ctx.device.pushErrorScope('validation');
   const g = createTensor(ctx.device, `x${ctx.rank}`, a.shape, a.data);
   const y = (await call<GpuTensor>(ctx.gpuComm, a, g)) ?? g;
@@ -50,24 +83,29 @@ export async function collective(ctx: RankContext, a: CollectiveArgs): Promise<H
   return out;
 }
 
-/** A timed series of one collective: `elems` float32 per rank input, `warmup` untimed calls. */
+/**
+ * A timed series of one collective: `elems` float32 per rank input, `warmup` untimed calls; host
+ * results into new memory each call, or (`out`) into one array of the caller's, reused.
+ */
 export interface BenchArgs {
   readonly op: Exclude<CollectiveOp, 'barrier'>;
   readonly device: 'cpu' | 'gpu';
   readonly elems: number;
   readonly iters: number;
   readonly warmup: number;
+  readonly result?: Exclude<HostResult, 'in-place'>;
 }
 
 /** Runs the series and returns the trace events of the timed calls. */
 export async function benchCollective(ctx: RankContext, a: BenchArgs): Promise<TraceEvent[]> {
   const shape = a.op === 'allGather' ? [a.elems / ctx.size] : [a.elems];
   const data = new Float32Array(shape[0]).fill(ctx.rank + 1);
-  const args = { ...a, dim: 0, root: 0 };
+  const args = { ...a, dim: 0, root: 0, shape };
   const x = hostTensor(shape, data);
   const g = a.device === 'gpu' ? createTensor(ctx.device, 'bench', shape, data) : undefined;
+  const out = g ? undefined : resultArray(ctx, args, x);
   const once = async (): Promise<void> => {
-    if (!g) return void (await call(ctx.comm, args, x));
+    if (!g) return void (await call(ctx.comm, args, x, out));
     const y = await call<GpuTensor>(ctx.gpuComm, args, g);
     if (y) y.buffer.destroy();
   };

@@ -10,8 +10,8 @@ export interface RankContext {
   readonly size: number;
   readonly transport: TransportName;
   readonly device: GPUDevice;
-  /** Collectives on host arrays. */
-  readonly comm: Collectives<HostTensor>;
+  /** Collectives on host arrays (a result may be written into the caller's Float32Array: `out`). */
+  readonly comm: Collectives<HostTensor, Float32Array>;
   /** The same collectives on this rank's GPU tensors (read back → move → upload). */
   readonly gpuComm: Collectives<GpuTensor>;
   /** Every collective lands here; kernels may record their own events too. */

@@ -79,6 +79,30 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
       },
     );
 
+    test("on host data, every collective writes its result into the caller's array (and all-reduce, broadcast into the input's), exactly", async () => {
+      // Integers below 2¹⁰ (+ 0 turns a rounded −0 into 0): every sum of t ≤ 8 of them is exact in
+      // float32, so the result must equal the reference bit for bit; the caller's array starts as
+      // NaN, so an element left unwritten shows. The program fails unless the returned tensor wraps
+      // the very array given.
+      const ints = (n: number, seed: number): Float32Array => randomArray(n, seed).map((v) => Math.round(v * 1000) + 0);
+      for (const [i, c] of cases(t).entries())
+        for (const result of c.op === 'allReduce' || c.op === 'broadcast'
+          ? (['out', 'in-place'] as const)
+          : (['out'] as const)) {
+          const inputs = Array.from({ length: t }, (_, r) =>
+            hostTensor(c.shape, ints(numel(c.shape), 100 * i + r + 1)),
+          );
+          const ys = await pool.run('collective', (r) => ({ ...c, device: 'cpu', result, data: inputs[r].data }));
+          const want = referenceCollective({ seq: 0, dtype: 'f32', ...c }, inputs);
+          ys.forEach((y, r) => {
+            expect(y.shape, `${c.op} rank ${r}`).toEqual(want[r].shape);
+            expect(Array.from(y.data), `${c.op} ${c.shape} into ${result}, rank ${r}`).toEqual(
+              Array.from(want[r].data),
+            );
+          });
+        }
+    });
+
     if (t > 1)
       test('a reduceScatter of a dim not divisible by t fails on every rank with the shape named', async () => {
         const e = await rejectionOf(

@@ -144,3 +144,48 @@ describe.each(nodeTransports)('shape errors over %s', (kind) => {
     });
   });
 });
+
+describe.each(nodeTransports)("results into the caller's array over %s", (kind) => {
+  test('each collective writes its result into the given array and returns it; all-reduce in place reads its input first', async () => {
+    const t = 4;
+    const g = makeGroup(kind, t);
+    const xs = Array.from({ length: t }, (_, r) => hostTensor([2 * t, 3], randomArray(6 * t, r + 1)));
+    const outs = xs.map(() => new Float32Array(6 * t).fill(NaN));
+    const ys = await Promise.all(g.comms.map((c, r) => c.allReduce(xs[r], 'sum', 'x', outs[r])));
+    const want = expectedReduce(xs, 'sum');
+    ys.forEach((y, r) => {
+      expect(y.data).toBe(outs[r]);
+      expect(y.shape).toEqual([2 * t, 3]);
+      expectClose(y.data, want, t);
+    });
+    const slices = xs.map(() => new Float32Array(6).fill(NaN));
+    const rs = await Promise.all(g.comms.map((c, r) => c.reduceScatter(xs[r], 0, 'max', 'x', slices[r])));
+    rs.forEach((y, r) => {
+      expect(y.data).toBe(slices[r]);
+      expect(y.data).toEqual(expectedSlice(expectedReduce(xs, 'max'), [2 * t, 3], 0, t, r));
+    });
+    const inPlace = await Promise.all(g.comms.map((c, r) => c.allReduce(xs[r], 'sum', 'x', xs[r].data)));
+    inPlace.forEach((y, r) => {
+      expect(y.data).toBe(xs[r].data);
+      expectClose(y.data, want, t);
+    });
+    g.close();
+  });
+
+  test('an array of the wrong length is refused on every rank before the call is numbered: the next call runs as usual', async () => {
+    const t = 2;
+    const g = makeGroup(kind, t);
+    const errs = await Promise.all(
+      g.comms.map((c) => rejectionOf(c.allGather(hostTensor([3]), 0, 'x', new Float32Array(3)))),
+    );
+    errs.forEach((e) =>
+      expect(e.message).toBe(
+        'allGather: the result array holds 3 values, but the result [6] has 6; pass an array of that length.',
+      ),
+    );
+    const ys = await Promise.all(g.comms.map((c, r) => c.allReduce(hostTensor([2], new Float32Array([r, 1])))));
+    ys.forEach((y) => expect(Array.from(y.data)).toEqual([1, 2]));
+    expect(g.recorders.map((rec) => rec.drain().map((e) => e.comm?.seq))).toEqual([[1], [1]]);
+    g.close();
+  });
+});
