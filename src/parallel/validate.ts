@@ -1,53 +1,17 @@
 import type { LayerConfig, ModelSizes } from './config.ts';
 import { paddedVocab } from './ownership.ts';
-import { gatheredQkv, qkvOutWidth } from './qkv-layout.ts';
+import { attentionFits, checkAttentionDegree } from './validate-attention.ts';
+import {
+  degreesWhere,
+  list,
+  maxTp,
+  type ConfigField,
+  type ValidationIssue,
+  type ValidationResult,
+} from './validate-issue.ts';
 
-/** The control a validation issue belongs to (a LayerConfig key). */
-export type ConfigField = keyof Omit<LayerConfig, 'skipSpNormGradAllReduce'>;
-
-/** Rule identifiers, one per check (stable for tests and the page). */
-export type ValidationRule =
-  | 'integer'
-  | 'size-max'
-  | 'tp-range'
-  | 'finite-positive'
-  | 'h-divisible-by-heads'
-  | 'head-dim-even'
-  | 'head-dim-max'
-  | 'heads-divisible-by-groups'
-  | 'heads-divisible-by-tp'
-  | 'groups-vs-tp'
-  | 'qkv-width-divisible-by-tp'
-  | 'ffn-divisible-by-tp'
-  | 'seq-divisible-by-tp'
-  | 'qkv-gather'
-  | 'vocab-padding'
-  | 'sp-without-tp';
-
-/**
- * One finding. `field` is the control to show it next to (the size the rule names first);
- * `fields` every control involved (so the page can prefer the one the user just changed);
- * `legal` the values of the control `legalFor` that would pass, all else unchanged
- * (heads or groups for the shape rules, tp for the rules "X % t").
- */
-export interface ValidationIssue {
-  readonly rule: ValidationRule;
-  readonly field: ConfigField;
-  readonly fields: readonly ConfigField[];
-  readonly message: string;
-  readonly legal?: readonly number[];
-  readonly legalFor?: ConfigField;
-}
-
-/** errors block a run; notes are information (the gathered QKV when groups < t, vocabulary padding, SP at t = 1). */
-export interface ValidationResult {
-  readonly ok: boolean;
-  readonly errors: readonly ValidationIssue[];
-  readonly notes: readonly ValidationIssue[];
-}
-
-/** Largest TP degree the playground accepts: one worker and one GPUDevice per rank, as many as RankPool starts. */
-export const maxTp = 16;
+export { maxTp };
+export type { ConfigField, ValidationIssue, ValidationResult, ValidationRule } from './validate-issue.ts';
 
 /** Largest head width: the rope kernel keeps d/2 frequencies in its uniform block (kernels/rope.ts maxRopePairs = 256). */
 export const maxHeadDim = 512;
@@ -77,42 +41,9 @@ export function divisors(n: number): number[] {
   return low.concat(high.reverse());
 }
 
-/** Values a message lists before it says how many more there are. */
-const listMax = 24;
-
-/** "1, 2, 3" (at most listMax values, then "… and N more") */
-const list = (xs: readonly number[]): string =>
-  !xs.length
-    ? 'none'
-    : xs.length <= listMax
-      ? xs.join(', ')
-      : `${xs.slice(0, listMax).join(', ')} … and ${xs.length - listMax} more`;
-
 /**
- * groups vs t (Megatron-Core's TransformerConfig, core_v0.19.0: num_query_groups must be a
- * multiple or divisor of tensor_model_parallel_size): groups ≥ t needs groups % t = 0 (whole
- * groups per rank); groups < t needs t % groups = 0 (t/groups ranks share a group).
- */
-function groupsFit(groups: number, t: number): boolean {
-  return groups >= t ? groups % t === 0 : t % groups === 0;
-}
-
-/**
- * groups < t: linear_qkv is a ColumnParallelLinear whose output W is split evenly into t slices
- * (Megatron's `divide(output_size, world_size)`), then all-gathered: W % t = 0. With groups ≥ t
- * heads % t = 0 and groups % t = 0 already make it so.
- */
-function qkvWidthFits(c: Pick<ModelSizes, 'h' | 'heads' | 'groups'>, t: number): boolean {
-  return c.groups >= t || qkvOutWidth(c) % t === 0;
-}
-
-/** Every attention rule on t: heads % t = 0, groups vs t, and W % t = 0 when groups < t. */
-const attentionFits = (c: Pick<ModelSizes, 'h' | 'heads' | 'groups'>, t: number): boolean =>
-  c.heads % t === 0 && groupsFit(c.groups, t) && qkvWidthFits(c, t);
-
-/**
- * TP degrees t ∈ [1, max] that split `sizes` legally: heads % t = 0, groups vs t (see groupsFit),
- * W % t = 0 when groups < t (see qkvWidthFits), ffn % t = 0, and with SP s % t = 0. The
+ * TP degrees t ∈ [1, max] that split `sizes` legally: heads % t = 0, groups vs t and
+ * W % t = 0 when groups < t (attentionFits, validate-attention.ts), ffn % t = 0, and with SP s % t = 0. The
  * vocabulary never restricts t (it is padded).
  */
 export function legalTpDegrees(sizes: ModelSizes, sp: boolean, max = maxTp): number[] {
@@ -270,8 +201,6 @@ function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIss
 function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIssue[], notes: ValidationIssue[]): void {
   if (bad.has('tp')) return;
   const t = c.tp;
-  const degreesWhere = (pred: (t: number) => boolean): number[] =>
-    Array.from({ length: maxTp }, (_, i) => i + 1).filter(pred);
   if (!bad.has('heads') && c.heads % t !== 0) {
     const legal = degreesWhere((u) => c.heads % u === 0);
     errors.push({
@@ -283,50 +212,7 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
       message: `heads (${c.heads}) must be divisible by the TP degree t = ${t} (each rank computes heads/t whole heads): legal t for ${c.heads} heads are ${list(legal)}.`,
     });
   }
-  // Reported only when heads % t = 0: a t that breaks heads % t is already reported by the heads rule.
-  if (
-    !bad.has('groups') &&
-    !bad.has('heads') &&
-    c.heads % c.groups === 0 &&
-    c.heads % t === 0 &&
-    !groupsFit(c.groups, t)
-  ) {
-    const legal = degreesWhere((u) => attentionFits(c, u));
-    const why =
-      c.groups >= t
-        ? `query groups (${c.groups}) must be divisible by the TP degree t = ${t} when groups ≥ t (each rank holds groups/t whole KV groups)`
-        : `the TP degree t = ${t} must be a multiple of query groups (${c.groups}) when t > groups (t/groups ranks share each KV group, as Megatron-Core requires)`;
-    errors.push({
-      rule: 'groups-vs-tp',
-      field: 'groups',
-      fields: ['groups', 'tp'],
-      legal,
-      legalFor: 'tp',
-      message: `${why}: legal t for ${c.groups} groups and ${c.heads} heads are ${list(legal)}.`,
-    });
-  }
-  // Reported only when the rules above hold, with h divisible by heads (d whole).
-  if (
-    !bad.has('groups') &&
-    !bad.has('heads') &&
-    !bad.has('h') &&
-    c.h % c.heads === 0 &&
-    c.heads % c.groups === 0 &&
-    c.heads % t === 0 &&
-    groupsFit(c.groups, t) &&
-    !qkvWidthFits(c, t)
-  ) {
-    const d = c.h / c.heads;
-    const legal = degreesWhere((u) => attentionFits(c, u));
-    errors.push({
-      rule: 'qkv-width-divisible-by-tp',
-      field: 'tp',
-      fields: ['tp', 'groups', 'heads', 'h'],
-      legal,
-      legalFor: 'tp',
-      message: `with query groups (${c.groups}) < t = ${t}, linear_qkv's output width (heads + 2·groups)·d = (${c.heads} + 2·${c.groups})·${d} = ${qkvOutWidth(c)} must be divisible by t (Megatron-Core splits it evenly over the ranks, then all-gathers it): legal t for ${c.heads} heads in ${c.groups} group${c.groups > 1 ? 's' : ''} with h = ${c.h} are ${list(legal)}.`,
-    });
-  }
+  checkAttentionDegree(c, bad, errors, notes);
   if (!bad.has('ffn') && c.ffn % t !== 0) {
     const legal = degreesWhere((u) => c.ffn % u === 0);
     errors.push({
@@ -356,29 +242,6 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
       fields: ['sp', 'tp'],
       message:
         'sequence parallel changes nothing at t = 1 (Megatron disables it): every rank already holds all s tokens.',
-    });
-  }
-  if (
-    !bad.has('groups') &&
-    !bad.has('heads') &&
-    !bad.has('h') &&
-    c.groups < t &&
-    c.h % c.heads === 0 &&
-    attentionFits(c, t)
-  ) {
-    const per = t / c.groups;
-    const W = qkvOutWidth(c);
-    const r0 = gatheredQkv(c, 0);
-    const heads0 =
-      r0.heads[1] - r0.heads[0] > 1 ? `query heads ${r0.heads[0]}–${r0.heads[1] - 1}` : `query head ${r0.heads[0]}`;
-    notes.push({
-      rule: 'qkv-gather',
-      field: 'groups',
-      fields: ['groups', 'tp'],
-      message:
-        `${c.groups} query group${c.groups > 1 ? 's' : ''} < t = ${t}: as Megatron-Core does (since core_v0.16), each rank computes an even ${W / t}-column slice of linear_qkv's ${W} columns ` +
-        `(laid out per group: [q heads | k | v] of group 0, then group 1, …), all-gathers them along the last dim (reduce-scatter in backward), ` +
-        `and takes group block ⌊r / ${per}⌋ with its own ${c.heads / t} of that group's query heads: rank 0 takes block ${r0.block}, ${heads0}. Each weight column has one owner.`,
     });
   }
   if (!bad.has('vocab') && c.vocab > 0) {
