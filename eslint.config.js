@@ -1,5 +1,5 @@
 // ESLint (flat config): typescript-eslint's recommended rules plus the ones that catch real defects
-// here. Formatting is Prettier's job (`prettier --check .` in npm test), not ESLint's.
+// here. Formatting is Biome's and Prettier's job (`npm run format:check`, in npm test), not ESLint's.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 

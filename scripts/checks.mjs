@@ -2,7 +2,8 @@
 // The static checks of `npm test` after `tsc --noEmit`, run at the same time (each is one
 // single-threaded Node process, so on a machine with cores to spare the wall time is about the
 // slowest one's): import layers (dependency-cruiser, .dependency-cruiser.cjs), lint (ESLint,
-// eslint.config.js) and format (Prettier, .prettierrc.json). Each one's output is printed when it
+// eslint.config.js) and format (Biome's formatter for the code and JSON, biome.json, with Prettier's
+// rules; Prettier, .prettierrc.json, for the Markdown and HTML Biome does not format). Each one's output is printed when it
 // ends, with its time; the exit status is non-zero when any of them fails.
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -15,7 +16,8 @@ const bin = (name) => join(root, 'node_modules', '.bin', name);
 const checks = [
   ['dependency-cruiser', bin('depcruise'), ['src', 'scripts']],
   ['eslint', bin('eslint'), ['--cache', '--cache-location', 'node_modules/.cache/eslint/', '.']],
-  ['prettier', bin('prettier'), ['--check', '--cache', '.']],
+  ['biome format', bin('biome'), ['format', '.']],
+  ['prettier (md, html)', bin('prettier'), ['--check', '--cache', '**/*.{md,html}']],
 ];
 
 function run([name, cmd, args]) {

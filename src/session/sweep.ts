@@ -144,16 +144,18 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
   const acc = accountPlan(run.plan, link);
   const gemms = sweepGemms(run.plan, (_, i) => mean(run.computeTimes.map((t) => t.ops[i]?.ms ?? 0)));
   const rank0 = run.commEvents.filter((e) => e.rank === 0);
-  const collectives = acc.collectives.map((cc, k): SweepCollective => ({
-    name: cc.name,
-    phase: cc.phase,
-    op: cc.op,
-    mapping: cc.mapping,
-    payloadBytes: cc.payloadBytes,
-    ringBytesSent: cc.ringBytesSent,
-    measuredMs: rank0[k] ? rank0[k].t1 - rank0[k].t0 : undefined,
-    modeledMs: cc.modeledUs === undefined ? undefined : cc.modeledUs / 1000,
-  }));
+  const collectives = acc.collectives.map(
+    (cc, k): SweepCollective => ({
+      name: cc.name,
+      phase: cc.phase,
+      op: cc.op,
+      mapping: cc.mapping,
+      payloadBytes: cc.payloadBytes,
+      ringBytesSent: cc.ringBytesSent,
+      measuredMs: rank0[k] ? rank0[k].t1 - rank0[k].t0 : undefined,
+      modeledMs: cc.modeledUs === undefined ? undefined : cc.modeledUs / 1000,
+    }),
+  );
   return {
     config: run.config,
     transport: run.transport,

@@ -22,13 +22,16 @@ describe.each(poolTransports)('faults across rank workers over %s', (transport) 
   test('ranks calling different collectives all fail, each error naming every rank and its call', async () => {
     const pool = await faultPool({ size: 3, transport, timeoutMs });
     const e = await rejectionOf(
-      pool.run('collective', (r): CollectiveArgs => ({
-        op: r === 1 ? 'allGather' : 'reduceScatter',
-        device: 'gpu',
-        shape: [6, 2],
-        dim: 0,
-        data: new Float32Array(12),
-      })),
+      pool.run(
+        'collective',
+        (r): CollectiveArgs => ({
+          op: r === 1 ? 'allGather' : 'reduceScatter',
+          device: 'gpu',
+          shape: [6, 2],
+          dim: 0,
+          data: new Float32Array(12),
+        }),
+      ),
     );
     expect(e.name).toBe('RankRunError');
     e.errors!.forEach((err, r) =>

@@ -7,14 +7,17 @@ describe.each(poolTransports)('the logical tensor in the fingerprint across rank
     const pool = await faultPool({ size: 2, transport, timeoutMs: 2_000 });
     // Rank 1 issues mlp.reduce where rank 0 issues attn.reduce: same op, dtype, shape and dim.
     const e = await rejectionOf(
-      pool.run('collective', (r): CollectiveArgs => ({
-        op: 'reduceScatter',
-        device: 'gpu',
-        shape: [4, 2],
-        dim: 0,
-        data: new Float32Array(8),
-        tensor: r === 0 ? 'attn.reduce' : 'mlp.reduce',
-      })),
+      pool.run(
+        'collective',
+        (r): CollectiveArgs => ({
+          op: 'reduceScatter',
+          device: 'gpu',
+          shape: [4, 2],
+          dim: 0,
+          data: new Float32Array(8),
+          tensor: r === 0 ? 'attn.reduce' : 'mlp.reduce',
+        }),
+      ),
     );
     e.errors!.forEach((err, r) =>
       expect(err!.message).toBe(
