@@ -1,8 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
+import { configFromPreset, presetNames, type LayerConfig } from '../../../src/parallel/config.ts';
 import { compareWithReference, referenceConfig } from '../../../src/parallel/oracle.ts';
 import { runInProcess } from '../../../src/parallel/run-in-process.ts';
 import { stepInputs } from '../../../src/parallel/step-data.ts';
+import { legalTpDegrees } from '../../../src/parallel/validate.ts';
 
 async function oracle(c: LayerConfig) {
   const inputs = stepInputs(c);
@@ -76,4 +77,30 @@ describe('the layer in Node (CPU twins, in-process collectives) matches TP=1', (
     expect(r.pass).toBe(false);
     expect(r.entries.filter((e) => !e.pass).map((e) => e.tensor)).toEqual(['dg1', 'dg2']);
   });
+
+  // Every preset at every legal degree t ≤ 8 (legalTpDegrees: heads, FFN, vocabulary, the QKV
+  // width when groups < t, and s under SP), with and without SP, against one TP=1 reference per
+  // preset (the reference and the step's data do not depend on t or SP). gpt2-layer (h 768) is the
+  // costly one: ≈ 10 runs of a few seconds each on the CPU twins.
+  test.each(presetNames)(
+    'preset %s at every legal t ≤ 8, with and without SP',
+    async (name) => {
+      const base = configFromPreset(name);
+      const inputs = stepInputs(base);
+      const ref = await runInProcess(referenceConfig(base), inputs);
+      const failed: string[] = [];
+      let runs = 0;
+      for (const sp of [false, true]) {
+        for (const tp of legalTpDegrees(base, sp, 8)) {
+          const c = { ...base, tp, sp };
+          const r = compareWithReference(c, ref, await runInProcess(c, inputs));
+          runs++;
+          if (!r.pass) failed.push(`t=${tp}${sp ? ' SP' : ''}: ${describeReport(r)}`);
+        }
+      }
+      expect(failed, failed.join(' | ')).toEqual([]);
+      expect(runs, 'every preset has at least t = 1, 2 with and without SP').toBeGreaterThanOrEqual(4);
+    },
+    180_000,
+  );
 });
