@@ -54,7 +54,7 @@ export interface WeightCols {
   readonly n: number;
 }
 
-/** Forward: Y[m, n] (+)= X[m, k]·W[:, c0:c0+n]. */
+/** Forward: Y[m, n] = X[m, k]·W[:, c0:c0+n]. */
 export function linearForward<T>(
   be: Backend<T>,
   l: LinearSpec,
@@ -64,11 +64,10 @@ export function linearForward<T>(
   m: number,
   k: number,
   cols: WeightCols,
-  accumulate = false,
 ): void {
   be.gemm(
     gemmOp(l, 'forward'),
-    problem({ M: m, N: cols.n, K: k, sAm: k, sAk: 1, offB: cols.c0, sBk: cols.w, sBn: 1, sCm: cols.n, accumulate }),
+    problem({ M: m, N: cols.n, K: k, sAm: k, sAk: 1, offB: cols.c0, sBk: cols.w, sBn: 1, sCm: cols.n }),
     x,
     w,
     y,
@@ -97,7 +96,7 @@ export function linearDgrad<T>(
   );
 }
 
-/** wgrad: dW[:, c0:c0+n] (+)= X[m, k]ᵀ·dY[m, n]. */
+/** wgrad: dW[:, c0:c0+n] = X[m, k]ᵀ·dY[m, n] (each weight column has one owner: nothing accumulates). */
 export function linearWgrad<T>(
   be: Backend<T>,
   l: LinearSpec,
@@ -107,7 +106,6 @@ export function linearWgrad<T>(
   m: number,
   k: number,
   cols: WeightCols,
-  accumulate = false,
 ): void {
   be.gemm(
     gemmOp(l, 'wgrad'),
@@ -121,7 +119,6 @@ export function linearWgrad<T>(
       sBn: 1,
       offC: cols.c0,
       sCm: cols.w,
-      accumulate,
     }),
     x,
     dy,
