@@ -78,12 +78,12 @@ describe('the layer in Node (CPU twins, in-process collectives) matches TP=1', (
     expect(r.entries.filter((e) => !e.pass).map((e) => e.tensor)).toEqual(['dg1', 'dg2']);
   });
 
-  // Every preset at every legal degree t ≤ 8 (legalTpDegrees: heads, FFN, vocabulary, the QKV
+  // Every preset at every legal degree t ≤ 16 (legalTpDegrees, up to maxTp: heads, FFN, vocabulary, the QKV
   // width when groups < t, and s under SP), with and without SP, against one TP=1 reference per
   // preset (the reference and the step's data do not depend on t or SP). gpt2-layer (h 768) is the
-  // costly one: ≈ 10 runs of a few seconds each on the CPU twins.
+  // costly one: t = 1, 2, 3, 4, 6, 12 and, with SP (s = 32), 1, 2, 4 — nine runs of a few seconds each on the CPU twins.
   test.each(presetNames)(
-    'preset %s at every legal t ≤ 8, with and without SP',
+    'preset %s at every legal t, with and without SP',
     async (name) => {
       const base = configFromPreset(name);
       const inputs = stepInputs(base);
@@ -91,7 +91,7 @@ describe('the layer in Node (CPU twins, in-process collectives) matches TP=1', (
       const failed: string[] = [];
       let runs = 0;
       for (const sp of [false, true]) {
-        for (const tp of legalTpDegrees(base, sp, 8)) {
+        for (const tp of legalTpDegrees(base, sp)) {
           const c = { ...base, tp, sp };
           const r = compareWithReference(c, ref, await runInProcess(c, inputs));
           runs++;
@@ -101,6 +101,6 @@ describe('the layer in Node (CPU twins, in-process collectives) matches TP=1', (
       expect(failed, failed.join(' | ')).toEqual([]);
       expect(runs, 'every preset has at least t = 1, 2 with and without SP').toBeGreaterThanOrEqual(4);
     },
-    180_000,
+    400_000, // 70 s alone on the idle machine (gpt2-layer), ≈ 1.7× that beside the rest of the suite in CI
   );
 });
