@@ -20,7 +20,7 @@ import {
   type MainView,
   type Settings,
 } from './state.ts';
-import type { SettingsChangeDetail } from './tp-controls.ts';
+import type { SettingsChangeDetail } from './settings-change.ts';
 import './tp-classroom.ts';
 import './tp-cluster-panel.ts';
 import './tp-machine-controls.ts';

@@ -7,13 +7,10 @@ import { legalTpDegrees } from '../parallel/validate.ts';
 import { customInterconnect, interconnectNames, interconnectPresets } from '../model/interconnect.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
 import { controlStyles, panelStyles } from './page-style.ts';
+import { fieldMessages, settingsChangeEvent } from './settings-change.ts';
 import { passViews, sizeKeys, withPreset, type Settings } from './state.ts';
 
-/** Detail of `settings-change`: the new settings and the control that changed them. */
-export interface SettingsChangeDetail {
-  readonly settings: Settings;
-  readonly field: ControlField;
-}
+import type { SettingsChangeDetail } from './settings-change.ts';
 
 /** Labels of the size controls, in Megatron's words. */
 const sizeLabels: Record<(typeof sizeKeys)[number], string> = {
@@ -54,13 +51,7 @@ export class TpControls extends LitElement {
   private emit(settings: Settings, field: ControlField): void {
     // Re-render only to clear a shown parse error: a re-render now would put back the old value until the new settings arrive.
     if (this.local[field]) this.local = { ...this.local, [field]: undefined };
-    this.dispatchEvent(
-      new CustomEvent<SettingsChangeDetail>('settings-change', {
-        detail: { settings, field },
-        bubbles: true,
-        composed: true,
-      }),
-    );
+    this.dispatchEvent(settingsChangeEvent(settings, field));
   }
 
   /** Parses a whole-number input; on failure shows the message under it and returns undefined. */
@@ -75,10 +66,7 @@ export class TpControls extends LitElement {
 
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
     const notes = this.notes.filter((n) => n.field === field).map((n) => this.note(field, n.message));
-    const msgs = [
-      ...this.issues.filter((i) => i.field === field).map((i) => i.message),
-      ...(this.local[field] ? [this.local[field]] : []),
-    ];
+    const msgs = fieldMessages(field, this.issues, this.local);
     if (!msgs.length && !notes.length) return nothing;
     return html`${notes}${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`;
   }

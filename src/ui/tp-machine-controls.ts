@@ -9,7 +9,7 @@ import type { ControlField, FieldIssue } from './field-issues.ts';
 import { machineNames } from './machine-choice.ts';
 import { controlStyles, panelStyles } from './page-style.ts';
 import { machineModes, type Settings } from './state.ts';
-import type { SettingsChangeDetail } from './tp-controls.ts';
+import { fieldMessages, settingsChangeEvent } from './settings-change.ts';
 
 /**
  * `<tp-machine-controls>`: the machine of the timeline and of the cluster panel. Properties down:
@@ -26,20 +26,11 @@ export class TpMachineControls extends LitElement {
 
   private emit(settings: Settings, field: ControlField): void {
     if (this.local[field]) this.local = { ...this.local, [field]: undefined };
-    this.dispatchEvent(
-      new CustomEvent<SettingsChangeDetail>('settings-change', {
-        detail: { settings, field },
-        bubbles: true,
-        composed: true,
-      }),
-    );
+    this.dispatchEvent(settingsChangeEvent(settings, field));
   }
 
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
-    const msgs = [
-      ...this.issues.filter((i) => i.field === field).map((i) => i.message),
-      ...(this.local[field] ? [this.local[field]] : []),
-    ];
+    const msgs = fieldMessages(field, this.issues, this.local);
     return msgs.length
       ? html`${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`
       : nothing;
