@@ -54,6 +54,8 @@ export interface LayerRunOptions {
   /** Also run the CPU twins in this thread and compare (default: unless model/budget.ts cpuTwinsSkipped says why not). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
+  /** makePlan(c).plan when the caller has it already (the page plans first to validate and account): not planned twice. */
+  readonly plan?: LayerPlan;
   /** Stops the run at its next phase (tuning, reference, step, each rank's timing, CPU twins) with the signal's reason. */
   readonly signal?: AbortSignal;
 }
@@ -95,7 +97,7 @@ export async function runLayer(
     opts.signal?.throwIfAborted();
     opts.onProgress?.(line);
   };
-  const { plan } = await makePlan(c);
+  const plan = opts.plan ?? (await makePlan(c)).plan;
   const ref = referenceConfig(c);
   const inputs = stepInputs(c);
   say('tuning GEMM tilings on rank 0…');

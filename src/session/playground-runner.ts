@@ -144,6 +144,7 @@ export class PlaygroundRunner implements PoolLender {
     let run: LayerRun;
     try {
       run = await runLayer(pool, c, {
+        plan,
         timingRanks: [0],
         cache: this.cache,
         persistTuning: true,
