@@ -1,16 +1,18 @@
-// gemm-subgroup — register-blocked GEMM whose 4 quad lanes share the rows of A.
+// gemm-subgroup — register-blocked GEMMs whose 4 quad lanes share the rows of A.
 // Needs the `subgroups` feature (hence a module of its own: `enable subgroups` must not reach
 // adapters without it). Same Params, bindings and semantics as gemm.wgsl:
 //   C_z[m, n] = Σ_k A_z(m, k) · B_z(k, n) (+ bias[n]) (+ C_z[m, n])
 //   A_z(m, k) = A[offA + z·bsA + m·sAm + k·sAk]      B_z(k, n) = B[offB + (z / divB)·bsB + k·sBk + n·sBn]
 //   C_z[m, n] = C[offC + z·bsC + m·sCm + n]
-// bindings: 0 params (uniform), 1 A (read), 2 B (read), 3 C (read_write), 4 bias [N] (read)
-// Each lane of a quad owns an 8-column strip; the quad owns RQ·8 rows (RQ = 1 or 2 blocks of 8).
-// Per 4 values of k a lane loads 2·RQ values of A per row block it helps with (its share of the
-// quad's rows) and 32 of B, and quadBroadcast hands it the quad's other rows: on SIMD-on-CPU
-// adapters (SwiftShader) every load is a per-lane gather, so sharing A cuts loads per FMA.
+// bindings: 0 params (uniform), 1 A (read), 2 B (read), 3 C (read_write), 4 bias [N] (read);
+// the staged variant reads A and B from textures instead: 5 At, 6 Bt (see gemm_staged32).
+// Each lane of a quad owns an 8-column strip and loads, per group of 4 rows the quad owns, one
+// row of A (row `lane` of the group); quad swaps hand it the other three (slot s of a group holds
+// row lane ^ s: quadSwapX for s = 1, quadSwapY 2, quadSwapDiagonal 3), so the quad loads each value
+// of A once. On SIMD-on-CPU adapters (SwiftShader) every buffer load is a per-lane gather and a
+// swap is one shuffle, so sharing cuts loads per FMA at almost no cost (a broadcast costs ~6×).
 // Workgroup: 64 lanes = 16 quads, QX along N × (16 / QX) along M.
-// Tile: (16 / QX)·8·RQ rows × QX·32 columns. Grid: (⌈N / tileN⌉, ⌈M / tileM⌉, batch).
+// Tile: (16 / QX)·(rows per quad) rows × QX·32 columns. Grid: (⌈N / tileN⌉, ⌈M / tileM⌉, batch).
 enable subgroups;
 
 struct Params {
@@ -18,7 +20,7 @@ struct Params {
   offA: u32, sAm: u32, sAk: u32, bsA: u32,
   offB: u32, sBk: u32, sBn: u32, bsB: u32,
   divB: u32, offC: u32, sCm: u32, bsC: u32,
-  flags: u32, _p0: u32, _p1: u32, _p2: u32,
+  flags: u32, Kp: u32, _p1: u32, _p2: u32,  // Kp: K rounded up to 8 (the staged variant's textures)
 }
 
 override QX: u32 = 2u;
@@ -28,24 +30,32 @@ override QX: u32 = 2u;
 @group(0) @binding(2) var<storage, read> B: array<f32>;
 @group(0) @binding(3) var<storage, read_write> C: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
+// Staged operands (gemm-pack.wgsl), one layer per batch: At texel (kq, m, z) = A_z(m, 4kq..4kq+3),
+// Bt texel (nq, k, z / divB) = B(k, 4nq..4nq+3), zero past K (up to Kp) and past N.
+@group(0) @binding(5) var At: texture_2d_array<f32>;
+@group(0) @binding(6) var Bt: texture_2d_array<f32>;
 
 const FLAG_BIAS = 1u;
 const FLAG_ACCUMULATE = 2u;
 
-// 8 rows × 8 columns of accumulators: lo holds columns 0..3, hi columns 4..7.
+// 8 rows × 8 columns of accumulators: lo holds columns 0..3, hi columns 4..7. Row slot r holds
+// row (r & 4) | ((r & 3) ^ lane) of the block (see slotRow).
 struct Acc8 { lo: array<vec4f, 8>, hi: array<vec4f, 8> }
 
-// acc[r] += Bk · x_r for the 8 rows of one block; ma/mb are this lane's share (rows lane, lane+4)
-// of 4 consecutive k, broadcast across the quad; bl/bh are B's 4 k-rows × 8 columns.
+// The block row that accumulator slot r of lane `lane` holds.
+fn slotRow(r: u32, lane: u32) -> u32 { return (r & 4u) | ((r & 3u) ^ lane); }
+
+// acc[slot] += Bk · x for one block of 8 rows and 4 values of k; ma / mb are this lane's rows
+// (lane, lane + 4) of the block at those k; bl / bh are B's 4 k-rows × this lane's 8 columns.
 fn step8(acc: ptr<function, Acc8>, ma: vec4f, mb: vec4f, bl: mat4x4f, bh: mat4x4f) {
-  var x = quadBroadcast(ma, 0u); (*acc).lo[0] += bl * x; (*acc).hi[0] += bh * x;
-  x = quadBroadcast(ma, 1u); (*acc).lo[1] += bl * x; (*acc).hi[1] += bh * x;
-  x = quadBroadcast(ma, 2u); (*acc).lo[2] += bl * x; (*acc).hi[2] += bh * x;
-  x = quadBroadcast(ma, 3u); (*acc).lo[3] += bl * x; (*acc).hi[3] += bh * x;
-  x = quadBroadcast(mb, 0u); (*acc).lo[4] += bl * x; (*acc).hi[4] += bh * x;
-  x = quadBroadcast(mb, 1u); (*acc).lo[5] += bl * x; (*acc).hi[5] += bh * x;
-  x = quadBroadcast(mb, 2u); (*acc).lo[6] += bl * x; (*acc).hi[6] += bh * x;
-  x = quadBroadcast(mb, 3u); (*acc).lo[7] += bl * x; (*acc).hi[7] += bh * x;
+  (*acc).lo[0] += bl * ma; (*acc).hi[0] += bh * ma;
+  (*acc).lo[4] += bl * mb; (*acc).hi[4] += bh * mb;
+  var x = quadSwapX(ma); (*acc).lo[1] += bl * x; (*acc).hi[1] += bh * x;
+  x = quadSwapX(mb); (*acc).lo[5] += bl * x; (*acc).hi[5] += bh * x;
+  x = quadSwapY(ma); (*acc).lo[2] += bl * x; (*acc).hi[2] += bh * x;
+  x = quadSwapY(mb); (*acc).lo[6] += bl * x; (*acc).hi[6] += bh * x;
+  x = quadSwapDiagonal(ma); (*acc).lo[3] += bl * x; (*acc).hi[3] += bh * x;
+  x = quadSwapDiagonal(mb); (*acc).lo[7] += bl * x; (*acc).hi[7] += bh * x;
 }
 
 // Four consecutive k of A row `row` (an offset already including m·sAm), from k.
@@ -122,7 +132,7 @@ fn gemm_quad8(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
     let bh = mat4x4f(loadB4(kb, t.qb), z4, z4, z4);
     step8(&acc, vec4f(A[ra + k * p.sAk], 0.0, 0.0, 0.0), vec4f(A[rb + k * p.sAk], 0.0, 0.0, 0.0), bl, bh);
   }
-  for (var r = 0u; r < 8u; r++) { store8(t.z, t.m0 + r, t.n0, acc.lo[r], acc.hi[r]); }
+  for (var r = 0u; r < 8u; r++) { store8(t.z, t.m0 + slotRow(r, t.lane), t.n0, acc.lo[r], acc.hi[r]); }
 }
 
 // Two blocks of 8 rows (RQ = 2): tile 128 rows × 64 columns with QX = 2; B loads serve twice the FMAs.
@@ -154,7 +164,79 @@ fn gemm_quad16(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     step8(&acc1, vec4f(A[rc + ka], 0.0, 0.0, 0.0), vec4f(A[rd + ka], 0.0, 0.0, 0.0), bl, bh);
   }
   for (var r = 0u; r < 8u; r++) {
-    store8(t.z, t.m0 + r, t.n0, acc0.lo[r], acc0.hi[r]);
-    store8(t.z, t.m0 + 8u + r, t.n0, acc1.lo[r], acc1.hi[r]);
+    let row = slotRow(r, t.lane);
+    store8(t.z, t.m0 + row, t.n0, acc0.lo[r], acc0.hi[r]);
+    store8(t.z, t.m0 + 8u + row, t.n0, acc1.lo[r], acc1.hi[r]);
+  }
+}
+
+// acc[slot] += Bk · x for one block of 8 rows and 8 values of k (two 4-k halves: ma, mb, bl, bh
+// and na, nb, cl, ch as in step8), each accumulator read and written once per 8 k.
+fn step8k8(acc: ptr<function, Acc8>, ma: vec4f, mb: vec4f, bl: mat4x4f, bh: mat4x4f,
+           na: vec4f, nb: vec4f, cl: mat4x4f, ch: mat4x4f) {
+  (*acc).lo[0] += bl * ma + cl * na; (*acc).hi[0] += bh * ma + ch * na;
+  (*acc).lo[4] += bl * mb + cl * nb; (*acc).hi[4] += bh * mb + ch * nb;
+  var x = quadSwapX(ma); var y = quadSwapX(na);
+  (*acc).lo[1] += bl * x + cl * y; (*acc).hi[1] += bh * x + ch * y;
+  x = quadSwapX(mb); y = quadSwapX(nb);
+  (*acc).lo[5] += bl * x + cl * y; (*acc).hi[5] += bh * x + ch * y;
+  x = quadSwapY(ma); y = quadSwapY(na);
+  (*acc).lo[2] += bl * x + cl * y; (*acc).hi[2] += bh * x + ch * y;
+  x = quadSwapY(mb); y = quadSwapY(nb);
+  (*acc).lo[6] += bl * x + cl * y; (*acc).hi[6] += bh * x + ch * y;
+  x = quadSwapDiagonal(ma); y = quadSwapDiagonal(na);
+  (*acc).lo[3] += bl * x + cl * y; (*acc).hi[3] += bh * x + ch * y;
+  x = quadSwapDiagonal(mb); y = quadSwapDiagonal(nb);
+  (*acc).lo[7] += bl * x + cl * y; (*acc).hi[7] += bh * x + ch * y;
+}
+
+// B's 4 k-rows from k at texel column nq (4 columns), layer zb.
+fn stagedB(nq: u32, k: u32, zb: u32) -> mat4x4f {
+  return mat4x4f(textureLoad(Bt, vec2u(nq, k), zb, 0), textureLoad(Bt, vec2u(nq, k + 1u), zb, 0),
+                 textureLoad(Bt, vec2u(nq, k + 2u), zb, 0), textureLoad(Bt, vec2u(nq, k + 3u), zb, 0));
+}
+
+// A row m (clamped to the matrix: rows past M feed only outputs never stored) at k..k+3, layer z.
+fn stagedA(m: u32, k: u32, z: u32) -> vec4f {
+  return textureLoad(At, vec2u(k / 4u, min(m, p.M - 1u)), z, 0);
+}
+
+// Four blocks of 8 rows (32 per quad), 8 k per step, operands staged in textures: a texel load
+// brings 4 floats per lane (SwiftShader: four 16-byte loads and a transpose, where a buffer
+// element is a branchy per-lane gather). Tile 256 × 64 with QX = 2; the k loop runs to Kp over
+// the zero-padded textures, so it needs no tail.
+@compute @workgroup_size(64)
+fn gemm_staged32(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
+                 @builtin(subgroup_invocation_id) sl: u32) {
+  let t = tileOf(wg, li, sl, 32u);
+  let zb = t.z / p.divB;
+  let nq = min(t.n0, p.N - 1u) / 4u;
+  let nq2 = min(t.n0 + 4u, p.N - 1u) / 4u;
+  let m = t.m0 + t.lane;
+  var acc0: Acc8;
+  var acc1: Acc8;
+  var acc2: Acc8;
+  var acc3: Acc8;
+  for (var k = 0u; k < p.Kp; k += 8u) {
+    let k4 = k + 4u;
+    let bl = stagedB(nq, k, zb);
+    let bh = stagedB(nq2, k, zb);
+    let cl = stagedB(nq, k4, zb);
+    let ch = stagedB(nq2, k4, zb);
+    step8k8(&acc0, stagedA(m, k, t.z), stagedA(m + 4u, k, t.z), bl, bh,
+            stagedA(m, k4, t.z), stagedA(m + 4u, k4, t.z), cl, ch);
+    step8k8(&acc1, stagedA(m + 8u, k, t.z), stagedA(m + 12u, k, t.z), bl, bh,
+            stagedA(m + 8u, k4, t.z), stagedA(m + 12u, k4, t.z), cl, ch);
+    step8k8(&acc2, stagedA(m + 16u, k, t.z), stagedA(m + 20u, k, t.z), bl, bh,
+            stagedA(m + 16u, k4, t.z), stagedA(m + 20u, k4, t.z), cl, ch);
+    step8k8(&acc3, stagedA(m + 24u, k, t.z), stagedA(m + 28u, k, t.z), bl, bh,
+            stagedA(m + 24u, k4, t.z), stagedA(m + 28u, k4, t.z), cl, ch);
+  }
+  for (var r = 0u; r < 8u; r++) {
+    let row = slotRow(r, t.lane);
+    store8(t.z, t.m0 + row, t.n0, acc0.lo[r], acc0.hi[r]);
+    store8(t.z, t.m0 + 8u + row, t.n0, acc1.lo[r], acc1.hi[r]);
+    store8(t.z, t.m0 + 16u + row, t.n0, acc2.lo[r], acc2.hi[r]);
+    store8(t.z, t.m0 + 24u + row, t.n0, acc3.lo[r], acc3.hi[r]);
   }
 }

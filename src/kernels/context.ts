@@ -1,16 +1,18 @@
-/** One storage or uniform buffer bound at `binding` of group 0. */
-export interface Binding {
-  readonly binding: number;
-  readonly buffer: GPUBuffer;
-}
+/** One storage or uniform buffer, or a texture view, bound at `binding` of group 0. */
+export type Binding =
+  | { readonly binding: number; readonly buffer: GPUBuffer }
+  | { readonly binding: number; readonly view: GPUTextureView };
 
 /** Bindings of a kernel whose uniform is binding 0 and whose buffers follow at bindings 1, 2, … in order. */
 export function uniformThen(uniform: GPUBuffer, buffers: readonly GPUBuffer[]): Binding[] {
   return [{ binding: 0, buffer: uniform }, ...buffers.map((buffer, i) => ({ binding: i + 1, buffer }))];
 }
 
-/** Called once per dispatch, in submission order; lets a profiler attach timestamp writes. */
-export type PassObserver = (op: string) => GPUComputePassTimestampWrites | undefined;
+/**
+ * Called once per dispatch, in submission order, with the op it belongs to (see KernelContext.op:
+ * the dispatches of one op share `id`); lets a profiler attach timestamp writes.
+ */
+export type PassObserver = (op: string, id: number) => GPUComputePassTimestampWrites | undefined;
 
 /**
  * A device plus the command encoder that kernels append to. Pipelines are cached per
@@ -21,7 +23,10 @@ export class KernelContext {
   private encoder: GPUCommandEncoder | undefined;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private readonly modules = new Map<string, GPUShaderModule>();
-  private transient: GPUBuffer[] = [];
+  private transient: (GPUBuffer | GPUTexture)[] = [];
+  private readonly scratch = new Map<string, GPUTexture>();
+  private current: { readonly label: string; readonly id: number } | undefined;
+  private ops = 0;
   private unused: GPUBuffer | undefined;
   observer: PassObserver | undefined;
   /**
@@ -35,8 +40,6 @@ export class KernelContext {
    */
   holdUntilFlush = false;
   private readonly held: GPUCommandBuffer[] = [];
-  /** Name of the caller's current op ("qkv.dgrad"); passed to the observer instead of the kernel's own label. */
-  scope: string | undefined;
 
   constructor(readonly device: GPUDevice) {}
 
@@ -75,7 +78,45 @@ export class KernelContext {
     return buffer;
   }
 
-  /** Encodes one dispatch of `workgroups` workgroups in its own compute pass. */
+  /**
+   * Runs `body` as one op named `label` ("qkv.dgrad"): every dispatch it encodes reaches the
+   * observer under that name and one id, so a profiler times them as one (a GEMM whose operands
+   * are staged first is three passes). Inside another op, `body` joins the outer one.
+   */
+  op<T>(label: string, body: () => T): T {
+    if (this.current) return body();
+    this.current = { label, id: ++this.ops };
+    try {
+      return body();
+    } finally {
+      this.current = undefined;
+    }
+  }
+
+  /**
+   * A texture of at least `size` (width, height, layers) kept under `key` for reuse by later
+   * kernels: work encoded on one device runs in order, so a reuse never overtakes an earlier
+   * reader. Grown to the larger of each dim when asked for more; the old one is freed after the
+   * next flush completes.
+   */
+  scratchTexture(
+    key: string,
+    size: readonly [number, number, number],
+    format: GPUTextureFormat,
+    usage: GPUTextureUsageFlags,
+  ): GPUTexture {
+    const old = this.scratch.get(key);
+    if (old && old.width >= size[0] && old.height >= size[1] && old.depthOrArrayLayers >= size[2]) return old;
+    const grown: [number, number, number] = old
+      ? [Math.max(old.width, size[0]), Math.max(old.height, size[1]), Math.max(old.depthOrArrayLayers, size[2])]
+      : [size[0], size[1], size[2]];
+    if (old) this.transient.push(old);
+    const t = this.device.createTexture({ label: key, size: grown, format, usage });
+    this.scratch.set(key, t);
+    return t;
+  }
+
+  /** Encodes one dispatch of `workgroups` workgroups in its own compute pass (one op unless within op()). */
   dispatch(
     op: string,
     pipeline: GPUComputePipeline,
@@ -85,10 +126,11 @@ export class KernelContext {
     if (workgroups.some((w) => w === 0)) return; // empty tensors: nothing to compute
     const bindGroup = this.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
-      entries: bindings.map(({ binding, buffer }) => ({ binding, resource: { buffer } })),
+      entries: bindings.map((b) => ({ binding: b.binding, resource: 'view' in b ? b.view : { buffer: b.buffer } })),
     });
     this.encoder ??= this.device.createCommandEncoder();
-    const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(this.scope ?? op) });
+    const owner = this.current ?? { label: op, id: ++this.ops };
+    const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(owner.label, owner.id) });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);

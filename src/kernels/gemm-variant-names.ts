@@ -1,5 +1,5 @@
 /** The GEMM tilings an adapter may run; the tuner picks among those it supports. */
-export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'quad16';
+export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'quad16' | 'staged32' | 'staged32wide';
 
 /**
  * Every variant, cheapest pipeline compile first (SwiftShader, one pipeline each: naive ≈ 20 ms,
@@ -7,4 +7,13 @@ export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'q
  * them in and breaks ties by, since every rank's device compiles each variant it uses. (Kept apart
  * from the WGSL, so that Node scripts can name variants without loading shaders.)
  */
-export const byCompileCost: readonly GemmVariant[] = ['naive', 'rb4', 'quad8wide', 'quad8', 'quad16', 'tiled'];
+export const byCompileCost: readonly GemmVariant[] = [
+  'naive',
+  'rb4',
+  'quad8wide',
+  'quad8',
+  'quad16',
+  'staged32wide',
+  'staged32',
+  'tiled',
+];

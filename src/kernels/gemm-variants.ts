@@ -16,6 +16,12 @@ export interface GemmVariantSpec {
   readonly tileN: number;
   readonly needsSubgroups: boolean;
   readonly summary: string;
+  /**
+   * Staged variants read A and B from rgba32float textures that gemm-pack.wgsl fills first (two
+   * more passes per GEMM); a problem whose textures would exceed the device's limits runs
+   * `fallback` instead (see stagingRefusal).
+   */
+  readonly staged?: { readonly fallback: GemmVariant };
 }
 
 const spec = (s: GemmVariantSpec): GemmVariantSpec => s;
@@ -87,6 +93,30 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileN: 64,
     needsSubgroups: true,
     summary: '16×8 per lane, A rows shared across a quad',
+  }),
+  staged32: spec({
+    name: 'staged32',
+    label: 'gemm-subgroup',
+    code: subgroup,
+    entryPoint: 'gemm_staged32',
+    constants: { QX: 2 },
+    tileM: 256,
+    tileN: 64,
+    needsSubgroups: true,
+    summary: '32×8 per lane, 8 k per step, A and B staged in textures',
+    staged: { fallback: 'quad16' },
+  }),
+  staged32wide: spec({
+    name: 'staged32wide',
+    label: 'gemm-subgroup',
+    code: subgroup,
+    entryPoint: 'gemm_staged32',
+    constants: { QX: 4 },
+    tileM: 128,
+    tileN: 128,
+    needsSubgroups: true,
+    summary: '32×8 per lane, 128×128 tile, A and B staged in textures',
+    staged: { fallback: 'quad16' },
   }),
 };
 

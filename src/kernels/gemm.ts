@@ -1,4 +1,6 @@
 import { uniformThen, type KernelContext } from './context.ts';
+import pack from '../../shaders/gemm-pack.wgsl?raw';
+import { gemmStaging, stagingRefusal, type StagedSize } from './gemm-staging.ts';
 import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
 import { checkWorkgroups, expectShape } from './limits.ts';
@@ -103,7 +105,10 @@ export function gemmStrided(
       `gemm: bias requested but tensor ${bias ? `"${bias.name}" of shape ${formatShape(bias.shape)}` : 'is missing'}; bias is [N] = [${p.N}].`,
     );
   }
-  const chosen = variant ?? chosenGemmVariant(ctx.device, p);
+  const wanted = variant ?? chosenGemmVariant(ctx.device, p);
+  const staging = gemmVariants[wanted].staged ? gemmStaging(p) : undefined;
+  const fits = staging && !stagingRefusal(staging, ctx.device.limits);
+  const chosen = staging && !fits ? gemmVariants[wanted].staged!.fallback : wanted;
   const v = gemmVariants[chosen];
   const wg: [number, number, number] = [Math.ceil(p.N / v.tileN), Math.ceil(p.M / v.tileM), p.batch];
   checkWorkgroups(ctx.device.limits, 'gemm', c.name, c.shape, wg, [`N/${v.tileN}`, `M/${v.tileM}`, 'batch']);
@@ -126,17 +131,68 @@ export function gemmStrided(
       p.sCm,
       p.bsC,
       (p.bias ? 1 : 0) | (p.accumulate ? 2 : 0),
-      0,
+      staging?.Kp ?? 0,
       0,
       0,
     ]),
   );
   const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, v.constants);
-  ctx.dispatch(
-    `gemm:${chosen}`,
-    pipeline,
-    uniformThen(params, [a.buffer, b.buffer, c.buffer, bias?.buffer ?? ctx.placeholder()]),
-    wg,
+  const tail = [c.buffer, bias?.buffer ?? ctx.placeholder()];
+  return ctx.op(`gemm:${chosen}`, () => {
+    if (staging && fits) {
+      // A as X(m, k) and B as X(k, n) (gemm-pack.wgsl), then the GEMM reads only the textures.
+      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, [p.M, p.K, p.offA, p.sAm, p.sAk, p.bsA]);
+      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, [p.K, p.N, p.offB, p.sBk, p.sBn, p.bsB]);
+      ctx.dispatch(
+        `gemm:${chosen}`,
+        pipeline,
+        [
+          { binding: 0, buffer: params },
+          { binding: 3, buffer: tail[0] },
+          { binding: 4, buffer: tail[1] },
+          { binding: 5, view: at },
+          { binding: 6, view: bt },
+        ],
+        wg,
+      );
+    } else {
+      ctx.dispatch(`gemm:${chosen}`, pipeline, uniformThen(params, [a.buffer, b.buffer, ...tail]), wg);
+    }
+    return chosen;
+  });
+}
+
+/**
+ * Stages X_z(r, c) = X[off + z·bs + r·sR + c·sC] (R rows, C columns) into the scratch texture
+ * `key`: `size` texels, 4 columns each, zero past R and C (gemm-pack.wgsl). Returns the view the
+ * GEMM reads.
+ */
+function stageOperand(
+  ctx: KernelContext,
+  key: string,
+  x: GpuTensor,
+  size: StagedSize,
+  [R, C, off, sR, sC, bs]: readonly number[],
+): GPUTextureView {
+  const [W, H, layers] = size;
+  const texture = ctx.scratchTexture(
+    key,
+    size,
+    'rgba32float',
+    GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.TEXTURE_BINDING,
   );
-  return chosen;
+  const params = ctx.uniform(new Uint32Array([R, C, off, sR, sC, bs, W, H]));
+  const pipeline = ctx.pipeline('gemm-pack', pack, 'pack');
+  const view = texture.createView({ dimension: '2d-array' });
+  ctx.dispatch(
+    key,
+    pipeline,
+    [
+      { binding: 0, buffer: params },
+      { binding: 1, buffer: x.buffer },
+      { binding: 2, view },
+    ],
+    [Math.ceil(W / 64), H, layers],
+  );
+  return view;
 }

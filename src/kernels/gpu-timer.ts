@@ -1,6 +1,10 @@
 import type { KernelContext } from './context.ts';
 
-/** GPU time of one dispatch, from its compute pass's begin and end timestamps. */
+/**
+ * GPU time of one op: from its first compute pass's beginning to its last pass's end (one pass
+ * for most kernels; a GEMM that stages its operands first is three, and the span includes any
+ * copy between them).
+ */
 export interface DispatchTime {
   readonly op: string;
   readonly ns: number;
@@ -23,13 +27,15 @@ const maxQueries = 4096;
 export const timestampQuantumNs = 100_000n;
 
 /**
- * Times every dispatch encoded on `ctx` between start() and stop() with timestamp queries
- * (requires the device feature `timestamp-query`): each compute pass writes its begin and end.
+ * Times every op encoded on `ctx` between start() and stop() with timestamp queries (requires the
+ * device feature `timestamp-query`): each compute pass writes its begin and end, and consecutive
+ * passes of one op (KernelContext.op) make one time.
  */
 export class GpuTimer {
   private readonly querySet: GPUQuerySet;
   private readonly resolve: GPUBuffer;
-  private ops: string[] = [];
+  private ops: { op: string; id: number; first: number; last: number }[] = [];
+  private passes = 0;
 
   /** Whether this device can time passes (the `timestamp-query` feature was requested). */
   static available(device: GPUDevice): boolean {
@@ -60,13 +66,16 @@ export class GpuTimer {
   /** Starts attaching timestamp writes to the next dispatches (at most `capacity`). */
   start(): void {
     this.ops = [];
-    this.ctx.observer = (op) => {
-      const i = this.ops.length;
+    this.passes = 0;
+    this.ctx.observer = (op, id) => {
+      const i = this.passes++;
       if (i >= this.capacity)
         throw new Error(
           `GpuTimer: more than ${this.capacity} dispatches in one timed stretch; stop() and start() again.`,
         );
-      this.ops.push(op);
+      const last = this.ops.at(-1);
+      if (last && last.id === id) last.last = i;
+      else this.ops.push({ op, id, first: i, last: i });
       return { querySet: this.querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 };
     };
   }
@@ -74,7 +83,7 @@ export class GpuTimer {
   /** Stops timing, submits, and reads the times of the dispatches since start(). */
   async stop(): Promise<TimerResult> {
     this.ctx.observer = undefined;
-    const n = this.ops.length;
+    const n = this.passes;
     if (n === 0) return { times: [], quantized: false };
     const enc = this.ctx.commandEncoder();
     enc.resolveQuerySet(this.querySet, 0, 2 * n, this.resolve, 0);
@@ -87,7 +96,7 @@ export class GpuTimer {
     await read.mapAsync(GPUMapMode.READ);
     const stamps = new BigUint64Array(read.getMappedRange().slice(0));
     read.destroy();
-    const times = this.ops.map((op, i) => ({ op, ns: Number(stamps[2 * i + 1] - stamps[2 * i]) }));
+    const times = this.ops.map((o) => ({ op: o.op, ns: Number(stamps[2 * o.last + 1] - stamps[2 * o.first]) }));
     const quantized = stamps.every((t) => t % timestampQuantumNs === 0n);
     return { times, quantized };
   }

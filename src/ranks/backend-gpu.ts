@@ -45,12 +45,7 @@ export class GpuBackend implements Backend<GpuTensor> {
   }
 
   private run(op: OpSpec, body: () => void): void {
-    this.ctx.scope = op.label;
-    try {
-      body();
-    } finally {
-      this.ctx.scope = undefined;
-    }
+    this.ctx.op(op.label, body);
   }
 
   tensor(name: string, shape: readonly number[], data?: Float32Array | Float64Array): GpuTensor {
