@@ -8,6 +8,7 @@ import { byCompileCost, type GemmVariant } from '../src/kernels/gemm-variant-nam
 import { denseProblem, gemmFlops } from '../src/reference/gemm.ts';
 import { median } from '../src/core/stats.ts';
 import { runInBrowser } from './browser-run.ts';
+import { startStealMeter } from './cpu-steal.ts';
 import { dawnAdapterOrRerun, runInNode } from './dawn-node.ts';
 import { clearGemmCache, defaultGemmCacheFile, readGemmCache, writeGemmCache } from './gemm-cache-file.ts';
 
@@ -74,6 +75,7 @@ const progress = (line: string): boolean => process.stderr.write(`${line}\n`);
 
 let host: string;
 let report: GemmBenchReport;
+const steal = startStealMeter();
 if (values.node) {
   const { gpu, note } = await dawnAdapterOrRerun();
   host = `Node ${process.version} through Dawn (the webgpu package); ${note}`;
@@ -89,14 +91,19 @@ if (values.node) {
   });
 }
 writeGemmCache(values.cache, report.stored);
+const stolen = steal();
 
 if (values.json) {
-  console.log(JSON.stringify({ host, ...report }, null, 2));
+  console.log(JSON.stringify({ host, cpuSteal: stolen, ...report }, null, 2));
 } else {
   const t = report.timing;
   const tuned = report.rows.filter((r) => r.tuning).length;
   console.log(`GEMM benchmark on ${report.adapter} (${host})`);
   console.log(report.note);
+  if (stolen !== undefined)
+    console.log(
+      `CPU steal during the run: ${(100 * stolen).toFixed(1)}% (time the host gave to other guests${stolen > 0.05 ? '; above 5%, every figure here is noisier than usual' : ''})`,
+    );
   console.log(
     `timing: ${t.method}${t.method === 'timestamp-query' ? (t.quantized ? ' (quantized to 100 µs)' : ' (not quantized)') : ''}; median of ${report.runs} runs after a warm-up`,
   );
@@ -105,20 +112,24 @@ if (values.json) {
   );
   console.log(`tilings chosen: ${report.variants.join('; ')}`);
   const pad = (s: string | number, n: number): string => String(s).padStart(n);
-  const variants = values['all-variants'] ? Object.keys(report.rows[0]?.runsMs ?? {}) : [];
-  const gf = (r: GemmBenchReport['rows'][number], v: string): number =>
-    gemmFlops(denseProblem(r.M, r.N, r.K)) / median((r.runsMs as Record<string, number[]>)[v]) / 1e6;
+  // Every variant timed on some shape, in first-seen order (a shape's chosen one may be timed there alone).
+  const variants = values['all-variants'] ? [...new Set(report.rows.flatMap((r) => Object.keys(r.runsMs)))] : [];
+  const width = (v: string): number => Math.max(10, v.length + 2);
+  const gf = (r: GemmBenchReport['rows'][number], v: string): string => {
+    const ms = (r.runsMs as Record<string, number[] | undefined>)[v];
+    return ms ? (gemmFlops(denseProblem(r.M, r.N, r.K)) / median(ms) / 1e6).toFixed(2) : '—';
+  };
   console.log(
-    `${'shape'.padEnd(22)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}  ${'chosen'.padEnd(10)}${pad('GFLOP/s', 9)}${pad('naive', 9)}${pad('×naive', 8)}` +
+    `${'shape'.padEnd(22)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}  ${'chosen'.padEnd(13)}${pad('GFLOP/s', 9)}${pad('naive', 9)}${pad('×naive', 8)}` +
       (variants.length
-        ? `  ${'fastest'.padEnd(10)}${pad('margin', 8)}${variants.map((v) => pad(v, 10)).join('')}`
+        ? `  ${'fastest'.padEnd(13)}${pad('margin', 8)}${variants.map((v) => pad(v, width(v))).join('')}`
         : ''),
   );
   for (const r of report.rows) {
     console.log(
-      `${r.name.padEnd(22)}${pad(r.M, 6)}${pad(r.N, 6)}${pad(r.K, 6)}  ${r.chosen.padEnd(10)}${pad(r.gflops.toFixed(2), 9)}${pad(r.naiveGflops?.toFixed(3) ?? '—', 9)}${pad(r.speedup?.toFixed(1) ?? '—', 8)}` +
+      `${r.name.padEnd(22)}${pad(r.M, 6)}${pad(r.N, 6)}${pad(r.K, 6)}  ${r.chosen.padEnd(13)}${pad(r.gflops.toFixed(2), 9)}${pad(r.naiveGflops?.toFixed(3) ?? '—', 9)}${pad(r.speedup?.toFixed(1) ?? '—', 8)}` +
         (variants.length
-          ? `  ${(r.fastest ?? '').padEnd(10)}${pad(`${(100 * (r.margin ?? 0)).toFixed(1)}%`, 8)}${variants.map((v) => pad(gf(r, v).toFixed(2), 10)).join('')}`
+          ? `  ${(r.fastest ?? '').padEnd(13)}${pad(`${(100 * (r.margin ?? 0)).toFixed(1)}%`, 8)}${variants.map((v) => pad(gf(r, v), width(v))).join('')}`
           : ''),
     );
   }

@@ -30,10 +30,11 @@ override QX: u32 = 2u;
 @group(0) @binding(2) var<storage, read> B: array<f32>;
 @group(0) @binding(3) var<storage, read_write> C: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
-// Staged operands (gemm-pack.wgsl), one layer per batch: At texel (kq, m, z) = A_z(m, 4kq..4kq+3),
-// Bt texel (nq, k, z / divB) = B(k, 4nq..4nq+3), zero past K (up to Kp) and past N.
-@group(0) @binding(5) var At: texture_2d_array<f32>;
-@group(0) @binding(6) var Bt: texture_2d_array<f32>;
+// Staged operands (gemm-pack.wgsl), each one run of texels 2048 wide: At texel (z·M + m)·Kp/4 + kq
+// = A_z(m, 4kq..4kq+3); Bt texel ((z / divB)·Kp + k)·⌈N/4⌉ + nq = B(k, 4nq..4nq+3); zero past K
+// (up to Kp) and past N.
+@group(0) @binding(5) var At: texture_2d<f32>;
+@group(0) @binding(6) var Bt: texture_2d<f32>;
 
 const FLAG_BIAS = 1u;
 const FLAG_ACCUMULATE = 2u;
@@ -190,15 +191,20 @@ fn step8k8(acc: ptr<function, Acc8>, ma: vec4f, mb: vec4f, bl: mat4x4f, bh: mat4
   (*acc).lo[7] += bl * x + cl * y; (*acc).hi[7] += bh * x + ch * y;
 }
 
-// B's 4 k-rows from k at texel column nq (4 columns), layer zb.
-fn stagedB(nq: u32, k: u32, zb: u32) -> mat4x4f {
-  return mat4x4f(textureLoad(Bt, vec2u(nq, k), zb, 0), textureLoad(Bt, vec2u(nq, k + 1u), zb, 0),
-                 textureLoad(Bt, vec2u(nq, k + 2u), zb, 0), textureLoad(Bt, vec2u(nq, k + 3u), zb, 0));
+const STAGED_WIDTH = 2048u;
+
+fn staged(t: texture_2d<f32>, i: u32) -> vec4f {
+  return textureLoad(t, vec2u(i % STAGED_WIDTH, i / STAGED_WIDTH), 0);
 }
 
-// A row m (clamped to the matrix: rows past M feed only outputs never stored) at k..k+3, layer z.
+// B's 4 k-rows from k: `at` is the texel of row k (see gemm_staged32), `nq` texels a row.
+fn stagedB(at: u32, nq: u32) -> mat4x4f {
+  return mat4x4f(staged(Bt, at), staged(Bt, at + nq), staged(Bt, at + 2u * nq), staged(Bt, at + 3u * nq));
+}
+
+// A row m (clamped to the matrix: rows past M feed only outputs never stored) at k..k+3, batch z.
 fn stagedA(m: u32, k: u32, z: u32) -> vec4f {
-  return textureLoad(At, vec2u(k / 4u, min(m, p.M - 1u)), z, 0);
+  return staged(At, (z * p.M + min(m, p.M - 1u)) * (p.Kp / 4u) + k / 4u);
 }
 
 // Four blocks of 8 rows (32 per quad), 8 k per step, operands staged in textures: a texel load
@@ -209,9 +215,10 @@ fn stagedA(m: u32, k: u32, z: u32) -> vec4f {
 fn gemm_staged32(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
                  @builtin(subgroup_invocation_id) sl: u32) {
   let t = tileOf(wg, li, sl, 32u);
-  let zb = t.z / p.divB;
-  let nq = min(t.n0, p.N - 1u) / 4u;
-  let nq2 = min(t.n0 + 4u, p.N - 1u) / 4u;
+  let nq = (p.N + 3u) / 4u;
+  // Texels of B row 0 at this lane's two column quads (clamped: columns past N are never stored).
+  let b0 = (t.z / p.divB) * p.Kp * nq + min(t.n0, p.N - 1u) / 4u;
+  let b1 = (t.z / p.divB) * p.Kp * nq + min(t.n0 + 4u, p.N - 1u) / 4u;
   let m = t.m0 + t.lane;
   var acc0: Acc8;
   var acc1: Acc8;
@@ -219,10 +226,10 @@ fn gemm_staged32(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_ind
   var acc3: Acc8;
   for (var k = 0u; k < p.Kp; k += 8u) {
     let k4 = k + 4u;
-    let bl = stagedB(nq, k, zb);
-    let bh = stagedB(nq2, k, zb);
-    let cl = stagedB(nq, k4, zb);
-    let ch = stagedB(nq2, k4, zb);
+    let bl = stagedB(b0 + k * nq, nq);
+    let bh = stagedB(b1 + k * nq, nq);
+    let cl = stagedB(b0 + k4 * nq, nq);
+    let ch = stagedB(b1 + k4 * nq, nq);
     step8k8(&acc0, stagedA(m, k, t.z), stagedA(m + 4u, k, t.z), bl, bh,
             stagedA(m, k4, t.z), stagedA(m + 4u, k4, t.z), cl, ch);
     step8k8(&acc1, stagedA(m + 8u, k, t.z), stagedA(m + 12u, k, t.z), bl, bh,

@@ -2,8 +2,8 @@ import { adapterName, requestKernelDevice } from '../kernels/adapter.ts';
 import { KernelContext } from '../kernels/context.ts';
 import { gemmStrided } from '../kernels/gemm.ts';
 import { chosenGemmVariant } from '../kernels/gemm-choice.ts';
-import { describeGemmVariant, tuneGemm, type GemmTuning } from '../kernels/gemm-tuner.ts';
-import { supportedGemmVariants, type GemmVariant } from '../kernels/gemm-variants.ts';
+import { describeGemmVariant, tuneGemm, verifiedGemmVariants, type GemmTuning } from '../kernels/gemm-tuner.ts';
+import { type GemmVariant } from '../kernels/gemm-variants.ts';
 import { gemmKernelHash, type GemmChoiceStore, type StoredGemmChoices } from '../kernels/gemm-cache.ts';
 import { GpuTimer } from '../kernels/gpu-timer.ts';
 import { createTensor } from '../kernels/tensor.ts';
@@ -46,7 +46,7 @@ export interface GemmBenchReport {
 export interface GemmBenchOptions {
   readonly runs?: number;
   readonly shapes?: GemmBenchShape[];
-  /** Time every variant the adapter supports at full size, not only the chosen one and naive. */
+  /** Time every variant the adapter supports (and that computes right there) at full size, not only the chosen one and naive. */
   readonly allVariants?: boolean;
   /** With allVariants, only these (and always the chosen one): e.g. leave out naive on a busy machine. */
   readonly variants?: readonly GemmVariant[];
@@ -138,7 +138,7 @@ export async function runGemmBench(opts: GemmBenchOptions = {}): Promise<GemmBen
       );
     const chosen = chosenGemmVariant(device, p);
     const timed = opts.allVariants
-      ? supportedGemmVariants(device).filter((v) => v === chosen || !opts.variants || opts.variants.includes(v))
+      ? (await verifiedGemmVariants(ctx)).filter((v) => v === chosen || !opts.variants || opts.variants.includes(v))
       : [...new Set<GemmVariant>([chosen, 'naive'])];
     const runsMs = await timeRuns(ctx, p, timed, runs, timer, quantized, (l) => say(`${s.name}: ${l}`));
     const flops = gemmFlops(p);

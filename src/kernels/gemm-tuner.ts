@@ -250,6 +250,13 @@ export async function tuneGemm(
   return out;
 }
 
+/** The variants this device supports that compute the right result on it (verifyVariant), cheapest compile first. */
+export async function verifiedGemmVariants(ctx: KernelContext): Promise<GemmVariant[]> {
+  const out: GemmVariant[] = [];
+  for (const v of supportedGemmVariants(ctx.device)) if (await verifyVariant(ctx, v)) out.push(v);
+  return out;
+}
+
 /** Every variant's description, for benchmark output and the UI. */
 export function describeGemmVariant(v: GemmVariant): string {
   return `${v} (${gemmVariants[v].summary})`;

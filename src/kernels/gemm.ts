@@ -1,6 +1,6 @@
 import { uniformThen, type KernelContext } from './context.ts';
 import pack from '../../shaders/gemm-pack.wgsl?raw';
-import { gemmStaging, stagingRefusal, type StagedSize } from './gemm-staging.ts';
+import { gemmStaging, stagedRows, stagedWidth, stagingRefusal } from './gemm-staging.ts';
 import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
 import { checkWorkgroups, expectShape } from './limits.ts';
@@ -141,8 +141,26 @@ export function gemmStrided(
   return ctx.op(`gemm:${chosen}`, () => {
     if (staging && fits) {
       // A as X(m, k) and B as X(k, n) (gemm-pack.wgsl), then the GEMM reads only the textures.
-      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, [p.M, p.K, p.offA, p.sAm, p.sAk, p.bsA]);
-      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, [p.K, p.N, p.offB, p.sBk, p.sBn, p.bsB]);
+      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, [
+        p.M,
+        p.K,
+        p.offA,
+        p.sAm,
+        p.sAk,
+        p.bsA,
+        p.M,
+        staging.Kp / 4,
+      ]);
+      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, [
+        p.K,
+        p.N,
+        p.offB,
+        p.sBk,
+        p.sBn,
+        p.bsB,
+        staging.Kp,
+        Math.ceil(p.N / 4),
+      ]);
       ctx.dispatch(
         `gemm:${chosen}`,
         pipeline,
@@ -163,27 +181,27 @@ export function gemmStrided(
 }
 
 /**
- * Stages X_z(r, c) = X[off + z·bs + r·sR + c·sC] (R rows, C columns) into the scratch texture
- * `key`: `size` texels, 4 columns each, zero past R and C (gemm-pack.wgsl). Returns the view the
- * GEMM reads.
+ * Stages X_z(r, c) = X[off + z·bs + r·sR + c·sC] (R real rows of RP per layer, C columns in CQ
+ * texels per row) into the scratch texture `key` as `texels` texels in row-major order, zero past
+ * R and C (gemm-pack.wgsl). Returns the view the GEMM reads.
  */
 function stageOperand(
   ctx: KernelContext,
   key: string,
   x: GpuTensor,
-  size: StagedSize,
-  [R, C, off, sR, sC, bs]: readonly number[],
+  texels: number,
+  [R, C, off, sR, sC, bs, RP, CQ]: readonly number[],
 ): GPUTextureView {
-  const [W, H, layers] = size;
+  const rows = stagedRows(texels);
   const texture = ctx.scratchTexture(
     key,
-    size,
+    [stagedWidth, rows, 1],
     'rgba32float',
     GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.TEXTURE_BINDING,
   );
-  const params = ctx.uniform(new Uint32Array([R, C, off, sR, sC, bs, W, H]));
+  const params = ctx.uniform(new Uint32Array([R, C, off, sR, sC, bs, RP, CQ, texels, 0, 0, 0]));
   const pipeline = ctx.pipeline('gemm-pack', pack, 'pack');
-  const view = texture.createView({ dimension: '2d-array' });
+  const view = texture.createView();
   ctx.dispatch(
     key,
     pipeline,
@@ -192,7 +210,7 @@ function stageOperand(
       { binding: 1, buffer: x.buffer },
       { binding: 2, view },
     ],
-    [Math.ceil(W / 64), H, layers],
+    [stagedWidth / 64, rows, 1],
   );
   return view;
 }

@@ -112,18 +112,25 @@ describe('staged GEMMs (operands in textures)', () => {
 
   test("a problem past the texture limits runs the staged variant's fallback (quad16), and right", async () => {
     await gpuCase(async (ctx) => {
-      const [M, N, K] = [ctx.device.limits.maxTextureDimension2D + 1, 3, 5];
-      const a = randomArray(M * K, 21),
-        b = randomArray(K * N, 22);
-      const tc = upload(ctx, 'C', [M, N], new Float32Array(M * N));
-      const ran = gemm(ctx, upload(ctx, 'A', [M, K], a), upload(ctx, 'B', [K, N], b), tc, { variant: 'staged32' });
-      expect(ran).toBe('quad16');
-      expectClose(
-        'fallback gemm',
-        await download(ctx, tc),
-        gemmRef(denseProblem(M, N, K), a, b, new Float32Array(M * N)),
-        tol(K),
+      // K = 1 stages as Kp = 8 (2 texels a row): 2049 batches × 4096 rows × 2 texels is 8197 rows
+      // of 2048 texels, past maxTextureDimension2D (8192), from 32 MiB operands.
+      const rows = ctx.device.limits.maxTextureDimension2D;
+      const [M, batch] = [4096, Math.floor((rows * 2048) / (4096 * 2)) + 1];
+      const p: GemmProblem = { ...denseProblem(M, 1, 1), batch, bsA: M, bsB: 1, bsC: M };
+      const a = randomArray(batch * M, 21),
+        b = randomArray(batch, 22);
+      const tc = upload(ctx, 'C', [batch * M], new Float32Array(batch * M));
+      const ran = gemmStrided(
+        ctx,
+        p,
+        upload(ctx, 'A', [batch * M], a),
+        upload(ctx, 'B', [batch], b),
+        tc,
+        undefined,
+        'staged32',
       );
+      expect(ran).toBe('quad16');
+      expectClose('fallback gemm', await download(ctx, tc), gemmRef(p, a, b, new Float32Array(batch * M)), tol(1));
     });
   });
 

@@ -1,39 +1,36 @@
 import { describe, expect, test } from 'vitest';
-import { gemmStaging, stagingBytes, stagingRefusal } from '../../../src/kernels/gemm-staging.ts';
+import { gemmStaging, stagedRows, stagingBytes, stagingRefusal } from '../../../src/kernels/gemm-staging.ts';
 import { denseProblem, type GemmProblem } from '../../../src/reference/gemm.ts';
 
-// WebGPU's default limits (the spec's "default" column): what an adapter offers at least.
-const limits = { maxTextureDimension2D: 8192, maxTextureArrayLayers: 256 };
+// WebGPU's default maxTextureDimension2D (the spec's "default" column): what an adapter offers at least.
+const limits = { maxTextureDimension2D: 8192 };
 
 describe('GEMM operand staging geometry', () => {
-  test('A is Kp/4 texels wide and M tall, B ⌈N/4⌉ wide and Kp tall; K rounds up to the 8-wide k-step', () => {
-    expect(gemmStaging(denseProblem(1024, 1024, 1024))).toEqual({ Kp: 1024, a: [256, 1024, 1], b: [256, 1024, 1] });
-    // K = 21 → Kp = 24 (6 texels of A per row, 24 rows of B); N = 70 → 18 texels (the last holds 2 columns).
-    expect(gemmStaging(denseProblem(37, 70, 21))).toEqual({ Kp: 24, a: [6, 37, 1], b: [18, 24, 1] });
-    // K = 0: one zero texel per row of A, one row of B, so both textures exist; the k loop never runs.
-    expect(gemmStaging(denseProblem(3, 5, 0))).toEqual({ Kp: 0, a: [1, 3, 1], b: [2, 1, 1] });
+  test('A is M rows of Kp/4 texels, B Kp rows of ⌈N/4⌉ texels; K rounds up to the 8-wide k-step', () => {
+    expect(gemmStaging(denseProblem(1024, 1024, 1024))).toEqual({ Kp: 1024, a: 1024 * 256, b: 1024 * 256 });
+    // K = 21 → Kp = 24 (6 texels of A per row, 24 rows of B); N = 70 → 18 texels a row (the last holds 2 columns).
+    expect(gemmStaging(denseProblem(37, 70, 21))).toEqual({ Kp: 24, a: 37 * 6, b: 24 * 18 });
+    // K = 0 stages nothing, but each texture still has one row.
+    expect(gemmStaging(denseProblem(3, 5, 0))).toEqual({ Kp: 0, a: 0, b: 0 });
+    expect(stagedRows(0)).toBe(1);
   });
 
-  test('batches are layers; batches sharing one B (GQA, divB) share its layer', () => {
+  test('every batch has its A; batches sharing one B (GQA, divB) share its copy', () => {
     const p: GemmProblem = { ...denseProblem(9, 9, 5), batch: 6, divB: 3, bsA: 5, bsB: 5, bsC: 81 };
-    expect(gemmStaging(p)).toEqual({ Kp: 8, a: [2, 9, 6], b: [3, 8, 2] });
-    // 16 bytes per texel: A 2·9·6 + B 3·8·2 = 156 texels.
-    expect(stagingBytes(gemmStaging(p))).toBe(16 * 156);
+    // Kp = 8: A 6 batches × 9 rows × 2 texels; B 2 distinct × 8 rows × 3 texels.
+    expect(gemmStaging(p)).toEqual({ Kp: 8, a: 108, b: 48 });
+    // Whole rows of 2048 texels, 16 bytes each: one row per operand here.
+    expect(stagingBytes(gemmStaging(p))).toBe(2 * 16 * 2048);
   });
 
-  // The largest that fits: M ≤ 8192 rows of A, K ≤ 8192 rows of B, N ≤ 4·8192 columns.
-  test('a problem within the texture limits fits; one past them is refused naming the operand, the extent and the limit', () => {
-    expect(stagingRefusal(gemmStaging(denseProblem(8192, 32768, 8192)), limits)).toBeUndefined();
-    expect(stagingRefusal(gemmStaging(denseProblem(8193, 4, 4)), limits)).toBe(
-      'staged A would be 2 × 8193 texels, beyond maxTextureDimension2D 8192',
+  test('an operand within maxTextureDimension2D rows of 2048 texels fits; one past is refused naming it, its rows and the limit', () => {
+    // 8192 rows × 2048 texels = 2^24 texels = 2^26 floats (256 MiB) per operand.
+    expect(stagingRefusal(gemmStaging(denseProblem(4096, 4096, 16384)), limits)).toBeUndefined();
+    expect(stagingRefusal(gemmStaging(denseProblem(4097, 4, 16384)), limits)).toBe(
+      'staged A would need 8194 rows of 2048 texels, beyond maxTextureDimension2D 8192',
     );
-    // K = 8200 makes B 8200 rows tall while A stays 2050 texels wide.
-    expect(stagingRefusal(gemmStaging(denseProblem(4, 4, 8200)), limits)).toBe(
-      'staged B would be 1 × 8200 texels, beyond maxTextureDimension2D 8192',
-    );
-    const heads: GemmProblem = { ...denseProblem(4, 4, 4), batch: 257, bsA: 16, bsB: 16, bsC: 16 };
-    expect(stagingRefusal(gemmStaging(heads), limits)).toBe(
-      'staged A would have 257 layers, beyond maxTextureArrayLayers 256',
+    expect(stagingRefusal(gemmStaging(denseProblem(4, 4100, 16384)), limits)).toBe(
+      'staged B would need 8200 rows of 2048 texels, beyond maxTextureDimension2D 8192',
     );
   });
 });
