@@ -1,6 +1,6 @@
 import { uniformThen, type KernelContext } from './context.ts';
 import pack from '../../shaders/gemm-pack.wgsl?raw';
-import { gemmStaging, stagedRows, stagedWidth, stagingRefusal } from './gemm-staging.ts';
+import { gemmStaging, stagedRows, stagedWidth, stagingRefusal } from '../reference/gemm-staging.ts';
 import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
 import { checkWorkgroups, expectShape } from './limits.ts';
@@ -107,7 +107,7 @@ export function gemmStrided(
   }
   const wanted = variant ?? chosenGemmVariant(ctx.device, p);
   const staging = gemmVariants[wanted].staged ? gemmStaging(p) : undefined;
-  const fits = staging && !stagingRefusal(staging, ctx.device.limits);
+  const fits = staging && !stagingRefusal(p, staging, ctx.device.limits);
   const chosen = staging && !fits ? gemmVariants[wanted].staged!.fallback : wanted;
   const v = gemmVariants[chosen];
   const wg: [number, number, number] = [Math.ceil(p.N / v.tileN), Math.ceil(p.M / v.tileM), p.batch];

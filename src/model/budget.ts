@@ -8,6 +8,7 @@ import { rankOwnership } from '../parallel/ownership.ts';
 import type { ConfigField } from '../parallel/validate.ts';
 import { activationTerms, gatheredQkvBytes } from './activations.ts';
 import { bytesPerElement, parameterShards } from './parameters.ts';
+import { maxStagingInflation, stagedWidth } from '../reference/gemm-staging.ts';
 
 /** WebGPU's guaranteed limits (the spec's defaults): what the CLI checks before a browser starts. */
 export const webgpuDefaultLimits: ComputeLimits = {
@@ -67,7 +68,7 @@ export function memoryBudget(
  * and scratch: one gradient per kept activation (backward holds dP beside P, dX beside X) plus the
  * step's input and upstream gradient [s, b, h], plus the gathered QKV [s, b, W] when groups < t
  * (gatheredQkvBytes: held between the all-gather and the copies out of it, or its gradient until
- * the reduce-scatter).
+ * the reduce-scatter), and the staged GEMMs' textures (stagingBound).
  */
 export interface RankBudget {
   readonly rank: number;
@@ -75,7 +76,20 @@ export interface RankBudget {
   readonly gradients: number;
   readonly activations: number;
   readonly scratch: number;
+  readonly staging: number;
   readonly total: number;
+}
+
+/**
+ * Bytes a rank's staged GEMMs may hold (reference/gemm-staging.ts): two textures, each grown to the
+ * largest operand staged in it, at most maxStagingInflation × that operand plus one row of
+ * stagedWidth texels (16 bytes each). Every operand is a view of a tensor the rank holds (a weight
+ * shard, a kept activation, the [s, b, h] input or its gradient, the gathered QKV), so the largest
+ * of those, `largest` bytes, bounds it. Counted whatever the tuner chooses: the budget is checked
+ * before tuning, and only SIMD-on-CPU adapters (SwiftShader) pick staged variants.
+ */
+export function stagingBound(largest: number): number {
+  return 2 * (maxStagingInflation * largest + 16 * stagedWidth);
 }
 
 /** One tensor of the step as one GPU buffer. */
@@ -100,7 +114,7 @@ export interface BudgetReport {
   readonly ranks: readonly RankBudget[];
   /** The TP=1 reference on rank 0 (every run is checked against it; its outputs stay cached). */
   readonly reference: RankBudget;
-  /** The CPU twins' float64 copy of the TP=1 step: 2 × reference.total, or 0 when skipped. */
+  /** The CPU twins' float64 copy of the TP=1 step: 2 × its tensors (reference.total without staging), or 0 when skipped. */
   readonly cpuTwins: number;
   /** Why the CPU twins are skipped, when they are. */
   readonly cpuTwinsSkipped?: string;
@@ -120,13 +134,21 @@ function rankBudgets(c: LayerConfig): RankBudget[] {
     const weights = parameterShards(layout, rank).reduce((a, p) => a + p.bytes, 0);
     const activations = activationTerms(layout, rank).reduce((a, x) => a + x.bytes, 0);
     const scratch = activations + inputs + gatheredQkvBytes(c);
+    const largest = Math.max(
+      ...parameterShards(layout, rank).map((p) => p.bytes),
+      ...activationTerms(layout, rank).map((x) => x.bytes),
+      inputs / 2,
+      gatheredQkvBytes(c),
+    );
+    const staging = stagingBound(largest);
     return {
       rank,
       weights: 2 * weights,
       gradients: weights,
       activations,
       scratch,
-      total: 3 * weights + activations + scratch,
+      staging,
+      total: 3 * weights + activations + scratch + staging,
     };
   });
 }
@@ -146,7 +168,8 @@ function largestBuffer(c: LayerConfig): BufferSize {
 function totals(c: LayerConfig): { ranks: RankBudget[]; reference: RankBudget; cpuTwins: number; total: number } {
   const ranks = rankBudgets(c);
   const [reference] = rankBudgets(referenceConfig(c));
-  const cpuTwins = reference.total <= cpuTwinMaxBytes ? 2 * reference.total : 0;
+  const twinBytes = stepTensorBytes(reference);
+  const cpuTwins = twinBytes <= cpuTwinMaxBytes ? 2 * twinBytes : 0;
   const total = ranks.reduce((a, r) => a + r.total, 0) + reference.total + cpuTwins;
   return { ranks, reference, cpuTwins, total };
 }
@@ -201,7 +224,7 @@ export function budgetRun(c: LayerConfig, budget: MemoryBudget): BudgetReport {
       fields,
       message:
         `this run needs ${formatBytes(total)}: ${c.tp} rank${c.tp > 1 ? 's' : ''} × ${formatBytes(r0.total)} ` +
-        `(weights ${formatBytes(r0.weights)}, gradients ${formatBytes(r0.gradients)}, activations kept for backward ${formatBytes(r0.activations)}, scratch ${formatBytes(r0.scratch)})` +
+        `(weights ${formatBytes(r0.weights)}, gradients ${formatBytes(r0.gradients)}, activations kept for backward ${formatBytes(r0.activations)}, scratch ${formatBytes(r0.scratch)}, staged GEMM textures ${formatBytes(r0.staging)})` +
         ` + the TP=1 reference ${formatBytes(reference.total)}${cpuTwins ? ` + CPU twins ${formatBytes(cpuTwins)}` : ''}` +
         ` — more than the page budget of ${formatBytes(budget.pageBytes)} (${budget.pageSource}); ${advice}.`,
     });
@@ -211,12 +234,15 @@ export function budgetRun(c: LayerConfig, budget: MemoryBudget): BudgetReport {
     ranks,
     reference,
     cpuTwins,
-    cpuTwinsSkipped: cpuTwins ? undefined : twinsTooLarge(reference.total),
+    cpuTwinsSkipped: cpuTwins ? undefined : twinsTooLarge(stepTensorBytes(reference)),
     totalBytes: total,
     largestBuffer: largest,
     errors,
   };
 }
+
+/** A step's tensors (weights, gradients, activations, scratch): what the CPU twins copy in float64, without the GPU's staged GEMM textures. */
+const stepTensorBytes = (r: RankBudget): number => r.total - r.staging;
 
 const twinsTooLarge = (bytes: number): string =>
   `CPU twins skipped: the TP=1 step needs ${formatBytes(bytes)}, more than their ${formatBytes(cpuTwinMaxBytes)} limit (float64 on the page's thread).`;
@@ -227,7 +253,7 @@ const twinsTooLarge = (bytes: number): string =>
  */
 export function cpuTwinsSkipped(c: LayerConfig, stepFlops: number): string | undefined {
   const [reference] = rankBudgets(referenceConfig(c));
-  if (reference.total > cpuTwinMaxBytes) return twinsTooLarge(reference.total);
+  if (stepTensorBytes(reference) > cpuTwinMaxBytes) return twinsTooLarge(stepTensorBytes(reference));
   if (stepFlops > cpuTwinMaxFlops)
     return `CPU twins skipped: the step is ${Number((stepFlops / 1e6).toPrecision(3))} MFLOP per rank, more than their ${cpuTwinMaxFlops / 1e6} MFLOP limit (float64 on the page's thread).`;
   return undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { gemmStaging, stagedRows, stagingBytes, stagingRefusal } from '../../../src/kernels/gemm-staging.ts';
+import { gemmStaging, stagedRows, stagingBytes, stagingRefusal } from '../../../src/reference/gemm-staging.ts';
 import { denseProblem, type GemmProblem } from '../../../src/reference/gemm.ts';
 
 // WebGPU's default maxTextureDimension2D (the spec's "default" column): what an adapter offers at least.
@@ -23,13 +23,28 @@ describe('GEMM operand staging geometry', () => {
     expect(stagingBytes(gemmStaging(p))).toBe(2 * 16 * 2048);
   });
 
+  test('padding that would more than double an operand is refused: K < 4 or N < 4 run the fallback', () => {
+    const refusal = (M: number, N: number, K: number) =>
+      stagingRefusal(denseProblem(M, N, K), gemmStaging(denseProblem(M, N, K)), limits);
+    expect(refusal(37, 72, 4)).toBeUndefined(); // K = 4 → Kp = 8: exactly 2× (N = 72 needs no padding)
+    expect(refusal(37, 70, 3)).toBe(
+      'staged A would hold 296 floats for its 111 (K = 3 padded to 8, N = 70 to 72), more than 2×',
+    );
+    expect(refusal(37, 2, 64)).toBeUndefined(); // N = 2 → 4 columns: exactly 2×
+    expect(refusal(37, 1, 64)).toBe(
+      'staged B would hold 256 floats for its 64 (K = 64 padded to 64, N = 1 to 4), more than 2×',
+    );
+  });
+
   test('an operand within maxTextureDimension2D rows of 2048 texels fits; one past is refused naming it, its rows and the limit', () => {
     // 8192 rows × 2048 texels = 2^24 texels = 2^26 floats (256 MiB) per operand.
-    expect(stagingRefusal(gemmStaging(denseProblem(4096, 4096, 16384)), limits)).toBeUndefined();
-    expect(stagingRefusal(gemmStaging(denseProblem(4097, 4, 16384)), limits)).toBe(
+    expect(
+      stagingRefusal(denseProblem(4096, 4096, 16384), gemmStaging(denseProblem(4096, 4096, 16384)), limits),
+    ).toBeUndefined();
+    expect(stagingRefusal(denseProblem(4097, 4, 16384), gemmStaging(denseProblem(4097, 4, 16384)), limits)).toBe(
       'staged A would need 8194 rows of 2048 texels, beyond maxTextureDimension2D 8192',
     );
-    expect(stagingRefusal(gemmStaging(denseProblem(4, 4100, 16384)), limits)).toBe(
+    expect(stagingRefusal(denseProblem(4, 4100, 16384), gemmStaging(denseProblem(4, 4100, 16384)), limits)).toBe(
       'staged B would need 8200 rows of 2048 texels, beyond maxTextureDimension2D 8192',
     );
   });

@@ -1,4 +1,4 @@
-import type { GemmProblem } from '../reference/gemm.ts';
+import type { GemmProblem } from './gemm.ts';
 
 /** Width in texels of a staging texture: an operand is one run of texels, row after row of it. */
 export const stagedWidth = 2048;
@@ -34,14 +34,29 @@ export function stagedRows(texels: number): number {
 }
 
 /**
- * Why `s` does not fit a texture within `maxTextureDimension2D` (which operand, how many rows), or
- * undefined when it does. A problem that does not fit runs the staged variant's fallback instead.
+ * Most floats staged per float of an operand: padding K to Kp and N to a multiple of 4 may at most
+ * double an operand, so that a rank's staging scratch stays within twice its largest GEMM operand
+ * (what the memory budget counts, model/budget.ts). Problems with K < 4 or N < 4 (launch-bound
+ * anyway) run the fallback.
  */
-export function stagingRefusal(s: GemmStaging, limits: { readonly maxTextureDimension2D: number }): string | undefined {
-  for (const [name, texels] of [
-    ['A', s.a],
-    ['B', s.b],
+export const maxStagingInflation = 2;
+
+/**
+ * Why `p`, staged as `s`, is not staged (which operand: inflated past maxStagingInflation, or more
+ * rows than maxTextureDimension2D), or undefined when it is. Such a problem runs the staged
+ * variant's fallback instead.
+ */
+export function stagingRefusal(
+  p: GemmProblem,
+  s: GemmStaging,
+  limits: { readonly maxTextureDimension2D: number },
+): string | undefined {
+  for (const [name, texels, floats] of [
+    ['A', s.a, p.batch * p.M * p.K],
+    ['B', s.b, Math.ceil(p.batch / p.divB) * p.K * p.N],
   ] as const) {
+    if (4 * texels > maxStagingInflation * floats)
+      return `staged ${name} would hold ${4 * texels} floats for its ${floats} (K = ${p.K} padded to ${s.Kp}, N = ${p.N} to ${4 * Math.ceil(p.N / 4)}), more than ${maxStagingInflation}×`;
     const rows = stagedRows(texels);
     if (rows > limits.maxTextureDimension2D)
       return `staged ${name} would need ${rows} rows of ${stagedWidth} texels, beyond maxTextureDimension2D ${limits.maxTextureDimension2D}`;
