@@ -116,6 +116,17 @@ export class KernelContext {
     return t;
   }
 
+  /**
+   * An empty compute pass in the current op (or one of its own): opens the op's time span before
+   * work that is not a pass (a copy), so a profiler counts that work in the op.
+   */
+  mark(op: string): void {
+    const owner = this.current ?? { label: op, id: ++this.ops };
+    this.encoder ??= this.device.createCommandEncoder();
+    this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(owner.label, owner.id) }).end();
+    if (this.holdUntilFlush) this.finishEncoder();
+  }
+
   /** Encodes one dispatch of `workgroups` workgroups in its own compute pass (one op unless within op()). */
   dispatch(
     op: string,

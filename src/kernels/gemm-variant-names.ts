@@ -1,5 +1,5 @@
 /** The GEMM tilings an adapter may run; the tuner picks among those it supports. */
-export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'quad16' | 'staged32' | 'staged32wide';
+export type GemmVariant = 'naive' | 'rb4' | 'tiled' | 'quad8' | 'quad8wide' | 'quad16' | 'staged32';
 
 /**
  * Every variant, cheapest pipeline compile first (SwiftShader, one pipeline each: naive ≈ 20 ms,
@@ -13,7 +13,6 @@ export const byCompileCost: readonly GemmVariant[] = [
   'quad8wide',
   'quad8',
   'quad16',
-  'staged32wide',
   'staged32',
   'tiled',
 ];

@@ -1,6 +1,6 @@
 import { uniformThen, type KernelContext } from './context.ts';
 import pack from '../../shaders/gemm-pack.wgsl?raw';
-import { gemmStaging, stagedRows, stagedWidth, stagingRefusal } from '../reference/gemm-staging.ts';
+import { gemmStaging, stagedCopyOffset, stagedRows, stagedWidth, stagingRefusal } from '../reference/gemm-staging.ts';
 import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
 import { checkWorkgroups, expectShape } from './limits.ts';
@@ -140,8 +140,12 @@ export function gemmStrided(
   const tail = [c.buffer, bias?.buffer ?? ctx.placeholder()];
   return ctx.op(`gemm:${chosen}`, () => {
     if (staging && fits) {
-      // A as X(m, k) and B as X(k, n) (gemm-pack.wgsl), then the GEMM reads only the textures.
-      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, [
+      // A as X(m, k) and B as X(k, n): a copy where the buffer already is that layout (the
+      // empty pass first opens the op's time span, so the copies count in it), else gemm-pack.wgsl.
+      const copyA = stagedCopyOffset(p, 'A');
+      const copyB = stagedCopyOffset(p, 'B');
+      if (copyA !== undefined || copyB !== undefined) ctx.mark(`gemm:${chosen}`);
+      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, copyA, [
         p.M,
         p.K,
         p.offA,
@@ -151,7 +155,7 @@ export function gemmStrided(
         p.M,
         staging.Kp / 4,
       ]);
-      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, [
+      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, copyB, [
         p.K,
         p.N,
         p.offB,
@@ -183,13 +187,15 @@ export function gemmStrided(
 /**
  * Stages X_z(r, c) = X[off + z·bs + r·sR + c·sC] (R real rows of RP per layer, C columns in CQ
  * texels per row) into the scratch texture `key` as `texels` texels in row-major order, zero past
- * R and C (gemm-pack.wgsl). Returns the view the GEMM reads.
+ * R and C: copied from float `copyFrom` of the buffer where it already is that layout (see
+ * stagedCopyOffset), else by gemm-pack.wgsl. Returns the view the GEMM reads.
  */
 function stageOperand(
   ctx: KernelContext,
   key: string,
   x: GpuTensor,
   texels: number,
+  copyFrom: number | undefined,
   [R, C, off, sR, sC, bs, RP, CQ]: readonly number[],
 ): GPUTextureView {
   const rows = stagedRows(texels);
@@ -197,8 +203,28 @@ function stageOperand(
     key,
     [stagedWidth, rows, 1],
     'rgba32float',
-    GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.TEXTURE_BINDING,
+    GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
   );
+  if (copyFrom !== undefined) {
+    // Whole rows of 2048 texels, then the last partial row.
+    const full = Math.floor(texels / stagedWidth);
+    const rest = texels - full * stagedWidth;
+    const enc = ctx.commandEncoder();
+    const bytesPerRow = 16 * stagedWidth;
+    if (full > 0)
+      enc.copyBufferToTexture({ buffer: x.buffer, offset: 4 * copyFrom, bytesPerRow }, { texture }, [
+        stagedWidth,
+        full,
+        1,
+      ]);
+    if (rest > 0)
+      enc.copyBufferToTexture(
+        { buffer: x.buffer, offset: 4 * copyFrom + full * bytesPerRow, bytesPerRow },
+        { texture, origin: [0, full, 0] },
+        [rest, 1, 1],
+      );
+    return texture.createView();
+  }
   const params = ctx.uniform(new Uint32Array([R, C, off, sR, sC, bs, RP, CQ, texels, 0, 0, 0]));
   const pipeline = ctx.pipeline('gemm-pack', pack, 'pack');
   const view = texture.createView();

@@ -68,3 +68,20 @@ export function stagingRefusal(
 export function stagingBytes(s: GemmStaging): number {
   return 16 * stagedWidth * (stagedRows(s.a) + stagedRows(s.b));
 }
+
+/**
+ * Where an operand's staged texels are its buffer's bytes verbatim, so staging is a copy, not a
+ * pack pass: the float offset of its first element (a multiple of 4: a texel is 16 bytes), or
+ * undefined. A is so when it is row-major and dense across batches (sAk = 1, sAm = K, bsA = M·K
+ * or one batch) with K a multiple of the k-step (Kp = K); B when row-major and dense (sBn = 1,
+ * sBk = N, bsB = K·N or one distinct B) with N a multiple of 4 and Kp = K.
+ */
+export function stagedCopyOffset(p: GemmProblem, operand: 'A' | 'B'): number | undefined {
+  if (p.K % stagedKStep !== 0) return undefined;
+  const dense =
+    operand === 'A'
+      ? p.sAk === 1 && p.sAm === p.K && (p.batch === 1 || p.bsA === p.M * p.K)
+      : p.N % 4 === 0 && p.sBn === 1 && p.sBk === p.N && (Math.ceil(p.batch / p.divB) === 1 || p.bsB === p.K * p.N);
+  const off = operand === 'A' ? p.offA : p.offB;
+  return dense && off % 4 === 0 ? off : undefined;
+}

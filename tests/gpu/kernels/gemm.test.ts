@@ -159,14 +159,43 @@ describe('staged GEMMs (operands in textures)', () => {
         const a = randomArray(M * K, 30 + i),
           b = randomArray(K * N, 40 + i);
         const tc = upload(ctx, `C${i}`, [M, N], new Float32Array(M * N));
-        gemm(ctx, upload(ctx, `A${i}`, [M, K], a), upload(ctx, `B${i}`, [K, N], b), tc, { variant: 'staged32wide' });
+        gemm(ctx, upload(ctx, `A${i}`, [M, K], a), upload(ctx, `B${i}`, [K, N], b), tc, { variant: 'staged32' });
         return { want: gemmRef(denseProblem(M, N, K), a, b, new Float32Array(M * N)), tc, K };
       });
       for (const [i, r] of runs.entries()) expectClose(`staged gemm ${i}`, await download(ctx, r.tc), r.want, tol(r.K));
     });
   });
 
-  test('a staged GEMM (two staging passes and the GEMM) is timed as one op, from the first pass to the last', async () => {
+  test('staged by copy (dense, aligned, batched, rows past one texture row) beside staged by pack, each right', async () => {
+    await gpuCase(async (ctx) => {
+      // A: 3 batches of [70, 128] back to back from float 8 (copied: 70·32 texels a batch, 6720 in
+      // all, three full texture rows and a partial one); B: [128, 66] (N off a texel: packed).
+      const [M, N, K, batch] = [70, 66, 128, 3];
+      const p: GemmProblem = { ...denseProblem(M, N, K), batch, offA: 8, bsA: M * K, bsB: 0, bsC: M * N };
+      const a = randomArray(8 + batch * M * K, 51),
+        b = randomArray(K * N, 52);
+      const tc = upload(ctx, 'C', [batch * M * N], new Float32Array(batch * M * N));
+      expect(
+        gemmStrided(
+          ctx,
+          p,
+          upload(ctx, 'A', [a.length], a),
+          upload(ctx, 'B', [b.length], b),
+          tc,
+          undefined,
+          'staged32',
+        ),
+      ).toBe('staged32');
+      expectClose(
+        'copy-staged gemm',
+        await download(ctx, tc),
+        gemmRef(p, a, b, new Float32Array(batch * M * N)),
+        tol(K),
+      );
+    });
+  });
+
+  test('a staged GEMM (its staging, by copies or pack passes, and the GEMM) is timed as one op, from its first pass to its last', async () => {
     await gpuCase(async (ctx) => {
       const timer = new GpuTimer(ctx, 8);
       const [M, N, K] = [64, 64, 64];

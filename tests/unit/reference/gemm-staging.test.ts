@@ -1,5 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { gemmStaging, stagedRows, stagingBytes, stagingRefusal } from '../../../src/reference/gemm-staging.ts';
+import {
+  gemmStaging,
+  stagedCopyOffset,
+  stagedRows,
+  stagingBytes,
+  stagingRefusal,
+} from '../../../src/reference/gemm-staging.ts';
 import { denseProblem, type GemmProblem } from '../../../src/reference/gemm.ts';
 
 // WebGPU's default maxTextureDimension2D (the spec's "default" column): what an adapter offers at least.
@@ -47,5 +53,23 @@ describe('GEMM operand staging geometry', () => {
     expect(stagingRefusal(denseProblem(4, 4100, 16384), gemmStaging(denseProblem(4, 4100, 16384)), limits)).toBe(
       'staged B would need 8200 rows of 2048 texels, beyond maxTextureDimension2D 8192',
     );
+  });
+
+  test('a row-major, dense, 16-byte-aligned operand with K a multiple of 8 is staged by copy; anything else by the pack pass', () => {
+    const p = denseProblem(70, 64, 128);
+    expect([stagedCopyOffset(p, 'A'), stagedCopyOffset(p, 'B')]).toEqual([0, 0]);
+    // Transposed operands, K off the k-step, N off a texel, misaligned offsets: packed.
+    const tA = denseProblem(70, 64, 128, { transA: true, transB: true });
+    expect([stagedCopyOffset(tA, 'A'), stagedCopyOffset(tA, 'B')]).toEqual([undefined, undefined]);
+    expect(stagedCopyOffset(denseProblem(70, 64, 12), 'A')).toBeUndefined();
+    expect(stagedCopyOffset(denseProblem(70, 66, 128), 'B')).toBeUndefined();
+    expect(stagedCopyOffset({ ...p, offA: 6 }, 'A')).toBeUndefined();
+    expect(stagedCopyOffset({ ...p, offA: 8 }, 'A')).toBe(8);
+    // Batches: A dense across them (bsA = M·K) copies; heads strided inside a row ([s, heads, d]) do not.
+    const batched: GemmProblem = { ...p, batch: 3, bsA: 70 * 128, bsB: 128 * 64, bsC: 70 * 64 };
+    expect([stagedCopyOffset(batched, 'A'), stagedCopyOffset(batched, 'B')]).toEqual([0, 0]);
+    expect(stagedCopyOffset({ ...batched, sAm: 3 * 128, bsA: 128 }, 'A')).toBeUndefined();
+    // One B shared by every batch (divB = batch) is dense whatever bsB says.
+    expect(stagedCopyOffset({ ...batched, divB: 3, bsB: 0 }, 'B')).toBe(0);
   });
 });
