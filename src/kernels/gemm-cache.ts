@@ -7,7 +7,11 @@ import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
  */
 export function gemmKernelHash(): string {
   const text = Object.values(gemmVariants)
-    .map((v) => [v.name, v.entryPoint, JSON.stringify(v.constants), v.tileM, v.tileN, v.code].join('\u0000'))
+    .map((v) =>
+      [v.name, v.entryPoint, JSON.stringify(v.constants), v.tileM, v.tileN, v.code, v.staged?.pack ?? ''].join(
+        '\u0000',
+      ),
+    )
     .join('\u0001');
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {

@@ -1,5 +1,6 @@
 import portable from '../../shaders/gemm.wgsl?raw';
 import subgroup from '../../shaders/gemm-subgroup.wgsl?raw';
+import pack from '../../shaders/gemm-pack.wgsl?raw';
 
 import { byCompileCost, type GemmVariant } from './gemm-variant-names.ts';
 
@@ -19,9 +20,9 @@ export interface GemmVariantSpec {
   /**
    * Staged variants read A and B from rgba32float textures that gemm-pack.wgsl fills first (two
    * more passes per GEMM); a problem whose textures would exceed the device's limits runs
-   * `fallback` instead (see stagingRefusal).
+   * `fallback` instead (see stagingRefusal). `pack` is gemm-pack.wgsl's code.
    */
-  readonly staged?: { readonly fallback: GemmVariant };
+  readonly staged?: { readonly fallback: GemmVariant; readonly pack: string };
 }
 
 const spec = (s: GemmVariantSpec): GemmVariantSpec => s;
@@ -104,7 +105,7 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileN: 128,
     needsSubgroups: true,
     summary: '32×8 per lane, 8 k per step, A and B staged in textures',
-    staged: { fallback: 'quad16' },
+    staged: { fallback: 'quad16', pack },
   }),
 };
 

@@ -1,5 +1,4 @@
 import { uniformThen, type KernelContext } from './context.ts';
-import pack from '../../shaders/gemm-pack.wgsl?raw';
 import { gemmStaging, stagedCopyOffset, stagedRows, stagedWidth, stagingRefusal } from '../reference/gemm-staging.ts';
 import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
@@ -142,10 +141,11 @@ export function gemmStrided(
     if (staging && fits) {
       // A as X(m, k) and B as X(k, n): a copy where the buffer already is that layout (the
       // empty pass first opens the op's time span, so the copies count in it), else gemm-pack.wgsl.
+      const packCode = v.staged!.pack;
       const copyA = stagedCopyOffset(p, 'A');
       const copyB = stagedCopyOffset(p, 'B');
       if (copyA !== undefined || copyB !== undefined) ctx.mark(`gemm:${chosen}`);
-      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, copyA, [
+      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, copyA, packCode, [
         p.M,
         p.K,
         p.offA,
@@ -155,7 +155,7 @@ export function gemmStrided(
         p.M,
         staging.Kp / 4,
       ]);
-      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, copyB, [
+      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, copyB, packCode, [
         p.K,
         p.N,
         p.offB,
@@ -196,6 +196,7 @@ function stageOperand(
   x: GpuTensor,
   texels: number,
   copyFrom: number | undefined,
+  packCode: string,
   [R, C, off, sR, sC, bs, RP, CQ]: readonly number[],
 ): GPUTextureView {
   const rows = stagedRows(texels);
@@ -226,7 +227,7 @@ function stageOperand(
     return texture.createView();
   }
   const params = ctx.uniform(new Uint32Array([R, C, off, sR, sC, bs, RP, CQ, texels, 0, 0, 0]));
-  const pipeline = ctx.pipeline('gemm-pack', pack, 'pack');
+  const pipeline = ctx.pipeline('gemm-pack', packCode, 'pack');
   const view = texture.createView();
   ctx.dispatch(
     key,
