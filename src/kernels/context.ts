@@ -121,9 +121,16 @@ export class KernelContext {
    * work that is not a pass (a copy), so a profiler counts that work in the op.
    */
   mark(op: string): void {
+    this.pass(op, () => {});
+  }
+
+  /** Encodes one compute pass (timestamped for the current op, or one of its own) around `body`. */
+  private pass(op: string, body: (pass: GPUComputePassEncoder) => void): void {
     const owner = this.current ?? { label: op, id: ++this.ops };
     this.encoder ??= this.device.createCommandEncoder();
-    this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(owner.label, owner.id) }).end();
+    const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(owner.label, owner.id) });
+    body(pass);
+    pass.end();
     if (this.holdUntilFlush) this.finishEncoder();
   }
 
@@ -139,14 +146,11 @@ export class KernelContext {
       layout: pipeline.getBindGroupLayout(0),
       entries: bindings.map((b) => ({ binding: b.binding, resource: 'view' in b ? b.view : { buffer: b.buffer } })),
     });
-    this.encoder ??= this.device.createCommandEncoder();
-    const owner = this.current ?? { label: op, id: ++this.ops };
-    const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(owner.label, owner.id) });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);
-    pass.end();
-    if (this.holdUntilFlush) this.finishEncoder();
+    this.pass(op, (pass) => {
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);
+    });
   }
 
   /** A 4-byte storage buffer for optional bindings left unused (e.g. gemm without bias). */

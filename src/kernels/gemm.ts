@@ -105,9 +105,11 @@ export function gemmStrided(
     );
   }
   const wanted = variant ?? chosenGemmVariant(ctx.device, p);
-  const staging = gemmVariants[wanted].staged ? gemmStaging(p) : undefined;
-  const fits = staging && !stagingRefusal(p, staging, ctx.device.limits);
-  const chosen = staging && !fits ? gemmVariants[wanted].staged!.fallback : wanted;
+  // A staged variant stages p unless stagingRefusal says no; then its fallback runs p.
+  const staged = gemmVariants[wanted].staged;
+  const layout = staged ? gemmStaging(p) : undefined;
+  const staging = layout && !stagingRefusal(p, layout, ctx.device.limits) ? layout : undefined;
+  const chosen = staged && !staging ? staged.fallback : wanted;
   const v = gemmVariants[chosen];
   const wg: [number, number, number] = [Math.ceil(p.N / v.tileN), Math.ceil(p.M / v.tileM), p.batch];
   checkWorkgroups(ctx.device.limits, 'gemm', c.name, c.shape, wg, [`N/${v.tileN}`, `M/${v.tileM}`, 'batch']);
@@ -138,14 +140,13 @@ export function gemmStrided(
   const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, v.constants);
   const tail = [c.buffer, bias?.buffer ?? ctx.placeholder()];
   return ctx.op(`gemm:${chosen}`, () => {
-    if (staging && fits) {
+    if (staged && staging) {
       // A as X(m, k) and B as X(k, n): a copy where the buffer already is that layout (the
       // empty pass first opens the op's time span, so the copies count in it), else gemm-pack.wgsl.
-      const packCode = v.staged!.pack;
       const copyA = stagedCopyOffset(p, 'A');
       const copyB = stagedCopyOffset(p, 'B');
       if (copyA !== undefined || copyB !== undefined) ctx.mark(`gemm:${chosen}`);
-      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, copyA, packCode, [
+      const at = stageOperand(ctx, 'gemm:staged A', a, staging.a, copyA, staged.pack, [
         p.M,
         p.K,
         p.offA,
@@ -155,7 +156,7 @@ export function gemmStrided(
         p.M,
         staging.Kp / 4,
       ]);
-      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, copyB, packCode, [
+      const bt = stageOperand(ctx, 'gemm:staged B', b, staging.b, copyB, staged.pack, [
         p.K,
         p.N,
         p.offB,
