@@ -70,19 +70,57 @@ fn loadB4(kb: u32, q: vec4u) -> vec4f {
   return vec4f(B[kb + q.x], B[kb + q.y], B[kb + q.z], B[kb + q.w]);
 }
 
-// Epilogue for one row: bias, accumulate, bounds.
-fn store8(z: u32, m: u32, n0: u32, lo: vec4f, hi: vec4f) {
-  if (m >= p.M) { return; }
-  let v = array<f32, 8>(lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
-  let o = p.offC + z * p.bsC + m * p.sCm + n0;
-  for (var j = 0u; j < 8u; j++) {
-    if (n0 + j < p.N) {
-      var s = v[j];
-      if ((p.flags & FLAG_BIAS) != 0u) { s += bias[n0 + j]; }
-      if ((p.flags & FLAG_ACCUMULATE) != 0u) { s += C[o + j]; }
-      C[o + j] = s;
-    }
+// The epilogue. SwiftShader runs the body of every `if` under a lane mask even when no lane takes
+// it (its loads and stores still pay their per-lane checks); only a loop whose lanes are all done
+// is skipped. So the optional parts (bias, accumulate) are loops of 0 or 1 trip on the flags, and
+// bias, the same for every row, is read once per lane: `Epilogue` holds it for the lane's 8 columns.
+struct Epilogue { z: u32, n0: u32, blo: vec4f, bhi: vec4f }
+
+fn epilogueOf(z: u32, n0: u32) -> Epilogue {
+  var e = Epilogue(z, n0, vec4f(0.0), vec4f(0.0));
+  for (var i = 0u; i < (p.flags & FLAG_BIAS); i++) {
+    let n = min(vec4u(n0) + vec4u(0u, 1u, 2u, 3u), vec4u(p.N - 1u));
+    let m = min(n + vec4u(4u), vec4u(p.N - 1u));
+    e.blo = vec4f(bias[n.x], bias[n.y], bias[n.z], bias[n.w]);
+    e.bhi = vec4f(bias[m.x], bias[m.y], bias[m.z], bias[m.w]);
   }
+  return e;
+}
+
+// C row m, this lane's 8 columns from n0: lo + bias (+ C), stored where m < M and n < N.
+fn store8(e: Epilogue, m: u32, lo: vec4f, hi: vec4f) {
+  let o = p.offC + e.z * p.bsC + min(m, p.M - 1u) * p.sCm + e.n0;
+  var l = lo + e.blo;
+  var h = hi + e.bhi;
+  for (var i = 0u; i < (p.flags & FLAG_ACCUMULATE) / FLAG_ACCUMULATE; i++) {
+    let last = p.offC + e.z * p.bsC + min(m, p.M - 1u) * p.sCm + p.N - 1u;
+    l += vec4f(C[min(o, last)], C[min(o + 1u, last)], C[min(o + 2u, last)], C[min(o + 3u, last)]);
+    h += vec4f(C[min(o + 4u, last)], C[min(o + 5u, last)], C[min(o + 6u, last)], C[min(o + 7u, last)]);
+  }
+  if (m < p.M) {
+    let n = e.n0;
+    if (n < p.N) { C[o] = l.x; }
+    if (n + 1u < p.N) { C[o + 1u] = l.y; }
+    if (n + 2u < p.N) { C[o + 2u] = l.z; }
+    if (n + 3u < p.N) { C[o + 3u] = l.w; }
+    if (n + 4u < p.N) { C[o + 4u] = h.x; }
+    if (n + 5u < p.N) { C[o + 5u] = h.y; }
+    if (n + 6u < p.N) { C[o + 6u] = h.z; }
+    if (n + 7u < p.N) { C[o + 7u] = h.w; }
+  }
+}
+
+// Stores one block of 8 rows from row r0 of the tile (slot r holds row slotRow(r, lane)).
+fn storeAcc(t: Tile, e: Epilogue, r0: u32, acc: ptr<function, Acc8>) {
+  let m = t.m0 + r0;
+  store8(e, m + slotRow(0u, t.lane), (*acc).lo[0], (*acc).hi[0]);
+  store8(e, m + slotRow(1u, t.lane), (*acc).lo[1], (*acc).hi[1]);
+  store8(e, m + slotRow(2u, t.lane), (*acc).lo[2], (*acc).hi[2]);
+  store8(e, m + slotRow(3u, t.lane), (*acc).lo[3], (*acc).hi[3]);
+  store8(e, m + slotRow(4u, t.lane), (*acc).lo[4], (*acc).hi[4]);
+  store8(e, m + slotRow(5u, t.lane), (*acc).lo[5], (*acc).hi[5]);
+  store8(e, m + slotRow(6u, t.lane), (*acc).lo[6], (*acc).hi[6]);
+  store8(e, m + slotRow(7u, t.lane), (*acc).lo[7], (*acc).hi[7]);
 }
 
 struct Tile { z: u32, m0: u32, n0: u32, lane: u32, qa: vec4u, qb: vec4u, baseA: u32, baseB: u32 }
@@ -133,7 +171,7 @@ fn gemm_quad8(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
     let bh = mat4x4f(loadB4(kb, t.qb), z4, z4, z4);
     step8(&acc, vec4f(A[ra + k * p.sAk], 0.0, 0.0, 0.0), vec4f(A[rb + k * p.sAk], 0.0, 0.0, 0.0), bl, bh);
   }
-  for (var r = 0u; r < 8u; r++) { store8(t.z, t.m0 + slotRow(r, t.lane), t.n0, acc.lo[r], acc.hi[r]); }
+  storeAcc(t, epilogueOf(t.z, t.n0), 0u, &acc);
 }
 
 // Two blocks of 8 rows (RQ = 2): tile 128 rows × 64 columns with QX = 2; B loads serve twice the FMAs.
@@ -164,11 +202,9 @@ fn gemm_quad16(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     step8(&acc0, vec4f(A[ra + ka], 0.0, 0.0, 0.0), vec4f(A[rb + ka], 0.0, 0.0, 0.0), bl, bh);
     step8(&acc1, vec4f(A[rc + ka], 0.0, 0.0, 0.0), vec4f(A[rd + ka], 0.0, 0.0, 0.0), bl, bh);
   }
-  for (var r = 0u; r < 8u; r++) {
-    let row = slotRow(r, t.lane);
-    store8(t.z, t.m0 + row, t.n0, acc0.lo[r], acc0.hi[r]);
-    store8(t.z, t.m0 + 8u + row, t.n0, acc1.lo[r], acc1.hi[r]);
-  }
+  let e = epilogueOf(t.z, t.n0);
+  storeAcc(t, e, 0u, &acc0);
+  storeAcc(t, e, 8u, &acc1);
 }
 
 // acc[slot] += Bk · x for one block of 8 rows and 8 values of k (two 4-k halves: ma, mb, bl, bh
@@ -239,11 +275,10 @@ fn gemm_staged32(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_ind
     step8k8(&acc3, stagedA(m + 24u, k, t.z), stagedA(m + 28u, k, t.z), bl, bh,
             stagedA(m + 24u, k4, t.z), stagedA(m + 28u, k4, t.z), cl, ch);
   }
-  for (var r = 0u; r < 8u; r++) {
-    let row = slotRow(r, t.lane);
-    store8(t.z, t.m0 + row, t.n0, acc0.lo[r], acc0.hi[r]);
-    store8(t.z, t.m0 + 8u + row, t.n0, acc1.lo[r], acc1.hi[r]);
-    store8(t.z, t.m0 + 16u + row, t.n0, acc2.lo[r], acc2.hi[r]);
-    store8(t.z, t.m0 + 24u + row, t.n0, acc3.lo[r], acc3.hi[r]);
-  }
+  let e = epilogueOf(t.z, t.n0);
+  storeAcc(t, e, 0u, &acc0);
+  storeAcc(t, e, 8u, &acc1);
+  storeAcc(t, e, 16u, &acc2);
+  storeAcc(t, e, 24u, &acc3);
 }
+
