@@ -11,8 +11,8 @@
 // row lane ^ s: quadSwapX for s = 1, quadSwapY 2, quadSwapDiagonal 3), so the quad loads each value
 // of A once. On SIMD-on-CPU adapters (SwiftShader) every buffer load is a per-lane gather and a
 // swap is one shuffle, so sharing cuts loads per FMA at almost no cost (a broadcast costs ~6×).
-// Workgroup: 64 lanes = 16 quads, QX along N × (16 / QX) along M.
-// Tile: (16 / QX)·(rows per quad) rows × QX·32 columns. Grid: (⌈N / tileN⌉, ⌈M / tileM⌉, batch).
+// Workgroup: QUADS quads (4·QUADS lanes), QX along N × (QUADS / QX) along M.
+// Tile: (QUADS / QX)·(rows per quad) rows × QX·32 columns. Grid: (⌈N / tileN⌉, ⌈M / tileM⌉, batch).
 enable subgroups;
 
 struct Params {
@@ -24,6 +24,7 @@ struct Params {
 }
 
 override QX: u32 = 2u;
+override QUADS: u32 = 16u;  // quads per workgroup
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
@@ -133,7 +134,7 @@ fn tileOf(wg: vec3u, li: u32, sl: u32, rows: u32) -> Tile {
   let qx = quad % QX;
   let qy = quad / QX;
   t.z = wg.z;
-  t.m0 = (wg.y * (16u / QX) + qy) * rows;
+  t.m0 = (wg.y * (QUADS / QX) + qy) * rows;
   t.n0 = (wg.x * QX + qx) * 32u + t.lane * 8u;
   let last = p.N - 1u;
   let n = vec4u(t.n0) + vec4u(0u, 1u, 2u, 3u);
@@ -149,7 +150,7 @@ fn rowA(t: Tile, r: u32) -> u32 {
 }
 
 // One block of 8 rows (RQ = 1): tile 64 rows × 64 columns with QX = 2.
-@compute @workgroup_size(64)
+@compute @workgroup_size(QUADS * 4u)
 fn gemm_quad8(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
               @builtin(subgroup_invocation_id) sl: u32) {
   let t = tileOf(wg, li, sl, 8u);
@@ -175,7 +176,7 @@ fn gemm_quad8(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
 }
 
 // Two blocks of 8 rows (RQ = 2): tile 128 rows × 64 columns with QX = 2; B loads serve twice the FMAs.
-@compute @workgroup_size(64)
+@compute @workgroup_size(QUADS * 4u)
 fn gemm_quad16(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
                @builtin(subgroup_invocation_id) sl: u32) {
   let t = tileOf(wg, li, sl, 16u);
@@ -245,9 +246,9 @@ fn stagedA(m: u32, k: u32, z: u32) -> vec4f {
 
 // Four blocks of 8 rows (32 per quad), 8 k per step, operands staged in textures: a texel load
 // brings 4 floats per lane (SwiftShader: four 16-byte loads and a transpose, where a buffer
-// element is a branchy per-lane gather). Tile 256 × 64 with QX = 2; the k loop runs to Kp over
+// element is a branchy per-lane gather). Tile 64 × 128 with QX = 4 and QUADS = 8; the k loop runs to Kp over
 // the zero-padded textures, so it needs no tail.
-@compute @workgroup_size(64)
+@compute @workgroup_size(QUADS * 4u)
 fn gemm_staged32(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
                  @builtin(subgroup_invocation_id) sl: u32) {
   let t = tileOf(wg, li, sl, 32u);
