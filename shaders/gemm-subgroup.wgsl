@@ -80,21 +80,22 @@ struct Epilogue { z: u32, n0: u32, blo: vec4f, bhi: vec4f }
 fn epilogueOf(z: u32, n0: u32) -> Epilogue {
   var e = Epilogue(z, n0, vec4f(0.0), vec4f(0.0));
   for (var i = 0u; i < (p.flags & FLAG_BIAS); i++) {
-    let n = min(vec4u(n0) + vec4u(0u, 1u, 2u, 3u), vec4u(p.N - 1u));
-    let m = min(n + vec4u(4u), vec4u(p.N - 1u));
-    e.blo = vec4f(bias[n.x], bias[n.y], bias[n.z], bias[n.w]);
-    e.bhi = vec4f(bias[m.x], bias[m.y], bias[m.z], bias[m.w]);
+    let lo = min(vec4u(n0) + vec4u(0u, 1u, 2u, 3u), vec4u(p.N - 1u));
+    let hi = min(lo + vec4u(4u), vec4u(p.N - 1u));
+    e.blo = vec4f(bias[lo.x], bias[lo.y], bias[lo.z], bias[lo.w]);
+    e.bhi = vec4f(bias[hi.x], bias[hi.y], bias[hi.z], bias[hi.w]);
   }
   return e;
 }
 
 // C row m, this lane's 8 columns from n0: lo + bias (+ C), stored where m < M and n < N.
 fn store8(e: Epilogue, m: u32, lo: vec4f, hi: vec4f) {
-  let o = p.offC + e.z * p.bsC + min(m, p.M - 1u) * p.sCm + e.n0;
+  let row = p.offC + e.z * p.bsC + min(m, p.M - 1u) * p.sCm;
+  let o = row + e.n0;
   var l = lo + e.blo;
   var h = hi + e.bhi;
   for (var i = 0u; i < (p.flags & FLAG_ACCUMULATE) / FLAG_ACCUMULATE; i++) {
-    let last = p.offC + e.z * p.bsC + min(m, p.M - 1u) * p.sCm + p.N - 1u;
+    let last = row + p.N - 1u;
     l += vec4f(C[min(o, last)], C[min(o + 1u, last)], C[min(o + 2u, last)], C[min(o + 3u, last)]);
     h += vec4f(C[min(o + 4u, last)], C[min(o + 5u, last)], C[min(o + 6u, last)], C[min(o + 7u, last)]);
   }
@@ -246,8 +247,8 @@ fn stagedA(m: u32, k: u32, z: u32) -> vec4f {
 
 // Four blocks of 8 rows (32 per quad), 8 k per step, operands staged in textures: a texel load
 // brings 4 floats per lane (SwiftShader: four 16-byte loads and a transpose, where a buffer
-// element is a branchy per-lane gather). Tile 64 × 128 with QX = 4 and QUADS = 8; the k loop runs to Kp over
-// the zero-padded textures, so it needs no tail.
+// element is a branchy per-lane gather). Tile 64 × 128 with QX = 4 and QUADS = 8; the k loop
+// runs to Kp over the zero-padded textures, so it needs no tail.
 @compute @workgroup_size(QUADS * 4u)
 fn gemm_staged32(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
                  @builtin(subgroup_invocation_id) sl: u32) {
@@ -282,4 +283,3 @@ fn gemm_staged32(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_ind
   storeAcc(t, e, 16u, &acc2);
   storeAcc(t, e, 24u, &acc3);
 }
-
