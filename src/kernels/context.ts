@@ -15,14 +15,31 @@ export function uniformThen(uniform: GPUBuffer, buffers: readonly GPUBuffer[]): 
 export type PassObserver = (op: string, id: number) => GPUComputePassTimestampWrites | undefined;
 
 /**
- * A device plus the command encoder that kernels append to. Pipelines are cached per
- * (shader, entry point, override constants); every dispatch gets its own compute pass so a
- * profiler can time it. `flush()` submits what was encoded.
+ * Compiled shader modules (by label) and pipelines (by label, entry point and override constants),
+ * per device: every KernelContext on a device reuses what another compiled (SwiftShader takes
+ * 40–1000 ms a GEMM pipeline; a test case's fresh context would otherwise pay it again).
+ */
+interface Compiled {
+  readonly modules: Map<string, GPUShaderModule>;
+  readonly pipelines: Map<string, GPUComputePipeline>;
+}
+const compiledOn = new WeakMap<GPUDevice, Compiled>();
+
+function compiled(device: GPUDevice): Compiled {
+  let c = compiledOn.get(device);
+  if (!c) compiledOn.set(device, (c = { modules: new Map(), pipelines: new Map() }));
+  return c;
+}
+
+/**
+ * A device plus the command encoder that kernels append to. Pipelines are compiled once per
+ * device and (shader, entry point, override constants); every dispatch gets its own compute pass
+ * so a profiler can time it. `flush()` submits what was encoded.
  */
 export class KernelContext {
   private encoder: GPUCommandEncoder | undefined;
-  private readonly pipelines = new Map<string, GPUComputePipeline>();
-  private readonly modules = new Map<string, GPUShaderModule>();
+  private readonly pipelines: Map<string, GPUComputePipeline>;
+  private readonly modules: Map<string, GPUShaderModule>;
   private transient: (GPUBuffer | GPUTexture)[] = [];
   private readonly scratch = new Map<string, GPUTexture>();
   private current: { readonly label: string; readonly id: number } | undefined;
@@ -41,7 +58,9 @@ export class KernelContext {
   holdUntilFlush = false;
   private readonly held: GPUCommandBuffer[] = [];
 
-  constructor(readonly device: GPUDevice) {}
+  constructor(readonly device: GPUDevice) {
+    ({ pipelines: this.pipelines, modules: this.modules } = compiled(device));
+  }
 
   /** The compute pipeline of `entryPoint` in `code`, specialised by `constants`; compiled once. */
   pipeline(
