@@ -3,6 +3,7 @@
 // headless Chromium on its WebGPU adapter or (--node) in Node through Dawn on the machine's Vulkan adapter.
 import { parseArgs } from 'node:util';
 import type { GemmBenchReport } from '../src/bench/gemm-bench.ts';
+import { maxRuns, minSampledMs } from '../src/bench/gemm-bench-sampling.ts';
 import { gemmBenchShapes } from '../src/bench/gemm-bench-shapes.ts';
 import { byCompileCost, type GemmVariant } from '../src/kernels/gemm-variant-names.ts';
 import { denseProblem, gemmFlops } from '../src/reference/gemm.ts';
@@ -105,7 +106,7 @@ if (values.json) {
       `CPU steal during the run: ${(100 * stolen).toFixed(1)}% (time the host gave to other guests${stolen > 0.05 ? '; above 5%, every figure here is noisier than usual' : ''})`,
     );
   console.log(
-    `timing: ${t.method}${t.method === 'timestamp-query' ? (t.quantized ? ' (quantized to 100 µs)' : ' (not quantized)') : ''}; median of ${report.runs} runs after a warm-up`,
+    `timing: ${t.method}${t.method === 'timestamp-query' ? (t.quantized ? ' (quantized to 100 µs)' : ' (not quantized)') : ''}; median of ${report.runs} runs after a warm-up (more where a kernel's runs span < ${minSampledMs} ms: up to ${maxRuns}; the "runs" column)`,
   );
   console.log(
     `tuning: ${tuned} of ${report.rows.length} shapes tuned in this run at full size, the rest decided earlier (cache ${values.cache}, kernels ${report.kernelHash})`,
@@ -120,14 +121,14 @@ if (values.json) {
     return ms ? (gemmFlops(denseProblem(r.M, r.N, r.K)) / median(ms) / 1e6).toFixed(2) : '—';
   };
   console.log(
-    `${'shape'.padEnd(22)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}  ${'chosen'.padEnd(13)}${pad('GFLOP/s', 9)}${pad('naive', 9)}${pad('×naive', 8)}` +
+    `${'shape'.padEnd(22)}${pad('M', 6)}${pad('N', 6)}${pad('K', 6)}  ${'chosen'.padEnd(13)}${pad('GFLOP/s', 9)}${pad('naive', 9)}${pad('×naive', 8)}${pad('runs', 6)}` +
       (variants.length
         ? `  ${'fastest'.padEnd(13)}${pad('margin', 8)}${variants.map((v) => pad(v, width(v))).join('')}`
         : ''),
   );
   for (const r of report.rows) {
     console.log(
-      `${r.name.padEnd(22)}${pad(r.M, 6)}${pad(r.N, 6)}${pad(r.K, 6)}  ${r.chosen.padEnd(13)}${pad(r.gflops.toFixed(2), 9)}${pad(r.naiveGflops?.toFixed(3) ?? '—', 9)}${pad(r.speedup?.toFixed(1) ?? '—', 8)}` +
+      `${r.name.padEnd(22)}${pad(r.M, 6)}${pad(r.N, 6)}${pad(r.K, 6)}  ${r.chosen.padEnd(13)}${pad(r.gflops.toFixed(2), 9)}${pad(r.naiveGflops?.toFixed(3) ?? '—', 9)}${pad(r.speedup?.toFixed(1) ?? '—', 8)}${pad(r.runsMs[r.chosen]!.length, 6)}` +
         (variants.length
           ? `  ${(r.fastest ?? '').padEnd(13)}${pad(`${(100 * (r.margin ?? 0)).toFixed(1)}%`, 8)}${variants.map((v) => pad(gf(r, v), width(v))).join('')}`
           : ''),

@@ -11,6 +11,7 @@ import { denseProblem, gemmFlops, type GemmProblem } from '../reference/gemm.ts'
 import { randomArray } from '../reference/random.ts';
 import { median } from '../core/stats.ts';
 import type { GemmBenchShape } from './gemm-bench-shapes.ts';
+import { maxRuns, minSampledMs } from './gemm-bench-sampling.ts';
 import { gemmBenchShapes } from './gemm-bench-shapes.ts';
 
 /** Per shape: the tuned variant and the naive baseline (and with allVariants every variant), median GFLOP/s over the timed runs. */
@@ -22,7 +23,7 @@ export interface GemmBenchRow extends GemmBenchShape {
   /** The naive kernel and the chosen one's speed-up over it (absent when naive was not timed: see `variants`). */
   readonly naiveGflops?: number;
   readonly speedup?: number;
-  /** Per variant timed (the chosen one and naive; with allVariants all), ms of each timed run. */
+  /** Per variant timed (the chosen one and naive; with allVariants all), ms of each timed run (`runs` ≤ n ≤ maxRuns of them). */
   readonly runsMs: Partial<Record<GemmVariant, number[]>>;
   /** With allVariants: the fastest variant at full size and the chosen one's margin to it (0.03 = 3% slower). */
   readonly fastest?: GemmVariant;
@@ -34,6 +35,7 @@ export interface GemmBenchReport {
   readonly adapter: string;
   readonly note: string;
   readonly timing: { method: 'timestamp-query' | 'wall-clock'; quantized: boolean };
+  /** The runs requested: the least taken per shape and variant (short ones take more, see minSampledMs). */
   readonly runs: number;
   readonly variants: string[];
   readonly rows: GemmBenchRow[];
@@ -58,10 +60,14 @@ export interface GemmBenchOptions {
 }
 
 /**
- * Times `variants` on one problem: a warm-up of each (pipeline compile, caches), then `runs`
- * rounds, each timing every variant once in turn, so that a busy spell on a shared machine slows
- * them alike. With timestamp queries a run is one dispatch's GPU time; without, the wall time of
- * enough back-to-back dispatches to span ≥ 50 ms, divided by their number. Returns ms per dispatch.
+ * Times `variants` on one problem: a warm-up of each (pipeline compile, caches), then rounds, each
+ * timing every variant once in turn, so that a busy spell on a shared machine slows them alike.
+ * With timestamp queries a run is one dispatch's GPU time; without, the wall time of enough
+ * back-to-back dispatches to span ≥ 50 ms, divided by their number. At least `runs` rounds, and
+ * more (at most maxRuns) until every variant's runs span minSampledMs: the median of 5 runs of a
+ * 10 ms kernel samples 50 ms of a shared machine whose speed drifts over seconds (square 256 on 2
+ * cores swung ±30% between runs), so short kernels take more runs. That makes the median steadier;
+ * it estimates the same central time. Returns ms per dispatch, per variant, one entry per round.
  */
 async function timeRuns(
   ctx: KernelContext,
@@ -84,8 +90,10 @@ async function timeRuns(
     warmMs[v] = performance.now() - t0;
     out[v] = [];
   }
-  for (let r = 0; r < runs; r++) {
-    say(`${variants.join(', ')}: round ${r + 1} of ${runs}…`);
+  const sampledMs = new Map<GemmVariant, number>(variants.map((v) => [v, 0]));
+  const short = (): boolean => [...sampledMs.values()].some((ms) => ms < minSampledMs);
+  for (let r = 0; r < runs || (r < maxRuns && short()); r++) {
+    say(`${variants.join(', ')}: round ${r + 1} of ${r < runs ? runs : `up to ${maxRuns} (short runs)`}…`);
     for (const v of variants) {
       if (timer) {
         timer.start();
@@ -93,12 +101,14 @@ async function timeRuns(
         const res = await timer.stop();
         quantized.seen ||= res.quantized;
         out[v]!.push(res.times[0].ns / 1e6);
+        sampledMs.set(v, sampledMs.get(v)! + res.times[0].ns / 1e6);
       } else {
         const reps = Math.max(1, Math.ceil(50 / Math.max(warmMs[v]!, 1e-3)));
         const s = performance.now();
         for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, v);
         await ctx.flush();
         out[v]!.push((performance.now() - s) / reps);
+        sampledMs.set(v, sampledMs.get(v)! + performance.now() - s);
       }
     }
   }
