@@ -132,12 +132,15 @@ function shrunkDims(p: GemmProblem, flops: number): { M: number; N: number; K: n
 /**
  * Trials of variants on one dense problem, sharing its operands: a variant's first trial is
  * preceded by an untimed run (compile, caches); a trial is the wall time of `reps` back-to-back
- * dispatches (enough to span ≈ 16 MFLOP, at most 8), in ms per run.
+ * dispatches (enough to span ≈ 128 MFLOP, at most 8), in ms per run. On SwiftShader (≈ 3 GFLOP/s
+ * on 2 cores) a trial of square 256 then spans 4 dispatches, ≈ 45 ms: a single 12 ms dispatch there
+ * can run 30% under its usual time (a fresh bench:gemm chose quad16 from one 12.9 ms trial, while
+ * its median over 18 runs was 18 ms and staged32's 14), and the best trial counts.
  */
 function trialTimer(
   ctx: KernelContext,
   p: GemmProblem,
-  reps = Math.max(1, Math.min(8, Math.round(2 ** 24 / gemmFlops(p)))),
+  reps = Math.max(1, Math.min(8, Math.round(2 ** 27 / gemmFlops(p)))),
 ): { time: (v: GemmVariant) => Promise<number>; dispose: () => void } {
   const a = createTensor(ctx.device, 'A', [p.M * p.K]),
     b = createTensor(ctx.device, 'B', [p.K * p.N]),
