@@ -90,8 +90,9 @@ async function timeRuns(
     warmMs[v] = performance.now() - t0;
     out[v] = [];
   }
-  const sampledMs = new Map<GemmVariant, number>(variants.map((v) => [v, 0]));
-  const short = (): boolean => [...sampledMs.values()].some((ms) => ms < minSampledMs);
+  // Per variant, the time its runs have spanned so far, ms.
+  const spanned: Partial<Record<GemmVariant, number>> = Object.fromEntries(variants.map((v) => [v, 0]));
+  const short = (): boolean => variants.some((v) => spanned[v]! < minSampledMs);
   for (let r = 0; r < runs || (r < maxRuns && short()); r++) {
     say(`${variants.join(', ')}: round ${r + 1} of ${r < runs ? runs : `up to ${maxRuns} (short runs)`}…`);
     for (const v of variants) {
@@ -100,15 +101,17 @@ async function timeRuns(
         gemmStrided(ctx, p, a, b, c, undefined, v);
         const res = await timer.stop();
         quantized.seen ||= res.quantized;
-        out[v]!.push(res.times[0].ns / 1e6);
-        sampledMs.set(v, sampledMs.get(v)! + res.times[0].ns / 1e6);
+        const ms = res.times[0].ns / 1e6;
+        out[v]!.push(ms);
+        spanned[v]! += ms;
       } else {
         const reps = Math.max(1, Math.ceil(50 / Math.max(warmMs[v]!, 1e-3)));
         const s = performance.now();
         for (let i = 0; i < reps; i++) gemmStrided(ctx, p, a, b, c, undefined, v);
         await ctx.flush();
-        out[v]!.push((performance.now() - s) / reps);
-        sampledMs.set(v, sampledMs.get(v)! + performance.now() - s);
+        const ms = performance.now() - s;
+        out[v]!.push(ms / reps);
+        spanned[v]! += ms;
       }
     }
   }

@@ -25,7 +25,7 @@ interface Compiled {
 }
 const compiledOn = new WeakMap<GPUDevice, Compiled>();
 
-function compiled(device: GPUDevice): Compiled {
+function compiledFor(device: GPUDevice): Compiled {
   let c = compiledOn.get(device);
   if (!c) compiledOn.set(device, (c = { modules: new Map(), pipelines: new Map() }));
   return c;
@@ -38,8 +38,7 @@ function compiled(device: GPUDevice): Compiled {
  */
 export class KernelContext {
   private encoder: GPUCommandEncoder | undefined;
-  private readonly pipelines: Map<string, GPUComputePipeline>;
-  private readonly modules: Map<string, GPUShaderModule>;
+  private readonly compiled: Compiled;
   private transient: (GPUBuffer | GPUTexture)[] = [];
   private readonly scratch = new Map<string, GPUTexture>();
   private current: { readonly label: string; readonly id: number } | undefined;
@@ -59,7 +58,7 @@ export class KernelContext {
   private readonly held: GPUCommandBuffer[] = [];
 
   constructor(readonly device: GPUDevice) {
-    ({ pipelines: this.pipelines, modules: this.modules } = compiled(device));
+    this.compiled = compiledFor(device);
   }
 
   /** The compute pipeline of `entryPoint` in `code`, specialised by `constants`; compiled once. */
@@ -70,19 +69,19 @@ export class KernelContext {
     constants: Record<string, number> = {},
   ): GPUComputePipeline {
     const key = `${label}|${entryPoint}|${JSON.stringify(constants)}`;
-    let p = this.pipelines.get(key);
+    let p = this.compiled.pipelines.get(key);
     if (!p) {
-      let module = this.modules.get(label);
+      let module = this.compiled.modules.get(label);
       if (!module) {
         module = this.device.createShaderModule({ label, code });
-        this.modules.set(label, module);
+        this.compiled.modules.set(label, module);
       }
       p = this.device.createComputePipeline({
         label: key,
         layout: 'auto',
         compute: { module, entryPoint, constants },
       });
-      this.pipelines.set(key, p);
+      this.compiled.pipelines.set(key, p);
     }
     return p;
   }
