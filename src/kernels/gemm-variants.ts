@@ -3,6 +3,7 @@ import subgroup from '../../shaders/gemm-subgroup.wgsl?raw';
 import pack from '../../shaders/gemm-pack.wgsl?raw';
 
 import { byCompileCost, type GemmVariant } from './gemm-variant-names.ts';
+import type { GemmProblem } from '../reference/gemm.ts';
 
 export { byCompileCost, type GemmVariant };
 
@@ -23,6 +24,11 @@ export interface GemmVariantSpec {
    * `fallback` instead (see stagingRefusal). `pack` is gemm-pack.wgsl's code.
    */
   readonly staged?: { readonly fallback: GemmVariant; readonly pack: string };
+  /**
+   * The epilogue is specialised per problem by the pipeline constants ACCUMULATE and EDGE
+   * (gemm-subgroup.wgsl; see epilogueConstants); otherwise accumulate is a runtime flag.
+   */
+  readonly specialisedEpilogue: boolean;
 }
 
 const spec = (s: GemmVariantSpec): GemmVariantSpec => s;
@@ -38,6 +44,7 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileM: 8,
     tileN: 8,
     needsSubgroups: false,
+    specialisedEpilogue: false,
     summary: 'one invocation per output (baseline)',
   }),
   rb4: spec({
@@ -49,6 +56,7 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileM: 16,
     tileN: 64,
     needsSubgroups: false,
+    specialisedEpilogue: false,
     summary: '4×4 outputs per invocation in registers',
   }),
   tiled: spec({
@@ -60,6 +68,7 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileM: 64,
     tileN: 64,
     needsSubgroups: false,
+    specialisedEpilogue: false,
     summary: '64×64 tile staged through workgroup memory',
   }),
   quad8: spec({
@@ -71,6 +80,7 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileM: 64,
     tileN: 64,
     needsSubgroups: true,
+    specialisedEpilogue: true,
     summary: '8×8 per lane, A rows shared across a quad',
   }),
   quad8wide: spec({
@@ -82,6 +92,7 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileM: 16,
     tileN: 256,
     needsSubgroups: true,
+    specialisedEpilogue: true,
     summary: '8×8 per lane, 16×256 tile for small M',
   }),
   quad16: spec({
@@ -93,6 +104,7 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileM: 128,
     tileN: 64,
     needsSubgroups: true,
+    specialisedEpilogue: true,
     summary: '16×8 per lane, A rows shared across a quad',
   }),
   staged32: spec({
@@ -107,10 +119,21 @@ export const gemmVariants: Record<GemmVariant, GemmVariantSpec> = {
     tileM: 64,
     tileN: 128,
     needsSubgroups: true,
+    specialisedEpilogue: true,
     summary: '32×8 per lane, 8 k per step, A and B staged in textures',
     staged: { fallback: 'quad16', pack },
   }),
 };
+
+/**
+ * The pipeline constants `v` runs problem `p` with: its own, and for a specialised epilogue
+ * ACCUMULATE (p.accumulate) and EDGE (1 unless tiles of tileM × tileN cover M × N exactly).
+ */
+export function pipelineConstants(v: GemmVariantSpec, p: GemmProblem): Record<string, number> {
+  if (!v.specialisedEpilogue) return v.constants;
+  const edge = p.M % v.tileM !== 0 || p.N % v.tileN !== 0;
+  return { ...v.constants, ACCUMULATE: p.accumulate ? 1 : 0, EDGE: edge ? 1 : 0 };
+}
 
 /** Variants this device can compile, cheapest compile first: the subgroup ones only with the `subgroups` feature. */
 export function supportedGemmVariants(device: GPUDevice): GemmVariant[] {

@@ -1,6 +1,6 @@
 import { uniformThen, type KernelContext } from './context.ts';
 import { gemmStaging, stagedCopyOffset, stagedRows, stagedWidth, stagingRefusal } from '../reference/gemm-staging.ts';
-import { gemmVariants, type GemmVariant } from './gemm-variants.ts';
+import { gemmVariants, pipelineConstants, type GemmVariant } from './gemm-variants.ts';
 import { chosenGemmVariant } from './gemm-choice.ts';
 import { checkWorkgroups, expectShape } from './limits.ts';
 import { formatShape, numel } from '../core/shape.ts';
@@ -137,7 +137,7 @@ export function gemmStrided(
       0,
     ]),
   );
-  const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, v.constants);
+  const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, pipelineConstants(v, p));
   const tail = [c.buffer, bias?.buffer ?? ctx.placeholder()];
   return ctx.op(`gemm:${chosen}`, () => {
     if (staged && staging) {

@@ -16,7 +16,8 @@ import { GpuTimer } from '../../../src/kernels/gpu-timer.ts';
 const tol = (K: number) => float32Tolerance(K + 2, 1);
 
 // [M, N, K]: size 1, tall-skinny, short-wide, skinny M (decode-like), sizes that are multiples
-// of no tile (tiles are 8, 16, 64, 128, 256 wide), a K with a remainder after the 4-wide k-step.
+// of no tile (tiles are 8, 16, 64, 128, 256 wide), a K with a remainder after the 4-wide k-step,
+// and one every tile covers exactly (128 × 256: the subgroup variants' unguarded stores, EDGE = 0).
 const shapes: [number, number, number][] = [
   [1, 1, 1],
   [1, 70, 33],
@@ -25,6 +26,7 @@ const shapes: [number, number, number][] = [
   [67, 45, 129],
   [129, 257, 6],
   [64, 64, 64],
+  [128, 256, 18],
 ];
 
 const variants = await testDevice().then(supportedGemmVariants);
@@ -60,23 +62,28 @@ describe.each(variants)('gemm variant %s', (variant) => {
     }
   }
 
-  test("bias and accumulate: C = C + A·B + bias, as a linear layer's forward and wgrad need", async () => {
-    await gpuCase(async (ctx) => {
-      const [M, N, K] = [37, 65, 19];
-      const a = randomArray(M * K, 1),
-        b = randomArray(K * N, 2),
-        c0 = randomArray(M * N, 3),
-        bias = randomArray(N, 4);
-      const tc = upload(ctx, 'C', [M, N], c0);
-      gemm(ctx, upload(ctx, 'A', [M, K], a), upload(ctx, 'B', [K, N], b), tc, {
-        bias: upload(ctx, 'bias', [N], bias),
-        accumulate: true,
-        variant,
+  test.each([
+    [37, 65, 19],
+    [128, 256, 19],
+  ])(
+    "bias and accumulate: C = C + A·B + bias, as a linear layer's forward and wgrad need (M=%i N=%i K=%i)",
+    async (M, N, K) => {
+      await gpuCase(async (ctx) => {
+        const a = randomArray(M * K, 1),
+          b = randomArray(K * N, 2),
+          c0 = randomArray(M * N, 3),
+          bias = randomArray(N, 4);
+        const tc = upload(ctx, 'C', [M, N], c0);
+        gemm(ctx, upload(ctx, 'A', [M, K], a), upload(ctx, 'B', [K, N], b), tc, {
+          bias: upload(ctx, 'bias', [N], bias),
+          accumulate: true,
+          variant,
+        });
+        const want = gemmRef(denseProblem(M, N, K, { bias: true, accumulate: true }), a, b, c0.slice(), bias);
+        expectClose('gemm bias+accumulate', await download(ctx, tc), want, tol(K));
       });
-      const want = gemmRef(denseProblem(M, N, K, { bias: true, accumulate: true }), a, b, c0.slice(), bias);
-      expectClose('gemm bias+accumulate', await download(ctx, tc), want, tol(K));
-    });
-  });
+    },
+  );
 
   test('batched with offsets, strides and a B shared by groups of batches (GQA) matches the twin', async () => {
     await gpuCase(async (ctx) => {
