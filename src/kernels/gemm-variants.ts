@@ -26,7 +26,7 @@ export interface GemmVariantSpec {
   readonly staged?: { readonly fallback: GemmVariant; readonly pack: string };
   /**
    * The epilogue is specialised per problem by the pipeline constants ACCUMULATE and EDGE
-   * (gemm-subgroup.wgsl; see epilogueConstants); otherwise accumulate is a runtime flag.
+   * (gemm-subgroup.wgsl; see pipelineConstants); otherwise accumulate is a runtime flag.
    */
   readonly specialisedEpilogue: boolean;
 }
