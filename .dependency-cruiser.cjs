@@ -10,8 +10,13 @@ const layers = [
   'kernels',
   'comm',
   'parallel',
-  'model',
-  'trace',
+  'hardware',
+  'accounting',
+  'megatron',
+  'schedule',
+  'kineto',
+  'projection',
+  'export',
   'ranks',
   'session',
   'ui',
@@ -19,7 +24,18 @@ const layers = [
 ];
 const dir = (l) => `^src/${l}/`;
 const above = (i) => [...layers.slice(i + 1).map(dir), '^src/main[.]ts$', '^scripts/'];
-const pure = ['core', 'reference', 'parallel', 'model', 'trace'];
+const pure = [
+  'core',
+  'reference',
+  'parallel',
+  'hardware',
+  'accounting',
+  'megatron',
+  'schedule',
+  'kineto',
+  'projection',
+  'export',
+];
 
 module.exports = {
   forbidden: [

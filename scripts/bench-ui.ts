@@ -31,7 +31,7 @@ const settleMs = Number(values.settle);
 if (!(steps >= 1 && frames >= 10 && settleMs >= 0 && degrees.every((t) => Number.isInteger(t) && t >= 1)))
   throw new Error('bench:ui: --steps ≥ 1, --frames ≥ 10, --settle ≥ 0, --tp a list of whole degrees.');
 const progress = (line: string): void => void process.stderr.write(`${line}\n`);
-const preset = 'classroom'; // the page's default preset (src/ui/state.ts)
+const preset = 'classroom'; // the page's default preset (src/ui/shell/state.ts)
 
 const element = await runInBrowser<UiBenchReport>(
   '/src/bench/ui-bench.ts',
@@ -47,8 +47,8 @@ interface PageChange {
   readonly ms: number;
 }
 let page: { changes: PageChange[]; initialMs: number } | { skipped: string };
-if (!existsSync('src/ui/tp-app.ts')) {
-  page = { skipped: 'src/ui/tp-app.ts does not exist yet: only the element redraw (no layer run) was measured.' };
+if (!existsSync('src/ui/shell/tp-app.ts')) {
+  page = { skipped: 'src/ui/shell/tp-app.ts does not exist yet: only the element redraw (no layer run) was measured.' };
 } else {
   // The built page (bundled workers, production lit), as a visitor gets it; the probe is added as a script.
   const probe = ts.transpileModule(readFileSync('src/bench/ui-page-change.ts', 'utf8'), {

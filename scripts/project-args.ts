@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
-import { parseDtype, trainDtypes, type TrainDtype } from '../src/model/dtype.ts';
-import { gpuNames, gpus } from '../src/model/gpus.ts';
-import { scenarios, seedsV100, type Scenario } from '../src/model/scenarios.ts';
-import { parseSystem, systemNames, systems, type SystemSpec } from '../src/model/systems.ts';
-import type { TrainingSetup } from '../src/model/training-setup.ts';
+import { parseDtype, trainDtypes, type TrainDtype } from '../src/hardware/dtype.ts';
+import { gpuNames, gpus } from '../src/hardware/gpus.ts';
+import { scenarios, seedsV100, type Scenario } from '../src/megatron/scenarios.ts';
+import { parseSystem, systemNames, systems, type SystemSpec } from '../src/hardware/systems.ts';
+import type { TrainingSetup } from '../src/megatron/training-setup.ts';
 import { presets } from '../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from './size-flags.ts';

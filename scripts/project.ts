@@ -1,8 +1,8 @@
 // npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--sp] [--dtype fp16|bf16|fp32] [--json]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
-import { fixedBudget } from '../src/trace/cluster-projection.ts';
-import { budgetLines, type BudgetLine } from '../src/trace/cluster-summary.ts';
-import { formatMs } from '../src/ui/timeline-format.ts';
+import { fixedBudget } from '../src/projection/cluster-projection.ts';
+import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.ts';
+import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 
 function fail(message: string): never {

@@ -1,5 +1,5 @@
 import type { SweepReport } from '../src/session/sweep.ts';
-import { gemmEfficiency } from '../src/ui/gemm-efficiency.ts';
+import { gemmEfficiency } from '../src/ui/gemm/gemm-efficiency.ts';
 
 const pad = (v: string | number, n: number): string => String(v).padStart(n);
 const mib = (b: number): string => `${(b / 2 ** 20).toFixed(2)} MiB`;

@@ -5,11 +5,11 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { SweepReport } from '../src/session/sweep.ts';
-import { parseInterconnect } from '../src/model/interconnect.ts';
+import { parseInterconnect } from '../src/hardware/interconnect.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
 import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '../src/parallel/config-parse.ts';
 import { validateConfig } from '../src/parallel/validate.ts';
-import { budgetRun, memoryBudget } from '../src/model/budget.ts';
+import { budgetRun, memoryBudget } from '../src/accounting/budget.ts';
 import { printSweep } from './sweep-print.ts';
 import { checkOutputPaths } from './output-path.ts';
 import { sizeFlagOptions } from './size-flags.ts';

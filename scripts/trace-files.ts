@@ -4,8 +4,8 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import { isGzip } from '../src/trace/kineto-import.ts';
-import { KinetoReader, TraceImportError, type FileRead } from '../src/trace/kineto-read.ts';
+import { isGzip } from '../src/kineto/kineto-import.ts';
+import { KinetoReader, TraceImportError, type FileRead } from '../src/kineto/kineto-read.ts';
 
 /** Reads one trace file (plain or gzipped JSON). Throws TraceImportError naming the file and what is wrong. */
 export async function readTraceFile(path: string): Promise<FileRead> {

@@ -1,7 +1,7 @@
 // Text tables of a measured job for `npm run trace`.
-import type { MeasuredTrace } from '../src/trace/kineto-types.ts';
-import type { CollectiveTotal, MeasuredAnalysis, RankWindow } from '../src/trace/measured-analysis.ts';
-import { formatBytes, formatMs } from '../src/ui/timeline-format.ts';
+import type { MeasuredTrace } from '../src/kineto/kineto-types.ts';
+import type { CollectiveTotal, MeasuredAnalysis, RankWindow } from '../src/kineto/measured-analysis.ts';
+import { formatBytes, formatMs } from '../src/ui/shared/timeline-format.ts';
 
 const pct = (x: number | null): string => (x === null ? '—' : `${(100 * x).toFixed(1)}%`);
 

@@ -3,9 +3,9 @@
 // per rank, compute, communication, exposed communication and overlap; per collective and per
 // ProfilerStep#N. Bad input exits 2 with the reason.
 import { parseArgs } from 'node:util';
-import { assembleJob } from '../src/trace/kineto-job.ts';
-import { TraceImportError } from '../src/trace/kineto-read.ts';
-import { analyseMeasured } from '../src/trace/measured-analysis.ts';
+import { assembleJob } from '../src/kineto/kineto-job.ts';
+import { TraceImportError } from '../src/kineto/kineto-read.ts';
+import { analyseMeasured } from '../src/kineto/measured-analysis.ts';
 import { readTraceFile } from './trace-files.ts';
 import { traceReport } from './trace-print.ts';
 

@@ -1,2 +1,2 @@
 // The page: <tp-app> in index.html is defined here; it reads the URL hash and runs the layer.
-import './ui/tp-app.ts';
+import './ui/shell/tp-app.ts';

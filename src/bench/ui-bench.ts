@@ -1,12 +1,12 @@
 // Runs in the bench page (scripts/bench-ui.ts): zoom/pan frame rate of <tp-timeline> over ≥ 5,000 events and its redraw time per TP change.
 import { adapterName } from '../kernels/adapter.ts';
-import { interconnectPresets, type InterconnectName } from '../model/interconnect.ts';
+import { interconnectPresets, type InterconnectName } from '../hardware/interconnect.ts';
 import { configFromPreset, type PresetName } from '../parallel/config.ts';
 import { makePlan } from '../parallel/plan.ts';
-import { modeledCommMs, sameComputeMs } from '../trace/durations.ts';
-import { scheduleStep, type ScheduledEvent, type Timeline } from '../trace/schedule.ts';
-import '../ui/tp-timeline.ts';
-import type { TpTimeline } from '../ui/tp-timeline.ts';
+import { modeledCommMs, sameComputeMs } from '../schedule/durations.ts';
+import { scheduleStep, type ScheduledEvent, type Timeline } from '../schedule/schedule.ts';
+import '../ui/timeline/tp-timeline.ts';
+import type { TpTimeline } from '../ui/timeline/tp-timeline.ts';
 
 /** A modeled step: compute at `gflops` GFLOP/s on every rank, comm from the alpha-beta ring of `net`. */
 export async function modeledTimeline(

@@ -14,7 +14,7 @@ import type { commPrograms } from '../ranks/comm-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms } from '../ranks/layer-programs.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { RecentMap } from '../core/recent-map.ts';
-import { cpuTwinsSkipped } from '../model/budget.ts';
+import { cpuTwinsSkipped } from '../accounting/budget.ts';
 
 /** Programs the layer's rank workers serve. */
 export type LayerWorkerPrograms = typeof commPrograms &

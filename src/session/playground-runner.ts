@@ -1,8 +1,8 @@
 import type { LogicalOutput } from '../parallel/gather.ts';
-import { accountPlan, type PlanAccounting } from '../model/accounting.ts';
-import { assertWithinBudget, budgetRun, type MemoryBudget } from '../model/budget.ts';
-import { modeledComputeMs, swiftshaderLike } from '../model/compute-model.ts';
-import { interconnectPresets, type Interconnect } from '../model/interconnect.ts';
+import { accountPlan, type PlanAccounting } from '../accounting/accounting.ts';
+import { assertWithinBudget, budgetRun, type MemoryBudget } from '../accounting/budget.ts';
+import { modeledComputeMs, swiftshaderLike } from '../accounting/compute-model.ts';
+import { interconnectPresets, type Interconnect } from '../hardware/interconnect.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleReport } from '../parallel/oracle.ts';
 import { makePlan } from '../parallel/plan.ts';
@@ -20,9 +20,9 @@ import { LayerPoolKeeper } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { runTimeline } from './run-timeline.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import { modeledCommMs } from '../trace/durations.ts';
-import { scheduleStep, type Timeline } from '../trace/schedule.ts';
-import { projectedCommSource, projectLayer, type Machine } from '../trace/projected-layer.ts';
+import { modeledCommMs } from '../schedule/durations.ts';
+import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
+import { projectedCommSource, projectLayer, type Machine } from '../projection/projected-layer.ts';
 
 /** What the page asks for: a configuration, where communication times come from, overlap. */
 export interface RunRequest {

@@ -1,6 +1,6 @@
-import type { Interconnect } from '../model/interconnect.ts';
-import { measuredCommMs, modeledCommMs } from '../trace/durations.ts';
-import { scheduleStep, type Timeline } from '../trace/schedule.ts';
+import type { Interconnect } from '../hardware/interconnect.ts';
+import { measuredCommMs, modeledCommMs } from '../schedule/durations.ts';
+import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
 import { median } from '../core/stats.ts';
 import type { LayerRun } from './layer-run.ts';
 

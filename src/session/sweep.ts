@@ -1,7 +1,7 @@
-import { accountPlan, type RankMemory } from '../model/accounting.ts';
-import { parseInterconnect } from '../model/interconnect.ts';
-import { timelineToPerfetto, type PerfettoTrace } from '../trace/perfetto.ts';
-import type { Timeline } from '../trace/schedule.ts';
+import { accountPlan, type RankMemory } from '../accounting/accounting.ts';
+import { parseInterconnect } from '../hardware/interconnect.ts';
+import { timelineToPerfetto, type PerfettoTrace } from '../export/perfetto.ts';
+import type { Timeline } from '../schedule/schedule.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { GemmSite, LayerPlan, OpPhase, OpSplit, PlannedOp } from '../parallel/plan-types.ts';

@@ -3,8 +3,8 @@ import { readFile } from 'node:fs/promises';
 import type { BrowserContext, Page } from 'playwright';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
-import { parseCsv, timelineCsvHeader } from '../../src/trace/csv.ts';
-import { partialOverlaps, type PerfettoTrace } from '../../src/trace/perfetto.ts';
+import { parseCsv, timelineCsvHeader } from '../../src/export/csv.ts';
+import { partialOverlaps, type PerfettoTrace } from '../../src/export/perfetto.ts';
 
 const runTimeout = 60_000;
 const viewport = { width: 1280, height: 800 };

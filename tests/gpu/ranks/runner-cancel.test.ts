@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'vitest';
-import { interconnectPresets } from '../../../src/model/interconnect.ts';
-import { memoryBudget } from '../../../src/model/budget.ts';
+import { interconnectPresets } from '../../../src/hardware/interconnect.ts';
+import { memoryBudget } from '../../../src/accounting/budget.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { PlaygroundRunner } from '../../../src/session/playground-runner.ts';
 

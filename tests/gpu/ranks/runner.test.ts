@@ -1,5 +1,5 @@
 import { afterAll, expect, test } from 'vitest';
-import { interconnectPresets } from '../../../src/model/interconnect.ts';
+import { interconnectPresets } from '../../../src/hardware/interconnect.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { PlaygroundRunner } from '../../../src/session/playground-runner.ts';
 import { runSweep } from '../../../src/session/sweep.ts';

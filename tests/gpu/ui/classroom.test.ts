@@ -1,8 +1,8 @@
 import { afterEach, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
-import '../../../src/ui/tp-classroom.ts';
-import type { TpClassroom } from '../../../src/ui/tp-classroom.ts';
+import '../../../src/ui/classroom/tp-classroom.ts';
+import type { TpClassroom } from '../../../src/ui/classroom/tp-classroom.ts';
 import { until } from '../until.ts';
 
 let el: TpClassroom | undefined;

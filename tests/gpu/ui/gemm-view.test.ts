@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
-import '../../../src/ui/tp-gemm-view.ts';
-import type { TpGemmView } from '../../../src/ui/tp-gemm-view.ts';
+import '../../../src/ui/gemm/tp-gemm-view.ts';
+import type { TpGemmView } from '../../../src/ui/gemm/tp-gemm-view.ts';
 import { until } from '../until.ts';
 
 let el: TpGemmView | undefined;

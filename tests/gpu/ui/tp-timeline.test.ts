@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from 'vitest';
-import { interconnectPresets } from '../../../src/model/interconnect.ts';
+import { interconnectPresets } from '../../../src/hardware/interconnect.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 import type { LayerPlan } from '../../../src/parallel/plan-types.ts';
-import { modeledCommMs, sameComputeMs } from '../../../src/trace/durations.ts';
-import { scheduleStep, type Timeline } from '../../../src/trace/schedule.ts';
-import '../../../src/ui/tp-timeline.ts';
-import type { TpTimeline } from '../../../src/ui/tp-timeline.ts';
+import { modeledCommMs, sameComputeMs } from '../../../src/schedule/durations.ts';
+import { scheduleStep, type Timeline } from '../../../src/schedule/schedule.ts';
+import '../../../src/ui/timeline/tp-timeline.ts';
+import type { TpTimeline } from '../../../src/ui/timeline/tp-timeline.ts';
 
 /** gpt2-layer at t: compute at 5 GFLOP/s, comm modeled on PCIe Gen3. */
 async function gpt2(tp: number, overlap: boolean): Promise<{ plan: LayerPlan; tl: Timeline }> {

@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
 import type { ClassroomMatrix, ClassroomRankData, ClassroomRuns } from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
-import { stepFigures, type BlockFigure, type BlockSpec } from '../../../src/ui/classroom-figures.ts';
+import { stepFigures, type BlockFigure, type BlockSpec } from '../../../src/ui/classroom/classroom-figures.ts';
 
 const m = (rows: number, cols: number): ClassroomMatrix => ({
   shape: [rows, cols],

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import type { SweepDegree, SweepReport } from '../../../src/session/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
-import { gemmDegrees, gemmEfficiency } from '../../../src/ui/gemm-efficiency.ts';
+import { gemmDegrees, gemmEfficiency } from '../../../src/ui/gemm/gemm-efficiency.ts';
 import { sweepDegree } from './sweep-degree.ts';
 
 /** A sweep degree from the real plan with made-up speeds: `gflops` for every GEMM, and a given step. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { defaultSettings, settingsFromHash } from '../../../src/ui/state.ts';
-import { parseInterconnect } from '../../../src/model/interconnect.ts';
+import { defaultSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
+import { parseInterconnect } from '../../../src/hardware/interconnect.ts';
 import { quoted } from '../../../src/core/quote.ts';
 
 describe('hostile URL hashes', () => {

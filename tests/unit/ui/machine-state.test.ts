@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { systems } from '../../../src/model/systems.ts';
-import { machineChoice } from '../../../src/ui/machine-choice.ts';
-import { defaultSettings, hashFromSettings, settingsFromHash } from '../../../src/ui/state.ts';
+import { systems } from '../../../src/hardware/systems.ts';
+import { machineChoice } from '../../../src/ui/shell/machine-choice.ts';
+import { defaultSettings, hashFromSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
 
 /** The seeds' 8×V100 PCIe box in fp16, 12 layers, 8 GPUs, global batch b·N. */
 const machineDefaults = {

@@ -8,7 +8,7 @@ import {
   settingsFromHash,
   withPreset,
   type Settings,
-} from '../../../src/ui/state.ts';
+} from '../../../src/ui/shell/state.ts';
 
 describe('settingsFromHash', () => {
   test('an empty hash gives the defaults and no messages', () => {

@@ -3,8 +3,8 @@ import { configFromPreset, type LayerConfig } from '../../../src/parallel/config
 import { makePlan } from '../../../src/parallel/plan.ts';
 import type { LayerPlan } from '../../../src/parallel/plan-types.ts';
 import type { SweepReport } from '../../../src/session/sweep.ts';
-import { gemmEfficiency } from '../../../src/ui/gemm-efficiency.ts';
-import { boundaries, type Boundary } from '../../../src/ui/shapes-model.ts';
+import { gemmEfficiency } from '../../../src/ui/gemm/gemm-efficiency.ts';
+import { boundaries, type Boundary } from '../../../src/ui/shell/shapes-model.ts';
 import { sweepDegree } from './sweep-degree.ts';
 
 // Labels are for people: the shapes panel and the GEMM view find their ops by the plan's typed

@@ -1,0 +1,223 @@
+// <tp-cluster-panel>: the layer × L projected onto a real cluster at a fixed GPU budget, over t, with and without SP.
+import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
+import { customElement, property, state } from 'lit/decorators.js';
+import type { TrainDtype } from '../../hardware/dtype.ts';
+import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
+import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
+import type { LayerConfig } from '../../parallel/config.ts';
+import { fixedBudget } from '../../projection/cluster-projection.ts';
+import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
+import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
+import { panelStyles } from '../shared/page-style.ts';
+import { formatBytes, formatMs } from '../shared/timeline-format.ts';
+
+type Okay = Extract<BudgetLine, { ok: true }>;
+
+const colors = { plain: '#2f6fb0', sp: '#d0622b', capacity: '#b00020' };
+
+/**
+ * `<tp-cluster-panel>`: for the page's layer sizes, L layers and a budget of N GPUs on `system`
+ * in `dtype`, the fixed-budget table (t × DP = N; global batch `gbatch`, b·N sequences by default, so each
+ * replica runs m = gbatch/(b·DP) micro-batches, t by default) and D3 charts of tokens/s, MFU, exposed share and memory per GPU vs t,
+ * without and with SP, memory against the GPU's capacity (the OOM line). Pure projection: the
+ * same code as `npm run project`.
+ */
+@customElement('tp-cluster-panel')
+export class TpClusterPanel extends LitElement {
+  static override styles = [
+    panelStyles,
+    css`
+      .charts {
+        display: flex;
+        flex-wrap: wrap;
+        gap: 8px;
+      }
+      .charts svg {
+        max-width: 100%;
+        height: auto;
+        flex: 1 1 420px;
+      }
+      td.oom {
+        color: #b00020;
+        font-weight: 600;
+      }
+    `,
+  ];
+
+  @property({ attribute: false }) config: LayerConfig | undefined;
+  @property() system = 'v100-pcie-8';
+  @property() dtype: TrainDtype = 'fp16';
+  @property({ type: Number }) layers = 12;
+  @property({ type: Number }) gpus = 8;
+  /** The global batch setting ('auto': b·N). */
+  @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
+  @property({ type: Boolean }) overlap = true;
+  @state() private plain: BudgetLine[] = [];
+  @state() private sp: BudgetLine[] = [];
+  @state() private error = '';
+  @state() private spec: SystemSpec | undefined;
+  private generation = 0;
+
+  protected override willUpdate(changed: PropertyValues<this>): void {
+    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap'] as const;
+    if (inputs.some((k) => changed.has(k))) void this.project();
+  }
+
+  private async project(): Promise<void> {
+    const c = this.config;
+    if (!c) return;
+    const mine = ++this.generation;
+    try {
+      const system = parseSystem(this.system);
+      const machine = { system, dtype: this.dtype };
+      const sizes = { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab };
+      const degrees = budgetDegrees(this.gpus);
+      const setup = {
+        sizes,
+        sp: false,
+        layers: this.layers,
+        gpus: this.gpus,
+        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees),
+        overlap: this.overlap,
+      };
+      const plain = await fixedBudget(setup, degrees, machine);
+      const sp = await fixedBudget(
+        { ...setup, sp: true },
+        degrees.filter((t) => t > 1),
+        machine,
+      );
+      if (mine !== this.generation) return;
+      this.spec = system;
+      this.plain = budgetLines(plain);
+      this.sp = budgetLines(sp, plain);
+      this.error = '';
+    } catch (e) {
+      if (mine !== this.generation) return;
+      this.error = e instanceof Error ? e.message : String(e);
+      this.plain = [];
+      this.sp = [];
+    }
+  }
+
+  protected override updated(): void {
+    const ok = (ls: BudgetLine[]): Okay[] => ls.filter((l): l is Okay => l.ok);
+    const plain = ok(this.plain);
+    const sp = ok(this.sp);
+    if (!plain.length || !this.spec) return;
+    const degrees = [...new Set([...plain, ...sp].map((l) => l.tp))].sort((a, b) => a - b);
+    const series = (v: (l: Okay) => number): ChartSeries[] => [
+      { name: 'no SP', color: colors.plain, points: plain.map((l) => ({ t: l.tp, v: v(l) })) },
+      { name: 'SP', color: colors.sp, points: sp.map((l) => ({ t: l.tp, v: v(l) })) },
+    ];
+    const draw = (name: string, title: string, yLabel: string, s: ChartSeries[], logY = false): void => {
+      const svg = this.renderRoot.querySelector<SVGSVGElement>(`svg[data-chart="${name}"]`);
+      if (svg) drawLineChart(svg, { title, yLabel, degrees, series: s, logY });
+    };
+    draw(
+      'tokens',
+      'tokens/s for the whole budget',
+      'tokens/s',
+      series((l) => l.tokensPerS),
+    );
+    draw(
+      'mfu',
+      'MFU (model FLOPs / N·peak·step)',
+      'MFU %',
+      series((l) => 100 * l.mfu),
+    );
+    draw(
+      'exposed',
+      'exposed communication, share of the step',
+      '% of step',
+      series((l) => 100 * l.exposedShare),
+    );
+    const capacity = plain[0]!.capacityGiB;
+    draw(
+      'memory',
+      'memory per GPU (log) and capacity',
+      'GiB',
+      [
+        ...series((l) => l.memoryGiB),
+        {
+          name: `capacity ${capacity} GiB (OOM above)`,
+          color: colors.capacity,
+          dashed: true,
+          points: degrees.map((t) => ({ t, v: capacity })),
+        },
+      ],
+      true,
+    );
+  }
+
+  private row(l: BudgetLine, sp: boolean) {
+    if (!l.ok)
+      return html`<tr data-tp=${l.tp} data-sp=${String(sp)}>
+        <td>${l.tp}</td>
+        <td colspan="9">${l.reason}</td>
+      </tr>`;
+    const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+    const signed = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`;
+    return html`<tr data-tp=${l.tp} data-sp=${String(sp)} data-oom=${String(l.oom)}>
+      <td>${l.tp}${sp ? ' SP' : ''}</td>
+      <td>${l.dp}</td>
+      <td>${l.microBatches}</td>
+      <td>${formatMs(l.stepMs)}</td>
+      <td data-tokens=${l.tokensPerS}>${Math.round(l.tokensPerS).toLocaleString('en-US')}</td>
+      <td>${l.tflopsPerGpu.toPrecision(3)}</td>
+      <td>${pct(l.mfu)}</td>
+      <td>${formatMs(l.exposedMs)} (${pct(l.exposedShare)})</td>
+      <td class=${l.oom ? 'oom' : ''}>
+        ${formatBytes(l.memoryGiB * 2 ** 30)}${l.oom ? ` — OOM (> ${l.capacityGiB} GiB)` : ''}
+      </td>
+      <td>${l.vsNoSp ? `${signed(l.vsNoSp.throughput)} tok/s, ${signed(l.vsNoSp.memory)} mem` : '—'}</td>
+    </tr>`;
+  }
+
+  protected override render() {
+    const c = this.config;
+    if (!c) return nothing;
+    const s = this.spec;
+    return html`<h2>Cluster projection</h2>
+      ${this.error ? html`<p class="error" role="alert" data-cluster-error>${this.error}</p>` : nothing}
+      <p class="note" data-cluster-caption>
+        This layer × ${this.layers} layers (embedding, output and loss once) on
+        ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
+        ${
+          this.gbatch === 'auto'
+            ? `global batch b·N = ${c.b * this.gpus} sequences (each replica accumulates t micro-batches)`
+            : `global batch ${this.gbatch} sequences (gbatch; each replica accumulates m = ${this.gbatch}/(b·DP) micro-batches)`
+        };
+        DP gradient all-reduce after backward, not overlapped. A projection from datasheet figures and the alpha-beta
+        link model, not a measurement; the WebGPU run on this page is fp32 on this browser's adapter.
+      </p>
+      <table data-cluster-table>
+        <thead>
+          <tr>
+            <th>t</th>
+            <th>DP</th>
+            <th>m</th>
+            <th>step</th>
+            <th>tokens/s</th>
+            <th>TFLOP/s/GPU</th>
+            <th>MFU</th>
+            <th>exposed comm</th>
+            <th>memory/GPU</th>
+            <th>SP vs no SP</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${this.plain.map((l) => this.row(l, false))} ${this.sp.map((l) => this.row(l, true))}
+        </tbody>
+      </table>
+      <div class="charts">
+        <svg data-chart="tokens"></svg><svg data-chart="mfu"></svg><svg data-chart="exposed"></svg
+        ><svg data-chart="memory"></svg>
+      </div>`;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-cluster-panel': TpClusterPanel;
+  }
+}

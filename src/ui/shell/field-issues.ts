@@ -1,0 +1,44 @@
+// Which control each validation message is shown next to (pure, no DOM).
+import type { ValidationIssue } from '../../parallel/validate.ts';
+import { sizeKeys, type Settings } from './state.ts';
+
+/** A control of <tp-controls>: a settings key. */
+export type ControlField = keyof Settings;
+
+/** A message to show next to one control. */
+export interface FieldIssue {
+  readonly field: ControlField;
+  readonly message: string;
+}
+
+const controlFields = new Set<string>([
+  'preset',
+  ...sizeKeys,
+  'tp',
+  'sp',
+  'net',
+  'overlap',
+  'pass',
+  'view',
+  'machine',
+  'system',
+  'dtype',
+  'layers',
+  'gpus',
+]);
+
+/**
+ * Places each issue next to a control: the one the user just changed when the issue involves it
+ * (an illegal t shows under the TP control even though the rule names heads first), else the
+ * issue's own `field`; fields without a control (seed, ε, RoPE base) go to the preset.
+ */
+export function placeIssues(
+  issues: readonly Pick<ValidationIssue, 'field' | 'fields' | 'message'>[],
+  changed?: ControlField,
+): FieldIssue[] {
+  return issues.map((i) => {
+    const involved = changed !== undefined && (i.fields as readonly string[]).includes(changed);
+    const field = (involved ? changed : controlFields.has(i.field) ? i.field : 'preset') as ControlField;
+    return { field, message: i.message };
+  });
+}

@@ -1,0 +1,56 @@
+// Which machine the page's timeline describes, from the settings (pure, no DOM).
+import { peakFlops } from '../../hardware/gpus.ts';
+import type { Interconnect } from '../../hardware/interconnect.ts';
+import { parseSystem } from '../../hardware/systems.ts';
+import type { Machine } from '../../projection/projected-layer.ts';
+import type { FieldIssue } from './field-issues.ts';
+import { commOf, type MachineMode, type Settings } from './state.ts';
+
+/** Names of the machine modes, as the caption and the controls say them. */
+export const machineNames: Readonly<Record<MachineMode, string>> = {
+  cluster: 'a real cluster',
+  browser: 'this browser as the cluster',
+  custom: 'custom: compute measured here, communication on a modeled link (mixed)',
+};
+
+/** What a run needs to know about the machine, or the issues that stop it. */
+export interface MachineChoice {
+  /** Communication of the run: measured here or a modeled link (ignored when `projection` is set). */
+  readonly comm: 'measured' | Interconnect;
+  /** Set for a real cluster: the timeline is projected onto it. */
+  readonly projection?: Machine;
+  /** The caption's first words: which machine this is. */
+  readonly label: string;
+  readonly issues: readonly FieldIssue[];
+}
+
+/** The machine of some settings; a bad system, dtype or link comes back as an issue by its control. */
+export function machineChoice(s: Settings): MachineChoice {
+  const issues: FieldIssue[] = [];
+  const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+  if (s.machine === 'browser') return { comm: 'measured', label: machineNames.browser, issues };
+  if (s.machine === 'custom') {
+    try {
+      return { comm: commOf(s.net), label: machineNames.custom, issues };
+    } catch (e) {
+      return { comm: 'measured', label: machineNames.custom, issues: [{ field: 'net', message: message(e) }] };
+    }
+  }
+  let system;
+  try {
+    system = parseSystem(s.system);
+  } catch (e) {
+    return { comm: 'measured', label: machineNames.cluster, issues: [{ field: 'system', message: message(e) }] };
+  }
+  try {
+    peakFlops(system.gpu, s.dtype); // V100 has no bf16 tensor cores: said by the dtype control
+  } catch (e) {
+    return { comm: 'measured', label: machineNames.cluster, issues: [{ field: 'dtype', message: message(e) }] };
+  }
+  return {
+    comm: system.intra,
+    projection: { system, dtype: s.dtype },
+    label: `${machineNames.cluster} (${system.label}, ${s.dtype})`,
+    issues,
+  };
+}

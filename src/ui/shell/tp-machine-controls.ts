@@ -1,0 +1,139 @@
+// <tp-machine-controls>: which machine the timeline describes (a real cluster, this browser, or the custom mix), its system, dtype, layers, GPUs and global batch.
+import { LitElement, html, nothing, type TemplateResult } from 'lit';
+import { customElement, property, state } from 'lit/decorators.js';
+import { trainDtypes } from '../../hardware/dtype.ts';
+import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
+import { systemNames, systems } from '../../hardware/systems.ts';
+import { parseWhole } from '../../parallel/config-parse.ts';
+import type { ControlField, FieldIssue } from './field-issues.ts';
+import { machineNames } from './machine-choice.ts';
+import { controlStyles, panelStyles } from '../shared/page-style.ts';
+import { machineModes, type Settings } from './state.ts';
+import { fieldMessages, settingsChangeEvent } from './settings-change.ts';
+
+/**
+ * `<tp-machine-controls>`: the machine of the timeline and of the cluster panel. Properties down:
+ * `settings`, `issues` (shown under the control they name). Events up: `settings-change`, as
+ * `<tp-controls>` sends it. A number that does not parse is refused here with its message.
+ */
+@customElement('tp-machine-controls')
+export class TpMachineControls extends LitElement {
+  static override styles = [panelStyles, controlStyles];
+
+  @property({ attribute: false }) settings: Settings | undefined;
+  @property({ attribute: false }) issues: readonly FieldIssue[] = [];
+  @state() private local: Partial<Record<ControlField, string>> = {};
+
+  private emit(settings: Settings, field: ControlField): void {
+    if (this.local[field]) this.local = { ...this.local, [field]: undefined };
+    this.dispatchEvent(settingsChangeEvent(settings, field));
+  }
+
+  private errorsFor(field: ControlField): TemplateResult | typeof nothing {
+    const msgs = fieldMessages(field, this.issues, this.local);
+    return msgs.length
+      ? html`${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`
+      : nothing;
+  }
+
+  private number(s: Settings, field: 'layers' | 'gpus', label: string): TemplateResult {
+    return html`<label
+        >${label}
+        <input
+          type="number"
+          min="1"
+          step="1"
+          data-control=${field}
+          .value=${String(s[field])}
+          @change=${(e: Event) => {
+            try {
+              this.emit({ ...s, [field]: parseWhole(field, (e.target as HTMLInputElement).value, 1) }, field);
+            } catch (err) {
+              this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
+            }
+          }}
+      /></label>
+      ${this.errorsFor(field)}`;
+  }
+
+  /** The cluster panel's global batch: "auto" (b·N) or sequences per step that every t of the table divides. */
+  private globalBatch(s: Settings): TemplateResult {
+    let invalid = '';
+    try {
+      resolveGlobalBatch(s.gbatch, s.b, s.gpus, budgetDegrees(s.gpus));
+    } catch (err) {
+      invalid = err instanceof Error ? err.message : String(err);
+    }
+    return html`<label
+        >global batch (sequences; auto = b·N)
+        <input
+          type="text"
+          inputmode="numeric"
+          data-control="gbatch"
+          .value=${String(s.gbatch)}
+          @change=${(e: Event) => {
+            try {
+              this.emit({ ...s, gbatch: parseGlobalBatch((e.target as HTMLInputElement).value) }, 'gbatch');
+            } catch (err) {
+              this.local = { ...this.local, gbatch: err instanceof Error ? err.message : String(err) };
+            }
+          }}
+      /></label>
+      ${this.errorsFor('gbatch')}
+      ${invalid && !this.local.gbatch ? html`<p class="error" role="alert" data-error-for="gbatch">${invalid}</p>` : nothing}`;
+  }
+
+  protected override render() {
+    const s = this.settings;
+    if (!s) return nothing;
+    const custom = !(systemNames as readonly string[]).includes(s.system);
+    return html`<fieldset>
+      <legend>Machine</legend>
+      ${machineModes.map(
+        (m) =>
+          html`<label class="check"
+            ><input
+              type="radio"
+              name="machine"
+              data-control="machine"
+              value=${m}
+              .checked=${s.machine === m}
+              @change=${() => this.emit({ ...s, machine: m }, 'machine')}
+            />
+            ${machineNames[m]}</label
+          >`,
+      )}
+      ${this.errorsFor('machine')}
+      <label
+        >system
+        <select
+          data-control="system"
+          @change=${(e: Event) => this.emit({ ...s, system: (e.target as HTMLSelectElement).value }, 'system')}
+        >
+          ${systemNames.map((n) => html`<option value=${n} ?selected=${n === s.system}>${systems[n].label}</option>`)}
+          ${custom ? html`<option value=${s.system} selected>${s.system}</option>` : nothing}
+        </select></label
+      >
+      ${this.errorsFor('system')}
+      <label
+        >projected dtype
+        <select
+          data-control="dtype"
+          @change=${(e: Event) =>
+            this.emit({ ...s, dtype: (e.target as HTMLSelectElement).value as Settings['dtype'] }, 'dtype')}
+        >
+          ${trainDtypes.map((d) => html`<option value=${d} ?selected=${d === s.dtype}>${d}</option>`)}
+        </select></label
+      >
+      ${this.errorsFor('dtype')}
+      <p class="hint">The WebGPU run on this page is always fp32; the dtype is the real cluster's.</p>
+      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')} ${this.globalBatch(s)}
+    </fieldset>`;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-machine-controls': TpMachineControls;
+  }
+}

@@ -1,0 +1,151 @@
+// <tp-oracle-badge>: the run's worst error against TP=1, pass/fail, the per-tensor table a click away.
+import { LitElement, css, html, nothing } from 'lit';
+import { customElement, property } from 'lit/decorators.js';
+import type { OracleEntry, OracleReport } from '../../parallel/oracle.ts';
+import { panelStyles } from '../shared/page-style.ts';
+
+const sci = (v: number): string => (Number.isFinite(v) ? v.toExponential(2) : String(v));
+
+/** Worst error as a fraction of its tolerance: < 1 passes. */
+const ratio = (e: OracleEntry): number => (e.tol > 0 ? e.maxAbs / e.tol : Infinity);
+
+/**
+ * `<tp-oracle-badge>`: pass/fail of `oracle` (TP=t vs the TP=1 run on the same adapter) with the
+ * worst tensor, the CPU twins' verdict when `cpuOracle` is set, and each tensor's max |error|,
+ * tolerance and reference max behind a click. `data-pass` on the badge is "true", "false" or
+ * "none" (nothing ran: `reason` says why).
+ */
+@customElement('tp-oracle-badge')
+export class TpOracleBadge extends LitElement {
+  static override styles = [
+    panelStyles,
+    css`
+      .badge {
+        display: inline-flex;
+        align-items: center;
+        gap: 10px;
+        padding: 6px 12px;
+        border-radius: 8px;
+        font-size: 16px;
+        font-weight: 700;
+        border: 2px solid;
+      }
+      .badge[data-pass='true'] {
+        background: #e6f4ea;
+        color: #0a5c25;
+        border-color: #0a5c25;
+      }
+      .badge[data-pass='false'] {
+        background: #fdecee;
+        color: #a3000f;
+        border-color: #a3000f;
+      }
+      .badge[data-pass='none'] {
+        background: #f3f4f6;
+        color: #374151;
+        border-color: #6b7280;
+      }
+      .detail {
+        font-weight: 400;
+        font-size: 14px;
+      }
+      details {
+        margin-top: 4px;
+      }
+      .cpu {
+        margin: 4px 0 0;
+        font-size: 14px;
+      }
+      summary {
+        cursor: pointer;
+        color: #0b2b55;
+        font-weight: 600;
+      }
+      tr.fail td {
+        color: #a3000f;
+        font-weight: 600;
+      }
+    `,
+  ];
+
+  /** TP=t against TP=1 on this adapter. */
+  @property({ attribute: false }) oracle: OracleReport | undefined;
+  /** TP=t against the CPU twins (small configurations only). */
+  @property({ attribute: false }) cpuOracle: OracleReport | undefined;
+  /** Why the CPU twins did not run, when they did not. */
+  @property() cpuSkipped = '';
+  /** The TP degree checked, for the wording. */
+  @property({ type: Number }) tp = 1;
+  /** Why there is no verdict (e.g. no WebGPU: nothing ran). */
+  @property() reason = '';
+
+  protected override render() {
+    const o = this.oracle;
+    if (!o) {
+      return html`<div class="badge" data-pass="none">
+        no oracle<span class="detail">${this.reason || 'nothing has run yet'}</span>
+      </div>`;
+    }
+    const w = o.worst;
+    return html`
+      <div
+        class="badge"
+        data-pass=${String(o.pass)}
+        title="max |TP=${this.tp} − TP=1| over every tensor, against 16·ε·(K+1)·max|ref|"
+      >
+        ${o.pass ? '✓ matches TP=1' : '✗ differs from TP=1'}
+        <span class="detail">worst ${w.tensor}: ${sci(w.maxAbs)} (tolerance ${sci(w.tol)})</span>
+      </div>
+      ${
+        this.cpuOracle
+          ? html`<p class="cpu" data-cpu-pass=${String(this.cpuOracle.pass)}>
+              CPU twins (float64 accumulation): ${this.cpuOracle.pass ? 'match' : 'differ'} — worst
+              ${this.cpuOracle.worst.tensor} ${sci(this.cpuOracle.worst.maxAbs)}
+            </p>`
+          : this.cpuSkipped
+            ? html`<p class="cpu" data-cpu-skipped>${this.cpuSkipped}</p>`
+            : nothing
+      }
+      <details>
+        <summary>every tensor (${o.entries.length})</summary>
+        ${this.table(o)}
+      </details>
+    `;
+  }
+
+  private table(o: OracleReport) {
+    return html`<table>
+      <thead>
+        <tr>
+          <th>tensor</th>
+          <th class="num">max |error|</th>
+          <th class="num">max rel</th>
+          <th class="num">max |ref|</th>
+          <th class="num">tolerance</th>
+          <th class="num">error / tol</th>
+          <th>verdict</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${o.entries.map(
+          (e) =>
+            html`<tr class=${e.pass ? '' : 'fail'} data-tensor=${e.tensor}>
+              <td><code>${e.tensor}</code></td>
+              <td class="num">${sci(e.maxAbs)}</td>
+              <td class="num">${sci(e.maxRel)}</td>
+              <td class="num">${sci(e.refMax)}</td>
+              <td class="num">${sci(e.tol)}</td>
+              <td class="num">${ratio(e).toFixed(3)}</td>
+              <td>${e.pass ? 'pass' : 'FAIL'}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>`;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-oracle-badge': TpOracleBadge;
+  }
+}

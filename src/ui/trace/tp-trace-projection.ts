@@ -1,0 +1,180 @@
+// <tp-trace-projection>: the projected step of the configuration a measured job ran, beside the measured one.
+import { LitElement, css, html, nothing } from 'lit';
+import { customElement, property, state } from 'lit/decorators.js';
+import { parseMegatronCommand, type ParsedCommand } from '../../megatron/megatron-command.ts';
+import { parseSystem, systemNames, systems, type SystemName } from '../../hardware/systems.ts';
+import { projectStep, type StepProjection } from '../../projection/cluster-projection.ts';
+import type { MeasuredAnalysis } from '../../kineto/measured-analysis.ts';
+import { compareWithProjection, type ComparedRow } from '../../projection/measured-vs-projected.ts';
+import { ncclName } from '../shared/measured-format.ts';
+import { panelStyles } from '../shared/page-style.ts';
+import { formatMs } from '../shared/timeline-format.ts';
+
+const rowNames: Record<ComparedRow['what'], string> = {
+  step: 'step time',
+  compute: 'compute (worst rank)',
+  comm: 'communication (worst rank)',
+  exposed: 'exposed communication (worst rank)',
+};
+
+/** The catalog system whose GPU the trace's device names mention (H100 → DGX H100, …); the default otherwise. */
+export function systemFor(deviceNames: readonly string[]): SystemName {
+  const d = deviceNames.join(' ');
+  const found = systemNames.find((n) => {
+    const gpu = systems[n].gpu.label.split(' ')[0]!;
+    return d.includes(gpu) && n.startsWith('dgx');
+  });
+  return found ?? systemNames.find((n) => n.startsWith('dgx-h100')) ?? systemNames[0]!;
+}
+
+/**
+ * `<tp-trace-projection>`: a textarea for the job's Megatron-LM command (`[data-command]`), a system
+ * picker, and after "Project" a table `[data-table="compare"]` of measured vs projected (rows
+ * `tr[data-what]` with `data-measured-ms`, `data-projected-ms`) and per collective. Bad input is
+ * named in `[data-projection-error]`.
+ */
+@customElement('tp-trace-projection')
+export class TpTraceProjection extends LitElement {
+  static override styles = [
+    panelStyles,
+    css`
+      textarea {
+        width: 100%;
+        min-height: 5em;
+        font-family: ui-monospace, monospace;
+        font-size: 13px;
+      }
+      .bar {
+        display: flex;
+        flex-wrap: wrap;
+        gap: 8px 16px;
+        align-items: center;
+        margin: 6px 0;
+      }
+      .error {
+        color: #8a0010;
+        font-weight: 600;
+      }
+    `,
+  ];
+
+  @property({ attribute: false }) analysis: MeasuredAnalysis | undefined;
+  /** The measured window: a ProfilerStep number, or 'all'. */
+  @property({ attribute: false }) step: number | 'all' = 'all';
+  /** GPUs of the job when the command does not say (torchrun's --nproc-per-node × --nnodes). */
+  @property({ type: Number }) gpus = 1;
+  @property({ attribute: false }) deviceNames: readonly string[] = [];
+
+  @state() private command = '';
+  @state() private system: SystemName | undefined;
+  @state() private error = '';
+  @state() private busy = false;
+  @state() private result: { parsed: ParsedCommand; projection: StepProjection } | undefined;
+
+  private async project(): Promise<void> {
+    this.error = '';
+    this.busy = true;
+    try {
+      const parsed = parseMegatronCommand(this.command, this.gpus);
+      const system = parseSystem(this.system ?? systemFor(this.deviceNames));
+      this.result = { parsed, projection: await projectStep(parsed.setup, { system, dtype: parsed.dtype }) };
+    } catch (e) {
+      this.error = e instanceof Error ? e.message : String(e);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private renderComparison() {
+    const r = this.result;
+    if (!r || !this.analysis) return nothing;
+    const c = compareWithProjection(this.analysis, this.step === 'all' ? undefined : this.step, r.projection);
+    const p = r.projection;
+    const ratio = (m: number, q: number) => (q > 0 ? `${(m / q).toFixed(2)}×` : '—');
+    return html`
+      <p class="note">
+        Projected: ${p.machine.system.label}, ${p.machine.dtype}; t = ${p.setup.tp}${p.setup.sp ? ' with SP' : ''},
+        ${p.setup.layers} layers, DP = ${p.dp}, ${p.microBatches} micro-batch${p.microBatches > 1 ? 'es' : ''} per step.
+        Measured: ${c.step === undefined ? 'the whole trace' : `ProfilerStep#${c.step}`}.
+        ${r.parsed.defaulted.length ? `Defaults used: ${r.parsed.defaulted.join('; ')}.` : ''}
+      </p>
+      <table data-table="compare">
+        <thead>
+          <tr>
+            <th></th>
+            <th class="num">measured</th>
+            <th class="num">projected</th>
+            <th class="num">measured / projected</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${c.rows.map(
+            (x) =>
+              html`<tr data-what=${x.what} data-measured-ms=${x.measuredMs} data-projected-ms=${x.projectedMs}>
+                <td>${rowNames[x.what]}</td>
+                <td class="num">${formatMs(x.measuredMs)}</td>
+                <td class="num">${formatMs(x.projectedMs)}</td>
+                <td class="num">${ratio(x.measuredMs, x.projectedMs)}</td>
+              </tr>`,
+          )}
+          ${c.collectives.map(
+            (x) =>
+              html`<tr
+                data-collective=${x.collective}
+                data-measured-ms=${x.measuredMs}
+                data-projected-ms=${x.projectedMs}
+              >
+                <td>Σ ${ncclName(x.collective)} per GPU</td>
+                <td class="num">${formatMs(x.measuredMs)}</td>
+                <td class="num">${formatMs(x.projectedMs)}</td>
+                <td class="num">${ratio(x.measuredMs, x.projectedMs)}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+      <p class="note">
+        A profiled window may cover part of a step or several; an NCCL kernel's measured time includes waiting for its
+        slowest peer, the projection's does not. Projected all-reduce includes the data-parallel gradient all-reduce and
+        the finalize all-reduces.
+      </p>
+    `;
+  }
+
+  protected override render() {
+    const chosen = this.system ?? systemFor(this.deviceNames);
+    return html`
+      <h3>Projected step of the configuration the job ran</h3>
+      <label
+        >Paste the job's Megatron-LM command (the Exports panel's command, or your own launch):
+        <textarea
+          data-command
+          .value=${this.command}
+          @input=${(e: Event) => (this.command = (e.target as HTMLTextAreaElement).value)}
+          placeholder="torchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 8 --num-layers 32 --hidden-size 4096 …"
+        ></textarea>
+      </label>
+      <div class="bar">
+        <label
+          >System
+          <select
+            data-system
+            @change=${(e: Event) => (this.system = (e.target as HTMLSelectElement).value as SystemName)}
+          >
+            ${systemNames.map((n) => html`<option value=${n} ?selected=${n === chosen}>${systems[n].label}</option>`)}
+          </select></label
+        >
+        <button type="button" data-project ?disabled=${this.busy || !this.command.trim()} @click=${this.project}>
+          Project
+        </button>
+      </div>
+      ${this.error ? html`<p class="error" role="alert" data-projection-error>${this.error}</p>` : nothing}
+      ${this.renderComparison()}
+    `;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-trace-projection': TpTraceProjection;
+  }
+}
