@@ -98,8 +98,8 @@ export function rankMemory(plan: LayerPlan, rank: number): RankMemory {
 export function collectiveCosts(plan: LayerPlan, link?: Interconnect): CollectiveCost[] {
   const out: CollectiveCost[] = [];
   for (const op of plan.ops) {
+    if (op.kind !== 'collective') continue;
     const c = op.collective;
-    if (op.kind !== 'collective' || !c) continue;
     out.push({
       index: op.index,
       phase: op.phase,

@@ -21,7 +21,7 @@ export const swiftshaderLike: ComputeModel = {
 /** Modeled compute time (ms) of every op of the plan, [rank][opIndex]; collectives get 0. */
 export function modeledComputeMs(plan: LayerPlan, model: ComputeModel = swiftshaderLike): number[][] {
   const row = plan.ops.map((o) =>
-    o.kind === 'collective' ? 0 : o.flops / ((o.gemm ? model.gemmGflops : model.otherGflops) * 1e6),
+    o.kind === 'collective' ? 0 : o.flops / ((o.kind === 'gemm' ? model.gemmGflops : model.otherGflops) * 1e6),
   );
   return plan.ranks.map(() => [...row]);
 }

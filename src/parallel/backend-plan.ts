@@ -4,7 +4,18 @@ import { numel } from '../core/shape.ts';
 import { gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import type { Backend, OpSpec, SoftmaxArgs } from './backend.ts';
 import type { NamedCollective } from './layer-comm.ts';
-import type { OpPhase, OpSplit, PlannedCollective, PlannedOp } from './plan-types.ts';
+import type {
+  KernelName,
+  OpPhase,
+  OpSplit,
+  PlannedCollective,
+  PlannedGemmOp,
+  PlannedKernelOp,
+  PlannedOp,
+} from './plan-types.ts';
+
+/** What the plan backend fills in for every compute op; the rest comes with the op's body. */
+type Common = 'index' | 'phase' | 'name' | 'role' | 'split' | 'weight' | 'megatron' | 'overlap';
 
 /** A tensor as the planner sees it: a name and a shape, no data. */
 export interface ShapeTensor {
@@ -13,7 +24,7 @@ export interface ShapeTensor {
 }
 
 /** Arithmetic per output element of the non-GEMM kernels (estimates: exp, sigmoid, sin/cos count as ~4). */
-const perElement: Record<string, number> = {
+const perElement: Record<KernelName, number> = {
   rmsnorm: 4,
   rmsnormBackward: 8,
   rmsnormWeightGrad: 3,
@@ -36,7 +47,7 @@ const perElement: Record<string, number> = {
 };
 
 /** The Megatron module a kernel implements (a GEMM's comes from its split, see gemmModule). */
-const kernelModule: Record<string, string> = {
+const kernelModule: Record<KernelName, string> = {
   rmsnorm: 'RMSNorm',
   rmsnormBackward: 'RMSNorm',
   rmsnormWeightGrad: 'RMSNorm',
@@ -66,7 +77,7 @@ const gemmModule: Partial<Record<OpSplit, string>> = {
 };
 
 /** Kernels that write a weight's gradient. */
-const weightGradKernels = new Set(['rmsnormWeightGrad', 'embeddingBackward']);
+const weightGradKernels: ReadonlySet<KernelName> = new Set(['rmsnormWeightGrad', 'embeddingBackward']);
 
 /**
  * Runs the layer on shapes only and records every op in order: GEMMs with their local M, N, K
@@ -82,34 +93,32 @@ export class PlanBackend implements Backend<ShapeTensor> {
   readonly gemmProblems: GemmProblem[] = [];
   pending: NamedCollective | undefined;
 
-  private push(
-    spec: OpSpec,
-    op: Omit<PlannedOp, 'index' | 'phase' | 'name' | 'role' | 'split' | 'weight' | 'megatron' | 'overlap'>,
-  ): void {
-    const kernel = op.kernel ?? '';
-    const role = weightGradKernels.has(kernel)
-      ? 'wgrad'
-      : (spec.role ?? (this.phase === 'forward' ? 'forward' : 'dgrad'));
-    this.ops.push({
+  private push(spec: OpSpec, body: Omit<PlannedGemmOp, Common> | Omit<PlannedKernelOp, Common>): void {
+    const role =
+      body.kind === 'kernel' && weightGradKernels.has(body.kernel)
+        ? 'wgrad'
+        : (spec.role ?? (this.phase === 'forward' ? 'forward' : 'dgrad'));
+    const module = body.kind === 'gemm' ? (gemmModule[spec.split] ?? 'linear') : kernelModule[body.kernel];
+    const common = {
       index: this.ops.length,
       phase: this.phase,
       name: spec.label,
       role,
       split: spec.split,
       ...(spec.weight !== undefined && { weight: spec.weight }),
-      megatron: spec.megatron ?? (op.kind === 'gemm' ? gemmModule[spec.split] : kernelModule[kernel]) ?? kernel,
+      megatron: spec.megatron ?? module,
       overlap: { async: false, underAsync: spec.underAsync ?? role === 'wgrad' },
-      ...op,
-    });
+    };
+    this.ops.push(body.kind === 'gemm' ? { ...common, ...body } : { ...common, ...body });
   }
 
-  private kernel(kernel: string, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor, flops?: number): void {
+  private kernel(kernel: KernelName, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor, flops?: number): void {
     this.push(spec, {
       kind: 'kernel',
       kernel,
       inShapes: ins.map((t) => t.shape),
       outShape: out.shape,
-      flops: flops ?? (perElement[kernel] ?? 1) * numel(out.shape),
+      flops: flops ?? perElement[kernel] * numel(out.shape),
     });
   }
 
@@ -151,7 +160,6 @@ export class PlanBackend implements Backend<ShapeTensor> {
     this.gemmProblems.push(p);
     this.push(op, {
       kind: 'gemm',
-      kernel: 'gemm',
       inShapes: [a.shape, b.shape],
       outShape: c.shape,
       flops: gemmFlops(p),

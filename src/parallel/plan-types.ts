@@ -16,7 +16,7 @@ export type StepPass = 'forward' | 'backward';
 export const passOf = (phase: OpPhase): StepPass => (phase === 'forward' ? 'forward' : 'backward');
 
 /** What an op is: a GEMM, another compute kernel (norm, softmax, RoPE, SwiGLU, add, embedding, cross-entropy pieces), or a collective. */
-export type OpKind = 'gemm' | 'kernel' | 'collective';
+export type OpKind = PlannedOp['kind'];
 
 /**
  * What a compute op produces: an activation (forward), the gradient of an activation (dgrad), or
@@ -98,15 +98,43 @@ export interface PlannedCollective {
 }
 
 /**
- * One op of a rank's step, in execution order, with what it is as data. `name` is the label in
- * the trace ("qkv.dgrad"): nothing decides from it. `kernel` is the kernel that runs it ("gemm",
- * "rmsnorm", …; absent for collectives).
+ * The compute kernels other than GEMM that a rank's step runs, by the Backend method that runs
+ * each (one WGSL shader, wrapper and CPU twin per kernel; the backward and cross-entropy pieces
+ * are kernels of their own).
  */
-export interface PlannedOp {
+export const kernelNames = [
+  'rmsnorm',
+  'rmsnormBackward',
+  'rmsnormWeightGrad',
+  'rope',
+  'ropeBackward',
+  'softmax',
+  'softmaxBackward',
+  'swiglu',
+  'swigluBackward',
+  'add',
+  'addInPlace',
+  'copyCols',
+  'embedding',
+  'embeddingBackward',
+  'ceLocalMax',
+  'ceLocalSumExp',
+  'ceTargetLogit',
+  'ceGrad',
+  'ceLoss',
+] as const;
+
+/** One of the non-GEMM compute kernels (`kernelNames`). */
+export type KernelName = (typeof kernelNames)[number];
+
+/**
+ * What every op of a rank's step carries, in execution order. `name` is the label in the trace
+ * ("qkv.dgrad"): nothing decides from it.
+ */
+interface PlannedOpBase {
   readonly index: number;
   readonly phase: OpPhase;
   readonly name: string;
-  readonly kind: OpKind;
   readonly role: OpRole;
   readonly split: OpSplit;
   /** The parameter the op reads or whose gradient it writes (a GEMM's weight, a norm's gain); absent when none. */
@@ -114,13 +142,31 @@ export interface PlannedOp {
   /** The Megatron module or mapping it implements ("ColumnParallelLinear", "reduceFromTensorParallelRegion (g) — …"). */
   readonly megatron: string;
   readonly overlap: OpOverlap;
-  readonly kernel?: string;
   readonly inShapes: readonly (readonly number[])[];
   readonly outShape: readonly number[];
   readonly flops: number;
-  readonly gemm?: PlannedGemm;
-  readonly collective?: PlannedCollective;
 }
+
+/** A GEMM of the step: its local problem and which GEMM of the layer it is. */
+export interface PlannedGemmOp extends PlannedOpBase {
+  readonly kind: 'gemm';
+  readonly gemm: PlannedGemm;
+}
+
+/** A non-GEMM compute kernel of the step (norm, softmax, RoPE, SwiGLU, add, embedding, cross-entropy pieces). */
+export interface PlannedKernelOp extends PlannedOpBase {
+  readonly kind: 'kernel';
+  readonly kernel: KernelName;
+}
+
+/** A collective of the step, as the ring model sees it. */
+export interface PlannedCollectiveOp extends PlannedOpBase {
+  readonly kind: 'collective';
+  readonly collective: PlannedCollective;
+}
+
+/** One op of a rank's step: a discriminated union on `kind`, each kind with its required payload. */
+export type PlannedOp = PlannedGemmOp | PlannedKernelOp | PlannedCollectiveOp;
 
 /** What one rank owns of the logical model ([start, end) ranges in global indices). */
 export interface RankOwnership {
@@ -149,4 +195,22 @@ export interface LayerPlan {
   readonly paddedVocab: number;
   readonly ranks: readonly RankOwnership[];
   readonly ops: readonly PlannedOp[];
+}
+
+/** Narrows an op to a GEMM. */
+export const isGemmOp = (op: PlannedOp): op is PlannedGemmOp => op.kind === 'gemm';
+
+/** Narrows an op to a collective. */
+export const isCollectiveOp = (op: PlannedOp): op is PlannedCollectiveOp => op.kind === 'collective';
+
+/** The GEMM of an op that must be one; throws naming the op otherwise. */
+export function gemmOf(op: PlannedOp): PlannedGemm {
+  if (op.kind !== 'gemm') throw new Error(`op ${op.index} (${op.name}) is a ${op.kind}, not a GEMM.`);
+  return op.gemm;
+}
+
+/** The collective of an op that must be one; throws naming the op otherwise. */
+export function collectiveOf(op: PlannedOp): PlannedCollective {
+  if (op.kind !== 'collective') throw new Error(`op ${op.index} (${op.name}) is a ${op.kind}, not a collective.`);
+  return op.collective;
 }

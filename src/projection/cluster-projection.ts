@@ -64,7 +64,7 @@ async function plans(c: LayerConfig): Promise<{ full: LayerPlan; block: LayerPla
 }
 
 /** GEMM FLOPs of the plan's ops (one rank). */
-const gemmFlops = (p: LayerPlan): number => p.ops.reduce((a, o) => a + (o.gemm ? o.gemm.flops : 0), 0);
+const gemmFlops = (p: LayerPlan): number => p.ops.reduce((a, o) => a + (o.kind === 'gemm' ? o.gemm.flops : 0), 0);
 
 /**
  * One training step on `machine`:
@@ -150,7 +150,7 @@ function finalizeTime(full: LayerPlan, block: LayerPlan, L: number, machine: Mac
   const payload = new Map<CollectiveOp, { bytes: number; group: number }>();
   const add = (p: LayerPlan, times: number): void => {
     for (const op of p.ops) {
-      if (!isPerStep(op) || !op.collective || op.collective.groupSize <= 1) continue;
+      if (!isPerStep(op) || op.kind !== 'collective' || op.collective.groupSize <= 1) continue;
       const c = op.collective;
       const prev = payload.get(c.op) ?? { bytes: 0, group: c.groupSize };
       const bytes = (c.payloadBytes / bytesPerElement) * dtypeBytes[machine.dtype] * times;

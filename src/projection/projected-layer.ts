@@ -21,7 +21,7 @@ export interface Machine {
 export function kernelBytes(op: PlannedOp, dtype: TrainDtype): number {
   const b = dtypeBytes[dtype];
   const out = numel(op.outShape);
-  if (op.kernel === 'embedding') return numel(op.inShapes[0] ?? []) * 4 + 2 * out * b;
+  if (op.kind === 'kernel' && op.kernel === 'embedding') return numel(op.inShapes[0] ?? []) * 4 + 2 * out * b;
   return (op.inShapes.reduce((a, s) => a + numel(s), 0) + out) * b;
 }
 
@@ -54,8 +54,8 @@ export function projectedCommSource(machine: Machine, t: number): string {
  * the training dtype.
  */
 export function projectedCollectiveUs(op: PlannedOp, machine: Machine): number {
+  if (op.kind !== 'collective' || op.collective.groupSize <= 1) return 0;
   const c = op.collective;
-  if (!c || c.groupSize <= 1) return 0;
   const { system } = machine;
   const link = tpGroupLink(system, c.groupSize);
   const payload = (c.payloadBytes / bytesPerElement) * dtypeBytes[machine.dtype];
@@ -78,7 +78,7 @@ export function projectOps(plan: LayerPlan, machine: Machine): ProjectedOps {
   const compute: number[] = [];
   const comm: number[] = [];
   for (const op of plan.ops) {
-    const g = op.gemm ? gemmTime(op.gemm, gpu, machine.dtype) : undefined;
+    const g = op.kind === 'gemm' ? gemmTime(op.gemm, gpu, machine.dtype) : undefined;
     gemm.push(g);
     const perStep = isPerStep(op);
     compute.push(

@@ -160,7 +160,7 @@ export async function layerTiming(
     const compute = plan.ops.filter((o) => o.kind !== 'collective');
     const gemmMs = await timeGemmsAlone(k, gemmProblems);
     let g = 0;
-    const ms = compute.map((o) => (o.gemm ? gemmMs[g++] : NaN));
+    const ms = compute.map((o) => (o.kind === 'gemm' ? gemmMs[g++] : NaN));
     const rest = Math.max(0, total - ms.filter((v) => !Number.isNaN(v)).reduce((s, v) => s + v, 0));
     const otherFlops = compute.reduce((s, o, i) => s + (Number.isNaN(ms[i]) ? Math.max(o.flops, 1) : 0), 0);
     return {

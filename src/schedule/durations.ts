@@ -1,5 +1,5 @@
 import { collectiveTimeUs, type Interconnect } from '../hardware/interconnect.ts';
-import type { LayerPlan } from '../parallel/plan-types.ts';
+import type { LayerPlan, PlannedCollectiveOp } from '../parallel/plan-types.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 
 /**
@@ -8,7 +8,7 @@ import type { TraceEvent } from '../core/trace-event.ts';
  */
 export function modeledCommMs(plan: LayerPlan, link: Interconnect): number[][] {
   const row = plan.ops.map((op) =>
-    op.collective
+    op.kind === 'collective'
       ? collectiveTimeUs(op.collective.op, op.collective.payloadBytes, op.collective.groupSize, link) / 1000
       : 0,
   );
@@ -23,7 +23,7 @@ export function modeledCommMs(plan: LayerPlan, link: Interconnect): number[][] {
  * Throws when a rank's events do not match the plan's collectives in count or op.
  */
 export function measuredCommMs(plan: LayerPlan, events: readonly TraceEvent[]): number[][] {
-  const colls = plan.ops.filter((op) => op.collective);
+  const colls = plan.ops.filter((op): op is PlannedCollectiveOp => op.kind === 'collective');
   const perRank = plan.ranks.map(({ rank }) => {
     const mine = events
       .filter((e) => e.rank === rank && e.stream === 'comm')
@@ -33,7 +33,7 @@ export function measuredCommMs(plan: LayerPlan, events: readonly TraceEvent[]): 
         `measuredCommMs: rank ${rank} has ${mine.length} comm events, the plan has ${colls.length} collectives.`,
       );
     mine.forEach((e, k) => {
-      const want = colls[k]!.collective!.op;
+      const want = colls[k]!.collective.op;
       if (e.op !== want)
         throw new Error(
           `measuredCommMs: rank ${rank}'s comm event ${k} is ${e.op}, the plan's collective ${k} (${colls[k]!.name}) is ${want}.`,

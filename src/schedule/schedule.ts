@@ -1,5 +1,6 @@
 import { formatShape } from '../core/shape.ts';
 import type {
+  KernelName,
   LayerPlan,
   OpPhase,
   OpRole,
@@ -48,7 +49,8 @@ export interface ScheduledEvent extends TraceEvent {
   readonly split: OpSplit;
   readonly weight?: WeightName;
   readonly megatron: string;
-  readonly kernel?: string;
+  /** The kernel that ran a compute op (a GEMM's is `gemm`); absent for collectives. */
+  readonly kernel?: KernelName | 'gemm';
   readonly inShapes: readonly (readonly number[])[];
   readonly outShape: readonly number[];
   /** Local shapes for labels: "[32, 768]·[768, 192] → [32, 192]". */
@@ -140,7 +142,7 @@ function base(
   t1: number,
   phases: readonly TracePhase[],
 ): Omit<Draft, 'waitMs' | 'overlapped' | 'after'> {
-  const c = op.collective;
+  const c = op.kind === 'collective' ? op.collective : undefined;
   return {
     rank,
     stream: op.kind === 'collective' ? 'comm' : 'compute',
@@ -158,11 +160,11 @@ function base(
     split: op.split,
     ...(op.weight !== undefined && { weight: op.weight }),
     megatron: op.megatron,
-    ...(op.kernel !== undefined && { kernel: op.kernel }),
+    ...(op.kind !== 'collective' && { kernel: op.kind === 'gemm' ? 'gemm' : op.kernel }),
     inShapes: op.inShapes,
     outShape: op.outShape,
     shapeLabel: shapeLabel(op),
-    ...(op.gemm && { gemm: op.gemm }),
+    ...(op.kind === 'gemm' && { gemm: op.gemm }),
     ...(c && { collective: c }),
   };
 }

@@ -117,7 +117,7 @@ export function sweepGemms(plan: LayerPlan, ms: (op: PlannedOp, computeIndex: nu
   return plan.ops
     .filter((o) => o.kind !== 'collective')
     .flatMap((o, i) => {
-      if (!o.gemm) return [];
+      if (o.kind !== 'gemm') return [];
       const t = ms(o, i);
       const { site, M, N, K, batch, flops } = o.gemm;
       return [

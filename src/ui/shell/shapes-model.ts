@@ -41,7 +41,7 @@ const gathered = (): string => '[s, b, h]';
 const product =
   (p: GemmProduct): OpMatch =>
   (op) =>
-    op.gemm?.site.product === p && op.gemm.site.computes === 'C';
+    op.kind === 'gemm' && op.gemm.site.product === p && op.gemm.site.computes === 'C';
 /** The forward kernel reading weight `w` (the RMSNorms by their gains, the embedding by its table). */
 const kernelOf =
   (w: WeightName): OpMatch =>

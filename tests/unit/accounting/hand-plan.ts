@@ -7,9 +7,18 @@ import { gemmFlops } from '../../../src/reference/gemm.ts';
 import { ringBytesSent } from '../../../src/comm/ring-bytes.ts';
 import { headDim, type LayerConfig } from '../../../src/parallel/config.ts';
 import { paddedVocab, rankOwnership } from '../../../src/parallel/ownership.ts';
-import type { GemmSite, LayerPlan, OpPhase, PlannedOp } from '../../../src/parallel/plan-types.ts';
+import type {
+  GemmSite,
+  KernelName,
+  LayerPlan,
+  OpPhase,
+  PlannedCollectiveOp,
+  PlannedGemmOp,
+  PlannedKernelOp,
+} from '../../../src/parallel/plan-types.ts';
 
-type Draft = Omit<PlannedOp, 'index' | 'role' | 'split' | 'megatron' | 'overlap'>;
+type Filled = 'index' | 'role' | 'split' | 'megatron' | 'overlap';
+type Draft = Omit<PlannedGemmOp, Filled> | Omit<PlannedKernelOp, Filled> | Omit<PlannedCollectiveOp, Filled>;
 
 // The accounting reads none of the typed fields beyond kind and phase: neutral values.
 const neutral = {
@@ -48,7 +57,6 @@ export function handPlan(c: LayerConfig): LayerPlan {
       phase,
       name,
       kind: 'gemm',
-      kernel: 'gemm',
       inShapes: [
         [batch, M, K],
         [batch, K, N],
@@ -58,7 +66,7 @@ export function handPlan(c: LayerConfig): LayerPlan {
       gemm: g,
     });
   };
-  const kernel = (phase: OpPhase, name: string, k: string, shape: number[], perElement: number): void => {
+  const kernel = (phase: OpPhase, name: string, k: KernelName, shape: number[], perElement: number): void => {
     ops.push({
       phase,
       name,
@@ -163,7 +171,7 @@ export function handPlan(c: LayerConfig): LayerPlan {
 
   // Backward.
   if (c.vocab > 0) {
-    kernel('backward', 'loss.backward', 'cross-entropy', [s, b, vl], 3);
+    kernel('backward', 'loss.backward', 'ceGrad', [s, b, vl], 3);
     gemm('backward', 'output.dgrad', { product: 'logits', computes: 'dA' }, m, h, vl);
     gemm('backward', 'output.wgrad', { product: 'logits', computes: 'dB' }, h, vl, m);
     colBackward('output', false);

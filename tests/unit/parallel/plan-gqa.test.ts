@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
-import type { PlannedOp } from '../../../src/parallel/plan-types.ts';
+import { collectiveOf, gemmOf, type PlannedOp } from '../../../src/parallel/plan-types.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 
 /** The attention's QKV ops of a plan, in order, as "name:kind". */
@@ -25,14 +25,14 @@ describe('groups < t: linear_qkv as Megatron-Core runs it (even split, all-gathe
       'qkv.wgrad:gemm',
     ]);
     const op = (name: string) => plan.ops.find((o) => o.name === name)!;
-    expect(op('qkv').gemm).toMatchObject({ M: 64, N: 48, K: 256 });
+    expect(gemmOf(op('qkv'))).toMatchObject({ M: 64, N: 48, K: 256 });
     expect(op('qkv')).toMatchObject({ split: 'column', weight: 'wqkv', megatron: 'ColumnParallelLinear (linear_qkv)' });
     const S = 64 * 384 * 4;
     expect(op('qkv.gather')).toMatchObject({ phase: 'forward', role: 'forward', split: 'column' });
     expect(op('qkv.gather').megatron).toMatch(
       /^allGatherLastDimFromTensorParallelRegion — forward: all-gather last dim/,
     );
-    expect(op('qkv.gather').collective).toMatchObject({
+    expect(collectiveOf(op('qkv.gather'))).toMatchObject({
       op: 'allGather',
       dim: -1,
       inShape: [64, 1, 48],
@@ -41,7 +41,7 @@ describe('groups < t: linear_qkv as Megatron-Core runs it (even split, all-gathe
       ringBytesSent: (7 * S) / 8,
     });
     expect(op('qkv.gather.backward')).toMatchObject({ phase: 'backward', role: 'dgrad' });
-    expect(op('qkv.gather.backward').collective).toMatchObject({
+    expect(collectiveOf(op('qkv.gather.backward'))).toMatchObject({
       op: 'reduceScatter',
       dim: -1,
       inShape: [64, 1, 384],
@@ -49,8 +49,8 @@ describe('groups < t: linear_qkv as Megatron-Core runs it (even split, all-gathe
       payloadBytes: S,
     });
     expect(op('qkv.split.q').outShape).toEqual([64, 32]);
-    expect(op('qkv.dgrad').gemm).toMatchObject({ M: 64, N: 256, K: 48 });
-    expect(op('qkv.wgrad').gemm).toMatchObject({ M: 256, N: 48, K: 64 });
+    expect(gemmOf(op('qkv.dgrad'))).toMatchObject({ M: 64, N: 256, K: 48 });
+    expect(gemmOf(op('qkv.wgrad'))).toMatchObject({ M: 256, N: 48, K: 64 });
     // No replica machinery is left.
     expect(plan.ops.some((o) => o.name.includes('replicas'))).toBe(false);
   });

@@ -1,9 +1,13 @@
 import { describe, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
+import { collectiveOf, gemmOf, isCollectiveOp } from '../../../src/parallel/plan-types.ts';
 
 const collectives = (ops: Awaited<ReturnType<typeof makePlan>>['plan']['ops'], phase: string) =>
-  ops.filter((o) => o.kind === 'collective' && o.phase === phase).map((o) => `${o.name}:${o.collective!.op}`);
+  ops
+    .filter(isCollectiveOp)
+    .filter((o) => o.phase === phase)
+    .map((o) => `${o.name}:${o.collective.op}`);
 
 describe('the plan is the layer run on shapes', () => {
   test('without SP a layer does two all-reduces of s·b·h·4 bytes forward and two backward (no vocabulary)', async () => {
@@ -11,9 +15,9 @@ describe('the plan is the layer run on shapes', () => {
     const { plan } = await makePlan(c);
     expect(collectives(plan.ops, 'forward')).toEqual(['attn.reduce:allReduce', 'mlp.reduce:allReduce']);
     expect(collectives(plan.ops, 'backward')).toEqual(['mlp.dgrad.reduce:allReduce', 'attn.dgrad.reduce:allReduce']);
-    for (const o of plan.ops.filter((o) => o.collective)) {
-      expect(o.collective!.payloadBytes).toBe(c.s * c.b * c.h * 4);
-      expect(o.collective!.ringBytesSent).toBe((2 * 3 * c.s * c.b * c.h * 4) / 4);
+    for (const o of plan.ops.filter(isCollectiveOp)) {
+      expect(o.collective.payloadBytes).toBe(c.s * c.b * c.h * 4);
+      expect(o.collective.ringBytesSent).toBe((2 * 3 * c.s * c.b * c.h * 4) / 4);
     }
   });
 
@@ -37,7 +41,7 @@ describe('the plan is the layer run on shapes', () => {
     // finalize_model_grads: one coalesced all-reduce of [dg1 | dg2] after everything of backward.
     expect(collectives(plan.ops, 'finalize')).toEqual(['norm.grads.reduce:allReduce']);
     const fin = plan.ops.find((o) => o.name === 'norm.grads.reduce')!;
-    expect(fin.collective!.payloadBytes).toBe(2 * c.h * 4);
+    expect(collectiveOf(fin).payloadBytes).toBe(2 * c.h * 4);
     expect(plan.ops.filter((o) => o.phase === 'backward').every((o) => o.index < fin.index)).toBe(true);
     expect(plan.ops.filter((o) => o.phase === 'finalize').map((o) => o.name)).toEqual([
       'norm.grads.flatten.g1',
@@ -46,14 +50,14 @@ describe('the plan is the layer run on shapes', () => {
       'norm.grads.unflatten.g1',
       'norm.grads.unflatten.g2',
     ]);
-    const big = plan.ops.filter((o) => o.collective && o.collective.op !== 'allReduce');
-    for (const o of big) expect(o.collective!.payloadBytes).toBe(c.s * c.b * c.h * 4);
+    const big = plan.ops.filter(isCollectiveOp).filter((o) => o.collective.op !== 'allReduce');
+    for (const o of big) expect(o.collective.payloadBytes).toBe(c.s * c.b * c.h * 4);
   });
 
   test('column-parallel GEMMs shrink N to N/t and row-parallel ones K to K/t', async () => {
     const c = configFromPreset('gpt2-layer', { tp: 4 });
     const { plan } = await makePlan(c);
-    const g = (name: string) => plan.ops.find((o) => o.name === name)!.gemm!;
+    const g = (name: string) => gemmOf(plan.ops.find((o) => o.name === name)!);
     expect(g('qkv.q')).toMatchObject({ M: 32, N: 768 / 4, K: 768 });
     expect(g('mlp.gate')).toMatchObject({ M: 32, N: 3072 / 4, K: 768 });
     expect(g('mlp.down')).toMatchObject({ M: 32, N: 768, K: 3072 / 4 });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
-import type { LayerPlan } from '../../../src/parallel/plan-types.ts';
+import { collectiveOf, type LayerPlan } from '../../../src/parallel/plan-types.ts';
 import { scheduleStep } from '../../../src/schedule/schedule.ts';
 
 /*
@@ -50,13 +50,13 @@ describe('the SP re-gather in backward, in Megatron’s order', () => {
     expect(at).toEqual([...at].sort((a, b) => a - b));
     expect(at[1]).toBe(at[0] + 1);
     const [regather, dgrad, reduce] = at.map((i) => plan.ops[i]);
-    expect([regather.collective?.op, regather.overlap.async, dgrad.overlap.underAsync]).toEqual([
+    expect([collectiveOf(regather).op, regather.overlap.async, dgrad.overlap.underAsync]).toEqual([
       'allGather',
       true,
       true,
     ]);
-    expect([reduce.collective?.op, reduce.overlap.async]).toEqual(['reduceScatter', true]);
-    expect(regather.collective?.payloadBytes).toBe(64 * 1 * 256 * 4);
+    expect([collectiveOf(reduce).op, reduce.overlap.async]).toEqual(['reduceScatter', true]);
+    expect(collectiveOf(regather).payloadBytes).toBe(64 * 1 * 256 * 4);
   });
 
   test.each([

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import type { SweepDegree, SweepReport } from '../../../src/session/sweep.ts';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
+import { gemmOf } from '../../../src/parallel/plan-types.ts';
 import { gemmDegrees, gemmEfficiency } from '../../../src/ui/gemm/gemm-efficiency.ts';
 import { sweepDegree } from './sweep-degree.ts';
 
@@ -12,7 +13,7 @@ async function degree(
   step: { computeMs: number; commMs: number; exposedMs: number },
 ): Promise<SweepDegree> {
   const { plan } = await makePlan(c);
-  return sweepDegree(plan, (o) => o.gemm!.flops / gflops / 1e6, step);
+  return sweepDegree(plan, (o) => gemmOf(o).flops / gflops / 1e6, step);
 }
 
 describe('the GEMM-efficiency view', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
-import type { LayerPlan } from '../../../src/parallel/plan-types.ts';
+import { gemmOf, type LayerPlan } from '../../../src/parallel/plan-types.ts';
 import type { SweepReport } from '../../../src/session/sweep.ts';
 import { gemmEfficiency } from '../../../src/ui/gemm/gemm-efficiency.ts';
 import { boundaries, type Boundary } from '../../../src/ui/shell/shapes-model.ts';
@@ -36,7 +36,7 @@ describe('the shapes panel reads what an op is, never its label', () => {
 
 /** Each GEMM at its own made-up speed (so that a wrong match shows). */
 const degree = (plan: LayerPlan) =>
-  sweepDegree(plan, (o) => (o.gemm!.flops / 1e9) * (1 + (o.index % 7)), { computeMs: 1, commMs: 1, exposedMs: 1 });
+  sweepDegree(plan, (o) => (gemmOf(o).flops / 1e9) * (1 + (o.index % 7)), { computeMs: 1, commMs: 1, exposedMs: 1 });
 
 describe('the GEMM view matches a GEMM across degrees by what it is, never by its label', () => {
   test('llama-gqa t = 1, 2, 4, 8 (QKV all-gathered at 4 and 8), each degree labelled differently: the same table', async () => {
