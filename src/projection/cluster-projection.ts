@@ -10,6 +10,8 @@ import { microBatchesOf, setupConfig, type TrainingSetup } from '../megatron/tra
 import type { LayerConfig } from '../parallel/config.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
+import { defaultKernelOptions } from './kernel-options.ts';
+import { modelGemmFlops } from './priced-ops.ts';
 import { isPerStep, projectLayer, tpGroupLink, type Machine } from './projected-layer.ts';
 import type { Timeline } from '../schedule/schedule.ts';
 
@@ -63,9 +65,6 @@ async function plans(c: LayerConfig): Promise<{ full: LayerPlan; block: LayerPla
   return { full, block };
 }
 
-/** GEMM FLOPs of the plan's ops (one rank). */
-const gemmFlops = (p: LayerPlan): number => p.ops.reduce((a, o) => a + (o.kind === 'gemm' ? o.gemm.flops : 0), 0);
-
 /**
  * One training step on `machine`:
  *   micro-batch = full + (L − 1)·block   (each plan scheduled with projected kernels and links)
@@ -103,7 +102,8 @@ export async function projectStep(setup: TrainingSetup, machine: Machine): Promi
   const stepMs = m * microBatchMs + dpAllReduceMs + finalizeMs + optimizerMs;
 
   const ref = await plans({ ...c, tp: 1, sp: false });
-  const modelFlopsPerStep = dp * m * (gemmFlops(ref.full) + (L - 1) * gemmFlops(ref.block));
+  const flops = (p: LayerPlan): number => modelGemmFlops(p, dtype, machine.kernels ?? defaultKernelOptions);
+  const modelFlopsPerStep = dp * m * (flops(ref.full) + (L - 1) * flops(ref.block));
   const tokensPerStep = dp * m * c.b * c.s;
   const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
   const exposedMs = tpExposedMs + dpAllReduceMs + finalizeMs;
