@@ -17,9 +17,18 @@ async function table(sp: boolean): Promise<Map<number, StepProjection>> {
 }
 
 describe("the seeds' V100 evidence", () => {
-  it('has a tiny GPT whose TP1 memory is near 2.85 GiB (within 10%)', async () => {
-    const gib = (await table(false)).get(1)!.memory.totalBytes / 2 ** 30;
-    expect(Math.abs(gib / seedsEvidence.memoryGiB.tp1 - 1)).toBeLessThan(0.1);
+  it('has a tiny GPT whose TP1 peak memory is 20–35% above the seeds’ 2.85 GiB: the cross entropy’s fp32 copy', async () => {
+    // The sizes were chosen for 2.89 GiB when the loss kept 16-bit logits; the peak now also holds
+    // the fp32 softmax vocab-parallel cross entropy keeps (4·s·b·V) and, during the loss's forward,
+    // the 16-bit logits beside it (2·s·b·V): 0.77 GiB more. The sizes are not refitted.
+    const step = (await table(false)).get(1)!;
+    const gib = step.memory.totalBytes / 2 ** 30;
+    expect(gib / seedsEvidence.memoryGiB.tp1).toBeGreaterThan(1.2);
+    expect(gib / seedsEvidence.memoryGiB.tp1).toBeLessThan(1.35);
+    const { s, b, vocab } = seedsV100.setup.sizes;
+    const states = step.memory.weightBytes + step.memory.gradBytes + step.memory.optimizerBytes;
+    expect(step.memory.totalBytes - states - step.memory.activationBytes).toBe(0);
+    expect(step.memory.activationBytes).toBeGreaterThan((4 + 2) * s * b * vocab);
   });
 
   it('reproduces the TP8/TP1 throughput ratio within a factor 1.5 and the memory ratio within ±25%', async () => {
