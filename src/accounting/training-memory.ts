@@ -1,4 +1,7 @@
-import type { TrainDtype } from '../hardware/dtype.ts';
+import type { LayerPlan } from '../parallel/plan-types.ts';
+import { activationBytes } from './activations.ts';
+import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
+import { bytesPerElement, parameterBytes } from './parameters.ts';
 
 /**
  * Bytes per parameter of mixed-precision Adam as Megatron-LM keeps them without the distributed
@@ -14,6 +17,16 @@ export const stateBytesPerParam: Readonly<Record<TrainDtype, { weights: number; 
   fp32: { weights: 4, grads: 4, optimizer: 8 },
 };
 
+/**
+ * Full recomputation keeps each block's input only: [s/t, b, h] under SP, [s, b, h] without
+ * (Korthikanti et al. 2022, §5: 2sbh bytes per layer in 16 bits); the block being recomputed
+ * holds its full set again, which the `full` plan's count already covers once.
+ */
+function checkpointElements(block: LayerPlan): number {
+  const own = block.ranks[0]!;
+  return (own.tokens[1] - own.tokens[0]) * block.config.b * block.config.h;
+}
+
 /** One GPU's training memory, bytes. */
 export interface GpuMemory {
   /** Parameters this GPU holds (its TP shard of its pipeline stage's layers, embedding and output). */
@@ -21,11 +34,54 @@ export interface GpuMemory {
   readonly weightBytes: number;
   readonly gradBytes: number;
   readonly optimizerBytes: number;
-  /** Live at the peak beside the states: activations of the in-flight micro-batches and transients. */
+  /**
+   * Activations: gpuMemory counts one micro-batch through all L layers; projectStep counts what is
+   * live at the peak beside the states (in-flight micro-batches and transients).
+   */
   readonly activationBytes: number;
-  /** The peak over the step's live intervals (src/projection/memory-timeline.ts). */
+  /** gpuMemory: the sum; projectStep: the peak over the step's live intervals (src/projection/memory-timeline.ts). */
   readonly totalBytes: number;
   readonly capacityBytes: number;
   /** totalBytes > capacity. */
   readonly oom: boolean;
+}
+
+/**
+ * A sum-of-parts bound (states + one micro-batch through all layers), without a schedule; the
+ * cluster projection uses the peak over live intervals instead (src/projection/memory-timeline.ts).
+ * Memory of rank 0 for a model of `layers` blocks: `full` is the plan with embedding, output and
+ * loss (one block inside), `block` one block alone; so L layers = full + (L − 1)·block. Weights
+ * and activations are counted from the plans' own tables (parameters.ts, activations.ts, kept in
+ * float32 there: elements = bytes/4, then re-priced at `dtype`); with `recompute`, blocks keep
+ * only their input (checkpointElements). Workspace, allocator
+ * fragmentation and the CUDA context are not counted.
+ */
+export function gpuMemory(
+  full: LayerPlan,
+  block: LayerPlan,
+  layers: number,
+  dtype: TrainDtype,
+  capacityGiB: number,
+  recompute = false,
+): GpuMemory {
+  const params = (parameterBytes(full, 0) + (layers - 1) * parameterBytes(block, 0)) / bytesPerElement;
+  const perBlock = recompute ? checkpointElements(block) : activationBytes(block, 0) / bytesPerElement;
+  const actElements = activationBytes(full, 0) / bytesPerElement + (layers - 1) * perBlock;
+  const per = stateBytesPerParam[dtype];
+  const weightBytes = params * per.weights;
+  const gradBytes = params * per.grads;
+  const optimizerBytes = params * per.optimizer;
+  const act = actElements * dtypeBytes[dtype];
+  const totalBytes = weightBytes + gradBytes + optimizerBytes + act;
+  const capacityBytes = capacityGiB * 2 ** 30;
+  return {
+    params,
+    weightBytes,
+    gradBytes,
+    optimizerBytes,
+    activationBytes: act,
+    totalBytes,
+    capacityBytes,
+    oom: totalBytes > capacityBytes,
+  };
 }
