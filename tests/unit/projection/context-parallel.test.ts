@@ -13,6 +13,7 @@ describe('ring attention (context parallelism)', () => {
       backwardMs: 0,
       commMs: 0,
       exposedMs: 0,
+      exposedForwardMs: 0,
     });
   });
 
@@ -34,5 +35,6 @@ describe('ring attention (context parallelism)', () => {
     const sendBack = p2pUs(h100, link, 2 * bytes) / 1e3;
     expect(r.exposedMs).toBeCloseTo(send - 0.001 + (sendBack - 0.001), 9);
     expect(r.forwardMs).toBeCloseTo(send, 9);
+    expect(r.exposedForwardMs).toBeCloseTo(send - 0.001, 9);
   });
 });
