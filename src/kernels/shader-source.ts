@@ -1,0 +1,34 @@
+import { parseWgslStruct, wgslLayout, type WgslLayout } from '../core/wgsl-layout.ts';
+import type { ShaderSpec } from '../reference/kernel-spec.ts';
+
+/** Every shaders/*.wgsl file's text by file stem (bundled by Vite). */
+const files: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(
+    import.meta.glob<string>('../../shaders/*.wgsl', { query: '?raw', import: 'default', eager: true }),
+  ).map(([path, code]) => [path.replace(/^.*\/([^/]+)\.wgsl$/, '$1'), code]),
+);
+
+/** The text of shaders/<stem>.wgsl; throws naming the files there when it does not exist. */
+export function shaderFile(stem: string): string {
+  const code = files[stem];
+  if (code === undefined)
+    throw new Error(`shaders/${stem}.wgsl does not exist (shaders/ holds ${Object.keys(files).sort().join(', ')}).`);
+  return code;
+}
+
+const sources = new Map<ShaderSpec, { code: string; params: WgslLayout }>();
+
+/**
+ * A shader module's source (its `include` snippets, then the file) and the layout of its
+ * `struct Params`, read from that source by the WGSL alignment rules; built once per shader.
+ */
+export function shaderSource(spec: ShaderSpec): { readonly code: string; readonly params: WgslLayout } {
+  let s = sources.get(spec);
+  if (!s) {
+    const code = [...(spec.include ?? []), spec.file].map(shaderFile).join('\n');
+    const where = `shaders/${spec.file}.wgsl`;
+    s = { code, params: wgslLayout(parseWgslStruct(shaderFile(spec.file), 'Params', where), where) };
+    sources.set(spec, s);
+  }
+  return s;
+}
