@@ -94,7 +94,9 @@ describe('packUniform', () => {
   });
 
   test('refuses a missing member, an unknown one, too many values and a bad integer, naming each', () => {
-    expect(() => packUniform(layout, { n: 1, r0: 0 }, 'softmax')).toThrow(/softmax: no value for Params member "scale"/);
+    expect(() => packUniform(layout, { n: 1, r0: 0 }, 'softmax')).toThrow(
+      /softmax: no value for Params member "scale"/,
+    );
     expect(() => packUniform(layout, { n: 1, r0: 0, scale: 1, w: [], cols: 3 }, 'softmax')).toThrow(
       /softmax: value for "cols", which the Params struct does not have/,
     );
