@@ -27,8 +27,21 @@ export function shaderSource(spec: ShaderSpec): { readonly code: string; readonl
   if (!s) {
     const code = [...(spec.include ?? []), spec.file].map(shaderFile).join('\n');
     const where = `shaders/${spec.file}.wgsl`;
-    s = { code, params: wgslLayout(parseWgslStruct(shaderFile(spec.file), 'Params', where), where) };
+    s = { code, params: uniformLayoutOf(shaderFile(spec.file), 'Params', where) };
     sources.set(spec, s);
   }
   return s;
+}
+
+const layouts = new Map<string, WgslLayout>();
+
+/** The layout of `struct <name>` in WGSL source `code` (parsed once per source and struct). */
+export function uniformLayoutOf(code: string, name: string, where: string): WgslLayout {
+  const key = `${name}\n${code}`;
+  let l = layouts.get(key);
+  if (!l) {
+    l = wgslLayout(parseWgslStruct(code, name, where), where);
+    layouts.set(key, l);
+  }
+  return l;
 }

@@ -13,7 +13,8 @@ const stems = readdirSync(shaderDir)
   .filter((f) => f.endsWith('.wgsl'))
   .map((f) => f.slice(0, -'.wgsl'.length));
 
-// The GEMM shaders have their own tuned variants and packers (src/kernels/gemm*.ts), outside the descriptors.
+// The GEMM shaders have no descriptor (their tuned variants live in src/kernels/gemm*.ts); gemm.ts packs
+// their uniforms by member name into the layout parsed from each variant's WGSL.
 const gemmShaders = ['gemm', 'gemm-subgroup', 'gemm-pack'];
 const snippets = ['row-reduce'];
 
@@ -67,6 +68,32 @@ describe('kernel descriptors against their WGSL', () => {
       expect(() => packUniform(layout, values, name)).not.toThrow();
     },
   );
+});
+
+describe('the GEMM shaders (packed by member name in src/kernels/gemm.ts)', () => {
+  test('both GEMM shaders lay out the same problem members at the same offsets; only the subgroup one has Kp', () => {
+    const portable = wgslLayout(parseWgslStruct(wgsl('gemm'), 'Params'));
+    const subgroup = wgslLayout(parseWgslStruct(wgsl('gemm-subgroup'), 'Params'));
+    const named = (l: typeof portable) => l.members.filter((m) => !m.name.startsWith('_'));
+    expect(named(subgroup).slice(0, -1)).toEqual(named(portable));
+    expect(named(subgroup).at(-1)).toMatchObject({ name: 'Kp', type: 'u32', offset: 68 });
+    expect(portable.size).toBe(subgroup.size);
+  });
+
+  test('gemm-pack.wgsl lays out its PackParams', () => {
+    const l = wgslLayout(parseWgslStruct(wgsl('gemm-pack'), 'PackParams'));
+    expect(l.members.filter((m) => !m.name.startsWith('_')).map((m) => m.name)).toEqual([
+      'R',
+      'C',
+      'off',
+      'sR',
+      'sC',
+      'bs',
+      'RP',
+      'CQ',
+      'count',
+    ]);
+  });
 });
 
 describe('the shared row reduction', () => {
