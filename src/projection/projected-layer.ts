@@ -145,8 +145,9 @@ export function projectOps(plan: LayerPlan, machine: Machine, overlap = false): 
   const compute = plan.ops.map((op, i) => (op.kind === 'collective' || isPerStep(op) ? 0 : deviceUs[i]!));
   const comm = plan.ops.map((op, i) => (op.kind === 'collective' && !isPerStep(op) ? deviceUs[i]! : 0));
   const overlapCost = new Array<number>(n).fill(0);
-  if (overlap) asyncOverlapCost(plan, machine, compute, comm, memoryBound, overlapCost);
-  if (kernels.tpCommOverlap) tpCommOverlap(plan, machine, compute, comm, memoryBound, overlapCost);
+  const times: OpTimes = { compute, comm, memoryBound, cost: overlapCost };
+  if (overlap) asyncOverlapCost(plan, machine, times);
+  if (kernels.tpCommOverlap) tpCommOverlap(plan, machine, times);
 
   const hostGap = new Array<number>(n).fill(0);
   if (!usesCudaGraphs(kernels)) {
@@ -180,6 +181,39 @@ export function projectOps(plan: LayerPlan, machine: Machine, overlap = false): 
   };
 }
 
+/** Per-op device times (µs) being priced, [opIndex]: compute, comm, whether HBM bounds the op, and its overlap cost. */
+interface OpTimes {
+  readonly compute: number[];
+  readonly comm: number[];
+  readonly memoryBound: readonly boolean[];
+  readonly cost: number[];
+}
+
+/**
+ * Slows the compute ops `under`, in order, while a collective of `windowUs` with footprint
+ * `foot` runs beside them (overlap-cost.ts); returns their total time after slowing.
+ */
+function slowUnder(
+  under: readonly number[],
+  windowUs: number,
+  foot: CommFootprint,
+  machine: Machine,
+  t: OpTimes,
+): number {
+  let window = windowUs;
+  let total = 0;
+  for (const j of under) {
+    const us = t.compute[j]!;
+    const slowed =
+      window > 0 ? overlappedKernelUs(us, window, overlapSlowdown(t.memoryBound[j]!, machine.system.gpu, foot)) : us;
+    window -= slowed;
+    t.cost[j]! += slowed - us;
+    t.compute[j] = slowed;
+    total += slowed;
+  }
+  return total;
+}
+
 /** NCCL's footprint for collective `op` on `link`: its channels' SMs and its HBM traffic. */
 const ncclFootprint = (op: CollectiveOp, link: Interconnect): CommFootprint =>
   commFootprint(op, link.busGBps, link.ncclChannels ?? commSms.ncclNvlink);
@@ -190,29 +224,13 @@ const ncclFootprint = (op: CollectiveOp, link: Interconnect): CommFootprint =>
  * (after them in plan order, else before): each such op is slowed (overlap-cost.ts) while the
  * collective's window lasts.
  */
-function asyncOverlapCost(
-  plan: LayerPlan,
-  machine: Machine,
-  compute: number[],
-  comm: number[],
-  memoryBound: boolean[],
-  cost: number[],
-): void {
-  const gpu = machine.system.gpu;
+function asyncOverlapCost(plan: LayerPlan, machine: Machine, times: OpTimes): void {
+  const { comm } = times;
   for (const op of plan.ops) {
     if (op.kind !== 'collective' || !op.overlap.async || isPerStep(op) || comm[op.index]! <= 0) continue;
     const link = tpGroupLink(machine.system, op.collective.groupSize);
     const foot = ncclFootprint(op.collective.op, link);
-    const under = neighbours(plan, op.index);
-    let window = comm[op.index]!;
-    for (const j of under) {
-      if (window <= 0) break;
-      const f = overlapSlowdown(memoryBound[j]!, gpu, foot);
-      const slowed = overlappedKernelUs(compute[j]!, window, f);
-      window -= slowed;
-      cost[j]! += slowed - compute[j]!;
-      compute[j] = slowed;
-    }
+    slowUnder(neighbours(plan, op.index), comm[op.index]!, foot, machine, times);
   }
 }
 
@@ -243,15 +261,8 @@ function neighbours(plan: LayerPlan, i: number): number[] {
  *                                                    pipeline's fill; bulk: n = ∞)
  * priced as the GEMM's G' plus an exposed remainder on the collective.
  */
-function tpCommOverlap(
-  plan: LayerPlan,
-  machine: Machine,
-  compute: number[],
-  comm: number[],
-  memoryBound: boolean[],
-  cost: number[],
-): void {
-  const gpu = machine.system.gpu;
+function tpCommOverlap(plan: LayerPlan, machine: Machine, times: OpTimes): void {
+  const { comm } = times;
   for (const op of plan.ops) {
     if (op.kind !== 'collective' || op.overlap.async || isPerStep(op)) continue;
     const c = op.collective;
@@ -267,16 +278,7 @@ function tpCommOverlap(
           : { sms: commSms.ubBulk, chunks: Infinity };
     const foot = commFootprint(c.op, link.busGBps, method.sms);
     const C = comm[op.index]!;
-    let window = C;
-    let g = 0;
-    for (const j of group) {
-      const slowed =
-        window > 0 ? overlappedKernelUs(compute[j]!, window, overlapSlowdown(memoryBound[j]!, gpu, foot)) : compute[j]!;
-      window -= slowed;
-      cost[j]! += slowed - compute[j]!;
-      compute[j] = slowed;
-      g += slowed;
-    }
+    const g = slowUnder(group, C, foot, machine, times);
     const total = Math.max(g, C) + Math.min(g, C) / method.chunks;
     comm[op.index] = total - g;
   }
