@@ -20,6 +20,10 @@ export interface ProjectArgs {
   readonly setup: Omit<TrainingSetup, 'tp'>;
   readonly degrees: readonly number[];
   readonly scenario: Scenario;
+  /** --search: run the advisor over every layout instead of the fixed-budget table. */
+  readonly search: boolean;
+  /** --top: rows the advisor prints. */
+  readonly top: number;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -29,11 +33,15 @@ export function usage(): string {
   return `usage: npm run project -- [--scenario ${Object.keys(scenarios).join('|')}] [--system NAME] [--preset ${Object.keys(presets).join('|')}]
        [--s N --b N --h N --heads N --groups N --ffn N --vocab N] [--layers L] [--gpus N] [--tp 1,2,4,8]
        [--global-batch SEQUENCES] [--sp] [--dtype ${trainDtypes.join('|')}] [--recompute] [--no-overlap] [--json]
+       [--search [--top K]]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × DP, the step time, tokens/s, model TFLOP/s per GPU, MFU, exposed communication and memory per GPU.
 Defaults come from the scenario (default ${seedsV100.name}: the seeds' tiny GPT on their 8×V100 PCIe box).
 With --sp each row also shows the change against the same t without SP.
+With --search the advisor enumerates t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and
+the overlaps for the model on N GPUs at the global batch (the size flags' b is ignored: the micro-batch is
+searched), counts each rejected layout by reason, and prints the K fastest (default 10) with memory and MFU.
 
 systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>):
 ${sys}
@@ -54,6 +62,8 @@ const options = {
   recompute: { type: 'boolean', default: false },
   'no-overlap': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
+  search: { type: 'boolean', default: false },
+  top: { type: 'string' },
   help: { type: 'boolean', default: false },
 } as const;
 
@@ -88,5 +98,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     setup,
     degrees: v.tp !== undefined ? parseDegrees(v.tp) : scenario.degrees,
     scenario,
+    search: v.search,
+    top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
   };
 }

@@ -1,9 +1,10 @@
-// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--sp] [--dtype fp16|bf16|fp32] [--json]
+// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
 import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.ts';
 import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
+import { runSearch } from './project-search.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -18,6 +19,11 @@ try {
 }
 if (args.help) {
   console.log(usage());
+  process.exit(0);
+}
+
+if (args.search) {
+  await runSearch(args);
   process.exit(0);
 }
 

@@ -67,6 +67,50 @@ async function plans(c: LayerConfig): Promise<{ full: LayerPlan; block: LayerPla
 const gemmFlops = (p: LayerPlan): number => p.ops.reduce((a, o) => a + (o.kind === 'gemm' ? o.gemm.flops : 0), 0);
 
 /**
+ * What a step's layers cost on a machine, independent of depth, budget, batch and recompute: the
+ * two plans (with the vocabulary, and one block alone) scheduled with projected kernels and links,
+ * the block's forward part (what full recomputation runs again), and the TP = 1 GEMM FLOPs of each
+ * plan. Configurations that share the layer (sizes, b, t, SP), the machine and the overlap share
+ * it (the advisor caches it: planning and scheduling the layer is the expensive part of a step).
+ */
+export interface LayerPricing {
+  readonly full: LayerPlan;
+  readonly block: LayerPlan;
+  readonly fullT: Timeline;
+  readonly blockT: Timeline;
+  /** The block's forward: what full recomputation runs again in backward. */
+  readonly forward: { readonly ms: number; readonly exposedMs: number };
+  /** GEMM FLOPs at TP = 1 (model FLOPs) of the full plan and of one block. */
+  readonly refFlops: { readonly full: number; readonly block: number };
+}
+
+/**
+ * Which TP ranks a pricing schedules: `all` (the timelines the page draws) or `first`, rank 0
+ * alone. The two give the same step, exposed time and memory: projectOps prices every rank's op
+ * alike (the ranks run the same shapes) and a collective's transfer is the slowest member's, so
+ * rank 0's timeline is every rank's; `first` costs 1/t of the scheduling.
+ */
+export type PricedRanks = 'all' | 'first';
+
+/** Prices the layer of `setup` on `machine` (the depth-, budget-, batch- and recompute-free part of a step). */
+export async function priceLayers(
+  setup: TrainingSetup,
+  machine: Machine,
+  ranks: PricedRanks = 'all',
+): Promise<LayerPricing> {
+  const c = setupConfig(setup);
+  const planned = await plans(c);
+  const only = (p: LayerPlan): LayerPlan => (ranks === 'all' ? p : { ...p, ranks: p.ranks.slice(0, 1) });
+  const full = only(planned.full);
+  const block = planned.block === planned.full ? full : only(planned.block);
+  const fullT = projectLayer(full, machine, setup.overlap);
+  const blockT = full === block ? fullT : projectLayer(block, machine, setup.overlap);
+  const ref = await plans({ ...c, tp: 1, sp: false });
+  const refFlops = { full: gemmFlops(ref.full), block: gemmFlops(ref.block) };
+  return { full, block, fullT, blockT, forward: forwardPart(blockT), refFlops };
+}
+
+/**
  * One training step on `machine`:
  *   micro-batch = full + (L − 1)·block   (each plan scheduled with projected kernels and links)
  *   step = m · micro-batch + DP all-reduce + finalize + optimizer
@@ -74,15 +118,18 @@ const gemmFlops = (p: LayerPlan): number => p.ops.reduce((a, o) => a + (o.kind =
  * default without --overlap-grad-reduce); its group of N/t ranks is strided by t.
  */
 export async function projectStep(setup: TrainingSetup, machine: Machine): Promise<StepProjection> {
+  return assembleStep(setup, machine, await priceLayers(setup, machine));
+}
+
+/** The step of `setup` from its layer's pricing (priceLayers of the same layer and machine). */
+export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepProjection {
   const c = setupConfig(setup);
   const { system, dtype } = machine;
   const L = setup.layers;
   const m = microBatchesOf(setup);
   const dp = setup.gpus / setup.tp;
-  const { full, block } = await plans(c);
-  const fullT = projectLayer(full, machine, setup.overlap);
-  const blockT = full === block ? fullT : projectLayer(block, machine, setup.overlap);
-  const redo = setup.recompute ? forwardPart(blockT) : { ms: 0, exposedMs: 0 };
+  const { full, block, fullT, blockT, refFlops } = pricing;
+  const redo = setup.recompute ? pricing.forward : { ms: 0, exposedMs: 0 };
   const microBatchMs = fullT.stepMs + (L - 1) * blockT.stepMs + L * redo.ms;
   const tpExposedMs = m * (worstExposed(fullT) + (L - 1) * worstExposed(blockT) + L * redo.exposedMs);
 
@@ -102,8 +149,7 @@ export async function projectStep(setup: TrainingSetup, machine: Machine): Promi
   const optimizerMs = memoryBoundUs(memory.params * (2 * (per.optimizer + per.weights) + per.grads), system.gpu) / 1e3;
   const stepMs = m * microBatchMs + dpAllReduceMs + finalizeMs + optimizerMs;
 
-  const ref = await plans({ ...c, tp: 1, sp: false });
-  const modelFlopsPerStep = dp * m * (gemmFlops(ref.full) + (L - 1) * gemmFlops(ref.block));
+  const modelFlopsPerStep = dp * m * (refFlops.full + (L - 1) * refFlops.block);
   const tokensPerStep = dp * m * c.b * c.s;
   const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
   const exposedMs = tpExposedMs + dpAllReduceMs + finalizeMs;
