@@ -41,12 +41,26 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
   const machine = { system: args.system, dtype: args.dtype };
   const space = defaultSearchSpace(args.system, layers);
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const r = await advise({ model: { sizes: model, layers }, machine, gpus, globalBatch }, space, { k: args.top });
   const seconds = (performance.now() - t0) / 1e3;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   if (args.json) {
     console.log(
       JSON.stringify(
-        { system: args.system.name, dtype: args.dtype, model, layers, gpus, globalBatch, space, seconds, ...r },
+        {
+          system: args.system.name,
+          dtype: args.dtype,
+          model,
+          layers,
+          gpus,
+          globalBatch,
+          space,
+          seconds,
+          cpuSeconds,
+          ...r,
+        },
         null,
         2,
       ),
@@ -58,7 +72,7 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
     `model: s ${sizes.s}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers; ${gpus} GPUs, global batch ${globalBatch} sequences`,
   );
   console.log(
-    `${r.candidates.toLocaleString('en-US')} candidates in ${seconds.toFixed(2)} s (${r.layersPriced} distinct layers planned and scheduled); ${r.ranked.toLocaleString('en-US')} ranked`,
+    `${r.candidates.toLocaleString('en-US')} candidates in ${seconds.toFixed(2)} s wall, ${cpuSeconds.toFixed(2)} s CPU (${r.layersPriced} distinct layers planned and scheduled); ${r.ranked.toLocaleString('en-US')} ranked`,
   );
   console.log('rejected:');
   for (const [why, n] of Object.entries(r.rejected) as [AdvisorRejection, number][])

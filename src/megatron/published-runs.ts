@@ -32,6 +32,8 @@ export interface PublishedRun {
     readonly vocab: number;
   };
   readonly layout: ParallelLayout;
+  /** Flash attention (2022 on; Transformer Engine's fused attention in today's Megatron-Core). */
+  readonly flashAttention: boolean;
   /** Flags the source does not state, each with the value assumed here. */
   readonly assumed: readonly string[];
   /** The published per-GPU throughput and how it was counted. */
@@ -122,6 +124,7 @@ const narayanan: readonly PublishedRun[] = narayananRows.map(
       globalBatch: batch,
       model: { arch: 'gpt', s: 2048, h, heads, groups: heads, ffn: 4 * h, layers, vocab: 51200 },
       layout: layout({ tp, pp, microBatch, recompute: 'full' }),
+      flashAttention: false,
       assumed: [
         `--micro-batch-size ${microBatch} (not in the table; ${pp === 1 ? 'as the 1.7B scenario assumes' : 'many micro-batches per pipeline'})`,
         'no interleaved schedule (v = 1; not stated per row)',
@@ -186,8 +189,10 @@ const h100: readonly PublishedRun[] = h100Rows.map(([size, heads, h, layers, tp,
     overlapParamGather: true,
     tpCommOverlap: tp > 1,
   }),
+  flashAttention: true,
   assumed: [
     '--micro-batch-size 1 (not stated)',
+    'flash attention (Transformer Engine; not stated)',
     'no recomputation (not stated)',
     'no interleaved schedule (v = 1; not stated)',
     'multi-head attention (groups = heads; the table gives heads only)',

@@ -7,9 +7,10 @@ import {
   type ParallelLayout,
 } from '../megatron/parallel-layout.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from './advisor-space.ts';
-import { assembleStep } from './cluster-projection.ts';
+import { assembleStep, stepLowerBounds, type LayerPricing } from './cluster-projection.ts';
 import { LayerPricingCache } from './layer-pricing-cache.ts';
-import { layoutSetup } from './layout-setup.ts';
+import { layoutSetup, type SetupExtras } from './layout-setup.ts';
+import type { TrainingSetup } from '../megatron/training-setup.ts';
 import type { Machine } from './projected-layer.ts';
 
 /** The question the advisor answers: the fastest layouts of `model` on N GPUs of `machine` at a global batch. */
@@ -19,16 +20,20 @@ export interface AdvisorProblem {
   readonly gpus: number;
   /** Sequences per step (--global-batch-size). */
   readonly globalBatch: number;
+  /** Kernel and weight choices every candidate shares (flash attention, tied embeddings). */
+  readonly extras?: SetupExtras;
 }
 
 /** Why a candidate is not ranked: a Megatron rule, a flag the step model cannot express, or memory. */
-export type AdvisorRejection = LayoutRejection | 'unexpressed' | 'oom';
+export type AdvisorRejection = LayoutRejection | 'unexpressed' | 'oom' | 'slower';
 
 /** What each advisor rejection means. */
 export const advisorRejectionText: Readonly<Record<AdvisorRejection, string>> = {
   ...layoutRejectionText,
-  unexpressed: 'a flag the step model cannot express yet (pipeline, CP, distributed optimizer, overlaps, selective)',
+  unexpressed: 'a flag the step model cannot express yet (--tp-comm-overlap)',
   oom: 'the projected peak memory exceeds the GPU',
+  slower:
+    "provably slower than the k-th fastest: its busiest stage's compute alone exceeds that step (memory not checked)",
 };
 
 /** One ranked layout: its figures from the step projection (plain data: it crosses a worker boundary). */
@@ -49,7 +54,7 @@ export interface AdvisorRow {
 /** The advisor's answer: the k fastest layouts and what became of every other candidate. */
 export interface AdvisorResult {
   readonly candidates: number;
-  /** Candidates that fit and were ranked. */
+  /** Candidates projected in full that fit (the rest were rejected or provably slower). */
   readonly ranked: number;
   readonly rejected: Readonly<Record<AdvisorRejection, number>>;
   /** Distinct layers planned and scheduled (the rest came from the cache). */
@@ -78,6 +83,7 @@ const noRejections = (): Record<AdvisorRejection, number> => ({
   'flag-needs': 0,
   unexpressed: 0,
   oom: 0,
+  slower: 0,
 });
 
 /** a before b: faster step, then less memory. */
@@ -93,11 +99,22 @@ function keepTop(top: AdvisorRow[], row: AdvisorRow, k: number): void {
   if (top.length > k) top.pop();
 }
 
+/** A candidate that passed the rules, with its pricing and its step's lower bound. */
+interface Bounded {
+  readonly layout: ParallelLayout;
+  readonly setup: TrainingSetup;
+  readonly pricing: LayerPricing;
+  readonly boundMs: number;
+}
+
 /**
- * Enumerates `space`, drops each candidate Megatron refuses (counted by rule), that the step model
- * cannot express (counted) or that does not fit in memory (counted), projects the rest with
- * projectStep's own assembly over layer pricings shared by candidates with the same layer, and
- * keeps the k fastest.
+ * Enumerates `space`, drops each candidate Megatron refuses (counted by rule) or that the step
+ * model cannot express (counted), prices the rest's layers (shared by candidates with the same
+ * layer) and bounds each step from below (stepLowerBounds: those whose weights, optimizer state
+ * and gradients alone exceed the GPU are out of memory for certain, counted); then projects the candidates in
+ * order of that bound with projectStep's own assembly, drops those that do not fit in memory
+ * (counted), and stops once the next bound is no faster than the k-th step found: every
+ * candidate left is provably slower (counted). The top k are exactly those of projecting all.
  */
 export async function advise(
   problem: AdvisorProblem,
@@ -108,11 +125,10 @@ export async function advise(
   const { model, machine, gpus, globalBatch } = problem;
   const cache = new LayerPricingCache(machine);
   const rejected = noRejections();
-  const top: AdvisorRow[] = [];
   const total = spaceSize(space);
   const every = opts.progressEvery ?? 1024;
   let done = 0;
-  let ranked = 0;
+  const legal: Bounded[] = [];
   for (const layout of enumerateLayouts(space)) {
     if (++done % every === 0) opts.onProgress?.(done, total);
     const rule = layoutRejection(model, layout, gpus, globalBatch);
@@ -120,12 +136,28 @@ export async function advise(
       rejected[rule]++;
       continue;
     }
-    const { setup, unexpressed } = layoutSetup(model, layout, gpus, globalBatch);
+    const { setup, unexpressed } = layoutSetup(model, layout, gpus, globalBatch, problem.extras);
     if (unexpressed.length) {
       rejected.unexpressed++;
       continue;
     }
-    const step = assembleStep(setup, machine, await cache.price(setup));
+    const pricing = await cache.price(setup);
+    const bound = stepLowerBounds(setup, machine, pricing);
+    if (bound.memoryBytes > machine.system.gpu.memoryGiB * 2 ** 30) {
+      rejected.oom++;
+      continue;
+    }
+    legal.push({ layout, setup, pricing, boundMs: bound.stepMs });
+  }
+  legal.sort((a, b) => a.boundMs - b.boundMs);
+  const top: AdvisorRow[] = [];
+  let ranked = 0;
+  for (const [i, c] of legal.entries()) {
+    if (top.length === opts.k && c.boundMs >= top[opts.k - 1]!.stepMs) {
+      rejected.slower += legal.length - i;
+      break;
+    }
+    const step = assembleStep(c.setup, machine, c.pricing);
     if (step.memory.oom) {
       rejected.oom++;
       continue;
@@ -134,8 +166,8 @@ export async function advise(
     keepTop(
       top,
       {
-        layout,
-        dp: dataParallel(layout, gpus),
+        layout: c.layout,
+        dp: dataParallel(c.layout, gpus),
         microBatches: step.microBatches,
         stepMs: step.stepMs,
         tokensPerS: step.tokensPerS,

@@ -32,29 +32,29 @@ export function publishedSetup(run: PublishedRun): PublishedSetup {
     sizes: { s: m.s, h: m.h, heads: m.heads, groups: m.groups, ffn, vocab: m.vocab },
     layers: m.layers,
   };
-  return { ...layoutSetup(model, run.layout, run.gpus, run.globalBatch), approximations };
+  const extras = { flashAttention: run.flashAttention };
+  return { ...layoutSetup(model, run.layout, run.gpus, run.globalBatch, extras), approximations };
 }
 
-/** Projected against published for one run; projected fields are absent when it cannot be expressed. */
+/** Projected against published for one run (projected without the flags `mapped.unexpressed` lists). */
 export interface PublishedComparison {
   readonly run: PublishedRun;
   readonly mapped: PublishedSetup;
   /** The iteration time the source's throughput implies (its FLOP count / (N · its FLOP/s)), s. */
   readonly publishedStepS: number;
-  readonly projectedStepS?: number;
+  readonly projectedStepS: number;
   /** The source's FLOP count over the projected step, per GPU. */
-  readonly projectedTflopsPerGpu?: number;
+  readonly projectedTflopsPerGpu: number;
   /** projected step / published step − 1 (positive: the projection is slower). */
-  readonly stepError?: number;
-  readonly projectedMemoryGiB?: number;
-  readonly oom?: boolean;
+  readonly stepError: number;
+  readonly projectedMemoryGiB: number;
+  readonly oom: boolean;
 }
 
-/** Projects `run` when it can be expressed and sets it beside the published figure. */
+/** Projects `run` (leaving out what the step model cannot express, listed) beside the published figure. */
 export async function comparePublished(run: PublishedRun): Promise<PublishedComparison> {
   const mapped = publishedSetup(run);
   const pub = publishedStepS(run);
-  if (mapped.unexpressed.length) return { run, mapped, publishedStepS: pub };
   const step = await projectStep(mapped.setup, { system: systems[run.system], dtype: run.dtype });
   const s = step.stepMs / 1e3;
   return {

@@ -9,7 +9,7 @@ import {
 } from '../../../src/megatron/parallel-layout.ts';
 import { advise } from '../../../src/projection/advisor.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from '../../../src/projection/advisor-space.ts';
-import { priceLayers, assembleStep, projectStep } from '../../../src/projection/cluster-projection.ts';
+import { assembleStep, priceLayers, projectStep, stepLowerBounds } from '../../../src/projection/cluster-projection.ts';
 import { layoutSetup } from '../../../src/projection/layout-setup.ts';
 
 const { b: _b, ...sizes } = seedsV100.setup.sizes;
@@ -90,7 +90,7 @@ describe('priceLayers', () => {
 
 describe('advise', () => {
   it('counts each rejection by reason and ranks the rest by projectStep', async () => {
-    // tp 1, 2 legal; tp 3 breaks tp-heads; pp 2 is legal (10 % 2, DP 4 or 2, m whole) but unexpressed.
+    // tp 3 breaks tp-heads (8 heads); SP at t = 1 breaks sp-seq; the rest are legal and expressed.
     const space: SearchSpace = { ...point, tp: [1, 2, 3], pp: [1, 2], sp: [false, true] };
     let last: [number, number] = [0, 0];
     const r = await advise({ model, machine, gpus: 8, globalBatch: 64 }, space, {
@@ -99,12 +99,11 @@ describe('advise', () => {
     });
     expect(r.candidates).toBe(12);
     expect(last).toEqual([12, 12]);
-    // tp 3: 4 candidates (pp × sp); SP at t = 1: 2 (pp); pp 2 at t = 1 without SP, t = 2 with and without: 3
-    expect(r.rejected['tp-heads']).toBe(4);
-    expect(r.rejected['sp-seq']).toBe(2);
-    expect(r.rejected.unexpressed).toBe(3);
-    expect(r.ranked).toBe(3); // t1; t2; t2 + SP
-    expect(r.layersPriced).toBe(3);
+    expect(r.rejected['tp-heads']).toBe(4); // tp 3 × pp × sp
+    expect(r.rejected['sp-seq']).toBe(2); // t 1 + SP, pp 1 and 2
+    expect(r.rejected.unexpressed).toBe(0);
+    expect(r.ranked).toBe(6); // t 1 (pp 1, 2); t 2 (pp 1, 2) × (SP, no SP)
+    expect(r.layersPriced).toBe(3); // the pipeline does not change the layer: t 1; t 2; t 2 + SP
     for (const row of r.top) {
       const want = await projectStep(layoutSetup(model, row.layout, 8, 64).setup, machine);
       expect(row.stepMs).toBe(want.stepMs);
@@ -112,6 +111,33 @@ describe('advise', () => {
       expect(row.memoryGiB).toBe(want.memory.totalBytes / 2 ** 30);
     }
     expect(r.top.map((x) => x.stepMs)).toEqual([...r.top.map((x) => x.stepMs)].sort((a, b) => a - b));
+  });
+
+  it('stops at the bound with exactly the top k of projecting every candidate', async () => {
+    const space: SearchSpace = {
+      ...point,
+      tp: [1, 2, 4],
+      pp: [1, 2],
+      microBatch: [2, 8],
+      recompute: ['none', 'full'],
+      distributedOptimizer: [false, true],
+    };
+    const k = 3;
+    const r = await advise({ model, machine, gpus: 8, globalBatch: 64 }, space, { k });
+    expect(r.rejected.slower).toBeGreaterThan(0);
+    const all: { stepMs: number; flags: string }[] = [];
+    for (const layout of enumerateLayouts(space)) {
+      const { setup } = layoutSetup(model, layout, 8, 64);
+      const pricing = await priceLayers(setup, machine, 'first');
+      const step = assembleStep(setup, machine, pricing);
+      // The bounds hold for every candidate.
+      const bound = stepLowerBounds(setup, machine, pricing);
+      expect(bound.stepMs).toBeLessThanOrEqual(step.stepMs);
+      expect(bound.memoryBytes).toBeLessThanOrEqual(step.memory.totalBytes);
+      if (!step.memory.oom) all.push({ stepMs: step.stepMs, flags: layoutFlags(layout).join(' ') });
+    }
+    all.sort((a, b) => a.stepMs - b.stepMs);
+    expect(r.top.map((x) => x.stepMs)).toEqual(all.slice(0, k).map((x) => x.stepMs));
   });
 
   it('keeps the k fastest and counts what does not fit in memory', async () => {

@@ -38,7 +38,8 @@ describe('published Megatron-LM runs', () => {
     expect(publishedStepS(r)).toBeCloseTo(hand / (48 * 408.8e12), 12);
   });
 
-  it('maps every run flag by flag and projects every run it can express', async () => {
+  // 19 projections, pipelines up to p = 64 with m = 48: ≈ 8 s alone on 2 cores, so 120 s under load.
+  it('maps every run flag by flag and projects every run, leaving out only what it lists', async () => {
     const rows: PublishedComparison[] = [];
     for (const run of publishedRuns) rows.push(await comparePublished(run));
     const pct = (x: number | undefined): string =>
@@ -48,40 +49,38 @@ describe('published Megatron-LM runs', () => {
         c.run.id.padEnd(22),
         `t${c.run.layout.tp} p${c.run.layout.pp}`.padEnd(7),
         `${c.publishedStepS.toFixed(2)} s`.padStart(9),
-        (c.projectedStepS === undefined ? '—' : `${c.projectedStepS.toFixed(2)} s`).padStart(9),
+        `${c.projectedStepS.toFixed(2)} s`.padStart(9),
         pct(c.stepError).padStart(7),
-        c.mapped.unexpressed.length ? `not expressed: ${c.mapped.unexpressed.join('; ')}` : c.oom ? 'OOM' : '',
+        `${c.projectedMemoryGiB.toFixed(1)} GiB${c.oom ? ' OOM' : ''}`,
+        c.mapped.unexpressed.length ? `without ${c.mapped.unexpressed.map((u) => u.flag).join(', ')}` : '',
       ].join('  '),
     );
-    const errors = rows.flatMap((c) => (c.stepError === undefined ? [] : [Math.abs(c.stepError)]));
+    const errors = rows.map((c) => Math.abs(c.stepError));
     console.log(
-      `run                     layout   published  projected  error\n${lines.join('\n')}\n` +
-        `expressed ${errors.length} of ${rows.length}; mean |error| ${pct(errors.reduce((a, e) => a + e, 0) / Math.max(1, errors.length))}`,
+      `run                     layout   published  projected  error  memory\n${lines.join('\n')}\n` +
+        `${rows.length} runs; mean |error| ${(100 * (errors.reduce((a, e) => a + e, 0) / errors.length)).toFixed(1)}%, ` +
+        `largest ${(100 * Math.max(...errors)).toFixed(1)}%`,
     );
     for (const c of rows) {
-      // Complete mapping: every layout flag other than the defaults is expressed or listed.
+      // Complete mapping: every layout flag is expressed, or listed (today only --tp-comm-overlap).
       const l = c.run.layout;
-      const departures = [
-        l.pp > 1,
-        l.vpp > 1,
-        l.cp > 1,
-        l.recompute === 'selective',
-        l.distributedOptimizer,
-        l.overlapGradReduce,
-        l.overlapParamGather,
-        l.tpCommOverlap,
-      ].filter(Boolean).length;
-      expect(c.mapped.unexpressed.length, c.run.id).toBe(departures);
+      expect(c.mapped.unexpressed.length, c.run.id).toBe(l.tpCommOverlap ? 1 : 0);
+      expect(c.mapped.setup).toMatchObject({
+        tp: l.tp,
+        pp: l.pp,
+        vpp: l.vpp,
+        cp: l.cp,
+        sp: l.sp,
+        distributedOptimizer: l.distributedOptimizer,
+        overlapGradReduce: l.overlapGradReduce,
+        overlapParamGather: l.overlapParamGather,
+        layers: c.run.model.layers,
+        gpus: c.run.gpus,
+        globalBatch: c.run.globalBatch,
+      });
       if (!c.mapped.unexpressed.length) {
-        expect(c.mapped.setup).toMatchObject({
-          tp: l.tp,
-          sp: l.sp,
-          layers: c.run.model.layers,
-          gpus: c.run.gpus,
-          globalBatch: c.run.globalBatch,
-        });
         expect(c.projectedStepS, c.run.id).toBeGreaterThan(0);
       }
     }
-  });
+  }, 120_000);
 });
