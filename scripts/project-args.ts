@@ -15,6 +15,8 @@ const sizeFlags = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const;
 export interface ProjectArgs {
   readonly help: boolean;
   readonly json: boolean;
+  /** With --json: every stage's live memory intervals (class, bytes, t0, t1) per row. */
+  readonly memoryTimeline: boolean;
   readonly system: SystemSpec;
   readonly dtype: TrainDtype;
   readonly setup: Omit<TrainingSetup, 'tp'>;
@@ -37,7 +39,7 @@ export function usage(): string {
        [--decoder-first-pipeline-num-layers N] [--decoder-last-pipeline-num-layers N] [--cp CP]
        [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
-       [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights]
+       [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--search [--top K]]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
@@ -46,7 +48,8 @@ bubble, exposed communication per group and the peak memory per GPU over the sim
 Megatron's spellings: --pipeline-model-parallel-size = --pp, --num-virtual-stages-per-pipeline-rank = --vpp,
 --context-parallel-size = --cp. --recompute is --recompute-granularity full --recompute-method uniform
 --recompute-num-layers 1. Embeddings are untied unless --tied-embeddings (Megatron ties them unless
---untie-embeddings-and-output-weights; the scenarios keep them untied).
+--untie-embeddings-and-output-weights; the scenarios keep them untied). With --json, --memory-timeline adds
+every stage's live memory intervals (lifetime class, bytes, start and end in ms) per row.
 Defaults come from the scenario (default ${seedsV100.name}: the seeds' tiny GPT on their 8×V100 PCIe box).
 With --sp each row also shows the change against the same t without SP.
 With --search the advisor enumerates t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and
@@ -91,6 +94,7 @@ const options = {
   'tied-embeddings': { type: 'boolean', default: false },
   'untie-embeddings-and-output-weights': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
+  'memory-timeline': { type: 'boolean', default: false },
   search: { type: 'boolean', default: false },
   top: { type: 'string' },
   help: { type: 'boolean', default: false },
@@ -148,6 +152,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   return {
     help: v.help,
     json: v.json,
+    memoryTimeline: v['memory-timeline'],
     system: parseSystem(v.system ?? scenario.system),
     dtype: v.dtype !== undefined ? parseDtype(v.dtype) : scenario.dtype,
     setup,

@@ -59,7 +59,10 @@ const header = {
   note: 'projection from datasheet figures and the alpha-beta link model, not a measurement',
 };
 if (args.json) {
-  console.log(JSON.stringify({ ...header, rows: lines }, null, 2));
+  const timeline = args.memoryTimeline
+    ? { memoryTimeline: rows.flatMap((r) => (r.ok ? [{ tp: r.tp, stages: r.step.stageMemory }] : [])) }
+    : {};
+  console.log(JSON.stringify({ ...header, rows: lines, ...timeline }, null, 2));
   process.exit(0);
 }
 
@@ -78,6 +81,11 @@ console.log(
     `${header.distributedOptimizer ? ', distributed optimizer' : ''}${header.overlapGradReduce ? ', overlapped grad reduce' : ''}` +
     `${header.overlapParamGather ? ', overlapped param gather' : ''}${header.flashAttention ? ', flash attention' : ''}${header.tiedEmbeddings ? ', tied embeddings' : ''}`,
 );
+const first = lines.find((l) => l.ok);
+if (first?.ok && first.pp > 1)
+  console.log(
+    `pipeline: layers per stage ${first.stageLayers.join(', ')}; parameters per stage (M) ${first.stageParams.map((p) => (p / 1e6).toFixed(1)).join(', ')}`,
+  );
 const cols = [
   't',
   'DP',

@@ -295,7 +295,14 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   );
   const tpExposedMs = m * Math.max(...stageExposed);
   const maxStageLayers = Math.max(...split.layers.map((row) => row.reduce((a, n) => a + n, 0)));
-  const cpExposedMs = m * maxStageLayers * ring.exposedMs;
+  // CP: every layer's exchange, plus the forward exchange again where full recompute re-runs a layer.
+  const cpExposedMs =
+    m *
+    Math.max(
+      ...split.layers.map((row, i) =>
+        row.reduce((a, n, ch) => a + n * ring.exposedMs + rec[i]![ch]!.recomputedLayers * ring.exposedForwardMs, 0),
+      ),
+    );
 
   // Data parallelism on each stage's DP stream.
   const dpGroup = deg.dp * deg.cp;

@@ -31,6 +31,8 @@ export type BudgetLine =
       readonly memoryByClassGiB: Readonly<Record<MemoryClass, number>>;
       /** Parameters of each pipeline stage (its TP shard). */
       readonly stageParams: readonly number[];
+      /** Transformer layers of each pipeline stage (all its chunks). */
+      readonly stageLayers: readonly number[];
       readonly capacityGiB: number;
       readonly oom: boolean;
       /** With SP: relative change against the same t without SP (tokens/s, memory). */
@@ -80,6 +82,7 @@ export function budgetLines(rows: readonly BudgetRow[], baseline?: readonly Budg
       memoryGiB: s.memory.totalBytes / GiB,
       memoryByClassGiB: byClassGiB(memoryAtPeak(s)),
       stageParams: s.stageParams,
+      stageLayers: s.split.layers.map((row) => row.reduce((a, n) => a + n, 0)),
       capacityGiB: s.memory.capacityBytes / GiB,
       oom: s.memory.oom,
       ...(vsNoSp && { vsNoSp }),

@@ -31,8 +31,9 @@ export interface RingAttention {
   readonly backwardMs: number;
   /** Σ p2p time of the exchange. */
   readonly commMs: number;
-  /** The part of the exchange that compute does not hide. */
+  /** The part of the exchange that compute does not hide, both passes and the forward's alone. */
   readonly exposedMs: number;
+  readonly exposedForwardMs: number;
 }
 
 /**
@@ -51,7 +52,7 @@ export function ringAttention(
   link: Interconnect,
   system: SystemSpec,
 ): RingAttention {
-  if (cp <= 1) return { forwardMs: 0, backwardMs: 0, commMs: 0, exposedMs: 0 };
+  if (cp <= 1) return { forwardMs: 0, backwardMs: 0, commMs: 0, exposedMs: 0, exposedForwardMs: 0 };
   const sendF = p2pUs(system, link, kvBytes) / 1e3;
   const sendB = p2pUs(system, link, 2 * kvBytes) / 1e3;
   const exposedF = Math.max(0, sendF - core.forwardMs);
@@ -62,5 +63,6 @@ export function ringAttention(
     backwardMs: steps * (core.backwardMs + exposedB),
     commMs: steps * (sendF + sendB),
     exposedMs: steps * (exposedF + exposedB),
+    exposedForwardMs: steps * exposedF,
   };
 }

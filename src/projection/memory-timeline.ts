@@ -82,9 +82,10 @@ export function stageMemory(run: PipelineRun, stage: number, a: StageAllocations
   for (const r of a.resident) out.push({ class: 'resident', label: r.label, bytes: r.bytes, t0: 0, t1: endMs });
   for (const r of a.perStep) out.push({ class: 'perStep', label: r.label, bytes: r.bytes, t0: 0, t1: endMs });
   const ops = run.ops[stage] ?? [];
+  const backward = new Map(ops.filter((o) => o.pass === 'backward').map((o) => [o.chunk * run.m + o.microBatch, o]));
   for (const f of ops) {
     if (f.pass !== 'forward') continue;
-    const b = ops.find((o) => o.pass === 'backward' && o.chunk === f.chunk && o.microBatch === f.microBatch);
+    const b = backward.get(f.chunk * run.m + f.microBatch);
     const end = b?.t1 ?? endMs;
     const tag = `micro-batch ${f.microBatch}, chunk ${f.chunk}`;
     const kept = a.keptBytes(f.chunk);

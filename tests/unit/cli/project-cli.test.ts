@@ -129,10 +129,22 @@ describe('parseProjectArgs: Megatron-Core flags', () => {
 
 describe('npm run project', () => {
   it('--json carries per row the step, both MFUs, the bubble, exposed communication per group and memory by lifetime', async () => {
-    const r = await run('--tp', '1', '--pp', '8', '--layers', '8', '--global-batch', '128', '--json');
+    const r = await run(
+      '--tp',
+      '1',
+      '--pp',
+      '8',
+      '--layers',
+      '8',
+      '--global-batch',
+      '128',
+      '--json',
+      '--memory-timeline',
+    );
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout) as {
       pp: number;
+      memoryTimeline: { tp: number; stages: { stage: number; peakBytes: number; intervals: { class: string }[] }[] }[];
       rows: {
         pp: number;
         stepMs: number;
@@ -157,6 +169,12 @@ describe('npm run project', () => {
     expect(c.resident + c.perStep + c.perMicroBatch + c.transient).toBeCloseTo(row.memoryGiB, 9);
     expect(row.oom).toBe(false);
     expect(row.stageParams).toHaveLength(8);
+    // The timeline behind the peak: 8 stages of intervals, one per micro-batch's activations (m = 16).
+    const stages = doc.memoryTimeline[0]!.stages;
+    expect(stages).toHaveLength(8);
+    expect(Math.max(...stages.map((x) => x.peakBytes)) / 2 ** 30).toBeCloseTo(row.memoryGiB, 9);
+    const perMicroBatch = (i: number) => stages[i]!.intervals.filter((x) => x.class === 'perMicroBatch').length;
+    expect(perMicroBatch(0)).toBe(16);
   }, 60_000);
 
   it('prints the fixed-budget table and, with --json, the same numbers', async () => {
