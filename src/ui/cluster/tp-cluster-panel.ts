@@ -202,8 +202,8 @@ export class TpClusterPanel extends LitElement {
           : nothing
       }
       <p class="note" data-cluster-caption>
-        ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b}) ×
-        ${this.layers} layers (embedding, output and loss once) on
+        ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b})
+        × ${this.layers} layers (embedding, output and loss once) on
         ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
         ${
           this.gbatch === 'auto'
