@@ -36,6 +36,10 @@ export interface ProjectArgs {
   readonly kernels: KernelOptions;
   /** Print the GEMM model's table for the system's GPU instead of projecting (--gemm-table). */
   readonly gemmTable: boolean;
+  /** --search: run the advisor over every layout instead of the fixed-budget table. */
+  readonly search: boolean;
+  /** --top: rows the advisor prints. */
+  readonly top: number;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -53,6 +57,7 @@ export function usage(): string {
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--gemm-table]
+       [--search [--top K]]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
@@ -64,6 +69,9 @@ Megatron's spellings: --pipeline-model-parallel-size = --pp, --num-virtual-stage
 every stage's live memory intervals (lifetime class, bytes, start and end in ms) per row.
 Defaults come from the scenario (default ${seedsV100.name}: the seeds' tiny GPT on their 8×V100 PCIe box).
 With --sp each row also shows the change against the same t without SP.
+With --search the advisor enumerates t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and
+the overlaps for the model on N GPUs at the global batch (the size flags' b is ignored: the micro-batch is
+searched), counts each rejected layout by reason, and prints the K fastest (default 10) with memory and MFU.
 
 Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the models and sources):
   --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
@@ -119,6 +127,8 @@ const options = {
   'untie-embeddings-and-output-weights': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   'memory-timeline': { type: 'boolean', default: false },
+  search: { type: 'boolean', default: false },
+  top: { type: 'string' },
   help: { type: 'boolean', default: false },
   fabric: { type: 'string' },
   arch: { type: 'string' },
@@ -209,6 +219,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     setup,
     degrees: v.tp !== undefined ? parseDegrees(v.tp) : scenario.degrees,
     scenario,
+    search: v.search,
+    top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
   };
 }
 

@@ -1,4 +1,4 @@
-// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json]
+// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
 import { gemmTable } from '../src/projection/gemm-table.ts';
@@ -6,6 +6,7 @@ import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.
 import { recomputeOf } from '../src/megatron/training-setup.ts';
 import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
+import { runSearch } from './project-search.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -40,6 +41,11 @@ if (args.gemmTable) {
   const all = [head, ...rows];
   const w = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   for (const r of all) console.log(r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  '));
+  process.exit(0);
+}
+
+if (args.search) {
+  await runSearch(args);
   process.exit(0);
 }
 
