@@ -17,4 +17,4 @@ export interface GpuCollectiveOptions {
 }
 
 /** The defaults: see docs/ranks-and-collectives.md for the measurements behind them. */
-export const defaultGpuCollectiveOptions: GpuCollectiveOptions = { partBytes: 4 << 20, upload: 'mapped' };
+export const defaultGpuCollectiveOptions: GpuCollectiveOptions = { partBytes: 4 << 20, upload: 'write-buffer' };
