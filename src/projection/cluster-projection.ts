@@ -16,6 +16,8 @@ import {
 import type { LayerConfig } from '../parallel/config.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
+import { defaultKernelOptions } from './kernel-options.ts';
+import { modelGemmFlops } from './priced-ops.ts';
 import { isPerStep, projectLayer, projectOps, tpGroupLink, type Machine } from './projected-layer.ts';
 import type { Timeline } from '../schedule/schedule.ts';
 import { coreAttentionMs, isCoreAttention, ringAttention } from './context-parallel.ts';
@@ -252,7 +254,9 @@ export async function projectStep(setup: TrainingSetup, machine: Machine): Promi
 
   // FLOPs: the model's once (TP = 1, full sequence), executed adds the recomputed forwards.
   const ref = await plans({ ...c, s: setup.sizes.s, tp: 1, sp: false });
-  const perMicroBatch = gemmFlops(ref.full) + (L - 1) * gemmFlops(ref.block);
+  // Model FLOPs of the transformed op list (priced-ops.ts: GPT has no gate GEMMs).
+  const flops = (p: LayerPlan): number => modelGemmFlops(p, dtype, machine.kernels ?? defaultKernelOptions);
+  const perMicroBatch = flops(ref.full) + (L - 1) * flops(ref.block);
   const fwdLayer = gemmFlops(ref.block, (o) => o.phase === 'forward');
   const fwdCore = gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o));
   const redoFlops = rec
