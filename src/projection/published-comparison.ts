@@ -1,39 +1,45 @@
 import { systems } from '../hardware/systems.ts';
 import type { ClusterModel } from '../megatron/parallel-layout.ts';
 import { publishedFlops, publishedStepS, type PublishedRun } from '../megatron/published-runs.ts';
-import { swigluFfn } from '../parallel/config.ts';
 import { projectStep } from './cluster-projection.ts';
+import { defaultKernelOptions, type KernelOptions } from './kernel-options.ts';
 import { layoutSetup, type LayoutSetup } from './layout-setup.ts';
 
-/** A published run as the projection takes it: the setup, what it cannot express, what it approximates. */
+/** A published run as the projection takes it: the setup, its kernels, what it cannot express, what it approximates. */
 export interface PublishedSetup extends LayoutSetup {
+  /** How the run's kernels are priced: its architecture, attention backend and TP communication overlap. */
+  readonly kernels: KernelOptions;
   /** Expressed, but not exactly as the run had it (one line each). */
   readonly approximations: readonly string[];
 }
 
 /**
- * Maps a published run flag by flag onto the projection. The step model's block is Llama's
- * (RMSNorm, RoPE, SwiGLU, no biases): a GPT run's GeLU MLP of two h × 4h GEMMs becomes a SwiGLU
- * MLP of ffn = 8h/3 rounded up to 64 (three h × ffn GEMMs: the same weights and FLOPs to the
- * rounding), its LayerNorm, biases and learned positions the Llama equivalents.
+ * Maps a published run flag by flag onto the projection. A GPT run is priced with `arch: 'gpt'`
+ * (priced-ops.ts: the plan's gate GEMMs dropped, so the MLP is GeLU's two h × 4h GEMMs, with
+ * LayerNorm, biases, dropout and learned positions); FlashAttention prices its time and its
+ * memory; --tp-comm-overlap is the kernels' chunked overlap (it needs SP, as Megatron asserts).
  */
 export function publishedSetup(run: PublishedRun): PublishedSetup {
   const m = run.model;
   const approximations: string[] = [];
-  let ffn = m.ffn;
-  if (m.arch === 'gpt') {
-    ffn = swigluFfn(m.h);
+  if (m.arch === 'gpt')
     approximations.push(
-      `GeLU MLP h × ${m.ffn} (2 GEMMs) as SwiGLU ffn ${ffn} (3 GEMMs, ${((100 * (3 * ffn)) / (2 * m.ffn) - 100).toFixed(2)}% MLP FLOPs)`,
-      'LayerNorm, biases and learned positions as RMSNorm, no biases and RoPE',
+      `GPT priced as a transform of the Llama plan (priced-ops.ts); its weights and activations in memory still follow the plan's SwiGLU MLP of ffn ${m.ffn} (three h × ffn matrices, not two)`,
     );
-  }
   const model: ClusterModel = {
-    sizes: { s: m.s, h: m.h, heads: m.heads, groups: m.groups, ffn, vocab: m.vocab },
+    sizes: { s: m.s, h: m.h, heads: m.heads, groups: m.groups, ffn: m.ffn, vocab: m.vocab },
     layers: m.layers,
   };
   const extras = { flashAttention: run.flashAttention };
-  return { ...layoutSetup(model, run.layout, run.gpus, run.globalBatch, extras), approximations };
+  const laid = layoutSetup(model, run.layout, run.gpus, run.globalBatch, extras);
+  const kernels: KernelOptions = {
+    ...defaultKernelOptions,
+    arch: m.arch,
+    attentionBackend: run.flashAttention ? 'flash' : 'unfused',
+    tpCommOverlap: run.layout.tpCommOverlap && run.layout.sp,
+  };
+  const unexpressed = laid.unexpressed.filter((u) => !(u.flag === '--tp-comm-overlap' && kernels.tpCommOverlap));
+  return { ...laid, unexpressed, kernels, approximations };
 }
 
 /** Projected against published for one run (projected without the flags `mapped.unexpressed` lists). */
@@ -55,7 +61,11 @@ export interface PublishedComparison {
 export async function comparePublished(run: PublishedRun): Promise<PublishedComparison> {
   const mapped = publishedSetup(run);
   const pub = publishedStepS(run);
-  const step = await projectStep(mapped.setup, { system: systems[run.system], dtype: run.dtype });
+  const step = await projectStep(mapped.setup, {
+    system: systems[run.system],
+    dtype: run.dtype,
+    kernels: mapped.kernels,
+  });
   const s = step.stepMs / 1e3;
   return {
     run,

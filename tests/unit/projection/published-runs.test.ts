@@ -62,9 +62,15 @@ describe('published Megatron-LM runs', () => {
         `largest ${(100 * Math.max(...errors)).toFixed(1)}%`,
     );
     for (const c of rows) {
-      // Complete mapping: every layout flag is expressed, or listed (today only --tp-comm-overlap).
+      // Complete mapping: every layout flag is expressed (--tp-comm-overlap through the kernels, with SP),
+      // or listed (--tp-comm-overlap without SP, which Megatron rejects).
       const l = c.run.layout;
-      expect(c.mapped.unexpressed.length, c.run.id).toBe(l.tpCommOverlap ? 1 : 0);
+      expect(c.mapped.unexpressed.length, c.run.id).toBe(l.tpCommOverlap && !l.sp ? 1 : 0);
+      expect(c.mapped.kernels, c.run.id).toMatchObject({
+        arch: c.run.model.arch,
+        attentionBackend: c.run.flashAttention ? 'flash' : 'unfused',
+        tpCommOverlap: l.tpCommOverlap && l.sp,
+      });
       expect(c.mapped.setup).toMatchObject({
         tp: l.tp,
         pp: l.pp,
