@@ -20,6 +20,8 @@ export interface ProjectArgs {
   readonly setup: Omit<TrainingSetup, 'tp'>;
   readonly degrees: readonly number[];
   readonly scenario: Scenario;
+  /** --export-job DIR: write the Megatron-LM job bundle of the setup (one --tp) there instead of projecting. */
+  readonly exportJob?: string;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -29,6 +31,7 @@ export function usage(): string {
   return `usage: npm run project -- [--scenario ${Object.keys(scenarios).join('|')}] [--system NAME] [--preset ${Object.keys(presets).join('|')}]
        [--s N --b N --h N --heads N --groups N --ffn N --vocab N] [--layers L] [--gpus N] [--tp 1,2,4,8]
        [--global-batch SEQUENCES] [--sp] [--dtype ${trainDtypes.join('|')}] [--recompute] [--no-overlap] [--json]
+       [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × DP, the step time, tokens/s, model TFLOP/s per GPU, MFU, exposed communication and memory per GPU.
@@ -54,6 +57,7 @@ const options = {
   recompute: { type: 'boolean', default: false },
   'no-overlap': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
+  'export-job': { type: 'string' },
   help: { type: 'boolean', default: false },
 } as const;
 
@@ -88,5 +92,6 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     setup,
     degrees: v.tp !== undefined ? parseDegrees(v.tp) : scenario.degrees,
     scenario,
+    ...(v['export-job'] !== undefined && { exportJob: v['export-job'] }),
   };
 }

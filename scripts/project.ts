@@ -3,6 +3,7 @@
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
 import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.ts';
 import { formatMs } from '../src/ui/shared/timeline-format.ts';
+import { exportJobSpec, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 
 function fail(message: string): never {
@@ -18,6 +19,17 @@ try {
 }
 if (args.help) {
   console.log(usage());
+  process.exit(0);
+}
+
+if (args.exportJob !== undefined) {
+  let written: string[];
+  try {
+    written = await writeJobBundle(args.exportJob, exportJobSpec(args));
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  console.log(`job bundle written: ${written.join(', ')}`);
   process.exit(0);
 }
 

@@ -170,7 +170,7 @@ function argLines(args: readonly string[]): string[] {
  * Every way Megatron-LM's run of the command still differs from the playground's (one sentence
  * each), at megatronRelease (core_v0.19.0).
  */
-export function megatronCaveats(c: LayerConfig): string[] {
+export function megatronCaveats(c: LayerConfig, run: MegatronRun = playgroundRun(c)): string[] {
   const out: string[] = [];
   const r = megatronRelease.tag;
   // KV groups < t is no caveat: the playground splits linear_qkv evenly and all-gathers the QKV
@@ -200,8 +200,10 @@ export function megatronCaveats(c: LayerConfig): string[] {
     'Embeddings: untied in both (--untie-embeddings-and-output-weights); Megatron also adds no position embedding with RoPE, as the playground.',
     'Biases: none in either (--disable-bias-linear); Megatron would add each row-parallel bias once after the reduction.',
     'Weights and data: Megatron draws its initial weights from N(0, 0.02) and its tokens from the mock dataset; the playground derives both from its seed, so losses and gradients agree in shape and collectives, not in value.',
-    `Training: Megatron runs ${megatronTrainIters} Adam steps at lr ${megatronLr} and averages the loss over tokens; the playground runs one forward and backward.`,
-    'Precision: float32 in both (no --bf16 or --fp16); Megatron on Ampere or newer may use TF32 in matmuls.',
+    `Training: Megatron runs ${run.trainIters} Adam steps at lr ${megatronLr} and averages the loss over tokens; the playground runs one forward and backward.`,
+    run.dtype === 'fp32'
+      ? 'Precision: float32 in both (no --bf16 or --fp16); Megatron on Ampere or newer may use TF32 in matmuls.'
+      : `Precision: Megatron runs ${run.dtype} with float32 main weights (--${run.dtype}); the playground computes in float32.`,
   );
   return out;
 }
