@@ -368,7 +368,7 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
     id: 'sequence-parallel',
     title: '7 · With sequence parallelism: [s/t, h] shards',
     megatron: [
-      'gather_from_sequence_parallel_region: forward all-gather · backward reduce-scatter',
+      'LinearWithGradAccumulationAndAsyncCommunication (sequence_parallel, before W₁): forward all-gather · backward reduce-scatter',
       'reduce_scatter_to_sequence_parallel_region: forward reduce-scatter · backward all-gather',
     ],
   };
@@ -393,7 +393,7 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
         'allGather',
         bytesSH,
         t,
-        'gather_from_sequence_parallel_region',
+        'LinearWithGradAccumulationAndAsyncCommunication',
         'forward: [s/t, h] → [s, h] before W₁',
       ),
       collective(
@@ -414,7 +414,7 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
         'reduceScatter',
         bytesSH,
         t,
-        'gather_from_sequence_parallel_region (backward)',
+        'LinearWithGradAccumulationAndAsyncCommunication (backward)',
         'backward: Σ dXᵢ, keep [s/t, h]',
       ),
     ],
