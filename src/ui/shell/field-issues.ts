@@ -1,6 +1,6 @@
 // Which control each validation message is shown next to (pure, no DOM).
 import type { ValidationIssue } from '../../parallel/validate.ts';
-import { sizeKeys, type Settings } from './state.ts';
+import { hasControl, type Settings } from './state.ts';
 
 /** A control of <tp-controls>: a settings key. */
 export type ControlField = keyof Settings;
@@ -10,22 +10,6 @@ export interface FieldIssue {
   readonly field: ControlField;
   readonly message: string;
 }
-
-const controlFields = new Set<string>([
-  'preset',
-  ...sizeKeys,
-  'tp',
-  'sp',
-  'net',
-  'overlap',
-  'pass',
-  'view',
-  'machine',
-  'system',
-  'dtype',
-  'layers',
-  'gpus',
-]);
 
 /**
  * Places each issue next to a control: the one the user just changed when the issue involves it
@@ -38,7 +22,7 @@ export function placeIssues(
 ): FieldIssue[] {
   return issues.map((i) => {
     const involved = changed !== undefined && (i.fields as readonly string[]).includes(changed);
-    const field = (involved ? changed : controlFields.has(i.field) ? i.field : 'preset') as ControlField;
+    const field = involved ? changed : hasControl(i.field) ? i.field : 'preset';
     return { field, message: i.message };
   });
 }

@@ -87,50 +87,46 @@ export const sizeKeys = [
   'vocab',
 ] as const satisfies readonly (keyof ModelSizes)[];
 
-/**
- * Defaults: the classroom preset (every number fits on a slide) at t = 2, the smallest degree that
- * communicates, so the first view already shows collectives and exposed time; communication
- * modeled on PCIe Gen3 (the seeds' V100 box) so the picture does not depend on this browser;
- * Megatron's async dgrad all-reduce overlap on; both passes.
- */
-export const defaultSettings: Settings = {
-  preset: 'classroom',
-  ...presets.classroom,
-  tp: 2,
-  sp: false,
-  skipSpNormGradAllReduce: false,
-  net: 'pcie-gen3',
-  overlap: true,
-  pass: 'both',
-  view: 'timeline',
-  step: 1,
-  machine: 'cluster',
-  system: defaultSystem,
-  dtype: 'fp16',
-  layers: 12,
-  gpus: 8,
-  gbatch: 'auto',
-};
+/** When a field is written into a link's hash. */
+export type HashPresence =
+  /** Every link states it. */
+  | 'always'
+  /** Only where it differs from the default (a demonstration switch, the classroom's slide, the machine). */
+  | 'unless-default'
+  /** Only where it differs from the preset's value (the sizes). */
+  | 'unless-preset';
 
-/** Every key the hash understands. */
-export const hashKeys = [
-  'preset',
-  ...sizeKeys,
-  'tp',
-  'sp',
-  'skipnorm',
-  'net',
-  'overlap',
-  'pass',
-  'view',
-  'step',
-  'machine',
-  'system',
-  'dtype',
-  'layers',
-  'gpus',
-  'gbatch',
-] as const;
+/** Where a field's control sits, so a validation message naming the field is shown under it. */
+export type FieldControl =
+  /** <tp-controls>: degree, SP, preset and sizes, pass, communication. */
+  | 'controls'
+  /** <tp-machine-controls>: the machine the timeline describes. */
+  | 'machine'
+  /** The view tabs. */
+  | 'views'
+  /** No control of its own (set by a link or by a view's own navigation). */
+  | 'none';
+
+/**
+ * One row of the settings table: how a field reads from and writes to the URL hash, its default,
+ * whether changing it re-runs the layer on the ranks, and where its control sits. A parser throws
+ * a message that says what is wrong; the page then keeps the default and shows the message.
+ */
+export interface SettingField<T> {
+  /** The key in the URL hash. */
+  readonly key: string;
+  readonly parse: (text: string) => T;
+  readonly format: (value: T) => string;
+  /** The default; the sizes' default is the preset's value (`presetSize`). */
+  readonly fallback: T;
+  readonly inHash: HashPresence;
+  /** Whether a change re-runs the layer (false: only the view changes). */
+  readonly reruns: boolean;
+  readonly control: FieldControl;
+}
+
+/** The settings table's type: one row per field of Settings. */
+export type SettingsTable = { readonly [K in keyof Settings]: SettingField<Settings[K]> };
 
 function parseChoice<T extends string>(key: string, text: string, choices: readonly T[]): T {
   if ((choices as readonly string[]).includes(text)) return text as T;
@@ -146,6 +142,142 @@ export function parseNet(text: string): string {
 /** The interconnect a `net` value models, or 'measured'. Throws on a malformed value. */
 export function commOf(net: string): 'measured' | Interconnect {
   return net === 'measured' ? 'measured' : parseInterconnect(net);
+}
+
+const switchText = (on: boolean): string => (on ? '1' : '0');
+
+/** A whole-number row (sizes, degree, step, layers, GPUs): at least `min`. */
+const whole = (
+  key: string,
+  fallback: number,
+  row: Pick<SettingField<number>, 'inHash' | 'reruns' | 'control'>,
+  min = 1,
+): SettingField<number> => ({ key, parse: (t) => parseWhole(key, t, min), format: String, fallback, ...row });
+
+/** An on/off row, written 1/0. */
+const onOff = (
+  key: string,
+  fallback: boolean,
+  row: Pick<SettingField<boolean>, 'inHash' | 'reruns' | 'control'>,
+): SettingField<boolean> => ({ key, parse: (t) => parseSwitch(key, t), format: switchText, fallback, ...row });
+
+/** A row that is one of a fixed list of words. */
+const choice = <T extends string>(
+  key: string,
+  choices: readonly T[],
+  fallback: T,
+  row: Pick<SettingField<T>, 'inHash' | 'reruns' | 'control'>,
+): SettingField<T> => ({ key, parse: (t) => parseChoice(key, t, choices), format: String, fallback, ...row });
+
+/** A size row: overrides the preset's value; in a link only where it differs from it. */
+const size = (key: (typeof sizeKeys)[number]): SettingField<number> =>
+  whole(
+    key,
+    presets[defaultPreset][key],
+    { inHash: 'unless-preset', reruns: true, control: 'controls' },
+    key === 'vocab' ? 0 : 1,
+  );
+
+/** The default preset: every number of the classroom layer fits on a slide. */
+const defaultPreset: PresetName = 'classroom';
+
+/**
+ * Every setting of the page, in hash order — the one place a field is declared. Defaults: the
+ * classroom preset at t = 2, the smallest degree that communicates, so the first view already
+ * shows collectives and exposed time; communication modeled on PCIe Gen3 (the seeds' V100 box) so
+ * the picture does not depend on this browser; Megatron's async dgrad all-reduce overlap on; both
+ * passes; the timeline projected onto the seeds' 8×V100 PCIe box in fp16, 12 layers, 8 GPUs,
+ * global batch b·N.
+ */
+export const settingsTable: SettingsTable = {
+  preset: {
+    key: 'preset',
+    parse: parsePreset,
+    format: String,
+    fallback: defaultPreset,
+    inHash: 'always',
+    reruns: true,
+    control: 'controls',
+  },
+  s: size('s'),
+  b: size('b'),
+  h: size('h'),
+  heads: size('heads'),
+  groups: size('groups'),
+  ffn: size('ffn'),
+  vocab: size('vocab'),
+  tp: whole('tp', 2, { inHash: 'always', reruns: true, control: 'controls' }),
+  sp: onOff('sp', false, { inHash: 'always', reruns: true, control: 'controls' }),
+  skipSpNormGradAllReduce: onOff('skipnorm', false, { inHash: 'unless-default', reruns: true, control: 'none' }),
+  net: {
+    key: 'net',
+    parse: parseNet,
+    format: String,
+    fallback: 'pcie-gen3',
+    inHash: 'always',
+    reruns: true,
+    control: 'controls',
+  },
+  overlap: onOff('overlap', true, { inHash: 'always', reruns: true, control: 'controls' }),
+  pass: choice('pass', passViews, 'both', { inHash: 'always', reruns: false, control: 'controls' }),
+  view: choice('view', mainViews, 'timeline', { inHash: 'always', reruns: false, control: 'views' }),
+  step: whole('step', 1, { inHash: 'unless-default', reruns: false, control: 'none' }),
+  machine: choice('machine', machineModes, 'cluster', { inHash: 'unless-default', reruns: true, control: 'machine' }),
+  system: {
+    key: 'system',
+    parse: (t) => (parseSystem(t), t),
+    format: String,
+    fallback: defaultSystem,
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'machine',
+  },
+  dtype: {
+    key: 'dtype',
+    parse: parseDtype,
+    format: String,
+    fallback: 'fp16',
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'machine',
+  },
+  layers: whole('layers', 12, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  gpus: whole('gpus', 8, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  gbatch: {
+    key: 'gbatch',
+    parse: parseGlobalBatch,
+    format: String,
+    fallback: 'auto',
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'machine',
+  },
+};
+
+/** The fields of Settings in hash order. */
+export const settingKeys = Object.keys(settingsTable) as readonly (keyof Settings)[];
+
+/** Every key the hash understands, in order. */
+export const hashKeys: readonly string[] = settingKeys.map((k) => settingsTable[k].key);
+
+const controlFields: ReadonlySet<string> = new Set(settingKeys.filter((k) => settingsTable[k].control !== 'none'));
+
+/** True for a field that has a control on the page (a validation message naming it is shown under it). */
+export const hasControl = (field: string): field is keyof Settings => controlFields.has(field);
+
+/** Settings built field by field: `value(k)` gives each field's value. */
+function settingsFrom(value: <K extends keyof Settings>(k: K) => Settings[K]): Settings {
+  const out: Partial<Record<keyof Settings, unknown>> = {};
+  for (const k of settingKeys) out[k] = value(k);
+  return out as Settings; // every key of the table was set
+}
+
+/** Defaults of every field (the table's, with the default preset's sizes). */
+export const defaultSettings: Settings = settingsFrom((k) => settingsTable[k].fallback);
+
+/** The key of what a run computes: settings that differ only in fields that do not re-run give the same key. */
+export function runKey(s: Settings): string {
+  return JSON.stringify(settingKeys.filter((k) => settingsTable[k].reruns).map((k) => s[k]));
 }
 
 /** Unknown keys a message names before it says how many more there are. */
@@ -173,7 +305,8 @@ export function settingsFromHash(hash: string): ParsedHash {
   const known = new Set<string>(hashKeys);
   const unknown = [...new Set(params.keys())].filter((key) => !known.has(key));
   if (unknown.length) messages.push(unknownKeysMessage(unknown));
-  const read = <T>(key: string, parse: (text: string) => T, fallback: T): T => {
+  const read = <K extends keyof Settings>(k: K, fallback: Settings[K]): Settings[K] => {
+    const { key, parse, format } = settingsTable[k];
     const text = params.get(key);
     if (text === null) return fallback;
     try {
@@ -181,60 +314,35 @@ export function settingsFromHash(hash: string): ParsedHash {
     } catch (e) {
       messages.push({
         key,
-        message: `${e instanceof Error ? e.message : String(e)} Using ${key}=${String(fallback)}.`,
+        message: `${e instanceof Error ? e.message : String(e)} Using ${key}=${format(fallback)}.`,
       });
       return fallback;
     }
   };
-  const preset = read('preset', parsePreset, defaultSettings.preset);
-  const sizes = { ...presets[preset] } as Record<(typeof sizeKeys)[number], number>;
-  for (const k of sizeKeys) sizes[k] = read(k, (t) => parseWhole(k, t, k === 'vocab' ? 0 : 1), sizes[k]);
-  return {
-    settings: {
-      preset,
-      ...sizes,
-      tp: read('tp', (t) => parseWhole('tp', t, 1), defaultSettings.tp),
-      sp: read('sp', (t) => parseSwitch('sp', t), defaultSettings.sp),
-      skipSpNormGradAllReduce: read(
-        'skipnorm',
-        (t) => parseSwitch('skipnorm', t),
-        defaultSettings.skipSpNormGradAllReduce,
-      ),
-      net: read('net', parseNet, defaultSettings.net),
-      overlap: read('overlap', (t) => parseSwitch('overlap', t), defaultSettings.overlap),
-      pass: read('pass', (t) => parseChoice('pass', t, passViews), defaultSettings.pass),
-      view: read('view', (t) => parseChoice('view', t, mainViews), defaultSettings.view),
-      step: read('step', (t) => parseWhole('step', t, 1), defaultSettings.step),
-      machine: read('machine', (t) => parseChoice('machine', t, machineModes), defaultSettings.machine),
-      system: read('system', (t) => (parseSystem(t), t), defaultSettings.system),
-      dtype: read('dtype', parseDtype, defaultSettings.dtype),
-      layers: read('layers', (t) => parseWhole('layers', t, 1), defaultSettings.layers),
-      gpus: read('gpus', (t) => parseWhole('gpus', t, 1), defaultSettings.gpus),
-      gbatch: read('gbatch', parseGlobalBatch, defaultSettings.gbatch),
-    },
-    messages,
-  };
+  const preset = read('preset', defaultSettings.preset);
+  const base: Settings = { ...defaultSettings, preset, ...presets[preset] }; // the preset's sizes are the sizes' fallback
+  const settings = settingsFrom((k) => (k === 'preset' ? base[k] : read(k, base[k])));
+  return { settings, messages };
 }
 
+const isSizeKey = (k: keyof Settings): k is (typeof sizeKeys)[number] => settingsTable[k].inHash === 'unless-preset';
+
 /**
- * The hash of some settings: preset, tp, sp, net, overlap, pass and view always (a link states
- * them), sizes only where they differ from the preset's. settingsFromHash(hashFromSettings(x)) = x.
+ * The hash of some settings: the fields a link always states, the sizes only where they differ
+ * from the preset's, the rest only where they differ from the default.
+ * settingsFromHash(hashFromSettings(x)) = x.
  */
 export function hashFromSettings(s: Settings): string {
   const p = new URLSearchParams();
-  p.set('preset', s.preset);
-  for (const k of sizeKeys) if (s[k] !== presets[s.preset][k]) p.set(k, String(s[k]));
-  p.set('tp', String(s.tp));
-  p.set('sp', s.sp ? '1' : '0');
-  if (s.skipSpNormGradAllReduce) p.set('skipnorm', '1'); // a demonstration switch: only in links that use it
-  p.set('net', s.net);
-  p.set('overlap', s.overlap ? '1' : '0');
-  p.set('pass', s.pass);
-  p.set('view', s.view);
-  if (s.step !== defaultSettings.step) p.set('step', String(s.step)); // the classroom's slide: only in links that use it
-  // The machine (issue 9): only where it differs from the default (the seeds' 8×V100 PCIe box, fp16, 12 layers, 8 GPUs, global batch b·N).
-  for (const k of ['machine', 'system', 'dtype', 'layers', 'gpus', 'gbatch'] as const)
-    if (s[k] !== defaultSettings[k]) p.set(k, String(s[k]));
+  const write = <K extends keyof Settings>(k: K): void => {
+    const { key, format, inHash } = settingsTable[k];
+    const v = s[k];
+    const skip =
+      (inHash === 'unless-default' && v === defaultSettings[k]) ||
+      (inHash === 'unless-preset' && isSizeKey(k) && v === presets[s.preset][k]);
+    if (!skip) p.set(key, format(v));
+  };
+  for (const k of settingKeys) write(k);
   // URLSearchParams escapes ':' in custom:α:B; keep it readable (':' is legal in a fragment).
   return `#${p.toString().replace(/%3A/gi, ':')}`;
 }

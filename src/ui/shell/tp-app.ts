@@ -14,6 +14,7 @@ import { presets } from '../../parallel/config.ts';
 import {
   configOf,
   hashFromSettings,
+  runKey,
   mainViews,
   settingsFromHash,
   sizeKeys,
@@ -33,7 +34,6 @@ import '../timeline/tp-timeline.ts';
 import '../trace/tp-trace-view.ts';
 
 /** The settings that change what runs (pass and view only change what is shown). */
-const runKey = (s: Settings): string => JSON.stringify({ ...s, pass: '', view: '', step: 0, layers: 0, gpus: 0 });
 
 const viewNames: Record<MainView, string> = {
   timeline: 'Timeline',

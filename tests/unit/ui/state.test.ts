@@ -4,6 +4,12 @@ import {
   commOf,
   configOf,
   defaultSettings,
+  hasControl,
+  hashKeys,
+  runKey,
+  settingKeys,
+  settingsTable,
+  type SettingField,
   hashFromSettings,
   settingsFromHash,
   withPreset,
@@ -113,4 +119,32 @@ test('the skipnorm key turns on the SP norm-gradient skip demonstration in the l
   expect(configOf(settings).skipSpNormGradAllReduce).toBe(true);
   expect(configOf(defaultSettings).skipSpNormGradAllReduce).toBe(false);
   expect(hashFromSettings(defaultSettings)).not.toContain('skipnorm');
+});
+
+describe('the settings table', () => {
+  test('every row reads back what it writes, its default included', () => {
+    for (const k of settingKeys) {
+      const row = settingsTable[k] as SettingField<unknown>;
+      expect(row.parse(row.format(defaultSettings[k])), k).toEqual(defaultSettings[k]);
+    }
+  });
+
+  test('hash keys are unique and each names one field', () => {
+    expect(new Set(hashKeys).size).toBe(settingKeys.length);
+  });
+
+  test('a run is keyed by the fields that re-run the layer, and only by them', () => {
+    const base = runKey(defaultSettings);
+    const viewOnly = { ...defaultSettings, pass: 'forward', view: 'gemm', step: 3, layers: 24, gpus: 16 } as const;
+    expect(runKey(viewOnly)).toBe(base);
+    for (const change of [{ tp: 4 }, { sp: true }, { h: 32 }, { net: 'measured' }, { machine: 'browser' }] as const)
+      expect(runKey({ ...defaultSettings, ...change }), JSON.stringify(change)).not.toBe(base);
+  });
+
+  test('a validation message goes under the field’s control, or under the preset when the field has none', () => {
+    expect(hasControl('gbatch')).toBe(true);
+    expect(hasControl('tp')).toBe(true);
+    expect(hasControl('step')).toBe(false);
+    expect(hasControl('seed')).toBe(false);
+  });
 });
