@@ -34,7 +34,7 @@ export function readJobManifest(text: string, file = jobManifestFile): JobManife
   try {
     raw = JSON.parse(text);
   } catch (e) {
-    throw new Error(`${file}: not JSON (${e instanceof Error ? e.message : String(e)}).`);
+    throw new Error(`${file}: not JSON (${e instanceof Error ? e.message : String(e)}).`, { cause: e });
   }
   if (typeof raw !== 'object' || raw === null) throw new Error(`${file}: not a job manifest (expected an object).`);
   const o = raw as Record<string, unknown>;

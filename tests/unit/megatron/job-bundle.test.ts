@@ -157,7 +157,7 @@ describe.each([
     try {
       execFileSync('bash', [join(dir, 'job.sbatch')], { env, stdio: 'pipe' });
     } catch (e) {
-      throw new Error(`job.sbatch failed: ${String((e as { stderr?: Buffer }).stderr ?? e)}`);
+      throw new Error(`job.sbatch failed: ${String((e as { stderr?: Buffer }).stderr ?? e)}`, { cause: e });
     }
     const torchruns = calls(log).filter((c) => c[0] === 'torchrun');
     expect(torchruns.length).toBe(nodes);
