@@ -7,6 +7,7 @@ import { expect, test } from 'vitest';
 import { withPage } from '../../scripts/browser-run.ts';
 import { jobBundle } from '../../src/megatron/job-bundle.ts';
 import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
+import { tp2JobSpec } from '../unit/kineto/kineto-fixtures.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/kineto/${name}`, import.meta.url));
 
@@ -105,22 +106,7 @@ test('#view=trace: dropping two ranks (one gzipped) shows both ranks on the time
 });
 
 test("#view=trace: a job bundle's manifest dropped with its traces selects the projection, nothing pasted", async () => {
-  // The job the tp2 fixtures stand for: t = 2 on 2 H100s, 2 layers, bf16 (the bundle's megatron-job.json).
-  const manifest = jobBundle({
-    name: 'tp2-h100',
-    setup: {
-      sizes: { s: 512, b: 1, h: 1024, heads: 16, groups: 16, ffn: 2816, vocab: 0 },
-      tp: 2,
-      sp: false,
-      layers: 2,
-      gpus: 2,
-      globalBatch: 1,
-      overlap: true,
-    },
-    dtype: 'bf16',
-    system: 'dgx-h100',
-    gpusPerNode: 8,
-  }).find((f) => f.path === jobManifestFile)!;
+  const manifest = jobBundle(tp2JobSpec).find((f) => f.path === jobManifestFile)!;
   await withPage('/#view=trace', async (page, pageErrors) => {
     await page.locator('tp-trace-view [data-drop]').waitFor({ timeout: 90_000 });
     await drop(page, ['tp2-rank0.json', 'tp2-rank1.json.gz', { name: jobManifestFile, text: manifest.text }]);

@@ -5,30 +5,15 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { parseSystem } from '../../../src/hardware/systems.ts';
 import { analyseMeasured } from '../../../src/kineto/measured-analysis.ts';
-import { jobBundle, type JobSpec } from '../../../src/megatron/job-bundle.ts';
+import { jobBundle } from '../../../src/megatron/job-bundle.ts';
 import { jobManifestFile, manifestProjection, readJobManifest } from '../../../src/megatron/job-manifest.ts';
 import { projectStep } from '../../../src/projection/cluster-projection.ts';
 import { compareWithProjection } from '../../../src/projection/measured-vs-projected.ts';
 import { formatMs } from '../../../src/ui/shared/timeline-format.ts';
 import { runCli } from '../cli/run-cli.ts';
-import { fixture, loadJob } from './kineto-fixtures.ts';
+import { fixture, loadJob, tp2JobSpec } from './kineto-fixtures.ts';
 
-/** The job the tp2 fixtures stand for: t = 2 on 2 H100s, 2 layers, bf16. */
-const spec: JobSpec = {
-  name: 'tp2-h100',
-  setup: {
-    sizes: { s: 512, b: 1, h: 1024, heads: 16, groups: 16, ffn: 2816, vocab: 0 },
-    tp: 2,
-    sp: false,
-    layers: 2,
-    gpus: 2,
-    globalBatch: 1,
-    overlap: true,
-  },
-  dtype: 'bf16',
-  system: 'dgx-h100',
-  gpusPerNode: 8,
-};
+const spec = tp2JobSpec;
 
 const root = mkdtempSync(join(tmpdir(), 'trace-job-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
