@@ -210,9 +210,11 @@ ${spec.dtype}${spec.setup.recompute ? ', full recompute' : ''}, on ${nodes} node
    Use a container with PyTorch ≥ 2.4 and Transformer Engine (an NGC PyTorch image): the final
    RMSNorm is Transformer Engine's; an environment with Apex but no Transformer Engine cannot
    build it.
-2. One node: \`./launch.sh\`. Several nodes by hand: on each node
-   \`NODE_RANK=<0…${nodes - 1}> MASTER_ADDR=<node 0's address> NNODES=${nodes} ./launch.sh\`.
-   Slurm: \`sbatch job.sbatch\` (one \`srun\` task per node, node 0 is the master).
+2. ${
+    nodes > 1
+      ? `On each of the ${nodes} nodes: \`NODE_RANK=<0…${nodes - 1}> MASTER_ADDR=<node 0's address> ./launch.sh\``
+      : 'On the node: \`./launch.sh\`'
+  }. Slurm: \`sbatch job.sbatch\` (one \`srun\` task per node, node 0 is the master).
 3. Data: the mock dataset by default. Real data: \`DATA_PATH=/path/to/prefix ./launch.sh\` adds
    \`${realDataArgs.join(' ')}\` (a Megatron \`.bin\`/\`.idx\` prefix whose token ids are below
    ${config.vocab > 0 ? config.vocab : 1}; the tokenizer stays NullTokenizer with this vocabulary size).
