@@ -72,12 +72,34 @@ export function jobNodes(gpus: number, gpusPerNode: number): { nodes: number; pe
 
 /** The Megatron-LM arguments of the bundled job, without data flags (the launch adds mock or real data). */
 export function jobArgs(spec: JobSpec): { config: LayerConfig; run: MegatronRun; args: string[] } {
+  const s = spec.setup;
+  const beyond = [
+    (s.pp ?? 1) > 1 && `pipeline parallelism (p = ${s.pp})`,
+    (s.vpp ?? 1) > 1 && `virtual stages (${s.vpp})`,
+    (s.cp ?? 1) > 1 && `context parallelism (cp = ${s.cp})`,
+    s.distributedOptimizer && 'the distributed optimizer',
+    s.overlapGradReduce && '--overlap-grad-reduce',
+    s.overlapParamGather && '--overlap-param-gather',
+    s.recomputation &&
+      !(
+        s.recomputation.granularity === 'full' &&
+        s.recomputation.method === 'uniform' &&
+        s.recomputation.layers === 1
+      ) &&
+      'recompute other than full, uniform, one layer per checkpoint',
+    s.tiedEmbeddings && 'tied embeddings',
+    s.flashAttention && 'flash attention',
+  ].filter((x): x is string => typeof x === 'string');
+  if (beyond.length)
+    throw new Error(
+      `the job bundle writes the playground's layer with TP, SP, DP and full recompute only; this setup also has ${beyond.join(', ')}: leave those out to export it.`,
+    );
   const config = { ...setupConfig(spec.setup), ...spec.layer };
   const run: MegatronRun = {
     layers: spec.setup.layers,
     globalBatch: spec.setup.globalBatch,
     dtype: spec.dtype,
-    recompute: spec.setup.recompute ?? false,
+    recompute: (spec.setup.recompute ?? false) || spec.setup.recomputation?.granularity === 'full',
     trainIters: bundleProfile.trainIters,
   };
   const args = [

@@ -184,6 +184,12 @@ describe('bundle input checks', () => {
     expect(() => jobNodes(12, 8)).toThrow(/do not fill whole nodes of 8/);
   });
 
+  test('a setup beyond what the bundle emits is refused, naming what to leave out', () => {
+    expect(() => jobBundle({ ...seeds, setup: { ...seeds.setup, pp: 2, distributedOptimizer: true } })).toThrow(
+      /also has pipeline parallelism \(p = 2\), the distributed optimizer: leave those out/,
+    );
+  });
+
   test('a manifest that is not one is named', () => {
     expect(() => readJobManifest('{"kind":"other"}')).toThrow(/kind is "other"/);
     expect(() => readJobManifest('nope')).toThrow(/not JSON/);
