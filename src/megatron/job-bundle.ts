@@ -235,7 +235,7 @@ ${spec.dtype}${spec.setup.recompute ? ', full recompute' : ''}, on ${nodes} node
 2. ${
     nodes > 1
       ? `On each of the ${nodes} nodes: \`NODE_RANK=<0…${nodes - 1}> MASTER_ADDR=<node 0's address> ./launch.sh\``
-      : 'On the node: \`./launch.sh\`'
+      : 'On the node: `./launch.sh`'
   }. Slurm: \`sbatch job.sbatch\` (one \`srun\` task per node, node 0 is the master).
 3. Data: the mock dataset by default. Real data: \`DATA_PATH=/path/to/prefix ./launch.sh\` adds
    \`${realDataArgs.join(' ')}\` (a Megatron \`.bin\`/\`.idx\` prefix whose token ids are below
