@@ -3,6 +3,8 @@ import type { CollectiveOp } from '../src/comm/collectives.ts';
 import { createCommPool } from '../src/session/pools.ts';
 import type { PoolTransport } from '../src/ranks/transport.ts';
 import { phaseTime, type TraceEvent } from '../src/core/trace-event.ts';
+import { median } from '../src/core/stats.ts';
+import type { UploadPath } from '../src/comm/gpu-options.ts';
 
 type BenchOp = Exclude<CollectiveOp, 'barrier'>;
 
@@ -11,8 +13,11 @@ export interface CommBenchRow {
   readonly transport: PoolTransport;
   /** Where the tensors live: host arrays, or GPU buffers (adds read-back and upload). */
   readonly device: 'cpu' | 'gpu';
-  /** Host arrays: each result in new memory, or in one array of the caller's reused call after call. */
-  readonly result?: HostBenchResult;
+  /** Each result in new memory, or in one array (host) or tensor (GPU) of the caller's reused call after call. */
+  readonly result: HostBenchResult;
+  /** GPU tensors: bytes per pipeline part (0: one part), and the upload path. */
+  readonly partBytes?: number;
+  readonly upload?: UploadPath;
   readonly op: BenchOp;
   readonly t: number;
   readonly bytes: number;
@@ -39,6 +44,22 @@ export interface CommBenchRow {
   readonly busGBsTotal: number;
   /** busGBsTransport ÷ the page's single-thread memcpy bandwidth at the same size. */
   readonly ofMemcpy: number;
+  /** What each phase could cost here at best (ms): see CommBenchFloor. */
+  readonly floor: CommBenchFloor;
+}
+
+/**
+ * Floors reachable on this machine (ms), from the tiny-buffer mapAsync round trip `rt` and the
+ * page's memcpy time `m(b)` for b bytes: read-back rt + m(S) (one copy into the mapped staging);
+ * ring m(bus bytes) (each rank reads S·busFactor from its peers' slots); upload rt + m(result
+ * bytes); whole call: host arrays the ring's, GPU tensors max(read-back, ring, upload), which a
+ * perfect pipeline reaches.
+ */
+export interface CommBenchFloor {
+  readonly readbackMs: number;
+  readonly ringMs: number;
+  readonly uploadMs: number;
+  readonly totalMs: number;
 }
 
 /** Everything one bench run measured. */
@@ -48,6 +69,8 @@ export interface CommBenchReport {
   readonly hardwareConcurrency: number;
   /** Single-thread `TypedArray.prototype.set` bandwidth (GB/s) per payload size, in this page. */
   readonly memcpyGBs: Readonly<Record<number, number>>;
+  /** Median round trip (ms) of a 16-byte copy + mapAsync into a pooled staging buffer, on rank 0 alone, per degree. */
+  readonly mapRoundTripMs: Readonly<Record<number, number>>;
   readonly rows: readonly CommBenchRow[];
 }
 
@@ -61,8 +84,12 @@ export interface CommBenchArgs {
   readonly transports: readonly PoolTransport[];
   readonly ops: readonly BenchOp[];
   readonly devices: readonly ('cpu' | 'gpu')[];
-  /** For host arrays, each of these result modes is measured (GPU results are always new tensors). */
+  /** Each of these result modes is measured (host arrays and GPU tensors). */
   readonly results: readonly HostBenchResult[];
+  /** GPU tensors: pipeline part sizes in bytes (0: unparted; page arguments cannot carry Infinity), each measured. */
+  readonly partBytes: readonly number[];
+  /** GPU tensors: upload paths, each measured. */
+  readonly uploads: readonly UploadPath[];
   /** Timed calls per configuration (default: 64 MiB worth, 3 to 20). */
   readonly iters?: number;
   readonly onProgress?: (line: string) => void;
@@ -75,30 +102,29 @@ export function busFactor(op: BenchOp, t: number): number {
   return (t - 1) / t;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-/** GB/s of dst.set(src) for `bytes`: median of ≥ 5 samples, each a batch of copies lasting ≥ 2 ms. */
+/**
+ * GB/s of dst.set(src) for `bytes`: median of ≥ 5 samples, each as many copies as fill ≥ 2 ms
+ * (counted per sample, so a sample never divides by a time below the clock's resolution: a
+ * batch size fixed by one slow first copy once made 64 KiB samples read 0 ms, i.e. Infinity).
+ */
 function memcpyBandwidth(bytes: number): number {
   const src = new Float32Array(bytes / 4).map((_, i) => i);
   const dst = new Float32Array(bytes / 4);
-  let batch = 1;
-  for (;;) {
-    const t0 = performance.now();
-    for (let k = 0; k < batch; k++) dst.set(src);
-    if (performance.now() - t0 >= 2) break;
-    batch *= 2;
-  }
-  const times: number[] = [];
+  dst.set(src);
+  const perCopy: number[] = [];
   const start = performance.now();
-  while (times.length < 5 || (performance.now() - start < 200 && times.length < 100)) {
+  while (perCopy.length < 5 || (performance.now() - start < 200 && perCopy.length < 100)) {
     const t0 = performance.now();
-    for (let k = 0; k < batch; k++) dst.set(src);
-    times.push((performance.now() - t0) / batch);
+    let copies = 0;
+    let dt = 0;
+    while (dt < 2) {
+      dst.set(src);
+      copies++;
+      dt = performance.now() - t0;
+    }
+    perCopy.push(dt / copies);
   }
-  return bytes / median(times) / 1e6;
+  return bytes / median(perCopy) / 1e6;
 }
 
 /** Median over iterations of the slowest rank's value of `f`. */
@@ -112,6 +138,8 @@ function slowest(events: TraceEvent[], t: number, f: (e: TraceEvent) => number):
 export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport> {
   const memcpyGBs: Record<number, number> = {};
   for (const bytes of args.sizes) memcpyGBs[bytes] = memcpyBandwidth(bytes);
+  const memcpyMs = (b: number): number => b / (memcpyGBs[b] ?? memcpyBandwidth(b)) / 1e6;
+  const mapRoundTripMs: Record<number, number> = {};
   const rows: CommBenchRow[] = [];
   let adapter = '';
   for (const transport of args.transports) {
@@ -119,10 +147,19 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
       const pool = await createCommPool(t, transport, 60_000, Math.max(...args.sizes));
       adapter = pool.adapters[0];
       try {
-        const modes = args.devices.flatMap((device): { device: 'cpu' | 'gpu'; result?: HostBenchResult }[] =>
-          device === 'gpu' ? [{ device }] : args.results.map((result) => ({ device, result })),
+        if (args.devices.includes('gpu'))
+          mapRoundTripMs[t] = (await pool.run('mapRoundTrip', { iters: 50, rank: 0 }))[0];
+        type Mode = { device: 'cpu' | 'gpu'; result: HostBenchResult; partBytes?: number; upload?: UploadPath };
+        const modes = args.devices.flatMap((device) =>
+          args.results.flatMap((result): Mode[] =>
+            device === 'cpu'
+              ? [{ device, result }]
+              : args.partBytes.flatMap((partBytes) =>
+                  args.uploads.map((upload) => ({ device, result, partBytes, upload })),
+                ),
+          ),
         );
-        for (const { device, result } of modes)
+        for (const { device, result, partBytes, upload } of modes)
           for (const op of args.ops) {
             for (const bytes of args.sizes) {
               const iters = args.iters ?? Math.max(3, Math.min(20, Math.round((64 << 20) / bytes)));
@@ -132,7 +169,8 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
                 elems: bytes / 4,
                 iters,
                 warmup: 1,
-                ...(result && { result }),
+                result,
+                ...(device === 'gpu' && { gpu: { partBytes: partBytes || Infinity, upload } }),
               });
               // Rank r's i-th event is events[i·t + r] after interleaving.
               const events = perRank[0].flatMap((_, i) => perRank.map((evs) => evs[i]));
@@ -141,11 +179,23 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
               const gatherMs = ms((e) => phaseTime(e, 'gather'));
               const movingMs = ms((e) => phaseTime(e, 'transport') + phaseTime(e, 'gather'));
               const totalMs = ms((e) => e.t1 - e.t0);
-              const bus = (time: number): number => ((bytes / time) * busFactor(op, t)) / 1e6;
+              // A time below the clock's resolution reads as no bandwidth figure (NaN), never Infinity.
+              const bus = (time: number): number => (time > 0 ? ((bytes / time) * busFactor(op, t)) / 1e6 : NaN);
+              const outBytes = op === 'allGather' ? bytes : op === 'reduceScatter' ? bytes / t : bytes;
+              const rt = mapRoundTripMs[t] ?? 0;
+              const ringMs = memcpyMs(bytes) * busFactor(op, t);
+              const gpu = device === 'gpu';
+              const floor: CommBenchFloor = {
+                readbackMs: gpu ? rt + memcpyMs(op === 'allGather' ? bytes / t : bytes) : 0,
+                ringMs,
+                uploadMs: gpu ? rt + memcpyMs(outBytes) : 0,
+                totalMs: 0,
+              };
               const row: CommBenchRow = {
                 transport,
                 device,
-                ...(result && { result }),
+                result,
+                ...(gpu && { partBytes, upload }),
                 op,
                 t,
                 bytes,
@@ -161,10 +211,11 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
                 busGBsTransport: bus(movingMs),
                 busGBsTotal: bus(totalMs),
                 ofMemcpy: bus(movingMs) / memcpyGBs[bytes],
+                floor: { ...floor, totalMs: Math.max(floor.readbackMs, floor.ringMs, floor.uploadMs) },
               };
               rows.push(row);
               args.onProgress?.(
-                `${transport} ${device}${result ? ` (result: ${result})` : ''} t=${t} ${op} ${bytes} B: whole call ${totalMs.toFixed(2)} ms (${row.busGBsTotal.toFixed(2)} GB/s bus), transport + gather ${movingMs.toFixed(2)} ms (${row.busGBsTransport.toFixed(2)} GB/s bus, ${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
+                `${transport} ${device} (result: ${result}${gpu ? `, part ${partBytes} B, upload ${upload}` : ''}) t=${t} ${op} ${bytes} B: whole call ${totalMs.toFixed(2)} ms (${row.busGBsTotal.toFixed(2)} GB/s bus), transport + gather ${movingMs.toFixed(2)} ms (${row.busGBsTransport.toFixed(2)} GB/s bus, ${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
               );
             }
           }
@@ -178,6 +229,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
     crossOriginIsolated: globalThis.crossOriginIsolated,
     hardwareConcurrency: navigator.hardwareConcurrency,
     memcpyGBs,
+    mapRoundTripMs,
     rows,
   };
 }

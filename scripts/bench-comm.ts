@@ -1,9 +1,10 @@
-// npm run bench:comm [-- --json] [-- --quick] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --iters N]
+// npm run bench:comm [-- --json] [-- --quick] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --iters N]
 // Collective time and nccl-tests bus bandwidth across rank workers in headless Chromium, each phase
 // apart, next to the page's single-thread memcpy bandwidth.
 import { parseArgs } from 'node:util';
 import type { CommBenchReport, CommBenchRow } from './bench-comm-page.ts';
 import { runInBrowser } from './browser-run.ts';
+import { defaultGpuCollectiveOptions, type UploadPath } from '../src/comm/gpu-options.ts';
 
 const { values } = parseArgs({
   options: {
@@ -15,13 +16,15 @@ const { values } = parseArgs({
     ops: { type: 'string' },
     device: { type: 'string' },
     results: { type: 'string' },
+    part: { type: 'string' },
+    upload: { type: 'string' },
     iters: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--iters N]',
+    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--iters N]',
   );
   process.exit(0);
 }
@@ -41,17 +44,22 @@ const args = {
   ops: list(values.ops, ['allReduce', 'reduceScatter', 'allGather', 'broadcast']),
   devices: list(values.device, ['cpu', 'gpu']),
   results: list(values.results, ['new', 'out']),
+  partBytes: list(values.part, [String(defaultGpuCollectiveOptions.partBytes)]).map((p) =>
+    p === 'all' ? 0 : parseSize(p),
+  ),
+  uploads: list(values.upload, [defaultGpuCollectiveOptions.upload]) as UploadPath[],
   ...(values.iters !== undefined && { iters: Number(values.iters) }),
 };
 if (args.iters !== undefined && !(Number.isInteger(args.iters) && args.iters >= 1))
   throw new Error(`bench:comm: --iters takes a positive integer, got "${values.iters}".`);
-const known = { devices: ['cpu', 'gpu'], results: ['new', 'out'] } as const;
-for (const key of ['devices', 'results'] as const)
+const known = { devices: ['cpu', 'gpu'], results: ['new', 'out'], uploads: ['mapped', 'write-buffer'] } as const;
+const flag = { devices: 'device', results: 'results', uploads: 'upload' } as const;
+for (const key of ['devices', 'results', 'uploads'] as const)
   for (const v of args[key])
     if (!(known[key] as readonly string[]).includes(v))
-      throw new Error(
-        `bench:comm: --${key === 'devices' ? 'device' : key} takes ${known[key].join(', ')}; got "${v}".`,
-      );
+      throw new Error(`bench:comm: --${flag[key]} takes ${known[key].join(', ')}; got "${v}".`);
+for (const p of args.partBytes)
+  if (p % 4 !== 0) throw new Error(`bench:comm: --part sizes must be multiples of 4 bytes, got ${p}.`);
 for (const t of args.degrees)
   if (!Number.isInteger(t) || t < 2 || t > 8) throw new Error(`bench:comm: --t takes degrees from 2 to 8, got ${t}.`);
 for (const b of args.sizes)
@@ -81,20 +89,30 @@ if (values.json) {
     `Collectives across rank workers on ${report.adapter}; page cross-origin isolated: ${report.crossOriginIsolated}; ${report.hardwareConcurrency} hardware threads.`,
   );
   console.log(
-    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Host results (cpu): 'new' = a new array per call, 'out' = written into one array of the caller's, reused. Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out). bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call.",
+    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring). Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload.",
   );
   console.log(
     `memcpy (TypedArray.prototype.set, one thread): ${Object.entries(report.memcpyGBs)
       .map(([b, g]) => `${fmtBytes(Number(b))} ${g.toFixed(2)} GB/s`)
       .join(', ')}`,
   );
-  const pad = (s: string | number, n: number): string => String(s).padStart(n);
-  const head = `${'transport'.padEnd(13)}${'dev'.padEnd(4)}${'result'.padEnd(7)}${'op'.padEnd(14)}${pad('t', 2)}${pad('size', 9)}${pad('total ms', 10)}${pad('readback', 9)}${pad('sync', 8)}${pad('stage', 8)}${pad('transport', 10)}${pad('gather', 8)}${pad('unstage', 8)}${pad('upload', 8)}${pad('bus GB/s', 9)}${pad('(total)', 8)}${pad('memcpy', 8)}${pad('ratio', 7)}`;
-  console.log(head);
-  const f = (x: number, d = 2): string => x.toFixed(d);
-  for (const r of report.rows as CommBenchRow[]) {
+  const rts = Object.entries(report.mapRoundTripMs);
+  if (rts.length)
     console.log(
-      `${r.transport.padEnd(13)}${r.device.padEnd(4)}${(r.result ?? '-').padEnd(7)}${r.op.padEnd(14)}${pad(r.t, 2)}${pad(fmtBytes(r.bytes), 9)}${pad(f(r.totalMs), 10)}${pad(f(r.readbackMs), 9)}${pad(f(r.syncMs), 8)}${pad(f(r.stageMs), 8)}${pad(f(r.transportMs), 10)}${pad(f(r.gatherMs), 8)}${pad(f(r.unstageMs), 8)}${pad(f(r.uploadMs), 8)}${pad(f(r.busGBsTransport), 9)}${pad(f(r.busGBsTotal), 8)}${pad(f(report.memcpyGBs[r.bytes]), 8)}${pad(`${(100 * r.ofMemcpy).toFixed(0)}%`, 7)}`,
+      `mapAsync round trip (16 B copy + map, pooled buffer, rank 0 alone): ${rts.map(([t, ms]) => `t = ${t} ${ms.toFixed(2)} ms`).join(', ')}`,
+    );
+  const pad = (s: string | number, n: number): string => String(s).padStart(n);
+  // NaN (a time below the clock's resolution, or no figure) prints as "-".
+  const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
+  const part = (r: CommBenchRow): string =>
+    r.partBytes === undefined ? '-' : r.partBytes === 0 ? 'all' : fmtBytes(r.partBytes);
+  const head = `${'transport'.padEnd(13)}${'dev'.padEnd(4)}${'result'.padEnd(7)}${pad('part', 8)} ${'upload'.padEnd(13)}${'op'.padEnd(14)}${pad('t', 2)}${pad('size', 9)}${pad('total ms', 10)}${pad('readback', 9)}${pad('sync', 8)}${pad('stage', 8)}${pad('transport', 10)}${pad('gather', 8)}${pad('unstage', 8)}${pad('upload', 8)}${pad('bus GB/s', 9)}${pad('(total)', 8)}${pad('memcpy', 8)}${pad('ratio', 7)}${pad('floor', 8)}${pad('×floor', 8)}${pad('rb×', 7)}${pad('up×', 7)}`;
+  console.log(head);
+  const ratio = (a: number, b: number): string => (b > 0 ? f(a / b, 1) : '-');
+  for (const r of report.rows as CommBenchRow[]) {
+    const gpu = r.device === 'gpu';
+    console.log(
+      `${r.transport.padEnd(13)}${r.device.padEnd(4)}${r.result.padEnd(7)}${pad(part(r), 8)} ${(r.upload ?? '-').padEnd(13)}${r.op.padEnd(14)}${pad(r.t, 2)}${pad(fmtBytes(r.bytes), 9)}${pad(f(r.totalMs), 10)}${pad(f(r.readbackMs), 9)}${pad(f(r.syncMs), 8)}${pad(f(r.stageMs), 8)}${pad(f(r.transportMs), 10)}${pad(f(r.gatherMs), 8)}${pad(f(r.unstageMs), 8)}${pad(f(r.uploadMs), 8)}${pad(f(r.busGBsTransport), 9)}${pad(f(r.busGBsTotal), 8)}${pad(f(report.memcpyGBs[r.bytes]), 8)}${pad(Number.isFinite(r.ofMemcpy) ? `${(100 * r.ofMemcpy).toFixed(0)}%` : '-', 7)}${pad(f(r.floor.totalMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalMs), 8)}${pad(gpu ? ratio(r.readbackMs, r.floor.readbackMs) : '-', 7)}${pad(gpu ? ratio(r.uploadMs, r.floor.uploadMs) : '-', 7)}`,
     );
   }
   if (target) {

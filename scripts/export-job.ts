@@ -3,6 +3,7 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { jobBundle, type JobSpec } from '../src/megatron/job-bundle.ts';
+import { defaultKernelOptions } from '../src/projection/kernel-options.ts';
 import type { ProjectArgs } from './project-args.ts';
 
 /** The bundle's spec for `npm run project` arguments; throws unless exactly one t is given. */
@@ -10,6 +11,13 @@ export function exportJobSpec(args: ProjectArgs): JobSpec {
   if (args.degrees.length !== 1)
     throw new Error(
       `--export-job writes one job: give one --tp (got ${args.degrees.join(',')}), e.g. --tp ${args.degrees.at(-1)}.`,
+    );
+  const changed = (Object.keys(defaultKernelOptions) as (keyof typeof defaultKernelOptions)[]).filter(
+    (k) => args.kernels[k] !== defaultKernelOptions[k],
+  );
+  if (changed.length)
+    throw new Error(
+      `--export-job writes the playground's unfused Llama layer; leave out the kernel flags (${changed.join(', ')}) to export it.`,
     );
   const tp = args.degrees[0]!;
   return {

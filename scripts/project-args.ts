@@ -2,7 +2,17 @@ import { parseArgs } from 'node:util';
 import { parseDtype, trainDtypes, type TrainDtype } from '../src/hardware/dtype.ts';
 import { gpuNames, gpus } from '../src/hardware/gpus.ts';
 import { scenarios, seedsV100, type Scenario } from '../src/megatron/scenarios.ts';
-import { parseSystem, systemNames, systems, type SystemSpec } from '../src/hardware/systems.ts';
+import { fabrics, parseSystem, systemNames, systems, withFabric, type SystemSpec } from '../src/hardware/systems.ts';
+import {
+  attentionBackends,
+  cudaGraphImpls,
+  defaultKernelOptions,
+  fp8Formats,
+  layerArchs,
+  parseChoice,
+  usesFlashAttention,
+  type KernelOptions,
+} from '../src/projection/kernel-options.ts';
 import type { Recompute, TrainingSetup } from '../src/megatron/training-setup.ts';
 import { presets } from '../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../src/parallel/config-parse.ts';
@@ -24,6 +34,14 @@ export interface ProjectArgs {
   readonly scenario: Scenario;
   /** --export-job DIR: write the Megatron-LM job bundle of the setup (one --tp) there instead of projecting. */
   readonly exportJob?: string;
+  /** How the projected job runs its kernels (Megatron's switches; defaults: kernel-options.ts). */
+  readonly kernels: KernelOptions;
+  /** Print the GEMM model's table for the system's GPU instead of projecting (--gemm-table). */
+  readonly gemmTable: boolean;
+  /** --search: run the advisor over every layout instead of the fixed-budget table. */
+  readonly search: boolean;
+  /** --top: rows the advisor prints. */
+  readonly top: number;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -39,6 +57,10 @@ export function usage(): string {
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
+       [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
+       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
+       [--tp-comm-overlap] [--gemm-table]
+       [--search [--top K]]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
@@ -50,6 +72,24 @@ Megatron's spellings: --pipeline-model-parallel-size = --pp, --num-virtual-stage
 every stage's live memory intervals (lifetime class, bytes, start and end in ms) per row.
 Defaults come from the scenario (default ${seedsV100.name}: the seeds' tiny GPT on their 8×V100 PCIe box).
 With --sp each row also shows the change against the same t without SP.
+With --search the advisor enumerates t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and
+the overlaps for the model on N GPUs at the global batch (the size flags' b is ignored: the micro-batch is
+searched), counts each rejected layout by reason, and prints the K fastest (default 10) with memory and MFU.
+
+Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the models and sources):
+  --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
+                            gpt: Megatron's defaults (LayerNorm, GeLU MLP of two GEMMs, learned positions, biases,
+                            dropout 0.1), priced as a transform of the same plan.
+  --attention-backend B     unfused (default: s×s scores and softmax in HBM), flash or fused (one FlashAttention
+                            kernel per pass; Ampere or newer).
+  --fp8-format F            hybrid or e4m3: the linear layers' GEMMs in fp8 (H100, H200, B200, GB200), with casts.
+  --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
+                            full_iteration: kernels replayed from CUDA graphs, no host dispatch.
+  --enable-cuda-graph       Megatron's deprecated spelling of --cuda-graph-impl local.
+  --tp-comm-overlap         TP all-gathers and reduce-scatters in chunks under the GEMMs (needs --sp), priced with
+                            the SMs and HBM bandwidth the communication takes from them.
+  --fabric NAME             replace the system's scale-out network (same NIC count): ${Object.keys(fabrics).join(', ')}.
+  --gemm-table              print the GEMM model's times for representative shapes on the system's GPU and exit.
 
 systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>):
 ${sys}
@@ -91,7 +131,17 @@ const options = {
   json: { type: 'boolean', default: false },
   'memory-timeline': { type: 'boolean', default: false },
   'export-job': { type: 'string' },
+  search: { type: 'boolean', default: false },
+  top: { type: 'string' },
   help: { type: 'boolean', default: false },
+  fabric: { type: 'string' },
+  arch: { type: 'string' },
+  'attention-backend': { type: 'string' },
+  'fp8-format': { type: 'string' },
+  'cuda-graph-impl': { type: 'string' },
+  'enable-cuda-graph': { type: 'boolean', default: false },
+  'tp-comm-overlap': { type: 'boolean', default: false },
+  'gemm-table': { type: 'boolean', default: false },
 } as const;
 
 /** Parses `npm run project` arguments; throws an Error whose message says what to change. */
@@ -139,6 +189,25 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
       v['tied-embeddings'] || (!v['untie-embeddings-and-output-weights'] && (base.tiedEmbeddings ?? false)),
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
   };
+  const base0 = parseSystem(v.system ?? scenario.system);
+  const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
+  let kernels = parseKernelFlags(v, setup.sp);
+  // One switch, two effects: --use-flash-attn (Megatron's older spelling) and --attention-backend
+  // flash|fused price FlashAttention's time (kernels) and drop the s×s activations (setup).
+  if (setup.flashAttention && !usesFlashAttention(kernels)) {
+    if (v['attention-backend'] !== undefined)
+      throw new Error(`--use-flash-attn contradicts --attention-backend ${v['attention-backend']}: give one.`);
+    kernels = { ...kernels, attentionBackend: 'flash' };
+  }
+  if (usesFlashAttention(kernels)) Object.assign(setup, { flashAttention: true });
+  if (kernels.fp8 !== 'none' && system.gpu.peakTflops.fp8 === undefined)
+    throw new Error(
+      `--fp8-format ${kernels.fp8}: ${system.gpu.label} has no fp8 tensor cores; choose an H100, H200, B200 or GB200 system.`,
+    );
+  if (usesFlashAttention(kernels) && system.gpu.arch === 'volta')
+    throw new Error(
+      `FlashAttention (--attention-backend ${kernels.attentionBackend}, --use-flash-attn) needs an Ampere or newer GPU, not ${system.gpu.label}; use --attention-backend unfused.`,
+    );
   const recomputation = recomputeFlags(v, v.recompute);
   if (recomputation) Object.assign(setup, { recomputation });
   if (setup.overlapParamGather && !setup.distributedOptimizer)
@@ -147,12 +216,51 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     help: v.help,
     json: v.json,
     memoryTimeline: v['memory-timeline'],
-    system: parseSystem(v.system ?? scenario.system),
+    gemmTable: v['gemm-table'],
+    kernels,
+    system,
     dtype: v.dtype !== undefined ? parseDtype(v.dtype) : scenario.dtype,
     setup,
     degrees: v.tp !== undefined ? parseDegrees(v.tp) : scenario.degrees,
     scenario,
     ...(v['export-job'] !== undefined && { exportJob: v['export-job'] }),
+    search: v.search,
+    top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
+  };
+}
+
+/** The kernel switches from their flags, Megatron's rules checked (--enable-cuda-graph vs --cuda-graph-impl; --tp-comm-overlap needs --sp). */
+function parseKernelFlags(
+  v: {
+    arch?: string;
+    'attention-backend'?: string;
+    'fp8-format'?: string;
+    'cuda-graph-impl'?: string;
+    'enable-cuda-graph': boolean;
+    'tp-comm-overlap': boolean;
+  },
+  sp: boolean,
+): KernelOptions {
+  const d = defaultKernelOptions;
+  if (v['enable-cuda-graph'] && v['cuda-graph-impl'] !== undefined)
+    throw new Error('--enable-cuda-graph is the old spelling of --cuda-graph-impl local: give one of them, not both.');
+  if (v['tp-comm-overlap'] && !sp)
+    throw new Error(
+      '--tp-comm-overlap needs --sp: Megatron overlaps TP communication only under sequence parallelism.',
+    );
+  return {
+    arch: v.arch !== undefined ? parseChoice('--arch', v.arch, layerArchs) : d.arch,
+    attentionBackend:
+      v['attention-backend'] !== undefined
+        ? parseChoice('--attention-backend', v['attention-backend'], attentionBackends)
+        : d.attentionBackend,
+    fp8: v['fp8-format'] !== undefined ? parseChoice('--fp8-format', v['fp8-format'], fp8Formats) : d.fp8,
+    cudaGraphImpl: v['enable-cuda-graph']
+      ? 'local'
+      : v['cuda-graph-impl'] !== undefined
+        ? parseChoice('--cuda-graph-impl', v['cuda-graph-impl'], cudaGraphImpls)
+        : d.cudaGraphImpl,
+    tpCommOverlap: v['tp-comm-overlap'],
   };
 }
 

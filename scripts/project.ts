@@ -1,11 +1,13 @@
-// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json]
+// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
+import { gemmTable } from '../src/projection/gemm-table.ts';
 import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.ts';
 import { recomputeOf } from '../src/megatron/training-setup.ts';
 import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { exportJobSpec, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
+import { runSearch } from './project-search.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -34,9 +36,36 @@ if (args.exportJob !== undefined) {
   process.exit(0);
 }
 
-const machine = { system: args.system, dtype: args.dtype };
+if (args.gemmTable) {
+  const precision = args.kernels.fp8 !== 'none' ? 'fp8' : args.dtype;
+  console.log(`GEMM model on ${args.system.gpu.label} in ${precision} (docs/projection-kernels.md)`);
+  const rows = gemmTable(args.system.gpu, precision).map((r) => [
+    r.label,
+    `${r.shape.M}×${r.shape.N}×${r.shape.K}`,
+    `${r.time.us.toFixed(1)} µs`,
+    r.tflops.toFixed(0),
+    `${(100 * r.time.efficiency).toFixed(1)}%`,
+    `${r.time.tile[0]}×${r.time.tile[1]}`,
+    String(r.time.tiles),
+    String(r.time.waves),
+  ]);
+  const head = ['shape', 'M×N×K', 'time', 'TFLOP/s', 'of peak', 'tile', 'tiles', 'waves'];
+  const all = [head, ...rows];
+  const w = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  for (const r of all) console.log(r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  '));
+  process.exit(0);
+}
+
+if (args.search) {
+  await runSearch(args);
+  process.exit(0);
+}
+
+const machine = { system: args.system, dtype: args.dtype, kernels: args.kernels };
 const rows = await fixedBudget(args.setup, args.degrees, machine);
-const baseline = args.setup.sp ? await fixedBudget({ ...args.setup, sp: false }, args.degrees, machine) : undefined;
+// The no-SP baseline runs without --tp-comm-overlap, which needs SP.
+const noSpMachine = { ...machine, kernels: { ...args.kernels, tpCommOverlap: false } };
+const baseline = args.setup.sp ? await fixedBudget({ ...args.setup, sp: false }, args.degrees, noSpMachine) : undefined;
 const lines = budgetLines(rows, baseline);
 if (lines.every((l) => !l.ok)) {
   for (const l of lines) if (!l.ok) process.stderr.write(`project: t=${l.tp}: ${l.reason}\n`);
@@ -62,6 +91,7 @@ const header = {
   overlapParamGather: args.setup.overlapParamGather ?? false,
   tiedEmbeddings: args.setup.tiedEmbeddings ?? false,
   flashAttention: args.setup.flashAttention ?? false,
+  kernels: args.kernels,
   note: 'projection from datasheet figures and the alpha-beta link model, not a measurement',
 };
 if (args.json) {

@@ -3,7 +3,7 @@ import { sharedNow } from '../core/clock.ts';
 import { formatShape, numel } from '../core/shape.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
 import { checkDivisible, named, outputShape, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
-import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
+import type { CollectiveOp, Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { GroupBrokenError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
@@ -20,6 +20,19 @@ export type ResultSink = (data: Float32Array, at: number) => void;
 
 /** Opens a sink for a result of `shape` (called once per call, before any piece arrives). */
 export type ResultTarget = (shape: readonly number[]) => ResultSink;
+
+/**
+ * A rank-local input that arrives in parts, in order (a GPU read-back in flight): part k holds
+ * elements [bounds[k][0], bounds[k][1]) of the row-major input; together they cover [0, numel).
+ */
+export interface PartedInput {
+  readonly shape: readonly number[];
+  readonly bounds: readonly (readonly [number, number])[];
+  /** Part k's elements once they are here; the view stays valid until release(k). */
+  part(k: number): Promise<Float32Array>;
+  /** The transport is done with part k. */
+  release(k: number): void;
+}
 
 /** A finished collective: the result (absent when it went to a ResultTarget), its timed phases and the bytes this rank sent. */
 export interface Executed {
@@ -45,6 +58,16 @@ export interface CollectiveRunner {
    * is written there (straight from the transport's memory where it can) instead of returned.
    */
   run(req: CallRequest, x: HostTensor, target?: ResultTarget): Promise<Executed>;
+  /**
+   * The ops this transport moves part by part as their input arrives (runParted); for the others
+   * a caller supplies the whole input to run().
+   */
+  readonly partedOps: readonly CollectiveOp[];
+  /**
+   * As run(), with the input in parts: part k moves through the ring while later parts are still
+   * arriving, and its result pieces reach `target` before part k + 1 is awaited. Only for partedOps.
+   */
+  runParted(req: CallRequest, x: PartedInput, target: ResultTarget): Promise<Executed>;
 }
 
 /** The trace event of one finished collective on `device`, spanning [t0, t1]. */
@@ -116,13 +139,44 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
   protected abstract execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>>;
 
   async run(req: CallRequest, x: HostTensor, target?: ResultTarget): Promise<Executed> {
+    hostTensor(x.shape, x.data);
+    return this.numbered(req, x.shape, target, (call, sink) => this.execute(call, x, sink));
+  }
+
+  /** See CollectiveRunner.partedOps: none unless a transport moves parts as they arrive. */
+  readonly partedOps: readonly CollectiveOp[] = [];
+
+  async runParted(req: CallRequest, x: PartedInput, target: ResultTarget): Promise<Executed> {
+    if (!this.partedOps.includes(req.op))
+      throw new Error(`${this.transport}: ${req.op} does not take its input in parts; pass the whole input to run().`);
+    let end = 0;
+    for (const [lo, hi] of x.bounds) {
+      if (lo !== end || hi <= lo) throw new Error(`${req.op}: input parts must be consecutive and non-empty.`);
+      end = hi;
+    }
+    if (end !== numel(x.shape)) throw new Error(`${req.op}: input parts cover ${end} of ${numel(x.shape)} elements.`);
+    return this.numbered(req, x.shape, target, (call, sink) => this.executeParted(call, x, sink!));
+  }
+
+  /** Moves a numbered call whose input arrives in parts (transports with partedOps override it). */
+  protected executeParted(call: CollectiveCall, _x: PartedInput, _sink: ResultSink): Promise<Omit<Executed, 'call'>> {
+    throw new Error(`${this.transport}: ${call.op} does not take its input in parts.`);
+  }
+
+  /** Validates and numbers a call, runs `move`, latches a failure. */
+  private async numbered(
+    req: CallRequest,
+    shape: readonly number[],
+    target: ResultTarget | undefined,
+    move: (call: CollectiveCall, sink: ResultSink | undefined) => Promise<Omit<Executed, 'call'>>,
+  ): Promise<Executed> {
     if (this.failure !== undefined) throw new GroupBrokenError(this.rank, this.failure);
-    const checked = this.validate(req, x);
+    const checked = this.validate(req, shape);
     // Opened before the call is numbered: a target that refuses the shape fails like a bad argument.
     const sink = target?.(outputShape({ ...checked, seq: 0 }, this.size));
     const call: CollectiveCall = { ...checked, seq: ++this.seq };
     try {
-      const done = await this.execute(call, x, sink);
+      const done = await move(call, sink);
       if (sink && done.out) sink(done.out.data, 0);
       else if (!target && !done.out) throw new Error(`${this.transport}: ${call.op} returned no result.`);
       return { call, ...done, ...(target && { out: undefined }) };
@@ -137,18 +191,17 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
     this.failure ??= reason;
   }
 
-  private validate(req: CallRequest, x: HostTensor): Omit<CollectiveCall, 'seq'> {
-    hostTensor(x.shape, x.data);
+  private validate(req: CallRequest, shape: readonly number[]): Omit<CollectiveCall, 'seq'> {
     let dim = req.dim;
     if (dim !== undefined) {
-      dim = resolveDim(req.op, x.shape, dim);
-      if (req.op === 'reduceScatter') checkDivisible(req.op, x.shape, dim, this.size);
+      dim = resolveDim(req.op, shape, dim);
+      if (req.op === 'reduceScatter') checkDivisible(req.op, shape, dim, this.size);
     }
     if (req.root !== undefined && !(Number.isInteger(req.root) && req.root >= 0 && req.root < this.size)) {
       throw new Error(`${req.op}: root ${req.root} is not a rank of a group of ${this.size}.`);
     }
-    if (x.shape.length > 8) throw new Error(`${req.op}: tensors of more than 8 dims are not supported.`);
-    return { ...req, dim, dtype: 'f32', shape: [...x.shape] };
+    if (shape.length > 8) throw new Error(`${req.op}: tensors of more than 8 dims are not supported.`);
+    return { ...req, dim, dtype: 'f32', shape: [...shape] };
   }
 
   /** With `out`, the result is written into it (straight from the transport's memory where it can). */

@@ -25,7 +25,7 @@ export type RingCollectiveOp = Extract<CollectiveOp, 'allReduce' | 'reduceScatte
  * - shard(dim): local, no communication: [.., D, ..] → this rank's slice [.., D/t, ..].
  * A dim not divisible by t throws before anything moves. `tensor` names the logical tensor moved
  * ("mlp.reduce"); it is part of the fingerprint, so two same-shape calls in swapped order fail.
- * `out` (where a transport takes one, `O`: host collectives take a Float32Array) is the memory the
+ * `out` (`O`: host collectives take a Float32Array, GPU collectives a GPU tensor) is the memory the
  * result is written into and returned in, instead of new memory: a caller's buffer reused call
  * after call, or the input's own (in place: the input is read before the result is written).
  */

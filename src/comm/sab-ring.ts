@@ -1,7 +1,8 @@
 import { numel } from '../core/shape.ts';
 import { phaseClock } from '../core/clock.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
-import { BaseCollectives, type Executed, type ResultSink } from './base.ts';
+import { BaseCollectives, type Executed, type PartedInput, type ResultSink } from './base.ts';
+import type { CollectiveOp } from './collectives.ts';
 import { formatCall, outputShape, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
@@ -47,6 +48,7 @@ export class SabRingCollectives extends BaseCollectives {
   }
 
   override readonly copiesInput = true;
+  override readonly partedOps: readonly CollectiveOp[] = ['allReduce', 'broadcast'];
 
   protected async execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
     const { phases, mark } = phaseClock();
@@ -54,6 +56,107 @@ export class SabRingCollectives extends BaseCollectives {
     mark('sync');
     const out = this.move(call, x, mark, sink);
     return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+  }
+
+  /**
+   * An all-reduce or broadcast whose input arrives in parts: part 0 awaited, one arrival and
+   * fingerprint check, then each part through the ring as a flat collective of its own elements (its own stage,
+   * reduce-scatter steps and gather into `sink`), awaiting the next part only after this one's
+   * result has been handed on. Parts occupy disjoint ranges of the slots, so a rank may stage
+   * part k + 1 while others still gather part k.
+   */
+  protected override async executeParted(
+    call: CollectiveCall,
+    x: PartedInput,
+    sink: ResultSink,
+  ): Promise<Omit<Executed, 'call'>> {
+    const { phases, mark } = phaseClock();
+    const n = numel(call.shape);
+    for (let k = 0; k < x.bounds.length; k++) {
+      const [lo, hi] = x.bounds[k];
+      const data = await x.part(k);
+      mark('readback');
+      if (k === 0) {
+        this.agree(call);
+        this.checkCapacity(call, n);
+        mark('sync');
+      }
+      try {
+        this.moveFlat(call, n, lo, hi, data, mark, sink);
+      } finally {
+        x.release(k);
+      }
+    }
+    return { phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+  }
+
+  /** Throws unless `n` elements fit one slot; returns n. */
+  private checkCapacity(call: CollectiveCall, n: number): number {
+    if (n * 4 > this.ring.capacityBytes) {
+      throw new Error(
+        `rank ${this.rank}: ${formatCall(call)} moves ${n * 4} bytes, more than the shared ring's ${this.ring.capacityBytes} bytes per rank; build the pool with a larger commCapacityBytes.`,
+      );
+    }
+    return n;
+  }
+
+  /** Elements [lo, lo + len) of rank q's slot. */
+  private slotRange(q: number, lo: number, len: number): Float32Array {
+    const at = q * (this.ring.capacityBytes / 4) + lo;
+    return this.f32.subarray(at, at + len);
+  }
+
+  /**
+   * An all-reduce or broadcast of elements [lo, hi) of an n-element tensor (`data` holds them):
+   * stage → reduce-scatter → gather over that range of every slot, the ring's chunk c of the
+   * range being [lo + chunkBounds(hi − lo, t, c)). See move() for the schedule.
+   */
+  private moveFlat(
+    call: CollectiveCall,
+    n: number,
+    lo: number,
+    hi: number,
+    data: Float32Array,
+    mark: (name: string) => void,
+    put: ResultSink,
+  ): void {
+    const { rank: r, size: t } = this;
+    const m = hi - lo;
+    if (data.length !== m || hi > n)
+      throw new Error(`rank ${r}: part [${lo}, ${hi}) of ${n} got ${data.length} values.`);
+    const { prev } = ringNeighbours(r, t);
+    const words = this.ring.capacityBytes / 4;
+    const own = this.slotRange(r, lo, m);
+    const base = this.step;
+    const reduce = call.op === 'allReduce';
+    if (reduce) own.subarray(...chunkBounds(m, t, prev)).set(data.subarray(...chunkBounds(m, t, prev)));
+    else if (r === call.root) own.set(data);
+    this.advance();
+    mark('stage');
+    if (reduce) {
+      for (let k = 0; k < t - 1; k++) {
+        this.waitFor(call, prev, base + 1 + k);
+        const [clo, chi] = chunkBounds(m, t, rsRecvChunk(r, k, t));
+        for (let a = clo; a < chi; a += pieceElems) {
+          const b = Math.min(chi, a + pieceElems);
+          own.subarray(a, b).set(data.subarray(a, b));
+          this.reduce(call.reduceOp!, (r * words + lo + a) * 4, (prev * words + lo + a) * 4, b - a);
+        }
+        this.advance();
+      }
+    }
+    mark('transport');
+    // Rank q has staged (and, for all-reduce, reduced) its range once its progress reaches `ready`.
+    const ready = base + (reduce ? t : 1);
+    const from = (q: number): Float32Array => (this.waitFor(call, q, ready), this.slotRange(q, lo, m));
+    if (!reduce) put(from(call.root!), lo);
+    else
+      for (let k = 0; k < t; k++) {
+        const c = (r + k) % t;
+        const [clo, chi] = chunkBounds(m, t, c);
+        put(from(c).subarray(clo, chi), lo + clo);
+      }
+    mark('gather');
   }
 
   private checkAbort(call: CollectiveCall): void {
@@ -124,12 +227,12 @@ export class SabRingCollectives extends BaseCollectives {
   /**
    * Stage → ring reduce-scatter → gather. Staging copies the input into this rank's slot; the
    * reduce-scatter adds in place (t−1 steps, rank r reading rank r−1's slot), leaving the full
-   * reduction of chunk c in slot c. An all-reduce stages only chunk r−1 (the one rank r+1 reads
-   * first, as it is) up front; each other chunk is copied in at the step that reduces it, piece by
-   * piece, each piece added to while it is still in cache; the result is then read straight from the slots that hold
-   * its pieces into `sink` (the caller's array or the GPU upload; else a new array): an
-   * all-gather reads each rank's staged slice, a broadcast the root's slot. No rank relays data it
-   * does not reduce, and nothing is copied twice.
+   * reduction of chunk c in slot c. An all-reduce (moveFlat) stages only chunk r−1 (the one rank
+   * r+1 reads first, as it is) up front; each other chunk is copied in at the step that reduces
+   * it, piece by piece, each piece added to while it is still in cache. The result is then read
+   * straight from the slots that hold its pieces into `sink` (the caller's array or the GPU
+   * upload; else a new array): an all-gather reads each rank's staged slice, a broadcast the
+   * root's slot. No rank relays data it does not reduce, and nothing is copied twice.
    * A slot is overwritten only after the next call's arrival, i.e. once every rank has read it.
    */
   private move(
@@ -141,50 +244,37 @@ export class SabRingCollectives extends BaseCollectives {
     const { rank: r, size: t } = this;
     const shape = outputShape(call, t);
     if (call.op === 'barrier') return (mark('transport'), x);
-    const n = call.op === 'allGather' ? numel(shape) : numel(call.shape);
-    if (n * 4 > this.ring.capacityBytes) {
-      throw new Error(
-        `rank ${r}: ${formatCall(call)} moves ${n * 4} bytes, more than the shared ring's ${this.ring.capacityBytes} bytes per rank; build the pool with a larger commCapacityBytes.`,
-      );
+    const n = this.checkCapacity(call, call.op === 'allGather' ? numel(shape) : numel(call.shape));
+    if (call.op === 'allReduce' || call.op === 'broadcast') {
+      const result = sink ? undefined : new Float32Array(n);
+      this.moveFlat(call, n, 0, n, x.data, mark, sink ?? ((d, at) => result!.set(d, at)));
+      return result && hostTensor(shape, result);
     }
     const { prev } = ringNeighbours(r, t);
     const words = this.ring.capacityBytes / 4;
-    const slot = (q: number): Float32Array => this.f32.subarray(q * words, q * words + n);
+    const slot = (q: number): Float32Array => this.slotRange(q, 0, n);
     const chunk = (buf: Float32Array, k: number): Float32Array => buf.subarray(...chunkBounds(n, t, k));
     const own = slot(r);
     const base = this.step;
-    const stageChunk = (c: number): void => chunk(own, c).set(chunk(x.data, c));
     if (call.op === 'allGather') chunk(own, r).set(x.data);
-    else if (call.op === 'reduceScatter') packSlices(x.data, x.shape, call.dim!, t, own);
-    else if (call.op === 'allReduce') stageChunk(prev);
-    else if (r === call.root) own.set(x.data);
+    else packSlices(x.data, x.shape, call.dim!, t, own);
     this.advance();
     mark('stage');
-    if (call.op === 'allReduce' || call.op === 'reduceScatter') {
+    if (call.op === 'reduceScatter') {
       for (let k = 0; k < t - 1; k++) {
         this.waitFor(call, prev, base + 1 + k);
         const [lo, hi] = chunkBounds(n, t, rsRecvChunk(r, k, t));
-        for (let a = lo; a < hi; a += pieceElems) {
-          const b = Math.min(hi, a + pieceElems);
-          if (call.op === 'allReduce') own.subarray(a, b).set(x.data.subarray(a, b));
-          this.reduce(call.reduceOp!, (r * words + a) * 4, (prev * words + a) * 4, b - a);
-        }
+        this.reduce(call.reduceOp!, (r * words + lo) * 4, (prev * words + lo) * 4, hi - lo);
         this.advance();
       }
     }
     mark('transport');
     const result = sink ? undefined : new Float32Array(numel(shape));
     const put: ResultSink = sink ?? ((d, at) => result!.set(d, at));
-    // Rank q has staged (and, for reductions, reduced) its slot once its progress reaches `ready`.
-    const ready = base + (call.op === 'allReduce' || call.op === 'reduceScatter' ? t : 1);
+    // Rank q has staged (and, for a reduce-scatter, reduced) its slot once its progress reaches `ready`.
+    const ready = base + (call.op === 'reduceScatter' ? t : 1);
     const from = (q: number): Float32Array => (this.waitFor(call, q, ready), slot(q));
     if (call.op === 'reduceScatter') put(chunk(own, r), 0);
-    else if (call.op === 'broadcast') put(from(call.root!), 0);
-    else if (call.op === 'allReduce')
-      for (let k = 0; k < t; k++) {
-        const c = (r + k) % t;
-        put(chunk(from(c), c), chunkBounds(n, t, c)[0]);
-      }
     else gatherSlices(shape, call.dim!, t, (c) => chunk(from(c), c), put);
     mark('gather');
     return result && hostTensor(shape, result);

@@ -7,8 +7,22 @@ import type { TrainDtype } from './dtype.ts';
 export interface GpuSpec {
   readonly name: string;
   readonly label: string;
-  /** Dense peak per format: fp32 on CUDA cores; tf32/fp16/bf16 on tensor cores (absent: not supported). */
-  readonly peakTflops: { readonly fp32: number; readonly tf32?: number; readonly fp16: number; readonly bf16?: number };
+  /** Dense peak per format: fp32 on CUDA cores; tf32/fp16/bf16/fp8 on tensor cores (absent: not supported). */
+  readonly peakTflops: {
+    readonly fp32: number;
+    readonly tf32?: number;
+    readonly fp16: number;
+    readonly bf16?: number;
+    readonly fp8?: number;
+  };
+  /**
+   * Measured maximum achievable matmul TFLOP/s (MAMF: the best of a brute-force search over
+   * shapes, torch.matmul, no sparsity) and the shape it was reached at, per tensor-core format,
+   * where published; kernel-time.ts derives the main loop's efficiency η from it.
+   */
+  readonly mamf?: { readonly bf16?: Mamf; readonly fp16?: Mamf; readonly fp8?: Mamf };
+  /** Architecture generation: which FlashAttention kernels exist for it (flash-attention.ts). */
+  readonly arch: GpuArch;
   /** HBM bandwidth, GB/s (1e9 B/s). */
   readonly hbmGBps: number;
   /** L2 bandwidth, GB/s: what feeds a GEMM tile's operands (see kernel-time.ts). */
@@ -17,6 +31,32 @@ export interface GpuSpec {
   readonly memoryGiB: number;
   readonly source: string;
 }
+
+/** A maximum-achievable-matmul measurement: TFLOP/s reached at the GEMM [M,K]·[K,N]. */
+export interface Mamf {
+  readonly tflops: number;
+  /** The best shape as published, M × N × K. */
+  readonly shape: readonly [number, number, number];
+}
+
+/** The GPU generation: Volta (V100), Ampere (A100), Hopper (H100, H200), Blackwell (B200, GB200). */
+export type GpuArch = 'volta' | 'ampere' | 'hopper' | 'blackwell';
+
+/**
+ * MAMF figures: S. Bekman, "Machine Learning Engineering", compute/accelerator/README.md,
+ * "Maximum Achievable Matmul FLOPS comparison table" (github.com/stas00/ml-engineering, 2026-08
+ * revision): BF16 A100 SXM 271.2, H100 SXM 794.5 ("H200 is the same"), B200 SXM 1745.0,
+ * GB200 1822.0; FP8 (e4m3) H100 SXM 1402.6, H200 SXM 1453.4, B200 SXM 3432.5, GB200 3615.6;
+ * each at the best shape M × N × K the table lists (given with each entry below).
+ * Micro-level GEMM measurements, not training throughput. No V100 row: V100 keeps the
+ * assumed η of kernel-time.ts.
+ */
+const mamfSource = 'MAMF: ml-engineering "Maximum Achievable Matmul FLOPS comparison table"';
+/** bf16 MAMF rows (fp16 assumed equal: the same tensor-core rate on these GPUs). */
+const a100Mamf: Mamf = { tflops: 271.2, shape: [1024, 10240, 5120] };
+const h100Mamf: Mamf = { tflops: 794.5, shape: [2048, 2048, 13312] };
+const b200Mamf: Mamf = { tflops: 1745, shape: [1792, 16128, 3072] };
+const gb200Mamf: Mamf = { tflops: 1822, shape: [4096, 9728, 2048] };
 
 /**
  * V100's L2 bandwidth was measured at 2155 GB/s (Jia, Maggioni, Staiger, Scarpazza 2018,
@@ -36,6 +76,7 @@ export const gpus = {
     l2GBps: v100L2,
     sms: 80,
     memoryGiB: 32,
+    arch: 'volta',
     source: 'NVIDIA V100 datasheet (SXM2: 15.7 fp32, 125 fp16 tensor TFLOP/s, 900 GB/s); 80 SMs (Volta whitepaper)',
   },
   /** NVIDIA Tesla V100 datasheet (PCIe): 14 TFLOP/s fp32, 112 tensor, 900 GB/s HBM2, 32 GB; 80 SMs. */
@@ -47,6 +88,7 @@ export const gpus = {
     l2GBps: v100L2,
     sms: 80,
     memoryGiB: 32,
+    arch: 'volta',
     source: 'NVIDIA V100 datasheet (PCIe: 14 fp32, 112 fp16 tensor TFLOP/s, 900 GB/s); 80 SMs (Volta whitepaper)',
   },
   /**
@@ -57,12 +99,29 @@ export const gpus = {
     name: 'a100-sxm-80gb',
     label: 'A100 SXM 80 GB',
     peakTflops: { fp32: 19.5, tf32: 156, fp16: 312, bf16: 312 },
+    mamf: { bf16: a100Mamf, fp16: a100Mamf },
     hbmGBps: 2039,
     l2GBps: 2.3 * v100L2,
     sms: 108,
     memoryGiB: 80,
-    source:
-      'NVIDIA A100 datasheet (80 GB SXM: 19.5 fp32, 156 tf32, 312 fp16/bf16 dense, 2039 GB/s); 108 SMs and L2 2.3× V100 (A100 whitepaper)',
+    arch: 'ampere',
+    source: `NVIDIA A100 datasheet (80 GB SXM: 19.5 fp32, 156 tf32, 312 fp16/bf16 dense, 2039 GB/s); 108 SMs and L2 2.3× V100 (A100 whitepaper); ${mamfSource} (bf16 271.2; fp16 assumed equal)`,
+  },
+  /**
+   * NVIDIA A100 datasheet (40 GB SXM, the GPU of the 2020 DGX A100): the same SM array and peaks
+   * as the 80 GB part, HBM2 at 1555 GB/s, 40 GB (binary: 5 stacks × 8 GiB).
+   */
+  'a100-sxm-40gb': {
+    name: 'a100-sxm-40gb',
+    label: 'A100 SXM 40 GB',
+    peakTflops: { fp32: 19.5, tf32: 156, fp16: 312, bf16: 312 },
+    mamf: { bf16: a100Mamf, fp16: a100Mamf },
+    hbmGBps: 1555,
+    l2GBps: 2.3 * v100L2,
+    sms: 108,
+    memoryGiB: 40,
+    arch: 'ampere',
+    source: `NVIDIA A100 datasheet (40 GB SXM: 312 fp16/bf16 dense, 1555 GB/s HBM2); 108 SMs (A100 whitepaper); ${mamfSource} (A100 SXM bf16 271.2, measured on the 80 GB part)`,
   },
   /**
    * NVIDIA H100 datasheet (SXM): 67 fp32, 989 tf32 and 1979 fp16/bf16 TFLOP/s *with sparsity*,
@@ -73,13 +132,68 @@ export const gpus = {
   'h100-sxm': {
     name: 'h100-sxm',
     label: 'H100 SXM 80 GB',
-    peakTflops: { fp32: 67, tf32: 494.5, fp16: 989.5, bf16: 989.5 },
+    peakTflops: { fp32: 67, tf32: 494.5, fp16: 989.5, bf16: 989.5, fp8: 1979 },
+    mamf: { bf16: h100Mamf, fp16: h100Mamf, fp8: { tflops: 1402.6, shape: [1024, 9216, 14336] } },
     hbmGBps: 3350,
     l2GBps: 2.3 * v100L2 * 1.72,
     sms: 132,
     memoryGiB: 80,
-    source:
-      'NVIDIA H100 datasheet (SXM: 67 fp32; 989/1979 tf32/fp16 with sparsity → 494.5/989.5 dense; 3.35 TB/s); 132 SMs (H100 whitepaper); L2 assumed',
+    arch: 'hopper',
+    source: `NVIDIA H100 datasheet (SXM: 67 fp32; 989/1979/3958 tf32/fp16/fp8 with sparsity → 494.5/989.5/1979 dense; 3.35 TB/s); 132 SMs (H100 whitepaper); L2 assumed; ${mamfSource} (bf16 794.5, fp8 1402.6)`,
+  },
+  /**
+   * NVIDIA H200 datasheet (SXM): the H100's compute (989.5 bf16, 1979 fp8 dense) with 141 GB of
+   * HBM3e at 4.8 TB/s. The 141 GB are decimal as printed: 141e9 B = 131.3 GiB. 132 SMs, L2 as H100.
+   */
+  'h200-sxm': {
+    name: 'h200-sxm',
+    label: 'H200 SXM 141 GB',
+    peakTflops: { fp32: 67, tf32: 494.5, fp16: 989.5, bf16: 989.5, fp8: 1979 },
+    mamf: { bf16: h100Mamf, fp16: h100Mamf, fp8: { tflops: 1453.4, shape: [1280, 4096, 12032] } },
+    hbmGBps: 4800,
+    l2GBps: 2.3 * v100L2 * 1.72,
+    sms: 132,
+    memoryGiB: 141e9 / 2 ** 30,
+    arch: 'hopper',
+    source: `NVIDIA H200 datasheet (SXM: H100 compute, 141 GB HBM3e, 4.8 TB/s); 132 SMs; ${mamfSource} (bf16 as H100, fp8 1453.4)`,
+  },
+  /**
+   * NVIDIA DGX B200 datasheet: 8 GPUs, 72 PFLOP/s fp8 training and 144 PFLOP/s fp4 (sparse),
+   * 1,440 GB HBM3e, 64 TB/s: per GPU 4.5 PFLOP/s fp8 and 2.25 bf16 dense, 180 GB, 8 TB/s.
+   * fp32 80 TFLOP/s and tf32 1125 dense (HGX B200 spec, as tabled by ml-engineering). SMs: NVIDIA
+   * does not print them; 148 is what CUDA reports (device attribute multiProcessorCount, quoted
+   * in FlashAttention and CUTLASS Blackwell examples). L2 bandwidth unpublished: A100's per SM
+   * per clock scaled by 148 SMs × 1.965 GHz (ml-engineering's device-reported max SM clock) over
+   * 108 × 1.41 GHz = 1.91×.
+   */
+  b200: {
+    name: 'b200',
+    label: 'B200 SXM 180 GB',
+    peakTflops: { fp32: 80, tf32: 1125, fp16: 2250, bf16: 2250, fp8: 4500 },
+    mamf: { bf16: b200Mamf, fp16: b200Mamf, fp8: { tflops: 3432.5, shape: [15360, 4096, 3072] } },
+    hbmGBps: 8000,
+    l2GBps: 2.3 * v100L2 * 1.91,
+    sms: 148,
+    memoryGiB: 180e9 / 2 ** 30,
+    arch: 'blackwell',
+    source: `NVIDIA DGX B200 datasheet (per GPU: 4.5 PF fp8, 2.25 PF bf16 dense, 180 GB, 8 TB/s); 148 SMs as CUDA reports; L2 assumed; ${mamfSource} (bf16 1745, fp8 3432.5)`,
+  },
+  /**
+   * One Blackwell GPU of a GB200 superchip (NVIDIA GB200 NVL72 spec: 72 GPUs, 360 PF fp8 dense …
+   * 13.4 TB HBM3e, 576 TB/s): per GPU 5 PF fp8 and 2.5 bf16 dense, 186 GB, 8 TB/s; it clocks
+   * higher than the HGX B200 (2.062 GHz device-reported max, ml-engineering). 148 SMs as B200.
+   */
+  'gb200-gpu': {
+    name: 'gb200-gpu',
+    label: 'GB200 (one Blackwell GPU) 186 GB',
+    peakTflops: { fp32: 80, tf32: 1250, fp16: 2500, bf16: 2500, fp8: 5000 },
+    mamf: { bf16: gb200Mamf, fp16: gb200Mamf, fp8: { tflops: 3615.6, shape: [19456, 5120, 1536] } },
+    hbmGBps: 8000,
+    l2GBps: 2.3 * v100L2 * 2.0,
+    sms: 148,
+    memoryGiB: 186e9 / 2 ** 30,
+    arch: 'blackwell',
+    source: `NVIDIA GB200 NVL72 spec (per GPU: 5 PF fp8, 2.5 PF bf16 dense, 186 GB, 8 TB/s); 148 SMs; L2 assumed (×2.0 of A100 by SMs × clock); ${mamfSource} (bf16 1822, fp8 3615.6)`,
   },
 } as const satisfies Record<string, GpuSpec>;
 
@@ -88,6 +202,18 @@ export type GpuName = keyof typeof gpus;
 
 /** Every catalog GPU, in display order. */
 export const gpuNames = Object.keys(gpus) as GpuName[];
+
+/** A GEMM's operand format: the training dtype, or fp8 where Transformer Engine's fp8 recipe applies. */
+export type GemmPrecision = TrainDtype | 'fp8';
+
+/** Dense peak FLOP/s of `gpu`'s tensor cores in fp8; throws for GPUs without fp8 (V100, A100). */
+export function gemmPeakFlops(gpu: GpuSpec, precision: GemmPrecision): number {
+  if (precision !== 'fp8') return peakFlops(gpu, precision);
+  const tf = gpu.peakTflops.fp8;
+  if (tf === undefined)
+    throw new Error(`${gpu.label} has no fp8 tensor cores: fp8 needs Hopper or Blackwell (H100, H200, B200, GB200).`);
+  return tf * 1e12;
+}
 
 /**
  * Dense peak FLOP/s for GEMMs in `dtype`. fp32 GEMMs run on CUDA cores: PyTorch leaves TF32 off

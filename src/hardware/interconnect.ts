@@ -25,6 +25,8 @@ export interface Interconnect {
   readonly busGBps: number;
   /** Where the numbers come from. */
   readonly source: string;
+  /** NCCL channels (one CTA on one SM each) a collective on this link runs; absent: overlap-cost.ts's NVLink default. */
+  readonly ncclChannels?: number;
 }
 
 /**
@@ -47,6 +49,7 @@ export const interconnectPresets = {
     label: 'PCIe Gen3 x16 (8×V100 box)',
     alphaUs: 3,
     busGBps: 7.6,
+    ncclChannels: 2,
     source: `bus bandwidth 7.6 GB/s as measured on an 8×V100 PCIe Gen3 x16 machine; ${alphaNote}`,
   },
   /**

@@ -1,6 +1,5 @@
-import type { TrainDtype } from './dtype.ts';
 import { dtypeBytes } from './dtype.ts';
-import { peakFlops, type GpuSpec } from './gpus.ts';
+import { gemmPeakFlops, type GemmPrecision, type GpuArch, type GpuSpec } from './gpus.ts';
 
 /**
  * Kernel time on a datacenter GPU, from the shape alone.
@@ -11,35 +10,60 @@ import { peakFlops, type GpuSpec } from './gpus.ts';
  *   tiles = ⌈M/tm⌉·⌈N/tn⌉·batch                       (tile quantization: a partial tile costs a full one)
  *   waves = ⌈tiles / SMs⌉                              (wave quantization: a partial wave costs a full one)
  *   tile time = max(2·tm·tn·K / (η·peak/SMs),          (the SM's share of the achievable peak)
- *                   (tm + tn)·K·bytes / (L2 BW/SMs))   (its operands streamed from L2: small tiles reuse less)
+ *                   (tm + tn/c)·K·bytes / (L2 BW/SMs)) (its operands streamed from L2: small tiles reuse less;
+ *                                                       c = CTAs of a cluster sharing B by TMA multicast)
  *   compute = waves · tile time, minimised over the tile sizes (cuBLAS's heuristics pick a tile)
+ *             and over split-K ∈ {1, 2, 4} (K in slices of ≥ 1024 as extra tiles, which fills
+ *             partial waves, plus 2·split·M·N·4 B of fp32 partials through HBM; CUTLASS documents
+ *             split-K and stream-K for exactly this)
  *   time = max(compute, (MK + KN + MN)·batch·bytes / (ρ·HBM BW)) + launch
+ * η, the main loop's fraction of the dense peak, is per GPU and format, from a micro-level
+ * measurement: the maximum achievable matmul FLOP/s over the datasheet peak (gpus.ts `mamf`:
+ * A100 bf16 0.869, H100 0.803, B200 0.776, H100 fp8 0.709). A GEMM whose shape quantizes
+ * perfectly reaches the best a real GEMM reached; every other shape falls below through the
+ * tiles, the waves, the L2 operand stream, the HBM floor and the launch. At the measured best
+ * shapes themselves the model gives 0.80–0.99 of the measurement (docs/projection-kernels.md).
+ * Where no measurement is published (V100, fp32 on CUDA cores) η is the assumed 0.8.
  * Memory-bound kernels (norms, softmax over the materialized s×s scores, RoPE, SwiGLU, adds,
  * cross entropy, embedding): bytes moved / (ρ·HBM BW) + launch.
+ * `launch` is the device side of one kernel: the gap between back-to-back kernels of one stream.
+ * The host's cost of issuing it (eager PyTorch) is host-dispatch.ts's.
  */
 export interface KernelModel {
-  /** η: fraction of the dense peak a large GEMM reaches. */
+  /** η where no measurement is published: fraction of the dense peak a large GEMM reaches. */
   readonly gemmEfficiency: number;
   /** ρ: fraction of the datasheet HBM bandwidth a streaming kernel reaches. */
   readonly hbmEfficiency: number;
-  /** Fixed cost of one kernel, µs. */
+  /** Device-side cost of one kernel, µs: the launch gap between back-to-back kernels of a stream. */
   readonly launchUs: number;
   /** Output tile sizes [tm, tn] the GEMM library chooses from. */
   readonly tiles: readonly (readonly [number, number])[];
+  /** Split-K factors the library may use: K cut into `split` slices run as separate tiles, partials summed. */
+  readonly splitK: readonly number[];
+  /** Smallest K slice a split may leave. */
+  readonly minSplitK: number;
+  /** c: CTAs of a thread-block cluster that share one B tile by TMA multicast, per GPU generation. */
+  readonly clusterMulticast: Readonly<Record<GpuArch, number>>;
 }
 
 /**
- * The constants. η = 0.8: cuBLAS reaches roughly 75–90% of the dense tensor-core peak on large
- * GEMMs in NVIDIA's own published curves (the guide above; A100 ≈ 250+ of 312 TFLOP/s) — an
- * assumption of this order, not a fit. ρ = 0.83: V100 measured 750 of 900 GB/s (Jia et al. 2018,
- * arXiv:1804.06826). launch 5 µs: the order of a CUDA kernel launch plus eager-framework
- * dispatch (assumed). Tiles: the ones the guide lists for cuBLAS (256×128 most efficient …
- * 64×64 least).
+ * The constants. η = 0.8 where no MAMF figure exists: cuBLAS reaches roughly 75–90% of the
+ * dense tensor-core peak on large GEMMs (the measured 77.6–86.9% of gpus.ts) — an assumption of
+ * that order, not a fit. ρ = 0.83: V100 measured 750 of 900 GB/s (Jia et al. 2018,
+ * arXiv:1804.06826). launch 0.9 µs: NVIDIA's "Getting Started with CUDA Graphs" (A. Gray, NVIDIA
+ * Technical Blog, 2019) times a 2.9 µs kernel at 3.8 µs per kernel when launched back to back on
+ * one stream, so 0.9 µs of device-side gap per kernel (3.4 µs in a graph: graphs save the rest,
+ * modelled in host-dispatch.ts). Tiles: the ones the guide lists for cuBLAS (256×128 most
+ * efficient … 64×64 least). Cluster multicast: Hopper introduced thread-block clusters whose
+ * CTAs receive one TMA load together (H100 whitepaper, "Thread Block Clusters", "TMA"); CUTLASS 3's
+ * Hopper and Blackwell GEMMs run clusters of 2 CTAs or more (c = 2 taken: the smallest); Volta and
+ * Ampere have none (c = 1). Split-K: slices of at least 1024 (a few main-loop stages per tile),
+ * factors 1, 2, 4 — an assumption of the library's choices, not a measurement.
  */
 export const kernelModel: KernelModel = {
   gemmEfficiency: 0.8,
   hbmEfficiency: 0.83,
-  launchUs: 5,
+  launchUs: 0.9,
   tiles: [
     [256, 128],
     [128, 256],
@@ -50,6 +74,9 @@ export const kernelModel: KernelModel = {
     [64, 128],
     [64, 64],
   ],
+  splitK: [1, 2, 4],
+  minSplitK: 1024,
+  clusterMulticast: { volta: 1, ampere: 1, hopper: 2, blackwell: 2 },
 };
 
 /** A GEMM's local problem: [M,K]·[K,N] per batch. */
@@ -72,22 +99,46 @@ export interface GemmTime {
   readonly efficiency: number;
 }
 
-/** Projected time of one GEMM on `gpu` in `dtype` (formula above). */
-export function gemmTime(g: GemmShape, gpu: GpuSpec, dtype: TrainDtype, m: KernelModel = kernelModel): GemmTime {
-  const bytes = dtypeBytes[dtype];
-  const peak = peakFlops(gpu, dtype);
-  const perSmFlops = (m.gemmEfficiency * peak) / gpu.sms;
-  const perSmL2 = (gpu.l2GBps * 1e9) / gpu.sms;
+/**
+ * η of `gpu` in `precision`: the measured maximum achievable matmul FLOP/s over the dense peak
+ * where gpus.ts has a MAMF figure (A100 bf16 0.869, H100 0.803, B200 0.776, H100 fp8 0.709);
+ * else the model's assumed `gemmEfficiency` (V100; fp32 on CUDA cores).
+ */
+export function gemmEfficiencyOf(gpu: GpuSpec, precision: GemmPrecision, m: KernelModel = kernelModel): number {
+  const mamf = precision === 'fp32' ? undefined : gpu.mamf?.[precision];
+  return mamf === undefined ? m.gemmEfficiency : (mamf.tflops * 1e12) / gemmPeakFlops(gpu, precision);
+}
+
+/** Bytes per operand element in `precision` (fp8: 1). */
+export const precisionBytes = (precision: GemmPrecision): number => (precision === 'fp8' ? 1 : dtypeBytes[precision]);
+
+/**
+ * Projected time of one GEMM on `gpu` with operands in `precision` (formula above); `efficiency`
+ * in the answer is against that precision's dense peak.
+ */
+export function gemmTime(g: GemmShape, gpu: GpuSpec, precision: GemmPrecision, m: KernelModel = kernelModel): GemmTime {
+  const bytes = precisionBytes(precision);
+  const peak = gemmPeakFlops(gpu, precision);
+  const perSmFlops = (gemmEfficiencyOf(gpu, precision, m) * peak) / gpu.sms;
+  const perSmL2 = (l2GBpsOf(gpu, m) * 1e9) / gpu.sms;
+  const c = m.clusterMulticast[gpu.arch];
   let best = { us: Infinity, tile: m.tiles[0]!, tiles: 0, waves: 0 };
-  for (const tile of m.tiles) {
-    const [tm, tn] = tile;
-    const tiles = Math.ceil(g.M / tm) * Math.ceil(g.N / tn) * g.batch;
-    const waves = Math.ceil(tiles / gpu.sms);
-    const tileS = Math.max((2 * tm * tn * g.K) / perSmFlops, ((tm + tn) * g.K * bytes) / perSmL2);
-    const us = waves * tileS * 1e6;
-    if (us < best.us) best = { us, tile, tiles, waves };
-  }
-  const memUs = hbmUs((g.M * g.K + g.K * g.N + g.M * g.N) * g.batch * bytes, gpu, m);
+  for (const tile of m.tiles)
+    for (const split of m.splitK) {
+      const k = Math.ceil(g.K / split);
+      if (split > 1 && k < m.minSplitK) continue;
+      const [tm, tn] = tile;
+      const tiles = Math.ceil(g.M / tm) * Math.ceil(g.N / tn) * g.batch * split;
+      const waves = Math.ceil(tiles / gpu.sms);
+      const tileS = Math.max((2 * tm * tn * k) / perSmFlops, ((tm + tn / c) * k * bytes) / perSmL2);
+      // Split-K: the `split` fp32 partial products are written and read back once to be summed.
+      const reduceUs = split > 1 ? hbmUs(2 * split * g.M * g.N * g.batch * 4, gpu, m) : 0;
+      const us = waves * tileS * 1e6 + reduceUs;
+      if (us < best.us) best = { us, tile, tiles, waves };
+    }
+  // fp8 GEMMs read fp8 operands and write C in bf16 (Transformer Engine's fp8 GEMM output).
+  const outBytes = precision === 'fp8' ? 2 : bytes;
+  const memUs = hbmUs(((g.M * g.K + g.K * g.N) * bytes + g.M * g.N * outBytes) * g.batch, gpu, m);
   const us = Math.max(best.us, memUs) + m.launchUs;
   return {
     us,
@@ -97,6 +148,24 @@ export function gemmTime(g: GemmShape, gpu: GpuSpec, dtype: TrainDtype, m: Kerne
     memoryBound: memUs > best.us,
     efficiency: (2 * g.M * g.N * g.K * g.batch) / (us * 1e-6 * peak),
   };
+}
+
+/**
+ * The L2 bandwidth (GB/s) the model feeds tiles from: gpus.ts's figure, raised where a published
+ * MAMF measurement needs more — the largest tile (tm × tn, c-way multicast) at the measured rate
+ * R streams R·(tm + tn/c)·bytes / (2·tm·tn) B/s, so an assumed figure below that contradicts the
+ * measurement. (H100's and Blackwell's L2 bandwidths are not published; gpus.ts extrapolates from
+ * A100 by SMs × clock, which ignores Blackwell's doubled tensor-core rate per SM.)
+ */
+export function l2GBpsOf(gpu: GpuSpec, m: KernelModel = kernelModel): number {
+  const [tm, tn] = m.tiles[0]!;
+  const c = m.clusterMulticast[gpu.arch];
+  let need = 0;
+  for (const p of ['bf16', 'fp16', 'fp8'] as const) {
+    const mamf = gpu.mamf?.[p];
+    if (mamf) need = Math.max(need, (mamf.tflops * 1e3 * (tm + tn / c) * precisionBytes(p)) / (2 * tm * tn));
+  }
+  return Math.max(gpu.l2GBps, need);
 }
 
 /** µs to stream `bytes` through HBM at ρ of the datasheet bandwidth. */

@@ -25,9 +25,18 @@ export interface SystemSpec {
   readonly source: string;
 }
 
-/** The network between nodes. */
+/** The scale-out fabric's technology: InfiniBand, or RDMA over Converged Ethernet. */
+export type FabricKind = 'infiniband' | 'roce';
+
+/**
+ * The network between nodes. Every catalog fabric is rail-optimized (NVIDIA's DGX SuperPOD
+ * reference architecture: NIC i of every node on leaf switch i, so the ranks with the same local
+ * index talk through one switch hop and NCCL runs one ring per NIC); `groupLink` prices a group
+ * that crosses nodes with min(ranks per node, NICs per node) NICs in parallel.
+ */
 export interface InterNode {
   readonly label: string;
+  readonly fabric: FabricKind;
   /** Achieved bandwidth of one NIC, GB/s. */
   readonly nicGBps: number;
   readonly nicsPerNode: number;
@@ -45,11 +54,37 @@ const ncclBaseUs = 6.6;
  */
 const ib = (label: string, lineGBps: number, nicsPerNode: number, source: string): InterNode => ({
   label: `${nicsPerNode}× InfiniBand ${label}`,
+  fabric: 'infiniband',
   nicGBps: 0.96 * lineGBps,
   nicsPerNode,
   alphaUs: 5,
   source: `${source}; ${label} ${lineGBps} GB/s line rate per port, 96% achieved assumed`,
 });
+
+/**
+ * RoCE v2 on 400 GbE (e.g. NVIDIA Spectrum-X, ConnectX-7 in Ethernet mode): 50 GB/s line rate
+ * per port; 95% achieved assumed (Ethernet + IP + UDP + RoCE headers on 4 KiB frames are ≈ 2%,
+ * plus congestion control); α 6 µs per step assumed (a little above InfiniBand's).
+ */
+const roce = (lineGBps: number, nicsPerNode: number, source: string): InterNode => ({
+  label: `${nicsPerNode}× RoCE v2 ${lineGBps * 8} GbE`,
+  fabric: 'roce',
+  nicGBps: 0.95 * lineGBps,
+  nicsPerNode,
+  alphaUs: 6,
+  source: `${source}; ${lineGBps * 8} GbE ${lineGBps} GB/s line rate per port, 95% achieved assumed`,
+});
+
+/** Named scale-out fabrics, to put a catalog node on another network (`withFabric`, CLI --fabric). */
+export const fabrics = {
+  'ib-edr': (n: number): InterNode => ib('EDR', 12.5, n, 'InfiniBand EDR 100 Gb/s'),
+  'ib-hdr': (n: number): InterNode => ib('HDR', 25, n, 'InfiniBand HDR 200 Gb/s'),
+  'ib-ndr': (n: number): InterNode => ib('NDR', 50, n, 'InfiniBand NDR 400 Gb/s'),
+  'roce-400': (n: number): InterNode => roce(50, n, 'RoCE v2, 400 GbE'),
+} as const;
+
+/** A named fabric's key. */
+export type FabricName = keyof typeof fabrics;
 
 /**
  * V100 NVLink 2: 6 links × 25 GB/s = 150 GB/s per direction per GPU (V100 datasheet: 300 GB/s
@@ -64,6 +99,20 @@ const nvlinkV100 = (label: string): Interconnect => ({
   busGBps: 120,
   source: '6 × 25 GB/s NVLink 2 per direction (V100 datasheet) less ~20% NCCL protocol overhead (nccl-tests#212)',
 });
+
+/**
+ * B200 / GB200 NVLink 5: 18 links × 50 GB/s = 900 GB/s per direction per GPU (1.8 TB/s
+ * bidirectional: DGX B200 datasheet, GB200 NVL72 spec), less the ~20% NCCL protocol overhead the
+ * NCCL maintainer gives for NVLink (nccl-tests#212): ≈ 720 GB/s bus bandwidth. A derivation from
+ * line rate, not a measurement.
+ */
+const nvlink5: Interconnect = {
+  name: 'nvlink5',
+  label: 'NVSwitch, NVLink 5',
+  alphaUs: 1,
+  busGBps: 720,
+  source: '18 × 50 GB/s NVLink 5 per direction (DGX B200 datasheet) less ~20% NCCL protocol overhead (nccl-tests#212)',
+};
 
 /** The systems of the catalog. */
 export const systems = {
@@ -122,6 +171,62 @@ export const systems = {
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA DGX H100 datasheet',
   },
+  /**
+   * The 2020 DGX A100 (DGX A100 datasheet, first edition): 8× A100 SXM 40 GB, six NVSwitches
+   * (NVLink 3, 600 GB/s bidirectional per GPU), 8× single-port ConnectX-6 HDR 200 Gb/s for the
+   * compute fabric (plus storage ports, not modelled).
+   */
+  'dgx-a100-40gb': {
+    name: 'dgx-a100-40gb',
+    label: 'DGX A100 (2020): 8×A100 40 GB, NVLink 3',
+    gpu: gpus['a100-sxm-40gb'],
+    gpusPerNode: 8,
+    intra: interconnectPresets['nvlink-a100'],
+    inter: ib('HDR', 25, 8, 'DGX A100 datasheet (2020): 8× ConnectX-6 HDR'),
+    collectiveBaseUs: ncclBaseUs,
+    source: 'NVIDIA DGX A100 datasheet (2020, 320 GB system)',
+  },
+  /** NVIDIA DGX H200 datasheet: 8× H200 SXM 141 GB, NVSwitch (NVLink 4, 900 GB/s), 8× ConnectX-7 NDR 400 Gb/s. */
+  'dgx-h200': {
+    name: 'dgx-h200',
+    label: 'DGX H200: 8×H200 SXM, NVLink 4',
+    gpu: gpus['h200-sxm'],
+    gpusPerNode: 8,
+    intra: interconnectPresets['nvswitch-h100'],
+    inter: ib('NDR', 50, 8, 'DGX H200 datasheet: 8× ConnectX-7 NDR'),
+    collectiveBaseUs: ncclBaseUs,
+    source: 'NVIDIA DGX H200 datasheet',
+  },
+  /**
+   * NVIDIA DGX B200 datasheet: 8× B200 (1,440 GB), NVSwitch (NVLink 5, 1.8 TB/s per GPU,
+   * 14.4 TB/s aggregate), 8× single-port ConnectX-7 VPI up to 400 Gb/s InfiniBand.
+   */
+  'dgx-b200': {
+    name: 'dgx-b200',
+    label: 'DGX B200: 8×B200, NVLink 5',
+    gpu: gpus.b200,
+    gpusPerNode: 8,
+    intra: nvlink5,
+    inter: ib('NDR', 50, 8, 'DGX B200 datasheet: 8× ConnectX-7 400 Gb/s'),
+    collectiveBaseUs: ncclBaseUs,
+    source: 'NVIDIA DGX B200 datasheet',
+  },
+  /**
+   * NVIDIA GB200 NVL72 spec and DGX GB200 datasheet: one rack, 36 Grace CPUs and 72 Blackwell
+   * GPUs in one NVLink 5 domain (1.8 TB/s per GPU through the NVLink switch trays, 130 TB/s
+   * aggregate), so the NVLink "node" of this model is the rack: 72 GPUs. Scale-out: one
+   * ConnectX-7 400 Gb/s InfiniBand port per GPU (72 per rack).
+   */
+  'gb200-nvl72': {
+    name: 'gb200-nvl72',
+    label: 'GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain',
+    gpu: gpus['gb200-gpu'],
+    gpusPerNode: 72,
+    intra: nvlink5,
+    inter: ib('NDR', 50, 72, 'DGX GB200 datasheet: one ConnectX-7 400 Gb/s per GPU'),
+    collectiveBaseUs: ncclBaseUs,
+    source: 'NVIDIA GB200 NVL72 spec; DGX GB200 datasheet',
+  },
 } as const satisfies Record<string, SystemSpec>;
 
 /** A catalog system's key. */
@@ -129,6 +234,14 @@ export type SystemName = keyof typeof systems;
 
 /** Every catalog system, in display order. */
 export const systemNames = Object.keys(systems) as SystemName[];
+
+/** `system` with its scale-out network replaced by the named fabric, NIC count kept (CLI --fabric). */
+export function withFabric(system: SystemSpec, fabric: string): SystemSpec {
+  if (!Object.hasOwn(fabrics, fabric))
+    throw new Error(`unknown fabric ${quoted(fabric)}: use ${Object.keys(fabrics).join(', ')}.`);
+  const inter = fabrics[fabric as FabricName](system.inter.nicsPerNode);
+  return { ...system, name: `${system.name}+${fabric}`, label: `${system.label}, ${inter.label}`, inter };
+}
 
 /** The default machine: the seeds' 8×V100 PCIe box. */
 export const defaultSystem: SystemName = 'v100-pcie-8';

@@ -1,5 +1,6 @@
 import { checkTensorFits } from './limits.ts';
 import { numel } from '../core/shape.ts';
+import { stagingPool } from './staging-pool.ts';
 
 /** A float32 tensor in one GPU buffer, row-major (last dim contiguous), named for error messages. */
 export interface GpuTensor {
@@ -40,8 +41,35 @@ export function writeTensor(device: GPUDevice, t: GpuTensor, data: Float32Array)
 }
 
 /**
+ * Copies elements [lo, hi) of a tensor into a pooled read-back buffer and maps it (waits for all
+ * work submitted before it). The caller reads `mapped(buffer, hi − lo)` and then gives the buffer
+ * back with `stagingPool(device).release(buffer)`.
+ */
+export async function readBackRange(device: GPUDevice, t: GpuTensor, lo: number, hi: number): Promise<GPUBuffer> {
+  const staging = issueReadBack(device, t, lo, hi);
+  await staging.mapAsync(GPUMapMode.READ, 0, (hi - lo) * 4);
+  return staging;
+}
+
+/** Submits the copy of elements [lo, hi) of `t` into a pooled read-back buffer (not yet mapped). */
+export function issueReadBack(device: GPUDevice, t: GpuTensor, lo: number, hi: number): GPUBuffer {
+  const bytes = (hi - lo) * 4;
+  const staging = stagingPool(device).acquireRead(bytes);
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(t.buffer, lo * 4, staging, 0, bytes);
+  device.queue.submit([enc.finish()]);
+  return staging;
+}
+
+/** The first `n` float32 of a mapped staging buffer, as a view (valid until it is unmapped). */
+export function mappedFloats(staging: GPUBuffer, n: number): Float32Array {
+  return new Float32Array(staging.getMappedRange(0, n * 4));
+}
+
+/**
  * Copies a tensor back and lends `use` the mapped bytes without a host copy (waits for all work
- * submitted before it); the view is invalid once `use` settles, when the staging buffer is freed.
+ * submitted before it); the view is invalid once `use` settles, when the pooled staging buffer
+ * goes back to the device's pool.
  */
 export async function withMappedTensor<T>(
   device: GPUDevice,
@@ -50,28 +78,15 @@ export async function withMappedTensor<T>(
 ): Promise<T> {
   const n = numel(t.shape);
   if (n === 0) return use(new Float32Array(0));
-  const staging = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const staging = await readBackRange(device, t, 0, n);
   try {
-    const enc = device.createCommandEncoder();
-    enc.copyBufferToBuffer(t.buffer, 0, staging, 0, n * 4);
-    device.queue.submit([enc.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    return await use(new Float32Array(staging.getMappedRange()));
+    return await use(mappedFloats(staging, n));
   } finally {
-    staging.destroy();
+    stagingPool(device).release(staging);
   }
 }
 
-/** Copies a tensor back to the CPU (waits for all work submitted before it). */
+/** Copies a tensor back to the CPU into a new array (waits for all work submitted before it). */
 export async function readTensor(device: GPUDevice, t: GpuTensor): Promise<Float32Array> {
-  const n = numel(t.shape);
-  if (n === 0) return new Float32Array(0);
-  const staging = device.createBuffer({ size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(t.buffer, 0, staging, 0, n * 4);
-  device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
-  const out = new Float32Array(staging.getMappedRange().slice(0));
-  staging.destroy();
-  return out;
+  return withMappedTensor(device, t, async (data) => data.slice());
 }

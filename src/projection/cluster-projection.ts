@@ -13,9 +13,11 @@ import {
   type Degrees,
   type TrainingSetup,
 } from '../megatron/training-setup.ts';
-import type { LayerConfig } from '../parallel/config.ts';
+import { configDefaults, type LayerConfig } from '../parallel/config.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
+import { defaultKernelOptions } from './kernel-options.ts';
+import { modelGemmFlops } from './priced-ops.ts';
 import { isPerStep, projectLayer, projectOps, tpGroupLink, type Machine } from './projected-layer.ts';
 import type { Timeline } from '../schedule/schedule.ts';
 import { coreAttentionMs, isCoreAttention, ringAttention } from './context-parallel.ts';
@@ -124,27 +126,101 @@ const gemmFlops = (p: LayerPlan, keep: (o: LayerPlan['ops'][number]) => boolean 
  * Memory is each stage's peak over live intervals built from the simulated schedule.
  */
 export async function projectStep(setup: TrainingSetup, machine: Machine): Promise<StepProjection> {
+  return assembleStep(setup, machine, await priceLayers(setup, machine));
+}
+
+/**
+ * What a step's layers cost on a machine, independent of depth, degrees other than t and cp,
+ * batch and recompute: the two plans one rank runs (with the vocabulary, and one block alone)
+ * scheduled with projected kernels and TP links, their pieces, core attention's time, and the
+ * TP = 1 GEMM FLOPs. Setups with the same sizes, micro-batch, t, SP, cp and overlap on the same
+ * machine share it (the advisor caches it: planning and scheduling the layer is the expensive
+ * part of a step).
+ */
+export interface LayerPricing {
+  readonly full: LayerPlan;
+  readonly block: LayerPlan;
+  readonly fullT: Timeline;
+  readonly blockT: Timeline;
+  readonly pieces: ReturnType<typeof stagePieces>;
+  readonly core: ReturnType<typeof coreAttentionMs>;
+  /** The TP = 1, full-sequence plans (model FLOPs). */
+  readonly ref: { readonly full: LayerPlan; readonly block: LayerPlan };
+}
+
+/**
+ * Which TP ranks a pricing schedules: `all` (the timelines the page draws) or `first`, rank 0
+ * alone. The two give the same step, exposed time and memory: projectOps prices every rank's op
+ * alike (the ranks run the same shapes) and a collective's transfer is the slowest member's, so
+ * rank 0's timeline is every rank's; `first` costs 1/t of the scheduling.
+ */
+export type PricedRanks = 'all' | 'first';
+
+/**
+ * The model-FLOP plans of `setup`'s sizes: TP = 1, the full sequence (no CP), no SP. They depend
+ * on the sizes and micro-batch alone, so a search shares them across t and cp.
+ */
+export function referencePlans(setup: TrainingSetup): Promise<LayerPricing['ref']> {
+  return plans({ ...configDefaults, ...setup.sizes, tp: 1, sp: false });
+}
+
+/** Prices the layer of `setup` on `machine` (the part of a step planning and scheduling give). */
+export async function priceLayers(
+  setup: TrainingSetup,
+  machine: Machine,
+  ranks: PricedRanks = 'all',
+  reference?: Promise<LayerPricing['ref']>,
+): Promise<LayerPricing> {
   const c = setupConfig(setup);
-  const deg = degreesOf(setup);
-  const { system, dtype } = machine;
-  const L = setup.layers;
-  const m = microBatchesOf(setup);
-  const rc = recomputeOf(setup);
-  const split = splitLayers(L, deg.pp, deg.vpp, { first: setup.firstStageLayers, last: setup.lastStageLayers });
-  const { full, block } = await plans(c);
+  const planned = await plans(c);
+  const only = (p: LayerPlan): LayerPlan => (ranks === 'all' ? p : { ...p, ranks: p.ranks.slice(0, 1) });
+  const full = only(planned.full);
+  const block = planned.block === planned.full ? full : only(planned.block);
   const fullT = projectLayer(full, machine, setup.overlap);
   const blockT = full === block ? fullT : projectLayer(block, machine, setup.overlap);
   const pieces = stagePieces(full, fullT, block, blockT);
+  const core = coreAttentionMs(block, projectOps(block, machine));
+  return { full, block, fullT, blockT, pieces, core, ref: await (reference ?? referencePlans(setup)) };
+}
+
+/** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
+const stageModels = new WeakMap<LayerPricing, Map<string, ReturnType<typeof stageModel>>>();
+
+function stageModelOf(
+  pricing: LayerPricing,
+  split: PipelineSplit,
+  dtype: Machine['dtype'],
+  setup: TrainingSetup,
+): ReturnType<typeof stageModel> {
+  let byKey = stageModels.get(pricing);
+  if (!byKey) stageModels.set(pricing, (byKey = new Map()));
+  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}`;
+  let model = byKey.get(key);
+  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup)));
+  return model;
+}
+
+/** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
+function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
+  const c = setupConfig(setup);
+  const deg = degreesOf(setup);
+  const { system, dtype } = machine;
+  const m = microBatchesOf(setup);
+  const rc = recomputeOf(setup);
+  const split = splitLayers(setup.layers, deg.pp, deg.vpp, {
+    first: setup.firstStageLayers,
+    last: setup.lastStageLayers,
+  });
+  const { block, pieces, core } = pricing;
   const links = groupLinks(system, deg);
   const bytes = dtypeBytes[dtype];
 
   // Context parallelism: the ring exchange of K, V per layer.
-  const core = coreAttentionMs(block, projectOps(block, machine));
   const own = block.ranks[0]!;
   const kvBytes = 2 * c.s * c.b * own.kvGroups.length * (c.h / c.heads) * bytes;
   const ring = ringAttention(deg.cp, core, kvBytes, links.cp, system);
 
-  const model = stageModel(full, block, split, dtype, setup);
+  const model = stageModelOf(pricing, split, dtype, setup);
   const rec: ChunkRecompute[][] = split.layers.map((row) => row.map((n) => chunkRecompute(n, model.layer, rc)));
   const layerF = pieces.layer.forward.ms + ring.forwardMs;
   const layerB = pieces.layer.backward.ms + ring.backwardMs;
@@ -160,6 +236,44 @@ export async function projectStep(setup: TrainingSetup, machine: Machine): Promi
     redoMs(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.backward.ms : 0);
+  return { c, deg, m, rc, split, links, bytes, own, ring, model, rec, layerF, layerB, forwardMs, backwardMs, redoMs };
+}
+
+/** Lower bounds of a step's time and its peak memory per GPU (see stepLowerBounds). */
+export interface StepLowerBounds {
+  readonly stepMs: number;
+  readonly memoryBytes: number;
+}
+
+/**
+ * Lower bounds of assembleStep(setup, machine, pricing)'s step time and peak memory, at a fraction
+ * of its cost. Time: the busiest stage's compute, m · max_i Σ_c (forward + backward of chunk c on
+ * stage i): the pipeline simulation runs a stage's ops one after another, so its span is at least
+ * that, and the step adds the gradient sync's tail, the optimizer and the rest. Memory: the
+ * heaviest stage's weights, optimizer state (its shard with the distributed optimizer) and
+ * gradient buffer, live for the whole step under every peak.
+ */
+export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepLowerBounds {
+  const { m, deg, split, model, forwardMs, backwardMs } = chunkTimes(setup, machine, pricing);
+  let busiest = 0;
+  split.layers.forEach((row, i) => {
+    busiest = Math.max(
+      busiest,
+      row.reduce((a, _, ch) => a + forwardMs(i, ch) + backwardMs(i, ch), 0),
+    );
+  });
+  const per = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, deg.dp * deg.cp);
+  const memoryBytes = Math.max(...model.stageParams) * (per.weights + per.optimizer + per.grads);
+  return { stepMs: m * busiest, memoryBytes };
+}
+
+/** The step of `setup` from its layer's pricing (priceLayers of the same layer and machine). */
+export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepProjection {
+  const { system, dtype } = machine;
+  const L = setup.layers;
+  const { full, block, fullT, blockT, pieces, ref } = pricing;
+  const { c, deg, m, split, links, bytes, own, ring, model, rec, layerF, layerB, forwardMs, backwardMs, redoMs } =
+    chunkTimes(setup, machine, pricing);
 
   // The activation (or its gradient) crossing a stage boundary: [s/(t·cp), b, h] with SP, [s/cp, b, h] without.
   const p2pBytes = (own.tokens[1] - own.tokens[0]) * c.b * c.h * bytes;
@@ -251,8 +365,9 @@ export async function projectStep(setup: TrainingSetup, machine: Machine): Promi
   const stepMs = pipelineDone + embeddingAllReduceMs + finalizeMs + optimizerMs + paramGatherMs;
 
   // FLOPs: the model's once (TP = 1, full sequence), executed adds the recomputed forwards.
-  const ref = await plans({ ...c, s: setup.sizes.s, tp: 1, sp: false });
-  const perMicroBatch = gemmFlops(ref.full) + (L - 1) * gemmFlops(ref.block);
+  // Model FLOPs of the transformed op list (priced-ops.ts: GPT has no gate GEMMs).
+  const flops = (p: LayerPlan): number => modelGemmFlops(p, dtype, machine.kernels ?? defaultKernelOptions);
+  const perMicroBatch = flops(ref.full) + (L - 1) * flops(ref.block);
   const fwdLayer = gemmFlops(ref.block, (o) => o.phase === 'forward');
   const fwdCore = gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o));
   const redoFlops = rec

@@ -2,7 +2,10 @@ import { outputShape } from '../comm/call.ts';
 import type { CollectiveOp, Collectives, ReduceOp } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { numel } from '../core/shape.ts';
-import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
+import { median } from '../core/stats.ts';
+import { createTensor, readTensor, withMappedTensor, type GpuTensor } from '../kernels/tensor.ts';
+import type { GpuCollectives } from '../comm/gpu-collectives.ts';
+import type { GpuCollectiveOptions } from '../comm/gpu-options.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 import type { RankContext } from './context.ts';
 
@@ -18,13 +21,15 @@ export interface CollectiveArgs {
   /** The logical tensor's name in the fingerprint. */
   readonly tensor?: string;
   /**
-   * Host data only: where the result goes — a new array (default), the caller's array (`out`,
-   * filled with NaN first so that an element left unwritten shows), or the input's (`in-place`).
+   * Where the result goes — new memory (default), the caller's array or tensor (`out`, filled
+   * with NaN first so that an element left unwritten shows), or the input's (`in-place`).
    */
   readonly result?: HostResult;
+  /** GPU data: the GPU collectives' options for this call (pipeline part size, upload path). */
+  readonly gpu?: Partial<GpuCollectiveOptions>;
 }
 
-/** Where a host collective's result is written: new memory, a caller's array, or the input's. */
+/** Where a collective's result is written: new memory, a caller's array (or tensor), or the input's. */
 export type HostResult = 'new' | 'out' | 'in-place';
 
 function call<T, O = never>(
@@ -58,6 +63,23 @@ function resultArray(
   return new Float32Array(numel(outputShape({ ...a, seq: 0, dtype: 'f32' }, ctx.size))).fill(NaN);
 }
 
+/** The GPU collectives of this rank, with `options` where given. */
+function gpuComm(ctx: RankContext, options: Partial<GpuCollectiveOptions> | undefined): GpuCollectives {
+  return options ? ctx.gpuComm.withOptions(options) : ctx.gpuComm;
+}
+
+/** The caller's tensor a GPU result is written into (none for 'new'): NaN-filled, or the input. */
+function gpuResultTensor(
+  ctx: RankContext,
+  a: Omit<CollectiveArgs, 'data' | 'device'>,
+  g: GpuTensor,
+): GpuTensor | undefined {
+  if (a.result === 'in-place') return g;
+  if (a.result !== 'out' || a.op === 'barrier') return undefined;
+  const shape = outputShape({ ...a, seq: 0, dtype: 'f32' }, ctx.size);
+  return createTensor(ctx.device, `out${ctx.rank}`, shape, new Float32Array(numel(shape)).fill(NaN));
+}
+
 /**
  * Runs one collective on host arrays or on a GPU buffer and returns the host copy of the result;
  * any WebGPU validation error on the way fails the call. A host result asked into `out` or in
@@ -74,18 +96,21 @@ export async function collective(ctx: RankContext, a: CollectiveArgs): Promise<H
   }
   ctx.device.pushErrorScope('validation');
   const g = createTensor(ctx.device, `x${ctx.rank}`, a.shape, a.data);
-  const y = (await call<GpuTensor>(ctx.gpuComm, a, g)) ?? g;
+  const o = gpuResultTensor(ctx, a, g);
+  const y = (await call<GpuTensor, GpuTensor>(gpuComm(ctx, a.gpu), a, g, o)) ?? g;
+  if (o && y.buffer !== o.buffer)
+    throw new Error(`rank ${ctx.rank}: ${a.op} did not return its result in the tensor given.`);
   const out = hostTensor(y.shape, await readTensor(ctx.device, y));
   g.buffer.destroy();
-  if (y !== g) y.buffer.destroy();
+  if (y.buffer !== g.buffer) y.buffer.destroy();
   const err = await ctx.device.popErrorScope();
   if (err) throw new Error(`rank ${ctx.rank}: WebGPU validation error during ${a.op}: ${err.message}`);
   return out;
 }
 
 /**
- * A timed series of one collective: `elems` float32 per rank input, `warmup` untimed calls; host
- * results into new memory each call, or (`out`) into one array of the caller's, reused.
+ * A timed series of one collective: `elems` float32 per rank input, `warmup` untimed calls;
+ * results into new memory each call, or (`out`) into one array (or tensor) of the caller's, reused.
  */
 export interface BenchArgs {
   readonly op: Exclude<CollectiveOp, 'barrier'>;
@@ -94,6 +119,8 @@ export interface BenchArgs {
   readonly iters: number;
   readonly warmup: number;
   readonly result?: Exclude<HostResult, 'in-place'>;
+  /** GPU data: options of the GPU collectives (pipeline part size, upload path). */
+  readonly gpu?: Partial<GpuCollectiveOptions>;
 }
 
 /** Runs the series and returns the trace events of the timed calls. */
@@ -104,20 +131,43 @@ export async function benchCollective(ctx: RankContext, a: BenchArgs): Promise<T
   const x = hostTensor(shape, data);
   const g = a.device === 'gpu' ? createTensor(ctx.device, 'bench', shape, data) : undefined;
   const out = g ? undefined : resultArray(ctx, args, x);
+  const gOut = g && gpuResultTensor(ctx, args, g);
+  const comm = gpuComm(ctx, a.gpu);
   const once = async (): Promise<void> => {
     if (!g) return void (await call(ctx.comm, args, x, out));
-    const y = await call<GpuTensor>(ctx.gpuComm, args, g);
-    if (y) y.buffer.destroy();
+    const y = await call<GpuTensor, GpuTensor>(comm, args, g, gOut);
+    if (y && !gOut) y.buffer.destroy();
   };
   for (let i = 0; i < a.warmup; i++) await once();
   ctx.trace.drain();
   for (let i = 0; i < a.iters; i++) await once();
   g?.buffer.destroy();
+  gOut?.buffer.destroy();
   return ctx.trace.drain();
 }
 
+/**
+ * The floor of a read-back here: median over `iters` of copying 16 bytes into a pooled staging
+ * buffer and mapping it (ms), on rank `rank` alone (the others return at once: NaN).
+ */
+export async function mapRoundTrip(
+  ctx: RankContext,
+  a: { readonly iters: number; readonly rank: number },
+): Promise<number> {
+  if (ctx.rank !== a.rank) return NaN;
+  const x = createTensor(ctx.device, 'tiny', [4], new Float32Array(4));
+  const times: number[] = [];
+  for (let i = 0; i < a.iters; i++) {
+    const t0 = performance.now();
+    await withMappedTensor(ctx.device, x, async () => undefined);
+    times.push(performance.now() - t0);
+  }
+  x.buffer.destroy();
+  return median(times);
+}
+
 /** The programs of the default rank worker. */
-export const commPrograms = { collective, benchCollective };
+export const commPrograms = { collective, benchCollective, mapRoundTrip };
 
 /** Type of the default worker's programs (for RankPool's type parameter). */
 export type CommPrograms = typeof commPrograms;

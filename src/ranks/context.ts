@@ -1,7 +1,7 @@
 import type { Collectives, TransportName } from '../comm/collectives.ts';
+import type { GpuCollectives } from '../comm/gpu-collectives.ts';
 import type { HostTensor } from '../comm/host-tensor.ts';
 import type { SabRing } from '../comm/sab-layout.ts';
-import type { GpuTensor } from '../kernels/tensor.ts';
 import type { TraceRecorder } from '../core/trace-recorder.ts';
 
 /** What a program running on one rank is handed: its device, its communicators, its trace. */
@@ -12,8 +12,8 @@ export interface RankContext {
   readonly device: GPUDevice;
   /** Collectives on host arrays (a result may be written into the caller's Float32Array: `out`). */
   readonly comm: Collectives<HostTensor, Float32Array>;
-  /** The same collectives on this rank's GPU tensors (read back → move → upload). */
-  readonly gpuComm: Collectives<GpuTensor>;
+  /** The same collectives on this rank's GPU tensors (read back → move → upload; a result may go into the caller's tensor: `out`). */
+  readonly gpuComm: GpuCollectives;
   /** Every collective lands here; kernels may record their own events too. */
   readonly trace: TraceRecorder;
 }

@@ -3,6 +3,7 @@ import { GpuCollectives } from '../comm/gpu-collectives.ts';
 import { PortRingCollectives } from '../comm/port-ring.ts';
 import { SabRingCollectives } from '../comm/sab-ring.ts';
 import { adapterName, requestKernelDevice } from '../kernels/adapter.ts';
+import { disposeStagingPool } from '../kernels/staging-pool.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 import { TraceRecorder } from '../core/trace-recorder.ts';
 import type { RankContext, RankInfo, RankInit, RankProgram, RankPrograms } from './context.ts';
@@ -119,6 +120,7 @@ export class RankWorker {
     this.ctx = undefined;
     this.own = undefined;
     if (!device) return 'no device';
+    disposeStagingPool(device);
     device.destroy();
     return (await device.lost).reason;
   }

@@ -26,7 +26,7 @@ const panel = () => page.locator('tp-cluster-panel');
 
 describe('the machine choice and the cluster panel (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=2', {
+    open = await openBuiltPage('/#tp=2&cmodel=layer', {
       outDir: 'test-results/e2e-cluster-dist',
       viewport: { width: 1280, height: 900 },
     });
@@ -49,7 +49,7 @@ describe('the machine choice and the cluster panel (built page)', () => {
   test('the cluster panel tabulates t × DP = 8 with and without SP and draws four charts with the OOM line', async () => {
     const rows = panel().locator('table[data-cluster-table] tbody tr');
     await expect.poll(() => rows.count(), { timeout: runTimeout }).toBeGreaterThan(4);
-    // classroom: 4 heads, so t = 1, 2, 4 run and t = 8 is named illegal.
+    // the page's layer (cmodel=layer), classroom: 4 heads, so t = 1, 2, 4 run and t = 8 is named illegal.
     for (const t of [1, 2, 4])
       expect(await panel().locator(`tr[data-tp="${t}"][data-sp="false"] td[data-tokens]`).count()).toBe(1);
     expect(await panel().locator('tr[data-tp="8"][data-sp="false"]').textContent()).toMatch(/8.*(heads|divis)/);
@@ -115,12 +115,12 @@ describe('the machine choice and the cluster panel (built page)', () => {
   });
   test('a TP group wider than a node is captioned on the network; the global batch is set and checked by its control', async () => {
     // 2 GPUs per node, t = 4: the TP group spans 2 nodes and the projection prices the network.
-    await page.goto(new URL('/#tp=4&system=custom:v100-pcie:2:5:10&gbatch=12', open.base).href);
+    await page.goto(new URL('/#tp=4&system=custom:v100-pcie:2:5:10&gbatch=12&cmodel=layer', open.base).href);
     await shownRun('tp=4');
     expect(await caption()).toMatch(
       /Communication: projected on 2× InfiniBand HDR .*: the TP group of 4 spans 2 nodes of 2 GPUs/,
     );
-    // classroom b = 1, N = 8: b·DP at t = 1 is 8, so 12 is refused by the control and by the panel.
+    // the page's layer (cmodel=layer): classroom b = 1, N = 8: b·DP at t = 1 is 8, so 12 is refused by the control and by the panel.
     const err = page.locator('tp-machine-controls [data-error-for="gbatch"]');
     await expect
       .poll(() => err.textContent(), { timeout: runTimeout })

@@ -10,6 +10,9 @@ import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.t
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../shared/timeline-format.ts';
+import { clusterModelNames } from '../shell/cluster-model-choice.ts';
+import { settingsChangeEvent } from '../shell/settings-change.ts';
+import type { Settings } from '../shell/state.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
 
@@ -45,6 +48,8 @@ export class TpClusterPanel extends LitElement {
   ];
 
   @property({ attribute: false }) config: LayerConfig | undefined;
+  /** The page's settings: the caption names the model (settings.cmodel) and its button switches it. */
+  @property({ attribute: false }) settings: Settings | undefined;
   @property() system = 'v100-pcie-8';
   @property() dtype: TrainDtype = 'fp16';
   @property({ type: Number }) layers = 12;
@@ -177,10 +182,28 @@ export class TpClusterPanel extends LitElement {
     const c = this.config;
     if (!c) return nothing;
     const s = this.spec;
+    const page = this.settings;
+    const model = page?.cmodel ?? 'layer';
+    const other = model === 'layer' ? 'seeds-v100' : 'layer';
     return html`<h2>Cluster projection</h2>
       ${this.error ? html`<p class="error" role="alert" data-cluster-error>${this.error}</p>` : nothing}
+      ${
+        page
+          ? html`<p class="note" data-cluster-model=${model}>
+              Model: ${clusterModelNames[model]}.
+              <button
+                type="button"
+                data-cluster-model-switch=${other}
+                @click=${() => this.dispatchEvent(settingsChangeEvent({ ...page, cmodel: other }, 'cmodel'))}
+              >
+                use ${clusterModelNames[other]}
+              </button>
+            </p>`
+          : nothing
+      }
       <p class="note" data-cluster-caption>
-        This layer × ${this.layers} layers (embedding, output and loss once) on
+        ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b})
+        × ${this.layers} layers (embedding, output and loss once) on
         ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
         ${
           this.gbatch === 'auto'

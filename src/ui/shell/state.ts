@@ -13,6 +13,7 @@ import { quoted } from '../../core/quote.ts';
 import { parseDtype, type TrainDtype } from '../../hardware/dtype.ts';
 import { parseGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { defaultSystem, parseSystem } from '../../hardware/systems.ts';
+import { clusterModelChoices, type ClusterModelChoice } from './cluster-model-choice.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -57,6 +58,8 @@ export interface Settings extends ModelSizes {
   readonly gpus: number;
   /** The cluster panel's global batch (Megatron --global-batch-size): 'auto' is b·N. */
   readonly gbatch: GlobalBatchSetting;
+  /** The model of the cluster panel and the advisor: a scenario a cluster would train, or this page's layer. */
+  readonly cmodel: ClusterModelChoice;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -187,7 +190,8 @@ const defaultPreset: PresetName = 'classroom';
  * shows collectives and exposed time; communication modeled on PCIe Gen3 (the seeds' V100 box) so
  * the picture does not depend on this browser; Megatron's async dgrad all-reduce overlap on; both
  * passes; the timeline projected onto the seeds' 8×V100 PCIe box in fp16, 12 layers, 8 GPUs,
- * global batch b·N.
+ * global batch b·N; the cluster panel's model the seeds' tiny GPT (a model a cluster trains, not the
+ * classroom layer, which projects to an MFU of 0.0%).
  */
 export const settingsTable: SettingsTable = {
   preset: {
@@ -252,6 +256,11 @@ export const settingsTable: SettingsTable = {
     reruns: true,
     control: 'machine',
   },
+  cmodel: choice('cmodel', clusterModelChoices, 'seeds-v100', {
+    inHash: 'unless-default',
+    reruns: false,
+    control: 'machine',
+  }),
 };
 
 /** The fields of Settings in hash order. */

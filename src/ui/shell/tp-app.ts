@@ -22,8 +22,10 @@ import {
   type Settings,
 } from './state.ts';
 import type { SettingsChangeDetail } from './settings-change.ts';
+import { clusterSizes } from './cluster-model-choice.ts';
 import '../classroom/tp-classroom.ts';
 import '../cluster/tp-cluster-panel.ts';
+import '../cluster/tp-advisor-panel.ts';
 import './tp-machine-controls.ts';
 import './tp-controls.ts';
 import './tp-exports.ts';
@@ -474,7 +476,9 @@ export class TpApp extends LitElement {
       </section>
       <section class="card ${stale ? 'stale' : ''}">
         <tp-cluster-panel
-          .config=${configOf(s)}
+          .config=${{ ...configOf(s), ...clusterSizes(s.cmodel, s) }}
+          .settings=${s}
+          @settings-change=${this.onChange}
           .system=${s.system}
           .dtype=${s.dtype}
           .layers=${s.layers}
@@ -482,6 +486,9 @@ export class TpApp extends LitElement {
           .gbatch=${s.gbatch}
           .overlap=${s.overlap}
         ></tp-cluster-panel>
+      </section>
+      <section class="card">
+        <tp-advisor-panel .settings=${s} @settings-change=${this.onChange}></tp-advisor-panel>
       </section>
       <div class="panels ${stale ? 'stale' : ''}">
         <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>

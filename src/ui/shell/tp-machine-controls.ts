@@ -8,6 +8,7 @@ import { parseWhole } from '../../parallel/config-parse.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
 import { machineNames } from './machine-choice.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
+import { clusterModelChoices, clusterModelNames, clusterSizes } from './cluster-model-choice.ts';
 import { machineModes, type Settings } from './state.ts';
 import { fieldMessages, settingsChangeEvent } from './settings-change.ts';
 
@@ -60,7 +61,7 @@ export class TpMachineControls extends LitElement {
   private globalBatch(s: Settings): TemplateResult {
     let invalid = '';
     try {
-      resolveGlobalBatch(s.gbatch, s.b, s.gpus, budgetDegrees(s.gpus));
+      resolveGlobalBatch(s.gbatch, clusterSizes(s.cmodel, s).b, s.gpus, budgetDegrees(s.gpus));
     } catch (err) {
       invalid = err instanceof Error ? err.message : String(err);
     }
@@ -127,6 +128,19 @@ export class TpMachineControls extends LitElement {
       >
       ${this.errorsFor('dtype')}
       <p class="hint">The WebGPU run on this page is always fp32; the dtype is the real cluster's.</p>
+      <label
+        >cluster model
+        <select
+          data-control="cmodel"
+          @change=${(e: Event) =>
+            this.emit({ ...s, cmodel: (e.target as HTMLSelectElement).value as Settings['cmodel'] }, 'cmodel')}
+        >
+          ${clusterModelChoices.map(
+            (c) => html`<option value=${c} ?selected=${c === s.cmodel}>${clusterModelNames[c]}</option>`,
+          )}
+        </select></label
+      >
+      ${this.errorsFor('cmodel')}
       ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')} ${this.globalBatch(s)}
     </fieldset>`;
   }

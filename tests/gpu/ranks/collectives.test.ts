@@ -103,6 +103,58 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
         }
     });
 
+    test("on GPU data, collectives pipelined in parts (sizes not divisible by t or by the part, parts smaller than t) give the exact result with either upload, into a new tensor, the caller's or the input's", async () => {
+      // Integers below 2¹⁰: sums of t ≤ 8 are exact in float32, so results must equal the reference
+      // bit for bit. sab-ring moves all-reduce and broadcast part by part; the other ops (and every
+      // op over message-port) read back whole and take only the upload path.
+      const ints = (n: number, seed: number): Float32Array => randomArray(n, seed).map((v) => Math.round(v * 1000) + 0);
+      const parted: (Case & { partBytes: number })[] = [
+        { op: 'allReduce', shape: [1000], reduceOp: 'sum', partBytes: 7 * 4 },
+        { op: 'allReduce', shape: [2 * t + 1], reduceOp: 'sum', partBytes: 4 },
+        { op: 'allReduce', shape: [3, 1001], reduceOp: 'max', partBytes: 4096 },
+        { op: 'broadcast', shape: [37], root: t - 1, partBytes: 5 * 4 },
+        { op: 'reduceScatter', shape: [3, 2 * t], dim: 1, reduceOp: 'sum', partBytes: 8 },
+        { op: 'allGather', shape: [2, 3, 5], dim: 2, partBytes: 8 },
+      ];
+      await pool.traces(); // the events of the tests before
+      for (const [i, { partBytes, ...c }] of parted.entries())
+        for (const upload of ['mapped', 'write-buffer'] as const)
+          for (const result of ['new', 'out', 'in-place'] as const) {
+            if (result === 'in-place' && c.op !== 'allReduce' && c.op !== 'broadcast') continue;
+            const inputs = Array.from({ length: t }, (_, r) =>
+              hostTensor(c.shape, ints(numel(c.shape), 100 * i + r + 1)),
+            );
+            const ys = await pool.run('collective', (r) => ({
+              ...c,
+              device: 'gpu',
+              result,
+              gpu: { partBytes, upload },
+              data: inputs[r].data,
+            }));
+            const want = referenceCollective({ seq: 0, dtype: 'f32', ...c }, inputs);
+            ys.forEach((y, r) => {
+              const what = `${c.op} ${c.shape} in parts of ${partBytes} B, upload ${upload}, into ${result}, rank ${r}`;
+              expect(y.shape, what).toEqual(want[r].shape);
+              expect(Array.from(y.data), what).toEqual(Array.from(want[r].data));
+            });
+            const events = await pool.traces();
+            const parts = Math.ceil((numel(c.shape) * 4) / partBytes);
+            const names = events[0].phases.map((p) => p.name);
+            if (transport === 'sab-ring' && (c.op === 'allReduce' || c.op === 'broadcast'))
+              // One arrival, then every part through the ring in turn.
+              expect(names, `${c.op} phases`).toEqual([
+                'readback',
+                'sync',
+                'stage',
+                'transport',
+                'gather',
+                ...Array.from({ length: parts - 1 }, () => ['readback', 'stage', 'transport', 'gather']).flat(),
+                'upload',
+              ]);
+            else expect(names, `${c.op} phases`).toContain('upload');
+          }
+    });
+
     if (t > 1)
       test('a reduceScatter of a dim not divisible by t fails on every rank with the shape named', async () => {
         const e = await rejectionOf(

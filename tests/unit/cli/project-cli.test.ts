@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { gpuNames } from '../../../src/hardware/gpus.ts';
 import { systemNames, systems } from '../../../src/hardware/systems.ts';
 import { parseProjectArgs } from '../../../scripts/project-args.ts';
+import { defaultKernelOptions } from '../../../src/projection/kernel-options.ts';
 
 const run = (...args: string[]) => runCli('scripts/project.ts', ...args);
 
@@ -50,9 +51,56 @@ describe('parseProjectArgs', () => {
   });
 });
 
+describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
+  it('defaults to the previous behaviour and reads each switch', () => {
+    expect(parseProjectArgs([]).kernels).toEqual(defaultKernelOptions);
+    const a = parseProjectArgs([
+      '--system',
+      'dgx-h100',
+      '--dtype',
+      'bf16',
+      '--sp',
+      '--arch',
+      'gpt',
+      '--attention-backend',
+      'flash',
+      '--fp8-format',
+      'hybrid',
+      '--enable-cuda-graph',
+      '--tp-comm-overlap',
+      '--fabric',
+      'roce-400',
+    ]);
+    expect(a.kernels).toEqual({
+      arch: 'gpt',
+      attentionBackend: 'flash',
+      fp8: 'hybrid',
+      cudaGraphImpl: 'local',
+      tpCommOverlap: true,
+    });
+    expect(a.system.inter.fabric).toBe('roce');
+    expect(parseProjectArgs(['--cuda-graph-impl', 'transformer_engine']).kernels.cudaGraphImpl).toBe(
+      'transformer_engine',
+    );
+  });
+
+  it('names what is wrong', () => {
+    expect(() => parseProjectArgs(['--arch', 'bert'])).toThrow(/--arch "bert": use llama, gpt/);
+    expect(() => parseProjectArgs(['--attention-backend', 'sdpa'])).toThrow(/use unfused, flash, fused/);
+    expect(() => parseProjectArgs(['--fp8-format', 'hybrid'])).toThrow(/V100 PCIe 32 GB has no fp8 tensor cores/);
+    expect(() => parseProjectArgs(['--attention-backend', 'flash'])).toThrow(/Ampere or newer/);
+    expect(() => parseProjectArgs(['--tp-comm-overlap'])).toThrow(/--tp-comm-overlap needs --sp/);
+    expect(() => parseProjectArgs(['--enable-cuda-graph', '--cuda-graph-impl', 'local'])).toThrow(/not both/);
+    expect(() => parseProjectArgs(['--fabric', 'ib-xdr'])).toThrow(/unknown fabric "ib-xdr"/);
+  });
+});
+
 describe('parseProjectArgs: Megatron-Core flags', () => {
   it('takes pipeline, context, data-parallel and recompute flags in Megatron’s spellings', () => {
+    // An A100 system: --use-flash-attn also prices FlashAttention's time, which V100 cannot run.
     const a = parseProjectArgs([
+      '--system',
+      'dgx-a100',
       '--pipeline-model-parallel-size',
       '4',
       '--num-layers-per-virtual-pipeline-stage',
@@ -186,6 +234,14 @@ describe('npm run project', () => {
     const doc = JSON.parse(json.stdout) as { rows: { tp: number; tokensPerS: number }[] };
     expect(doc.rows.map((r) => r.tp)).toEqual([1, 8]);
     expect(table.stdout).toContain(Math.round(doc.rows[0]!.tokensPerS).toLocaleString('en-US'));
+  }, 60_000);
+
+  it('--gemm-table prints the GEMM model for representative shapes', async () => {
+    const r = await run('--system', 'dgx-h100', '--dtype', 'bf16', '--gemm-table');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^GEMM model on H100 SXM 80 GB in bf16/);
+    expect(r.stdout).toMatch(/^square 8192\s+8192×8192×8192\s+[\d.]+ µs/m);
+    expect(r.stdout).toMatch(/^MLP fc1, t = 8\s+4096×1792×4096/m);
   }, 60_000);
 
   it('--help lists every system and GPU', async () => {

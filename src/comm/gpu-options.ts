@@ -1,0 +1,20 @@
+/** How a result goes up to the GPU. */
+export type UploadPath = 'write-buffer' | 'mapped';
+
+/** Options of the GPU collectives (the bench varies them; the defaults are what measured fastest here). */
+export interface GpuCollectiveOptions {
+  /**
+   * Bytes per pipeline part: a collective the transport moves in parts (partedOps) is read back,
+   * moved and uploaded part by part, so part k + 1's read-back and part k − 1's upload proceed
+   * while part k is in the ring. Infinity: one part (read back whole, then move, then upload).
+   */
+  readonly partBytes: number;
+  /**
+   * 'write-buffer': queue.writeBuffer straight from the transport's memory; 'mapped': into pooled
+   * upload buffers kept mapped between calls, then one copy per part into the result.
+   */
+  readonly upload: UploadPath;
+}
+
+/** The defaults: see docs/ranks-and-collectives.md for the measurements behind them. */
+export const defaultGpuCollectiveOptions: GpuCollectiveOptions = { partBytes: 4 << 20, upload: 'write-buffer' };

@@ -1,0 +1,41 @@
+// Worker that runs the advisor off the page's thread (tens of thousands of layouts; the page stays responsive).
+import * as Comlink from 'comlink';
+import type { TrainDtype } from '../../hardware/dtype.ts';
+import { parseSystem } from '../../hardware/systems.ts';
+import type { ClusterModel } from '../../megatron/parallel-layout.ts';
+import { advise, type AdvisorResult } from '../../projection/advisor.ts';
+import { defaultSearchSpace } from '../../projection/advisor-space.ts';
+
+/** What the panel asks: the model, a catalog or custom system by name, the dtype, N, the global batch and k. */
+export interface AdvisorQuery {
+  readonly model: ClusterModel;
+  readonly system: string;
+  readonly dtype: TrainDtype;
+  readonly gpus: number;
+  readonly globalBatch: number;
+  readonly k: number;
+}
+
+/** The advisor's answer and its wall time here (ms). */
+export interface AdvisorAnswer extends AdvisorResult {
+  readonly ms: number;
+}
+
+const api = {
+  /** Searches the default space; `progress(done, total)` every 2048 candidates and at the end. */
+  async search(q: AdvisorQuery, progress: (done: number, total: number) => void): Promise<AdvisorAnswer> {
+    const started = performance.now();
+    const system = parseSystem(q.system);
+    const r = await advise(
+      { model: q.model, machine: { system, dtype: q.dtype }, gpus: q.gpus, globalBatch: q.globalBatch },
+      defaultSearchSpace(system, q.model.layers),
+      { k: q.k, onProgress: progress, progressEvery: 2048 },
+    );
+    return { ...r, ms: performance.now() - started };
+  },
+};
+
+/** The worker's interface (for Comlink.wrap). */
+export type AdvisorWorker = typeof api;
+
+Comlink.expose(api);

@@ -1,0 +1,193 @@
+// <tp-advisor-panel>: the advisor over the cluster panel's model, in a worker, with progress; a row applies its t and SP to the page.
+import * as Comlink from 'comlink';
+import { LitElement, css, html, nothing } from 'lit';
+import { customElement, property, state } from 'lit/decorators.js';
+import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.ts';
+import { layoutFlags } from '../../megatron/parallel-layout.ts';
+import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/advisor.ts';
+import { panelStyles } from '../shared/page-style.ts';
+import { formatMs } from '../shared/timeline-format.ts';
+import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
+import { settingsChangeEvent } from '../shell/settings-change.ts';
+import type { Settings } from '../shell/state.ts';
+import type { AdvisorAnswer, AdvisorWorker } from './advisor.worker.ts';
+
+/** Rows the panel shows. */
+const topK = 10;
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
+/**
+ * `<tp-advisor-panel>`: for the cluster panel's model on the page's system, dtype, N and global
+ * batch, the advisor (src/projection/advisor.ts, as `npm run project -- --search`) enumerates
+ * t, p, v, cp, b, SP, recompute, the distributed optimizer and the overlaps in a Web Worker,
+ * shows its progress, the rejections by reason and the fastest layouts; a row's Apply sets the
+ * page's t and SP (and b when the model is the page's layer). Events up: `settings-change`.
+ */
+@customElement('tp-advisor-panel')
+export class TpAdvisorPanel extends LitElement {
+  static override styles = [
+    panelStyles,
+    css`
+      progress {
+        width: 240px;
+        vertical-align: middle;
+      }
+      td.flags {
+        font-family: ui-monospace, monospace;
+        font-size: 11px;
+      }
+    `,
+  ];
+
+  @property({ attribute: false }) settings: Settings | undefined;
+  @state() private progress: { done: number; total: number } | undefined;
+  @state() private answer: AdvisorAnswer | undefined;
+  @state() private error = '';
+  private worker: Worker | undefined;
+
+  override disconnectedCallback(): void {
+    this.worker?.terminate();
+    this.worker = undefined;
+    super.disconnectedCallback();
+  }
+
+  /** Runs the advisor in a fresh worker (a running search is abandoned). */
+  async search(): Promise<void> {
+    const s = this.settings;
+    if (!s) return;
+    this.worker?.terminate();
+    this.error = '';
+    this.answer = undefined;
+    const { b, ...sizes } = clusterSizes(s.cmodel, s);
+    let globalBatch: number;
+    try {
+      globalBatch = resolveGlobalBatch(s.gbatch, b, s.gpus, budgetDegrees(s.gpus));
+    } catch (e) {
+      this.error = e instanceof Error ? e.message : String(e);
+      return;
+    }
+    const worker = new Worker(new URL('./advisor.worker.ts', import.meta.url), { type: 'module', name: 'advisor' });
+    this.worker = worker;
+    this.progress = { done: 0, total: 1 };
+    const api = Comlink.wrap<AdvisorWorker>(worker);
+    try {
+      const answer = await api.search(
+        { model: { sizes, layers: s.layers }, system: s.system, dtype: s.dtype, gpus: s.gpus, globalBatch, k: topK },
+        Comlink.proxy((done: number, total: number) => {
+          if (this.worker === worker) this.progress = { done, total };
+        }),
+      );
+      if (this.worker === worker) this.answer = answer;
+    } catch (e) {
+      if (this.worker === worker) this.error = e instanceof Error ? e.message : String(e);
+    } finally {
+      if (this.worker === worker) {
+        worker.terminate();
+        this.worker = undefined;
+        this.progress = undefined;
+      }
+    }
+  }
+
+  private apply(row: AdvisorRow): void {
+    const s = this.settings;
+    if (!s) return;
+    const l = row.layout;
+    const next: Settings = { ...s, tp: l.tp, sp: l.sp, ...(s.cmodel === 'layer' && { b: l.microBatch }) };
+    this.dispatchEvent(settingsChangeEvent(next, 'tp'));
+  }
+
+  private rejections(a: AdvisorAnswer) {
+    const rows = (Object.entries(a.rejected) as [AdvisorRejection, number][]).filter(([, n]) => n > 0);
+    return html`<ul data-advisor-rejected>
+      ${rows.map(
+        ([why, n]) =>
+          html`<li data-reason=${why}>${n.toLocaleString('en-US')} × ${why}: ${advisorRejectionText[why]}</li>`,
+      )}
+    </ul>`;
+  }
+
+  private table(a: AdvisorAnswer) {
+    const s = this.settings;
+    return html`<table data-advisor-table>
+      <thead>
+        <tr>
+          <th>#</th>
+          <th>layout (Megatron flags)</th>
+          <th>DP</th>
+          <th>m</th>
+          <th>step</th>
+          <th>tokens/s</th>
+          <th>MFU</th>
+          <th>exposed</th>
+          <th>memory/GPU</th>
+          <th></th>
+        </tr>
+      </thead>
+      <tbody>
+        ${a.top.map((r, i) => {
+          const current = s !== undefined && s.tp === r.layout.tp && s.sp === r.layout.sp;
+          return html`<tr data-rank=${i + 1} data-tp=${r.layout.tp} data-sp=${String(r.layout.sp)}>
+            <td>${i + 1}</td>
+            <td class="flags">${layoutFlags(r.layout).join(' ')}</td>
+            <td>${r.dp}</td>
+            <td>${r.microBatches}</td>
+            <td>${formatMs(r.stepMs)}</td>
+            <td>${Math.round(r.tokensPerS).toLocaleString('en-US')}</td>
+            <td>${pct(r.mfu)}</td>
+            <td>${pct(r.exposedShare)}</td>
+            <td>${r.memoryGiB.toFixed(2)} / ${r.capacityGiB.toFixed(0)} GiB</td>
+            <td>
+              <button type="button" data-apply=${i + 1} ?disabled=${current} @click=${() => this.apply(r)}>
+                ${current ? 'on the page' : 'apply'}
+              </button>
+            </td>
+          </tr>`;
+        })}
+      </tbody>
+    </table>`;
+  }
+
+  protected override render() {
+    const s = this.settings;
+    if (!s) return nothing;
+    const p = this.progress;
+    const a = this.answer;
+    return html`<h2>Advisor</h2>
+      <p class="note">
+        The fastest layouts of ${clusterModelNames[s.cmodel]} × ${s.layers} layers on ${s.gpus} GPUs of the
+        chosen system in ${s.dtype}: t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and the overlaps,
+        each checked against Megatron-LM's rules and the GPU's memory, ranked by projected step time (the same search
+        as <code>npm run project -- --search</code>). Apply sets the page's t and SP.
+      </p>
+      <button type="button" data-advisor-search ?disabled=${p !== undefined} @click=${() => void this.search()}>
+        search layouts
+      </button>
+      ${
+        p
+          ? html`<span data-advisor-progress
+              ><progress max=${p.total} value=${p.done}></progress> ${p.done.toLocaleString('en-US')} of
+              ${p.total.toLocaleString('en-US')} candidates</span
+            >`
+          : nothing
+      }
+      ${this.error ? html`<p class="error" role="alert" data-advisor-error>${this.error}</p>` : nothing}
+      ${
+        a
+          ? html`<p class="note" data-advisor-summary>
+                ${a.candidates.toLocaleString('en-US')} candidates in ${formatMs(a.ms)} in a worker
+                (${a.layersPriced} distinct layers planned); ${a.ranked.toLocaleString('en-US')} fit and ranked.
+              </p>
+              ${this.rejections(a)}
+              ${a.top.length ? this.table(a) : html`<p class="error" data-advisor-none>No layout fits.</p>`}`
+          : nothing
+      }`;
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-advisor-panel': TpAdvisorPanel;
+  }
+}

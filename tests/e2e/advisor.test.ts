@@ -1,0 +1,82 @@
+// The cluster panel's default model and the advisor panel end to end: the production build, driven through its controls.
+import type { Page } from 'playwright';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+
+const runTimeout = 90_000;
+let open: OpenPage;
+let page: Page;
+
+/** Waits until the page shows a finished run whose hash has every `key=value` of `parts`. */
+async function shownRun(...parts: string[]): Promise<void> {
+  await page.waitForFunction(
+    (want) => {
+      const app = document.querySelector('tp-app');
+      const shown = `${app?.dataset.shown ?? ''}&`;
+      return app?.dataset.busy === 'false' && want.every((w) => shown.includes(`${w}&`));
+    },
+    parts,
+    { timeout: runTimeout },
+  );
+}
+
+const cluster = () => page.locator('tp-cluster-panel');
+const advisor = () => page.locator('tp-advisor-panel');
+const mfuOf = async (tp: number): Promise<number> =>
+  Number.parseFloat(
+    (await cluster().locator(`tr[data-tp="${tp}"][data-sp="false"] td:nth-child(7)`).textContent()) ?? '',
+  );
+
+describe('the cluster model and the advisor (built page)', () => {
+  beforeAll(async () => {
+    open = await openBuiltPage('/#tp=2', {
+      outDir: 'test-results/e2e-advisor-dist',
+      viewport: { width: 1280, height: 800 },
+    });
+    page = open.page;
+  }, 180_000);
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  test("the cluster panel projects the seeds' tiny GPT by default, the page's layer one click away", async () => {
+    await shownRun('tp=2');
+    await expect
+      .poll(() => cluster().locator('[data-cluster-model]').getAttribute('data-cluster-model'))
+      .toBe('seeds-v100');
+    await expect.poll(() => cluster().locator('tr[data-tp="8"][data-sp="false"] td[data-tokens]').count()).toBe(1);
+    // The seeds' tiny GPT on their V100 box is a real load: t = 1 reaches a two-digit MFU (the projection gives 17.7%).
+    expect(await mfuOf(1)).toBeGreaterThan(5);
+    await cluster().locator('button[data-cluster-model-switch="layer"]').click();
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('cmodel=layer');
+    await expect.poll(() => cluster().locator('[data-cluster-model]').getAttribute('data-cluster-model')).toBe('layer');
+    // The classroom layer: 4 heads, t = 8 illegal; its MFU is the 0.0% a newcomer used to see first.
+    await expect.poll(() => cluster().locator('tr[data-tp="8"][data-sp="false"]').textContent()).toMatch(/heads|divis/);
+    expect(await mfuOf(1)).toBeLessThan(1);
+    await cluster().locator('button[data-cluster-model-switch="seeds-v100"]').click();
+    await expect.poll(() => page.evaluate(() => location.hash)).not.toContain('cmodel=');
+  });
+
+  test('the advisor searches in a worker with progress, counts rejections, and a row applies its t and SP', async () => {
+    await advisor().locator('button[data-advisor-search]').click();
+    await expect.poll(() => advisor().locator('[data-advisor-progress] progress').count()).toBe(1);
+    const rows = advisor().locator('table[data-advisor-table] tbody tr');
+    await expect.poll(() => rows.count(), { timeout: runTimeout, interval: 250 }).toBe(10);
+    expect(await advisor().locator('[data-advisor-summary]').textContent()).toMatch(
+      /55,296 candidates in .* in a worker/,
+    );
+    expect(await advisor().locator('[data-advisor-rejected] li[data-reason="gpus"]').textContent()).toMatch(
+      /^[\d,]+ × gpus/,
+    );
+    // The fastest layout of the seeds' tiny GPT on 8 V100s: pure DP (t = 1), no SP.
+    const first = rows.first();
+    expect(await first.getAttribute('data-tp')).toBe('1');
+    expect(await first.locator('td.flags').textContent()).toMatch(
+      /--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1/,
+    );
+    await first.locator('button[data-apply]').click();
+    await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/tp=1&sp=0/);
+    await shownRun('tp=1', 'sp=0');
+    await expect.poll(() => first.locator('button[data-apply]').textContent()).toMatch(/on the page/);
+  });
+});

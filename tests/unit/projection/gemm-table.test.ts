@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { gpus } from '../../../src/hardware/gpus.ts';
+import { gemmTable } from '../../../src/projection/gemm-table.ts';
+
+describe('gemmTable (npm run project -- --gemm-table)', () => {
+  const rows = gemmTable(gpus['h100-sxm'], 'bf16');
+
+  it('gives square 8192 on H100 in bf16 by hand', () => {
+    // 256×128 tiles: 32·64 = 2048; ⌈2048/132⌉ = 16 waves for 15.52 waves of work;
+    // η = 794.5/989.5 = 0.8029 → 0.8029 · 15.52/16 = 0.7788, less the 0.9 µs launch over ~1428 µs.
+    const sq = rows.find((r) => r.label === 'square 8192')!;
+    expect(sq.time.tile).toEqual([256, 128]);
+    expect(sq.time.tiles).toBe(2048);
+    expect(sq.time.waves).toBe(16);
+    expect(sq.time.efficiency).toBeCloseTo(0.7788 * (1 - 0.9 / 1428), 3);
+  });
+
+  it('shows the column-parallel fc1 losing efficiency from t = 1 to t = 8', () => {
+    const fc1 = [1, 2, 4, 8].map((t) => rows.find((r) => r.label === `MLP fc1, t = ${t}`)!.time.efficiency);
+    expect(fc1[3]!).toBeLessThan(fc1[0]! - 0.05);
+    expect(rows).toHaveLength(12);
+  });
+});
