@@ -32,6 +32,8 @@ export interface ProjectArgs {
   readonly setup: Omit<TrainingSetup, 'tp'>;
   readonly degrees: readonly number[];
   readonly scenario: Scenario;
+  /** --export-job DIR: write the Megatron-LM job bundle of the setup (one --tp) there instead of projecting. */
+  readonly exportJob?: string;
   /** How the projected job runs its kernels (Megatron's switches; defaults: kernel-options.ts). */
   readonly kernels: KernelOptions;
   /** Print the GEMM model's table for the system's GPU instead of projecting (--gemm-table). */
@@ -54,6 +56,7 @@ export function usage(): string {
        [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
+       [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--gemm-table]
@@ -127,6 +130,7 @@ const options = {
   'untie-embeddings-and-output-weights': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   'memory-timeline': { type: 'boolean', default: false },
+  'export-job': { type: 'string' },
   search: { type: 'boolean', default: false },
   top: { type: 'string' },
   help: { type: 'boolean', default: false },
@@ -219,6 +223,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     setup,
     degrees: v.tp !== undefined ? parseDegrees(v.tp) : scenario.degrees,
     scenario,
+    ...(v['export-job'] !== undefined && { exportJob: v['export-job'] }),
     search: v.search,
     top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
   };

@@ -5,6 +5,7 @@ import { gemmTable } from '../src/projection/gemm-table.ts';
 import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.ts';
 import { recomputeOf } from '../src/megatron/training-setup.ts';
 import { formatMs } from '../src/ui/shared/timeline-format.ts';
+import { exportJobSpec, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 import { runSearch } from './project-search.ts';
 
@@ -21,6 +22,17 @@ try {
 }
 if (args.help) {
   console.log(usage());
+  process.exit(0);
+}
+
+if (args.exportJob !== undefined) {
+  let written: string[];
+  try {
+    written = await writeJobBundle(args.exportJob, exportJobSpec(args));
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  console.log(`job bundle written: ${written.join(', ')}`);
   process.exit(0);
 }
 

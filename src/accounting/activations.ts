@@ -37,8 +37,13 @@ import { bytesPerElement } from './parameters.ts';
  * Ours differs: float32 (4 B per element, their 2); no dropout, so no masks (their sbh + as²b
  * per block) and no dropout output (2as²b), leaving one s² tensor per head; RMSNorm keeps rstd
  * [s, b] (they count LayerNorm inputs only); SwiGLU keeps gate and up (2f per token) where GeLU
- * keeps one 4h input; GQA's K and V are nkv·d wide; Q and K are kept after RoPE (RoPE itself
- * saves nothing: its backward is the inverse rotation). The shape of the result is theirs:
+ * keeps one 4h input; Q and K are kept after RoPE (RoPE itself saves nothing: its backward is the
+ * inverse rotation). GQA: Megatron's local spec (DotProductAttention, dot_product_attention.py:169-175
+ * at core_v0.19.0) repeats K and V to the rank's nq query heads before its batched GEMMs, which
+ * then save the repeated [s, b, nq, d] tensors (repeat_interleave's own backward saves nothing), so
+ * K and V count nq·d each, as Megatron keeps them; the playground's kernels read the nkv groups
+ * directly and keep nkv·d (less by 2·sb·(nq − nkv)·d). `kv` chooses: 'groups' (the playground's
+ * kernels: the page's memory budget) or 'heads' (Megatron's local spec: the cluster projection). The shape of the result is theirs:
  * without SP the four [s, b, h] inputs of the norms and column-parallel linears are replicated
  * on every rank; SP divides them by t too (the linears re-gather their input for wgrad).
  * The output layer, a ColumnParallelLinear too, keeps the [s/t, b, h] shard under SP and
@@ -69,17 +74,29 @@ export interface ActivationTerm {
   readonly formula: string;
 }
 
+/**
+ * How wide the kept K and V are: 'groups' = the rank's nkv KV groups (the playground's attention
+ * kernels), 'heads' = repeated to its nq query heads (Megatron's local-spec DotProductAttention).
+ */
+export type KeptKv = 'groups' | 'heads';
+
 /** The tensors rank r keeps for backward (see the table above), in forward order. */
-export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): ActivationTerm[] {
+export function activationTerms(
+  plan: Pick<LayerPlan, 'config' | 'ranks'>,
+  rank: number,
+  kv: KeptKv = 'groups',
+): ActivationTerm[] {
   const c = plan.config;
   const own = plan.ranks[rank];
   const { s, b, h } = c;
   const d = headDim(c);
   const nq = own.heads[1] - own.heads[0];
-  const nkv = own.kvGroups.length;
   const f = own.ffn[1] - own.ffn[0];
   const vl = own.vocab[1] - own.vocab[0];
   const sl = own.tokens[1] - own.tokens[0];
+  const nkv = kv === 'heads' ? nq : own.kvGroups.length;
+  const kvName = kv === 'heads' ? 'nq' : 'nkv';
+  const repeated = kv === 'heads' && nq > own.kvGroups.length ? ', repeated to nq heads' : '';
   const sp = c.sp && c.tp > 1;
   const sh = sp ? 's/t' : 's';
   const term = (
@@ -103,9 +120,9 @@ export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
     term('norm1', 'rstd', [sl, b], `${sh}·b`),
     term('qkv', 'input', [sl, b, h], `${sh}·b·h`),
     term('attn.scores', 'Q (after RoPE)', [s, b, nq, d], 's·b·nq·d'),
-    term('attn.scores', 'K (after RoPE)', [s, b, nkv, d], 's·b·nkv·d'),
+    term('attn.scores', `K (after RoPE${repeated})`, [s, b, nkv, d], `s·b·${kvName}·d`),
     term('attn.softmax', 'probabilities', [b, nq, s, s], 'b·nq·s²', 'coreAttention'),
-    term('attn.context', 'V', [s, b, nkv, d], 's·b·nkv·d'),
+    term('attn.context', `V${repeated ? ` (${repeated.slice(2)})` : ''}`, [s, b, nkv, d], `s·b·${kvName}·d`),
     term('proj', 'input (context)', [s, b, nq * d], 's·b·nq·d'),
     term('norm2', 'input', [sl, b, h], `${sh}·b·h`),
     term('norm2', 'rstd', [sl, b], `${sh}·b`),
@@ -125,9 +142,13 @@ export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
   return out;
 }
 
-/** Σ bytes of activationTerms(plan, rank). */
-export function activationBytes(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank: number): number {
-  return activationTerms(plan, rank).reduce((a, x) => a + x.bytes, 0);
+/** Σ bytes of activationTerms(plan, rank, kv). */
+export function activationBytes(
+  plan: Pick<LayerPlan, 'config' | 'ranks'>,
+  rank: number,
+  kv: KeptKv = 'groups',
+): number {
+  return activationTerms(plan, rank, kv).reduce((a, x) => a + x.bytes, 0);
 }
 
 /**

@@ -52,7 +52,8 @@ export interface GpuMemory {
  * Memory of rank 0 for a model of `layers` blocks: `full` is the plan with embedding, output and
  * loss (one block inside), `block` one block alone; so L layers = full + (L − 1)·block. Weights
  * and activations are counted from the plans' own tables (parameters.ts, activations.ts, kept in
- * float32 there: elements = bytes/4, then re-priced at `dtype`); with `recompute`, blocks keep
+ * float32 there: elements = bytes/4, then re-priced at `dtype`; K and V repeated to the query heads
+ * as Megatron's local spec keeps them); with `recompute`, blocks keep
  * only their input (checkpointElements). Workspace, allocator
  * fragmentation and the CUDA context are not counted.
  */
@@ -65,8 +66,9 @@ export function gpuMemory(
   recompute = false,
 ): GpuMemory {
   const params = (parameterBytes(full, 0) + (layers - 1) * parameterBytes(block, 0)) / bytesPerElement;
-  const perBlock = recompute ? checkpointElements(block) : activationBytes(block, 0) / bytesPerElement;
-  const actElements = activationBytes(full, 0) / bytesPerElement + (layers - 1) * perBlock;
+  // K and V as Megatron's local spec keeps them, repeated to the query heads (activations.ts).
+  const perBlock = recompute ? checkpointElements(block) : activationBytes(block, 0, 'heads') / bytesPerElement;
+  const actElements = activationBytes(full, 0, 'heads') / bytesPerElement + (layers - 1) * perBlock;
   const per = stateBytesPerParam[dtype];
   const weightBytes = params * per.weights;
   const gradBytes = params * per.grads;

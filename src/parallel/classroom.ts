@@ -372,7 +372,7 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
         'allGather',
         bytesSH,
         t,
-        'gather_from_sequence_parallel_region',
+        'LinearWithGradAccumulationAndAsyncCommunication',
         'forward: [s/t, h] → [s, h] before W₁',
       ),
       collective(
@@ -393,7 +393,7 @@ function spStep(runs: ClassroomRuns): ClassroomStep {
         'reduceScatter',
         bytesSH,
         t,
-        'gather_from_sequence_parallel_region (backward)',
+        'LinearWithGradAccumulationAndAsyncCommunication (backward)',
         'backward: Σ dXᵢ, keep [s/t, h]',
       ),
     ],

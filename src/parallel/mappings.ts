@@ -72,7 +72,12 @@ export const scatterToSequenceParallelRegion: MappingPair = {
   backward: (comm, dy, n) => comm.allGather(dy, seq, n),
 };
 
-/** Forward: all-gather dim 0 · backward: reduce-scatter dim 0. [s/t, b, h] → [s, b, h]. */
+/**
+ * Forward: all-gather dim 0 · backward: reduce-scatter dim 0. [s/t, b, h] → [s, b, h]. Korthikanti
+ * et al.'s ḡ; before a ColumnParallelLinear Megatron-Core issues this pair inside the linear itself,
+ * LinearWithGradAccumulationAndAsyncCommunication (tensor_parallel/layers.py:566-572 forward,
+ * its backward's reduce-scatter), not through mappings.py's gather_from_sequence_parallel_region.
+ */
 export const gatherFromSequenceParallelRegion: MappingPair = {
   name: 'gatherFromSequenceParallelRegion',
   summary: 'forward: all-gather dim 0 · backward: reduce-scatter dim 0',

@@ -14,8 +14,8 @@ export const outputLinear: LinearSpec = {
 
 /**
  * Vocab-parallel cross entropy (Megatron's vocab_parallel_cross_entropy) on this rank's logits
- * [s·b, vl] for vocabulary rows [v0, v0 + vl): all-reduce MAX of the row max, then SUM of
- * Σ exp(x − m) and SUM of the target logit (0 on ranks not holding the target);
+ * [s·b, vl] for vocabulary rows [v0, v0 + vl): all-reduce MAX of the row max, then SUM of the
+ * target logit (0 on ranks not holding the target), then SUM of Σ exp(x − m), Megatron's order;
  * loss = log S + m − z per token. Returns per-token loss [s, b] and what the backward needs.
  */
 export async function vocabParallelLoss<T>(
@@ -35,19 +35,22 @@ export async function vocabParallelLoss<T>(
     localMax,
     'max',
   );
-  const localSum = be.tensor('loss.sumexp', rows);
-  be.ceLocalSumExp(opSpec('loss.sumexp', 'vocab'), logits, max, localSum);
-  const sum = await lc.allReduce(
-    opSpec('loss.sumexp.reduce', 'vocab'),
-    'vocab-parallel cross entropy: all-reduce SUM of Σ exp(x − max)',
-    localSum,
-  );
+  // Both local terms first, then the two SUMs in Megatron's order: the predicted (target) logit,
+  // then Σ exp (tensor_parallel/cross_entropy.py:139-152 at core_v0.19.0). Megatron reduces the
+  // max-shifted logit z − m; the playground reduces z and subtracts m in ceLoss (same loss).
   const localTarget = be.tensor('loss.target', rows);
   be.ceTargetLogit(opSpec('loss.target', 'vocab'), logits, targets, localTarget, v0);
+  const localSum = be.tensor('loss.sumexp', rows);
+  be.ceLocalSumExp(opSpec('loss.sumexp', 'vocab'), logits, max, localSum);
   const target = await lc.allReduce(
     opSpec('loss.target.reduce', 'vocab'),
     'vocab-parallel cross entropy: all-reduce SUM of the target logit',
     localTarget,
+  );
+  const sum = await lc.allReduce(
+    opSpec('loss.sumexp.reduce', 'vocab'),
+    'vocab-parallel cross entropy: all-reduce SUM of Σ exp(x − max)',
+    localSum,
   );
   const loss = be.tensor('loss', rows);
   be.ceLoss(opSpec('loss', 'vocab'), max, sum, target, loss);

@@ -57,7 +57,9 @@ export function stageModel(
     ),
   );
   const b = dtypeBytes[dtype];
-  const terms = activationTerms(full, 0);
+  // Without flash attention Megatron's local DotProductAttention keeps K and V repeated to the query
+  // heads (dot_product_attention.py:169-175); flash attention reads the KV groups as they are.
+  const terms = activationTerms(full, 0, setup.flashAttention ? 'groups' : 'heads');
   const sum = (keep: (t: (typeof terms)[number]) => boolean): number =>
     terms.filter(keep).reduce((a, t) => a + el(t.bytes) * b, 0);
   const c = block.config;

@@ -25,7 +25,8 @@ export interface StepDurations {
 /** How the step is scheduled. */
 export interface ScheduleOptions {
   /**
-   * Megatron's asynchronous dgrad all-reduce (ColumnParallelLinear with async_tensor_model_parallel_allreduce):
+   * Megatron's asynchronous dgrad all-reduce (ColumnParallelLinear's allreduce_dgrad, on whenever t > 1
+   * without SP: tensor_parallel/layers.py:1066 at core_v0.19.0; the old async_tensor_model_parallel_allreduce flag is gone):
    * a collective whose plan op has `overlap.async` runs while the compute ops right after (or right
    * before) it with `overlap.underAsync` (weight gradients) run; the first op after those waits for it.
    */

@@ -1,5 +1,7 @@
 // The page end to end: the production build served by `vite preview` (COOP/COEP), driven through its controls.
+import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { jobManifestFile, manifestProjection, readJobManifest } from '../../src/megatron/job-manifest.ts';
 import type { BrowserContext, Page } from 'playwright';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
@@ -221,6 +223,29 @@ describe('the playground page (built, served locally)', () => {
     expect(args).toContain('--sequence-parallel');
     expect(args).toContain('--num-attention-heads 8');
     expect(args).toContain('--num-query-groups 2');
+  });
+
+  test("the job bundle downloads as a tar of the cluster panel's setup whose manifest reads back", async () => {
+    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.locator('tp-exports button[data-export="job-bundle"]').click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(/^tp-t8-sp-classroom-\d+gpu\.tar$/);
+    const tar = (await download.path())!;
+    const root = download.suggestedFilename().replace(/\.tar$/, '');
+    expect(execFileSync('tar', ['-tf', tar], { encoding: 'utf8' }).trim().split('\n')).toEqual(
+      ['', 'README.md', jobManifestFile, 'setup.sh', 'env.sh', 'args.sh', 'launch.sh', 'job.sbatch'].map(
+        (f) => `${root}/${f}`,
+      ),
+    );
+    const manifest = readJobManifest(
+      execFileSync('tar', ['-xOf', tar, `${root}/${jobManifestFile}`], { encoding: 'utf8' }),
+    );
+    const { parsed } = manifestProjection(manifest);
+    expect(parsed.setup).toMatchObject({ tp: 8, sp: true });
+    expect(manifest.command).toContain('--transformer-impl transformer_engine');
+    expect(await page.locator('tp-exports [data-export="job-error"]').count()).toBe(0);
   });
 
   test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {

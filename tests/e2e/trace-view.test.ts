@@ -5,12 +5,19 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright';
 import { expect, test } from 'vitest';
 import { withPage } from '../../scripts/browser-run.ts';
+import { jobBundle } from '../../src/megatron/job-bundle.ts';
+import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
+import { tp2JobSpec } from '../unit/kineto/kineto-fixtures.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/kineto/${name}`, import.meta.url));
 
-/** Drops `names` on the view's drop zone as a user's drag and drop would (a DataTransfer of Files). */
-async function drop(page: Page, names: string[]): Promise<void> {
-  const files = names.map((name) => ({ name, b64: readFileSync(fixture(name)).toString('base64') }));
+/** Drops `names` (fixtures, or files given with their text) on the view's drop zone as a user's drag and drop would (a DataTransfer of Files). */
+async function drop(page: Page, names: (string | { name: string; text: string })[]): Promise<void> {
+  const files = names.map((n) =>
+    typeof n === 'string'
+      ? { name: n, b64: readFileSync(fixture(n)).toString('base64') }
+      : { name: n.name, b64: Buffer.from(n.text).toString('base64') },
+  );
   const dt = await page.evaluateHandle((fs) => {
     const d = new DataTransfer();
     for (const f of fs) {
@@ -94,6 +101,25 @@ test('#view=trace: dropping two ranks (one gzipped) shows both ranks on the time
       )
       .toMatch(/^truncated\.json: the JSON ends inside traceEvents/);
     expect(await page.locator('tp-trace-totals tr[data-rank]').count()).toBe(2);
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+test("#view=trace: a job bundle's manifest dropped with its traces selects the projection, nothing pasted", async () => {
+  const manifest = jobBundle(tp2JobSpec).find((f) => f.path === jobManifestFile)!;
+  await withPage('/#view=trace', async (page, pageErrors) => {
+    await page.locator('tp-trace-view [data-drop]').waitFor({ timeout: 90_000 });
+    await drop(page, ['tp2-rank0.json', 'tp2-rank1.json.gz', { name: jobManifestFile, text: manifest.text }]);
+    const stepRow = page.locator('tp-trace-projection tr[data-what="step"]');
+    await expect.poll(() => stepRow.count(), { timeout: 60_000 }).toBe(1);
+    expect(await page.locator('tp-trace-totals tr[data-rank]').count()).toBe(2);
+    // ProfilerStep#1, shown first: 950 µs measured (tests/unit/kineto/measured-analysis.test.ts).
+    expect(Number(await stepRow.getAttribute('data-measured-ms'))).toBeCloseTo(0.95, 9);
+    expect(Number(await stepRow.getAttribute('data-projected-ms'))).toBeGreaterThan(0);
+    expect(await page.locator('tp-trace-projection [data-job]').getAttribute('data-job')).toBe('tp2-h100');
+    expect(await page.locator('tp-trace-projection textarea[data-command]').inputValue()).toContain(
+      '--tensor-model-parallel-size 2',
+    );
     expect(pageErrors).toEqual([]);
   });
 });

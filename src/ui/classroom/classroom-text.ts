@@ -66,7 +66,7 @@ export function stepWords(id: ClassroomStepId, c: LayerConfig, spRan: boolean): 
           ? `Outside the tensor-parallel region each rank keeps only its s/t = ${c.s / t} tokens, [s/t, h]. Before W₁ an all-gather rebuilds X [s, h]; after W₂ a reduce-scatter both sums the partial Zᵢ and leaves each rank its [s/t, h] rows. Each moves (t−1)/t of [s, h] per rank: the pair costs what one all-reduce does, and the activations between layers are t times smaller. Backward swaps them: all-gather dZ, reduce-scatter dX.`
           : `Sequence parallelism needs s % t = 0 (s = ${c.s}, t = ${t}).`,
         megatron: [
-          'gather_from_sequence_parallel_region: forward all-gather · backward reduce-scatter',
+          'LinearWithGradAccumulationAndAsyncCommunication (sequence_parallel, before W₁): forward all-gather · backward reduce-scatter',
           'reduce_scatter_to_sequence_parallel_region: forward reduce-scatter · backward all-gather',
         ],
       };

@@ -499,6 +499,11 @@ export class TpApp extends LitElement {
             .output=${r.output}
             preset=${s.preset}
             link=${link}
+            system=${s.system}
+            .dtype=${s.dtype}
+            .layers=${s.layers}
+            .gpus=${s.gpus}
+            .gbatch=${s.gbatch}
           ></tp-exports>
         </section>
       </div>

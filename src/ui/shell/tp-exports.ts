@@ -1,4 +1,5 @@
-// <tp-exports>: the run as a Perfetto/Chrome trace and as CSV, the shareable link, the matching Megatron-LM arguments.
+// <tp-exports>: the run as a Perfetto/Chrome trace and as CSV, the shareable link, the matching Megatron-LM
+// arguments and the Megatron-LM job bundle of the cluster panel's setup.
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { LayerConfig } from '../../parallel/config.ts';
@@ -8,7 +9,12 @@ import {
   megatronLaunch,
   megatronRelease,
 } from '../../megatron/megatron-args.ts';
+import type { TrainDtype } from '../../hardware/dtype.ts';
+import { parseSystem } from '../../hardware/systems.ts';
+import { resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
+import { jobBundle } from '../../megatron/job-bundle.ts';
 import type { LogicalOutput } from '../../parallel/gather.ts';
+import { tarArchive } from '../../export/tar.ts';
 import { layerTensors, layerTensorsMetadata } from '../../parallel/layer-tensors.ts';
 import { stepInputs } from '../../parallel/step-data.ts';
 import { timelineCsv } from '../../export/csv.ts';
@@ -87,7 +93,43 @@ export class TpExports extends LitElement {
   @property() preset = 'custom';
   /** The shareable link of the current settings. */
   @property() link = '';
+  /** The cluster panel's machine and model: the job bundle trains this layer × `layers` on `gpus` GPUs of `system` in `dtype`. */
+  @property() system = '';
+  @property() dtype: TrainDtype = 'fp32';
+  @property({ type: Number }) layers = 1;
+  @property({ type: Number }) gpus = 1;
+  @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
   @state() private copied = '';
+  @state() private bundleError = '';
+
+  /** Downloads the job bundle (src/megatron/job-bundle.ts) as <name>.tar; a setup that cannot be bundled is named in [data-export="job-error"]. */
+  private downloadBundle(c: LayerConfig): void {
+    this.bundleError = '';
+    try {
+      const system = parseSystem(this.system);
+      const name = exportName(c, this.preset, '').slice(0, -1).concat(`-${this.gpus}gpu`);
+      const files = jobBundle({
+        name,
+        setup: {
+          sizes: { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab },
+          tp: c.tp,
+          sp: c.sp,
+          layers: this.layers,
+          gpus: this.gpus,
+          globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, [c.tp]),
+          overlap: true,
+        },
+        dtype: this.dtype,
+        system: system.name,
+        gpusPerNode: system.gpusPerNode,
+        layer: { seed: c.seed, ropeBase: c.ropeBase, eps: c.eps },
+      });
+      const tar = tarArchive(name, files, Math.floor(Date.now() / 1000));
+      download(`${name}.tar`, tar as Uint8Array<ArrayBuffer>, 'application/x-tar');
+    } catch (e) {
+      this.bundleError = `No job bundle: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
 
   private async copy(what: string, text: string): Promise<void> {
     try {
@@ -153,7 +195,17 @@ export class TpExports extends LitElement {
       >
         Copy command
       </button>
+      <button data-export="job-bundle" @click=${() => this.downloadBundle(c)}>
+        Download job bundle (.tar)
+      </button>
       ${this.copied ? html`<span class="copied" role="status"> ${this.copied}</span>` : nothing}
+      <p class="note">
+        The job bundle trains this layer × ${this.layers} layers on ${this.gpus} GPUs of ${this.system} in ${this.dtype}
+        (the cluster panel's setup) with Megatron-LM ${megatronRelease.tag}: launch scripts for one node, N nodes and
+        Slurm, mock data by default, the PyTorch profiler on for two steps, and a manifest that lets #view=trace match
+        the traces to this projection (docs/megatron-job.md).
+      </p>
+      ${this.bundleError ? html`<p class="note" role="alert" data-export="job-error">${this.bundleError}</p>` : nothing}
       ${
         caveats.length
           ? html`<ul data-export="caveats">

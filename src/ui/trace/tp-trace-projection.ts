@@ -1,8 +1,9 @@
 // <tp-trace-projection>: the projected step of the configuration a measured job ran, beside the measured one.
-import { LitElement, css, html, nothing } from 'lit';
+import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
+import { jobManifestFile, manifestProjection, type JobManifest } from '../../megatron/job-manifest.ts';
 import { parseMegatronCommand, type ParsedCommand } from '../../megatron/megatron-command.ts';
-import { parseSystem, systemNames, systems, type SystemName } from '../../hardware/systems.ts';
+import { parseSystem, systemNames, systems, type SystemName, type SystemSpec } from '../../hardware/systems.ts';
 import { projectStep, type StepProjection } from '../../projection/cluster-projection.ts';
 import type { MeasuredAnalysis } from '../../kineto/measured-analysis.ts';
 import { compareWithProjection, type ComparedRow } from '../../projection/measured-vs-projected.ts';
@@ -64,6 +65,8 @@ export class TpTraceProjection extends LitElement {
   /** GPUs of the job when the command does not say (torchrun's --nproc-per-node × --nnodes). */
   @property({ type: Number }) gpus = 1;
   @property({ attribute: false }) deviceNames: readonly string[] = [];
+  /** A job bundle's manifest: its command and system are used without pasting, and projected at once. */
+  @property({ attribute: false }) job: JobManifest | undefined;
 
   @state() private command = '';
   @state() private system: SystemName | undefined;
@@ -71,12 +74,25 @@ export class TpTraceProjection extends LitElement {
   @state() private busy = false;
   @state() private result: { parsed: ParsedCommand; projection: StepProjection } | undefined;
 
+  protected override willUpdate(changed: PropertyValues<this>): void {
+    if (changed.has('job') && this.job) {
+      this.command = this.job.command;
+      this.system = (systemNames as readonly string[]).includes(this.job.system)
+        ? (this.job.system as SystemName)
+        : undefined;
+      void this.project();
+    }
+  }
+
   private async project(): Promise<void> {
     this.error = '';
     this.busy = true;
     try {
-      const parsed = parseMegatronCommand(this.command, this.gpus);
-      const system = parseSystem(this.system ?? systemFor(this.deviceNames));
+      // The manifest's own command and system (custom systems too) while the text is untouched.
+      const fromJob = this.job && this.command === this.job.command ? manifestProjection(this.job) : undefined;
+      const parsed = fromJob?.parsed ?? parseMegatronCommand(this.command, this.gpus);
+      const system: SystemSpec =
+        fromJob && this.system === undefined ? fromJob.system : parseSystem(this.system ?? systemFor(this.deviceNames));
       this.result = { parsed, projection: await projectStep(parsed.setup, { system, dtype: parsed.dtype }) };
     } catch (e) {
       this.error = e instanceof Error ? e.message : String(e);
@@ -92,8 +108,8 @@ export class TpTraceProjection extends LitElement {
     const p = r.projection;
     const ratio = (m: number, q: number) => (q > 0 ? `${(m / q).toFixed(2)}×` : '—');
     return html`
-      <p class="note">
-        Projected: ${p.machine.system.label}, ${p.machine.dtype}; t = ${p.setup.tp}${p.setup.sp ? ' with SP' : ''},
+      <p class="note" data-job=${this.job?.name ?? ''}>
+        ${this.job && this.command === this.job.command ? `Job ${this.job.name} from its ${jobManifestFile} (Megatron-LM ${this.job.megatron.tag}). ` : ''}Projected: ${p.machine.system.label}, ${p.machine.dtype}; t = ${p.setup.tp}${p.setup.sp ? ' with SP' : ''},
         ${p.setup.layers} layers, DP = ${p.dp}, ${p.microBatches} micro-batch${p.microBatches > 1 ? 'es' : ''} per step.
         Measured: ${c.step === undefined ? 'the whole trace' : `ProfilerStep#${c.step}`}.
         ${r.parsed.defaulted.length ? `Defaults used: ${r.parsed.defaulted.join('; ')}.` : ''}

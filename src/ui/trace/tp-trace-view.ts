@@ -4,6 +4,7 @@ import * as Comlink from 'comlink';
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { measuredTimeline, type MeasuredTimeline } from '../../kineto/measured-timeline.ts';
+import { jobManifestFile, readJobManifest, type JobManifest } from '../../megatron/job-manifest.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../shared/timeline-format.ts';
 import type { TraceLoad, TraceReader, TraceReadProgress } from './trace-read.worker.ts';
@@ -59,6 +60,8 @@ export class TpTraceView extends LitElement {
   ];
 
   @state() private load: TraceLoad | undefined;
+  /** The job bundle's manifest dropped with the traces: it selects the projection. */
+  @state() private job: JobManifest | undefined;
   @state() private status = '';
   @state() private error = '';
   @state() private over = false;
@@ -73,10 +76,25 @@ export class TpTraceView extends LitElement {
     super.disconnectedCallback();
   }
 
-  /** Reads `files` (one per rank) in a worker; a new read replaces the shown job only when it succeeds. */
-  async readFiles(files: readonly File[]): Promise<void> {
+  /**
+   * Reads `files` (one per rank) in a worker; a new read replaces the shown job only when it
+   * succeeds. A megatron-job.json among them (a job bundle's manifest) is read here and selects
+   * the projection.
+   */
+  async readFiles(dropped: readonly File[]): Promise<void> {
+    const manifest = dropped.find((f) => f.name === jobManifestFile);
+    const files = dropped.filter((f) => f !== manifest);
     if (!files.length) return;
     this.error = '';
+    let job: JobManifest | undefined;
+    if (manifest) {
+      try {
+        job = readJobManifest(await manifest.text(), manifest.name);
+      } catch (e) {
+        this.error = e instanceof Error ? e.message : String(e);
+        return;
+      }
+    }
     this.status = `reading ${files.length} file${files.length > 1 ? 's' : ''}…`;
     this.worker?.terminate();
     this.worker = new Worker(new URL('./trace-read.worker.ts', import.meta.url), {
@@ -91,6 +109,7 @@ export class TpTraceView extends LitElement {
       const load = await reader.read([...files], Comlink.proxy(progress));
       this.windows.clear();
       this.load = load;
+      this.job = job;
       const first = load.trace.ranks[0]!.steps[0]?.step;
       this.step = first ?? 'all';
       const kept = load.trace.ranks.reduce((a, r) => a + r.stats.kept, 0);
@@ -151,7 +170,8 @@ export class TpTraceView extends LitElement {
       >
         <p>
           Drop the trace files of one job here, one per rank (<code>.json</code> or <code>.json.gz</code>, as
-          <code>torch.profiler</code> writes them), or pick them:
+          <code>torch.profiler</code> writes them), with the job bundle's <code>${jobManifestFile}</code> when there
+          is one, or pick them:
           <input type="file" multiple accept=".json,.gz,application/json,application/gzip" @change=${this.onPick} />
         </p>
         <p class="note">
@@ -203,6 +223,7 @@ export class TpTraceView extends LitElement {
                 .step=${this.step}
                 .gpus=${load.trace.ranks[0]!.worldSize ?? load.trace.ranks.length}
                 .deviceNames=${[...new Set(load.trace.ranks.flatMap((r) => r.deviceNames))]}
+                .job=${this.job}
               ></tp-trace-projection>
               ${
                 notes.length

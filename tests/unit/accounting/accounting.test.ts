@@ -260,6 +260,27 @@ describe.each(planSources)('accounting of the %s', (_source, planFor) => {
       expect(gatheredQkvBytes({ ...c, tp: 2 })).toBe(0);
     });
 
+    test("GQA as Megatron's local spec keeps it: K and V repeated to the rank's nq query heads (llama-gqa, t = 2: nq 4, one KV group; 2·s·b·(nq − nkv)·d·4 bytes more than the playground's kernels keep)", async () => {
+      const plan = await planFor(cfg('llama-gqa', { tp: 2 }));
+      const attn = (kv: 'groups' | 'heads') =>
+        activationTerms(plan, 0, kv)
+          .filter((x) => x.op.startsWith('attn.'))
+          .map((x) => [x.tensor, x.shape, x.formula]);
+      expect(attn('heads')).toEqual([
+        ['Q (after RoPE)', [64, 1, 4, 32], 's·b·nq·d'],
+        ['K (after RoPE, repeated to nq heads)', [64, 1, 4, 32], 's·b·nq·d'],
+        ['probabilities', [1, 4, 64, 64], 'b·nq·s²'],
+        ['V (repeated to nq heads)', [64, 1, 4, 32], 's·b·nq·d'],
+      ]);
+      expect(attn('groups')).toEqual([
+        ['Q (after RoPE)', [64, 1, 4, 32], 's·b·nq·d'],
+        ['K (after RoPE)', [64, 1, 1, 32], 's·b·nkv·d'],
+        ['probabilities', [1, 4, 64, 64], 'b·nq·s²'],
+        ['V', [64, 1, 1, 32], 's·b·nkv·d'],
+      ]);
+      expect(activationBytes(plan, 0, 'heads') - activationBytes(plan, 0)).toBe(2 * 64 * 1 * (4 - 1) * 32 * 4);
+    });
+
     test('name their formulas with s/t under SP', async () => {
       const terms = activationTerms(await planFor(cfg('gpt2-layer', { tp: 2, sp: true })), 1);
       expect(terms.find((x) => x.op === 'norm1' && x.tensor === 'input')).toMatchObject({

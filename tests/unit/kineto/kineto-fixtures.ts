@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { readTraceFile } from '../../../scripts/trace-files.ts';
 import { assembleJob } from '../../../src/kineto/kineto-job.ts';
 import type { MeasuredTrace } from '../../../src/kineto/kineto-types.ts';
+import type { JobSpec } from '../../../src/megatron/job-bundle.ts';
 
 /** Absolute path of a fixture in tests/fixtures/kineto/. */
 export const fixture = (name: string): string =>
@@ -12,3 +13,20 @@ export const fixture = (name: string): string =>
 export async function loadJob(...names: string[]): Promise<MeasuredTrace> {
   return assembleJob(await Promise.all(names.map((n) => readTraceFile(fixture(n)))));
 }
+
+/** The job the tp2 fixtures stand for, as a job bundle's spec: t = 2 on 2 H100s, 2 layers, bf16. */
+export const tp2JobSpec: JobSpec = {
+  name: 'tp2-h100',
+  setup: {
+    sizes: { s: 512, b: 1, h: 1024, heads: 16, groups: 16, ffn: 2816, vocab: 0 },
+    tp: 2,
+    sp: false,
+    layers: 2,
+    gpus: 2,
+    globalBatch: 1,
+    overlap: true,
+  },
+  dtype: 'bf16',
+  system: 'dgx-h100',
+  gpusPerNode: 8,
+};

@@ -55,7 +55,9 @@ describe('megatronArgs against the pinned Megatron-LM release', () => {
     const f = flags(l.args);
     expect(f.get('--tensor-model-parallel-size')).toBe('4');
     expect(f.get('--sequence-parallel')).toBe('');
-    expect(f.get('--transformer-impl')).toBe('local');
+    // Under SP the Transformer Engine spec (the local spec's torch RMSNorm rejects SP, torch_norm.py:50).
+    expect(f.get('--transformer-impl')).toBe('transformer_engine');
+    expect(f.get('--no-persist-layer-norm')).toBe('');
     expect(f.get('--mock-data')).toBe('');
     expect(Number(f.get('--train-iters'))).toBeGreaterThan(0);
     expect(Number(f.get('--lr'))).toBeGreaterThan(0);
@@ -94,6 +96,12 @@ describe('megatronArgs against the pinned Megatron-LM release', () => {
     expect(mha.has('--num-query-groups')).toBe(false);
   });
 
+  test('the local spec without SP, with --no-persist-layer-norm (torch_norm.py:48)', () => {
+    const f = flags(megatronArgs(configFromPreset('llama-gqa', { tp: 2 })));
+    expect(f.get('--transformer-impl')).toBe('local');
+    expect(f.get('--no-persist-layer-norm')).toBe('');
+  });
+
   test('leaves out --sequence-parallel without SP and at t = 1 (Megatron disables it there)', () => {
     expect(megatronArgs(configFromPreset('gpt2-layer', { tp: 2 }))).not.toContain('--sequence-parallel');
     expect(megatronArgs(configFromPreset('gpt2-layer', { tp: 1, sp: true }))).not.toContain('--sequence-parallel');
@@ -118,6 +126,16 @@ describe('megatronCaveats', () => {
     const all = megatronCaveats(configFromPreset('classroom')).join(' ');
     for (const x of ['Final norm', 'Embeddings', 'Biases', 'Weights and data', 'Training', 'Precision', 'Local spec'])
       expect(all).toContain(x);
+    const sp = megatronCaveats(configFromPreset('llama-gqa', { tp: 2, sp: true })).join(' ');
+    expect(sp).toContain('Transformer Engine spec');
+    expect(sp).not.toContain('Local spec');
+  });
+
+  test('names the per-group QKV shard layout where groups ≥ t and there is GQA', () => {
+    const layout = 'QKV shard layout';
+    expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 2 })).join(' ')).toContain(layout);
+    expect(megatronCaveats(configFromPreset('llama-gqa', { tp: 4 })).join(' ')).not.toContain(layout);
+    expect(megatronCaveats(configFromPreset('gpt2-layer', { tp: 2 })).join(' ')).not.toContain(layout);
   });
 
   test('mentions the missing vocabulary, SP at t = 1 and a non-integer RoPE base where they apply', () => {

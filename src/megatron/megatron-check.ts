@@ -1,0 +1,241 @@
+// Megatron-LM's own start-up checks, replayed on a launch's arguments: a TypeScript port of each
+// assertion of the pinned release (megatronRelease, core_v0.19.0) that the flags this project emits
+// can reach, from argument parsing (megatron/training/arguments.py validate_args), the config
+// dataclasses (transformer_config.py, model_parallel_config.py), the layer-spec selection
+// (gpt_builders.py, models/backends.py) and the modules the spec builds (torch_norm.py,
+// fused_layer_norm.py, transformer_block.py, attention.py, dot_product_attention.py,
+// tensor_parallel/layers.py). Each rule cites its file and line at the pin. Not ported: checks on
+// flags the project never emits (MoE, MLA, FSDP, RL, checkpoint formats, CUDA graphs, fp8/fp4).
+import { flagMap } from './megatron-command.ts';
+
+/** Where the job runs: what is installed, the GPU, the environment variables and the world size. */
+export interface MegatronEnvironment {
+  /** torchrun's world size: --nproc-per-node × --nnodes. */
+  readonly worldSize: number;
+  /** `import transformer_engine` succeeds (HAVE_TE). */
+  readonly transformerEngine: boolean;
+  /** `import apex` succeeds (HAVE_APEX), with its fused_weight_gradient_mlp_cuda extension. */
+  readonly apex: boolean;
+  /** PyTorch [major, minor]. */
+  readonly torch: readonly [number, number];
+  /** CUDA compute capability major (get_device_arch_version): 7 V100, 8 A100, 9 H100, 10 B200. */
+  readonly arch: number;
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/**
+ * An NGC PyTorch container (Transformer Engine and Apex installed, PyTorch ≥ 2.4) on `worldSize`
+ * GPUs of compute capability `arch`, with the environment `env`.
+ */
+export function ngcEnvironment(
+  worldSize: number,
+  env: Readonly<Record<string, string>>,
+  arch = 9,
+): MegatronEnvironment {
+  return { worldSize, transformerEngine: true, apex: true, torch: [2, 8], arch, env };
+}
+
+/** One failed check: the source line at the pin and Megatron's message (or what it asserts). */
+export interface MegatronCheckFailure {
+  readonly source: string;
+  readonly message: string;
+}
+
+/** The parsed arguments with argparse's defaults at the pin, for the fields the rules read. */
+interface Args {
+  readonly flags: ReadonlyMap<string, string | true>;
+  num(flag: string, fallback: number): number;
+  str(flag: string, fallback: string): string;
+  has(flag: string): boolean;
+}
+
+function argsOf(argv: readonly string[]): Args {
+  const flags = flagMap(argv);
+  return {
+    flags,
+    num: (flag, fallback) => {
+      const v = flags.get(flag);
+      return typeof v === 'string' ? Number(v) : fallback;
+    },
+    str: (flag, fallback) => {
+      const v = flags.get(flag);
+      return typeof v === 'string' ? v : fallback;
+    },
+    has: (flag) => flags.has(flag),
+  };
+}
+
+/** divide(n, d) of megatron/core/utils.py:556-565: asserts n % d == 0. */
+const divides = (n: number, d: number): boolean => Number.isInteger(n) && n % d === 0;
+
+/**
+ * Every check of the pinned Megatron-LM release that `argv` (pretrain_gpt.py's arguments) fails in
+ * `env`; [] when the job starts as far as these checks go. The layer spec is the one
+ * gpt_builders.py picks for --transformer-impl (local or transformer_engine) without MoE.
+ */
+export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnvironment): MegatronCheckFailure[] {
+  const a = argsOf(argv);
+  const out: MegatronCheckFailure[] = [];
+  const fail = (source: string, message: string): void => void out.push({ source, message });
+  const A = 'megatron/training/arguments.py';
+  const TC = 'megatron/core/transformer/transformer_config.py';
+
+  // arguments.py: parse. Required arguments and argparse's defaults.
+  for (const f of ['--num-layers', '--hidden-size', '--num-attention-heads', '--max-position-embeddings'])
+    if (!a.has(f)) fail(`${A}:1274-1277`, `${f} is required (_check_arg_is_not_none).`);
+  const tp = a.num('--tensor-model-parallel-size', 1);
+  const pp = a.num('--pipeline-model-parallel-size', 1);
+  const cp = a.num('--context-parallel-size', 1);
+  const h = a.num('--hidden-size', 0);
+  const heads = a.num('--num-attention-heads', 1);
+  const s = a.num('--seq-length', 0);
+  const mbs = a.num('--micro-batch-size', 0);
+  const impl = a.str('--transformer-impl', 'transformer_engine');
+  const normalization = a.str('--normalization', 'LayerNorm');
+
+  // validate_args.
+  const modelSize = tp * pp * cp;
+  if (env.worldSize % modelSize !== 0)
+    fail(`${A}:430`, `world size (${env.worldSize}) is not divisible by total_model_size (${modelSize}).`);
+  const dp = Math.floor(env.worldSize / modelSize);
+  if (!(mbs > 0)) fail(`${A}:675-676`, 'micro_batch_size must be given and > 0.');
+  const gbs = a.num('--global-batch-size', mbs * dp);
+  if (!(gbs > 0)) fail(`${A}:687`, 'global_batch_size must be > 0.');
+  if (mbs > 0 && gbs % (mbs * dp) !== 0)
+    fail(
+      `${A}:694`,
+      `eval_global_batch_size (${gbs}) must be divisible by eval_micro_batch_size (${mbs}) * data_parallel_size (${dp}).`,
+    );
+  if (!a.has('--kv-channels') && h % heads !== 0)
+    fail(`${A}:1292`, `hidden_size (${h}) % num_attention_heads (${heads}) must be 0.`);
+  if (cp > 1 && s % (2 * cp) !== 0)
+    fail(`${A}:1296`, 'seq-length should be a multiple of 2 * context-parallel-size if context-parallel-size > 1.');
+  if (a.num('--max-position-embeddings', 0) < s) fail(`${A}:1314`, 'max_position_embeddings must be ≥ seq_length.');
+  if (a.has('--lr') && a.num('--min-lr', 0) > a.num('--lr', 0)) fail(`${A}:1320`, 'min_lr must be ≤ lr.');
+  if (a.has('--fp16') && a.has('--bf16')) fail(`${A}:1173`, '--fp16 and --bf16 are exclusive.');
+  const granularity = a.has('--recompute-activations') ? 'selective' : a.str('--recompute-granularity', '');
+  if (granularity === 'selective' && a.has('--recompute-method'))
+    fail(`${A}:1386`, 'recompute method is not yet supported for selective recomputing granularity.');
+  // arguments.py:1393-1399 turns --sequence-parallel off at t = 1.
+  const sp = a.has('--sequence-parallel') && tp > 1;
+  if ((tp > 1 || cp > 1) && env.arch < 10 && env.env.CUDA_DEVICE_MAX_CONNECTIONS !== '1')
+    fail(
+      `${A}:1437`,
+      'Using tensor model parallelism or context parallelism require setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1.',
+    );
+  const sources = [
+    a.has('--mock-data'),
+    a.has('--data-path'),
+    ['--train-data-path', '--valid-data-path', '--test-data-path'].some(a.has),
+  ];
+  if (sources.filter(Boolean).length > 1)
+    fail(`${A}:1624`, 'A single data source must be provided in training mode, else None.');
+  if (a.str('--tokenizer-type', '') === 'NullTokenizer' && !a.has('--vocab-size'))
+    fail('megatron/core/tokenizers/text/libraries/null_tokenizer.py', 'NullTokenizer needs --vocab-size.');
+
+  // The profiler (training.py:3663-3692): torch.profiler.schedule(wait = start − 1, warmup = 1,
+  // active = end − start) needs active ≥ 1, and the trace is written when the active steps end,
+  // so training must run past --profile-step-end.
+  if (a.has('--profile') && a.has('--use-pytorch-profiler')) {
+    const start = a.num('--profile-step-start', 10);
+    const end = a.num('--profile-step-end', 12);
+    if (!(end > start))
+      fail(
+        'megatron/training/training.py:3684',
+        `--profile-step-end (${end}) must exceed --profile-step-start (${start}).`,
+      );
+    if (a.num('--train-iters', 0) < end)
+      fail(
+        'megatron/training/training.py:3680',
+        `--train-iters must reach --profile-step-end (${end}) for the trace to be written.`,
+      );
+  }
+
+  // argument_utils.py core_transformer_config_from_args → TransformerConfig.__post_init__.
+  const persist = !a.has('--no-persist-layer-norm'); // argument_utils.py:304
+  const groups = a.has('--group-query-attention') ? a.num('--num-query-groups', heads) : heads; // :328-331, TC:1335
+  if (heads % tp !== 0)
+    fail(`${TC}:1323`, `num_attention_heads (${heads}) must be a multiple of tensor_model_parallel_size (${tp}).`);
+  if (groups % tp !== 0 && tp % groups !== 0)
+    fail(
+      `${TC}:1338`,
+      `num_query_groups (${groups}) must be a multiple or divisor of tensor_model_parallel_size (${tp}).`,
+    );
+  if (granularity === 'full') {
+    const method = a.str('--recompute-method', '');
+    if (method !== 'uniform' && method !== 'block')
+      fail(`${TC}:1731-1740`, 'Using recompute_granularity: full so recompute_method must be "block" or "uniform".');
+    if (!a.has('--recompute-num-layers'))
+      fail(
+        `${TC}:1742`,
+        'When using recompute_granularity: full recompute_num_layers must be between 1 and num_layers_per_pipeline_rank.',
+      );
+  }
+  const ropeFusion = !a.has('--no-rope-fusion') && a.str('--position-embedding-type', 'learned_absolute') === 'rope';
+  if (ropeFusion && !env.transformerEngine)
+    fail(`${TC}:2165-2186`, 'apply_rope_fusion is not available. Please install TE >= 1.4.');
+
+  // Layer spec (gpt_builders.py:35, :108-145): Transformer Engine's, else the local one.
+  const te = impl === 'transformer_engine';
+  if (te && !env.transformerEngine)
+    fail(
+      'megatron/core/extensions/transformer_engine_spec_provider.py',
+      '--transformer-impl transformer_engine needs Transformer Engine installed.',
+    );
+  /** WrappedTorchNorm.__new__ (transformer/torch_norm.py:44-61). */
+  const torchNorm = (where: string): void => {
+    const T = 'megatron/core/transformer/torch_norm.py';
+    if (a.has('--apply-layernorm-1p'))
+      fail(`${T}:44`, `${where}: zero_centered_gamma not supported by torch LayerNorm.`);
+    if (persist)
+      fail(`${T}:48`, `${where}: persist_layer_norm not supported by torch LayerNorm (give --no-persist-layer-norm).`);
+    if (sp) fail(`${T}:50`, `${where}: sequence parallel not supported by torch LayerNorm.`);
+    if (normalization === 'RMSNorm' && (env.torch[0] < 2 || (env.torch[0] === 2 && env.torch[1] < 4)))
+      fail(`${T}:59`, `${where}: Torch RMSNorm requires PyTorch version >= 2.4.0.`);
+  };
+  if (!te) {
+    // models/backends.py:118-127: RMSNorm → WrappedTorchNorm; else LNImpl = FusedLayerNorm with Apex, else WrappedTorchNorm.
+    if (normalization === 'RMSNorm' || !env.apex) torchNorm('input_layernorm / pre_mlp_layernorm (local spec)');
+    // dot_product_attention.py:57 and :80-81 (with attention.py:374-380 passing max(groups, t) groups).
+    if (cp !== 1)
+      fail(
+        'megatron/core/transformer/dot_product_attention.py:57',
+        'Context parallelism is only supported by TEDotProductAttention!',
+      );
+    if (a.has('--gradient-accumulation-fusion') || (!a.has('--no-gradient-accumulation-fusion') && !env.apex))
+      fail(
+        'megatron/core/tensor_parallel/layers.py:1070',
+        'gradient_accumulation_fusion needs fused_weight_gradient_mlp_cuda (Apex): give --no-gradient-accumulation-fusion.',
+      );
+  }
+  // Final norm (transformer_block.py:53-64): TENorm with TE, FusedLayerNorm with Apex, else WrappedTorchNorm.
+  if (!env.transformerEngine) {
+    if (env.apex) {
+      if (normalization !== 'LayerNorm')
+        fail(
+          'megatron/core/fusions/fused_layer_norm.py:66',
+          `final_layernorm: (${normalization}) is not supported in FusedLayerNorm.`,
+        );
+    } else torchNorm('final_layernorm');
+  }
+
+  // Module shapes: divide() in attention.py:350-366, dot_product_attention.py:78-81,
+  // tensor_parallel/layers.py:965 (ColumnParallelLinear) and :1328 (RowParallelLinear).
+  const d = a.has('--kv-channels') ? a.num('--kv-channels', 0) : Math.floor(h / heads);
+  const ffn = a.num('--ffn-hidden-size', a.has('--swiglu') ? Math.floor((4 * h * 2) / 3 / 64) * 64 : 4 * h);
+  const fc1 = a.has('--swiglu') ? 2 * ffn : ffn;
+  if (groups < tp && !divides(heads, groups))
+    fail(
+      'megatron/core/transformer/attention.py:358',
+      `num_attention_heads (${heads}) is not divisible by num_query_groups (${groups}).`,
+    );
+  const shapes: [string, number][] = [
+    ['megatron/core/tensor_parallel/layers.py:965 (linear_qkv output)', (heads + 2 * groups) * d],
+    ['megatron/core/tensor_parallel/layers.py:1328 (linear_proj input)', heads * d],
+    ['megatron/core/tensor_parallel/layers.py:965 (linear_fc1 output)', fc1],
+    ['megatron/core/tensor_parallel/layers.py:1328 (linear_fc2 input)', ffn],
+    ['megatron/core/transformer/dot_product_attention.py:81 (query groups per partition)', Math.max(groups, tp)],
+  ];
+  for (const [source, n] of shapes) if (!divides(n, tp)) fail(source, `${n} is not divisible by ${tp}.`);
+  return out;
+}

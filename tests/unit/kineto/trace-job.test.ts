@@ -1,0 +1,58 @@
+// The way back: a job bundle's traces and manifest, read by `npm run trace` with no command pasted.
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { parseSystem } from '../../../src/hardware/systems.ts';
+import { analyseMeasured } from '../../../src/kineto/measured-analysis.ts';
+import { jobBundle } from '../../../src/megatron/job-bundle.ts';
+import { jobManifestFile, manifestProjection, readJobManifest } from '../../../src/megatron/job-manifest.ts';
+import { projectStep } from '../../../src/projection/cluster-projection.ts';
+import { compareWithProjection } from '../../../src/projection/measured-vs-projected.ts';
+import { formatMs } from '../../../src/ui/shared/timeline-format.ts';
+import { runCli } from '../cli/run-cli.ts';
+import { fixture, loadJob, tp2JobSpec } from './kineto-fixtures.ts';
+
+const spec = tp2JobSpec;
+
+const root = mkdtempSync(join(tmpdir(), 'trace-job-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const bundle = join(root, 'bundle');
+const traces = join(root, 'run', 'torch_profile');
+mkdirSync(bundle, { recursive: true });
+mkdirSync(traces, { recursive: true });
+for (const f of jobBundle(spec)) writeFileSync(join(bundle, f.path), f.text);
+// As launch.sh leaves them: rank-<r>.json(.gz) with the manifest beside.
+copyFileSync(fixture('tp2-rank0.json'), join(traces, 'rank-0.json'));
+copyFileSync(fixture('tp2-rank1.json.gz'), join(traces, 'rank-1.json.gz'));
+copyFileSync(join(bundle, jobManifestFile), join(traces, jobManifestFile));
+
+describe('npm run trace on a job bundle’s traces', () => {
+  test('a trace directory with the manifest beside: measured vs the projection of the manifest’s job, no command pasted', async () => {
+    const r = await runCli('scripts/trace.ts', traces);
+    expect(r.code, r.stderr).toBe(0);
+    const manifest = readJobManifest(readFileSync(join(traces, jobManifestFile), 'utf8'));
+    const { parsed, system } = manifestProjection(manifest);
+    const projection = await projectStep(parsed.setup, { system, dtype: parsed.dtype });
+    const c = compareWithProjection(analyseMeasured(await loadJob('tp2-rank0.json', 'tp2-rank1.json')), 1, projection);
+    const step = c.rows.find((x) => x.what === 'step')!;
+    // ProfilerStep#1 of the fixtures spans 950 µs (measured-analysis.test.ts).
+    expect(step.measuredMs).toBeCloseTo(0.95, 9);
+    expect(r.stdout).toContain('job tp2-h100 (core_v0.19.0): projected on DGX H100');
+    expect(r.stdout).toMatch(
+      new RegExp(`^step\\s+${formatMs(step.measuredMs)}\\s+${formatMs(step.projectedMs).replace('.', '\\.')}\\s`, 'm'),
+    );
+    expect(system).toBe(parseSystem('dgx-h100'));
+  }, 60_000);
+
+  test('--job takes the bundle directory; a bad manifest exits 2 naming it', async () => {
+    const r = await runCli('scripts/trace.ts', fixture('tp2-rank0.json'), fixture('tp2-rank1.json'), '--job', bundle);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('job tp2-h100');
+    const bad = join(root, 'bad.json');
+    writeFileSync(bad, '{"kind":"something-else"}');
+    const b = await runCli('scripts/trace.ts', fixture('tp2-rank0.json'), '--job', bad);
+    expect(b.code).toBe(2);
+    expect(b.stderr).toMatch(/bad\.json: kind is "something-else"/);
+  }, 60_000);
+});

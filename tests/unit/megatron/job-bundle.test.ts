@@ -1,0 +1,197 @@
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { systems } from '../../../src/hardware/systems.ts';
+import { bundleProfile, jobBundle, jobNodes, type JobSpec } from '../../../src/megatron/job-bundle.ts';
+import { jobManifestFile, manifestProjection, readJobManifest } from '../../../src/megatron/job-manifest.ts';
+import { checkMegatronLaunch, ngcEnvironment } from '../../../src/megatron/megatron-check.ts';
+import { seedsV100 } from '../../../src/megatron/scenarios.ts';
+import { presets } from '../../../src/parallel/config.ts';
+
+/** Every flag of the pinned release (tests/fixtures/megatron-flags.json). */
+const known = new Set(
+  (
+    JSON.parse(readFileSync(new URL('../../fixtures/megatron-flags.json', import.meta.url), 'utf8')) as {
+      flags: string[];
+    }
+  ).flags,
+);
+
+/** The seeds' scenario at t = 2 (DP 4) on their one 8-GPU box, and a 2-node H100 job at t = 8 with SP. */
+const seeds: JobSpec = {
+  name: 'seeds-v100-t2',
+  setup: { ...seedsV100.setup, tp: 2 },
+  dtype: seedsV100.dtype,
+  system: seedsV100.system,
+  gpusPerNode: systems[seedsV100.system].gpusPerNode,
+};
+const twoNodes: JobSpec = {
+  name: 'llama-gqa-2x8',
+  setup: {
+    sizes: { ...presets['llama-gqa'], s: 2048, b: 2, h: 2048, heads: 16, groups: 8, ffn: 5632, vocab: 50304 },
+    tp: 8,
+    sp: true,
+    layers: 4,
+    gpus: 16,
+    globalBatch: 32,
+    overlap: true,
+    recompute: true,
+  },
+  dtype: 'bf16',
+  system: 'dgx-h100',
+  gpusPerNode: systems['dgx-h100'].gpusPerNode,
+};
+
+const root = mkdtempSync(join(tmpdir(), 'job-bundle-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Writes the bundle to a fresh directory; returns it. */
+function write(spec: JobSpec): string {
+  const dir = join(root, spec.name);
+  mkdirSync(dir, { recursive: true });
+  for (const f of jobBundle(spec)) {
+    writeFileSync(join(dir, f.path), f.text);
+    if (f.executable) chmodSync(join(dir, f.path), 0o755);
+  }
+  return dir;
+}
+
+/** A stand-in for a cluster command (torchrun, srun, scontrol): a script on PATH that appends its argv, NUL-separated, to calls.log and does `body`. */
+function tool(bin: string, name: string, body = ''): void {
+  writeFileSync(
+    join(bin, name),
+    `#!/usr/bin/env bash\nprintf '%s\\0' ${name} "NODE_RANK=\${NODE_RANK:-}" "$@" >> "$CALLS"; printf '\\n' >> "$CALLS"\n${body}\n`,
+  );
+  chmodSync(join(bin, name), 0o755);
+}
+
+/** The argv of each logged call. */
+const calls = (log: string): string[][] =>
+  readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\0').slice(0, -1));
+
+describe.each([
+  ['the seeds’ scenario on one node', seeds, 1],
+  ['a 2-node job', twoNodes, 2],
+] as const)('job bundle: %s', (_, spec, nodes) => {
+  const dir = write(spec);
+  const manifest = readJobManifest(readFileSync(join(dir, jobManifestFile), 'utf8'));
+
+  test('every script parses (bash -n)', () => {
+    for (const f of ['setup.sh', 'env.sh', 'args.sh', 'launch.sh', 'job.sbatch'])
+      expect(() => execFileSync('bash', ['-n', join(dir, f)])).not.toThrow();
+  });
+
+  test('the arguments bash builds exist in the pinned release and pass the port of its checks, with mock and with real data', () => {
+    for (const data of ['', '/data/corpus_text_document']) {
+      const out = execFileSync(
+        'bash',
+        [
+          '-c',
+          `BUNDLE_DIR="$1"; source "$1/env.sh"; source "$1/args.sh"; printf '%s\\0' "\${MEGATRON_ARGS[@]}" "\${DATA_ARGS[@]}"`,
+          '_',
+          dir,
+        ],
+        { env: { ...process.env, DATA_PATH: data, RUN_DIR: '/scratch/run' }, encoding: 'utf8' },
+      );
+      const argv = out.split('\0').slice(0, -1);
+      expect(argv.filter((x) => x.startsWith('--') && !known.has(x))).toEqual([]);
+      expect(argv).toContain('/scratch/run/tensorboard');
+      expect(argv.includes('--mock-data')).toBe(data === '');
+      if (data)
+        expect(argv.slice(argv.indexOf('--data-path'), argv.indexOf('--data-path') + 2)).toEqual(['--data-path', data]);
+      const env = ngcEnvironment(
+        spec.setup.gpus,
+        { CUDA_DEVICE_MAX_CONNECTIONS: '1' },
+        spec.system === 'dgx-h100' ? 9 : 7,
+      );
+      expect(checkMegatronLaunch(argv, env)).toEqual([]);
+      for (const f of ['--profile', '--use-pytorch-profiler']) expect(argv).toContain(f);
+      expect(argv[argv.indexOf('--profile-step-start') + 1]).toBe(String(bundleProfile.stepStart));
+      expect(argv[argv.indexOf('--profile-step-end') + 1]).toBe(String(bundleProfile.stepEnd));
+    }
+  });
+
+  test('the manifest names the pin and reads back to the same setup and system (the trace view’s path)', () => {
+    expect(manifest.megatron).toEqual({
+      repository: 'NVIDIA/Megatron-LM',
+      tag: 'core_v0.19.0',
+      commit: '5be9626709af2722333bf54797c954c09edeada3',
+    });
+    expect([manifest.nodes, manifest.nodes * manifest.gpusPerNode]).toEqual([nodes, spec.setup.gpus]);
+    const { parsed, system } = manifestProjection(manifest);
+    expect(parsed.setup).toEqual({ ...spec.setup, recompute: spec.setup.recompute ?? false });
+    expect(parsed.dtype).toBe(spec.dtype);
+    expect(system.name).toBe(spec.system);
+    expect(readFileSync(join(dir, 'setup.sh'), 'utf8')).toContain(`checkout --detach ${manifest.megatron.commit}`);
+  });
+
+  test('launch.sh runs torchrun with this node’s rank and copies the manifest beside the traces; job.sbatch starts one launch per node', () => {
+    const bin = join(root, `${spec.name}-bin`);
+    const run = join(root, `${spec.name}-run`);
+    const megatron = join(root, `${spec.name}-megatron`);
+    for (const d of [bin, megatron]) mkdirSync(d, { recursive: true });
+    const log = join(root, `${spec.name}-calls.log`);
+    tool(bin, 'torchrun');
+    tool(bin, 'scontrol', "printf 'node-a\\nnode-b\\n'");
+    // srun: runs its command once per node, with that node's SLURM_NODEID, as Slurm does with one task per node.
+    tool(
+      bin,
+      'srun',
+      'while [[ "$1" == --* ]]; do shift; done; for ((i = 0; i < SLURM_JOB_NUM_NODES; i++)); do SLURM_NODEID=$i "$@"; done',
+    );
+    const env = {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH}`,
+      CALLS: log,
+      RUN_DIR: run,
+      MEGATRON_LM: megatron,
+      SLURM_JOB_NODELIST: 'node-[a-b]',
+      SLURM_JOB_NUM_NODES: String(nodes),
+      SLURM_SUBMIT_DIR: dir,
+    };
+    try {
+      execFileSync('bash', [join(dir, 'job.sbatch')], { env, stdio: 'pipe' });
+    } catch (e) {
+      throw new Error(`job.sbatch failed: ${String((e as { stderr?: Buffer }).stderr ?? e)}`, { cause: e });
+    }
+    const torchruns = calls(log).filter((c) => c[0] === 'torchrun');
+    expect(torchruns.length).toBe(nodes);
+    torchruns.forEach((c, rank) => {
+      const at = (f: string) => c[c.indexOf(f) + 1];
+      expect([at('--nnodes'), at('--node-rank'), at('--master-addr'), at('--nproc-per-node')]).toEqual([
+        String(nodes),
+        String(rank),
+        'node-a',
+        String(manifest.gpusPerNode),
+      ]);
+      expect(c).toContain('pretrain_gpt.py');
+    });
+    expect(calls(log).filter((c) => c[0] === 'srun').length).toBe(1);
+    expect(existsSync(join(run, 'torch_profile', jobManifestFile))).toBe(true);
+    expect(readJobManifest(readFileSync(join(run, 'torch_profile', jobManifestFile), 'utf8'))).toEqual(manifest);
+  });
+});
+
+describe('bundle input checks', () => {
+  test('N must fill whole nodes; fewer GPUs than a node run on one', () => {
+    expect(jobNodes(16, 8)).toEqual({ nodes: 2, perNode: 8 });
+    expect(jobNodes(4, 8)).toEqual({ nodes: 1, perNode: 4 });
+    expect(() => jobNodes(12, 8)).toThrow(/do not fill whole nodes of 8/);
+  });
+
+  test('a setup beyond what the bundle emits is refused, naming what to leave out', () => {
+    expect(() => jobBundle({ ...seeds, setup: { ...seeds.setup, pp: 2, distributedOptimizer: true } })).toThrow(
+      /also has pipeline parallelism \(p = 2\), the distributed optimizer: leave those out/,
+    );
+  });
+
+  test('a manifest that is not one is named', () => {
+    expect(() => readJobManifest('{"kind":"other"}')).toThrow(/kind is "other"/);
+    expect(() => readJobManifest('nope')).toThrow(/not JSON/);
+  });
+});
