@@ -8,7 +8,7 @@ import type { LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget } from '../../projection/cluster-projection.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
-import { panelStyles } from '../shared/page-style.ts';
+import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../shared/timeline-format.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
@@ -26,17 +26,8 @@ const colors = { plain: '#2f6fb0', sp: '#d0622b', capacity: '#b00020' };
 export class TpClusterPanel extends LitElement {
   static override styles = [
     panelStyles,
+    chartGridStyles,
     css`
-      .charts {
-        display: flex;
-        flex-wrap: wrap;
-        gap: 8px;
-      }
-      .charts svg {
-        max-width: 100%;
-        height: auto;
-        flex: 1 1 420px;
-      }
       td.oom {
         color: #b00020;
         font-weight: 600;
