@@ -30,7 +30,7 @@ export async function firstPaintLoads(
   hashes: readonly string[],
   loads: number,
   progress: (line: string) => void,
-  timeoutMs = 240_000,
+  timeoutMs = 600_000,
 ): Promise<FirstPaintLoad[]> {
   const browser = page.context().browser();
   if (!browser) throw new Error('bench:ui: the page has no browser to open fresh contexts in.');

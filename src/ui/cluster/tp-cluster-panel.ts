@@ -8,6 +8,7 @@ import type { LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget } from '../../projection/cluster-projection.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
+import { afterNextPaint } from '../shared/next-paint.ts';
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../shared/timeline-format.ts';
 
@@ -47,6 +48,8 @@ export class TpClusterPanel extends LitElement {
   @state() private sp: BudgetLine[] = [];
   @state() private error = '';
   @state() private spec: SystemSpec | undefined;
+  /** A projection is under way (the table and charts show the previous one, or nothing yet). */
+  @state() private projecting = false;
   private generation = 0;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
@@ -58,6 +61,10 @@ export class TpClusterPanel extends LitElement {
     const c = this.config;
     if (!c) return;
     const mine = ++this.generation;
+    this.projecting = true;
+    // Some 7 step projections (each two plans and a schedule): after the page's first frame, not before it.
+    await afterNextPaint();
+    if (mine !== this.generation) return;
     try {
       const system = parseSystem(this.system);
       const machine = { system, dtype: this.dtype };
@@ -82,11 +89,13 @@ export class TpClusterPanel extends LitElement {
       this.plain = budgetLines(plain);
       this.sp = budgetLines(sp, plain);
       this.error = '';
+      this.projecting = false;
     } catch (e) {
       if (mine !== this.generation) return;
       this.error = e instanceof Error ? e.message : String(e);
       this.plain = [];
       this.sp = [];
+      this.projecting = false;
     }
   }
 
@@ -169,6 +178,7 @@ export class TpClusterPanel extends LitElement {
     if (!c) return nothing;
     const s = this.spec;
     return html`<h2>Cluster projection</h2>
+      ${this.projecting && !this.plain.length ? html`<p class="note" data-cluster-projecting>projecting onto the cluster…</p>` : nothing}
       ${this.error ? html`<p class="error" role="alert" data-cluster-error>${this.error}</p>` : nothing}
       <p class="note" data-cluster-caption>
         This layer × ${this.layers} layers (embedding, output and loss once) on
