@@ -63,6 +63,7 @@ export class PageRuns {
   private state: PageRunState;
   private budget: MemoryBudget = memoryBudget((navigator as { deviceMemory?: number }).deviceMemory);
   private readonly probed: Promise<void>;
+  private isProbed = false;
   private readonly queue: LatestRuns<PageRequest>;
 
   constructor(private readonly onState: (s: PageRunState) => void) {
@@ -87,7 +88,9 @@ export class PageRuns {
       run: (r, signal) => this.runOnce(r, signal),
       onError: (e) => this.set({ runError: e instanceof Error ? e.message : String(e), progress: 'run failed' }),
     });
-    this.probed = this.probeAdapter();
+    this.probed = this.probeAdapter().finally(() => {
+      this.isProbed = true;
+    });
   }
 
   /** The state now. */
@@ -150,12 +153,25 @@ export class PageRuns {
   }
 
   /**
-   * One run: the rules (once), the plan (once, not validated again), on a real cluster the
-   * projected timeline at once (it needs neither the adapter nor a worker), then the budget (once
-   * the adapter's limits are known) and the rank workers.
+   * One run: the rules and the memory budget (once), the plan (once, not validated again), on a
+   * real cluster the projected timeline at once (it needs neither the adapter nor a worker), then
+   * the rank workers. Only a run that started before the adapter probe finished is budgeted a second
+   * time, against the adapter's buffer limits.
    */
   private async runOnce({ settings: s, changed }: PageRequest, signal: AbortSignal): Promise<void> {
     const { config, machine, issues, notes } = this.rules(s, changed);
+    // Memory before anything is planned, against the budget known now (the page's, or the adapter's once probed).
+    let budget = this.budget;
+    if (!issues.length) {
+      let over = this.budgetIssues(s, config, changed);
+      if (over.length && !this.isProbed) {
+        // Said against the adapter's own limits when it has them (its maxStorageBufferBindingSize, not WebGPU's minimum).
+        await this.probed;
+        budget = this.budget;
+        over = this.budgetIssues(s, config, changed);
+      }
+      issues.push(...over);
+    }
     this.set({ issues, notes });
     if (issues.length) return; // keep the last good view
     const key = runKey(s);
@@ -183,7 +199,8 @@ export class PageRuns {
       }
       await this.probed;
       signal.throwIfAborted();
-      const over = this.budgetIssues(s, config, changed);
+      // The first run of the page was checked before the probe: against the adapter's buffer limits now.
+      const over = this.budget === budget ? [] : this.budgetIssues(s, config, changed);
       if (over.length) {
         this.set({ issues: over, ...(this.state.ranks === 'running' && { ranks: 'stopped' }) });
         return;
