@@ -3,7 +3,7 @@ import { parseDtype, trainDtypes, type TrainDtype } from '../src/hardware/dtype.
 import { gpuNames, gpus } from '../src/hardware/gpus.ts';
 import { scenarios, seedsV100, type Scenario } from '../src/megatron/scenarios.ts';
 import { parseSystem, systemNames, systems, type SystemSpec } from '../src/hardware/systems.ts';
-import type { TrainingSetup } from '../src/megatron/training-setup.ts';
+import type { Recompute, TrainingSetup } from '../src/megatron/training-setup.ts';
 import { presets } from '../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from './size-flags.ts';
@@ -15,6 +15,8 @@ const sizeFlags = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const;
 export interface ProjectArgs {
   readonly help: boolean;
   readonly json: boolean;
+  /** With --json: every stage's live memory intervals (class, bytes, t0, t1) per row. */
+  readonly memoryTimeline: boolean;
   readonly system: SystemSpec;
   readonly dtype: TrainDtype;
   readonly setup: Omit<TrainingSetup, 'tp'>;
@@ -29,9 +31,20 @@ export function usage(): string {
   return `usage: npm run project -- [--scenario ${Object.keys(scenarios).join('|')}] [--system NAME] [--preset ${Object.keys(presets).join('|')}]
        [--s N --b N --h N --heads N --groups N --ffn N --vocab N] [--layers L] [--gpus N] [--tp 1,2,4,8]
        [--global-batch SEQUENCES] [--sp] [--dtype ${trainDtypes.join('|')}] [--recompute] [--no-overlap] [--json]
+       [--pp P] [--vpp V | --num-layers-per-virtual-pipeline-stage N]
+       [--decoder-first-pipeline-num-layers N] [--decoder-last-pipeline-num-layers N] [--cp CP]
+       [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
+       [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
+       [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
-N = t × DP, the step time, tokens/s, model TFLOP/s per GPU, MFU, exposed communication and memory per GPU.
+N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
+bubble, exposed communication per group and the peak memory per GPU over the simulated schedule.
+Megatron's spellings: --pipeline-model-parallel-size = --pp, --num-virtual-stages-per-pipeline-rank = --vpp,
+--context-parallel-size = --cp. --recompute is --recompute-granularity full --recompute-method uniform
+--recompute-num-layers 1. Embeddings are untied unless --tied-embeddings (Megatron ties them unless
+--untie-embeddings-and-output-weights; the scenarios keep them untied). With --json, --memory-timeline adds
+every stage's live memory intervals (lifetime class, bytes, start and end in ms) per row.
 Defaults come from the scenario (default ${seedsV100.name}: the seeds' tiny GPT on their 8×V100 PCIe box).
 With --sp each row also shows the change against the same t without SP.
 
@@ -53,7 +66,27 @@ const options = {
   dtype: { type: 'string' },
   recompute: { type: 'boolean', default: false },
   'no-overlap': { type: 'boolean', default: false },
+  pp: { type: 'string' },
+  'pipeline-model-parallel-size': { type: 'string' },
+  vpp: { type: 'string' },
+  'num-virtual-stages-per-pipeline-rank': { type: 'string' },
+  'num-layers-per-virtual-pipeline-stage': { type: 'string' },
+  'decoder-first-pipeline-num-layers': { type: 'string' },
+  'decoder-last-pipeline-num-layers': { type: 'string' },
+  cp: { type: 'string' },
+  'context-parallel-size': { type: 'string' },
+  'use-distributed-optimizer': { type: 'boolean', default: false },
+  'overlap-grad-reduce': { type: 'boolean', default: false },
+  'overlap-param-gather': { type: 'boolean', default: false },
+  'ddp-bucket-size': { type: 'string' },
+  'recompute-granularity': { type: 'string' },
+  'recompute-method': { type: 'string' },
+  'recompute-num-layers': { type: 'string' },
+  'use-flash-attn': { type: 'boolean', default: false },
+  'tied-embeddings': { type: 'boolean', default: false },
+  'untie-embeddings-and-output-weights': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
+  'memory-timeline': { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
 } as const;
 
@@ -70,23 +103,120 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     const text = v[f];
     if (text !== undefined) sizes[f] = parseWhole(`--${f}`, text, f === 'vocab' ? 0 : 1);
   }
+  const layers = v.layers !== undefined ? parseWhole('--layers', v.layers, 1) : base.layers;
+  const pp = oneOf(v, 'pp', 'pipeline-model-parallel-size') ?? base.pp ?? 1;
+  const cp = oneOf(v, 'cp', 'context-parallel-size') ?? base.cp ?? 1;
+  const first = optWhole(v['decoder-first-pipeline-num-layers'], '--decoder-first-pipeline-num-layers', 0);
+  const last = optWhole(v['decoder-last-pipeline-num-layers'], '--decoder-last-pipeline-num-layers', 0);
+  const vpp = virtualStages(v, layers, pp, first !== undefined || last !== undefined) ?? base.vpp ?? 1;
+  if (v['tied-embeddings'] && v['untie-embeddings-and-output-weights'])
+    throw new Error('--tied-embeddings and --untie-embeddings-and-output-weights contradict each other: choose one.');
+  const bucket = optWhole(v['ddp-bucket-size'], '--ddp-bucket-size', 1);
   const setup: Omit<TrainingSetup, 'tp'> = {
+    ...base,
     sizes,
     sp: v.sp,
-    layers: v.layers !== undefined ? parseWhole('--layers', v.layers, 1) : base.layers,
+    layers,
     gpus: v.gpus !== undefined ? parseWhole('--gpus', v.gpus, 1) : base.gpus,
     globalBatch:
       v['global-batch'] !== undefined ? parseWhole('--global-batch', v['global-batch'], 1) : base.globalBatch,
     overlap: !v['no-overlap'],
     recompute: v.recompute || (base.recompute ?? false),
+    pp,
+    vpp,
+    cp,
+    ...(first !== undefined && { firstStageLayers: first }),
+    ...(last !== undefined && { lastStageLayers: last }),
+    distributedOptimizer: v['use-distributed-optimizer'] || (base.distributedOptimizer ?? false),
+    overlapGradReduce: v['overlap-grad-reduce'] || (base.overlapGradReduce ?? false),
+    overlapParamGather: v['overlap-param-gather'] || (base.overlapParamGather ?? false),
+    ...(bucket !== undefined && { bucketSize: bucket }),
+    tiedEmbeddings:
+      v['tied-embeddings'] || (!v['untie-embeddings-and-output-weights'] && (base.tiedEmbeddings ?? false)),
+    flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
   };
+  const recomputation = recomputeFlags(v, v.recompute);
+  if (recomputation) Object.assign(setup, { recomputation });
+  if (setup.overlapParamGather && !setup.distributedOptimizer)
+    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
   return {
     help: v.help,
     json: v.json,
+    memoryTimeline: v['memory-timeline'],
     system: parseSystem(v.system ?? scenario.system),
     dtype: v.dtype !== undefined ? parseDtype(v.dtype) : scenario.dtype,
     setup,
     degrees: v.tp !== undefined ? parseDegrees(v.tp) : scenario.degrees,
     scenario,
   };
+}
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; strict: true }>>['values'];
+
+/** A whole number flag that may be absent. */
+function optWhole(text: string | undefined, flag: string, min: number): number | undefined {
+  return text === undefined ? undefined : parseWhole(flag, text, min);
+}
+
+/** A degree given by its short or its Megatron spelling (not both). */
+function oneOf(
+  v: Values,
+  short: 'pp' | 'cp',
+  long: 'pipeline-model-parallel-size' | 'context-parallel-size',
+): number | undefined {
+  if (v[short] !== undefined && v[long] !== undefined)
+    throw new Error(`--${short} and --${long} are the same setting: give one.`);
+  const text = v[short] ?? v[long];
+  return text === undefined ? undefined : parseWhole(`--${short}`, text, 1);
+}
+
+/**
+ * v from --vpp / --num-virtual-stages-per-pipeline-rank, or from --num-layers-per-virtual-pipeline-stage
+ * (v = (L/p)/n, Megatron's arguments.py: not with uneven first/last stages).
+ */
+function virtualStages(v: Values, layers: number, pp: number, uneven: boolean): number | undefined {
+  const given = [v.vpp, v['num-virtual-stages-per-pipeline-rank'], v['num-layers-per-virtual-pipeline-stage']].filter(
+    (x) => x !== undefined,
+  );
+  if (given.length > 1)
+    throw new Error(
+      'give one of --vpp, --num-virtual-stages-per-pipeline-rank, --num-layers-per-virtual-pipeline-stage.',
+    );
+  const stages = v.vpp ?? v['num-virtual-stages-per-pipeline-rank'];
+  if (stages !== undefined) return parseWhole('--vpp', stages, 1);
+  const per = v['num-layers-per-virtual-pipeline-stage'];
+  if (per === undefined) return undefined;
+  const n = parseWhole('--num-layers-per-virtual-pipeline-stage', per, 1);
+  if (uneven)
+    throw new Error(
+      'with uneven first/last stages give --num-virtual-stages-per-pipeline-rank, not --num-layers-per-virtual-pipeline-stage.',
+    );
+  if (layers % pp !== 0 || (layers / pp) % n !== 0)
+    throw new Error(
+      `--num-layers-per-virtual-pipeline-stage ${n} must divide the ${layers}/${pp} layers of each stage.`,
+    );
+  return layers / pp / n;
+}
+
+/** The recompute policy of the --recompute-* flags, with Megatron's checks (transformer_config.py). */
+function recomputeFlags(v: Values, legacy: boolean): Recompute | undefined {
+  const g = v['recompute-granularity'];
+  const method = v['recompute-method'];
+  const n = v['recompute-num-layers'];
+  if (g === undefined) {
+    if (method !== undefined || n !== undefined)
+      throw new Error('--recompute-method and --recompute-num-layers need --recompute-granularity full.');
+    return undefined;
+  }
+  if (legacy) throw new Error('--recompute is --recompute-granularity full; give one of them.');
+  if (g === 'selective') {
+    if (method !== undefined || n !== undefined)
+      throw new Error('--recompute-granularity selective takes no --recompute-method or --recompute-num-layers.');
+    return { granularity: 'selective' };
+  }
+  if (g !== 'full') throw new Error(`--recompute-granularity must be full or selective, got "${g}".`);
+  if (method !== 'uniform' && method !== 'block')
+    throw new Error('--recompute-granularity full needs --recompute-method uniform or block.');
+  if (n === undefined) throw new Error('--recompute-granularity full needs --recompute-num-layers N.');
+  return { granularity: 'full', method, layers: parseWhole('--recompute-num-layers', n, 1) };
 }

@@ -1,7 +1,8 @@
-// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--sp] [--dtype fp16|bf16|fp32] [--json]
+// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
 import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.ts';
+import { recomputeOf } from '../src/megatron/training-setup.ts';
 import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 
@@ -30,7 +31,8 @@ if (lines.every((l) => !l.ok)) {
   process.exit(2);
 }
 
-const { sizes, layers, gpus, globalBatch, sp, recompute } = args.setup;
+const { sizes, layers, gpus, globalBatch, sp } = args.setup;
+const recomputation = recomputeOf({ ...args.setup, tp: 1 });
 const header = {
   system: args.system.label,
   gpu: args.system.gpu.label,
@@ -39,21 +41,45 @@ const header = {
   gpus,
   globalBatch,
   sp,
-  recompute: recompute ?? false,
+  pp: args.setup.pp ?? 1,
+  vpp: args.setup.vpp ?? 1,
+  cp: args.setup.cp ?? 1,
+  recompute: recomputation ?? false,
+  distributedOptimizer: args.setup.distributedOptimizer ?? false,
+  overlapGradReduce: args.setup.overlapGradReduce ?? false,
+  overlapParamGather: args.setup.overlapParamGather ?? false,
+  tiedEmbeddings: args.setup.tiedEmbeddings ?? false,
+  flashAttention: args.setup.flashAttention ?? false,
   note: 'projection from datasheet figures and the alpha-beta link model, not a measurement',
 };
 if (args.json) {
-  console.log(JSON.stringify({ ...header, rows: lines }, null, 2));
+  const timeline = args.memoryTimeline
+    ? { memoryTimeline: rows.flatMap((r) => (r.ok ? [{ tp: r.tp, stages: r.step.stageMemory }] : [])) }
+    : {};
+  console.log(JSON.stringify({ ...header, rows: lines, ...timeline }, null, 2));
   process.exit(0);
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const recomputeLabel = !recomputation
+  ? ''
+  : recomputation.granularity === 'selective'
+    ? ', selective recompute'
+    : `, full recompute (${recomputation.method}, ${recomputation.layers})`;
 const signed = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`;
 console.log(`${header.system} · ${args.dtype} · ${header.note}`);
 console.log(
   `model: s ${sizes.s}, b ${sizes.b}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers; ` +
-    `${gpus} GPUs, global batch ${globalBatch} sequences${sp ? ', SP' : ''}${recompute ? ', full recompute' : ''}`,
+    `${gpus} GPUs, global batch ${globalBatch} sequences${sp ? ', SP' : ''}${recomputeLabel}` +
+    `${header.pp > 1 ? `, p ${header.pp}${header.vpp > 1 ? ` × v ${header.vpp}` : ''}` : ''}${header.cp > 1 ? `, cp ${header.cp}` : ''}` +
+    `${header.distributedOptimizer ? ', distributed optimizer' : ''}${header.overlapGradReduce ? ', overlapped grad reduce' : ''}` +
+    `${header.overlapParamGather ? ', overlapped param gather' : ''}${header.flashAttention ? ', flash attention' : ''}${header.tiedEmbeddings ? ', tied embeddings' : ''}`,
 );
+const first = lines.find((l) => l.ok);
+if (first?.ok && first.pp > 1)
+  console.log(
+    `pipeline: layers per stage ${first.stageLayers.join(', ')}; parameters per stage (M) ${first.stageParams.map((p) => (p / 1e6).toFixed(1)).join(', ')}`,
+  );
 const cols = [
   't',
   'DP',
@@ -62,6 +88,8 @@ const cols = [
   'tokens/s',
   'TFLOP/s/GPU',
   'MFU',
+  'exec MFU',
+  'bubble',
   'exposed',
   'memory/GPU',
   ...(sp ? ['vs no SP'] : []),
@@ -76,6 +104,8 @@ const cells = (l: BudgetLine): string[] =>
         Math.round(l.tokensPerS).toLocaleString('en-US'),
         l.tflopsPerGpu.toFixed(1),
         pct(l.mfu),
+        pct(l.executedMfu),
+        pct(l.bubbleShare),
         `${formatMs(l.exposedMs)} (${pct(l.exposedShare)})`,
         `${l.memoryGiB.toFixed(3)} GiB${l.oom ? ` OOM > ${l.capacityGiB} GiB` : ''}`,
         ...(l.vsNoSp ? [`${signed(l.vsNoSp.throughput)} tok/s, ${signed(l.vsNoSp.memory)} mem`] : sp ? ['—'] : []),

@@ -5,7 +5,8 @@
 //                    bindings: 0 params, 1 x (read), 2 mx (write)
 //   ce_local_sum:    se[r] = Σ_j exp(x[r, j] − m[r]), m the global max          (before all-reduce SUM)
 //                    bindings: 0 params, 1 x (read), 2 m (read), 3 se (write)
-//     (one workgroup of WG lanes, a power of two, per row, row = wid.x + wid.y · nwg.x)
+//     (one workgroup of WG lanes, a power of two, per row, row = wid.x + wid.y · nwg.x; the lanes'
+//      partials combined by reduce_max / reduce_sum of shaders/row-reduce.wgsl, prepended at module creation)
 //   ce_target_logit: tl[r] = x[r, t[r] − v0] if v0 ≤ t[r] < v0 + vl, else 0    (before all-reduce SUM)
 //                    bindings: 0 params, 1 x (read), 2 t (read), 3 tl (write); one invocation per row
 //   ce_grad:         dx[r, j] = scale · (exp(x[r, j] − m[r]) / S[r] − [v0 + j = t[r]]), S the global sum
@@ -20,20 +21,6 @@ struct Params { rows: u32, vl: u32, v0: u32, scale: f32 }
 override WG: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-
-var<workgroup> red: array<f32, WG>;
-
-fn reduce(lane: u32, v: f32, take_max: bool) -> f32 {
-  red[lane] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) { red[lane] = select(red[lane] + red[lane + s], max(red[lane], red[lane + s]), take_max); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
 
 // Local column of global token id t in this rank's range, or −1 outside it.
 fn local_column(t: f32) -> i32 {
@@ -51,7 +38,7 @@ fn ce_local_max(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
   if (row >= p.rows) { return; }
   var m = -3.402823e38;
   for (var j = lane; j < p.vl; j += WG) { m = max(m, x[row * p.vl + j]); }
-  m = reduce(lane, m, true);
+  m = reduce_max(lane, m);
   if (lane == 0u) { mx[row] = m; }
 }
 
@@ -66,7 +53,7 @@ fn ce_local_sum(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
   let m = m_in[row];
   var s = 0.0;
   for (var j = lane; j < p.vl; j += WG) { s += exp(x[row * p.vl + j] - m); }
-  s = reduce(lane, s, false);
+  s = reduce_sum(lane, s);
   if (lane == 0u) { se[row] = s; }
 }
 

@@ -4,7 +4,7 @@
 //   rmsnorm_backward: dx[r,j] = rstd[r] · dy[r,j] · g[j] − x[r,j] · rstd[r]³ · Σ_k dy[r,k] · g[k] · x[r,k] / h
 //                     bindings: 0 params, 1 x (read), 2 g (read), 3 rstd (read), 4 dy (read), 5 dx (write)
 //     (one workgroup of WG lanes, a power of two, per row, row = wid.x + wid.y · nwg.x; lanes
-//      stride over the row and sum by a tree in workgroup memory)
+//      stride over the row and sum by reduce_sum of shaders/row-reduce.wgsl, prepended at module creation)
 //   rmsnorm_dg:       dg[j] = (accumulate ? dg[j] : 0) + Σ_{r ∈ [row_start, row_end)} dy[r,j] · x[r,j] · rstd[r]
 //                     bindings: 0 params, 1 x (read), 2 rstd (read), 3 dy (read), 4 dg (read_write)
 //     (one invocation per column j; a partial sum over a block of tokens, so blocks and ranks add up)
@@ -14,20 +14,6 @@ struct Params { rows: u32, h: u32, eps: f32, row_start: u32, row_end: u32, accum
 override WG: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-
-var<workgroup> red: array<f32, WG>;
-
-fn reduce_sum(lane: u32, v: f32) -> f32 {
-  red[lane] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) { red[lane] = red[lane] + red[lane + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> g: array<f32>;

@@ -9,39 +9,14 @@
 //                     bindings: 0 params, 1 y (read), 2 dy (read), 3 dx (write)
 // A fully masked row (lim = 0: global row r0 + i < 0) gives y = 0, hence dx = 0.
 // One workgroup of WG lanes (a power of two) per row, row = wid.x + wid.y · nwg.x; lanes stride
-// over the row and combine max and sums by a tree in workgroup memory.
+// over the row and combine max and sums by reduce_max / reduce_sum of shaders/row-reduce.wgsl,
+// prepended at module creation.
 
 struct Params { rows: u32, cols: u32, n: u32, causal: u32, r0: i32, scale: f32, _pad0: u32, _pad1: u32 }
 
 override WG: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-
-var<workgroup> red: array<f32, WG>;
-
-fn reduce_max(lane: u32, v: f32) -> f32 {
-  red[lane] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) { red[lane] = max(red[lane], red[lane + s]); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-fn reduce_sum(lane: u32, v: f32) -> f32 {
-  red[lane] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) { red[lane] = red[lane] + red[lane + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
 
 // Number of unmasked leading columns of `row`.
 fn row_limit(row: u32) -> u32 {

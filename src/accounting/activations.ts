@@ -50,7 +50,15 @@ import { bytesPerElement } from './parameters.ts';
  * backward needs only sizes, so autograd saves neither), only Q, K, V as above. The gathered tensor
  * and, in backward, its gradient are transient: gatheredQkvBytes counts them for the memory budget.
  */
+/**
+ * Which part of the model keeps a tensor: the embedding, the transformer layer, the layer's core
+ * attention alone (the s² scores/probabilities: what selective recomputation drops and flash
+ * attention never stores), the output layer, or the loss.
+ */
+export type ActivationPart = 'embedding' | 'layer' | 'coreAttention' | 'output' | 'loss';
+
 export interface ActivationTerm {
+  readonly part: ActivationPart;
   /** The op that keeps it (the forward op whose backward reads it). */
   readonly op: string;
   /** What is kept. */
@@ -74,7 +82,14 @@ export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
   const sl = own.tokens[1] - own.tokens[0];
   const sp = c.sp && c.tp > 1;
   const sh = sp ? 's/t' : 's';
-  const term = (op: string, tensor: string, shape: number[], formula: string): ActivationTerm => ({
+  const term = (
+    op: string,
+    tensor: string,
+    shape: number[],
+    formula: string,
+    part: ActivationPart = 'layer',
+  ): ActivationTerm => ({
+    part,
     op,
     tensor,
     shape,
@@ -82,14 +97,14 @@ export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
     formula,
   });
   const out: ActivationTerm[] = [];
-  if (c.vocab > 0) out.push(term('embedding', 'token ids', [s, b], 's·b'));
+  if (c.vocab > 0) out.push(term('embedding', 'token ids', [s, b], 's·b', 'embedding'));
   out.push(
     term('norm1', 'input', [sl, b, h], `${sh}·b·h`),
     term('norm1', 'rstd', [sl, b], `${sh}·b`),
     term('qkv', 'input', [sl, b, h], `${sh}·b·h`),
     term('attn.scores', 'Q (after RoPE)', [s, b, nq, d], 's·b·nq·d'),
     term('attn.scores', 'K (after RoPE)', [s, b, nkv, d], 's·b·nkv·d'),
-    term('attn.softmax', 'probabilities', [b, nq, s, s], 'b·nq·s²'),
+    term('attn.softmax', 'probabilities', [b, nq, s, s], 'b·nq·s²', 'coreAttention'),
     term('attn.context', 'V', [s, b, nkv, d], 's·b·nkv·d'),
     term('proj', 'input (context)', [s, b, nq * d], 's·b·nq·d'),
     term('norm2', 'input', [sl, b, h], `${sh}·b·h`),
@@ -101,10 +116,10 @@ export function activationTerms(plan: Pick<LayerPlan, 'config' | 'ranks'>, rank:
   );
   if (c.vocab > 0) {
     out.push(
-      term('output', 'input', [sl, b, h], `${sh}·b·h`),
-      term('loss', 'logits', [s, b, vl], 's·b·vl'),
-      term('loss', 'max', [s, b], 's·b'),
-      term('loss', 'sum exp', [s, b], 's·b'),
+      term('output', 'input', [sl, b, h], `${sh}·b·h`, 'output'),
+      term('loss', 'logits', [s, b, vl], 's·b·vl', 'loss'),
+      term('loss', 'max', [s, b], 's·b', 'loss'),
+      term('loss', 'sum exp', [s, b], 's·b', 'loss'),
     );
   }
   return out;

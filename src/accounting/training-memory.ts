@@ -29,13 +29,17 @@ function checkpointElements(block: LayerPlan): number {
 
 /** One GPU's training memory, bytes. */
 export interface GpuMemory {
-  /** Parameters this GPU holds (its TP shard of every layer, embedding and output). */
+  /** Parameters this GPU holds (its TP shard of its pipeline stage's layers, embedding and output). */
   readonly params: number;
   readonly weightBytes: number;
   readonly gradBytes: number;
   readonly optimizerBytes: number;
-  /** Activations kept for backward of one micro-batch through all L layers (no recomputation). */
+  /**
+   * Activations: gpuMemory counts one micro-batch through all L layers; projectStep counts what is
+   * live at the peak beside the states (in-flight micro-batches and transients).
+   */
   readonly activationBytes: number;
+  /** gpuMemory: the sum; projectStep: the peak over the step's live intervals (src/projection/memory-timeline.ts). */
   readonly totalBytes: number;
   readonly capacityBytes: number;
   /** totalBytes > capacity. */
@@ -43,6 +47,8 @@ export interface GpuMemory {
 }
 
 /**
+ * A sum-of-parts bound (states + one micro-batch through all layers), without a schedule; the
+ * cluster projection uses the peak over live intervals instead (src/projection/memory-timeline.ts).
  * Memory of rank 0 for a model of `layers` blocks: `full` is the plan with embedding, output and
  * loss (one block inside), `block` one block alone; so L layers = full + (L − 1)·block. Weights
  * and activations are counted from the plans' own tables (parameters.ts, activations.ts, kept in

@@ -1,9 +1,10 @@
-import code from '../../shaders/adam.wgsl?raw';
-import { adamCorrections, type AdamHyper } from '../reference/adam.ts';
+import { packUniform } from '../core/wgsl-layout.ts';
+import { adamCorrections, adamShader, type AdamHyper } from '../reference/adam.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
 import { numel } from '../core/shape.ts';
 import { expectShape } from './limits.ts';
+import { shaderSource } from './shader-source.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /**
@@ -22,13 +23,13 @@ export function adamStep(
   for (const t of [g, m, v]) expectShape('adam', t.name, t.shape, p.shape, `same shape as "${p.name}"`);
   const { c1, c2 } = adamCorrections(h, k);
   const n = numel(p.shape);
-  const words = new ArrayBuffer(32);
-  new Uint32Array(words, 0, 1)[0] = n;
-  new Float32Array(words, 4, 6).set([h.lr, h.beta1, h.beta2, h.eps, c1, c2]);
-  const params = ctx.uniform(new Uint32Array(words));
+  const { code, params: layout } = shaderSource(adamShader);
+  const params = ctx.uniform(
+    packUniform(layout, { n, lr: h.lr, beta1: h.beta1, beta2: h.beta2, eps: h.eps, c1, c2 }, 'adam'),
+  );
   ctx.dispatch(
     'adam',
-    ctx.pipeline('adam', code, 'adam'),
+    ctx.pipeline(adamShader.file, code, 'adam'),
     uniformThen(params, [p.buffer, g.buffer, m.buffer, v.buffer]),
     grid1d(ctx.device.limits, 'adam', p.name, p.shape, n),
   );

@@ -1,9 +1,8 @@
-import code from '../../shaders/copy-cols.wgsl?raw';
-import type { ColumnBlock } from '../reference/copy-cols.ts';
+import { copyColsKernel, type ColumnBlock } from '../reference/copy-cols.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
 import { formatShape, numel } from '../core/shape.ts';
-import { packParams } from './rowwise.ts';
+import { kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /**
@@ -32,16 +31,14 @@ export function copyCols(
   }
   const count = rows * n;
   if (count === 0) return;
-  const params = ctx.uniform(
-    packParams([
-      ['u32', count],
-      ['u32', n],
-      ['u32', from.w],
-      ['u32', from.c0],
-      ['u32', to.w],
-      ['u32', to.c0],
-    ]),
-  );
+  const params = kernelUniform(ctx, copyColsKernel, {
+    n: count,
+    cols: n,
+    sw: from.w,
+    sc0: from.c0,
+    dw: to.w,
+    dc0: to.c0,
+  });
   const wg = grid1d(ctx.device.limits, op, src.name, src.shape, count);
-  ctx.dispatch(op, ctx.pipeline('copy-cols', code, 'copy_cols'), uniformThen(params, [src.buffer, dst.buffer]), wg);
+  ctx.dispatch(op, kernelPipeline(ctx, copyColsKernel), uniformThen(params, [src.buffer, dst.buffer]), wg);
 }

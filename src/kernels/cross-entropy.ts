@@ -1,9 +1,17 @@
-import code from '../../shaders/cross-entropy.wgsl?raw';
+import { formatShape, numel } from '../core/shape.ts';
+import {
+  ceGradKernel,
+  ceLocalMaxKernel,
+  ceLocalSumExpKernel,
+  ceLossKernel,
+  ceTargetLogitKernel,
+} from '../reference/cross-entropy.ts';
+import type { KernelSpec } from '../reference/kernel-spec.ts';
 import { uniformThen, type KernelContext } from './context.ts';
+import { kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
 import { grid1d } from './grid.ts';
 import { expectShape } from './limits.ts';
-import { formatShape, numel } from '../core/shape.ts';
-import { checkInteger, packParams, rowGrid, rowLanes } from './rowwise.ts';
+import { checkInteger, rowGrid, rowLanes } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 
 // Vocab-parallel cross entropy (Megatron vocab_parallel_cross_entropy): each rank holds logits
@@ -32,13 +40,21 @@ function expectPerRow(op: string, logits: GpuTensor, rowShape: number[], ...perR
   for (const t of perRow) expectShape(op, t.name, t.shape, rowShape, `one value per row of "${logits.name}"`);
 }
 
-function params(rows: number, vl: number, vocabStart: number, scale = 1): Uint32Array<ArrayBuffer> {
-  return packParams([
-    ['u32', rows],
-    ['u32', vl],
-    ['u32', vocabStart],
-    ['f32', scale],
-  ]);
+/** Encodes one cross-entropy piece: its Params { rows, vl, v0, scale }, the buffers of bindings 1…, its workgroups. */
+function run(
+  ctx: KernelContext,
+  spec: KernelSpec,
+  params: { rows: number; vl: number; v0: number; scale?: number },
+  buffers: readonly GPUBuffer[],
+  wg: [number, number, number],
+  constants: Record<string, number> = {},
+): void {
+  ctx.dispatch(
+    spec.entryPoint,
+    kernelPipeline(ctx, spec, constants),
+    uniformThen(kernelUniform(ctx, spec, { scale: 1, ...params }), buffers),
+    wg,
+  );
 }
 
 /** Per-row max of this rank's logits: [..., vLocal] → [...] (to be all-reduced with MAX). */
@@ -46,12 +62,7 @@ export function crossEntropyLocalMax(ctx: KernelContext, logits: GpuTensor, loca
   const { rows, vl, rowShape } = rowDims('crossEntropyLocalMax', logits);
   expectPerRow('crossEntropyLocalMax', logits, rowShape, localMax);
   const wg = rowGrid(ctx.device.limits, 'crossEntropyLocalMax', logits.name, logits.shape, rows);
-  ctx.dispatch(
-    'ce_local_max',
-    ctx.pipeline('cross-entropy', code, 'ce_local_max', { WG: rowLanes(vl) }),
-    uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, localMax.buffer]),
-    wg,
-  );
+  run(ctx, ceLocalMaxKernel, { rows, vl, v0: 0 }, [logits.buffer, localMax.buffer], wg, { WG: rowLanes(vl) });
 }
 
 /**
@@ -67,12 +78,9 @@ export function crossEntropyLocalSumExp(
   const { rows, vl, rowShape } = rowDims('crossEntropyLocalSumExp', logits);
   expectPerRow('crossEntropyLocalSumExp', logits, rowShape, globalMax, localSum);
   const wg = rowGrid(ctx.device.limits, 'crossEntropyLocalSumExp', logits.name, logits.shape, rows);
-  ctx.dispatch(
-    'ce_local_sum',
-    ctx.pipeline('cross-entropy', code, 'ce_local_sum', { WG: rowLanes(vl) }),
-    uniformThen(ctx.uniform(params(rows, vl, 0)), [logits.buffer, globalMax.buffer, localSum.buffer]),
-    wg,
-  );
+  run(ctx, ceLocalSumExpKernel, { rows, vl, v0: 0 }, [logits.buffer, globalMax.buffer, localSum.buffer], wg, {
+    WG: rowLanes(vl),
+  });
 }
 
 /**
@@ -91,12 +99,7 @@ export function crossEntropyTargetLogit(
   expectPerRow('crossEntropyTargetLogit', logits, rowShape, targets, targetLogit);
   checkInteger('crossEntropyTargetLogit', 'vocabStart', vocabStart, 0, 2 ** 24);
   const wg = grid1d(ctx.device.limits, 'crossEntropyTargetLogit', targets.name, targets.shape, rows);
-  ctx.dispatch(
-    'ce_target_logit',
-    ctx.pipeline('cross-entropy', code, 'ce_target_logit'),
-    uniformThen(ctx.uniform(params(rows, vl, vocabStart)), [logits.buffer, targets.buffer, targetLogit.buffer]),
-    wg,
-  );
+  run(ctx, ceTargetLogitKernel, { rows, vl, v0: vocabStart }, [logits.buffer, targets.buffer, targetLogit.buffer], wg);
 }
 
 /**
@@ -119,16 +122,11 @@ export function crossEntropyGrad(
   expectShape('crossEntropyGrad', dLogits.name, dLogits.shape, logits.shape, `same shape as "${logits.name}"`);
   checkInteger('crossEntropyGrad', 'vocabStart', vocabStart, 0, 2 ** 24);
   const wg = grid1d(ctx.device.limits, 'crossEntropyGrad', logits.name, logits.shape, rows * vl);
-  ctx.dispatch(
-    'ce_grad',
-    ctx.pipeline('cross-entropy', code, 'ce_grad'),
-    uniformThen(ctx.uniform(params(rows, vl, vocabStart, scale)), [
-      logits.buffer,
-      targets.buffer,
-      globalMax.buffer,
-      globalSumExp.buffer,
-      dLogits.buffer,
-    ]),
+  run(
+    ctx,
+    ceGradKernel,
+    { rows, vl, v0: vocabStart, scale },
+    [logits.buffer, targets.buffer, globalMax.buffer, globalSumExp.buffer, dLogits.buffer],
     wg,
   );
 }
@@ -145,15 +143,11 @@ export function crossEntropyLoss(
     expectShape('crossEntropyLoss', t.name, t.shape, globalMax.shape, `same shape as "${globalMax.name}"`);
   const rows = numel(globalMax.shape);
   const wg = grid1d(ctx.device.limits, 'crossEntropyLoss', globalMax.name, globalMax.shape, rows);
-  ctx.dispatch(
-    'ce_loss',
-    ctx.pipeline('cross-entropy', code, 'ce_loss'),
-    uniformThen(ctx.uniform(params(rows, 0, 0)), [
-      globalMax.buffer,
-      globalSumExp.buffer,
-      targetLogit.buffer,
-      loss.buffer,
-    ]),
+  run(
+    ctx,
+    ceLossKernel,
+    { rows, vl: 0, v0: 0 },
+    [globalMax.buffer, globalSumExp.buffer, targetLogit.buffer, loss.buffer],
     wg,
   );
 }

@@ -1,10 +1,11 @@
-import code from '../../shaders/embedding.wgsl?raw';
+import { formatShape, numel } from '../core/shape.ts';
+import { embeddingBackwardKernel, embeddingKernel } from '../reference/embedding.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import type { VocabShardOptions } from './cross-entropy.ts';
+import { kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
 import { grid1d } from './grid.ts';
 import { expectShape } from './limits.ts';
-import { formatShape, numel } from '../core/shape.ts';
-import { checkInteger, packParams } from './rowwise.ts';
+import { checkInteger } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 
 // Vocab-parallel embedding (Megatron VocabParallelEmbedding): each rank holds table rows
@@ -33,22 +34,6 @@ function tableDims(op: string, table: GpuTensor): { vl: number; h: number } {
   return { vl: table.shape[0], h: table.shape[1] };
 }
 
-function params(
-  tokens: number,
-  h: number,
-  vocabStart: number,
-  vl: number,
-  accumulate = false,
-): Uint32Array<ArrayBuffer> {
-  return packParams([
-    ['u32', tokens],
-    ['u32', h],
-    ['u32', vocabStart],
-    ['u32', vl],
-    ['u32', accumulate ? 1 : 0],
-  ]);
-}
-
 /**
  * out[t, :] = table[ids[t] − vocabStart, :] for ids in [vocabStart, vocabStart + vLocal), else 0:
  * ids [...] (float32 global ids), table [vLocal, h] → out [..., h] (to be all-reduced with SUM).
@@ -72,10 +57,11 @@ export function embedding(
   checkInteger('embedding', 'vocabStart', vocabStart, 0, 2 ** 24 - vl);
   const tokens = numel(ids.shape);
   const wg = grid1d(ctx.device.limits, 'embedding', out.name, out.shape, tokens * h);
+  const params = { tokens, h, v0: vocabStart, vl, accumulate: 0 };
   ctx.dispatch(
-    'embedding',
-    ctx.pipeline('embedding', code, 'embedding'),
-    uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl)), [ids.buffer, table.buffer, out.buffer]),
+    embeddingKernel.entryPoint,
+    kernelPipeline(ctx, embeddingKernel),
+    uniformThen(kernelUniform(ctx, embeddingKernel, params), [ids.buffer, table.buffer, out.buffer]),
     wg,
   );
 }
@@ -104,10 +90,11 @@ export function embeddingBackward(
   checkInteger('embeddingBackward', 'vocabStart', vocabStart, 0, 2 ** 24 - vl);
   const tokens = numel(ids.shape);
   const wg = grid1d(ctx.device.limits, 'embeddingBackward', dtable.name, dtable.shape, vl * h);
+  const params = { tokens, h, v0: vocabStart, vl, accumulate: accumulate ? 1 : 0 };
   ctx.dispatch(
-    'embedding_dw',
-    ctx.pipeline('embedding', code, 'embedding_dw'),
-    uniformThen(ctx.uniform(params(tokens, h, vocabStart, vl, accumulate)), [ids.buffer, dy.buffer, dtable.buffer]),
+    embeddingBackwardKernel.entryPoint,
+    kernelPipeline(ctx, embeddingBackwardKernel),
+    uniformThen(kernelUniform(ctx, embeddingBackwardKernel, params), [ids.buffer, dy.buffer, dtable.buffer]),
     wg,
   );
 }

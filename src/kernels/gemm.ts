@@ -4,6 +4,8 @@ import { gemmVariants, pipelineConstants, type GemmVariant } from './gemm-varian
 import { chosenGemmVariant } from './gemm-choice.ts';
 import { checkWorkgroups, expectShape } from './limits.ts';
 import { formatShape, numel } from '../core/shape.ts';
+import { packUniform } from '../core/wgsl-layout.ts';
+import { uniformLayoutOf } from './shader-source.ts';
 import { denseProblem, type GemmProblem } from '../reference/gemm.ts';
 import type { GpuTensor } from './tensor.ts';
 
@@ -113,29 +115,14 @@ export function gemmStrided(
   const v = gemmVariants[chosen];
   const wg: [number, number, number] = [Math.ceil(p.N / v.tileN), Math.ceil(p.M / v.tileM), p.batch];
   checkWorkgroups(ctx.device.limits, 'gemm', c.name, c.shape, wg, [`N/${v.tileN}`, `M/${v.tileM}`, 'batch']);
+  // Params by member name, laid out as the variant's WGSL declares it; only the subgroup shader has Kp.
+  const uniform = uniformLayoutOf(v.code, 'Params', `gemm variant ${chosen}`);
+  const { M, N, K, batch, offA, sAm, sAk, bsA, offB, sBk, sBn, bsB, divB, offC, sCm, bsC } = p;
+  const values = { M, N, K, batch, offA, sAm, sAk, bsA, offB, sBk, sBn, bsB, divB, offC, sCm, bsC };
+  const flags = (p.bias ? 1 : 0) | (p.accumulate ? 2 : 0);
+  const hasKp = uniform.members.some((m) => m.name === 'Kp');
   const params = ctx.uniform(
-    new Uint32Array([
-      p.M,
-      p.N,
-      p.K,
-      p.batch,
-      p.offA,
-      p.sAm,
-      p.sAk,
-      p.bsA,
-      p.offB,
-      p.sBk,
-      p.sBn,
-      p.bsB,
-      p.divB,
-      p.offC,
-      p.sCm,
-      p.bsC,
-      (p.bias ? 1 : 0) | (p.accumulate ? 2 : 0),
-      staging?.Kp ?? 0,
-      0,
-      0,
-    ]),
+    packUniform(uniform, { ...values, flags, ...(hasKp && { Kp: staging?.Kp ?? 0 }) }, `gemm:${chosen}`),
   );
   const pipeline = ctx.pipeline(v.label, v.code, v.entryPoint, pipelineConstants(v, p));
   const tail = [c.buffer, bias?.buffer ?? ctx.placeholder()];
@@ -227,7 +214,8 @@ function stageOperand(
       );
     return texture.createView();
   }
-  const params = ctx.uniform(new Uint32Array([R, C, off, sR, sC, bs, RP, CQ, texels, 0, 0, 0]));
+  const layout = uniformLayoutOf(packCode, 'PackParams', 'shaders/gemm-pack.wgsl');
+  const params = ctx.uniform(packUniform(layout, { R, C, off, sR, sC, bs, RP, CQ, count: texels }, key));
   const pipeline = ctx.pipeline('gemm-pack', packCode, 'pack');
   const view = texture.createView();
   ctx.dispatch(

@@ -1,9 +1,10 @@
-import code from '../../shaders/rmsnorm.wgsl?raw';
+import { formatShape, numel } from '../core/shape.ts';
+import { rmsnormBackwardKernel, rmsnormKernel, rmsnormWeightGradKernel } from '../reference/rmsnorm.ts';
 import { uniformThen, type KernelContext } from './context.ts';
+import { dispatchKernel, kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
 import { grid1d } from './grid.ts';
 import { expectShape } from './limits.ts';
-import { formatShape, numel } from '../core/shape.ts';
-import { checkInteger, packParams, rowGrid, rowLanes } from './rowwise.ts';
+import { checkInteger } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /** Default ε added to mean(x²) (Megatron's layernorm_epsilon). */
@@ -29,24 +30,6 @@ function dims(op: string, x: GpuTensor): { h: number; rows: number; rowShape: nu
   return { h, rows: h === 0 ? 0 : numel(x.shape) / h, rowShape: x.shape.slice(0, -1) };
 }
 
-function params(
-  rows: number,
-  h: number,
-  eps: number,
-  rowStart = 0,
-  rowEnd = 0,
-  accumulate = false,
-): Uint32Array<ArrayBuffer> {
-  return packParams([
-    ['u32', rows],
-    ['u32', h],
-    ['f32', eps],
-    ['u32', rowStart],
-    ['u32', rowEnd],
-    ['u32', accumulate ? 1 : 0],
-  ]);
-}
-
 /**
  * y = x / rms(x) · g over the last dim, rms(x) = sqrt(mean(x²) + eps), eps = 1e-5 by default:
  * x [..., h], g [h] → y [..., h] and rstd [...] = 1/rms(x) (saved for the backward).
@@ -60,17 +43,11 @@ export function rmsnorm(
   options: { readonly eps?: number } = {},
 ): void {
   const { eps = rmsnormEps } = options;
-  const { h, rows, rowShape } = dims('rmsnorm', x);
+  const { h, rowShape } = dims('rmsnorm', x);
   expectShape('rmsnorm', g.name, g.shape, [h], `the gain is [h] for "${x.name}"`);
   expectShape('rmsnorm', y.name, y.shape, x.shape, `same shape as "${x.name}"`);
   expectShape('rmsnorm', rstd.name, rstd.shape, rowShape, `one value per row of "${x.name}"`);
-  const wg = rowGrid(ctx.device.limits, 'rmsnorm', x.name, x.shape, rows);
-  ctx.dispatch(
-    'rmsnorm',
-    ctx.pipeline('rmsnorm', code, 'rmsnorm', { WG: rowLanes(h) }),
-    uniformThen(ctx.uniform(params(rows, h, eps)), [x.buffer, g.buffer, y.buffer, rstd.buffer]),
-    wg,
-  );
+  dispatchKernel(ctx, rmsnormKernel, [x, g, y, rstd], { eps });
 }
 
 /**
@@ -85,18 +62,12 @@ export function rmsnormBackward(
   dy: GpuTensor,
   dx: GpuTensor,
 ): void {
-  const { h, rows, rowShape } = dims('rmsnormBackward', x);
+  const { h, rowShape } = dims('rmsnormBackward', x);
   expectShape('rmsnormBackward', g.name, g.shape, [h], `the gain is [h] for "${x.name}"`);
   expectShape('rmsnormBackward', rstd.name, rstd.shape, rowShape, `one value per row of "${x.name}"`);
   expectShape('rmsnormBackward', dy.name, dy.shape, x.shape, `same shape as "${x.name}"`);
   expectShape('rmsnormBackward', dx.name, dx.shape, x.shape, `same shape as "${x.name}"`);
-  const wg = rowGrid(ctx.device.limits, 'rmsnormBackward', x.name, x.shape, rows);
-  ctx.dispatch(
-    'rmsnorm_backward',
-    ctx.pipeline('rmsnorm', code, 'rmsnorm_backward', { WG: rowLanes(h) }),
-    uniformThen(ctx.uniform(params(rows, h, 0)), [x.buffer, g.buffer, rstd.buffer, dy.buffer, dx.buffer]),
-    wg,
-  );
+  dispatchKernel(ctx, rmsnormBackwardKernel, [x, g, rstd, dy, dx], {});
 }
 
 /**
@@ -122,15 +93,11 @@ export function rmsnormWeightGrad(
   checkInteger('rmsnormWeightGrad', 'rowEnd', rowEnd, 0, rows);
   checkInteger('rmsnormWeightGrad', 'rowStart', rowStart, 0, rowEnd);
   const wg = grid1d(ctx.device.limits, 'rmsnormWeightGrad', dg.name, dg.shape, h);
+  const params = { rows, h, eps: 0, row_start: rowStart, row_end: rowEnd, accumulate: accumulate ? 1 : 0 };
   ctx.dispatch(
-    'rmsnorm_dg',
-    ctx.pipeline('rmsnorm', code, 'rmsnorm_dg'),
-    uniformThen(ctx.uniform(params(rows, h, 0, rowStart, rowEnd, accumulate)), [
-      x.buffer,
-      rstd.buffer,
-      dy.buffer,
-      dg.buffer,
-    ]),
+    rmsnormWeightGradKernel.entryPoint,
+    kernelPipeline(ctx, rmsnormWeightGradKernel),
+    uniformThen(kernelUniform(ctx, rmsnormWeightGradKernel, params), [x.buffer, rstd.buffer, dy.buffer, dg.buffer]),
     wg,
   );
 }

@@ -1,9 +1,10 @@
-import code from '../../shaders/rope.wgsl?raw';
+import { formatShape, numel } from '../core/shape.ts';
+import { ropeBackwardKernel, ropeKernel } from '../reference/rope.ts';
 import { uniformThen, type KernelContext } from './context.ts';
+import { kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
 import { grid1d } from './grid.ts';
 import { expectShape } from './limits.ts';
-import { formatShape, numel } from '../core/shape.ts';
-import { checkInteger, packParams } from './rowwise.ts';
+import { checkInteger } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /** Options of rope and ropeBackward. */
@@ -51,21 +52,18 @@ function dispatchRope(
   }
   const pairs = numel(x.shape) / 2;
   const wg = grid1d(ctx.device.limits, op, x.name, x.shape, pairs);
-  const header = packParams([
-    ['u32', pairs],
-    ['u32', d / 2],
-    ['u32', x.shape[1] * x.shape[2]],
-    ['u32', positionOffset],
-    ['f32', sign],
-  ]);
-  const words = new Uint32Array(header.length + maxRopePairs);
-  words.set(header);
   // ω_k = base^(−2k/d) in float64, rounded once to float32 (as a float32 table would hold it).
-  new Float32Array(words.buffer, header.byteLength).set(
-    Array.from({ length: d / 2 }, (_, k) => base ** ((-2 * k) / d)),
-  );
-  const params = ctx.uniform(words);
-  ctx.dispatch(op, ctx.pipeline('rope', code, 'rope'), uniformThen(params, [x.buffer, out.buffer]), wg);
+  const omega = Array.from({ length: d / 2 }, (_, k) => base ** ((-2 * k) / d));
+  const spec = sign > 0 ? ropeKernel : ropeBackwardKernel;
+  const params = kernelUniform(ctx, spec, {
+    pairs,
+    half: d / 2,
+    bh: x.shape[1] * x.shape[2],
+    offset: positionOffset,
+    sign,
+    omega,
+  });
+  ctx.dispatch(op, kernelPipeline(ctx, spec), uniformThen(params, [x.buffer, out.buffer]), wg);
 }
 
 /**

@@ -30,25 +30,6 @@ export function rowGrid(
   return grid1d(limits, op, name, shape, rows, 1);
 }
 
-/** One 32-bit word of a uniform Params struct, typed as WGSL declares it. */
-export type ParamWord = readonly ['u32' | 'i32' | 'f32', number];
-
-/**
- * Packs the fields of a uniform Params struct (all 32-bit scalars, in declaration order) into
- * words, padded with zeros to a multiple of 4 words (16 bytes).
- */
-export function packParams(fields: readonly ParamWord[]): Uint32Array<ArrayBuffer> {
-  const words = new Uint32Array(Math.max(4, Math.ceil(fields.length / 4) * 4));
-  const i32 = new Int32Array(words.buffer);
-  const f32 = new Float32Array(words.buffer);
-  fields.forEach(([type, value], k) => {
-    if (type === 'f32') f32[k] = value;
-    else if (type === 'i32') i32[k] = value;
-    else words[k] = value;
-  });
-  return words;
-}
-
 /** Throws unless `value` is an integer in [min, max], naming the option. */
 export function checkInteger(op: string, option: string, value: number, min: number, max: number): void {
   if (!Number.isInteger(value) || value < min || value > max) {

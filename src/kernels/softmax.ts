@@ -1,8 +1,9 @@
-import code from '../../shaders/softmax.wgsl?raw';
-import { uniformThen, type KernelContext } from './context.ts';
+import { formatShape } from '../core/shape.ts';
+import { softmaxBackwardKernel, softmaxKernel } from '../reference/softmax.ts';
+import type { KernelContext } from './context.ts';
+import { dispatchKernel } from './dispatch-kernel.ts';
 import { expectShape } from './limits.ts';
-import { formatShape, numel } from '../core/shape.ts';
-import { checkInteger, packParams, rowGrid, rowLanes } from './rowwise.ts';
+import { checkInteger } from './rowwise.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /** Options of the forward softmax. */
@@ -18,13 +19,10 @@ export interface SoftmaxOptions {
   readonly rowOffset?: number;
 }
 
-/** Rows and columns of a softmax input [..., n, cols]; a 1-D [cols] is one row of one matrix. */
-function softmaxDims(op: string, t: GpuTensor): { rows: number; cols: number; n: number } {
+/** Throws unless t has a last dim to normalise over. */
+function expectRows(op: string, t: GpuTensor): void {
   if (t.shape.length < 1)
     throw new Error(`${op}: tensor "${t.name}" has shape ${formatShape(t.shape)}; softmax needs at least 1 dimension.`);
-  const cols = t.shape[t.shape.length - 1];
-  const n = t.shape.length >= 2 ? t.shape[t.shape.length - 2] : 1;
-  return { rows: cols === 0 ? 0 : numel(t.shape) / cols, cols, n };
 }
 
 /**
@@ -36,24 +34,8 @@ export function softmax(ctx: KernelContext, x: GpuTensor, y: GpuTensor, options:
   const { scale = 1, causal = false, rowOffset = 0 } = options;
   expectShape('softmax', y.name, y.shape, x.shape, `same shape as "${x.name}"`);
   checkInteger('softmax', 'rowOffset', rowOffset, -(2 ** 31), 2 ** 31 - 1);
-  const { rows, cols, n } = softmaxDims('softmax', x);
-  const wg = rowGrid(ctx.device.limits, 'softmax', x.name, x.shape, rows);
-  const params = ctx.uniform(
-    packParams([
-      ['u32', rows],
-      ['u32', cols],
-      ['u32', n],
-      ['u32', causal ? 1 : 0],
-      ['i32', rowOffset],
-      ['f32', scale],
-    ]),
-  );
-  ctx.dispatch(
-    'softmax',
-    ctx.pipeline('softmax', code, 'softmax', { WG: rowLanes(cols) }),
-    uniformThen(params, [x.buffer, y.buffer]),
-    wg,
-  );
+  expectRows('softmax', x);
+  dispatchKernel(ctx, softmaxKernel, [x, y], { scale, causal, rowOffset });
 }
 
 /**
@@ -70,22 +52,6 @@ export function softmaxBackward(
   const { scale = 1 } = options;
   expectShape('softmaxBackward', dy.name, dy.shape, y.shape, `same shape as "${y.name}"`);
   expectShape('softmaxBackward', dx.name, dx.shape, y.shape, `same shape as "${y.name}"`);
-  const { rows, cols, n } = softmaxDims('softmaxBackward', y);
-  const wg = rowGrid(ctx.device.limits, 'softmaxBackward', y.name, y.shape, rows);
-  const params = ctx.uniform(
-    packParams([
-      ['u32', rows],
-      ['u32', cols],
-      ['u32', n],
-      ['u32', 0],
-      ['i32', 0],
-      ['f32', scale],
-    ]),
-  );
-  ctx.dispatch(
-    'softmax_backward',
-    ctx.pipeline('softmax', code, 'softmax_backward', { WG: rowLanes(cols) }),
-    uniformThen(params, [y.buffer, dy.buffer, dx.buffer]),
-    wg,
-  );
+  expectRows('softmaxBackward', y);
+  dispatchKernel(ctx, softmaxBackwardKernel, [y, dy, dx], { scale });
 }

@@ -1,6 +1,6 @@
-import code from '../../shaders/swiglu.wgsl?raw';
+import { swigluBackwardKernel, swigluKernel } from '../reference/swiglu.ts';
 import type { KernelContext } from './context.ts';
-import { dispatchElementwise } from './elementwise.ts';
+import { dispatchKernel } from './dispatch-kernel.ts';
 import type { GpuTensor } from './tensor.ts';
 
 /**
@@ -8,7 +8,7 @@ import type { GpuTensor } from './tensor.ts';
  * (the activation of the SwiGLU MLP, local to each TP rank).
  */
 export function swiglu(ctx: KernelContext, g: GpuTensor, u: GpuTensor, y: GpuTensor): void {
-  dispatchElementwise(ctx, 'swiglu', { label: 'swiglu', code, entryPoint: 'swiglu' }, [g, u, y]);
+  dispatchKernel(ctx, swigluKernel, [g, u, y], {});
 }
 
 /**
@@ -23,11 +23,5 @@ export function swigluBackward(
   dg: GpuTensor,
   du: GpuTensor,
 ): void {
-  dispatchElementwise(ctx, 'swigluBackward', { label: 'swiglu', code, entryPoint: 'swiglu_backward' }, [
-    g,
-    u,
-    dy,
-    dg,
-    du,
-  ]);
+  dispatchKernel(ctx, swigluBackwardKernel, [g, u, dy, dg, du], {});
 }

@@ -1,6 +1,17 @@
 import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
 
+/**
+ * Activation recomputation as Megatron-Core does it (transformer_config.py, core_v0.19.0):
+ * `selective` recomputes core attention only (--recompute-granularity selective, default
+ * --recompute-modules core_attn; Korthikanti et al. 2022 §5); `full` checkpoints whole layers,
+ * `uniform` in units of `layers` consecutive layers (each unit keeps its input only), `block`
+ * the first `layers` layers of every pipeline (virtual) stage, one checkpoint each.
+ */
+export type Recompute =
+  | { readonly granularity: 'selective' }
+  | { readonly granularity: 'full'; readonly method: 'uniform' | 'block'; readonly layers: number };
+
 /** What a training run on a real cluster is: the layer's sizes, degrees, depth, budget and batch. */
 export interface TrainingSetup {
   readonly sizes: ModelSizes;
@@ -8,7 +19,7 @@ export interface TrainingSetup {
   readonly sp: boolean;
   /** L: transformer blocks; the embedding, output layer and loss come once. */
   readonly layers: number;
-  /** N: GPUs in all; DP = N / t. */
+  /** N: GPUs in all; DP = N / (t · p · cp). */
   readonly gpus: number;
   /**
    * Sequences per step over all replicas (Megatron --global-batch-size); each replica runs
@@ -19,32 +30,104 @@ export interface TrainingSetup {
   /** Megatron's async dgrad all-reduce under wgrad (the plan's overlap option). */
   readonly overlap: boolean;
   /**
-   * Full activation recomputation (Megatron --recompute-granularity full, uniform, 1 layer per
-   * checkpoint): each block keeps only its input and runs its forward again in backward.
+   * Full activation recomputation, one layer per checkpoint (--recompute-granularity full
+   * --recompute-method uniform --recompute-num-layers 1); `recomputation` overrides it.
    */
   readonly recompute?: boolean;
+  /** Recomputation policy (absent: `recompute` decides; neither: none). */
+  readonly recomputation?: Recompute;
+  /** p: pipeline stages (--pipeline-model-parallel-size), default 1. */
+  readonly pp?: number;
+  /** v: virtual stages per pipeline rank (--num-virtual-stages-per-pipeline-rank), default 1. */
+  readonly vpp?: number;
+  /** Layers of the first / last pipeline stage (--decoder-first/last-pipeline-num-layers); the rest split evenly. */
+  readonly firstStageLayers?: number;
+  readonly lastStageLayers?: number;
+  /** cp: context-parallel ranks (--context-parallel-size), default 1. */
+  readonly cp?: number;
+  /** --use-distributed-optimizer: main weights and Adam moments sharded over DP × CP. */
+  readonly distributedOptimizer?: boolean;
+  /** --overlap-grad-reduce: gradient buckets reduced during backward as they complete. */
+  readonly overlapGradReduce?: boolean;
+  /** --overlap-param-gather (needs the distributed optimizer): parameter all-gather under the next forward. */
+  readonly overlapParamGather?: boolean;
+  /** --ddp-bucket-size in parameters (default max(40M, 1M · DP), used only with --overlap-grad-reduce). */
+  readonly bucketSize?: number;
+  /** Embedding and output layer share one weight (Megatron's default; --untie-embeddings-and-output-weights unties). Default false here. */
+  readonly tiedEmbeddings?: boolean;
+  /** Flash attention (--attention-backend flash): the s×s scores and probabilities are never stored. */
+  readonly flashAttention?: boolean;
 }
 
-/** The configuration of a setup (throws with the validation message when illegal). */
+/** The degrees of a setup with their defaults, and DP = N / (t · p · cp). */
+export interface Degrees {
+  readonly tp: number;
+  readonly pp: number;
+  readonly vpp: number;
+  readonly cp: number;
+  readonly dp: number;
+}
+
+/** The parallel degrees of a setup (no validation beyond defaults; see setupConfig). */
+export function degreesOf(s: TrainingSetup): Degrees {
+  const pp = s.pp ?? 1;
+  const cp = s.cp ?? 1;
+  return { tp: s.tp, pp, vpp: s.vpp ?? 1, cp, dp: s.gpus / (s.tp * pp * cp) };
+}
+
+/** The recomputation policy a setup asks for, or undefined for none. */
+export function recomputeOf(s: TrainingSetup): Recompute | undefined {
+  if (s.recomputation) return s.recomputation;
+  return s.recompute ? { granularity: 'full', method: 'uniform', layers: 1 } : undefined;
+}
+
+const whole = (name: string, x: number, min: number): void => {
+  if (!(Number.isInteger(x) && x >= min)) throw new Error(`${name} (${x}) must be a whole number ≥ ${min}.`);
+};
+
+/**
+ * The configuration one rank's layer runs (throws with the validation message when illegal):
+ * the sizes at t, with the sequence split over cp ranks (s/cp tokens per rank).
+ */
 export function setupConfig(s: TrainingSetup): LayerConfig {
-  const c: LayerConfig = { ...configDefaults, ...s.sizes, tp: s.tp, sp: s.sp && s.tp > 1 };
+  const { pp, vpp, cp } = degreesOf(s);
+  whole('--context-parallel-size', cp, 1);
+  if (cp > 1 && s.sizes.s % (2 * cp) !== 0)
+    throw new Error(
+      `the sequence length (${s.sizes.s}) must be a multiple of 2·cp = ${2 * cp}: Megatron-Core splits it into 2·cp chunks for causal load balance.`,
+    );
+  const c: LayerConfig = { ...configDefaults, ...s.sizes, s: s.sizes.s / cp, tp: s.tp, sp: s.sp && s.tp > 1 };
   const v = validateConfig(c);
   if (!v.ok) throw new Error(v.errors.map((e) => e.message).join(' '));
-  if (!(Number.isInteger(s.layers) && s.layers >= 1))
-    throw new Error(`layers (${s.layers}) must be a whole number ≥ 1.`);
-  if (!(Number.isInteger(s.gpus) && s.gpus >= 1 && s.gpus % s.tp === 0))
-    throw new Error(`the GPU budget N (${s.gpus}) must be a multiple of t (${s.tp}): DP = N/t.`);
+  whole('layers', s.layers, 1);
+  whole('--pipeline-model-parallel-size', pp, 1);
+  whole('--num-virtual-stages-per-pipeline-rank', vpp, 1);
+  if (vpp > 1 && pp === 1) throw new Error(`virtual stages (--vpp ${vpp}) need pipeline parallelism: set --pp ≥ 2.`);
+  if (!(Number.isInteger(s.gpus) && s.gpus >= 1 && s.gpus % (s.tp * pp * cp) === 0))
+    throw new Error(
+      `the GPU budget N (${s.gpus}) must be a multiple of t·p·cp = ${s.tp}·${pp}·${cp} = ${s.tp * pp * cp}: DP = N/(t·p·cp).`,
+    );
+  if (s.overlapParamGather && !s.distributedOptimizer)
+    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  if (s.bucketSize !== undefined) whole('--ddp-bucket-size', s.bucketSize, 1);
+  const r = recomputeOf(s);
+  if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
   microBatchesOf(s);
   return c;
 }
 
 /** m = global batch / (b · DP), or an error naming a global batch that divides. */
 export function microBatchesOf(s: TrainingSetup): number {
-  const per = s.sizes.b * (s.gpus / s.tp);
+  const { dp, pp, vpp } = degreesOf(s);
+  const per = s.sizes.b * dp;
   const m = s.globalBatch / per;
   if (!(Number.isInteger(m) && m >= 1))
     throw new Error(
-      `the global batch (${s.globalBatch} sequences) must be a multiple of b·DP = ${s.sizes.b}·${s.gpus / s.tp} = ${per}.`,
+      `the global batch (${s.globalBatch} sequences) must be a multiple of b·DP = ${s.sizes.b}·${dp} = ${per}.`,
+    );
+  if (vpp > 1 && m % pp !== 0)
+    throw new Error(
+      `the interleaved schedule needs the micro-batches per replica (${m}) to be a multiple of p (${pp}) (Megatron's microbatch_group_size_per_vp_stage = p): change the global batch.`,
     );
   return m;
 }

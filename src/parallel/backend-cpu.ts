@@ -5,10 +5,12 @@ import { embeddingBackwardRef, embeddingRef } from '../reference/embedding.ts';
 import { gemmRef, type GemmProblem } from '../reference/gemm.ts';
 import { rmsnormBackwardRef, rmsnormRef } from '../reference/rmsnorm.ts';
 import { ropeRef } from '../reference/rope.ts';
-import { softmaxBackwardRef, softmaxRef } from '../reference/softmax.ts';
-import { swigluBackwardRef, swigluRef } from '../reference/swiglu.ts';
+import { addInPlaceKernel, addKernel } from '../reference/add.ts';
+import { checkGridShapes, writtenBindings, type GridKernelSpec } from '../reference/kernel-spec.ts';
+import { softmaxBackwardKernel, softmaxKernel } from '../reference/softmax.ts';
+import { swigluBackwardKernel, swigluKernel } from '../reference/swiglu.ts';
 import type { Backend, OpSpec, SoftmaxArgs } from './backend.ts';
-import type { OpPhase } from './plan-types.ts';
+import type { KernelName, OpPhase } from './plan-types.ts';
 
 /** A host tensor of either precision: float32 between ops (as the GPU stores it) or float64 (gradient checks). */
 export interface CpuTensor {
@@ -67,6 +69,19 @@ export class CpuBackend<T extends CpuTensor = HostTensor> implements Backend<T> 
     return Float32Array.from(t.data);
   }
   release(): void {}
+  kernel<A>(_op: OpSpec, spec: GridKernelSpec<KernelName, A>, tensors: readonly T[], args: A): void {
+    const dims = checkGridShapes(
+      spec,
+      spec.bindings.map((b) => b.name),
+      tensors.map((t) => t.shape),
+    );
+    const out = spec.twin(
+      tensors.map((t) => t.data),
+      dims,
+      args,
+    );
+    writtenBindings(spec).forEach((k, i) => store(tensors[k], out[i]));
+  }
   gemm(_op: OpSpec, p: GemmProblem, a: T, b: T, c: T): void {
     gemmRef(p, a.data, b.data, c.data);
   }
@@ -94,31 +109,26 @@ export class CpuBackend<T extends CpuTensor = HostTensor> implements Backend<T> 
   ropeBackward(_op: OpSpec, dy: T, dx: T, base: number, positionOffset: number): void {
     store(dx, ropeRef(dy.data, dy.shape, { base, positionOffset }, true));
   }
-  softmax(_op: OpSpec, x: T, y: T, args: SoftmaxArgs): void {
-    store(y, softmaxRef(x.data, x.shape, args));
+  softmax(op: OpSpec, x: T, y: T, args: SoftmaxArgs): void {
+    this.kernel(op, softmaxKernel, [x, y], args);
   }
-  softmaxBackward(_op: OpSpec, y: T, dy: T, dx: T, scale: number): void {
-    store(dx, softmaxBackwardRef(y.data, dy.data, last(y), scale));
+  softmaxBackward(op: OpSpec, y: T, dy: T, dx: T, scale: number): void {
+    this.kernel(op, softmaxBackwardKernel, [y, dy, dx], { scale });
   }
-  swiglu(_op: OpSpec, g: T, u: T, y: T): void {
-    store(y, swigluRef(g.data, u.data));
+  swiglu(op: OpSpec, g: T, u: T, y: T): void {
+    this.kernel(op, swigluKernel, [g, u, y], {});
   }
-  swigluBackward(_op: OpSpec, g: T, u: T, dy: T, dg: T, du: T): void {
-    const r = swigluBackwardRef(g.data, u.data, dy.data);
-    store(dg, r.dg);
-    store(du, r.du);
+  swigluBackward(op: OpSpec, g: T, u: T, dy: T, dg: T, du: T): void {
+    this.kernel(op, swigluBackwardKernel, [g, u, dy, dg, du], {});
   }
-  add(_op: OpSpec, a: T, b: T, out: T): void {
-    store(
-      out,
-      a.data.map((v, i) => v + b.data[i]),
-    );
+  add(op: OpSpec, a: T, b: T, out: T): void {
+    this.kernel(op, addKernel, [a, b, out], {});
   }
   copyCols(_op: OpSpec, src: T, dst: T, rows: number, n: number, from: ColumnBlock, to: ColumnBlock): void {
     copyColsRef(src.data, dst.data, rows, n, from, to);
   }
-  addInPlace(_op: OpSpec, acc: T, b: T): void {
-    for (let i = 0; i < acc.data.length; i++) acc.data[i] += b.data[i];
+  addInPlace(op: OpSpec, acc: T, b: T): void {
+    this.kernel(op, addInPlaceKernel, [acc, b], {});
   }
   embedding(_op: OpSpec, ids: T, table: T, out: T, vocabStart: number): void {
     store(out, embeddingRef(ids.data, table.data, last(table), vocabStart));

@@ -1,7 +1,12 @@
 import type { Collectives, CollectiveOp, ReduceOp } from '../comm/collectives.ts';
 import { ringBytesSent } from '../comm/ring-bytes.ts';
 import { numel } from '../core/shape.ts';
+import { addInPlaceKernel, addKernel } from '../reference/add.ts';
 import { gemmFlops, type GemmProblem } from '../reference/gemm.ts';
+import { kernelSpecs } from '../reference/kernel-registry.ts';
+import { checkGridShapes, readBindings, writtenBindings, type GridKernelSpec } from '../reference/kernel-spec.ts';
+import { softmaxBackwardKernel, softmaxKernel } from '../reference/softmax.ts';
+import { swigluBackwardKernel, swigluKernel } from '../reference/swiglu.ts';
 import type { Backend, OpSpec, SoftmaxArgs } from './backend.ts';
 import type { NamedCollective } from './layer-comm.ts';
 import type {
@@ -23,61 +28,12 @@ export interface ShapeTensor {
   readonly shape: readonly number[];
 }
 
-/** Arithmetic per output element of the non-GEMM kernels (estimates: exp, sigmoid, sin/cos count as ~4). */
-const perElement: Record<KernelName, number> = {
-  rmsnorm: 4,
-  rmsnormBackward: 8,
-  rmsnormWeightGrad: 3,
-  rope: 6,
-  ropeBackward: 6,
-  softmax: 8,
-  softmaxBackward: 4,
-  swiglu: 7,
-  swigluBackward: 12,
-  add: 1,
-  addInPlace: 1,
-  copyCols: 0,
-  embedding: 0,
-  embeddingBackward: 1,
-  ceLocalMax: 1,
-  ceLocalSumExp: 5,
-  ceTargetLogit: 0,
-  ceGrad: 6,
-  ceLoss: 5,
-};
-
-/** The Megatron module a kernel implements (a GEMM's comes from its split, see gemmModule). */
-const kernelModule: Record<KernelName, string> = {
-  rmsnorm: 'RMSNorm',
-  rmsnormBackward: 'RMSNorm',
-  rmsnormWeightGrad: 'RMSNorm',
-  rope: 'rotary position embedding (apply_rotary_pos_emb)',
-  ropeBackward: 'rotary position embedding (apply_rotary_pos_emb)',
-  softmax: 'core attention softmax (DotProductAttention)',
-  softmaxBackward: 'core attention softmax (DotProductAttention)',
-  swiglu: 'SwiGLU activation (MLP)',
-  swigluBackward: 'SwiGLU activation (MLP)',
-  add: 'residual connection',
-  addInPlace: 'residual connection',
-  copyCols: 'tensor copy',
-  embedding: 'VocabParallelEmbedding',
-  embeddingBackward: 'VocabParallelEmbedding',
-  ceLocalMax: 'vocab_parallel_cross_entropy',
-  ceLocalSumExp: 'vocab_parallel_cross_entropy',
-  ceTargetLogit: 'vocab_parallel_cross_entropy',
-  ceGrad: 'vocab_parallel_cross_entropy',
-  ceLoss: 'vocab_parallel_cross_entropy',
-};
-
 /** The Megatron module of a GEMM by its split. */
 const gemmModule: Partial<Record<OpSplit, string>> = {
   column: 'ColumnParallelLinear',
   row: 'RowParallelLinear',
   heads: 'core attention (DotProductAttention, heads split)',
 };
-
-/** Kernels that write a weight's gradient. */
-const weightGradKernels: ReadonlySet<KernelName> = new Set(['rmsnormWeightGrad', 'embeddingBackward']);
 
 /**
  * Runs the layer on shapes only and records every op in order: GEMMs with their local M, N, K
@@ -95,10 +51,10 @@ export class PlanBackend implements Backend<ShapeTensor> {
 
   private push(spec: OpSpec, body: Omit<PlannedGemmOp, Common> | Omit<PlannedKernelOp, Common>): void {
     const role =
-      body.kind === 'kernel' && weightGradKernels.has(body.kernel)
+      body.kind === 'kernel' && kernelSpecs[body.kernel].role === 'wgrad'
         ? 'wgrad'
         : (spec.role ?? (this.phase === 'forward' ? 'forward' : 'dgrad'));
-    const module = body.kind === 'gemm' ? (gemmModule[spec.split] ?? 'linear') : kernelModule[body.kernel];
+    const module = body.kind === 'gemm' ? (gemmModule[spec.split] ?? 'linear') : kernelSpecs[body.kernel].megatron;
     const common = {
       index: this.ops.length,
       phase: this.phase,
@@ -112,13 +68,15 @@ export class PlanBackend implements Backend<ShapeTensor> {
     this.ops.push(body.kind === 'gemm' ? { ...common, ...body } : { ...common, ...body });
   }
 
-  private kernel(kernel: KernelName, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor, flops?: number): void {
+  /** Records kernel `kernel` reading `ins` and writing `out`; FLOPs by its descriptor's cost. */
+  private record(kernel: KernelName, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor): void {
+    const { perElement, over } = kernelSpecs[kernel].cost;
     this.push(spec, {
       kind: 'kernel',
       kernel,
       inShapes: ins.map((t) => t.shape),
       outShape: out.shape,
-      flops: flops ?? perElement[kernel] * numel(out.shape),
+      flops: perElement * numel((over === undefined ? out : ins[over]).shape),
     });
   }
 
@@ -154,6 +112,19 @@ export class PlanBackend implements Backend<ShapeTensor> {
     return new Float32Array(numel(t.shape));
   }
   release(): void {}
+  kernel<A>(op: OpSpec, spec: GridKernelSpec<KernelName, A>, tensors: readonly ShapeTensor[], _args: A): void {
+    checkGridShapes(
+      spec,
+      tensors.map((t) => t.name),
+      tensors.map((t) => t.shape),
+    );
+    this.record(
+      spec.name,
+      op,
+      readBindings(spec).map((k) => tensors[k]),
+      tensors[writtenBindings(spec)[0]],
+    );
+  }
   gemm(op: OpSpec, p: GemmProblem, a: ShapeTensor, b: ShapeTensor, c: ShapeTensor): void {
     if (!op.gemm)
       throw new Error(`PlanBackend: the GEMM ${op.label} does not say which product it computes (OpSpec.gemm).`);
@@ -167,61 +138,61 @@ export class PlanBackend implements Backend<ShapeTensor> {
     });
   }
   rmsnorm(op: OpSpec, x: ShapeTensor, g: ShapeTensor, y: ShapeTensor): void {
-    this.kernel('rmsnorm', op, [x, g], y);
+    this.record('rmsnorm', op, [x, g], y);
   }
   rmsnormBackward(op: OpSpec, x: ShapeTensor, g: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor): void {
-    this.kernel('rmsnormBackward', op, [x, g, dy], dx);
+    this.record('rmsnormBackward', op, [x, g, dy], dx);
   }
   rmsnormWeightGrad(op: OpSpec, x: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor): void {
-    this.kernel('rmsnormWeightGrad', op, [x, dy], dg, perElement.rmsnormWeightGrad * numel(x.shape));
+    this.record('rmsnormWeightGrad', op, [x, dy], dg);
   }
   rope(op: OpSpec, x: ShapeTensor, out: ShapeTensor): void {
-    this.kernel('rope', op, [x], out);
+    this.record('rope', op, [x], out);
   }
   ropeBackward(op: OpSpec, dy: ShapeTensor, dx: ShapeTensor): void {
-    this.kernel('ropeBackward', op, [dy], dx);
+    this.record('ropeBackward', op, [dy], dx);
   }
-  softmax(op: OpSpec, x: ShapeTensor, y: ShapeTensor, _a: SoftmaxArgs): void {
-    this.kernel('softmax', op, [x], y);
+  softmax(op: OpSpec, x: ShapeTensor, y: ShapeTensor, args: SoftmaxArgs): void {
+    this.kernel(op, softmaxKernel, [x, y], args);
   }
-  softmaxBackward(op: OpSpec, y: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor): void {
-    this.kernel('softmaxBackward', op, [y, dy], dx);
+  softmaxBackward(op: OpSpec, y: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor, scale: number): void {
+    this.kernel(op, softmaxBackwardKernel, [y, dy, dx], { scale });
   }
   swiglu(op: OpSpec, g: ShapeTensor, u: ShapeTensor, y: ShapeTensor): void {
-    this.kernel('swiglu', op, [g, u], y);
+    this.kernel(op, swigluKernel, [g, u, y], {});
   }
-  swigluBackward(op: OpSpec, g: ShapeTensor, u: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor): void {
-    this.kernel('swigluBackward', op, [g, u, dy], dg);
+  swigluBackward(op: OpSpec, g: ShapeTensor, u: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor, du: ShapeTensor): void {
+    this.kernel(op, swigluBackwardKernel, [g, u, dy, dg, du], {});
   }
   add(op: OpSpec, a: ShapeTensor, b: ShapeTensor, out: ShapeTensor): void {
-    this.kernel('add', op, [a, b], out);
+    this.kernel(op, addKernel, [a, b, out], {});
   }
   copyCols(op: OpSpec, src: ShapeTensor, dst: ShapeTensor, rows: number, n: number): void {
-    this.kernel('copyCols', op, [src], { name: dst.name, shape: [rows, n] }, 0);
+    this.record('copyCols', op, [src], { name: dst.name, shape: [rows, n] });
   }
   addInPlace(op: OpSpec, acc: ShapeTensor, b: ShapeTensor): void {
-    this.kernel('addInPlace', op, [acc, b], acc);
+    this.kernel(op, addInPlaceKernel, [acc, b], {});
   }
   embedding(op: OpSpec, ids: ShapeTensor, table: ShapeTensor, out: ShapeTensor): void {
-    this.kernel('embedding', op, [ids, table], out);
+    this.record('embedding', op, [ids, table], out);
   }
   embeddingBackward(op: OpSpec, ids: ShapeTensor, dy: ShapeTensor, dtable: ShapeTensor): void {
-    this.kernel('embeddingBackward', op, [ids, dy], dtable, numel(dy.shape));
+    this.record('embeddingBackward', op, [ids, dy], dtable);
   }
   ceLocalMax(op: OpSpec, logits: ShapeTensor, out: ShapeTensor): void {
-    this.kernel('ceLocalMax', op, [logits], out, numel(logits.shape));
+    this.record('ceLocalMax', op, [logits], out);
   }
   ceLocalSumExp(op: OpSpec, logits: ShapeTensor, m: ShapeTensor, out: ShapeTensor): void {
-    this.kernel('ceLocalSumExp', op, [logits, m], out, 5 * numel(logits.shape));
+    this.record('ceLocalSumExp', op, [logits, m], out);
   }
   ceTargetLogit(op: OpSpec, logits: ShapeTensor, targets: ShapeTensor, out: ShapeTensor): void {
-    this.kernel('ceTargetLogit', op, [logits, targets], out);
+    this.record('ceTargetLogit', op, [logits, targets], out);
   }
   ceGrad(op: OpSpec, logits: ShapeTensor, targets: ShapeTensor, m: ShapeTensor, s: ShapeTensor, dl: ShapeTensor): void {
-    this.kernel('ceGrad', op, [logits, targets, m, s], dl);
+    this.record('ceGrad', op, [logits, targets, m, s], dl);
   }
   ceLoss(op: OpSpec, m: ShapeTensor, s: ShapeTensor, z: ShapeTensor, loss: ShapeTensor): void {
-    this.kernel('ceLoss', op, [m, s, z], loss);
+    this.record('ceLoss', op, [m, s, z], loss);
   }
   async flush(): Promise<void> {}
 }

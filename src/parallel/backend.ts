@@ -1,6 +1,7 @@
 import type { ColumnBlock } from '../reference/copy-cols.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
-import type { GemmSite, OpPhase, OpRole, OpSplit } from './plan-types.ts';
+import type { GridKernelSpec } from '../reference/kernel-spec.ts';
+import type { GemmSite, KernelName, OpPhase, OpRole, OpSplit } from './plan-types.ts';
 import type { WeightName } from './weight-names.ts';
 
 /**
@@ -59,6 +60,12 @@ export interface Backend<T> {
   read(t: T): Promise<Float32Array>;
   /** Frees a tensor's memory; it must not be used afterwards. */
   release(t: T): void;
+  /**
+   * Runs a grid kernel from its descriptor alone (src/reference/kernel-spec.ts): `tensors` in its
+   * binding order, `args` what its Params and twin take. A new elementwise or row kernel needs no
+   * method of its own: the GPU dispatches its shader, the CPU runs its twin, the plan records its cost.
+   */
+  kernel<A>(op: OpSpec, spec: GridKernelSpec<KernelName, A>, tensors: readonly T[], args: A): void;
   /** C (+)= op(A)·op(B) on strided views (see GemmProblem). */
   gemm(op: OpSpec, p: GemmProblem, a: T, b: T, c: T): void;
   /** y = x / rms(x) · g over the last dim h; rstd [rows] saved for backward. */

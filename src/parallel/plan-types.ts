@@ -1,4 +1,5 @@
 import type { CollectiveOp, ReduceOp } from '../comm/collectives.ts';
+import { kernelSpecs, type KernelName } from '../reference/kernel-registry.ts';
 import type { LayerConfig } from './config.ts';
 import type { WeightName } from './weight-names.ts';
 
@@ -99,33 +100,12 @@ export interface PlannedCollective {
 
 /**
  * The compute kernels other than GEMM that a rank's step runs, by the Backend method that runs
- * each (one WGSL shader, wrapper and CPU twin per kernel; the backward and cross-entropy pieces
- * are kernels of their own).
+ * each (one descriptor per kernel in src/reference/kernel-registry.ts; the backward and
+ * cross-entropy pieces are kernels of their own).
  */
-export const kernelNames = [
-  'rmsnorm',
-  'rmsnormBackward',
-  'rmsnormWeightGrad',
-  'rope',
-  'ropeBackward',
-  'softmax',
-  'softmaxBackward',
-  'swiglu',
-  'swigluBackward',
-  'add',
-  'addInPlace',
-  'copyCols',
-  'embedding',
-  'embeddingBackward',
-  'ceLocalMax',
-  'ceLocalSumExp',
-  'ceTargetLogit',
-  'ceGrad',
-  'ceLoss',
-] as const;
+export const kernelNames = Object.keys(kernelSpecs) as readonly KernelName[];
 
-/** One of the non-GEMM compute kernels (`kernelNames`). */
-export type KernelName = (typeof kernelNames)[number];
+export type { KernelName };
 
 /**
  * What every op of a rank's step carries, in execution order. `name` is the label in the trace

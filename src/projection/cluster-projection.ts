@@ -4,57 +4,102 @@ import { peakFlops } from '../hardware/gpus.ts';
 import { collectiveTimeUs } from '../hardware/interconnect.ts';
 import { memoryBoundUs } from '../hardware/kernel-time.ts';
 import { bytesPerElement } from '../accounting/parameters.ts';
-import { groupLink } from '../hardware/systems.ts';
-import { gpuMemory, stateBytesPerParam, type GpuMemory } from '../accounting/training-memory.ts';
-import { microBatchesOf, setupConfig, type TrainingSetup } from '../megatron/training-setup.ts';
+import type { GpuMemory } from '../accounting/training-memory.ts';
+import {
+  degreesOf,
+  microBatchesOf,
+  recomputeOf,
+  setupConfig,
+  type Degrees,
+  type TrainingSetup,
+} from '../megatron/training-setup.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { makePlan } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
-import { isPerStep, projectLayer, tpGroupLink, type Machine } from './projected-layer.ts';
+import { isPerStep, projectLayer, projectOps, tpGroupLink, type Machine } from './projected-layer.ts';
 import type { Timeline } from '../schedule/schedule.ts';
+import { coreAttentionMs, isCoreAttention, ringAttention } from './context-parallel.ts';
+import {
+  bucketSyncUs,
+  defaultBucketSize,
+  gradBuckets,
+  gradSync,
+  paramGatherExposedMs,
+  stateBytes,
+} from './data-parallel.ts';
+import { groupLinks, p2pUs } from './group-links.ts';
+import { stageMemory, type MemoryClass, type StageMemory } from './memory-timeline.ts';
+import { simulatePipeline, type PipelineRun } from './pipeline-schedule.ts';
+import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from './pipeline-split.ts';
+import { chunkRecompute, type ChunkRecompute } from './recompute.ts';
+import { stagePieces } from './stage-pieces.ts';
+import { stageModel } from './stage-model.ts';
+
+/** Exposed communication per process group, ms per step (the slowest stage's). */
+export interface ExposedByGroup {
+  readonly tp: number;
+  readonly cp: number;
+  /** Pipeline p2p: how much the sends lengthen the simulated schedule. */
+  readonly pp: number;
+  /** Gradient sync past the last backward, the distributed optimizer's parameter all-gather, tied-embedding all-reduce. */
+  readonly dp: number;
+}
 
 /** The projection of one training step (times in ms, per GPU unless said). */
 export interface StepProjection {
   readonly setup: TrainingSetup;
   readonly machine: Machine;
+  readonly degrees: Degrees;
   readonly dp: number;
   /** m: micro-batches per replica per step. */
   readonly microBatches: number;
   /** One block's micro-batch on the machine, and the plan with embedding, output and loss. */
   readonly block: Timeline;
   readonly full: Timeline;
-  /** One micro-batch through all L layers: full + (L − 1)·block. */
+  /** One micro-batch through all L layers on one GPU (p = 1): full + (L − 1)·block (+ recompute). */
   readonly microBatchMs: number;
-  /** TP communication not hidden by compute, all micro-batches (worst rank). */
+  /** The layers of each stage and chunk. */
+  readonly split: PipelineSplit;
+  /** The simulated pipeline schedule (p = 1: the m micro-batches back to back). */
+  readonly pipeline: PipelineRun;
+  /** Idle share of the busiest stage: (p−1)/(m+p−1) with equal stages; 0 without pipelining. */
+  readonly bubbleShare: number;
+  /** TP communication not hidden by compute, all micro-batches (slowest stage). */
   readonly tpExposedMs: number;
-  /** Data-parallel gradient all-reduce after the last backward (bucketed, not overlapped). */
+  /** Data-parallel gradient sync past the pipeline's end (all-reduce, or reduce-scatter with the distributed optimizer). */
   readonly dpAllReduceMs: number;
   readonly dpBuckets: number;
+  /** The distributed optimizer's parameter all-gather not hidden (0 without it). */
+  readonly paramGatherMs: number;
+  /** Tied embeddings with p > 1: the embedding-gradient all-reduce between the first and last stage. */
+  readonly embeddingAllReduceMs: number;
   /** Once-per-step collectives of the plan's finalize phase, coalesced over layers. */
   readonly finalizeMs: number;
-  /** Adam update (memory-bound). */
+  /** Adam update (memory-bound) of this GPU's parameters (its shard with the distributed optimizer). */
   readonly optimizerMs: number;
   readonly stepMs: number;
   readonly tokensPerStep: number;
   readonly tokensPerS: number;
-  /** GEMM FLOPs of the model (TP = 1 shapes, forward + backward) per step, all GPUs. */
+  /** GEMM FLOPs of the model (TP = 1 shapes, forward + backward, once) per step, all GPUs. */
   readonly modelFlopsPerStep: number;
+  /** Model FLOPs plus the recomputed forwards (what the GPUs execute). */
+  readonly executedFlopsPerStep: number;
   readonly tflopsPerGpu: number;
   /** Model FLOPs / (N · dense peak · step). */
   readonly mfu: number;
-  /** Exposed communication per rank: TP exposed + DP all-reduce + finalize. */
+  /** Executed FLOPs / (N · dense peak · step) (hardware FLOPs utilization). */
+  readonly executedMfu: number;
+  readonly exposedByGroup: ExposedByGroup;
+  /** Σ exposedByGroup. */
   readonly exposedMs: number;
   readonly exposedShare: number;
+  /** The peak stage's memory (totalBytes = its peak over the step's live intervals). */
   readonly memory: GpuMemory;
+  /** Every stage's live-interval timeline and peak. */
+  readonly stageMemory: readonly StageMemory[];
+  /** Parameters each stage holds (its TP shard). */
+  readonly stageParams: readonly number[];
 }
-
-/**
- * Megatron DDP's gradient bucket (elements): max(40M, 1M · DP) (megatron/core/distributed,
- * DistributedDataParallelConfig.bucket_size default in `_get_default_bucket_size`-era code).
- */
-export const bucketElements = (dp: number): number => Math.max(40_000_000, 1_000_000 * dp);
-
-const worstExposed = (t: Timeline): number => Math.max(0, ...t.totals.map((r) => r.exposedMs));
 
 /** The two plans of a configuration: with the vocabulary (one block inside) and the block alone. */
 async function plans(c: LayerConfig): Promise<{ full: LayerPlan; block: LayerPlan }> {
@@ -63,84 +108,255 @@ async function plans(c: LayerConfig): Promise<{ full: LayerPlan; block: LayerPla
   return { full, block };
 }
 
-/** GEMM FLOPs of the plan's ops (one rank). */
-const gemmFlops = (p: LayerPlan): number => p.ops.reduce((a, o) => a + (o.kind === 'gemm' ? o.gemm.flops : 0), 0);
+/** GEMM FLOPs of the plan's ops (one rank), optionally only those `keep` selects. */
+const gemmFlops = (p: LayerPlan, keep: (o: LayerPlan['ops'][number]) => boolean = () => true): number =>
+  p.ops.reduce((a, o) => a + (o.kind === 'gemm' && keep(o) ? o.gemm.flops : 0), 0);
 
 /**
- * One training step on `machine`:
- *   micro-batch = full + (L − 1)·block   (each plan scheduled with projected kernels and links)
- *   step = m · micro-batch + DP all-reduce + finalize + optimizer
- * The DP gradient all-reduce runs after the last backward, in buckets, not overlapped (Megatron's
- * default without --overlap-grad-reduce); its group of N/t ranks is strided by t.
+ * One training step on `machine`, Megatron-Core style:
+ *   per micro-batch, chunk c of stage i runs n_ic layers (+ the embedding on the first, the output
+ *   and loss on the last), each priced by the scheduled plans (projected kernels and TP links),
+ *   plus context parallelism's ring exchange and the recomputed forwards;
+ *   the pipeline schedule (1F1B, or interleaved with v > 1) is simulated with p2p sends on the
+ *   stage boundary's link; the gradient sync (buckets, overlapped or after backward) runs on
+ *   each stage's DP stream; then the tied-embedding all-reduce, the finalize collectives, the
+ *   optimizer and the distributed optimizer's parameter all-gather.
+ * Memory is each stage's peak over live intervals built from the simulated schedule.
  */
 export async function projectStep(setup: TrainingSetup, machine: Machine): Promise<StepProjection> {
   const c = setupConfig(setup);
+  const deg = degreesOf(setup);
   const { system, dtype } = machine;
   const L = setup.layers;
   const m = microBatchesOf(setup);
-  const dp = setup.gpus / setup.tp;
+  const rc = recomputeOf(setup);
+  const split = splitLayers(L, deg.pp, deg.vpp, { first: setup.firstStageLayers, last: setup.lastStageLayers });
   const { full, block } = await plans(c);
   const fullT = projectLayer(full, machine, setup.overlap);
   const blockT = full === block ? fullT : projectLayer(block, machine, setup.overlap);
-  const redo = setup.recompute ? forwardPart(blockT) : { ms: 0, exposedMs: 0 };
-  const microBatchMs = fullT.stepMs + (L - 1) * blockT.stepMs + L * redo.ms;
-  const tpExposedMs = m * (worstExposed(fullT) + (L - 1) * worstExposed(blockT) + L * redo.exposedMs);
+  const pieces = stagePieces(full, fullT, block, blockT);
+  const links = groupLinks(system, deg);
+  const bytes = dtypeBytes[dtype];
 
-  const memory = gpuMemory(full, block, L, dtype, system.gpu.memoryGiB, setup.recompute ?? false);
-  const gradBytes = stateBytesPerParam[dtype].grads;
-  const buckets = Math.ceil(memory.params / bucketElements(dp));
-  const dpLink = groupLink(system, dp, Math.max(1, Math.floor(system.gpusPerNode / setup.tp)));
-  let dpAllReduceMs = 0;
-  if (dp > 1)
-    for (let i = 0; i < buckets; i++) {
-      const elems = Math.min(bucketElements(dp), memory.params - i * bucketElements(dp));
-      dpAllReduceMs += (system.collectiveBaseUs + collectiveTimeUs('allReduce', elems * gradBytes, dp, dpLink)) / 1e3;
+  // Context parallelism: the ring exchange of K, V per layer.
+  const core = coreAttentionMs(block, projectOps(block, machine));
+  const own = block.ranks[0]!;
+  const kvBytes = 2 * c.s * c.b * own.kvGroups.length * (c.h / c.heads) * bytes;
+  const ring = ringAttention(deg.cp, core, kvBytes, links.cp, system);
+
+  const model = stageModel(full, block, split, dtype, setup);
+  const rec: ChunkRecompute[][] = split.layers.map((row) => row.map((n) => chunkRecompute(n, model.layer, rc)));
+  const layerF = pieces.layer.forward.ms + ring.forwardMs;
+  const layerB = pieces.layer.backward.ms + ring.backwardMs;
+  const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
+  const forwardMs = (i: number, ch: number): number =>
+    split.layers[i]![ch]! * layerF +
+    (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
+    (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
+  const redoMs = (i: number, ch: number): number =>
+    rec[i]![ch]!.recomputedLayers * layerF + rec[i]![ch]!.recomputedCoreAttention * coreF;
+  const backwardMs = (i: number, ch: number): number =>
+    split.layers[i]![ch]! * layerB +
+    redoMs(i, ch) +
+    (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
+    (holdsOutput(split, i, ch) ? pieces.output.backward.ms : 0);
+
+  // The activation (or its gradient) crossing a stage boundary: [s/(t·cp), b, h] with SP, [s/cp, b, h] without.
+  const p2pBytes = (own.tokens[1] - own.tokens[0]) * c.b * c.h * bytes;
+  const p2pMs = deg.pp > 1 ? p2pUs(system, links.pp, p2pBytes) / 1e3 : 0;
+  const pipeIn = { p: deg.pp, v: deg.vpp, m, forwardMs, backwardMs, p2pMs };
+  const pipeline = simulatePipeline(pipeIn);
+  const noP2p = deg.pp > 1 ? simulatePipeline({ ...pipeIn, p2pMs: 0 }) : pipeline;
+
+  // TP and CP exposure per stage over the step.
+  const stageExposed = split.layers.map((row, i) =>
+    row.reduce((a, n, ch) => {
+      const r = rec[i]![ch]!;
+      return (
+        a +
+        n * (pieces.layer.forward.exposedMs + pieces.layer.backward.exposedMs) +
+        r.recomputedLayers * pieces.layer.forward.exposedMs +
+        (holdsEmbedding(i, ch) ? pieces.embedding.forward.exposedMs + pieces.embedding.backward.exposedMs : 0) +
+        (holdsOutput(split, i, ch) ? pieces.output.forward.exposedMs + pieces.output.backward.exposedMs : 0)
+      );
+    }, 0),
+  );
+  const tpExposedMs = m * Math.max(...stageExposed);
+  const maxStageLayers = Math.max(...split.layers.map((row) => row.reduce((a, n) => a + n, 0)));
+  // CP: every layer's exchange, plus the forward exchange again where full recompute re-runs a layer.
+  const cpExposedMs =
+    m *
+    Math.max(
+      ...split.layers.map((row, i) =>
+        row.reduce((a, n, ch) => a + n * ring.exposedMs + rec[i]![ch]!.recomputedLayers * ring.exposedForwardMs, 0),
+      ),
+    );
+
+  // Data parallelism on each stage's DP stream.
+  const dpGroup = deg.dp * deg.cp;
+  const distOpt = setup.distributedOptimizer ?? false;
+  const bucketSize = setup.bucketSize ?? defaultBucketSize(deg.dp);
+  const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system);
+  let dpBuckets = 0;
+  let pipelineDone = 0;
+  let paramGatherMs = 0;
+  split.layers.forEach((row, i) => {
+    const ops = pipeline.ops[i]!;
+    const stageEnd = Math.max(0, ...ops.map((o) => o.t1));
+    const chunks = row.map((_, ch) => {
+      const lastB = ops.filter((o) => o.pass === 'backward' && o.chunk === ch).at(-1);
+      const buckets = gradBuckets(model.chunkParams[i]![ch]!, {
+        overlapGradReduce: setup.overlapGradReduce ?? false,
+        stage: i,
+        chunk: ch,
+        bucketSize,
+      });
+      return { buckets, lastBackward: lastB ? { t0: lastB.t0, t1: lastB.t1 } : { t0: stageEnd, t1: stageEnd } };
+    });
+    const s = gradSync(chunks, setup.overlapGradReduce ?? false, (p) => (dpGroup > 1 ? sync(p).gradUs : 0), stageEnd);
+    if (dpGroup > 1) dpBuckets = Math.max(dpBuckets, s.buckets);
+    pipelineDone = Math.max(pipelineDone, stageEnd, s.endMs);
+    if (distOpt && dpGroup > 1) {
+      const first = ops.find((o) => o.pass === 'forward');
+      const gather = chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3));
+      const ex = paramGatherExposedMs(
+        gather,
+        setup.overlapParamGather ?? false,
+        first?.t0 ?? 0,
+        first ? first.t1 - first.t0 : 0,
+      );
+      paramGatherMs = Math.max(paramGatherMs, ex);
     }
+  });
+  const dpAllReduceMs = pipelineDone - pipeline.spanMs;
 
-  const finalizeMs = finalizeTime(full, block, L, machine);
-  const per = stateBytesPerParam[dtype];
-  const optimizerMs = memoryBoundUs(memory.params * (2 * (per.optimizer + per.weights) + per.grads), system.gpu) / 1e3;
-  const stepMs = m * microBatchMs + dpAllReduceMs + finalizeMs + optimizerMs;
+  const tied = setup.tiedEmbeddings ?? false;
+  const embeddingAllReduceMs =
+    tied && deg.pp > 1 && c.vocab > 0
+      ? (system.collectiveBaseUs +
+          collectiveTimeUs(
+            'allReduce',
+            model.embeddingParams * stateBytes(dtype, false, 1).grads,
+            2,
+            links.embedding,
+          )) /
+        1e3
+      : 0;
+  const finalizeMs = finalizeTime(full, block, maxStageLayers, machine);
+  const maxParams = Math.max(...model.stageParams);
+  const per = stateBytes(dtype, distOpt, dpGroup);
+  const shard = distOpt ? maxParams / dpGroup : maxParams;
+  const base = stateBytes(dtype, false, 1);
+  const optimizerMs = memoryBoundUs(shard * (2 * (base.optimizer + base.weights) + base.grads), system.gpu) / 1e3;
+  const stepMs = pipelineDone + embeddingAllReduceMs + finalizeMs + optimizerMs + paramGatherMs;
 
-  const ref = await plans({ ...c, tp: 1, sp: false });
-  const modelFlopsPerStep = dp * m * (gemmFlops(ref.full) + (L - 1) * gemmFlops(ref.block));
-  const tokensPerStep = dp * m * c.b * c.s;
+  // FLOPs: the model's once (TP = 1, full sequence), executed adds the recomputed forwards.
+  const ref = await plans({ ...c, s: setup.sizes.s, tp: 1, sp: false });
+  const perMicroBatch = gemmFlops(ref.full) + (L - 1) * gemmFlops(ref.block);
+  const fwdLayer = gemmFlops(ref.block, (o) => o.phase === 'forward');
+  const fwdCore = gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o));
+  const redoFlops = rec
+    .flat()
+    .reduce((a, r) => a + r.recomputedLayers * fwdLayer + r.recomputedCoreAttention * fwdCore, 0);
+  const replicas = deg.dp;
+  const modelFlopsPerStep = replicas * m * perMicroBatch;
+  const executedFlopsPerStep = replicas * m * (perMicroBatch + redoFlops);
+  const tokensPerStep = replicas * m * setup.sizes.b * setup.sizes.s;
+  const peak = peakFlops(system.gpu, dtype);
   const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
-  const exposedMs = tpExposedMs + dpAllReduceMs + finalizeMs;
+
+  // Memory by lifetime per stage.
+  const stageMem = split.layers.map((_, i) =>
+    stageMemory(
+      pipeline,
+      i,
+      {
+        resident: [
+          { label: 'weights', bytes: model.stageParams[i]! * per.weights },
+          {
+            label: distOpt ? `main weights and Adam moments (1/${dpGroup} shard)` : 'main weights and Adam moments',
+            bytes: model.stageParams[i]! * per.optimizer,
+          },
+        ],
+        perStep: [{ label: 'gradient buffer', bytes: model.stageParams[i]! * per.grads }],
+        keptBytes: (ch) =>
+          rec[i]![ch]!.keptBytes +
+          (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
+          (holdsOutput(split, i, ch) ? model.outputActivation : 0),
+        backwardTransientBytes: (ch) => rec[i]![ch]!.backwardTransientBytes,
+        forwardTransientBytes: (ch) => (holdsOutput(split, i, ch) ? model.logitsForward : 0),
+        lossBytes: (ch) => (holdsOutput(split, i, ch) ? model.lossSoftmax : 0),
+      },
+      stepMs,
+    ),
+  );
+  const worst = stageMem.reduce((a, s) => (s.peakBytes > a.peakBytes ? s : a));
+  const wp = model.stageParams[worst.stage]!;
+  const capacityBytes = system.gpu.memoryGiB * 2 ** 30;
+  const memory: GpuMemory = {
+    params: wp,
+    weightBytes: wp * per.weights,
+    gradBytes: wp * per.grads,
+    optimizerBytes: wp * per.optimizer,
+    activationBytes: worst.atPeak.perMicroBatch + worst.atPeak.transient,
+    totalBytes: worst.peakBytes,
+    capacityBytes,
+    oom: worst.peakBytes > capacityBytes,
+  };
+
+  const exposedByGroup: ExposedByGroup = {
+    tp: tpExposedMs,
+    cp: cpExposedMs,
+    pp: pipeline.spanMs - noP2p.spanMs,
+    dp: dpAllReduceMs + paramGatherMs + embeddingAllReduceMs + finalizeMs,
+  };
+  const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
+  const microBatchMs =
+    pieces.embedding.forward.ms +
+    pieces.embedding.backward.ms +
+    pieces.output.forward.ms +
+    pieces.output.backward.ms +
+    split.layers.flat().reduce((a, n) => a + n * (layerF + layerB), 0) +
+    split.layers.reduce((a, row, i) => a + row.reduce((b, _, ch) => b + redoMs(i, ch), 0), 0);
   return {
     setup,
     machine,
-    dp,
+    degrees: deg,
+    dp: deg.dp,
     microBatches: m,
     block: blockT,
     full: fullT,
     microBatchMs,
+    split,
+    pipeline,
+    bubbleShare: pipeline.bubbleShare,
     tpExposedMs,
     dpAllReduceMs,
-    dpBuckets: dp > 1 ? buckets : 0,
+    dpBuckets,
+    paramGatherMs,
+    embeddingAllReduceMs,
     finalizeMs,
     optimizerMs,
     stepMs,
     tokensPerStep,
     tokensPerS: tokensPerStep / (stepMs * 1e-3),
     modelFlopsPerStep,
+    executedFlopsPerStep,
     tflopsPerGpu,
-    mfu: (tflopsPerGpu * 1e12) / peakFlops(system.gpu, dtype),
+    mfu: modelFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
+    executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
+    exposedByGroup,
     exposedMs,
     exposedShare: exposedMs / stepMs,
     memory,
+    stageMemory: stageMem,
+    stageParams: model.stageParams,
   };
 }
 
-/** The forward pass of a scheduled block: when its last forward op ends, and its exposed comm. */
-function forwardPart(t: Timeline): { ms: number; exposedMs: number } {
-  const fwd = t.events.filter((e) => e.phase === 'forward');
-  const worst = Math.max(
-    0,
-    ...t.totals.map((r) => fwd.filter((e) => e.rank === r.rank).reduce((a, e) => a + e.exposedMs, 0)),
-  );
-  return { ms: Math.max(0, ...fwd.map((e) => e.t1)), exposedMs: worst };
-}
+/** Live bytes per lifetime class at the peak stage's peak. */
+export const memoryAtPeak = (p: StepProjection): Readonly<Record<MemoryClass, number>> =>
+  p.stageMemory.reduce((a, s) => (s.peakBytes > a.peakBytes ? s : a)).atPeak;
 
 /**
  * The plan's finalize-phase collectives (e.g. the SP norm-gradient all-reduce in
@@ -173,7 +389,7 @@ export type BudgetRow =
   | { readonly tp: number; readonly ok: true; readonly step: StepProjection }
   | { readonly tp: number; readonly ok: false; readonly reason: string };
 
-/** The step at each t of `degrees` over the same budget N (t × DP = N); illegal t say why. */
+/** The step at each t of `degrees` over the same budget N (t × p × cp × DP = N); illegal t say why. */
 export async function fixedBudget(
   setup: Omit<TrainingSetup, 'tp'>,
   degrees: readonly number[],

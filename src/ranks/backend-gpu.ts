@@ -9,6 +9,7 @@ import {
   crossEntropyLoss,
   crossEntropyTargetLogit,
 } from '../kernels/cross-entropy.ts';
+import { dispatchKernel } from '../kernels/dispatch-kernel.ts';
 import { embedding, embeddingBackward } from '../kernels/embedding.ts';
 import { gemmStrided } from '../kernels/gemm.ts';
 import { rmsnorm, rmsnormBackward, rmsnormWeightGrad } from '../kernels/rmsnorm.ts';
@@ -17,8 +18,9 @@ import { softmax, softmaxBackward } from '../kernels/softmax.ts';
 import { swiglu, swigluBackward } from '../kernels/swiglu.ts';
 import { createTensor, readTensor, type GpuTensor } from '../kernels/tensor.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
+import type { GridKernelSpec } from '../reference/kernel-spec.ts';
 import type { Backend, OpSpec, SoftmaxArgs } from '../parallel/backend.ts';
-import type { OpPhase } from '../parallel/plan-types.ts';
+import type { KernelName, OpPhase } from '../parallel/plan-types.ts';
 
 /** The layer on WebGPU: every op is one kernel dispatch named by its op's label (ctx.scope) for timing. */
 export class GpuBackend implements Backend<GpuTensor> {
@@ -65,6 +67,9 @@ export class GpuBackend implements Backend<GpuTensor> {
     this.ctx.submit();
     t.buffer.destroy();
     this.live.delete(t);
+  }
+  kernel<A>(op: OpSpec, spec: GridKernelSpec<KernelName, A>, tensors: readonly GpuTensor[], args: A): void {
+    this.run(op, () => dispatchKernel(this.ctx, spec, tensors, args));
   }
   gemm(op: OpSpec, p: GemmProblem, a: GpuTensor, b: GpuTensor, c: GpuTensor): void {
     this.run(op, () => gemmStrided(this.ctx, p, a, b, c));

@@ -66,6 +66,8 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   private readonly onBreak = new Set<(rank: number, e: Error) => void>();
   /** Cancels the main thread's wait on each worker's life lock (see watch). */
   private readonly unwatch = new AbortController();
+  /** Per worker: settles once it holds its life lock and the main thread waits on it (see watch). */
+  private readonly lifeLocks: Promise<void>[] = [];
 
   private constructor(opts: RankPoolOptions) {
     this.t = checkSize(opts.size);
@@ -130,35 +132,42 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     this.workers.push(w);
     const remote = Comlink.wrap<RankWorker>(w);
     this.remotes.push(remote);
-    this.watch(r, remote);
+    this.lifeLocks.push(this.watch(r, remote));
   }
 
   /**
    * Notices at once when worker r ends (self.close(), a crash, the tab's process killing it): the
    * worker holds a Web Lock for its whole life and the browser releases it when the worker ends, so
    * the main thread's request for the same lock is granted exactly then. (A heartbeat cannot do
-   * this: a healthy rank blocked in Atomics.wait on a slow peer cannot answer one.)
+   * this: a healthy rank blocked in Atomics.wait on a slow peer cannot answer one.) The returned
+   * promise settles once the worker holds the lock and the main thread's request is queued behind
+   * it; `join` waits for it before the worker's first call, so no program runs on a worker whose
+   * end would go unnoticed (a worker that closed before its lock request was granted never held the
+   * lock, and its death was then seen only through the peers' collective timeout plus the grace).
    */
-  private watch(r: number, remote: Comlink.Remote<RankWorker>): void {
+  private watch(r: number, remote: Comlink.Remote<RankWorker>): Promise<void> {
     const locks = (globalThis.navigator as Navigator | undefined)?.locks;
-    if (!locks) return;
+    if (!locks) return Promise.resolve();
     const name = `tp-rank-${crypto.randomUUID()}`;
-    remote
-      .holdLifeLock(name)
-      .then(() =>
-        locks.request(name, { signal: this.unwatch.signal }, () => {
-          if (!this.disposed)
-            this.breakWith(r, new RankFailedError(r, 'its worker closed or died (its life lock was released).'));
-        }),
-      )
-      .catch(() => {}); // the pool was disposed, or the worker ended before it took the lock (its error event reports it)
+    return remote.holdLifeLock(name).then(
+      () => {
+        locks
+          .request(name, { signal: this.unwatch.signal }, () => {
+            if (!this.disposed)
+              this.breakWith(r, new RankFailedError(r, 'its worker closed or died (its life lock was released).'));
+          })
+          .catch(() => {}); // the pool was disposed
+      },
+      () => {}, // the worker could not take a lock: its error event or the call deadline reports a death
+    );
   }
 
   /** Wires ranks 0…t−1 into one group over fresh shared memory or ports (a new device only where a worker has none). */
   private async join(): Promise<void> {
     this.ring = this.transport === 'sab-ring' ? createSabRing(this.t, this.commCapacityBytes) : undefined;
     const mesh = this.transport === 'message-port' ? createPortMesh(this.t) : undefined;
-    this.infos = await this.callAll('init', [...Array(this.t).keys()], (remote, rank) => {
+    this.infos = await this.callAll('init', [...Array(this.t).keys()], async (remote, rank) => {
+      await this.lifeLocks[rank];
       const transport: RankTransportInit = mesh
         ? { kind: 'message-port', ports: mesh[rank] }
         : { kind: 'sab-ring', ring: this.ring! };

@@ -1,3 +1,5 @@
+import type { ShaderSpec } from './kernel-spec.ts';
+
 /** Adam's hyper-parameters (Kingma & Ba 2015; PyTorch's torch.optim.Adam defaults but lr). */
 export interface AdamHyper {
   readonly lr: number;
@@ -36,3 +38,18 @@ export function adamRef(
     p[i] -= (h.lr * (m[i] / c1)) / (Math.sqrt(v[i] / c2) + h.eps);
   }
 }
+
+/** shaders/adam.wgsl: Params { n, lr, beta1, beta2, eps, c1, c2 } padded to 32 bytes. */
+export const adamShader: ShaderSpec = {
+  file: 'adam',
+  params: [
+    { name: 'n', type: 'u32' },
+    { name: 'lr', type: 'f32' },
+    { name: 'beta1', type: 'f32' },
+    { name: 'beta2', type: 'f32' },
+    { name: 'eps', type: 'f32' },
+    { name: 'c1', type: 'f32' },
+    { name: 'c2', type: 'f32' },
+    { name: '_pad', type: 'u32' },
+  ],
+};

@@ -1,3 +1,5 @@
+import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+
 /** A column block of a row-major matrix: width w (its last dim) and the block's first column c0. */
 export interface ColumnBlock {
   readonly w: number;
@@ -16,3 +18,27 @@ export function copyColsRef<A extends { [i: number]: number; readonly length: nu
   for (let r = 0; r < rows; r++) for (let j = 0; j < n; j++) dst[r * to.w + to.c0 + j] = src[r * from.w + from.c0 + j];
   return dst;
 }
+
+/** shaders/copy-cols.wgsl: Params { n, cols, sw, sc0, dw, dc0 } padded to 32 bytes. */
+export const copyColsShader: ShaderSpec = {
+  file: 'copy-cols',
+  params: [
+    { name: 'n', type: 'u32' },
+    { name: 'cols', type: 'u32' },
+    { name: 'sw', type: 'u32' },
+    { name: 'sc0', type: 'u32' },
+    { name: 'dw', type: 'u32' },
+    { name: 'dc0', type: 'u32' },
+    { name: '_pad0', type: 'u32' },
+    { name: '_pad1', type: 'u32' },
+  ],
+};
+
+/** A column block copied between [rows, w] matrices: no arithmetic. */
+export const copyColsKernel: KernelSpec<'copyCols'> = {
+  name: 'copyCols',
+  shader: copyColsShader,
+  entryPoint: 'copy_cols',
+  megatron: 'tensor copy',
+  cost: { perElement: 0 },
+};

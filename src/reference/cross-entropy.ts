@@ -1,3 +1,5 @@
+import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+
 // CPU twins (float64) of the vocab-parallel cross-entropy pieces on logits rows of vl columns
 // holding vocabulary ids [v0, v0 + vl), and of the whole unsharded loss.
 
@@ -79,3 +81,39 @@ export function crossEntropyRef(
   }
   return { loss, grad };
 }
+
+/** shaders/cross-entropy.wgsl (with the shared row reduction): Params { rows, vl, v0, scale } (16 bytes). */
+export const crossEntropyShader: ShaderSpec = {
+  file: 'cross-entropy',
+  include: ['row-reduce'],
+  params: [
+    { name: 'rows', type: 'u32' },
+    { name: 'vl', type: 'u32' },
+    { name: 'v0', type: 'u32' },
+    { name: 'scale', type: 'f32' },
+  ],
+};
+
+/** One piece of Megatron's vocab_parallel_cross_entropy. */
+const piece = <N extends string>(name: N, entryPoint: string, cost: KernelSpec['cost']): KernelSpec<N> => ({
+  name,
+  shader: crossEntropyShader,
+  entryPoint,
+  megatron: 'vocab_parallel_cross_entropy',
+  cost,
+});
+
+/** Per-row max of the local logits (one compare per logit). */
+export const ceLocalMaxKernel = piece('ceLocalMax', 'ce_local_max', { perElement: 1, over: 0 });
+
+/** Per-row Σ exp(x − m) over the local logits. */
+export const ceLocalSumExpKernel = piece('ceLocalSumExp', 'ce_local_sum', { perElement: 5, over: 0 });
+
+/** Per-row target logit when the target is local. */
+export const ceTargetLogitKernel = piece('ceTargetLogit', 'ce_target_logit', { perElement: 0 });
+
+/** scale · (softmax − onehot) on the local logits. */
+export const ceGradKernel = piece('ceGrad', 'ce_grad', { perElement: 6 });
+
+/** Per-row loss log S + m − z. */
+export const ceLossKernel = piece('ceLoss', 'ce_loss', { perElement: 5 });

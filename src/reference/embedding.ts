@@ -1,3 +1,5 @@
+import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+
 // CPU twins (float64) of the vocab-parallel embedding on a table of vl rows holding vocabulary ids
 // [v0, v0 + vl), rows of width h. An id is local when it is an integer in [v0, v0 + vl); all other
 // ids (other ranks', ≥ the padded vocabulary, negative, fractional, NaN, ±Inf) look up zeros and
@@ -38,3 +40,37 @@ export function embeddingBackwardRef(
   }
   return out;
 }
+
+/** shaders/embedding.wgsl: Params { tokens, h, v0, vl, accumulate } padded to 32 bytes. */
+export const embeddingShader: ShaderSpec = {
+  file: 'embedding',
+  params: [
+    { name: 'tokens', type: 'u32' },
+    { name: 'h', type: 'u32' },
+    { name: 'v0', type: 'u32' },
+    { name: 'vl', type: 'u32' },
+    { name: 'accumulate', type: 'u32' },
+    { name: '_pad0', type: 'u32' },
+    { name: '_pad1', type: 'u32' },
+    { name: '_pad2', type: 'u32' },
+  ],
+};
+
+/** out[t] = table[id_t − v0] for this rank's ids, else 0 (VocabParallelEmbedding's forward). */
+export const embeddingKernel: KernelSpec<'embedding'> = {
+  name: 'embedding',
+  shader: embeddingShader,
+  entryPoint: 'embedding',
+  megatron: 'VocabParallelEmbedding',
+  cost: { perElement: 0 },
+};
+
+/** dtable[v] = Σ_{t: id_t = v0 + v} dy[t]: one add per element of dy. */
+export const embeddingBackwardKernel: KernelSpec<'embeddingBackward'> = {
+  name: 'embeddingBackward',
+  shader: embeddingShader,
+  entryPoint: 'embedding_dw',
+  megatron: 'VocabParallelEmbedding',
+  cost: { perElement: 1, over: 1 },
+  role: 'wgrad',
+};

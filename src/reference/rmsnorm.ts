@@ -1,3 +1,5 @@
+import type { GridDims, GridKernelSpec, KernelSpec, ShaderSpec } from './kernel-spec.ts';
+
 /** CPU twin of rmsnorm in float64: x rows of h, gain g [h] → y (same length) and rstd (one per row). */
 export function rmsnormRef(
   x: ArrayLike<number>,
@@ -28,7 +30,20 @@ export function rmsnormBackwardRef(
   h: number,
   eps = 1e-5,
 ): { dx: Float64Array; dg: Float64Array } {
-  const { rstd } = rmsnormRef(x, g, h, eps);
+  return rmsnormBackwardGivenRstd(x, g, rmsnormRef(x, g, h, eps).rstd, dy, h);
+}
+
+/**
+ * The rmsnorm backward from a saved rstd (one per row), as the kernel computes it:
+ * dx = rstd·dy⊙g − x·rstd³·Σ(dy⊙g⊙x)/h per row, dg[j] = Σ_rows dy·x·rstd.
+ */
+export function rmsnormBackwardGivenRstd(
+  x: ArrayLike<number>,
+  g: ArrayLike<number>,
+  rstd: ArrayLike<number>,
+  dy: ArrayLike<number>,
+  h: number,
+): { dx: Float64Array; dg: Float64Array } {
   const dx = new Float64Array(x.length);
   const dg = new Float64Array(h);
   for (let r = 0; r < rstd.length; r++) {
@@ -43,3 +58,79 @@ export function rmsnormBackwardRef(
   }
   return { dx, dg };
 }
+
+/** shaders/rmsnorm.wgsl (with the shared row reduction): Params { rows, h, eps, row_start, row_end, accumulate } padded to 32 bytes. */
+export const rmsnormShader: ShaderSpec = {
+  file: 'rmsnorm',
+  include: ['row-reduce'],
+  params: [
+    { name: 'rows', type: 'u32' },
+    { name: 'h', type: 'u32' },
+    { name: 'eps', type: 'f32' },
+    { name: 'row_start', type: 'u32' },
+    { name: 'row_end', type: 'u32' },
+    { name: 'accumulate', type: 'u32' },
+    { name: '_pad0', type: 'u32' },
+    { name: '_pad1', type: 'u32' },
+  ],
+};
+
+/** x [..., h] (binding 0) gives the gain's shape [h] and rstd's [...]. */
+const gainOrRow =
+  (gain: number, perRow: number) =>
+  (k: number, d: GridDims): readonly number[] =>
+    k === gain ? [d.cols] : k === perRow ? d.shape.slice(0, -1) : d.shape;
+
+const megatron = 'RMSNorm';
+
+/** y = x / rms(x) · g over the last dim, rstd = 1/rms(x) saved per row. */
+export const rmsnormKernel: GridKernelSpec<'rmsnorm', { readonly eps: number }> = {
+  name: 'rmsnorm',
+  shader: rmsnormShader,
+  entryPoint: 'rmsnorm',
+  megatron,
+  cost: { perElement: 4 },
+  grid: 'rows',
+  bindings: [
+    { name: 'x', access: 'read' },
+    { name: 'g', access: 'read' },
+    { name: 'y', access: 'write' },
+    { name: 'rstd', access: 'write' },
+  ],
+  shapeOf: gainOrRow(1, 3),
+  params: (d, { eps }) => ({ rows: d.rows, h: d.cols, eps, row_start: 0, row_end: 0, accumulate: 0 }),
+  twin: ([x, g], d, { eps }) => {
+    const { y, rstd } = rmsnormRef(x, g, d.cols, eps);
+    return [y, rstd];
+  },
+};
+
+/** dx of rmsnorm from the saved rstd (dg is rmsnormWeightGrad). */
+export const rmsnormBackwardKernel: GridKernelSpec<'rmsnormBackward'> = {
+  name: 'rmsnormBackward',
+  shader: rmsnormShader,
+  entryPoint: 'rmsnorm_backward',
+  megatron,
+  cost: { perElement: 8 },
+  grid: 'rows',
+  bindings: [
+    { name: 'x', access: 'read' },
+    { name: 'g', access: 'read' },
+    { name: 'rstd', access: 'read' },
+    { name: 'dy', access: 'read' },
+    { name: 'dx', access: 'write' },
+  ],
+  shapeOf: gainOrRow(1, 2),
+  params: (d) => ({ rows: d.rows, h: d.cols, eps: 0, row_start: 0, row_end: 0, accumulate: 0 }),
+  twin: ([x, g, rstd, dy], d) => [rmsnormBackwardGivenRstd(x, g, rstd, dy, d.cols).dx],
+};
+
+/** dg [h] = Σ over a block of rows of dy · x · rstd: one invocation per column (its own grid, src/kernels/rmsnorm.ts). */
+export const rmsnormWeightGradKernel: KernelSpec<'rmsnormWeightGrad'> = {
+  name: 'rmsnormWeightGrad',
+  shader: rmsnormShader,
+  entryPoint: 'rmsnorm_dg',
+  megatron,
+  cost: { perElement: 3, over: 0 },
+  role: 'wgrad',
+};

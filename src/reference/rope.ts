@@ -1,3 +1,5 @@
+import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+
 /** Options of the rope twin; the same meaning as the kernel's RopeOptions. */
 export interface RopeRefOptions {
   readonly base?: number;
@@ -34,3 +36,33 @@ export function ropeRef(
   }
   return out;
 }
+
+/** shaders/rope.wgsl: a 32-byte header, then ω_k for k < d/2 ≤ 256 as 64 vec4f. */
+export const ropeShader: ShaderSpec = {
+  file: 'rope',
+  params: [
+    { name: 'pairs', type: 'u32' },
+    { name: 'half', type: 'u32' },
+    { name: 'bh', type: 'u32' },
+    { name: 'offset', type: 'u32' },
+    { name: 'sign', type: 'f32' },
+    { name: '_pad0', type: 'u32' },
+    { name: '_pad1', type: 'u32' },
+    { name: '_pad2', type: 'u32' },
+    { name: 'omega', type: 'array<vec4f, 64>' },
+  ],
+};
+
+const ropeModule = 'rotary position embedding (apply_rotary_pos_emb)';
+
+/** Rotate-half RoPE by θ = position · ω_k. */
+export const ropeKernel: KernelSpec<'rope'> = {
+  name: 'rope',
+  shader: ropeShader,
+  entryPoint: 'rope',
+  megatron: ropeModule,
+  cost: { perElement: 6 },
+};
+
+/** The RoPE backward: rotation by −θ (the same entry point, sign −1). */
+export const ropeBackwardKernel: KernelSpec<'ropeBackward'> = { ...ropeKernel, name: 'ropeBackward' };

@@ -1,3 +1,5 @@
+import type { GridDims, GridKernelSpec, ShaderSpec } from './kernel-spec.ts';
+
 /** Options of the softmax twin; the same meaning as the kernel's SoftmaxOptions. */
 export interface SoftmaxRefOptions {
   readonly scale?: number;
@@ -46,3 +48,62 @@ export function softmaxBackwardRef(y: ArrayLike<number>, dy: ArrayLike<number>, 
   }
   return dx;
 }
+
+/** shaders/softmax.wgsl (with the shared row reduction): Params { rows, cols, n, causal, r0, scale } padded to 32 bytes. */
+export const softmaxShader: ShaderSpec = {
+  file: 'softmax',
+  include: ['row-reduce'],
+  params: [
+    { name: 'rows', type: 'u32' },
+    { name: 'cols', type: 'u32' },
+    { name: 'n', type: 'u32' },
+    { name: 'causal', type: 'u32' },
+    { name: 'r0', type: 'i32' },
+    { name: 'scale', type: 'f32' },
+    { name: '_pad0', type: 'u32' },
+    { name: '_pad1', type: 'u32' },
+  ],
+};
+
+/** Score-matrix rows n of [..., n, cols] (1 for a single row [cols]). */
+const matrixRows = ({ shape }: GridDims): number => (shape.length >= 2 ? shape[shape.length - 2] : 1);
+
+/** y = softmax(scale · x) over the last dim, causal mask by global row (core attention's softmax). */
+export const softmaxKernel: GridKernelSpec<'softmax', SoftmaxRefOptions> = {
+  name: 'softmax',
+  shader: softmaxShader,
+  entryPoint: 'softmax',
+  megatron: 'core attention softmax (DotProductAttention)',
+  cost: { perElement: 8 },
+  grid: 'rows',
+  bindings: [
+    { name: 'x', access: 'read' },
+    { name: 'y', access: 'write' },
+  ],
+  params: (d, { scale = 1, causal = false, rowOffset = 0 }) => ({
+    rows: d.rows,
+    cols: d.cols,
+    n: matrixRows(d),
+    causal: causal ? 1 : 0,
+    r0: rowOffset,
+    scale,
+  }),
+  twin: ([x], d, options) => [softmaxRef(x, d.shape, options)],
+};
+
+/** dx = scale · y ⊙ (dy − rowsum(dy ⊙ y)). */
+export const softmaxBackwardKernel: GridKernelSpec<'softmaxBackward', { readonly scale?: number }> = {
+  name: 'softmaxBackward',
+  shader: softmaxShader,
+  entryPoint: 'softmax_backward',
+  megatron: 'core attention softmax (DotProductAttention)',
+  cost: { perElement: 4 },
+  grid: 'rows',
+  bindings: [
+    { name: 'y', access: 'read' },
+    { name: 'dy', access: 'read' },
+    { name: 'dx', access: 'write' },
+  ],
+  params: (d, { scale = 1 }) => ({ rows: d.rows, cols: d.cols, n: matrixRows(d), causal: 0, r0: 0, scale }),
+  twin: ([y, dy], d, { scale = 1 }) => [softmaxBackwardRef(y, dy, d.cols, scale)],
+};

@@ -1,3 +1,6 @@
+import { addShader } from './add.ts';
+import type { GridKernelSpec, ShaderSpec } from './kernel-spec.ts';
+
 /** σ(v) = 1 / (1 + e^−v), evaluated without overflow. */
 function sigmoid(v: number): number {
   const e = Math.exp(-Math.abs(v));
@@ -26,3 +29,45 @@ export function swigluBackwardRef(
   }
   return { dg, du };
 }
+
+/** shaders/swiglu.wgsl: Params { n } padded to 16 bytes (the layout of add's). */
+export const swigluShader: ShaderSpec = { file: 'swiglu', params: addShader.params };
+
+/** y = silu(g) ⊙ u (the SwiGLU MLP's activation). */
+export const swigluKernel: GridKernelSpec<'swiglu'> = {
+  name: 'swiglu',
+  shader: swigluShader,
+  entryPoint: 'swiglu',
+  megatron: 'SwiGLU activation (MLP)',
+  cost: { perElement: 7 },
+  grid: 'elements',
+  bindings: [
+    { name: 'g', access: 'read' },
+    { name: 'u', access: 'read' },
+    { name: 'y', access: 'write' },
+  ],
+  params: ({ n }) => ({ n }),
+  twin: ([g, u]) => [swigluRef(g, u)],
+};
+
+/** dg, du of y = silu(g) ⊙ u given dy. */
+export const swigluBackwardKernel: GridKernelSpec<'swigluBackward'> = {
+  name: 'swigluBackward',
+  shader: swigluShader,
+  entryPoint: 'swiglu_backward',
+  megatron: 'SwiGLU activation (MLP)',
+  cost: { perElement: 12 },
+  grid: 'elements',
+  bindings: [
+    { name: 'g', access: 'read' },
+    { name: 'u', access: 'read' },
+    { name: 'dy', access: 'read' },
+    { name: 'dg', access: 'write' },
+    { name: 'du', access: 'write' },
+  ],
+  params: ({ n }) => ({ n }),
+  twin: ([g, u, dy]) => {
+    const { dg, du } = swigluBackwardRef(g, u, dy);
+    return [dg, du];
+  },
+};

@@ -81,6 +81,9 @@ export interface LayerRun {
   readonly tuning: GemmTuning[];
 }
 
+/** Pools with a runLayer in flight: a second run on one is refused (its calls would interleave with the first's). */
+const busyPools = new WeakSet<RankPool<LayerWorkerPrograms>>();
+
 /**
  * Runs one step of `c` on the pool's ranks and checks it: plan (validates first), GEMM tuning on
  * rank 0 shared with all, the TP=1 reference on rank 0, the TP=t step across all ranks with real
@@ -93,6 +96,23 @@ export async function runLayer(
 ): Promise<LayerRun> {
   if (pool.size !== c.tp)
     throw new Error(`runLayer: the pool has ${pool.size} ranks but the config asks for t = ${c.tp}.`);
+  if (busyPools.has(pool))
+    throw new Error(
+      'runLayer: this pool is still running an earlier layer run; await it (or abort it through its signal) before starting another on the same pool.',
+    );
+  busyPools.add(pool);
+  try {
+    return await runLayerOn(pool, c, opts);
+  } finally {
+    busyPools.delete(pool);
+  }
+}
+
+async function runLayerOn(
+  pool: RankPool<LayerWorkerPrograms>,
+  c: LayerConfig,
+  opts: LayerRunOptions,
+): Promise<LayerRun> {
   const say = (line: string): void => {
     opts.signal?.throwIfAborted();
     opts.onProgress?.(line);

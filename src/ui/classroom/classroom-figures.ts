@@ -1,6 +1,6 @@
 // The figure of each classroom step as data (pure; no DOM): blocks per rank, GEMMs, rings and heads.
 import { attentionPicture, type AttentionPicture } from '../../parallel/attention-picture.ts';
-import type { ClassroomRankData, ClassroomRuns } from '../../parallel/classroom.ts';
+import type { ClassroomRankData, ClassroomRuns, ClassroomStepId } from '../../parallel/classroom.ts';
 import { gathersQkv, qkvOutWidth } from '../../parallel/qkv-layout.ts';
 import type { RingCollectiveOp } from '../../comm/collectives.ts';
 import { ringBytesSent } from '../../comm/ring-bytes.ts';
@@ -111,10 +111,10 @@ function dgradRow(d: ClassroomRankData): BlockRow {
 }
 
 /**
- * The figures of the classroom step `id` (src/parallel/classroom.ts's step ids): what the
- * lecturer draws on the board, from the shapes the ranks really held.
+ * The figures of the classroom step `id`: what the lecturer draws on the board, from the shapes
+ * the ranks really held.
  */
-export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
+export function stepFigures(id: ClassroomStepId, runs: ClassroomRuns): StepFigure[] {
   const R = runs.tp;
   const t = runs.config.tp;
   switch (id) {
@@ -225,7 +225,5 @@ export function stepFigures(id: string, runs: ClassroomRuns): StepFigure[] {
           : []),
         ring("All-reduce of the heads' partial outputs (g)", 'allReduce', runs),
       ];
-    default:
-      return [];
   }
 }

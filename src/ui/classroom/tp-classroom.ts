@@ -1,4 +1,5 @@
 // <tp-classroom>: Column/Row parallel step by step on the classroom preset: a figure per step, the ranks' real numbers, presenter mode.
+import { stepWords } from './classroom-text.ts';
 import { LitElement, html, nothing, type PropertyValues, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import {
@@ -193,12 +194,13 @@ export class TpClassroom extends LitElement {
 
   private slide(s: ClassroomStep, runs: ClassroomRuns): TemplateResult {
     const c = runs.config;
+    const words = stepWords(s.id, c, runs.sp !== undefined);
     return html`<section data-step-id=${s.id}>
-      <h2 class="step-title">${s.title}</h2>
+      <h2 class="step-title">${words.title}</h2>
       <div class="figures">${stepFigures(s.id, runs).map(figureTemplate)}</div>
       ${s.checks.length ? html`<div class="checks">${s.checks.map((k) => this.checkLine(k))}</div>` : nothing}
-      <p class="text">${s.text}</p>
-      <div class="megatron">Megatron: ${s.megatron.map((m, i) => html`${i ? ' · ' : ''}<code>${m}</code>`)}</div>
+      <p class="text">${words.text}</p>
+      <div class="megatron">Megatron: ${words.megatron.map((m, i) => html`${i ? ' · ' : ''}<code>${m}</code>`)}</div>
       ${
         s.collectives.length
           ? s.collectives.map((k) => this.collectiveLine(k, c.tp))
@@ -238,7 +240,7 @@ export class TpClassroom extends LitElement {
         <p class="status" aria-live="polite">${this.status || 'loading…'}</p>`;
     const c = runs.config;
     const i = Math.min(this.step, this.stepCount - 1);
-    const titles = [...steps.map((s) => s.title), trainSlide.title];
+    const titles = [...steps.map((s) => stepWords(s.id, c, runs.sp !== undefined).title), trainSlide.title];
     return html`${note}
       <div class="nav">
         <button id="prev" @click=${() => this.go(-1)} ?disabled=${i === 0}>← Previous</button>

@@ -84,4 +84,15 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
       expect(t.ops.every((o) => o.ms >= 0)).toBe(true);
     }
   });
+
+  test('a second layer run on a pool that is still running one is refused at once, and the first completes', async () => {
+    const c = configFromPreset('classroom', { tp: 2 });
+    const pool = await poolOf(2);
+    const first = runLayer(pool, c, { timing: false, cpuCheck: false });
+    await expect(runLayer(pool, c, { timing: false, cpuCheck: false })).rejects.toThrow(
+      /^runLayer: this pool is still running an earlier layer run/,
+    );
+    expect((await first).oracle.pass).toBe(true);
+    expect((await runLayer(pool, c, { timing: false, cpuCheck: false })).oracle.pass).toBe(true); // free again
+  });
 });

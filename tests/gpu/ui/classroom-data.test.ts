@@ -75,6 +75,6 @@ describe.each([2, 4])('the classroom MLP on %i real rank workers', (t) => {
       'attention',
     ]);
     for (const s of steps)
-      for (const k of s.checks) expect(k.pass, `${s.title}: ${k.label} ${k.maxAbs} > ${k.tolerance}`).toBe(true);
+      for (const k of s.checks) expect(k.pass, `${s.id}: ${k.label} ${k.maxAbs} > ${k.tolerance}`).toBe(true);
   });
 });

@@ -50,7 +50,133 @@ describe('parseProjectArgs', () => {
   });
 });
 
+describe('parseProjectArgs: Megatron-Core flags', () => {
+  it('takes pipeline, context, data-parallel and recompute flags in Megatron’s spellings', () => {
+    const a = parseProjectArgs([
+      '--pipeline-model-parallel-size',
+      '4',
+      '--num-layers-per-virtual-pipeline-stage',
+      '1',
+      '--layers',
+      '8',
+      '--context-parallel-size',
+      '2',
+      '--use-distributed-optimizer',
+      '--overlap-grad-reduce',
+      '--overlap-param-gather',
+      '--ddp-bucket-size',
+      '1000000',
+      '--recompute-granularity',
+      'full',
+      '--recompute-method',
+      'block',
+      '--recompute-num-layers',
+      '2',
+      '--use-flash-attn',
+      '--tied-embeddings',
+    ]);
+    expect(a.setup).toMatchObject({
+      pp: 4,
+      vpp: 2,
+      cp: 2,
+      distributedOptimizer: true,
+      overlapGradReduce: true,
+      overlapParamGather: true,
+      bucketSize: 1_000_000,
+      recomputation: { granularity: 'full', method: 'block', layers: 2 },
+      flashAttention: true,
+      tiedEmbeddings: true,
+    });
+    expect(parseProjectArgs(['--pp', '2', '--vpp', '3']).setup).toMatchObject({ pp: 2, vpp: 3 });
+    expect(parseProjectArgs(['--recompute-granularity', 'selective']).setup.recomputation).toEqual({
+      granularity: 'selective',
+    });
+    const uneven = parseProjectArgs([
+      '--pp',
+      '8',
+      '--decoder-first-pipeline-num-layers',
+      '2',
+      '--decoder-last-pipeline-num-layers',
+      '2',
+    ]);
+    expect(uneven.setup).toMatchObject({ pp: 8, firstStageLayers: 2, lastStageLayers: 2 });
+  });
+
+  it('says what to change on a contradictory or incomplete flag', () => {
+    expect(() => parseProjectArgs(['--recompute-granularity', 'full'])).toThrow(
+      /needs --recompute-method uniform or block/,
+    );
+    expect(() => parseProjectArgs(['--recompute-granularity', 'full', '--recompute-method', 'uniform'])).toThrow(
+      /needs --recompute-num-layers/,
+    );
+    expect(() => parseProjectArgs(['--recompute-granularity', 'selective', '--recompute-num-layers', '1'])).toThrow(
+      /selective takes no/,
+    );
+    expect(() => parseProjectArgs(['--recompute-method', 'block'])).toThrow(/need --recompute-granularity full/);
+    expect(() => parseProjectArgs(['--overlap-param-gather'])).toThrow(/needs --use-distributed-optimizer/);
+    expect(() => parseProjectArgs(['--pp', '2', '--pipeline-model-parallel-size', '2'])).toThrow(/same setting/);
+    expect(() => parseProjectArgs(['--vpp', '2', '--num-layers-per-virtual-pipeline-stage', '1'])).toThrow(
+      /give one of/,
+    );
+    expect(() => parseProjectArgs(['--tied-embeddings', '--untie-embeddings-and-output-weights'])).toThrow(
+      /contradict/,
+    );
+    expect(() => parseProjectArgs(['--pp', '3', '--num-layers-per-virtual-pipeline-stage', '1'])).toThrow(
+      /must divide the 10\/3 layers/,
+    );
+  });
+});
+
 describe('npm run project', () => {
+  it('--json carries per row the step, both MFUs, the bubble, exposed communication per group and memory by lifetime', async () => {
+    const r = await run(
+      '--tp',
+      '1',
+      '--pp',
+      '8',
+      '--layers',
+      '8',
+      '--global-batch',
+      '128',
+      '--json',
+      '--memory-timeline',
+    );
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout) as {
+      pp: number;
+      memoryTimeline: { tp: number; stages: { stage: number; peakBytes: number; intervals: { class: string }[] }[] }[];
+      rows: {
+        pp: number;
+        stepMs: number;
+        tokensPerS: number;
+        mfu: number;
+        executedMfu: number;
+        bubbleShare: number;
+        exposedByGroup: { tp: number; cp: number; pp: number; dp: number };
+        memoryGiB: number;
+        memoryByClassGiB: { resident: number; perStep: number; perMicroBatch: number; transient: number };
+        oom: boolean;
+        stageParams: number[];
+      }[];
+    };
+    expect(doc.pp).toBe(8);
+    const row = doc.rows[0]!;
+    expect(row.pp).toBe(8);
+    expect(row.executedMfu).toBe(row.mfu);
+    expect(row.bubbleShare).toBeGreaterThan(0);
+    expect(row.exposedByGroup.pp).toBeGreaterThan(0);
+    const c = row.memoryByClassGiB;
+    expect(c.resident + c.perStep + c.perMicroBatch + c.transient).toBeCloseTo(row.memoryGiB, 9);
+    expect(row.oom).toBe(false);
+    expect(row.stageParams).toHaveLength(8);
+    // The timeline behind the peak: 8 stages of intervals, one per micro-batch's activations (m = 16).
+    const stages = doc.memoryTimeline[0]!.stages;
+    expect(stages).toHaveLength(8);
+    expect(Math.max(...stages.map((x) => x.peakBytes)) / 2 ** 30).toBeCloseTo(row.memoryGiB, 9);
+    const perMicroBatch = (i: number) => stages[i]!.intervals.filter((x) => x.class === 'perMicroBatch').length;
+    expect(perMicroBatch(0)).toBe(16);
+  }, 60_000);
+
   it('prints the fixed-budget table and, with --json, the same numbers', async () => {
     const table = await run('--tp', '1,8');
     expect(table.code).toBe(0);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { checkInteger, packParams, rowGrid, rowLanes } from '../../../src/kernels/rowwise.ts';
+import { checkInteger, rowGrid, rowLanes } from '../../../src/kernels/rowwise.ts';
 
 const limits = { maxStorageBufferBindingSize: 2 ** 27, maxBufferSize: 2 ** 28, maxComputeWorkgroupsPerDimension: 100 };
 
@@ -17,20 +17,6 @@ describe('row-kernel helpers', () => {
     expect(() => rowGrid(limits, 'rmsnorm', 'hidden', [10001, 8], 10001)).toThrow(
       /rmsnorm: tensor "hidden" of shape \[10001, 8\] needs 101 workgroups along y \(items folded\), more than this device's maxComputeWorkgroupsPerDimension of 100/,
     );
-  });
-
-  test('packParams lays u32, i32 and f32 words out in order, padded to 16 bytes', () => {
-    const words = packParams([
-      ['u32', 7],
-      ['i32', -2],
-      ['f32', 0.5],
-    ]);
-    expect(words.length).toBe(4);
-    expect(words[0]).toBe(7);
-    expect(new Int32Array(words.buffer)[1]).toBe(-2);
-    expect(new Float32Array(words.buffer)[2]).toBe(0.5);
-    expect(words[3]).toBe(0);
-    expect(packParams(new Array(5).fill(['u32', 1])).length).toBe(8);
   });
 
   test('checkInteger names the option and its allowed range', () => {

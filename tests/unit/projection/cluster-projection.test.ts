@@ -31,14 +31,17 @@ describe('projectStep', () => {
     expect(one.microBatchMs).toBe(one.full.stepMs);
   });
 
-  it('runs the data-parallel all-reduce only when DP > 1, bucketed by 40M elements', async () => {
+  it('runs the data-parallel all-reduce only when DP > 1: one bucket after backward, 40M-parameter buckets with --overlap-grad-reduce', async () => {
     const t8 = await projectStep(setup(8), box);
     expect(t8.dp).toBe(1);
     expect(t8.dpAllReduceMs).toBe(0);
     const t1 = await projectStep(setup(1), box);
-    expect(t1.dpBuckets).toBe(Math.ceil(t1.memory.params / 40e6));
+    expect(t1.dpBuckets).toBe(1);
     // 2 bytes of fp16 gradient per parameter on the 7.6 GB/s ring: at least 2·7/8·S/B.
     expect(t1.dpAllReduceMs).toBeGreaterThan(((2 * 7) / 8) * ((t1.memory.params * 2) / 7.6e9) * 1e3);
+    const over = await projectStep(setup(1, { overlapGradReduce: true }), box);
+    expect(over.dpBuckets).toBe(Math.ceil(over.memory.params / 40e6));
+    expect(over.dpAllReduceMs).toBeLessThan(t1.dpAllReduceMs);
   });
 
   it('counts Megatron’s bytes per parameter and shards them with t', async () => {

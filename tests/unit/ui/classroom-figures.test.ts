@@ -1,5 +1,10 @@
 import { expect, test } from 'vitest';
-import type { ClassroomMatrix, ClassroomRankData, ClassroomRuns } from '../../../src/parallel/classroom.ts';
+import {
+  classroomStepIds,
+  type ClassroomMatrix,
+  type ClassroomRankData,
+  type ClassroomRuns,
+} from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { stepFigures, type BlockFigure, type BlockSpec } from '../../../src/ui/classroom/classroom-figures.ts';
 
@@ -77,17 +82,7 @@ test('at t = 4 the figures follow the shards: W₁ [h, f/t] per rank, GEMMs with
 
 test('every step of the walk-through has a figure; the collectives carry payload and ring bytes (all-reduce 2(t−1)/t·S)', () => {
   const R = runs(2);
-  for (const id of [
-    'split-w1',
-    'local-y',
-    'swiglu',
-    'partial-z',
-    'all-reduce',
-    'backward',
-    'sequence-parallel',
-    'attention',
-  ])
-    expect(stepFigures(id, R).length, id).toBeGreaterThan(0);
+  for (const id of classroomStepIds) expect(stepFigures(id, R).length, id).toBeGreaterThan(0);
   const ar = stepFigures('all-reduce', R)[0];
   expect(ar.kind === 'ring' && [ar.op, ar.t, ar.rows, ar.cols, ar.payloadBytes, ar.ringBytesPerRank]).toEqual([
     'allReduce',

@@ -1,0 +1,165 @@
+/**
+ * Megatron-Core's pipeline schedules, simulated event by event
+ * (megatron/core/pipeline_parallel/schedules.py, core_v0.19.0):
+ *
+ * - 1F1B (forward_backward_pipelining_without_interleaving): stage i runs W = min(p − i − 1, m)
+ *   warm-up forwards, then m − W pairs (one forward, one backward), then W cool-down backwards.
+ * - interleaved (forward_backward_pipelining_with_interleaving), v model chunks per stage: the
+ *   m·v virtual micro-batches follow get_schedule_table with microbatch_group_size_per_vp_stage = p
+ *   (chunk 0 of micro-batches 0..p−1, chunk 1 of the same, …, then the next group); backward runs
+ *   the same table with chunk v − 1 − c; W = min((p − i − 1)·2 + (v − 1)·p, m·v).
+ *
+ * Each stage runs its list in order; an op starts when its stage is free and its input is there:
+ * a forward of virtual stage k = c·p + i needs the forward of k − 1 (plus one p2p send of the
+ * activation), a backward needs the backward of k + 1 (plus one p2p send of the gradient), the
+ * last virtual stage's backward its own forward (the loss). P2p is a delay on the edge, not a
+ * busy stage (batched isend/irecv on NCCL's stream). The bubble is what the simulation leaves idle.
+ */
+export interface PipelineInput {
+  readonly p: number;
+  readonly v: number;
+  /** m: micro-batches per replica per step. */
+  readonly m: number;
+  /** One micro-batch's forward / backward of chunk c on stage i, ms. */
+  readonly forwardMs: (stage: number, chunk: number) => number;
+  readonly backwardMs: (stage: number, chunk: number) => number;
+  /** One p2p send of the activation (forward) or its gradient (backward) across a stage boundary, ms. */
+  readonly p2pMs: number;
+}
+
+/** One scheduled forward or backward of one chunk for one micro-batch. */
+export interface PipelineOp {
+  readonly stage: number;
+  readonly chunk: number;
+  readonly microBatch: number;
+  readonly pass: 'forward' | 'backward';
+  readonly t0: number;
+  readonly t1: number;
+}
+
+/** The simulated step of the pipeline (ms from the first forward). */
+export interface PipelineRun {
+  readonly p: number;
+  readonly v: number;
+  readonly m: number;
+  /** ops[i]: stage i's ops in execution order. */
+  readonly ops: readonly (readonly PipelineOp[])[];
+  /** When the last op of any stage ends. */
+  readonly spanMs: number;
+  /** Σ op time per stage. */
+  readonly busyMs: readonly number[];
+  /** Idle share of each stage: 1 − busy/span. */
+  readonly idleShare: readonly number[];
+  /** The busiest stage's idle share of the span (the seeds' "bubble"): (p−1)/(m+p−1) for equal stages. */
+  readonly bubbleShare: number;
+  /** span / busiest stage − 1: (p − 1)/m for 1F1B with equal stages, (p − 1)/(v·m) interleaved. */
+  readonly bubbleRatio: number;
+  /** Peak micro-batch chunks whose activations a stage holds (forward done, backward not): 1F1B min(p − i, m). */
+  readonly inFlight: readonly number[];
+  /** P2p sends in the step (activations and gradients): 2·m·(p·v − 1). */
+  readonly p2pSends: number;
+}
+
+interface Item {
+  readonly chunk: number;
+  readonly microBatch: number;
+  readonly pass: 'forward' | 'backward';
+}
+
+/** Megatron's get_schedule_table: (micro-batch, chunk) per virtual micro-batch, groups of `g`. */
+function scheduleTable(m: number, v: number, g: number): { microBatch: number; chunk: number }[] {
+  const out: { microBatch: number; chunk: number }[] = [];
+  for (let lo = 0; lo < m; lo += g) {
+    const hi = lo + g >= m ? m : lo + g;
+    for (let c = 0; c < v; c++) for (let j = lo; j < hi; j++) out.push({ microBatch: j, chunk: c });
+  }
+  return out;
+}
+
+/** Stage i's ops in Megatron's order (warm-up forwards, 1F1B pairs, cool-down backwards). */
+export function stageOrder(p: number, v: number, m: number, stage: number): Item[] {
+  const table = scheduleTable(m, v, p);
+  const total = m * v;
+  const warm = Math.min(total, v === 1 ? p - stage - 1 : (p - stage - 1) * 2 + (v - 1) * p);
+  const fwd = (k: number): Item => ({ ...table[k]!, pass: 'forward' });
+  const bwd = (k: number): Item => ({
+    microBatch: table[k]!.microBatch,
+    chunk: v - 1 - table[k]!.chunk,
+    pass: 'backward',
+  });
+  const out: Item[] = [];
+  for (let k = 0; k < warm; k++) out.push(fwd(k));
+  for (let k = 0; k < total - warm; k++) out.push(fwd(k + warm), bwd(k));
+  for (let k = total - warm; k < total; k++) out.push(bwd(k));
+  return out;
+}
+
+/** Simulates the schedule; throws if the inputs are not whole degrees or the interleaved m is not a multiple of p. */
+export function simulatePipeline(x: PipelineInput): PipelineRun {
+  const { p, v, m } = x;
+  if (!(Number.isInteger(p) && p >= 1 && Number.isInteger(v) && v >= 1 && Number.isInteger(m) && m >= 1))
+    throw new Error(`pipeline degrees must be whole numbers ≥ 1 (p ${p}, v ${v}, m ${m}).`);
+  if (v > 1 && m % p !== 0) throw new Error(`the interleaved schedule needs m (${m}) to be a multiple of p (${p}).`);
+  const orders = Array.from({ length: p }, (_, i) => stageOrder(p, v, m, i));
+  const last = p * v - 1;
+  // done[pass][virtual stage][micro-batch] = end time
+  const done = {
+    forward: Array.from({ length: p * v }, () => new Array<number>(m).fill(NaN)),
+    backward: Array.from({ length: p * v }, () => new Array<number>(m).fill(NaN)),
+  };
+  const ready = (it: Item, stage: number): number => {
+    const k = it.chunk * p + stage;
+    if (it.pass === 'forward') return k === 0 ? 0 : done.forward[k - 1]![it.microBatch]! + x.p2pMs;
+    if (k === last) return done.forward[k]![it.microBatch]!;
+    return done.backward[k + 1]![it.microBatch]! + x.p2pMs;
+  };
+  const ops: PipelineOp[][] = orders.map(() => []);
+  const next = new Array<number>(p).fill(0);
+  const free = new Array<number>(p).fill(0);
+  let remaining = orders.reduce((a, o) => a + o.length, 0);
+  while (remaining > 0) {
+    let progressed = false;
+    for (let i = 0; i < p; i++) {
+      while (next[i]! < orders[i]!.length) {
+        const it = orders[i]![next[i]!]!;
+        const r = ready(it, i);
+        if (Number.isNaN(r)) break;
+        const t0 = Math.max(free[i]!, r);
+        const dur = it.pass === 'forward' ? x.forwardMs(i, it.chunk) : x.backwardMs(i, it.chunk);
+        const t1 = t0 + dur;
+        done[it.pass][it.chunk * p + i]![it.microBatch] = t1;
+        ops[i]!.push({ stage: i, ...it, t0, t1 });
+        free[i] = t1;
+        next[i]!++;
+        remaining--;
+        progressed = true;
+      }
+    }
+    if (!progressed) throw new Error('pipeline schedule deadlocked (an order waits on itself).');
+  }
+  const spanMs = Math.max(...free);
+  const busyMs = ops.map((o) => o.reduce((a, e) => a + e.t1 - e.t0, 0));
+  const maxBusy = Math.max(...busyMs);
+  const inFlight = ops.map((o) => {
+    let live = 0;
+    let peak = 0;
+    for (const e of o) {
+      live += e.pass === 'forward' ? 1 : -1;
+      peak = Math.max(peak, live);
+    }
+    return peak;
+  });
+  return {
+    p,
+    v,
+    m,
+    ops,
+    spanMs,
+    busyMs,
+    idleShare: busyMs.map((b) => (spanMs > 0 ? Math.max(0, 1 - b / spanMs) : 0)),
+    bubbleShare: spanMs > 0 ? Math.max(0, 1 - maxBusy / spanMs) : 0,
+    bubbleRatio: maxBusy > 0 ? Math.max(0, spanMs / maxBusy - 1) : 0,
+    inFlight,
+    p2pSends: 2 * m * (p * v - 1),
+  };
+}
