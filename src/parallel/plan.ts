@@ -22,6 +22,14 @@ export interface PlanWithProblems {
  */
 export async function makePlan(c: LayerConfig): Promise<PlanWithProblems> {
   assertValid(c);
+  return planValidated(c);
+}
+
+/**
+ * makePlan for a configuration that validateConfig has already passed (the page checks once per
+ * run, then plans): plans without validating again. An unchecked configuration gives undefined shapes.
+ */
+export async function planValidated(c: LayerConfig): Promise<PlanWithProblems> {
   const owners = rankOwnership(c);
   const be = new PlanBackend();
   const comm = new ShapeCollectives(0, c.tp, be);

@@ -35,6 +35,31 @@ export interface RunRequest {
    * the rank workers still run the layer here for the oracle and the shapes.
    */
   readonly projection?: Machine;
+  /**
+   * The plan of `config` when the caller has validated it and checked it against the budget
+   * already (the page does, once per run): the run then neither validates nor plans again.
+   */
+  readonly plan?: LayerPlan;
+}
+
+/** A request onto a real cluster. */
+export type ProjectedRequest = RunRequest & { readonly projection: Machine };
+
+/**
+ * What the plan and the projection give alone, before (and without) any rank worker: the real
+ * cluster's timeline, the shapes and the memory; no oracle, no output. The page draws it at once.
+ */
+export function projectedResult(req: ProjectedRequest, plan: LayerPlan): PlaygroundResult {
+  const m = req.projection;
+  const gpu = m.system.gpu;
+  return {
+    config: req.config,
+    plan,
+    accounting: accountPlan(plan, req.comm === 'measured' ? undefined : req.comm),
+    timeline: projectLayer(plan, m, req.overlap),
+    computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each); the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
+    commSource: projectedCommSource(m, req.config.tp),
+  };
 }
 
 /** What the page shows for one run. */
@@ -68,6 +93,7 @@ export interface PlaygroundResult {
 export class PlaygroundRunner implements PoolLender {
   private readonly pools = new LayerPoolKeeper();
   private readonly cache: LayerRunCache = layerRunCache();
+  /** The pool's lock: runs, lent pools and warm-ups take their turn here (the page's coalescing queue is session/run-latest.ts). */
   private queue: Promise<unknown> = Promise.resolve();
   private generation = 0;
 
@@ -112,20 +138,20 @@ export class PlaygroundRunner implements PoolLender {
     const r = await this.runHere(req, signal);
     const m = req.projection;
     if (!m) return r;
-    const gpu = m.system.gpu;
+    const projected = projectedResult({ ...req, projection: m }, r.plan);
     return {
       ...r,
-      timeline: projectLayer(r.plan, m, req.overlap),
-      computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each); the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
-      commSource: projectedCommSource(m, r.config.tp),
+      timeline: projected.timeline,
+      computeSource: projected.computeSource,
+      commSource: projected.commSource,
     };
   }
 
   private async runHere(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
     signal?.throwIfAborted();
     const c = req.config;
-    if (this.budget) assertWithinBudget(c, this.budget);
-    const { plan } = await makePlan(c); // validates before any work
+    if (!req.plan && this.budget) assertWithinBudget(c, this.budget);
+    const plan = req.plan ?? (await makePlan(c)).plan; // makePlan validates before any work
     const link = req.comm === 'measured' ? undefined : req.comm;
     const accounting = accountPlan(plan, link);
     if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) {

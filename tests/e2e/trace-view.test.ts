@@ -1,33 +1,12 @@
 // #view=trace on the served page (Vite dev server, COOP/COEP), driven from Node with Playwright:
 // drop the hand-written two-rank Kineto fixtures and read back the ranks and their exposed times.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright';
 import { expect, test } from 'vitest';
 import { withPage } from '../../scripts/browser-run.ts';
+import { dropTraces as drop } from '../../scripts/page-views.ts';
 import { jobBundle } from '../../src/megatron/job-bundle.ts';
 import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
 import { tp2JobSpec } from '../unit/kineto/kineto-fixtures.ts';
-
-const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/kineto/${name}`, import.meta.url));
-
-/** Drops `names` (fixtures, or files given with their text) on the view's drop zone as a user's drag and drop would (a DataTransfer of Files). */
-async function drop(page: Page, names: (string | { name: string; text: string })[]): Promise<void> {
-  const files = names.map((n) =>
-    typeof n === 'string'
-      ? { name: n, b64: readFileSync(fixture(n)).toString('base64') }
-      : { name: n.name, b64: Buffer.from(n.text).toString('base64') },
-  );
-  const dt = await page.evaluateHandle((fs) => {
-    const d = new DataTransfer();
-    for (const f of fs) {
-      const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
-      d.items.add(new File([bytes], f.name));
-    }
-    return d;
-  }, files);
-  await page.locator('tp-trace-view [data-drop]').dispatchEvent('drop', { dataTransfer: dt });
-}
 
 const exposed = (page: Page, rank: number) =>
   page.locator(`tp-trace-totals tr[data-rank="${rank}"]`).getAttribute('data-exposed-ms').then(Number);

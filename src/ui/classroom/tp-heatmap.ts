@@ -5,8 +5,11 @@ import { customElement, property, state } from 'lit/decorators.js';
 import type { ClassroomPanel } from '../../parallel/classroom.ts';
 import { rankColor } from './classroom-style.ts';
 import { cellText } from './classroom-matrix.ts';
+import { estimateTextWidth } from '../timeline/timeline-layout.ts';
 
 const LEGEND_H = 54;
+const LEGEND_FONT_PX = 16;
+const legendTextWidth = estimateTextWidth(LEGEND_FONT_PX);
 
 /** The symmetric colour domain of a matrix: ±max|v| (±1 for an all-zero matrix), so 0 is always white. */
 export function divergingDomain(data: ArrayLike<number>): [number, number, number] {
@@ -85,9 +88,14 @@ export class TpHeatmap extends LitElement {
       .attr('fill', 'none')
       .attr('stroke', rankColor(p.rank))
       .attr('stroke-width', 4);
-    // Legend: the scale from −max to +max.
+    // Legend: the scale from −max to +max, inset by half its widest end label so the labels stay inside the svg.
     const lw = Math.min(w, 320);
-    const x = d3.scaleLinear().domain([domain[0], domain[2]]).range([0, lw]);
+    const tickFormat = d3.format('.2~f');
+    const inset = Math.ceil(Math.max(...domain.map((v) => legendTextWidth(tickFormat(v)))) / 2);
+    const x = d3
+      .scaleLinear()
+      .domain([domain[0], domain[2]])
+      .range([inset, lw - inset]);
     const id = `grad-${Math.random().toString(36).slice(2)}`;
     const grad = root.append('defs').append('linearGradient').attr('id', id);
     for (let i = 0; i <= 10; i++)
@@ -99,11 +107,16 @@ export class TpHeatmap extends LitElement {
       .append('g')
       .attr('class', 'legend')
       .attr('transform', `translate(0,${h + 10})`);
-    lg.append('rect').attr('width', lw).attr('height', 14).attr('fill', `url(#${id})`).attr('stroke', '#999');
+    lg.append('rect')
+      .attr('x', inset)
+      .attr('width', lw - 2 * inset)
+      .attr('height', 14)
+      .attr('fill', `url(#${id})`)
+      .attr('stroke', '#999');
     lg.append('g')
       .attr('transform', 'translate(0,14)')
-      .call(d3.axisBottom(x).tickValues(domain).tickFormat(d3.format('.2~f')))
-      .attr('font-size', 16);
+      .call(d3.axisBottom(x).tickValues(domain).tickFormat(tickFormat))
+      .attr('font-size', LEGEND_FONT_PX);
   }
 }
 

@@ -8,7 +8,8 @@ import type { LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget } from '../../projection/cluster-projection.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
-import { panelStyles } from '../shared/page-style.ts';
+import { afterNextPaint } from '../shared/next-paint.ts';
+import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../shared/timeline-format.ts';
 import { clusterModelNames } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
@@ -29,17 +30,8 @@ const colors = { plain: '#2f6fb0', sp: '#d0622b', capacity: '#b00020' };
 export class TpClusterPanel extends LitElement {
   static override styles = [
     panelStyles,
+    chartGridStyles,
     css`
-      .charts {
-        display: flex;
-        flex-wrap: wrap;
-        gap: 8px;
-      }
-      .charts svg {
-        max-width: 100%;
-        height: auto;
-        flex: 1 1 420px;
-      }
       td.oom {
         color: #b00020;
         font-weight: 600;
@@ -61,6 +53,8 @@ export class TpClusterPanel extends LitElement {
   @state() private sp: BudgetLine[] = [];
   @state() private error = '';
   @state() private spec: SystemSpec | undefined;
+  /** A projection is under way (the table and charts show the previous one, or nothing yet). */
+  @state() private projecting = false;
   private generation = 0;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
@@ -72,6 +66,10 @@ export class TpClusterPanel extends LitElement {
     const c = this.config;
     if (!c) return;
     const mine = ++this.generation;
+    this.projecting = true;
+    // Some 7 step projections (each two plans and a schedule): after the page's first frame, not before it.
+    await afterNextPaint();
+    if (mine !== this.generation) return;
     try {
       const system = parseSystem(this.system);
       const machine = { system, dtype: this.dtype };
@@ -96,11 +94,13 @@ export class TpClusterPanel extends LitElement {
       this.plain = budgetLines(plain);
       this.sp = budgetLines(sp, plain);
       this.error = '';
+      this.projecting = false;
     } catch (e) {
       if (mine !== this.generation) return;
       this.error = e instanceof Error ? e.message : String(e);
       this.plain = [];
       this.sp = [];
+      this.projecting = false;
     }
   }
 
@@ -186,6 +186,7 @@ export class TpClusterPanel extends LitElement {
     const model = page?.cmodel ?? 'layer';
     const other = model === 'layer' ? 'seeds-v100' : 'layer';
     return html`<h2>Cluster projection</h2>
+      ${this.projecting && !this.plain.length ? html`<p class="note" data-cluster-projecting>projecting onto the cluster…</p>` : nothing}
       ${this.error ? html`<p class="error" role="alert" data-cluster-error>${this.error}</p>` : nothing}
       ${
         page

@@ -7,7 +7,7 @@ import type { OpPhase } from '../../parallel/plan-types.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
 import { drawLineChart, seriesColor } from '../shared/gemm-charts.ts';
 import { gemmDegrees, gemmEfficiency, type GemmEfficiency, type GemmRow } from './gemm-efficiency.ts';
-import { panelStyles } from '../shared/page-style.ts';
+import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import { gemmTime } from '../../hardware/kernel-time.ts';
 import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
@@ -25,6 +25,7 @@ const fmt = (v: number, digits = 3): string => (Number.isFinite(v) ? Number(v.to
 export class TpGemmView extends LitElement {
   static override styles = [
     panelStyles,
+    chartGridStyles,
     css`
       .bar {
         display: flex;
@@ -37,11 +38,6 @@ export class TpGemmView extends LitElement {
       select {
         font-size: 16px;
         padding: 4px 12px;
-      }
-      .charts {
-        display: flex;
-        flex-wrap: wrap;
-        gap: 14px;
       }
       .skipped {
         color: #7a4b00;

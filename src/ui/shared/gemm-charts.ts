@@ -1,4 +1,4 @@
-// D3 line charts of the GEMM-efficiency view: a value per TP degree, one line per series, legend at the right.
+// D3 line charts of a value per TP degree (GEMM-efficiency view, cluster panel): one line per series, legend under the plot.
 import * as d3 from 'd3';
 
 /** One line: (t, value) points; `dashed` for references such as the ideal. */
@@ -18,20 +18,59 @@ export interface LineChartSpec {
   readonly logY?: boolean;
 }
 
-const W = 560,
-  H = 330;
-const M = { left: 64, right: 190, top: 30, bottom: 44 };
+/** Width of every line chart in CSS pixels; charts are drawn at 1:1 (never scaled), see chartGridStyles. */
+export const chartWidth = 420;
+/** Height of the plot (title, axes, lines); the legend below adds a row per line of items. */
+const plotHeight = 290;
+const M = { left: 62, right: 18, top: 34, bottom: 44 };
+const legendRow = 20;
+const legendFontPx = 13;
 
-/** Draws `spec` into `svg` (replacing what was there); each line carries `data-series`. */
+/** Width of `s` rendered in `probe`'s font (its text node is reused), or 0.6 em per character where the svg is not rendered. */
+function textWidth(probe: SVGTextElement, s: string): number {
+  probe.textContent = s;
+  return probe.getComputedTextLength() || s.length * legendFontPx * 0.6;
+}
+
+/**
+ * Lays the legend items (swatch 24 px, gap 6 px, text, 18 px to the next) left to right in rows
+ * of at most `width`, returning each item's (x, row).
+ */
+function legendLayout(widths: readonly number[], width: number): { x: number; row: number }[] {
+  const out: { x: number; row: number }[] = [];
+  let x = 0,
+    row = 0;
+  for (const w of widths) {
+    const item = 30 + w;
+    if (x > 0 && x + item > width) {
+      x = 0;
+      row++;
+    }
+    out.push({ x, row });
+    x += item + 18;
+  }
+  return out;
+}
+
+/**
+ * Draws `spec` into `svg` (replacing what was there) at chartWidth × (plot + legend rows) CSS
+ * pixels, 1:1 (the viewBox equals the size, so text is never scaled); the legend sits under the
+ * plot and wraps so every name is shown whole. Each line carries `data-series`.
+ */
 export function drawLineChart(svg: SVGSVGElement, spec: LineChartSpec): void {
-  const root = d3
-    .select(svg)
-    .attr('viewBox', `0 0 ${W} ${H}`)
-    .attr('width', W)
-    .attr('height', H)
-    .attr('role', 'img')
-    .attr('aria-label', spec.title);
+  const W = chartWidth,
+    H = plotHeight;
+  const root = d3.select(svg).attr('role', 'img').attr('aria-label', spec.title);
   root.selectAll('*').remove();
+  const probe = root.append('text').attr('font-size', legendFontPx).attr('visibility', 'hidden').node()!;
+  const items = legendLayout(
+    spec.series.map((s) => textWidth(probe, s.name)),
+    W - 16,
+  );
+  probe.remove();
+  const rows = items.length ? Math.max(...items.map((i) => i.row)) + 1 : 0;
+  const height = H + rows * legendRow + 6;
+  root.attr('viewBox', `0 0 ${W} ${height}`).attr('width', W).attr('height', height);
   const pts = spec.series.flatMap((s) => s.points).filter((p) => Number.isFinite(p.v) && (!spec.logY || p.v > 0));
   const x = d3
     .scalePoint<number>()
@@ -50,7 +89,7 @@ export function drawLineChart(svg: SVGSVGElement, spec: LineChartSpec): void {
         .domain([0, (hi ?? 1) * 1.1])
         .range([H - M.bottom, M.top])
         .nice();
-  root.append('text').attr('x', M.left).attr('y', 18).attr('font-size', 15).attr('font-weight', 600).text(spec.title);
+  root.append('text').attr('x', 4).attr('y', 18).attr('font-size', 15).attr('font-weight', 600).text(spec.title);
   root
     .append('g')
     .attr('transform', `translate(0,${H - M.bottom})`)
@@ -63,7 +102,7 @@ export function drawLineChart(svg: SVGSVGElement, spec: LineChartSpec): void {
     .attr('font-size', 12);
   root
     .append('text')
-    .attr('transform', `translate(16,${(H - M.bottom + M.top) / 2}) rotate(-90)`)
+    .attr('transform', `translate(14,${(H - M.bottom + M.top) / 2}) rotate(-90)`)
     .attr('text-anchor', 'middle')
     .attr('font-size', 13)
     .text(spec.yLabel);
@@ -89,19 +128,22 @@ export function drawLineChart(svg: SVGSVGElement, spec: LineChartSpec): void {
       .attr('fill', s.color)
       .append('title')
       .text((p) => `${s.name} at t=${p.t}: ${d3.format('.3~g')(p.v)}`);
-    const ly = M.top + 6 + i * 18;
+    const lx = 8 + items[i]!.x,
+      ly = H + items[i]!.row * legendRow + 4;
     g.append('line')
-      .attr('x1', W - M.right + 12)
-      .attr('x2', W - M.right + 34)
+      .attr('class', 'legend')
+      .attr('x1', lx)
+      .attr('x2', lx + 24)
       .attr('y1', ly)
       .attr('y2', ly)
       .attr('stroke', s.color)
       .attr('stroke-width', 3)
       .attr('stroke-dasharray', s.dashed ? '6 4' : null);
     g.append('text')
-      .attr('x', W - M.right + 40)
+      .attr('class', 'legend')
+      .attr('x', lx + 30)
       .attr('y', ly + 4)
-      .attr('font-size', 12)
+      .attr('font-size', legendFontPx)
       .text(s.name);
   });
 }

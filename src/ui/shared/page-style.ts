@@ -1,5 +1,6 @@
 // Shared CSS of the page's panels: projector-legible type, high-contrast tables, buttons and messages.
-import { css } from 'lit';
+import { css, unsafeCSS } from 'lit';
+import { chartWidth } from './gemm-charts.ts';
 
 /** Panel, table, button and message styles shared by the tp-* panels (each element adopts them). */
 export const panelStyles = css`
@@ -140,5 +141,23 @@ export const controlStyles = css`
   [aria-invalid='true'] {
     border-color: #a3000f;
     outline: 2px solid #a3000f;
+  }
+`;
+
+/**
+ * A grid of fixed-size charts and panels (`.charts`): columns of chartWidth px, as many as fit
+ * (auto-fill), each child kept at its own size, so no chart is ever scaled to fill a row; a
+ * wider child (e.g. a panel of its own) spans with `grid-column: span 2`.
+ */
+export const chartGridStyles = css`
+  .charts {
+    display: grid;
+    grid-template-columns: repeat(auto-fill, ${unsafeCSS(chartWidth)}px);
+    align-items: start;
+    gap: 12px 16px;
+  }
+  .charts > svg {
+    display: block;
+    max-width: none;
   }
 `;

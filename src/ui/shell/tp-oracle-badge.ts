@@ -12,8 +12,8 @@ const ratio = (e: OracleEntry): number => (e.tol > 0 ? e.maxAbs / e.tol : Infini
 /**
  * `<tp-oracle-badge>`: pass/fail of `oracle` (TP=t vs the TP=1 run on the same adapter) with the
  * worst tensor, the CPU twins' verdict when `cpuOracle` is set, and each tensor's max |error|,
- * tolerance and reference max behind a click. `data-pass` on the badge is "true", "false" or
- * "none" (nothing ran: `reason` says why).
+ * tolerance and reference max behind a click. `data-pass` on the badge is "true", "false",
+ * "checking" (the rank workers are running: `checking`) or "none" (nothing ran: `reason` says why).
  */
 @customElement('tp-oracle-badge')
 export class TpOracleBadge extends LitElement {
@@ -44,6 +44,25 @@ export class TpOracleBadge extends LitElement {
         background: #f3f4f6;
         color: #374151;
         border-color: #6b7280;
+      }
+      .badge[data-pass='checking'] {
+        background: #e8f0fb;
+        color: #0b2b55;
+        border-color: #2a6cc4;
+      }
+      .badge[data-pass='checking']::before {
+        content: '';
+        width: 12px;
+        height: 12px;
+        border: 3px solid #2a6cc4;
+        border-top-color: transparent;
+        border-radius: 50%;
+        animation: spin 0.8s linear infinite;
+      }
+      @keyframes spin {
+        to {
+          transform: rotate(360deg);
+        }
       }
       .detail {
         font-weight: 400;
@@ -78,9 +97,15 @@ export class TpOracleBadge extends LitElement {
   @property({ type: Number }) tp = 1;
   /** Why there is no verdict (e.g. no WebGPU: nothing ran). */
   @property() reason = '';
+  /** The rank workers are checking right now (no oracle yet): says so, with a spinner, instead of "no oracle". */
+  @property({ type: Boolean }) checking = false;
 
   protected override render() {
     const o = this.oracle;
+    if (!o && this.checking)
+      return html`<div class="badge" data-pass="checking" aria-busy="true">
+        checking on ${this.tp} rank worker${this.tp > 1 ? 's' : ''}…<span class="detail">${this.reason}</span>
+      </div>`;
     if (!o) {
       return html`<div class="badge" data-pass="none">
         no oracle<span class="detail">${this.reason || 'nothing has run yet'}</span>

@@ -1,0 +1,143 @@
+// The page's run on screen (templates of <tp-app>): banners, totals with the oracle, the chosen view, the cluster panel, shapes and exports.
+import { html, nothing, type TemplateResult } from 'lit';
+import { enableWebGpuHint } from '../../kernels/adapter.ts';
+import { chooseTransport } from '../../ranks/transport.ts';
+import type { PlaygroundResult, PlaygroundRunner } from '../../session/playground-runner.ts';
+import { formatMs } from '../shared/timeline-format.ts';
+import type { PageRunState } from './page-runs.ts';
+import { clusterSizes } from './cluster-model-choice.ts';
+import type { SettingsChangeDetail } from './settings-change.ts';
+import { configOf, hashFromSettings, type Settings } from './state.ts';
+import '../classroom/tp-classroom.ts';
+import '../cluster/tp-cluster-panel.ts';
+import '../cluster/tp-advisor-panel.ts';
+import './tp-exports.ts';
+import '../gemm/tp-gemm-view.ts';
+import './tp-oracle-badge.ts';
+import './tp-shapes.ts';
+import '../timeline/tp-timeline.ts';
+import '../trace/tp-trace-view.ts';
+
+const transportWords: Record<string, string> = {
+  'sab-ring': 'the SharedArrayBuffer ring (shared memory + Atomics)',
+  'message-port': 'the MessagePort ring (chunks transferred between workers)',
+};
+
+/** What the oracle badge says where it has no verdict, by where the rank workers stand. */
+const oracleReason: Record<PageRunState['ranks'], string> = {
+  done: '',
+  running: 'the rank workers are running the layer against TP=1',
+  stopped: 'the settings changed before the rank workers finished',
+  none: 'no WebGPU here: the layer did not run',
+};
+
+/** The banners above a run: no WebGPU, no cross-origin isolation, unknown link keys, a failed run, settings that cannot run. */
+export function renderBanners(run: PageRunState, unknownKeys: readonly string[], stale: boolean): TemplateResult {
+  const isolated = globalThis.crossOriginIsolated === true;
+  return html`
+    ${run.gpu === 'ok' ? nothing : html`<p class="banner warn" data-banner="no-webgpu">${run.gpu === 'none' ? 'This browser exposes no WebGPU' : 'WebGPU is present but no adapter was found'}, so nothing runs here: the plan, shapes and a timeline modeled from the cost model are shown instead. ${enableWebGpuHint}</p>`}
+    ${isolated || run.gpu !== 'ok' ? nothing : html`<p class="banner info" data-banner="message-port">This page is not cross-origin isolated, so the ranks exchange data over the MessagePort transport (the shared-memory ring needs the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp).</p>`}
+    ${unknownKeys.map((m) => html`<p class="banner warn" data-banner="hash">Link: ${m}</p>`)}
+    ${run.runError ? html`<p class="banner error" role="alert" data-banner="run-error">The run failed: ${run.runError}${run.result ? ' The last good run is still shown.' : ''}</p>` : nothing}
+    ${stale && run.result && !run.runError && run.issues.length ? html`<p class="banner error" data-banner="stale">These settings cannot run (see the message in red beside the control); the last good run (t = ${run.result.config.tp}) is still shown.</p>` : nothing}
+  `;
+}
+
+/**
+ * A run on screen: totals and the oracle badge (checking while the rank workers run), the view
+ * (timeline, classroom or GEMM efficiency; the latter two borrow the runner's pool), the cluster
+ * panel, the shapes and the exports.
+ */
+export function renderRun(
+  r: PlaygroundResult,
+  s: Settings,
+  run: PageRunState,
+  runner: PlaygroundRunner,
+  stale: boolean,
+  onChange: (e: CustomEvent<SettingsChangeDetail>) => void,
+): TemplateResult {
+  const tl = r.timeline;
+  const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
+  const transport = r.transport ?? (run.gpu === 'ok' ? chooseTransport() : undefined);
+  const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
+  const sources = `Machine: ${run.shownMachine} · compute: ${r.computeSource}. Communication: ${r.commSource}.`;
+  return html`
+    <section class="card top ${stale ? 'stale' : ''}">
+      <div class="totals">
+        <div>
+          t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step
+          <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst
+          rank:
+          <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
+          >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}
+        </div>
+        <div class="note" data-source="transport">
+          ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : run.ranks === 'running' ? `; starting ${r.config.tp} rank worker${r.config.tp > 1 ? 's' : ''}…` : ''}.
+        </div>
+      </div>
+      <tp-oracle-badge
+        .oracle=${r.oracle}
+        .cpuOracle=${r.cpuOracle}
+        cpuSkipped=${r.cpuSkipped ?? ''}
+        .tp=${r.config.tp}
+        ?checking=${run.ranks === 'running'}
+        reason=${oracleReason[run.ranks]}
+      ></tp-oracle-badge>
+    </section>
+    <section class="card ${stale ? 'stale' : ''}" data-sources>
+      ${
+        s.view === 'timeline'
+          ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
+          : s.view === 'classroom'
+            ? html`<tp-classroom
+                .tp=${s.tp}
+                .step=${s.step - 1}
+                .pools=${runner}
+                @step-change=${(e: CustomEvent<{ step: number }>) =>
+                  (location.hash = hashFromSettings({ ...s, step: e.detail.step + 1 }))}
+              ></tp-classroom>`
+            : html`<tp-gemm-view
+                .config=${configOf(s)}
+                .net=${s.net}
+                .system=${s.system}
+                .dtype=${s.dtype}
+                .overlap=${s.overlap}
+                .pools=${runner}
+              ></tp-gemm-view>`
+      }
+    </section>
+    <section class="card ${stale ? 'stale' : ''}">
+      <tp-cluster-panel
+        .config=${{ ...configOf(s), ...clusterSizes(s.cmodel, s) }}
+        .settings=${s}
+        @settings-change=${onChange}
+        .system=${s.system}
+        .dtype=${s.dtype}
+        .layers=${s.layers}
+        .gpus=${s.gpus}
+        .gbatch=${s.gbatch}
+        .overlap=${s.overlap}
+      ></tp-cluster-panel>
+    </section>
+    <section class="card">
+      <tp-advisor-panel .settings=${s} @settings-change=${onChange}></tp-advisor-panel>
+    </section>
+    <div class="panels ${stale ? 'stale' : ''}">
+      <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
+      <section class="card">
+        <tp-exports
+          .timeline=${tl}
+          .config=${r.config}
+          .output=${r.output}
+          preset=${s.preset}
+          link=${link}
+          system=${s.system}
+          .dtype=${s.dtype}
+          .layers=${s.layers}
+          .gpus=${s.gpus}
+          .gbatch=${s.gbatch}
+        ></tp-exports>
+      </section>
+    </div>
+  `;
+}
