@@ -211,7 +211,8 @@ export class TpClusterPanel extends LitElement {
             ? `global batch b·N = ${c.b * this.gpus} sequences (each replica accumulates t micro-batches)`
             : `global batch ${this.gbatch} sequences (gbatch; each replica accumulates m = ${this.gbatch}/(b·DP) micro-batches)`
         };
-        DP gradient all-reduce after backward, not overlapped. A projection from datasheet figures and the alpha-beta
+        DP gradients all-reduced in one bucket after backward (Megatron without --overlap-grad-reduce; the advisor
+        below and npm run project model the overlaps). A projection from datasheet figures and the alpha-beta
         link model, not a measurement; the WebGPU run on this page is fp32 on this browser's adapter.
       </p>
       <table data-cluster-table>
