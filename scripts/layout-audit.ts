@@ -101,12 +101,24 @@ const median = (xs: number[]): number => {
   return s[Math.floor(s.length / 2)]!;
 };
 
-/** Largest over smallest rendered tick-label height allowed between sibling charts: the same font renders the same height; 5% covers glyph-set differences between labels. */
+/** Largest over smallest rendered tick-label font size allowed between sibling charts (5%: rounding of scales). */
 export const fontRatioLimit = 1.05;
 
 /**
+ * The font size a reader sees for SVG text `t`, in CSS px: its computed font size times the scale
+ * its SVG's viewBox and transforms give it (the screen CTM's x scale). Unlike the text's bounding
+ * box, it does not change with the glyphs a label holds (a fallback font for "×" or "·" has other
+ * ascents), only with the font and the scaling.
+ */
+function renderedFontPx(t: SVGTextElement): number {
+  const m = t.getScreenCTM();
+  const scale = m ? Math.hypot(m.a, m.b) : 1;
+  return Number.parseFloat(getComputedStyle(t).fontSize) * scale;
+}
+
+/**
  * Sibling charts (the svgs with tick labels under one parent) whose tick labels render at
- * different sizes: the median rendered height of each chart's `.tick text` (the font size times
+ * different sizes: the median rendered font size of each chart's `.tick text` (the font size times
  * the SVG's scale, as a reader sees it) against its siblings'.
  */
 function chartFontSize(): LayoutFault[] {
@@ -114,7 +126,7 @@ function chartFontSize(): LayoutFault[] {
   const groups = new Map<Element, { svg: Element; h: number }[]>();
   for (const svg of deepAll(document, 'svg')) {
     if (!shown(svg) || !svg.parentElement) continue;
-    const ticks = [...svg.querySelectorAll('.tick text')].filter(shown).map((t) => t.getBoundingClientRect().height);
+    const ticks = [...svg.querySelectorAll<SVGTextElement>('.tick text')].filter(shown).map(renderedFontPx);
     if (!ticks.length) continue;
     const g = groups.get(svg.parentElement) ?? [];
     g.push({ svg, h: median(ticks) });
@@ -128,7 +140,7 @@ function chartFontSize(): LayoutFault[] {
         out.push({
           rule: 'chart-font-size',
           where: pathOf(c.svg),
-          detail: `tick labels render ${c.h.toFixed(1)} px high against ${lo.toFixed(1)} px in a sibling chart (×${(c.h / lo).toFixed(2)})`,
+          detail: `tick labels render at ${c.h.toFixed(1)} px against ${lo.toFixed(1)} px in a sibling chart (×${(c.h / lo).toFixed(2)})`,
         });
   }
   return out;
