@@ -1,5 +1,6 @@
 // npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
+import { alignedTable } from './text-table.ts';
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
 import { gemmTable } from '../src/projection/gemm-table.ts';
 import { budgetLines, type BudgetLine } from '../src/projection/cluster-summary.ts';
@@ -50,9 +51,7 @@ if (args.gemmTable) {
     String(r.time.waves),
   ]);
   const head = ['shape', 'M×N×K', 'time', 'TFLOP/s', 'of peak', 'tile', 'tiles', 'waves'];
-  const all = [head, ...rows];
-  const w = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  for (const r of all) console.log(r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  '));
+  for (const line of alignedTable(head, rows)) console.log(line);
   process.exit(0);
 }
 

@@ -1,5 +1,6 @@
 // The way back for `npm run trace`: directories expand to their trace files, a job bundle's manifest
 // (megatron-job.json) selects the projection, and the comparison prints as a table.
+import { alignedTable } from './text-table.ts';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TraceImportError } from '../src/kineto/kineto-read.ts';
@@ -74,11 +75,8 @@ export async function jobComparisonReport(manifest: JobManifest, a: MeasuredAnal
     ]),
   ];
   const head = ['', 'measured', 'projected', 'measured/projected'];
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: readonly string[]) => r.map((x, i) => (i === 0 ? x.padEnd(w[i]!) : x.padStart(w[i]!))).join('  ');
   return [
     `job ${manifest.name} (${manifest.megatron.tag}): projected on ${system.label}, ${parsed.dtype}, t = ${parsed.setup.tp}${parsed.setup.sp ? ' with SP' : ''}, ${parsed.setup.layers} layers, ${manifest.nodes} × ${manifest.gpusPerNode} GPUs; measured ${step === undefined ? 'the whole trace' : `ProfilerStep#${step}`}`,
-    line(head),
-    ...rows.map(line),
+    ...alignedTable(head, rows),
   ];
 }

@@ -1,15 +1,10 @@
 // Text tables of a measured job for `npm run trace`.
+import { alignedTable } from './text-table.ts';
 import type { MeasuredTrace } from '../src/kineto/kineto-types.ts';
 import type { CollectiveTotal, MeasuredAnalysis, RankWindow } from '../src/kineto/measured-analysis.ts';
 import { formatBytes, formatMs } from '../src/ui/shared/timeline-format.ts';
 
 const pct = (x: number | null): string => (x === null ? '—' : `${(100 * x).toFixed(1)}%`);
-
-function table(head: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: readonly string[]) => r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
-  return [line(head), ...rows.map(line)];
-}
 
 const rankRow = (w: RankWindow, file = ''): string[] => [
   String(w.rank),
@@ -44,20 +39,22 @@ export function traceReport(trace: MeasuredTrace, a: MeasuredAnalysis): string[]
   out.push('exposed = NCCL kernel time no compute kernel of the same GPU covers; overlap = 1 − exposed/comm');
   out.push('');
   out.push(
-    ...table(
+    ...alignedTable(
       ['rank', 'file', 'span', 'compute', 'comm', 'exposed', 'overlap', 'memcpy/set', 'kernels'],
       a.ranks.map((w) => rankRow(w, trace.ranks.find((r) => r.rank === w.rank)!.file)),
     ),
   );
   out.push('', 'per collective, all ranks (Σ kernel time; an NCCL kernel waits for its slowest peer):');
-  out.push(...table(['collective', 'group', 'calls', 'time', 'exposed', 'bytes'], collectiveRows(a.collectives)));
+  out.push(
+    ...alignedTable(['collective', 'group', 'calls', 'time', 'exposed', 'bytes'], collectiveRows(a.collectives)),
+  );
   if (a.steps.length) {
     out.push(
       '',
       'per ProfilerStep (slowest: longest GPU span; straggler: most compute, the rank the others wait for):',
     );
     out.push(
-      ...table(
+      ...alignedTable(
         ['step', 'slowest', 'span', 'straggler', ...a.ranks.map((r) => `exposed r${r.rank}`)],
         a.steps.map((s) => [
           `#${s.step}`,
