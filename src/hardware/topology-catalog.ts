@@ -91,7 +91,7 @@ const seedsBox = buildNode({
   pcieGen: 3,
   intelRootComplex: true,
   smp: {
-    label: 'cross-socket (measured on the box)',
+    label: 'measured on the box',
     GBps: 7.6,
     source: "seed 002 M037/M040: 7.6 GB/s bus bandwidth of the 8-GPU ring on the seeds' box",
   },

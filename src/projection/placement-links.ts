@@ -106,7 +106,10 @@ function intraPath(m: PlacedMachine, n: number, a: number, b: number): { kind: P
   // Up from a.
   if (sa !== null) {
     links.push(L(`gpu${a}:up`, 'gpu-port', `GPU${a} → switch ${sa}`, pcie));
-    if (sa !== sb) links.push(L(`sw${sa}:up`, 'uplink', `switch ${sa} ↑`, viaRoot ? rc : pcie));
+    if (sa !== sb)
+      links.push(
+        L(`sw${sa}:up`, 'uplink', `switch ${sa} → ${viaRoot ? `CPU${t.socketOf[a]}` : 'bridge'}`, viaRoot ? rc : pcie),
+      );
   } else links.push(L(`gpu${a}:up`, 'gpu-port', `GPU${a} → CPU${t.socketOf[a]}`, rc));
   if (t.socketOf[a] !== t.socketOf[b]) {
     if (!(t.smp.GBps > 0))
@@ -116,7 +119,15 @@ function intraPath(m: PlacedMachine, n: number, a: number, b: number): { kind: P
   }
   // Down to b.
   if (sb !== null) {
-    if (sa !== sb) links.push(L(`sw${sb}:down`, 'uplink', `switch ${sb} ↓`, viaRoot ? rc : pcie));
+    if (sa !== sb)
+      links.push(
+        L(
+          `sw${sb}:down`,
+          'uplink',
+          `${viaRoot ? `CPU${t.socketOf[b]}` : 'bridge'} → switch ${sb}`,
+          viaRoot ? rc : pcie,
+        ),
+      );
     links.push(L(`gpu${b}:down`, 'gpu-port', `switch ${sb} → GPU${b}`, pcie));
   } else links.push(L(`gpu${b}:down`, 'gpu-port', `CPU${t.socketOf[b]} → GPU${b}`, rc));
   return { kind: cell.kind === 'NV' ? 'PHB' : cell.kind, links };
