@@ -8,7 +8,8 @@ import { groupKinds, type GroupKind, type Placement, type ProcessGroups } from '
  *
  * Each physical link direction is a resource of capacity C (GB/s): a GPU's PCIe port, a PCIe
  * switch's uplink, the SMP link between two sockets, NVLink (a pair's bonded links, or a GPU's
- * port into the NVSwitch fabric), a NIC's port. A ring of a group (members in rank order, hop
+ * port into the NVSwitch fabric), a NIC's port. A ring of a group (its members node by node in
+ * rank order, each node's in the order NCCL's ring search would take: ringOrder; hop
  * m_i → m_{i+1 mod t}) sends every hop over the links of its path (topology.ts). The groups of one
  * kind communicate at the same time (every TP group runs the same layer's collective), so a link
  * direction carrying n hops of that kind gives each C/n. Hops leaving a node split over the
@@ -142,10 +143,79 @@ const nicLink = (m: PlacedMachine, n: number, k: number, dir: 'out' | 'in'): Phy
   capacityGBps: m.system.inter.nicGBps,
 });
 
-/** The ring hops of one group (members in rank order) on the machine. */
+/** Nominal GB/s of the path between local GPUs a and b, before sharing (what NCCL's ring search ranks paths by). */
+function pathGBps(t: NodeTopology, a: number, b: number): number {
+  const cell = t.matrix[a]![b]!;
+  const pcie = pcieGBps(t.pcieGen);
+  const rc = t.intelRootComplex ? pcie / intelP2pOverhead : pcie;
+  switch (cell.kind) {
+    case 'NV':
+      return t.nvlink ? (t.nvlink.switched ? t.nvlink.linksPerGpu : cell.nvlinks) * t.nvlink.perLinkGBps : rc;
+    case 'PIX':
+    case 'PXB':
+      return pcie;
+    case 'PHB':
+    case 'NODE':
+      return rc;
+    case 'SYS':
+      return Math.min(rc, t.smp.GBps);
+  }
+}
+
+/** Largest node-local segment whose ring order is searched (7! orders). */
+const searchedMembers = 8;
+
+/**
+ * The order NCCL's ring search would take through one node's members (src/graph/search.cc looks
+ * for rings over the fastest paths): of all orders starting at the first member, the one whose
+ * slowest hop is fastest, then with the fewest hops at that speed, then the fastest in sum.
+ * `cycle`: the segment closes on itself (the whole group on this node).
+ */
+function ringOrder(t: NodeTopology, locals: readonly number[], cycle: boolean): number[] {
+  if (locals.length <= 2 || locals.length > searchedMembers) return [...locals];
+  const score = (o: readonly number[]): [number, number, number] => {
+    const hops = o
+      .slice(cycle ? 0 : 1)
+      .map((g, i) => (cycle ? pathGBps(t, g, o[(i + 1) % o.length]!) : pathGBps(t, o[i]!, g)));
+    const min = Math.min(...hops);
+    return [min, -hops.filter((h) => h === min).length, hops.reduce((a, h) => a + h, 0)];
+  };
+  const better = (x: [number, number, number], y: [number, number, number]): boolean =>
+    x[0] !== y[0] ? x[0] > y[0] : x[1] !== y[1] ? x[1] > y[1] : x[2] > y[2] + 1e-9;
+  let best = [...locals];
+  let bestScore = score(best);
+  const rest = locals.slice(1);
+  const permute = (done: number[], left: number[]): void => {
+    if (left.length === 0) {
+      const cand = [locals[0]!, ...done];
+      const sc = score(cand);
+      if (better(sc, bestScore)) [best, bestScore] = [cand, sc];
+      return;
+    }
+    left.forEach((g, i) => permute([...done, g], [...left.slice(0, i), ...left.slice(i + 1)]));
+  };
+  permute([], rest);
+  return best;
+}
+
+/** The group's GPUs in ring order: node by node as the ranks come, each node's members in NCCL's ring order. */
+function ringGpus(m: PlacedMachine, gpus: readonly number[]): number[] {
+  const G = m.node.gpus;
+  const nodesInOrder = [...new Set(gpus.map((g) => Math.floor(g / G)))];
+  const oneNode = nodesInOrder.length === 1;
+  return nodesInOrder.flatMap((n) => {
+    const locals = gpus.filter((g) => Math.floor(g / G) === n).map((g) => g % G);
+    return ringOrder(m.node, locals, oneNode).map((l) => n * G + l);
+  });
+}
+
+/** The ring hops of one group on the machine (members in rank order, each node's in NCCL's ring order). */
 function ringHops(m: PlacedMachine, p: Placement, members: readonly number[]): Hop[] {
   const G = m.node.gpus;
-  const gpus = members.map((r) => p.gpuOf[r]!);
+  const gpus = ringGpus(
+    m,
+    members.map((r) => p.gpuOf[r]!),
+  );
   const nicsOn = (n: number): number[] => [
     ...new Set(gpus.filter((g) => Math.floor(g / G) === n).map((g) => Math.max(0, m.node.nicOf[g % G]!))),
   ];

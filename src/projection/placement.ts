@@ -118,6 +118,20 @@ function nodeOrder(name: PlacementName, node: NodeTopology): number[] {
 }
 
 /**
+ * Checks a placement's spelling without a machine (the page's hash): a named placement, or
+ * custom: and a comma list of distinct whole GPU indices. parsePlacement checks the list against
+ * the node. Returns `text`; throws saying what to write.
+ */
+export function checkPlacementText(text: string): string {
+  if ((placementNames as readonly string[]).includes(text)) return text;
+  const custom = /^custom:(\d+(?:,\d+)*)$/.exec(text);
+  if (custom && new Set(custom[1]!.split(',')).size === custom[1]!.split(',').length) return text;
+  throw new Error(
+    `placement ${quoted(text)}: use ${placementNames.join(', ')} or custom:<GPU list> (each GPU of a node once, e.g. custom:0,4,1,5,2,6,3,7).`,
+  );
+}
+
+/**
  * The placement `text` names ("megatron", "tp-pp-dp", "tp-switch", "tp-sockets", or
  * "custom:<GPU list>": local rank i of every node on the i-th GPU listed, a permutation of
  * 0 … G−1) for `world` ranks on nodes of `node`. Throws saying what to change.

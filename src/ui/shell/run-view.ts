@@ -10,6 +10,7 @@ import type { SettingsChangeDetail } from './settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from './state.ts';
 import '../classroom/tp-classroom.ts';
 import '../cluster/tp-cluster-panel.ts';
+import '../cluster/tp-machine-picture.ts';
 import '../cluster/tp-advisor-panel.ts';
 import './tp-exports.ts';
 import '../gemm/tp-gemm-view.ts';
@@ -118,6 +119,19 @@ export function renderRun(
         .gbatch=${s.gbatch}
         .overlap=${s.overlap}
       ></tp-cluster-panel>
+    </section>
+    <section class="card ${stale ? 'stale' : ''}">
+      <tp-machine-picture
+        .config=${{ ...configOf(s), ...clusterSizes(s.cmodel, s) }}
+        .settings=${s}
+        @settings-change=${onChange}
+        .system=${s.system}
+        .dtype=${s.dtype}
+        .layers=${s.layers}
+        .gpus=${s.gpus}
+        .gbatch=${s.gbatch}
+        .overlap=${s.overlap}
+      ></tp-machine-picture>
     </section>
     <section class="card">
       <tp-advisor-panel .settings=${s} @settings-change=${onChange}></tp-advisor-panel>

@@ -100,6 +100,14 @@ describe('rings priced on the links they cross', () => {
     expect(price(deg(2, 1), 'megatron', 'dgx1-v100').tp.link.busGBps).toBeCloseTo(2 * 20, 9); // GPU0–GPU1 NV2
     expect(price(deg(2, 1), 'custom:0,5,1,2,3,4,6,7', 'dgx1-v100').tp.rings[0]!.slowest.kind).toBe('SYS');
   });
+
+  it('orders a ring through a node as NCCL’s search would: DGX-1 GPUs 0,2,4,6 close over NVLink (0-2-6-4), not SYS', () => {
+    const dp = price(deg(2, 4), 'megatron', 'dgx1-v100').dpCp;
+    expect(dp.rings[0]!.gpus).toEqual([0, 2, 4, 6]);
+    expect(dp.rings[0]!.hops.map((h) => `${h.from}-${h.to}`)).toEqual(['0-2', '2-6', '6-4', '4-0']);
+    expect(dp.rings[0]!.slowest.kind).toBe('NV');
+    expect(dp.link.busGBps).toBeCloseTo(20, 9); // the NV1 hop 4-0
+  });
 });
 
 describe('placement step', () => {
