@@ -37,6 +37,7 @@ export class TpMachinePicture extends LitElement {
     css`
       svg {
         width: 100%;
+        max-width: 1000px;
         height: auto;
         display: block;
       }
