@@ -1,11 +1,9 @@
 // <tp-machine-picture>: the machine's topology with the ranks placed on it, each link's load per step, placements switchable.
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
-import type { TrainDtype } from '../../hardware/dtype.ts';
 import { parseSystem } from '../../hardware/systems.ts';
 import { systemTopology } from '../../hardware/topology-catalog.ts';
-import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
-import type { LayerConfig } from '../../parallel/config.ts';
+import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { projectStep } from '../../projection/cluster-projection.ts';
 import { parsePlacement, placementLabels, placementNames, processGroups } from '../../projection/placement.ts';
 import { kindLabels } from '../../projection/placement-links.ts';
@@ -13,6 +11,7 @@ import { placementStep, type PlacementStep } from '../../projection/placement-st
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../shared/timeline-format.ts';
+import { clusterSizes } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
 import type { Settings } from '../shell/state.ts';
 import { drawMachine, kindColors } from './machine-drawing.ts';
@@ -62,14 +61,8 @@ export class TpMachinePicture extends LitElement {
     `,
   ];
 
-  @property({ attribute: false }) config: LayerConfig | undefined;
+  /** The page's settings: the cluster panel's model (cmodel, sizes), machine, L, N, global batch, t and placement. */
   @property({ attribute: false }) settings: Settings | undefined;
-  @property() system = 'v100-pcie-8';
-  @property() dtype: TrainDtype = 'fp16';
-  @property({ type: Number }) layers = 12;
-  @property({ type: Number }) gpus = 8;
-  @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
-  @property({ type: Boolean }) overlap = true;
   @state() private result: PlacementStep | undefined;
   @state() private steps: StepByPlacement = new Map();
   @state() private plainMs = 0;
@@ -77,44 +70,57 @@ export class TpMachinePicture extends LitElement {
   @state() private customText = '';
   private generation = 0;
 
+  /** The inputs of the projection, as one key: the picture re-projects when it changes. */
+  private inputKey = '';
+
   protected override willUpdate(changed: PropertyValues<this>): void {
-    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap'] as const;
-    const before = changed.get('settings') as Settings | undefined;
     const s = this.settings;
-    const moved = changed.has('settings') && (!before || before.tp !== s?.tp || before.placement !== s?.placement);
-    if (inputs.some((k) => changed.has(k)) || moved) void this.project();
+    if (!changed.has('settings') || !s) return;
+    const key = JSON.stringify([
+      clusterSizes(s.cmodel, s),
+      s.system,
+      s.dtype,
+      s.layers,
+      s.gpus,
+      s.gbatch,
+      s.overlap,
+      s.tp,
+      s.placement,
+    ]);
+    if (key !== this.inputKey) {
+      this.inputKey = key;
+      void this.project(s);
+    }
   }
 
-  private async project(): Promise<void> {
-    const c = this.config;
-    const s = this.settings;
-    if (!c || !s) return;
+  private async project(s: Settings): Promise<void> {
     const mine = ++this.generation;
     await afterNextPaint();
     if (mine !== this.generation) return;
     try {
-      const system = parseSystem(this.system);
+      const sizes = clusterSizes(s.cmodel, s);
+      const system = parseSystem(s.system);
       const node = systemTopology(system);
-      const machine = { system, dtype: this.dtype };
-      const t = s.tp;
-      if (this.gpus % t !== 0) throw new Error(`t = ${t} does not divide the ${this.gpus} GPUs of the budget.`);
+      const machine = { system, dtype: s.dtype };
+      const { tp: t, gpus } = s;
+      if (gpus % t !== 0) throw new Error(`t = ${t} does not divide the ${gpus} GPUs of the budget.`);
       const setup = {
-        sizes: { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab },
+        sizes,
         sp: false,
-        layers: this.layers,
-        gpus: this.gpus,
-        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, budgetDegrees(this.gpus)),
-        overlap: this.overlap,
+        layers: s.layers,
+        gpus,
+        globalBatch: resolveGlobalBatch(s.gbatch, sizes.b, gpus, budgetDegrees(gpus)),
+        overlap: s.overlap,
         tp: t,
       };
-      const result = await placementStep(setup, machine, node, parsePlacement(s.placement, node, this.gpus));
+      const result = await placementStep(setup, machine, node, parsePlacement(s.placement, node, gpus));
       const steps = new Map<string, number>();
       for (const name of placementNames)
         steps.set(
           name,
           name === s.placement
             ? result.step.stepMs
-            : (await placementStep(setup, machine, node, parsePlacement(name, node, this.gpus))).step.stepMs,
+            : (await placementStep(setup, machine, node, parsePlacement(name, node, gpus))).step.stepMs,
         );
       const plainMs = (await projectStep(setup, machine)).stepMs;
       if (mine !== this.generation) return;
@@ -130,14 +136,15 @@ export class TpMachinePicture extends LitElement {
     const r = this.result;
     const svg = this.renderRoot.querySelector<SVGSVGElement>('svg[data-machine]');
     if (!r || !svg) return;
-    const node = systemTopology(parseSystem(this.system));
+    const node = systemTopology(r.step.machine.system);
+    const gpus = r.step.setup.gpus;
     const tpGroupOf: number[] = [];
     processGroups(r.step.degrees, r.placement.order).tp.forEach((g, i) => {
       for (const rank of g) tpGroupOf[rank] = i;
     });
     drawMachine(svg, {
       node,
-      nodes: Math.ceil(this.gpus / node.gpus),
+      nodes: Math.ceil(gpus / node.gpus),
       gpuOf: r.placement.gpuOf,
       tpGroupOf,
       loads: r.loads,
@@ -151,9 +158,10 @@ export class TpMachinePicture extends LitElement {
 
   protected override render() {
     const s = this.settings;
-    if (!this.config || !s) return nothing;
+    if (!s) return nothing;
     const r = this.result;
     const d = r?.step.degrees;
+    const gpus = r?.step.setup.gpus ?? s.gpus;
     return html`<h2>Machine and rank placement</h2>
       ${this.error ? html`<p class="error" role="alert" data-machine-error>${this.error}</p>` : nothing}
       <div class="placements" role="group" aria-label="rank placement">
@@ -184,7 +192,7 @@ export class TpMachinePicture extends LitElement {
       ${
         r && d
           ? html`<p class="note" data-placement-step=${r.placement.name} data-step-ms=${r.step.stepMs}>
-                t = ${d.tp}, DP ${d.dp} on ${this.gpus} GPUs: step <strong>${formatMs(r.step.stepMs)}</strong> with
+                t = ${d.tp}, DP ${d.dp} on ${gpus} GPUs: step <strong>${formatMs(r.step.stepMs)}</strong> with
                 ${r.placement.label} (${formatMs(this.plainMs)} with the catalog's one link per group).
                 ${r.volumes.map(
                   (v) =>
@@ -214,7 +222,7 @@ export class TpMachinePicture extends LitElement {
                   ${r.loads.slice(0, linksListed).map(
                     (l) =>
                       html`<tr>
-                        <td>${this.gpus > (r.step.machine.system.gpusPerNode ?? 1) ? `node ${l.link.node}: ` : ''}${l.link.label}</td>
+                        <td>${gpus > r.step.machine.system.gpusPerNode ? `node ${l.link.node}: ` : ''}${l.link.label}</td>
                         <td class="num">${l.link.capacityGBps.toPrecision(3)}</td>
                         <td class="num">${(l.totalBytesPerStep / 1e6).toFixed(1)}</td>
                         <td class="num">${(l.exposedBytesPerStep / 1e6).toFixed(1)}</td>

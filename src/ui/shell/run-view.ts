@@ -130,17 +130,7 @@ export function renderRun(
       ></tp-cluster-panel>
     </section>
     <section class="card ${stale ? 'stale' : ''}">
-      <tp-machine-picture
-        .config=${{ ...configOf(s), ...clusterSizes(s.cmodel, s) }}
-        .settings=${s}
-        @settings-change=${onChange}
-        .system=${s.system}
-        .dtype=${s.dtype}
-        .layers=${s.layers}
-        .gpus=${s.gpus}
-        .gbatch=${s.gbatch}
-        .overlap=${s.overlap}
-      ></tp-machine-picture>
+      <tp-machine-picture .settings=${s} @settings-change=${onChange}></tp-machine-picture>
     </section>
     <section class="card">
       <tp-advisor-panel .settings=${s} @settings-change=${onChange}></tp-advisor-panel>
