@@ -101,7 +101,8 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
 Topology (docs/topology.md):
   --topology                print the node's GPU matrix (nvidia-smi path kinds, sockets, switches, NICs), then per t
                             the placement's group rings (slowest hop, shared links), the step on them and each
-                            physical link's load per step (bytes, calls, exposed bytes by group).
+                            physical link's load per step (bytes, calls, exposed bytes by group); with --json
+                            the node, and per t the placed links, the volumes and every link's load.
   --placement NAME          megatron (default: tp-cp-ep-dp-pp, rank r on GPU r), tp-pp-dp (--use-tp-pp-dp-mapping),
                             tp-switch (TP under one PCIe switch), tp-sockets (TP across sockets), or
                             custom:<GPU list> (local rank i on the i-th GPU listed). Implies --topology.

@@ -1,4 +1,4 @@
-// `npm run project -- --topology`: the node's GPU matrix, the placement's rings and every link's load per step, per t.
+// `npm run project -- --topology [--json]`: the node's GPU matrix, the placement's rings and every link's load per step, per t.
 import { readFileSync } from 'node:fs';
 import { parseTopoMatrix } from '../src/hardware/topo-parse.ts';
 import { formatMatrix, intelP2pOverhead, pcieGBps, type NodeTopology } from '../src/hardware/topology.ts';
@@ -50,6 +50,7 @@ export async function topologyReport(args: ProjectArgs): Promise<string[]> {
       `, NIC ${gbps(args.system.inter.nicGBps)} GB/s`,
     `sources: ${node.source}`,
   ];
+  const json: object[] = [];
   for (const tp of args.degrees) {
     const setup = { ...args.setup, tp };
     let r: Awaited<ReturnType<typeof placementStep>>;
@@ -61,10 +62,29 @@ export async function topologyReport(args: ProjectArgs): Promise<string[]> {
     } catch (e) {
       if ((e as Error).message.startsWith('unknown placement') || (e as Error).message.startsWith('placement '))
         throw e;
-      out.push('', `t=${tp}: illegal: ${(e as Error).message}`);
+      if (args.json) json.push({ tp, illegal: (e as Error).message });
+      else out.push('', `t=${tp}: illegal: ${(e as Error).message}`);
       continue;
     }
     const d = r.step.degrees;
+    if (args.json) {
+      json.push({
+        tp,
+        degrees: d,
+        placement: {
+          name: r.placement.name,
+          label: r.placement.label,
+          order: r.placement.order,
+          gpuOf: r.placement.gpuOf,
+        },
+        stepMs: r.step.stepMs,
+        catalogStepMs: plainMs,
+        links: Object.fromEntries(groupKinds.map((k) => [k, r.priced[k].link])),
+        volumes: r.volumes,
+        loads: r.loads,
+      });
+      continue;
+    }
     out.push(
       '',
       `t=${tp} (DP ${d.dp}, p ${d.pp}, cp ${d.cp}) · placement: ${r.placement.label}`,
@@ -117,5 +137,6 @@ export async function topologyReport(args: ProjectArgs): Promise<string[]> {
       ),
     );
   }
+  if (args.json) return [JSON.stringify({ node, nodes, rows: json }, (_, v) => (v === Infinity ? null : v), 2)];
   return out;
 }

@@ -22,6 +22,19 @@ describe('project --topology', () => {
     expect(r.stdout).toMatch(/^CPU0 → CPU1 \(measured on the box\)\s+7\.60\s+1342\.2/m);
   }, 60_000);
 
+  it('prints the same as JSON: the placed links, the volumes and every link load', async () => {
+    const r = await run('--topology', '--json', '--tp', '2', '--placement', 'tp-sockets');
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.stdout) as {
+      nodes: number;
+      rows: { tp: number; links: { tp: { busGBps: number } }; loads: { link: { id: string } }[] }[];
+    };
+    expect(j.nodes).toBe(1);
+    expect(j.rows[0]!.tp).toBe(2);
+    expect(j.rows[0]!.links.tp.busGBps).toBeCloseTo(1.9, 9);
+    expect(j.rows[0]!.loads.map((l) => l.link.id)).toContain('n0:smp:0>1');
+  }, 60_000);
+
   it('reads a pasted nvidia-smi topo -m and says what is wrong with a bad one', async () => {
     const ok = await run('--topo-file', 'tests/fixtures/topo/quda-669-pix-pxb-sys.txt', '--tp', '8');
     expect(ok.code).toBe(0);
@@ -32,5 +45,5 @@ describe('project --topology', () => {
     const wrong = await run('--placement', 'custom:0,1', '--tp', '2');
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toMatch(/list each of the node's 8 GPUs/);
-  }, 60_000);
+  }, 180_000); // three CLI runs
 });
