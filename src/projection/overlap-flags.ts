@@ -128,3 +128,7 @@ export function combinationRejection(on: ReadonlySet<OverlapFlag>): string | und
     return '--overlap-param-gather needs --overlap-grad-reduce (Megatron asserts it, arguments.py)';
   return undefined;
 }
+
+/** A combination's label: the short names joined with " + ", or "none". */
+export const combinationLabel = (flags: readonly OverlapFlag[]): string =>
+  flags.length ? flags.map((f) => overlapFlagInfo[f].short).join(' + ') : 'none';
