@@ -27,6 +27,9 @@ export class TpAblationPanel extends LitElement {
   static override styles = [
     panelStyles,
     css`
+      td:not([colspan]):not(.flags) {
+        white-space: nowrap;
+      }
       tr.worse td {
         background: #fde8e8;
       }
