@@ -7,12 +7,10 @@ import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { AblationRow } from '../../projection/overlap-ablation.ts';
 import { combinationLabel, overlapFlagInfo } from '../../projection/overlap-flags.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatBytes, formatMs } from '../shared/timeline-format.ts';
+import { formatBytes, formatMs, formatSignedMs } from '../shared/timeline-format.ts';
 import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
 import type { Settings } from '../shell/state.ts';
 import type { AblationAnswer, AblationWorker } from './ablation.worker.ts';
-
-const signedMs = (ms: number): string => (ms > 0 ? `+${formatMs(ms)}` : ms < 0 ? `−${formatMs(-ms)}` : '0');
 
 /**
  * `<tp-ablation-panel>`: every overlap the projection prices (async dgrad all-reduce, SP
@@ -124,14 +122,14 @@ export class TpAblationPanel extends LitElement {
     >
       <td class="flags">${label}</td>
       <td>${formatMs(x.stepMs)}</td>
-      <td>${r.flags.length ? signedMs(x.vsBaselineMs) : '—'}</td>
+      <td>${r.flags.length ? formatSignedMs(x.vsBaselineMs) : '—'}</td>
       <td data-exposed-tp>${formatMs(e.tp)}</td>
       <td>${formatMs(e.cp)}</td>
       <td>${formatMs(e.dp)}</td>
       <td>${formatMs(e.pp)}</td>
       <td data-in-flight=${x.inFlightBytes}>${formatBytes(x.inFlightBytes)}</td>
       <td>${formatBytes(x.peakBytes)}${x.oom ? ' OOM' : ''}</td>
-      <td>${x.interactionMs !== undefined ? signedMs(x.interactionMs) : ''}</td>
+      <td>${x.interactionMs !== undefined ? formatSignedMs(x.interactionMs) : ''}</td>
       <td>${x.worseThanBestSubset && x.bestSubset ? `worse than ${combinationLabel(x.bestSubset.flags)}` : ''}</td>
     </tr>`;
   }
