@@ -5,7 +5,7 @@ import type { TrainDtype } from '../../hardware/dtype.ts';
 import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
 import type { LayerConfig } from '../../parallel/config.ts';
-import { fixedBudget } from '../../projection/cluster-projection.ts';
+import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/cluster-projection.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
@@ -14,6 +14,7 @@ import { formatBytes, formatMs } from '../shared/timeline-format.ts';
 import { clusterModelNames } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
 import type { Settings } from '../shell/state.ts';
+import './tp-pipeline-view.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
 
@@ -49,8 +50,13 @@ export class TpClusterPanel extends LitElement {
   /** The global batch setting ('auto': b·N). */
   @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
   @property({ type: Boolean }) overlap = true;
+  /** p pipeline stages and v virtual stages per rank of every row (t × p × DP = N). */
+  @property({ type: Number }) pp = 1;
+  @property({ type: Number }) vpp = 1;
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
+  /** The projected rows (with their steps), for the pipeline schedule. */
+  @state() private rows: { plain: BudgetRow[]; sp: BudgetRow[] } = { plain: [], sp: [] };
   @state() private error = '';
   @state() private spec: SystemSpec | undefined;
   /** A projection is under way (the table and charts show the previous one, or nothing yet). */
@@ -58,7 +64,7 @@ export class TpClusterPanel extends LitElement {
   private generation = 0;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap'] as const;
+    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap', 'pp', 'vpp'] as const;
     if (inputs.some((k) => changed.has(k))) void this.project();
   }
 
@@ -74,14 +80,18 @@ export class TpClusterPanel extends LitElement {
       const system = parseSystem(this.system);
       const machine = { system, dtype: this.dtype };
       const sizes = { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab };
-      const degrees = budgetDegrees(this.gpus);
+      const degrees = budgetDegrees(this.gpus, this.pp);
+      if (!degrees.length)
+        throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p = ${this.pp}: t × p × DP = N.`);
       const setup = {
         sizes,
         sp: false,
         layers: this.layers,
         gpus: this.gpus,
-        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees),
+        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees, this.pp),
         overlap: this.overlap,
+        pp: this.pp,
+        vpp: this.vpp,
       };
       const plain = await fixedBudget(setup, degrees, machine);
       const sp = await fixedBudget(
@@ -93,6 +103,7 @@ export class TpClusterPanel extends LitElement {
       this.spec = system;
       this.plain = budgetLines(plain);
       this.sp = budgetLines(sp, plain);
+      this.rows = { plain, sp };
       this.error = '';
       this.projecting = false;
     } catch (e) {
@@ -100,6 +111,7 @@ export class TpClusterPanel extends LitElement {
       this.error = e instanceof Error ? e.message : String(e);
       this.plain = [];
       this.sp = [];
+      this.rows = { plain: [], sp: [] };
       this.projecting = false;
     }
   }
@@ -178,6 +190,14 @@ export class TpClusterPanel extends LitElement {
     </tr>`;
   }
 
+  /** The step whose pipeline is drawn: the page's t (with SP if the page has it), else the first row that runs. */
+  private pipelineStep(): StepProjection | undefined {
+    const t = this.settings?.tp;
+    const rows = this.settings?.sp ? [...this.rows.sp, ...this.rows.plain] : this.rows.plain;
+    const ok = rows.filter((r): r is Extract<BudgetRow, { ok: true }> => r.ok);
+    return (ok.find((r) => r.tp === t) ?? ok[0])?.step;
+  }
+
   protected override render() {
     const c = this.config;
     if (!c) return nothing;
@@ -206,6 +226,7 @@ export class TpClusterPanel extends LitElement {
         ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b})
         × ${this.layers} layers (embedding, output and loss once) on
         ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
+        ${this.pp > 1 ? `p = ${this.pp} pipeline stages${this.vpp > 1 ? ` × v = ${this.vpp} virtual stages` : ''} (t × p × DP = N);` : ''}
         ${
           this.gbatch === 'auto'
             ? `global batch b·N = ${c.b * this.gpus} sequences (each replica accumulates t micro-batches)`
@@ -237,7 +258,14 @@ export class TpClusterPanel extends LitElement {
       <div class="charts">
         <svg data-chart="tokens"></svg><svg data-chart="mfu"></svg><svg data-chart="exposed"></svg
         ><svg data-chart="memory"></svg>
-      </div>`;
+      </div>
+      ${
+        this.pp > 1
+          ? html`<tp-pipeline-view .step=${this.pipelineStep()}></tp-pipeline-view>`
+          : html`<p class="note" data-pipeline-hint>
+              Pipeline parallelism: set p ≥ 2 in the machine controls to see the schedule.
+            </p>`
+      }`;
   }
 }
 

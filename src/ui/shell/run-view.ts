@@ -117,6 +117,8 @@ export function renderRun(
         .gpus=${s.gpus}
         .gbatch=${s.gbatch}
         .overlap=${s.overlap}
+        .pp=${s.pp}
+        .vpp=${s.vpp}
       ></tp-cluster-panel>
     </section>
     <section class="card">

@@ -60,6 +60,10 @@ export interface Settings extends ModelSizes {
   readonly gbatch: GlobalBatchSetting;
   /** The model of the cluster panel and the advisor: a scenario a cluster would train, or this page's layer. */
   readonly cmodel: ClusterModelChoice;
+  /** p: pipeline stages of the cluster panel (Megatron --pipeline-model-parallel-size); t × p × DP = N. */
+  readonly pp: number;
+  /** v: virtual stages per pipeline rank of the cluster panel (--num-virtual-stages-per-pipeline-rank). */
+  readonly vpp: number;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -261,6 +265,8 @@ export const settingsTable: SettingsTable = {
     reruns: false,
     control: 'machine',
   }),
+  pp: whole('pp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  vpp: whole('vpp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
 };
 
 /** The fields of Settings in hash order. */

@@ -37,7 +37,7 @@ export class TpMachineControls extends LitElement {
       : nothing;
   }
 
-  private number(s: Settings, field: 'layers' | 'gpus', label: string): TemplateResult {
+  private number(s: Settings, field: 'layers' | 'gpus' | 'pp' | 'vpp', label: string): TemplateResult {
     return html`<label
         >${label}
         <input
@@ -61,7 +61,7 @@ export class TpMachineControls extends LitElement {
   private globalBatch(s: Settings): TemplateResult {
     let invalid = '';
     try {
-      resolveGlobalBatch(s.gbatch, clusterSizes(s.cmodel, s).b, s.gpus, budgetDegrees(s.gpus));
+      resolveGlobalBatch(s.gbatch, clusterSizes(s.cmodel, s).b, s.gpus, budgetDegrees(s.gpus, s.pp), s.pp);
     } catch (err) {
       invalid = err instanceof Error ? err.message : String(err);
     }
@@ -141,7 +141,9 @@ export class TpMachineControls extends LitElement {
         </select></label
       >
       ${this.errorsFor('cmodel')}
-      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')} ${this.globalBatch(s)}
+      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × p × DP)')}
+      ${this.number(s, 'pp', 'pipeline stages p')} ${this.number(s, 'vpp', 'virtual stages per rank v')}
+      ${this.globalBatch(s)}
     </fieldset>`;
   }
 }
