@@ -200,8 +200,26 @@ function stageModelOf(
   return model;
 }
 
-/** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
+/**
+ * chunkTimes per setup, for the machine and pricing it was computed with: the advisor bounds a
+ * candidate (stepLowerBounds) and then assembles it with the same three objects; exact reuse.
+ */
+const chunkTimesMemo = new WeakMap<
+  TrainingSetup,
+  { machine: Machine; pricing: LayerPricing; value: ReturnType<typeof computeChunkTimes> }
+>();
+
+/** computeChunkTimes, remembered for the last (machine, pricing) each setup object was priced with. */
 function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
+  const hit = chunkTimesMemo.get(setup);
+  if (hit && hit.machine === machine && hit.pricing === pricing) return hit.value;
+  const value = computeChunkTimes(setup, machine, pricing);
+  chunkTimesMemo.set(setup, { machine, pricing, value });
+  return value;
+}
+
+/** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
+function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
   const c = setupConfig(setup);
   const deg = degreesOf(setup);
   const { system, dtype } = machine;
@@ -271,7 +289,7 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
 export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepProjection {
   const { system, dtype } = machine;
   const L = setup.layers;
-  const { full, block, fullT, blockT, pieces, ref } = pricing;
+  const { fullT, blockT, pieces, ref } = pricing;
   const { c, deg, m, split, links, bytes, own, ring, model, rec, layerF, layerB, forwardMs, backwardMs, redoMs } =
     chunkTimes(setup, machine, pricing);
 
@@ -356,7 +374,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
           )) /
         1e3
       : 0;
-  const finalizeMs = finalizeTime(full, block, maxStageLayers, machine);
+  const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
   const maxParams = Math.max(...model.stageParams);
   const per = stateBytes(dtype, distOpt, dpGroup);
   const shard = distOpt ? maxParams / dpGroup : maxParams;
@@ -366,10 +384,8 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
 
   // FLOPs: the model's once (TP = 1, full sequence), executed adds the recomputed forwards.
   // Model FLOPs of the transformed op list (priced-ops.ts: GPT has no gate GEMMs).
-  const flops = (p: LayerPlan): number => modelGemmFlops(p, dtype, machine.kernels ?? defaultKernelOptions);
-  const perMicroBatch = flops(ref.full) + (L - 1) * flops(ref.block);
-  const fwdLayer = gemmFlops(ref.block, (o) => o.phase === 'forward');
-  const fwdCore = gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o));
+  const { full: fullFlops, block: blockFlops, fwdLayer, fwdCore } = referenceFlops(ref, machine);
+  const perMicroBatch = fullFlops + (L - 1) * blockFlops;
   const redoFlops = rec
     .flat()
     .reduce((a, r) => a + r.recomputedLayers * fwdLayer + r.recomputedCoreAttention * fwdCore, 0);
@@ -472,6 +488,47 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
 /** Live bytes per lifetime class at the peak stage's peak. */
 export const memoryAtPeak = (p: StepProjection): Readonly<Record<MemoryClass, number>> =>
   p.stageMemory.reduce((a, s) => (s.peakBytes > a.peakBytes ? s : a)).atPeak;
+
+/** FLOPs of the reference plans on a machine: model FLOPs with and without the vocabulary, forward layer, forward core attention. */
+interface ReferenceFlops {
+  readonly full: number;
+  readonly block: number;
+  readonly fwdLayer: number;
+  readonly fwdCore: number;
+}
+
+/** ReferenceFlops per reference plans and machine (they read only the plans, dtype and kernels): exact reuse. */
+const referenceFlopsMemo = new WeakMap<LayerPricing['ref'], WeakMap<Machine, ReferenceFlops>>();
+
+function referenceFlops(ref: LayerPricing['ref'], machine: Machine): ReferenceFlops {
+  let byMachine = referenceFlopsMemo.get(ref);
+  if (!byMachine) referenceFlopsMemo.set(ref, (byMachine = new WeakMap()));
+  let x = byMachine.get(machine);
+  if (!x) {
+    const flops = (p: LayerPlan): number => modelGemmFlops(p, machine.dtype, machine.kernels ?? defaultKernelOptions);
+    x = {
+      full: flops(ref.full),
+      block: flops(ref.block),
+      fwdLayer: gemmFlops(ref.block, (o) => o.phase === 'forward'),
+      fwdCore: gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o)),
+    };
+    byMachine.set(machine, x);
+  }
+  return x;
+}
+
+/** finalizeTime per pricing, machine and layer count: exact reuse. */
+const finalizeMemo = new WeakMap<LayerPricing, WeakMap<Machine, Map<number, number>>>();
+
+function finalizeTimeOf(pricing: LayerPricing, L: number, machine: Machine): number {
+  let byMachine = finalizeMemo.get(pricing);
+  if (!byMachine) finalizeMemo.set(pricing, (byMachine = new WeakMap()));
+  let byL = byMachine.get(machine);
+  if (!byL) byMachine.set(machine, (byL = new Map()));
+  let ms = byL.get(L);
+  if (ms === undefined) byL.set(L, (ms = finalizeTime(pricing.full, pricing.block, L, machine)));
+  return ms;
+}
 
 /**
  * The plan's finalize-phase collectives (e.g. the SP norm-gradient all-reduce in
