@@ -189,14 +189,16 @@ const stageModels = new WeakMap<LayerPricing, Map<string, ReturnType<typeof stag
 function stageModelOf(
   pricing: LayerPricing,
   split: PipelineSplit,
-  dtype: Machine['dtype'],
+  machine: Machine,
   setup: TrainingSetup,
 ): ReturnType<typeof stageModel> {
   let byKey = stageModels.get(pricing);
   if (!byKey) stageModels.set(pricing, (byKey = new Map()));
-  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}`;
+  const { dtype } = machine;
+  const arch = (machine.kernels ?? defaultKernelOptions).arch;
+  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}|${arch}|${setup.sizes.s}`;
   let model = byKey.get(key);
-  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup)));
+  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup, arch)));
   return model;
 }
 
@@ -238,7 +240,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const kvBytes = 2 * c.s * c.b * own.kvGroups.length * (c.h / c.heads) * bytes;
   const ring = ringAttention(deg.cp, core, kvBytes, links.cp, system);
 
-  const model = stageModelOf(pricing, split, dtype, setup);
+  const model = stageModelOf(pricing, split, machine, setup);
   const rec: ChunkRecompute[][] = split.layers.map((row) => row.map((n) => chunkRecompute(n, model.layer, rc)));
   const layerF = pieces.layer.forward.ms + ring.forwardMs;
   const layerB = pieces.layer.backward.ms + ring.backwardMs;
