@@ -42,6 +42,8 @@ export interface ProjectArgs {
   readonly search: boolean;
   /** --top: rows the advisor prints. */
   readonly top: number;
+  /** --ablate: the overlap ablation of the setup at its one --tp instead of the fixed-budget table. */
+  readonly ablate: boolean;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -60,7 +62,7 @@ export function usage(): string {
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--gemm-table]
-       [--search [--top K]]
+       [--search [--top K]] [--ablate] [--no-overlap-p2p-communication]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
@@ -75,6 +77,11 @@ With --sp each row also shows the change against the same t without SP.
 With --search the advisor enumerates t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and
 the overlaps for the model on N GPUs at the global batch (the size flags' b is ignored: the micro-batch is
 searched), counts each rejected layout by reason, and prints the K fastest (default 10) with memory and MFU.
+With --ablate (one --tp) every overlap the projection prices (async dgrad all-reduce, SP re-gather, --tp-comm-overlap,
+--overlap-grad-reduce, --overlap-param-gather, p2p overlap) is tried alone, in pairs and all on: step, exposed
+communication per group, memory the overlaps hold, and each combination slower than its best subset flagged
+(docs/overlap-ablation.md). Pipeline sends overlap compute only in the interleaved schedule (v > 1), as in
+Megatron; --no-overlap-p2p-communication makes them block there too.
 
 Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the models and sources):
   --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
@@ -132,6 +139,8 @@ const options = {
   'memory-timeline': { type: 'boolean', default: false },
   'export-job': { type: 'string' },
   search: { type: 'boolean', default: false },
+  ablate: { type: 'boolean', default: false },
+  'no-overlap-p2p-communication': { type: 'boolean', default: false },
   top: { type: 'string' },
   help: { type: 'boolean', default: false },
   fabric: { type: 'string' },
@@ -188,6 +197,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     tiedEmbeddings:
       v['tied-embeddings'] || (!v['untie-embeddings-and-output-weights'] && (base.tiedEmbeddings ?? false)),
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
+    ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
   };
   const base0 = parseSystem(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
@@ -225,6 +235,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     scenario,
     ...(v['export-job'] !== undefined && { exportJob: v['export-job'] }),
     search: v.search,
+    ablate: v.ablate,
     top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
   };
 }

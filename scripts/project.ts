@@ -1,4 +1,4 @@
-// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]]
+// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]] [--ablate]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
 import { alignedTable } from './text-table.ts';
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
@@ -9,6 +9,7 @@ import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { exportJobSpec, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 import { runSearch } from './project-search.ts';
+import { runAblation } from './project-ablate.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -52,6 +53,11 @@ if (args.gemmTable) {
   ]);
   const head = ['shape', 'M×N×K', 'time', 'TFLOP/s', 'of peak', 'tile', 'tiles', 'waves'];
   for (const line of alignedTable(head, rows)) console.log(line);
+  process.exit(0);
+}
+
+if (args.ablate) {
+  await runAblation(args);
   process.exit(0);
 }
 

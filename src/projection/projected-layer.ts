@@ -1,4 +1,3 @@
-import type { CollectiveOp } from '../comm/collectives.ts';
 import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
 import { flashAttentionUs } from '../hardware/flash-attention.ts';
 import { dispatchGapsUs, hostDispatchModel } from '../hardware/host-dispatch.ts';
@@ -7,6 +6,7 @@ import { gemmTime, kernelModel, memoryBoundUs, type GemmTime } from '../hardware
 import {
   commFootprint,
   commSms,
+  ncclFootprint,
   overlapSlowdown,
   overlappedKernelUs,
   type CommFootprint,
@@ -213,10 +213,6 @@ function slowUnder(
   }
   return total;
 }
-
-/** NCCL's footprint for collective `op` on `link`: its channels' SMs and its HBM traffic. */
-const ncclFootprint = (op: CollectiveOp, link: Interconnect): CommFootprint =>
-  commFootprint(op, link.busGBps, link.ncclChannels ?? commSms.ncclNvlink);
 
 /**
  * The plan's asynchronous collectives (Megatron's async dgrad all-reduce / reduce-scatter and
