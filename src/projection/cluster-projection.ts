@@ -7,6 +7,7 @@ import { ncclFootprint, overlapLossMs, overlapSlowdown, p2pFootprint } from '../
 import { bytesPerElement } from '../accounting/parameters.ts';
 import type { GpuMemory } from '../accounting/training-memory.ts';
 import {
+  checkDataParallelFlags,
   degreesOf,
   microBatchesOf,
   overlapsP2p,
@@ -252,11 +253,38 @@ const chunkTimesMemo = new WeakMap<
   { machine: Machine; pricing: LayerPricing; value: ReturnType<typeof computeChunkTimes> }
 >();
 
-/** computeChunkTimes, remembered for the last (machine, pricing) each setup object was priced with. */
+/**
+ * The fields of a setup computeChunkTimes reads only through setupConfig's checkDataParallelFlags:
+ * setups that differ in nothing else (a search's optimizer and overlap flags) share their chunk times.
+ */
+const dataParallelFlags: ReadonlySet<string> = new Set<keyof TrainingSetup>([
+  'distributedOptimizer',
+  'overlapGradReduce',
+  'overlapParamGather',
+  'bucketSize',
+]);
+
+/** computeChunkTimes per pricing, machine and setup less its data-parallel flags. */
+const chunkTimesShared = new WeakMap<
+  LayerPricing,
+  WeakMap<Machine, Map<string, ReturnType<typeof computeChunkTimes>>>
+>();
+
+/**
+ * computeChunkTimes, remembered for the last (machine, pricing) each setup object was priced with,
+ * and shared by setups equal but for their data-parallel flags (whose own rules are still checked).
+ */
 function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
   const hit = chunkTimesMemo.get(setup);
   if (hit && hit.machine === machine && hit.pricing === pricing) return hit.value;
-  const value = computeChunkTimes(setup, machine, pricing);
+  let byMachine = chunkTimesShared.get(pricing);
+  if (!byMachine) chunkTimesShared.set(pricing, (byMachine = new WeakMap()));
+  let byKey = byMachine.get(machine);
+  if (!byKey) byMachine.set(machine, (byKey = new Map()));
+  const key = JSON.stringify(setup, (k: string, v: unknown) => (dataParallelFlags.has(k) ? undefined : v));
+  let value = byKey.get(key);
+  if (value) checkDataParallelFlags(setup);
+  else byKey.set(key, (value = computeChunkTimes(setup, machine, pricing)));
   chunkTimesMemo.set(setup, { machine, pricing, value });
   return value;
 }
