@@ -74,4 +74,22 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
     await expect.poll(() => view().locator('[data-stage-lanes="3"]').textContent()).toMatch(/Stage 3/);
     expect(open.pageErrors).toEqual([]);
   });
+
+  // The cluster panel's kernel switches (settings rows arch, attn, fp8, graphs) on the same page.
+  test('the kernel switches reach the panel: GPT named in the caption, FlashAttention refused on V100 per row', async () => {
+    const control = (name: string) => page.locator(`tp-machine-controls [data-control="${name}"]`);
+    const caption = page.locator('tp-cluster-panel [data-cluster-caption]');
+    await control('arch').selectOption('gpt');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('arch=gpt');
+    await expect.poll(() => caption.textContent()).toMatch(/kernels --arch gpt;/);
+    await control('attn').selectOption('flash');
+    await expect
+      .poll(() => page.locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"]').textContent())
+      .toMatch(/FlashAttention needs an Ampere or newer GPU/);
+    await control('attn').selectOption('unfused');
+    await expect
+      .poll(() => page.locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"] td[data-tokens]').count())
+      .toBe(1);
+    expect(open.pageErrors).toEqual([]);
+  });
 });

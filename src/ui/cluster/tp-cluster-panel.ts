@@ -6,6 +6,15 @@ import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../.
 import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
 import type { LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/cluster-projection.ts';
+import {
+  defaultKernelOptions,
+  usesFlashAttention,
+  type AttentionBackend,
+  type CudaGraphImpl,
+  type Fp8Format,
+  type KernelOptions,
+  type LayerArch,
+} from '../../projection/kernel-options.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
@@ -53,6 +62,11 @@ export class TpClusterPanel extends LitElement {
   /** p pipeline stages and v virtual stages per rank of every row (t × p × DP = N). */
   @property({ type: Number }) pp = 1;
   @property({ type: Number }) vpp = 1;
+  /** Kernel switches of every row (kernel-options.ts); a GPU that lacks one (fp8, FlashAttention on V100) says so per row. */
+  @property() arch: LayerArch = defaultKernelOptions.arch;
+  @property() attn: AttentionBackend = defaultKernelOptions.attentionBackend;
+  @property() fp8: Fp8Format = defaultKernelOptions.fp8;
+  @property() graphs: CudaGraphImpl = defaultKernelOptions.cudaGraphImpl;
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
   /** The projected rows (with their steps), for the pipeline schedule. */
@@ -64,7 +78,21 @@ export class TpClusterPanel extends LitElement {
   private generation = 0;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap', 'pp', 'vpp'] as const;
+    const inputs = [
+      'config',
+      'system',
+      'dtype',
+      'layers',
+      'gpus',
+      'gbatch',
+      'overlap',
+      'pp',
+      'vpp',
+      'arch',
+      'attn',
+      'fp8',
+      'graphs',
+    ] as const;
     if (inputs.some((k) => changed.has(k))) void this.project();
   }
 
@@ -78,7 +106,14 @@ export class TpClusterPanel extends LitElement {
     if (mine !== this.generation) return;
     try {
       const system = parseSystem(this.system);
-      const machine = { system, dtype: this.dtype };
+      const kernels: KernelOptions = {
+        ...defaultKernelOptions,
+        arch: this.arch,
+        attentionBackend: this.attn,
+        fp8: this.fp8,
+        cudaGraphImpl: this.graphs,
+      };
+      const machine = { system, dtype: this.dtype, kernels };
       const sizes = { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab };
       const degrees = budgetDegrees(this.gpus, this.pp);
       if (!degrees.length)
@@ -92,6 +127,8 @@ export class TpClusterPanel extends LitElement {
         overlap: this.overlap,
         pp: this.pp,
         vpp: this.vpp,
+        // One switch, two effects (as npm run project has it): FlashAttention's time and no s×s activations.
+        flashAttention: usesFlashAttention(kernels),
       };
       const plain = await fixedBudget(setup, degrees, machine);
       const sp = await fixedBudget(
@@ -190,6 +227,18 @@ export class TpClusterPanel extends LitElement {
     </tr>`;
   }
 
+  /** The kernel switches that differ from the projection's defaults, as Megatron's flags, or nothing. */
+  private kernelWords(): string {
+    const d = defaultKernelOptions;
+    const flags = [
+      this.arch !== d.arch ? `--arch ${this.arch}` : '',
+      this.attn !== d.attentionBackend ? `--attention-backend ${this.attn}` : '',
+      this.fp8 !== d.fp8 ? `--fp8-format ${this.fp8}` : '',
+      this.graphs !== d.cudaGraphImpl ? `--cuda-graph-impl ${this.graphs}` : '',
+    ].filter(Boolean);
+    return flags.length ? `kernels ${flags.join(' ')};` : '';
+  }
+
   /** The step whose pipeline is drawn: the page's t (with SP if the page has it), else the first row that runs. */
   private pipelineStep(): StepProjection | undefined {
     const t = this.settings?.tp;
@@ -226,6 +275,7 @@ export class TpClusterPanel extends LitElement {
         ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b})
         × ${this.layers} layers (embedding, output and loss once) on
         ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
+        ${this.kernelWords()}
         ${this.pp > 1 ? `p = ${this.pp} pipeline stages${this.vpp > 1 ? ` × v = ${this.vpp} virtual stages` : ''} (t × p × DP = N);` : ''}
         ${
           this.gbatch === 'auto'

@@ -128,6 +128,10 @@ export function renderRun(
         .overlap=${s.overlap}
         .pp=${s.pp}
         .vpp=${s.vpp}
+        arch=${s.arch}
+        attn=${s.attn}
+        fp8=${s.fp8}
+        graphs=${s.graphs}
       ></tp-cluster-panel>
     </section>
     <section class="card">
