@@ -10,6 +10,7 @@ import type { SettingsChangeDetail } from './settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from './state.ts';
 import '../classroom/tp-classroom.ts';
 import '../cluster/tp-cluster-panel.ts';
+import '../cluster/tp-machine-picture.ts';
 import '../cluster/tp-advisor-panel.ts';
 import './tp-exports.ts';
 import '../gemm/tp-gemm-view.ts';
@@ -133,6 +134,9 @@ export function renderRun(
         fp8=${s.fp8}
         graphs=${s.graphs}
       ></tp-cluster-panel>
+    </section>
+    <section class="card ${stale ? 'stale' : ''}">
+      <tp-machine-picture .settings=${s} @settings-change=${onChange}></tp-machine-picture>
     </section>
     <section class="card">
       <tp-advisor-panel .settings=${s} @settings-change=${onChange}></tp-advisor-panel>

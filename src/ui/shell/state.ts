@@ -25,6 +25,7 @@ import {
   type Fp8Format,
   type LayerArch,
 } from '../../projection/kernel-options.ts';
+import { checkPlacementText } from '../../projection/placement.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -80,6 +81,8 @@ export interface Settings extends ModelSizes {
   readonly attn: AttentionBackend;
   readonly fp8: Fp8Format;
   readonly graphs: CudaGraphImpl;
+  /** Where the ranks sit on the machine's topology (placement.ts): a named placement or custom:<GPU list>. */
+  readonly placement: string;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -290,6 +293,16 @@ export const settingsTable: SettingsTable = {
   attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),
   fp8: choice('fp8', fp8Formats, defaultKernelOptions.fp8, kernelRow),
   graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),
+  // Switched by the machine picture's own buttons (<tp-machine-picture>).
+  placement: {
+    key: 'placement',
+    parse: checkPlacementText,
+    format: String,
+    fallback: 'megatron',
+    inHash: 'unless-default',
+    reruns: false,
+    control: 'none',
+  },
 };
 
 /** The fields of Settings in hash order. */
