@@ -3,9 +3,7 @@ import type { ProjectArgs } from './project-args.ts';
 import { alignedTable } from './text-table.ts';
 import { ablateOverlaps, type AblationRow } from '../src/projection/overlap-ablation.ts';
 import { combinationLabel, overlapFlagInfo } from '../src/projection/overlap-flags.ts';
-import { formatBytes, formatMs } from '../src/ui/shared/timeline-format.ts';
-
-const signedMs = (ms: number): string => (ms > 0 ? `+${formatMs(ms)}` : ms < 0 ? `−${formatMs(-ms)}` : '0');
+import { formatBytes, formatMs, formatSignedMs } from '../src/ui/shared/timeline-format.ts';
 
 /** The table's cells of one row. */
 function cells(r: AblationRow, all: number): string[] {
@@ -16,7 +14,7 @@ function cells(r: AblationRow, all: number): string[] {
   return [
     label,
     formatMs(x.stepMs),
-    r.flags.length ? signedMs(x.vsBaselineMs) : '—',
+    r.flags.length ? formatSignedMs(x.vsBaselineMs) : '—',
     formatMs(e.tp),
     formatMs(e.cp),
     formatMs(e.dp),
@@ -24,7 +22,7 @@ function cells(r: AblationRow, all: number): string[] {
     formatMs(x.overlapCostMs.dp + x.overlapCostMs.pp),
     formatBytes(x.inFlightBytes),
     `${formatBytes(x.peakBytes)}${x.oom ? ' OOM' : ''}`,
-    x.interactionMs !== undefined ? signedMs(x.interactionMs) : '',
+    x.interactionMs !== undefined ? formatSignedMs(x.interactionMs) : '',
     x.worseThanBestSubset && x.bestSubset ? `worse than ${combinationLabel(x.bestSubset.flags)}` : '',
   ];
 }
