@@ -72,6 +72,8 @@ export interface ActivationTerm {
   readonly bytes: number;
   /** The element count in the paper's letters, e.g. "s/t·b·h" or "b·nq·s²". */
   readonly formula: string;
+  /** A dropout mask: one byte per element in every training dtype (`bytes` = its elements). */
+  readonly mask?: true;
 }
 
 /**

@@ -4,8 +4,9 @@ import { parseWhole } from '../parallel/config-parse.ts';
 /** A global batch setting: 'auto' is b·N (one micro-batch per replica at t = 1), else sequences per step. */
 export type GlobalBatchSetting = number | 'auto';
 
-/** Degrees the fixed-budget table tries: powers of two up to the budget N that divide it. */
-export const budgetDegrees = (gpus: number): number[] => [1, 2, 4, 8, 16].filter((t) => t <= gpus && gpus % t === 0);
+/** Degrees t the fixed-budget table tries: powers of two with t·p dividing the budget N (p pipeline stages, default 1). */
+export const budgetDegrees = (gpus: number, pp = 1): number[] =>
+  [1, 2, 4, 8, 16].filter((t) => t * pp <= gpus && gpus % (t * pp) === 0);
 
 /** Parses a `gbatch` value: "auto" or a whole number ≥ 1. */
 export function parseGlobalBatch(text: string): GlobalBatchSetting {
@@ -15,19 +16,20 @@ export function parseGlobalBatch(text: string): GlobalBatchSetting {
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 /**
- * The global batch G of a table over `degrees` with micro-batch b and N GPUs. Each row runs
- * m = G / (b · DP) micro-batches per replica, DP = N / t, so G must be a multiple of b·N/t for
- * every t: of their least common multiple (b·N when t = 1 is a row). Throws naming the nearest
- * values that work and what else to change.
+ * The global batch G of a table over `degrees` with micro-batch b, N GPUs and p pipeline stages
+ * (default 1). Each row runs m = G / (b · DP) micro-batches per replica, DP = N / (t·p), so G must
+ * be a multiple of b·N/(t·p) for every t: of their least common multiple (b·N/p when t = 1 is a
+ * row); 'auto' is b·N (m = t·p). Throws naming the nearest values that work and what else to change.
  */
 export function resolveGlobalBatch(
   setting: GlobalBatchSetting,
   b: number,
   gpus: number,
   degrees: readonly number[],
+  pp = 1,
 ): number {
   const unit = degrees.reduce((l, t) => {
-    const per = (b * gpus) / t;
+    const per = (b * gpus) / (t * pp);
     return (l / gcd(l, per)) * per;
   }, 1);
   if (setting === 'auto') return b * gpus;
@@ -37,6 +39,6 @@ export function resolveGlobalBatch(
   const nearest = below > 0 ? `${below} or ${above}` : `${above}`;
   throw new Error(
     `gbatch (${setting} sequences) must be a multiple of b·DP = ${unit} for every t in the table ` +
-      `(${degrees.join(', ')}; b = ${b}, N = ${gpus}): use ${nearest}, or change b or the GPU budget N.`,
+      `(${degrees.join(', ')}; b = ${b}, N = ${gpus}${pp > 1 ? `, p = ${pp}` : ''}): use ${nearest}, or change b or the GPU budget N.`,
   );
 }

@@ -122,17 +122,25 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     throw new Error(
       `the GPU budget N (${s.gpus}) must be a multiple of t·p·cp = ${s.tp}·${pp}·${cp} = ${s.tp * pp * cp}: DP = N/(t·p·cp).`,
     );
-  if (s.overlapParamGather && !s.distributedOptimizer)
-    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  checkDataParallelFlags(s);
   if (s.overlapP2pComm && vpp === 1)
     throw new Error(
       'p2p overlap (overlap_p2p_comm) needs the interleaved schedule (v > 1): Megatron turns it off without virtual stages.',
     );
-  if (s.bucketSize !== undefined) whole('--ddp-bucket-size', s.bucketSize, 1);
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
   microBatchesOf(s);
   return c;
+}
+
+/**
+ * The rules of the data-parallel flags alone (part of setupConfig): --overlap-param-gather needs
+ * --use-distributed-optimizer (Megatron asserts it); --ddp-bucket-size is a whole number ≥ 1.
+ */
+export function checkDataParallelFlags(s: TrainingSetup): void {
+  if (s.overlapParamGather && !s.distributedOptimizer)
+    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  if (s.bucketSize !== undefined) whole('--ddp-bucket-size', s.bucketSize, 1);
 }
 
 /** m = global batch / (b · DP), or an error naming a global batch that divides. */

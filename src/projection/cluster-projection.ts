@@ -7,6 +7,7 @@ import { ncclFootprint, overlapLossMs, overlapSlowdown, p2pFootprint } from '../
 import { bytesPerElement } from '../accounting/parameters.ts';
 import type { GpuMemory } from '../accounting/training-memory.ts';
 import {
+  checkDataParallelFlags,
   degreesOf,
   microBatchesOf,
   overlapsP2p,
@@ -230,19 +231,66 @@ const stageModels = new WeakMap<LayerPricing, Map<string, ReturnType<typeof stag
 function stageModelOf(
   pricing: LayerPricing,
   split: PipelineSplit,
-  dtype: Machine['dtype'],
+  machine: Machine,
   setup: TrainingSetup,
 ): ReturnType<typeof stageModel> {
   let byKey = stageModels.get(pricing);
   if (!byKey) stageModels.set(pricing, (byKey = new Map()));
-  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}`;
+  const { dtype } = machine;
+  const arch = (machine.kernels ?? defaultKernelOptions).arch;
+  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}|${arch}|${setup.sizes.s}`;
   let model = byKey.get(key);
-  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup)));
+  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup, arch)));
   return model;
 }
 
-/** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
+/**
+ * chunkTimes per setup, for the machine and pricing it was computed with: the advisor bounds a
+ * candidate (stepLowerBounds) and then assembles it with the same three objects; exact reuse.
+ */
+const chunkTimesMemo = new WeakMap<
+  TrainingSetup,
+  { machine: Machine; pricing: LayerPricing; value: ReturnType<typeof computeChunkTimes> }
+>();
+
+/**
+ * The fields of a setup computeChunkTimes reads only through setupConfig's checkDataParallelFlags:
+ * setups that differ in nothing else (a search's optimizer and overlap flags) share their chunk times.
+ */
+const dataParallelFlags: ReadonlySet<string> = new Set<keyof TrainingSetup>([
+  'distributedOptimizer',
+  'overlapGradReduce',
+  'overlapParamGather',
+  'bucketSize',
+]);
+
+/** computeChunkTimes per pricing, machine and setup less its data-parallel flags. */
+const chunkTimesShared = new WeakMap<
+  LayerPricing,
+  WeakMap<Machine, Map<string, ReturnType<typeof computeChunkTimes>>>
+>();
+
+/**
+ * computeChunkTimes, remembered for the last (machine, pricing) each setup object was priced with,
+ * and shared by setups equal but for their data-parallel flags (whose own rules are still checked).
+ */
 function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
+  const hit = chunkTimesMemo.get(setup);
+  if (hit && hit.machine === machine && hit.pricing === pricing) return hit.value;
+  let byMachine = chunkTimesShared.get(pricing);
+  if (!byMachine) chunkTimesShared.set(pricing, (byMachine = new WeakMap()));
+  let byKey = byMachine.get(machine);
+  if (!byKey) byMachine.set(machine, (byKey = new Map()));
+  const key = JSON.stringify(setup, (k: string, v: unknown) => (dataParallelFlags.has(k) ? undefined : v));
+  let value = byKey.get(key);
+  if (value) checkDataParallelFlags(setup);
+  else byKey.set(key, (value = computeChunkTimes(setup, machine, pricing)));
+  chunkTimesMemo.set(setup, { machine, pricing, value });
+  return value;
+}
+
+/** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
+function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
   const c = setupConfig(setup);
   const deg = degreesOf(setup);
   const { system, dtype } = machine;
@@ -261,7 +309,7 @@ function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricin
   const kvBytes = 2 * c.s * c.b * own.kvGroups.length * (c.h / c.heads) * bytes;
   const ring = ringAttention(deg.cp, core, kvBytes, links.cp, system);
 
-  const model = stageModelOf(pricing, split, dtype, setup);
+  const model = stageModelOf(pricing, split, machine, setup);
   const rec: ChunkRecompute[][] = split.layers.map((row) => row.map((n) => chunkRecompute(n, model.layer, rc)));
   const layerF = pieces.layer.forward.ms + ring.forwardMs;
   const layerB = pieces.layer.backward.ms + ring.backwardMs;
@@ -312,7 +360,7 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
 export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepProjection {
   const { system, dtype } = machine;
   const L = setup.layers;
-  const { full, block, fullT, blockT, pieces, ref } = pricing;
+  const { fullT, blockT, pieces, ref } = pricing;
   const { c, deg, m, split, links, bytes, own, ring, model, rec, layerF, layerB, forwardMs, backwardMs, redoMs } =
     chunkTimes(setup, machine, pricing);
 
@@ -423,7 +471,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
           )) /
         1e3
       : 0;
-  const finalizeMs = finalizeTime(full, block, maxStageLayers, machine);
+  const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
   const maxParams = Math.max(...model.stageParams);
   const per = stateBytes(dtype, distOpt, dpGroup);
   const shard = distOpt ? maxParams / dpGroup : maxParams;
@@ -433,10 +481,8 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
 
   // FLOPs: the model's once (TP = 1, full sequence), executed adds the recomputed forwards.
   // Model FLOPs of the transformed op list (priced-ops.ts: GPT has no gate GEMMs).
-  const flops = (p: LayerPlan): number => modelGemmFlops(p, dtype, machine.kernels ?? defaultKernelOptions);
-  const perMicroBatch = flops(ref.full) + (L - 1) * flops(ref.block);
-  const fwdLayer = gemmFlops(ref.block, (o) => o.phase === 'forward');
-  const fwdCore = gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o));
+  const { full: fullFlops, block: blockFlops, fwdLayer, fwdCore } = referenceFlops(ref, machine);
+  const perMicroBatch = fullFlops + (L - 1) * blockFlops;
   const redoFlops = rec
     .flat()
     .reduce((a, r) => a + r.recomputedLayers * fwdLayer + r.recomputedCoreAttention * fwdCore, 0);
@@ -551,6 +597,47 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
 /** Live bytes per lifetime class at the peak stage's peak. */
 export const memoryAtPeak = (p: StepProjection): Readonly<Record<MemoryClass, number>> =>
   p.stageMemory.reduce((a, s) => (s.peakBytes > a.peakBytes ? s : a)).atPeak;
+
+/** FLOPs of the reference plans on a machine: model FLOPs with and without the vocabulary, forward layer, forward core attention. */
+interface ReferenceFlops {
+  readonly full: number;
+  readonly block: number;
+  readonly fwdLayer: number;
+  readonly fwdCore: number;
+}
+
+/** ReferenceFlops per reference plans and machine (they read only the plans, dtype and kernels): exact reuse. */
+const referenceFlopsMemo = new WeakMap<LayerPricing['ref'], WeakMap<Machine, ReferenceFlops>>();
+
+function referenceFlops(ref: LayerPricing['ref'], machine: Machine): ReferenceFlops {
+  let byMachine = referenceFlopsMemo.get(ref);
+  if (!byMachine) referenceFlopsMemo.set(ref, (byMachine = new WeakMap()));
+  let x = byMachine.get(machine);
+  if (!x) {
+    const flops = (p: LayerPlan): number => modelGemmFlops(p, machine.dtype, machine.kernels ?? defaultKernelOptions);
+    x = {
+      full: flops(ref.full),
+      block: flops(ref.block),
+      fwdLayer: gemmFlops(ref.block, (o) => o.phase === 'forward'),
+      fwdCore: gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o)),
+    };
+    byMachine.set(machine, x);
+  }
+  return x;
+}
+
+/** finalizeTime per pricing, machine and layer count: exact reuse. */
+const finalizeMemo = new WeakMap<LayerPricing, WeakMap<Machine, Map<number, number>>>();
+
+function finalizeTimeOf(pricing: LayerPricing, L: number, machine: Machine): number {
+  let byMachine = finalizeMemo.get(pricing);
+  if (!byMachine) finalizeMemo.set(pricing, (byMachine = new WeakMap()));
+  let byL = byMachine.get(machine);
+  if (!byL) byMachine.set(machine, (byL = new Map()));
+  let ms = byL.get(L);
+  if (ms === undefined) byL.set(L, (ms = finalizeTime(pricing.full, pricing.block, L, machine)));
+  return ms;
+}
 
 /**
  * The plan's finalize-phase collectives (e.g. the SP norm-gradient all-reduce in

@@ -37,25 +37,24 @@ export function peakOf(stage: number, intervals: readonly MemoryInterval[]): Sta
     { t: x.t1, i, d: -1 },
   ]);
   edges.sort((a, b) => a.t - b.t || a.d - b.d);
-  const live = new Set<number>();
   let bytes = 0;
   let peakBytes = 0;
   let peakAtMs = 0;
-  let at = new Set<number>();
-  for (const e of edges) {
-    const x = intervals[e.i]!;
-    if (e.d > 0) {
-      live.add(e.i);
-      bytes += x.bytes;
-      if (bytes > peakBytes) {
-        peakBytes = bytes;
-        peakAtMs = e.t;
-        at = new Set(live);
-      }
-    } else {
-      live.delete(e.i);
-      bytes -= x.bytes;
+  let peakEdge = -1;
+  edges.forEach((e, j) => {
+    bytes += e.d * intervals[e.i]!.bytes;
+    if (e.d > 0 && bytes > peakBytes) {
+      peakBytes = bytes;
+      peakAtMs = e.t;
+      peakEdge = j;
     }
+  });
+  // The intervals live at the peak: replay the edges up to it (a Set keeps their order of opening).
+  const at = new Set<number>();
+  for (let j = 0; j <= peakEdge; j++) {
+    const e = edges[j]!;
+    if (e.d > 0) at.add(e.i);
+    else at.delete(e.i);
   }
   const atPeak: Record<MemoryClass, number> = { resident: 0, perStep: 0, perMicroBatch: 0, transient: 0 };
   for (const i of at) atPeak[intervals[i]!.class] += intervals[i]!.bytes;

@@ -89,7 +89,7 @@ export function stageOrder(p: number, v: number, m: number, stage: number): Item
   const table = scheduleTable(m, v, p);
   const total = m * v;
   const warm = Math.min(total, v === 1 ? p - stage - 1 : (p - stage - 1) * 2 + (v - 1) * p);
-  const fwd = (k: number): Item => ({ ...table[k]!, pass: 'forward' });
+  const fwd = (k: number): Item => ({ microBatch: table[k]!.microBatch, chunk: table[k]!.chunk, pass: 'forward' });
   const bwd = (k: number): Item => ({
     microBatch: table[k]!.microBatch,
     chunk: v - 1 - table[k]!.chunk,
@@ -111,15 +111,14 @@ export function simulatePipeline(x: PipelineInput): PipelineRun {
   const orders = Array.from({ length: p }, (_, i) => stageOrder(p, v, m, i));
   const last = p * v - 1;
   // done[pass][virtual stage][micro-batch] = end time
-  const done = {
-    forward: Array.from({ length: p * v }, () => new Array<number>(m).fill(NaN)),
-    backward: Array.from({ length: p * v }, () => new Array<number>(m).fill(NaN)),
-  };
+  // done{Forward,Backward}[k·m + micro-batch] = end time of virtual stage k's op (NaN: not yet run)
+  const doneForward = new Float64Array(p * v * m).fill(NaN);
+  const doneBackward = new Float64Array(p * v * m).fill(NaN);
   const ready = (it: Item, stage: number): number => {
     const k = it.chunk * p + stage;
-    if (it.pass === 'forward') return k === 0 ? 0 : done.forward[k - 1]![it.microBatch]! + x.p2pMs;
-    if (k === last) return done.forward[k]![it.microBatch]!;
-    return done.backward[k + 1]![it.microBatch]! + x.p2pMs;
+    if (it.pass === 'forward') return k === 0 ? 0 : doneForward[(k - 1) * m + it.microBatch]! + x.p2pMs;
+    if (k === last) return doneForward[k * m + it.microBatch]!;
+    return doneBackward[(k + 1) * m + it.microBatch]! + x.p2pMs;
   };
   const ops: PipelineOp[][] = orders.map(() => []);
   const next = new Array<number>(p).fill(0);
@@ -136,8 +135,8 @@ export function simulatePipeline(x: PipelineInput): PipelineRun {
         const dur = it.pass === 'forward' ? x.forwardMs(i, it.chunk) : x.backwardMs(i, it.chunk);
         const t1 = t0 + dur;
         const k = it.chunk * p + i;
-        done[it.pass][k]![it.microBatch] = t1;
-        ops[i]!.push({ stage: i, ...it, t0, t1 });
+        (it.pass === 'forward' ? doneForward : doneBackward)[k * m + it.microBatch] = t1;
+        ops[i]!.push({ stage: i, microBatch: it.microBatch, chunk: it.chunk, pass: it.pass, t0, t1 });
         const sends = it.pass === 'forward' ? k < last : k > 0;
         free[i] = t1 + (sends ? (x.senderBusyMs ?? 0) : 0);
         next[i]!++;

@@ -1,9 +1,11 @@
 import { activationTerms } from '../accounting/activations.ts';
-import { bytesPerElement, parameterBytes, parameterShards } from '../accounting/parameters.ts';
+import { gptActivationTerms, gptParameterShards } from '../accounting/gpt-layer-memory.ts';
+import { bytesPerElement, parameterShards } from '../accounting/parameters.ts';
 import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import { holdsEmbedding, holdsOutput, type PipelineSplit } from './pipeline-split.ts';
+import type { LayerArch } from './kernel-options.ts';
 import type { LayerActivations } from './recompute.ts';
 
 /**
@@ -12,7 +14,9 @@ import type { LayerActivations } from './recompute.ts';
  * parameters per chunk (n layers, the embedding [V/t, h] on the first virtual stage, the output
  * [h, V/t] on the last unless tied with p = 1, where the output reads the embedding's weight;
  * with p > 1 the last stage keeps its own copy, kept equal by an all-reduce — Megatron's
- * shared embedding), and one micro-batch's activations by part.
+ * shared embedding), and one micro-batch's activations by part. With `arch` gpt the tables are
+ * Megatron's GPT layer's (gpt-layer-memory.ts: two-matrix GeLU MLP, biases, LayerNorm, learned
+ * positions on the embedding's stage, dropout masks), as the time prices it (priced-ops.ts).
  */
 export interface StageModel {
   /** chunkParams[i][c]. */
@@ -40,28 +44,37 @@ export function stageModel(
   block: LayerPlan,
   split: PipelineSplit,
   dtype: TrainDtype,
-  setup: Pick<TrainingSetup, 'tiedEmbeddings' | 'flashAttention'>,
+  setup: Pick<TrainingSetup, 'tiedEmbeddings' | 'flashAttention' | 'sizes'>,
+  arch: LayerArch = 'llama',
 ): StageModel {
   const el = (bytes: number): number => bytes / bytesPerElement;
-  const shards = parameterShards(full, 0);
-  const embeddingParams = el(shards.filter((x) => x.weight === 'emb').reduce((a, x) => a + x.bytes, 0));
-  const outputParams = el(shards.filter((x) => x.weight === 'wout').reduce((a, x) => a + x.bytes, 0));
-  const layerParams = el(parameterBytes(block, 0));
+  const gpt = arch === 'gpt';
+  // GPT's position table: --max-position-embeddings, taken as the sequence length (Megatron's examples set them equal).
+  const shardsOf = (p: LayerPlan) => (gpt ? gptParameterShards(p, 0, setup.sizes.s) : parameterShards(p, 0));
+  const shards = shardsOf(full);
+  const params = (keep: (x: (typeof shards)[number]) => boolean): number =>
+    el(shards.filter(keep).reduce((a, x) => a + x.bytes, 0));
+  // The word embedding (what tied embeddings share with the output layer) and the position table.
+  const embeddingParams = params((x) => x.weight === 'emb' && x.name === 'embedding');
+  const positionParams = params((x) => x.weight === 'emb' && x.name !== 'embedding');
+  const outputParams = params((x) => x.weight === 'wout');
+  const layerParams = el(shardsOf(block).reduce((a, x) => a + x.bytes, 0));
   const tiedOnOneStage = (setup.tiedEmbeddings ?? false) && split.p === 1;
   const chunkParams = split.layers.map((row, i) =>
     row.map(
       (n, ch) =>
         n * layerParams +
-        (holdsEmbedding(i, ch) ? embeddingParams : 0) +
+        (holdsEmbedding(i, ch) ? embeddingParams + positionParams : 0) +
         (holdsOutput(split, i, ch) && !tiedOnOneStage ? outputParams : 0),
     ),
   );
   const b = dtypeBytes[dtype];
   // Without flash attention Megatron's local DotProductAttention keeps K and V repeated to the query
   // heads (dot_product_attention.py:169-175); flash attention reads the KV groups as they are.
-  const terms = activationTerms(full, 0, setup.flashAttention ? 'groups' : 'heads');
+  const terms = (gpt ? gptActivationTerms : activationTerms)(full, 0, setup.flashAttention ? 'groups' : 'heads');
+  // A dropout mask is one byte per element in every dtype; the rest is re-priced at the dtype.
   const sum = (keep: (t: (typeof terms)[number]) => boolean): number =>
-    terms.filter(keep).reduce((a, t) => a + el(t.bytes) * b, 0);
+    terms.filter(keep).reduce((a, t) => a + (t.mask ? t.bytes : el(t.bytes) * b), 0);
   const c = block.config;
   const own = block.ranks[0]!;
   const nq = own.heads[1] - own.heads[0];

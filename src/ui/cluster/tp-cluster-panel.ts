@@ -5,7 +5,16 @@ import type { TrainDtype } from '../../hardware/dtype.ts';
 import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
 import type { LayerConfig } from '../../parallel/config.ts';
-import { fixedBudget } from '../../projection/cluster-projection.ts';
+import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/cluster-projection.ts';
+import {
+  defaultKernelOptions,
+  usesFlashAttention,
+  type AttentionBackend,
+  type CudaGraphImpl,
+  type Fp8Format,
+  type KernelOptions,
+  type LayerArch,
+} from '../../projection/kernel-options.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
@@ -14,6 +23,7 @@ import { formatBytes, formatMs } from '../shared/timeline-format.ts';
 import { clusterModelNames } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
 import type { Settings } from '../shell/state.ts';
+import './tp-pipeline-view.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
 
@@ -49,8 +59,18 @@ export class TpClusterPanel extends LitElement {
   /** The global batch setting ('auto': b·N). */
   @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
   @property({ type: Boolean }) overlap = true;
+  /** p pipeline stages and v virtual stages per rank of every row (t × p × DP = N). */
+  @property({ type: Number }) pp = 1;
+  @property({ type: Number }) vpp = 1;
+  /** Kernel switches of every row (kernel-options.ts); a GPU that lacks one (fp8, FlashAttention on V100) says so per row. */
+  @property() arch: LayerArch = defaultKernelOptions.arch;
+  @property() attn: AttentionBackend = defaultKernelOptions.attentionBackend;
+  @property() fp8: Fp8Format = defaultKernelOptions.fp8;
+  @property() graphs: CudaGraphImpl = defaultKernelOptions.cudaGraphImpl;
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
+  /** The projected rows (with their steps), for the pipeline schedule. */
+  @state() private rows: { plain: BudgetRow[]; sp: BudgetRow[] } = { plain: [], sp: [] };
   @state() private error = '';
   @state() private spec: SystemSpec | undefined;
   /** A projection is under way (the table and charts show the previous one, or nothing yet). */
@@ -58,7 +78,21 @@ export class TpClusterPanel extends LitElement {
   private generation = 0;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap'] as const;
+    const inputs = [
+      'config',
+      'system',
+      'dtype',
+      'layers',
+      'gpus',
+      'gbatch',
+      'overlap',
+      'pp',
+      'vpp',
+      'arch',
+      'attn',
+      'fp8',
+      'graphs',
+    ] as const;
     if (inputs.some((k) => changed.has(k))) void this.project();
   }
 
@@ -72,16 +106,29 @@ export class TpClusterPanel extends LitElement {
     if (mine !== this.generation) return;
     try {
       const system = parseSystem(this.system);
-      const machine = { system, dtype: this.dtype };
+      const kernels: KernelOptions = {
+        ...defaultKernelOptions,
+        arch: this.arch,
+        attentionBackend: this.attn,
+        fp8: this.fp8,
+        cudaGraphImpl: this.graphs,
+      };
+      const machine = { system, dtype: this.dtype, kernels };
       const sizes = { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab };
-      const degrees = budgetDegrees(this.gpus);
+      const degrees = budgetDegrees(this.gpus, this.pp);
+      if (!degrees.length)
+        throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p = ${this.pp}: t × p × DP = N.`);
       const setup = {
         sizes,
         sp: false,
         layers: this.layers,
         gpus: this.gpus,
-        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees),
+        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees, this.pp),
         overlap: this.overlap,
+        pp: this.pp,
+        vpp: this.vpp,
+        // One switch, two effects (as npm run project has it): FlashAttention's time and no s×s activations.
+        flashAttention: usesFlashAttention(kernels),
       };
       const plain = await fixedBudget(setup, degrees, machine);
       const sp = await fixedBudget(
@@ -93,6 +140,7 @@ export class TpClusterPanel extends LitElement {
       this.spec = system;
       this.plain = budgetLines(plain);
       this.sp = budgetLines(sp, plain);
+      this.rows = { plain, sp };
       this.error = '';
       this.projecting = false;
     } catch (e) {
@@ -100,6 +148,7 @@ export class TpClusterPanel extends LitElement {
       this.error = e instanceof Error ? e.message : String(e);
       this.plain = [];
       this.sp = [];
+      this.rows = { plain: [], sp: [] };
       this.projecting = false;
     }
   }
@@ -178,6 +227,26 @@ export class TpClusterPanel extends LitElement {
     </tr>`;
   }
 
+  /** The kernel switches that differ from the projection's defaults, as Megatron's flags, or nothing. */
+  private kernelWords(): string {
+    const d = defaultKernelOptions;
+    const flags = [
+      this.arch !== d.arch ? `--arch ${this.arch}` : '',
+      this.attn !== d.attentionBackend ? `--attention-backend ${this.attn}` : '',
+      this.fp8 !== d.fp8 ? `--fp8-format ${this.fp8}` : '',
+      this.graphs !== d.cudaGraphImpl ? `--cuda-graph-impl ${this.graphs}` : '',
+    ].filter(Boolean);
+    return flags.length ? `kernels ${flags.join(' ')};` : '';
+  }
+
+  /** The step whose pipeline is drawn: the page's t (with SP if the page has it), else the first row that runs. */
+  private pipelineStep(): StepProjection | undefined {
+    const t = this.settings?.tp;
+    const rows = this.settings?.sp ? [...this.rows.sp, ...this.rows.plain] : this.rows.plain;
+    const ok = rows.filter((r): r is Extract<BudgetRow, { ok: true }> => r.ok);
+    return (ok.find((r) => r.tp === t) ?? ok[0])?.step;
+  }
+
   protected override render() {
     const c = this.config;
     if (!c) return nothing;
@@ -206,6 +275,8 @@ export class TpClusterPanel extends LitElement {
         ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b})
         × ${this.layers} layers (embedding, output and loss once) on
         ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
+        ${this.kernelWords()}
+        ${this.pp > 1 ? `p = ${this.pp} pipeline stages${this.vpp > 1 ? ` × v = ${this.vpp} virtual stages` : ''} (t × p × DP = N);` : ''}
         ${
           this.gbatch === 'auto'
             ? `global batch b·N = ${c.b * this.gpus} sequences (each replica accumulates t micro-batches)`
@@ -237,7 +308,14 @@ export class TpClusterPanel extends LitElement {
       <div class="charts">
         <svg data-chart="tokens"></svg><svg data-chart="mfu"></svg><svg data-chart="exposed"></svg
         ><svg data-chart="memory"></svg>
-      </div>`;
+      </div>
+      ${
+        this.pp > 1
+          ? html`<tp-pipeline-view .step=${this.pipelineStep()}></tp-pipeline-view>`
+          : html`<p class="note" data-pipeline-hint>
+              Pipeline parallelism: set p ≥ 2 in the machine controls to see the schedule.
+            </p>`
+      }`;
   }
 }
 

@@ -128,6 +128,12 @@ export function renderRun(
         .gpus=${s.gpus}
         .gbatch=${s.gbatch}
         .overlap=${s.overlap}
+        .pp=${s.pp}
+        .vpp=${s.vpp}
+        arch=${s.arch}
+        attn=${s.attn}
+        fp8=${s.fp8}
+        graphs=${s.graphs}
       ></tp-cluster-panel>
     </section>
     <section class="card ${stale ? 'stale' : ''}">

@@ -14,6 +14,17 @@ import { parseDtype, type TrainDtype } from '../../hardware/dtype.ts';
 import { parseGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { defaultSystem, parseSystem } from '../../hardware/systems.ts';
 import { clusterModelChoices, type ClusterModelChoice } from './cluster-model-choice.ts';
+import {
+  attentionBackends,
+  cudaGraphImpls,
+  defaultKernelOptions,
+  fp8Formats,
+  layerArchs,
+  type AttentionBackend,
+  type CudaGraphImpl,
+  type Fp8Format,
+  type LayerArch,
+} from '../../projection/kernel-options.ts';
 import { checkPlacementText } from '../../projection/placement.ts';
 
 /** Which pass the timeline shows. */
@@ -61,6 +72,15 @@ export interface Settings extends ModelSizes {
   readonly gbatch: GlobalBatchSetting;
   /** The model of the cluster panel and the advisor: a scenario a cluster would train, or this page's layer. */
   readonly cmodel: ClusterModelChoice;
+  /** p: pipeline stages of the cluster panel (Megatron --pipeline-model-parallel-size); t × p × DP = N. */
+  readonly pp: number;
+  /** v: virtual stages per pipeline rank of the cluster panel (--num-virtual-stages-per-pipeline-rank). */
+  readonly vpp: number;
+  /** The cluster panel's kernel switches (src/projection/kernel-options.ts): --arch, --attention-backend, --fp8-format, --cuda-graph-impl. */
+  readonly arch: LayerArch;
+  readonly attn: AttentionBackend;
+  readonly fp8: Fp8Format;
+  readonly graphs: CudaGraphImpl;
   /** Where the ranks sit on the machine's topology (placement.ts): a named placement or custom:<GPU list>. */
   readonly placement: string;
 }
@@ -184,6 +204,9 @@ const size = (key: (typeof sizeKeys)[number]): SettingField<number> =>
     key === 'vocab' ? 0 : 1,
   );
 
+/** A kernel switch of the cluster panel: in a link only where it differs from the projection's default. */
+const kernelRow = { inHash: 'unless-default', reruns: false, control: 'machine' } as const;
+
 /** The default preset: every number of the classroom layer fits on a slide. */
 const defaultPreset: PresetName = 'classroom';
 
@@ -264,6 +287,12 @@ export const settingsTable: SettingsTable = {
     reruns: false,
     control: 'machine',
   }),
+  pp: whole('pp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  vpp: whole('vpp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  arch: choice('arch', layerArchs, defaultKernelOptions.arch, kernelRow),
+  attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),
+  fp8: choice('fp8', fp8Formats, defaultKernelOptions.fp8, kernelRow),
+  graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),
   // Switched by the machine picture's own buttons (<tp-machine-picture>).
   placement: {
     key: 'placement',

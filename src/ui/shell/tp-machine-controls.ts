@@ -2,6 +2,7 @@
 import { LitElement, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { trainDtypes } from '../../hardware/dtype.ts';
+import { attentionBackends, cudaGraphImpls, fp8Formats, layerArchs } from '../../projection/kernel-options.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { parseWhole } from '../../parallel/config-parse.ts';
@@ -37,7 +38,7 @@ export class TpMachineControls extends LitElement {
       : nothing;
   }
 
-  private number(s: Settings, field: 'layers' | 'gpus', label: string): TemplateResult {
+  private number(s: Settings, field: 'layers' | 'gpus' | 'pp' | 'vpp', label: string): TemplateResult {
     return html`<label
         >${label}
         <input
@@ -57,11 +58,31 @@ export class TpMachineControls extends LitElement {
       ${this.errorsFor(field)}`;
   }
 
+  /** A select of one kernel switch of the cluster panel (src/projection/kernel-options.ts). */
+  private kernelChoice<K extends 'arch' | 'attn' | 'fp8' | 'graphs'>(
+    s: Settings,
+    field: K,
+    label: string,
+    values: readonly Settings[K][],
+  ): TemplateResult {
+    return html`<label
+        >${label}
+        <select
+          data-control=${field}
+          @change=${(e: Event) =>
+            this.emit({ ...s, [field]: (e.target as HTMLSelectElement).value as Settings[K] }, field)}
+        >
+          ${values.map((v) => html`<option value=${v} ?selected=${v === s[field]}>${v}</option>`)}
+        </select></label
+      >
+      ${this.errorsFor(field)}`;
+  }
+
   /** The cluster panel's global batch: "auto" (b·N) or sequences per step that every t of the table divides. */
   private globalBatch(s: Settings): TemplateResult {
     let invalid = '';
     try {
-      resolveGlobalBatch(s.gbatch, clusterSizes(s.cmodel, s).b, s.gpus, budgetDegrees(s.gpus));
+      resolveGlobalBatch(s.gbatch, clusterSizes(s.cmodel, s).b, s.gpus, budgetDegrees(s.gpus, s.pp), s.pp);
     } catch (err) {
       invalid = err instanceof Error ? err.message : String(err);
     }
@@ -141,7 +162,13 @@ export class TpMachineControls extends LitElement {
         </select></label
       >
       ${this.errorsFor('cmodel')}
-      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')} ${this.globalBatch(s)}
+      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × p × DP)')}
+      ${this.number(s, 'pp', 'pipeline stages p')} ${this.number(s, 'vpp', 'virtual stages per rank v')}
+      ${this.globalBatch(s)}
+      ${this.kernelChoice(s, 'arch', 'architecture (--arch)', layerArchs)}
+      ${this.kernelChoice(s, 'attn', 'attention backend', attentionBackends)}
+      ${this.kernelChoice(s, 'fp8', 'fp8 format', fp8Formats)}
+      ${this.kernelChoice(s, 'graphs', 'CUDA graphs (--cuda-graph-impl)', cudaGraphImpls)}
     </fieldset>`;
   }
 }

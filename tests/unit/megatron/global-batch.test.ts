@@ -28,4 +28,15 @@ describe('global batch of the fixed-budget table', () => {
     );
     expect(() => resolveGlobalBatch(10, 4, 8, budgetDegrees(8))).toThrow(/use 32, or change b/);
   });
+
+  it('with p pipeline stages: t·p divides N, DP = N/(t·p), auto stays b·N (m = t·p)', () => {
+    expect(budgetDegrees(8, 4)).toEqual([1, 2]);
+    expect(budgetDegrees(8, 3)).toEqual([]);
+    // b = 8, N = 8, p = 4: DP = 2 at t = 1 (b·DP = 16), 1 at t = 2 (8); auto = 64, m = 4 and 8.
+    expect(resolveGlobalBatch('auto', 8, 8, budgetDegrees(8, 4), 4)).toBe(64);
+    expect(resolveGlobalBatch(16, 8, 8, budgetDegrees(8, 4), 4)).toBe(16);
+    expect(() => resolveGlobalBatch(24, 8, 8, budgetDegrees(8, 4), 4)).toThrow(
+      'gbatch (24 sequences) must be a multiple of b·DP = 16 for every t in the table (1, 2; b = 8, N = 8, p = 4): use 16 or 32, or change b or the GPU budget N.',
+    );
+  });
 });

@@ -11,6 +11,7 @@ import { advise } from '../../../src/projection/advisor.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from '../../../src/projection/advisor-space.ts';
 import { assembleStep, priceLayers, projectStep, stepLowerBounds } from '../../../src/projection/cluster-projection.ts';
 import { layoutSetup } from '../../../src/projection/layout-setup.ts';
+import { LayerPricingCache } from '../../../src/projection/layer-pricing-cache.ts';
 
 const { b: _b, ...sizes } = seedsV100.setup.sizes;
 /** The seeds' tiny GPT: 8 heads, 10 layers, s 512, on their 8×V100 box, global batch 64. */
@@ -139,6 +140,32 @@ describe('advise', () => {
     all.sort((a, b) => a.stepMs - b.stepMs);
     expect(r.top.map((x) => x.stepMs)).toEqual(all.slice(0, k).map((x) => x.stepMs));
   });
+
+  it("reuses nothing that changes a step: bound then assembly (the advisor's path) equals a fresh projectStep", async () => {
+    // Pipelined, interleaved, recomputed, distributed-optimizer candidates: every field of the step, deep.
+    const space: SearchSpace = {
+      ...point,
+      tp: [1, 2],
+      pp: [1, 2],
+      vpp: [1, 5],
+      recompute: ['none', 'full'],
+      distributedOptimizer: [false, true],
+    };
+    const cache = new LayerPricingCache(machine);
+    let compared = 0;
+    for (const layout of enumerateLayouts(space)) {
+      if (layoutRejection(model, layout, 8, 64)) continue;
+      const { setup } = layoutSetup(model, layout, 8, 64);
+      const pricing = await cache.price(setup);
+      stepLowerBounds(setup, machine, pricing);
+      const reused = assembleStep(setup, machine, pricing);
+      const fresh = await projectStep(structuredClone(setup), { ...machine });
+      const { setup: _s, machine: _m, block: _b, full: _f, ...want } = fresh;
+      expect(reused).toMatchObject(want);
+      compared++;
+    }
+    expect(compared).toBe(24); // t 1, 2 × (p 1; p 2 with v 1, 5) × recompute × DO
+  }, 60_000);
 
   it('keeps the k fastest and counts what does not fit in memory', async () => {
     const space: SearchSpace = { ...point, tp: [1, 2, 4, 8], microBatch: [1, 2, 4, 8] };

@@ -1,0 +1,95 @@
+// The pipeline schedule on the page end to end (built page): p = 4, v = 2 from the link, checked against the projection run here.
+import type { Page } from 'playwright';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { parseSystem } from '../../src/hardware/systems.ts';
+import { seedsV100 } from '../../src/megatron/scenarios.ts';
+import { projectStep } from '../../src/projection/cluster-projection.ts';
+
+const runTimeout = 90_000;
+let open: OpenPage;
+let page: Page;
+
+// The seeds' tiny GPT (the panel's default model) on the 8×V100 box, 16 layers (4 per stage, 2
+// per chunk), p = 4, v = 2; global batch auto = b·N = 64, so at the page's t = 2, DP = 8/(2·4) = 1
+// and m = 64/(8·1) = 8 micro-batches (a multiple of p, as the interleaved schedule needs).
+const p = 4;
+const v = 2;
+const m = 8;
+const hash = `#tp=2&layers=16&pp=${p}&vpp=${v}`;
+
+const view = () => page.locator('tp-cluster-panel tp-pipeline-view');
+
+describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
+  beforeAll(async () => {
+    open = await openBuiltPage(`/${hash}`, {
+      outDir: 'test-results/e2e-pipeline-dist',
+      viewport: { width: 1280, height: 800 },
+    });
+    page = open.page;
+  }, 180_000);
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  test('every stage draws m·v forward and m·v backward blocks, both chunks, the bubble and the p2p arrows', async () => {
+    await expect
+      .poll(() => view().locator('rect[data-kind="block"]').count(), { timeout: runTimeout })
+      .toBe(p * 2 * m * v);
+    for (let i = 0; i < p; i++) {
+      const stage = view().locator(`g[data-stage="${i}"]`);
+      expect(await stage.locator('rect[data-pass="forward"]').count()).toBe(m * v);
+      expect(await stage.locator('rect[data-pass="backward"]').count()).toBe(m * v);
+      for (let c = 0; c < v; c++)
+        expect(await stage.locator(`rect[data-pass="forward"][data-chunk="${c}"]`).count()).toBe(m);
+    }
+    // The bubble: warm-up and cool-down idle on every stage but where the schedule keeps it busy.
+    expect(await view().locator('rect[data-kind="bubble"]').count()).toBeGreaterThan(0);
+    // One p2p send per (virtual-stage boundary, micro-batch, pass): 2·m·(p·v − 1).
+    expect(await view().locator('line[data-kind="p2p"]').count()).toBe(2 * m * (p * v - 1));
+    expect(await view().locator('[data-pipeline-caption]').textContent()).toMatch(/interleaved schedule/);
+  });
+
+  test("the bubble share shown is the projection's, computed here for the same setup", async () => {
+    const step = await projectStep(
+      { ...seedsV100.setup, layers: 16, tp: 2, pp: p, vpp: v },
+      { system: parseSystem(seedsV100.system), dtype: seedsV100.dtype },
+    );
+    expect(step.microBatches).toBe(m);
+    const shown = Number(await view().locator('[data-bubble-share]').getAttribute('data-bubble-share'));
+    expect(shown).toBe(step.bubbleShare);
+    expect(await view().locator('[data-bubble-share]').textContent()).toBe(`${(100 * step.bubbleShare).toFixed(1)}%`);
+    // Interleaving with equal stages: close to (p − 1)/(v·m + p − 1) = 3/19 (the end stages carry the embedding and output, so not equal).
+    expect(step.bubbleShare).toBeGreaterThan(0.1);
+    expect(step.bubbleShare).toBeLessThan(0.3);
+  });
+
+  test("clicking a stage shows its TP lanes below (t = 2: two ranks' lanes)", async () => {
+    expect(await view().locator('tp-timeline').count()).toBe(0);
+    await view().locator('g[data-stage="1"]').click();
+    await expect.poll(() => view().locator('[data-stage-lanes="1"]').count()).toBe(1);
+    await expect.poll(() => view().locator('tp-timeline g[data-lane="compute"]').count()).toBe(2);
+    expect(await view().locator('tp-timeline rect[data-kind="compute"]').count()).toBeGreaterThan(0);
+    await view().locator('button[data-stage-button="3"]').click();
+    await expect.poll(() => view().locator('[data-stage-lanes="3"]').textContent()).toMatch(/Stage 3/);
+    expect(open.pageErrors).toEqual([]);
+  });
+
+  // The cluster panel's kernel switches (settings rows arch, attn, fp8, graphs) on the same page.
+  test('the kernel switches reach the panel: GPT named in the caption, FlashAttention refused on V100 per row', async () => {
+    const control = (name: string) => page.locator(`tp-machine-controls [data-control="${name}"]`);
+    const caption = page.locator('tp-cluster-panel [data-cluster-caption]');
+    await control('arch').selectOption('gpt');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('arch=gpt');
+    await expect.poll(() => caption.textContent()).toMatch(/kernels --arch gpt;/);
+    await control('attn').selectOption('flash');
+    await expect
+      .poll(() => page.locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"]').textContent())
+      .toMatch(/FlashAttention needs an Ampere or newer GPU/);
+    await control('attn').selectOption('unfused');
+    await expect
+      .poll(() => page.locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"] td[data-tokens]').count())
+      .toBe(1);
+    expect(open.pageErrors).toEqual([]);
+  });
+});
