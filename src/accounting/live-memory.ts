@@ -59,7 +59,10 @@ export interface LivePoint<C extends string = string> {
 }
 
 /** The live bytes of `intervals` stacked by `classes`, as a step function over their edges. */
-export function liveSeries<C extends string>(intervals: readonly LiveInterval<C>[], classes: readonly C[]): LivePoint<C>[] {
+export function liveSeries<C extends string>(
+  intervals: readonly LiveInterval<C>[],
+  classes: readonly C[],
+): LivePoint<C>[] {
   const ts = [...new Set(intervals.flatMap((x) => [x.t0, x.t1]))].sort((a, b) => a - b);
   return ts.map((t) => {
     const bytes = Object.fromEntries(classes.map((c) => [c, 0])) as Record<C, number>;
@@ -93,7 +96,13 @@ export function rankLiveMemory(r: StepMemoryRecord): RankLiveMemory {
   r.staging.forEach((s, i) => {
     const t1 = r.staging[i + 1]?.at ?? r.ops;
     if (s.bytes > 0 && t1 > s.at) {
-      intervals.push({ class: 'staging', label: 'staging pool (read-back and upload buffers)', bytes: s.bytes, t0: s.at, t1 });
+      intervals.push({
+        class: 'staging',
+        label: 'staging pool (read-back and upload buffers)',
+        bytes: s.bytes,
+        t0: s.at,
+        t1,
+      });
       buffers.push(undefined);
     }
   });

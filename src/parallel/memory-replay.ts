@@ -21,10 +21,14 @@ export async function replayStepMemory(c: LayerConfig, rank: number): Promise<St
     (t) => t.shape,
     (t) => t.name,
   );
-  const lc = new LayerComm(rec.comm(new ShapeCollectives(rank, c.tp, plan)), (t: ShapeTensor) => t.shape, (named) => {
-    plan.pending = named;
-    rec.collective(named);
-  });
+  const lc = new LayerComm(
+    rec.comm(new ShapeCollectives(rank, c.tp, plan)),
+    (t: ShapeTensor) => t.shape,
+    (named) => {
+      plan.pending = named;
+      rec.collective(named);
+    },
+  );
   const be = rec.backend(plan);
   const D = localDims(c);
   const w: WeightSet<ShapeTensor> = {};

@@ -140,7 +140,15 @@ export async function layerStepProgram(
 ): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
   const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
-  const { output, named, memory } = await gpuStep(ctx, a.config, a.solo ? 0 : ctx.rank, comm, a.inputs, undefined, true);
+  const { output, named, memory } = await gpuStep(
+    ctx,
+    a.config,
+    a.solo ? 0 : ctx.rank,
+    comm,
+    a.inputs,
+    undefined,
+    true,
+  );
   return { output, named, memory: memory! };
 }
 

@@ -58,7 +58,8 @@ export const lifetimeClassViews: readonly MemoryClassView[] = memoryClasses.map(
  */
 function positionMs(tl: Timeline, rank: number, ops: number): (p: number) => number {
   const start = new Array<number>(ops + 1).fill(Number.NaN);
-  for (const e of tl.events) if (e.rank === rank && e.opIndex < ops) start[e.opIndex] = Math.min(e.t0, start[e.opIndex] || Infinity);
+  for (const e of tl.events)
+    if (e.rank === rank && e.opIndex < ops) start[e.opIndex] = Math.min(e.t0, start[e.opIndex] || Infinity);
   start[ops] = tl.totals[rank]?.endMs ?? 0;
   let last = 0;
   for (let p = 0; p <= ops; p++) start[p] = last = Math.max(last, Number.isNaN(start[p]) ? last : start[p]);

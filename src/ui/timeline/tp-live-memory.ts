@@ -170,7 +170,10 @@ export class TpLiveMemory extends LitElement {
       .domain([0, top])
       .range([h - margin.bottom, margin.top]);
     const points = liveSeries(lane.intervals as readonly LiveInterval<string>[], keys);
-    const stacked = d3.stack<(typeof points)[number], string>().keys(keys).value((p, k) => p.bytes[k] ?? 0)(points);
+    const stacked = d3
+      .stack<(typeof points)[number], string>()
+      .keys(keys)
+      .value((p, k) => p.bytes[k] ?? 0)(points);
     const area = d3
       .area<d3.SeriesPoint<(typeof points)[number]>>()
       .x((d) => x(d.data.t))
@@ -242,7 +245,9 @@ export class TpLiveMemory extends LitElement {
       .attr('fill', 'transparent');
     const lines = [
       `${lane.title}: peak ${formatBytes(lane.peak.peakBytes)} at ${formatMs(lane.peak.peakAt)}, alive:`,
-      ...alive.slice(0, maxListed).map((a) => `${a.label} · ${words.get(a.class) ?? a.class} · ${formatBytes(a.bytes)}`),
+      ...alive
+        .slice(0, maxListed)
+        .map((a) => `${a.label} · ${words.get(a.class) ?? a.class} · ${formatBytes(a.bytes)}`),
       ...(alive.length > maxListed ? [`… and ${alive.length - maxListed} more`] : []),
     ];
     const show = (): void => {
