@@ -25,9 +25,13 @@ export const bufferClasses: readonly BufferClass[] = [
   'staging',
 ];
 
-/** The op that made a buffer: an upload from the host, or the plan op (its index and label) that first used it. */
+/**
+ * The op that made a buffer: an upload from the host, the plan op (its index and label) that first
+ * used it, or none (made and never used by an op).
+ */
 export type BufferMaker =
   | { readonly kind: 'upload' }
+  | { readonly kind: 'unused' }
   | { readonly kind: 'compute' | 'collective'; readonly opIndex: number; readonly label: string };
 
 /**
@@ -227,7 +231,7 @@ export class MemoryRecorder<T extends object> {
       shape: b.shape,
       bytes: numel(b.shape) * 4,
       class: classOf(t, b),
-      madeBy: b.maker ?? { kind: 'upload' },
+      madeBy: b.maker ?? { kind: 'unused' },
       allocAt: b.weights ? 0 : b.allocAt,
       freeAt: b.freeAt ?? this.at,
     }));

@@ -6,6 +6,7 @@ import { liveSeries, type LiveInterval } from '../../accounting/live-memory.ts';
 import type { MemoryClass } from '../../projection/memory-timeline.ts';
 import type { MemoryClassView, MemoryLane } from '../../session/memory-lanes.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { tipStyles } from './timeline-style.ts';
 import { formatBytes, formatMs } from '../shared/timeline-format.ts';
 
 /** One hue per lifetime; a ranks' class takes its lifetime's hue, lighter for the second of a lifetime. */
@@ -42,6 +43,7 @@ const maxListed = 24;
 export class TpLiveMemory extends LitElement {
   static override styles = [
     panelStyles,
+    tipStyles,
     css`
       :host {
         position: relative;
@@ -67,22 +69,6 @@ export class TpLiveMemory extends LitElement {
       svg {
         display: block;
         font-size: 13px;
-      }
-      .tip {
-        position: absolute;
-        pointer-events: none;
-        max-width: 520px;
-        padding: 8px 10px;
-        border-radius: 4px;
-        background: rgba(20, 20, 20, 0.94);
-        color: #fff;
-        font-size: 14px;
-        line-height: 1.35;
-        white-space: pre-line;
-        z-index: 1;
-      }
-      .tip[hidden] {
-        display: none;
       }
     `,
   ];
@@ -256,7 +242,7 @@ export class TpLiveMemory extends LitElement {
       tip.hidden = false;
       const host = this.getBoundingClientRect();
       const box = el.getBoundingClientRect();
-      tip.style.left = `${Math.min(box.left - host.left + px + 12, Math.max(0, host.width - 520))}px`;
+      tip.style.left = `${Math.min(box.left - host.left + px + 12, Math.max(0, host.width - 460))}px`;
       tip.style.top = `${box.top - host.top + py + 8}px`;
     };
     const hide = (): void => {

@@ -65,7 +65,8 @@ describe('what the record says of each buffer', () => {
     const rec = await replayStepMemory(c, 1);
     const backwardStarts = plan.ops.findIndex((o) => o.phase !== 'forward');
     for (const b of rec.buffers) {
-      if (b.madeBy.kind === 'upload') continue;
+      expect(b.madeBy.kind, b.tensor).not.toBe('unused');
+      if (b.madeBy.kind === 'upload' || b.madeBy.kind === 'unused') continue;
       const op = plan.ops[b.madeBy.opIndex]!;
       expect(op.name, b.tensor).toBe(b.madeBy.label);
       expect(op.kind === 'collective', b.tensor).toBe(b.madeBy.kind === 'collective');
