@@ -26,7 +26,7 @@ import { bytesPerElement } from './parameters.ts';
  * | mlp.down (row)      | its input, silu(gate)·up              | sbf                 |
  * | embedding (vocab)   | token ids (int32)                     | sb                  |
  * | output (vocab)      | its input (SP: the shard, re-gathered) | s'bh               |
- * | loss (vocab)        | logits; per-token max and Σ exp       | sb·vl + 2sb         |
+ * | loss (vocab)        | logits; per-token max and Σ exp; targets | sb·vl + 3sb      |
  *
  * Layer total (no vocabulary), MHA with groups ≥ t, in elements per rank:
  *   no SP: 4sbh + 2sb + (4sbh + b·heads·s² + 3sb·ffn)/t;   SP: all of it /t.
@@ -139,6 +139,9 @@ export function activationTerms(
       term('loss', 'logits', [s, b, vl], 's·b·vl', 'loss'),
       term('loss', 'max', [s, b], 's·b', 'loss'),
       term('loss', 'sum exp', [s, b], 's·b', 'loss'),
+      // The gradient kernel reads the targets again; Megatron's VocabParallelCrossEntropy keeps
+      // them too (save_for_backward(exp_logits, target_mask, masked_target_1d), cross_entropy.py).
+      term('loss', 'targets', [s, b], 's·b', 'loss'),
     );
   }
   return out;

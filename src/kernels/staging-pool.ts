@@ -33,6 +33,7 @@ interface Idle {
 export class StagingPool {
   private readonly idle: Idle[] = [];
   private idleBytes = 0;
+  private heldBytes = 0;
   private acquisitions = 0;
   private disposed = false;
   /** Upload buffers being re-mapped after use; they join `idle` once mapped. */
@@ -66,7 +67,7 @@ export class StagingPool {
   release(buffer: GPUBuffer): void {
     const kind = this.kinds.get(buffer);
     if (!kind) throw new Error(`staging pool: buffer "${buffer.label}" was not acquired from this pool.`);
-    if (this.disposed) return buffer.destroy();
+    if (this.disposed) return this.destroy(buffer);
     if (kind === 'read') {
       if (buffer.mapState !== 'unmapped') buffer.unmap();
       return this.keep(buffer, kind);
@@ -76,13 +77,13 @@ export class StagingPool {
     buffer.mapAsync(GPUMapMode.WRITE).then(
       () => {
         this.remapping.delete(buffer);
-        if (this.disposed) buffer.destroy();
+        if (this.disposed) this.destroy(buffer);
         else this.keep(buffer, kind);
       },
       () => {
         // Destroyed or device lost while re-mapping: nothing to keep.
         this.remapping.delete(buffer);
-        buffer.destroy();
+        this.destroy(buffer);
       },
     );
   }
@@ -95,6 +96,11 @@ export class StagingPool {
   /** Bytes of the buffers idle in the pool now (re-mapping ones not counted). */
   get idleBytesNow(): number {
     return this.idleBytes;
+  }
+
+  /** Bytes of every buffer the pool has made and not destroyed: lent out, re-mapping or idle. */
+  get heldBytesNow(): number {
+    return this.heldBytes;
   }
 
   /** Destroys every idle buffer; buffers still lent out are destroyed when released. */
@@ -125,6 +131,7 @@ export class StagingPool {
       mappedAtCreation: kind === 'write',
     });
     this.kinds.set(buffer, kind);
+    this.heldBytes += bytes;
     return buffer;
   }
 
@@ -140,7 +147,12 @@ export class StagingPool {
   private drop(i: number): void {
     const [e] = this.idle.splice(i, 1);
     this.idleBytes -= e.bytes;
-    e.buffer.destroy();
+    this.destroy(e.buffer);
+  }
+
+  private destroy(buffer: GPUBuffer): void {
+    this.heldBytes -= buffer.size;
+    buffer.destroy();
   }
 }
 

@@ -1,3 +1,5 @@
+import { livePeak } from '../accounting/live-memory.ts';
+import type { BufferClass } from '../parallel/memory-record.ts';
 import type { PipelineRun } from './pipeline-schedule.ts';
 
 /**
@@ -30,36 +32,28 @@ export interface StageMemory {
   readonly atPeak: Readonly<Record<MemoryClass, number>>;
 }
 
-/** The peak of live bytes over a set of intervals (an interval ending at t is gone at t). */
+/** The peak of live bytes over a set of intervals (an interval ending at t is gone at t; see livePeak). */
 export function peakOf(stage: number, intervals: readonly MemoryInterval[]): StageMemory {
-  const edges = intervals.flatMap((x, i) => [
-    { t: x.t0, i, d: 1 },
-    { t: x.t1, i, d: -1 },
-  ]);
-  edges.sort((a, b) => a.t - b.t || a.d - b.d);
-  let bytes = 0;
-  let peakBytes = 0;
-  let peakAtMs = 0;
-  let peakEdge = -1;
-  edges.forEach((e, j) => {
-    bytes += e.d * intervals[e.i]!.bytes;
-    if (e.d > 0 && bytes > peakBytes) {
-      peakBytes = bytes;
-      peakAtMs = e.t;
-      peakEdge = j;
-    }
-  });
-  // The intervals live at the peak: replay the edges up to it (a Set keeps their order of opening).
-  const at = new Set<number>();
-  for (let j = 0; j <= peakEdge; j++) {
-    const e = edges[j]!;
-    if (e.d > 0) at.add(e.i);
-    else at.delete(e.i);
-  }
+  const { peakBytes, peakAt, alive } = livePeak(intervals);
   const atPeak: Record<MemoryClass, number> = { resident: 0, perStep: 0, perMicroBatch: 0, transient: 0 };
-  for (const i of at) atPeak[intervals[i]!.class] += intervals[i]!.bytes;
-  return { stage, intervals, peakBytes, peakAtMs, atPeak };
+  for (const i of alive) atPeak[intervals[i]!.class] += intervals[i]!.bytes;
+  return { stage, intervals, peakBytes, peakAtMs: peakAt, atPeak };
 }
+
+/**
+ * The ranks' buffer classes (src/parallel/memory-record.ts) in this lifetime vocabulary: weights
+ * and optimizer state live for the run, gradients for the step (the gradient buffer), activations
+ * kept for backward for their micro-batch, workspace and communication staging inside an op or a
+ * collective.
+ */
+export const lifetimeOfBuffer: Readonly<Record<BufferClass, MemoryClass>> = {
+  weights: 'resident',
+  optimizerState: 'resident',
+  gradients: 'perStep',
+  activations: 'perMicroBatch',
+  workspace: 'transient',
+  staging: 'transient',
+};
 
 /** What one stage allocates, by lifetime. */
 export interface StageAllocations {

@@ -20,6 +20,8 @@ import type { Collectives } from '../comm/collectives.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
 import { RecentMap } from '../core/recent-map.ts';
+import { stagingPool } from '../kernels/staging-pool.ts';
+import { MemoryRecorder, type StepMemoryRecord } from '../parallel/memory-record.ts';
 
 /** GEMM choices as they travel between ranks: shape class → variant. */
 export type GemmChoices = [string, GemmVariant][];
@@ -47,7 +49,10 @@ function weightShards(c: LayerConfig, rank: number): ReturnType<typeof rankWeigh
   return shards;
 }
 
-/** Runs one step on this rank's GPU with `comm`; frees every tensor it made before returning. */
+/**
+ * Runs one step on this rank's GPU with `comm`; frees every tensor it made before returning. With
+ * `memory`, every buffer it makes or releases is recorded (MemoryRecorder).
+ */
 async function gpuStep(
   ctx: RankContext,
   c: LayerConfig,
@@ -55,6 +60,7 @@ async function gpuStep(
   comm: Collectives<GpuTensor>,
   inputs: StepInputs,
   timer?: GpuTimer,
+  memory = false,
 ) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
@@ -63,27 +69,38 @@ async function gpuStep(
   // the step's end.
   const be = new GpuBackend(k, { deferRelease: !!timer });
   const own = rankOwnership(c)[rank];
+  const rec = memory
+    ? new MemoryRecorder<GpuTensor>(
+        (t) => t.shape,
+        (t) => t.name,
+        () => stagingPool(ctx.device).heldBytesNow,
+      )
+    : undefined;
   // Finish the kernels queued so far before each collective, so its read-back phase times the copy alone.
   const lc = new LayerComm(
-    comm,
+    rec ? rec.comm(comm) : comm,
     (t: GpuTensor) => t.shape,
-    () => k.flush(),
+    (named) => {
+      rec?.collective(named);
+      return k.flush();
+    },
     (t) => be.adopt(t),
   );
   try {
     const w = uploadWeights(weightShards(c, rank), (n, shape, data) => be.tensor(n, shape, data));
+    rec?.weights(w);
     if (timer) await k.flush(); // the weights' upload is not a kernel's time
     timer?.start();
     k.holdUntilFlush = !!timer;
     let r;
     try {
-      r = await layerStep(be, lc, c, own, w, inputs);
+      r = await layerStep(rec ? rec.backend(be) : be, lc, c, own, w, inputs);
     } finally {
       k.holdUntilFlush = false;
     }
     const timed = timer ? await timer.stop() : undefined;
     const output = await readRankOutput(rank, (t: GpuTensor) => be.read(t), r);
-    return { output, named: lc.log, timed };
+    return { output, named: lc.log, timed, memory: rec?.finish(rank, r) };
   } finally {
     be.releaseAll();
   }
@@ -107,10 +124,11 @@ export async function layerTune(
   return { choices: exportGemmChoices(ctx.device), tuning };
 }
 
-/** What a rank returns from a step: its results and the collectives it issued, by name. */
+/** What a rank returns from a step: its results, the collectives it issued, by name, and its buffers over the step. */
 export interface LayerStepReply {
   readonly output: RankOutput;
   readonly named: NamedCollective[];
+  readonly memory: StepMemoryRecord;
 }
 
 /**
@@ -123,8 +141,16 @@ export async function layerStepProgram(
 ): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
   const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
-  const { output, named } = await gpuStep(ctx, a.config, a.solo ? 0 : ctx.rank, comm, a.inputs);
-  return { output, named };
+  const { output, named, memory } = await gpuStep(
+    ctx,
+    a.config,
+    a.solo ? 0 : ctx.rank,
+    comm,
+    a.inputs,
+    undefined,
+    true,
+  );
+  return { output, named, memory: memory! };
 }
 
 /** Per compute op of the plan (in order), this rank's kernel time in ms, measured alone. */

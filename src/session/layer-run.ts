@@ -15,6 +15,7 @@ import type { ComputeTiming, GemmChoices, layerPrograms } from '../ranks/layer-p
 import type { RankPool } from '../ranks/pool.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../accounting/budget.ts';
+import type { StepMemoryRecord } from '../parallel/memory-record.ts';
 
 /** Programs the layer's rank workers serve. */
 export type LayerWorkerPrograms = typeof commPrograms &
@@ -79,6 +80,8 @@ export interface LayerRun {
   /** Per rank, each compute op's kernel time measured alone (plan order). */
   readonly computeTimes: ComputeTiming[];
   readonly tuning: GemmTuning[];
+  /** Per rank, every buffer its step made or released, by lifetime class (the TP=t step). */
+  readonly memory: readonly StepMemoryRecord[];
 }
 
 /** Pools with a runLayer in flight: a second run on one is refused (its calls would interleave with the first's). */
@@ -184,6 +187,7 @@ async function runLayerOn(
     commEvents,
     computeTimes,
     tuning: tuned.tuning,
+    memory: replies.map((r) => r.memory),
   };
 }
 

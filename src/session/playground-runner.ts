@@ -8,6 +8,7 @@ import type { OracleReport } from '../parallel/oracle.ts';
 import { makePlan } from '../parallel/plan.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
+import type { StepMemoryRecord } from '../parallel/memory-record.ts';
 import {
   layerRunCache,
   runLayer,
@@ -81,6 +82,8 @@ export interface PlaygroundResult {
   readonly output?: LogicalOutput;
   readonly transport?: string;
   readonly adapter?: string;
+  /** Per rank, the buffers of the step on the ranks (absent without WebGPU). */
+  readonly memory?: readonly StepMemoryRecord[];
 }
 
 /**
@@ -197,6 +200,7 @@ export class PlaygroundRunner implements PoolLender {
       cpuSkipped: run.cpuSkipped,
       loss: run.loss,
       output: run.output,
+      memory: run.memory,
       transport: pool.transport,
       adapter: pool.adapters[0],
     };

@@ -15,6 +15,8 @@ import {
   type KernelOptions,
   type LayerArch,
 } from '../../projection/kernel-options.ts';
+import { lifetimeClassViews, stageMemoryLanes, type MemoryLane } from '../../session/memory-lanes.ts';
+import '../timeline/tp-live-memory.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
@@ -73,6 +75,9 @@ export class TpClusterPanel extends LitElement {
   @state() private rows: { plain: BudgetRow[]; sp: BudgetRow[] } = { plain: [], sp: [] };
   @state() private error = '';
   @state() private spec: SystemSpec | undefined;
+  /** The projected step whose memory over time is drawn (no SP, at the page's t when legal), and its lanes. */
+  @state() private memoryStep: StepProjection | undefined;
+  @state() private memoryLanes: readonly MemoryLane[] = [];
   /** A projection is under way (the table and charts show the previous one, or nothing yet). */
   @state() private projecting = false;
   private generation = 0;
@@ -141,6 +146,9 @@ export class TpClusterPanel extends LitElement {
       this.plain = budgetLines(plain);
       this.sp = budgetLines(sp, plain);
       this.rows = { plain, sp };
+      const ok = plain.filter((r): r is Extract<BudgetRow, { ok: true }> => r.ok);
+      this.memoryStep = (ok.find((r) => r.tp === c.tp) ?? ok[0])?.step;
+      this.memoryLanes = this.memoryStep ? stageMemoryLanes(this.memoryStep.stageMemory, this.memoryStep.stepMs) : [];
       this.error = '';
       this.projecting = false;
     } catch (e) {
@@ -149,6 +157,8 @@ export class TpClusterPanel extends LitElement {
       this.plain = [];
       this.sp = [];
       this.rows = { plain: [], sp: [] };
+      this.memoryStep = undefined;
+      this.memoryLanes = [];
       this.projecting = false;
     }
   }
@@ -315,7 +325,19 @@ export class TpClusterPanel extends LitElement {
           : html`<p class="note" data-pipeline-hint>
               Pipeline parallelism: set p ≥ 2 in the machine controls to see the schedule.
             </p>`
-      }`;
+      }
+      ${this.memoryStep ? this.memoryOverStep(this.memoryStep) : nothing}`;
+  }
+
+  private memoryOverStep(p: StepProjection) {
+    const d = p.degrees;
+    return html`<tp-live-memory
+      data-cluster-memory
+      heading=${`Memory over one step at t = ${d.tp}, DP ${p.dp}, p ${d.pp}, m ${p.microBatches} (no SP), per pipeline stage`}
+      caption="The projection's lifetime model: resident weights and optimizer state, the gradient buffer for the step, each micro-batch's activations from its forward to its backward (with p > 1, 1F1B keeps several in flight), transients. The ranks' classes above map onto these: weights and optimizer state → resident, gradients → per step, activations kept for backward → per micro-batch, workspace and staging → transient."
+      .lanes=${this.memoryLanes}
+      .classes=${lifetimeClassViews}
+    ></tp-live-memory>`;
   }
 }
 

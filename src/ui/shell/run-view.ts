@@ -18,6 +18,8 @@ import '../gemm/tp-gemm-view.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import '../timeline/tp-timeline.ts';
+import '../timeline/tp-live-memory.ts';
+import { bufferClassViews, rankMemoryLanes } from '../../session/memory-lanes.ts';
 import '../trace/tp-trace-view.ts';
 
 const transportWords: Record<string, string> = {
@@ -44,6 +46,15 @@ export function renderBanners(run: PageRunState, unknownKeys: readonly string[],
     ${run.runError ? html`<p class="banner error" role="alert" data-banner="run-error">The run failed: ${run.runError}${run.result ? ' The last good run is still shown.' : ''}</p>` : nothing}
     ${stale && run.result && !run.runError && run.issues.length ? html`<p class="banner error" data-banner="stale">These settings cannot run (see the message in red beside the control); the last good run (t = ${run.result.config.tp}) is still shown.</p>` : nothing}
   `;
+}
+
+const liveMemoryCaption =
+  "Every buffer each rank's step made or freed, recorded on the ranks and placed on the timeline above, stacked by lifetime class; the dashed line is the accounting's weights + gradients + activations kept for backward, which the recorded classes equal. Staging is the collectives' pool of read-back and upload buffers, kept across steps and outside the accounting. The layer frees its kept activations when the step ends (autograd frees each after its backward op), so the peak comes late in backward.";
+
+/** Live bytes per rank over the step, under the timeline. */
+function liveMemory(r: PlaygroundResult): TemplateResult {
+  const lanes = rankMemoryLanes(r.memory ?? [], r.timeline, r.accounting.memory);
+  return html`<tp-live-memory .lanes=${lanes} .classes=${bufferClassViews} caption=${liveMemoryCaption}></tp-live-memory>`;
 }
 
 /**
@@ -113,7 +124,8 @@ export function renderRun(
     <section class="card ${stale ? 'stale' : ''}" data-sources>
       ${
         s.view === 'timeline'
-          ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
+          ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>
+              ${r.memory ? liveMemory(r) : nothing}`
           : renderWorkerView(s, runner)
       }
     </section>

@@ -9,6 +9,26 @@ export const blockFill: Record<Exclude<BlockKind, 'exposed'>, Record<StepPass, s
   comm: { forward: '#f2b632', backward: '#c98a00' },
 };
 
+/** The hover tooltip `.tip` of the timeline and the memory chart: dark, absolutely placed over the host. */
+export const tipStyles = css`
+  .tip {
+    position: absolute;
+    pointer-events: none;
+    max-width: 460px;
+    padding: 8px 10px;
+    border-radius: 4px;
+    background: rgba(20, 20, 20, 0.94);
+    color: #fff;
+    font-size: 14px;
+    line-height: 1.35;
+    white-space: pre-line;
+    z-index: 1;
+  }
+  .tip[hidden] {
+    display: none;
+  }
+`;
+
 /** Compute blocks alternate two shades of their pass's blue, so that neighbours stay apart without strokes. */
 export function computeFill(phase: StepPass, j: number): string {
   const shades = { forward: ['#2a6cc4', '#3b7fd6'], backward: ['#173f7a', '#22548f'] } as const;
@@ -101,22 +121,7 @@ export const timelineStyles = css`
   svg.plot:active {
     cursor: grabbing;
   }
-  .tip {
-    position: absolute;
-    pointer-events: none;
-    max-width: 460px;
-    padding: 8px 10px;
-    border-radius: 4px;
-    background: rgba(20, 20, 20, 0.94);
-    color: #fff;
-    font-size: 14px;
-    line-height: 1.35;
-    white-space: pre-line;
-    z-index: 1;
-  }
-  .tip[hidden] {
-    display: none;
-  }
+  ${tipStyles}
   .empty {
     font-size: 15px;
     color: #444;

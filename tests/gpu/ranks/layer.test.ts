@@ -4,6 +4,8 @@ import type { OracleReport } from '../../../src/parallel/oracle.ts';
 import { runLayer, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
+import { rankMemory } from '../../../src/accounting/accounting.ts';
+import { accountingChecks, rankLiveMemory } from '../../../src/accounting/live-memory.ts';
 
 const failures = (r: OracleReport) =>
   r.entries
@@ -26,6 +28,17 @@ async function check(c: LayerConfig) {
   const run = await runLayer(await poolOf(c.tp), c, { timing: false });
   expect(run.oracle.pass, failures(run.oracle)).toBe(true);
   if (run.cpuOracle) expect(run.cpuOracle.pass, `CPU twins: ${failures(run.cpuOracle)}`).toBe(true);
+  // Every buffer each rank made, by class, equals the accounting's memory (staging aside: it is the
+  // device's pool of read-back and upload buffers, outside the accounting and kept across steps, so
+  // even a step without collectives finds the earlier read-backs' buffers there).
+  expect(run.memory.map((m) => m.rank)).toEqual([...Array(c.tp).keys()]);
+  run.memory.forEach((m, r) => {
+    expect(m.ops, 'one position per plan op').toBe(run.plan.ops.length);
+    const live = rankLiveMemory(m);
+    for (const x of accountingChecks(live, rankMemory(run.plan, r)))
+      expect(x.recordedBytes, `rank ${r} ${x.class}`).toBe(x.predictedBytes);
+    if (c.tp > 1) expect(live.madeBytes.staging, 'the collectives staged through the pool').toBeGreaterThan(0);
+  });
   return run;
 }
 

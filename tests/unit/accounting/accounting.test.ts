@@ -232,7 +232,7 @@ describe.each(planSources)('accounting of the %s', (_source, planFor) => {
       expect(saved).toBe((4 * c.s * c.b * c.h + 2 * c.s * c.b) * (1 - 1 / 4) * 4);
     });
 
-    test('with a vocabulary add the token ids, the output layer input (under SP its [s/t, b, h] shard, re-gathered for wgrad), the local logits [s, b, V_padded/t] and the loss statistics', async () => {
+    test('with a vocabulary add the token ids, the output layer input (under SP its [s/t, b, h] shard, re-gathered for wgrad), the local logits [s, b, V_padded/t], the loss statistics and the targets the gradient reads again', async () => {
       const plan = await planFor(cfg('classroom', { tp: 4, vocab: 30, sp: true }));
       const terms = activationTerms(plan, 0).filter((x) => ['embedding', 'output', 'loss'].includes(x.op));
       expect(terms.map((x) => [x.op, x.tensor, x.shape, x.formula])).toEqual([
@@ -241,6 +241,7 @@ describe.each(planSources)('accounting of the %s', (_source, planFor) => {
         ['loss', 'logits', [8, 1, 8], 's·b·vl'],
         ['loss', 'max', [8, 1], 's·b'],
         ['loss', 'sum exp', [8, 1], 's·b'],
+        ['loss', 'targets', [8, 1], 's·b'],
       ]);
     });
 
