@@ -1,3 +1,5 @@
+import type { RankSlowdown } from '../core/rank-slowdown.ts';
+import { withSlowRank } from '../schedule/durations.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
 import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
 import { flashAttentionUs } from '../hardware/flash-attention.ts';
@@ -304,7 +306,15 @@ function pairedGemms(plan: LayerPlan, i: number, step: 1 | -1): number[] {
   return out;
 }
 
-/** One micro-batch of the plan scheduled on `machine` (projected kernels and links). */
-export function projectLayer(plan: LayerPlan, machine: Machine, overlap: boolean): Timeline {
-  return scheduleStep(plan, projectOps(plan, machine, overlap), { overlap });
+/**
+ * One micro-batch of the plan scheduled on `machine` (projected kernels and links); `slow`
+ * (#slow=r:f) makes rank r's compute f× the projection (withSlowRank), a straggler on the cluster.
+ */
+export function projectLayer(
+  plan: LayerPlan,
+  machine: Machine,
+  overlap: boolean,
+  slow?: RankSlowdown | null,
+): Timeline {
+  return scheduleStep(plan, withSlowRank(projectOps(plan, machine, overlap), slow), { overlap });
 }

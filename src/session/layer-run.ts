@@ -15,6 +15,7 @@ import type { ComputeTiming, GemmChoices, layerPrograms } from '../ranks/layer-p
 import type { RankPool } from '../ranks/pool.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../accounting/budget.ts';
+import { slowdownRankIssue, type RankSlowdown } from '../core/rank-slowdown.ts';
 
 /** Programs the layer's rank workers serve. */
 export type LayerWorkerPrograms = typeof commPrograms &
@@ -58,6 +59,8 @@ export interface LayerRunOptions {
   readonly plan?: LayerPlan;
   /** Stops the run at its next phase (tuning, reference, step, each rank's timing, CPU twins) with the signal's reason. */
   readonly signal?: AbortSignal;
+  /** #slow=r:f: rank r dispatches each kernel f times, in the step and in its timing (ranks/slowed-backend.ts). */
+  readonly slow?: RankSlowdown | null;
 }
 
 /** Everything one run measured and checked. */
@@ -79,6 +82,10 @@ export interface LayerRun {
   /** Per rank, each compute op's kernel time measured alone (plan order). */
   readonly computeTimes: ComputeTiming[];
   readonly tuning: GemmTuning[];
+  /** The slowed rank and its factor, or null. */
+  readonly slow: RankSlowdown | null;
+  /** Per rank, the kernel dispatches it encoded for the step. */
+  readonly dispatches: number[];
 }
 
 /** Pools with a runLayer in flight: a second run on one is refused (its calls would interleave with the first's). */
@@ -138,7 +145,10 @@ async function runLayerOn(
   }
   await pool.traces(); // start the trace clean
   say(`TP=${c.tp}${c.sp ? ' + SP' : ''} step on ${c.tp} ranks…`);
-  const replies = await pool.run('layerStep', { config: c, inputs, choices });
+  const slow = opts.slow ?? null;
+  const issue = slowdownRankIssue('slow', slow, c.tp);
+  if (issue) throw new Error(`runLayer: ${issue}`);
+  const replies = await pool.run('layerStep', { config: c, inputs, choices, slow });
   const output = gatherLogical(
     c,
     plan.ranks,
@@ -154,7 +164,7 @@ async function runLayerOn(
   if (opts.timing ?? true) {
     for (const r of opts.timingRanks ?? [...Array(c.tp).keys()]) {
       say(`timing rank ${r}'s kernels alone…`);
-      computeTimes.push((await pool.run('layerTiming', { config: c, choices }, [r]))[0]);
+      computeTimes.push((await pool.run('layerTiming', { config: c, choices, slow }, [r]))[0]);
     }
   }
   const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
@@ -184,6 +194,8 @@ async function runLayerOn(
     commEvents,
     computeTimes,
     tuning: tuned.tuning,
+    slow,
+    dispatches: replies.map((r) => r.dispatches),
   };
 }
 

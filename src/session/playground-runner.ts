@@ -18,9 +18,10 @@ import {
 } from './layer-run.ts';
 import { LayerPoolKeeper } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
-import { runTimeline } from './run-timeline.ts';
+import { runTimeline, timingRanksFor } from './run-timeline.ts';
+import type { RankSlowdown } from '../core/rank-slowdown.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import { modeledCommMs } from '../schedule/durations.ts';
+import { modeledCommMs, withSlowRank } from '../schedule/durations.ts';
 import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
 import { projectedCommSource, projectLayer, type Machine } from '../projection/projected-layer.ts';
 
@@ -40,6 +41,11 @@ export interface RunRequest {
    * already (the page does, once per run): the run then neither validates nor plans again.
    */
   readonly plan?: LayerPlan;
+  /**
+   * #slow=r:f: rank r's compute f× slower — on the ranks here by f dispatches of each kernel
+   * (measured), in a projected or modeled timeline by f× its compute times.
+   */
+  readonly slow?: RankSlowdown | null;
 }
 
 /** A request onto a real cluster. */
@@ -56,10 +62,18 @@ export function projectedResult(req: ProjectedRequest, plan: LayerPlan): Playgro
     config: req.config,
     plan,
     accounting: accountPlan(plan, req.comm === 'measured' ? undefined : req.comm),
-    timeline: projectLayer(plan, m, req.overlap),
-    computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each); the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
+    timeline: projectLayer(plan, m, req.overlap, req.slow),
+    computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each)${slowNote(req.slow, 'modeled')}; the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
     commSource: projectedCommSource(m, req.config.tp),
   };
+}
+
+/** The caption's words for a slowed rank: its compute is measured with f dispatches per kernel, or modeled as f×. */
+function slowNote(slow: RankSlowdown | null | undefined, how: 'measured' | 'modeled'): string {
+  if (!slow || slow.factor === 1) return '';
+  return how === 'measured'
+    ? `, except rank ${slow.rank}, slowed by #slow: each of its kernels dispatched ${slow.factor} times, timed alone`
+    : `, rank ${slow.rank}'s compute × ${slow.factor} (#slow)`;
 }
 
 /** What the page shows for one run. */
@@ -160,8 +174,10 @@ export class PlaygroundRunner implements PoolLender {
         config: c,
         plan,
         accounting,
-        timeline: scheduleStep(plan, { computeMs: modeledComputeMs(plan), commMs }, { overlap: req.overlap }),
-        computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})`,
+        timeline: scheduleStep(plan, withSlowRank({ computeMs: modeledComputeMs(plan), commMs }, req.slow), {
+          overlap: req.overlap,
+        }),
+        computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})${slowNote(req.slow, 'modeled')}`,
         commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)`,
       };
     }
@@ -171,7 +187,8 @@ export class PlaygroundRunner implements PoolLender {
     try {
       run = await runLayer(pool, c, {
         plan,
-        timingRanks: [0],
+        timingRanks: timingRanksFor(req.slow, c.tp),
+        slow: req.slow ?? null,
         cache: this.cache,
         persistTuning: true,
         onProgress: this.onProgress,
@@ -188,7 +205,7 @@ export class PlaygroundRunner implements PoolLender {
       plan,
       accounting,
       timeline: runTimeline(run, link ?? 'measured', req.overlap),
-      computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes`,
+      computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes${slowNote(req.slow, 'measured')}`,
       commSource: link
         ? `modeled (${link.label}, alpha-beta ring)`
         : `measured: this browser's ${pool.transport} transport between the rank workers`,

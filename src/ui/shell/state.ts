@@ -14,6 +14,7 @@ import { parseDtype, type TrainDtype } from '../../hardware/dtype.ts';
 import { parseGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { defaultSystem, parseSystem } from '../../hardware/systems.ts';
 import { clusterModelChoices, type ClusterModelChoice } from './cluster-model-choice.ts';
+import { formatRankSlowdown, parseRankSlowdown, type RankSlowdown } from '../../core/rank-slowdown.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -60,6 +61,8 @@ export interface Settings extends ModelSizes {
   readonly gbatch: GlobalBatchSetting;
   /** The model of the cluster panel and the advisor: a scenario a cluster would train, or this page's layer. */
   readonly cmodel: ClusterModelChoice;
+  /** #slow=r:f (seed M108): rank r dispatches each kernel f times, a straggler; null: off. */
+  readonly slow: RankSlowdown | null;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -261,6 +264,15 @@ export const settingsTable: SettingsTable = {
     reruns: false,
     control: 'machine',
   }),
+  slow: {
+    key: 'slow',
+    parse: (t) => parseRankSlowdown('slow', t),
+    format: formatRankSlowdown,
+    fallback: null,
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'machine',
+  },
 };
 
 /** The fields of Settings in hash order. */

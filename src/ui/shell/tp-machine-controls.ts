@@ -5,6 +5,7 @@ import { trainDtypes } from '../../hardware/dtype.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { parseWhole } from '../../parallel/config-parse.ts';
+import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
 import { machineNames } from './machine-choice.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
@@ -84,6 +85,29 @@ export class TpMachineControls extends LitElement {
       ${invalid && !this.local.gbatch ? html`<p class="error" role="alert" data-error-for="gbatch">${invalid}</p>` : nothing}`;
   }
 
+  /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */
+  private slowdown(s: Settings, field: 'slow', label: string): TemplateResult {
+    return html`<label
+        >${label}
+        <input
+          type="text"
+          placeholder="off or rank:factor"
+          data-control=${field}
+          .value=${formatRankSlowdown(s[field])}
+          @change=${(e: Event) => {
+            try {
+              this.emit(
+                { ...s, [field]: parseRankSlowdown(field, (e.target as HTMLInputElement).value.trim()) },
+                field,
+              );
+            } catch (err) {
+              this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
+            }
+          }}
+      /></label>
+      ${this.errorsFor(field)}`;
+  }
+
   protected override render() {
     const s = this.settings;
     if (!s) return nothing;
@@ -142,6 +166,7 @@ export class TpMachineControls extends LitElement {
       >
       ${this.errorsFor('cmodel')}
       ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')} ${this.globalBatch(s)}
+      ${this.slowdown(s, 'slow', 'straggler: slow rank (each kernel f×)')}
     </fieldset>`;
   }
 }
