@@ -1,5 +1,5 @@
 import type { RankSlowdown } from '../core/rank-slowdown.ts';
-import { withSlowRank } from '../schedule/durations.ts';
+import { withSlowLink, withSlowRank } from '../schedule/durations.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
 import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
 import { flashAttentionUs } from '../hardware/flash-attention.ts';
@@ -308,13 +308,17 @@ function pairedGemms(plan: LayerPlan, i: number, step: 1 | -1): number[] {
 
 /**
  * One micro-batch of the plan scheduled on `machine` (projected kernels and links); `slow`
- * (#slow=r:f) makes rank r's compute f× the projection (withSlowRank), a straggler on the cluster.
+ * (#slow=r:f) makes rank r's compute f× the projection (withSlowRank), a straggler on the cluster;
+ * `slowlink` (#slowlink=r:f) every collective f× (withSlowLink).
  */
 export function projectLayer(
   plan: LayerPlan,
   machine: Machine,
   overlap: boolean,
   slow?: RankSlowdown | null,
+  slowlink?: RankSlowdown | null,
 ): Timeline {
-  return scheduleStep(plan, withSlowRank(projectOps(plan, machine, overlap), slow), { overlap });
+  return scheduleStep(plan, withSlowLink(withSlowRank(projectOps(plan, machine, overlap), slow), slowlink), {
+    overlap,
+  });
 }

@@ -122,25 +122,38 @@ export interface LayerStepReply {
 /**
  * One training step of `config` on every rank of the pool (real collectives), or with `solo`
  * on this rank alone as a one-rank group (the TP=1 reference). `slow` (#slow=r:f): rank r
- * dispatches each of its kernels f times (slowed-backend.ts); ignored with `solo`.
+ * dispatches each of its kernels f times (slowed-backend.ts); `slowlink` (#slowlink=r:f): rank r
+ * moves each chunk it puts on the ring f times (BaseCollectives.linkFactor). Both ignored with `solo`.
  */
 export async function layerStepProgram(
   ctx: RankContext,
-  a: { config: LayerConfig; inputs: StepInputs; choices: GemmChoices; solo?: boolean; slow?: RankSlowdown | null },
+  a: {
+    config: LayerConfig;
+    inputs: StepInputs;
+    choices: GemmChoices;
+    solo?: boolean;
+    slow?: RankSlowdown | null;
+    slowlink?: RankSlowdown | null;
+  },
 ): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
   const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
   const factor = a.solo ? 1 : slowdownOf(a.slow, ctx.rank);
-  const { output, named, dispatches } = await gpuStep(
-    ctx,
-    a.config,
-    a.solo ? 0 : ctx.rank,
-    comm,
-    a.inputs,
-    undefined,
-    factor,
-  );
-  return { output, named, dispatches };
+  ctx.link.linkFactor = a.solo ? 1 : slowdownOf(a.slowlink, ctx.rank);
+  try {
+    const { output, named, dispatches } = await gpuStep(
+      ctx,
+      a.config,
+      a.solo ? 0 : ctx.rank,
+      comm,
+      a.inputs,
+      undefined,
+      factor,
+    );
+    return { output, named, dispatches };
+  } finally {
+    ctx.link.linkFactor = 1;
+  }
 }
 
 /** Per compute op of the plan (in order), this rank's kernel time in ms, measured alone. */

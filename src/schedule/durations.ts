@@ -58,6 +58,16 @@ export function sameComputeMs(plan: LayerPlan, ms: (opIndex: number) => number):
 }
 
 /**
+ * `d` with every collective f× longer on every rank (a modeled #slowlink=r:f: a ring moves at its
+ * slowest hop's pace, and each of the t − 1 steps of every ring phase crosses the hop out of rank r);
+ * null or factor 1 returns `d`.
+ */
+export function withSlowLink<D extends StepDurations>(d: D, slowlink: RankSlowdown | null | undefined): D {
+  if (!slowlink || slowlink.factor === 1) return d;
+  return { ...d, commMs: d.commMs.map((row) => row.map((ms) => ms * slowlink.factor)) };
+}
+
+/**
  * `d` with rank `slow.rank`'s compute times multiplied by `slow.factor` (a modeled straggler: the
  * projected or modeled step of #slow=r:f; the ranks in this browser do the f× work for real).
  * Collective times are unchanged; null or factor 1 returns `d`.

@@ -61,6 +61,8 @@ export interface LayerRunOptions {
   readonly signal?: AbortSignal;
   /** #slow=r:f: rank r dispatches each kernel f times, in the step and in its timing (ranks/slowed-backend.ts). */
   readonly slow?: RankSlowdown | null;
+  /** #slowlink=r:f: rank r moves each chunk it puts on the ring f times, in the step (comm/base.ts linkFactor). */
+  readonly slowlink?: RankSlowdown | null;
 }
 
 /** Everything one run measured and checked. */
@@ -146,9 +148,10 @@ async function runLayerOn(
   await pool.traces(); // start the trace clean
   say(`TP=${c.tp}${c.sp ? ' + SP' : ''} step on ${c.tp} ranks…`);
   const slow = opts.slow ?? null;
-  const issue = slowdownRankIssue('slow', slow, c.tp);
+  const slowlink = opts.slowlink ?? null;
+  const issue = slowdownRankIssue('slow', slow, c.tp) ?? slowdownRankIssue('slowlink', slowlink, c.tp);
   if (issue) throw new Error(`runLayer: ${issue}`);
-  const replies = await pool.run('layerStep', { config: c, inputs, choices, slow });
+  const replies = await pool.run('layerStep', { config: c, inputs, choices, slow, slowlink });
   const output = gatherLogical(
     c,
     plan.ranks,

@@ -132,15 +132,14 @@ export class PageRuns {
     const config = configOf(s);
     const v = validateConfig(config);
     const machine = machineChoice(s);
-    const slow = slowdownRankIssue('slow', s.slow, s.tp);
+    const slow = (['slow', 'slowlink'] as const).flatMap((field) => {
+      const message = slowdownRankIssue(field, s[field], s.tp);
+      return message ? [{ field, message }] : [];
+    });
     return {
       config,
       machine,
-      issues: [
-        ...placeIssues(v.errors, changed),
-        ...machine.issues,
-        ...(slow ? [{ field: 'slow' as const, message: slow }] : []),
-      ],
+      issues: [...placeIssues(v.errors, changed), ...machine.issues, ...slow],
       // notes stay by their own control: moving them would shift the controls under the pointer
       notes: placeIssues(v.notes),
     };
@@ -190,6 +189,7 @@ export class PageRuns {
         comm: machine.comm,
         overlap: s.overlap,
         slow: s.slow,
+        slowlink: s.slowlink,
         plan: (await planValidated(config)).plan,
         ...(machine.projection && { projection: machine.projection }),
       };

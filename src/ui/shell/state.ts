@@ -63,6 +63,8 @@ export interface Settings extends ModelSizes {
   readonly cmodel: ClusterModelChoice;
   /** #slow=r:f (seed M108): rank r dispatches each kernel f times, a straggler; null: off. */
   readonly slow: RankSlowdown | null;
+  /** #slowlink=r:f: the hop out of rank r moves each chunk f times; null: off. */
+  readonly slowlink: RankSlowdown | null;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -267,6 +269,15 @@ export const settingsTable: SettingsTable = {
   slow: {
     key: 'slow',
     parse: (t) => parseRankSlowdown('slow', t),
+    format: formatRankSlowdown,
+    fallback: null,
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'machine',
+  },
+  slowlink: {
+    key: 'slowlink',
+    parse: (t) => parseRankSlowdown('slowlink', t),
     format: formatRankSlowdown,
     fallback: null,
     inHash: 'unless-default',

@@ -86,7 +86,7 @@ export class TpMachineControls extends LitElement {
   }
 
   /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */
-  private slowdown(s: Settings, field: 'slow', label: string): TemplateResult {
+  private slowdown(s: Settings, field: 'slow' | 'slowlink', label: string): TemplateResult {
     return html`<label
         >${label}
         <input
@@ -167,6 +167,7 @@ export class TpMachineControls extends LitElement {
       ${this.errorsFor('cmodel')}
       ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × DP)')} ${this.globalBatch(s)}
       ${this.slowdown(s, 'slow', 'straggler: slow rank (each kernel f×)')}
+      ${this.slowdown(s, 'slowlink', 'slow link out of rank (each chunk sent f×)')}
     </fieldset>`;
   }
 }
