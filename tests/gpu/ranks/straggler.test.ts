@@ -1,5 +1,6 @@
 // #slow=r:f on the real rank workers: rank r does f× the kernel dispatches, the others none more,
-// and the step's result is untouched (the extra dispatches write only stand-ins).
+// and the step's result is untouched (the extra dispatches write only stand-ins); #slowlink
+// leaves the result untouched too.
 import { afterAll, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { runLayer, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
@@ -32,6 +33,11 @@ test('#slow=2:f at t = 4: rank 2 dispatches (f − 1) × its ops’ kernels more
   expect(d3.slow).toEqual({ rank: 2, factor: 3 });
   // The real dispatches and their order are unchanged: the gradients and the loss are the same bits.
   expect(d3.output).toEqual(d1.output);
+  // #slowlink=2:3 on the pool's own transport: rank 2 puts each chunk on the ring 3 times, the
+  // neighbours take one; the result is the same bits.
+  const linked = await runLayer(pool, c, { timing: false, cpuCheck: false, slowlink: { rank: 2, factor: 3 } });
+  expect(linked.output).toEqual(d1.output);
+  expect(linked.dispatches).toEqual(d1.dispatches);
   await expect(runLayer(pool, c, { timing: false, slow: { rank: 4, factor: 2 } })).rejects.toThrow(
     /slow=4:2 names rank 4, but t = 4 has ranks 0–3/,
   );
