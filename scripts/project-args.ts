@@ -42,6 +42,12 @@ export interface ProjectArgs {
   readonly search: boolean;
   /** --top: rows the advisor prints. */
   readonly top: number;
+  /** --topology (or --placement / --topo-file): print the node matrix, the placement and each link's load per t. */
+  readonly topology: boolean;
+  /** --placement NAME: megatron (default), tp-pp-dp, tp-switch, tp-sockets or custom:<GPU list>. */
+  readonly placement: string;
+  /** --topo-file FILE: the node's `nvidia-smi topo -m` output instead of the catalog's topology. */
+  readonly topoFile?: string;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -61,6 +67,7 @@ export function usage(): string {
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--gemm-table]
        [--search [--top K]]
+       [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
@@ -90,6 +97,16 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
                             the SMs and HBM bandwidth the communication takes from them.
   --fabric NAME             replace the system's scale-out network (same NIC count): ${Object.keys(fabrics).join(', ')}.
   --gemm-table              print the GEMM model's times for representative shapes on the system's GPU and exit.
+
+Topology (docs/topology.md):
+  --topology                print the node's GPU matrix (nvidia-smi path kinds, sockets, switches, NICs), then per t
+                            the placement's group rings (slowest hop, shared links), the step on them and each
+                            physical link's load per step (bytes, calls, exposed bytes by group); with --json
+                            the node, and per t the placed links, the volumes and every link's load.
+  --placement NAME          megatron (default: tp-cp-ep-dp-pp, rank r on GPU r), tp-pp-dp (--use-tp-pp-dp-mapping),
+                            tp-switch (TP under one PCIe switch), tp-sockets (TP across sockets), or
+                            custom:<GPU list> (local rank i on the i-th GPU listed). Implies --topology.
+  --topo-file FILE          read the node from FILE, the output of nvidia-smi topo -m. Implies --topology.
 
 systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>):
 ${sys}
@@ -142,6 +159,9 @@ const options = {
   'enable-cuda-graph': { type: 'boolean', default: false },
   'tp-comm-overlap': { type: 'boolean', default: false },
   'gemm-table': { type: 'boolean', default: false },
+  topology: { type: 'boolean', default: false },
+  placement: { type: 'string' },
+  'topo-file': { type: 'string' },
 } as const;
 
 /** Parses `npm run project` arguments; throws an Error whose message says what to change. */
@@ -226,6 +246,9 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     ...(v['export-job'] !== undefined && { exportJob: v['export-job'] }),
     search: v.search,
     top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
+    topology: v.topology || v.placement !== undefined || v['topo-file'] !== undefined,
+    placement: v.placement ?? 'megatron',
+    ...(v['topo-file'] !== undefined && { topoFile: v['topo-file'] }),
   };
 }
 

@@ -9,6 +9,7 @@ import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { exportJobSpec, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 import { runSearch } from './project-search.ts';
+import { topologyReport } from './project-topology.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -57,6 +58,15 @@ if (args.gemmTable) {
 
 if (args.search) {
   await runSearch(args);
+  process.exit(0);
+}
+
+if (args.topology) {
+  try {
+    for (const line of await topologyReport(args)) console.log(line);
+  } catch (e) {
+    fail((e as Error).message);
+  }
   process.exit(0);
 }
 

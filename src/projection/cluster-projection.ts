@@ -212,7 +212,7 @@ function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricin
     last: setup.lastStageLayers,
   });
   const { block, pieces, core } = pricing;
-  const links = groupLinks(system, deg);
+  const links = machine.placed ?? groupLinks(system, deg);
   const bytes = dtypeBytes[dtype];
 
   // Context parallelism: the ring exchange of K, V per layer.
@@ -493,7 +493,7 @@ function finalizeTime(full: LayerPlan, block: LayerPlan, L: number, machine: Mac
   let ms = 0;
   const { system } = machine;
   for (const [op, { bytes, group }] of payload) {
-    const link = tpGroupLink(system, group);
+    const link = machine.placed?.tp ?? tpGroupLink(system, group);
     ms += (system.collectiveBaseUs + collectiveTimeUs(op, bytes, group, link)) / 1e3;
   }
   return ms;

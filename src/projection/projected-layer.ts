@@ -31,6 +31,11 @@ export interface Machine {
   readonly system: SystemSpec;
   readonly dtype: TrainDtype;
   readonly kernels?: KernelOptions;
+  /**
+   * Each process group's ring link as a placement on the node topology prices it
+   * (placement-links.ts: slowest hop, shared links); absent: group-links.ts's rank-order defaults.
+   */
+  readonly placed?: Readonly<Record<'tp' | 'cp' | 'dpCp' | 'pp' | 'embedding', Interconnect>>;
 }
 
 /** True for ops a training step runs once, after every micro-batch (a plan's finalize phase). */
@@ -65,7 +70,7 @@ export function projectedCollectiveUs(op: PlannedOp, machine: Machine): number {
   if (op.kind !== 'collective' || op.collective.groupSize <= 1) return 0;
   const c = op.collective;
   const { system } = machine;
-  const link = tpGroupLink(system, c.groupSize);
+  const link = machine.placed?.tp ?? tpGroupLink(system, c.groupSize);
   const payload = (c.payloadBytes / bytesPerElement) * dtypeBytes[machine.dtype];
   return system.collectiveBaseUs + collectiveTimeUs(c.op, payload, c.groupSize, link);
 }

@@ -15,6 +15,7 @@ import { parseGlobalBatch, type GlobalBatchSetting } from '../../megatron/global
 import { defaultSystem, parseSystem } from '../../hardware/systems.ts';
 import { clusterModelChoices, type ClusterModelChoice } from './cluster-model-choice.ts';
 import { formatRankSlowdown, parseRankSlowdown, type RankSlowdown } from '../../core/rank-slowdown.ts';
+import { checkPlacementText } from '../../projection/placement.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -65,6 +66,8 @@ export interface Settings extends ModelSizes {
   readonly slow: RankSlowdown | null;
   /** #slowlink=r:f: the hop out of rank r moves each chunk f times; null: off. */
   readonly slowlink: RankSlowdown | null;
+  /** Where the ranks sit on the machine's topology (placement.ts): a named placement or custom:<GPU list>. */
+  readonly placement: string;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -283,6 +286,16 @@ export const settingsTable: SettingsTable = {
     inHash: 'unless-default',
     reruns: true,
     control: 'machine',
+  },
+  // Switched by the machine picture's own buttons (<tp-machine-picture>).
+  placement: {
+    key: 'placement',
+    parse: checkPlacementText,
+    format: String,
+    fallback: 'megatron',
+    inHash: 'unless-default',
+    reruns: false,
+    control: 'none',
   },
 };
 
