@@ -38,6 +38,17 @@ export class TpMachineControls extends LitElement {
       : nothing;
   }
 
+  /** A control's change handler: its value parsed into `field`, or the parser's message kept under the control. */
+  private onParsed<F extends ControlField>(s: Settings, field: F, parse: (text: string) => Settings[F]) {
+    return (e: Event): void => {
+      try {
+        this.emit({ ...s, [field]: parse((e.target as HTMLInputElement).value) }, field);
+      } catch (err) {
+        this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
+      }
+    };
+  }
+
   private number(s: Settings, field: 'layers' | 'gpus', label: string): TemplateResult {
     return html`<label
         >${label}
@@ -47,13 +58,7 @@ export class TpMachineControls extends LitElement {
           step="1"
           data-control=${field}
           .value=${String(s[field])}
-          @change=${(e: Event) => {
-            try {
-              this.emit({ ...s, [field]: parseWhole(field, (e.target as HTMLInputElement).value, 1) }, field);
-            } catch (err) {
-              this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
-            }
-          }}
+          @change=${this.onParsed(s, field, (v) => parseWhole(field, v, 1))}
       /></label>
       ${this.errorsFor(field)}`;
   }
@@ -94,16 +99,7 @@ export class TpMachineControls extends LitElement {
           placeholder="off or rank:factor"
           data-control=${field}
           .value=${formatRankSlowdown(s[field])}
-          @change=${(e: Event) => {
-            try {
-              this.emit(
-                { ...s, [field]: parseRankSlowdown(field, (e.target as HTMLInputElement).value.trim()) },
-                field,
-              );
-            } catch (err) {
-              this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
-            }
-          }}
+          @change=${this.onParsed(s, field, (v) => parseRankSlowdown(field, v.trim()))}
       /></label>
       ${this.errorsFor(field)}`;
   }
