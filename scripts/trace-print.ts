@@ -51,7 +51,7 @@ export function traceReport(trace: MeasuredTrace, a: MeasuredAnalysis): string[]
   if (a.steps.length) {
     out.push(
       '',
-      'per ProfilerStep (slowest: longest GPU span; straggler: most compute, the rank the others wait for):',
+      'per ProfilerStep (slowest: longest GPU span; straggler: the last rank into the collectives, the one the others wait for):',
     );
     out.push(
       ...alignedTable(
@@ -60,7 +60,7 @@ export function traceReport(trace: MeasuredTrace, a: MeasuredAnalysis): string[]
           `#${s.step}`,
           `rank ${s.slowestRank}`,
           formatMs(s.spanMs),
-          `rank ${s.straggler}`,
+          s.straggler === null ? 'none' : `rank ${s.straggler} (caused ${formatMs(s.stragglerCausedMs)})`,
           ...a.ranks.map((r) => {
             const w = s.ranks.find((x) => x.rank === r.rank);
             return w ? formatMs(w.exposedMs) : '—';

@@ -133,6 +133,23 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
   readonly copiesInput: boolean = false;
 
   /**
+   * #slowlink=r:f on this rank: every chunk it puts on the ring is moved `linkFactor` times (the
+   * transport's own copies or messages, f× the bytes), so the hop out of this rank is f× slower by
+   * real traffic; 1 (the default) moves each chunk once. See outCopies.
+   */
+  linkFactor = 1;
+
+  /** Chunk copies this rank has put on the ring so far (each chunk counts linkFactor times). */
+  chunkCopies = 0;
+
+  /** Runs `write` (one copy of a chunk onto the ring) linkFactor times: the real one last. */
+  protected outCopies(write: () => void): void {
+    for (let i = 1; i < this.linkFactor; i++) write();
+    write();
+    this.chunkCopies += this.linkFactor;
+  }
+
+  /**
    * Moves the data of a numbered, validated call; identical `call` on every rank. Returns the
    * result, or (only when given a sink) writes it there and returns none.
    */

@@ -73,18 +73,26 @@ export class PortRingCollectives extends BaseCollectives {
     if (!calls.every((c) => sameCall(c, call))) throw new CollectiveMismatchError(this.rank, calls);
   }
 
-  private async recvStep(call: CollectiveCall, step: number): Promise<Float32Array> {
+  /** The chunk of ring step `step`: its first `len` values (a slowed sender sends them linkFactor times over). */
+  private async recvStep(call: CollectiveCall, step: number, len: number): Promise<Float32Array> {
     const { prev } = ringNeighbours(this.rank, this.size);
     const m = await this.boxes[prev]!.receive(
       messageKey({ kind: 'data', seq: call.seq, step }),
       this.timeoutMs,
       () => new CollectiveTimeoutError(this.rank, call, [prev], this.timeoutMs, 'transfer'),
     );
-    return (m as PortMessage & { kind: 'data' }).data;
+    return (m as PortMessage & { kind: 'data' }).data.subarray(0, len);
   }
 
+  /** Posts one ring step's chunk to rank r+1: under #slowlink the message holds linkFactor copies of it (f× the bytes moved). */
   private sendStep(call: CollectiveCall, step: number, data: Float32Array): void {
-    this.post(ringNeighbours(this.rank, this.size).next, { kind: 'data', seq: call.seq, step, data: data.slice() });
+    const out = new Float32Array(data.length * this.linkFactor);
+    let at = 0;
+    this.outCopies(() => {
+      out.set(data, at);
+      at += data.length;
+    });
+    this.post(ringNeighbours(this.rank, this.size).next, { kind: 'data', seq: call.seq, step, data: out });
   }
 
   private async move(call: CollectiveCall, x: HostTensor, mark: (name: string) => void): Promise<HostTensor> {
@@ -103,17 +111,19 @@ export class PortRingCollectives extends BaseCollectives {
     if (call.op === 'allReduce' || call.op === 'reduceScatter') {
       for (let k = 0; k < t - 1; k++, step++) {
         this.sendStep(call, step, view(rsSendChunk(r, k, t)));
-        accumulate(view(rsRecvChunk(r, k, t)), await this.recvStep(call, step), call.reduceOp!);
+        const into = view(rsRecvChunk(r, k, t));
+        accumulate(into, await this.recvStep(call, step, into.length), call.reduceOp!);
       }
     }
     if (call.op === 'allReduce' || call.op === 'allGather') {
       for (let k = 0; k < t - 1; k++, step++) {
         this.sendStep(call, step, view(agSendChunk(r, k, t)));
-        view(agRecvChunk(r, k, t)).set(await this.recvStep(call, step));
+        const into = view(agRecvChunk(r, k, t));
+        into.set(await this.recvStep(call, step, into.length));
       }
     }
     if (call.op === 'broadcast') {
-      if (r !== call.root) work.set(await this.recvStep(call, 0));
+      if (r !== call.root) work.set(await this.recvStep(call, 0, work.length));
       if (ringNeighbours(r, t).next !== call.root) this.sendStep(call, 0, work);
     }
     mark('transport');

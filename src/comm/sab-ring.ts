@@ -129,8 +129,9 @@ export class SabRingCollectives extends BaseCollectives {
     const own = this.slotRange(r, lo, m);
     const base = this.step;
     const reduce = call.op === 'allReduce';
-    if (reduce) own.subarray(...chunkBounds(m, t, prev)).set(data.subarray(...chunkBounds(m, t, prev)));
-    else if (r === call.root) own.set(data);
+    if (reduce)
+      this.outCopies(() => own.subarray(...chunkBounds(m, t, prev)).set(data.subarray(...chunkBounds(m, t, prev))));
+    else if (r === call.root) this.outCopies(() => own.set(data));
     this.advance();
     mark('stage');
     if (reduce) {
@@ -139,7 +140,7 @@ export class SabRingCollectives extends BaseCollectives {
         const [clo, chi] = chunkBounds(m, t, rsRecvChunk(r, k, t));
         for (let a = clo; a < chi; a += pieceElems) {
           const b = Math.min(chi, a + pieceElems);
-          own.subarray(a, b).set(data.subarray(a, b));
+          this.outCopies(() => own.subarray(a, b).set(data.subarray(a, b)));
           this.reduce(call.reduceOp!, (r * words + lo + a) * 4, (prev * words + lo + a) * 4, b - a);
         }
         this.advance();
@@ -256,8 +257,8 @@ export class SabRingCollectives extends BaseCollectives {
     const chunk = (buf: Float32Array, k: number): Float32Array => buf.subarray(...chunkBounds(n, t, k));
     const own = slot(r);
     const base = this.step;
-    if (call.op === 'allGather') chunk(own, r).set(x.data);
-    else packSlices(x.data, x.shape, call.dim!, t, own);
+    if (call.op === 'allGather') this.outCopies(() => chunk(own, r).set(x.data));
+    else this.outCopies(() => packSlices(x.data, x.shape, call.dim!, t, own));
     this.advance();
     mark('stage');
     if (call.op === 'reduceScatter') {

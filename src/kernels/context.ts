@@ -45,6 +45,8 @@ export class KernelContext {
   private ops = 0;
   private unused: GPUBuffer | undefined;
   observer: PassObserver | undefined;
+  /** Kernel dispatches encoded on this context so far (empty ones skipped). */
+  dispatches = 0;
   /**
    * While set, each dispatch becomes its own command buffer and nothing reaches the queue before
    * flush(), which submits them all in one submission with this thread idle. For timing kernels on
@@ -160,6 +162,7 @@ export class KernelContext {
     workgroups: readonly [number, number, number],
   ): void {
     if (workgroups.some((w) => w === 0)) return; // empty tensors: nothing to compute
+    this.dispatches++;
     const bindGroup = this.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
       entries: bindings.map((b) => ({ binding: b.binding, resource: 'view' in b ? b.view : { buffer: b.buffer } })),

@@ -4,6 +4,7 @@ import { exposedComm, exposedParts, type TimedSlice } from '../schedule/exposed.
 import { totalLength, unionIntervals } from '../schedule/intervals.ts';
 import type { GpuSlice, MeasuredTrace } from './kineto-types.ts';
 import type { NcclCollective } from './nccl-kernel.ts';
+import { measuredStragglers } from './measured-stragglers.ts';
 import { groupDimOf, type GroupDim } from './process-group.ts';
 
 /** Totals of one collective kind on one rank (or over all ranks), ms. */
@@ -47,8 +48,13 @@ export interface StepSummary {
   /** The rank whose GPU work in the step spans longest (t1 − t0); the step is as slow as it. */
   readonly slowestRank: number;
   readonly spanMs: number;
-  /** The rank with the most compute in the step: the one its peers wait for inside their NCCL kernels. */
-  readonly straggler: number;
+  /**
+   * The rank its peers waited for inside their NCCL kernels: the one that entered the step's
+   * collectives last, causing the most waiting (measured-stragglers.ts); null when nobody waited.
+   */
+  readonly straggler: number | null;
+  /** Σ of the other ranks' waiting inside collectives the straggler entered last, ms. */
+  readonly stragglerCausedMs: number;
 }
 
 /** The analysis of a measured job. */
@@ -153,7 +159,8 @@ const argmax = (xs: readonly RankWindow[], f: (w: RankWindow) => number): RankWi
 /**
  * Per rank: exposed communication = |union(NCCL kernels) − union(compute kernels)| on that GPU
  * (`exposedComm`, the definition the playground's own timeline uses), overlap ratio, per-collective
- * totals; per ProfilerStep#N: the same per rank, the slowest rank and the straggler.
+ * totals; per ProfilerStep#N: the same per rank, the slowest rank and the straggler (the last rank
+ * into the step's collectives, `measuredStragglers`).
  */
 export function analyseMeasured(trace: MeasuredTrace): MeasuredAnalysis {
   const ranks = trace.ranks.map((r) => rankWindow(r.rank, r.slices));
@@ -171,12 +178,14 @@ export function analyseMeasured(trace: MeasuredTrace): MeasuredAnalysis {
       .filter((w) => w.kernels > 0);
     if (!windows.length) continue;
     const slowest = argmax(windows, (w) => w.t1 - w.t0);
+    const { verdict } = measuredStragglers(trace.ranks.flatMap((r) => r.slices.filter((s) => s.step === step)));
     steps.push({
       step,
       ranks: windows,
       slowestRank: slowest.rank,
       spanMs: slowest.t1 - slowest.t0,
-      straggler: argmax(windows, (w) => w.computeMs).rank,
+      straggler: verdict.straggler,
+      stragglerCausedMs: verdict.ranks.find((r) => r.rank === verdict.straggler)?.causedMs ?? 0,
     });
   }
   return {

@@ -1,3 +1,5 @@
+import type { RankSlowdown } from '../core/rank-slowdown.ts';
+import { withSlowLink, withSlowRank } from '../schedule/durations.ts';
 import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
 import { flashAttentionUs } from '../hardware/flash-attention.ts';
 import { dispatchGapsUs, hostDispatchModel } from '../hardware/host-dispatch.ts';
@@ -305,7 +307,19 @@ function pairedGemms(plan: LayerPlan, i: number, step: 1 | -1): number[] {
   return out;
 }
 
-/** One micro-batch of the plan scheduled on `machine` (projected kernels and links). */
-export function projectLayer(plan: LayerPlan, machine: Machine, overlap: boolean): Timeline {
-  return scheduleStep(plan, projectOps(plan, machine, overlap), { overlap });
+/**
+ * One micro-batch of the plan scheduled on `machine` (projected kernels and links); `slow`
+ * (#slow=r:f) makes rank r's compute f× the projection (withSlowRank), a straggler on the cluster;
+ * `slowlink` (#slowlink=r:f) every collective f× (withSlowLink).
+ */
+export function projectLayer(
+  plan: LayerPlan,
+  machine: Machine,
+  overlap: boolean,
+  slow?: RankSlowdown | null,
+  slowlink?: RankSlowdown | null,
+): Timeline {
+  return scheduleStep(plan, withSlowLink(withSlowRank(projectOps(plan, machine, overlap), slow), slowlink), {
+    overlap,
+  });
 }

@@ -16,6 +16,8 @@ export interface RankContext {
   readonly gpuComm: GpuCollectives;
   /** Every collective lands here; kernels may record their own events too. */
   readonly trace: TraceRecorder;
+  /** The transport's #slowlink switch: chunks this rank puts on the ring are moved linkFactor times. */
+  readonly link: { linkFactor: number };
 }
 
 /** A function every rank runs on its shard: structured-cloneable args in, cloneable result out. */

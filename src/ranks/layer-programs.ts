@@ -22,6 +22,8 @@ import { DetachedCollectives } from './detached-collectives.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { stagingPool } from '../kernels/staging-pool.ts';
 import { MemoryRecorder, type StepMemoryRecord } from '../parallel/memory-record.ts';
+import { slowdownOf, type RankSlowdown } from '../core/rank-slowdown.ts';
+import { slowedBackend } from './slowed-backend.ts';
 
 /** GEMM choices as they travel between ranks: shape class → variant. */
 export type GemmChoices = [string, GemmVariant][];
@@ -61,13 +63,16 @@ async function gpuStep(
   inputs: StepInputs,
   timer?: GpuTimer,
   memory = false,
+  slowFactor = 1,
 ) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
+  const dispatched = k.dispatches;
   // Timed: the kernels of each stretch between collectives, one command buffer each, are submitted
   // together once the stretch is encoded (see KernelContext.holdUntilFlush); its buffers live to
   // the step's end.
-  const be = new GpuBackend(k, { deferRelease: !!timer });
+  const ownBackend = new GpuBackend(k, { deferRelease: !!timer });
+  const be = slowedBackend(ownBackend, slowFactor); // #slow: this rank's kernels dispatched f times
   const own = rankOwnership(c)[rank];
   const rec = memory
     ? new MemoryRecorder<GpuTensor>(
@@ -100,9 +105,9 @@ async function gpuStep(
     }
     const timed = timer ? await timer.stop() : undefined;
     const output = await readRankOutput(rank, (t: GpuTensor) => be.read(t), r);
-    return { output, named: lc.log, timed, memory: rec?.finish(rank, r) };
+    return { output, named: lc.log, timed, memory: rec?.finish(rank, r), dispatches: k.dispatches - dispatched };
   } finally {
-    be.releaseAll();
+    ownBackend.releaseAll();
   }
 }
 
@@ -129,28 +134,46 @@ export interface LayerStepReply {
   readonly output: RankOutput;
   readonly named: NamedCollective[];
   readonly memory: StepMemoryRecord;
+  /** Kernel dispatches this rank encoded for the step (a slowed rank's are f× the others'). */
+  readonly dispatches: number;
 }
 
 /**
  * One training step of `config` on every rank of the pool (real collectives), or with `solo`
- * on this rank alone as a one-rank group (the TP=1 reference).
+ * on this rank alone as a one-rank group (the TP=1 reference). `slow` (#slow=r:f): rank r
+ * dispatches each of its kernels f times (slowed-backend.ts); `slowlink` (#slowlink=r:f): rank r
+ * moves each chunk it puts on the ring f times (BaseCollectives.linkFactor). Both ignored with `solo`.
  */
 export async function layerStepProgram(
   ctx: RankContext,
-  a: { config: LayerConfig; inputs: StepInputs; choices: GemmChoices; solo?: boolean },
+  a: {
+    config: LayerConfig;
+    inputs: StepInputs;
+    choices: GemmChoices;
+    solo?: boolean;
+    slow?: RankSlowdown | null;
+    slowlink?: RankSlowdown | null;
+  },
 ): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
   const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
-  const { output, named, memory } = await gpuStep(
-    ctx,
-    a.config,
-    a.solo ? 0 : ctx.rank,
-    comm,
-    a.inputs,
-    undefined,
-    true,
-  );
-  return { output, named, memory: memory! };
+  const factor = a.solo ? 1 : slowdownOf(a.slow, ctx.rank);
+  ctx.link.linkFactor = a.solo ? 1 : slowdownOf(a.slowlink, ctx.rank);
+  try {
+    const { output, named, memory, dispatches } = await gpuStep(
+      ctx,
+      a.config,
+      a.solo ? 0 : ctx.rank,
+      comm,
+      a.inputs,
+      undefined,
+      true,
+      factor,
+    );
+    return { output, named, memory: memory!, dispatches };
+  } finally {
+    ctx.link.linkFactor = 1;
+  }
 }
 
 /** Per compute op of the plan (in order), this rank's kernel time in ms, measured alone. */
@@ -169,8 +192,9 @@ export interface ComputeTiming {
  */
 export async function layerTiming(
   ctx: RankContext,
-  a: { config: LayerConfig; choices: GemmChoices },
+  a: { config: LayerConfig; choices: GemmChoices; slow?: RankSlowdown | null },
 ): Promise<ComputeTiming> {
+  const factor = slowdownOf(a.slow, ctx.rank);
   importGemmChoices(ctx.device, a.choices);
   const comm = new DetachedCollectives(ctx.device, ctx.rank, a.config.tp);
   const inputs = stepInputs(a.config);
@@ -180,12 +204,12 @@ export async function layerTiming(
   // rest of the step's wall time is split over the other ops in proportion to their FLOPs.
   const byWallClock = async (): Promise<ComputeTiming> => {
     const { plan, gemmProblems } = await planValidated(a.config); // validated by the run that sent it
-    await gpuStep(ctx, a.config, ctx.rank, comm, inputs); // warm
+    await gpuStep(ctx, a.config, ctx.rank, comm, inputs, undefined, false, factor); // warm
     const t0 = performance.now();
-    await gpuStep(ctx, a.config, ctx.rank, comm, inputs);
+    await gpuStep(ctx, a.config, ctx.rank, comm, inputs, undefined, false, factor);
     const total = performance.now() - t0;
     const compute = plan.ops.filter((o) => o.kind !== 'collective');
-    const gemmMs = await timeGemmsAlone(k, gemmProblems);
+    const gemmMs = (await timeGemmsAlone(k, gemmProblems)).map((ms) => ms * factor); // f dispatches each
     let g = 0;
     const ms = compute.map((o) => (o.kind === 'gemm' ? gemmMs[g++] : NaN));
     const rest = Math.max(0, total - ms.filter((v) => !Number.isNaN(v)).reduce((s, v) => s + v, 0));
@@ -205,12 +229,12 @@ export async function layerTiming(
   try {
     // Warm-up (pipelines compiled, caches filled), unless this worker already ran this config.
     const key = JSON.stringify(a.config);
-    if (!ranConfigs.has(key)) await gpuStep(ctx, a.config, ctx.rank, comm, inputs);
+    if (!ranConfigs.has(key)) await gpuStep(ctx, a.config, ctx.rank, comm, inputs, undefined, false, factor);
     // Two timed steps, each op's shorter time kept: what lengthens an op now and then (another
     // process on a shared machine: one classroom run showed qkv.v at 5× its twin) only ever adds time.
     const runs: TimerResult[] = [];
     for (let i = 0; i < 2; i++) {
-      const { timed } = await gpuStep(ctx, a.config, ctx.rank, comm, inputs, timer);
+      const { timed } = await gpuStep(ctx, a.config, ctx.rank, comm, inputs, timer, false, factor);
       if (timed!.quantized) return { ...(await byWallClock()), quantized: true };
       runs.push(timed!);
     }

@@ -61,7 +61,7 @@ export class RankWorker {
         ? new SabRingCollectives(cfg.rank, cfg.size, t.ring, trace, cfg.timeoutMs)
         : (this.ports = new PortRingCollectives(cfg.rank, cfg.size, t.ports, trace, cfg.timeoutMs));
     const gpuComm = new GpuCollectives(device, comm);
-    this.ctx = { rank: cfg.rank, size: cfg.size, transport: comm.transport, device, comm, gpuComm, trace };
+    this.ctx = { rank: cfg.rank, size: cfg.size, transport: comm.transport, device, comm, gpuComm, trace, link: comm };
     return { rank: cfg.rank, adapter, transport: comm.transport };
   }
 

@@ -1,7 +1,10 @@
 import type { ScheduledEvent, Timeline } from './schedule.ts';
 
-/** What a timeline block shows; the view's `data-kind`. */
-export type BlockKind = 'compute' | 'comm' | 'exposed';
+/**
+ * What a timeline block shows; the view's `data-kind`. `wait`: the part of a collective a rank
+ * spends waiting for the last rank to enter it (schedule/stragglers.ts), drawn by the view.
+ */
+export type BlockKind = 'compute' | 'comm' | 'exposed' | 'wait';
 
 /** One drawable block: a compute op, a collective, or an exposed part of a collective; ms from the step's start. */
 export interface TimelineBlock {

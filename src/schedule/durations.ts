@@ -1,6 +1,8 @@
 import { collectiveTimeUs, type Interconnect } from '../hardware/interconnect.ts';
 import type { LayerPlan, PlannedCollectiveOp } from '../parallel/plan-types.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
+import type { RankSlowdown } from '../core/rank-slowdown.ts';
+import type { StepDurations } from './schedule.ts';
 
 /**
  * Modeled collective times, [rank][opIndex] in ms: collectiveTimeUs(op, payloadBytes, groupSize, link)/1000
@@ -53,4 +55,26 @@ export function measuredCommMs(plan: LayerPlan, events: readonly TraceEvent[]): 
 export function sameComputeMs(plan: LayerPlan, ms: (opIndex: number) => number): number[][] {
   const row = plan.ops.map((op) => (op.kind === 'collective' ? 0 : ms(op.index)));
   return plan.ranks.map(() => [...row]);
+}
+
+/**
+ * `d` with every collective f× longer on every rank (a modeled #slowlink=r:f: a ring moves at its
+ * slowest hop's pace, and each of the t − 1 steps of every ring phase crosses the hop out of rank r);
+ * null or factor 1 returns `d`.
+ */
+export function withSlowLink<D extends StepDurations>(d: D, slowlink: RankSlowdown | null | undefined): D {
+  if (!slowlink || slowlink.factor === 1) return d;
+  return { ...d, commMs: d.commMs.map((row) => row.map((ms) => ms * slowlink.factor)) };
+}
+
+/**
+ * `d` with rank `slow.rank`'s compute times multiplied by `slow.factor` (a modeled straggler: the
+ * projected or modeled step of #slow=r:f; the ranks in this browser do the f× work for real).
+ * Collective times are unchanged; null or factor 1 returns `d`.
+ */
+export function withSlowRank<D extends StepDurations>(d: D, slow: RankSlowdown | null | undefined): D {
+  if (!slow || slow.factor === 1) return d;
+  if (slow.rank >= d.computeMs.length)
+    throw new Error(`withSlowRank: rank ${slow.rank} is slowed but the step has ranks 0–${d.computeMs.length - 1}.`);
+  return { ...d, computeMs: d.computeMs.map((row, r) => (r === slow.rank ? row.map((ms) => ms * slow.factor) : row)) };
 }

@@ -12,6 +12,7 @@ import type {
 import type { WeightName } from '../parallel/weight-names.ts';
 import type { TraceEvent, TracePhase } from '../core/trace-event.ts';
 import { exposedParts } from './exposed.ts';
+import { lastEntrant } from './stragglers.ts';
 import { subtractIntervals, totalLength, unionIntervals, type Interval } from './intervals.ts';
 
 /** Durations of one step, indexed [rank][opIndex], in ms. */
@@ -234,10 +235,7 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
     const arrivals = cur.map((c) =>
       later((overlapped && c.beforeWgrad) || { t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }),
     );
-    let last = 0;
-    arrivals.forEach((a, r) => {
-      if (a.t > arrivals[last]!.t) last = r;
-    });
+    const last = lastEntrant(arrivals.map((a) => a.t));
     const start = arrivals[last]!.t;
     const end = start + Math.max(...durations.commMs.map((row) => row[op.index] ?? 0));
     cur.forEach((c, r) => {

@@ -16,6 +16,7 @@ import type { RankPool } from '../ranks/pool.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../accounting/budget.ts';
 import type { StepMemoryRecord } from '../parallel/memory-record.ts';
+import { slowdownRankIssue, type RankSlowdown } from '../core/rank-slowdown.ts';
 
 /** Programs the layer's rank workers serve. */
 export type LayerWorkerPrograms = typeof commPrograms &
@@ -59,6 +60,10 @@ export interface LayerRunOptions {
   readonly plan?: LayerPlan;
   /** Stops the run at its next phase (tuning, reference, step, each rank's timing, CPU twins) with the signal's reason. */
   readonly signal?: AbortSignal;
+  /** #slow=r:f: rank r dispatches each kernel f times, in the step and in its timing (ranks/slowed-backend.ts). */
+  readonly slow?: RankSlowdown | null;
+  /** #slowlink=r:f: rank r moves each chunk it puts on the ring f times, in the step (comm/base.ts linkFactor). */
+  readonly slowlink?: RankSlowdown | null;
 }
 
 /** Everything one run measured and checked. */
@@ -82,6 +87,10 @@ export interface LayerRun {
   readonly tuning: GemmTuning[];
   /** Per rank, every buffer its step made or released, by lifetime class (the TP=t step). */
   readonly memory: readonly StepMemoryRecord[];
+  /** The slowed rank and its factor, or null. */
+  readonly slow: RankSlowdown | null;
+  /** Per rank, the kernel dispatches it encoded for the step. */
+  readonly dispatches: number[];
 }
 
 /** Pools with a runLayer in flight: a second run on one is refused (its calls would interleave with the first's). */
@@ -141,7 +150,11 @@ async function runLayerOn(
   }
   await pool.traces(); // start the trace clean
   say(`TP=${c.tp}${c.sp ? ' + SP' : ''} step on ${c.tp} ranks…`);
-  const replies = await pool.run('layerStep', { config: c, inputs, choices });
+  const slow = opts.slow ?? null;
+  const slowlink = opts.slowlink ?? null;
+  const issue = slowdownRankIssue('slow', slow, c.tp) ?? slowdownRankIssue('slowlink', slowlink, c.tp);
+  if (issue) throw new Error(`runLayer: ${issue}`);
+  const replies = await pool.run('layerStep', { config: c, inputs, choices, slow, slowlink });
   const output = gatherLogical(
     c,
     plan.ranks,
@@ -157,7 +170,7 @@ async function runLayerOn(
   if (opts.timing ?? true) {
     for (const r of opts.timingRanks ?? [...Array(c.tp).keys()]) {
       say(`timing rank ${r}'s kernels alone…`);
-      computeTimes.push((await pool.run('layerTiming', { config: c, choices }, [r]))[0]);
+      computeTimes.push((await pool.run('layerTiming', { config: c, choices, slow }, [r]))[0]);
     }
   }
   const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
@@ -188,6 +201,8 @@ async function runLayerOn(
     computeTimes,
     tuning: tuned.tuning,
     memory: replies.map((r) => r.memory),
+    slow,
+    dispatches: replies.map((r) => r.dispatches),
   };
 }
 

@@ -19,9 +19,10 @@ import {
 } from './layer-run.ts';
 import { LayerPoolKeeper } from './pools.ts';
 import type { RankPool } from '../ranks/pool.ts';
-import { runTimeline } from './run-timeline.ts';
+import { runTimeline, timingRanksFor } from './run-timeline.ts';
+import type { RankSlowdown } from '../core/rank-slowdown.ts';
 import { stepInputs } from '../parallel/step-data.ts';
-import { modeledCommMs } from '../schedule/durations.ts';
+import { modeledCommMs, withSlowLink, withSlowRank } from '../schedule/durations.ts';
 import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
 import { projectedCommSource, projectLayer, type Machine } from '../projection/projected-layer.ts';
 
@@ -41,6 +42,13 @@ export interface RunRequest {
    * already (the page does, once per run): the run then neither validates nor plans again.
    */
   readonly plan?: LayerPlan;
+  /**
+   * #slow=r:f: rank r's compute f× slower — on the ranks here by f dispatches of each kernel
+   * (measured), in a projected or modeled timeline by f× its compute times.
+   */
+  readonly slow?: RankSlowdown | null;
+  /** #slowlink=r:f: the hop out of rank r f× slower — here by f copies of each chunk it sends, modeled as every collective f×. */
+  readonly slowlink?: RankSlowdown | null;
 }
 
 /** A request onto a real cluster. */
@@ -57,10 +65,26 @@ export function projectedResult(req: ProjectedRequest, plan: LayerPlan): Playgro
     config: req.config,
     plan,
     accounting: accountPlan(plan, req.comm === 'measured' ? undefined : req.comm),
-    timeline: projectLayer(plan, m, req.overlap),
-    computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each); the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
-    commSource: projectedCommSource(m, req.config.tp),
+    timeline: projectLayer(plan, m, req.overlap, req.slow, req.slowlink),
+    computeSource: `projected on ${gpu.label} in ${m.dtype} (GEMMs tile- and wave-quantized over ${gpu.sms} SMs, other kernels HBM-bound, plus a launch each)${slowNote(req.slow, 'modeled')}; the WebGPU run itself is fp32 on this browser's adapter and gives the oracle and the shapes`,
+    commSource: `${projectedCommSource(m, req.config.tp)}${slowLinkNote(req.slowlink, 'modeled')}`,
   };
+}
+
+/** The caption's words for a slowed rank: its compute is measured with f dispatches per kernel, or modeled as f×. */
+function slowNote(slow: RankSlowdown | null | undefined, how: 'measured' | 'modeled'): string {
+  if (!slow || slow.factor === 1) return '';
+  return how === 'measured'
+    ? `, except rank ${slow.rank}, slowed by #slow: each of its kernels dispatched ${slow.factor} times, timed alone`
+    : `, rank ${slow.rank}'s compute × ${slow.factor} (#slow)`;
+}
+
+/** The caption's words for a slowed link: measured with f copies of each chunk rank r sends, or modeled as every collective f×. */
+function slowLinkNote(slowlink: RankSlowdown | null | undefined, how: 'measured' | 'modeled'): string {
+  if (!slowlink || slowlink.factor === 1) return '';
+  return how === 'measured'
+    ? `, the hop out of rank ${slowlink.rank} slowed by #slowlink: each chunk it sends moved ${slowlink.factor} times`
+    : `, every collective × ${slowlink.factor} (#slowlink: the ring moves at the pace of the hop out of rank ${slowlink.rank})`;
 }
 
 /** What the page shows for one run. */
@@ -163,9 +187,15 @@ export class PlaygroundRunner implements PoolLender {
         config: c,
         plan,
         accounting,
-        timeline: scheduleStep(plan, { computeMs: modeledComputeMs(plan), commMs }, { overlap: req.overlap }),
-        computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})`,
-        commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)`,
+        timeline: scheduleStep(
+          plan,
+          withSlowLink(withSlowRank({ computeMs: modeledComputeMs(plan), commMs }, req.slow), req.slowlink),
+          {
+            overlap: req.overlap,
+          },
+        ),
+        computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})${slowNote(req.slow, 'modeled')}`,
+        commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`,
       };
     }
     const pool = await this.poolOf(c.tp);
@@ -174,7 +204,9 @@ export class PlaygroundRunner implements PoolLender {
     try {
       run = await runLayer(pool, c, {
         plan,
-        timingRanks: [0],
+        timingRanks: timingRanksFor(req.slow, c.tp),
+        slow: req.slow ?? null,
+        slowlink: req.slowlink ?? null,
         cache: this.cache,
         persistTuning: true,
         onProgress: this.onProgress,
@@ -191,10 +223,10 @@ export class PlaygroundRunner implements PoolLender {
       plan,
       accounting,
       timeline: runTimeline(run, link ?? 'measured', req.overlap),
-      computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes`,
+      computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes${slowNote(req.slow, 'measured')}`,
       commSource: link
-        ? `modeled (${link.label}, alpha-beta ring)`
-        : `measured: this browser's ${pool.transport} transport between the rank workers`,
+        ? `modeled (${link.label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`
+        : `measured: this browser's ${pool.transport} transport between the rank workers${slowLinkNote(req.slowlink, 'measured')}`,
       oracle: run.oracle,
       cpuOracle: run.cpuOracle,
       cpuSkipped: run.cpuSkipped,

@@ -6,6 +6,7 @@ import { legalTpDegrees, validateConfig } from '../../parallel/validate.ts';
 import { PlaygroundRunner, projectedResult, type PlaygroundResult } from '../../session/playground-runner.ts';
 import { runLatest, type LatestRuns } from '../../session/run-latest.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
+import { slowdownRankIssue } from '../../core/rank-slowdown.ts';
 import { formatMs } from '../shared/timeline-format.ts';
 import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { machineChoice } from './machine-choice.ts';
@@ -137,10 +138,14 @@ export class PageRuns {
     const config = configOf(s);
     const v = validateConfig(config);
     const machine = machineChoice(s);
+    const slow = (['slow', 'slowlink'] as const).flatMap((field) => {
+      const message = slowdownRankIssue(field, s[field], s.tp);
+      return message ? [{ field, message }] : [];
+    });
     return {
       config,
       machine,
-      issues: [...placeIssues(v.errors, changed), ...machine.issues],
+      issues: [...placeIssues(v.errors, changed), ...machine.issues, ...slow],
       // notes stay by their own control: moving them would shift the controls under the pointer
       notes: placeIssues(v.notes),
     };
@@ -191,6 +196,8 @@ export class PageRuns {
         config,
         comm: machine.comm,
         overlap: s.overlap,
+        slow: s.slow,
+        slowlink: s.slowlink,
         plan: (await planValidated(config)).plan,
         ...(machine.projection && { projection: machine.projection }),
       };

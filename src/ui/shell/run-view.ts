@@ -20,6 +20,7 @@ import './tp-shapes.ts';
 import '../timeline/tp-timeline.ts';
 import '../timeline/tp-live-memory.ts';
 import { bufferClassViews, rankMemoryLanes } from '../../session/memory-lanes.ts';
+import { timelineStragglers } from '../timeline/timeline-waits.ts';
 import '../trace/tp-trace-view.ts';
 
 const transportWords: Record<string, string> = {
@@ -95,6 +96,7 @@ export function renderRun(
 ): TemplateResult {
   const tl = r.timeline;
   const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
+  const straggler = timelineStragglers(tl).verdict.straggler;
   const transport = r.transport ?? (run.gpu === 'ok' ? chooseTransport() : undefined);
   const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
   const sources = `Machine: ${run.shownMachine} · compute: ${r.computeSource}. Communication: ${r.commSource}.`;
@@ -106,7 +108,12 @@ export function renderRun(
           <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst
           rank:
           <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
-          >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}
+          >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}${
+            straggler === null
+              ? nothing
+              : html` · straggler: <strong data-straggler=${straggler}>rank ${straggler}</strong> (the others wait
+                  for it inside the collectives)`
+          }
         </div>
         <div class="note" data-source="transport">
           ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : run.ranks === 'running' ? `; starting ${r.config.tp} rank worker${r.config.tp > 1 ? 's' : ''}…` : ''}.

@@ -25,6 +25,7 @@ import {
   type Fp8Format,
   type LayerArch,
 } from '../../projection/kernel-options.ts';
+import { formatRankSlowdown, parseRankSlowdown, type RankSlowdown } from '../../core/rank-slowdown.ts';
 import { checkPlacementText } from '../../projection/placement.ts';
 
 /** Which pass the timeline shows. */
@@ -81,6 +82,10 @@ export interface Settings extends ModelSizes {
   readonly attn: AttentionBackend;
   readonly fp8: Fp8Format;
   readonly graphs: CudaGraphImpl;
+  /** #slow=r:f (seed M108): rank r dispatches each kernel f times, a straggler; null: off. */
+  readonly slow: RankSlowdown | null;
+  /** #slowlink=r:f: the hop out of rank r moves each chunk f times; null: off. */
+  readonly slowlink: RankSlowdown | null;
   /** Where the ranks sit on the machine's topology (placement.ts): a named placement or custom:<GPU list>. */
   readonly placement: string;
 }
@@ -293,6 +298,24 @@ export const settingsTable: SettingsTable = {
   attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),
   fp8: choice('fp8', fp8Formats, defaultKernelOptions.fp8, kernelRow),
   graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),
+  slow: {
+    key: 'slow',
+    parse: (t) => parseRankSlowdown('slow', t),
+    format: formatRankSlowdown,
+    fallback: null,
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'machine',
+  },
+  slowlink: {
+    key: 'slowlink',
+    parse: (t) => parseRankSlowdown('slowlink', t),
+    format: formatRankSlowdown,
+    fallback: null,
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'machine',
+  },
   // Switched by the machine picture's own buttons (<tp-machine-picture>).
   placement: {
     key: 'placement',

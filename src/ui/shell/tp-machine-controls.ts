@@ -6,6 +6,7 @@ import { attentionBackends, cudaGraphImpls, fp8Formats, layerArchs } from '../..
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { parseWhole } from '../../parallel/config-parse.ts';
+import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
 import { machineNames } from './machine-choice.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
@@ -38,6 +39,17 @@ export class TpMachineControls extends LitElement {
       : nothing;
   }
 
+  /** A control's change handler: its value parsed into `field`, or the parser's message kept under the control. */
+  private onParsed<F extends ControlField>(s: Settings, field: F, parse: (text: string) => Settings[F]) {
+    return (e: Event): void => {
+      try {
+        this.emit({ ...s, [field]: parse((e.target as HTMLInputElement).value) }, field);
+      } catch (err) {
+        this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
+      }
+    };
+  }
+
   private number(s: Settings, field: 'layers' | 'gpus' | 'pp' | 'vpp', label: string): TemplateResult {
     return html`<label
         >${label}
@@ -47,13 +59,7 @@ export class TpMachineControls extends LitElement {
           step="1"
           data-control=${field}
           .value=${String(s[field])}
-          @change=${(e: Event) => {
-            try {
-              this.emit({ ...s, [field]: parseWhole(field, (e.target as HTMLInputElement).value, 1) }, field);
-            } catch (err) {
-              this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
-            }
-          }}
+          @change=${this.onParsed(s, field, (v) => parseWhole(field, v, 1))}
       /></label>
       ${this.errorsFor(field)}`;
   }
@@ -103,6 +109,20 @@ export class TpMachineControls extends LitElement {
       /></label>
       ${this.errorsFor('gbatch')}
       ${invalid && !this.local.gbatch ? html`<p class="error" role="alert" data-error-for="gbatch">${invalid}</p>` : nothing}`;
+  }
+
+  /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */
+  private slowdown(s: Settings, field: 'slow' | 'slowlink', label: string): TemplateResult {
+    return html`<label
+        >${label}
+        <input
+          type="text"
+          placeholder="off or rank:factor"
+          data-control=${field}
+          .value=${formatRankSlowdown(s[field])}
+          @change=${this.onParsed(s, field, (v) => parseRankSlowdown(field, v.trim()))}
+      /></label>
+      ${this.errorsFor(field)}`;
   }
 
   protected override render() {
@@ -169,6 +189,8 @@ export class TpMachineControls extends LitElement {
       ${this.kernelChoice(s, 'attn', 'attention backend', attentionBackends)}
       ${this.kernelChoice(s, 'fp8', 'fp8 format', fp8Formats)}
       ${this.kernelChoice(s, 'graphs', 'CUDA graphs (--cuda-graph-impl)', cudaGraphImpls)}
+      ${this.slowdown(s, 'slow', 'straggler: slow rank (each kernel f×)')}
+      ${this.slowdown(s, 'slowlink', 'slow link out of rank (each chunk sent f×)')}
     </fieldset>`;
   }
 }

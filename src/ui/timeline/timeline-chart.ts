@@ -19,7 +19,18 @@ import {
   type PhaseView,
   type ViewBlock,
 } from './timeline-layout.ts';
-import { bandFill, blockFill, computeFill, exposedColor, fontPx, margin, totalsWidth } from './timeline-style.ts';
+import {
+  bandFill,
+  blockFill,
+  computeFill,
+  exposedColor,
+  fontPx,
+  margin,
+  totalsWidth,
+  waitColor,
+  waitShare,
+} from './timeline-style.ts';
+import { timelineStragglers } from './timeline-waits.ts';
 import { drawLaneNames, drawTotals, textMeasure } from './timeline-text.ts';
 
 /** Callbacks of a chart. */
@@ -69,6 +80,8 @@ export class TimelineChart {
   private transform = d3.zoomIdentity;
   /** Collectives and exposed parts with their width at zoom 1; kept ≥ minBlockPx on screen. */
   private thin: { el: SVGRectElement; w: number }[] = [];
+  /** Each collective event that waited for a straggler, and that rank. */
+  private waits = new Map<ChartEvent, number>();
   /** The power-of-two zoom level the thin blocks' widths were last set for. */
   private kb = 0;
 
@@ -105,7 +118,13 @@ export class TimelineChart {
       .scaleLinear()
       .domain([span.t0, span.t1 > span.t0 ? span.t1 : span.t0 + 1])
       .range([0, this.plotW]);
-    this.perLane = laneBlocks(events);
+    const shown = new Set<ChartEvent>(events);
+    const { waits } = timelineStragglers(tl);
+    this.waits = new Map(waits.map((w) => [w.event, w.straggler]));
+    this.perLane = laneBlocks(
+      events,
+      waits.filter((w) => shown.has(w.event)),
+    );
     this.svg.attr('width', this.plotW + margin.left + right).attr('height', this.lanesH + margin.top + margin.bottom);
     this.skeleton();
     this.drawBlocks();
@@ -224,8 +243,9 @@ export class TimelineChart {
         .attr('transform', `translate(0,${lane.y})`);
       const own = this.perLane.get(`${lane.rank}:${lane.kind}`) ?? [];
       const exposed = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:exposed`) ?? []) : [];
+      const waiting = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:wait`) ?? []) : [];
       // No strokes: a non-scaling stroke per block costs more than the rest of a zoom frame together.
-      [...own, ...exposed].forEach((b, j) => {
+      [...own, ...exposed, ...waiting].forEach((b, j) => {
         const i = this.flat.push(b) - 1;
         this.index.set(b, i);
         const w = Math.max(0, x(b.t1) - x(b.t0));
@@ -238,8 +258,9 @@ export class TimelineChart {
           .attr('data-phase', eventPass(b.event) ?? null)
           .attr('x', x(b.t0))
           .attr('width', w)
-          .attr('height', lane.height);
+          .attr('height', b.kind === 'wait' ? lane.height * waitShare : lane.height);
         if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
+        else if (b.kind === 'wait') r.attr('fill', waitColor).attr('data-straggler', this.waits.get(b.event) ?? null);
         else {
           const pass = eventPass(b.event) ?? 'forward'; // a measured kernel has no pass: the forward shades
           r.attr('fill', b.kind === 'compute' ? computeFill(pass, j) : blockFill.comm[pass]);
@@ -375,6 +396,15 @@ export class TimelineChart {
       return;
     }
     const lines = tooltipOf(b.event);
+    const straggler = this.waits.get(b.event);
+    if (b.kind === 'wait' && straggler !== undefined)
+      lines.splice(
+        1,
+        0,
+        `WAITING ${formatMs(b.t1 - b.t0)}: ${formatMs(b.t0)} – ${formatMs(b.t1)}, for rank ${straggler}, the last to enter this collective (the straggler)`,
+      );
+    else if (straggler !== undefined)
+      lines.push(`rank ${straggler} entered this collective last: this rank waited for it`);
     if (b.kind === 'exposed')
       lines.splice(
         1,

@@ -82,9 +82,18 @@ export function shownEvents(tl: ChartTimeline, phase: PhaseView): ChartEvent[] {
 
 /**
  * Blocks of the shown events, per lane and sorted by t0 (the order `visibleRange` needs): key
- * "rank:lane". Exposed parts sit in the comm lane after the comm blocks (drawn on top).
+ * "rank:lane". Exposed parts sit in the comm lane after the comm blocks (drawn on top), then the
+ * `waits` (waiting for a straggler inside a collective) under "rank:wait".
  */
-export function laneBlocks(events: readonly ChartEvent[]): Map<string, ViewBlock[]> {
+export function laneBlocks(
+  events: readonly ChartEvent[],
+  waits: readonly {
+    readonly rank: number;
+    readonly t0: number;
+    readonly t1: number;
+    readonly event: ChartEvent;
+  }[] = [],
+): Map<string, ViewBlock[]> {
   const out = new Map<string, ViewBlock[]>();
   const push = (key: string, b: ViewBlock): void => {
     const list = out.get(key);
@@ -96,6 +105,8 @@ export function laneBlocks(events: readonly ChartEvent[]): Map<string, ViewBlock
   for (const e of events)
     for (const x of e.exposed)
       push(`${e.rank}:exposed`, { rank: e.rank, kind: 'exposed', lane: 'comm', t0: x.t0, t1: x.t1, event: e });
+  for (const w of waits)
+    push(`${w.rank}:wait`, { rank: w.rank, kind: 'wait', lane: 'comm', t0: w.t0, t1: w.t1, event: w.event });
   for (const list of out.values()) list.sort((a, b) => a.t0 - b.t0);
   return out;
 }

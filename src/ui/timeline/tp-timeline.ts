@@ -4,7 +4,8 @@ import { customElement, property, query } from 'lit/decorators.js';
 import type { BlockKind } from '../../schedule/blocks.ts';
 import { TimelineChart } from './timeline-chart.ts';
 import type { ChartTimeline, PhaseView } from './timeline-layout.ts';
-import { blockFill, exposedColor, timelineStyles } from './timeline-style.ts';
+import { blockFill, exposedColor, timelineStyles, waitColor } from './timeline-style.ts';
+import { stragglerSentence, timelineStragglers } from './timeline-waits.ts';
 
 /** Detail of the `timeline-zoom` event: the visible window, ms from the step's start. */
 export interface TimelineZoomDetail {
@@ -25,7 +26,8 @@ const hatchSwatch = html`<svg viewBox="0 0 28 16" aria-hidden="true">
 /**
  * `<tp-timeline>`: for every rank a compute lane `g[data-lane="compute"][data-rank=r]` and a comm
  * lane `g[data-lane="comm"][data-rank=r]` of SVG blocks, each `rect[data-rank][data-kind][data-op]`
- * (kind compute | comm | exposed). It renders in its shadow root: use `blocks(kind)` or
+ * (kind compute | comm | exposed | wait: the part of a collective spent waiting for the last rank
+ * to enter it, `data-straggler` that rank; the head's `p[data-straggler]` names the straggler). It renders in its shadow root: use `blocks(kind)` or
  * `el.shadowRoot.querySelectorAll('[data-kind="exposed"]')` (Playwright locators pierce it).
  * Fires `timeline-zoom` (detail {t0, t1} ms) when the visible window changes.
  */
@@ -85,9 +87,12 @@ export class TpTimeline extends LitElement {
   }
 
   protected override render() {
+    const verdict = this.timeline ? timelineStragglers(this.timeline).verdict : undefined;
+    const straggler = verdict ? stragglerSentence(verdict) : null;
     return html`
       <div class="head">
         ${this.caption ? html`<p class="caption">${this.caption}</p>` : null}
+        ${straggler ? html`<p class="caption" data-straggler=${verdict!.straggler!}>${straggler}</p>` : null}
         <div class="legend" role="list" aria-label="legend">
           ${
             this.timeline && 'measured' in this.timeline
@@ -98,6 +103,13 @@ export class TpTimeline extends LitElement {
                   <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} collective</span>`
           }
           <span role="listitem">${hatchSwatch} exposed (not hidden by compute)</span>
+          ${
+            straggler
+              ? html`<span role="listitem"
+                  >${swatch(waitColor)} waiting inside a collective for the last rank to enter it</span
+                >`
+              : null
+          }
         </div>
         <button type="button" @click=${() => this.resetZoom()}>Reset zoom</button>
         <span class="hint">wheel: zoom · drag: pan · hover: details</span>

@@ -102,17 +102,23 @@ export class TpTraceTotals extends LitElement {
                   <tr>
                     <th>step</th>
                     <th>slowest rank (longest GPU span)</th>
-                    <th>straggler (most compute)</th>
+                    <th>straggler (last into its collectives)</th>
                     ${a.ranks.map((r) => html`<th class="num">exposed, rank ${r.rank}</th>`)}
                   </tr>
                 </thead>
                 <tbody>
                   ${a.steps.map(
                     (s) =>
-                      html`<tr data-step=${s.step} data-slowest=${s.slowestRank} data-straggler=${s.straggler}>
+                      html`<tr data-step=${s.step} data-slowest=${s.slowestRank} data-straggler=${s.straggler ?? 'none'}>
                         <td>#${s.step}</td>
                         <td>rank ${s.slowestRank} · ${formatMs(s.spanMs)}</td>
-                        <td>rank ${s.straggler}</td>
+                        <td>
+                          ${
+                            s.straggler === null
+                              ? 'none: no rank waited inside a collective'
+                              : `rank ${s.straggler} · the others waited ${formatMs(s.stragglerCausedMs)} for it`
+                          }
+                        </td>
                         ${a.ranks.map((r) => {
                           const w = s.ranks.find((x) => x.rank === r.rank);
                           return html`<td class="num">${w ? formatMs(w.exposedMs) : '—'}</td>`;

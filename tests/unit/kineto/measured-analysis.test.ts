@@ -6,8 +6,11 @@
 // rank 1: compute [0,450) ∪ [600,800) ∪ [1000,1200) ∪ [1500,1550) = 900 µs; NCCL [450,600), [650,750),
 //   [850,900), [1200,1500) = 600 µs; exposed 150 + 0 + 50 + 300 = 500 µs.
 // Step 1 (rank 0 by launch, rank 1 by GPU annotation): rank 0 spans [0,950) = 950 µs with compute 750,
-//   rank 1 [0,900) with compute 650 → slowest and straggler rank 0. Step 2: rank 0 [1000,1500) = 500 µs,
-//   compute 300; rank 1 [1000,1550) = 550 µs, compute 250 → slowest rank 1, straggler rank 0.
+//   rank 1 [0,900) with compute 650 → slowest rank 0. Its NCCL calls, paired in order: the all-reduce
+//   enters at 400 on rank 0 and 450 on rank 1 (rank 0 waits 50 µs), the all-gather at 650 on both,
+//   the reduce-scatter at 850 on both → straggler rank 1, 50 µs of waiting caused. Step 2: rank 0
+//   [1000,1500) = 500 µs; rank 1 [1000,1550) = 550 µs → slowest rank 1; the all-reduce enters at
+//   1300 on rank 0 and 1200 on rank 1 (rank 1 waits 100 µs) → straggler rank 0, 100 µs caused.
 import { describe, expect, test } from 'vitest';
 import { analyseMeasured } from '../../../src/kineto/measured-analysis.ts';
 import { loadJob } from './kineto-fixtures.ts';
@@ -48,9 +51,11 @@ describe('exposed communication of a measured job', () => {
   test('per step: the ranks, the slowest rank and the straggler', async () => {
     const a = analyseMeasured(await loadJob('tp2-rank0.json', 'tp2-rank1.json'));
     expect(a.steps.map((s) => [s.step, s.slowestRank, s.straggler])).toEqual([
-      [1, 0, 0],
+      [1, 0, 1],
       [2, 1, 0],
     ]);
+    near(a.steps[0]!.stragglerCausedMs, 0.05);
+    near(a.steps[1]!.stragglerCausedMs, 0.1);
     near(a.steps[0]!.spanMs, 0.95);
     near(a.steps[1]!.spanMs, 0.55);
     const [s1r0, s1r1] = a.steps[0]!.ranks;

@@ -129,6 +129,20 @@ describe('the settings table', () => {
     }
   });
 
+  test('#slow=2:3 reads as rank 2 at factor 3, re-runs the layer, and is written only when set', () => {
+    const { settings, messages } = settingsFromHash('#tp=4&slow=2:3');
+    expect(messages).toEqual([]);
+    expect(settings.slow).toEqual({ rank: 2, factor: 3 });
+    expect(hashFromSettings(settings)).toContain('slow=2:3');
+    expect(hashFromSettings(defaultSettings)).not.toContain('slow');
+    expect(runKey(settings)).not.toBe(runKey({ ...settings, slow: null }));
+    const bad = settingsFromHash('#slow=2:0');
+    expect(bad.settings.slow).toBeNull();
+    expect(bad.messages[0]!.message).toMatch(
+      /slow: the factor "0" must be a whole number from 1 to 16.* Using slow=off\./,
+    );
+  });
+
   test('hash keys are unique and each names one field', () => {
     expect(new Set(hashKeys).size).toBe(settingKeys.length);
   });
