@@ -20,7 +20,7 @@ import type {
 } from './plan-types.ts';
 
 /** What the plan backend fills in for every compute op; the rest comes with the op's body. */
-type Common = 'index' | 'phase' | 'name' | 'role' | 'split' | 'weight' | 'megatron' | 'overlap';
+type Common = 'index' | 'phase' | 'name' | 'role' | 'split' | 'weight' | 'megatron' | 'overlap' | 'chunk';
 
 /** A tensor as the planner sees it: a name and a shape, no data. */
 export interface ShapeTensor {
@@ -64,6 +64,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
       ...(spec.weight !== undefined && { weight: spec.weight }),
       megatron: spec.megatron ?? module,
       overlap: { async: false, underAsync: spec.underAsync ?? role === 'wgrad' },
+      ...(spec.chunk !== undefined && { chunk: spec.chunk }),
     };
     this.ops.push(body.kind === 'gemm' ? { ...common, ...body } : { ...common, ...body });
   }
@@ -95,6 +96,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
       ...(named.weight !== undefined && { weight: named.weight }),
       megatron: named.mapping,
       overlap: { async: named.async, underAsync: false },
+      ...(named.chunk !== undefined && { chunk: named.chunk }),
       inShapes: [collective.inShape],
       outShape: collective.outShape,
       flops: 0,
