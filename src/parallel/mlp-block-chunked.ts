@@ -1,3 +1,4 @@
+import { numel } from '../core/shape.ts';
 import { opSpec, type Backend } from './backend.ts';
 import type { LocalDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
@@ -63,7 +64,8 @@ function copyChunk<T>(
   tag: TpChunk,
 ): void {
   const n = rows.rows * w;
-  const fullBlock = { w: rows.blocks > 1 ? rows.stride * w : rows.at * w + n, c0: rows.at * w };
+  // The full tensor as a [blocks, ·] matrix: one row per block (block i starts i·stride rows on).
+  const fullBlock = { w: numel(be.shapeOf(full)) / rows.blocks, c0: rows.at * w };
   const chunkBlock = { w: n, c0: 0 };
   const op = opSpec(chunkLabel(label, tag), split, { chunk: tag });
   if (toChunk) be.copyCols(op, full, chunk, rows.blocks, n, fullBlock, chunkBlock);

@@ -63,12 +63,15 @@ async function gpuStep(
   // the step's end.
   const be = new GpuBackend(k, { deferRelease: !!timer });
   const own = rankOwnership(c)[rank];
-  // Finish the kernels queued so far before each collective, so its read-back phase times the copy alone.
+  // Finish the kernels queued so far before each collective, so its read-back phase times the copy
+  // alone; a chunk of a chunked collective only submits them (the queue orders its read-back after
+  // them), so the GEMM chunks queued since run under it (tp-overlap.ts).
   const lc = new LayerComm(
     comm,
     (t: GpuTensor) => t.shape,
-    () => k.flush(),
+    (named) => (named.chunk ? k.submit() : k.flush()),
     (t) => be.adopt(t),
+    () => k.submit(),
   );
   try {
     const w = uploadWeights(weightShards(c, rank), (n, shape, data) => be.tensor(n, shape, data));

@@ -1,7 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { compareWithReference, referenceConfig } from '../../../src/parallel/oracle.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
 import { runInProcess } from '../../../src/parallel/run-in-process.ts';
 import { stepInputs } from '../../../src/parallel/step-data.ts';
 
