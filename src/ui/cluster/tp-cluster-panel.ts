@@ -6,6 +6,7 @@ import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../.
 import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
 import type { LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget } from '../../projection/cluster-projection.ts';
+import { defaultKernelOptions } from '../../projection/kernel-options.ts';
 import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
@@ -49,6 +50,11 @@ export class TpClusterPanel extends LitElement {
   /** The global batch setting ('auto': b·N). */
   @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
   @property({ type: Boolean }) overlap = true;
+  /**
+   * The page's chunked TP overlap (1 = off): when on, the SP rows are priced with Megatron's
+   * --tp-comm-overlap (kernel-options.ts tpCommOverlap); the rows without SP cannot have it.
+   */
+  @property({ type: Number }) tpOverlapChunks = 1;
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
   @state() private error = '';
@@ -58,7 +64,7 @@ export class TpClusterPanel extends LitElement {
   private generation = 0;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap'] as const;
+    const inputs = ['config', 'system', 'dtype', 'layers', 'gpus', 'gbatch', 'overlap', 'tpOverlapChunks'] as const;
     if (inputs.some((k) => changed.has(k))) void this.project();
   }
 
@@ -84,10 +90,12 @@ export class TpClusterPanel extends LitElement {
         overlap: this.overlap,
       };
       const plain = await fixedBudget(setup, degrees, machine);
+      // --tp-comm-overlap needs SP and t > 1 (Megatron asserts it): only the SP rows, all at t > 1, get it.
+      const kernels = { ...defaultKernelOptions, tpCommOverlap: this.tpOverlapChunks > 1 };
       const sp = await fixedBudget(
         { ...setup, sp: true },
         degrees.filter((t) => t > 1),
-        machine,
+        { ...machine, kernels },
       );
       if (mine !== this.generation) return;
       this.spec = system;
@@ -170,7 +178,9 @@ export class TpClusterPanel extends LitElement {
       <td data-tokens=${l.tokensPerS}>${Math.round(l.tokensPerS).toLocaleString('en-US')}</td>
       <td>${l.tflopsPerGpu.toPrecision(3)}</td>
       <td>${pct(l.mfu)}</td>
-      <td>${formatMs(l.exposedMs)} (${pct(l.exposedShare)})</td>
+      <td data-exposed-ms=${l.exposedMs} data-exposed-tp-ms=${l.exposedByGroup.tp}>
+        ${formatMs(l.exposedMs)} (${pct(l.exposedShare)})
+      </td>
       <td class=${l.oom ? 'oom' : ''}>
         ${formatBytes(l.memoryGiB * 2 ** 30)}${l.oom ? ` — OOM (> ${l.capacityGiB} GiB)` : ''}
       </td>
@@ -215,6 +225,15 @@ export class TpClusterPanel extends LitElement {
         below and npm run project model the overlaps). A projection from datasheet figures and the alpha-beta
         link model, not a measurement; the WebGPU run on this page is fp32 on this browser's adapter.
       </p>
+      ${
+        this.tpOverlapChunks > 1
+          ? html`<p class="note" data-cluster-tp-overlap>
+              tpoverlap=chunks:${this.tpOverlapChunks}: the SP rows are priced with Megatron's --tp-comm-overlap
+              (all-gathers and reduce-scatters in chunks under their GEMMs, the SMs they take slowing the GEMMs); the
+              rows without SP cannot have it, as Megatron asserts --sequence-parallel with it.
+            </p>`
+          : nothing
+      }
       <table data-cluster-table>
         <thead>
           <tr>

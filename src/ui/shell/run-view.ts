@@ -117,6 +117,7 @@ export function renderRun(
         .gpus=${s.gpus}
         .gbatch=${s.gbatch}
         .overlap=${s.overlap}
+        .tpOverlapChunks=${s.tpOverlapChunks}
       ></tp-cluster-panel>
     </section>
     <section class="card">
