@@ -9,6 +9,7 @@ import {
   type ChunkStage,
 } from '../../../src/parallel/tp-overlap.ts';
 import { validateConfig } from '../../../src/parallel/validate.ts';
+import { scheduleStep } from '../../../src/schedule/schedule.ts';
 
 // [send block, recv block] per ring step of a chunk's collective; blocks are ranks' pieces.
 const comm = (chunk: number, steps: [number, number][]): ChunkStage['comm'] => ({
@@ -157,5 +158,35 @@ describe('the plan carries the chunks as typed data', () => {
     expect(collectives.map((o) => (o.kind === 'collective' ? o.collective.op : ''))).toEqual(
       Array(4).fill('allReduce'),
     );
+  });
+});
+
+describe('the step schedule runs chunk collectives off the compute stream', () => {
+  // Durations from the plan alone: compute ∝ FLOPs, each collective ∝ its ring bytes (no α), the same on every rank.
+  async function mlpExposed(tpOverlapChunks: number) {
+    const c = configFromPreset('classroom', { tp: 2, sp: true, s: 32, tpOverlapChunks });
+    const { plan } = await makePlan(c);
+    const compute = plan.ops.map((o) => (o.kind === 'collective' ? 0 : 1e-3 + o.flops / 1e6));
+    const comm = plan.ops.map((o) => (o.kind === 'collective' ? o.collective.ringBytesSent / 1e3 : 0));
+    const tl = scheduleStep(plan, { computeMs: [compute, compute], commMs: [comm, comm] }, { overlap: true });
+    const mlp = tl.events.filter(
+      (e) => e.rank === 0 && e.kind === 'collective' && /^(ln2\.(gather|regather)|mlp\.)/.test(e.op),
+    );
+    return { exposed: mlp.reduce((a, e) => a + e.exposedMs, 0), comm: mlp.reduce((a, e) => a + (e.t1 - e.t0), 0), tl };
+  }
+
+  test('chunks hide part of the MLP communication that the unchunked layer exposes whole', async () => {
+    const off = await mlpExposed(1);
+    const on = await mlpExposed(4);
+    // Unchunked, the MLP's non-async collectives hold the compute stream: exposed ≈ their whole time.
+    expect(off.exposed).toBeGreaterThan(0);
+    expect(on.exposed).toBeLessThan(off.exposed);
+  });
+
+  test('a GEMM chunk starts no earlier than the all-gather chunk it reads, and the next chunk moves under it', async () => {
+    const { tl } = await mlpExposed(4);
+    const ev = (op: string) => tl.events.find((e) => e.rank === 0 && e.op === op)!;
+    expect(ev('mlp.gate[2/4]').t0).toBeGreaterThanOrEqual(ev('ln2.gather[2/4]').t1);
+    expect(ev('ln2.gather[3/4]').t0).toBeLessThan(ev('mlp.up[2/4]').t1);
   });
 });
