@@ -5,6 +5,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TraceImportError } from '../src/kineto/kineto-read.ts';
 import type { MeasuredAnalysis } from '../src/kineto/measured-analysis.ts';
+import { inGroupDim } from '../src/kineto/process-group.ts';
 import {
   jobManifestFile,
   manifestProjection,
@@ -68,7 +69,7 @@ export async function jobComparisonReport(manifest: JobManifest, a: MeasuredAnal
   const rows = [
     ...c.rows.map((r) => [r.what, formatMs(r.measuredMs), formatMs(r.projectedMs), ratio(r.measuredMs, r.projectedMs)]),
     ...c.collectives.map((x) => [
-      `Σ ${x.collective} per GPU`,
+      `Σ ${x.collective}${inGroupDim(x.dim)} per GPU`,
       formatMs(x.measuredMs),
       formatMs(x.projectedMs),
       ratio(x.measuredMs, x.projectedMs),

@@ -72,13 +72,12 @@ export function traceReport(trace: MeasuredTrace, a: MeasuredAnalysis): string[]
   const notes = [
     ...trace.notes,
     ...trace.ranks.flatMap((r) => r.notes.map((n) => `${r.file}: ${n}`)),
-    ...trace.ranks.map(
-      (r) =>
-        `${r.file}: kept ${r.stats.kept} GPU events of ${r.stats.events}; dropped ${Object.entries(r.stats.dropped)
-          .sort((x, y) => y[1] - x[1])
-          .map(([k, v]) => `${k} ${v}`)
-          .join(', ')}`,
-    ),
+    ...trace.ranks.map((r) => {
+      const dropped = Object.entries(r.stats.dropped)
+        .sort((x, y) => y[1] - x[1])
+        .map(([k, v]) => `${k} ${v}`);
+      return `${r.file}: kept ${r.stats.kept} GPU events of ${r.stats.events}${dropped.length ? `; dropped ${dropped.join(', ')}` : ''}`;
+    }),
   ];
   out.push('', 'notes:', ...notes.map((n) => `  - ${n}`));
   return out;

@@ -4,12 +4,15 @@ import { exposedComm, exposedParts, type TimedSlice } from '../schedule/exposed.
 import { totalLength, unionIntervals } from '../schedule/intervals.ts';
 import type { GpuSlice, MeasuredTrace } from './kineto-types.ts';
 import type { NcclCollective } from './nccl-kernel.ts';
+import { groupDimOf, type GroupDim } from './process-group.ts';
 
 /** Totals of one collective kind on one rank (or over all ranks), ms. */
 export interface CollectiveTotal {
   readonly collective: NcclCollective;
   /** Process group description or name where recorded, else "". */
   readonly group: string;
+  /** The parallel dimension of that group where Megatron-Core's description says it (process-group.ts). */
+  readonly dim: GroupDim | undefined;
   readonly count: number;
   /** Σ kernel durations, ms (an NCCL kernel's time includes waiting for the slowest peer). */
   readonly ms: number;
@@ -70,14 +73,26 @@ export function overlapSlices(slices: readonly GpuSlice[]): TimedSlice[] {
 function collectiveTotals(comm: readonly GpuSlice[], compute: ReturnType<typeof unionIntervals>): CollectiveTotal[] {
   const by = new Map<
     string,
-    { collective: NcclCollective; group: string; count: number; ms: number; exposedMs: number; bytes: number }
+    {
+      collective: NcclCollective;
+      group: string;
+      dim: GroupDim | undefined;
+      count: number;
+      ms: number;
+      exposedMs: number;
+      bytes: number;
+    }
   >();
   for (const s of comm) {
     const collective = s.nccl?.collective ?? 'unknown';
     const group = s.nccl?.groupDesc ?? s.nccl?.groupName ?? '';
     const key = `${collective}\u0000${group}`;
     let t = by.get(key);
-    if (!t) by.set(key, (t = { collective, group, count: 0, ms: 0, exposedMs: 0, bytes: 0 }));
+    if (!t)
+      by.set(
+        key,
+        (t = { collective, group, dim: groupDimOf(s.nccl?.groupDesc), count: 0, ms: 0, exposedMs: 0, bytes: 0 }),
+      );
     t.count++;
     t.ms += s.t1 - s.t0;
     t.exposedMs += totalLength(exposedParts(s, compute));

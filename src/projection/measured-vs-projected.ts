@@ -3,6 +3,7 @@ import type { CollectiveOp } from '../comm/collectives.ts';
 import type { StepProjection } from './cluster-projection.ts';
 import type { MeasuredAnalysis, RankWindow } from '../kineto/measured-analysis.ts';
 import type { NcclCollective } from '../kineto/nccl-kernel.ts';
+import type { GroupDim } from '../kineto/process-group.ts';
 import type { Timeline } from '../schedule/schedule.ts';
 
 /** One quantity, measured and projected, ms (per GPU, one training step). */
@@ -12,9 +13,15 @@ export interface ComparedRow {
   readonly projectedMs: number;
 }
 
-/** Σ time of one collective kind per GPU per step, measured (mean over ranks) and projected. */
+/** Σ time of one collective kind in one kind of group per GPU per step, measured (mean over ranks) and projected. */
 export interface ComparedCollective {
   readonly collective: NcclCollective;
+  /**
+   * The group's parallel dimension: from Megatron-Core's group description in the trace; for a
+   * measured collective whose group is not described, the one dimension the projection has that
+   * kind in (undefined when it has it in several or none).
+   */
+  readonly dim: GroupDim | undefined;
   readonly measuredMs: number;
   readonly projectedMs: number;
 }
@@ -39,12 +46,23 @@ function timelineSums(t: Timeline): { computeMs: number; byOp: Map<CollectiveOp,
   return { computeMs, byOp };
 }
 
+/** A collective kind in a group dimension, and its time. */
+interface Keyed {
+  readonly collective: NcclCollective;
+  readonly dim: GroupDim | undefined;
+  readonly ms: number;
+}
+
+const keyOf = (c: NcclCollective, dim: GroupDim | undefined): string => `${c}\u0000${dim ?? ''}`;
+
 /**
  * Measured (the window's ranks: step = longest GPU span, compute/comm/exposed of the worst rank,
- * per collective the mean over ranks of Σ NCCL kernel time) beside projected (`projectStep`:
- * step, exposed = TP exposed + DP all-reduce + finalize; compute = m·(full + (L−1)·block) compute
- * + optimizer; per collective m·(full + (L−1)·block) + the DP all-reduce and the finalize
- * all-reduces under all-reduce). The projection's ranks are alike, so rank 0 stands for all.
+ * per collective kind and group dimension the mean over ranks of Σ NCCL kernel time) beside
+ * projected (`projectStep`: step, exposed = TP exposed + DP all-reduce + finalize; compute =
+ * m·(full + (L−1)·block) compute + optimizer; per collective and dimension: TP m·(full +
+ * (L−1)·block) + the finalize all-reduces, DP the gradient sync past the pipeline and the exposed
+ * parameter gather, PP the tied-embedding all-reduce). The projection's ranks are alike, so rank 0
+ * stands for all.
  */
 export function compareWithProjection(
   a: MeasuredAnalysis,
@@ -58,17 +76,38 @@ export function compareWithProjection(
   const m = p.microBatches;
   const full = timelineSums(p.full);
   const block = timelineSums(p.block);
-  const projected = new Map<NcclCollective, number>();
+  // Projected, per (kind, dimension): the layers' collectives and the finalize all-reduces run in
+  // the tensor-parallel group; gradient sync (reduce-scatter with the distributed optimizer) and
+  // the parameter all-gather in the data-parallel group; the tied-embedding all-reduce between the
+  // pipeline's ends.
+  const projected = new Map<string, Keyed>();
+  const add = (collective: NcclCollective, dim: GroupDim, ms: number): void => {
+    if (ms <= 0) return;
+    const k = keyOf(collective, dim);
+    const x = projected.get(k);
+    projected.set(k, { collective, dim, ms: (x?.ms ?? 0) + ms });
+  };
   for (const op of new Set([...full.byOp.keys(), ...block.byOp.keys()]))
-    projected.set(op, m * ((full.byOp.get(op) ?? 0) + (L - 1) * (block.byOp.get(op) ?? 0)));
-  projected.set('allReduce', (projected.get('allReduce') ?? 0) + p.dpAllReduceMs + p.finalizeMs);
-  const measured = new Map<NcclCollective, number>();
+    add(op, 'tp', m * ((full.byOp.get(op) ?? 0) + (L - 1) * (block.byOp.get(op) ?? 0)));
+  add('allReduce', 'tp', p.finalizeMs);
+  add(p.setup.distributedOptimizer ? 'reduceScatter' : 'allReduce', 'dp', p.dpAllReduceMs);
+  add('allGather', 'dp', p.paramGatherMs);
+  add('allReduce', 'pp', p.embeddingAllReduceMs);
+  const dimsOf = (c: NcclCollective): (GroupDim | undefined)[] =>
+    [...projected.values()].filter((x) => x.collective === c).map((x) => x.dim);
+  const measured = new Map<string, Keyed>();
   for (const w of ranks)
-    for (const c of w.collectives) measured.set(c.collective, (measured.get(c.collective) ?? 0) + c.ms / ranks.length);
-  const kinds = [...new Set([...measured.keys(), ...projected.keys()])].filter(
-    (k) => (measured.get(k) ?? 0) > 0 || (projected.get(k) ?? 0) > 0,
+    for (const c of w.collectives) {
+      const only = dimsOf(c.collective);
+      const dim = c.dim ?? (only.length === 1 ? only[0] : undefined);
+      const k = keyOf(c.collective, dim);
+      const x = measured.get(k);
+      measured.set(k, { collective: c.collective, dim, ms: (x?.ms ?? 0) + c.ms / ranks.length });
+    }
+  const keys = [...new Set([...measured.keys(), ...projected.keys()])].filter(
+    (k) => (measured.get(k)?.ms ?? 0) > 0 || (projected.get(k)?.ms ?? 0) > 0,
   );
-  const projectedComm = [...projected.values()].reduce((x, y) => x + y, 0);
+  const projectedComm = [...projected.values()].reduce((x, y) => x + y.ms, 0);
   return {
     step,
     rows: [
@@ -81,10 +120,14 @@ export function compareWithProjection(
       { what: 'comm', measuredMs: max((w) => w.commMs), projectedMs: projectedComm },
       { what: 'exposed', measuredMs: max((w) => w.exposedMs), projectedMs: p.exposedMs },
     ],
-    collectives: kinds.map((k) => ({
-      collective: k,
-      measuredMs: measured.get(k) ?? 0,
-      projectedMs: projected.get(k) ?? 0,
-    })),
+    collectives: keys.map((k) => {
+      const x = (measured.get(k) ?? projected.get(k))!;
+      return {
+        collective: x.collective,
+        dim: x.dim,
+        measuredMs: measured.get(k)?.ms ?? 0,
+        projectedMs: projected.get(k)?.ms ?? 0,
+      };
+    }),
   };
 }

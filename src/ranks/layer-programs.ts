@@ -13,7 +13,7 @@ import type { RankOutput } from '../parallel/gather.ts';
 import { LayerComm, type NamedCollective } from '../parallel/layer-comm.ts';
 import { layerStep, type StepInputs } from '../parallel/layer.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
-import { makePlan } from '../parallel/plan.ts';
+import { planValidated } from '../parallel/plan.ts';
 import { readRankOutput } from '../parallel/run-in-process.ts';
 import { rankWeightArrays, stepInputs, uploadWeights } from '../parallel/step-data.ts';
 import type { Collectives } from '../comm/collectives.ts';
@@ -105,7 +105,8 @@ export async function layerTune(
   importGemmChoices(ctx.device, a.known ?? []);
   const store = a.persist ? indexedDbGemmStore() : undefined;
   const tuning: GemmTuning[] = [];
-  for (const c of a.configs) tuning.push(...(await tuneGemm(k, (await makePlan(c)).gemmProblems, { store })));
+  // The caller validated each configuration once per run (runLayer, the page, legalTpDegrees for prewarm).
+  for (const c of a.configs) tuning.push(...(await tuneGemm(k, (await planValidated(c)).gemmProblems, { store })));
   return { choices: exportGemmChoices(ctx.device), tuning };
 }
 
@@ -155,7 +156,7 @@ export async function layerTiming(
   // each GEMM of the plan is timed alone by the wall clock over back-to-back dispatches, and the
   // rest of the step's wall time is split over the other ops in proportion to their FLOPs.
   const byWallClock = async (): Promise<ComputeTiming> => {
-    const { plan, gemmProblems } = await makePlan(a.config);
+    const { plan, gemmProblems } = await planValidated(a.config); // validated by the run that sent it
     await gpuStep(ctx, a.config, ctx.rank, comm, inputs); // warm
     const t0 = performance.now();
     await gpuStep(ctx, a.config, ctx.rank, comm, inputs);

@@ -4,7 +4,7 @@ import type { LayerConfig } from '../parallel/config.ts';
 import { gatherLogical, type LogicalOutput } from '../parallel/gather.ts';
 import type { NamedCollective } from '../parallel/layer-comm.ts';
 import { compareWithReference, referenceConfig, type OracleReport } from '../parallel/oracle.ts';
-import { makePlan } from '../parallel/plan.ts';
+import { makePlan, planValidated } from '../parallel/plan.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import { runInProcess } from '../parallel/run-in-process.ts';
 import { stepInputs } from '../parallel/step-data.ts';
@@ -133,7 +133,7 @@ async function runLayerOn(
   if (!reference) {
     say('TP=1 reference on rank 0…');
     const [refReply] = await pool.run('layerStep', { config: ref, inputs, choices, solo: true }, [0]);
-    reference = gatherLogical(ref, (await makePlan(ref)).plan.ranks, [refReply.output]);
+    reference = gatherLogical(ref, (await planValidated(ref)).plan.ranks, [refReply.output]); // t = 1 of a valid c
     opts.cache?.references.set(refKey, reference);
   }
   await pool.traces(); // start the trace clean

@@ -51,6 +51,10 @@ test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks
   await withPage('/#view=classroom&tp=2', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
+    // The page left its layer run for the timeline: the classroom had the rank workers to itself.
+    const badge = page.locator('tp-oracle-badge .badge');
+    expect(await badge.getAttribute('data-pass')).toBe('none');
+    expect(await badge.textContent()).toMatch(/the layer runs against TP=1 when the timeline is shown/);
     const t = 2;
     const fontPx = await page.locator('tp-classroom p.text').evaluate((p) => parseFloat(getComputedStyle(p).fontSize));
     expect(fontPx).toBeGreaterThanOrEqual(24);
@@ -160,9 +164,12 @@ test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks
     await page.keyboard.press('End');
     expect(await stepId(page)).toBe('train');
     await shot(page, 'classroom-1280-train');
+    // Back on the timeline, the deferred layer run starts and its oracle comes in.
+    await page.locator('nav[aria-label="views"] a', { hasText: /timeline/i }).click();
+    await expect.poll(() => badge.getAttribute('data-pass'), { timeout: 180_000, interval: 500 }).toBe('true');
     expect(pageErrors).toEqual([]);
   });
-}, 300_000);
+}, 480_000);
 
 test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and the outline move and write the step into the hash; F fills the screen with ≥ 24 px text', async () => {
   await withPage('/#view=classroom&tp=2&step=5', async (page, pageErrors) => {

@@ -26,10 +26,22 @@ const M = { left: 62, right: 18, top: 34, bottom: 44 };
 const legendRow = 20;
 const legendFontPx = 13;
 
-/** Width of `s` rendered in `probe`'s font (its text node is reused), or 0.6 em per character where the svg is not rendered. */
-function textWidth(probe: SVGTextElement, s: string): number {
-  probe.textContent = s;
-  return probe.getComputedTextLength() || s.length * legendFontPx * 0.6;
+/**
+ * Widths of `names` at the legend's font in `svg`, measured together (one layout, not one per name),
+ * or 0.6 em per character where the svg is not rendered.
+ */
+function textWidths(svg: d3.Selection<SVGSVGElement, unknown, null, undefined>, names: readonly string[]): number[] {
+  const probes = svg
+    .selectAll<SVGTextElement, string>('text.probe')
+    .data(names)
+    .join('text')
+    .attr('class', 'probe')
+    .attr('font-size', legendFontPx)
+    .attr('visibility', 'hidden')
+    .text((s) => s);
+  const widths = probes.nodes().map((n, i) => n.getComputedTextLength() || names[i]!.length * legendFontPx * 0.6);
+  probes.remove();
+  return widths;
 }
 
 /**
@@ -62,12 +74,13 @@ export function drawLineChart(svg: SVGSVGElement, spec: LineChartSpec): void {
     H = plotHeight;
   const root = d3.select(svg).attr('role', 'img').attr('aria-label', spec.title);
   root.selectAll('*').remove();
-  const probe = root.append('text').attr('font-size', legendFontPx).attr('visibility', 'hidden').node()!;
   const items = legendLayout(
-    spec.series.map((s) => textWidth(probe, s.name)),
+    textWidths(
+      root,
+      spec.series.map((s) => s.name),
+    ),
     W - 16,
   );
-  probe.remove();
   const rows = items.length ? Math.max(...items.map((i) => i.row)) + 1 : 0;
   const height = H + rows * legendRow + 6;
   root.attr('viewBox', `0 0 ${W} ${height}`).attr('width', W).attr('height', height);

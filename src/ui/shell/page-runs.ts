@@ -9,7 +9,7 @@ import { afterNextPaint } from '../shared/next-paint.ts';
 import { formatMs } from '../shared/timeline-format.ts';
 import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { machineChoice } from './machine-choice.ts';
-import { configOf, hashFromSettings, runKey, sizeKeys, type Settings } from './state.ts';
+import { configOf, hashFromSettings, runKey, sizeKeys, type MainView, type Settings } from './state.ts';
 
 /** What the browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
 export type GpuState = 'ok' | 'none' | 'no-adapter';
@@ -23,7 +23,12 @@ export type RanksState =
   /** The settings changed before they finished: the result on screen has no oracle. */
   | 'stopped'
   /** No WebGPU: nothing runs, the timeline is modeled. */
-  | 'none';
+  | 'none'
+  /** The view on screen (classroom, GEMM) runs its own programs on the workers; the layer runs when the timeline is shown again. */
+  | 'deferred';
+
+/** The views that run the page's layer on the rank workers; the others borrow the workers for their own programs. */
+const layerOnRanks = (view: MainView): boolean => view === 'timeline';
 
 /** Everything the page shows about its runs. */
 export interface PageRunState {
@@ -84,7 +89,8 @@ export class PageRuns {
       progress: '',
     };
     this.queue = runLatest<PageRequest>({
-      key: (r) => runKey(r.settings),
+      // A switch to a view that borrows the workers aborts the layer run it would otherwise queue behind.
+      key: (r) => `${runKey(r.settings)}\u0000${layerOnRanks(r.settings.view)}`,
       run: (r, signal) => this.runOnce(r, signal),
       onError: (e) => this.set({ runError: e instanceof Error ? e.message : String(e), progress: 'run failed' }),
     });
@@ -175,7 +181,9 @@ export class PageRuns {
     this.set({ issues, notes });
     if (issues.length) return; // keep the last good view
     const key = runKey(s);
-    if (key === this.state.shownKey && this.state.result && this.state.ranks !== 'running') return;
+    const ranks = this.state.ranks;
+    if (key === this.state.shownKey && this.state.result && ranks !== 'running' && ranks !== 'deferred') return;
+    if (key === this.state.shownKey && this.state.result && !layerOnRanks(s.view)) return;
     const started = performance.now();
     this.set({ busy: true, progress: `running t = ${s.tp}${s.sp ? ' with SP' : ''}…` });
     try {
@@ -196,6 +204,13 @@ export class PageRuns {
           runError: '',
         });
         await afterNextPaint(); // the workers' start-up must not hold the first frame
+      }
+      if (!layerOnRanks(s.view) && this.state.gpu === 'ok') {
+        this.set({
+          ranks: 'deferred',
+          progress: `t = ${s.tp} planned; the layer runs on the rank workers when the timeline is shown`,
+        });
+        return;
       }
       await this.probed;
       signal.throwIfAborted();

@@ -29,6 +29,7 @@ const oracleReason: Record<PageRunState['ranks'], string> = {
   running: 'the rank workers are running the layer against TP=1',
   stopped: 'the settings changed before the rank workers finished',
   none: 'no WebGPU here: the layer did not run',
+  deferred: 'the rank workers run this view’s programs; the layer runs against TP=1 when the timeline is shown',
 };
 
 /** The banners above a run: no WebGPU, no cross-origin isolation, unknown link keys, a failed run, settings that cannot run. */
@@ -41,6 +42,29 @@ export function renderBanners(run: PageRunState, unknownKeys: readonly string[],
     ${run.runError ? html`<p class="banner error" role="alert" data-banner="run-error">The run failed: ${run.runError}${run.result ? ' The last good run is still shown.' : ''}</p>` : nothing}
     ${stale && run.result && !run.runError && run.issues.length ? html`<p class="banner error" data-banner="stale">These settings cannot run (see the message in red beside the control); the last good run (t = ${run.result.config.tp}) is still shown.</p>` : nothing}
   `;
+}
+
+/**
+ * The views that run their own programs on the runner's rank workers (classroom, GEMM efficiency):
+ * they need no layer result, so the page shows them before the layer has run.
+ */
+export function renderWorkerView(s: Settings, runner: PlaygroundRunner): TemplateResult {
+  return s.view === 'classroom'
+    ? html`<tp-classroom
+        .tp=${s.tp}
+        .step=${s.step - 1}
+        .pools=${runner}
+        @step-change=${(e: CustomEvent<{ step: number }>) =>
+          (location.hash = hashFromSettings({ ...s, step: e.detail.step + 1 }))}
+      ></tp-classroom>`
+    : html`<tp-gemm-view
+        .config=${configOf(s)}
+        .net=${s.net}
+        .system=${s.system}
+        .dtype=${s.dtype}
+        .overlap=${s.overlap}
+        .pools=${runner}
+      ></tp-gemm-view>`;
 }
 
 /**
@@ -88,22 +112,7 @@ export function renderRun(
       ${
         s.view === 'timeline'
           ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>`
-          : s.view === 'classroom'
-            ? html`<tp-classroom
-                .tp=${s.tp}
-                .step=${s.step - 1}
-                .pools=${runner}
-                @step-change=${(e: CustomEvent<{ step: number }>) =>
-                  (location.hash = hashFromSettings({ ...s, step: e.detail.step + 1 }))}
-              ></tp-classroom>`
-            : html`<tp-gemm-view
-                .config=${configOf(s)}
-                .net=${s.net}
-                .system=${s.system}
-                .dtype=${s.dtype}
-                .overlap=${s.overlap}
-                .pools=${runner}
-              ></tp-gemm-view>`
+          : renderWorkerView(s, runner)
       }
     </section>
     <section class="card ${stale ? 'stale' : ''}">

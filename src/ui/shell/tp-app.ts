@@ -1,11 +1,11 @@
 // <tp-app>: the page shell. The URL hash is the state; a change re-runs the layer; the last good view stays on errors.
-import { LitElement, html } from 'lit';
+import { LitElement, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { panelStyles } from '../shared/page-style.ts';
 import { appStyles } from './app-style.ts';
 import type { FieldIssue } from './field-issues.ts';
 import { PageRuns, type PageRunState } from './page-runs.ts';
-import { renderBanners, renderRun } from './run-view.ts';
+import { renderBanners, renderRun, renderWorkerView } from './run-view.ts';
 import type { SettingsChangeDetail } from './settings-change.ts';
 import { hashFromSettings, mainViews, runKey, settingsFromHash, type MainView, type Settings } from './state.ts';
 import './tp-machine-controls.ts';
@@ -125,7 +125,12 @@ export class TpApp extends LitElement {
             s.view === 'trace'
               ? html`<tp-trace-view class="card"></tp-trace-view>`
               : html`${renderBanners(run, this.unknownKeys, stale)}
-                ${r ? renderRun(r, s, run, this.runs.runner, stale, this.onChange) : html`<div class="card"><p class="note">${run.issues.length ? 'Fix the setting marked in red to run the layer.' : 'Planning the layer…'}</p></div>`}`
+                ${
+                  r
+                    ? renderRun(r, s, run, this.runs.runner, stale, this.onChange)
+                    : html`<div class="card"><p class="note">${run.issues.length ? 'Fix the setting marked in red to run the layer.' : s.view === 'timeline' ? 'Planning the layer…' : 'The layer runs on the rank workers when the timeline is shown.'}</p></div>
+                      ${s.view === 'timeline' || run.issues.length ? nothing : html`<section class="card">${renderWorkerView(s, this.runs.runner)}</section>`}`
+                }`
           }
         </main>
       </div>

@@ -6,6 +6,7 @@ import { parseMegatronCommand, type ParsedCommand } from '../../megatron/megatro
 import { parseSystem, systemNames, systems, type SystemName, type SystemSpec } from '../../hardware/systems.ts';
 import { projectStep, type StepProjection } from '../../projection/cluster-projection.ts';
 import type { MeasuredAnalysis } from '../../kineto/measured-analysis.ts';
+import { inGroupDim } from '../../kineto/process-group.ts';
 import { compareWithProjection, type ComparedRow } from '../../projection/measured-vs-projected.ts';
 import { ncclName } from '../shared/measured-format.ts';
 import { panelStyles } from '../shared/page-style.ts';
@@ -137,10 +138,11 @@ export class TpTraceProjection extends LitElement {
             (x) =>
               html`<tr
                 data-collective=${x.collective}
+                data-dim=${x.dim ?? ''}
                 data-measured-ms=${x.measuredMs}
                 data-projected-ms=${x.projectedMs}
               >
-                <td>Σ ${ncclName(x.collective)} per GPU</td>
+                <td>Σ ${ncclName(x.collective)}${inGroupDim(x.dim)} per GPU</td>
                 <td class="num">${formatMs(x.measuredMs)}</td>
                 <td class="num">${formatMs(x.projectedMs)}</td>
                 <td class="num">${ratio(x.measuredMs, x.projectedMs)}</td>
@@ -150,8 +152,9 @@ export class TpTraceProjection extends LitElement {
       </table>
       <p class="note">
         A profiled window may cover part of a step or several; an NCCL kernel's measured time includes waiting for its
-        slowest peer, the projection's does not. Projected all-reduce includes the data-parallel gradient all-reduce and
-        the finalize all-reduces.
+        slowest peer, the projection's does not. Collectives are told apart by the process group Megatron-Core names
+        in the trace; projected, the TP group's all-reduce includes the finalize all-reduces, and the DP group's
+        gradient sync is the part past the pipeline's end (what the step waits for).
       </p>
     `;
   }

@@ -8,7 +8,7 @@ import { bundleProfile, jobBundle, jobNodes, type JobSpec } from '../../../src/m
 import { jobManifestFile, manifestProjection, readJobManifest } from '../../../src/megatron/job-manifest.ts';
 import { checkMegatronLaunch, ngcEnvironment } from '../../../src/megatron/megatron-check.ts';
 import { seedsV100 } from '../../../src/megatron/scenarios.ts';
-import { presets } from '../../../src/parallel/config.ts';
+import { twoNodeJobSpec } from '../kineto/kineto-fixtures.ts';
 
 /** Every flag of the pinned release (tests/fixtures/megatron-flags.json). */
 const known = new Set(
@@ -19,29 +19,13 @@ const known = new Set(
   ).flags,
 );
 
-/** The seeds' scenario at t = 2 (DP 4) on their one 8-GPU box, and a 2-node H100 job at t = 8 with SP. */
+/** The seeds' scenario at t = 2 (DP 4) on their one 8-GPU box; the 2-node H100 job at t = 8 with SP is twoNodeJobSpec. */
 const seeds: JobSpec = {
   name: 'seeds-v100-t2',
   setup: { ...seedsV100.setup, tp: 2 },
   dtype: seedsV100.dtype,
   system: seedsV100.system,
   gpusPerNode: systems[seedsV100.system].gpusPerNode,
-};
-const twoNodes: JobSpec = {
-  name: 'llama-gqa-2x8',
-  setup: {
-    sizes: { ...presets['llama-gqa'], s: 2048, b: 2, h: 2048, heads: 16, groups: 8, ffn: 5632, vocab: 50304 },
-    tp: 8,
-    sp: true,
-    layers: 4,
-    gpus: 16,
-    globalBatch: 32,
-    overlap: true,
-    recompute: true,
-  },
-  dtype: 'bf16',
-  system: 'dgx-h100',
-  gpusPerNode: systems['dgx-h100'].gpusPerNode,
 };
 
 const root = mkdtempSync(join(tmpdir(), 'job-bundle-'));
@@ -76,7 +60,7 @@ const calls = (log: string): string[][] =>
 
 describe.each([
   ['the seeds’ scenario on one node', seeds, 1],
-  ['a 2-node job', twoNodes, 2],
+  ['a 2-node job', twoNodeJobSpec, 2],
 ] as const)('job bundle: %s', (_, spec, nodes) => {
   const dir = write(spec);
   const manifest = readJobManifest(readFileSync(join(dir, jobManifestFile), 'utf8'));
