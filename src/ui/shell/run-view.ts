@@ -1,4 +1,5 @@
 // The page's run on screen (templates of <tp-app>): banners, totals with the oracle, the chosen view, the cluster panel, shapes and exports.
+import { tpOverlapChunks } from '../../parallel/tp-overlap.ts';
 import { html, nothing, type TemplateResult } from 'lit';
 import { enableWebGpuHint } from '../../kernels/adapter.ts';
 import { chooseTransport } from '../../ranks/transport.ts';
@@ -93,7 +94,11 @@ export function renderRun(
           <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst
           rank:
           <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
-          >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}
+          >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}${
+            r.config.tp > 1 && tpOverlapChunks(r.config) > 1
+              ? `; the MLP's collectives in ${tpOverlapChunks(r.config)} chunks, each under the GEMM chunks (tpoverlap)`
+              : ''
+          }
         </div>
         <div class="note" data-source="transport">
           ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : run.ranks === 'running' ? `; starting ${r.config.tp} rank worker${r.config.tp > 1 ? 's' : ''}…` : ''}.
