@@ -42,6 +42,14 @@ export interface ProjectArgs {
   readonly search: boolean;
   /** --top: rows the advisor prints. */
   readonly top: number;
+  /** --topology (or --placement / --topo-file): print the node matrix, the placement and each link's load per t. */
+  readonly topology: boolean;
+  /** --placement NAME: megatron (default), tp-pp-dp, tp-switch, tp-sockets or custom:<GPU list>. */
+  readonly placement: string;
+  /** --topo-file FILE: the node's `nvidia-smi topo -m` output instead of the catalog's topology. */
+  readonly topoFile?: string;
+  /** --ablate: the overlap ablation of the setup at its one --tp instead of the fixed-budget table. */
+  readonly ablate: boolean;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -60,7 +68,8 @@ export function usage(): string {
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--gemm-table]
-       [--search [--top K]]
+       [--search [--top K]] [--ablate] [--no-overlap-p2p-communication]
+       [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
@@ -75,6 +84,11 @@ With --sp each row also shows the change against the same t without SP.
 With --search the advisor enumerates t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and
 the overlaps for the model on N GPUs at the global batch (the size flags' b is ignored: the micro-batch is
 searched), counts each rejected layout by reason, and prints the K fastest (default 10) with memory and MFU.
+With --ablate (one --tp) every overlap the projection prices (async dgrad all-reduce, SP re-gather, --tp-comm-overlap,
+--overlap-grad-reduce, --overlap-param-gather, p2p overlap) is tried alone, in pairs and all on: step, exposed
+communication per group, memory the overlaps hold, and each combination slower than its best subset flagged
+(docs/overlap-ablation.md). Pipeline sends overlap compute only in the interleaved schedule (v > 1), as in
+Megatron; --no-overlap-p2p-communication makes them block there too.
 
 Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the models and sources):
   --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
@@ -90,6 +104,16 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
                             the SMs and HBM bandwidth the communication takes from them.
   --fabric NAME             replace the system's scale-out network (same NIC count): ${Object.keys(fabrics).join(', ')}.
   --gemm-table              print the GEMM model's times for representative shapes on the system's GPU and exit.
+
+Topology (docs/topology.md):
+  --topology                print the node's GPU matrix (nvidia-smi path kinds, sockets, switches, NICs), then per t
+                            the placement's group rings (slowest hop, shared links), the step on them and each
+                            physical link's load per step (bytes, calls, exposed bytes by group); with --json
+                            the node, and per t the placed links, the volumes and every link's load.
+  --placement NAME          megatron (default: tp-cp-ep-dp-pp, rank r on GPU r), tp-pp-dp (--use-tp-pp-dp-mapping),
+                            tp-switch (TP under one PCIe switch), tp-sockets (TP across sockets), or
+                            custom:<GPU list> (local rank i on the i-th GPU listed). Implies --topology.
+  --topo-file FILE          read the node from FILE, the output of nvidia-smi topo -m. Implies --topology.
 
 systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>):
 ${sys}
@@ -132,6 +156,8 @@ const options = {
   'memory-timeline': { type: 'boolean', default: false },
   'export-job': { type: 'string' },
   search: { type: 'boolean', default: false },
+  ablate: { type: 'boolean', default: false },
+  'no-overlap-p2p-communication': { type: 'boolean', default: false },
   top: { type: 'string' },
   help: { type: 'boolean', default: false },
   fabric: { type: 'string' },
@@ -142,6 +168,9 @@ const options = {
   'enable-cuda-graph': { type: 'boolean', default: false },
   'tp-comm-overlap': { type: 'boolean', default: false },
   'gemm-table': { type: 'boolean', default: false },
+  topology: { type: 'boolean', default: false },
+  placement: { type: 'string' },
+  'topo-file': { type: 'string' },
 } as const;
 
 /** Parses `npm run project` arguments; throws an Error whose message says what to change. */
@@ -188,6 +217,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     tiedEmbeddings:
       v['tied-embeddings'] || (!v['untie-embeddings-and-output-weights'] && (base.tiedEmbeddings ?? false)),
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
+    ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
   };
   const base0 = parseSystem(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
@@ -225,7 +255,11 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     scenario,
     ...(v['export-job'] !== undefined && { exportJob: v['export-job'] }),
     search: v.search,
+    ablate: v.ablate,
     top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
+    topology: v.topology || v.placement !== undefined || v['topo-file'] !== undefined,
+    placement: v.placement ?? 'megatron',
+    ...(v['topo-file'] !== undefined && { topoFile: v['topo-file'] }),
   };
 }
 

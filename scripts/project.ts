@@ -1,4 +1,4 @@
-// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]]
+// npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]] [--ablate]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
 import { alignedTable } from './text-table.ts';
 import { fixedBudget } from '../src/projection/cluster-projection.ts';
@@ -9,6 +9,8 @@ import { formatMs } from '../src/ui/shared/timeline-format.ts';
 import { exportJobSpec, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 import { runSearch } from './project-search.ts';
+import { topologyReport } from './project-topology.ts';
+import { runAblation } from './project-ablate.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -55,8 +57,25 @@ if (args.gemmTable) {
   process.exit(0);
 }
 
+const reports = [args.ablate && '--ablate', args.search && '--search', args.topology && '--topology'].filter(Boolean);
+if (reports.length > 1) fail(`${reports.join(' and ')} are separate reports: give one of them.`);
+
+if (args.ablate) {
+  await runAblation(args);
+  process.exit(0);
+}
+
 if (args.search) {
   await runSearch(args);
+  process.exit(0);
+}
+
+if (args.topology) {
+  try {
+    for (const line of await topologyReport(args)) console.log(line);
+  } catch (e) {
+    fail((e as Error).message);
+  }
   process.exit(0);
 }
 

@@ -1,5 +1,6 @@
 import type { CollectiveOp } from '../comm/collectives.ts';
 import type { GpuSpec } from './gpus.ts';
+import type { Interconnect } from './interconnect.ts';
 import { kernelModel, type KernelModel } from './kernel-time.ts';
 
 /**
@@ -46,6 +47,28 @@ export const commFootprint = (op: CollectiveOp, busGBps: number, sms: number): C
   sms,
   hbmGBps: hbmTrafficPerBusByte(op) * busGBps,
 });
+
+/** NCCL's footprint for collective `op` on `link`: its channels' SMs and its HBM traffic. */
+export const ncclFootprint = (op: CollectiveOp, link: Interconnect): CommFootprint =>
+  commFootprint(op, link.busGBps, link.ncclChannels ?? commSms.ncclNvlink);
+
+/**
+ * Channels of one NCCL send/recv pair (the pipeline's p2p): NCCL_NCHANNELS_PER_NET_PEER, default 2
+ * (NCCL's environment-variable documentation); assumed for every link, NVLink included.
+ */
+export const ncclP2pChannels = 2;
+
+/**
+ * The footprint of a pipeline stage's p2p while it computes: a send and a receive at `busGBps`
+ * each way (reads what it sends, writes what it receives: 2× in HBM), on ncclP2pChannels SMs.
+ */
+export const p2pFootprint = (busGBps: number): CommFootprint => ({ sms: ncclP2pChannels, hbmGBps: 2 * busGBps });
+
+/**
+ * Compute time a kernel stream loses while a collective of `commMs` runs beside it at slowdown f:
+ * C·(1 − 1/f) (overlappedKernelUs with the kernel longer than the collective).
+ */
+export const overlapLossMs = (commMs: number, f: number): number => commMs * (1 - 1 / f);
 
 /** f: the slowdown of a kernel while `comm` runs beside it (formula above); ≥ 1. */
 export function overlapSlowdown(

@@ -27,8 +27,20 @@ export interface TrainingSetup {
    * batch means the same at every t (seed M039: fixed global batch at a fixed GPU budget).
    */
   readonly globalBatch: number;
-  /** Megatron's async dgrad all-reduce under wgrad (the plan's overlap option). */
+  /**
+   * Megatron's async dgrad all-reduce under wgrad (reduce-scatter under SP) and, unless
+   * `overlapSpRegather` says otherwise, the SP re-gather of the input under dgrad (the plan's
+   * overlap option; LinearWithGradAccumulationAndAsyncCommunication.backward, layers.py).
+   */
   readonly overlap: boolean;
+  /** Under SP: the re-gather of a ColumnParallelLinear's input issued asynchronously under the dgrad GEMM (absent: as `overlap`). */
+  readonly overlapSpRegather?: boolean;
+  /**
+   * Pipeline p2p overlapped with compute (Megatron's overlap_p2p_comm, on unless
+   * --no-overlap-p2p-communication; arguments.py turns it off without virtual stages, so the
+   * 1F1B schedule's sends block). Absent: Megatron's default, on exactly when v > 1.
+   */
+  readonly overlapP2pComm?: boolean;
   /**
    * Full activation recomputation, one layer per checkpoint (--recompute-granularity full
    * --recompute-method uniform --recompute-num-layers 1); `recomputation` overrides it.
@@ -75,6 +87,9 @@ export function degreesOf(s: TrainingSetup): Degrees {
   return { tp: s.tp, pp, vpp: s.vpp ?? 1, cp, dp: s.gpus / (s.tp * pp * cp) };
 }
 
+/** Whether the pipeline's p2p sends overlap compute (`overlapP2pComm`, default: v > 1 as Megatron has it). */
+export const overlapsP2p = (s: TrainingSetup): boolean => s.overlapP2pComm ?? (s.vpp ?? 1) > 1;
+
 /** The recomputation policy a setup asks for, or undefined for none. */
 export function recomputeOf(s: TrainingSetup): Recompute | undefined {
   if (s.recomputation) return s.recomputation;
@@ -109,6 +124,10 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     );
   if (s.overlapParamGather && !s.distributedOptimizer)
     throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  if (s.overlapP2pComm && vpp === 1)
+    throw new Error(
+      'p2p overlap (overlap_p2p_comm) needs the interleaved schedule (v > 1): Megatron turns it off without virtual stages.',
+    );
   if (s.bucketSize !== undefined) whole('--ddp-bucket-size', s.bucketSize, 1);
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);

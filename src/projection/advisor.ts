@@ -12,6 +12,7 @@ import { LayerPricingCache } from './layer-pricing-cache.ts';
 import { layoutSetup, type SetupExtras } from './layout-setup.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
 import type { Machine } from './projected-layer.ts';
+import { defaultKernelOptions } from './kernel-options.ts';
 
 /** The question the advisor answers: the fastest layouts of `model` on N GPUs of `machine` at a global batch. */
 export interface AdvisorProblem {
@@ -30,7 +31,7 @@ export type AdvisorRejection = LayoutRejection | 'unexpressed' | 'oom' | 'slower
 /** What each advisor rejection means. */
 export const advisorRejectionText: Readonly<Record<AdvisorRejection, string>> = {
   ...layoutRejectionText,
-  unexpressed: 'a flag the step model cannot express yet (--tp-comm-overlap)',
+  unexpressed: 'a flag the step model cannot express yet',
   oom: 'the projected peak memory exceeds the GPU',
   slower:
     "provably slower than the k-th fastest: its busiest stage's compute alone exceeds that step (memory not checked)",
@@ -105,6 +106,8 @@ interface Bounded {
   readonly setup: TrainingSetup;
   readonly pricing: LayerPricing;
   readonly boundMs: number;
+  /** The machine with the candidate's own --tp-comm-overlap. */
+  readonly machine: Machine;
 }
 
 /**
@@ -123,7 +126,11 @@ export async function advise(
 ): Promise<AdvisorResult> {
   if (!(Number.isInteger(opts.k) && opts.k >= 1)) throw new Error(`k (${opts.k}) must be a whole number ≥ 1.`);
   const { model, machine, gpus, globalBatch } = problem;
-  const cache = new LayerPricingCache(machine);
+  // --tp-comm-overlap is a kernel option per candidate: one machine and one pricing cache each way.
+  const variants = [false, true].map((on) => {
+    const m: Machine = { ...machine, kernels: { ...(machine.kernels ?? defaultKernelOptions), tpCommOverlap: on } };
+    return { machine: m, cache: new LayerPricingCache(m) };
+  });
   const rejected = noRejections();
   const total = spaceSize(space);
   const every = opts.progressEvery ?? 1024;
@@ -136,18 +143,19 @@ export async function advise(
       rejected[rule]++;
       continue;
     }
-    const { setup, unexpressed } = layoutSetup(model, layout, gpus, globalBatch, problem.extras);
+    const { setup, unexpressed, tpCommOverlap } = layoutSetup(model, layout, gpus, globalBatch, problem.extras);
     if (unexpressed.length) {
       rejected.unexpressed++;
       continue;
     }
-    const pricing = await cache.price(setup);
-    const bound = stepLowerBounds(setup, machine, pricing);
+    const v = variants[tpCommOverlap ? 1 : 0]!;
+    const pricing = await v.cache.price(setup);
+    const bound = stepLowerBounds(setup, v.machine, pricing);
     if (bound.memoryBytes > machine.system.gpu.memoryGiB * 2 ** 30) {
       rejected.oom++;
       continue;
     }
-    legal.push({ layout, setup, pricing, boundMs: bound.stepMs });
+    legal.push({ layout, setup, pricing, boundMs: bound.stepMs, machine: v.machine });
   }
   legal.sort((a, b) => a.boundMs - b.boundMs);
   const top: AdvisorRow[] = [];
@@ -157,7 +165,7 @@ export async function advise(
       rejected.slower += legal.length - i;
       break;
     }
-    const step = assembleStep(c.setup, machine, c.pricing);
+    const step = assembleStep(c.setup, c.machine, c.pricing);
     if (step.memory.oom) {
       rejected.oom++;
       continue;
@@ -181,5 +189,6 @@ export async function advise(
     );
   }
   opts.onProgress?.(done, total);
-  return { candidates: done, ranked, rejected, layersPriced: cache.size, top };
+  const layersPriced = variants.reduce((a, v) => a + v.cache.size, 0);
+  return { candidates: done, ranked, rejected, layersPriced, top };
 }

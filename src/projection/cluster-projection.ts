@@ -3,11 +3,13 @@ import { dtypeBytes } from '../hardware/dtype.ts';
 import { peakFlops } from '../hardware/gpus.ts';
 import { collectiveTimeUs } from '../hardware/interconnect.ts';
 import { memoryBoundUs } from '../hardware/kernel-time.ts';
+import { ncclFootprint, overlapLossMs, overlapSlowdown, p2pFootprint } from '../hardware/overlap-cost.ts';
 import { bytesPerElement } from '../accounting/parameters.ts';
 import type { GpuMemory } from '../accounting/training-memory.ts';
 import {
   degreesOf,
   microBatchesOf,
+  overlapsP2p,
   recomputeOf,
   setupConfig,
   type Degrees,
@@ -15,7 +17,7 @@ import {
 } from '../megatron/training-setup.ts';
 import { configDefaults, type LayerConfig } from '../parallel/config.ts';
 import { makePlan } from '../parallel/plan.ts';
-import type { LayerPlan } from '../parallel/plan-types.ts';
+import type { LayerPlan, PlannedOp } from '../parallel/plan-types.ts';
 import { defaultKernelOptions } from './kernel-options.ts';
 import { modelGemmFlops } from './priced-ops.ts';
 import { isPerStep, projectLayer, projectOps, tpGroupLink, type Machine } from './projected-layer.ts';
@@ -34,6 +36,8 @@ import { stageMemory, type MemoryClass, type StageMemory } from './memory-timeli
 import { simulatePipeline, type PipelineRun } from './pipeline-schedule.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from './pipeline-split.ts';
 import { chunkRecompute, type ChunkRecompute } from './recompute.ts';
+import { overlapBuffers, type OverlapBuffer } from './overlap-buffers.ts';
+import { overlapsOf } from './overlap-flags.ts';
 import { stagePieces } from './stage-pieces.ts';
 import { stageModel } from './stage-model.ts';
 
@@ -92,6 +96,14 @@ export interface StepProjection {
   /** Executed FLOPs / (N · dense peak · step) (hardware FLOPs utilization). */
   readonly executedMfu: number;
   readonly exposedByGroup: ExposedByGroup;
+  /**
+   * Compute time lost to overlapped communication outside the layer (whose TP overlaps are
+   * priced in its kernels, projected-layer.ts), ms on the critical path: `dp` the gradient
+   * buckets under backward and the parameter all-gather under forward, `pp` the p2p beside compute.
+   */
+  readonly overlapCostMs: { readonly dp: number; readonly pp: number };
+  /** Memory each overlap that is on holds per GPU (overlap-buffers.ts), resident in `stageMemory`. */
+  readonly overlapBuffers: readonly OverlapBuffer[];
   /** Σ exposedByGroup. */
   readonly exposedMs: number;
   readonly exposedShare: number;
@@ -173,14 +185,43 @@ export async function priceLayers(
 ): Promise<LayerPricing> {
   const c = setupConfig(setup);
   const planned = await plans(c);
-  const only = (p: LayerPlan): LayerPlan => (ranks === 'all' ? p : { ...p, ranks: p.ranks.slice(0, 1) });
+  const async = asyncCollectives(setup);
+  const only = (p: LayerPlan): LayerPlan =>
+    withAsync(ranks === 'all' ? p : { ...p, ranks: p.ranks.slice(0, 1) }, async);
   const full = only(planned.full);
   const block = planned.block === planned.full ? full : only(planned.block);
-  const fullT = projectLayer(full, machine, setup.overlap);
-  const blockT = full === block ? fullT : projectLayer(block, machine, setup.overlap);
+  const overlap = async.dgrad || async.regather;
+  const fullT = projectLayer(full, machine, overlap);
+  const blockT = full === block ? fullT : projectLayer(block, machine, overlap);
   const pieces = stagePieces(full, fullT, block, blockT);
   const core = coreAttentionMs(block, projectOps(block, machine));
   return { full, block, fullT, blockT, pieces, core, ref: await (reference ?? referencePlans(setup)) };
+}
+
+/** Which of the plan's asynchronous collectives `setup` issues asynchronously: the dgrad reduces and the SP re-gathers. */
+const asyncCollectives = (setup: TrainingSetup): { dgrad: boolean; regather: boolean } => ({
+  dgrad: setup.overlap,
+  regather: setup.overlapSpRegather ?? setup.overlap,
+});
+
+/** True for the SP re-gather of a column-parallel linear's input (the plan's one asynchronous all-gather). */
+const isRegather = (op: PlannedOp): boolean => op.kind === 'collective' && op.collective.op === 'allGather';
+
+/**
+ * The plan with the asynchronous collectives `async` leaves out made synchronous (the plan marks
+ * both kinds async; the schedule's overlap option then holds for the rest).
+ */
+function withAsync(plan: LayerPlan, async: { dgrad: boolean; regather: boolean }): LayerPlan {
+  if (async.dgrad === async.regather) return plan;
+  const keep = (op: PlannedOp): boolean => (isRegather(op) ? async.regather : async.dgrad);
+  return {
+    ...plan,
+    ops: plan.ops.map((op) =>
+      op.kind === 'collective' && op.overlap.async && !keep(op)
+        ? { ...op, overlap: { ...op.overlap, async: false } }
+        : op,
+    ),
+  };
 }
 
 /** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
@@ -212,7 +253,7 @@ function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricin
     last: setup.lastStageLayers,
   });
   const { block, pieces, core } = pricing;
-  const links = groupLinks(system, deg);
+  const links = machine.placed ?? groupLinks(system, deg);
   const bytes = dtypeBytes[dtype];
 
   // Context parallelism: the ring exchange of K, V per layer.
@@ -278,9 +319,15 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   // The activation (or its gradient) crossing a stage boundary: [s/(t·cp), b, h] with SP, [s/cp, b, h] without.
   const p2pBytes = (own.tokens[1] - own.tokens[0]) * c.b * c.h * bytes;
   const p2pMs = deg.pp > 1 ? p2pUs(system, links.pp, p2pBytes) / 1e3 : 0;
+  // Sends block the sender (1F1B) or run beside its next op and slow it (overlap_p2p_comm).
+  const p2pOverlapped = overlapsP2p(setup) && deg.pp > 1;
+  const p2pLossMs = p2pOverlapped
+    ? overlapLossMs(p2pMs, overlapSlowdown(false, system.gpu, p2pFootprint(links.pp.busGBps)))
+    : 0;
   const pipeIn = { p: deg.pp, v: deg.vpp, m, forwardMs, backwardMs, p2pMs };
-  const pipeline = simulatePipeline(pipeIn);
+  const pipeline = simulatePipeline({ ...pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs });
   const noP2p = deg.pp > 1 ? simulatePipeline({ ...pipeIn, p2pMs: 0 }) : pipeline;
+  const noP2pCost = p2pLossMs > 0 ? simulatePipeline(pipeIn) : pipeline;
 
   // TP and CP exposure per stage over the step.
   const stageExposed = split.layers.map((row, i) =>
@@ -311,9 +358,16 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   const distOpt = setup.distributedOptimizer ?? false;
   const bucketSize = setup.bucketSize ?? defaultBucketSize(deg.dp);
   const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system);
+  // What the DP collectives beside compute cost it (NCCL's SMs; backward and forward taken as GEMM-bound).
+  const dpSlowdown = (op: 'allReduce' | 'reduceScatter' | 'allGather'): number =>
+    overlapSlowdown(false, system.gpu, ncclFootprint(op, links.dpCp));
+  const gradSlowdown = dpSlowdown(distOpt ? 'reduceScatter' : 'allReduce');
+  const gatherSlowdown = dpSlowdown('allGather');
   let dpBuckets = 0;
   let pipelineDone = 0;
+  let pipelineDoneNoCost = 0;
   let paramGatherMs = 0;
+  let paramGatherCostMs = 0;
   split.layers.forEach((row, i) => {
     const ops = pipeline.ops[i]!;
     const stageEnd = Math.max(0, ...ops.map((o) => o.t1));
@@ -329,7 +383,13 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     });
     const s = gradSync(chunks, setup.overlapGradReduce ?? false, (p) => (dpGroup > 1 ? sync(p).gradUs : 0), stageEnd);
     if (dpGroup > 1) dpBuckets = Math.max(dpBuckets, s.buckets);
-    pipelineDone = Math.max(pipelineDone, stageEnd, s.endMs);
+    // With --overlap-grad-reduce the buckets that run before the last backward ends slow it.
+    const gradCost =
+      (setup.overlapGradReduce ?? false) && dpGroup > 1
+        ? overlapLossMs(Math.max(0, s.commMs - s.exposedMs), gradSlowdown)
+        : 0;
+    pipelineDone = Math.max(pipelineDone, stageEnd + gradCost, s.endMs + gradCost);
+    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, stageEnd, s.endMs);
     if (distOpt && dpGroup > 1) {
       const first = ops.find((o) => o.pass === 'forward');
       const gather = chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3));
@@ -340,9 +400,16 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
         first ? first.t1 - first.t0 : 0,
       );
       paramGatherMs = Math.max(paramGatherMs, ex);
+      // With --overlap-param-gather the part hidden past the warm-up idle time runs under the first forward.
+      if (setup.overlapParamGather && first) {
+        const hidden = gather.reduce((a, x) => a + x, 0) - ex;
+        const underForward = Math.min(first.t1 - first.t0, Math.max(0, hidden - first.t0));
+        paramGatherCostMs = Math.max(paramGatherCostMs, overlapLossMs(underForward, gatherSlowdown));
+      }
     }
   });
-  const dpAllReduceMs = pipelineDone - pipeline.spanMs;
+  const dpAllReduceMs = pipelineDoneNoCost - pipeline.spanMs;
+  const gradCostMs = pipelineDone - pipelineDoneNoCost;
 
   const tied = setup.tiedEmbeddings ?? false;
   const embeddingAllReduceMs =
@@ -362,7 +429,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   const shard = distOpt ? maxParams / dpGroup : maxParams;
   const base = stateBytes(dtype, false, 1);
   const optimizerMs = memoryBoundUs(shard * (2 * (base.optimizer + base.weights) + base.grads), system.gpu) / 1e3;
-  const stepMs = pipelineDone + embeddingAllReduceMs + finalizeMs + optimizerMs + paramGatherMs;
+  const stepMs = pipelineDone + embeddingAllReduceMs + finalizeMs + optimizerMs + paramGatherMs + paramGatherCostMs;
 
   // FLOPs: the model's once (TP = 1, full sequence), executed adds the recomputed forwards.
   // Model FLOPs of the transformed op list (priced-ops.ts: GPT has no gate GEMMs).
@@ -380,7 +447,16 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   const peak = peakFlops(system.gpu, dtype);
   const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
 
-  // Memory by lifetime per stage.
+  // Memory by lifetime per stage; what the overlaps hold is resident.
+  const kernels = machine.kernels ?? defaultKernelOptions;
+  const buffers = overlapBuffers(
+    overlapsOf(setup, kernels),
+    setup,
+    kernels,
+    dtype,
+    system.gpu,
+    own.tokens[1] - own.tokens[0],
+  );
   const stageMem = split.layers.map((_, i) =>
     stageMemory(
       pipeline,
@@ -392,6 +468,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
             label: distOpt ? `main weights and Adam moments (1/${dpGroup} shard)` : 'main weights and Adam moments',
             bytes: model.stageParams[i]! * per.optimizer,
           },
+          ...buffers.filter((b) => b.bytes > 0).map((b) => ({ label: b.label, bytes: b.bytes })),
         ],
         perStep: [{ label: 'gradient buffer', bytes: model.stageParams[i]! * per.grads }],
         keptBytes: (ch) =>
@@ -422,7 +499,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   const exposedByGroup: ExposedByGroup = {
     tp: tpExposedMs,
     cp: cpExposedMs,
-    pp: pipeline.spanMs - noP2p.spanMs,
+    pp: noP2pCost.spanMs - noP2p.spanMs,
     dp: dpAllReduceMs + paramGatherMs + embeddingAllReduceMs + finalizeMs,
   };
   const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
@@ -461,6 +538,8 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     mfu: modelFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
     executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
     exposedByGroup,
+    overlapCostMs: { dp: gradCostMs + paramGatherCostMs, pp: pipeline.spanMs - noP2pCost.spanMs },
+    overlapBuffers: buffers,
     exposedMs,
     exposedShare: exposedMs / stepMs,
     memory,
@@ -493,7 +572,7 @@ function finalizeTime(full: LayerPlan, block: LayerPlan, L: number, machine: Mac
   let ms = 0;
   const { system } = machine;
   for (const [op, { bytes, group }] of payload) {
-    const link = tpGroupLink(system, group);
+    const link = machine.placed?.tp ?? tpGroupLink(system, group);
     ms += (system.collectiveBaseUs + collectiveTimeUs(op, bytes, group, link)) / 1e3;
   }
   return ms;

@@ -4,7 +4,7 @@ import type { Machine } from './projected-layer.ts';
 
 /**
  * Layer pricings shared across the setups of one machine: two setups with the same sizes,
- * micro-batch, t, SP, cp and overlap get the same pricing (priceLayers reads nothing else), so a
+ * micro-batch, t, SP, cp and async overlaps get the same pricing (priceLayers reads nothing else), so a
  * search plans and schedules each layer once. The key lists exactly those fields.
  */
 export class LayerPricingCache {
@@ -38,6 +38,7 @@ export class LayerPricingCache {
       setup.sp && setup.tp > 1,
       setup.cp ?? 1,
       setup.overlap,
+      setup.overlapSpRegather ?? setup.overlap,
     ].join(',');
     let p = this.byKey.get(key);
     if (!p) {

@@ -4,6 +4,8 @@ import type { TrainingSetup } from '../megatron/training-setup.ts';
 /** A layout as the projection takes it, and each flag the projection cannot express yet. */
 export interface LayoutSetup {
   readonly setup: TrainingSetup;
+  /** The kernel option the layout sets: --tp-comm-overlap, which runs only under SP (KernelOptions.tpCommOverlap). */
+  readonly tpCommOverlap: boolean;
   /** Each flag the step model leaves out, and why. */
   readonly unexpressed: readonly Unexpressed[];
 }
@@ -20,7 +22,8 @@ export type SetupExtras = Pick<TrainingSetup, 'flashAttention' | 'tiedEmbeddings
 /**
  * Maps a Megatron layout of `model` on N GPUs at `globalBatch` flag by flag onto the projection's
  * TrainingSetup: t, p, v, cp, b, SP, recompute (full: uniform, one layer per checkpoint;
- * selective: core attention), the distributed optimizer and the gradient and parameter overlaps.
+ * selective: core attention), the distributed optimizer and the gradient and parameter overlaps;
+ * --tp-comm-overlap is a kernel option (`tpCommOverlap`, for the machine's KernelOptions).
  * The async dgrad all-reduce (the plan's overlap) is on, as Megatron runs it. What the step model
  * does not express is listed, never silently dropped.
  */
@@ -32,10 +35,10 @@ export function layoutSetup(
   extras: SetupExtras = {},
 ): LayoutSetup {
   const unexpressed: Unexpressed[] = [];
-  if (l.tpCommOverlap)
+  if (l.tpCommOverlap && !l.sp)
     unexpressed.push({
       flag: '--tp-comm-overlap',
-      reason: 'the step model overlaps only the async dgrad all-reduce under TP',
+      reason: 'it needs --sequence-parallel (Megatron asserts it)',
     });
   const setup: TrainingSetup = {
     sizes: { ...model.sizes, b: l.microBatch },
@@ -55,5 +58,5 @@ export function layoutSetup(
     overlapParamGather: l.overlapParamGather,
     ...extras,
   };
-  return { setup, unexpressed };
+  return { setup, tpCommOverlap: l.tpCommOverlap && l.sp, unexpressed };
 }

@@ -12,8 +12,10 @@
  * Each stage runs its list in order; an op starts when its stage is free and its input is there:
  * a forward of virtual stage k = c·p + i needs the forward of k − 1 (plus one p2p send of the
  * activation), a backward needs the backward of k + 1 (plus one p2p send of the gradient), the
- * last virtual stage's backward its own forward (the loss). P2p is a delay on the edge, not a
- * busy stage (batched isend/irecv on NCCL's stream). The bubble is what the simulation leaves idle.
+ * last virtual stage's backward its own forward (the loss). P2p is a delay on the edge; the
+ * sending stage is also held `senderBusyMs` after each op it sends from (the whole send when
+ * sends block, the overlap's cost when they run beside compute). The bubble is what the
+ * simulation leaves idle.
  */
 export interface PipelineInput {
   readonly p: number;
@@ -25,6 +27,12 @@ export interface PipelineInput {
   readonly backwardMs: (stage: number, chunk: number) => number;
   /** One p2p send of the activation (forward) or its gradient (backward) across a stage boundary, ms. */
   readonly p2pMs: number;
+  /**
+   * How long a stage stays occupied after an op whose output it sends, ms (default 0): the whole
+   * p2pMs when sends block (1F1B, or --no-overlap-p2p-communication), or the compute the
+   * overlapped send's kernels take from the next op (overlap-cost.ts).
+   */
+  readonly senderBusyMs?: number;
 }
 
 /** One scheduled forward or backward of one chunk for one micro-batch. */
@@ -127,9 +135,11 @@ export function simulatePipeline(x: PipelineInput): PipelineRun {
         const t0 = Math.max(free[i]!, r);
         const dur = it.pass === 'forward' ? x.forwardMs(i, it.chunk) : x.backwardMs(i, it.chunk);
         const t1 = t0 + dur;
-        done[it.pass][it.chunk * p + i]![it.microBatch] = t1;
+        const k = it.chunk * p + i;
+        done[it.pass][k]![it.microBatch] = t1;
         ops[i]!.push({ stage: i, ...it, t0, t1 });
-        free[i] = t1;
+        const sends = it.pass === 'forward' ? k < last : k > 0;
+        free[i] = t1 + (sends ? (x.senderBusyMs ?? 0) : 0);
         next[i]!++;
         remaining--;
         progressed = true;

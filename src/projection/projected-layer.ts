@@ -1,4 +1,3 @@
-import type { CollectiveOp } from '../comm/collectives.ts';
 import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
 import { flashAttentionUs } from '../hardware/flash-attention.ts';
 import { dispatchGapsUs, hostDispatchModel } from '../hardware/host-dispatch.ts';
@@ -7,6 +6,7 @@ import { gemmTime, kernelModel, memoryBoundUs, type GemmTime } from '../hardware
 import {
   commFootprint,
   commSms,
+  ncclFootprint,
   overlapSlowdown,
   overlappedKernelUs,
   type CommFootprint,
@@ -29,6 +29,11 @@ export interface Machine {
   readonly system: SystemSpec;
   readonly dtype: TrainDtype;
   readonly kernels?: KernelOptions;
+  /**
+   * Each process group's ring link as a placement on the node topology prices it
+   * (placement-links.ts: slowest hop, shared links); absent: group-links.ts's rank-order defaults.
+   */
+  readonly placed?: Readonly<Record<'tp' | 'cp' | 'dpCp' | 'pp' | 'embedding', Interconnect>>;
 }
 
 /** True for ops a training step runs once, after every micro-batch (a plan's finalize phase). */
@@ -63,7 +68,7 @@ export function projectedCollectiveUs(op: PlannedOp, machine: Machine): number {
   if (op.kind !== 'collective' || op.collective.groupSize <= 1) return 0;
   const c = op.collective;
   const { system } = machine;
-  const link = tpGroupLink(system, c.groupSize);
+  const link = machine.placed?.tp ?? tpGroupLink(system, c.groupSize);
   const payload = (c.payloadBytes / bytesPerElement) * dtypeBytes[machine.dtype];
   return system.collectiveBaseUs + collectiveTimeUs(c.op, payload, c.groupSize, link);
 }
@@ -213,10 +218,6 @@ function slowUnder(
   }
   return total;
 }
-
-/** NCCL's footprint for collective `op` on `link`: its channels' SMs and its HBM traffic. */
-const ncclFootprint = (op: CollectiveOp, link: Interconnect): CommFootprint =>
-  commFootprint(op, link.busGBps, link.ncclChannels ?? commSms.ncclNvlink);
 
 /**
  * The plan's asynchronous collectives (Megatron's async dgrad all-reduce / reduce-scatter and

@@ -36,10 +36,9 @@ export function publishedSetup(run: PublishedRun): PublishedSetup {
     ...defaultKernelOptions,
     arch: m.arch,
     attentionBackend: run.flashAttention ? 'flash' : 'unfused',
-    tpCommOverlap: run.layout.tpCommOverlap && run.layout.sp,
+    tpCommOverlap: laid.tpCommOverlap,
   };
-  const unexpressed = laid.unexpressed.filter((u) => !(u.flag === '--tp-comm-overlap' && kernels.tpCommOverlap));
-  return { ...laid, unexpressed, kernels, approximations };
+  return { ...laid, kernels, approximations };
 }
 
 /** Projected against published for one run (projected without the flags `mapped.unexpressed` lists). */

@@ -16,6 +16,10 @@ export function formatMs(ms: number): string {
   return `${trim(ms / 1000)} s`;
 }
 
+/** A change of time with its sign: +1.2 ms, −37.1 ms, 0. */
+export const formatSignedMs = (ms: number): string =>
+  ms > 0 ? `+${formatMs(ms)}` : ms < 0 ? `−${formatMs(-ms)}` : '0';
+
 /** FLOPs with an SI prefix: 37748736 → "37.7 MFLOP". */
 export function formatFlops(flops: number): string {
   const prefixes = ['', 'k', 'M', 'G', 'T', 'P'];

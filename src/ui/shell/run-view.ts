@@ -11,7 +11,9 @@ import type { SettingsChangeDetail } from './settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from './state.ts';
 import '../classroom/tp-classroom.ts';
 import '../cluster/tp-cluster-panel.ts';
+import '../cluster/tp-machine-picture.ts';
 import '../cluster/tp-advisor-panel.ts';
+import '../cluster/tp-ablation-panel.ts';
 import './tp-exports.ts';
 import '../gemm/tp-gemm-view.ts';
 import './tp-oracle-badge.ts';
@@ -134,8 +136,14 @@ export function renderRun(
         .tpOverlapChunks=${s.tpOverlapChunks}
       ></tp-cluster-panel>
     </section>
+    <section class="card ${stale ? 'stale' : ''}">
+      <tp-machine-picture .settings=${s} @settings-change=${onChange}></tp-machine-picture>
+    </section>
     <section class="card">
       <tp-advisor-panel .settings=${s} @settings-change=${onChange}></tp-advisor-panel>
+    </section>
+    <section class="card">
+      <tp-ablation-panel .settings=${s}></tp-ablation-panel>
     </section>
     <div class="panels ${stale ? 'stale' : ''}">
       <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>

@@ -15,6 +15,7 @@ import { parseDtype, type TrainDtype } from '../../hardware/dtype.ts';
 import { parseGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { defaultSystem, parseSystem } from '../../hardware/systems.ts';
 import { clusterModelChoices, type ClusterModelChoice } from './cluster-model-choice.ts';
+import { checkPlacementText } from '../../projection/placement.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -63,6 +64,8 @@ export interface Settings extends ModelSizes {
   readonly gbatch: GlobalBatchSetting;
   /** The model of the cluster panel and the advisor: a scenario a cluster would train, or this page's layer. */
   readonly cmodel: ClusterModelChoice;
+  /** Where the ranks sit on the machine's topology (placement.ts): a named placement or custom:<GPU list>. */
+  readonly placement: string;
 }
 
 /** A hash key that could not be used, and what the page did instead. */
@@ -273,6 +276,16 @@ export const settingsTable: SettingsTable = {
     reruns: false,
     control: 'machine',
   }),
+  // Switched by the machine picture's own buttons (<tp-machine-picture>).
+  placement: {
+    key: 'placement',
+    parse: checkPlacementText,
+    format: String,
+    fallback: 'megatron',
+    inHash: 'unless-default',
+    reruns: false,
+    control: 'none',
+  },
 };
 
 /** The fields of Settings in hash order. */
