@@ -7,7 +7,13 @@ import { parseArgs } from 'node:util';
 import type { SweepReport } from '../src/session/sweep.ts';
 import { parseInterconnect } from '../src/hardware/interconnect.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
-import { configFromSettings, parseDegrees, sizeFields, type RawSettings } from '../src/parallel/config-parse.ts';
+import {
+  configFromSettings,
+  parseDegrees,
+  parseWhole,
+  sizeFields,
+  type RawSettings,
+} from '../src/parallel/config-parse.ts';
 import { validateConfig } from '../src/parallel/validate.ts';
 import { budgetRun, memoryBudget } from '../src/accounting/budget.ts';
 import { printSweep } from './sweep-print.ts';
@@ -18,7 +24,8 @@ const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|g
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
        [--net pcie-gen3|nvlink-a100|nvswitch-h100|custom:<alpha µs>:<GB/s>] [--json] [--trace FILE]
        [--dump FILE]   (weights, inputs, output, loss, gradients as .safetensors; FILE.tp<t>.safetensors for several t)
-       [--skip-sp-norm-grad-allreduce]   (demonstration: with --sp the oracle then flags dg1, dg2)`;
+       [--skip-sp-norm-grad-allreduce]   (demonstration: with --sp the oracle then flags dg1, dg2)
+       [--tp-overlap C]   (chunked TP overlap: the MLP pair's collectives in C ≥ 2 chunks under the GEMM chunks; 1 = off)`;
 
 /** FILE itself for one degree; else FILE with .tp<t>[-sp] before its extension. */
 function dumpFile(file: string, c: LayerConfig, degrees: number): string {
@@ -43,6 +50,7 @@ const options = {
   trace: { type: 'string' },
   dump: { type: 'string' },
   'skip-sp-norm-grad-allreduce': { type: 'boolean', default: false },
+  'tp-overlap': { type: 'string', default: '1' },
   help: { type: 'boolean', default: false },
 } as const;
 
@@ -63,7 +71,9 @@ for (const f of sizeFields) if (values[f] !== undefined) raw[f] = values[f];
 let configs: LayerConfig[] = [];
 try {
   parseInterconnect(values.net);
+  const tpOverlapChunks = parseWhole('--tp-overlap', values['tp-overlap'], 1);
   configs = parseDegrees(values.tp).map((tp) => ({
+    tpOverlapChunks,
     ...configFromSettings(raw, tp),
     sp: values.sp,
     skipSpNormGradAllReduce: values['skip-sp-norm-grad-allreduce'],

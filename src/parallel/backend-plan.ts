@@ -20,7 +20,7 @@ import type {
 } from './plan-types.ts';
 
 /** What the plan backend fills in for every compute op; the rest comes with the op's body. */
-type Common = 'index' | 'phase' | 'name' | 'role' | 'split' | 'weight' | 'megatron' | 'overlap';
+type Common = 'index' | 'phase' | 'name' | 'role' | 'split' | 'weight' | 'megatron' | 'overlap' | 'chunk' | 'after';
 
 /** A tensor as the planner sees it: a name and a shape, no data. */
 export interface ShapeTensor {
@@ -48,8 +48,22 @@ export class PlanBackend implements Backend<ShapeTensor> {
   /** The strided problem of every GEMM recorded, in order (what the GEMM tuner times). */
   readonly gemmProblems: GemmProblem[] = [];
   pending: NamedCollective | undefined;
+  /** The op that last wrote each tensor, and the collective that made each collective result (chunk dependencies). */
+  private readonly writer = new Map<ShapeTensor, number>();
+  private readonly madeBy = new Map<ShapeTensor, number>();
 
-  private push(spec: OpSpec, body: Omit<PlannedGemmOp, Common> | Omit<PlannedKernelOp, Common>): void {
+  /** The chunked collectives whose results a chunked compute op reads; notes what it writes. */
+  private chunkDeps(spec: OpSpec, reads: readonly ShapeTensor[], writes: ShapeTensor): readonly number[] | undefined {
+    this.writer.set(writes, this.ops.length);
+    if (spec.chunk === undefined) return undefined;
+    return [...new Set(reads.map((t) => this.madeBy.get(t)).filter((i): i is number => i !== undefined))];
+  }
+
+  private push(
+    spec: OpSpec,
+    body: Omit<PlannedGemmOp, Common> | Omit<PlannedKernelOp, Common>,
+    after?: readonly number[],
+  ): void {
     const role =
       body.kind === 'kernel' && kernelSpecs[body.kernel].role === 'wgrad'
         ? 'wgrad'
@@ -64,25 +78,34 @@ export class PlanBackend implements Backend<ShapeTensor> {
       ...(spec.weight !== undefined && { weight: spec.weight }),
       megatron: spec.megatron ?? module,
       overlap: { async: false, underAsync: spec.underAsync ?? role === 'wgrad' },
+      ...(spec.chunk !== undefined && { chunk: spec.chunk }),
+      ...(after !== undefined && { after }),
     };
     this.ops.push(body.kind === 'gemm' ? { ...common, ...body } : { ...common, ...body });
   }
 
   /** Records kernel `kernel` reading `ins` and writing `out`; FLOPs by its descriptor's cost. */
-  private record(kernel: KernelName, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor): void {
+  private record(kernel: KernelName, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor, written = out): void {
     const { perElement, over } = kernelSpecs[kernel].cost;
-    this.push(spec, {
-      kind: 'kernel',
-      kernel,
-      inShapes: ins.map((t) => t.shape),
-      outShape: out.shape,
-      flops: perElement * numel((over === undefined ? out : ins[over]).shape),
-    });
+    const after = this.chunkDeps(spec, ins, written);
+    this.push(
+      spec,
+      {
+        kind: 'kernel',
+        kernel,
+        inShapes: ins.map((t) => t.shape),
+        outShape: out.shape,
+        flops: perElement * numel((over === undefined ? out : ins[over]).shape),
+      },
+      after,
+    );
   }
 
-  /** Records a collective issued by the layer's named communicator. */
-  recordCollective(collective: PlannedCollective): void {
+  /** Records a collective issued by the layer's named communicator, moving `input` into `result`. */
+  recordCollective(collective: PlannedCollective, input: ShapeTensor, result: ShapeTensor): void {
     const named = this.pending;
+    const writtenBy = this.writer.get(input);
+    this.madeBy.set(result, this.ops.length);
     this.pending = undefined;
     if (!named) throw new Error(`PlanBackend: a ${collective.op} was issued outside the layer's named communicator.`);
     this.ops.push({
@@ -95,6 +118,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
       ...(named.weight !== undefined && { weight: named.weight }),
       megatron: named.mapping,
       overlap: { async: named.async, underAsync: false },
+      ...(named.chunk !== undefined && { chunk: named.chunk, after: writtenBy === undefined ? [] : [writtenBy] }),
       inShapes: [collective.inShape],
       outShape: collective.outShape,
       flops: 0,
@@ -129,13 +153,18 @@ export class PlanBackend implements Backend<ShapeTensor> {
     if (!op.gemm)
       throw new Error(`PlanBackend: the GEMM ${op.label} does not say which product it computes (OpSpec.gemm).`);
     this.gemmProblems.push(p);
-    this.push(op, {
-      kind: 'gemm',
-      inShapes: [a.shape, b.shape],
-      outShape: c.shape,
-      flops: gemmFlops(p),
-      gemm: { site: op.gemm, M: p.M, N: p.N, K: p.K, batch: p.batch, flops: gemmFlops(p) },
-    });
+    const after = this.chunkDeps(op, [a, b], c);
+    this.push(
+      op,
+      {
+        kind: 'gemm',
+        inShapes: [a.shape, b.shape],
+        outShape: c.shape,
+        flops: gemmFlops(p),
+        gemm: { site: op.gemm, M: p.M, N: p.N, K: p.K, batch: p.batch, flops: gemmFlops(p) },
+      },
+      after,
+    );
   }
   rmsnorm(op: OpSpec, x: ShapeTensor, g: ShapeTensor, y: ShapeTensor): void {
     this.record('rmsnorm', op, [x, g], y);
@@ -168,7 +197,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
     this.kernel(op, addKernel, [a, b, out], {});
   }
   copyCols(op: OpSpec, src: ShapeTensor, dst: ShapeTensor, rows: number, n: number): void {
-    this.record('copyCols', op, [src], { name: dst.name, shape: [rows, n] });
+    this.record('copyCols', op, [src], { name: dst.name, shape: [rows, n] }, dst);
   }
   addInPlace(op: OpSpec, acc: ShapeTensor, b: ShapeTensor): void {
     this.kernel(op, addInPlaceKernel, [acc, b], {});
@@ -218,17 +247,22 @@ export class ShapeCollectives implements Collectives<ShapeTensor> {
     extra: { dim?: number; reduce?: ReduceOp },
   ): ShapeTensor {
     const bytes = 4 * (op === 'allGather' ? numel(out) : numel(x.shape));
-    this.plan.recordCollective({
-      op,
-      ...extra,
-      inShape: x.shape,
-      outShape: out,
-      groupSize: this.size,
-      payloadBytes: bytes,
-      ringBytesSent: ringBytesSent(op, bytes, this.size),
-      mapping: '',
-    });
-    return { name: `${x.name}.${op}`, shape: out };
+    const result = { name: `${x.name}.${op}`, shape: out };
+    this.plan.recordCollective(
+      {
+        op,
+        ...extra,
+        inShape: x.shape,
+        outShape: out,
+        groupSize: this.size,
+        payloadBytes: bytes,
+        ringBytesSent: ringBytesSent(op, bytes, this.size),
+        mapping: '',
+      },
+      x,
+      result,
+    );
+    return result;
   }
 
   /** x's shape with dim split t ways (`split`) or concatenated from t (`concat`). */

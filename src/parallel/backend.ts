@@ -2,6 +2,7 @@ import type { ColumnBlock } from '../reference/copy-cols.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
 import type { GridKernelSpec } from '../reference/kernel-spec.ts';
 import type { GemmSite, KernelName, OpPhase, OpRole, OpSplit } from './plan-types.ts';
+import type { TpChunk } from './tp-overlap.ts';
 import type { WeightName } from './weight-names.ts';
 
 /**
@@ -26,6 +27,8 @@ export interface OpSpec {
    * under the re-gather of its input (issued before them, waited after them).
    */
   readonly underAsync?: boolean;
+  /** Chunked TP overlap only: which chunk of the chunked collective or GEMM this op is (tp-overlap.ts). */
+  readonly chunk?: TpChunk;
 }
 
 /** An OpSpec from its label, split and any other fields. */

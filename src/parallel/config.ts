@@ -26,6 +26,12 @@ export interface LayerConfig {
    * gradients over the TP group under sequence parallel. Correct runs leave it false.
    */
   readonly skipSpNormGradAllReduce: boolean;
+  /**
+   * Chunked TP communication overlap (src/parallel/tp-overlap.ts): the MLP's column/row pair cuts
+   * its all-gather, reduce-scatter (or, without SP, all-reduce) into this many chunks pipelined
+   * with the GEMM chunks. Absent or 1: off.
+   */
+  readonly tpOverlapChunks?: number;
 }
 
 /** The sizes a preset fixes; tp, sp and the switches come from the user. */

@@ -2,6 +2,7 @@ import type { Collectives, ReduceOp } from '../comm/collectives.ts';
 import { opSpec, type OpSpec } from './backend.ts';
 import type { MappingPair } from './mappings.ts';
 import type { OpPhase, OpRole, OpSplit } from './plan-types.ts';
+import type { TpChunk } from './tp-overlap.ts';
 import type { WeightName } from './weight-names.ts';
 
 /** A collective as the layer issued it: its label in the trace and plan, why, and what it is. */
@@ -17,6 +18,8 @@ export interface NamedCollective {
   readonly weight?: WeightName;
   /** Issued asynchronously and waited on after the weight gradients (Megatron's async dgrad all-reduce). */
   readonly async: boolean;
+  /** Under chunked TP overlap: which chunk of the cut collective it moves (tp-overlap.ts). */
+  readonly chunk?: TpChunk;
 }
 
 /**
@@ -35,7 +38,15 @@ export class LayerComm<T> {
     private readonly onCall?: (c: NamedCollective) => void | Promise<void>,
     /** Called with every new tensor a collective returns (so the caller can free it later). */
     private readonly adopt?: (t: T) => void,
+    /**
+     * Starts the compute queued so far without waiting for it (the GPU's queue submit), so that it
+     * runs under a chunked collective in flight (tp-overlap.ts); absent where compute runs at once.
+     */
+    readonly launch: () => void = () => {},
   ) {}
+
+  /** The layer's communication stream: collectives issued through it start in issue order, each once the previous has finished. */
+  readonly stream = new CommStream();
 
   private async issued(x: T, result: Promise<T>): Promise<T> {
     const y = await result;
@@ -54,6 +65,7 @@ export class LayerComm<T> {
       role: op.role ?? (this.phase === 'forward' ? 'forward' : 'dgrad'),
       ...(op.weight !== undefined && { weight: op.weight }),
       async: op.async ?? false,
+      ...(op.chunk !== undefined && { chunk: op.chunk }),
     };
     this.log.push(c);
     return this.onCall?.(c);
@@ -114,4 +126,23 @@ export function regather<T>(
       return pending;
     },
   };
+}
+
+/**
+ * A communication stream: collectives issued on it run one after another in issue order (every
+ * rank issues the same sequence), the first at once when the stream is idle, so the caller can
+ * issue chunk after chunk and go on queueing compute while they move.
+ */
+export class CommStream {
+  private tail: Promise<unknown> = Promise.resolve();
+  private inFlight = 0;
+
+  /** Runs `start` once every collective issued before it has finished; resolves with its result. */
+  issue<R>(start: () => Promise<R>): Promise<R> {
+    const p = this.inFlight === 0 ? start() : this.tail.then(start);
+    this.inFlight++;
+    const done = p.finally(() => this.inFlight--);
+    this.tail = done.catch(() => {});
+    return p;
+  }
 }

@@ -5,6 +5,8 @@ import { localDims } from './dims.ts';
 import { regather, type LayerComm } from './layer-comm.ts';
 import { tensorParallelRegion } from './mappings.ts';
 import { mlpBlockBackward, mlpBlockForward, type MlpBlockLabels } from './mlp-block.ts';
+import { mlpBlockBackwardChunked, mlpBlockForwardChunked } from './mlp-block-chunked.ts';
+import { tpOverlapChunks } from './tp-overlap.ts';
 import type { RankOwnership } from './plan-types.ts';
 import { gatheredQkv, gathersQkv } from './qkv-layout.ts';
 import { outputLayer, outputLayerBackward, vocabParallelLoss } from './vocab.ts';
@@ -154,7 +156,11 @@ export async function layerStep<T>(
   const ln2 = be.tensor('ln2', [sl, b, h]);
   const rstd2 = be.tensor('ln2.rstd', [sl, b]);
   be.rmsnorm(opSpec('ln2', tokens, { weight: 'g2' }), x2, g2, ln2, rstd2, c.eps);
-  const mlp = await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
+  const chunks = c.tp > 1 ? tpOverlapChunks(c) : 1;
+  const mlp =
+    chunks > 1
+      ? await mlpBlockForwardChunked(be, lc, D, sp, chunks, ln2, { wfc1, wdown }, mlpLabels)
+      : await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
   const y = be.tensor('y', [sl, b, h]);
   be.add(opSpec('residual.mlp', tokens), x2, mlp.out, y);
 
@@ -196,7 +202,11 @@ export async function layerStep<T>(
 
   // ---- backward: MLP block (y = x2 + g(mlp)) ----
   const dw = { wfc1: grad('wfc1', be.shapeOf(wfc1)), wdown: grad('wdown', be.shapeOf(wdown)) };
-  const { dx: dln2 } = await mlpBlockBackward(be, lc, D, sp, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels);
+  // Without SP the chunks cut only the forward all-reduce: the backward's dgrad all-reduce already runs under the wgrad.
+  const { dx: dln2 } =
+    chunks > 1 && sp
+      ? await mlpBlockBackwardChunked(be, lc, D, chunks, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels)
+      : await mlpBlockBackward(be, lc, D, sp, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels);
   const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
   be.rmsnormBackward(opSpec('ln2.backward', tokens, { weight: 'g2' }), x2, g2, rstd2, dln2, dx2);
   be.addInPlace(opSpec('residual.mlp.backward', tokens), dx2, dy);

@@ -1,6 +1,7 @@
 import type { GemmProblem } from '../reference/gemm.ts';
 import type { Backend, OpSpec } from './backend.ts';
 import type { GemmProduct, GemmSite } from './plan-types.ts';
+import { allRows, chunkLabel, type RowBlocks, type TpChunk } from './tp-overlap.ts';
 import type { WeightName } from './weight-names.ts';
 
 /**
@@ -25,10 +26,11 @@ const computes: Record<'forward' | 'dgrad' | 'wgrad', GemmSite['computes']> = {
   wgrad: 'dB',
 };
 
-/** The OpSpec of one of a linear's three GEMMs. */
-function gemmOp(l: LinearSpec, role: 'forward' | 'dgrad' | 'wgrad'): OpSpec {
+/** The OpSpec of one of a linear's three GEMMs (of chunk `chunk` under chunked TP overlap, labelled "mlp.up[2/4]"). */
+function gemmOp(l: LinearSpec, role: 'forward' | 'dgrad' | 'wgrad', chunk?: TpChunk): OpSpec {
   return {
-    label: role === 'forward' ? l.label : `${l.label}.${role}`,
+    label: chunkLabel(role === 'forward' ? l.label : `${l.label}.${role}`, chunk),
+    ...(chunk && { chunk }),
     split: l.split,
     weight: l.weight,
     gemm: { product: l.product, computes: computes[role] },
@@ -65,9 +67,44 @@ export function linearForward<T>(
   k: number,
   cols: WeightCols,
 ): void {
+  linearForwardRows(be, l, x, allRows(m), w, y, allRows(m), k, cols);
+}
+
+/**
+ * Forward on row blocks (a chunk under chunked TP overlap): Y[yRows, n] = X[xRows, k]·W[:, c0:c0+n],
+ * block i of xRows into block i of yRows (one strided GEMM, batch = blocks; rows are independent,
+ * so each output element sums the same k products in the same order as the whole GEMM).
+ */
+export function linearForwardRows<T>(
+  be: Backend<T>,
+  l: LinearSpec,
+  x: T,
+  xRows: RowBlocks,
+  w: T,
+  y: T,
+  yRows: RowBlocks,
+  k: number,
+  cols: WeightCols,
+  chunk?: TpChunk,
+): void {
   be.gemm(
-    gemmOp(l, 'forward'),
-    problem({ M: m, N: cols.n, K: k, sAm: k, sAk: 1, offB: cols.c0, sBk: cols.w, sBn: 1, sCm: cols.n }),
+    gemmOp(l, 'forward', chunk),
+    problem({
+      M: xRows.rows,
+      N: cols.n,
+      K: k,
+      batch: xRows.blocks,
+      offA: xRows.at * k,
+      bsA: xRows.stride * k,
+      sAm: k,
+      sAk: 1,
+      offB: cols.c0,
+      sBk: cols.w,
+      sBn: 1,
+      offC: yRows.at * cols.n,
+      bsC: yRows.stride * cols.n,
+      sCm: cols.n,
+    }),
     x,
     w,
     y,
@@ -87,16 +124,53 @@ export function linearDgrad<T>(
   accumulate = false,
   underRegather = false,
 ): void {
+  linearDgradRows(be, l, dy, allRows(m), w, dx, allRows(m), k, cols, accumulate, underRegather);
+}
+
+/** dgrad on row blocks (a chunk): dX[dxRows, k] (+)= dY[dyRows, n]·W[:, c0:c0+n]ᵀ, block by block. */
+export function linearDgradRows<T>(
+  be: Backend<T>,
+  l: LinearSpec,
+  dy: T,
+  dyRows: RowBlocks,
+  w: T,
+  dx: T,
+  dxRows: RowBlocks,
+  k: number,
+  cols: WeightCols,
+  accumulate = false,
+  underRegather = false,
+  chunk?: TpChunk,
+): void {
   be.gemm(
-    { ...gemmOp(l, 'dgrad'), ...(underRegather && { underAsync: true }) },
-    problem({ M: m, N: k, K: cols.n, sAm: cols.n, sAk: 1, offB: cols.c0, sBk: 1, sBn: cols.w, sCm: k, accumulate }),
+    { ...gemmOp(l, 'dgrad', chunk), ...(underRegather && { underAsync: true }) },
+    problem({
+      M: dyRows.rows,
+      N: k,
+      K: cols.n,
+      batch: dyRows.blocks,
+      offA: dyRows.at * cols.n,
+      bsA: dyRows.stride * cols.n,
+      sAm: cols.n,
+      sAk: 1,
+      offB: cols.c0,
+      sBk: 1,
+      sBn: cols.w,
+      offC: dxRows.at * k,
+      bsC: dxRows.stride * k,
+      sCm: k,
+      accumulate,
+    }),
     dy,
     w,
     dx,
   );
 }
 
-/** wgrad: dW[:, c0:c0+n] = X[m, k]ᵀ·dY[m, n] (each weight column has one owner: nothing accumulates). */
+/**
+ * wgrad: dW[:, c0:c0+n] = X[m, k]ᵀ·dY[m, n] (each weight column has one owner: nothing accumulates
+ * across ranks). `accumulate` adds into dW: chunked TP overlap sums the wgrad chunk by chunk.
+ */
 export function linearWgrad<T>(
   be: Backend<T>,
   l: LinearSpec,
@@ -106,9 +180,11 @@ export function linearWgrad<T>(
   m: number,
   k: number,
   cols: WeightCols,
+  accumulate = false,
+  chunk?: TpChunk,
 ): void {
   be.gemm(
-    gemmOp(l, 'wgrad'),
+    gemmOp(l, 'wgrad', chunk),
     problem({
       M: k,
       N: cols.n,
@@ -119,6 +195,7 @@ export function linearWgrad<T>(
       sBn: 1,
       offC: cols.c0,
       sCm: cols.w,
+      accumulate,
     }),
     x,
     dy,

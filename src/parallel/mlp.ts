@@ -31,8 +31,10 @@ export interface MlpSaved<T> {
   readonly act: T;
 }
 
-const gateCols = (D: LocalDims): WeightCols => ({ w: 2 * D.f, c0: 0, n: D.f });
-const upCols = (D: LocalDims): WeightCols => ({ w: 2 * D.f, c0: D.f, n: D.f });
+/** Columns of linear_fc1 [h, 2f] that gate and up use. */
+export const gateCols = (D: LocalDims): WeightCols => ({ w: 2 * D.f, c0: 0, n: D.f });
+/** See gateCols. */
+export const upCols = (D: LocalDims): WeightCols => ({ w: 2 * D.f, c0: D.f, n: D.f });
 
 /** Forward: x [s, b, h] (full sequence) → partial [s, b, h]. */
 export function mlpForward<T>(be: Backend<T>, D: LocalDims, x: T, wfc1: T, wdown: T): { out: T; saved: MlpSaved<T> } {

@@ -25,7 +25,7 @@ export interface OracleReport {
  * vocabulary padded as TP=t pads it (the padding rows are part of the model).
  */
 export function referenceConfig(c: LayerConfig): LayerConfig {
-  return { ...c, tp: 1, sp: false, vocab: paddedVocab(c), skipSpNormGradAllReduce: false };
+  return { ...c, tp: 1, sp: false, vocab: paddedVocab(c), skipSpNormGradAllReduce: false, tpOverlapChunks: 1 };
 }
 
 /**

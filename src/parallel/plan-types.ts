@@ -1,6 +1,7 @@
 import type { CollectiveOp, ReduceOp } from '../comm/collectives.ts';
 import { kernelSpecs, type KernelName } from '../reference/kernel-registry.ts';
 import type { LayerConfig } from './config.ts';
+import type { TpChunk } from './tp-overlap.ts';
 import type { WeightName } from './weight-names.ts';
 
 /**
@@ -122,6 +123,14 @@ interface PlannedOpBase {
   /** The Megatron module or mapping it implements ("ColumnParallelLinear", "reduceFromTensorParallelRegion (g) — …"). */
   readonly megatron: string;
   readonly overlap: OpOverlap;
+  /** Under chunked TP overlap: which chunk of its collective or GEMM the op is (tp-overlap.ts); absent otherwise. */
+  readonly chunk?: TpChunk;
+  /**
+   * Chunked ops only, what they wait for besides their stream's order (op indices): a chunked
+   * collective, the op that wrote its input (it starts then, not after the compute ops listed
+   * before it); a chunked compute op, the chunked collectives whose results it reads.
+   */
+  readonly after?: readonly number[];
   readonly inShapes: readonly (readonly number[])[];
   readonly outShape: readonly number[];
   readonly flops: number;

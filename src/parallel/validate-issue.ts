@@ -20,7 +20,8 @@ export type ValidationRule =
   | 'seq-divisible-by-tp'
   | 'qkv-gather'
   | 'vocab-padding'
-  | 'sp-without-tp';
+  | 'sp-without-tp'
+  | 'tp-overlap-chunks';
 
 /**
  * One finding. `field` is the control to show it next to (the size the rule names first);

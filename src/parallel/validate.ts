@@ -1,5 +1,6 @@
 import type { LayerConfig, ModelSizes } from './config.ts';
 import { paddedVocab } from './ownership.ts';
+import { tpOverlapNote, tpOverlapProblem } from './tp-overlap.ts';
 import { attentionFits, checkAttentionDegree } from './validate-attention.ts';
 import {
   degreesWhere,
@@ -257,6 +258,15 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
   }
 }
 
+/** Chunked TP overlap (tp-overlap.ts): the chunk count must divide the tokens it cuts. */
+function checkTpOverlap(c: LayerConfig, errors: ValidationIssue[], notes: ValidationIssue[]): void {
+  const fields: ConfigField[] = ['tpOverlapChunks', 'tp', 's', 'sp'];
+  const problem = tpOverlapProblem(c);
+  if (problem) errors.push({ rule: 'tp-overlap-chunks', field: 'tpOverlapChunks', fields, message: problem });
+  const note = tpOverlapNote(c);
+  if (note) notes.push({ rule: 'tp-overlap-chunks', field: 'tpOverlapChunks', fields, message: note });
+}
+
 /** Checks every rule before any work; errors state the rule, the offending values and the legal ones. */
 export function validateConfig(c: LayerConfig): ValidationResult {
   const errors: ValidationIssue[] = [];
@@ -264,6 +274,7 @@ export function validateConfig(c: LayerConfig): ValidationResult {
   const bad = checkIntegers(c, errors);
   checkShape(c, bad, errors);
   checkDegree(c, bad, errors, notes);
+  if (!bad.has('tp') && !bad.has('s')) checkTpOverlap(c, errors, notes);
   return { ok: errors.length === 0, errors, notes };
 }
 

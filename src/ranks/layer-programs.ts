@@ -81,15 +81,18 @@ async function gpuStep(
         () => stagingPool(ctx.device).heldBytesNow,
       )
     : undefined;
-  // Finish the kernels queued so far before each collective, so its read-back phase times the copy alone.
+  // Finish the kernels queued so far before each collective, so its read-back phase times the copy
+  // alone; a chunk of a chunked collective only submits them (the queue orders its read-back after
+  // them), so the GEMM chunks queued since run under it (tp-overlap.ts).
   const lc = new LayerComm(
     rec ? rec.comm(comm) : comm,
     (t: GpuTensor) => t.shape,
     (named) => {
       rec?.collective(named);
-      return k.flush();
+      return named.chunk ? k.submit() : k.flush();
     },
     (t) => be.adopt(t),
+    () => k.submit(),
   );
   try {
     const w = uploadWeights(weightShards(c, rank), (n, shape, data) => be.tensor(n, shape, data));

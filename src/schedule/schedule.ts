@@ -208,6 +208,12 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
     beforeWgrad: null,
   }));
   const drafts: Draft[][] = Array.from({ length: t }, () => []);
+  // Each op's end per rank (chunked ops wait for named ops, not only for their stream's order).
+  const ends: Map<number, number>[] = Array.from({ length: t }, () => new Map());
+  const endOf = (r: number, i: number): { t: number; by: EventRef } => ({
+    t: ends[r]!.get(i) ?? 0,
+    by: { rank: r, opIndex: i },
+  });
   for (const op of plan.ops) {
     const ref = (rank: number): EventRef => ({ rank, opIndex: op.index });
     if (!runsUnderAsync(op)) {
@@ -223,17 +229,28 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
         // re-gather produce what the next collective (the dgrad reduce) moves.
         c.beforeWgrad =
           runsUnderAsync(op) && op.role === 'wgrad' ? (c.beforeWgrad ?? { t: c.ready, by: c.readyBy }) : null;
-        const t0 = c.ready;
+        // A chunked compute op also waits for the chunked collectives whose results it reads.
+        const start = (op.after ?? []).reduce((a, i) => later(a, endOf(r, i)), { t: c.ready, by: c.readyBy });
+        const t0 = start.t;
         const t1 = t0 + (durations.computeMs[r]?.[op.index] ?? 0);
-        drafts[r]!.push({ ...base(op, r, t0, t1, []), waitMs: 0, overlapped: false, after: c.readyBy });
+        drafts[r]!.push({ ...base(op, r, t0, t1, []), waitMs: 0, overlapped: false, after: start.by });
+        ends[r]!.set(op.index, t1);
         c.ready = t1;
         c.readyBy = ref(r);
       });
       continue;
     }
     const overlapped = opts.overlap && isAsyncCollective(op);
-    const arrivals = cur.map((c) =>
-      later((overlapped && c.beforeWgrad) || { t: c.ready, by: c.readyBy }, { t: c.commFree, by: c.commBy }),
+    // A chunk of a chunked collective (tp-overlap.ts) arrives once the op that wrote its input has
+    // ended and the comm stream is free, and does not hold the compute stream: the GEMM chunks
+    // queued after it run under it, and only the ops that read its result wait for it.
+    const chunked = op.chunk !== undefined;
+    const producer = chunked && op.after?.length ? op.after[0] : undefined;
+    const arrivals = cur.map((c, r) =>
+      later(
+        producer !== undefined ? endOf(r, producer) : (overlapped && c.beforeWgrad) || { t: c.ready, by: c.readyBy },
+        { t: c.commFree, by: c.commBy },
+      ),
     );
     const last = lastEntrant(arrivals.map((a) => a.t));
     const start = arrivals[last]!.t;
@@ -253,6 +270,8 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
       });
       c.commFree = end;
       c.commBy = ref(r);
+      ends[r]!.set(op.index, end);
+      if (chunked) return;
       c.beforeWgrad = null;
       if (overlapped) c.pending = { end, by: ref(r) };
       else {

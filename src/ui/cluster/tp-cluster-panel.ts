@@ -69,6 +69,11 @@ export class TpClusterPanel extends LitElement {
   @property() attn: AttentionBackend = defaultKernelOptions.attentionBackend;
   @property() fp8: Fp8Format = defaultKernelOptions.fp8;
   @property() graphs: CudaGraphImpl = defaultKernelOptions.cudaGraphImpl;
+  /**
+   * The page's chunked TP overlap (1 = off): when on, the SP rows are priced with Megatron's
+   * --tp-comm-overlap (kernel-options.ts tpCommOverlap); the rows without SP cannot have it.
+   */
+  @property({ type: Number }) tpOverlapChunks = 1;
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
   /** The projected rows (with their steps), for the pipeline schedule. */
@@ -97,6 +102,7 @@ export class TpClusterPanel extends LitElement {
       'attn',
       'fp8',
       'graphs',
+      'tpOverlapChunks',
     ] as const;
     if (inputs.some((k) => changed.has(k))) void this.project();
   }
@@ -136,10 +142,11 @@ export class TpClusterPanel extends LitElement {
         flashAttention: usesFlashAttention(kernels),
       };
       const plain = await fixedBudget(setup, degrees, machine);
+      // --tp-comm-overlap needs SP and t > 1 (Megatron asserts it): only the SP rows, all at t > 1, get it.
       const sp = await fixedBudget(
         { ...setup, sp: true },
         degrees.filter((t) => t > 1),
-        machine,
+        { ...machine, kernels: { ...kernels, tpCommOverlap: this.tpOverlapChunks > 1 } },
       );
       if (mine !== this.generation) return;
       this.spec = system;
@@ -229,7 +236,9 @@ export class TpClusterPanel extends LitElement {
       <td data-tokens=${l.tokensPerS}>${Math.round(l.tokensPerS).toLocaleString('en-US')}</td>
       <td>${l.tflopsPerGpu.toPrecision(3)}</td>
       <td>${pct(l.mfu)}</td>
-      <td>${formatMs(l.exposedMs)} (${pct(l.exposedShare)})</td>
+      <td data-exposed-ms=${l.exposedMs} data-exposed-tp-ms=${l.exposedByGroup.tp}>
+        ${formatMs(l.exposedMs)} (${pct(l.exposedShare)})
+      </td>
       <td class=${l.oom ? 'oom' : ''}>
         ${formatBytes(l.memoryGiB * 2 ** 30)}${l.oom ? ` — OOM (> ${l.capacityGiB} GiB)` : ''}
       </td>
@@ -296,6 +305,15 @@ export class TpClusterPanel extends LitElement {
         below and npm run project model the overlaps). A projection from datasheet figures and the alpha-beta
         link model, not a measurement; the WebGPU run on this page is fp32 on this browser's adapter.
       </p>
+      ${
+        this.tpOverlapChunks > 1
+          ? html`<p class="note" data-cluster-tp-overlap>
+              tpoverlap=chunks:${this.tpOverlapChunks}: the SP rows are priced with Megatron's --tp-comm-overlap
+              (all-gathers and reduce-scatters in chunks under their GEMMs, the SMs they take slowing the GEMMs); the
+              rows without SP cannot have it, as Megatron asserts --sequence-parallel with it.
+            </p>`
+          : nothing
+      }
       <table data-cluster-table>
         <thead>
           <tr>

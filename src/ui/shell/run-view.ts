@@ -1,4 +1,5 @@
 // The page's run on screen (templates of <tp-app>): banners, totals with the oracle, the chosen view, the cluster panel, shapes and exports.
+import { tpOverlapChunks } from '../../parallel/tp-overlap.ts';
 import { html, nothing, type TemplateResult } from 'lit';
 import { enableWebGpuHint } from '../../kernels/adapter.ts';
 import { chooseTransport } from '../../ranks/transport.ts';
@@ -109,6 +110,10 @@ export function renderRun(
           rank:
           <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
           >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}${
+            r.config.tp > 1 && tpOverlapChunks(r.config) > 1
+              ? `; the MLP's collectives in ${tpOverlapChunks(r.config)} chunks, each under the GEMM chunks (tpoverlap)`
+              : ''
+          }${
             straggler === null
               ? nothing
               : html` · straggler: <strong data-straggler=${straggler}>rank ${straggler}</strong> (the others wait
@@ -153,6 +158,7 @@ export function renderRun(
         attn=${s.attn}
         fp8=${s.fp8}
         graphs=${s.graphs}
+        .tpOverlapChunks=${s.tpOverlapChunks}
       ></tp-cluster-panel>
     </section>
     <section class="card ${stale ? 'stale' : ''}">

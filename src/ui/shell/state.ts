@@ -8,6 +8,7 @@ import {
   type PresetName,
 } from '../../parallel/config.ts';
 import { parsePreset, parseSwitch, parseWhole } from '../../parallel/config-parse.ts';
+import { chunksOf, formatTpOverlap, parseTpOverlap, tpOverlapOf } from '../../parallel/tp-overlap.ts';
 import { parseInterconnect, type Interconnect } from '../../hardware/interconnect.ts';
 import { quoted } from '../../core/quote.ts';
 import { parseDtype, type TrainDtype } from '../../hardware/dtype.ts';
@@ -56,6 +57,8 @@ export interface Settings extends ModelSizes {
   readonly skipSpNormGradAllReduce: boolean;
   readonly net: string;
   readonly overlap: boolean;
+  /** Chunked TP communication overlap on the ranks (src/parallel/tp-overlap.ts): 1 = off, else the chunk count; `#tpoverlap=off|chunks:c`. */
+  readonly tpOverlapChunks: number;
   readonly pass: PassView;
   readonly view: MainView;
   /** The classroom's step, 1-based (`#view=classroom&step=5` opens step 5); clamped to the steps there are. */
@@ -254,6 +257,15 @@ export const settingsTable: SettingsTable = {
     control: 'controls',
   },
   overlap: onOff('overlap', true, { inHash: 'always', reruns: true, control: 'controls' }),
+  tpOverlapChunks: {
+    key: 'tpoverlap',
+    parse: (t) => chunksOf(parseTpOverlap(t)),
+    format: (c) => formatTpOverlap(tpOverlapOf(c)),
+    fallback: 1,
+    inHash: 'unless-default',
+    reruns: true,
+    control: 'controls',
+  },
   pass: choice('pass', passViews, 'both', { inHash: 'always', reruns: false, control: 'controls' }),
   view: choice('view', mainViews, 'timeline', { inHash: 'always', reruns: false, control: 'views' }),
   step: whole('step', 1, { inHash: 'unless-default', reruns: false, control: 'none' }),
@@ -435,5 +447,6 @@ export function configOf(s: Settings): LayerConfig {
     sp: s.sp,
     seed: configDefaults.seed,
     skipSpNormGradAllReduce: s.skipSpNormGradAllReduce,
+    tpOverlapChunks: s.tpOverlapChunks,
   });
 }

@@ -288,6 +288,21 @@ export class TpControls extends LitElement {
         overlap the dgrad all-reduce with wgrad (Megatron async)</label
       >
       ${this.errorsFor('overlap')}
+      <label
+        >TP comm overlap (MLP)
+        <select
+          data-control="tpoverlap"
+          aria-invalid=${this.invalid('tpOverlapChunks')}
+          @change=${(e: Event) =>
+            this.emit({ ...s, tpOverlapChunks: Number((e.target as HTMLSelectElement).value) }, 'tpOverlapChunks')}
+        >
+          ${[...new Set([1, 2, 4, 8, s.tpOverlapChunks])].map(
+            (c) =>
+              html`<option value=${c} ?selected=${c === s.tpOverlapChunks}>${c === 1 ? 'off' : `${c} chunks`}</option>`,
+          )}
+        </select></label
+      >
+      ${this.errorsFor('tpOverlapChunks')}
     </fieldset>`;
   }
 }

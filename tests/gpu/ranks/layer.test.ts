@@ -81,6 +81,28 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
     });
   }
 
+  // Chunked TP overlap (tp-overlap.ts) on the real transports: every legal (t, c) of the issue,
+  // with and without SP, in one test per degree (one pool each). s = 32 so that t = 8 leaves
+  // s/t = 4 tokens per rank, which c = 4 divides; 8 heads for t = 8; no vocabulary (the chunks cut
+  // only the MLP pair). Tolerance: oracleTolerance's, which bounds any summation order of a
+  // reduction of length K — chunking reorders the wgrad's sum over s·b rows and, without SP,
+  // the ring blocks of down's all-reduce; forward and dgrad GEMM chunks keep each sum's order.
+  const chunkedSizes = { s: 32, b: 1, h: 32, heads: 8, groups: 2, ffn: 64, vocab: 0 };
+  for (const tp of [2, 4, 8]) {
+    test(`chunked TP overlap at t=${tp}, c ∈ {2, 4}, with and without SP`, { timeout: 300_000 }, async () => {
+      for (const tpOverlapChunks of [2, 4])
+        for (const sp of [false, true]) {
+          const c = { ...configFromPreset('classroom'), ...chunkedSizes, tp, sp, tpOverlapChunks };
+          const run = await runLayer(await poolOf(tp), c, { timing: false, cpuCheck: false });
+          expect(run.oracle.pass, `c=${tpOverlapChunks}${sp ? ' SP' : ''}: ${failures(run.oracle)}`).toBe(true);
+          const chunks = run.commEvents.filter((e) => e.rank === 0 && /^mlp\.reduce\[/.test(e.name));
+          expect(chunks.map((e) => e.name)).toEqual(
+            Array.from({ length: tpOverlapChunks }, (_, j) => `mlp.reduce[${j + 1}/${tpOverlapChunks}]`),
+          );
+        }
+    });
+  }
+
   test('the SP norm-gradient skip switch is caught by the oracle on exactly the norm weights', async () => {
     const c = configFromPreset('classroom', { tp: 2, sp: true, skipSpNormGradAllReduce: true });
     const run = await runLayer(await poolOf(2), c, { timing: false, cpuCheck: false });

@@ -1,0 +1,76 @@
+// Chunked TP overlap on the built page: the setting, the chunks on the timeline, the cluster panel's --tp-comm-overlap.
+import type { Page } from 'playwright';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+
+const runTimeout = 120_000;
+let open: OpenPage;
+let page: Page;
+
+/** Waits until the page shows a finished run whose hash has every `key=value` of `parts`. */
+async function shownRun(...parts: string[]): Promise<void> {
+  await page.waitForFunction(
+    (want) => {
+      const app = document.querySelector('tp-app');
+      const shown = `${app?.dataset.shown ?? ''}&`;
+      return app?.dataset.busy === 'false' && want.every((w) => shown.includes(`${w}&`));
+    },
+    parts,
+    { timeout: runTimeout },
+  );
+}
+
+/** The cluster panel's exposed TP communication (ms per step) in the SP row at t. */
+async function exposedTp(t: number): Promise<number> {
+  const cell = page.locator(`tp-cluster-panel tr[data-tp="${t}"][data-sp="true"] td[data-exposed-tp-ms]`);
+  await expect.poll(() => cell.count(), { timeout: runTimeout }).toBe(1);
+  return Number(await cell.getAttribute('data-exposed-tp-ms'));
+}
+
+describe('chunked TP overlap (built page)', () => {
+  beforeAll(async () => {
+    open = await openBuiltPage('/#tpoverlap=chunks:4&sp=1&tp=4', {
+      outDir: 'test-results/e2e-tp-overlap-dist',
+      viewport: { width: 1280, height: 900 },
+    });
+    page = open.page;
+  }, 180_000);
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  test('at the classroom size (s = 8: 2 tokens per rank at t = 4) chunks:4 is refused under its control, naming the legal count', async () => {
+    const error = page.locator('tp-controls [data-error-for="tpOverlapChunks"]');
+    await expect.poll(() => error.count(), { timeout: runTimeout }).toBeGreaterThan(0);
+    expect(await error.first().textContent()).toMatch(
+      /chunks:4 must divide each rank's s\/t = 8\/4 tokens.*legal chunk counts are 2/,
+    );
+  });
+
+  test('with s = 16 the timeline draws every chunk of the MLP collectives and GEMMs on every rank lane', async () => {
+    await page.evaluate(() => (location.hash = '#tpoverlap=chunks:4&sp=1&tp=4&s=16'));
+    await shownRun('tp=4', 'sp=1', 's=16', 'tpoverlap=chunks:4');
+    for (const rank of [0, 1, 2, 3])
+      for (let j = 1; j <= 4; j++) {
+        for (const op of [`ln2.gather[${j}/4]`, `mlp.reduce[${j}/4]`, `mlp.dgrad.reduce[${j}/4]`])
+          expect(
+            await page.locator(`tp-timeline rect[data-rank="${rank}"][data-kind="comm"][data-op="${op}"]`).count(),
+          ).toBe(1);
+        for (const op of [`mlp.gate[${j}/4]`, `mlp.down[${j}/4]`, `mlp.up.wgrad[${j}/4]`])
+          expect(await page.locator(`tp-timeline rect[data-rank="${rank}"][data-op="${op}"]`).count()).toBe(1);
+      }
+    // The rank workers ran the chunked layer and the oracle against TP = 1 passed.
+    await expect
+      .poll(() => page.locator('tp-oracle-badge .badge').getAttribute('data-pass'), { timeout: runTimeout })
+      .toBe('true');
+  });
+
+  test('the cluster panel prices --tp-comm-overlap on the SP rows: exposed TP communication at t = 4 is lower than with tpoverlap=off', async () => {
+    expect(await page.locator('tp-cluster-panel [data-cluster-tp-overlap]').textContent()).toMatch(/--tp-comm-overlap/);
+    const chunked = await exposedTp(4);
+    await page.evaluate(() => (location.hash = '#tpoverlap=off&sp=1&tp=4&s=16'));
+    await shownRun('tp=4', 's=16');
+    await expect.poll(() => page.locator('tp-cluster-panel [data-cluster-tp-overlap]').count()).toBe(0);
+    await expect.poll(() => exposedTp(4), { timeout: runTimeout }).toBeGreaterThan(chunked);
+  });
+});
