@@ -6,6 +6,7 @@ import { oracleTolerance } from './oracle.ts';
 import { attentionPicture } from './attention-picture.ts';
 import { qkvOutWidth } from './qkv-layout.ts';
 import { legalTpDegrees } from './validate.ts';
+import type { RankSlowdown } from '../core/rank-slowdown.ts';
 
 /** A matrix as it crosses the worker boundary: row-major values and its shape [rows, cols]. */
 export interface ClassroomMatrix {
@@ -94,6 +95,7 @@ export const classroomStepIds = [
   'backward',
   'sequence-parallel',
   'attention',
+  'straggler',
 ] as const;
 
 /** One step of the walk-through by what it shows. */
@@ -345,7 +347,37 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       ],
     },
   ];
-  return [...fwd, spStep(runs), attentionStep(runs)];
+  return [...fwd, spStep(runs), attentionStep(runs), stragglerStep(runs)];
+}
+
+/**
+ * The straggler the classroom slows on purpose (seed M108): the last rank does 3× the work (each
+ * kernel dispatched 3 times, as #slow=r:3), so every collective waits for it; null at t = 1.
+ */
+export function classroomStraggler(t: number): RankSlowdown | null {
+  return t > 1 ? { rank: t - 1, factor: 3 } : null;
+}
+
+function stragglerStep(runs: ClassroomRuns): ClassroomStep {
+  const c = runs.config;
+  const bytesSH = c.s * c.b * c.h * 4;
+  return {
+    id: 'straggler',
+    collectives:
+      c.tp > 1
+        ? [
+            collective(
+              'allReduce',
+              bytesSH,
+              c.tp,
+              'reduce_from_tensor_model_parallel_region',
+              'no rank can leave before the last one has entered: the others wait inside it',
+            ),
+          ]
+        : [],
+    panels: [],
+    checks: [],
+  };
 }
 
 function spStep(runs: ClassroomRuns): ClassroomStep {

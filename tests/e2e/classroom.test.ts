@@ -178,7 +178,7 @@ test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and 
     expect(await stepId(page)).toBe('all-reduce');
     await page.keyboard.press('End');
     expect(await stepId(page)).toBe('train');
-    await expect.poll(() => hashStep(page)).toBe('9');
+    await expect.poll(() => hashStep(page)).toBe('10');
     await page.keyboard.press('Home');
     expect(await stepId(page)).toBe('split-w1');
     await expect.poll(() => hashStep(page)).toBe(null); // step 1 is the default: links leave it out
@@ -214,6 +214,31 @@ test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and 
   });
 }, 300_000);
 
+test('step 9, a straggler at t = 2: the layer runs again with rank 1 dispatching each kernel 3×, the timeline hatches rank 0 waiting inside the collectives, and the analysis names rank 1 per collective', async () => {
+  await withPage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await firstStep(page);
+    expect(await stepId(page)).toBe('straggler');
+    const el = page.locator('tp-classroom tp-classroom-straggler');
+    await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
+    expect(await el.getAttribute('data-straggler')).toBe('1');
+    const waits = await el
+      .locator('tp-timeline rect[data-kind="wait"]')
+      .evaluateAll((rs) => rs.map((r) => [r.getAttribute('data-rank'), r.getAttribute('data-straggler')]));
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits.every(([rank, by]) => rank === '0' && by === '1')).toBe(true);
+    expect(await el.locator('tp-timeline p[data-straggler]').textContent()).toMatch(/Straggler: rank 1 entered/);
+    const calls = await el.locator('li[data-op]').evaluateAll((ls) => ls.map((l) => l.getAttribute('data-straggler')));
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.filter((s) => s !== 'none').every((s) => s === '1')).toBe(true);
+    expect(calls.filter((s) => s === '1').length).toBeGreaterThan(calls.length / 2);
+    await shot(page, 'classroom-1920-step9-straggler');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await shot(page, 'classroom-1280-step9-straggler');
+    expect(pageErrors).toEqual([]);
+  });
+}, 300_000);
+
 /** Sets the training slide's switches, trains K steps and returns the points. */
 async function train(page: Page, k: number, sp: boolean, skipnorm: boolean): Promise<TrainPoint[]> {
   const el = page.locator('tp-classroom tp-classroom-train');
@@ -230,7 +255,7 @@ async function train(page: Page, k: number, sp: boolean, skipnorm: boolean): Pro
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 test('training demo at t = 2: 20 Adam steps lower the loss, the TP = 2 and TP = 1 curves agree to float32 rounding, and with SP + skipnorm the norm gains drift apart more each step; Cancel stops a run', async () => {
-  await withPage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
+  await withPage('/#view=classroom&tp=2&step=10', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     expect(await stepId(page)).toBe('train');

@@ -4,9 +4,11 @@ import type { StepFigure } from './classroom-figures.ts';
 import './tp-block-figure.ts';
 import './tp-heads-figure.ts';
 import './tp-ring-figure.ts';
+import './tp-classroom-straggler.ts';
+import type { PoolLender } from '../../session/layer-run.ts';
 
-/** The element that draws `f`: <tp-block-figure>, <tp-ring-figure> or <tp-heads-figure>. */
-export function figureTemplate(f: StepFigure): TemplateResult {
+/** The element that draws `f`: <tp-block-figure>, <tp-ring-figure>, <tp-heads-figure> or <tp-classroom-straggler> (which runs on `pools`). */
+export function figureTemplate(f: StepFigure, pools?: PoolLender): TemplateResult {
   switch (f.kind) {
     case 'blocks':
       return html`<tp-block-figure .figure=${f}></tp-block-figure>`;
@@ -14,5 +16,7 @@ export function figureTemplate(f: StepFigure): TemplateResult {
       return html`<tp-ring-figure .figure=${f} data-op=${f.op}></tp-ring-figure>`;
     case 'heads':
       return html`<tp-heads-figure .figure=${f}></tp-heads-figure>`;
+    case 'straggler':
+      return html`<tp-classroom-straggler .figure=${f} .pools=${pools}></tp-classroom-straggler>`;
   }
 }

@@ -1,9 +1,15 @@
 // The figure of each classroom step as data (pure; no DOM): blocks per rank, GEMMs, rings and heads.
 import { attentionPicture, type AttentionPicture } from '../../parallel/attention-picture.ts';
-import type { ClassroomRankData, ClassroomRuns, ClassroomStepId } from '../../parallel/classroom.ts';
+import {
+  classroomStraggler,
+  type ClassroomRankData,
+  type ClassroomRuns,
+  type ClassroomStepId,
+} from '../../parallel/classroom.ts';
 import { gathersQkv, qkvOutWidth } from '../../parallel/qkv-layout.ts';
 import type { RingCollectiveOp } from '../../comm/collectives.ts';
 import { ringBytesSent } from '../../comm/ring-bytes.ts';
+import type { RankSlowdown } from '../../core/rank-slowdown.ts';
 
 /** A tensor drawn as a block: rows × cols elements, tinted by `rank` (null: replicated on every rank). */
 export interface BlockSpec {
@@ -59,8 +65,16 @@ export interface HeadsFigure {
   readonly picture: AttentionPicture;
 }
 
+/** The layer run again on the ranks with one rank slowed (#slow), drawn as its timeline with the waits. */
+export interface StragglerFigure {
+  readonly kind: 'straggler';
+  readonly title: string;
+  readonly t: number;
+  readonly slow: RankSlowdown;
+}
+
 /** Any figure of a step. */
-export type StepFigure = BlockFigure | RingFigure | HeadsFigure;
+export type StepFigure = BlockFigure | RingFigure | HeadsFigure | StragglerFigure;
 
 const rc = (m: { shape: readonly number[] }): [number, number] => [m.shape[0], m.shape[m.shape.length - 1]];
 const block = (label: string, dims: string, m: { shape: readonly number[] }, rank: number | null): BlockSpec => {
@@ -225,5 +239,18 @@ export function stepFigures(id: ClassroomStepId, runs: ClassroomRuns): StepFigur
           : []),
         ring("All-reduce of the heads' partial outputs (g)", 'allReduce', runs),
       ];
+    case 'straggler': {
+      const slow = classroomStraggler(t);
+      return slow
+        ? [
+            {
+              kind: 'straggler',
+              title: `The layer with rank ${slow.rank} ${slow.factor}× slower: who waits for whom`,
+              t,
+              slow,
+            },
+          ]
+        : [];
+    }
   }
 }

@@ -1,7 +1,7 @@
 // The words of each classroom step: its title, the paragraph a teacher reads out, and the Megatron
 // names at work. The numbers, matrices and checks come from src/parallel/classroom.ts.
 import { attentionPicture } from '../../parallel/attention-picture.ts';
-import type { ClassroomStepId } from '../../parallel/classroom.ts';
+import { classroomStraggler, type ClassroomStepId } from '../../parallel/classroom.ts';
 import type { LayerConfig } from '../../parallel/config.ts';
 import { qkvOutWidth } from '../../parallel/qkv-layout.ts';
 
@@ -88,6 +88,19 @@ export function stepWords(id: ClassroomStepId, c: LayerConfig, spRan: boolean): 
           ...(pic.gathered ? ['all_gather_last_dim_from_tensor_parallel_region'] : []),
           'RowParallelLinear (linear_proj)',
           'reduce_from_tensor_model_parallel_region',
+        ],
+      };
+    }
+    case 'straggler': {
+      const slow = classroomStraggler(t);
+      return {
+        title: '9 · A straggler: one slow rank, the others wait inside the all-reduce',
+        text: slow
+          ? `The ranks run the whole layer again, but rank ${slow.rank} now does ${slow.factor}× the work: each of its kernels is dispatched ${slow.factor} times (as #slow=${slow.rank}:${slow.factor} does). A collective cannot finish before its last rank enters it, so the other ranks reach every all-reduce early and wait there (hatched on the timeline). Their collectives look long, yet they are not slow: the cause is the rank that entered last. The analysis below names it per collective: the last to enter is the straggler.`
+          : 'At t = 1 there is no collective and no one to wait for: choose t ≥ 2.',
+        megatron: [
+          'reduce_from_tensor_model_parallel_region (g)',
+          'copy_to_tensor_model_parallel_region (f): backward',
         ],
       };
     }

@@ -26,7 +26,7 @@ import './tp-heatmap.ts';
 import { collectiveName } from '../shared/timeline-format.ts';
 
 /** The slide after the layer's steps: the training demo. */
-const trainSlide = { id: 'train', title: '9 · Train across ranks: TP = t and TP = 1 on one loss curve' };
+const trainSlide = { id: 'train', title: '10 · Train across ranks: TP = t and TP = 1 on one loss curve' };
 
 /**
  * `<tp-classroom tp="2">`: runs the classroom MLP (and attention) on `tp` real rank workers and
@@ -197,7 +197,7 @@ export class TpClassroom extends LitElement {
     const words = stepWords(s.id, c, runs.sp !== undefined);
     return html`<section data-step-id=${s.id}>
       <h2 class="step-title">${words.title}</h2>
-      <div class="figures">${stepFigures(s.id, runs).map(figureTemplate)}</div>
+      <div class="figures">${stepFigures(s.id, runs).map((f) => figureTemplate(f, this.pools))}</div>
       ${s.checks.length ? html`<div class="checks">${s.checks.map((k) => this.checkLine(k))}</div>` : nothing}
       <p class="text">${words.text}</p>
       <div class="megatron">Megatron: ${words.megatron.map((m, i) => html`${i ? ' · ' : ''}<code>${m}</code>`)}</div>

@@ -76,7 +76,7 @@ describe('classroom steps', () => {
     ).toBe(false);
   });
 
-  test('eight steps at t = 2 name their collectives with payload and ring bytes; step 5 fails when the sum is wrong', () => {
+  test('nine steps at t = 2 name their collectives with payload and ring bytes; step 5 fails when the sum is wrong', () => {
     const c = configFromPreset('classroom', { tp: 2 });
     const z = m(8, 16, (i) => Math.sin(i)),
       dx = m(8, 16, (i) => Math.cos(i));
@@ -122,6 +122,9 @@ describe('classroom steps', () => {
     });
     expect(wrong[4].checks[0].pass).toBe(false);
     expect(steps[2].collectives).toEqual([]); // SwiGLU: nothing to communicate
+    expect(steps[8].collectives.map((k) => [k.op, k.megatron])).toEqual([
+      ['allReduce', 'reduce_from_tensor_model_parallel_region'],
+    ]); // the straggler step: the all-reduce every rank waits in
   });
 
   test('attention picture: with 2 KV groups at t = 4 the ranks compute even linear_qkv slices, gather them, and rank r reads group ⌊r/2⌋', () => {

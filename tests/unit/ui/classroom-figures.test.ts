@@ -94,6 +94,10 @@ test('every step of the walk-through has a figure; the collectives carry payload
   ]);
   const one = stepFigures('all-reduce', runs(1))[0];
   expect(one.kind === 'ring' && one.ringBytesPerRank).toBe(0);
+  expect(stepFigures('straggler', runs(4))).toEqual([
+    expect.objectContaining({ kind: 'straggler', t: 4, slow: { rank: 3, factor: 3 } }),
+  ]);
+  expect(stepFigures('straggler', runs(1))).toEqual([]); // t = 1: no collective, no one to wait for
   const heads = stepFigures('attention', R)[0];
   expect(heads.kind === 'heads' && heads.picture.heads.map((h) => h.rank)).toEqual([0, 0, 1, 1]);
 });
