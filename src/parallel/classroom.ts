@@ -7,6 +7,7 @@ import { attentionPicture } from './attention-picture.ts';
 import { qkvOutWidth } from './qkv-layout.ts';
 import { legalTpDegrees } from './validate.ts';
 import type { RankSlowdown } from '../core/rank-slowdown.ts';
+import { tpOverlapProblem } from './tp-overlap.ts';
 
 /** A matrix as it crosses the worker boundary: row-major values and its shape [rows, cols]. */
 export interface ClassroomMatrix {
@@ -95,6 +96,7 @@ export const classroomStepIds = [
   'backward',
   'sequence-parallel',
   'attention',
+  'tp-overlap',
   'straggler',
 ] as const;
 
@@ -347,7 +349,47 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
       ],
     },
   ];
-  return [...fwd, spStep(runs), attentionStep(runs), stragglerStep(runs)];
+  return [...fwd, spStep(runs), attentionStep(runs), overlapStep(runs), stragglerStep(runs)];
+}
+
+/**
+ * The configuration the chunked-overlap step runs: the classroom preset at t with SP and c = 2
+ * chunks of each rank's s/t tokens (src/parallel/tp-overlap.ts); null where it cannot run (t = 1,
+ * or s/t not divisible by 2).
+ */
+export function classroomOverlapConfig(c: LayerConfig): LayerConfig | null {
+  const o = { ...c, sp: true, tpOverlapChunks: 2 };
+  return c.tp > 1 && c.s % c.tp === 0 && !tpOverlapProblem(o) ? o : null;
+}
+
+function overlapStep(runs: ClassroomRuns): ClassroomStep {
+  const c = runs.config;
+  const bytesSH = c.s * c.b * c.h * 4;
+  const o = classroomOverlapConfig(c);
+  const k = o?.tpOverlapChunks ?? 1;
+  return {
+    id: 'tp-overlap',
+    collectives: o
+      ? [
+          collective(
+            'allGather',
+            bytesSH / k,
+            c.tp,
+            '--tp-comm-overlap (Transformer Engine userbuffers)',
+            `forward: each of ${k} chunks of [s, h] all-gathered while the gate/up GEMM of the one before runs`,
+          ),
+          collective(
+            'reduceScatter',
+            bytesSH / k,
+            c.tp,
+            '--tp-comm-overlap (Transformer Engine userbuffers)',
+            `forward: each of ${k} chunks of the down GEMM's output reduce-scattered while the next chunk's GEMM runs`,
+          ),
+        ]
+      : [],
+    panels: [],
+    checks: [],
+  };
 }
 
 /**

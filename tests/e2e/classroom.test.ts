@@ -178,7 +178,7 @@ test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and 
     expect(await stepId(page)).toBe('all-reduce');
     await page.keyboard.press('End');
     expect(await stepId(page)).toBe('train');
-    await expect.poll(() => hashStep(page)).toBe('10');
+    await expect.poll(() => hashStep(page)).toBe('11');
     await page.keyboard.press('Home');
     expect(await stepId(page)).toBe('split-w1');
     await expect.poll(() => hashStep(page)).toBe(null); // step 1 is the default: links leave it out
@@ -214,12 +214,40 @@ test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and 
   });
 }, 300_000);
 
-test('step 9, a straggler at t = 2: the layer runs again with rank 1 dispatching each kernel 3×, the timeline hatches rank 0 waiting inside the collectives, and the analysis names rank 1 per collective', async () => {
+test('step 9, chunked overlap at t = 2: the chunk schedules of the column/row pair, and the layer run with SP and 2 chunks on the ranks — its timeline has the chunked GEMMs and collectives, and it passes the oracle', async () => {
   await withPage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
+    expect(await stepId(page)).toBe('tp-overlap');
+    const fig = page.locator('tp-classroom tp-chunk-figure');
+    // 2 ranks × 3 stages in each grid; the all-gather's stage 2 moves chunk 2 while the GEMM multiplies chunk 1.
+    expect(await fig.locator('table[data-pattern="gather-gemm"] td').count()).toBe(6);
+    expect(await fig.locator('table[data-pattern="gemm-reduce-scatter"] td').count()).toBe(6);
+    const stage2 = fig.locator('table[data-pattern="gather-gemm"] td[data-rank="0"][data-stage="1"]');
+    expect(await stage2.locator('.comm').getAttribute('data-chunk')).toBe('1');
+    expect(await stage2.locator('.gemm').getAttribute('data-chunk')).toBe('0');
+    expect(await stage2.locator('.piece[data-dir="send"]').getAttribute('data-block')).toBe('0');
+    const el = page.locator('tp-classroom tp-classroom-run');
+    await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
+    expect(await el.getAttribute('data-oracle')).toBe('pass');
+    const ops = await el
+      .locator('tp-timeline rect[data-kind]')
+      .evaluateAll((rs) => rs.map((r) => [r.getAttribute('data-kind'), r.getAttribute('data-op')]));
+    expect(ops.some(([k, op]) => k === 'compute' && /\[2\/2\]/.test(op ?? ''))).toBe(true);
+    expect(ops.some(([k, op]) => k === 'comm' && /\[2\/2\]/.test(op ?? ''))).toBe(true);
+    await shot(page, 'classroom-1920-step9-overlap');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await shot(page, 'classroom-1280-step9-overlap');
+    expect(pageErrors).toEqual([]);
+  });
+}, 300_000);
+
+test('step 10, a straggler at t = 2: the layer runs again with rank 1 dispatching each kernel 3×, the timeline hatches rank 0 waiting inside the collectives, and the analysis names rank 1 per collective', async () => {
+  await withPage('/#view=classroom&tp=2&step=10', async (page, pageErrors) => {
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await firstStep(page);
     expect(await stepId(page)).toBe('straggler');
-    const el = page.locator('tp-classroom tp-classroom-straggler');
+    const el = page.locator('tp-classroom tp-classroom-run');
     await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
     expect(await el.getAttribute('data-straggler')).toBe('1');
     const waits = await el
@@ -232,9 +260,9 @@ test('step 9, a straggler at t = 2: the layer runs again with rank 1 dispatching
     expect(calls.length).toBeGreaterThan(0);
     expect(calls.filter((s) => s !== 'none').every((s) => s === '1')).toBe(true);
     expect(calls.filter((s) => s === '1').length).toBeGreaterThan(calls.length / 2);
-    await shot(page, 'classroom-1920-step9-straggler');
+    await shot(page, 'classroom-1920-step10-straggler');
     await page.setViewportSize({ width: 1280, height: 800 });
-    await shot(page, 'classroom-1280-step9-straggler');
+    await shot(page, 'classroom-1280-step10-straggler');
     expect(pageErrors).toEqual([]);
   });
 }, 300_000);
@@ -255,7 +283,7 @@ async function train(page: Page, k: number, sp: boolean, skipnorm: boolean): Pro
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 test('training demo at t = 2: 20 Adam steps lower the loss, the TP = 2 and TP = 1 curves agree to float32 rounding, and with SP + skipnorm the norm gains drift apart more each step; Cancel stops a run', async () => {
-  await withPage('/#view=classroom&tp=2&step=10', async (page, pageErrors) => {
+  await withPage('/#view=classroom&tp=2&step=11', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     expect(await stepId(page)).toBe('train');

@@ -4,10 +4,11 @@ import type { StepFigure } from './classroom-figures.ts';
 import './tp-block-figure.ts';
 import './tp-heads-figure.ts';
 import './tp-ring-figure.ts';
-import './tp-classroom-straggler.ts';
+import './tp-classroom-run.ts';
+import './tp-chunk-figure.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
 
-/** The element that draws `f`: <tp-block-figure>, <tp-ring-figure>, <tp-heads-figure> or <tp-classroom-straggler> (which runs on `pools`). */
+/** The element that draws `f`: <tp-block-figure>, <tp-ring-figure>, <tp-heads-figure>, <tp-chunk-figure> or <tp-classroom-run> (which runs on `pools`). */
 export function figureTemplate(f: StepFigure, pools?: PoolLender): TemplateResult {
   switch (f.kind) {
     case 'blocks':
@@ -16,7 +17,9 @@ export function figureTemplate(f: StepFigure, pools?: PoolLender): TemplateResul
       return html`<tp-ring-figure .figure=${f} data-op=${f.op}></tp-ring-figure>`;
     case 'heads':
       return html`<tp-heads-figure .figure=${f}></tp-heads-figure>`;
-    case 'straggler':
-      return html`<tp-classroom-straggler .figure=${f} .pools=${pools}></tp-classroom-straggler>`;
+    case 'run':
+      return html`<tp-classroom-run .config=${f.config} .slow=${f.slow} .pools=${pools}></tp-classroom-run>`;
+    case 'chunks':
+      return html`<tp-chunk-figure .figure=${f}></tp-chunk-figure>`;
   }
 }

@@ -1,6 +1,7 @@
 // The figure of each classroom step as data (pure; no DOM): blocks per rank, GEMMs, rings and heads.
 import { attentionPicture, type AttentionPicture } from '../../parallel/attention-picture.ts';
 import {
+  classroomOverlapConfig,
   classroomStraggler,
   type ClassroomRankData,
   type ClassroomRuns,
@@ -10,6 +11,8 @@ import { gathersQkv, qkvOutWidth } from '../../parallel/qkv-layout.ts';
 import type { RingCollectiveOp } from '../../comm/collectives.ts';
 import { ringBytesSent } from '../../comm/ring-bytes.ts';
 import type { RankSlowdown } from '../../core/rank-slowdown.ts';
+import type { LayerConfig } from '../../parallel/config.ts';
+import { chunkSchedule, type ChunkStage } from '../../parallel/tp-overlap.ts';
 
 /** A tensor drawn as a block: rows × cols elements, tinted by `rank` (null: replicated on every rank). */
 export interface BlockSpec {
@@ -65,16 +68,31 @@ export interface HeadsFigure {
   readonly picture: AttentionPicture;
 }
 
-/** The layer run again on the ranks with one rank slowed (#slow), drawn as its timeline with the waits. */
-export interface StragglerFigure {
-  readonly kind: 'straggler';
+/** The layer run again on the ranks (`config`, with `slow` one rank doing f× the work), drawn as its timeline. */
+export interface RunFigure {
+  readonly kind: 'run';
+  readonly title: string;
+  readonly config: LayerConfig;
+  readonly slow: RankSlowdown | null;
+}
+
+/**
+ * The column/row pair's chunk schedules (chunkSchedule): per rank, per stage, the chunk on the ring
+ * (the pieces sent to r + 1 and received from r − 1) and the chunk whose GEMM runs.
+ */
+export interface ChunksFigure {
+  readonly kind: 'chunks';
   readonly title: string;
   readonly t: number;
-  readonly slow: RankSlowdown;
+  readonly chunks: number;
+  /** gate/up input under SP: all-gather chunk i while the GEMM of chunk i − 1 runs; [rank][stage]. */
+  readonly gather: readonly (readonly ChunkStage[])[];
+  /** down output under SP: GEMM of chunk i while chunk i − 1 is reduce-scattered; [rank][stage]. */
+  readonly reduce: readonly (readonly ChunkStage[])[];
 }
 
 /** Any figure of a step. */
-export type StepFigure = BlockFigure | RingFigure | HeadsFigure | StragglerFigure;
+export type StepFigure = BlockFigure | RingFigure | HeadsFigure | RunFigure | ChunksFigure;
 
 const rc = (m: { shape: readonly number[] }): [number, number] => [m.shape[0], m.shape[m.shape.length - 1]];
 const block = (label: string, dims: string, m: { shape: readonly number[] }, rank: number | null): BlockSpec => {
@@ -239,14 +257,31 @@ export function stepFigures(id: ClassroomStepId, runs: ClassroomRuns): StepFigur
           : []),
         ring("All-reduce of the heads' partial outputs (g)", 'allReduce', runs),
       ];
+    case 'tp-overlap': {
+      const o = classroomOverlapConfig(runs.config);
+      if (!o) return [];
+      const k = o.tpOverlapChunks ?? 1;
+      const ranks = [...Array(t).keys()];
+      return [
+        {
+          kind: 'chunks',
+          title: `${k} chunks per collective: the ring moves one chunk while the GEMM multiplies another`,
+          t,
+          chunks: k,
+          gather: ranks.map((r) => chunkSchedule('gather-gemm', t, k, r)),
+          reduce: ranks.map((r) => chunkSchedule('gemm-reduce-scatter', t, k, r)),
+        },
+        { kind: 'run', title: `The layer with SP and ${k} chunks, run on the ranks`, config: o, slow: null },
+      ];
+    }
     case 'straggler': {
       const slow = classroomStraggler(t);
       return slow
         ? [
             {
-              kind: 'straggler',
+              kind: 'run',
               title: `The layer with rank ${slow.rank} ${slow.factor}× slower: who waits for whom`,
-              t,
+              config: runs.config,
               slow,
             },
           ]

@@ -1,7 +1,7 @@
 // The words of each classroom step: its title, the paragraph a teacher reads out, and the Megatron
 // names at work. The numbers, matrices and checks come from src/parallel/classroom.ts.
 import { attentionPicture } from '../../parallel/attention-picture.ts';
-import { classroomStraggler, type ClassroomStepId } from '../../parallel/classroom.ts';
+import { classroomOverlapConfig, classroomStraggler, type ClassroomStepId } from '../../parallel/classroom.ts';
 import type { LayerConfig } from '../../parallel/config.ts';
 import { qkvOutWidth } from '../../parallel/qkv-layout.ts';
 
@@ -91,10 +91,25 @@ export function stepWords(id: ClassroomStepId, c: LayerConfig, spRan: boolean): 
         ],
       };
     }
+    case 'tp-overlap': {
+      const o = classroomOverlapConfig(c);
+      const k = o?.tpOverlapChunks ?? 2;
+      return {
+        title: '9 · Chunked overlap: the ring moves one chunk while the GEMM multiplies another',
+        text: o
+          ? `With sequence parallelism the column/row pair waits twice: for the all-gather before W₁ and for the reduce-scatter after W₂. Megatron's --tp-comm-overlap cuts both into chunks along the sequence: here ${k} chunks, chunk j being piece j (${c.s / t / k} tokens) of every rank's ${c.s / t}-token shard. The all-gather of chunk j + 1 moves round the ring while gate/up multiply chunk j; down multiplies chunk j + 1 while chunk j is reduce-scattered. Each rank sends its own piece first and forwards what it received. The ranks run the layer this way below (the oracle against TP = 1 still holds: only the order of the work changes); the timeline shows the chunked collectives and GEMMs. On this one machine the ring and the kernels share the same cores, so the overlap is not free (docs/tp-overlap.md).`
+          : `Chunked overlap needs t ≥ 2 with sequence parallelism and ${k} chunks dividing each rank's s/t tokens (s = ${c.s}, t = ${t}).`,
+        megatron: [
+          '--tp-comm-overlap (Transformer Engine userbuffers)',
+          'ColumnParallelLinear (gate, up): chunked all-gather',
+          'RowParallelLinear (down): chunked reduce-scatter',
+        ],
+      };
+    }
     case 'straggler': {
       const slow = classroomStraggler(t);
       return {
-        title: '9 · A straggler: one slow rank, the others wait inside the all-reduce',
+        title: '10 · A straggler: one slow rank, the others wait inside the all-reduce',
         text: slow
           ? `The ranks run the whole layer again, but rank ${slow.rank} now does ${slow.factor}× the work: each of its kernels is dispatched ${slow.factor} times (as #slow=${slow.rank}:${slow.factor} does). A collective cannot finish before its last rank enters it, so the other ranks reach every all-reduce early and wait there (hatched on the timeline). Their collectives look long, yet they are not slow: the cause is the rank that entered last. The analysis below names it per collective: the last to enter is the straggler.`
           : 'At t = 1 there is no collective and no one to wait for: choose t ≥ 2.',

@@ -26,7 +26,7 @@ import './tp-heatmap.ts';
 import { collectiveName } from '../shared/timeline-format.ts';
 
 /** The slide after the layer's steps: the training demo. */
-const trainSlide = { id: 'train', title: '10 · Train across ranks: TP = t and TP = 1 on one loss curve' };
+const trainSlide = { id: 'train', title: '11 · Train across ranks: TP = t and TP = 1 on one loss curve' };
 
 /**
  * `<tp-classroom tp="2">`: runs the classroom MLP (and attention) on `tp` real rank workers and

@@ -76,7 +76,7 @@ describe('classroom steps', () => {
     ).toBe(false);
   });
 
-  test('nine steps at t = 2 name their collectives with payload and ring bytes; step 5 fails when the sum is wrong', () => {
+  test('ten steps at t = 2 name their collectives with payload and ring bytes; step 5 fails when the sum is wrong', () => {
     const c = configFromPreset('classroom', { tp: 2 });
     const z = m(8, 16, (i) => Math.sin(i)),
       dx = m(8, 16, (i) => Math.cos(i));
@@ -122,7 +122,11 @@ describe('classroom steps', () => {
     });
     expect(wrong[4].checks[0].pass).toBe(false);
     expect(steps[2].collectives).toEqual([]); // SwiGLU: nothing to communicate
-    expect(steps[8].collectives.map((k) => [k.op, k.megatron])).toEqual([
+    expect(steps[8].collectives.map((k) => [k.op, k.payloadBytes, k.ringBytesPerRank])).toEqual([
+      ['allGather', 256, 128],
+      ['reduceScatter', 256, 128],
+    ]); // chunked overlap: each of 2 chunks is half of [s, h]
+    expect(steps[9].collectives.map((k) => [k.op, k.megatron])).toEqual([
       ['allReduce', 'reduce_from_tensor_model_parallel_region'],
     ]); // the straggler step: the all-reduce every rank waits in
   });

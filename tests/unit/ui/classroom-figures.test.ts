@@ -95,7 +95,7 @@ test('every step of the walk-through has a figure; the collectives carry payload
   const one = stepFigures('all-reduce', runs(1))[0];
   expect(one.kind === 'ring' && one.ringBytesPerRank).toBe(0);
   expect(stepFigures('straggler', runs(4))).toEqual([
-    expect.objectContaining({ kind: 'straggler', t: 4, slow: { rank: 3, factor: 3 } }),
+    expect.objectContaining({ kind: 'run', config: runs(4).config, slow: { rank: 3, factor: 3 } }),
   ]);
   expect(stepFigures('straggler', runs(1))).toEqual([]); // t = 1: no collective, no one to wait for
   const heads = stepFigures('attention', R)[0];
@@ -118,4 +118,29 @@ test('attention at t = 4 > 2 KV groups adds the all-gather of the linear_qkv sli
   const g = figs[2];
   expect(g.kind === 'ring' && [g.op, g.along]).toEqual(['allReduce', 'rows']);
   expect(stepFigures('attention', runs(2)).map((f) => f.kind)).toEqual(['heads', 'ring']);
+});
+
+test('the chunked-overlap step at t = 2, c = 2, written out by hand: each rank sends its own piece first, and the GEMM runs one chunk behind the all-gather and one ahead of the reduce-scatter', () => {
+  const [f, run] = stepFigures('tp-overlap', runs(2));
+  expect(run).toEqual(
+    expect.objectContaining({ kind: 'run', config: expect.objectContaining({ tp: 2, sp: true, tpOverlapChunks: 2 }) }),
+  );
+  if (f.kind !== 'chunks') throw new Error(`expected the chunk figure first, got ${f.kind}`);
+  expect([f.t, f.chunks]).toEqual([2, 2]);
+  const p = (block: number, chunk: number) => ({ block, chunk });
+  const ring = (chunk: number, send: number, recv: number) => ({
+    chunk,
+    steps: [{ send: p(send, chunk), recv: p(recv, chunk) }],
+  });
+  // gate/up: stage i all-gathers chunk i while the GEMM of chunk i − 1 runs.
+  expect(f.gather).toEqual([
+    [{ comm: ring(0, 0, 1) }, { comm: ring(1, 0, 1), multiply: 0 }, { multiply: 1 }],
+    [{ comm: ring(0, 1, 0) }, { comm: ring(1, 1, 0), multiply: 0 }, { multiply: 1 }],
+  ]);
+  // down: stage i multiplies chunk i while chunk i − 1 is reduce-scattered; rank r receives the partial of its own block.
+  expect(f.reduce).toEqual([
+    [{ multiply: 0 }, { comm: ring(0, 1, 0), multiply: 1 }, { comm: ring(1, 1, 0) }],
+    [{ multiply: 0 }, { comm: ring(0, 0, 1), multiply: 1 }, { comm: ring(1, 0, 1) }],
+  ]);
+  expect(stepFigures('tp-overlap', runs(1))).toEqual([]); // t = 1: nothing to overlap
 });
