@@ -1,6 +1,7 @@
 // The cluster panel's default model and the advisor panel end to end: the production build, driven through its controls.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { waitShownRun } from './shown-run.ts';
 import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
 
 const runTimeout = 90_000;
@@ -8,17 +9,7 @@ let open: OpenPage;
 let page: Page;
 
 /** Waits until the page shows a finished run whose hash has every `key=value` of `parts`. */
-async function shownRun(...parts: string[]): Promise<void> {
-  await page.waitForFunction(
-    (want) => {
-      const app = document.querySelector('tp-app');
-      const shown = `${app?.dataset.shown ?? ''}&`;
-      return app?.dataset.busy === 'false' && want.every((w) => shown.includes(`${w}&`));
-    },
-    parts,
-    { timeout: runTimeout },
-  );
-}
+const shownRun = (...parts: string[]): Promise<void> => waitShownRun(page, runTimeout, ...parts);
 
 const cluster = () => page.locator('tp-cluster-panel');
 const advisor = () => page.locator('tp-advisor-panel');

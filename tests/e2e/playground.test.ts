@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { jobManifestFile, manifestProjection, readJobManifest } from '../../src/megatron/job-manifest.ts';
 import type { BrowserContext, Page } from 'playwright';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { waitShownRun } from './shown-run.ts';
 import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
 import { parseCsv, timelineCsvHeader } from '../../src/export/csv.ts';
 import { partialOverlaps, type PerfettoTrace } from '../../src/export/perfetto.ts';
@@ -35,17 +36,8 @@ async function openAt(hash: string, ...shown: string[]): Promise<void> {
   await shownRun(...shown);
 }
 
-/** Waits until the page shows a finished run whose hash contains every `part` (e.g. "tp=4", "sp=1"). */
-async function shownRun(...parts: string[]): Promise<void> {
-  await page.waitForFunction(
-    (want) => {
-      const app = document.querySelector('tp-app');
-      return app?.dataset.busy === 'false' && want.every((w) => (app.dataset.shown ?? '').includes(w));
-    },
-    parts.map((p) => `${p}&`),
-    { timeout: runTimeout },
-  );
-}
+/** Waits until the page shows a finished run whose hash has every `key=value` of `parts`. */
+const shownRun = (...parts: string[]): Promise<void> => waitShownRun(page, runTimeout, ...parts);
 
 const lanes = (kind: 'compute' | 'comm') => page.locator(`tp-timeline g[data-lane="${kind}"]`);
 const blocks = (kind: 'compute' | 'comm' | 'exposed') => page.locator(`tp-timeline rect[data-kind="${kind}"]`);

@@ -1,6 +1,7 @@
 // Chunked TP overlap on the built page: the setting, the chunks on the timeline, the cluster panel's --tp-comm-overlap.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { waitShownRun } from './shown-run.ts';
 import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
 
 const runTimeout = 120_000;
@@ -8,17 +9,7 @@ let open: OpenPage;
 let page: Page;
 
 /** Waits until the page shows a finished run whose hash has every `key=value` of `parts`. */
-async function shownRun(...parts: string[]): Promise<void> {
-  await page.waitForFunction(
-    (want) => {
-      const app = document.querySelector('tp-app');
-      const shown = `${app?.dataset.shown ?? ''}&`;
-      return app?.dataset.busy === 'false' && want.every((w) => shown.includes(`${w}&`));
-    },
-    parts,
-    { timeout: runTimeout },
-  );
-}
+const shownRun = (...parts: string[]): Promise<void> => waitShownRun(page, runTimeout, ...parts);
 
 /** The cluster panel's exposed TP communication (ms per step) in the SP row at t. */
 async function exposedTp(t: number): Promise<number> {
