@@ -25,12 +25,14 @@ test('#view=classroom: the arrow keys step forward and back through every step, 
       'backward',
       'sequence-parallel',
       'attention',
+      'tp-overlap',
+      'straggler',
     ];
     for (const id of ids.slice(1)) {
       await page.keyboard.press('ArrowRight');
       expect(await stepId(page)).toBe(id);
     }
-    await shot(page, 'classroom-attention');
+    await shot(page, 'classroom-straggler');
     for (const id of ids.slice(0, -1).reverse()) {
       await page.keyboard.press('ArrowLeft');
       expect(await stepId(page)).toBe(id);
