@@ -1,5 +1,6 @@
 import { agRecvChunk, agSendChunk, rsRecvChunk, rsSendChunk } from '../comm/ring-schedule.ts';
 import type { LayerConfig } from './config.ts';
+import { quoted } from '../core/quote.ts';
 
 /**
  * Chunked tensor-parallel communication overlap (Megatron's `--tp-comm-overlap`; the "collective
@@ -42,7 +43,7 @@ export function parseTpOverlap(text: string): TpOverlap {
   const m = /^chunks:(\d+)$/.exec(t);
   const c = m ? Number(m[1]) : NaN;
   if (!(Number.isSafeInteger(c) && c >= 2))
-    throw new Error(`tpoverlap must be "off" or "chunks:c" with a whole c ≥ 2 (e.g. chunks:4), got "${text}".`);
+    throw new Error(`tpoverlap must be "off" or "chunks:c" with a whole c ≥ 2 (e.g. chunks:4), got ${quoted(text)}.`);
   return { mode: 'chunks', chunks: c };
 }
 

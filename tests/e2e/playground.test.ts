@@ -144,7 +144,7 @@ describe('the playground page (built, served locally)', () => {
   test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
     await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1', 'overlap=1');
     const exposedMs = async () =>
-      Number(await page.locator('tp-app [data-exposed-ms]').getAttribute('data-exposed-ms'));
+      Number(await page.locator('tp-app .totals [data-exposed-ms]').getAttribute('data-exposed-ms'));
     const on = await exposedMs();
     await page.locator('tp-controls input[data-control="overlap"]').click();
     await shownRun('tp=8', 'sp=1', 'overlap=0');
