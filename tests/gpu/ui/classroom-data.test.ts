@@ -1,5 +1,11 @@
 import { afterAll, describe, expect, test } from 'vitest';
-import { classroomSteps, concatRows, maxAbsDiff, sumMatrices } from '../../../src/parallel/classroom.ts';
+import {
+  classroomStepIds,
+  classroomSteps,
+  concatRows,
+  maxAbsDiff,
+  sumMatrices,
+} from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
 import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
@@ -64,16 +70,7 @@ describe.each([2, 4])('the classroom MLP on %i real rank workers', (t) => {
       'gatherFromSequenceParallelRegion',
     ]);
     const steps = classroomSteps(runs);
-    expect(steps.map((s) => s.id)).toEqual([
-      'split-w1',
-      'local-y',
-      'swiglu',
-      'partial-z',
-      'all-reduce',
-      'backward',
-      'sequence-parallel',
-      'attention',
-    ]);
+    expect(steps.map((s) => s.id)).toEqual([...classroomStepIds]);
     for (const s of steps)
       for (const k of s.checks) expect(k.pass, `${s.id}: ${k.label} ${k.maxAbs} > ${k.tolerance}`).toBe(true);
   });

@@ -1,4 +1,5 @@
 import { afterEach, expect, test } from 'vitest';
+import { classroomStepIds } from '../../../src/parallel/classroom.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { oracleTolerance } from '../../../src/parallel/oracle.ts';
 import '../../../src/ui/classroom/tp-classroom.ts';
@@ -25,17 +26,7 @@ test('<tp-classroom> runs t = 2 on real ranks, steps forward and back through ev
   el.numbers = true; // the "numbers" switch: every matrix printed as a grid of its values
   document.body.append(el);
   await until(() => stepId() !== undefined && stepId() !== null, 60_000, 'the classroom shows its first step');
-  const ids = [
-    'split-w1',
-    'local-y',
-    'swiglu',
-    'partial-z',
-    'all-reduce',
-    'backward',
-    'sequence-parallel',
-    'attention',
-    'train',
-  ];
+  const ids = [...classroomStepIds, 'train'];
   expect(stepId()).toBe(ids[0]);
   for (const id of ids.slice(1)) {
     await key('ArrowRight');
