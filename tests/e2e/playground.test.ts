@@ -9,7 +9,8 @@ import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
 import { parseCsv, timelineCsvHeader } from '../../src/export/csv.ts';
 import { partialOverlaps, type PerfettoTrace } from '../../src/export/perfetto.ts';
 
-const runTimeout = 60_000;
+// A fresh t = 8 run (8 rank workers, the TP = 1 reference, GEMM tuning) takes 20–60 s on two busy cores.
+const runTimeout = 120_000;
 const viewport = { width: 1280, height: 800 };
 /** The built server and its browser, shared by every test. */
 let open: OpenPage;
