@@ -7,6 +7,7 @@ import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../shared/timeline-format.ts';
 import '../timeline/tp-timeline.ts';
 import { blockColor, drawPipelineChart, maxArrowBlocks } from './pipeline-chart.ts';
+import { observeWidth } from '../shared/width-observer.ts';
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
@@ -58,14 +59,14 @@ export class TpPipelineView extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    this.observer = new ResizeObserver((entries) => {
-      const w = Math.round(entries[0]?.contentRect.width ?? 0);
-      if (w > 0 && Math.abs(w - this.width) > 2) {
+    this.observer = observeWidth(
+      this,
+      () => this.width,
+      (w) => {
         this.width = w;
         this.draw();
-      }
-    });
-    this.observer.observe(this);
+      },
+    );
   }
 
   override disconnectedCallback(): void {

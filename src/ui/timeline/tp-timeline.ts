@@ -6,6 +6,7 @@ import { TimelineChart } from './timeline-chart.ts';
 import type { ChartTimeline, PhaseView } from './timeline-layout.ts';
 import { blockFill, exposedColor, timelineStyles, waitColor } from './timeline-style.ts';
 import { stragglerSentence, timelineStragglers } from './timeline-waits.ts';
+import { observeWidth } from '../shared/width-observer.ts';
 
 /** Detail of the `timeline-zoom` event: the visible window, ms from the step's start. */
 export interface TimelineZoomDetail {
@@ -71,14 +72,14 @@ export class TpTimeline extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    this.observer = new ResizeObserver((entries) => {
-      const w = Math.round(entries[0]?.contentRect.width ?? 0);
-      if (w > 0 && Math.abs(w - this.width) > 2) {
+    this.observer = observeWidth(
+      this,
+      () => this.width,
+      (w) => {
         this.width = w;
         this.redraw(true);
-      }
-    });
-    this.observer.observe(this);
+      },
+    );
   }
 
   override disconnectedCallback(): void {
