@@ -143,44 +143,9 @@ describe('the playground page (built, served locally)', () => {
     await expectRanks(8);
   });
 
-  test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1', 'overlap=1');
-    const exposedMs = async () =>
-      Number(await page.locator('tp-app .totals [data-exposed-ms]').getAttribute('data-exposed-ms'));
-    const on = await exposedMs();
-    await page.locator('tp-controls input[data-control="overlap"]').click();
-    await shownRun('tp=8', 'sp=1', 'overlap=0');
-    const off = await exposedMs();
-    expect(off).toBeGreaterThan(on);
-    await page.locator('tp-controls input[data-control="overlap"]').click();
-    await shownRun('tp=8', 'sp=1', 'overlap=1');
-    expect(await exposedMs()).toBeLessThan(off);
-  });
-
-  test('an illegal degree shows its message next to the TP control and keeps the last view', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    const input = page.locator('tp-controls input[data-control="tp-number"]');
-    await input.fill('3');
-    await input.dispatchEvent('change');
-    const msg = page.locator('tp-controls [data-error-for="tp"]');
-    await expect
-      .poll(() => msg.first().textContent(), { timeout: 10_000 })
-      .toMatch(/heads \(8\) must be divisible by the TP degree t = 3.*legal t for 8 heads are 1, 2, 4, 8/);
-    // The message sits in the TP fieldset, beside the control that caused it.
-    expect(await msg.first().evaluate((el) => el.closest('fieldset')?.querySelector('legend')?.textContent)).toBe(
-      'Tensor parallel',
-    );
-    expect(await page.evaluate(() => location.hash)).toContain('tp=3&');
-    expect(await page.locator('tp-app').getAttribute('data-shown')).toContain('tp=8&');
-    await expectRanks(8);
-    await expect.poll(() => page.locator('[data-banner="stale"]').count()).toBe(1);
-    await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
-    await expect.poll(() => msg.count()).toBe(0);
-  });
-
-  // The exports and the layout read one t = 8 SP page without changing its settings: they share it
-  // (a fresh t = 8 run costs 20–60 s here), the resizes last.
-  describe('one t = 8 SP page, read without changing a setting', () => {
+  // These tests share one t = 8 SP page (a fresh t = 8 run costs 20–60 s here): each leaves the
+  // settings as it found them; the exports read it first, the resizes come last.
+  describe('one t = 8 SP page, each test leaving its settings as it found them', () => {
     let shared: BrowserContext | undefined;
     beforeAll(async () => {
       await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
@@ -251,6 +216,60 @@ describe('the playground page (built, served locally)', () => {
       expect(await page.locator('tp-exports [data-export="job-error"]').count()).toBe(0);
     });
 
+    test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
+      const exposedMs = async () =>
+        Number(await page.locator('tp-app .totals [data-exposed-ms]').getAttribute('data-exposed-ms'));
+      const on = await exposedMs();
+      await page.locator('tp-controls input[data-control="overlap"]').click();
+      await shownRun('tp=8', 'sp=1', 'overlap=0');
+      const off = await exposedMs();
+      expect(off).toBeGreaterThan(on);
+      await page.locator('tp-controls input[data-control="overlap"]').click();
+      await shownRun('tp=8', 'sp=1', 'overlap=1');
+      expect(await exposedMs()).toBeLessThan(off);
+    });
+
+    test('an illegal degree shows its message next to the TP control and keeps the last view', async () => {
+      const input = page.locator('tp-controls input[data-control="tp-number"]');
+      await input.fill('3');
+      await input.dispatchEvent('change');
+      const msg = page.locator('tp-controls [data-error-for="tp"]');
+      await expect
+        .poll(() => msg.first().textContent(), { timeout: 10_000 })
+        .toMatch(/heads \(8\) must be divisible by the TP degree t = 3.*legal t for 8 heads are 1, 2, 4, 8/);
+      // The message sits in the TP fieldset, beside the control that caused it.
+      expect(await msg.first().evaluate((el) => el.closest('fieldset')?.querySelector('legend')?.textContent)).toBe(
+        'Tensor parallel',
+      );
+      expect(await page.evaluate(() => location.hash)).toContain('tp=3&');
+      expect(await page.locator('tp-app').getAttribute('data-shown')).toContain('tp=8&');
+      await expectRanks(8);
+      await expect.poll(() => page.locator('[data-banner="stale"]').count()).toBe(1);
+      await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
+      await expect.poll(() => msg.count()).toBe(0);
+      await shownRun('tp=8', 'heads=8', 'sp=1'); // back where the block's next test expects it
+      await expectRanks(8);
+    });
+
+    test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {
+      expect(await badge().getAttribute('data-pass')).toBe('true');
+      await page.locator('tp-controls input[data-control="skipnorm"]').check();
+      await shownRun('tp=8', 'sp=1', 'skipnorm=1');
+      expect(await badge().getAttribute('data-pass')).toBe('false');
+      const failed = await page
+        .locator('tp-oracle-badge tr.fail[data-tensor]')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tensor')));
+      expect(failed).toEqual(['dg1', 'dg2']);
+      await page.locator('tp-controls input[data-control="skipnorm"]').uncheck();
+      await page.waitForFunction(
+        () => !(document.querySelector('tp-app')?.dataset.shown ?? '').includes('skipnorm'),
+        undefined,
+        { timeout: runTimeout },
+      );
+      await shownRun('tp=8', 'sp=1');
+      expect(await badge().getAttribute('data-pass')).toBe('true');
+    });
+
     test.each([
       [1280, 800],
       [1920, 1080],
@@ -274,26 +293,6 @@ describe('the playground page (built, served locally)', () => {
       await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
       expect(pageErrors).toEqual([]);
     });
-  });
-
-  test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    expect(await badge().getAttribute('data-pass')).toBe('true');
-    await page.locator('tp-controls input[data-control="skipnorm"]').check();
-    await shownRun('tp=8', 'sp=1', 'skipnorm=1');
-    expect(await badge().getAttribute('data-pass')).toBe('false');
-    const failed = await page
-      .locator('tp-oracle-badge tr.fail[data-tensor]')
-      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tensor')));
-    expect(failed).toEqual(['dg1', 'dg2']);
-    await page.locator('tp-controls input[data-control="skipnorm"]').uncheck();
-    await page.waitForFunction(
-      () => !(document.querySelector('tp-app')?.dataset.shown ?? '').includes('skipnorm'),
-      undefined,
-      { timeout: runTimeout },
-    );
-    await shownRun('tp=8', 'sp=1');
-    expect(await badge().getAttribute('data-pass')).toBe('true');
   });
 
   test('without cross-origin isolation the page says it runs on MessagePort, and the run still passes the oracle', async () => {
