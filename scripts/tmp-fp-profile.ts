@@ -1,0 +1,35 @@
+import { openBuiltPage } from './browser-run.ts';
+import { writeFileSync } from 'node:fs';
+const open = await openBuiltPage('about:blank', { outDir: process.env.FP_DIR!, prebuilt: true });
+const browser = open.page.context().browser()!;
+const ctx = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+const p = await ctx.newPage();
+const js = (await import('node:fs')).readdirSync(process.env.FP_DIR + '/assets').find((f) => f.startsWith('index-'))!;
+await p.goto(`${open.base}assets/${js}`);
+import ts from 'typescript';
+const pjs = ts.transpileModule((await import('node:fs')).readFileSync('src/bench/ui-first-paint.ts', 'utf8'), { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
+await p.addInitScript({ content: `${pjs.replace(/^export /gm, '')}\nwindow.__firstPaint = watchFirstPaint(); console.profile('fp'); const __iv = setInterval(() => { if (window.__firstPaint.timelineMs !== undefined) { console.profileEnd('fp'); clearInterval(__iv); } }, 2);` });
+const cdp = await ctx.newCDPSession(p);
+await cdp.send('Profiler.enable');
+await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+const got = new Promise<any>((res) => cdp.on('Profiler.consoleProfileFinished', (e) => res(e.profile)));
+const t0 = Date.now();
+await p.goto(`${open.base}`);
+await p.waitForFunction('(() => { const f = window.__firstPaint; return f && f.timelineMs !== undefined; })()', undefined, { timeout: 120000, polling: 20 });
+console.log('first paint', JSON.stringify(await p.evaluate('window.__firstPaint')));
+const wall = Date.now() - t0;
+const profile = await got;
+writeFileSync('/tmp/fp.cpuprofile', JSON.stringify(profile));
+// self time by function
+const self = new Map<string, number>();
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const dt = profile.timeDeltas ?? [];
+profile.samples?.forEach((id, i) => {
+  const n = byId.get(id)!;
+  const key = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}`;
+  self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0) / 1000);
+});
+console.log('wall to shown', wall, 'ms');
+[...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30).forEach(([k, v]) => console.log(v.toFixed(1).padStart(8), k));
+await ctx.close();
+await open.close();
