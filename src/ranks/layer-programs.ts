@@ -64,6 +64,7 @@ async function gpuStep(
   timer?: GpuTimer,
   memory = false,
   slowFactor = 1,
+  hold = true,
 ) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
@@ -72,6 +73,7 @@ async function gpuStep(
   // together once the stretch is encoded (see KernelContext.holdUntilFlush); its buffers live to
   // the step's end.
   const ownBackend = new GpuBackend(k, { deferRelease: !!timer });
+  // With `hold` false a timed step submits its kernels as it queues them (layerStepTimed).
   const be = slowedBackend(ownBackend, slowFactor); // #slow: this rank's kernels dispatched f times
   const own = rankOwnership(c)[rank];
   const rec = memory
@@ -98,8 +100,9 @@ async function gpuStep(
     const w = uploadWeights(weightShards(c, rank), (n, shape, data) => be.tensor(n, shape, data));
     rec?.weights(w);
     if (timer) await k.flush(); // the weights' upload is not a kernel's time
+    const started = performance.now();
     timer?.start();
-    k.holdUntilFlush = !!timer;
+    k.holdUntilFlush = !!timer && hold;
     let r;
     try {
       r = await layerStep(rec ? rec.backend(be) : be, lc, c, own, w, inputs);
@@ -107,8 +110,16 @@ async function gpuStep(
       k.holdUntilFlush = false;
     }
     const timed = timer ? await timer.stop() : undefined;
+    const wallMs = performance.now() - started; // the step's kernels and collectives, all finished
     const output = await readRankOutput(rank, (t: GpuTensor) => be.read(t), r);
-    return { output, named: lc.log, timed, memory: rec?.finish(rank, r), dispatches: k.dispatches - dispatched };
+    return {
+      output,
+      named: lc.log,
+      timed,
+      wallMs,
+      memory: rec?.finish(rank, r),
+      dispatches: k.dispatches - dispatched,
+    };
   } finally {
     ownBackend.releaseAll();
   }
@@ -251,6 +262,53 @@ export async function layerTiming(
   }
 }
 
+/** Whether a timed step's collectives move data on the ring (`overlapped`) or nothing (`alone`). */
+export type TransferMode = 'alone' | 'overlapped';
+
+/** One rank's step timed with its collectives `mode`: each compute op's kernel time (plan order) and the step's wall time, ms. */
+export interface TransferTiming {
+  readonly rank: number;
+  readonly mode: TransferMode;
+  readonly ops: { readonly name: string; readonly ms: number }[];
+  /** This rank's wall time from the step's first kernel to its last kernel's and collective's end, ms. */
+  readonly wallMs: number;
+}
+
+/**
+ * One step of `config` on every rank at once, every dispatch timed by timestamp queries, with the
+ * collectives either real (`overlapped`: the ring transfers run while the kernels queued under
+ * them run, on this machine's shared cores) or moving nothing (`alone`: DetachedCollectives, same
+ * kernels and shapes, no transfer in flight). Kernels are submitted as the step queues them (a
+ * held stretch could not run under a chunk's transfer), one command buffer per pass so passes do
+ * not run concurrently. Needs `timestamp-query`; a quantized timer is refused (its 100 µs steps
+ * cannot tell a kernel's slowdown).
+ */
+export async function layerStepTimed(
+  ctx: RankContext,
+  a: { config: LayerConfig; inputs: StepInputs; choices: GemmChoices; mode: TransferMode },
+): Promise<TransferTiming> {
+  if (!GpuTimer.available(ctx.device))
+    throw new Error(
+      'layerStepTimed: this adapter has no "timestamp-query"; kernels under transfer cannot be timed without it (run without the overlap timing).',
+    );
+  importGemmChoices(ctx.device, a.choices);
+  const comm = a.mode === 'alone' ? new DetachedCollectives(ctx.device, ctx.rank, a.config.tp) : ctx.gpuComm;
+  const k = kernelContext(ctx.device);
+  const timer = new GpuTimer(k, 2048);
+  k.passPerCommandBuffer = true;
+  try {
+    const { timed, wallMs } = await gpuStep(ctx, a.config, ctx.rank, comm, a.inputs, timer, false, 1, false);
+    if (timed!.quantized)
+      throw new Error(
+        'layerStepTimed: timestamp queries are quantized to 100 µs here; enable WebGPU developer features to time kernels under transfer.',
+      );
+    return { rank: ctx.rank, mode: a.mode, ops: timed!.times.map((t) => ({ name: t.op, ms: t.ns / 1e6 })), wallMs };
+  } finally {
+    k.passPerCommandBuffer = false;
+    timer.destroy();
+  }
+}
+
 /** Wall time (ms) of each GEMM problem run alone: back-to-back dispatches spanning ≥ 20 ms, per dispatch. */
 async function timeGemmsAlone(k: KernelContext, problems: readonly GemmProblem[]): Promise<number[]> {
   const cache = new Map<string, number>();
@@ -281,4 +339,4 @@ async function timeGemmsAlone(k: KernelContext, problems: readonly GemmProblem[]
 }
 
 /** The layer's programs, served by src/ranks/layer.worker.ts. */
-export const layerPrograms = { layerTune, layerStep: layerStepProgram, layerTiming };
+export const layerPrograms = { layerTune, layerStep: layerStepProgram, layerTiming, layerStepTimed };
