@@ -99,6 +99,8 @@ export interface LayerRun {
   readonly dispatches: number[];
   /** Each compute op's time with the ring moving and with nothing moving (with `transferPairs`). */
   readonly transferTimes?: TransferTimes;
+  /** Why transferTimes are missing though asked for (the adapter cannot time kernels finely). */
+  readonly transferSkipped?: string;
 }
 
 /** Pools with a runLayer in flight: a second run on one is refused (its calls would interleave with the first's). */
@@ -181,10 +183,10 @@ async function runLayerOn(
       computeTimes.push((await pool.run('layerTiming', { config: c, choices, slow }, [r]))[0]);
     }
   }
-  let transferTimes: TransferTimes | undefined;
+  let transfer: TransferTimes | string | undefined;
   if ((opts.transferPairs ?? 0) > 0 && c.tp > 1) {
     say(`timing every rank's kernels under transfer and alone (${opts.transferPairs} pairs)…`);
-    transferTimes = await measureTransferTimes(pool, plan, { config: c, inputs, choices }, opts.transferPairs!);
+    transfer = await measureTransferTimes(pool, plan, { config: c, inputs, choices }, opts.transferPairs!);
   }
   const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
   let cpuOracle: OracleReport | undefined;
@@ -216,7 +218,8 @@ async function runLayerOn(
     memory: replies.map((r) => r.memory),
     slow,
     dispatches: replies.map((r) => r.dispatches),
-    ...(transferTimes && { transferTimes }),
+    ...(typeof transfer === 'string' && { transferSkipped: transfer }),
+    ...(typeof transfer === 'object' && { transferTimes: transfer }),
   };
 }
 
@@ -225,15 +228,15 @@ async function runLayerOn(
  * overlapped, alone, …) so a drift of this shared machine falls on both ways alike: `overlapped`
  * with the real ring, `alone` with collectives that move nothing (layerStepTimed). Keeps each op's
  * shortest time of each way (what lengthens a kernel now and then only ever adds time) and each
- * way's shortest step wall time (slowest rank). Throws when a rank's timed ops are not the plan's
- * compute ops.
+ * way's shortest step wall time (slowest rank). Returns why not where the adapter cannot time
+ * kernels finely; throws when a rank's timed ops are not the plan's compute ops.
  */
 async function measureTransferTimes(
   pool: RankPool<LayerWorkerPrograms>,
   plan: LayerPlan,
   step: { config: LayerConfig; inputs: ReturnType<typeof stepInputs>; choices: GemmChoices },
   pairs: number,
-): Promise<TransferTimes> {
+): Promise<TransferTimes | string> {
   const compute = plan.ops.filter((o) => o.kind !== 'collective');
   const best = {
     alone: plan.ranks.map(() => plan.ops.map(() => Infinity)),
@@ -246,6 +249,7 @@ async function measureTransferTimes(
       const replies = await pool.run('layerStepTimed', { ...step, mode });
       await pool.traces(); // the overlapped steps' collectives are not the run's
       for (const r of replies) {
+        if ('skipped' in r) return r.skipped;
         if (r.ops.length !== compute.length || r.ops.some((o, i) => o.name !== compute[i]!.name))
           throw new Error(
             `runLayer: rank ${r.rank} timed ${r.ops.length} ops (${mode}), the plan has ${compute.length} compute ops; the timed step must dispatch one op per compute op of the plan.`,
@@ -255,7 +259,7 @@ async function measureTransferTimes(
           row[compute[i]!.index] = Math.min(row[compute[i]!.index]!, o.ms);
         });
       }
-      wall[mode] = Math.min(wall[mode], Math.max(...replies.map((r) => r.wallMs)));
+      wall[mode] = Math.min(wall[mode], Math.max(...replies.map((r) => ('wallMs' in r ? r.wallMs : 0))));
     }
   }
   const rows = (m: number[][]): number[][] => m.map((row) => row.map((v) => (Number.isFinite(v) ? v : 0)));
