@@ -55,7 +55,7 @@ if (values.help) {
 
 const raw: RawSettings = { preset: values.preset };
 for (const f of sizeFields) if (values[f] !== undefined) raw[f] = values[f];
-let configs: LayerConfig[] = [];
+const configs: LayerConfig[] = [];
 let pairs = 2;
 try {
   pairs = parseWhole('--pairs', values.pairs, 1);
