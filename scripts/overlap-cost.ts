@@ -4,19 +4,12 @@
 // moving and with nothing moving (`--pairs` pairs alternated), and the step's wall time both ways;
 // the chunk counts run in alternated order `--rounds` times (off, chunked, chunked, off, …), each
 // figure the shortest over the rounds. Prints per kernel both times and the ratio, and the step.
-import { parseArgs } from 'node:util';
 import type { SweepDegree, SweepReport } from '../src/session/sweep.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
-import {
-  configFromSettings,
-  parseDegrees,
-  parseWhole,
-  sizeFields,
-  type RawSettings,
-} from '../src/parallel/config-parse.ts';
+import { configFromSettings, parseDegrees, parseWhole } from '../src/parallel/config-parse.ts';
 import { validateConfig } from '../src/parallel/validate.ts';
 import { budgetRun, memoryBudget } from '../src/accounting/budget.ts';
-import { sizeFlagOptions } from './size-flags.ts';
+import { cliValues, rawSizeSettings, sizeFlagOptions } from './size-flags.ts';
 import { alignedTable } from './text-table.ts';
 
 const usage = `usage: npm run overlap-cost -- --tp 2,4 [--sp] [--preset classroom|gpt2-layer|llama-gqa] [--s N …]
@@ -42,19 +35,8 @@ const options = {
   help: { type: 'boolean', default: false },
 } as const;
 
-let values: ReturnType<typeof parseArgs<{ options: typeof options }>>['values'];
-try {
-  values = parseArgs({ options }).values;
-} catch (e) {
-  fail((e as Error).message);
-}
-if (values.help) {
-  console.log(usage);
-  process.exit(0);
-}
-
-const raw: RawSettings = { preset: values.preset };
-for (const f of sizeFields) if (values[f] !== undefined) raw[f] = values[f];
+const values = cliValues(options, usage, fail);
+const raw = rawSizeSettings(values);
 const configs: LayerConfig[] = [];
 let pairs = 2;
 try {
