@@ -2,6 +2,7 @@
 // their rank moves data, and what the transfer cost them (their time measured with the ring moving
 // against the same kernel with nothing moving). Pure: no DOM, no GPU.
 import type { LayerPlan } from '../parallel/plan-types.ts';
+import { median } from '../core/stats.ts';
 import { scheduleStep, type ScheduleOptions, type ScheduledEvent, type Timeline } from './schedule.ts';
 
 /** One compute op's kernel time with nothing moving and while the ring moved data, ms. */
@@ -21,6 +22,20 @@ export interface TransferTimes {
   readonly overlappedMs: readonly (readonly number[])[];
   /** The step's wall time (slowest rank), shortest over the pairs, each way, ms. */
   readonly stepWallMs: KernelTransferTime;
+}
+
+/**
+ * `times` with each op's median over the ranks on every rank, both ways: every rank runs the same
+ * ops on the same local shapes, so the ranks' differences are this shared machine's noise (as
+ * run-timeline.ts computeMsByOp does for the kernels timed alone); a schedule from the raw rows
+ * would name noise a straggler.
+ */
+export function medianOverRanks(times: TransferTimes): TransferTimes {
+  const med = (m: readonly (readonly number[])[]): number[][] => {
+    const row = (m[0] ?? []).map((_, i) => median(m.map((r) => r[i] ?? 0)));
+    return m.map(() => [...row]);
+  };
+  return { ...times, aloneMs: med(times.aloneMs), overlappedMs: med(times.overlappedMs) };
 }
 
 /** Overlap of [a0, a1) and [b0, b1), ms (0 when they do not meet). */

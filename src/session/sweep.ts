@@ -5,6 +5,7 @@ import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
 import { measuredCommMs } from '../schedule/durations.ts';
 import {
   kernelSlowdowns,
+  medianOverRanks,
   scheduleUnderTransfer,
   slowdownByGroup,
   transferSlowdown,
@@ -221,8 +222,9 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
 /** The run's kernels under transfer and alone, as the sweep reports them (see SweepTransfer). */
 function sweepTransfer(run: LayerRun, times: TransferTimes): SweepTransfer {
   const commMs = measuredCommMs(run.plan, run.commEvents);
-  const slowed = scheduleUnderTransfer(run.plan, times, commMs, { overlap: true });
-  const alone = scheduleStep(run.plan, { computeMs: times.aloneMs, commMs }, { overlap: true });
+  const same = medianOverRanks(times);
+  const slowed = scheduleUnderTransfer(run.plan, same, commMs, { overlap: true });
+  const alone = scheduleStep(run.plan, { computeMs: same.aloneMs, commMs }, { overlap: true });
   const rows = kernelSlowdowns(run.plan, times, slowed);
   const kernels = run.plan.ops
     .filter((o) => o.kind !== 'collective')

@@ -39,8 +39,10 @@ test('under chunks:2 with SP at t = 2 the run carries both times for every compu
   const slowed = tl.events.filter((e) => e.transfer);
   expect(slowed.length).toBeGreaterThan(0);
   expect(slowed.every((e) => e.stream === 'compute')).toBe(true);
+  // The schedule takes each op's median over the ranks (at t = 2 the mean of both ranks' times).
+  const mid = (m: readonly (readonly number[])[], i: number): number => (m[0]![i]! + m[1]![i]!) / 2;
   for (const e of slowed) {
-    expect(e.transfer!.aloneMs).toBe(tt.aloneMs[e.rank]![e.opIndex]);
-    expect(e.transfer!.overlappedMs).toBe(tt.overlappedMs[e.rank]![e.opIndex]);
+    expect(e.transfer!.aloneMs).toBeCloseTo(mid(tt.aloneMs, e.opIndex), 12);
+    expect(e.transfer!.overlappedMs).toBeCloseTo(mid(tt.overlappedMs, e.opIndex), 12);
   }
 });

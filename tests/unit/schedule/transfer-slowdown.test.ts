@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { scheduleStep } from '../../../src/schedule/schedule.ts';
 import {
   kernelSlowdowns,
+  medianOverRanks,
   scheduleUnderTransfer,
   slowdownByGroup,
   slowedPart,
@@ -69,5 +70,15 @@ describe('kernels under a transfer', () => {
     const g = slowdownByGroup(rows);
     expect(g.underTransfer).toBe(1.5);
     expect(g.others).toBeCloseTo(3.1 / 3, 12);
+  });
+
+  test("the schedule's times are each op's median over the ranks: the ranks' differences are noise, not a straggler", () => {
+    const three = { ...times, aloneMs: [[1], [3], [2]], overlappedMs: [[5], [4], [9]] };
+    const m = medianOverRanks(three);
+    expect([m.aloneMs, m.overlappedMs]).toEqual([
+      [[2], [2], [2]],
+      [[5], [5], [5]],
+    ]);
+    expect(m.stepWallMs).toBe(three.stepWallMs);
   });
 });
