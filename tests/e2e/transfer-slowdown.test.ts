@@ -2,7 +2,8 @@
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 120_000;
 let open: OpenPage;
@@ -10,8 +11,7 @@ let page: Page;
 
 describe('kernels slowed by a ring transfer (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tpoverlap=chunks:2&sp=1&tp=2&machine=browser', {
-      outDir: 'test-results/e2e-transfer-slowdown-dist',
+    open = await openE2ePage('/#tpoverlap=chunks:2&sp=1&tp=2&machine=browser', {
       viewport: { width: 1280, height: 900 },
     });
     page = open.page;
