@@ -280,9 +280,9 @@ function kernelRules(
  *   ceTargetLogit   logits_2d[arange, target]: one fp32 logit and one id gathered per row (s·b rows)
  *   ceGrad          grad_input.mul_(grad_output) in place (4 + 4); the `.float()` cast's backward
  *                   back to the training dtype (read 4, write b)
- * 48 + 2b bytes per logit in all (52 in bf16) where the plan's own kernels read and write the
- * logits in 16 bits a few times; the memory model already holds this fp32 softmax
- * (memory-timeline.ts).
+ * 52 bytes per logit in 16 bits (40 in fp32, without the casts), where the plan's own kernels
+ * read and write the logits in 16 bits a few times; the memory model already holds this fp32
+ * softmax (memory-timeline.ts).
  */
 function crossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): number[] {
   const b = dtypeBytes[dtype];
