@@ -24,6 +24,7 @@ import { stagingPool } from '../kernels/staging-pool.ts';
 import { MemoryRecorder, type StepMemoryRecord } from '../parallel/memory-record.ts';
 import { slowdownOf, type RankSlowdown } from '../core/rank-slowdown.ts';
 import { slowedBackend } from './slowed-backend.ts';
+import { resultTensors, type ResultTensors } from './result-tensors.ts';
 
 /** GEMM choices as they travel between ranks: shape class → variant. */
 export type GemmChoices = [string, GemmVariant][];
@@ -65,6 +66,7 @@ async function gpuStep(
   memory = false,
   slowFactor = 1,
   hold = true,
+  results?: ResultTensors,
 ) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
@@ -72,7 +74,10 @@ async function gpuStep(
   // Timed: the kernels of each stretch between collectives, one command buffer each, are submitted
   // together once the stretch is encoded (see KernelContext.holdUntilFlush); its buffers live to
   // the step's end.
-  const ownBackend = new GpuBackend(k, { deferRelease: !!timer });
+  const ownBackend = new GpuBackend(k, {
+    deferRelease: !!timer,
+    ...(results && { ownedElsewhere: (t: GpuTensor) => results.owns(t) }),
+  });
   // With `hold` false a timed step submits its kernels as it queues them (layerStepTimed).
   const be = slowedBackend(ownBackend, slowFactor); // #slow: this rank's kernels dispatched f times
   const own = rankOwnership(c)[rank];
@@ -93,7 +98,10 @@ async function gpuStep(
       rec?.collective(named);
       return named.chunk ? k.submit() : k.flush();
     },
-    (t) => be.adopt(t),
+    // A result reused from step to step (ResultTensors) is freed by its owner, not at this step's end.
+    (t) => {
+      if (!results?.owns(t)) be.adopt(t);
+    },
     () => k.submit(),
   );
   try {
@@ -170,7 +178,9 @@ export async function layerStepProgram(
   },
 ): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
-  const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
+  // Each named collective writes into the tensor it returned the step before (ResultTensors).
+  const results = a.solo ? undefined : resultTensors(ctx.device);
+  const comm = results ? results.around(ctx.gpuComm) : new DetachedCollectives(ctx.device, 0, 1);
   const factor = a.solo ? 1 : slowdownOf(a.slow, ctx.rank);
   ctx.link.linkFactor = a.solo ? 1 : slowdownOf(a.slowlink, ctx.rank);
   try {
@@ -183,10 +193,13 @@ export async function layerStepProgram(
       undefined,
       true,
       factor,
+      true,
+      results,
     );
     return { output, named, memory: memory!, dispatches };
   } finally {
     ctx.link.linkFactor = 1;
+    results?.endStep();
   }
 }
 
