@@ -1,7 +1,7 @@
 // The D3 part of <tp-timeline>: draws lanes and blocks into an SVG, zooms the time axis, shows a tooltip.
 import * as d3 from 'd3';
 import { measuredLabels, measuredTooltip } from '../shared/measured-format.ts';
-import { formatMs, labelCandidates, tooltipLines } from '../shared/timeline-format.ts';
+import { formatMs, labelCandidates, msTickFormat, tooltipLines } from '../shared/timeline-format.ts';
 import {
   fitLabel,
   eventPass,
@@ -292,6 +292,7 @@ export class TimelineChart {
     }
     this.zoomed.attr('transform', `translate(${t.x},0) scale(${t.k},1)`);
     const zx = t.rescaleX(this.x);
+    const tickMs = msTickFormat(zx.domain());
     this.drawLabels(zx);
     this.drawTop(zx);
     this.axis
@@ -299,7 +300,7 @@ export class TimelineChart {
         d3
           .axisBottom(zx)
           .ticks(Math.max(2, Math.floor(this.plotW / 120)))
-          .tickFormat((d) => formatMs(Number(d))),
+          .tickFormat((d) => tickMs(Number(d))),
       )
       .attr('font-size', fontPx.axis)
       .attr('font-family', null);

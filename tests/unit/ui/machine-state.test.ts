@@ -99,8 +99,6 @@ describe('the timeline follows the placement', () => {
 
   it('keeps the catalog link where the placement cannot apply (no topology for a custom box, t not dividing the GPUs)', () => {
     expect(machineChoice({ ...defaultSettings, tp: 2, gpus: 3 }).projection?.placed).toBeUndefined();
-    expect(
-      machineChoice({ ...defaultSettings, system: 'custom:v100-pcie:2:5:10' }).projection?.placed,
-    ).toBeUndefined();
+    expect(machineChoice({ ...defaultSettings, system: 'custom:v100-pcie:2:5:10' }).projection?.placed).toBeUndefined();
   });
 });
