@@ -105,6 +105,20 @@ describe('live memory under the timeline (built page)', () => {
     const zoomed = await visible();
     expect(zoomed[0]).toBeCloseTo(whole[0]! + 0.2 * span, 6);
     for (const lane of [0, 1]) await expect.poll(() => shownOf(lane)).toEqual(zoomed);
+    // In the timeline's columns: a time both axes label sits at the same x (within a pixel).
+    const ticks = (where: string) =>
+      page.locator(`${where} g.tick`).evaluateAll((gs) =>
+        gs.map((g) => {
+          const r = g.querySelector('line')!.getBoundingClientRect();
+          return [g.querySelector('text')?.textContent ?? '', r.left + r.width / 2] as const;
+        }),
+      );
+    const timelineTicks = new Map(await ticks('tp-timeline svg.plot'));
+    const shared = (await ticks('tp-timeline ~ tp-live-memory svg[data-lane="0"]')).filter(([t]) =>
+      timelineTicks.has(t),
+    );
+    expect(shared.length).toBeGreaterThan(0);
+    for (const [t, x] of shared) expect(Math.abs(x - timelineTicks.get(t)!), t).toBeLessThan(1);
     await timeline.getByRole('button', { name: 'Reset zoom' }).click();
     for (const lane of [0, 1]) await expect.poll(() => shownOf(lane)).toEqual(whole);
   });

@@ -68,10 +68,13 @@ function liveMemory(r: PlaygroundResult): TemplateResult {
   ></tp-live-memory>`;
 }
 
-/** The memory chart under the timeline takes the timeline's visible window (zoom, pan) as its own. */
+/** The memory chart under the timeline takes the timeline's visible window (zoom, pan) as its own, in the timeline's columns. */
 function followZoom(e: CustomEvent<TimelineZoomDetail>): void {
   const m = (e.currentTarget as HTMLElement).querySelector('tp-live-memory');
-  if (m) m.domain = [e.detail.t0, e.detail.t1];
+  if (!m) return;
+  const left = m.getBoundingClientRect().left;
+  m.domain = [e.detail.t0, e.detail.t1];
+  m.columns = [e.detail.left - left, e.detail.right - left];
 }
 
 /**

@@ -150,6 +150,12 @@ export class TimelineChart {
     this.zoom.transform(this.plot, d3.zoomIdentity);
   }
 
+  /** The plot's left and right edges in client px (where the visible window's ends are drawn). */
+  plotEdges(): [number, number] {
+    const left = this.svg.node()!.getBoundingClientRect().left + margin.left;
+    return [left, left + this.plotW];
+  }
+
   /** The visible window, ms. */
   domain(): [number, number] {
     const [a, b] = this.transform.rescaleX(this.x).domain();

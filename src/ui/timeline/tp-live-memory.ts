@@ -80,6 +80,8 @@ export class TpLiveMemory extends LitElement {
   @property() caption = '';
   /** The visible window [t0, t1] ms (the timeline's, when zoomed or panned); undefined: the whole step. */
   @property({ attribute: false }) domain: readonly [number, number] | undefined;
+  /** Where to draw the window's ends, px from this element's left edge (the timeline's plot columns); undefined: the chart's own margins. */
+  @property({ attribute: false }) columns: readonly [number, number] | undefined;
 
   @query('.tip') private tipEl!: HTMLElement;
   private observer: ResizeObserver | undefined;
@@ -128,7 +130,7 @@ export class TpLiveMemory extends LitElement {
 
   protected override updated(changed: PropertyValues<this>): void {
     if (changed.has('lanes') || changed.has('classes')) this.draw();
-    else if (changed.has('domain') && !this.frame)
+    else if ((changed.has('domain') || changed.has('columns')) && !this.frame)
       // A zoom or pan fires once per frame: draw once per frame.
       this.frame = requestAnimationFrame(() => {
         this.frame = 0;
@@ -147,6 +149,12 @@ export class TpLiveMemory extends LitElement {
     });
   }
 
+  /** The x range: the timeline's columns where they leave room for the y axis, else the chart's margins. */
+  private range(w: number): [number, number] {
+    const c = this.columns;
+    return c && c[0] >= margin.left && c[1] <= w && c[1] - c[0] >= 120 ? [c[0], c[1]] : [margin.left, w - margin.right];
+  }
+
   private drawLane(
     el: SVGSVGElement,
     lane: MemoryLane,
@@ -163,16 +171,16 @@ export class TpLiveMemory extends LitElement {
     const x = d3
       .scaleLinear()
       .domain([t0, t1 > t0 ? t1 : t0 + 1])
-      .range([margin.left, w - margin.right]);
+      .range(this.range(w));
     svg.attr('data-t0', x.domain()[0]!).attr('data-t1', x.domain()[1]!);
     const clip = `live-memory-clip-${el.dataset['lane']}`;
     svg
       .append('clipPath')
       .attr('id', clip)
       .append('rect')
-      .attr('x', margin.left)
+      .attr('x', x.range()[0]!)
       .attr('y', 0)
-      .attr('width', Math.max(0, w - margin.left - margin.right))
+      .attr('width', Math.max(0, x.range()[1]! - x.range()[0]!))
       .attr('height', h);
     const plot = svg.append('g').attr('clip-path', `url(#${clip})`);
     const y = d3
