@@ -131,10 +131,10 @@ export async function layerStep<T>(
   const wfc1 = need(w.wfc1, 'wfc1'),
     wdown = need(w.wdown, 'wdown');
   // Autograd's rule: a tensor is freed once the last op that reads it is issued — a forward
-  // temporary in forward, what forward kept for backward in backward (never y, the step's output).
-  let y: T | undefined;
+  // temporary in forward, what forward kept for backward in backward; what the step returns (y,
+  // loss, dx, the gradients) never is.
   const free = (...ts: (T | undefined)[]): void => {
-    for (const t of new Set(ts)) if (t !== undefined && t !== y) be.release(t);
+    for (const t of new Set(ts)) if (t !== undefined) be.release(t);
   };
 
   // ---- forward ----
@@ -169,7 +169,7 @@ export async function layerStep<T>(
     chunks > 1
       ? await mlpBlockForwardChunked(be, lc, D, sp, chunks, ln2, { wfc1, wdown }, mlpLabels)
       : await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
-  y = be.tensor('y', [sl, b, h]);
+  const y = be.tensor('y', [sl, b, h]);
   be.add(opSpec('residual.mlp', tokens), x2, mlp.out, y);
   free(mlp.out);
 
