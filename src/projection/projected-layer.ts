@@ -49,7 +49,7 @@ export const isPerStep = (op: PlannedOp): boolean => op.phase !== 'forward' && o
 export const tpGroupLink = (system: SystemSpec, t: number): Interconnect =>
   groupLink(system, t, Math.min(t, system.gpusPerNode));
 
-/** The timeline caption's communication source for a run at degree `t` projected on `machine`. */
+/** The timeline caption's communication source for a run at degree `t` projected on `machine` (and its placed TP ring, when placed). */
 export function projectedCommSource(machine: Machine, t: number): string {
   const { system } = machine;
   const link = tpGroupLink(system, t);
@@ -57,7 +57,8 @@ export function projectedCommSource(machine: Machine, t: number): string {
     link === system.intra
       ? link.label
       : `${link.label}: the TP group of ${t} spans ${Math.ceil(t / system.gpusPerNode)} nodes of ${system.gpusPerNode} GPUs`;
-  return `projected on ${where} (alpha-beta ring, ${system.collectiveBaseUs} µs NCCL base latency per call), payloads in ${machine.dtype}`;
+  const placed = machine.placed?.tp;
+  return `projected on ${placed ? `${where}; ${placed.label}` : where} (alpha-beta ring, ${system.collectiveBaseUs} µs NCCL base latency per call), payloads in ${machine.dtype}`;
 }
 
 /**

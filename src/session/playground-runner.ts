@@ -9,6 +9,7 @@ import { makePlan } from '../parallel/plan.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import type { StepMemoryRecord } from '../parallel/memory-record.ts';
+import { replayStepMemory } from '../parallel/memory-replay.ts';
 import {
   layerRunCache,
   runLayer,
@@ -106,8 +107,10 @@ export interface PlaygroundResult {
   readonly output?: LogicalOutput;
   readonly transport?: string;
   readonly adapter?: string;
-  /** Per rank, the buffers of the step on the ranks (absent without WebGPU). */
+  /** Per rank, the buffers of the step: recorded on the ranks, or replayed on shapes without WebGPU. */
   readonly memory?: readonly StepMemoryRecord[];
+  /** True when `memory` is the shapes replay of the plan (memory-replay.ts), not the ranks' record. */
+  readonly memoryReplayed?: boolean;
 }
 
 /**
@@ -196,6 +199,8 @@ export class PlaygroundRunner implements PoolLender {
         ),
         computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})${slowNote(req.slow, 'modeled')}`,
         commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`,
+        memory: await Promise.all(Array.from({ length: c.tp }, (_, r) => replayStepMemory(c, r))),
+        memoryReplayed: true,
       };
     }
     const pool = await this.poolOf(c.tp);

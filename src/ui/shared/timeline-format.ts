@@ -17,6 +17,16 @@ export function formatMs(ms: number): string {
   return `${trim(ms / 1000)} s`;
 }
 
+/**
+ * The tick format of a time axis over `domain` (ms): every tick in the unit formatMs gives the
+ * domain's largest |end| ("0 µs … 250 µs", never "0 ms" beside "50 µs").
+ */
+export function msTickFormat(domain: readonly number[]): (ms: number) => string {
+  const a = Math.max(0, ...domain.map(Math.abs));
+  const [per, unit] = a < 1e-3 ? [1e6, 'ns'] : a < 1 ? [1e3, 'µs'] : a < 1000 ? [1, 'ms'] : [1e-3, 's'];
+  return (ms) => `${trim(ms * per)} ${unit}`;
+}
+
 /** A change of time with its sign: +1.2 ms, −37.1 ms, 0. */
 export const formatSignedMs = (ms: number): string =>
   ms > 0 ? `+${formatMs(ms)}` : ms < 0 ? `−${formatMs(-ms)}` : '0';

@@ -1,7 +1,7 @@
 // The D3 part of <tp-timeline>: draws lanes and blocks into an SVG, zooms the time axis, shows a tooltip.
 import * as d3 from 'd3';
 import { measuredLabels, measuredTooltip } from '../shared/measured-format.ts';
-import { formatMs, labelCandidates, tooltipLines } from '../shared/timeline-format.ts';
+import { formatMs, labelCandidates, msTickFormat, tooltipLines } from '../shared/timeline-format.ts';
 import {
   fitLabel,
   eventPass,
@@ -150,6 +150,12 @@ export class TimelineChart {
       .on('zoom', (ev: d3.D3ZoomEvent<SVGGElement, unknown>) => this.apply(ev.transform));
     this.plot.call(this.zoom).on('dblclick.zoom', null);
     this.zoom.transform(this.plot, d3.zoomIdentity);
+  }
+
+  /** The plot's left and right edges in client px (where the visible window's ends are drawn). */
+  plotEdges(): [number, number] {
+    const left = this.svg.node()!.getBoundingClientRect().left + margin.left;
+    return [left, left + this.plotW];
   }
 
   /** The visible window, ms. */
@@ -309,6 +315,7 @@ export class TimelineChart {
     }
     this.zoomed.attr('transform', `translate(${t.x},0) scale(${t.k},1)`);
     const zx = t.rescaleX(this.x);
+    const tickMs = msTickFormat(zx.domain());
     this.drawLabels(zx);
     this.drawTop(zx);
     this.axis
@@ -316,7 +323,7 @@ export class TimelineChart {
         d3
           .axisBottom(zx)
           .ticks(Math.max(2, Math.floor(this.plotW / 120)))
-          .tickFormat((d) => formatMs(Number(d))),
+          .tickFormat((d) => tickMs(Number(d))),
       )
       .attr('font-size', fontPx.axis)
       .attr('font-family', null);

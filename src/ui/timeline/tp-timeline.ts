@@ -8,10 +8,13 @@ import { blockFill, exposedColor, slowedFill, timelineStyles, waitColor } from '
 import { stragglerSentence, timelineStragglers } from './timeline-waits.ts';
 import { observeWidth } from '../shared/width-observer.ts';
 
-/** Detail of the `timeline-zoom` event: the visible window, ms from the step's start. */
+/** Detail of the `timeline-zoom` event: the visible window, ms from the step's start, and where the plot draws it. */
 export interface TimelineZoomDetail {
   readonly t0: number;
   readonly t1: number;
+  /** The plot's left and right edges, client px: a chart under the timeline can draw t0 … t1 in the same columns. */
+  readonly left: number;
+  readonly right: number;
 }
 
 const swatch = (fill: string, stroke = 'none') =>
@@ -138,10 +141,16 @@ export class TpTimeline extends LitElement {
   protected override updated(changed: PropertyValues<this>): void {
     if (!this.chart) {
       this.chart = new TimelineChart(this.svgEl, this.tipEl, {
-        onZoom: ([t0, t1]) =>
+        onZoom: ([t0, t1]) => {
+          const [left, right] = this.chart?.plotEdges() ?? [0, 0];
           this.dispatchEvent(
-            new CustomEvent<TimelineZoomDetail>('timeline-zoom', { detail: { t0, t1 }, bubbles: true, composed: true }),
-          ),
+            new CustomEvent<TimelineZoomDetail>('timeline-zoom', {
+              detail: { t0, t1, left, right },
+              bubbles: true,
+              composed: true,
+            }),
+          );
+        },
       });
       this.redraw();
       return;
