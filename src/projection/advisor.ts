@@ -7,7 +7,7 @@ import {
   type ParallelLayout,
 } from '../megatron/parallel-layout.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from './advisor-space.ts';
-import { assembleStep, stepLowerBounds, type LayerPricing } from './cluster-projection.ts';
+import { stepLowerBounds, stepSummary, type LayerPricing } from './cluster-projection.ts';
 import { LayerPricingCache } from './layer-pricing-cache.ts';
 import { layoutSetup, type SetupExtras } from './layout-setup.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
@@ -165,8 +165,9 @@ export async function advise(
       rejected.slower += legal.length - i;
       break;
     }
-    const step = assembleStep(c.setup, c.machine, c.pricing);
-    if (step.memory.oom) {
+    // Memory first, then the step's times, as assembleStep has them (stepSummary: no per-op objects).
+    const step = stepSummary(c.setup, c.machine, c.pricing);
+    if (!step) {
       rejected.oom++;
       continue;
     }
@@ -182,8 +183,8 @@ export async function advise(
         tflopsPerGpu: step.tflopsPerGpu,
         mfu: step.mfu,
         exposedShare: step.exposedShare,
-        memoryGiB: step.memory.totalBytes / 2 ** 30,
-        capacityGiB: step.memory.capacityBytes / 2 ** 30,
+        memoryGiB: step.memoryBytes / 2 ** 30,
+        capacityGiB: step.capacityBytes / 2 ** 30,
       },
       opts.k,
     );
