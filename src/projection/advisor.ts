@@ -7,7 +7,7 @@ import {
   type ParallelLayout,
 } from '../megatron/parallel-layout.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from './advisor-space.ts';
-import { stepLowerBounds, stepSummary, type LayerPricing } from './cluster-projection.ts';
+import { stepLowerBounds, stepSummary, type LayerPlans, type LayerPricing } from './cluster-projection.ts';
 import { LayerPricingCache } from './layer-pricing-cache.ts';
 import { layoutSetup, type SetupExtras } from './layout-setup.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
@@ -127,9 +127,11 @@ export async function advise(
   if (!(Number.isInteger(opts.k) && opts.k >= 1)) throw new Error(`k (${opts.k}) must be a whole number ≥ 1.`);
   const { model, machine, gpus, globalBatch } = problem;
   // --tp-comm-overlap is a kernel option per candidate: one machine and one pricing cache each way.
+  // The two share their layer plans (the option changes the pricing, not the plan).
+  const plans = new Map<string, Promise<LayerPlans>>();
   const variants = [false, true].map((on) => {
     const m: Machine = { ...machine, kernels: { ...(machine.kernels ?? defaultKernelOptions), tpCommOverlap: on } };
-    return { machine: m, cache: new LayerPricingCache(m) };
+    return { machine: m, cache: new LayerPricingCache(m, 'first', plans) };
   });
   const rejected = noRejections();
   const total = spaceSize(space);

@@ -123,7 +123,10 @@ export interface StepProjection {
 }
 
 /** The two plans of a configuration: with the vocabulary (one block inside) and the block alone. */
-async function plans(c: LayerConfig): Promise<{ full: LayerPlan; block: LayerPlan }> {
+export type LayerPlans = { readonly full: LayerPlan; readonly block: LayerPlan };
+
+/** The two plans of a configuration (LayerPlans). */
+export async function plans(c: LayerConfig): Promise<LayerPlans> {
   const full = (await makePlan(c)).plan;
   const block = c.vocab > 0 ? (await makePlan({ ...c, vocab: 0 })).plan : full;
   return { full, block };
@@ -189,9 +192,10 @@ export async function priceLayers(
   machine: Machine,
   ranks: PricedRanks = 'all',
   reference?: Promise<LayerPricing['ref']>,
+  planned0?: Promise<LayerPlans>,
 ): Promise<LayerPricing> {
   const c = setupConfig(setup);
-  const planned = await plans(c);
+  const planned = await (planned0 ?? plans(c));
   const async = asyncCollectives(setup);
   const only = (p: LayerPlan): LayerPlan =>
     withAsync(ranks === 'all' ? p : { ...p, ranks: p.ranks.slice(0, 1) }, async);

@@ -149,15 +149,6 @@ interface Draft {
   readonly after: EventRef | null;
 }
 
-/** shapeLabel per plan op (a plan is scheduled many times: every rank, every overlap choice). */
-const labels = new WeakMap<PlannedOp, string>();
-
-function labelOf(op: PlannedOp): string {
-  let l = labels.get(op);
-  if (l === undefined) labels.set(op, (l = shapeLabel(op)));
-  return l;
-}
-
 /**
  * The event of draft `d`, its fields in one fixed order (optional ones only where the op has
  * them): one construction per event, no intermediate copies.
@@ -186,7 +177,7 @@ function eventOf(d: Draft, exposed: readonly Interval[], exposedMs: number): Sch
   if (op.kind !== 'collective') e.kernel = op.kind === 'gemm' ? 'gemm' : op.kernel;
   e.inShapes = op.inShapes;
   e.outShape = op.outShape;
-  e.shapeLabel = labelOf(op);
+  e.shapeLabel = shapeLabel(op);
   if (op.kind === 'gemm') e.gemm = op.gemm;
   if (c) e.collective = c;
   e.waitMs = d.waitMs;
