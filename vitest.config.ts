@@ -23,6 +23,7 @@ export default mergeConfig(
             name: 'e2e',
             environment: 'node',
             include: ['tests/e2e/**/*.test.ts'],
+            globalSetup: ['tests/e2e/build-once.ts'],
             testTimeout: 180_000,
             hookTimeout: 180_000,
           },

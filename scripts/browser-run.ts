@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { chromium, type Page } from 'playwright';
 import { build, createServer, preview } from 'vite';
 import { chromiumArgs, chromiumPath } from './chromium.ts';
@@ -50,16 +52,16 @@ export interface OpenPage {
   close(): Promise<void>;
 }
 
-/**
- * Serves the production build: runs `vite build` into `outDir` (default dist/), serves it with
- * `vite preview` (COOP/COEP from vite.config.ts) and opens `path` there in headless Chromium with
- * WebGPU. The caller must `close()` it (for suites that share one page across tests).
- */
-export async function openBuiltPage(
-  path: string,
-  opts: PageOptions & { readonly outDir?: string } = {},
-): Promise<OpenPage> {
-  const outDir = opts.outDir ?? 'dist';
+/** Where the page is built and whether to build it. */
+export interface BuiltPageOptions extends PageOptions {
+  /** The build's directory (default dist/). */
+  readonly outDir?: string;
+  /** Serve `outDir` as it is, built once before (tests/e2e/build-once.ts), instead of building it again. */
+  readonly prebuilt?: boolean;
+}
+
+/** Runs `vite build` of the page into `outDir` in production mode. */
+export async function buildPage(outDir: string): Promise<void> {
   // Vite picks packages' "production" exports (lit without dev-mode checks) only when NODE_ENV says so; vitest sets "test".
   const env = process.env.NODE_ENV;
   process.env.NODE_ENV = 'production';
@@ -68,6 +70,19 @@ export async function openBuiltPage(
   } finally {
     process.env.NODE_ENV = env;
   }
+}
+
+/**
+ * Serves the production build: runs `vite build` into `outDir` (default dist/; not with
+ * `prebuilt`), serves it with `vite preview` (COOP/COEP from vite.config.ts) and opens `path`
+ * there in headless Chromium with WebGPU. The caller must `close()` it (for suites that share one
+ * page across tests).
+ */
+export async function openBuiltPage(path: string, opts: BuiltPageOptions = {}): Promise<OpenPage> {
+  const outDir = opts.outDir ?? 'dist';
+  if (!opts.prebuilt) await buildPage(outDir);
+  else if (!existsSync(join(outDir, 'index.html')))
+    throw new Error(`openBuiltPage: ${outDir}/index.html is missing; build it first (buildPage) or drop prebuilt.`);
   const server = await preview({ preview: { port: 0, host: '127.0.0.1' }, build: { outDir }, logLevel: 'error' });
   try {
     const open = await openInChromium(server.resolvedUrls?.local[0], path, opts);
@@ -88,7 +103,7 @@ export async function openBuiltPage(
 export async function withBuiltPage<T>(
   path: string,
   body: (page: Page, pageErrors: string[]) => Promise<T>,
-  opts: PageOptions & { readonly outDir?: string } = {},
+  opts: BuiltPageOptions = {},
 ): Promise<T> {
   const open = await openBuiltPage(path, opts);
   try {

@@ -1,7 +1,8 @@
 // The overlap ablation panel end to end: the production build, driven through its controls (the worker included).
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;
 let page: Page;
@@ -11,10 +12,7 @@ const stepOf = async (combination: string): Promise<number> =>
 
 describe('the overlap ablation panel (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=4&sp=1', {
-      outDir: 'test-results/e2e-ablation-dist',
-      viewport: { width: 1280, height: 800 },
-    });
+    open = await openE2ePage('/#tp=4&sp=1', { viewport: { width: 1280, height: 800 } });
     page = open.page;
   }, 180_000);
   afterAll(async () => {

@@ -2,7 +2,8 @@
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 90_000;
 let open: OpenPage;
@@ -20,10 +21,7 @@ const mfuOf = async (tp: number): Promise<number> =>
 
 describe('the cluster model and the advisor (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=2', {
-      outDir: 'test-results/e2e-advisor-dist',
-      viewport: { width: 1280, height: 800 },
-    });
+    open = await openE2ePage('/#tp=2', { viewport: { width: 1280, height: 800 } });
     page = open.page;
   }, 180_000);
   afterAll(async () => {

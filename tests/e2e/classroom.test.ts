@@ -2,10 +2,10 @@
 // presenter keys and the step in the hash, and the training demo. Screenshots at 1920×1080 and 1280×800 in test-results/.
 import type { Page } from 'playwright';
 import { expect, test } from 'vitest';
-import { withPage } from '../../scripts/browser-run.ts';
 import { configFromPreset } from '../../src/parallel/config.ts';
 import { oracleTolerance } from '../../src/parallel/oracle.ts';
 import type { TrainPoint } from '../../src/session/classroom-train-run.ts';
+import { withE2ePage } from './built-page.ts';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/${name}.png` });
 const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');
@@ -48,7 +48,7 @@ async function playRing(page: Page, i: number): Promise<{ steps: number; chunks:
 }
 
 test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks with their shapes, GEMMs with M, N, K, rings that play to the end, heads by rank — and body text is ≥ 24 px at 1920×1080', async () => {
-  await withPage('/#view=classroom&tp=2', async (page, pageErrors) => {
+  await withE2ePage('/#view=classroom&tp=2', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     // The page left its layer run for the timeline: the classroom had the rank workers to itself.
@@ -172,7 +172,7 @@ test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks
 }, 480_000);
 
 test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and the outline move and write the step into the hash; F fills the screen with ≥ 24 px text', async () => {
-  await withPage('/#view=classroom&tp=2&step=5', async (page, pageErrors) => {
+  await withE2ePage('/#view=classroom&tp=2&step=5', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     expect(await stepId(page)).toBe('all-reduce');
@@ -215,7 +215,7 @@ test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and 
 }, 300_000);
 
 test('step 9, chunked overlap at t = 2: the chunk schedules of the column/row pair, and the layer run with SP and 2 chunks on the ranks — its timeline has the chunked GEMMs and collectives, and it passes the oracle', async () => {
-  await withPage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
+  await withE2ePage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     expect(await stepId(page)).toBe('tp-overlap');
@@ -243,7 +243,7 @@ test('step 9, chunked overlap at t = 2: the chunk schedules of the column/row pa
 }, 300_000);
 
 test('step 10, a straggler at t = 2: the layer runs again with rank 1 dispatching each kernel 3×, the timeline hatches rank 0 waiting inside the collectives, and the analysis names rank 1: the verdict and most collectives', async () => {
-  await withPage('/#view=classroom&tp=2&step=10', async (page, pageErrors) => {
+  await withE2ePage('/#view=classroom&tp=2&step=10', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     expect(await stepId(page)).toBe('straggler');
@@ -285,7 +285,7 @@ async function train(page: Page, k: number, sp: boolean, skipnorm: boolean): Pro
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 test('training demo at t = 2: 20 Adam steps lower the loss, the TP = 2 and TP = 1 curves agree to float32 rounding, and with SP + skipnorm the norm gains drift apart more each step; Cancel stops a run', async () => {
-  await withPage('/#view=classroom&tp=2&step=11', async (page, pageErrors) => {
+  await withE2ePage('/#view=classroom&tp=2&step=11', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     expect(await stepId(page)).toBe('train');

@@ -2,7 +2,8 @@
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 90_000;
 let open: OpenPage;
@@ -17,10 +18,7 @@ const panel = () => page.locator('tp-cluster-panel');
 
 describe('the machine choice and the cluster panel (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=2&cmodel=layer', {
-      outDir: 'test-results/e2e-cluster-dist',
-      viewport: { width: 1280, height: 900 },
-    });
+    open = await openE2ePage('/#tp=2&cmodel=layer', { viewport: { width: 1280, height: 900 } });
     page = open.page;
   }, 180_000);
   afterAll(async () => {

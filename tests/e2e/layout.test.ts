@@ -1,7 +1,7 @@
 // The page lays out right: the main views at three viewports, audited in the page (scripts/layout-audit.ts).
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import type { OpenPage } from '../../scripts/browser-run.ts';
 import type { LayoutFault } from '../../scripts/layout-audit.ts';
 import {
   addLayoutAudit,
@@ -11,13 +11,14 @@ import {
   resize,
   showView,
 } from '../../scripts/page-views.ts';
+import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;
 let page: Page;
 
 describe('the main views lay out right at 1280×800, 1920×1080 and 2560×1440 (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/', { outDir: 'test-results/e2e-layout-dist', viewport: layoutViewports[0] });
+    open = await openE2ePage('/', { viewport: layoutViewports[0] });
     page = open.page;
     await addLayoutAudit(page);
   }, 240_000);

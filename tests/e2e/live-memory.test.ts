@@ -2,7 +2,8 @@
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 150_000;
 let open: OpenPage;
@@ -15,10 +16,7 @@ const chart = () => page.locator('tp-timeline ~ tp-live-memory');
 
 describe('live memory under the timeline (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=2&machine=custom', {
-      outDir: 'test-results/e2e-live-memory-dist',
-      viewport: { width: 1280, height: 900 },
-    });
+    open = await openE2ePage('/#tp=2&machine=custom', { viewport: { width: 1280, height: 900 } });
     page = open.page;
   }, 180_000);
   afterAll(async () => {

@@ -1,7 +1,8 @@
 // The machine picture end to end: the seeds' V100 box under both placements, the step following; a DGX cluster summarized.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 90_000;
 let open: OpenPage;
@@ -20,10 +21,7 @@ const bytesOf = async (link: string): Promise<number> =>
 
 describe('the machine picture (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tp=2', {
-      outDir: 'test-results/e2e-machine-dist',
-      viewport: { width: 1280, height: 900 },
-    });
+    open = await openE2ePage('/#tp=2', { viewport: { width: 1280, height: 900 } });
     page = open.page;
   }, 180_000);
   afterAll(async () => {

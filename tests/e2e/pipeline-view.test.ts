@@ -1,10 +1,11 @@
 // The pipeline schedule on the page end to end (built page): p = 4, v = 2 from the link, checked against the projection run here.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
 import { parseSystem } from '../../src/hardware/systems.ts';
 import { seedsV100 } from '../../src/megatron/scenarios.ts';
 import { projectStep } from '../../src/projection/cluster-projection.ts';
+import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 90_000;
 let open: OpenPage;
@@ -22,10 +23,7 @@ const view = () => page.locator('tp-cluster-panel tp-pipeline-view');
 
 describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage(`/${hash}`, {
-      outDir: 'test-results/e2e-pipeline-dist',
-      viewport: { width: 1280, height: 800 },
-    });
+    open = await openE2ePage(`/${hash}`, { viewport: { width: 1280, height: 800 } });
     page = open.page;
   }, 180_000);
   afterAll(async () => {

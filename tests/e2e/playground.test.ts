@@ -5,7 +5,8 @@ import { jobManifestFile, manifestProjection, readJobManifest } from '../../src/
 import type { BrowserContext, Page } from 'playwright';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import type { OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 import { parseCsv, timelineCsvHeader } from '../../src/export/csv.ts';
 import { partialOverlaps, type PerfettoTrace } from '../../src/export/perfetto.ts';
 
@@ -79,7 +80,7 @@ const tp8sp = '#tp=8&heads=8&sp=1&machine=custom';
 describe('the playground page (built, served locally)', () => {
   beforeAll(async () => {
     // A blank first page: every test opens its own with `openAt`.
-    open = await openBuiltPage('about:blank', { outDir: 'test-results/e2e-dist', viewport });
+    open = await openE2ePage('about:blank', { viewport });
   }, 120_000);
   afterEach(async () => {
     await opened?.close();
@@ -142,148 +143,156 @@ describe('the playground page (built, served locally)', () => {
     await expectRanks(8);
   });
 
-  test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1', 'overlap=1');
-    const exposedMs = async () =>
-      Number(await page.locator('tp-app .totals [data-exposed-ms]').getAttribute('data-exposed-ms'));
-    const on = await exposedMs();
-    await page.locator('tp-controls input[data-control="overlap"]').click();
-    await shownRun('tp=8', 'sp=1', 'overlap=0');
-    const off = await exposedMs();
-    expect(off).toBeGreaterThan(on);
-    await page.locator('tp-controls input[data-control="overlap"]').click();
-    await shownRun('tp=8', 'sp=1', 'overlap=1');
-    expect(await exposedMs()).toBeLessThan(off);
-  });
+  // These tests share one t = 8 SP page (a fresh t = 8 run costs 20–60 s here): each leaves the
+  // settings as it found them; the exports read it first, the resizes come last.
+  describe('one t = 8 SP page, each test leaving its settings as it found them', () => {
+    let shared: BrowserContext | undefined;
+    beforeAll(async () => {
+      await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
+      shared = opened;
+      opened = undefined; // kept open across this block's tests; closed in its afterAll
+    }, runTimeout);
+    afterAll(async () => {
+      await shared?.close();
+    });
 
-  test('an illegal degree shows its message next to the TP control and keeps the last view', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    const input = page.locator('tp-controls input[data-control="tp-number"]');
-    await input.fill('3');
-    await input.dispatchEvent('change');
-    const msg = page.locator('tp-controls [data-error-for="tp"]');
-    await expect
-      .poll(() => msg.first().textContent(), { timeout: 10_000 })
-      .toMatch(/heads \(8\) must be divisible by the TP degree t = 3.*legal t for 8 heads are 1, 2, 4, 8/);
-    // The message sits in the TP fieldset, beside the control that caused it.
-    expect(await msg.first().evaluate((el) => el.closest('fieldset')?.querySelector('legend')?.textContent)).toBe(
-      'Tensor parallel',
-    );
-    expect(await page.evaluate(() => location.hash)).toContain('tp=3&');
-    expect(await page.locator('tp-app').getAttribute('data-shown')).toContain('tp=8&');
-    await expectRanks(8);
-    await expect.poll(() => page.locator('[data-banner="stale"]').count()).toBe(1);
-    await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
-    await expect.poll(() => msg.count()).toBe(0);
-  });
+    test('the Perfetto export parses and holds one process per rank whose slices never partially overlap on one thread', async () => {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.locator('tp-exports button[data-export="perfetto"]').click(),
+      ]);
+      expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.json');
+      const trace = JSON.parse(await readFile((await download.path())!, 'utf8')) as PerfettoTrace;
+      const processes = trace.traceEvents.filter((e) => e.ph === 'M' && e.name === 'process_name');
+      expect(new Set(processes.map((e) => e.pid)).size).toBe(8);
+      expect(trace.traceEvents.filter((e) => e.ph === 'X').length).toBeGreaterThan(8 * 40);
+      expect(partialOverlaps(trace)).toEqual([]);
+    });
 
-  test('the Perfetto export parses and holds one process per rank whose slices never partially overlap on one thread', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.locator('tp-exports button[data-export="perfetto"]').click(),
-    ]);
-    expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.json');
-    const trace = JSON.parse(await readFile((await download.path())!, 'utf8')) as PerfettoTrace;
-    const processes = trace.traceEvents.filter((e) => e.ph === 'M' && e.name === 'process_name');
-    expect(new Set(processes.map((e) => e.pid)).size).toBe(8);
-    expect(trace.traceEvents.filter((e) => e.ph === 'X').length).toBeGreaterThan(8 * 40);
-    expect(partialOverlaps(trace)).toEqual([]);
-  });
+    test('the CSV export holds the header and one row per op per rank', async () => {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.locator('tp-exports button[data-export="csv"]').click(),
+      ]);
+      expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.csv');
+      const rows = parseCsv(await readFile((await download.path())!, 'utf8'));
+      expect(rows[0]).toEqual([...timelineCsvHeader]);
+      const ranks = new Set(rows.slice(1).map((r) => r[0]));
+      expect(ranks).toEqual(new Set(['0', '1', '2', '3', '4', '5', '6', '7']));
+      expect((rows.length - 1) % 8).toBe(0);
+      const [op, pass, collective] = ['op', 'pass', 'collective'].map((c) => rows[0].indexOf(c));
+      expect(rows.filter((r) => r[op] === 'attn.reduce' && r[pass] === 'forward').map((r) => r[collective])).toEqual(
+        Array(8).fill('reduceScatter'),
+      );
+    });
 
-  test('the CSV export holds the header and one row per op per rank', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.locator('tp-exports button[data-export="csv"]').click(),
-    ]);
-    expect(download.suggestedFilename()).toBe('tp-t8-sp-classroom.csv');
-    const rows = parseCsv(await readFile((await download.path())!, 'utf8'));
-    expect(rows[0]).toEqual([...timelineCsvHeader]);
-    const ranks = new Set(rows.slice(1).map((r) => r[0]));
-    expect(ranks).toEqual(new Set(['0', '1', '2', '3', '4', '5', '6', '7']));
-    expect((rows.length - 1) % 8).toBe(0);
-    const [op, pass, collective] = ['op', 'pass', 'collective'].map((c) => rows[0].indexOf(c));
-    expect(rows.filter((r) => r[op] === 'attn.reduce' && r[pass] === 'forward').map((r) => r[collective])).toEqual(
-      Array(8).fill('reduceScatter'),
-    );
-  });
+    test('the Megatron-LM arguments match the run', async () => {
+      const args = (await page.locator('tp-exports pre[data-export="megatron"]').textContent()) ?? '';
+      expect(args).toContain('--tensor-model-parallel-size 8');
+      expect(args).toContain('--sequence-parallel');
+      expect(args).toContain('--num-attention-heads 8');
+      expect(args).toContain('--num-query-groups 2');
+    });
 
-  test('the Megatron-LM arguments match the run', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    const args = (await page.locator('tp-exports pre[data-export="megatron"]').textContent()) ?? '';
-    expect(args).toContain('--tensor-model-parallel-size 8');
-    expect(args).toContain('--sequence-parallel');
-    expect(args).toContain('--num-attention-heads 8');
-    expect(args).toContain('--num-query-groups 2');
-  });
+    test("the job bundle downloads as a tar of the cluster panel's setup whose manifest reads back", async () => {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.locator('tp-exports button[data-export="job-bundle"]').click(),
+      ]);
+      expect(download.suggestedFilename()).toMatch(/^tp-t8-sp-classroom-\d+gpu\.tar$/);
+      const tar = (await download.path())!;
+      const root = download.suggestedFilename().replace(/\.tar$/, '');
+      expect(execFileSync('tar', ['-tf', tar], { encoding: 'utf8' }).trim().split('\n')).toEqual(
+        ['', 'README.md', jobManifestFile, 'setup.sh', 'env.sh', 'args.sh', 'launch.sh', 'job.sbatch'].map(
+          (f) => `${root}/${f}`,
+        ),
+      );
+      const manifest = readJobManifest(
+        execFileSync('tar', ['-xOf', tar, `${root}/${jobManifestFile}`], { encoding: 'utf8' }),
+      );
+      const { parsed } = manifestProjection(manifest);
+      expect(parsed.setup).toMatchObject({ tp: 8, sp: true });
+      expect(manifest.command).toContain('--transformer-impl transformer_engine');
+      expect(await page.locator('tp-exports [data-export="job-error"]').count()).toBe(0);
+    });
 
-  test("the job bundle downloads as a tar of the cluster panel's setup whose manifest reads back", async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.locator('tp-exports button[data-export="job-bundle"]').click(),
-    ]);
-    expect(download.suggestedFilename()).toMatch(/^tp-t8-sp-classroom-\d+gpu\.tar$/);
-    const tar = (await download.path())!;
-    const root = download.suggestedFilename().replace(/\.tar$/, '');
-    expect(execFileSync('tar', ['-tf', tar], { encoding: 'utf8' }).trim().split('\n')).toEqual(
-      ['', 'README.md', jobManifestFile, 'setup.sh', 'env.sh', 'args.sh', 'launch.sh', 'job.sbatch'].map(
-        (f) => `${root}/${f}`,
-      ),
-    );
-    const manifest = readJobManifest(
-      execFileSync('tar', ['-xOf', tar, `${root}/${jobManifestFile}`], { encoding: 'utf8' }),
-    );
-    const { parsed } = manifestProjection(manifest);
-    expect(parsed.setup).toMatchObject({ tp: 8, sp: true });
-    expect(manifest.command).toContain('--transformer-impl transformer_engine');
-    expect(await page.locator('tp-exports [data-export="job-error"]').count()).toBe(0);
-  });
+    test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {
+      const exposedMs = async () =>
+        Number(await page.locator('tp-app .totals [data-exposed-ms]').getAttribute('data-exposed-ms'));
+      const on = await exposedMs();
+      await page.locator('tp-controls input[data-control="overlap"]').click();
+      await shownRun('tp=8', 'sp=1', 'overlap=0');
+      const off = await exposedMs();
+      expect(off).toBeGreaterThan(on);
+      await page.locator('tp-controls input[data-control="overlap"]').click();
+      await shownRun('tp=8', 'sp=1', 'overlap=1');
+      expect(await exposedMs()).toBeLessThan(off);
+    });
 
-  test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    expect(await badge().getAttribute('data-pass')).toBe('true');
-    await page.locator('tp-controls input[data-control="skipnorm"]').check();
-    await shownRun('tp=8', 'sp=1', 'skipnorm=1');
-    expect(await badge().getAttribute('data-pass')).toBe('false');
-    const failed = await page
-      .locator('tp-oracle-badge tr.fail[data-tensor]')
-      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tensor')));
-    expect(failed).toEqual(['dg1', 'dg2']);
-    await page.locator('tp-controls input[data-control="skipnorm"]').uncheck();
-    await page.waitForFunction(
-      () => !(document.querySelector('tp-app')?.dataset.shown ?? '').includes('skipnorm'),
-      undefined,
-      { timeout: runTimeout },
-    );
-    await shownRun('tp=8', 'sp=1');
-    expect(await badge().getAttribute('data-pass')).toBe('true');
-  });
+    test('an illegal degree shows its message next to the TP control and keeps the last view', async () => {
+      const input = page.locator('tp-controls input[data-control="tp-number"]');
+      await input.fill('3');
+      await input.dispatchEvent('change');
+      const msg = page.locator('tp-controls [data-error-for="tp"]');
+      await expect
+        .poll(() => msg.first().textContent(), { timeout: 10_000 })
+        .toMatch(/heads \(8\) must be divisible by the TP degree t = 3.*legal t for 8 heads are 1, 2, 4, 8/);
+      // The message sits in the TP fieldset, beside the control that caused it.
+      expect(await msg.first().evaluate((el) => el.closest('fieldset')?.querySelector('legend')?.textContent)).toBe(
+        'Tensor parallel',
+      );
+      expect(await page.evaluate(() => location.hash)).toContain('tp=3&');
+      expect(await page.locator('tp-app').getAttribute('data-shown')).toContain('tp=8&');
+      await expectRanks(8);
+      await expect.poll(() => page.locator('[data-banner="stale"]').count()).toBe(1);
+      await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
+      await expect.poll(() => msg.count()).toBe(0);
+      await shownRun('tp=8', 'heads=8', 'sp=1'); // back where the block's next test expects it
+      await expectRanks(8);
+    });
 
-  test.each([
-    [1280, 800],
-    [1920, 1080],
-  ])('the page fits %i×%i without horizontal scrolling (screenshot kept in test-results/)', async (width, height) => {
-    await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
-    await page.setViewportSize({ width, height });
-    await page.evaluate(() => window.scrollTo(0, 0));
-    // The timeline redraws on resize: poll until the page has settled at the new width.
-    const overflow = (): Promise<number> =>
-      page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    await expect.poll(overflow, { timeout: 10_000 }).toBeLessThanOrEqual(0);
-    await expect
-      .poll(
-        async () => {
-          const svg = await page.locator('tp-timeline svg.plot').boundingBox();
-          return svg ? svg.x + svg.width : Infinity;
-        },
-        { timeout: 10_000 },
-      )
-      .toBeLessThanOrEqual(width);
-    await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
-    await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
-    expect(pageErrors).toEqual([]);
+    test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {
+      expect(await badge().getAttribute('data-pass')).toBe('true');
+      await page.locator('tp-controls input[data-control="skipnorm"]').check();
+      await shownRun('tp=8', 'sp=1', 'skipnorm=1');
+      expect(await badge().getAttribute('data-pass')).toBe('false');
+      const failed = await page
+        .locator('tp-oracle-badge tr.fail[data-tensor]')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tensor')));
+      expect(failed).toEqual(['dg1', 'dg2']);
+      await page.locator('tp-controls input[data-control="skipnorm"]').uncheck();
+      await page.waitForFunction(
+        () => !(document.querySelector('tp-app')?.dataset.shown ?? '').includes('skipnorm'),
+        undefined,
+        { timeout: runTimeout },
+      );
+      await shownRun('tp=8', 'sp=1');
+      expect(await badge().getAttribute('data-pass')).toBe('true');
+    });
+
+    test.each([
+      [1280, 800],
+      [1920, 1080],
+    ])('the page fits %i×%i without horizontal scrolling (screenshot kept in test-results/)', async (width, height) => {
+      await page.setViewportSize({ width, height });
+      await page.evaluate(() => window.scrollTo(0, 0));
+      // The timeline redraws on resize: poll until the page has settled at the new width.
+      const overflow = (): Promise<number> =>
+        page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      await expect.poll(overflow, { timeout: 10_000 }).toBeLessThanOrEqual(0);
+      await expect
+        .poll(
+          async () => {
+            const svg = await page.locator('tp-timeline svg.plot').boundingBox();
+            return svg ? svg.x + svg.width : Infinity;
+          },
+          { timeout: 10_000 },
+        )
+        .toBeLessThanOrEqual(width);
+      await page.screenshot({ path: `test-results/page-${width}x${height}.png` });
+      await page.screenshot({ path: `test-results/page-${width}x${height}-full.png`, fullPage: true });
+      expect(pageErrors).toEqual([]);
+    });
   });
 
   test('without cross-origin isolation the page says it runs on MessagePort, and the run still passes the oracle', async () => {

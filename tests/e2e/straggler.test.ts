@@ -1,14 +1,12 @@
 // #slow=r:f on the built page: the straggler named in the run totals and the timeline, the waits
 // drawn on the other ranks; a bad value named under its control.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;
 beforeAll(async () => {
-  open = await openBuiltPage('/#tp=1', {
-    outDir: 'test-results/e2e-straggler-dist',
-    viewport: { width: 1280, height: 800 },
-  });
+  open = await openE2ePage('/#tp=1', { viewport: { width: 1280, height: 800 } });
 }, 180_000);
 afterAll(async () => {
   await open?.close();

@@ -2,7 +2,8 @@
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import { openBuiltPage, type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 120_000;
 let open: OpenPage;
@@ -20,10 +21,7 @@ async function exposedTp(t: number): Promise<number> {
 
 describe('chunked TP overlap (built page)', () => {
   beforeAll(async () => {
-    open = await openBuiltPage('/#tpoverlap=chunks:4&sp=1&tp=4', {
-      outDir: 'test-results/e2e-tp-overlap-dist',
-      viewport: { width: 1280, height: 900 },
-    });
+    open = await openE2ePage('/#tpoverlap=chunks:4&sp=1&tp=4', { viewport: { width: 1280, height: 900 } });
     page = open.page;
   }, 180_000);
   afterAll(async () => {

@@ -2,17 +2,17 @@
 // drop the hand-written two-rank Kineto fixtures and read back the ranks and their exposed times.
 import type { Page } from 'playwright';
 import { expect, test } from 'vitest';
-import { withPage } from '../../scripts/browser-run.ts';
 import { dropTraces as drop } from '../../scripts/page-views.ts';
 import { jobBundle } from '../../src/megatron/job-bundle.ts';
 import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
 import { tp2JobSpec } from '../unit/kineto/kineto-fixtures.ts';
+import { withE2ePage } from './built-page.ts';
 
 const exposed = (page: Page, rank: number) =>
   page.locator(`tp-trace-totals tr[data-rank="${rank}"]`).getAttribute('data-exposed-ms').then(Number);
 
 test('#view=trace: dropping two ranks (one gzipped) shows both ranks on the timeline and their hand-computed exposed times', async () => {
-  await withPage('/#view=trace', async (page, pageErrors) => {
+  await withE2ePage('/#view=trace', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1600, height: 1000 });
     await page.locator('tp-trace-view [data-drop]').waitFor({ timeout: 90_000 });
     await drop(page, ['tp2-rank0.json', 'tp2-rank1.json.gz']);
@@ -86,7 +86,7 @@ test('#view=trace: dropping two ranks (one gzipped) shows both ranks on the time
 
 test("#view=trace: a job bundle's manifest dropped with its traces selects the projection, nothing pasted", async () => {
   const manifest = jobBundle(tp2JobSpec).find((f) => f.path === jobManifestFile)!;
-  await withPage('/#view=trace', async (page, pageErrors) => {
+  await withE2ePage('/#view=trace', async (page, pageErrors) => {
     await page.locator('tp-trace-view [data-drop]').waitFor({ timeout: 90_000 });
     await drop(page, ['tp2-rank0.json', 'tp2-rank1.json.gz', { name: jobManifestFile, text: manifest.text }]);
     const stepRow = page.locator('tp-trace-projection tr[data-what="step"]');

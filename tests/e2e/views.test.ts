@@ -1,9 +1,9 @@
 // #view=classroom and #view=gemm on the served page (Vite dev server, COOP/COEP), driven from Node with Playwright.
 import type { Page } from 'playwright';
 import { expect, test } from 'vitest';
-import { withPage } from '../../scripts/browser-run.ts';
 import { configFromPreset } from '../../src/parallel/config.ts';
 import { oracleTolerance } from '../../src/parallel/oracle.ts';
+import { withE2ePage } from './built-page.ts';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/${name}.png`, fullPage: true });
 const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');
@@ -13,7 +13,7 @@ const panelValues = (page: Page, label: string): Promise<number[]> =>
     .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
 
 test('#view=classroom: the arrow keys step forward and back through every step, and step 5 shows Σ Zᵢ equal to the TP=1 result', async () => {
-  await withPage('/#view=classroom&tp=2', async (page, pageErrors) => {
+  await withE2ePage('/#view=classroom&tp=2', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await expect.poll(() => stepId(page).catch(() => null), { timeout: 90_000 }).toBe('split-w1');
     const ids = [
@@ -58,7 +58,7 @@ test('#view=classroom: the arrow keys step forward and back through every step, 
 
 /** Runs #view=gemm at `hash` and checks N/t for column-parallel and K/t for row-parallel GEMMs, each with GFLOP/s; returns the degrees that ran. */
 async function checkGemmView(hash: string, screenshot: string): Promise<number[]> {
-  return withPage(`/${hash}`, async (page, pageErrors) => {
+  return withE2ePage(`/${hash}`, async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     const cells = page.locator('tp-gemm-view td[data-t]');
     await expect.poll(() => cells.count(), { timeout: 170_000, interval: 500 }).toBeGreaterThan(0);

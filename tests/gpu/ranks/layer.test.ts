@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import type { OracleReport } from '../../../src/parallel/oracle.ts';
-import { runLayer, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
+import { layerRunCache, runLayer, type LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
 import { rankMemory } from '../../../src/accounting/accounting.ts';
@@ -24,8 +24,12 @@ afterAll(async () => {
   for (const p of pools.values()) await p.dispose();
 });
 
+// One run cache for the file, as the page keeps one: GEMM shape classes tuned once (the t = 1 reference's
+// classes recur at every degree) and the TP = 1 reference of a preset computed once for all its degrees.
+const cache = layerRunCache();
+
 async function check(c: LayerConfig) {
-  const run = await runLayer(await poolOf(c.tp), c, { timing: false });
+  const run = await runLayer(await poolOf(c.tp), c, { timing: false, cache });
   expect(run.oracle.pass, failures(run.oracle)).toBe(true);
   if (run.cpuOracle) expect(run.cpuOracle.pass, `CPU twins: ${failures(run.cpuOracle)}`).toBe(true);
   // Every buffer each rank made, by class, equals the accounting's memory (staging aside: it is the
