@@ -7,7 +7,13 @@ import {
   type ParallelLayout,
 } from '../megatron/parallel-layout.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from './advisor-space.ts';
-import { stepLowerBounds, stepSummary, type LayerPlans, type LayerPricing } from './cluster-projection.ts';
+import {
+  stepLowerBounds,
+  stepSummary,
+  type LayerPlans,
+  type LayerPricing,
+  type StepSummary,
+} from './cluster-projection.ts';
 import { LayerPricingCache } from './layer-pricing-cache.ts';
 import { layoutSetup, type SetupExtras } from './layout-setup.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
@@ -37,17 +43,13 @@ export const advisorRejectionText: Readonly<Record<AdvisorRejection, string>> = 
     "provably slower than the k-th fastest: its busiest stage's compute alone exceeds that step (memory not checked)",
 };
 
-/** One ranked layout: its figures from the step projection (plain data: it crosses a worker boundary). */
-export interface AdvisorRow {
+/**
+ * One ranked layout: its figures from the step projection (stepSummary; exposedShare is exposed
+ * communication / step), memory in GiB (plain data: it crosses a worker boundary).
+ */
+export interface AdvisorRow extends Omit<StepSummary, 'memoryBytes' | 'capacityBytes'> {
   readonly layout: ParallelLayout;
   readonly dp: number;
-  readonly microBatches: number;
-  readonly stepMs: number;
-  readonly tokensPerS: number;
-  readonly tflopsPerGpu: number;
-  readonly mfu: number;
-  /** Exposed communication / step. */
-  readonly exposedShare: number;
   readonly memoryGiB: number;
   readonly capacityGiB: number;
 }
