@@ -88,7 +88,11 @@ export interface ProjectedOps extends StepDurations {
 }
 
 /** One priced cost's device time (µs) and whether HBM, not math, bounds it. */
-function costUs(p: PricedOp, op: PlannedOp, machine: Machine): { us: number; memoryBound: boolean; g?: GemmTime } {
+export function costUs(
+  p: PricedOp,
+  op: PlannedOp,
+  machine: Machine,
+): { us: number; memoryBound: boolean; g?: GemmTime } {
   const gpu = machine.system.gpu;
   switch (p.cost.kind) {
     case 'gemm': {
@@ -99,7 +103,10 @@ function costUs(p: PricedOp, op: PlannedOp, machine: Machine): { us: number; mem
       return { us: memoryBoundUs(p.cost.bytes, gpu), memoryBound: true };
     case 'flash':
       return {
-        us: flashAttentionUs(p.cost.flops, p.cost.headDim, p.cost.pass, gpu, machine.dtype),
+        us: flashAttentionUs(p.cost.flops, p.cost.headDim, p.cost.pass, gpu, machine.dtype, undefined, {
+          seq: p.cost.seq,
+          kernel: p.cost.kernel,
+        }),
         memoryBound: false,
       };
     case 'collective':

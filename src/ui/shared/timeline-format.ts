@@ -2,6 +2,7 @@
 import type { CollectiveOp } from '../../comm/collectives.ts';
 import type { PlannedGemm } from '../../parallel/plan-types.ts';
 import type { ScheduledEvent } from '../../schedule/schedule.ts';
+import { transferSlowdown, type TransferEvent } from '../../schedule/transfer-slowdown.ts';
 import { formatBytes, trim } from '../../core/format-bytes.ts';
 
 export { formatBytes };
@@ -107,5 +108,10 @@ export function tooltipLines(e: ScheduledEvent): string[] {
   const flops = e.flops ?? 0;
   lines.push(`${formatFlops(flops)} · ${trim(gflopsPerSecond(flops, ms))} GFLOP/s`);
   lines.push(`duration ${formatMs(ms)} (start ${formatMs(e.t0)})`);
+  const x = 'transfer' in e ? (e as TransferEvent).transfer : undefined;
+  if (x)
+    lines.push(
+      `under a ring transfer: ${formatMs(x.overlappedMs)}; alone ${formatMs(x.aloneMs)} (×${transferSlowdown(x).toFixed(2)}, same kernel timed both ways in this run)`,
+    );
   return lines;
 }

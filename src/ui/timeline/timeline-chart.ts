@@ -26,6 +26,7 @@ import {
   exposedColor,
   fontPx,
   margin,
+  slowedFill,
   totalsWidth,
   waitColor,
   waitShare,
@@ -67,6 +68,7 @@ export class TimelineChart {
   private top!: G;
   private axis!: G;
   private hatch!: d3.Selection<SVGPatternElement, unknown, null, undefined>;
+  private slowedHatch!: d3.Selection<SVGPatternElement, unknown, null, undefined>;
   private x = d3.scaleLinear();
   private plotW = 0;
   private lanesH = 0;
@@ -191,6 +193,18 @@ export class TimelineChart {
       .attr('d', 'M-2,2 l4,-4 M0,8 l8,-8 M6,10 l4,-4')
       .attr('stroke', exposedColor)
       .attr('stroke-width', 2.6);
+    this.slowedHatch = defs
+      .append('pattern')
+      .attr('id', `${this.id}-slowed`)
+      .attr('patternUnits', 'userSpaceOnUse')
+      .attr('width', 8)
+      .attr('height', 8);
+    this.slowedHatch.append('rect').attr('width', 8).attr('height', 8).attr('fill', slowedFill.ground);
+    this.slowedHatch
+      .append('path')
+      .attr('d', 'M-2,6 l4,4 M0,0 l8,8 M6,-2 l4,4')
+      .attr('stroke', slowedFill.stripe)
+      .attr('stroke-width', 2.2);
     this.plot = this.svg
       .append('g')
       .attr('class', 'plot-area')
@@ -244,8 +258,9 @@ export class TimelineChart {
       const own = this.perLane.get(`${lane.rank}:${lane.kind}`) ?? [];
       const exposed = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:exposed`) ?? []) : [];
       const waiting = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:wait`) ?? []) : [];
+      const slowed = lane.kind === 'compute' ? (this.perLane.get(`${lane.rank}:slowed`) ?? []) : [];
       // No strokes: a non-scaling stroke per block costs more than the rest of a zoom frame together.
-      [...own, ...exposed, ...waiting].forEach((b, j) => {
+      [...own, ...slowed, ...exposed, ...waiting].forEach((b, j) => {
         const i = this.flat.push(b) - 1;
         this.index.set(b, i);
         const w = Math.max(0, x(b.t1) - x(b.t0));
@@ -260,12 +275,13 @@ export class TimelineChart {
           .attr('width', w)
           .attr('height', b.kind === 'wait' ? lane.height * waitShare : lane.height);
         if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
+        else if (b.kind === 'slowed') r.attr('fill', `url(#${this.id}-slowed)`);
         else if (b.kind === 'wait') r.attr('fill', waitColor).attr('data-straggler', this.waits.get(b.event) ?? null);
         else {
           const pass = eventPass(b.event) ?? 'forward'; // a measured kernel has no pass: the forward shades
           r.attr('fill', b.kind === 'compute' ? computeFill(pass, j) : blockFill.comm[pass]);
         }
-        if (b.kind !== 'compute') this.thin.push({ el: r.node()!, w });
+        if (b.kind !== 'compute' && b.kind !== 'slowed') this.thin.push({ el: r.node()!, w });
       });
     }
     this.zoomed
@@ -289,6 +305,7 @@ export class TimelineChart {
       for (const { el, w } of this.thin) el.setAttribute('width', String(Math.max(w, minBlockPx / kb)));
       // The hatch lives in the scaled group: undo the scale (to within 2×) so the stripes keep their slant.
       this.hatch.attr('patternTransform', `scale(${1 / kb},1)`);
+      this.slowedHatch.attr('patternTransform', `scale(${1 / kb},1)`);
     }
     this.zoomed.attr('transform', `translate(${t.x},0) scale(${t.k},1)`);
     const zx = t.rescaleX(this.x);
@@ -405,6 +422,12 @@ export class TimelineChart {
       );
     else if (straggler !== undefined)
       lines.push(`rank ${straggler} entered this collective last: this rank waited for it`);
+    if (b.kind === 'slowed')
+      lines.splice(
+        1,
+        0,
+        `SLOWED BY A TRANSFER ${formatMs(b.t1 - b.t0)}: ${formatMs(b.t0)} – ${formatMs(b.t1)}, the ring shared this machine's cores`,
+      );
     if (b.kind === 'exposed')
       lines.splice(
         1,
