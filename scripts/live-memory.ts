@@ -59,7 +59,7 @@ for (const preset of values.preset ? [values.preset as PresetName] : presetNames
       formatBytes(b.activations),
       formatBytes(b.workspace),
       formatBytes(live.peak.peakBytes),
-      `${live.peak.peakAt} of ${live.ops}`,
+      `${live.peak.peakAt} of ${live.ops} (${plan.ops[live.peak.peakAt]?.name ?? 'step end'})`,
       formatBytes(m.totalBytes),
       equal ? 'yes' : 'NO',
     ]);

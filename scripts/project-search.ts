@@ -42,7 +42,14 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
   const space = defaultSearchSpace(args.system, layers);
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const r = await advise({ model: { sizes: model, layers }, machine, gpus, globalBatch }, space, { k: args.top });
+  // Flash attention's memory and tied embeddings as the single projection takes them (--attention-backend flash, --tied-embeddings).
+  const extras = {
+    flashAttention: args.setup.flashAttention ?? false,
+    tiedEmbeddings: args.setup.tiedEmbeddings ?? false,
+  };
+  const r = await advise({ model: { sizes: model, layers }, machine, gpus, globalBatch, extras }, space, {
+    k: args.top,
+  });
   const seconds = (performance.now() - t0) / 1e3;
   const cpu = process.cpuUsage(cpu0);
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;

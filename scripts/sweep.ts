@@ -3,22 +3,15 @@
 // run against TP=1, and prints per degree the local GEMM shapes and speed, the collectives,
 // exposed communication, per-rank memory and the oracle's verdict.
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import type { SweepReport } from '../src/session/sweep.ts';
 import { parseInterconnect } from '../src/hardware/interconnect.ts';
 import type { LayerConfig } from '../src/parallel/config.ts';
-import {
-  configFromSettings,
-  parseDegrees,
-  parseWhole,
-  sizeFields,
-  type RawSettings,
-} from '../src/parallel/config-parse.ts';
+import { configFromSettings, parseDegrees, parseWhole } from '../src/parallel/config-parse.ts';
 import { validateConfig } from '../src/parallel/validate.ts';
 import { budgetRun, memoryBudget } from '../src/accounting/budget.ts';
 import { printSweep } from './sweep-print.ts';
 import { checkOutputPaths } from './output-path.ts';
-import { sizeFlagOptions } from './size-flags.ts';
+import { cliValues, rawSizeSettings, sizeFlagOptions } from './size-flags.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
@@ -54,20 +47,10 @@ const options = {
   help: { type: 'boolean', default: false },
 } as const;
 
-let values: ReturnType<typeof parseArgs<{ options: typeof options }>>['values'];
-try {
-  values = parseArgs({ options }).values;
-} catch (e) {
-  fail((e as Error).message);
-}
-if (values.help) {
-  console.log(usage);
-  process.exit(0);
-}
+const values = cliValues(options, usage, fail);
 
 // Everything is parsed and validated before a browser starts.
-const raw: RawSettings = { preset: values.preset };
-for (const f of sizeFields) if (values[f] !== undefined) raw[f] = values[f];
+const raw = rawSizeSettings(values);
 let configs: LayerConfig[] = [];
 try {
   parseInterconnect(values.net);

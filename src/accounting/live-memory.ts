@@ -23,36 +23,59 @@ export interface LivePeak {
  * alive together at one moment, not a sum of each class's maximum (seed M107).
  */
 export function livePeak(intervals: readonly LiveInterval[]): LivePeak {
-  const edges = intervals.flatMap((x, i) => [
-    { t: x.t0, i, d: 1 },
-    { t: x.t1, i, d: -1 },
-  ]);
-  edges.sort((a, b) => a.t - b.t || a.d - b.d);
-  let bytes = 0;
+  const p = peakOfColumns(
+    intervals.map((x) => x.t0),
+    intervals.map((x) => x.t1),
+    intervals.map((x) => x.bytes),
+  );
+  // The intervals alive at the peak: the edges replayed up to it once (a Set keeps their order of opening).
+  const live = new Set<number>();
+  for (let j = 0; j <= p.peakEdge; j++) {
+    const e = p.edges[j]!;
+    const i = e >> 1;
+    const x = intervals[i]!;
+    if (x.t1 <= x.t0) continue;
+    if ((e & 1) === 0) live.add(i);
+    else live.delete(i);
+  }
+  const alive = [...live];
+  return { peakBytes: p.peakBytes, peakAt: p.peakAt, alive };
+}
+
+/**
+ * livePeak's sweep over intervals given as columns (interval i is [t0[i], t1[i]) holding
+ * bytes[i]): edge 2i opens interval i, edge 2i + 1 closes it; `edges` in sweep order (by time,
+ * closes before opens at one time, else in interval order) and the index of the edge where the
+ * peak is reached (−1 when nothing is ever alive).
+ */
+export function peakOfColumns(
+  t0: ArrayLike<number>,
+  t1: ArrayLike<number>,
+  bytes: ArrayLike<number>,
+): { peakBytes: number; peakAt: number; edges: readonly number[]; peakEdge: number } {
+  const n = t0.length;
+  const edges = new Array<number>(2 * n);
+  for (let e = 0; e < 2 * n; e++) edges[e] = e;
+  const time = (e: number): number => (e & 1 ? t1[e >> 1]! : t0[e >> 1]!);
+  // Opens are +1, closes −1: a close sorts first at an equal time. Array sort is stable.
+  edges.sort((a, b) => time(a) - time(b) || (b & 1) - (a & 1));
+  let live = 0;
   let peakBytes = 0;
   let peakAt = 0;
   let peakEdge = -1;
-  edges.forEach((e, j) => {
-    const x = intervals[e.i]!;
-    if (x.t1 <= x.t0) return;
-    bytes += e.d * x.bytes;
-    if (e.d > 0 && bytes > peakBytes) {
-      peakBytes = bytes;
-      peakAt = e.t;
+  for (let j = 0; j < edges.length; j++) {
+    const e = edges[j]!;
+    const i = e >> 1;
+    if (t1[i]! <= t0[i]!) continue;
+    const d = e & 1 ? -1 : 1;
+    live += d * bytes[i]!;
+    if (d > 0 && live > peakBytes) {
+      peakBytes = live;
+      peakAt = t0[i]!;
       peakEdge = j;
     }
-  });
-  // The intervals alive at the peak: the edges replayed up to it once (a Set keeps their order of opening).
-  const live = new Set<number>();
-  for (let j = 0; j <= peakEdge; j++) {
-    const e = edges[j]!;
-    const x = intervals[e.i]!;
-    if (x.t1 <= x.t0) continue;
-    if (e.d > 0) live.add(e.i);
-    else live.delete(e.i);
   }
-  const alive = [...live];
-  return { peakBytes, peakAt, alive };
+  return { peakBytes, peakAt, edges, peakEdge };
 }
 
 /** Live bytes per class on [t, next point's t): a step function, one point per distinct edge. */

@@ -7,6 +7,7 @@ import type { CollectiveOp, Collectives, ReduceOp, TransportName } from './colle
 import { GroupBrokenError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
+import { partShape, sliceBlock } from './slice-parts.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 
 /** A call before it is numbered: what the caller asks for. */
@@ -22,8 +23,10 @@ export type ResultSink = (data: Float32Array, at: number) => void;
 export type ResultTarget = (shape: readonly number[]) => ResultSink;
 
 /**
- * A rank-local input that arrives in parts, in order (a GPU read-back in flight): part k holds
- * elements [bounds[k][0], bounds[k][1]) of the row-major input; together they cover [0, numel).
+ * A rank-local input that arrives in parts, in order (a GPU read-back in flight). For an
+ * all-reduce or broadcast part k holds elements [bounds[k][0], bounds[k][1]) of the row-major
+ * input, together covering [0, numel); for a reduce-scatter or all-gather the bounds are ranges
+ * of one slice block, covering [0, A·M) (see CollectiveRunner.runParted).
  */
 export interface PartedInput {
   readonly shape: readonly number[];
@@ -66,6 +69,10 @@ export interface CollectiveRunner {
   /**
    * As run(), with the input in parts: part k moves through the ring while later parts are still
    * arriving, and its result pieces reach `target` before part k + 1 is awaited. Only for partedOps.
+   * All-reduce and broadcast parts are element ranges of the input. Reduce-scatter and all-gather
+   * parts are ranges [lo, hi) of one slice block (slice-parts.ts, from slicePartBounds): part k's
+   * data is a reduce-scatter's input runs partRuns(lo, hi) concatenated, [rows, t, width], or an
+   * all-gather's input elements [lo, hi).
    */
   runParted(req: CallRequest, x: PartedInput, target: ResultTarget): Promise<Executed>;
 }
@@ -166,12 +173,18 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
   async runParted(req: CallRequest, x: PartedInput, target: ResultTarget): Promise<Executed> {
     if (!this.partedOps.includes(req.op))
       throw new Error(`${this.transport}: ${req.op} does not take its input in parts; pass the whole input to run().`);
+    // All-reduce, broadcast: parts of the flat input. Reduce-scatter, all-gather: parts of one slice block.
+    const sliced = req.op === 'reduceScatter' || req.op === 'allGather';
+    const block = sliced ? sliceBlock(req.op, x.shape, resolveDim(req.op, x.shape, req.dim!), this.size) : undefined;
+    if (req.op === 'reduceScatter') checkDivisible(req.op, x.shape, resolveDim(req.op, x.shape, req.dim!), this.size);
+    const cover = block ? block.a * block.m : numel(x.shape);
     let end = 0;
     for (const [lo, hi] of x.bounds) {
       if (lo !== end || hi <= lo) throw new Error(`${req.op}: input parts must be consecutive and non-empty.`);
+      if (block) partShape(lo, hi, block.m);
       end = hi;
     }
-    if (end !== numel(x.shape)) throw new Error(`${req.op}: input parts cover ${end} of ${numel(x.shape)} elements.`);
+    if (end !== cover) throw new Error(`${req.op}: input parts cover ${end} of ${cover} elements.`);
     return this.numbered(req, x.shape, target, (call, sink) => this.executeParted(call, x, sink!));
   }
 

@@ -24,6 +24,7 @@ import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { defaultGpuCollectiveOptions, type GpuCollectiveOptions } from './gpu-options.ts';
 import { hostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
+import { partRuns, slicePartBounds, sliceBlock } from './slice-parts.ts';
 
 /** Result pieces of at least this many elements are written straight from the transport's memory ('write-buffer'). */
 const directUploadElems = 1 << 14;
@@ -38,8 +39,8 @@ export function partBounds(n: number, partElems: number): [number, number][] {
 /**
  * Collectives on one rank's GPU buffers: read back → host collective → upload, each phase on the
  * trace. Staging buffers come from the device's pool (src/kernels/staging-pool.ts). Where the
- * transport moves the op in parts (all-reduce and broadcast on the shared-memory ring), the three
- * are pipelined part by part; otherwise the whole input is read back first. Results are new
+ * transport moves the op in parts (every op on the shared-memory ring), the three are pipelined
+ * part by part; otherwise the whole input is read back first. Results are new
  * tensors owned by the caller (destroy their buffers), or the caller's `out` tensor (which may be
  * the input: every read-back copy is submitted before any upload); inputs are otherwise untouched.
  */
@@ -66,29 +67,55 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
 
   /**
    * A target that uploads the result's pieces as they arrive into `out` or a new tensor. Upload
-   * segments are the pipeline parts (`partElems` each; one segment when unparted): with 'mapped',
-   * a segment's pieces are written into a pooled mapped buffer that is copied into the result
-   * once the segment is complete; with 'write-buffer', large pieces are written straight from the
+   * segments are the pipeline parts' results, each a list of runs [at, length] of the result
+   * (absent: one segment, the whole result): with 'mapped', a segment's pieces are written into a
+   * pooled mapped buffer, its runs one after another, that is copied into the result once the
+   * segment is complete; with 'write-buffer', large pieces are written straight from the
    * transport's memory and small ones (e.g. the rows of a gather along the last dim) collected on
    * the host and uploaded in one write by `finish`.
    */
   private uploadTarget(
     name: string,
     out: GpuTensor | undefined,
-    partElems: number,
+    segments: readonly (readonly (readonly [number, number])[])[] | undefined,
   ): { target: ResultTarget; finish: () => GpuTensor; abandon: () => void } {
     let y: GpuTensor | undefined;
     let host: Float32Array | undefined;
     let direct: boolean | undefined;
     const pool = stagingPool(this.device);
-    const segs: { lo: number; hi: number; buf?: GPUBuffer; view?: Float32Array; written: number }[] = [];
-    const flush = (s: (typeof segs)[number]): void => {
+    type Segment = {
+      runs: readonly (readonly [number, number])[];
+      size: number;
+      buf?: GPUBuffer;
+      view?: Float32Array;
+      written: number;
+    };
+    const segs: Segment[] = [];
+    // Every run of every segment by its first element: [at, length, segment, offset in the segment].
+    let runs: [number, number, Segment, number][] = [];
+    const flush = (s: Segment): void => {
       s.buf!.unmap();
       const enc = this.device.createCommandEncoder();
-      enc.copyBufferToBuffer(s.buf!, 0, y!.buffer, s.lo * 4, (s.hi - s.lo) * 4);
+      let from = 0;
+      for (const [at, len] of s.runs) {
+        enc.copyBufferToBuffer(s.buf!, from * 4, y!.buffer, at * 4, len * 4);
+        from += len;
+      }
       this.device.queue.submit([enc.finish()]);
       pool.release(s.buf!);
       s.buf = s.view = undefined;
+    };
+    // The run holding element `at` (binary search over the runs' starts).
+    const runAt = (at: number): [number, number, Segment, number] | undefined => {
+      let lo = 0;
+      let hi = runs.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (runs[mid][0] <= at) lo = mid;
+        else hi = mid - 1;
+      }
+      const run = runs[lo];
+      return run && run[0] <= at && at < run[0] + run[1] ? run : undefined;
     };
     const target: ResultTarget = (shape) => {
       const n = numel(shape);
@@ -98,21 +125,30 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
         );
       y = out ? { ...out, shape: [...shape] } : createTensor(this.device, name, shape);
       if (this.options.upload === 'mapped') {
-        for (const [lo, hi] of partBounds(n, partElems)) segs.push({ lo, hi, written: 0 });
+        for (const r of segments ?? [[[0, n]]]) {
+          const seg: Segment = { runs: r, size: 0, written: 0 };
+          for (const [at, len] of r) {
+            runs.push([at, len, seg, seg.size]);
+            seg.size += len;
+          }
+          segs.push(seg);
+        }
+        runs = runs.filter((r) => r[1] > 0).sort((p, q) => p[0] - q[0]);
         return (d, at) => {
           // An empty piece (a ring chunk of a part shorter than t) carries nothing, and its `at`
           // may lie on the next part's first element.
           if (d.length === 0) return;
-          const s = segs[Math.floor(at / partElems)];
-          if (s.written + d.length > s.hi - s.lo || at + d.length > s.hi)
-            throw new Error(`${name}: result piece [${at}, ${at + d.length}) overruns its part [${s.lo}, ${s.hi}).`);
-          if (!s.buf) {
-            s.buf = pool.acquireWrite((s.hi - s.lo) * 4);
-            s.view = new Float32Array(s.buf.getMappedRange(0, (s.hi - s.lo) * 4));
+          const run = runAt(at);
+          if (!run || at + d.length > run[0] + run[1] || run[2].written + d.length > run[2].size)
+            throw new Error(`${name}: result piece [${at}, ${at + d.length}) lies in no part's run of the result.`);
+          const [start, , seg, offset] = run;
+          if (!seg.buf) {
+            seg.buf = pool.acquireWrite(seg.size * 4);
+            seg.view = new Float32Array(seg.buf.getMappedRange(0, seg.size * 4));
           }
-          s.view!.set(d, at - s.lo);
-          s.written += d.length;
-          if (s.written === s.hi - s.lo) flush(s);
+          seg.view!.set(d, offset + at - start);
+          seg.written += d.length;
+          if (seg.written === seg.size) flush(seg);
         };
       }
       return (d, at) => {
@@ -122,8 +158,8 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
       };
     };
     const finish = (): GpuTensor => {
-      const left = segs.find((s) => s.written !== s.hi - s.lo);
-      if (left) throw new Error(`${name}: result elements [${left.lo}, ${left.hi}) were not all written.`);
+      const left = segs.find((s) => s.written !== s.size);
+      if (left) throw new Error(`${name}: result runs ${JSON.stringify(left.runs)} were not all written.`);
       if (host) writeTensor(this.device, y!, host);
       return y!;
     };
@@ -135,12 +171,19 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     return { target, finish, abandon };
   }
 
-  /** The input read back in parts into pooled buffers: every part's copy is submitted at once. */
-  private partedInput(x: GpuTensor, partElems: number): PartedInput & { dispose: () => void } {
-    const bounds = partBounds(numel(x.shape), partElems);
+  /**
+   * The input read back in parts into pooled buffers, part k being runs[k] of x concatenated:
+   * every part's copy is submitted at once.
+   */
+  private partedInput(
+    x: GpuTensor,
+    bounds: readonly (readonly [number, number])[],
+    runs: readonly (readonly (readonly [number, number])[])[],
+  ): PartedInput & { dispose: () => void } {
     const pool = stagingPool(this.device);
-    const bufs: (GPUBuffer | undefined)[] = bounds.map(([lo, hi]) => issueReadBack(this.device, x, lo, hi));
-    const maps = bufs.map((b, k) => b!.mapAsync(GPUMapMode.READ, 0, (bounds[k][1] - bounds[k][0]) * 4));
+    const sizes = runs.map((r) => r.reduce((s, [, len]) => s + len, 0));
+    const bufs: (GPUBuffer | undefined)[] = runs.map((r) => issueReadBack(this.device, x, r));
+    const maps = bufs.map((b, k) => b!.mapAsync(GPUMapMode.READ, 0, sizes[k] * 4));
     // A part never awaited (the call failed first) still settles; its rejection is not an error here.
     maps.forEach((m) => m.catch(() => {}));
     const release = (k: number): void => {
@@ -153,7 +196,7 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
       bounds,
       part: async (k) => {
         await maps[k];
-        return mappedFloats(bufs[k]!, bounds[k][1] - bounds[k][0]);
+        return mappedFloats(bufs[k]!, sizes[k]);
       },
       release,
       // After the call, settled or failed: hand back the parts it did not release.
@@ -169,13 +212,49 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     };
   }
 
+  /**
+   * How a call is pipelined, or undefined when it is read back whole (an op the transport does not
+   * move in parts, an empty input, a reduce-scatter whose dim does not split, which run() rejects):
+   * the parts' bounds as the transport takes them (CollectiveRunner.runParted), and per part the
+   * runs [at, length] of the input it reads back and of the result it uploads. An all-reduce's or
+   * broadcast's parts are `partBytes` of the input; a reduce-scatter's or all-gather's are ranges of
+   * its slice block (slice-parts.ts) of about `partBytes` of input.
+   */
+  private parts(
+    req: CallRequest,
+    shape: readonly number[],
+  ):
+    | {
+        bounds: [number, number][];
+        inputs: (readonly [number, number])[][];
+        results: (readonly [number, number])[][];
+      }
+    | undefined {
+    const n = numel(shape);
+    if (!this.host.partedOps.includes(req.op) || n === 0) return undefined;
+    const partElems = Math.max(1, Math.floor(Math.min(this.options.partBytes, n * 4) / 4));
+    if (req.op !== 'reduceScatter' && req.op !== 'allGather') {
+      const bounds = partBounds(n, partElems);
+      const runs = bounds.map(([lo, hi]): (readonly [number, number])[] => [[lo, hi - lo]]);
+      return { bounds, inputs: runs, results: runs };
+    }
+    const dim = resolveDim(req.op, shape, req.dim!);
+    if (req.op === 'reduceScatter' && shape[dim] % this.size !== 0) return undefined;
+    const block = sliceBlock(req.op, shape, dim, this.size);
+    const t = this.size;
+    const rs = req.op === 'reduceScatter';
+    // A reduce-scatter part reads t ranges of its block's size, an all-gather part one.
+    const bounds = slicePartBounds(block, rs ? partElems / t : partElems);
+    const own = bounds.map(([lo, hi]): (readonly [number, number])[] => [[lo, hi - lo]]);
+    const all = bounds.map(([lo, hi]) => partRuns(lo, hi, block.m, t));
+    return { bounds, inputs: rs ? all : own, results: rs ? own : all };
+  }
+
   private async traced(req: CallRequest, x: GpuTensor, out?: GpuTensor): Promise<GpuTensor> {
     const t0 = sharedNow();
     let t1 = t0;
-    const n = numel(x.shape);
-    const parted = this.host.partedOps.includes(req.op) && n > 0;
-    const partElems = parted ? Math.max(1, Math.floor(Math.min(this.options.partBytes, n * 4) / 4)) : Math.max(1, n);
-    const { target, finish, abandon } = this.uploadTarget(`${x.name}.${req.op}`, out, parted ? partElems : Infinity);
+    const parts = this.parts(req, x.shape);
+    const { target, finish, abandon } = this.uploadTarget(`${x.name}.${req.op}`, out, parts?.results);
     const run = (data: Float32Array): Promise<Executed> => {
       t1 = sharedNow();
       return this.host.run(req, hostTensor(x.shape, data), target);
@@ -184,8 +263,8 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     let y: GpuTensor;
     let t2: number;
     try {
-      if (parted) {
-        const input = this.partedInput(x, partElems);
+      if (parts) {
+        const input = this.partedInput(x, parts.bounds, parts.inputs);
         try {
           e = await this.host.runParted(req, input, target);
         } finally {
@@ -208,7 +287,7 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     // its re-map, which waits for the copy, has finished.
     const t3 = sharedNow();
     const phases: TracePhase[] = [
-      ...(parted ? [] : [{ name: 'readback', t0, t1 }]),
+      ...(parts ? [] : [{ name: 'readback', t0, t1 }]),
       ...e.phases,
       { name: 'upload', t0: t2, t1: t3 },
     ];

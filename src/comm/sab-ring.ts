@@ -7,6 +7,7 @@ import { formatCall, outputShape, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { chunkBounds, gatherSlices, packSlices } from './layout.ts';
+import { partShape, sliceBlock, type SliceBlock } from './slice-parts.ts';
 import { ringNeighbours, rsRecvChunk, ringSentBytes } from './ring-schedule.ts';
 import { simdReducer, type ReduceKernel } from './simd-reduce.ts';
 import {
@@ -48,7 +49,7 @@ export class SabRingCollectives extends BaseCollectives {
   }
 
   override readonly copiesInput = true;
-  override readonly partedOps: readonly CollectiveOp[] = ['allReduce', 'broadcast'];
+  override readonly partedOps: readonly CollectiveOp[] = ['allReduce', 'broadcast', 'reduceScatter', 'allGather'];
 
   protected async execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
     const { phases, mark } = phaseClock();
@@ -59,11 +60,13 @@ export class SabRingCollectives extends BaseCollectives {
   }
 
   /**
-   * An all-reduce or broadcast whose input arrives in parts: part 0 awaited, one arrival and
-   * fingerprint check, then each part through the ring as a flat collective of its own elements (its own stage,
-   * reduce-scatter steps and gather into `sink`), awaiting the next part only after this one's
-   * result has been handed on. Parts occupy disjoint ranges of the slots, so a rank may stage
-   * part k + 1 while others still gather part k.
+   * A collective whose input arrives in parts: part 0 awaited, one arrival and fingerprint check,
+   * then each part through the ring as a collective of its own (its own stage, reduce-scatter
+   * steps and gather into `sink`), awaiting the next part only after this one's result has been
+   * handed on. An all-reduce's or broadcast's part is a flat range of its elements (moveFlat); a
+   * reduce-scatter's or all-gather's the same range of every slice block (moveSliced). Parts
+   * occupy disjoint ranges of the slots, so a rank may stage part k + 1 while others still gather
+   * part k.
    */
   protected override async executeParted(
     call: CollectiveCall,
@@ -71,7 +74,9 @@ export class SabRingCollectives extends BaseCollectives {
     sink: ResultSink,
   ): Promise<Omit<Executed, 'call'>> {
     const { phases, mark } = phaseClock();
-    const n = numel(call.shape);
+    const sliced = call.op === 'reduceScatter' || call.op === 'allGather';
+    const n = numel(call.shape) * (call.op === 'allGather' ? this.size : 1);
+    const block = sliced ? sliceBlock(call.op, call.shape, call.dim!, this.size) : undefined;
     for (let k = 0; k < x.bounds.length; k++) {
       const [lo, hi] = x.bounds[k];
       const data = await x.part(k);
@@ -82,7 +87,8 @@ export class SabRingCollectives extends BaseCollectives {
         mark('sync');
       }
       try {
-        this.moveFlat(call, n, lo, hi, data, mark, sink);
+        if (block) this.moveSliced(call, block, lo, hi, data, mark, sink);
+        else this.moveFlat(call, n, lo, hi, data, mark, sink);
       } finally {
         x.release(k);
       }
@@ -157,6 +163,65 @@ export class SabRingCollectives extends BaseCollectives {
         const [clo, chi] = chunkBounds(m, t, c);
         put(from(c).subarray(clo, chi), lo + clo);
       }
+    mark('gather');
+  }
+
+  /**
+   * Part [lo, hi) of every slice block of a reduce-scatter or all-gather (slice-parts.ts): rank
+   * q's slot holds slice j's block at [j·A·M, (j + 1)·A·M), so the part is the range
+   * [j·A·M + lo, j·A·M + hi) of each. A reduce-scatter stages its [rows, t, width] data into
+   * those t ranges, reduces range c at the step that reduces chunk c (as move() does for whole
+   * chunks) and hands on its own slice's range; an all-gather stages its data into its own
+   * slice's range and reads every rank's, each row of it to where it lands in the [A, t, M] result.
+   */
+  private moveSliced(
+    call: CollectiveCall,
+    { a, m }: SliceBlock,
+    lo: number,
+    hi: number,
+    data: Float32Array,
+    mark: (name: string) => void,
+    put: ResultSink,
+  ): void {
+    const { rank: r, size: t } = this;
+    const len = hi - lo;
+    const reduce = call.op === 'reduceScatter';
+    if (data.length !== (reduce ? t * len : len) || hi > a * m)
+      throw new Error(`rank ${r}: part [${lo}, ${hi}) of ${formatCall(call)} got ${data.length} values.`);
+    const { rows, width } = partShape(lo, hi, m);
+    const { prev } = ringNeighbours(r, t);
+    const words = this.ring.capacityBytes / 4;
+    const blockLen = a * m;
+    const own = this.slotRange(r, 0, t * blockLen);
+    const base = this.step;
+    if (reduce)
+      this.outCopies(() => {
+        for (let i = 0; i < rows; i++)
+          for (let j = 0; j < t; j++)
+            own.set(data.subarray((i * t + j) * width, (i * t + j + 1) * width), j * blockLen + lo + i * width);
+      });
+    else this.outCopies(() => own.set(data, r * blockLen + lo));
+    this.advance();
+    mark('stage');
+    if (reduce)
+      for (let k = 0; k < t - 1; k++) {
+        this.waitFor(call, prev, base + 1 + k);
+        const at = rsRecvChunk(r, k, t) * blockLen + lo;
+        this.reduce(call.reduceOp!, (r * words + at) * 4, (prev * words + at) * 4, len);
+        this.advance();
+      }
+    mark('transport');
+    if (reduce) put(own.subarray(r * blockLen + lo, r * blockLen + hi), lo);
+    else {
+      const row = Math.floor(lo / m);
+      const col = lo % m;
+      for (let k = 0; k < t; k++) {
+        const j = (r + k) % t;
+        this.waitFor(call, j, base + 1);
+        const src = this.slotRange(j, j * blockLen + lo, len);
+        for (let i = 0; i < rows; i++) put(src.subarray(i * width, (i + 1) * width), (row + i) * t * m + j * m + col);
+      }
+    }
     mark('gather');
   }
 

@@ -28,7 +28,9 @@ export type AttentionPass = 'forward' | 'backward';
 
 /** Head dims of the tables, and η per generation and pass at each. */
 const headDims = [64, 128, 256] as const;
-const hopperFwd = [497 / 989.5, 648 / 989.5, 740 / 989.5] as const;
+/** H100 SXM's dense fp16/bf16 peak, TFLOP/s: the papers' figures are fractions of it. */
+const h100Tflops = 989.5;
+const hopperFwd = [497 / h100Tflops, 648 / h100Tflops, 740 / h100Tflops] as const;
 const fa2BwdOverFwd = 0.63 / 0.73;
 const etaTable: Readonly<Record<Exclude<GpuArch, 'volta'>, Record<AttentionPass, readonly number[]>>> = {
   ampere: {
@@ -39,8 +41,61 @@ const etaTable: Readonly<Record<Exclude<GpuArch, 'volta'>, Record<AttentionPass,
   blackwell: { forward: hopperFwd, backward: hopperFwd.map((e) => e * fa2BwdOverFwd) },
 };
 
-/** η of FlashAttention on `gpu` for `pass` at head dim `headDim` (linear between 64, 128, 256; clamped outside). */
-export function flashEfficiency(gpu: GpuSpec, pass: AttentionPass, headDim: number): number {
+/** The fused-attention kernel a backend runs: FlashAttention (`flash`) or cuDNN's (`fused`). */
+export type AttentionKernel = 'flash' | 'fused';
+
+/** What the rate of one attention kernel depends on besides its head dim: the sequence and the library. */
+export interface AttentionShape {
+  /** Tokens per sequence the kernel sees (queries = keys). */
+  readonly seq: number;
+  readonly kernel: AttentionKernel;
+}
+
+/**
+ * Hopper's rate by sequence length, head dim 128, from FlashAttention-3's own benchmark (Shah et
+ * al. 2024, arXiv:2407.08608, bars labelled in TFLOP/s, H100 80GB SXM5, BF16/FP16, batch × seq =
+ * 16k tokens, 2048 hidden): forward with the causal mask (Fig. 5, causal, head dim 128) and
+ * backward (Fig. 6, head dim 128), for FlashAttention-3 and for cuDNN, at 512, 1k, 2k, 4k, 8k, 16k.
+ * The η table above is the long-sequence, non-causal forward (648 at 16k); a training step runs
+ * causal attention at its own length, so on Hopper and Blackwell η is scaled by
+ *   figure(kernel, pass, s) / (η(pass, 128) · peak)
+ * (linear in log₂ s between the bars, clamped outside) — the same factor at every head dim
+ * (measured at 128 only: an assumption for the others).
+ */
+const hopperBySeq = {
+  seqs: [512, 1024, 2048, 4096, 8192, 16384],
+  flash: { forward: [292, 423, 521, 579, 602, 616], backward: [316, 424, 501, 542, 559, 561] },
+  fused: { forward: [315, 410, 484, 518, 529, 539], backward: [305, 408, 465, 499, 518, 516] },
+} as const;
+
+/** Hopper's measured TFLOP/s of `kernel` for `pass` at sequence `seq` (head dim 128; log-linear between bars). */
+function hopperTflops(kernel: AttentionKernel, pass: AttentionPass, seq: number): number {
+  const xs = hopperBySeq.seqs;
+  const ys = hopperBySeq[kernel][pass];
+  if (seq <= xs[0]) return ys[0];
+  for (let i = 1; i < xs.length; i++) {
+    if (seq <= xs[i]!) {
+      const f = (Math.log2(seq) - Math.log2(xs[i - 1]!)) / (Math.log2(xs[i]!) - Math.log2(xs[i - 1]!));
+      return ys[i - 1]! + f * (ys[i]! - ys[i - 1]!);
+    }
+  }
+  return ys[ys.length - 1]!;
+}
+
+/**
+ * η of FlashAttention on `gpu` for `pass` at head dim `headDim` (linear between 64, 128, 256;
+ * clamped outside); with `shape`, on Hopper and Blackwell, scaled to the kernel and sequence
+ * length by FlashAttention-3's measured bars (hopperBySeq). Ampere keeps FlashAttention-2's
+ * long-sequence figure.
+ */
+export function flashEfficiency(gpu: GpuSpec, pass: AttentionPass, headDim: number, shape?: AttentionShape): number {
+  const base = baseEfficiency(gpu, pass, headDim);
+  if (!shape || gpu.arch === 'ampere') return base;
+  const anchor = baseEfficiency(gpu, pass, 128) * h100Tflops;
+  return base * (hopperTflops(shape.kernel, pass, shape.seq) / anchor);
+}
+
+function baseEfficiency(gpu: GpuSpec, pass: AttentionPass, headDim: number): number {
   if (gpu.arch === 'volta')
     throw new Error(
       `${gpu.label}: FlashAttention needs an Ampere or newer GPU; use --attention-backend unfused on V100.`,
@@ -57,7 +112,8 @@ export function flashEfficiency(gpu: GpuSpec, pass: AttentionPass, headDim: numb
 
 /**
  * Time (µs) of one FlashAttention pass of `flops` executed FLOPs (forward: Q·Kᵀ + P·V after the
- * causal halving; backward: 2.5× that) at head dim `headDim`, in `dtype` (fp16 or bf16).
+ * causal halving; backward: 2.5× that) at head dim `headDim`, in `dtype` (fp16 or bf16); `shape`
+ * (sequence length and kernel) selects the measured rate on Hopper and Blackwell.
  */
 export function flashAttentionUs(
   flops: number,
@@ -66,7 +122,8 @@ export function flashAttentionUs(
   gpu: GpuSpec,
   dtype: TrainDtype,
   m: KernelModel = kernelModel,
+  shape?: AttentionShape,
 ): number {
   if (dtype === 'fp32') throw new Error('FlashAttention runs in fp16 or bf16: choose --dtype fp16 or bf16.');
-  return (flops / (flashEfficiency(gpu, pass, headDim) * peakFlops(gpu, dtype))) * 1e6 + m.launchUs;
+  return (flops / (flashEfficiency(gpu, pass, headDim, shape) * peakFlops(gpu, dtype))) * 1e6 + m.launchUs;
 }

@@ -109,6 +109,41 @@ export function gemmEfficiencyOf(gpu: GpuSpec, precision: GemmPrecision, m: Kern
   return mamf === undefined ? m.gemmEfficiency : (mamf.tflops * 1e12) / gemmPeakFlops(gpu, precision);
 }
 
+/** η_main per GPU and precision (computed once: a bisection over the MAMF shape). */
+const mainLoopMemo = new WeakMap<GpuSpec, Map<GemmPrecision, number>>();
+
+/**
+ * η_main, the main loop's fraction of the dense peak: η with the epilogue taken out. A MAMF figure
+ * is a whole GEMM's rate, its tiles' epilogues included, so η_main is the rate at which the model
+ * with epilogues gives the measured best shape exactly the time the model without them gives it at
+ * η (bisection; the time falls as η_main rises). Without a MAMF figure η is taken as the main
+ * loop's already (the assumed 0.8).
+ */
+export function mainLoopEfficiency(gpu: GpuSpec, precision: GemmPrecision, m: KernelModel = kernelModel): number {
+  const eta = gemmEfficiencyOf(gpu, precision, m);
+  const mamf = precision === 'fp32' ? undefined : gpu.mamf?.[precision];
+  if (!mamf) return eta;
+  let byPrecision = m === kernelModel ? mainLoopMemo.get(gpu) : undefined;
+  const hit = byPrecision?.get(precision);
+  if (hit !== undefined) return hit;
+  const [M, N, K] = mamf.shape;
+  const shape = { M, N, K, batch: 1 };
+  const target = tiledGemm(shape, gpu, precision, eta, false, m).us;
+  let lo = eta;
+  let hi = 2 * eta;
+  for (let i = 0; i < 50; i++) {
+    const mid = (lo + hi) / 2;
+    if (tiledGemm(shape, gpu, precision, mid, true, m).us > target) lo = mid;
+    else hi = mid;
+  }
+  const value = (lo + hi) / 2;
+  if (m === kernelModel) {
+    if (!byPrecision) mainLoopMemo.set(gpu, (byPrecision = new Map()));
+    byPrecision.set(precision, value);
+  }
+  return value;
+}
+
 /** Bytes per operand element in `precision` (fp8: 1). */
 export const precisionBytes = (precision: GemmPrecision): number => (precision === 'fp8' ? 1 : dtypeBytes[precision]);
 
@@ -117,10 +152,33 @@ export const precisionBytes = (precision: GemmPrecision): number => (precision =
  * in the answer is against that precision's dense peak.
  */
 export function gemmTime(g: GemmShape, gpu: GpuSpec, precision: GemmPrecision, m: KernelModel = kernelModel): GemmTime {
+  const t = tiledGemm(g, gpu, precision, mainLoopEfficiency(gpu, precision, m), true, m);
+  const us = t.us + m.launchUs;
+  return {
+    us,
+    tile: t.tile,
+    tiles: t.tiles,
+    waves: t.waves,
+    memoryBound: t.memoryBound,
+    efficiency: (2 * g.M * g.N * g.K * g.batch) / (us * 1e-6 * gemmPeakFlops(gpu, precision)),
+  };
+}
+
+/** The tiled GEMM's device time without the launch, at main-loop efficiency `eta`, with or without epilogues. */
+function tiledGemm(
+  g: GemmShape,
+  gpu: GpuSpec,
+  precision: GemmPrecision,
+  eta: number,
+  epilogue: boolean,
+  m: KernelModel,
+): { us: number; tile: readonly [number, number]; tiles: number; waves: number; memoryBound: boolean } {
   const bytes = precisionBytes(precision);
-  const peak = gemmPeakFlops(gpu, precision);
-  const perSmFlops = (gemmEfficiencyOf(gpu, precision, m) * peak) / gpu.sms;
+  const perSmFlops = (eta * gemmPeakFlops(gpu, precision)) / gpu.sms;
   const perSmL2 = (l2GBpsOf(gpu, m) * 1e9) / gpu.sms;
+  const perSmHbm = (m.hbmEfficiency * gpu.hbmGBps * 1e9) / gpu.sms;
+  // fp8 GEMMs read fp8 operands and write C in bf16 (Transformer Engine's fp8 GEMM output).
+  const outBytes = precision === 'fp8' ? 2 : bytes;
   const c = m.clusterMulticast[gpu.arch];
   let best = { us: Infinity, tile: m.tiles[0]!, tiles: 0, waves: 0 };
   for (const tile of m.tiles)
@@ -130,24 +188,17 @@ export function gemmTime(g: GemmShape, gpu: GpuSpec, precision: GemmPrecision, m
       const [tm, tn] = tile;
       const tiles = Math.ceil(g.M / tm) * Math.ceil(g.N / tn) * g.batch * split;
       const waves = Math.ceil(tiles / gpu.sms);
-      const tileS = Math.max((2 * tm * tn * k) / perSmFlops, ((tm + tn / c) * k * bytes) / perSmL2);
+      // Epilogue: after its main loop the tile's C (fp32 partials under split-K) leaves through
+      // the SM's share of HBM.
+      const epilogueS = epilogue ? (Math.min(tm, g.M) * Math.min(tn, g.N) * (split > 1 ? 4 : outBytes)) / perSmHbm : 0;
+      const tileS = Math.max((2 * tm * tn * k) / perSmFlops, ((tm + tn / c) * k * bytes) / perSmL2) + epilogueS;
       // Split-K: the `split` fp32 partial products are written and read back once to be summed.
       const reduceUs = split > 1 ? hbmUs(2 * split * g.M * g.N * g.batch * 4, gpu, m) : 0;
       const us = waves * tileS * 1e6 + reduceUs;
       if (us < best.us) best = { us, tile, tiles, waves };
     }
-  // fp8 GEMMs read fp8 operands and write C in bf16 (Transformer Engine's fp8 GEMM output).
-  const outBytes = precision === 'fp8' ? 2 : bytes;
   const memUs = hbmUs(((g.M * g.K + g.K * g.N) * bytes + g.M * g.N * outBytes) * g.batch, gpu, m);
-  const us = Math.max(best.us, memUs) + m.launchUs;
-  return {
-    us,
-    tile: best.tile,
-    tiles: best.tiles,
-    waves: best.waves,
-    memoryBound: memUs > best.us,
-    efficiency: (2 * g.M * g.N * g.K * g.batch) / (us * 1e-6 * peak),
-  };
+  return { ...best, us: Math.max(best.us, memUs), memoryBound: memUs > best.us };
 }
 
 /**

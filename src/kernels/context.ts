@@ -57,6 +57,12 @@ export class KernelContext {
    * 15–50% slower than its same-shape twins). Buffers used by held work must outlive flush().
    */
   holdUntilFlush = false;
+  /**
+   * While set, each dispatch becomes its own command buffer, submitted as usual (submit, flush):
+   * passes of one command buffer may run concurrently on SwiftShader, stretching each pass's
+   * timestamps, so a step timed while its collectives run (and cannot be held) sets this instead.
+   */
+  passPerCommandBuffer = false;
   private readonly held: GPUCommandBuffer[] = [];
 
   constructor(readonly device: GPUDevice) {
@@ -151,7 +157,7 @@ export class KernelContext {
     const pass = this.encoder.beginComputePass({ label: op, timestampWrites: this.observer?.(owner.label, owner.id) });
     body(pass);
     pass.end();
-    if (this.holdUntilFlush) this.finishEncoder();
+    if (this.holdUntilFlush || this.passPerCommandBuffer) this.finishEncoder();
   }
 
   /** Encodes one dispatch of `workgroups` workgroups in its own compute pass (one op unless within op()). */

@@ -46,17 +46,28 @@ export function writeTensor(device: GPUDevice, t: GpuTensor, data: Float32Array)
  * back with `stagingPool(device).release(buffer)`.
  */
 export async function readBackRange(device: GPUDevice, t: GpuTensor, lo: number, hi: number): Promise<GPUBuffer> {
-  const staging = issueReadBack(device, t, lo, hi);
+  const staging = issueReadBack(device, t, [[lo, hi - lo]]);
   await staging.mapAsync(GPUMapMode.READ, 0, (hi - lo) * 4);
   return staging;
 }
 
-/** Submits the copy of elements [lo, hi) of `t` into a pooled read-back buffer (not yet mapped). */
-export function issueReadBack(device: GPUDevice, t: GpuTensor, lo: number, hi: number): GPUBuffer {
-  const bytes = (hi - lo) * 4;
+/**
+ * Submits the copy of runs of `t` (each [at, length] in elements) into one pooled read-back buffer
+ * (not yet mapped), one after another from its start; e.g. [[lo, hi − lo]] for elements [lo, hi).
+ */
+export function issueReadBack(
+  device: GPUDevice,
+  t: GpuTensor,
+  runs: readonly (readonly [number, number])[],
+): GPUBuffer {
+  const bytes = runs.reduce((s, [, len]) => s + len, 0) * 4;
   const staging = stagingPool(device).acquireRead(bytes);
   const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(t.buffer, lo * 4, staging, 0, bytes);
+  let to = 0;
+  for (const [at, len] of runs) {
+    enc.copyBufferToBuffer(t.buffer, at * 4, staging, to, len * 4);
+    to += len * 4;
+  }
   device.queue.submit([enc.finish()]);
   return staging;
 }

@@ -130,6 +130,12 @@ export async function layerStep<T>(
     g2 = need(w.g2, 'g2');
   const wfc1 = need(w.wfc1, 'wfc1'),
     wdown = need(w.wdown, 'wdown');
+  // Autograd's rule: a tensor is freed once the last op that reads it is issued — a forward
+  // temporary in forward, what forward kept for backward in backward; what the step returns (y,
+  // loss, dx, the gradients) never is.
+  const free = (...ts: (T | undefined)[]): void => {
+    for (const t of new Set(ts)) if (t !== undefined) be.release(t);
+  };
 
   // ---- forward ----
   be.phase = lc.phase = 'forward';
@@ -140,6 +146,7 @@ export async function layerStep<T>(
     const e = be.tensor('embed', [s, b, h]);
     be.embedding(opSpec('embed', 'vocab', { weight: 'emb' }), ids, need(w.emb, 'emb'), e, v0);
     x = await lc.forward(opSpec('embed.reduce', 'vocab'), leave, e);
+    if (x !== e) free(e);
   } else {
     x = be.tensor('x', [sl, b, h], tokenSlice(need(inputs.x, 'x'), s, own.tokens));
   }
@@ -153,6 +160,7 @@ export async function layerStep<T>(
   const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
   const x2 = be.tensor('residual.attn', [sl, b, h]);
   be.add(opSpec('residual.attn', tokens), x, attnOut, x2);
+  free(attn.out, attnOut);
   const ln2 = be.tensor('ln2', [sl, b, h]);
   const rstd2 = be.tensor('ln2.rstd', [sl, b]);
   be.rmsnorm(opSpec('ln2', tokens, { weight: 'g2' }), x2, g2, ln2, rstd2, c.eps);
@@ -163,6 +171,7 @@ export async function layerStep<T>(
       : await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
   const y = be.tensor('y', [sl, b, h]);
   be.add(opSpec('residual.mlp', tokens), x2, mlp.out, y);
+  free(mlp.out);
 
   let loss: T | undefined;
   let dy: T;
@@ -190,11 +199,13 @@ export async function layerStep<T>(
       v0,
       sp ? yAgain.issue : undefined,
     );
+    free(logits, targets, ce.max, ce.sum); // last read by loss.backward
     const yForWgrad = sp ? await yAgain.wait() : yFull;
     const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
     out.wgrad(yForWgrad);
     if (sp) be.release(yForWgrad);
     dy = await reduced;
+    if (dy !== out.dy) free(out.dy);
   } else {
     be.phase = lc.phase = 'backward';
     dy = be.tensor('dy', [sl, b, h], tokenSlice(need(inputs.dy, 'dy'), s, own.tokens));
@@ -203,14 +214,17 @@ export async function layerStep<T>(
   // ---- backward: MLP block (y = x2 + g(mlp)) ----
   const dw = { wfc1: grad('wfc1', be.shapeOf(wfc1)), wdown: grad('wdown', be.shapeOf(wdown)) };
   // Without SP the chunks cut only the forward all-reduce: the backward's dgrad all-reduce already runs under the wgrad.
-  const { dx: dln2 } =
+  const { dOut, dx: dln2 } =
     chunks > 1 && sp
       ? await mlpBlockBackwardChunked(be, lc, D, chunks, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels)
       : await mlpBlockBackward(be, lc, D, sp, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels);
+  free(ln2, mlp.saved.input, mlp.saved.mlp.gate, mlp.saved.mlp.up, mlp.saved.mlp.act);
+  if (dOut !== dy) free(dOut); // SP: dY all-gathered
   const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
   be.rmsnormBackward(opSpec('ln2.backward', tokens, { weight: 'g2' }), x2, g2, rstd2, dln2, dx2);
   be.addInPlace(opSpec('residual.mlp.backward', tokens), dx2, dy);
   be.rmsnormWeightGrad(opSpec('ln2.wgrad', tokens, { weight: 'g2' }), x2, rstd2, dln2, grad('g2', [h]));
+  free(x2, rstd2, dln2, dy);
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
   const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
@@ -229,14 +243,19 @@ export async function layerStep<T>(
     c.ropeBase,
     sp ? ln1Again.issue : undefined,
   );
+  free(attn.saved.q, attn.saved.k, attn.saved.v, attn.saved.p, attn.saved.ctx);
+  if (dattn !== dx2) free(dattn);
   ln1Full = sp ? await ln1Again.wait() : ln1Full;
   const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
   ab.wgrad(ln1Full);
+  free(ln1, ln1Full); // under SP ln1Full is the re-gathered copy
   const dln1 = await dln1Pending;
+  if (dln1 !== ab.dx) free(ab.dx);
   const dx = be.tensor('d.x', [sl, b, h]);
   be.rmsnormBackward(opSpec('ln1.backward', tokens, { weight: 'g1' }), x, g1, rstd1, dln1, dx);
   be.addInPlace(opSpec('residual.attn.backward', tokens), dx, dx2);
   be.rmsnormWeightGrad(opSpec('ln1.wgrad', tokens, { weight: 'g1' }), x, rstd1, dln1, grad('g1', [h]));
+  free(x, rstd1, dln1);
 
   if (c.vocab > 0) {
     const dxFull = sp ? await lc.backward(opSpec('embed.reduce.backward', 'sequence'), leave, dx) : dx;
@@ -248,6 +267,9 @@ export async function layerStep<T>(
       grad('emb', be.shapeOf(emb)),
       v0,
     );
+    free(ids, dx, dxFull, dx2);
+  } else {
+    free(dx2); // dx is the step's result
   }
   if (sp && !c.skipSpNormGradAllReduce)
     await finalizeNormGrads(be, lc, h, need(grads.g1, 'dg1'), need(grads.g2, 'dg2'));

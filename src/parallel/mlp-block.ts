@@ -63,6 +63,7 @@ export async function mlpBlockForward<T, P = never>(
   if (freed) be.release(input);
   const partial = await seePartial?.(mlp.out);
   const out = await lc.forward(opSpec(labels.reduce, 'row'), leave, mlp.out);
+  if (out !== mlp.out) be.release(mlp.out); // the partial sums, reduced
   return { out, saved: { shard: x, ...(!freed && { input }), mlp: mlp.saved }, partial };
 }
 
@@ -97,5 +98,8 @@ export async function mlpBlockBackward<T, P = never>(
   const partial = await seePartial?.(mb.dx);
   const pending = lc.backward(opSpec(labels.dgradReduce, 'column', { async: true }), enter, mb.dx);
   mb.wgrad(input);
-  return { dOut, dx: await pending, partial };
+  if (again) be.release(input); // the re-gathered copy: last read by the wgrad GEMMs
+  const dx = await pending;
+  if (dx !== mb.dx) be.release(mb.dx); // the partial dX, reduced
+  return { dOut, dx, partial };
 }

@@ -54,6 +54,8 @@ export async function vocabParallelLoss<T>(
   );
   const loss = be.tensor('loss', rows);
   be.ceLoss(opSpec('loss', 'vocab'), max, sum, target, loss);
+  // The local terms once reduced, and the target logit once read (max and sum go to the backward).
+  for (const t of new Set([localMax, localSum, localTarget, target])) if (t !== max && t !== sum) be.release(t);
   return { loss, max, sum };
 }
 

@@ -7,7 +7,13 @@ import {
   type ParallelLayout,
 } from '../megatron/parallel-layout.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from './advisor-space.ts';
-import { assembleStep, stepLowerBounds, type LayerPricing } from './cluster-projection.ts';
+import {
+  stepLowerBounds,
+  stepSummary,
+  type LayerPlans,
+  type LayerPricing,
+  type StepSummary,
+} from './cluster-projection.ts';
 import { LayerPricingCache } from './layer-pricing-cache.ts';
 import { layoutSetup, type SetupExtras } from './layout-setup.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
@@ -37,17 +43,13 @@ export const advisorRejectionText: Readonly<Record<AdvisorRejection, string>> = 
     "provably slower than the k-th fastest: its busiest stage's compute alone exceeds that step (memory not checked)",
 };
 
-/** One ranked layout: its figures from the step projection (plain data: it crosses a worker boundary). */
-export interface AdvisorRow {
+/**
+ * One ranked layout: its figures from the step projection (stepSummary; exposedShare is exposed
+ * communication / step), memory in GiB (plain data: it crosses a worker boundary).
+ */
+export interface AdvisorRow extends Omit<StepSummary, 'memoryBytes' | 'capacityBytes'> {
   readonly layout: ParallelLayout;
   readonly dp: number;
-  readonly microBatches: number;
-  readonly stepMs: number;
-  readonly tokensPerS: number;
-  readonly tflopsPerGpu: number;
-  readonly mfu: number;
-  /** Exposed communication / step. */
-  readonly exposedShare: number;
   readonly memoryGiB: number;
   readonly capacityGiB: number;
 }
@@ -127,9 +129,11 @@ export async function advise(
   if (!(Number.isInteger(opts.k) && opts.k >= 1)) throw new Error(`k (${opts.k}) must be a whole number ≥ 1.`);
   const { model, machine, gpus, globalBatch } = problem;
   // --tp-comm-overlap is a kernel option per candidate: one machine and one pricing cache each way.
+  // The two share their layer plans (the option changes the pricing, not the plan).
+  const plans = new Map<string, Promise<LayerPlans>>();
   const variants = [false, true].map((on) => {
     const m: Machine = { ...machine, kernels: { ...(machine.kernels ?? defaultKernelOptions), tpCommOverlap: on } };
-    return { machine: m, cache: new LayerPricingCache(m) };
+    return { machine: m, cache: new LayerPricingCache(m, 'first', plans) };
   });
   const rejected = noRejections();
   const total = spaceSize(space);
@@ -165,8 +169,9 @@ export async function advise(
       rejected.slower += legal.length - i;
       break;
     }
-    const step = assembleStep(c.setup, c.machine, c.pricing);
-    if (step.memory.oom) {
+    // Memory first, then the step's times, as assembleStep has them (stepSummary: no per-op objects).
+    const step = stepSummary(c.setup, c.machine, c.pricing);
+    if (!step) {
       rejected.oom++;
       continue;
     }
@@ -182,8 +187,8 @@ export async function advise(
         tflopsPerGpu: step.tflopsPerGpu,
         mfu: step.mfu,
         exposedShare: step.exposedShare,
-        memoryGiB: step.memory.totalBytes / 2 ** 30,
-        capacityGiB: step.memory.capacityBytes / 2 ** 30,
+        memoryGiB: step.memoryBytes / 2 ** 30,
+        capacityGiB: step.capacityBytes / 2 ** 30,
       },
       opts.k,
     );

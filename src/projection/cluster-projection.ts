@@ -33,8 +33,14 @@ import {
   stateBytes,
 } from './data-parallel.ts';
 import { groupLinks, p2pUs } from './group-links.ts';
-import { stageMemory, type MemoryClass, type StageMemory } from './memory-timeline.ts';
-import { simulatePipeline, type PipelineRun } from './pipeline-schedule.ts';
+import {
+  stageMemory,
+  stagePeakBytes,
+  type MemoryClass,
+  type StageAllocations,
+  type StageMemory,
+} from './memory-timeline.ts';
+import { pipelineRun, pipelineTimes, type PipelineRun, type PipelineTimes } from './pipeline-schedule.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from './pipeline-split.ts';
 import { chunkRecompute, type ChunkRecompute } from './recompute.ts';
 import { overlapBuffers, type OverlapBuffer } from './overlap-buffers.ts';
@@ -117,7 +123,10 @@ export interface StepProjection {
 }
 
 /** The two plans of a configuration: with the vocabulary (one block inside) and the block alone. */
-async function plans(c: LayerConfig): Promise<{ full: LayerPlan; block: LayerPlan }> {
+export type LayerPlans = { readonly full: LayerPlan; readonly block: LayerPlan };
+
+/** The two plans of a configuration (LayerPlans). */
+export async function plans(c: LayerConfig): Promise<LayerPlans> {
   const full = (await makePlan(c)).plan;
   const block = c.vocab > 0 ? (await makePlan({ ...c, vocab: 0 })).plan : full;
   return { full, block };
@@ -183,9 +192,10 @@ export async function priceLayers(
   machine: Machine,
   ranks: PricedRanks = 'all',
   reference?: Promise<LayerPricing['ref']>,
+  planned0?: Promise<LayerPlans>,
 ): Promise<LayerPricing> {
   const c = setupConfig(setup);
-  const planned = await plans(c);
+  const planned = await (planned0 ?? plans(c));
   const async = asyncCollectives(setup);
   const only = (p: LayerPlan): LayerPlan =>
     withAsync(ranks === 'all' ? p : { ...p, ranks: p.ranks.slice(0, 1) }, async);
@@ -356,26 +366,138 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
   return { stepMs: m * busiest, memoryBytes };
 }
 
-/** The step of `setup` from its layer's pricing (priceLayers of the same layer and machine). */
-export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepProjection {
-  const { system, dtype } = machine;
-  const L = setup.layers;
-  const { fullT, blockT, pieces, ref } = pricing;
-  const { c, deg, m, split, links, bytes, own, ring, model, rec, layerF, layerB, forwardMs, backwardMs, redoMs } =
-    chunkTimes(setup, machine, pricing);
+type ChunkTimes = ReturnType<typeof computeChunkTimes>;
 
-  // The activation (or its gradient) crossing a stage boundary: [s/(t·cp), b, h] with SP, [s/cp, b, h] without.
+/**
+ * The pipeline simulation's input for `setup`: p2p of the activation (or its gradient) across a
+ * stage boundary, [s/(t·cp), b, h] with SP, [s/cp, b, h] without, on the boundary's link; a send
+ * blocks its sender (1F1B) or runs beside its next op and slows it (overlap_p2p_comm).
+ */
+function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkTimes) {
+  const { system } = machine;
+  const { c, deg, m, links, bytes, own, forwardMs, backwardMs } = ct;
   const p2pBytes = (own.tokens[1] - own.tokens[0]) * c.b * c.h * bytes;
   const p2pMs = deg.pp > 1 ? p2pUs(system, links.pp, p2pBytes) / 1e3 : 0;
-  // Sends block the sender (1F1B) or run beside its next op and slow it (overlap_p2p_comm).
   const p2pOverlapped = overlapsP2p(setup) && deg.pp > 1;
   const p2pLossMs = p2pOverlapped
     ? overlapLossMs(p2pMs, overlapSlowdown(false, system.gpu, p2pFootprint(links.pp.busGBps)))
     : 0;
   const pipeIn = { p: deg.pp, v: deg.vpp, m, forwardMs, backwardMs, p2pMs };
-  const pipeline = simulatePipeline({ ...pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs });
-  const noP2p = deg.pp > 1 ? simulatePipeline({ ...pipeIn, p2pMs: 0 }) : pipeline;
-  const noP2pCost = p2pLossMs > 0 ? simulatePipeline(pipeIn) : pipeline;
+  return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs };
+}
+
+/**
+ * What stage i allocates, by lifetime (memory-timeline.ts): its weights, main weights and Adam
+ * moments (a 1/(DP·cp) shard with the distributed optimizer) and what the overlaps hold,
+ * resident; the gradient buffer per step; per micro-batch each chunk's kept activations (plus
+ * the embedding's and the output's on the end stages); the recompute unit during a backward;
+ * the logits and the fp32 softmax of cross entropy on the last stage.
+ */
+function stageAllocations(
+  setup: TrainingSetup,
+  machine: Machine,
+  ct: ChunkTimes,
+): { buffers: OverlapBuffer[]; of: (i: number) => StageAllocations } {
+  const { system, dtype } = machine;
+  const { deg, split, own, model, rec } = ct;
+  const dpGroup = deg.dp * deg.cp;
+  const distOpt = setup.distributedOptimizer ?? false;
+  const per = stateBytes(dtype, distOpt, dpGroup);
+  const kernels = machine.kernels ?? defaultKernelOptions;
+  const buffers = overlapBuffers(
+    overlapsOf(setup, kernels),
+    setup,
+    kernels,
+    dtype,
+    system.gpu,
+    own.tokens[1] - own.tokens[0],
+  );
+  const of = (i: number): StageAllocations => ({
+    resident: [
+      { label: 'weights', bytes: model.stageParams[i]! * per.weights },
+      {
+        label: distOpt ? `main weights and Adam moments (1/${dpGroup} shard)` : 'main weights and Adam moments',
+        bytes: model.stageParams[i]! * per.optimizer,
+      },
+      ...buffers.filter((b) => b.bytes > 0).map((b) => ({ label: b.label, bytes: b.bytes })),
+    ],
+    perStep: [{ label: 'gradient buffer', bytes: model.stageParams[i]! * per.grads }],
+    keptBytes: (ch) =>
+      rec[i]![ch]!.keptBytes +
+      (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
+      (holdsOutput(split, i, ch) ? model.outputActivation : 0),
+    backwardTransientBytes: (ch) => rec[i]![ch]!.backwardTransientBytes,
+    forwardTransientBytes: (ch) => (holdsOutput(split, i, ch) ? model.logitsForward : 0),
+    lossBytes: (ch) => (holdsOutput(split, i, ch) ? model.lossSoftmax : 0),
+  });
+  return { buffers, of };
+}
+
+/** What the advisor ranks a step by, each exactly as assembleStep has it (plain data). */
+export interface StepSummary {
+  readonly microBatches: number;
+  readonly stepMs: number;
+  readonly tokensPerS: number;
+  readonly tflopsPerGpu: number;
+  readonly mfu: number;
+  readonly exposedShare: number;
+  /** The peak stage's peak (assembleStep's memory.totalBytes). */
+  readonly memoryBytes: number;
+  readonly capacityBytes: number;
+}
+
+/**
+ * assembleStep's figures the advisor ranks by, or undefined when the step does not fit in the
+ * GPU (exactly assembleStep(setup, machine, pricing).memory.oom), at a fraction of its cost: the
+ * pipeline simulated as columns, no object per op or per allocation, and the memory checked
+ * first, stage by stage, before the rest of the step is timed.
+ */
+export function stepSummary(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepSummary | undefined {
+  const ct = chunkTimes(setup, machine, pricing);
+  const input = pipelineInput(setup, machine, ct);
+  const run = pipelineTimes({ ...input.pipeIn, senderBusyMs: input.senderBusyMs });
+  const allocations = stageAllocations(setup, machine, ct);
+  const capacityBytes = machine.system.gpu.memoryGiB * 2 ** 30;
+  let memoryBytes = 0;
+  for (let i = 0; i < ct.split.layers.length; i++) {
+    memoryBytes = Math.max(memoryBytes, stagePeakBytes(run, i, allocations.of(i)));
+    if (memoryBytes > capacityBytes) return undefined;
+  }
+  const t = stepTimes(setup, machine, pricing, ct, input, run);
+  return {
+    microBatches: ct.m,
+    stepMs: t.stepMs,
+    tokensPerS: t.tokensPerS,
+    tflopsPerGpu: t.tflopsPerGpu,
+    mfu: t.mfu,
+    exposedShare: t.exposedShare,
+    memoryBytes,
+    capacityBytes,
+  };
+}
+
+/**
+ * A step's times and FLOPs from the simulated pipeline's columns (everything of assembleStep but
+ * memory and the objects it returns): TP and CP exposure, the gradient sync on each stage's DP
+ * stream, the tied-embedding all-reduce, the finalize collectives, the optimizer and the
+ * distributed optimizer's parameter all-gather.
+ */
+function stepTimes(
+  setup: TrainingSetup,
+  machine: Machine,
+  pricing: LayerPricing,
+  ct: ChunkTimes,
+  input: ReturnType<typeof pipelineInput>,
+  pipeline: PipelineTimes,
+) {
+  const { system, dtype } = machine;
+  const L = setup.layers;
+  const { pieces, ref } = pricing;
+  const { c, deg, m, split, links, ring, model, rec } = ct;
+  const { pipeIn, p2pLossMs } = input;
+  // Only their spans count: the schedule without p2p, and with p2p but without its cost to compute.
+  const noP2p = deg.pp > 1 ? pipelineTimes({ ...pipeIn, p2pMs: 0 }) : pipeline;
+  const noP2pCost = p2pLossMs > 0 ? pipelineTimes(pipeIn) : pipeline;
 
   // TP and CP exposure per stage over the step.
   const stageExposed = split.layers.map((row, i) =>
@@ -417,17 +539,26 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   let paramGatherMs = 0;
   let paramGatherCostMs = 0;
   split.layers.forEach((row, i) => {
-    const ops = pipeline.ops[i]!;
-    const stageEnd = Math.max(0, ...ops.map((o) => o.t1));
+    const order = pipeline.orders[i]!;
+    const t0 = pipeline.t0[i]!;
+    const t1 = pipeline.t1[i]!;
+    let stageEnd = 0;
+    for (const x of t1) stageEnd = Math.max(stageEnd, x);
+    // The last backward of each chunk and the stage's first forward (op indices, −1: none).
+    const lastBackward = new Array<number>(row.length).fill(-1);
+    let first = -1;
+    for (let j = 0; j < order.chunk.length; j++)
+      if (!order.forward[j]) lastBackward[order.chunk[j]!] = j;
+      else if (first < 0) first = j;
     const chunks = row.map((_, ch) => {
-      const lastB = ops.filter((o) => o.pass === 'backward' && o.chunk === ch).at(-1);
+      const b = lastBackward[ch]!;
       const buckets = gradBuckets(model.chunkParams[i]![ch]!, {
         overlapGradReduce: setup.overlapGradReduce ?? false,
         stage: i,
         chunk: ch,
         bucketSize,
       });
-      return { buckets, lastBackward: lastB ? { t0: lastB.t0, t1: lastB.t1 } : { t0: stageEnd, t1: stageEnd } };
+      return { buckets, lastBackward: b >= 0 ? { t0: t0[b]!, t1: t1[b]! } : { t0: stageEnd, t1: stageEnd } };
     });
     const s = gradSync(chunks, setup.overlapGradReduce ?? false, (p) => (dpGroup > 1 ? sync(p).gradUs : 0), stageEnd);
     if (dpGroup > 1) dpBuckets = Math.max(dpBuckets, s.buckets);
@@ -439,19 +570,18 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     pipelineDone = Math.max(pipelineDone, stageEnd + gradCost, s.endMs + gradCost);
     pipelineDoneNoCost = Math.max(pipelineDoneNoCost, stageEnd, s.endMs);
     if (distOpt && dpGroup > 1) {
-      const first = ops.find((o) => o.pass === 'forward');
       const gather = chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3));
       const ex = paramGatherExposedMs(
         gather,
         setup.overlapParamGather ?? false,
-        first?.t0 ?? 0,
-        first ? first.t1 - first.t0 : 0,
+        first >= 0 ? t0[first]! : 0,
+        first >= 0 ? t1[first]! - t0[first]! : 0,
       );
       paramGatherMs = Math.max(paramGatherMs, ex);
       // With --overlap-param-gather the part hidden past the warm-up idle time runs under the first forward.
-      if (setup.overlapParamGather && first) {
+      if (setup.overlapParamGather && first >= 0) {
         const hidden = gather.reduce((a, x) => a + x, 0) - ex;
-        const underForward = Math.min(first.t1 - first.t0, Math.max(0, hidden - first.t0));
+        const underForward = Math.min(t1[first]! - t0[first]!, Math.max(0, hidden - t0[first]!));
         paramGatherCostMs = Math.max(paramGatherCostMs, overlapLossMs(underForward, gatherSlowdown));
       }
     }
@@ -473,7 +603,6 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
       : 0;
   const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
   const maxParams = Math.max(...model.stageParams);
-  const per = stateBytes(dtype, distOpt, dpGroup);
   const shard = distOpt ? maxParams / dpGroup : maxParams;
   const base = stateBytes(dtype, false, 1);
   const optimizerMs = memoryBoundUs(shard * (2 * (base.optimizer + base.weights) + base.grads), system.gpu) / 1e3;
@@ -493,41 +622,52 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   const peak = peakFlops(system.gpu, dtype);
   const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
 
+  const exposedByGroup: ExposedByGroup = {
+    tp: tpExposedMs,
+    cp: cpExposedMs,
+    pp: noP2pCost.spanMs - noP2p.spanMs,
+    dp: dpAllReduceMs + paramGatherMs + embeddingAllReduceMs + finalizeMs,
+  };
+  const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
+  return {
+    tpExposedMs,
+    dpAllReduceMs,
+    dpBuckets,
+    paramGatherMs,
+    embeddingAllReduceMs,
+    finalizeMs,
+    optimizerMs,
+    stepMs,
+    tokensPerStep,
+    tokensPerS: tokensPerStep / (stepMs * 1e-3),
+    modelFlopsPerStep,
+    executedFlopsPerStep,
+    tflopsPerGpu,
+    mfu: modelFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
+    executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
+    exposedByGroup,
+    overlapCostMs: { dp: gradCostMs + paramGatherCostMs, pp: pipeline.spanMs - noP2pCost.spanMs },
+    exposedMs,
+    exposedShare: exposedMs / stepMs,
+  };
+}
+
+/** The step of `setup` from its layer's pricing (priceLayers of the same layer and machine). */
+export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepProjection {
+  const { system, dtype } = machine;
+  const { fullT, blockT, pieces } = pricing;
+  const ct = chunkTimes(setup, machine, pricing);
+  const { deg, m, split, model, layerF, layerB, redoMs } = ct;
+  const input = pipelineInput(setup, machine, ct);
+  const times = pipelineTimes({ ...input.pipeIn, senderBusyMs: input.senderBusyMs });
+  const t = stepTimes(setup, machine, pricing, ct, input, times);
+  const pipeline = pipelineRun(times);
+
   // Memory by lifetime per stage; what the overlaps hold is resident.
-  const kernels = machine.kernels ?? defaultKernelOptions;
-  const buffers = overlapBuffers(
-    overlapsOf(setup, kernels),
-    setup,
-    kernels,
-    dtype,
-    system.gpu,
-    own.tokens[1] - own.tokens[0],
-  );
-  const stageMem = split.layers.map((_, i) =>
-    stageMemory(
-      pipeline,
-      i,
-      {
-        resident: [
-          { label: 'weights', bytes: model.stageParams[i]! * per.weights },
-          {
-            label: distOpt ? `main weights and Adam moments (1/${dpGroup} shard)` : 'main weights and Adam moments',
-            bytes: model.stageParams[i]! * per.optimizer,
-          },
-          ...buffers.filter((b) => b.bytes > 0).map((b) => ({ label: b.label, bytes: b.bytes })),
-        ],
-        perStep: [{ label: 'gradient buffer', bytes: model.stageParams[i]! * per.grads }],
-        keptBytes: (ch) =>
-          rec[i]![ch]!.keptBytes +
-          (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
-          (holdsOutput(split, i, ch) ? model.outputActivation : 0),
-        backwardTransientBytes: (ch) => rec[i]![ch]!.backwardTransientBytes,
-        forwardTransientBytes: (ch) => (holdsOutput(split, i, ch) ? model.logitsForward : 0),
-        lossBytes: (ch) => (holdsOutput(split, i, ch) ? model.lossSoftmax : 0),
-      },
-      stepMs,
-    ),
-  );
+  const dpGroup = deg.dp * deg.cp;
+  const per = stateBytes(dtype, setup.distributedOptimizer ?? false, dpGroup);
+  const { buffers, of: allocations } = stageAllocations(setup, machine, ct);
+  const stageMem = split.layers.map((_, i) => stageMemory(pipeline, i, allocations(i), t.stepMs));
   const worst = stageMem.reduce((a, s) => (s.peakBytes > a.peakBytes ? s : a));
   const wp = model.stageParams[worst.stage]!;
   const capacityBytes = system.gpu.memoryGiB * 2 ** 30;
@@ -542,13 +682,6 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     oom: worst.peakBytes > capacityBytes,
   };
 
-  const exposedByGroup: ExposedByGroup = {
-    tp: tpExposedMs,
-    cp: cpExposedMs,
-    pp: noP2pCost.spanMs - noP2p.spanMs,
-    dp: dpAllReduceMs + paramGatherMs + embeddingAllReduceMs + finalizeMs,
-  };
-  const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
   const microBatchMs =
     pieces.embedding.forward.ms +
     pieces.embedding.backward.ms +
@@ -568,26 +701,26 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     split,
     pipeline,
     bubbleShare: pipeline.bubbleShare,
-    tpExposedMs,
-    dpAllReduceMs,
-    dpBuckets,
-    paramGatherMs,
-    embeddingAllReduceMs,
-    finalizeMs,
-    optimizerMs,
-    stepMs,
-    tokensPerStep,
-    tokensPerS: tokensPerStep / (stepMs * 1e-3),
-    modelFlopsPerStep,
-    executedFlopsPerStep,
-    tflopsPerGpu,
-    mfu: modelFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
-    executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
-    exposedByGroup,
-    overlapCostMs: { dp: gradCostMs + paramGatherCostMs, pp: pipeline.spanMs - noP2pCost.spanMs },
+    tpExposedMs: t.tpExposedMs,
+    dpAllReduceMs: t.dpAllReduceMs,
+    dpBuckets: t.dpBuckets,
+    paramGatherMs: t.paramGatherMs,
+    embeddingAllReduceMs: t.embeddingAllReduceMs,
+    finalizeMs: t.finalizeMs,
+    optimizerMs: t.optimizerMs,
+    stepMs: t.stepMs,
+    tokensPerStep: t.tokensPerStep,
+    tokensPerS: t.tokensPerS,
+    modelFlopsPerStep: t.modelFlopsPerStep,
+    executedFlopsPerStep: t.executedFlopsPerStep,
+    tflopsPerGpu: t.tflopsPerGpu,
+    mfu: t.mfu,
+    executedMfu: t.executedMfu,
+    exposedByGroup: t.exposedByGroup,
+    overlapCostMs: t.overlapCostMs,
     overlapBuffers: buffers,
-    exposedMs,
-    exposedShare: exposedMs / stepMs,
+    exposedMs: t.exposedMs,
+    exposedShare: t.exposedShare,
     memory,
     stageMemory: stageMem,
     stageParams: model.stageParams,

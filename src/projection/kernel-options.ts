@@ -27,7 +27,16 @@ export interface KernelOptions {
   readonly fp8: Fp8Format;
   readonly cudaGraphImpl: CudaGraphImpl;
   readonly tpCommOverlap: boolean;
+  /**
+   * The vocab-parallel cross entropy's kernels: absent or `plan`, the playground's own (the logits
+   * read in 16 bits); `megatron`, Megatron's unfused default (--cross-entropy-loss-fusion off:
+   * the logits upcast to fp32, each pass over them in fp32; priced-ops.ts crossEntropyKernels).
+   */
+  readonly crossEntropy?: CrossEntropyKernels;
 }
+
+/** Whose cross-entropy kernels are priced: the plan's, or Megatron's unfused fp32 passes. */
+export type CrossEntropyKernels = 'plan' | 'megatron';
 
 /** --attention-backend values the projection prices. */
 export const attentionBackends = ['unfused', 'flash', 'fused'] as const;

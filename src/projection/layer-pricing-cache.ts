@@ -1,5 +1,12 @@
-import type { TrainingSetup } from '../megatron/training-setup.ts';
-import { priceLayers, referencePlans, type LayerPricing, type PricedRanks } from './cluster-projection.ts';
+import { setupConfig, type TrainingSetup } from '../megatron/training-setup.ts';
+import {
+  plans,
+  priceLayers,
+  referencePlans,
+  type LayerPlans,
+  type LayerPricing,
+  type PricedRanks,
+} from './cluster-projection.ts';
 import type { Machine } from './projected-layer.ts';
 
 /**
@@ -12,10 +19,15 @@ export class LayerPricingCache {
   /** The TP = 1 model-FLOP plans, by sizes and micro-batch (shared across t, SP and cp). */
   private readonly references = new Map<string, Promise<LayerPricing['ref']>>();
 
-  /** `ranks` as priceLayers takes it: `first` for searches (same step, 1/t the scheduling). */
+  /**
+   * `ranks` as priceLayers takes it: `first` for searches (same step, 1/t the scheduling);
+   * `plans` the layer plans by configuration, shareable between caches of machines that differ
+   * in their kernel options only (a plan is the layer's, not the machine's).
+   */
   constructor(
     readonly machine: Machine,
     readonly ranks: PricedRanks = 'first',
+    private readonly planned: Map<string, Promise<LayerPlans>> = new Map(),
   ) {}
 
   /** Distinct layers priced so far. */
@@ -45,7 +57,11 @@ export class LayerPricingCache {
       const sizesKey = [s, b, h, heads, groups, ffn, vocab].join(',');
       let ref = this.references.get(sizesKey);
       if (!ref) this.references.set(sizesKey, (ref = referencePlans(setup)));
-      p = priceLayers(setup, this.machine, this.ranks, ref);
+      const c = setupConfig(setup);
+      const planKey = JSON.stringify(c);
+      let layer = this.planned.get(planKey);
+      if (!layer) this.planned.set(planKey, (layer = plans(c)));
+      p = priceLayers(setup, this.machine, this.ranks, ref, layer);
       this.byKey.set(key, p);
     }
     return p;

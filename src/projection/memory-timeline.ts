@@ -1,6 +1,6 @@
-import { livePeak } from '../accounting/live-memory.ts';
+import { livePeak, peakOfColumns } from '../accounting/live-memory.ts';
 import type { BufferClass } from '../parallel/memory-record.ts';
-import type { PipelineRun } from './pipeline-schedule.ts';
+import type { PipelineRun, PipelineTimes } from './pipeline-schedule.ts';
 
 /**
  * Memory by lifetime (seed M107): resident for the whole run (weights, fp32 main weights, optimizer
@@ -71,26 +71,94 @@ export interface StageAllocations {
 
 /** The intervals of stage `stage` over the simulated schedule, the run lasting `endMs`. */
 export function stageMemory(run: PipelineRun, stage: number, a: StageAllocations, endMs: number): StageMemory {
-  const out: MemoryInterval[] = [];
-  for (const r of a.resident) out.push({ class: 'resident', label: r.label, bytes: r.bytes, t0: 0, t1: endMs });
-  for (const r of a.perStep) out.push({ class: 'perStep', label: r.label, bytes: r.bytes, t0: 0, t1: endMs });
   const ops = run.ops[stage] ?? [];
-  const backward = new Map(ops.filter((o) => o.pass === 'backward').map((o) => [o.chunk * run.m + o.microBatch, o]));
-  for (const f of ops) {
-    if (f.pass !== 'forward') continue;
-    const b = backward.get(f.chunk * run.m + f.microBatch);
-    const end = b?.t1 ?? endMs;
-    const tag = `micro-batch ${f.microBatch}, chunk ${f.chunk}`;
-    const kept = a.keptBytes(f.chunk);
-    if (kept > 0) out.push({ class: 'perMicroBatch', label: `activations (${tag})`, bytes: kept, t0: f.t0, t1: end });
-    const loss = a.lossBytes(f.chunk);
-    if (loss > 0)
-      out.push({ class: 'transient', label: `fp32 softmax of cross entropy (${tag})`, bytes: loss, t0: f.t0, t1: end });
-    const fwd = a.forwardTransientBytes(f.chunk);
-    if (fwd > 0) out.push({ class: 'transient', label: `16-bit logits (${tag})`, bytes: fwd, t0: f.t0, t1: f.t1 });
-    const redo = a.backwardTransientBytes(f.chunk);
-    if (b && redo > 0)
-      out.push({ class: 'transient', label: `recomputed activations (${tag})`, bytes: redo, t0: b.t0, t1: b.t1 });
-  }
+  const cols = allocations(
+    {
+      microBatch: ops.map((o) => o.microBatch),
+      chunk: ops.map((o) => o.chunk),
+      forward: ops.map((o) => (o.pass === 'forward' ? 1 : 0)),
+      t0: ops.map((o) => o.t0),
+      t1: ops.map((o) => o.t1),
+    },
+    run.v,
+    run.m,
+    a,
+    endMs,
+    true,
+  );
+  const out: MemoryInterval[] = cols.bytes.map((bytes, i) => ({
+    class: cols.classes[i]!,
+    label: cols.labels[i]!,
+    bytes,
+    t0: cols.t0[i]!,
+    t1: cols.t1[i]!,
+  }));
   return peakOf(stage, out);
+}
+
+/**
+ * stageMemory(run, stage, a, endMs).peakBytes from the simulation's columns, without building an
+ * interval per allocation. The peak does not depend on `endMs` as long as the run's last op
+ * ends before it (every allocation opens at an op's start; what closes at endMs closes after
+ * them): assembleStep's endMs is the step, which adds the optimizer's time after the last op.
+ */
+export function stagePeakBytes(run: PipelineTimes, stage: number, a: StageAllocations): number {
+  const o = run.orders[stage]!;
+  const cols = allocations(
+    { ...o, t0: run.t0[stage]!, t1: run.t1[stage]! },
+    run.v,
+    run.m,
+    a,
+    Number.POSITIVE_INFINITY,
+    false,
+  );
+  return peakOfColumns(cols.t0, cols.t1, cols.bytes).peakBytes;
+}
+
+/** One stage's ops in execution order, as columns (forward[j] = 1 for a forward). */
+interface StageOps {
+  readonly microBatch: ArrayLike<number>;
+  readonly chunk: ArrayLike<number>;
+  readonly forward: ArrayLike<number>;
+  readonly t0: ArrayLike<number>;
+  readonly t1: ArrayLike<number>;
+}
+
+/** A stage's allocations as columns in one fixed order, labels only when `labelled`. */
+function allocations(ops: StageOps, v: number, m: number, a: StageAllocations, endMs: number, labelled: boolean) {
+  const classes: MemoryClass[] = [];
+  const labels: string[] = [];
+  const bytes: number[] = [];
+  const t0: number[] = [];
+  const t1: number[] = [];
+  const push = (c: MemoryClass, label: () => string, b: number, from: number, to: number): void => {
+    classes.push(c);
+    if (labelled) labels.push(label());
+    bytes.push(b);
+    t0.push(from);
+    t1.push(to);
+  };
+  for (const r of a.resident) push('resident', () => r.label, r.bytes, 0, endMs);
+  for (const r of a.perStep) push('perStep', () => r.label, r.bytes, 0, endMs);
+  const n = ops.chunk.length;
+  // The backward of (chunk, micro-batch) at [chunk·m + micro-batch]: its op index, −1 if none.
+  const backward = new Int32Array(v * m).fill(-1);
+  for (let j = 0; j < n; j++) if (!ops.forward[j]) backward[ops.chunk[j]! * m + ops.microBatch[j]!] = j;
+  for (let j = 0; j < n; j++) {
+    if (!ops.forward[j]) continue;
+    const chunk = ops.chunk[j]!;
+    const b = backward[chunk * m + ops.microBatch[j]!]!;
+    const f0 = ops.t0[j]!;
+    const end = b >= 0 ? ops.t1[b]! : endMs;
+    const tag = (): string => `micro-batch ${ops.microBatch[j]}, chunk ${chunk}`;
+    const kept = a.keptBytes(chunk);
+    if (kept > 0) push('perMicroBatch', () => `activations (${tag()})`, kept, f0, end);
+    const loss = a.lossBytes(chunk);
+    if (loss > 0) push('transient', () => `fp32 softmax of cross entropy (${tag()})`, loss, f0, end);
+    const fwd = a.forwardTransientBytes(chunk);
+    if (fwd > 0) push('transient', () => `16-bit logits (${tag()})`, fwd, f0, ops.t1[j]!);
+    const redo = a.backwardTransientBytes(chunk);
+    if (b >= 0 && redo > 0) push('transient', () => `recomputed activations (${tag()})`, redo, ops.t0[b]!, ops.t1[b]!);
+  }
+  return { classes, labels, bytes, t0, t1 };
 }

@@ -86,59 +86,129 @@ function scheduleTable(m: number, v: number, g: number): { microBatch: number; c
 
 /** Stage i's ops in Megatron's order (warm-up forwards, 1F1B pairs, cool-down backwards). */
 export function stageOrder(p: number, v: number, m: number, stage: number): Item[] {
+  const o = flatOrder(p, v, m, stage);
+  return Array.from(o.chunk, (chunk, j) => ({
+    microBatch: o.microBatch[j]!,
+    chunk,
+    pass: o.forward[j] ? 'forward' : 'backward',
+  }));
+}
+
+/** Stage i's order (stageOrder) as columns: op j is micro-batch microBatch[j], chunk chunk[j], forward when forward[j] = 1. */
+interface FlatOrder {
+  readonly microBatch: Int32Array;
+  readonly chunk: Int32Array;
+  readonly forward: Uint8Array;
+}
+
+/** flatOrder per (p, v, m), every stage's: a pure function of the degrees, shared by every simulation of them. */
+const orderMemo = new Map<string, readonly FlatOrder[]>();
+
+function flatOrders(p: number, v: number, m: number): readonly FlatOrder[] {
+  const key = `${p},${v},${m}`;
+  let o = orderMemo.get(key);
+  if (!o) {
+    o = Array.from({ length: p }, (_, i) => flatOrder(p, v, m, i));
+    if (orderMemo.size > 256) orderMemo.clear();
+    orderMemo.set(key, o);
+  }
+  return o;
+}
+
+function flatOrder(p: number, v: number, m: number, stage: number): FlatOrder {
   const table = scheduleTable(m, v, p);
   const total = m * v;
   const warm = Math.min(total, v === 1 ? p - stage - 1 : (p - stage - 1) * 2 + (v - 1) * p);
-  const fwd = (k: number): Item => ({ microBatch: table[k]!.microBatch, chunk: table[k]!.chunk, pass: 'forward' });
-  const bwd = (k: number): Item => ({
-    microBatch: table[k]!.microBatch,
-    chunk: v - 1 - table[k]!.chunk,
-    pass: 'backward',
-  });
-  const out: Item[] = [];
-  for (let k = 0; k < warm; k++) out.push(fwd(k));
-  for (let k = 0; k < total - warm; k++) out.push(fwd(k + warm), bwd(k));
-  for (let k = total - warm; k < total; k++) out.push(bwd(k));
+  const n = 2 * total;
+  const out = { microBatch: new Int32Array(n), chunk: new Int32Array(n), forward: new Uint8Array(n) };
+  let j = 0;
+  const fwd = (k: number): void => {
+    out.microBatch[j] = table[k]!.microBatch;
+    out.chunk[j] = table[k]!.chunk;
+    out.forward[j++] = 1;
+  };
+  const bwd = (k: number): void => {
+    out.microBatch[j] = table[k]!.microBatch;
+    out.chunk[j] = v - 1 - table[k]!.chunk;
+    out.forward[j++] = 0;
+  };
+  for (let k = 0; k < warm; k++) fwd(k);
+  for (let k = 0; k < total - warm; k++) {
+    fwd(k + warm);
+    bwd(k);
+  }
+  for (let k = total - warm; k < total; k++) bwd(k);
   return out;
 }
 
-/** Simulates the schedule; throws if the inputs are not whole degrees or the interleaved m is not a multiple of p. */
-export function simulatePipeline(x: PipelineInput): PipelineRun {
+/**
+ * The simulated schedule as columns (what simulatePipeline returns, without an object per op):
+ * stage i's ops in execution order are those of flatOrders(p, v, m)[i], starting at t0[i][j]
+ * and ending at t1[i][j]; `free[i]` is when stage i is free after its last op.
+ */
+export interface PipelineTimes {
+  readonly p: number;
+  readonly v: number;
+  readonly m: number;
+  readonly orders: readonly FlatOrder[];
+  readonly t0: readonly Float64Array[];
+  readonly t1: readonly Float64Array[];
+  readonly free: readonly number[];
+  /** When the last op of any stage ends (max free). */
+  readonly spanMs: number;
+}
+
+/** Simulates the schedule into columns (see simulatePipeline, which builds its ops from them). */
+export function pipelineTimes(x: PipelineInput): PipelineTimes {
   const { p, v, m } = x;
   if (!(Number.isInteger(p) && p >= 1 && Number.isInteger(v) && v >= 1 && Number.isInteger(m) && m >= 1))
     throw new Error(`pipeline degrees must be whole numbers ≥ 1 (p ${p}, v ${v}, m ${m}).`);
   if (v > 1 && m % p !== 0) throw new Error(`the interleaved schedule needs m (${m}) to be a multiple of p (${p}).`);
-  const orders = Array.from({ length: p }, (_, i) => stageOrder(p, v, m, i));
+  const orders = flatOrders(p, v, m);
   const last = p * v - 1;
-  // done[pass][virtual stage][micro-batch] = end time
   // done{Forward,Backward}[k·m + micro-batch] = end time of virtual stage k's op (NaN: not yet run)
   const doneForward = new Float64Array(p * v * m).fill(NaN);
   const doneBackward = new Float64Array(p * v * m).fill(NaN);
-  const ready = (it: Item, stage: number): number => {
-    const k = it.chunk * p + stage;
-    if (it.pass === 'forward') return k === 0 ? 0 : doneForward[(k - 1) * m + it.microBatch]! + x.p2pMs;
-    if (k === last) return doneForward[k * m + it.microBatch]!;
-    return doneBackward[(k + 1) * m + it.microBatch]! + x.p2pMs;
-  };
-  const ops: PipelineOp[][] = orders.map(() => []);
+  // One micro-batch's forward / backward of chunk c on stage i, [i·v + c].
+  const fwdMs = new Float64Array(p * v);
+  const bwdMs = new Float64Array(p * v);
+  for (let i = 0; i < p; i++)
+    for (let c = 0; c < v; c++) {
+      fwdMs[i * v + c] = x.forwardMs(i, c);
+      bwdMs[i * v + c] = x.backwardMs(i, c);
+    }
+  const busy = x.senderBusyMs ?? 0;
+  const t0s = orders.map((o) => new Float64Array(o.chunk.length));
+  const t1s = orders.map((o) => new Float64Array(o.chunk.length));
   const next = new Array<number>(p).fill(0);
   const free = new Array<number>(p).fill(0);
-  let remaining = orders.reduce((a, o) => a + o.length, 0);
+  let remaining = orders.reduce((a, o) => a + o.chunk.length, 0);
   while (remaining > 0) {
     let progressed = false;
     for (let i = 0; i < p; i++) {
-      while (next[i]! < orders[i]!.length) {
-        const it = orders[i]![next[i]!]!;
-        const r = ready(it, i);
+      const o = orders[i]!;
+      const n = o.chunk.length;
+      while (next[i]! < n) {
+        const j = next[i]!;
+        const chunk = o.chunk[j]!;
+        const mb = o.microBatch[j]!;
+        const forward = o.forward[j] === 1;
+        const k = chunk * p + i;
+        const r = forward
+          ? k === 0
+            ? 0
+            : doneForward[(k - 1) * m + mb]! + x.p2pMs
+          : k === last
+            ? doneForward[k * m + mb]!
+            : doneBackward[(k + 1) * m + mb]! + x.p2pMs;
         if (Number.isNaN(r)) break;
         const t0 = Math.max(free[i]!, r);
-        const dur = it.pass === 'forward' ? x.forwardMs(i, it.chunk) : x.backwardMs(i, it.chunk);
-        const t1 = t0 + dur;
-        const k = it.chunk * p + i;
-        (it.pass === 'forward' ? doneForward : doneBackward)[k * m + it.microBatch] = t1;
-        ops[i]!.push({ stage: i, microBatch: it.microBatch, chunk: it.chunk, pass: it.pass, t0, t1 });
-        const sends = it.pass === 'forward' ? k < last : k > 0;
-        free[i] = t1 + (sends ? (x.senderBusyMs ?? 0) : 0);
+        const t1 = t0 + (forward ? fwdMs[i * v + chunk]! : bwdMs[i * v + chunk]!);
+        (forward ? doneForward : doneBackward)[k * m + mb] = t1;
+        t0s[i]![j] = t0;
+        t1s[i]![j] = t1;
+        const sends = forward ? k < last : k > 0;
+        free[i] = t1 + (sends ? busy : 0);
         next[i]!++;
         remaining--;
         progressed = true;
@@ -146,6 +216,28 @@ export function simulatePipeline(x: PipelineInput): PipelineRun {
     }
     if (!progressed) throw new Error('pipeline schedule deadlocked (an order waits on itself).');
   }
+  return { p, v, m, orders, t0: t0s, t1: t1s, free, spanMs: Math.max(...free) };
+}
+
+/** Simulates the schedule; throws if the inputs are not whole degrees or the interleaved m is not a multiple of p. */
+export function simulatePipeline(x: PipelineInput): PipelineRun {
+  return pipelineRun(pipelineTimes(x));
+}
+
+/** The simulated step with an object per op, its bubble and in-flight micro-batches, from its columns. */
+export function pipelineRun(times: PipelineTimes): PipelineRun {
+  const { p, v, m } = times;
+  const ops: PipelineOp[][] = times.orders.map((o, i) =>
+    Array.from(o.chunk, (chunk, j) => ({
+      stage: i,
+      microBatch: o.microBatch[j]!,
+      chunk,
+      pass: o.forward[j] ? ('forward' as const) : ('backward' as const),
+      t0: times.t0[i]![j]!,
+      t1: times.t1[i]![j]!,
+    })),
+  );
+  const { free } = times;
   const spanMs = Math.max(...free);
   const busyMs = ops.map((o) => o.reduce((a, e) => a + e.t1 - e.t0, 0));
   const maxBusy = Math.max(...busyMs);

@@ -4,7 +4,7 @@ import { bytesPerElement } from '../accounting/parameters.ts';
 import { dtypeBytes } from '../hardware/dtype.ts';
 import { collectiveTimeUs } from '../hardware/interconnect.ts';
 import type { NodeTopology } from '../hardware/topology.ts';
-import { degreesOf, microBatchesOf, type TrainingSetup } from '../megatron/training-setup.ts';
+import { degreesOf, microBatchesOf, type Degrees, type TrainingSetup } from '../megatron/training-setup.ts';
 import { projectStep, type StepProjection } from './cluster-projection.ts';
 import { stateBytes } from './data-parallel.ts';
 import { groupKinds, processGroups, type GroupKind, type Placement } from './placement.ts';
@@ -189,6 +189,23 @@ export function placedMachine(machine: Machine, node: NodeTopology, gpus: number
 }
 
 /**
+ * `machine` with every group kind's ring link as `placement` prices it (placement-links.ts: the
+ * slowest hop each ring crosses, links shared by the rings of a kind that run at once), for
+ * degrees `d` on `gpus` GPUs of nodes of `node`: what projectStep and the page's timeline price
+ * their collectives on (Machine.placed).
+ */
+export function machineOnPlacement(
+  machine: Machine,
+  node: NodeTopology,
+  d: Degrees,
+  gpus: number,
+  placement: Placement,
+): { readonly machine: Machine; readonly priced: Readonly<Record<GroupKind, PricedKind>> } {
+  const priced = priceGroups(placedMachine(machine, node, gpus), placement, processGroups(d, placement.order));
+  return { machine: { ...machine, placed: placedLinks(priced) }, priced };
+}
+
+/**
  * The step of `setup` with its ranks placed by `placement` on nodes of `node`: every group kind
  * priced on the links it crosses (placement-links.ts), the projection on those links, each kind's
  * volume per step and every link's load.
@@ -199,10 +216,8 @@ export async function placementStep(
   node: NodeTopology,
   placement: Placement,
 ): Promise<PlacementStep> {
-  const pm = placedMachine(machine, node, setup.gpus);
-  const order = placement.order;
-  const priced = priceGroups(pm, placement, processGroups(degreesOf(setup), order));
-  const step = await projectStep(setup, { ...machine, placed: placedLinks(priced) });
+  const { machine: onIt, priced } = machineOnPlacement(machine, node, degreesOf(setup), setup.gpus, placement);
+  const step = await projectStep(setup, onIt);
   const vols = volumes(step, priced);
   return { placement, priced, step, volumes: vols, loads: linkLoads(priced, vols) };
 }

@@ -1,6 +1,6 @@
 import { numel } from '../core/shape.ts';
 import { dtypeBytes, type TrainDtype } from '../hardware/dtype.ts';
-import type { AttentionPass } from '../hardware/flash-attention.ts';
+import type { AttentionKernel, AttentionPass } from '../hardware/flash-attention.ts';
 import type { GemmPrecision } from '../hardware/gpus.ts';
 import type { GemmShape } from '../hardware/kernel-time.ts';
 import { headDim } from '../parallel/config.ts';
@@ -45,6 +45,9 @@ import { usesFlashAttention, type KernelOptions } from './kernel-options.ts';
  *                    dropout likewise. Attention dropout 0.1 on the unfused path: a kernel on the
  *                    probabilities after the softmax (read, write, mask) and its backward; inside
  *                    FlashAttention it is free.
+ *   megatron-cross-entropy  with `crossEntropy: 'megatron'`: the vocab-parallel cross entropy's
+ *                    kernels as Megatron runs them, the logits upcast to fp32 and every pass over
+ *                    them in fp32, in place (crossEntropyKernels below).
  */
 export type PricingRule =
   | 'plan'
@@ -54,13 +57,22 @@ export type PricingRule =
   | 'gpt-layernorm'
   | 'gpt-position'
   | 'gpt-bias'
-  | 'gpt-dropout';
+  | 'gpt-dropout'
+  | 'megatron-cross-entropy';
 
 /** What one priced kernel costs, by the model that prices it. */
 export type PricedCost =
   | { readonly kind: 'gemm'; readonly shape: GemmShape; readonly precision: GemmPrecision; readonly flops: number }
   | { readonly kind: 'memory'; readonly bytes: number }
-  | { readonly kind: 'flash'; readonly pass: AttentionPass; readonly flops: number; readonly headDim: number }
+  | {
+      readonly kind: 'flash';
+      readonly pass: AttentionPass;
+      readonly flops: number;
+      readonly headDim: number;
+      /** The sequence the kernel attends over (the scores' N) and which library runs it. */
+      readonly seq: number;
+      readonly kernel: AttentionKernel;
+    }
   | { readonly kind: 'collective' };
 
 /** One priced kernel (or collective) and the plan op it belongs to. */
@@ -109,7 +121,16 @@ export function pricedOps(plan: LayerPlan, dtype: TrainDtype, kernels: KernelOpt
         gemmRules(op, dtype, kernels, gpt, flash, d, out);
         break;
       case 'kernel':
-        kernelRules(op, dtype, gpt, flash, memory, dropoutBytes, plan.config.s * plan.config.h * b);
+        kernelRules(
+          op,
+          dtype,
+          gpt,
+          flash,
+          kernels.crossEntropy === 'megatron',
+          memory,
+          dropoutBytes,
+          plan.config.s * plan.config.h * b,
+        );
         break;
     }
   }
@@ -132,19 +153,22 @@ function gemmRules(
       out.push({ planIndex: i, rule: 'plan', cost: gemmCost(op, dtype) });
       return;
     }
-    // Q·Kᵀ and P·V of one group have equal FLOPs: the forward kernel does both.
+    // Q·Kᵀ and P·V of one group have equal FLOPs: the forward kernel does both. The scores'
+    // and dP's N is the key sequence; fused = cuDNN's kernel, flash = FlashAttention's.
     const fwd = 2 * op.gemm.flops * causalFraction;
+    const seq = op.gemm.N;
+    const kernel: AttentionKernel = kernels.attentionBackend === 'fused' ? 'fused' : 'flash';
     if (site.product === 'scores' && site.computes === 'C')
       out.push({
         planIndex: i,
         rule: 'flash-attention',
-        cost: { kind: 'flash', pass: 'forward', flops: fwd, headDim },
+        cost: { kind: 'flash', pass: 'forward', flops: fwd, headDim, seq, kernel },
       });
     if (site.product === 'context' && site.computes === 'dA')
       out.push({
         planIndex: i,
         rule: 'flash-attention',
-        cost: { kind: 'flash', pass: 'backward', flops: 2.5 * fwd, headDim },
+        cost: { kind: 'flash', pass: 'backward', flops: 2.5 * fwd, headDim, seq, kernel },
       });
     return;
   }
@@ -169,6 +193,7 @@ function kernelRules(
   dtype: TrainDtype,
   gpt: boolean,
   flash: boolean,
+  megatronCrossEntropy: boolean,
   memory: (planIndex: number, rule: PricingRule, bytes: number) => void,
   dropoutBytes: (elems: number) => number,
   positionTableBytes: number,
@@ -229,14 +254,52 @@ function kernelRules(
       planned();
       if (gpt && op.phase === 'backward') memory(i, 'gpt-dropout', dropoutBytes(elems));
       return;
-    case 'copyCols':
     case 'ceLocalMax':
     case 'ceLocalSumExp':
     case 'ceTargetLogit':
     case 'ceGrad':
+      if (!megatronCrossEntropy) planned();
+      else for (const bytes of crossEntropyKernels(op, dtype)) memory(i, 'megatron-cross-entropy', bytes);
+      return;
+    case 'copyCols':
     case 'ceLoss':
       planned();
       return;
+  }
+}
+
+/**
+ * The kernels (bytes each) Megatron's vocab-parallel cross entropy runs for one plan op, after
+ * megatron/core/tensor_parallel/cross_entropy.py (core_v0.19.0, the unfused default): the logits
+ * [s, b, V/t] (E elements) are upcast to fp32 (`.float()`: read b, write 4 bytes per element;
+ * no copy when training in fp32) and every later pass is an fp32 pass over all E:
+ *   ceLocalMax      .float(); torch.max over the vocabulary (read 4)
+ *   ceLocalSumExp   logits -= max in place (read 4, write 4); torch.exp in place (4 + 4); .sum (read 4);
+ *                   exp_logits.div_(sum) in place (4 + 4) — the softmax kept for backward (it runs
+ *                   after the sum's all-reduce; priced here, beside the exp it follows)
+ *   ceTargetLogit   logits_2d[arange, target]: one fp32 logit and one id gathered per row (s·b rows)
+ *   ceGrad          grad_input.mul_(grad_output) in place (4 + 4); the `.float()` cast's backward
+ *                   back to the training dtype (read 4, write b)
+ * 52 bytes per logit in 16 bits (40 in fp32, without the casts), where the plan's own kernels
+ * read and write the logits in 16 bits a few times; the memory model already holds this fp32
+ * softmax (memory-timeline.ts).
+ */
+function crossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): number[] {
+  const b = dtypeBytes[dtype];
+  const f = 4;
+  const logits = numel(op.inShapes[0] ?? []);
+  const cast = b < f;
+  switch (op.kernel) {
+    case 'ceLocalMax':
+      return [...(cast ? [logits * (b + f)] : []), logits * f + numel(op.outShape) * f];
+    case 'ceLocalSumExp':
+      return [2 * f * logits, 2 * f * logits, f * logits + numel(op.outShape) * f, 2 * f * logits];
+    case 'ceTargetLogit':
+      return [numel(op.outShape) * 3 * f];
+    case 'ceGrad':
+      return [2 * f * logits, ...(cast ? [logits * (f + b)] : [])];
+    default:
+      return [kernelBytes(op, dtype)];
   }
 }
 

@@ -49,7 +49,7 @@ export const isPerStep = (op: PlannedOp): boolean => op.phase !== 'forward' && o
 export const tpGroupLink = (system: SystemSpec, t: number): Interconnect =>
   groupLink(system, t, Math.min(t, system.gpusPerNode));
 
-/** The timeline caption's communication source for a run at degree `t` projected on `machine`. */
+/** The timeline caption's communication source for a run at degree `t` projected on `machine` (and its placed TP ring, when placed). */
 export function projectedCommSource(machine: Machine, t: number): string {
   const { system } = machine;
   const link = tpGroupLink(system, t);
@@ -57,7 +57,8 @@ export function projectedCommSource(machine: Machine, t: number): string {
     link === system.intra
       ? link.label
       : `${link.label}: the TP group of ${t} spans ${Math.ceil(t / system.gpusPerNode)} nodes of ${system.gpusPerNode} GPUs`;
-  return `projected on ${where} (alpha-beta ring, ${system.collectiveBaseUs} µs NCCL base latency per call), payloads in ${machine.dtype}`;
+  const placed = machine.placed?.tp;
+  return `projected on ${placed ? `${where}; ${placed.label}` : where} (alpha-beta ring, ${system.collectiveBaseUs} µs NCCL base latency per call), payloads in ${machine.dtype}`;
 }
 
 /**
@@ -88,7 +89,11 @@ export interface ProjectedOps extends StepDurations {
 }
 
 /** One priced cost's device time (µs) and whether HBM, not math, bounds it. */
-function costUs(p: PricedOp, op: PlannedOp, machine: Machine): { us: number; memoryBound: boolean; g?: GemmTime } {
+export function costUs(
+  p: PricedOp,
+  op: PlannedOp,
+  machine: Machine,
+): { us: number; memoryBound: boolean; g?: GemmTime } {
   const gpu = machine.system.gpu;
   switch (p.cost.kind) {
     case 'gemm': {
@@ -99,7 +104,10 @@ function costUs(p: PricedOp, op: PlannedOp, machine: Machine): { us: number; mem
       return { us: memoryBoundUs(p.cost.bytes, gpu), memoryBound: true };
     case 'flash':
       return {
-        us: flashAttentionUs(p.cost.flops, p.cost.headDim, p.cost.pass, gpu, machine.dtype),
+        us: flashAttentionUs(p.cost.flops, p.cost.headDim, p.cost.pass, gpu, machine.dtype, undefined, {
+          seq: p.cost.seq,
+          kernel: p.cost.kernel,
+        }),
         memoryBound: false,
       };
     case 'collective':

@@ -16,8 +16,8 @@ export interface PublishedSetup extends LayoutSetup {
 /**
  * Maps a published run flag by flag onto the projection. A GPT run is priced with `arch: 'gpt'`
  * (priced-ops.ts: the plan's gate GEMMs dropped, so the MLP is GeLU's two h × 4h GEMMs, with
- * LayerNorm, biases, dropout and learned positions); FlashAttention prices its time and its
- * memory; --tp-comm-overlap is the kernels' chunked overlap (it needs SP, as Megatron asserts).
+ * LayerNorm, biases, dropout and learned positions); fused attention (cuDNN's, which Transformer
+ * Engine picks on Hopper) prices its time and its memory; --tp-comm-overlap is the kernels' chunked overlap (it needs SP, as Megatron asserts).
  */
 export function publishedSetup(run: PublishedRun): PublishedSetup {
   const m = run.model;
@@ -35,8 +35,13 @@ export function publishedSetup(run: PublishedRun): PublishedSetup {
   const kernels: KernelOptions = {
     ...defaultKernelOptions,
     arch: m.arch,
-    attentionBackend: run.flashAttention ? 'flash' : 'unfused',
+    // Megatron's default --attention-backend auto leaves the choice to Transformer Engine, which
+    // disables FlashAttention "to give FusedAttention preference on Hopper+" (get_attention_backend
+    // in transformer_engine/pytorch/attention/dot_product_attention/utils.py): cuDNN's kernel.
+    attentionBackend: run.flashAttention ? (systems[run.system].gpu.arch === 'ampere' ? 'flash' : 'fused') : 'unfused',
     tpCommOverlap: laid.tpCommOverlap,
+    // Megatron's loss without --cross-entropy-loss-fusion (no source states the flag).
+    crossEntropy: 'megatron',
   };
   return { ...laid, kernels, approximations };
 }

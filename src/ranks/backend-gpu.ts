@@ -28,10 +28,17 @@ export class GpuBackend implements Backend<GpuTensor> {
   phase: OpPhase = 'forward';
   private readonly live = new Set<GpuTensor>();
 
-  /** `deferRelease`: release() keeps each buffer until releaseAll (needed while ctx.holdUntilFlush holds work that uses it). */
+  /**
+   * `deferRelease`: release() keeps each buffer until releaseAll (needed while ctx.holdUntilFlush
+   * holds work that uses it). `ownedElsewhere`: tensors another owner frees (collective results
+   * reused from step to step, ResultTensors), which release() leaves alone.
+   */
   constructor(
     readonly ctx: KernelContext,
-    private readonly opts: { readonly deferRelease?: boolean } = {},
+    private readonly opts: {
+      readonly deferRelease?: boolean;
+      readonly ownedElsewhere?: (t: GpuTensor) => boolean;
+    } = {},
   ) {}
 
   /** Takes ownership of a tensor made elsewhere (a collective's result), freed by releaseAll. */
@@ -63,7 +70,7 @@ export class GpuBackend implements Backend<GpuTensor> {
     return readTensor(this.ctx.device, t);
   }
   release(t: GpuTensor): void {
-    if (this.opts.deferRelease) return; // freed by releaseAll
+    if (this.opts.deferRelease || this.opts.ownedElsewhere?.(t)) return; // freed by releaseAll, or by its owner
     this.ctx.submit();
     t.buffer.destroy();
     this.live.delete(t);

@@ -1,4 +1,4 @@
-import { outputShape } from '../comm/call.ts';
+import { outputShape, resolveDim } from '../comm/call.ts';
 import type { CollectiveOp, Collectives, ReduceOp } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { numel } from '../core/shape.ts';
@@ -60,7 +60,13 @@ function resultArray(
 ): Float32Array | undefined {
   if (a.result === 'in-place') return x.data;
   if (a.result !== 'out' || a.op === 'barrier') return undefined;
-  return new Float32Array(numel(outputShape({ ...a, seq: 0, dtype: 'f32' }, ctx.size))).fill(NaN);
+  return new Float32Array(numel(resultShape(ctx, a))).fill(NaN);
+}
+
+/** The result's shape of call `a` on this rank's group (a dim counted from the end resolved). */
+function resultShape(ctx: RankContext, a: Omit<CollectiveArgs, 'data' | 'device'>): number[] {
+  const dim = a.dim === undefined ? undefined : resolveDim(a.op, a.shape, a.dim);
+  return outputShape({ ...a, dim, seq: 0, dtype: 'f32' }, ctx.size);
 }
 
 /** The GPU collectives of this rank, with `options` where given. */
@@ -76,7 +82,7 @@ function gpuResultTensor(
 ): GpuTensor | undefined {
   if (a.result === 'in-place') return g;
   if (a.result !== 'out' || a.op === 'barrier') return undefined;
-  const shape = outputShape({ ...a, seq: 0, dtype: 'f32' }, ctx.size);
+  const shape = resultShape(ctx, a);
   return createTensor(ctx.device, `out${ctx.rank}`, shape, new Float32Array(numel(shape)).fill(NaN));
 }
 

@@ -24,6 +24,7 @@ import { stagingPool } from '../kernels/staging-pool.ts';
 import { MemoryRecorder, type StepMemoryRecord } from '../parallel/memory-record.ts';
 import { slowdownOf, type RankSlowdown } from '../core/rank-slowdown.ts';
 import { slowedBackend } from './slowed-backend.ts';
+import { resultTensors, type ResultTensors } from './result-tensors.ts';
 
 /** GEMM choices as they travel between ranks: shape class → variant. */
 export type GemmChoices = [string, GemmVariant][];
@@ -64,6 +65,8 @@ async function gpuStep(
   timer?: GpuTimer,
   memory = false,
   slowFactor = 1,
+  hold = true,
+  results?: ResultTensors,
 ) {
   ranConfigs.add(JSON.stringify(c));
   const k = kernelContext(ctx.device);
@@ -71,7 +74,11 @@ async function gpuStep(
   // Timed: the kernels of each stretch between collectives, one command buffer each, are submitted
   // together once the stretch is encoded (see KernelContext.holdUntilFlush); its buffers live to
   // the step's end.
-  const ownBackend = new GpuBackend(k, { deferRelease: !!timer });
+  const ownBackend = new GpuBackend(k, {
+    deferRelease: !!timer,
+    ...(results && { ownedElsewhere: (t: GpuTensor) => results.owns(t) }),
+  });
+  // With `hold` false a timed step submits its kernels as it queues them (layerStepTimed).
   const be = slowedBackend(ownBackend, slowFactor); // #slow: this rank's kernels dispatched f times
   const own = rankOwnership(c)[rank];
   const rec = memory
@@ -91,15 +98,19 @@ async function gpuStep(
       rec?.collective(named);
       return named.chunk ? k.submit() : k.flush();
     },
-    (t) => be.adopt(t),
+    // A result reused from step to step (ResultTensors) is freed by its owner, not at this step's end.
+    (t) => {
+      if (!results?.owns(t)) be.adopt(t);
+    },
     () => k.submit(),
   );
   try {
     const w = uploadWeights(weightShards(c, rank), (n, shape, data) => be.tensor(n, shape, data));
     rec?.weights(w);
     if (timer) await k.flush(); // the weights' upload is not a kernel's time
+    const started = performance.now();
     timer?.start();
-    k.holdUntilFlush = !!timer;
+    k.holdUntilFlush = !!timer && hold;
     let r;
     try {
       r = await layerStep(rec ? rec.backend(be) : be, lc, c, own, w, inputs);
@@ -107,8 +118,16 @@ async function gpuStep(
       k.holdUntilFlush = false;
     }
     const timed = timer ? await timer.stop() : undefined;
+    const wallMs = performance.now() - started; // the step's kernels and collectives, all finished
     const output = await readRankOutput(rank, (t: GpuTensor) => be.read(t), r);
-    return { output, named: lc.log, timed, memory: rec?.finish(rank, r), dispatches: k.dispatches - dispatched };
+    return {
+      output,
+      named: lc.log,
+      timed,
+      wallMs,
+      memory: rec?.finish(rank, r),
+      dispatches: k.dispatches - dispatched,
+    };
   } finally {
     ownBackend.releaseAll();
   }
@@ -159,7 +178,9 @@ export async function layerStepProgram(
   },
 ): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
-  const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
+  // Each named collective writes into the tensor it returned the step before (ResultTensors).
+  const results = a.solo ? undefined : resultTensors(ctx.device);
+  const comm = results ? results.around(ctx.gpuComm) : new DetachedCollectives(ctx.device, 0, 1);
   const factor = a.solo ? 1 : slowdownOf(a.slow, ctx.rank);
   ctx.link.linkFactor = a.solo ? 1 : slowdownOf(a.slowlink, ctx.rank);
   try {
@@ -172,10 +193,13 @@ export async function layerStepProgram(
       undefined,
       true,
       factor,
+      true,
+      results,
     );
     return { output, named, memory: memory!, dispatches };
   } finally {
     ctx.link.linkFactor = 1;
+    results?.endStep();
   }
 }
 
@@ -251,6 +275,58 @@ export async function layerTiming(
   }
 }
 
+/** Whether a timed step's collectives move data on the ring (`overlapped`) or nothing (`alone`). */
+export type TransferMode = 'alone' | 'overlapped';
+
+/**
+ * One rank's step timed with its collectives `mode`: each compute op's kernel time (plan order)
+ * and the step's wall time, ms; or, where this adapter cannot time kernels finely, why not.
+ */
+export type TransferTiming =
+  | {
+      readonly rank: number;
+      readonly mode: TransferMode;
+      readonly ops: { readonly name: string; readonly ms: number }[];
+      /** This rank's wall time from the step's first kernel to its last kernel's and collective's end, ms. */
+      readonly wallMs: number;
+    }
+  | { readonly rank: number; readonly mode: TransferMode; readonly skipped: string };
+
+/**
+ * One step of `config` on every rank at once, every dispatch timed by timestamp queries, with the
+ * collectives either real (`overlapped`: the ring transfers run while the kernels queued under
+ * them run, on this machine's shared cores) or moving nothing (`alone`: DetachedCollectives, same
+ * kernels and shapes, no transfer in flight). Kernels are submitted as the step queues them (a
+ * held stretch could not run under a chunk's transfer), one command buffer per pass so passes do
+ * not run concurrently. Without `timestamp-query`, or with it quantized (100 µs steps cannot tell a
+ * kernel's slowdown), it says so instead.
+ */
+export async function layerStepTimed(
+  ctx: RankContext,
+  a: { config: LayerConfig; inputs: StepInputs; choices: GemmChoices; mode: TransferMode },
+): Promise<TransferTiming> {
+  if (!GpuTimer.available(ctx.device))
+    return { rank: ctx.rank, mode: a.mode, skipped: 'this adapter has no timestamp queries' };
+  importGemmChoices(ctx.device, a.choices);
+  const comm = a.mode === 'alone' ? new DetachedCollectives(ctx.device, ctx.rank, a.config.tp) : ctx.gpuComm;
+  const k = kernelContext(ctx.device);
+  const timer = new GpuTimer(k, 2048);
+  k.passPerCommandBuffer = true;
+  try {
+    const { timed, wallMs } = await gpuStep(ctx, a.config, ctx.rank, comm, a.inputs, timer, false, 1, false);
+    if (timed!.quantized)
+      return {
+        rank: ctx.rank,
+        mode: a.mode,
+        skipped: 'timestamp queries are quantized to 100 µs here (WebGPU developer features off)',
+      };
+    return { rank: ctx.rank, mode: a.mode, ops: timed!.times.map((t) => ({ name: t.op, ms: t.ns / 1e6 })), wallMs };
+  } finally {
+    k.passPerCommandBuffer = false;
+    timer.destroy();
+  }
+}
+
 /** Wall time (ms) of each GEMM problem run alone: back-to-back dispatches spanning ≥ 20 ms, per dispatch. */
 async function timeGemmsAlone(k: KernelContext, problems: readonly GemmProblem[]): Promise<number[]> {
   const cache = new Map<string, number>();
@@ -281,4 +357,4 @@ async function timeGemmsAlone(k: KernelContext, problems: readonly GemmProblem[]
 }
 
 /** The layer's programs, served by src/ranks/layer.worker.ts. */
-export const layerPrograms = { layerTune, layerStep: layerStepProgram, layerTiming };
+export const layerPrograms = { layerTune, layerStep: layerStepProgram, layerTiming, layerStepTimed };

@@ -3,8 +3,10 @@ import type { ScheduledEvent, Timeline } from './schedule.ts';
 /**
  * What a timeline block shows; the view's `data-kind`. `wait`: the part of a collective a rank
  * spends waiting for the last rank to enter it (schedule/stragglers.ts), drawn by the view.
+ * `slowed`: the end of a kernel's block that a ring transfer sharing its cores added
+ * (transfer-slowdown.ts slowedPart), drawn by the view.
  */
-export type BlockKind = 'compute' | 'comm' | 'exposed' | 'wait';
+export type BlockKind = 'compute' | 'comm' | 'exposed' | 'wait' | 'slowed';
 
 /** One drawable block: a compute op, a collective, or an exposed part of a collective; ms from the step's start. */
 export interface TimelineBlock {

@@ -135,40 +135,58 @@ interface Cursor {
   beforeWgrad: { t: number; by: EventRef | null } | null;
 }
 
-type Draft = Omit<ScheduledEvent, 'exposed' | 'exposedMs'>;
+/** Where and when one op ran on one rank; the event is built from it once the rank's compute is known (finish). */
+interface Draft {
+  readonly op: PlannedOp;
+  readonly rank: number;
+  readonly t0: number;
+  readonly t1: number;
+  readonly phases: readonly TracePhase[];
+  readonly waitMs: number;
+  /** Collectives only. */
+  readonly lastArrival: number | undefined;
+  readonly overlapped: boolean;
+  readonly after: EventRef | null;
+}
 
-function base(
-  op: PlannedOp,
-  rank: number,
-  t0: number,
-  t1: number,
-  phases: readonly TracePhase[],
-): Omit<Draft, 'waitMs' | 'overlapped' | 'after'> {
+/**
+ * The event of draft `d`, its fields in one fixed order (optional ones only where the op has
+ * them): one construction per event, no intermediate copies.
+ */
+function eventOf(d: Draft, exposed: readonly Interval[], exposedMs: number): ScheduledEvent {
+  const { op } = d;
   const c = op.kind === 'collective' ? op.collective : undefined;
-  return {
-    rank,
-    stream: op.kind === 'collective' ? 'comm' : 'compute',
+  const e: Record<string, unknown> = {
+    rank: d.rank,
+    stream: c ? 'comm' : 'compute',
     op: op.name,
     shape: op.inShapes[0] ?? [],
     bytes: c ? c.payloadBytes : 0,
-    t0,
-    t1,
-    phases,
+    t0: d.t0,
+    t1: d.t1,
+    phases: d.phases,
     flops: op.flops,
     opIndex: op.index,
     kind: op.kind,
     phase: op.phase,
     role: op.role,
     split: op.split,
-    ...(op.weight !== undefined && { weight: op.weight }),
-    megatron: op.megatron,
-    ...(op.kind !== 'collective' && { kernel: op.kind === 'gemm' ? 'gemm' : op.kernel }),
-    inShapes: op.inShapes,
-    outShape: op.outShape,
-    shapeLabel: shapeLabel(op),
-    ...(op.kind === 'gemm' && { gemm: op.gemm }),
-    ...(c && { collective: c }),
   };
+  if (op.weight !== undefined) e.weight = op.weight;
+  e.megatron = op.megatron;
+  if (op.kind !== 'collective') e.kernel = op.kind === 'gemm' ? 'gemm' : op.kernel;
+  e.inShapes = op.inShapes;
+  e.outShape = op.outShape;
+  e.shapeLabel = shapeLabel(op);
+  if (op.kind === 'gemm') e.gemm = op.gemm;
+  if (c) e.collective = c;
+  e.waitMs = d.waitMs;
+  if (d.lastArrival !== undefined) e.lastArrival = d.lastArrival;
+  e.overlapped = d.overlapped;
+  e.after = d.after;
+  e.exposed = exposed;
+  e.exposedMs = exposedMs;
+  return e as unknown as ScheduledEvent;
 }
 
 /** max with its source; ties keep `a` (the more recent op in program order is passed as `a`). */
@@ -233,7 +251,17 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
         const start = (op.after ?? []).reduce((a, i) => later(a, endOf(r, i)), { t: c.ready, by: c.readyBy });
         const t0 = start.t;
         const t1 = t0 + (durations.computeMs[r]?.[op.index] ?? 0);
-        drafts[r]!.push({ ...base(op, r, t0, t1, []), waitMs: 0, overlapped: false, after: start.by });
+        drafts[r]!.push({
+          op,
+          rank: r,
+          t0,
+          t1,
+          phases: [],
+          waitMs: 0,
+          lastArrival: undefined,
+          overlapped: false,
+          after: start.by,
+        });
         ends[r]!.set(op.index, t1);
         c.ready = t1;
         c.readyBy = ref(r);
@@ -262,7 +290,11 @@ export function scheduleStep(plan: LayerPlan, durations: StepDurations, opts: Sc
         { name: 'transfer', t0: start, t1: end },
       ];
       drafts[r]!.push({
-        ...base(op, r, arrival.t, end, phases),
+        op,
+        rank: r,
+        t0: arrival.t,
+        t1: end,
+        phases,
         waitMs: start - arrival.t,
         lastArrival: last,
         overlapped,
@@ -288,11 +320,11 @@ function finish(plan: LayerPlan, opts: ScheduleOptions, drafts: Draft[][]): Time
   const stepMs = Math.max(0, ...ends);
   const events: ScheduledEvent[] = [];
   const totals: RankTotals[] = drafts.map((d, rank) => {
-    const compute = unionIntervals(d.filter((e) => e.stream === 'compute'));
-    const comm = unionIntervals(d.filter((e) => e.stream === 'comm'));
+    const compute = unionIntervals(d.filter((e) => e.op.kind !== 'collective'));
+    const comm = unionIntervals(d.filter((e) => e.op.kind === 'collective'));
     for (const e of d) {
-      const exposed = e.stream === 'comm' ? exposedParts(e, compute) : [];
-      events.push({ ...e, exposed, exposedMs: totalLength(exposed) });
+      const exposed = e.op.kind === 'collective' ? exposedParts(e, compute) : [];
+      events.push(eventOf(e, exposed, totalLength(exposed)));
     }
     const busy = totalLength(unionIntervals([...compute, ...comm]));
     return {

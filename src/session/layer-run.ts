@@ -11,7 +11,8 @@ import { stepInputs } from '../parallel/step-data.ts';
 import type { classroomPrograms } from '../ranks/classroom-programs.ts';
 import type { classroomTrainPrograms } from '../ranks/classroom-train-programs.ts';
 import type { commPrograms } from '../ranks/comm-programs.ts';
-import type { ComputeTiming, GemmChoices, layerPrograms } from '../ranks/layer-programs.ts';
+import type { ComputeTiming, GemmChoices, layerPrograms, TransferMode } from '../ranks/layer-programs.ts';
+import type { TransferTimes } from '../schedule/transfer-slowdown.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../accounting/budget.ts';
@@ -64,6 +65,11 @@ export interface LayerRunOptions {
   readonly slow?: RankSlowdown | null;
   /** #slowlink=r:f: rank r moves each chunk it puts on the ring f times, in the step (comm/base.ts linkFactor). */
   readonly slowlink?: RankSlowdown | null;
+  /**
+   * Also time every rank's kernels in the step with the ring moving and with nothing moving, this
+   * many pairs alternated (0, the default: not at all; see measureTransferTimes). t > 1 only.
+   */
+  readonly transferPairs?: number;
 }
 
 /** Everything one run measured and checked. */
@@ -91,6 +97,10 @@ export interface LayerRun {
   readonly slow: RankSlowdown | null;
   /** Per rank, the kernel dispatches it encoded for the step. */
   readonly dispatches: number[];
+  /** Each compute op's time with the ring moving and with nothing moving (with `transferPairs`). */
+  readonly transferTimes?: TransferTimes;
+  /** Why transferTimes are missing though asked for (the adapter cannot time kernels finely). */
+  readonly transferSkipped?: string;
 }
 
 /** Pools with a runLayer in flight: a second run on one is refused (its calls would interleave with the first's). */
@@ -173,6 +183,11 @@ async function runLayerOn(
       computeTimes.push((await pool.run('layerTiming', { config: c, choices, slow }, [r]))[0]);
     }
   }
+  let transfer: TransferTimes | string | undefined;
+  if ((opts.transferPairs ?? 0) > 0 && c.tp > 1) {
+    say(`timing every rank's kernels under transfer and alone (${opts.transferPairs} pairs)…`);
+    transfer = await measureTransferTimes(pool, plan, { config: c, inputs, choices }, opts.transferPairs!);
+  }
   const flops = plan.ops.reduce((s, o) => s + o.flops, 0);
   let cpuOracle: OracleReport | undefined;
   const cpuSkipped =
@@ -203,6 +218,56 @@ async function runLayerOn(
     memory: replies.map((r) => r.memory),
     slow,
     dispatches: replies.map((r) => r.dispatches),
+    ...(typeof transfer === 'string' && { transferSkipped: transfer }),
+    ...(typeof transfer === 'object' && { transferTimes: transfer }),
+  };
+}
+
+/**
+ * Runs the step on every rank at once `pairs` times each way, alternated (alone, overlapped, then
+ * overlapped, alone, …) so a drift of this shared machine falls on both ways alike: `overlapped`
+ * with the real ring, `alone` with collectives that move nothing (layerStepTimed). Keeps each op's
+ * shortest time of each way (what lengthens a kernel now and then only ever adds time) and each
+ * way's shortest step wall time (slowest rank). Returns why not where the adapter cannot time
+ * kernels finely; throws when a rank's timed ops are not the plan's compute ops.
+ */
+async function measureTransferTimes(
+  pool: RankPool<LayerWorkerPrograms>,
+  plan: LayerPlan,
+  step: { config: LayerConfig; inputs: ReturnType<typeof stepInputs>; choices: GemmChoices },
+  pairs: number,
+): Promise<TransferTimes | string> {
+  const compute = plan.ops.filter((o) => o.kind !== 'collective');
+  const best = {
+    alone: plan.ranks.map(() => plan.ops.map(() => Infinity)),
+    overlapped: plan.ranks.map(() => plan.ops.map(() => Infinity)),
+  };
+  const wall = { alone: Infinity, overlapped: Infinity };
+  for (let p = 0; p < pairs; p++) {
+    const order: TransferMode[] = p % 2 === 0 ? ['alone', 'overlapped'] : ['overlapped', 'alone'];
+    for (const mode of order) {
+      const replies = await pool.run('layerStepTimed', { ...step, mode });
+      await pool.traces(); // the overlapped steps' collectives are not the run's
+      for (const r of replies) {
+        if ('skipped' in r) return r.skipped;
+        if (r.ops.length !== compute.length || r.ops.some((o, i) => o.name !== compute[i]!.name))
+          throw new Error(
+            `runLayer: rank ${r.rank} timed ${r.ops.length} ops (${mode}), the plan has ${compute.length} compute ops; the timed step must dispatch one op per compute op of the plan.`,
+          );
+        r.ops.forEach((o, i) => {
+          const row = best[mode][r.rank]!;
+          row[compute[i]!.index] = Math.min(row[compute[i]!.index]!, o.ms);
+        });
+      }
+      wall[mode] = Math.min(wall[mode], Math.max(...replies.map((r) => ('wallMs' in r ? r.wallMs : 0))));
+    }
+  }
+  const rows = (m: number[][]): number[][] => m.map((row) => row.map((v) => (Number.isFinite(v) ? v : 0)));
+  return {
+    pairs,
+    aloneMs: rows(best.alone),
+    overlappedMs: rows(best.overlapped),
+    stepWallMs: { aloneMs: wall.alone, overlappedMs: wall.overlapped },
   };
 }
 

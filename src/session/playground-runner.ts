@@ -9,6 +9,7 @@ import { makePlan } from '../parallel/plan.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import type { LayerPlan } from '../parallel/plan-types.ts';
 import type { StepMemoryRecord } from '../parallel/memory-record.ts';
+import { replayStepMemory } from '../parallel/memory-replay.ts';
 import {
   layerRunCache,
   runLayer,
@@ -106,8 +107,10 @@ export interface PlaygroundResult {
   readonly output?: LogicalOutput;
   readonly transport?: string;
   readonly adapter?: string;
-  /** Per rank, the buffers of the step on the ranks (absent without WebGPU). */
+  /** Per rank, the buffers of the step: recorded on the ranks, or replayed on shapes without WebGPU. */
   readonly memory?: readonly StepMemoryRecord[];
+  /** True when `memory` is the shapes replay of the plan (memory-replay.ts), not the ranks' record. */
+  readonly memoryReplayed?: boolean;
 }
 
 /**
@@ -196,6 +199,8 @@ export class PlaygroundRunner implements PoolLender {
         ),
         computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})${slowNote(req.slow, 'modeled')}`,
         commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`,
+        memory: await Promise.all(Array.from({ length: c.tp }, (_, r) => replayStepMemory(c, r))),
+        memoryReplayed: true,
       };
     }
     const pool = await this.poolOf(c.tp);
@@ -207,6 +212,11 @@ export class PlaygroundRunner implements PoolLender {
         timingRanks: timingRanksFor(req.slow, c.tp),
         slow: req.slow ?? null,
         slowlink: req.slowlink ?? null,
+        // This browser as the cluster, with something overlapped: every kernel also timed with the
+        // ring moving and with nothing moving, 2 pairs alternated (runTimeline draws the slowdown);
+        // not under #slow, whose straggler's kernels are timed with its f dispatches.
+        transferPairs:
+          !link && (req.overlap || (c.tpOverlapChunks ?? 1) > 1) && !(req.slow && req.slow.factor > 1) ? 2 : 0,
         cache: this.cache,
         persistTuning: true,
         onProgress: this.onProgress,
@@ -223,7 +233,9 @@ export class PlaygroundRunner implements PoolLender {
       plan,
       accounting,
       timeline: runTimeline(run, link ?? 'measured', req.overlap),
-      computeSource: `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes${slowNote(req.slow, 'measured')}`,
+      computeSource: run.transferTimes
+        ? `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): every rank's kernels timed in the step, all ranks at once, with nothing moving and, for the kernels under a ring transfer, with the ring moving (${run.transferTimes.pairs} pairs alternated; the striped end of a block is what the transfer added)`
+        : `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes${slowNote(req.slow, 'measured')}${run.transferSkipped ? `; kernels under a transfer not timed: ${run.transferSkipped}` : ''}`,
       commSource: link
         ? `modeled (${link.label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`
         : `measured: this browser's ${pool.transport} transport between the rank workers${slowLinkNote(req.slowlink, 'measured')}`,

@@ -1,6 +1,7 @@
 import type { Interconnect } from '../hardware/interconnect.ts';
 import { measuredCommMs, modeledCommMs } from '../schedule/durations.ts';
 import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
+import { medianOverRanks, scheduleUnderTransfer } from '../schedule/transfer-slowdown.ts';
 import { median } from '../core/stats.ts';
 import type { LayerRun } from './layer-run.ts';
 import type { ComputeTiming } from '../ranks/layer-programs.ts';
@@ -39,8 +40,16 @@ export function timingRanksFor(slow: RankSlowdown | null | undefined, t: number)
   return [...new Set([0, slow.rank, other])].filter((r) => r < t).sort((a, b) => a - b);
 }
 
-/** The run's step scheduled with measured kernels and comm either measured here or modeled on `link`. */
+/**
+ * The run's step scheduled with measured kernels and comm either measured here or modeled on
+ * `link`. With comm measured here and the run's transferTimes, the kernels come from those (timed
+ * in the step, each op's median over the ranks), and the ones under a transfer take their time
+ * measured under it (scheduleUnderTransfer): on this machine compute and the ring share the cores. On a modeled
+ * link the kernels are those timed alone, as on a cluster's GPUs.
+ */
 export function runTimeline(run: LayerRun, comm: 'measured' | Interconnect, overlap: boolean): Timeline {
   const commMs = comm === 'measured' ? measuredCommMs(run.plan, run.commEvents) : modeledCommMs(run.plan, comm);
+  if (comm === 'measured' && run.transferTimes)
+    return scheduleUnderTransfer(run.plan, medianOverRanks(run.transferTimes), commMs, { overlap });
   return scheduleStep(run.plan, { computeMs: computeMsByOp(run), commMs }, { overlap });
 }

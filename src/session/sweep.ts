@@ -1,7 +1,17 @@
 import { accountPlan, type RankMemory } from '../accounting/accounting.ts';
 import { parseInterconnect } from '../hardware/interconnect.ts';
 import { timelineToPerfetto, type PerfettoTrace } from '../export/perfetto.ts';
-import type { Timeline } from '../schedule/schedule.ts';
+import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
+import { measuredCommMs } from '../schedule/durations.ts';
+import {
+  kernelSlowdowns,
+  medianOverRanks,
+  scheduleUnderTransfer,
+  slowdownByGroup,
+  transferSlowdown,
+  type KernelTransferTime,
+  type TransferTimes,
+} from '../schedule/transfer-slowdown.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import type { OracleEntry } from '../parallel/oracle.ts';
 import type { GemmSite, LayerPlan, OpPhase, OpSplit, PlannedOp } from '../parallel/plan-types.ts';
@@ -61,6 +71,31 @@ export interface SweepDegree {
   readonly timelines: SweepTimeline[];
   /** With `dump`: the run's tensors as a .safetensors file, base64 (see layerTensors). */
   readonly safetensors?: string;
+  /** With `transferPairs`: every kernel timed with the ring moving and with nothing moving, and the step both ways. */
+  readonly transfer?: SweepTransfer;
+  /** Why `transfer` is missing though asked for. */
+  readonly transferSkipped?: string;
+}
+
+/**
+ * What sharing this machine's cores with the ring cost the kernels of one run: per compute op the
+ * mean over ranks of both times, whether it ran under a transfer (on any rank) and the ratio; the
+ * ratio over the kernels under a transfer and over the rest (the control); the step's wall time
+ * both ways, and the step scheduled with measured transport from the kernels alone and from the
+ * kernels under transfer slowed (overlap on), ms.
+ */
+export interface SweepTransfer {
+  readonly pairs: number;
+  readonly kernels: {
+    readonly op: string;
+    readonly aloneMs: number;
+    readonly overlappedMs: number;
+    readonly underTransfer: boolean;
+    readonly slowdown: number;
+  }[];
+  readonly slowdown: { readonly underTransfer: number; readonly others: number };
+  readonly stepWallMs: KernelTransferTime;
+  readonly scheduledStepMs: KernelTransferTime;
 }
 
 /** Exposed communication of one scheduled step (ms): per rank, and the step time (slowest rank). */
@@ -96,6 +131,8 @@ export interface SweepArgs {
    * a borrowed one is left to its lender and the current run stops at its next phase.
    */
   readonly signal?: AbortSignal;
+  /** Also time every kernel with the ring moving and with nothing moving, this many pairs alternated (runLayer transferPairs). */
+  readonly transferPairs?: number;
   /** Borrow the ranks from here (the page's runner: warm workers, no run racing the sweep's timings) instead of starting a pool. */
   readonly pools?: PoolLender;
 }
@@ -157,6 +194,8 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
     }),
   );
   return {
+    ...(run.transferTimes && { transfer: sweepTransfer(run, run.transferTimes) }),
+    ...(run.transferSkipped && { transferSkipped: run.transferSkipped }),
     config: run.config,
     transport: run.transport,
     oracle: { pass: run.oracle.pass, worst: run.oracle.worst, entries: run.oracle.entries },
@@ -177,6 +216,29 @@ export function summarizeRun(run: LayerRun, net?: string): SweepDegree {
               ? [false, true].map((overlap) => summarize(`modeled (${link.name})`, runTimeline(run, link, overlap)))
               : []),
           ],
+  };
+}
+
+/** The run's kernels under transfer and alone, as the sweep reports them (see SweepTransfer). */
+function sweepTransfer(run: LayerRun, times: TransferTimes): SweepTransfer {
+  const commMs = measuredCommMs(run.plan, run.commEvents);
+  const same = medianOverRanks(times);
+  const slowed = scheduleUnderTransfer(run.plan, same, commMs, { overlap: true });
+  const alone = scheduleStep(run.plan, { computeMs: same.aloneMs, commMs }, { overlap: true });
+  const rows = kernelSlowdowns(run.plan, times, slowed);
+  const kernels = run.plan.ops
+    .filter((o) => o.kind !== 'collective')
+    .map((o) => {
+      const mine = rows.filter((r) => r.opIndex === o.index);
+      const t = { aloneMs: mean(mine.map((r) => r.aloneMs)), overlappedMs: mean(mine.map((r) => r.overlappedMs)) };
+      return { op: o.name, ...t, underTransfer: mine.some((r) => r.underTransfer), slowdown: transferSlowdown(t) };
+    });
+  return {
+    pairs: times.pairs,
+    kernels,
+    slowdown: slowdownByGroup(rows),
+    stepWallMs: times.stepWallMs,
+    scheduledStepMs: { aloneMs: alone.stepMs, overlappedMs: slowed.stepMs },
   };
 }
 
@@ -202,7 +264,12 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
       const runOn = (p: RankPool<LayerWorkerPrograms>): Promise<LayerRun> => {
         adapter = p.adapters[0] ?? adapter;
         args.signal?.throwIfAborted();
-        return runLayer(p, c, { cache, signal: args.signal, onProgress: (l) => say(`${tag}: ${l}`) });
+        return runLayer(p, c, {
+          cache,
+          signal: args.signal,
+          transferPairs: args.transferPairs,
+          onProgress: (l) => say(`${tag}: ${l}`),
+        });
       };
       let run: LayerRun;
       if (args.pools) {

@@ -68,4 +68,39 @@ describe('the cluster model and the advisor (built page)', () => {
     await shownRun('tp=1', 'sp=0');
     await expect.poll(() => first.locator('button[data-apply]').textContent()).toMatch(/on the page/);
   });
+
+  test('a pipelined row applies p and v: the hash and the pipeline view follow; the tooltip names what the page cannot set', async () => {
+    // The seeds' tiny GPT × 12 layers: rows 9 and 10 pipeline over p = 2 stages × v = 2 (npm run project -- --search --layers 12).
+    const piped = advisor().locator('table[data-advisor-table] tbody tr:not([data-pp="1"])').first();
+    expect(await piped.getAttribute('data-pp')).toBe('2');
+    expect(await piped.getAttribute('data-vpp')).toBe('2');
+    const button = piped.locator('button[data-apply]');
+    expect(await button.getAttribute('title')).toMatch(
+      /Not set \(the page has no setting\): .*--use-distributed-optimizer/,
+    );
+    await button.click();
+    await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/pp=2&vpp=2/);
+    await shownRun('tp=1', 'sp=0');
+    const view = cluster().locator('tp-pipeline-view');
+    await expect.poll(() => view.locator('g[data-stage="1"]').count(), { timeout: runTimeout }).toBe(1);
+    expect(await view.locator('g[data-stage="2"]').count()).toBe(0);
+    expect(await view.locator('rect[data-pass="forward"][data-chunk="1"]').count()).toBeGreaterThan(0);
+    await expect.poll(() => button.textContent()).toMatch(/on the page/);
+  });
+
+  test('a kernel switch reaches the search: --arch gpt is in the caption and changes the result', async () => {
+    const rows = advisor().locator('table[data-advisor-table] tbody tr');
+    const llama = await rows.first().locator('td:nth-child(5)').textContent();
+    expect(await advisor().locator('[data-advisor-kernels]').textContent()).toMatch(/--arch llama/);
+    await page.locator('tp-machine-controls [data-control="arch"]').selectOption('gpt');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('arch=gpt');
+    await advisor().locator('button[data-advisor-search]').click();
+    await expect
+      .poll(() => advisor().locator('[data-advisor-kernels]').textContent(), { timeout: runTimeout, interval: 250 })
+      .toMatch(/--arch gpt/);
+    await expect.poll(() => rows.count()).toBe(10);
+    // The GeLU MLP has one up-projection instead of gate and up: another step time.
+    expect(await rows.first().locator('td:nth-child(5)').textContent()).not.toBe(llama);
+    expect(open.pageErrors).toEqual([]);
+  });
 });

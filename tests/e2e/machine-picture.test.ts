@@ -1,8 +1,9 @@
-// The machine picture end to end: the seeds' V100 box under both placements, the step following; a DGX cluster summarized.
+// The machine picture end to end: the seeds' V100 box under both placements, the step and the timeline following; a DGX cluster summarized.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type OpenPage } from '../../scripts/browser-run.ts';
 import { openE2ePage } from './built-page.ts';
+import { waitShownRun } from './shown-run.ts';
 
 const runTimeout = 90_000;
 let open: OpenPage;
@@ -49,6 +50,39 @@ describe('the machine picture (built page)', () => {
       .poll(() => picture().locator('button[data-placement="tp-sockets"]').textContent())
       .toMatch(/TP across sockets.*ms/s);
     expect(await picture().locator('table[data-link-load] tbody tr').count()).toBeGreaterThan(0);
+  });
+
+  test("the page's timeline follows the placement: the TP collectives across sockets take longer than under one switch, and the hash keeps the choice", async () => {
+    /** Rank 0's collectives on the timeline (ms, summed), the exposed total, the caption. */
+    const timelineOf = async (placement: string) => {
+      await picture().locator(`button[data-placement="${placement}"]`).click();
+      await waitShownRun(page, runTimeout, 'tp=2', `placement=${placement}`);
+      const comm = await page
+        .locator('tp-timeline')
+        .evaluate((el: Element & { timeline?: { events: { rank: number; kind: string; t0: number; t1: number }[] } }) =>
+          (el.timeline?.events ?? [])
+            .filter((e) => e.rank === 0 && e.kind === 'collective')
+            .reduce((a, e) => a + e.t1 - e.t0, 0),
+        );
+      const exposed = Number(await page.locator('.totals strong[data-exposed-ms]').getAttribute('data-exposed-ms'));
+      return { comm, exposed, caption: (await page.locator('tp-timeline .caption').textContent()) ?? '' };
+    };
+    const under = await timelineOf('tp-switch');
+    const across = await timelineOf('tp-sockets');
+    expect(under.comm).toBeGreaterThan(0);
+    // 12 GB/s under one switch (PIX) against 7.6 / 4 GB/s across (four pairs share the socket link).
+    expect(across.comm).toBeGreaterThan(under.comm);
+    expect(across.exposed).toBeGreaterThan(under.exposed);
+    expect(under.caption).toMatch(/TP ring on tp-switch: .*\(PIX\)/);
+    expect(across.caption).toMatch(/TP ring on tp-sockets: .*\(SYS, link shared by 4\)/);
+    // A reload of the link keeps the placement: its button pressed, the timeline priced under it.
+    await page.reload();
+    await waitShownRun(page, runTimeout, 'tp=2', 'placement=tp-sockets');
+    expect(await picture().locator('button[data-placement="tp-sockets"]').getAttribute('aria-pressed')).toBe('true');
+    expect(await page.locator('tp-timeline .caption').textContent()).toMatch(/TP ring on tp-sockets/);
+    expect(Number(await page.locator('.totals strong[data-exposed-ms]').getAttribute('data-exposed-ms'))).toBe(
+      across.exposed,
+    );
   });
 
   test('summarizes a DGX cluster beyond two nodes and draws its network', async () => {

@@ -5,12 +5,17 @@ import { parseSystem } from '../../hardware/systems.ts';
 import type { ClusterModel } from '../../megatron/parallel-layout.ts';
 import { advise, type AdvisorResult } from '../../projection/advisor.ts';
 import { defaultSearchSpace } from '../../projection/advisor-space.ts';
+import { usesFlashAttention, type KernelOptions } from '../../projection/kernel-options.ts';
 
-/** What the panel asks: the model, a catalog or custom system by name, the dtype, N, the global batch and k. */
+/**
+ * What the panel asks: the model, a catalog or custom system by name, the dtype, the page's kernel
+ * switches (the advisor sets --tp-comm-overlap per candidate), N, the global batch and k.
+ */
 export interface AdvisorQuery {
   readonly model: ClusterModel;
   readonly system: string;
   readonly dtype: TrainDtype;
+  readonly kernels: KernelOptions;
   readonly gpus: number;
   readonly globalBatch: number;
   readonly k: number;
@@ -27,7 +32,14 @@ const api = {
     const started = performance.now();
     const system = parseSystem(q.system);
     const r = await advise(
-      { model: q.model, machine: { system, dtype: q.dtype }, gpus: q.gpus, globalBatch: q.globalBatch },
+      {
+        model: q.model,
+        machine: { system, dtype: q.dtype, kernels: q.kernels },
+        gpus: q.gpus,
+        globalBatch: q.globalBatch,
+        // One switch, two effects (as the cluster panel and npm run project have it): FlashAttention's time and no s×s activations.
+        extras: { flashAttention: usesFlashAttention(q.kernels) },
+      },
       defaultSearchSpace(system, q.model.layers),
       { k: q.k, onProgress: progress, progressEvery: 2048 },
     );

@@ -1,15 +1,17 @@
-// <tp-advisor-panel>: the advisor over the cluster panel's model, in a worker, with progress; a row applies its t and SP to the page.
+// <tp-advisor-panel>: the advisor over the cluster panel's model with the page's kernel switches, in a worker, with progress; a row applies what the page can set.
 import * as Comlink from 'comlink';
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { layoutFlags } from '../../megatron/parallel-layout.ts';
+import { defaultKernelOptions, type KernelOptions } from '../../projection/kernel-options.ts';
 import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/advisor.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../shared/timeline-format.ts';
 import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
 import type { Settings } from '../shell/state.ts';
+import { applyAdvisorRow, rowOnPage } from './advisor-apply.ts';
 import type { AdvisorAnswer, AdvisorWorker } from './advisor.worker.ts';
 
 /** Rows the panel shows. */
@@ -21,8 +23,10 @@ const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
  * `<tp-advisor-panel>`: for the cluster panel's model on the page's system, dtype, N and global
  * batch, the advisor (src/projection/advisor.ts, as `npm run project -- --search`) enumerates
  * t, p, v, cp, b, SP, recompute, the distributed optimizer and the overlaps in a Web Worker,
- * shows its progress, the rejections by reason and the fastest layouts; a row's Apply sets the
- * page's t and SP (and b when the model is the page's layer). Events up: `settings-change`.
+ * with the page's kernel switches (arch, attn, fp8, graphs), shows its progress, the rejections by
+ * reason and the fastest layouts; a row's Apply sets every page setting the row has
+ * (applyAdvisorRow: t, SP, p, v, the overlaps the page has, b for the page's own layer) and its
+ * tooltip names the flags the page has no setting for. Events up: `settings-change`.
  */
 @customElement('tp-advisor-panel')
 export class TpAdvisorPanel extends LitElement {
@@ -43,6 +47,8 @@ export class TpAdvisorPanel extends LitElement {
   @property({ attribute: false }) settings: Settings | undefined;
   @state() private progress: { done: number; total: number } | undefined;
   @state() private answer: AdvisorAnswer | undefined;
+  /** The kernel switches the shown answer was searched with. */
+  @state() private searched: KernelOptions | undefined;
   @state() private error = '';
   private worker: Worker | undefined;
 
@@ -59,6 +65,8 @@ export class TpAdvisorPanel extends LitElement {
     this.worker?.terminate();
     this.error = '';
     this.answer = undefined;
+    this.searched = undefined;
+    const kernels = kernelsOf(s);
     const { b, ...sizes } = clusterSizes(s.cmodel, s);
     let globalBatch: number;
     try {
@@ -73,12 +81,23 @@ export class TpAdvisorPanel extends LitElement {
     const api = Comlink.wrap<AdvisorWorker>(worker);
     try {
       const answer = await api.search(
-        { model: { sizes, layers: s.layers }, system: s.system, dtype: s.dtype, gpus: s.gpus, globalBatch, k: topK },
+        {
+          model: { sizes, layers: s.layers },
+          system: s.system,
+          dtype: s.dtype,
+          kernels,
+          gpus: s.gpus,
+          globalBatch,
+          k: topK,
+        },
         Comlink.proxy((done: number, total: number) => {
           if (this.worker === worker) this.progress = { done, total };
         }),
       );
-      if (this.worker === worker) this.answer = answer;
+      if (this.worker === worker) {
+        this.answer = answer;
+        this.searched = kernels;
+      }
     } catch (e) {
       if (this.worker === worker) this.error = e instanceof Error ? e.message : String(e);
     } finally {
@@ -93,9 +112,14 @@ export class TpAdvisorPanel extends LitElement {
   private apply(row: AdvisorRow): void {
     const s = this.settings;
     if (!s) return;
-    const l = row.layout;
-    const next: Settings = { ...s, tp: l.tp, sp: l.sp, ...(s.cmodel === 'layer' && { b: l.microBatch }) };
-    this.dispatchEvent(settingsChangeEvent(next, 'tp'));
+    this.dispatchEvent(settingsChangeEvent(applyAdvisorRow(s, row.layout).settings, 'tp'));
+  }
+
+  /** The apply button's tooltip: what it sets, and each flag of the row the page cannot set. */
+  private applyTitle(s: Settings, row: AdvisorRow): string {
+    const { notApplied } = applyAdvisorRow(s, row.layout);
+    const sets = `Sets t, SP, p, v, the async dgrad overlap and tpoverlap${s.cmodel === 'layer' ? ', b' : ''}.`;
+    return notApplied.length ? `${sets} Not set (the page has no setting): ${notApplied.join('; ')}.` : sets;
   }
 
   private rejections(a: AdvisorAnswer) {
@@ -127,8 +151,14 @@ export class TpAdvisorPanel extends LitElement {
       </thead>
       <tbody>
         ${a.top.map((r, i) => {
-          const current = s !== undefined && s.tp === r.layout.tp && s.sp === r.layout.sp;
-          return html`<tr data-rank=${i + 1} data-tp=${r.layout.tp} data-sp=${String(r.layout.sp)}>
+          const current = s !== undefined && rowOnPage(s, r.layout);
+          return html`<tr
+            data-rank=${i + 1}
+            data-tp=${r.layout.tp}
+            data-sp=${String(r.layout.sp)}
+            data-pp=${r.layout.pp}
+            data-vpp=${r.layout.vpp}
+          >
             <td>${i + 1}</td>
             <td class="flags">${layoutFlags(r.layout).join(' ')}</td>
             <td>${r.dp}</td>
@@ -139,7 +169,13 @@ export class TpAdvisorPanel extends LitElement {
             <td>${pct(r.exposedShare)}</td>
             <td>${r.memoryGiB.toFixed(2)} / ${r.capacityGiB.toFixed(0)} GiB</td>
             <td>
-              <button type="button" data-apply=${i + 1} ?disabled=${current} @click=${() => this.apply(r)}>
+              <button
+                type="button"
+                data-apply=${i + 1}
+                title=${s ? this.applyTitle(s, r) : ''}
+                ?disabled=${current}
+                @click=${() => this.apply(r)}
+              >
                 ${current ? 'on the page' : 'apply'}
               </button>
             </td>
@@ -159,7 +195,8 @@ export class TpAdvisorPanel extends LitElement {
         The fastest layouts of ${clusterModelNames[s.cmodel]} × ${s.layers} layers on ${s.gpus} GPUs of the
         chosen system in ${s.dtype}: t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and the overlaps,
         each checked against Megatron-LM's rules and the GPU's memory, ranked by projected step time (the same search
-        as <code>npm run project -- --search</code>). Apply sets the page's t and SP.
+        as <code>npm run project -- --search</code>), with the page's kernel switches: ${kernelText(kernelsOf(s))}.
+        Apply sets every page setting the row has a control for (t, SP, p, v, the overlaps; its tooltip names the rest).
       </p>
       <button type="button" data-advisor-search ?disabled=${p !== undefined} @click=${() => void this.search()}>
         search layouts
@@ -177,7 +214,8 @@ export class TpAdvisorPanel extends LitElement {
         a
           ? html`<p class="note" data-advisor-summary>
                 ${a.candidates.toLocaleString('en-US')} candidates in ${formatMs(a.ms)} in a worker
-                (${a.layersPriced} distinct layers planned); ${a.ranked.toLocaleString('en-US')} fit and ranked.
+                (${a.layersPriced} distinct layers planned); ${a.ranked.toLocaleString('en-US')} fit and ranked;
+                <span data-advisor-kernels>${this.searched ? kernelText(this.searched) : ''}</span>.
               </p>
               ${this.rejections(a)}
               ${a.top.length ? this.table(a) : html`<p class="error" data-advisor-none>No layout fits.</p>`}`
@@ -185,6 +223,19 @@ export class TpAdvisorPanel extends LitElement {
       }`;
   }
 }
+
+/** The page's kernel switches as the projection takes them (--tp-comm-overlap: the advisor's, per candidate). */
+const kernelsOf = (s: Settings): KernelOptions => ({
+  ...defaultKernelOptions,
+  arch: s.arch,
+  attentionBackend: s.attn,
+  fp8: s.fp8,
+  cudaGraphImpl: s.graphs,
+});
+
+/** The switches in Megatron's spelling, for a caption. */
+const kernelText = (k: KernelOptions): string =>
+  `--arch ${k.arch}, --attention-backend ${k.attentionBackend}, --fp8-format ${k.fp8}, --cuda-graph-impl ${k.cudaGraphImpl}`;
 
 declare global {
   interface HTMLElementTagNameMap {

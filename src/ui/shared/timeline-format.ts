@@ -2,6 +2,7 @@
 import type { CollectiveOp } from '../../comm/collectives.ts';
 import type { PlannedGemm } from '../../parallel/plan-types.ts';
 import type { ScheduledEvent } from '../../schedule/schedule.ts';
+import { transferSlowdown, type TransferEvent } from '../../schedule/transfer-slowdown.ts';
 import { formatBytes, trim } from '../../core/format-bytes.ts';
 
 export { formatBytes };
@@ -14,6 +15,16 @@ export function formatMs(ms: number): string {
   if (a < 1) return `${trim(ms * 1e3)} µs`;
   if (a < 1000) return `${trim(ms)} ms`;
   return `${trim(ms / 1000)} s`;
+}
+
+/**
+ * The tick format of a time axis over `domain` (ms): every tick in the unit formatMs gives the
+ * domain's largest |end| ("0 µs … 250 µs", never "0 ms" beside "50 µs").
+ */
+export function msTickFormat(domain: readonly number[]): (ms: number) => string {
+  const a = Math.max(0, ...domain.map(Math.abs));
+  const [per, unit] = a < 1e-3 ? [1e6, 'ns'] : a < 1 ? [1e3, 'µs'] : a < 1000 ? [1, 'ms'] : [1e-3, 's'];
+  return (ms) => `${trim(ms * per)} ${unit}`;
 }
 
 /** A change of time with its sign: +1.2 ms, −37.1 ms, 0. */
@@ -107,5 +118,10 @@ export function tooltipLines(e: ScheduledEvent): string[] {
   const flops = e.flops ?? 0;
   lines.push(`${formatFlops(flops)} · ${trim(gflopsPerSecond(flops, ms))} GFLOP/s`);
   lines.push(`duration ${formatMs(ms)} (start ${formatMs(e.t0)})`);
+  const x = 'transfer' in e ? (e as TransferEvent).transfer : undefined;
+  if (x)
+    lines.push(
+      `under a ring transfer: ${formatMs(x.overlappedMs)}; alone ${formatMs(x.aloneMs)} (×${transferSlowdown(x).toFixed(2)}, same kernel timed both ways in this run)`,
+    );
   return lines;
 }

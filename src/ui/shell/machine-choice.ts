@@ -2,6 +2,9 @@
 import { peakFlops } from '../../hardware/gpus.ts';
 import type { Interconnect } from '../../hardware/interconnect.ts';
 import { parseSystem } from '../../hardware/systems.ts';
+import { systemTopology } from '../../hardware/topology-catalog.ts';
+import { parsePlacement } from '../../projection/placement.ts';
+import { machineOnPlacement } from '../../projection/placement-step.ts';
 import type { Machine } from '../../projection/projected-layer.ts';
 import type { FieldIssue } from './field-issues.ts';
 import { commOf, type MachineMode, type Settings } from './state.ts';
@@ -49,8 +52,25 @@ export function machineChoice(s: Settings): MachineChoice {
   }
   return {
     comm: system.intra,
-    projection: { system, dtype: s.dtype },
+    projection: placedOn({ system, dtype: s.dtype }, s),
     label: `${machineNames.cluster} (${system.label}, ${s.dtype})`,
     issues,
   };
+}
+
+/**
+ * `machine` with its groups' links priced under the page's placement (src/projection/placement-step.ts),
+ * for the machine picture's degrees: t, DP = GPUs / t. Unchanged (the catalog's one link per group)
+ * where the system has no topology, t does not divide the GPUs or the placement does not fit the
+ * node: the machine picture says which.
+ */
+function placedOn(machine: Machine, s: Settings): Machine {
+  if (s.gpus % s.tp !== 0) return machine;
+  try {
+    const node = systemTopology(machine.system);
+    const d = { tp: s.tp, pp: 1, vpp: 1, cp: 1, dp: s.gpus / s.tp };
+    return machineOnPlacement(machine, node, d, s.gpus, parsePlacement(s.placement, node, s.gpus)).machine;
+  } catch {
+    return machine;
+  }
 }

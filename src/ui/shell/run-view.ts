@@ -11,6 +11,7 @@ import type { SettingsChangeDetail } from './settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from './state.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
+import type { TimelineZoomDetail } from '../timeline/tp-timeline.ts';
 import '../timeline/tp-timeline.ts';
 import { bufferClassViews, rankMemoryLanes } from '../../session/memory-lanes.ts';
 import { timelineStragglers } from '../timeline/timeline-waits.ts';
@@ -41,13 +42,30 @@ export function renderBanners(run: PageRunState, unknownKeys: readonly string[],
   `;
 }
 
-const liveMemoryCaption =
-  "Every buffer each rank's step made or freed, recorded on the ranks and placed on the timeline above, stacked by lifetime class; the dashed line is the accounting's weights + gradients + activations kept for backward, which the recorded classes equal. Staging is the collectives' pool of read-back and upload buffers, kept across steps and outside the accounting. The layer frees its kept activations when the step ends (autograd frees each after its backward op), so the peak comes late in backward.";
+const liveMemoryWords =
+  "stacked by lifetime class and placed on the timeline above (its zoom and pan too); the dashed line is the accounting's weights + gradients + activations kept for backward, which the recorded classes equal. Like autograd, the layer frees each tensor after the last op that reads it (a kept activation in backward), so the peak falls in backward, where the gradients made so far and the activations not yet freed weigh most.";
+const liveMemoryCaption = `Every buffer each rank's step made or freed, recorded on the ranks, ${liveMemoryWords} Staging is the collectives' pool of read-back and upload buffers, kept across steps and outside the accounting.`;
+const replayedMemoryCaption = `Replayed from the plan: no WebGPU here, so nothing ran; the layer's own code run on shapes alone gives every buffer each rank's step would make or free, ${liveMemoryWords} No staging: the collectives' pool exists only on a GPU.`;
 
 /** Live bytes per rank over the step, under the timeline. */
 function liveMemory(r: PlaygroundResult): TemplateResult {
   const lanes = rankMemoryLanes(r.memory ?? [], r.timeline, r.accounting.memory);
-  return html`<tp-live-memory .lanes=${lanes} .classes=${bufferClassViews} caption=${liveMemoryCaption}></tp-live-memory>`;
+  return html`<tp-live-memory
+    .lanes=${lanes}
+    .classes=${bufferClassViews}
+    heading=${r.memoryReplayed ? 'Live memory over the step, replayed from the plan' : 'Live memory over the step'}
+    caption=${r.memoryReplayed ? replayedMemoryCaption : liveMemoryCaption}
+    ?data-replayed=${r.memoryReplayed === true}
+  ></tp-live-memory>`;
+}
+
+/** The memory chart under the timeline takes the timeline's visible window (zoom, pan) as its own, in the timeline's columns. */
+function followZoom(e: CustomEvent<TimelineZoomDetail>): void {
+  const m = (e.currentTarget as HTMLElement).querySelector('tp-live-memory');
+  if (!m) return;
+  const left = m.getBoundingClientRect().left;
+  m.domain = [e.detail.t0, e.detail.t1];
+  m.columns = [e.detail.left - left, e.detail.right - left];
 }
 
 /**
@@ -124,7 +142,7 @@ export function renderRun(
         reason=${oracleReason[run.ranks]}
       ></tp-oracle-badge>
     </section>
-    <section class="card ${stale ? 'stale' : ''}" data-sources>
+    <section class="card ${stale ? 'stale' : ''}" data-sources @timeline-zoom=${followZoom}>
       ${
         s.view === 'timeline'
           ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>

@@ -328,14 +328,14 @@ export const settingsTable: SettingsTable = {
     reruns: true,
     control: 'machine',
   },
-  // Switched by the machine picture's own buttons (<tp-machine-picture>).
+  // Switched by the machine picture's own buttons (<tp-machine-picture>); the timeline's TP ring is priced under it.
   placement: {
     key: 'placement',
     parse: checkPlacementText,
     format: String,
     fallback: 'megatron',
     inHash: 'unless-default',
-    reruns: false,
+    reruns: true,
     control: 'none',
   },
 };

@@ -1,7 +1,7 @@
 // The D3 part of <tp-timeline>: draws lanes and blocks into an SVG, zooms the time axis, shows a tooltip.
 import * as d3 from 'd3';
 import { measuredLabels, measuredTooltip } from '../shared/measured-format.ts';
-import { formatMs, labelCandidates, tooltipLines } from '../shared/timeline-format.ts';
+import { formatMs, labelCandidates, msTickFormat, tooltipLines } from '../shared/timeline-format.ts';
 import {
   fitLabel,
   eventPass,
@@ -26,6 +26,7 @@ import {
   exposedColor,
   fontPx,
   margin,
+  slowedFill,
   totalsWidth,
   waitColor,
   waitShare,
@@ -67,6 +68,7 @@ export class TimelineChart {
   private top!: G;
   private axis!: G;
   private hatch!: d3.Selection<SVGPatternElement, unknown, null, undefined>;
+  private slowedHatch!: d3.Selection<SVGPatternElement, unknown, null, undefined>;
   private x = d3.scaleLinear();
   private plotW = 0;
   private lanesH = 0;
@@ -150,6 +152,12 @@ export class TimelineChart {
     this.zoom.transform(this.plot, d3.zoomIdentity);
   }
 
+  /** The plot's left and right edges in client px (where the visible window's ends are drawn). */
+  plotEdges(): [number, number] {
+    const left = this.svg.node()!.getBoundingClientRect().left + margin.left;
+    return [left, left + this.plotW];
+  }
+
   /** The visible window, ms. */
   domain(): [number, number] {
     const [a, b] = this.transform.rescaleX(this.x).domain();
@@ -191,6 +199,18 @@ export class TimelineChart {
       .attr('d', 'M-2,2 l4,-4 M0,8 l8,-8 M6,10 l4,-4')
       .attr('stroke', exposedColor)
       .attr('stroke-width', 2.6);
+    this.slowedHatch = defs
+      .append('pattern')
+      .attr('id', `${this.id}-slowed`)
+      .attr('patternUnits', 'userSpaceOnUse')
+      .attr('width', 8)
+      .attr('height', 8);
+    this.slowedHatch.append('rect').attr('width', 8).attr('height', 8).attr('fill', slowedFill.ground);
+    this.slowedHatch
+      .append('path')
+      .attr('d', 'M-2,6 l4,4 M0,0 l8,8 M6,-2 l4,4')
+      .attr('stroke', slowedFill.stripe)
+      .attr('stroke-width', 2.2);
     this.plot = this.svg
       .append('g')
       .attr('class', 'plot-area')
@@ -244,8 +264,9 @@ export class TimelineChart {
       const own = this.perLane.get(`${lane.rank}:${lane.kind}`) ?? [];
       const exposed = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:exposed`) ?? []) : [];
       const waiting = lane.kind === 'comm' ? (this.perLane.get(`${lane.rank}:wait`) ?? []) : [];
+      const slowed = lane.kind === 'compute' ? (this.perLane.get(`${lane.rank}:slowed`) ?? []) : [];
       // No strokes: a non-scaling stroke per block costs more than the rest of a zoom frame together.
-      [...own, ...exposed, ...waiting].forEach((b, j) => {
+      [...own, ...slowed, ...exposed, ...waiting].forEach((b, j) => {
         const i = this.flat.push(b) - 1;
         this.index.set(b, i);
         const w = Math.max(0, x(b.t1) - x(b.t0));
@@ -260,12 +281,13 @@ export class TimelineChart {
           .attr('width', w)
           .attr('height', b.kind === 'wait' ? lane.height * waitShare : lane.height);
         if (b.kind === 'exposed') r.attr('fill', `url(#${this.id}-hatch)`);
+        else if (b.kind === 'slowed') r.attr('fill', `url(#${this.id}-slowed)`);
         else if (b.kind === 'wait') r.attr('fill', waitColor).attr('data-straggler', this.waits.get(b.event) ?? null);
         else {
           const pass = eventPass(b.event) ?? 'forward'; // a measured kernel has no pass: the forward shades
           r.attr('fill', b.kind === 'compute' ? computeFill(pass, j) : blockFill.comm[pass]);
         }
-        if (b.kind !== 'compute') this.thin.push({ el: r.node()!, w });
+        if (b.kind !== 'compute' && b.kind !== 'slowed') this.thin.push({ el: r.node()!, w });
       });
     }
     this.zoomed
@@ -289,9 +311,11 @@ export class TimelineChart {
       for (const { el, w } of this.thin) el.setAttribute('width', String(Math.max(w, minBlockPx / kb)));
       // The hatch lives in the scaled group: undo the scale (to within 2×) so the stripes keep their slant.
       this.hatch.attr('patternTransform', `scale(${1 / kb},1)`);
+      this.slowedHatch.attr('patternTransform', `scale(${1 / kb},1)`);
     }
     this.zoomed.attr('transform', `translate(${t.x},0) scale(${t.k},1)`);
     const zx = t.rescaleX(this.x);
+    const tickMs = msTickFormat(zx.domain());
     this.drawLabels(zx);
     this.drawTop(zx);
     this.axis
@@ -299,7 +323,7 @@ export class TimelineChart {
         d3
           .axisBottom(zx)
           .ticks(Math.max(2, Math.floor(this.plotW / 120)))
-          .tickFormat((d) => formatMs(Number(d))),
+          .tickFormat((d) => tickMs(Number(d))),
       )
       .attr('font-size', fontPx.axis)
       .attr('font-family', null);
@@ -405,6 +429,12 @@ export class TimelineChart {
       );
     else if (straggler !== undefined)
       lines.push(`rank ${straggler} entered this collective last: this rank waited for it`);
+    if (b.kind === 'slowed')
+      lines.splice(
+        1,
+        0,
+        `SLOWED BY A TRANSFER ${formatMs(b.t1 - b.t0)}: ${formatMs(b.t0)} – ${formatMs(b.t1)}, the ring shared this machine's cores`,
+      );
     if (b.kind === 'exposed')
       lines.splice(
         1,

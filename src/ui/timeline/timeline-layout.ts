@@ -3,6 +3,7 @@ import type { BlockKind } from '../../schedule/blocks.ts';
 import type { MeasuredEvent, MeasuredTimeline } from '../../kineto/measured-timeline.ts';
 import { passOf, type OpPhase, type StepPass } from '../../parallel/plan-types.ts';
 import type { ScheduledEvent, Timeline } from '../../schedule/schedule.ts';
+import { slowedPart, type TransferEvent } from '../../schedule/transfer-slowdown.ts';
 
 /** What the timeline draws: a scheduled step of the playground, or a window of a measured (Kineto) job. */
 export type ChartTimeline = Timeline | MeasuredTimeline;
@@ -82,7 +83,8 @@ export function shownEvents(tl: ChartTimeline, phase: PhaseView): ChartEvent[] {
 
 /**
  * Blocks of the shown events, per lane and sorted by t0 (the order `visibleRange` needs): key
- * "rank:lane". Exposed parts sit in the comm lane after the comm blocks (drawn on top), then the
+ * "rank:lane". A kernel's part slowed by a transfer sits in the compute lane under "rank:slowed"
+ * (drawn on top). Exposed parts sit in the comm lane after the comm blocks (drawn on top), then the
  * `waits` (waiting for a straggler inside a collective) under "rank:wait".
  */
 export function laneBlocks(
@@ -105,6 +107,10 @@ export function laneBlocks(
   for (const e of events)
     for (const x of e.exposed)
       push(`${e.rank}:exposed`, { rank: e.rank, kind: 'exposed', lane: 'comm', t0: x.t0, t1: x.t1, event: e });
+  for (const e of events) {
+    const part = 'transfer' in e ? slowedPart(e as TransferEvent) : null;
+    if (part) push(`${e.rank}:slowed`, { rank: e.rank, kind: 'slowed', lane: 'compute', ...part, event: e });
+  }
   for (const w of waits)
     push(`${w.rank}:wait`, { rank: w.rank, kind: 'wait', lane: 'comm', t0: w.t0, t1: w.t1, event: w.event });
   for (const list of out.values()) list.sort((a, b) => a.t0 - b.t0);

@@ -4,7 +4,7 @@ import type { BlockKind } from '../../schedule/blocks.ts';
 import type { OpPhase, StepPass } from '../../parallel/plan-types.ts';
 
 /** Fill of a block by kind and pass (backward is the darker shade); exposed blocks use the hatch pattern. */
-export const blockFill: Record<Exclude<BlockKind, 'exposed' | 'wait'>, Record<StepPass, string>> = {
+export const blockFill: Record<Exclude<BlockKind, 'exposed' | 'wait' | 'slowed'>, Record<StepPass, string>> = {
   compute: { forward: '#2a6cc4', backward: '#173f7a' },
   comm: { forward: '#f2b632', backward: '#c98a00' },
 };
@@ -36,7 +36,7 @@ export function computeFill(phase: StepPass, j: number): string {
 }
 
 /** Text colour that reads on each fill (white on blue, near-black on amber). */
-export const blockText: Record<Exclude<BlockKind, 'exposed' | 'wait'>, string> = {
+export const blockText: Record<Exclude<BlockKind, 'exposed' | 'wait' | 'slowed'>, string> = {
   compute: '#ffffff',
   comm: '#111111',
 };
@@ -45,6 +45,9 @@ export const blockText: Record<Exclude<BlockKind, 'exposed' | 'wait'>, string> =
 export const waitColor = '#5f6368';
 /** The wait bar's share of the comm lane's height. */
 export const waitShare = 0.42;
+
+/** A kernel's extra time under a ring transfer: white stripes over a light blue, at the end of its block. */
+export const slowedFill = { ground: '#9cc0ee', stripe: '#ffffff' } as const;
 
 /** Exposed communication: red hatch over the comm block, red outline. */
 export const exposedColor = '#d0021b';

@@ -7,7 +7,7 @@ import type { MemoryClass } from '../../projection/memory-timeline.ts';
 import type { MemoryClassView, MemoryLane } from '../../session/memory-lanes.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { tipStyles } from './timeline-style.ts';
-import { formatBytes, formatMs } from '../shared/timeline-format.ts';
+import { formatBytes, formatMs, msTickFormat } from '../shared/timeline-format.ts';
 
 /** One hue per lifetime; a ranks' class takes its lifetime's hue, lighter for the second of a lifetime. */
 const lifetimeColor: Readonly<Record<MemoryClass, string>> = {
@@ -37,7 +37,8 @@ const maxListed = 24;
 /**
  * `<tp-live-memory>`: for every lane an `svg[data-lane]` of the live bytes stacked by class over
  * the step (ms), the peak `g[data-peak]` (hover lists the tensors alive at it in `.tip`) and a
- * dashed level `line[data-predicted]` where the lane carries the accounting's prediction.
+ * dashed level `line[data-predicted]` where the lane carries the accounting's prediction. The time
+ * axis shows `domain` (the timeline's zoomed window, `svg[data-t0][data-t1]`), or the whole step.
  */
 @customElement('tp-live-memory')
 export class TpLiveMemory extends LitElement {
@@ -77,10 +78,15 @@ export class TpLiveMemory extends LitElement {
   @property({ attribute: false }) classes: readonly MemoryClassView[] = [];
   @property() heading = 'Live memory over the step';
   @property() caption = '';
+  /** The visible window [t0, t1] ms (the timeline's, when zoomed or panned); undefined: the whole step. */
+  @property({ attribute: false }) domain: readonly [number, number] | undefined;
+  /** Where to draw the window's ends, px from this element's left edge (the timeline's plot columns); undefined: the chart's own margins. */
+  @property({ attribute: false }) columns: readonly [number, number] | undefined;
 
   @query('.tip') private tipEl!: HTMLElement;
   private observer: ResizeObserver | undefined;
   private width = 0;
+  private frame = 0;
 
   override connectedCallback(): void {
     super.connectedCallback();
@@ -93,6 +99,8 @@ export class TpLiveMemory extends LitElement {
 
   override disconnectedCallback(): void {
     this.observer?.disconnect();
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
     super.disconnectedCallback();
   }
 
@@ -122,6 +130,12 @@ export class TpLiveMemory extends LitElement {
 
   protected override updated(changed: PropertyValues<this>): void {
     if (changed.has('lanes') || changed.has('classes')) this.draw();
+    else if ((changed.has('domain') || changed.has('columns')) && !this.frame)
+      // A zoom or pan fires once per frame: draw once per frame.
+      this.frame = requestAnimationFrame(() => {
+        this.frame = 0;
+        this.draw();
+      });
   }
 
   private draw(): void {
@@ -133,6 +147,12 @@ export class TpLiveMemory extends LitElement {
       const el = this.renderRoot.querySelector<SVGSVGElement>(`svg[data-lane="${i}"]`);
       if (el) this.drawLane(el, lane, keys, colors, words);
     });
+  }
+
+  /** The x range: the timeline's columns where they leave room for the y axis, else the chart's margins. */
+  private range(w: number): [number, number] {
+    const c = this.columns;
+    return c && c[0] >= margin.left && c[1] <= w && c[1] - c[0] >= 120 ? [c[0], c[1]] : [margin.left, w - margin.right];
   }
 
   private drawLane(
@@ -147,10 +167,22 @@ export class TpLiveMemory extends LitElement {
     const svg = d3.select(el).attr('width', w).attr('height', h).attr('viewBox', `0 0 ${w} ${h}`);
     svg.selectAll('*').remove();
     const top = Math.max(lane.peak.peakBytes, lane.predicted?.bytes ?? 0) * 1.08 || 1;
+    const [t0, t1] = this.domain ?? [0, lane.end || 1];
     const x = d3
       .scaleLinear()
-      .domain([0, lane.end || 1])
-      .range([margin.left, w - margin.right]);
+      .domain([t0, t1 > t0 ? t1 : t0 + 1])
+      .range(this.range(w));
+    svg.attr('data-t0', x.domain()[0]!).attr('data-t1', x.domain()[1]!);
+    const clip = `live-memory-clip-${el.dataset['lane']}`;
+    svg
+      .append('clipPath')
+      .attr('id', clip)
+      .append('rect')
+      .attr('x', x.range()[0]!)
+      .attr('y', 0)
+      .attr('width', Math.max(0, x.range()[1]! - x.range()[0]!))
+      .attr('height', h);
+    const plot = svg.append('g').attr('clip-path', `url(#${clip})`);
     const y = d3
       .scaleLinear()
       .domain([0, top])
@@ -166,7 +198,7 @@ export class TpLiveMemory extends LitElement {
       .y0((d) => y(d[0]))
       .y1((d) => y(d[1]))
       .curve(d3.curveStepAfter);
-    svg
+    plot
       .append('g')
       .selectAll('path')
       .data(stacked)
@@ -174,6 +206,7 @@ export class TpLiveMemory extends LitElement {
       .attr('data-class', (s) => s.key)
       .attr('fill', (s) => colors.get(s.key) ?? '#999')
       .attr('d', (s) => area(s) ?? '');
+    const tickMs = msTickFormat(x.domain());
     svg
       .append('g')
       .attr('transform', `translate(0,${h - margin.bottom})`)
@@ -181,7 +214,7 @@ export class TpLiveMemory extends LitElement {
         d3
           .axisBottom(x)
           .ticks(Math.max(2, Math.floor(w / 110)))
-          .tickFormat((v) => formatMs(Number(v))),
+          .tickFormat((v) => tickMs(Number(v))),
       );
     svg
       .append('g')
@@ -194,7 +227,7 @@ export class TpLiveMemory extends LitElement {
       );
     svg.selectAll('.tick text').attr('font-size', 12);
     if (lane.predicted) {
-      svg
+      plot
         .append('line')
         .attr('data-predicted', lane.predicted.bytes)
         .attr('x1', x(0))
@@ -208,9 +241,11 @@ export class TpLiveMemory extends LitElement {
     const alive = lane.peak.alive.map((k) => lane.intervals[k]!).sort((a, b) => b.bytes - a.bytes);
     const px = x(lane.peak.peakAt);
     const py = y(lane.peak.peakBytes);
-    const peak = svg
+    const peak = plot
       .append('g')
       .attr('data-peak', lane.peak.peakBytes)
+      .attr('data-peak-at', lane.peak.peakAt)
+      .attr('display', lane.peak.peakAt < x.domain()[0]! || lane.peak.peakAt > x.domain()[1]! ? 'none' : null)
       .attr('tabindex', 0)
       .attr('aria-label', `${lane.title}: peak ${formatBytes(lane.peak.peakBytes)}; ${alive.length} tensors alive`);
     peak

@@ -4,14 +4,17 @@ import { customElement, property, query } from 'lit/decorators.js';
 import type { BlockKind } from '../../schedule/blocks.ts';
 import { TimelineChart } from './timeline-chart.ts';
 import type { ChartTimeline, PhaseView } from './timeline-layout.ts';
-import { blockFill, exposedColor, timelineStyles, waitColor } from './timeline-style.ts';
+import { blockFill, exposedColor, slowedFill, timelineStyles, waitColor } from './timeline-style.ts';
 import { stragglerSentence, timelineStragglers } from './timeline-waits.ts';
 import { observeWidth } from '../shared/width-observer.ts';
 
-/** Detail of the `timeline-zoom` event: the visible window, ms from the step's start. */
+/** Detail of the `timeline-zoom` event: the visible window, ms from the step's start, and where the plot draws it. */
 export interface TimelineZoomDetail {
   readonly t0: number;
   readonly t1: number;
+  /** The plot's left and right edges, client px: a chart under the timeline can draw t0 … t1 in the same columns. */
+  readonly left: number;
+  readonly right: number;
 }
 
 const swatch = (fill: string, stroke = 'none') =>
@@ -24,11 +27,16 @@ const hatchSwatch = html`<svg viewBox="0 0 28 16" aria-hidden="true">
   <rect x="1" y="1" width="26" height="14" fill="none" stroke=${exposedColor} stroke-width="2" />
 </svg>`;
 
+const slowedSwatch = html`<svg viewBox="0 0 28 16" aria-hidden="true">
+  <rect x="1" y="1" width="26" height="14" fill=${slowedFill.ground} />
+  ${svg`<path d="M0,0 L16,16 M8,0 L24,16 M16,0 L32,16 M-8,0 L8,16" stroke=${slowedFill.stripe} stroke-width="2.2" />`}
+</svg>`;
+
 /**
  * `<tp-timeline>`: for every rank a compute lane `g[data-lane="compute"][data-rank=r]` and a comm
  * lane `g[data-lane="comm"][data-rank=r]` of SVG blocks, each `rect[data-rank][data-kind][data-op]`
  * (kind compute | comm | exposed | wait: the part of a collective spent waiting for the last rank
- * to enter it, `data-straggler` that rank; the head's `p[data-straggler]` names the straggler). It renders in its shadow root: use `blocks(kind)` or
+ * to enter it, `data-straggler` that rank | slowed: the end of a kernel's block a ring transfer added; the head's `p[data-straggler]` names the straggler). It renders in its shadow root: use `blocks(kind)` or
  * `el.shadowRoot.querySelectorAll('[data-kind="exposed"]')` (Playwright locators pierce it).
  * Fires `timeline-zoom` (detail {t0, t1} ms) when the visible window changes.
  */
@@ -105,6 +113,13 @@ export class TpTimeline extends LitElement {
           }
           <span role="listitem">${hatchSwatch} exposed (not hidden by compute)</span>
           ${
+            this.timeline?.events.some((e) => 'transfer' in e)
+              ? html`<span role="listitem" data-legend="slowed"
+                  >${slowedSwatch} kernel's extra time under a ring transfer (sharing this machine's cores)</span
+                >`
+              : null
+          }
+          ${
             straggler
               ? html`<span role="listitem"
                   >${swatch(waitColor)} waiting inside a collective for the last rank to enter it</span
@@ -126,10 +141,16 @@ export class TpTimeline extends LitElement {
   protected override updated(changed: PropertyValues<this>): void {
     if (!this.chart) {
       this.chart = new TimelineChart(this.svgEl, this.tipEl, {
-        onZoom: ([t0, t1]) =>
+        onZoom: ([t0, t1]) => {
+          const [left, right] = this.chart?.plotEdges() ?? [0, 0];
           this.dispatchEvent(
-            new CustomEvent<TimelineZoomDetail>('timeline-zoom', { detail: { t0, t1 }, bubbles: true, composed: true }),
-          ),
+            new CustomEvent<TimelineZoomDetail>('timeline-zoom', {
+              detail: { t0, t1, left, right },
+              bubbles: true,
+              composed: true,
+            }),
+          );
+        },
       });
       this.redraw();
       return;

@@ -3,6 +3,7 @@ import type { CollectiveCall } from '../../../src/comm/call.ts';
 import { hostTensor } from '../../../src/comm/host-tensor.ts';
 import { referenceCollective } from '../../../src/comm/reference.ts';
 import { numel } from '../../../src/core/shape.ts';
+import { slicePartBounds, sliceBlock } from '../../../src/comm/slice-parts.ts';
 import type { CollectiveArgs } from '../../../src/ranks/comm-programs.ts';
 import { RankPool } from '../../../src/ranks/pool.ts';
 import { poolTransports, randomArray, rejectionOf } from './helpers.ts';
@@ -105,8 +106,8 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
 
     test("on GPU data, collectives pipelined in parts (sizes not divisible by t or by the part, parts smaller than t) give the exact result with either upload, into a new tensor, the caller's or the input's", async () => {
       // Integers below 2¹⁰: sums of t ≤ 8 are exact in float32, so results must equal the reference
-      // bit for bit. sab-ring moves all-reduce and broadcast part by part; the other ops (and every
-      // op over message-port) read back whole and take only the upload path.
+      // bit for bit. sab-ring moves every op part by part; message-port reads back whole and takes
+      // only the upload path.
       const ints = (n: number, seed: number): Float32Array => randomArray(n, seed).map((v) => Math.round(v * 1000) + 0);
       const parted: (Case & { partBytes: number })[] = [
         { op: 'allReduce', shape: [1000], reduceOp: 'sum', partBytes: 7 * 4 },
@@ -115,6 +116,14 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
         { op: 'broadcast', shape: [37], root: t - 1, partBytes: 5 * 4 },
         { op: 'reduceScatter', shape: [3, 2 * t], dim: 1, reduceOp: 'sum', partBytes: 8 },
         { op: 'allGather', shape: [2, 3, 5], dim: 2, partBytes: 8 },
+        // Reduce-scatter and all-gather parts: pieces of one row (dim 0, A = 1) not dividing the
+        // row, whole rows not dividing A, a dim counted from the end, one part for everything.
+        { op: 'reduceScatter', shape: [2 * t, 3], dim: 0, reduceOp: 'sum', partBytes: 5 * 4 * t },
+        { op: 'reduceScatter', shape: [5, 3 * t, 2], dim: 1, reduceOp: 'max', partBytes: 4 * t * 12 },
+        { op: 'reduceScatter', shape: [3, 2 * t], dim: -1, reduceOp: 'sum', partBytes: 1 << 20 },
+        { op: 'allGather', shape: [3, 5], dim: 0, partBytes: 4 * 4 },
+        { op: 'allGather', shape: [5, 2, 3], dim: 1, partBytes: 12 * 4 },
+        { op: 'allGather', shape: [4, 7], dim: -1, partBytes: 1 << 20 },
       ];
       await pool.traces(); // the events of the tests before
       for (const [i, { partBytes, ...c }] of parted.entries())
@@ -131,16 +140,25 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
               gpu: { partBytes, upload },
               data: inputs[r].data,
             }));
-            const want = referenceCollective({ seq: 0, dtype: 'f32', ...c }, inputs);
+            // The reference takes the dim counted from the front.
+            const dim = c.dim !== undefined && c.dim < 0 ? c.shape.length + c.dim : c.dim;
+            const want = referenceCollective({ seq: 0, dtype: 'f32', ...c, dim }, inputs);
             ys.forEach((y, r) => {
               const what = `${c.op} ${c.shape} in parts of ${partBytes} B, upload ${upload}, into ${result}, rank ${r}`;
               expect(y.shape, what).toEqual(want[r].shape);
               expect(Array.from(y.data), what).toEqual(Array.from(want[r].data));
             });
             const events = await pool.traces();
-            const parts = Math.ceil((numel(c.shape) * 4) / partBytes);
+            const n = numel(c.shape);
+            const sliced = c.op === 'reduceScatter' || c.op === 'allGather';
+            const parts = sliced
+              ? slicePartBounds(
+                  sliceBlock(c.op as 'reduceScatter' | 'allGather', c.shape, dim!, t),
+                  Math.min(partBytes, n * 4) / 4 / (c.op === 'reduceScatter' ? t : 1),
+                ).length
+              : Math.ceil((n * 4) / partBytes);
             const names = events[0].phases.map((p) => p.name);
-            if (transport === 'sab-ring' && (c.op === 'allReduce' || c.op === 'broadcast'))
+            if (transport === 'sab-ring')
               // One arrival, then every part through the ring in turn.
               expect(names, `${c.op} phases`).toEqual([
                 'readback',
@@ -151,7 +169,8 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
                 ...Array.from({ length: parts - 1 }, () => ['readback', 'stage', 'transport', 'gather']).flat(),
                 'upload',
               ]);
-            else expect(names, `${c.op} phases`).toContain('upload');
+            else
+              expect(names, `${c.op} phases`).toEqual(['readback', 'sync', 'stage', 'transport', 'unstage', 'upload']);
           }
     });
 

@@ -64,6 +64,13 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
     }
   }
 
+  // The second step on a pool writes every named collective's result into the tensor the first
+  // step's returned (ResultTensors): it must match TP=1 as the first did, with and without SP.
+  test('a second step on the same pool, its collectives writing into the first step’s result tensors, still matches TP=1', async () => {
+    for (const sp of [false, true])
+      for (let step = 0; step < 2; step++) await check({ ...configFromPreset('classroom'), ...larger, tp: 2, sp });
+  });
+
   // 2 KV groups < t: linear_qkv's slices are all-gathered along the last dim, the gradient reduce-scattered back.
   // The first case of a degree pays for its pool: t = 8 alone on 2 cores took ≈ 60–70 s (rank 0
   // tunes 21 shape classes at full size, 26–38 s; the first step compiles every pipeline on 8

@@ -53,6 +53,18 @@ describe('FlashAttention time', () => {
   it('interpolates between head dims and scales the backward by FA2’s backward/forward ratio', () => {
     expect(flashEfficiency(h100, 'forward', 96)).toBeCloseTo((497 + 648) / 2 / 989.5, 9);
     expect(flashEfficiency(h100, 'backward', 128)).toBeCloseTo((648 / 989.5) * (0.63 / 0.73), 9);
+    // With the job's sequence and library (FA3 paper, Figs. 5–6, head dim 128, TFLOP/s of 989.5):
+    // cuDNN causal forward at 4k 518, backward 499; FA3 causal forward at 16k 616; 3k lies
+    // log₂(3000/2048) = 0.5503 of the way from 2k (484) to 4k (518).
+    expect(flashEfficiency(h100, 'forward', 128, { seq: 4096, kernel: 'fused' })).toBeCloseTo(518 / 989.5, 9);
+    expect(flashEfficiency(h100, 'backward', 128, { seq: 4096, kernel: 'fused' })).toBeCloseTo(499 / 989.5, 9);
+    expect(flashEfficiency(h100, 'forward', 128, { seq: 16384, kernel: 'flash' })).toBeCloseTo(616 / 989.5, 9);
+    expect(flashEfficiency(h100, 'forward', 128, { seq: 3000, kernel: 'fused' })).toBeCloseTo(
+      (484 + Math.log2(3000 / 2048) * (518 - 484)) / 989.5,
+      9,
+    );
+    // Ampere keeps FlashAttention-2's figure whatever the sequence.
+    expect(flashEfficiency(gpus['a100-sxm-80gb'], 'forward', 128, { seq: 1024, kernel: 'flash' })).toBe(0.73);
     expect(flashEfficiency(gpus['a100-sxm-80gb'], 'forward', 128)).toBe(0.73);
     expect(flashEfficiency(gpus['a100-sxm-80gb'], 'backward', 256)).toBe(0.63);
   });

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { gpus, peakFlops, type GpuSpec } from '../../../src/hardware/gpus.ts';
-import { gemmEfficiencyOf, gemmTime, kernelModel, l2GBpsOf, memoryBoundUs } from '../../../src/hardware/kernel-time.ts';
+import {
+  gemmEfficiencyOf,
+  gemmTime,
+  kernelModel,
+  l2GBpsOf,
+  mainLoopEfficiency,
+  memoryBoundUs,
+} from '../../../src/hardware/kernel-time.ts';
 
 const v100 = gpus['v100-pcie'];
 const a100 = gpus['a100-sxm-80gb'];
@@ -13,16 +20,31 @@ describe('gemmTime', () => {
       expect(gemmTime({ ...base, [k]: base[k] * 2 }, v100, 'fp16').us).toBeGreaterThan(t);
   });
 
-  it('reaches the measured maximum achievable fraction of peak on a large GEMM and no more', () => {
-    // A100 bf16: MAMF 271.2 of 312 TFLOP/s = 0.869. 8192³: 256×128 tiles, 32·64 = 2048 tiles,
-    // ⌈2048/108⌉ = 19 waves (18.96 full: 0.2% lost); tile = 2·256·128·8192 / (0.869·312e12/108)
-    // = 214.0 µs; 19 waves = 4066 µs + 0.9 launch: η·(2048/108)/19 = 0.867.
+  it('reaches the measured maximum achievable fraction of peak on a large GEMM, the epilogue amortized over K', () => {
+    // A100 bf16: MAMF 271.2 of 312 TFLOP/s = η 0.869 at 1024×10240×5120 (320 tiles of 256×128,
+    // 3 waves). There a tile takes W = 2·256·128·5120 / (0.869·312e12/108) = 133.62 µs, of which its
+    // epilogue (256·128·2 B at 0.83·2039/108 GB/s) is E = 4.18 µs: η_main = η·W/(W − E) = 0.8973.
+    // 8192³: 2048 tiles, ⌈2048/108⌉ = 19 waves (18.96 full); tile = 2·256·128·8192 / (0.8973·312e12/108)
+    // = 207.11 µs + 4.18 µs; 19 waves = 4014.5 µs + 0.9 launch: 2·8192³ / (4015.4 µs · 312e12) = 0.8776,
+    // 1% above the published MAMF (its longer K amortizes the epilogue better than the measured
+    // best shape's K = 5120 does; the brute-force search's shapes are not listed).
     const g = gemmTime({ M: 8192, N: 8192, K: 8192, batch: 1 }, a100, 'bf16');
     expect(gemmEfficiencyOf(a100, 'bf16')).toBeCloseTo(271.2 / 312, 9);
+    expect(mainLoopEfficiency(a100, 'bf16')).toBeCloseTo(0.8973, 4);
     expect(g.tile).toEqual([256, 128]);
     expect(g.waves).toBe(19);
-    expect(g.efficiency).toBeCloseTo(0.867, 3);
-    expect(g.efficiency).toBeLessThanOrEqual(gemmEfficiencyOf(a100, 'bf16'));
+    expect(g.efficiency).toBeCloseTo(0.8776, 4);
+    expect(g.efficiency).toBeLessThanOrEqual(mainLoopEfficiency(a100, 'bf16'));
+  });
+
+  it('predicts a measured H100 GEMM at a transformer shape: 8192 tokens × 2048 → 2048 in bf16', () => {
+    // TransformerEngine issue #2053 (2025, H100 DGX, torch.nn.Linear forward in bf16, hidden 2048,
+    // 8192 tokens): 100.06 µs of GPU time. The model: 512 tiles of 256×128 in 4 waves of 132 SMs,
+    // each tile's main loop over K = 2048 at η_main plus its epilogue, + launch. Nothing was set from
+    // this measurement; 5% is the tolerance of a single published timing.
+    const g = gemmTime({ M: 8192, N: 2048, K: 2048, batch: 1 }, gpus['h100-sxm'], 'bf16');
+    expect(g.waves).toBe(4);
+    expect(Math.abs(g.us / 100.06 - 1)).toBeLessThan(0.05);
   });
 
   it('loses efficiency per shard as N/t (column-parallel) or K/t (row-parallel) shrinks', () => {
@@ -58,8 +80,9 @@ describe('gemmTime', () => {
     const tiny = gemmTime({ M: 8, N: 8, K: 8, batch: 1 }, v100, 'fp16');
     expect(tiny.us).toBeGreaterThan(kernelModel.launchUs);
     // One 64×64 tile over K = 8: its operands streamed from L2, 128·8·2 B at 2155/80 GB/s per SM
-    // = 0.076 µs, above its 0.058 µs of math; the rest is the launch.
-    expect(tiny.us).toBeCloseTo(kernelModel.launchUs + 0.076, 3);
+    // = 0.076 µs, above its 0.058 µs of math; its 8×8 output, 128 B at 0.83·900/80 GB/s
+    // = 0.014 µs; the rest is the launch.
+    expect(tiny.us).toBeCloseTo(kernelModel.launchUs + 0.076 + 0.0137, 3);
     const gemv = gemmTime({ M: 1, N: 8192, K: 8192, batch: 1 }, v100, 'fp16');
     expect(gemv.memoryBound).toBe(true);
     // 8192² fp16 weights = 128 MiB over 0.83·900 GB/s ≈ 180 µs.

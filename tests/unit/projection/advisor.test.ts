@@ -7,9 +7,16 @@ import {
   type ClusterModel,
   type ParallelLayout,
 } from '../../../src/megatron/parallel-layout.ts';
-import { advise } from '../../../src/projection/advisor.ts';
+import { advise, type AdvisorRow } from '../../../src/projection/advisor.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from '../../../src/projection/advisor-space.ts';
-import { assembleStep, priceLayers, projectStep, stepLowerBounds } from '../../../src/projection/cluster-projection.ts';
+import {
+  assembleStep,
+  priceLayers,
+  projectStep,
+  stepLowerBounds,
+  stepSummary,
+  type StepProjection,
+} from '../../../src/projection/cluster-projection.ts';
 import { layoutSetup } from '../../../src/projection/layout-setup.ts';
 import { LayerPricingCache } from '../../../src/projection/layer-pricing-cache.ts';
 
@@ -30,6 +37,19 @@ const plain: ParallelLayout = {
   overlapParamGather: false,
   tpCommOverlap: false,
 };
+/** The advisor's row of a fully projected step. */
+const rowOf = (layout: ParallelLayout, step: StepProjection): AdvisorRow => ({
+  layout,
+  dp: step.dp,
+  microBatches: step.microBatches,
+  stepMs: step.stepMs,
+  tokensPerS: step.tokensPerS,
+  tflopsPerGpu: step.tflopsPerGpu,
+  mfu: step.mfu,
+  exposedShare: step.exposedShare,
+  memoryGiB: step.memory.totalBytes / 2 ** 30,
+  capacityGiB: step.memory.capacityBytes / 2 ** 30,
+});
 /** A space of one point (plain), widened per test. */
 const point: SearchSpace = {
   tp: [1],
@@ -126,19 +146,27 @@ describe('advise', () => {
     const k = 3;
     const r = await advise({ model, machine, gpus: 8, globalBatch: 64 }, space, { k });
     expect(r.rejected.slower).toBeGreaterThan(0);
-    const all: { stepMs: number; flags: string }[] = [];
+    // Brute force: every candidate assembled in full (assembleStep, projectStep's assembly; the
+    // pricing cache is checked against fresh projections in "reuses nothing" below).
+    const cache = new LayerPricingCache(machine);
+    const all: AdvisorRow[] = [];
+    let legal = 0;
     for (const layout of enumerateLayouts(space)) {
+      if (layoutRejection(model, layout, 8, 64)) continue;
+      legal++;
       const { setup } = layoutSetup(model, layout, 8, 64);
-      const pricing = await priceLayers(setup, machine, 'first');
+      const pricing = await cache.price(setup);
       const step = assembleStep(setup, machine, pricing);
       // The bounds hold for every candidate.
       const bound = stepLowerBounds(setup, machine, pricing);
       expect(bound.stepMs).toBeLessThanOrEqual(step.stepMs);
       expect(bound.memoryBytes).toBeLessThanOrEqual(step.memory.totalBytes);
-      if (!step.memory.oom) all.push({ stepMs: step.stepMs, flags: layoutFlags(layout).join(' ') });
+      if (!step.memory.oom) all.push(rowOf(layout, step));
     }
-    all.sort((a, b) => a.stepMs - b.stepMs);
-    expect(r.top.map((x) => x.stepMs)).toEqual(all.slice(0, k).map((x) => x.stepMs));
+    all.sort((a, b) => a.stepMs - b.stepMs || a.memoryGiB - b.memoryGiB);
+    // Every field of every row, as the full projection has it.
+    expect(r.top).toEqual(all.slice(0, k));
+    expect(r.ranked + r.rejected.oom + r.rejected.slower).toBe(legal);
   });
 
   it("reuses nothing that changes a step: bound then assembly (the advisor's path) equals a fresh projectStep", async () => {
@@ -165,6 +193,56 @@ describe('advise', () => {
       compared++;
     }
     expect(compared).toBe(24); // t 1, 2 × (p 1; p 2 with v 1, 5) × recompute × DO
+  }, 60_000);
+
+  it('ranks by stepSummary, which is assembleStep to the bit and says out of memory exactly when it does', async () => {
+    // Pipelined, interleaved, every recompute, the optimizer flags, tied embeddings; a GPU whose
+    // capacity lies between the smallest and the largest peak, so both answers occur.
+    const space: SearchSpace = {
+      ...point,
+      tp: [1, 2],
+      pp: [1, 2],
+      vpp: [1, 5],
+      microBatch: [2, 8],
+      recompute: ['none', 'selective', 'full'],
+      distributedOptimizer: [false, true],
+      overlapGradReduce: [false, true],
+      overlapParamGather: [false, true],
+    };
+    const cache = new LayerPricingCache(machine);
+    const cases = [];
+    for (const layout of enumerateLayouts(space)) {
+      if (layoutRejection(model, layout, 8, 64)) continue;
+      const { setup } = layoutSetup(model, layout, 8, 64, { tiedEmbeddings: true });
+      const pricing = await cache.price(setup);
+      cases.push({ setup, pricing, step: assembleStep(setup, machine, pricing) });
+    }
+    const peaks = cases.map((c) => c.step.memory.totalBytes).sort((a, b) => a - b);
+    const gpu = { ...machine.system.gpu, memoryGiB: peaks[Math.floor(peaks.length / 2)]! / 2 ** 30 };
+    const small = { ...machine, system: { ...machine.system, gpu } };
+    let fits = 0;
+    for (const { setup, pricing } of cases) {
+      const full = assembleStep(setup, small, pricing);
+      const s = stepSummary(setup, small, pricing);
+      if (full.memory.oom) {
+        expect(s).toBeUndefined();
+        continue;
+      }
+      fits++;
+      expect(s).toEqual({
+        microBatches: full.microBatches,
+        stepMs: full.stepMs,
+        tokensPerS: full.tokensPerS,
+        tflopsPerGpu: full.tflopsPerGpu,
+        mfu: full.mfu,
+        exposedShare: full.exposedShare,
+        memoryBytes: full.memory.totalBytes,
+        capacityBytes: full.memory.capacityBytes,
+      });
+    }
+    expect(cases.length).toBeGreaterThan(100);
+    expect(fits).toBeGreaterThan(0);
+    expect(fits).toBeLessThan(cases.length);
   }, 60_000);
 
   it('keeps the k fastest and counts what does not fit in memory', async () => {

@@ -22,6 +22,26 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     expect(new Set(priced.map((x) => x.planIndex)).size).toBe(p.ops.length);
   });
 
+  it("Megatron's cross entropy: the logits upcast to fp32, 52 bytes per logit in bf16 in nine kernels, 40 in seven in fp32", async () => {
+    // s 8, b 2 (configFromPreset's), vocab 64 at t = 2: E = s·b·V/t logits per rank, R = s·b rows.
+    // .float() 2+4, max 4 (+ 4 per row), sub 8, exp 8, sum 4 (+ 4 per row), div 8, gather 12 per row,
+    // mul 8, cast back 4+2: 52·E + 20·R bytes in bf16; fp32 has no casts: 40·E + 20·R.
+    const p = await plan({ tp: 2, vocab: 64 });
+    const logits = p.ops.find((o) => o.kind === 'kernel' && o.kernel === 'ceLocalMax')!;
+    const E = logits.inShapes[0]!.reduce((a, x) => a * x, 1);
+    const R = logits.outShape.reduce((a, x) => a * x, 1);
+    const bytes = (dtype: 'bf16' | 'fp32'): { bytes: number; kernels: number } => {
+      const ce = pricedOps(p, dtype, k({ crossEntropy: 'megatron' })).filter(
+        (x) => x.rule === 'megatron-cross-entropy',
+      );
+      return { bytes: ce.reduce((a, x) => a + (x.cost.kind === 'memory' ? x.cost.bytes : 0), 0), kernels: ce.length };
+    };
+    expect(bytes('bf16')).toEqual({ bytes: 52 * E + 20 * R, kernels: 9 });
+    expect(bytes('fp32')).toEqual({ bytes: 40 * E + 20 * R, kernels: 7 });
+    // The default keeps the plan's own kernels.
+    expect(pricedOps(p, 'bf16', defaultKernelOptions).some((x) => x.rule === 'megatron-cross-entropy')).toBe(false);
+  });
+
   it('GPT: drops the gate GEMMs, prices GeLU, LayerNorm, learned positions, biases and dropout; no RoPE', async () => {
     const p = await plan({ tp: 2 });
     const gpt = pricedOps(p, 'bf16', k({ arch: 'gpt' }));

@@ -68,7 +68,11 @@ describe('published Megatron-LM runs', () => {
       expect(c.mapped.unexpressed.length, c.run.id).toBe(l.tpCommOverlap && !l.sp ? 1 : 0);
       expect(c.mapped.kernels, c.run.id).toMatchObject({
         arch: c.run.model.arch,
-        attentionBackend: c.run.flashAttention ? 'flash' : 'unfused',
+        attentionBackend: c.run.flashAttention
+          ? systems[c.run.system].gpu.arch === 'ampere'
+            ? 'flash'
+            : 'fused'
+          : 'unfused',
         tpCommOverlap: l.tpCommOverlap && l.sp,
       });
       expect(c.mapped.setup).toMatchObject({

@@ -105,7 +105,7 @@ describe("the seeds' V100 evidence: long sequences and pipelining", () => {
     for (const idle of eight.pipeline.idleShare.slice(1, -1)) expect(idle).toBeGreaterThanOrEqual(0.875);
   });
 
-  it('PP8 with 16 micro-batches is within a factor 1.5 of the seeds’ 2.59× one GPU (projected 2.06×: the output stage is the bottleneck)', async () => {
+  it('PP8 with 16 micro-batches is within a factor 1.5 of the seeds’ 2.59× one GPU (projected 1.94×: the output stage is the bottleneck)', async () => {
     const ratio = (await pp8(16)).tokensPerS / (await pp1(16)).tokensPerS;
     expect(ratio).toBeGreaterThan(2.59 / 1.5);
     expect(ratio).toBeLessThan(2.59 * 1.5);

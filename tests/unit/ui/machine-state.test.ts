@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { systems } from '../../../src/hardware/systems.ts';
 import { machineChoice } from '../../../src/ui/shell/machine-choice.ts';
-import { defaultSettings, hashFromSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
+import { configOf, defaultSettings, hashFromSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
+import { makePlan } from '../../../src/parallel/plan.ts';
+import { projectedCommSource, projectLayer } from '../../../src/projection/projected-layer.ts';
 
 /** The seeds' 8×V100 PCIe box in fp16, 12 layers, 8 GPUs, global batch b·N. */
 const machineDefaults = {
@@ -69,5 +71,34 @@ describe('machineChoice', () => {
     const c = machineChoice({ ...defaultSettings, dtype: 'bf16' });
     expect(c.issues).toEqual([{ field: 'dtype', message: expect.stringMatching(/no bf16 tensor cores/) }]);
     expect(machineChoice({ ...defaultSettings, system: 'dgx-a100', dtype: 'bf16' }).issues).toEqual([]);
+  });
+});
+
+describe('the timeline follows the placement', () => {
+  // The seeds' V100 PCIe box at t = 2, DP = 4: each TP pair under one PCIe switch (PIX, 12 GB/s, NCCL's
+  // PCIe Gen3 figure) or across the sockets, the four pairs sharing the 7.6 GB/s socket link (1.9 GB/s each).
+  const at = async (placement: string) => {
+    const s = settingsFromHash(`#tp=2&placement=${placement}`).settings;
+    const machine = machineChoice(s).projection!;
+    const { plan } = await makePlan(configOf(s));
+    const tl = projectLayer(plan, machine, s.overlap);
+    const comm = tl.events.filter((e) => e.rank === 0 && e.collective).reduce((a, e) => a + e.t1 - e.t0, 0);
+    return { machine, comm, exposed: tl.totals[0]!.exposedMs, caption: projectedCommSource(machine, 2) };
+  };
+
+  it('prices the TP ring on the links it crosses: across sockets slower than under one switch', async () => {
+    const under = await at('tp-switch');
+    const across = await at('tp-sockets');
+    expect(under.machine.placed?.tp.busGBps).toBe(12);
+    expect(across.machine.placed?.tp.busGBps).toBeCloseTo(7.6 / 4, 12);
+    expect(across.comm).toBeGreaterThan(under.comm);
+    expect(across.exposed).toBeGreaterThan(under.exposed);
+    expect(under.caption).toMatch(/^projected on PCIe Gen3.*; TP ring on tp-switch: slowest hop GPU\d→GPU\d \(PIX\)/);
+    expect(across.caption).toMatch(/TP ring on tp-sockets: .*\(SYS, link shared by 4\), 1\.90 GB\/s/);
+  });
+
+  it('keeps the catalog link where the placement cannot apply (no topology for a custom box, t not dividing the GPUs)', () => {
+    expect(machineChoice({ ...defaultSettings, tp: 2, gpus: 3 }).projection?.placed).toBeUndefined();
+    expect(machineChoice({ ...defaultSettings, system: 'custom:v100-pcie:2:5:10' }).projection?.placed).toBeUndefined();
   });
 });

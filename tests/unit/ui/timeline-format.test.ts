@@ -10,6 +10,7 @@ import {
   formatFlops,
   formatMs,
   gflopsPerSecond,
+  msTickFormat,
   labelCandidates,
   localShape,
   tooltipLines,
@@ -42,6 +43,14 @@ describe('formatting numbers for the timeline', () => {
     expect(formatMs(7.746)).toBe('7.75 ms');
     expect(formatMs(1234)).toBe('1.23 s');
     expect(formatMs(0.0000005)).toBe('0.5 ns');
+  });
+
+  test('an axis writes every tick in the unit of its domain: 0 µs beside 50 µs, never 0 ms', () => {
+    const us = msTickFormat([0, 0.25]);
+    expect([0, 0.05, 0.25].map(us)).toEqual(['0 µs', '50 µs', '250 µs']);
+    const ms = msTickFormat([0.4, 2.5]);
+    expect([0.4, 1, 2.5].map(ms)).toEqual(['0.4 ms', '1 ms', '2.5 ms']);
+    expect(msTickFormat([0, 1500])(500)).toBe('0.5 s');
   });
 
   test('FLOPs take an SI prefix and GFLOP/s is FLOPs per ns of the duration', () => {

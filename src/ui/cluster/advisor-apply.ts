@@ -1,0 +1,71 @@
+import type { ParallelLayout } from '../../megatron/parallel-layout.ts';
+import { tpOverlapProblem } from '../../parallel/tp-overlap.ts';
+import type { Settings } from '../shell/state.ts';
+
+/** What applying an advisor row does to the page: the new settings and each flag of the row the page cannot set, with why. */
+export interface AdvisorApply {
+  readonly settings: Settings;
+  readonly notApplied: readonly string[];
+}
+
+/** The fewest chunks of `--tp-comm-overlap` the page's layer can run at degree t with SP (tpOverlapProblem), or undefined. */
+function chunksFor(s: Settings, tp: number): number | undefined {
+  const now = s.tpOverlapChunks > 1 ? [s.tpOverlapChunks] : [];
+  for (const k of [...now, 2, 3, 4, 5, 6, 7, 8])
+    if (!tpOverlapProblem({ s: s.s, tp, sp: true, tpOverlapChunks: k })) return k;
+  return undefined;
+}
+
+/**
+ * The page's settings with every field of `l` the page has a setting for: t, SP, p, v, the
+ * async dgrad overlap (on: the advisor's layouts assume it, as Megatron runs it),
+ * `--tp-comm-overlap` as the page's chunked TP overlap (`tpoverlap`: kept if on, else the fewest
+ * chunks the page's layer allows; off when the row has none) and the micro-batch when the
+ * cluster model is the page's own layer. Context parallelism, recompute, the distributed optimizer
+ * and the gradient and parameter overlaps have no page setting: they are listed in `notApplied`.
+ */
+export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
+  const notApplied: string[] = [];
+  let tpOverlapChunks = 1;
+  if (l.tpCommOverlap) {
+    const k = chunksFor(s, l.tp);
+    if (k === undefined)
+      notApplied.push(`--tp-comm-overlap (no chunk count divides the page layer's s/t = ${s.s}/${l.tp} tokens)`);
+    else tpOverlapChunks = k;
+  }
+  if (s.cmodel !== 'layer' && l.microBatch !== s.b)
+    notApplied.push(
+      `--micro-batch-size ${l.microBatch} (the page's b is its own layer's; the cluster model is not it)`,
+    );
+  const none = 'no page setting';
+  if (l.cp > 1) notApplied.push(`--context-parallel-size ${l.cp} (${none})`);
+  if (l.recompute !== 'none') notApplied.push(`--recompute-granularity ${l.recompute} (${none})`);
+  if (l.distributedOptimizer) notApplied.push(`--use-distributed-optimizer (${none})`);
+  if (l.overlapGradReduce) notApplied.push(`--overlap-grad-reduce (${none})`);
+  if (l.overlapParamGather) notApplied.push(`--overlap-param-gather (${none})`);
+  const settings: Settings = {
+    ...s,
+    tp: l.tp,
+    sp: l.sp,
+    pp: l.pp,
+    vpp: l.vpp,
+    overlap: true,
+    tpOverlapChunks,
+    ...(s.cmodel === 'layer' && { b: l.microBatch }),
+  };
+  return { settings, notApplied };
+}
+
+/** True when the page already runs `l` as far as it can (every field applyAdvisorRow sets is as the row has it). */
+export function rowOnPage(s: Settings, l: ParallelLayout): boolean {
+  const next = applyAdvisorRow(s, l).settings;
+  return (
+    next.tp === s.tp &&
+    next.sp === s.sp &&
+    next.pp === s.pp &&
+    next.vpp === s.vpp &&
+    next.overlap === s.overlap &&
+    next.tpOverlapChunks === s.tpOverlapChunks &&
+    next.b === s.b
+  );
+}

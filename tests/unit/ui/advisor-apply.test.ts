@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import type { ParallelLayout } from '../../../src/megatron/parallel-layout.ts';
+import { applyAdvisorRow, rowOnPage } from '../../../src/ui/cluster/advisor-apply.ts';
+import { defaultSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
+
+/** A pipelined, interleaved row with every flag the page has no setting for. */
+const row: ParallelLayout = {
+  tp: 4,
+  pp: 2,
+  vpp: 2,
+  cp: 2,
+  microBatch: 4,
+  sp: true,
+  recompute: 'selective',
+  distributedOptimizer: true,
+  overlapGradReduce: true,
+  overlapParamGather: true,
+  tpCommOverlap: true,
+};
+
+describe("applying an advisor row to the page's settings", () => {
+  it('sets t, SP, p, v, the async overlap and tpoverlap, and names every flag it cannot set', () => {
+    // The classroom layer: s = 8, so at t = 4 with SP each rank has 2 tokens: 2 chunks.
+    const page = { ...defaultSettings, overlap: false };
+    const { settings, notApplied } = applyAdvisorRow(page, row);
+    expect(settings).toEqual({ ...page, tp: 4, sp: true, pp: 2, vpp: 2, overlap: true, tpOverlapChunks: 2 });
+    expect(notApplied).toEqual([
+      "--micro-batch-size 4 (the page's b is its own layer's; the cluster model is not it)",
+      '--context-parallel-size 2 (no page setting)',
+      '--recompute-granularity selective (no page setting)',
+      '--use-distributed-optimizer (no page setting)',
+      '--overlap-grad-reduce (no page setting)',
+      '--overlap-param-gather (no page setting)',
+    ]);
+    expect(rowOnPage(settings, row)).toBe(true);
+    expect(rowOnPage(page, row)).toBe(false);
+  });
+
+  it("sets b when the cluster model is the page's own layer, and turns tpoverlap off for a row without it", () => {
+    const page = { ...defaultSettings, cmodel: 'layer' as const, tpOverlapChunks: 2 };
+    const plain = { ...row, tpCommOverlap: false, cp: 1, recompute: 'none' as const };
+    const { settings, notApplied } = applyAdvisorRow(page, plain);
+    expect(settings.b).toBe(4);
+    expect(settings.tpOverlapChunks).toBe(1);
+    expect(notApplied.some((f) => f.startsWith('--micro-batch-size'))).toBe(false);
+  });
+
+  it("keeps the page's chunk count when it is legal, and says so when no chunk count divides s/t", () => {
+    const chunks4 = settingsFromHash('#preset=classroom&s=16&tp=2&sp=1&tpoverlap=chunks:4').settings;
+    expect(applyAdvisorRow(chunks4, { ...row, tp: 2 }).settings.tpOverlapChunks).toBe(4);
+    // s = 8 at t = 8: one token per rank, nothing to cut.
+    const { settings, notApplied } = applyAdvisorRow(defaultSettings, { ...row, tp: 8 });
+    expect(settings.tpOverlapChunks).toBe(1);
+    expect(notApplied[0]).toMatch(/^--tp-comm-overlap \(no chunk count divides the page layer's s\/t = 8\/8 tokens\)/);
+  });
+});
