@@ -9,21 +9,12 @@ import type { PageRunState } from './page-runs.ts';
 import { clusterSizes } from './cluster-model-choice.ts';
 import type { SettingsChangeDetail } from './settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from './state.ts';
-import '../classroom/tp-classroom.ts';
-import '../cluster/tp-cluster-panel.ts';
-import '../cluster/tp-machine-picture.ts';
-import '../cluster/tp-advisor-panel.ts';
-import '../cluster/tp-ablation-panel.ts';
-import './tp-exports.ts';
-import '../gemm/tp-gemm-view.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import type { TimelineZoomDetail } from '../timeline/tp-timeline.ts';
 import '../timeline/tp-timeline.ts';
-import '../timeline/tp-live-memory.ts';
 import { bufferClassViews, rankMemoryLanes } from '../../session/memory-lanes.ts';
 import { timelineStragglers } from '../timeline/timeline-waits.ts';
-import '../trace/tp-trace-view.ts';
 
 const transportWords: Record<string, string> = {
   'sab-ring': 'the SharedArrayBuffer ring (shared memory + Atomics)',

@@ -5,6 +5,7 @@ import { panelStyles } from '../shared/page-style.ts';
 import { appStyles } from './app-style.ts';
 import type { FieldIssue } from './field-issues.ts';
 import { PageRuns, type PageRunState } from './page-runs.ts';
+import { loadLaterElements } from './later-elements.ts';
 import { renderBanners, renderRun, renderWorkerView } from './run-view.ts';
 import type { SettingsChangeDetail } from './settings-change.ts';
 import { hashFromSettings, mainViews, runKey, settingsFromHash, type MainView, type Settings } from './state.ts';
@@ -64,6 +65,7 @@ export class TpApp extends LitElement {
     this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
     if (settings.view !== 'trace') this.runs.request(settings, this.changed);
+    void loadLaterElements(settings.view);
   }
 
   private onChange(e: CustomEvent<SettingsChangeDetail>): void {
