@@ -24,6 +24,9 @@ export default mergeConfig(
             environment: 'node',
             include: ['tests/e2e/**/*.test.ts'],
             globalSetup: ['tests/e2e/build-once.ts'],
+            // A poll waits on the page, which on two busy cores can take seconds to re-project or
+            // redraw (the 1 s default failed a clean-clone run); a real failure still fails at 30 s.
+            expect: { poll: { timeout: 30_000 } },
             testTimeout: 180_000,
             hookTimeout: 180_000,
           },
