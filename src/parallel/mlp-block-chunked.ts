@@ -232,7 +232,17 @@ export async function mlpBlockForwardChunked<T>(
       },
       kept &&
         ((i, xi) =>
-          copyChunk(be, 'mlp.in.assemble', 'sequence', roundOf(g, i).full, h, kept, xi, false, chunkOf(i, roundsOf(g)))),
+          copyChunk(
+            be,
+            'mlp.in.assemble',
+            'sequence',
+            roundOf(g, i).full,
+            h,
+            kept,
+            xi,
+            false,
+            chunkOf(i, roundsOf(g)),
+          )),
     );
   } else {
     linearForward(be, mlpGate, x, w.wfc1, gate, m, h, gateCols(D));
@@ -365,7 +375,8 @@ export async function mlpBlockBackwardChunked<T>(
     dy,
     (step, dyi, rows) =>
       linearDgradRows(be, mlpDown, dyi, rows, w.wdown, dact, step.full, f, downCols, false, false, step.tag),
-    (i, dyi) => copyChunk(be, 'd.mlp.out.assemble', 'sequence', roundOf(g, i).full, h, dOut, dyi, false, chunkOf(i, rounds)),
+    (i, dyi) =>
+      copyChunk(be, 'd.mlp.out.assemble', 'sequence', roundOf(g, i).full, h, dOut, dyi, false, chunkOf(i, rounds)),
   );
   linearWgrad(be, mlpDown, saved.mlp.act, dOut, dw.wdown, m, f, downCols);
   const dgate = be.tensor('d.mlp.gate', [s, b, f]);

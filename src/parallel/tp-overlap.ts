@@ -195,7 +195,9 @@ export function chunkSchedule(pattern: ChunkPattern, t: number, c: number, rank:
     return stages;
   }
   if (c % t !== 0)
-    throw new Error(`chunkSchedule: under SP c must be a multiple of t (each rank's shard is m = c/t chunks), got c = ${c}, t = ${t}.`);
+    throw new Error(
+      `chunkSchedule: under SP c must be a multiple of t (each rank's shard is m = c/t chunks), got c = ${c}, t = ${t}.`,
+    );
   const m = c / t;
   const gather = pattern === 'gather-gemm';
   const stages: ChunkStage[] = [];

@@ -73,12 +73,7 @@ export class TpChunkFigure extends LitElement {
     </td>`;
   }
 
-  private grid(
-    title: string,
-    stages: readonly (readonly ChunkStage[])[],
-    m: number,
-    pattern: string,
-  ): TemplateResult {
+  private grid(title: string, stages: readonly (readonly ChunkStage[])[], m: number, pattern: string): TemplateResult {
     const n = stages[0]?.length ?? 0;
     return html`<h4>${title}</h4>
       <table data-pattern=${pattern}>

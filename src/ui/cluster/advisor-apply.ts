@@ -11,7 +11,8 @@ export interface AdvisorApply {
 /** The page's chunk count if legal at degree t with SP, else the fewest legal (legalTpOverlapChunks: t, one chunk per rank), or undefined. */
 function chunksFor(s: Settings, tp: number): number | undefined {
   const on = { s: s.s, tp, sp: true };
-  if (s.tpOverlapChunks > 1 && !tpOverlapProblem({ ...on, tpOverlapChunks: s.tpOverlapChunks })) return s.tpOverlapChunks;
+  if (s.tpOverlapChunks > 1 && !tpOverlapProblem({ ...on, tpOverlapChunks: s.tpOverlapChunks }))
+    return s.tpOverlapChunks;
   return legalTpOverlapChunks(on)[0];
 }
 

@@ -23,7 +23,7 @@ describe('chunk schedules, written out by hand', () => {
     expect(chunkSchedule('gather-gemm', 2, 2, 1)).toEqual(ring([1, 1, 0], 0));
   });
 
-  test('t = 2, c = 2, GEMM + reduce-scatter: each rank computes the other rank\'s partial first and sends it, its own last', () => {
+  test("t = 2, c = 2, GEMM + reduce-scatter: each rank computes the other rank's partial first and sends it, its own last", () => {
     expect(chunkSchedule('gemm-reduce-scatter', 2, 2, 0)).toEqual(ring([1, 1, 0], 0));
     expect(chunkSchedule('gemm-reduce-scatter', 2, 2, 1)).toEqual(ring([0, 0, 1], 1));
   });
@@ -33,7 +33,10 @@ describe('chunk schedules, written out by hand', () => {
       { send: { block: 1, chunk: 0 }, recv: { block: 0, chunk: 0 } },
       { send: { block: 0, chunk: 0 }, recv: { block: 1, chunk: 0 } },
     ];
-    const ar = (chunk: number) => ({ chunk, steps: steps.map((x) => ({ send: { ...x.send, chunk }, recv: { ...x.recv, chunk } })) });
+    const ar = (chunk: number) => ({
+      chunk,
+      steps: steps.map((x) => ({ send: { ...x.send, chunk }, recv: { ...x.recv, chunk } })),
+    });
     expect(chunkSchedule('gemm-all-reduce', 2, 2, 0)).toEqual([
       { multiply: 0 },
       { multiply: 1, allReduce: ar(0) },
@@ -100,9 +103,13 @@ describe('chunk geometry and the setting', () => {
     expect(validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 4 })).ok).toBe(true);
     const r = validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 2 }));
     expect(r.ok).toBe(false);
-    expect(r.errors.map((e) => e.message).join()).toMatch(/chunks:2 must be t = 4 times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 4, 8/);
+    expect(r.errors.map((e) => e.message).join()).toMatch(
+      /chunks:2 must be t = 4 times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 4, 8/,
+    );
     const noSp = validateConfig(configFromPreset('classroom', { tp: 2, tpOverlapChunks: 3 }));
-    expect(noSp.errors.map((e) => e.message).join()).toContain('must divide the s = 8 tokens (chunks cut the sequence): legal chunk counts are 2, 4, 8');
+    expect(noSp.errors.map((e) => e.message).join()).toContain(
+      'must divide the s = 8 tokens (chunks cut the sequence): legal chunk counts are 2, 4, 8',
+    );
     const one = validateConfig(configFromPreset('classroom', { tp: 1, tpOverlapChunks: 2 }));
     expect(one.ok).toBe(true);
     expect(one.notes.map((n) => n.rule)).toContain('tp-overlap-chunks');
@@ -129,7 +136,14 @@ describe('the plan carries the chunks as typed data', () => {
       'reduceScatter',
       'reduceScatter',
     ]);
-    expect(collectives.map((o) => [o.chunk!.index, o.chunk!.of])).toEqual(Array(5).fill([[0, 2], [1, 2]]).flat());
+    expect(collectives.map((o) => [o.chunk!.index, o.chunk!.of])).toEqual(
+      Array(5)
+        .fill([
+          [0, 2],
+          [1, 2],
+        ])
+        .flat(),
+    );
     const gemms = chunked.filter((o) => o.kind === 'gemm');
     // gate, up forward; down forward; down dgrad; gate, up dgrad; gate, up wgrad: 8 GEMMs per chunk.
     expect(gemms).toHaveLength(8 * 4);
@@ -175,7 +189,7 @@ describe('the step schedule runs chunk collectives off the compute stream', () =
     expect(on.exposed).toBeLessThan(off.exposed);
   });
 
-  test('the own chunk runs under its round\'s all-gather, the others start no earlier than it arrives, and the next round moves under them', async () => {
+  test("the own chunk runs under its round's all-gather, the others start no earlier than it arrives, and the next round moves under them", async () => {
     // t = 2, c = 4: two rounds; GEMM chunks 1, 2 are round 1's (own, then received), 3, 4 round 2's.
     const { tl } = await mlpExposed(4);
     const ev = (op: string) => tl.events.find((e) => e.rank === 0 && e.op === op)!;

@@ -53,6 +53,8 @@ describe("applying an advisor row to the page's settings", () => {
     expect(applyAdvisorRow(defaultSettings, { ...row, tp: 8 }).settings.tpOverlapChunks).toBe(8);
     const { settings, notApplied } = applyAdvisorRow({ ...defaultSettings, s: 12 }, { ...row, tp: 8 });
     expect(settings.tpOverlapChunks).toBe(1);
-    expect(notApplied[0]).toMatch(/^--tp-comm-overlap \(the page layer's s = 12 tokens do not split into t = 8 shards\)/);
+    expect(notApplied[0]).toMatch(
+      /^--tp-comm-overlap \(the page layer's s = 12 tokens do not split into t = 8 shards\)/,
+    );
   });
 });

@@ -120,7 +120,7 @@ test('attention at t = 4 > 2 KV groups adds the all-gather of the linear_qkv sli
   expect(stepFigures('attention', runs(2)).map((f) => f.kind)).toEqual(['heads', 'ring']);
 });
 
-test('the chunked-overlap step at t = 2, c = 2, written out by hand: each rank multiplies its own chunk first while sending it, and computes the other rank\'s partial of down first', () => {
+test("the chunked-overlap step at t = 2, c = 2, written out by hand: each rank multiplies its own chunk first while sending it, and computes the other rank's partial of down first", () => {
   const [f, run] = stepFigures('tp-overlap', runs(2));
   expect(run).toEqual(
     expect.objectContaining({ kind: 'run', config: expect.objectContaining({ tp: 2, sp: true, tpOverlapChunks: 2 }) }),
