@@ -353,12 +353,12 @@ export function classroomSteps(runs: ClassroomRuns): ClassroomStep[] {
 }
 
 /**
- * The configuration the chunked-overlap step runs: the classroom preset at t with SP and c = 2
- * chunks of each rank's s/t tokens (src/parallel/tp-overlap.ts); null where it cannot run (t = 1,
- * or s/t not divisible by 2).
+ * The configuration the chunked-overlap step runs: the classroom preset at t with SP and c = t
+ * chunks, each rank's shard one chunk (src/parallel/tp-overlap.ts); null where it cannot run
+ * (t = 1, or s not divisible by t).
  */
 export function classroomOverlapConfig(c: LayerConfig): LayerConfig | null {
-  const o = { ...c, sp: true, tpOverlapChunks: 2 };
+  const o = { ...c, sp: true, tpOverlapChunks: c.tp };
   return c.tp > 1 && c.s % c.tp === 0 && !tpOverlapProblem(o) ? o : null;
 }
 
@@ -373,17 +373,17 @@ function overlapStep(runs: ClassroomRuns): ClassroomStep {
       ? [
           collective(
             'allGather',
-            bytesSH / k,
+            bytesSH / (k / c.tp),
             c.tp,
             '--tp-comm-overlap (Transformer Engine userbuffers)',
-            `forward: each of ${k} chunks of [s, h] all-gathered while the gate/up GEMM of the one before runs`,
+            `forward: [s, h] all-gathered in ${k} chunks (one per rank) while gate/up multiply each rank's own chunk first, then the others in ring order`,
           ),
           collective(
             'reduceScatter',
-            bytesSH / k,
+            bytesSH / (k / c.tp),
             c.tp,
             '--tp-comm-overlap (Transformer Engine userbuffers)',
-            `forward: each of ${k} chunks of the down GEMM's output reduce-scattered while the next chunk's GEMM runs`,
+            `forward: the down GEMM's output computed in ${k} chunks in ring order (each rank's own last), then reduce-scattered`,
           ),
         ]
       : [],

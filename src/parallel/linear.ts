@@ -169,7 +169,8 @@ export function linearDgradRows<T>(
 
 /**
  * wgrad: dW[:, c0:c0+n] = X[m, k]ᵀ·dY[m, n] (each weight column has one owner: nothing accumulates
- * across ranks). `accumulate` adds into dW: chunked TP overlap sums the wgrad chunk by chunk.
+ * across ranks). `accumulate` adds into dW: chunked TP overlap sums the wgrad chunk by chunk, X's
+ * and dY's m rows starting at rows `at.x` and `at.dy` of their tensors.
  */
 export function linearWgrad<T>(
   be: Backend<T>,
@@ -182,6 +183,7 @@ export function linearWgrad<T>(
   cols: WeightCols,
   accumulate = false,
   chunk?: TpChunk,
+  at: { readonly x: number; readonly dy: number } = { x: 0, dy: 0 },
 ): void {
   be.gemm(
     gemmOp(l, 'wgrad', chunk),
@@ -189,6 +191,8 @@ export function linearWgrad<T>(
       M: k,
       N: cols.n,
       K: m,
+      offA: at.x * k,
+      offB: at.dy * cols.n,
       sAm: 1,
       sAk: k,
       sBk: cols.n,

@@ -14,20 +14,36 @@ import { tensorParallelRegion, type MappingPair } from './mappings.ts';
 import { gateCols, mlpDown, mlpGate, mlpUp, upCols } from './mlp.ts';
 import type { MlpBlockLabels, MlpBlockSaved } from './mlp-block.ts';
 import type { OpRole, OpSplit } from './plan-types.ts';
-import { chunkLabel, chunkRowsInFull, chunkRowsPacked, type RowBlocks, type TpChunk } from './tp-overlap.ts';
+import {
+  chunkLabel,
+  chunkRowsInFull,
+  chunkRowsPacked,
+  ringChunk,
+  roundRowsInFull,
+  type RowBlocks,
+  type TpChunk,
+} from './tp-overlap.ts';
 
 /**
  * The MLP block of mlp-block.ts with chunked TP communication overlap (tp-overlap.ts): its
- * column/row pair cuts each collective into c chunks along the sequence and runs the GEMM chunks
- * while the other chunks move round the ring (Megatron's --tp-comm-overlap). Every rank issues
- * the same ops in the same order; the collectives go through the layer's CommStream, one after
- * another, while `lc.launch()` starts each GEMM chunk as soon as it is queued.
+ * column/row pair runs its GEMMs chunk by chunk in ring order while the collectives move
+ * (Megatron's --tp-comm-overlap). Every rank issues the same ops in the same order (the k-th GEMM
+ * chunk of a round is the ring's k-th step on every rank; which rows it takes depends on the rank,
+ * ringChunk); the collectives go through the layer's CommStream, one after another, while
+ * `lc.launch()` starts each GEMM chunk as soon as it is queued.
  *
- * Chunk j under SP is piece j (p = sl/c tokens) of every rank's [sl, b, ·] shard (chunkRowsInFull):
- * a gathered chunk is [t·p, b, ·] with rank r's piece as block r. GEMMs are row-separable, so a
- * chunked forward or dgrad output sums the same products in the same order as the whole GEMM;
- * the reduce-scatter of chunk j reduces rank r's piece in the same ring order as the whole
- * reduce-scatter reduces it. What changes the summation order: the wgrad summed chunk by chunk
+ * Under SP with c = t·m chunks, round i all-gathers (or reduce-scatters) piece i of every rank's
+ * shard, [p, b, ·] ↔ [t·p, b, ·] with rank q's piece as block q (p = sl/m). All-gather + GEMM: the
+ * rank multiplies its own chunk before waiting for anything, then the other t − 1 chunks of the
+ * round in ring order (r − 1, r − 2, …) once the round's all-gather has arrived. GEMM +
+ * reduce-scatter: it computes the partials of blocks r − 1, r − 2, …, its own last, then the
+ * round's reduce-scatter. The collectives are whole all-gathers and reduce-scatters of a round (the
+ * transport runs their ring steps in the order chunkSchedule lists), so a GEMM chunk waits for its
+ * round, not for its own ring step.
+ *
+ * GEMMs are row-separable, so a chunked forward or dgrad output sums the same products in the same
+ * order as the whole GEMM; a round's reduce-scatter reduces rank r's piece in the same ring order
+ * as the whole reduce-scatter. What changes the summation order: the wgrad summed chunk by chunk
  * (s·b rows in c groups) and, without SP, the all-reduce of rows [j·s/c, (j+1)·s/c) whose ring
  * blocks differ from the whole tensor's; both stay within oracleTolerance's bound for a
  * reduction of length s·b (resp. t), which does not depend on the order.
@@ -37,20 +53,40 @@ interface Geometry {
   readonly D: LocalDims;
   readonly c: number;
   readonly sp: boolean;
+  /** This rank's index in the group. */
+  readonly rank: number;
 }
 
 const chunkOf = (index: number, of: number): TpChunk => ({ index, of });
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+/** Rounds under SP: m = c/t pieces of each rank's shard. */
+const roundsOf = (g: Geometry): number => g.c / g.D.t;
+/** One block of `rows` rows at row `at`. */
+const oneBlock = (rows: number, at: number): RowBlocks => ({ blocks: 1, rows, at, stride: 0 });
 
-/** Rows of chunk j in the full [s, b, ·] tensor and in its packed chunk tensor. */
-function rowsOf(g: Geometry, j: number): { full: RowBlocks; packed: RowBlocks } {
-  const full = chunkRowsInFull({ s: g.D.s, b: g.D.b, t: g.D.t, sp: g.sp }, j, g.c);
+/** Round i's rows in the full [s, b, ·] tensor and in its packed [t·p, b, ·] tensor (SP). */
+function roundOf(g: Geometry, i: number): { full: RowBlocks; packed: RowBlocks } {
+  const full = roundRowsInFull({ s: g.D.s, b: g.D.b, t: g.D.t }, i, roundsOf(g));
   return { full, packed: chunkRowsPacked(full) };
 }
 
 /**
- * Copies chunk j between a full [s, b, w] tensor and its packed chunk [blocks·rows, w] — one
- * column-block copy over the blocks viewed as [blocks, ·] matrices. `toChunk`: full → chunk.
+ * The GEMM chunk at ring position n = i·t + k of `pattern` under SP: its tag, its rows in the full
+ * [s, b, ·] tensor, and its block's rows in the round's packed tensor.
+ */
+function ringStep(
+  g: Geometry,
+  pattern: 'gather-gemm' | 'gemm-reduce-scatter',
+  n: number,
+): { tag: TpChunk; full: RowBlocks; packed: RowBlocks; block: number } {
+  const { chunk, block } = ringChunk(pattern, g.D.t, g.c, g.rank, n);
+  const full = chunkRowsInFull(g.D, chunk, g.c);
+  return { tag: chunkOf(n, g.c), full, packed: oneBlock(full.rows, block * full.rows), block };
+}
+
+/**
+ * Copies rows between a full [s, b, w] tensor and a packed tensor [blocks·rows, w] — one
+ * column-block copy over the blocks viewed as [blocks, ·] matrices. `toChunk`: full → packed.
  */
 function copyChunk<T>(
   be: Backend<T>,
@@ -72,30 +108,30 @@ function copyChunk<T>(
   else be.copyCols(op, chunk, full, rows.blocks, n, chunkBlock, fullBlock);
 }
 
-/** This rank's piece j [p, b, w] of its [sl, b, w] shard, copied into a tensor of its own (what the chunk's all-gather sends). */
-function packPiece<T>(be: Backend<T>, label: string, g: Geometry, shard: T, w: number, j: number): T {
-  const p = g.D.sl / g.c;
+/**
+ * This rank's piece i [p, b, w] of its [sl, b, w] shard, what round i's all-gather sends: the shard
+ * itself when m = 1, else copied into a tensor of its own.
+ */
+function ownPiece<T>(be: Backend<T>, label: string, g: Geometry, shard: T, w: number, i: number): T {
+  const m = roundsOf(g);
+  if (m === 1) return shard;
+  const p = g.D.sl / m;
   const piece = be.tensor(label, [p, g.D.b, w]);
-  copyChunk(
-    be,
-    label,
-    'sequence',
-    { blocks: 1, rows: p * g.D.b, at: j * p * g.D.b, stride: 0 },
-    w,
-    shard,
-    piece,
-    true,
-    chunkOf(j, g.c),
-  );
+  copyChunk(be, label, 'sequence', oneBlock(p * g.D.b, i * p * g.D.b), w, shard, piece, true, chunkOf(i, m));
   return piece;
 }
 
+/** A chunked all-gather in flight: each round's own piece (held: no wait) and its gathered [t·p, b, w]. */
+interface GatheringRounds<T> {
+  readonly pieces: T[];
+  readonly gathered: Promise<T>[];
+}
+
 /**
- * All-gathers `shard` [sl, b, w] chunk by chunk through the comm stream: every piece is packed,
- * then chunk j's all-gather (the forward half of `m`, or its backward with `backward`) is issued;
- * returns each chunk's gathered [t·p, b, w] as it arrives.
+ * All-gathers `shard` [sl, b, w] round by round through the comm stream: every own piece is taken,
+ * then round i's all-gather (the forward half of `m`, or its backward with `backward`) is issued.
  */
-function gatherChunks<T>(
+function gatherRounds<T>(
   be: Backend<T>,
   lc: LayerComm<T>,
   g: Geometry,
@@ -105,28 +141,62 @@ function gatherChunks<T>(
   shard: T,
   w: number,
   role?: OpRole,
-): { gathered: Promise<T>[]; pieces: T[] } {
-  const pieces = range(g.c).map((j) => packPiece(be, `${label}.piece`, g, shard, w, j));
+): GatheringRounds<T> {
+  const rounds = roundsOf(g);
+  const pieces = range(rounds).map((i) => ownPiece(be, `${label}.piece`, g, shard, w, i));
   lc.launch();
-  const gathered = pieces.map((x, j) => {
-    const op = opSpec(chunkLabel(label, chunkOf(j, g.c)), 'sequence', {
-      chunk: chunkOf(j, g.c),
+  const gathered = pieces.map((x, i) => {
+    const op = opSpec(chunkLabel(label, chunkOf(i, rounds)), 'sequence', {
+      chunk: chunkOf(i, rounds),
       ...(role !== undefined && { role }),
     });
     return lc.stream.issue(() => (backward ? lc.backward(op, m, x) : lc.forward(op, m, x)));
   });
-  return { gathered, pieces };
-}
-
-/** Frees a chunk's tensors once its ops are queued (a collective may return its input: freed once). */
-function releaseAll<T>(be: Backend<T>, ...ts: T[]): void {
-  for (const t of new Set(ts)) be.release(t);
+  return { pieces, gathered };
 }
 
 /**
- * Forward with c chunks (c ≥ 2): under SP the input all-gather in c chunks, each GEMM chunk of gate
- * and up dispatched as its chunk arrives; SwiGLU; down's GEMM in c chunks, each reduce-scattered
- * (without SP: all-reduced) as soon as it is queued. Same result as mlpBlockForward.
+ * All-gather + GEMM in ring order: for each round, `gemm(step, x, xRows)` on the rank's own chunk
+ * (its piece: no wait), then, once the round has arrived, on the other t − 1 chunks of the
+ * gathered tensor in ring order; `after(i, gathered)` then runs (assembles), and the round's
+ * tensors are freed.
+ */
+async function multiplyGathered<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  g: Geometry,
+  rounds: GatheringRounds<T>,
+  shard: T,
+  gemm: (step: ReturnType<typeof ringStep>, x: T, xRows: RowBlocks) => void,
+  after?: (i: number, gathered: T) => void,
+): Promise<void> {
+  const t = g.D.t;
+  for (const i of range(roundsOf(g))) {
+    const own = ringStep(g, 'gather-gemm', i * t);
+    gemm(own, rounds.pieces[i]!, oneBlock(own.full.rows, 0));
+    lc.launch();
+    const xi = await rounds.gathered[i]!;
+    for (let k = 1; k < t; k++) {
+      const step = ringStep(g, 'gather-gemm', i * t + k);
+      gemm(step, xi, step.packed);
+    }
+    after?.(i, xi);
+    lc.launch();
+    release(be, shard, xi, rounds.pieces[i]!);
+  }
+}
+
+/** Frees tensors once their ops are queued (a collective may return its input: freed once), never `keep`. */
+function release<T>(be: Backend<T>, keep: T, ...ts: T[]): void {
+  for (const t of new Set(ts)) if (t !== keep) be.release(t);
+}
+
+/**
+ * Forward with c chunks (c ≥ 2): under SP the input all-gathered in m = c/t rounds, gate and up
+ * multiplying the rank's own chunk first and the others in ring order as their round arrives;
+ * SwiGLU; down's GEMM chunk by chunk, the partial that travels farthest first and the rank's own
+ * last, each round reduce-scattered as soon as it is queued (without SP: c chunks of rows, each
+ * all-reduced). Same result as mlpBlockForward.
  */
 export async function mlpBlockForwardChunked<T>(
   be: Backend<T>,
@@ -138,7 +208,7 @@ export async function mlpBlockForwardChunked<T>(
   w: { readonly wfc1: T; readonly wdown: T },
   labels: MlpBlockLabels,
 ): Promise<{ out: T; saved: MlpBlockSaved<T> }> {
-  const g: Geometry = { D, c, sp };
+  const g: Geometry = { D, c, sp, rank: lc.comm.rank };
   const { s, b, h, f, sl } = D;
   const m = s * b;
   const { enter, leave } = tensorParallelRegion(sp);
@@ -147,18 +217,33 @@ export async function mlpBlockForwardChunked<T>(
   let input: T | undefined = x;
   if (sp) {
     const keep = labels.regather === undefined;
-    input = keep ? be.tensor('mlp.in', [s, b, h]) : undefined;
-    const { gathered, pieces } = gatherChunks(be, lc, g, labels.gather, enter, false, x, h);
-    for (const j of range(c)) {
-      const xj = await gathered[j];
-      const rows = rowsOf(g, j);
-      const tag = chunkOf(j, c);
-      linearForwardRows(be, mlpGate, xj, rows.packed, w.wfc1, gate, rows.full, h, gateCols(D), tag);
-      linearForwardRows(be, mlpUp, xj, rows.packed, w.wfc1, up, rows.full, h, upCols(D), tag);
-      if (input) copyChunk(be, 'mlp.in.assemble', 'sequence', rows.full, h, input, xj, false, tag);
-      lc.launch();
-      releaseAll(be, xj, pieces[j]);
-    }
+    const kept = keep ? be.tensor('mlp.in', [s, b, h]) : undefined;
+    input = kept;
+    const rounds = gatherRounds(be, lc, g, labels.gather, enter, false, x, h);
+    await multiplyGathered(
+      be,
+      lc,
+      g,
+      rounds,
+      x,
+      (step, xi, xRows) => {
+        linearForwardRows(be, mlpGate, xi, xRows, w.wfc1, gate, step.full, h, gateCols(D), step.tag);
+        linearForwardRows(be, mlpUp, xi, xRows, w.wfc1, up, step.full, h, upCols(D), step.tag);
+      },
+      kept &&
+        ((i, xi) =>
+          copyChunk(
+            be,
+            'mlp.in.assemble',
+            'sequence',
+            roundOf(g, i).full,
+            h,
+            kept,
+            xi,
+            false,
+            chunkOf(i, roundsOf(g)),
+          )),
+    );
   } else {
     linearForward(be, mlpGate, x, w.wfc1, gate, m, h, gateCols(D));
     linearForward(be, mlpUp, x, w.wfc1, up, m, h, upCols(D));
@@ -166,24 +251,29 @@ export async function mlpBlockForwardChunked<T>(
   const act = be.tensor('mlp.act', [s, b, f]);
   be.swiglu(opSpec('mlp.swiglu', 'column'), gate, up, act);
   const out = be.tensor('mlp.out', [sl, b, h]);
-  const chunks = reduceChunks(be, lc, g, mlpDown, labels.reduce, 'row', leave, false, h, (j, rows, yj) =>
-    linearForwardRows(be, mlpDown, act, rows.full, w.wdown, yj, rows.packed, f, { w: h, c0: 0, n: h }, chunkOf(j, c)),
+  const downCols: WeightCols = { w: h, c0: 0, n: h };
+  const reducing = reduceChunks(be, lc, g, mlpDown, labels.reduce, 'row', leave, false, h, (step, y) =>
+    linearForwardRows(be, mlpDown, act, step.full, w.wdown, y, step.packed, f, downCols, step.tag),
   );
-  await collectChunks(be, lc, g, labels.reduce, h, chunks, out);
+  await collectChunks(be, lc, g, labels.reduce, h, reducing, out);
   return { out, saved: { shard: x, ...(input !== undefined && { input }), mlp: { gate, up, act } } };
 }
 
-/** Chunks of a GEMM output whose reductions are in flight: their packed tensors and reduced results. */
+/** Outputs of a GEMM whose reductions are in flight: their packed tensors and reduced results (per round under SP, per chunk without). */
 interface ReducingChunks<T> {
   readonly parts: T[];
   readonly reduced: Promise<T>[];
 }
 
+/** A GEMM chunk as `reduceChunks` hands it out: its tag, its rows in the full tensor and in the packed output. */
+type GemmChunk = Pick<ReturnType<typeof ringStep>, 'tag' | 'full' | 'packed'>;
+
 /**
- * A GEMM whose [s, b, n] output is reduced over the group, in c chunks: `gemm(j, rows, yj)` writes
- * chunk j's rows into a packed chunk tensor yj, whose reduction (the forward of `m`, or its
- * backward with `backward`: reduce-scatter under SP, all-reduce without) is issued at once on the
- * comm stream while the next GEMM chunk is queued.
+ * A GEMM whose [s, b, n] output is reduced over the group, chunk by chunk: `gemm(chunk, y)` writes
+ * the chunk's rows into a packed tensor y. Under SP, round i's t chunks go into one [t·p, b, n] in
+ * reduce-scatter ring order (the partial of block r − 1 first, the rank's own last), then the
+ * round's reduce-scatter (the forward of `m`, or its backward with `backward`) is issued on the comm
+ * stream; without SP each chunk [s/c, b, n] is all-reduced as soon as it is queued.
  */
 function reduceChunks<T>(
   be: Backend<T>,
@@ -195,25 +285,39 @@ function reduceChunks<T>(
   m: MappingPair,
   backward: boolean,
   n: number,
-  gemm: (j: number, rows: { full: RowBlocks; packed: RowBlocks }, yj: T) => void,
+  gemm: (chunk: GemmChunk, y: T) => void,
 ): ReducingChunks<T> {
   const { b, t, s } = g.D;
   const reduced: Promise<T>[] = [];
   const parts: T[] = [];
-  for (const j of range(g.c)) {
-    const rows = rowsOf(g, j);
-    const yj = be.tensor(`${l.label}.chunk`, g.sp ? [(rows.full.rows * t) / b, b, n] : [s / g.c, b, n]);
-    gemm(j, rows, yj);
-    parts.push(yj);
-    const tag = chunkOf(j, g.c);
+  const issue = (y: T, tag: TpChunk): void => {
+    parts.push(y);
     const op = opSpec(chunkLabel(label, tag), split, { chunk: tag });
-    reduced.push(lc.stream.issue(() => (backward ? lc.backward(op, m, yj) : lc.forward(op, m, yj))));
+    reduced.push(lc.stream.issue(() => (backward ? lc.backward(op, m, y) : lc.forward(op, m, y))));
     lc.launch();
+  };
+  if (g.sp) {
+    const rounds = roundsOf(g);
+    for (const i of range(rounds)) {
+      const y = be.tensor(`${l.label}.chunk`, [(t * g.D.sl) / rounds, b, n]);
+      for (let k = 0; k < t; k++) gemm(ringStep(g, 'gemm-reduce-scatter', i * t + k), y);
+      issue(y, chunkOf(i, rounds));
+    }
+  } else {
+    for (const j of range(g.c)) {
+      const full = chunkRowsInFull(g.D, j, g.c);
+      const y = be.tensor(`${l.label}.chunk`, [s / g.c, b, n]);
+      gemm({ tag: chunkOf(j, g.c), full, packed: chunkRowsPacked(full) }, y);
+      issue(y, chunkOf(j, g.c));
+    }
   }
   return { parts, reduced };
 }
 
-/** Copies the reduced chunks into `out` ([sl, b, n] under SP: rank r keeps its piece j of each; [s, b, n] without) as they arrive. */
+/**
+ * Copies the reduced results into `out` as they arrive: under SP round i's [p, b, n] is piece i of
+ * the rank's [sl, b, n]; without SP chunk j's rows of [s, b, n].
+ */
 async function collectChunks<T>(
   be: Backend<T>,
   lc: LayerComm<T>,
@@ -223,21 +327,23 @@ async function collectChunks<T>(
   chunks: ReducingChunks<T>,
   out: T,
 ): Promise<void> {
-  for (const j of range(g.c)) {
-    const rj = await chunks.reduced[j];
-    const full = rowsOf(g, j).full;
-    const mine: RowBlocks = g.sp ? { blocks: 1, rows: full.rows, at: full.at, stride: 0 } : full;
-    copyChunk(be, `${label}.assemble`, g.sp ? 'sequence' : 'replicated', mine, n, out, rj, false, chunkOf(j, g.c));
+  const of = chunks.reduced.length;
+  for (const j of range(of)) {
+    const rj = await chunks.reduced[j]!;
+    const rows = g.sp ? oneBlock((g.D.sl / of) * g.D.b, (j * g.D.sl * g.D.b) / of) : chunkRowsInFull(g.D, j, g.c);
+    copyChunk(be, `${label}.assemble`, g.sp ? 'sequence' : 'replicated', rows, n, out, rj, false, chunkOf(j, of));
     lc.launch();
-    releaseAll(be, rj, chunks.parts[j]);
+    release(be, out, rj, chunks.parts[j]!);
   }
 }
 
 /**
- * Backward under SP with c chunks: g's backward all-gathers dY in chunks, down's dgrad chunk by
- * chunk as they arrive (its wgrad on the assembled dY); SwiGLU backward; the re-gather of the
- * input in chunks, gate and up's dgrad chunk by chunk each reduce-scattered at once, their wgrad
- * summed chunk by chunk on the re-gathered input chunks. Same results as mlpBlockBackward (SP).
+ * Backward under SP with c = t·m chunks: g's backward all-gathers dY in rounds, down's dgrad on the
+ * rank's own chunk first and the others in ring order (its wgrad on the assembled dY); SwiGLU
+ * backward; the input re-gathered in rounds, gate and up's dgrad chunk by chunk in reduce-scatter
+ * ring order, each round reduce-scattered at once; their wgrad summed chunk by chunk in ring order
+ * (the own chunk from the saved shard, before the re-gather arrives). Same results as
+ * mlpBlockBackward (SP).
  */
 export async function mlpBlockBackwardChunked<T>(
   be: Backend<T>,
@@ -250,65 +356,58 @@ export async function mlpBlockBackwardChunked<T>(
   dw: { readonly wfc1: T; readonly wdown: T },
   labels: MlpBlockLabels,
 ): Promise<{ dOut: T; dx: T }> {
-  const g: Geometry = { D, c, sp: true };
+  const g: Geometry = { D, c, sp: true, rank: lc.comm.rank };
   const { s, b, h, f, sl } = D;
   const m = s * b;
+  const rounds = roundsOf(g);
   const { enter, leave } = tensorParallelRegion(true);
   const downCols: WeightCols = { w: h, c0: 0, n: h };
 
-  // g backward: dY [sl, b, h] all-gathered chunk by chunk; down's dgrad per chunk.
+  // g backward: dY [sl, b, h] all-gathered in rounds; down's dgrad per chunk in ring order.
   const dOut = be.tensor('d.mlp.out', [s, b, h]);
   const dact = be.tensor('d.mlp.act', [s, b, f]);
-  const dyChunks = gatherChunks(be, lc, g, labels.reduceBackward, leave, true, dy, h);
-  for (const j of range(c)) {
-    const dj = await dyChunks.gathered[j];
-    const rows = rowsOf(g, j);
-    const tag = chunkOf(j, c);
-    linearDgradRows(be, mlpDown, dj, rows.packed, w.wdown, dact, rows.full, f, downCols, false, false, tag);
-    copyChunk(be, 'd.mlp.out.assemble', 'sequence', rows.full, h, dOut, dj, false, tag);
-    lc.launch();
-    releaseAll(be, dj, dyChunks.pieces[j]);
-  }
+  const dyRounds = gatherRounds(be, lc, g, labels.reduceBackward, leave, true, dy, h);
+  await multiplyGathered(
+    be,
+    lc,
+    g,
+    dyRounds,
+    dy,
+    (step, dyi, rows) =>
+      linearDgradRows(be, mlpDown, dyi, rows, w.wdown, dact, step.full, f, downCols, false, false, step.tag),
+    (i, dyi) =>
+      copyChunk(be, 'd.mlp.out.assemble', 'sequence', roundOf(g, i).full, h, dOut, dyi, false, chunkOf(i, rounds)),
+  );
   linearWgrad(be, mlpDown, saved.mlp.act, dOut, dw.wdown, m, f, downCols);
   const dgate = be.tensor('d.mlp.gate', [s, b, f]);
   const dup = be.tensor('d.mlp.up', [s, b, f]);
   be.swigluBackward(opSpec('mlp.swiglu.backward', 'column'), saved.mlp.gate, saved.mlp.up, dact, dgate, dup);
   be.release(dact);
 
-  // The input's re-gather in chunks (or the kept input), issued before the dgrad chunks.
+  // The input's re-gather in rounds (or the kept input), issued before the dgrad chunks.
   const again =
     saved.input === undefined && labels.regather !== undefined
-      ? gatherChunks(be, lc, g, labels.regather, enter, false, saved.shard, h, 'forward')
+      ? gatherRounds(be, lc, g, labels.regather, enter, false, saved.shard, h, 'forward')
       : undefined;
   if (!again && saved.input === undefined)
     throw new Error('mlpBlockBackwardChunked: the MLP input was neither kept nor re-gathered.');
 
-  // gate and up's dgrad per chunk, each chunk reduce-scattered as soon as it is queued.
+  // gate and up's dgrad per chunk in reduce-scatter ring order, each round reduce-scattered once queued.
   const dx = be.tensor('d.mlp.in.shard', [sl, b, h]);
-  const dxChunks = reduceChunks(be, lc, g, mlpGate, labels.dgradReduce, 'column', enter, true, h, (j, rows, dxj) => {
-    const tag = chunkOf(j, c);
-    linearDgradRows(be, mlpGate, dgate, rows.full, w.wfc1, dxj, rows.packed, h, gateCols(D), false, false, tag);
-    linearDgradRows(be, mlpUp, dup, rows.full, w.wfc1, dxj, rows.packed, h, upCols(D), true, false, tag);
+  const dxChunks = reduceChunks(be, lc, g, mlpGate, labels.dgradReduce, 'column', enter, true, h, (step, dxi) => {
+    linearDgradRows(be, mlpGate, dgate, step.full, w.wfc1, dxi, step.packed, h, gateCols(D), false, false, step.tag);
+    linearDgradRows(be, mlpUp, dup, step.full, w.wfc1, dxi, step.packed, h, upCols(D), true, false, step.tag);
   });
 
-  // gate and up's wgrad on the input chunks: dW += Xⱼᵀ·dGⱼ over the packed rows of chunk j.
-  if (again) {
-    for (const j of range(c)) {
-      const xj = await again.gathered[j];
-      const rows = rowsOf(g, j);
-      const tag = chunkOf(j, c);
-      const mj = rows.full.blocks * rows.full.rows;
-      const dgj = be.tensor('d.mlp.gate.chunk', [mj, f]);
-      const duj = be.tensor('d.mlp.up.chunk', [mj, f]);
-      copyChunk(be, 'd.mlp.gate.pack', 'column', rows.full, f, dgate, dgj, true, tag);
-      copyChunk(be, 'd.mlp.up.pack', 'column', rows.full, f, dup, duj, true, tag);
-      linearWgrad(be, mlpGate, xj, dgj, dw.wfc1, mj, h, gateCols(D), j > 0, tag);
-      linearWgrad(be, mlpUp, xj, duj, dw.wfc1, mj, h, upCols(D), j > 0, tag);
-      lc.launch();
-      releaseAll(be, xj, again.pieces[j], dgj, duj);
-    }
-  }
-  if (!again) {
+  // gate and up's wgrad per chunk in ring order: dW += Xⱼᵀ·dGⱼ over chunk j's rows.
+  if (again)
+    await multiplyGathered(be, lc, g, again, saved.shard, (step, xi, xRows) => {
+      const at = { x: xRows.at, dy: step.full.at };
+      const acc = step.tag.index > 0;
+      linearWgrad(be, mlpGate, xi, dgate, dw.wfc1, xRows.rows, h, gateCols(D), acc, step.tag, at);
+      linearWgrad(be, mlpUp, xi, dup, dw.wfc1, xRows.rows, h, upCols(D), acc, step.tag, at);
+    });
+  else {
     linearWgrad(be, mlpGate, saved.input!, dgate, dw.wfc1, m, h, gateCols(D));
     linearWgrad(be, mlpUp, saved.input!, dup, dw.wfc1, m, h, upCols(D));
   }

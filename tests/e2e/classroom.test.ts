@@ -254,19 +254,19 @@ test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and 
   });
 }, 300_000);
 
-test('step 9, chunked overlap at t = 2: the chunk schedules of the column/row pair, and the layer run with SP and 2 chunks on the ranks — its timeline has the chunked GEMMs and collectives, and it passes the oracle', async () => {
+test('step 9, chunked overlap at t = 2: the ring-order chunk schedules of the column/row pair, and the layer run with SP and 2 chunks on the ranks — its timeline has the chunked GEMMs and collectives, and it passes the oracle', async () => {
   await withE2ePage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
     expect(await stepId(page)).toBe('tp-overlap');
     const fig = page.locator('tp-classroom tp-chunk-figure');
-    // 2 ranks × 3 stages in each grid; the all-gather's stage 2 moves chunk 2 while the GEMM multiplies chunk 1.
-    expect(await fig.locator('table[data-pattern="gather-gemm"] td').count()).toBe(6);
-    expect(await fig.locator('table[data-pattern="gemm-reduce-scatter"] td').count()).toBe(6);
-    const stage2 = fig.locator('table[data-pattern="gather-gemm"] td[data-rank="0"][data-stage="1"]');
-    expect(await stage2.locator('.comm').getAttribute('data-chunk')).toBe('1');
-    expect(await stage2.locator('.gemm').getAttribute('data-chunk')).toBe('0');
-    expect(await stage2.locator('.piece[data-dir="send"]').getAttribute('data-block')).toBe('0');
+    // 2 ranks × 2 stages in each grid; rank 1's first all-gather stage multiplies its own chunk 1 while sending it.
+    expect(await fig.locator('table[data-pattern="gather-gemm"] td').count()).toBe(4);
+    expect(await fig.locator('table[data-pattern="gemm-reduce-scatter"] td').count()).toBe(4);
+    const stage1 = fig.locator('table[data-pattern="gather-gemm"] td[data-rank="1"][data-stage="0"]');
+    expect(await stage1.locator('.gemm').getAttribute('data-chunk')).toBe('1');
+    expect(await stage1.locator('.piece[data-dir="send"]').getAttribute('data-chunk')).toBe('1');
+    expect(await stage1.locator('.piece[data-dir="recv"]').getAttribute('data-chunk')).toBe('0');
     const el = page.locator('tp-classroom tp-classroom-run');
     await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
     expect(await el.getAttribute('data-oracle')).toBe('pass');
@@ -274,7 +274,8 @@ test('step 9, chunked overlap at t = 2: the chunk schedules of the column/row pa
       .locator('tp-timeline rect[data-kind]')
       .evaluateAll((rs) => rs.map((r) => [r.getAttribute('data-kind'), r.getAttribute('data-op')]));
     expect(ops.some(([k, op]) => k === 'compute' && /\[2\/2\]/.test(op ?? ''))).toBe(true);
-    expect(ops.some(([k, op]) => k === 'comm' && /\[2\/2\]/.test(op ?? ''))).toBe(true);
+    // c = t = 2: one round per collective (ln2.gather[1/1], …), two GEMM chunks (mlp.up[2/2], …).
+    expect(ops.some(([k, op]) => k === 'comm' && /\[1\/1\]/.test(op ?? ''))).toBe(true);
     await shot(page, 'classroom-1920-step9-overlap');
     await page.setViewportSize({ width: 1280, height: 800 });
     await shot(page, 'classroom-1280-step9-overlap');

@@ -28,37 +28,41 @@ describe('chunked TP overlap (built page)', () => {
     await open?.close();
   });
 
-  test('at the classroom size (s = 8: 2 tokens per rank at t = 4) chunks:4 is refused under its control, naming the legal count', async () => {
-    const error = page.locator('tp-controls [data-error-for="tpOverlapChunks"]');
-    await expect.poll(() => error.count(), { timeout: runTimeout }).toBeGreaterThan(0);
-    expect(await error.first().textContent()).toMatch(
-      /chunks:4 must divide each rank's s\/t = 8\/4 tokens.*legal chunk counts are 2/,
-    );
-  });
-
-  test('with s = 16 the timeline draws every chunk of the MLP collectives and GEMMs on every rank lane', async () => {
-    await page.evaluate(() => (location.hash = '#tpoverlap=chunks:4&sp=1&tp=4&s=16'));
-    await shownRun('tp=4', 'sp=1', 's=16', 'tpoverlap=chunks:4');
-    for (const rank of [0, 1, 2, 3])
-      for (let j = 1; j <= 4; j++) {
-        for (const op of [`ln2.gather[${j}/4]`, `mlp.reduce[${j}/4]`, `mlp.dgrad.reduce[${j}/4]`])
-          expect(
-            await page.locator(`tp-timeline rect[data-rank="${rank}"][data-kind="comm"][data-op="${op}"]`).count(),
-          ).toBe(1);
+  test('at the classroom size (s = 8: 2 tokens per rank at t = 4) chunks:4, one chunk per rank, runs: the timeline draws every GEMM chunk of the MLP pair and each round of its collectives on every rank lane', async () => {
+    await shownRun('tp=4', 'sp=1', 'tpoverlap=chunks:4');
+    expect(await page.locator('tp-controls [data-error-for="tpOverlapChunks"]').count()).toBe(0);
+    // c = 4 = t: one round (m = 1) per collective, four GEMM chunks in ring order (the rank's own first).
+    for (const rank of [0, 1, 2, 3]) {
+      for (const op of ['ln2.gather[1/1]', 'mlp.reduce[1/1]', 'mlp.dgrad.reduce[1/1]'])
+        expect(
+          await page.locator(`tp-timeline rect[data-rank="${rank}"][data-kind="comm"][data-op="${op}"]`).count(),
+        ).toBe(1);
+      for (let j = 1; j <= 4; j++)
         for (const op of [`mlp.gate[${j}/4]`, `mlp.down[${j}/4]`, `mlp.up.wgrad[${j}/4]`])
           expect(await page.locator(`tp-timeline rect[data-rank="${rank}"][data-op="${op}"]`).count()).toBe(1);
-      }
+    }
     // The rank workers ran the chunked layer and the oracle against TP = 1 passed.
     await expect
       .poll(() => page.locator('tp-oracle-badge .badge').getAttribute('data-pass'), { timeout: runTimeout })
       .toBe('true');
   });
 
+  test('chunks:2 at t = 4 is refused under its control, naming the legal counts', async () => {
+    await page.evaluate(() => (location.hash = '#tpoverlap=chunks:2&sp=1&tp=4'));
+    const error = page.locator('tp-controls [data-error-for="tpOverlapChunks"]');
+    await expect.poll(() => error.count(), { timeout: runTimeout }).toBeGreaterThan(0);
+    expect(await error.first().textContent()).toMatch(
+      /chunks:2 must be t = 4 times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 4, 8/,
+    );
+    await page.evaluate(() => (location.hash = '#tpoverlap=chunks:4&sp=1&tp=4'));
+    await shownRun('tp=4', 'sp=1', 'tpoverlap=chunks:4');
+  });
+
   test('the cluster panel prices --tp-comm-overlap on the SP rows: exposed TP communication at t = 4 is lower than with tpoverlap=off', async () => {
     expect(await page.locator('tp-cluster-panel [data-cluster-tp-overlap]').textContent()).toMatch(/--tp-comm-overlap/);
     const chunked = await exposedTp(4);
-    await page.evaluate(() => (location.hash = '#tpoverlap=off&sp=1&tp=4&s=16'));
-    await shownRun('tp=4', 's=16');
+    await page.evaluate(() => (location.hash = '#tpoverlap=off&sp=1&tp=4'));
+    await shownRun('tp=4', 'sp=1');
     await expect.poll(() => page.locator('tp-cluster-panel [data-cluster-tp-overlap]').count()).toBe(0);
     await expect.poll(() => exposedTp(4), { timeout: runTimeout }).toBeGreaterThan(chunked);
   });

@@ -77,17 +77,17 @@ export interface RunFigure {
 }
 
 /**
- * The column/row pair's chunk schedules (chunkSchedule): per rank, per stage, the chunk on the ring
- * (the pieces sent to r + 1 and received from r − 1) and the chunk whose GEMM runs.
+ * The column/row pair's chunk schedules (chunkSchedule, ring order): per rank, per stage, the chunk
+ * whose GEMM runs and the chunks sent to r + 1 and received from r − 1.
  */
 export interface ChunksFigure {
   readonly kind: 'chunks';
   readonly title: string;
   readonly t: number;
   readonly chunks: number;
-  /** gate/up input under SP: all-gather chunk i while the GEMM of chunk i − 1 runs; [rank][stage]. */
+  /** gate/up input under SP: all-gather + GEMM, the rank's own chunk first; [rank][stage]. */
   readonly gather: readonly (readonly ChunkStage[])[];
-  /** down output under SP: GEMM of chunk i while chunk i − 1 is reduce-scattered; [rank][stage]. */
+  /** down output under SP: GEMM + reduce-scatter, the partial that travels farthest first, the rank's own last; [rank][stage]. */
   readonly reduce: readonly (readonly ChunkStage[])[];
 }
 
@@ -265,7 +265,7 @@ export function stepFigures(id: ClassroomStepId, runs: ClassroomRuns): StepFigur
       return [
         {
           kind: 'chunks',
-          title: `${k} chunks per collective: the ring moves one chunk while the GEMM multiplies another`,
+          title: `${k} chunks in ring order: each rank multiplies one chunk while the ring moves the next`,
           t,
           chunks: k,
           gather: ranks.map((r) => chunkSchedule('gather-gemm', t, k, r)),

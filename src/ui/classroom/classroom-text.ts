@@ -93,12 +93,12 @@ export function stepWords(id: ClassroomStepId, c: LayerConfig, spRan: boolean): 
     }
     case 'tp-overlap': {
       const o = classroomOverlapConfig(c);
-      const k = o?.tpOverlapChunks ?? 2;
+      const k = o?.tpOverlapChunks ?? t;
       return {
-        title: '9 · Chunked overlap: the ring moves one chunk while the GEMM multiplies another',
+        title: '9 · Chunked overlap: each rank multiplies one chunk while the ring moves the next',
         text: o
-          ? `With sequence parallelism the column/row pair waits twice: for the all-gather before W₁ and for the reduce-scatter after W₂. Megatron's --tp-comm-overlap cuts both into chunks along the sequence: here ${k} chunks, chunk j being piece j (${c.s / t / k} tokens) of every rank's ${c.s / t}-token shard. The all-gather of chunk j + 1 moves round the ring while gate/up multiply chunk j; down multiplies chunk j + 1 while chunk j is reduce-scattered. Each rank sends its own piece first and forwards what it received. The ranks run the layer this way below (the oracle against TP = 1 still holds: only the order of the work changes); the timeline shows the chunked collectives and GEMMs. On this one machine the ring and the kernels share the same cores, so the overlap is not free (docs/tp-overlap.md).`
-          : `Chunked overlap needs t ≥ 2 with sequence parallelism and ${k} chunks dividing each rank's s/t tokens (s = ${c.s}, t = ${t}).`,
+          ? `With sequence parallelism the column/row pair waits twice: for the all-gather before W₁ and for the reduce-scatter after W₂. Megatron's --tp-comm-overlap (the "collective matmul" ring exchange) cuts both into chunks along the sequence: here ${k} chunks, one per rank, chunk r being rank r's ${c.s / t}-token shard. For gate/up each rank multiplies the chunk it holds at once, with no wait, while it sends it to the next rank, then each chunk in the order the ring brings it (r − 1, r − 2, …). For down it computes first the partial of the block that travels farthest (r − 1), passes the partials on round the ring, and its own block last. The ranks run the layer this way below (the oracle against TP = 1 still holds: only the order of the work changes); the timeline shows the chunked collectives and GEMMs. On this one machine the ring and the kernels share the same cores, so the overlap is not free (docs/tp-overlap.md).`
+          : `Chunked overlap needs t ≥ 2 with sequence parallelism and s divisible by t (s = ${c.s}, t = ${t}).`,
         megatron: [
           '--tp-comm-overlap (Transformer Engine userbuffers)',
           'ColumnParallelLinear (gate, up): chunked all-gather',

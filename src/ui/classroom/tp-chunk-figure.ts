@@ -1,4 +1,4 @@
-// <tp-chunk-figure>: the column/row pair's chunk schedules, rank by stage: the chunk on the ring and the GEMM chunk beside it.
+// <tp-chunk-figure>: the column/row pair's chunk schedules, rank by stage: the GEMM chunk and the chunks sent and received beside it.
 import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { ChunkStage } from '../../parallel/tp-overlap.ts';
@@ -7,10 +7,9 @@ import { rankColor } from './classroom-style.ts';
 
 /**
  * `<tp-chunk-figure .figure=${f}>`: two grids, one row per rank and one column per stage. The
- * gate/up grid (all-gather, then GEMM) and the down grid (GEMM, then reduce-scatter): in each cell
- * the chunk on the ring (`.comm[data-chunk]`, its ring steps as the pieces sent to r + 1 and
- * received from r − 1, `.piece[data-dir][data-block][data-chunk]`, tinted by the rank the piece
- * belongs to) and the chunk the GEMM multiplies (`.gemm[data-chunk]`).
+ * gate/up grid (all-gather + GEMM) and the down grid (GEMM + reduce-scatter), in ring order: in
+ * each cell the chunk the GEMM multiplies (`.gemm[data-chunk]`) and the chunks sent to r + 1 and
+ * received from r − 1 (`.piece[data-dir][data-chunk]`), tinted by the rank whose shard holds them.
  */
 @customElement('tp-chunk-figure')
 export class TpChunkFigure extends LitElement {
@@ -53,35 +52,28 @@ export class TpChunkFigure extends LitElement {
 
   @property({ attribute: false }) figure?: ChunksFigure;
 
-  private cell(s: ChunkStage, rank: number, stage: number, what: 'all-gather' | 'reduce-scatter'): TemplateResult {
-    const piece = (dir: 'send' | 'recv', p: { block: number; chunk: number }) =>
+  private cell(s: ChunkStage, rank: number, stage: number, m: number): TemplateResult {
+    // Chunk j lies in rank ⌊j/m⌋'s shard: tinted by that rank, written "owner.piece".
+    const name = (j: number): string => (m === 1 ? `${Math.floor(j / m)}` : `${Math.floor(j / m)}.${(j % m) + 1}`);
+    const piece = (dir: 'send' | 'recv', j: number) =>
       html`<span
         class="piece"
         data-dir=${dir}
-        data-block=${p.block}
-        data-chunk=${p.chunk}
-        style=${`background:${rankColor(p.block)}`}
-        >${dir === 'send' ? '→' : '←'} ${p.block}.${p.chunk + 1}</span
+        data-chunk=${j}
+        style=${`background:${rankColor(Math.floor(j / m))}`}
+        >${dir === 'send' ? '→' : '←'} ${name(j)}</span
       >`;
     return html`<td data-rank=${rank} data-stage=${stage}>
+      ${s.multiply !== undefined ? html`<span class="gemm" data-chunk=${s.multiply}>GEMM ${name(s.multiply)}</span>` : nothing}
       ${
-        s.comm
-          ? html`<span class="comm" data-chunk=${s.comm.chunk}
-              >${what} chunk ${s.comm.chunk + 1}:
-              ${s.comm.steps.map((k) => html`${piece('send', k.send)}${piece('recv', k.recv)}`)}</span
-            >`
+        s.send !== undefined && s.recv !== undefined
+          ? html`<span class="comm">${piece('send', s.send)}${piece('recv', s.recv)}</span>`
           : nothing
       }
-      ${s.multiply !== undefined ? html`<span class="gemm" data-chunk=${s.multiply}>GEMM chunk ${s.multiply + 1}</span>` : nothing}
     </td>`;
   }
 
-  private grid(
-    title: string,
-    stages: readonly (readonly ChunkStage[])[],
-    what: 'all-gather' | 'reduce-scatter',
-    pattern: string,
-  ): TemplateResult {
+  private grid(title: string, stages: readonly (readonly ChunkStage[])[], m: number, pattern: string): TemplateResult {
     const n = stages[0]?.length ?? 0;
     return html`<h4>${title}</h4>
       <table data-pattern=${pattern}>
@@ -93,7 +85,7 @@ export class TpChunkFigure extends LitElement {
           (row, r) =>
             html`<tr>
               <th style=${`color:${rankColor(r)}`}>rank ${r}</th>
-              ${row.map((s, i) => this.cell(s, r, i, what))}
+              ${row.map((s, i) => this.cell(s, r, i, m))}
             </tr>`,
         )}
       </table>`;
@@ -102,10 +94,14 @@ export class TpChunkFigure extends LitElement {
   protected override render(): TemplateResult {
     const f = this.figure;
     if (!f) return html``;
+    const m = f.chunks / f.t;
     return html`<figure>
-      <figcaption>${f.title} (→ b.j: piece of rank b's tokens in chunk j sent to the next rank; ← received)</figcaption>
-      ${this.grid('gate/up (ColumnParallelLinear): all-gather chunk j, then its GEMM', f.gather, 'all-gather', 'gather-gemm')}
-      ${this.grid('down (RowParallelLinear): GEMM chunk j, then its reduce-scatter', f.reduce, 'reduce-scatter', 'gemm-reduce-scatter')}
+      <figcaption>
+        ${f.title} (a chunk is named by the rank whose tokens it holds${m > 1 ? ' and its piece' : ''}; → sent to the
+        next rank, ← received from the one before)
+      </figcaption>
+      ${this.grid('gate/up (ColumnParallelLinear): all-gather + GEMM, own chunk first', f.gather, m, 'gather-gemm')}
+      ${this.grid('down (RowParallelLinear): GEMM + reduce-scatter, own block last', f.reduce, m, 'gemm-reduce-scatter')}
     </figure>`;
   }
 }

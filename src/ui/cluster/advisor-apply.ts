@@ -1,5 +1,5 @@
 import type { ParallelLayout } from '../../megatron/parallel-layout.ts';
-import { tpOverlapProblem } from '../../parallel/tp-overlap.ts';
+import { legalTpOverlapChunks, tpOverlapProblem } from '../../parallel/tp-overlap.ts';
 import type { Settings } from '../shell/state.ts';
 
 /** What applying an advisor row does to the page: the new settings and each flag of the row the page cannot set, with why. */
@@ -8,12 +8,12 @@ export interface AdvisorApply {
   readonly notApplied: readonly string[];
 }
 
-/** The fewest chunks of `--tp-comm-overlap` the page's layer can run at degree t with SP (tpOverlapProblem), or undefined. */
+/** The page's chunk count if legal at degree t with SP, else the fewest legal (legalTpOverlapChunks: t, one chunk per rank), or undefined. */
 function chunksFor(s: Settings, tp: number): number | undefined {
-  const now = s.tpOverlapChunks > 1 ? [s.tpOverlapChunks] : [];
-  for (const k of [...now, 2, 3, 4, 5, 6, 7, 8])
-    if (!tpOverlapProblem({ s: s.s, tp, sp: true, tpOverlapChunks: k })) return k;
-  return undefined;
+  const on = { s: s.s, tp, sp: true };
+  if (s.tpOverlapChunks > 1 && !tpOverlapProblem({ ...on, tpOverlapChunks: s.tpOverlapChunks }))
+    return s.tpOverlapChunks;
+  return legalTpOverlapChunks(on)[0];
 }
 
 /**
@@ -30,7 +30,7 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
   if (l.tpCommOverlap) {
     const k = chunksFor(s, l.tp);
     if (k === undefined)
-      notApplied.push(`--tp-comm-overlap (no chunk count divides the page layer's s/t = ${s.s}/${l.tp} tokens)`);
+      notApplied.push(`--tp-comm-overlap (the page layer's s = ${s.s} tokens do not split into t = ${l.tp} shards)`);
     else tpOverlapChunks = k;
   }
   if (s.cmodel !== 'layer' && l.microBatch !== s.b)

@@ -120,7 +120,7 @@ export function renderRun(
           <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
           >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}${
             r.config.tp > 1 && tpOverlapChunks(r.config) > 1
-              ? `; the MLP's collectives in ${tpOverlapChunks(r.config)} chunks, each under the GEMM chunks (tpoverlap)`
+              ? `; the MLP's GEMMs in ${tpOverlapChunks(r.config)} chunks in ring order, under their collectives (tpoverlap)`
               : ''
           }${
             straggler === null

@@ -4,6 +4,7 @@ import { customElement, property, state } from 'lit/decorators.js';
 import { parseWhole } from '../../parallel/config-parse.ts';
 import { presetNames, type PresetName } from '../../parallel/config.ts';
 import { legalTpDegrees } from '../../parallel/validate.ts';
+import { legalTpOverlapChunks } from '../../parallel/tp-overlap.ts';
 import { customInterconnect, interconnectNames, interconnectPresets } from '../../hardware/interconnect.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
@@ -296,7 +297,9 @@ export class TpControls extends LitElement {
           @change=${(e: Event) =>
             this.emit({ ...s, tpOverlapChunks: Number((e.target as HTMLSelectElement).value) }, 'tpOverlapChunks')}
         >
-          ${[...new Set([1, 2, 4, 8, s.tpOverlapChunks])].map(
+          ${[
+            ...new Set([1, ...legalTpOverlapChunks({ ...s, tp: Math.max(2, s.tp) }).slice(0, 4), s.tpOverlapChunks]),
+          ].map(
             (c) =>
               html`<option value=${c} ?selected=${c === s.tpOverlapChunks}>${c === 1 ? 'off' : `${c} chunks`}</option>`,
           )}

@@ -123,9 +123,9 @@ describe('classroom steps', () => {
     expect(wrong[4].checks[0].pass).toBe(false);
     expect(steps[2].collectives).toEqual([]); // SwiGLU: nothing to communicate
     expect(steps[8].collectives.map((k) => [k.op, k.payloadBytes, k.ringBytesPerRank])).toEqual([
-      ['allGather', 256, 128],
-      ['reduceScatter', 256, 128],
-    ]); // chunked overlap: each of 2 chunks is half of [s, h]
+      ['allGather', 512, 256],
+      ['reduceScatter', 512, 256],
+    ]); // chunked overlap at t = 2, c = 2: one chunk per rank, so one all-gather / reduce-scatter of the whole [s, h]
     expect(steps[9].collectives.map((k) => [k.op, k.megatron])).toEqual([
       ['allReduce', 'reduce_from_tensor_model_parallel_region'],
     ]); // the straggler step: the all-reduce every rank waits in

@@ -4,106 +4,89 @@ import { makePlan } from '../../../src/parallel/plan.ts';
 import {
   chunkRowsInFull,
   chunkSchedule,
+  legalTpOverlapChunks,
   parseTpOverlap,
   formatTpOverlap,
+  roundRowsInFull,
   type ChunkStage,
 } from '../../../src/parallel/tp-overlap.ts';
 import { validateConfig } from '../../../src/parallel/validate.ts';
 import { scheduleStep } from '../../../src/schedule/schedule.ts';
 
-// [send block, recv block] per ring step of a chunk's collective; blocks are ranks' pieces.
-const comm = (chunk: number, steps: [number, number][]): ChunkStage['comm'] => ({
-  chunk,
-  steps: steps.map(([s, r]) => ({ send: { block: s, chunk }, recv: { block: r, chunk } })),
-});
+// [chunk multiplied, chunk sent to r + 1, chunk received from r − 1] per stage; a lone number: multiply only.
+const ring = (...stages: ([number, number, number] | number)[]): ChunkStage[] =>
+  stages.map((x) => (typeof x === 'number' ? { multiply: x } : { multiply: x[0], send: x[1], recv: x[2] }));
 
 describe('chunk schedules, written out by hand', () => {
-  test('t = 2, c = 2, all-gather then GEMM: each rank sends its own piece, multiplies chunk j while chunk j + 1 moves', () => {
-    expect(chunkSchedule('gather-gemm', 2, 2, 0)).toEqual([
-      { comm: comm(0, [[0, 1]]) },
-      { comm: comm(1, [[0, 1]]), multiply: 0 },
-      { multiply: 1 },
-    ]);
-    expect(chunkSchedule('gather-gemm', 2, 2, 1)).toEqual([
-      { comm: comm(0, [[1, 0]]) },
-      { comm: comm(1, [[1, 0]]), multiply: 0 },
-      { multiply: 1 },
-    ]);
+  test('t = 2, c = 2, all-gather + GEMM: each rank multiplies its own chunk while sending it, then the one it received', () => {
+    expect(chunkSchedule('gather-gemm', 2, 2, 0)).toEqual(ring([0, 0, 1], 1));
+    expect(chunkSchedule('gather-gemm', 2, 2, 1)).toEqual(ring([1, 1, 0], 0));
   });
 
-  test('t = 2, c = 2, GEMM then reduce-scatter: each rank sends the other partial and receives its own', () => {
-    expect(chunkSchedule('gemm-reduce-scatter', 2, 2, 0)).toEqual([
-      { multiply: 0 },
-      { comm: comm(0, [[1, 0]]), multiply: 1 },
-      { comm: comm(1, [[1, 0]]) },
-    ]);
-    expect(chunkSchedule('gemm-reduce-scatter', 2, 2, 1)).toEqual([
-      { multiply: 0 },
-      { comm: comm(0, [[0, 1]]), multiply: 1 },
-      { comm: comm(1, [[0, 1]]) },
-    ]);
+  test("t = 2, c = 2, GEMM + reduce-scatter: each rank computes the other rank's partial first and sends it, its own last", () => {
+    expect(chunkSchedule('gemm-reduce-scatter', 2, 2, 0)).toEqual(ring([1, 1, 0], 0));
+    expect(chunkSchedule('gemm-reduce-scatter', 2, 2, 1)).toEqual(ring([0, 0, 1], 1));
   });
 
   test('t = 2, c = 2, GEMM then all-reduce (no SP): a reduce-scatter step, then an all-gather step of the reduced block', () => {
+    const steps = [
+      { send: { block: 1, chunk: 0 }, recv: { block: 0, chunk: 0 } },
+      { send: { block: 0, chunk: 0 }, recv: { block: 1, chunk: 0 } },
+    ];
+    const ar = (chunk: number) => ({
+      chunk,
+      steps: steps.map((x) => ({ send: { ...x.send, chunk }, recv: { ...x.recv, chunk } })),
+    });
     expect(chunkSchedule('gemm-all-reduce', 2, 2, 0)).toEqual([
       { multiply: 0 },
-      {
-        comm: comm(0, [
-          [1, 0],
-          [0, 1],
-        ]),
-        multiply: 1,
-      },
-      {
-        comm: comm(1, [
-          [1, 0],
-          [0, 1],
-        ]),
-      },
+      { multiply: 1, allReduce: ar(0) },
+      { allReduce: ar(1) },
     ]);
   });
 
-  test('t = 4, c = 4, all-gather then GEMM on rank 1: own piece first, then what came from rank 0, 3, 2 in turn', () => {
-    const ring: [number, number][] = [
-      [1, 0],
-      [0, 3],
-      [3, 2],
-    ];
-    expect(chunkSchedule('gather-gemm', 4, 4, 1)).toEqual([
-      { comm: comm(0, ring) },
-      { comm: comm(1, ring), multiply: 0 },
-      { comm: comm(2, ring), multiply: 1 },
-      { comm: comm(3, ring), multiply: 2 },
-      { multiply: 3 },
-    ]);
+  test('t = 4, c = 4, all-gather + GEMM on rank 1: its own chunk 1 first, then 0, 3, 2 as the ring brings them', () => {
+    expect(chunkSchedule('gather-gemm', 4, 4, 1)).toEqual(ring([1, 1, 0], [0, 0, 3], [3, 3, 2], 2));
   });
 
-  test('t = 4, c = 4, GEMM then reduce-scatter on rank 2: partials of blocks 1, 0, 3 sent on; block 2 (its own) reduced last', () => {
-    const ring: [number, number][] = [
-      [1, 0],
-      [0, 3],
-      [3, 2],
-    ];
-    expect(chunkSchedule('gemm-reduce-scatter', 4, 4, 2)).toEqual([
-      { multiply: 0 },
-      { comm: comm(0, ring), multiply: 1 },
-      { comm: comm(1, ring), multiply: 2 },
-      { comm: comm(2, ring), multiply: 3 },
-      { comm: comm(3, ring) },
-    ]);
+  test('t = 4, c = 4, GEMM + reduce-scatter on rank 2: partials of 1 (farthest), 0, 3 sent on, its own block 2 last', () => {
+    expect(chunkSchedule('gemm-reduce-scatter', 4, 4, 2)).toEqual(ring([1, 1, 0], [0, 0, 3], [3, 3, 2], 2));
+  });
+
+  test('t = 4, c = 8 (two pieces per shard): two rounds, round i over chunks 2q + i, own piece first', () => {
+    expect(chunkSchedule('gather-gemm', 4, 8, 1)).toEqual(
+      ring([2, 2, 0], [0, 0, 6], [6, 6, 4], 4, [3, 3, 1], [1, 1, 7], [7, 7, 5], 5),
+    );
+  });
+
+  test('at every stage rank r receives what rank r − 1 sends, and every rank multiplies every chunk once', () => {
+    for (const pattern of ['gather-gemm', 'gemm-reduce-scatter'] as const)
+      for (const [t, c] of [
+        [2, 2],
+        [2, 6],
+        [4, 8],
+        [8, 8],
+        [8, 24],
+      ] as const) {
+        const all = Array.from({ length: t }, (_, r) => chunkSchedule(pattern, t, c, r));
+        all.forEach((stages, r) => {
+          expect(stages.map((x) => x.multiply).sort((a, b) => a! - b!)).toEqual([...Array(c).keys()]);
+          stages.forEach((x, n) => expect(x.recv).toBe(all[(r + t - 1) % t]![n]!.send));
+        });
+      }
   });
 
   test('bad arguments say what is wrong', () => {
     expect(() => chunkSchedule('gather-gemm', 1, 2, 0)).toThrow(/t must be a whole number ≥ 2/);
     expect(() => chunkSchedule('gather-gemm', 4, 2, 4)).toThrow(/rank 4 is not in a group of 4/);
+    expect(() => chunkSchedule('gather-gemm', 4, 2, 0)).toThrow(/c must be a multiple of t/);
   });
 });
 
 describe('chunk geometry and the setting', () => {
-  test('under SP chunk j is piece j of every rank shard: t blocks of p·b rows, sl·b apart', () => {
-    // s = 16, b = 2, t = 4: sl = 4 tokens per rank, c = 2: p = 2 tokens = 4 rows per piece.
-    expect(chunkRowsInFull({ s: 16, b: 2, t: 4, sp: true }, 1, 2)).toEqual({ blocks: 4, rows: 4, at: 4, stride: 8 });
-    expect(chunkRowsInFull({ s: 16, b: 2, t: 4, sp: false }, 1, 2)).toEqual({ blocks: 1, rows: 16, at: 16, stride: 0 });
+  test('chunk j is rows [j·s/c, (j+1)·s/c); under SP round i moves piece i of every rank shard: t blocks of p·b rows, sl·b apart', () => {
+    expect(chunkRowsInFull({ s: 16, b: 2 }, 1, 2)).toEqual({ blocks: 1, rows: 16, at: 16, stride: 0 });
+    // s = 16, b = 2, t = 4: sl = 4 tokens per rank; m = 2 rounds: p = 2 tokens = 4 rows per piece.
+    expect(roundRowsInFull({ s: 16, b: 2, t: 4 }, 1, 2)).toEqual({ blocks: 4, rows: 4, at: 4, stride: 8 });
   });
 
   test('"off" and "chunks:c" round-trip; anything else is refused with the form to use', () => {
@@ -113,11 +96,20 @@ describe('chunk geometry and the setting', () => {
     expect(() => parseTpOverlap('4')).toThrow(/chunks:4/);
   });
 
-  test('a chunk count that does not divide the tokens is an error naming the legal counts; at t = 1 a note', () => {
-    const c = configFromPreset('classroom', { tp: 2, sp: true, tpOverlapChunks: 3 });
-    const r = validateConfig(c);
+  test('under SP c = t·m with m dividing s/t; without SP c divides s; the error names the legal counts; at t = 1 a note', () => {
+    expect(legalTpOverlapChunks({ s: 8, tp: 4, sp: true })).toEqual([4, 8]);
+    expect(legalTpOverlapChunks({ s: 8, tp: 4, sp: false })).toEqual([2, 4, 8]);
+    // The issue's page: the classroom layer (s = 8) at t = 4 with SP and 4 chunks, one per rank.
+    expect(validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 4 })).ok).toBe(true);
+    const r = validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 2 }));
     expect(r.ok).toBe(false);
-    expect(r.errors.map((e) => e.message).join()).toContain('legal chunk counts are 2, 4');
+    expect(r.errors.map((e) => e.message).join()).toMatch(
+      /chunks:2 must be t = 4 times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 4, 8/,
+    );
+    const noSp = validateConfig(configFromPreset('classroom', { tp: 2, tpOverlapChunks: 3 }));
+    expect(noSp.errors.map((e) => e.message).join()).toContain(
+      'must divide the s = 8 tokens (chunks cut the sequence): legal chunk counts are 2, 4, 8',
+    );
     const one = validateConfig(configFromPreset('classroom', { tp: 1, tpOverlapChunks: 2 }));
     expect(one.ok).toBe(true);
     expect(one.notes.map((n) => n.rule)).toContain('tp-overlap-chunks');
@@ -125,12 +117,13 @@ describe('chunk geometry and the setting', () => {
 });
 
 describe('the plan carries the chunks as typed data', () => {
-  test('under SP: every chunk of the five MLP collectives, and the GEMM chunks between them', async () => {
-    const c = configFromPreset('classroom', { tp: 2, sp: true, tpOverlapChunks: 2 });
+  test('under SP: every round of the five MLP collectives, and the GEMM chunks in ring order between them', async () => {
+    // t = 2, c = 4: m = 2 rounds, each moving one 2-token piece of each rank's 4-token shard.
+    const c = configFromPreset('classroom', { tp: 2, sp: true, tpOverlapChunks: 4 });
     const { plan } = await makePlan(c);
     const chunked = plan.ops.filter((o) => o.chunk !== undefined);
     const collectives = chunked.filter((o) => o.kind === 'collective');
-    // forward gather and reduce-scatter, backward gather of dY, input re-gather, dgrad reduce-scatter: 5 × c.
+    // forward gather and reduce-scatter, backward gather of dY, input re-gather, dgrad reduce-scatter: 5 × m.
     expect(collectives.map((o) => (o.kind === 'collective' ? o.collective.op : ''))).toEqual([
       'allGather',
       'allGather',
@@ -143,13 +136,26 @@ describe('the plan carries the chunks as typed data', () => {
       'reduceScatter',
       'reduceScatter',
     ]);
-    expect(collectives.map((o) => o.chunk!.index)).toEqual([0, 1, 0, 1, 0, 1, 0, 1, 0, 1]);
+    expect(collectives.map((o) => [o.chunk!.index, o.chunk!.of])).toEqual(
+      Array(5)
+        .fill([
+          [0, 2],
+          [1, 2],
+        ])
+        .flat(),
+    );
     const gemms = chunked.filter((o) => o.kind === 'gemm');
     // gate, up forward; down forward; down dgrad; gate, up dgrad; gate, up wgrad: 8 GEMMs per chunk.
-    expect(gemms).toHaveLength(8 * 2);
-    // A chunk's GEMM covers t blocks of p·b rows: t = 2, s = 8 → sl = 4, p = 2: M = 2 per block, batch 2.
+    expect(gemms).toHaveLength(8 * 4);
+    // A chunk's GEMM is one block of (s/c)·b rows: s = 8, c = 4, b = 1 → M = 2, batch 1.
     const gate = gemms.find((o) => o.kind === 'gemm' && o.gemm.site.product === 'gate' && o.gemm.site.computes === 'C');
-    expect(gate?.kind === 'gemm' && [gate.gemm.M, gate.gemm.batch]).toEqual([2, 2]);
+    expect(gate?.kind === 'gemm' && [gate.gemm.M, gate.gemm.batch]).toEqual([2, 1]);
+    // The first GEMM chunk of a round is the rank's own: it waits for no collective; the next reads the round's all-gather.
+    const op = (name: string) => plan.ops.find((o) => o.name === name)!;
+    expect(op('mlp.gate[1/4]').after).toEqual([]);
+    expect(op('mlp.gate[2/4]').after).toEqual([op('ln2.gather[1/2]').index]);
+    expect(op('mlp.gate[3/4]').after).toEqual([]);
+    expect(op('mlp.gate[4/4]').after).toEqual([op('ln2.gather[2/2]').index]);
   });
 
   test('without SP only the forward all-reduce of down is cut', async () => {
@@ -183,10 +189,12 @@ describe('the step schedule runs chunk collectives off the compute stream', () =
     expect(on.exposed).toBeLessThan(off.exposed);
   });
 
-  test('a GEMM chunk starts no earlier than the all-gather chunk it reads, and the next chunk moves under it', async () => {
+  test("the own chunk runs under its round's all-gather, the others start no earlier than it arrives, and the next round moves under them", async () => {
+    // t = 2, c = 4: two rounds; GEMM chunks 1, 2 are round 1's (own, then received), 3, 4 round 2's.
     const { tl } = await mlpExposed(4);
     const ev = (op: string) => tl.events.find((e) => e.rank === 0 && e.op === op)!;
-    expect(ev('mlp.gate[2/4]').t0).toBeGreaterThanOrEqual(ev('ln2.gather[2/4]').t1);
-    expect(ev('ln2.gather[3/4]').t0).toBeLessThan(ev('mlp.up[2/4]').t1);
+    expect(ev('mlp.gate[1/4]').t0).toBeLessThan(ev('ln2.gather[1/2]').t1);
+    expect(ev('mlp.gate[2/4]').t0).toBeGreaterThanOrEqual(ev('ln2.gather[1/2]').t1);
+    expect(ev('ln2.gather[2/2]').t0).toBeLessThan(ev('mlp.up[2/4]').t1);
   });
 });

@@ -20,10 +20,10 @@ const row: ParallelLayout = {
 
 describe("applying an advisor row to the page's settings", () => {
   it('sets t, SP, p, v, the async overlap and tpoverlap, and names every flag it cannot set', () => {
-    // The classroom layer: s = 8, so at t = 4 with SP each rank has 2 tokens: 2 chunks.
+    // The classroom layer: s = 8 at t = 4 with SP: the fewest chunks is 4, each rank's shard one chunk.
     const page = { ...defaultSettings, overlap: false };
     const { settings, notApplied } = applyAdvisorRow(page, row);
-    expect(settings).toEqual({ ...page, tp: 4, sp: true, pp: 2, vpp: 2, overlap: true, tpOverlapChunks: 2 });
+    expect(settings).toEqual({ ...page, tp: 4, sp: true, pp: 2, vpp: 2, overlap: true, tpOverlapChunks: 4 });
     expect(notApplied).toEqual([
       "--micro-batch-size 4 (the page's b is its own layer's; the cluster model is not it)",
       '--context-parallel-size 2 (no page setting)',
@@ -45,12 +45,16 @@ describe("applying an advisor row to the page's settings", () => {
     expect(notApplied.some((f) => f.startsWith('--micro-batch-size'))).toBe(false);
   });
 
-  it("keeps the page's chunk count when it is legal, and says so when no chunk count divides s/t", () => {
+  it("keeps the page's chunk count when it is legal, else takes t, and says so when s does not split into t shards", () => {
     const chunks4 = settingsFromHash('#preset=classroom&s=16&tp=2&sp=1&tpoverlap=chunks:4').settings;
     expect(applyAdvisorRow(chunks4, { ...row, tp: 2 }).settings.tpOverlapChunks).toBe(4);
-    // s = 8 at t = 8: one token per rank, nothing to cut.
-    const { settings, notApplied } = applyAdvisorRow(defaultSettings, { ...row, tp: 8 });
+    // chunks:4 at t = 8 is not a multiple of t: the fewest legal count, 8 (s = 16: each rank's 2 tokens one chunk).
+    expect(applyAdvisorRow(chunks4, { ...row, tp: 8 }).settings.tpOverlapChunks).toBe(8);
+    expect(applyAdvisorRow(defaultSettings, { ...row, tp: 8 }).settings.tpOverlapChunks).toBe(8);
+    const { settings, notApplied } = applyAdvisorRow({ ...defaultSettings, s: 12 }, { ...row, tp: 8 });
     expect(settings.tpOverlapChunks).toBe(1);
-    expect(notApplied[0]).toMatch(/^--tp-comm-overlap \(no chunk count divides the page layer's s\/t = 8\/8 tokens\)/);
+    expect(notApplied[0]).toMatch(
+      /^--tp-comm-overlap \(the page layer's s = 12 tokens do not split into t = 8 shards\)/,
+    );
   });
 });

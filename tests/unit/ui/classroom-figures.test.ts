@@ -120,27 +120,22 @@ test('attention at t = 4 > 2 KV groups adds the all-gather of the linear_qkv sli
   expect(stepFigures('attention', runs(2)).map((f) => f.kind)).toEqual(['heads', 'ring']);
 });
 
-test('the chunked-overlap step at t = 2, c = 2, written out by hand: each rank sends its own piece first, and the GEMM runs one chunk behind the all-gather and one ahead of the reduce-scatter', () => {
+test("the chunked-overlap step at t = 2, c = 2, written out by hand: each rank multiplies its own chunk first while sending it, and computes the other rank's partial of down first", () => {
   const [f, run] = stepFigures('tp-overlap', runs(2));
   expect(run).toEqual(
     expect.objectContaining({ kind: 'run', config: expect.objectContaining({ tp: 2, sp: true, tpOverlapChunks: 2 }) }),
   );
   if (f.kind !== 'chunks') throw new Error(`expected the chunk figure first, got ${f.kind}`);
   expect([f.t, f.chunks]).toEqual([2, 2]);
-  const p = (block: number, chunk: number) => ({ block, chunk });
-  const ring = (chunk: number, send: number, recv: number) => ({
-    chunk,
-    steps: [{ send: p(send, chunk), recv: p(recv, chunk) }],
-  });
-  // gate/up: stage i all-gathers chunk i while the GEMM of chunk i − 1 runs.
+  // gate/up: multiply the own chunk while sending it and receiving the other's, then multiply that.
   expect(f.gather).toEqual([
-    [{ comm: ring(0, 0, 1) }, { comm: ring(1, 0, 1), multiply: 0 }, { multiply: 1 }],
-    [{ comm: ring(0, 1, 0) }, { comm: ring(1, 1, 0), multiply: 0 }, { multiply: 1 }],
+    [{ multiply: 0, send: 0, recv: 1 }, { multiply: 1 }],
+    [{ multiply: 1, send: 1, recv: 0 }, { multiply: 0 }],
   ]);
-  // down: stage i multiplies chunk i while chunk i − 1 is reduce-scattered; rank r receives the partial of its own block.
+  // down: the other rank's partial first, sent on; the own block last, added to the partial received.
   expect(f.reduce).toEqual([
-    [{ multiply: 0 }, { comm: ring(0, 1, 0), multiply: 1 }, { comm: ring(1, 1, 0) }],
-    [{ multiply: 0 }, { comm: ring(0, 0, 1), multiply: 1 }, { comm: ring(1, 0, 1) }],
+    [{ multiply: 1, send: 1, recv: 0 }, { multiply: 0 }],
+    [{ multiply: 0, send: 0, recv: 1 }, { multiply: 1 }],
   ]);
   expect(stepFigures('tp-overlap', runs(1))).toEqual([]); // t = 1: nothing to overlap
 });
