@@ -45,6 +45,7 @@ import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from './
 import { chunkRecompute, type ChunkRecompute } from './recompute.ts';
 import { overlapBuffers, type OverlapBuffer } from './overlap-buffers.ts';
 import { overlapsOf } from './overlap-flags.ts';
+import { dpSharedLinks, tpUnderSharing, type LinkSharingCost } from './link-sharing.ts';
 import { stagePieces } from './stage-pieces.ts';
 import { stageModel } from './stage-model.ts';
 
@@ -111,6 +112,10 @@ export interface StepProjection {
   readonly overlapCostMs: { readonly dp: number; readonly pp: number };
   /** Memory each overlap that is on holds per GPU (overlap-buffers.ts), resident in `stageMemory`. */
   readonly overlapBuffers: readonly OverlapBuffer[];
+  /** Overlapped DP collectives that shared a link with TP or pipeline traffic (link-sharing.ts). */
+  readonly linkSharing: readonly LinkSharingCost[];
+  /** What the shared links added to the step (inside exposedByGroup.dp and dpAllReduceMs), ms. */
+  readonly linkSharingMs: number;
   /** Σ exposedByGroup. */
   readonly exposedMs: number;
   readonly exposedShare: number;
@@ -383,7 +388,7 @@ function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkTimes) {
     ? overlapLossMs(p2pMs, overlapSlowdown(false, system.gpu, p2pFootprint(links.pp.busGBps)))
     : 0;
   const pipeIn = { p: deg.pp, v: deg.vpp, m, forwardMs, backwardMs, p2pMs };
-  return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs };
+  return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs, p2pBlocks: !p2pOverlapped };
 }
 
 /**
@@ -533,6 +538,22 @@ function stepTimes(
     overlapSlowdown(false, system.gpu, ncclFootprint(op, links.dpCp));
   const gradSlowdown = dpSlowdown(distOpt ? 'reduceScatter' : 'allReduce');
   const gatherSlowdown = dpSlowdown('allGather');
+  // Links the overlapped DP collectives share with TP or pipeline traffic (link-sharing.ts).
+  const gradOverlap = (setup.overlapGradReduce ?? false) && dpGroup > 1;
+  const gatherOverlap = (setup.overlapParamGather ?? false) && distOpt && dpGroup > 1;
+  const shares = gradOverlap || gatherOverlap ? dpSharedLinks(machine, deg) : [];
+  const tpShare = shares.some((x) => x.with === 'tp')
+    ? tpUnderSharing(pricing, machine, deg, setup.overlap || (setup.overlapSpRegather ?? setup.overlap))
+    : undefined;
+  const sharing = new Map<string, { -readonly [K in keyof LinkSharingCost]: LinkSharingCost[K] }>();
+  const noteSharing = (overlap: LinkSharingCost['overlap'], sh: (typeof shares)[number], sharedMs: number, computeDelayMs: number): void => {
+    const key = `${overlap}|${sh.with}`;
+    const x = sharing.get(key) ?? { overlap, with: sh.with, link: sh.link, sharedMs: 0, computeDelayMs: 0 };
+    x.sharedMs = Math.max(x.sharedMs, sharedMs);
+    x.computeDelayMs = Math.max(x.computeDelayMs, computeDelayMs);
+    sharing.set(key, x);
+  };
+  let pipelineDoneUnshared = 0;
   let dpBuckets = 0;
   let pipelineDone = 0;
   let pipelineDoneNoCost = 0;
@@ -567,8 +588,61 @@ function stepTimes(
       (setup.overlapGradReduce ?? false) && dpGroup > 1
         ? overlapLossMs(Math.max(0, s.commMs - s.exposedMs), gradSlowdown)
         : 0;
-    pipelineDone = Math.max(pipelineDone, stageEnd + gradCost, s.endMs + gradCost);
-    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, stageEnd, s.endMs);
+    // Sharing a link (max-min fair share, link-sharing.ts), first order in the unshared schedule:
+    // the buckets hidden under backward (H ms of link time, taken as the H ms before the stage's
+    // end) run beside that stretch of backward. TP on the link: the backward there runs at the
+    // layer's half-link time (H·slowB later) and its collectives take H·uB of link time from the
+    // buckets. Pipeline on the link: each p2p of a backward in the window takes twice its time —
+    // a receive delays the op waiting for it, a blocking send (1F1B) its sender — and delays the
+    // buckets by its time.
+    let computeDelay = 0;
+    let dpDelay = 0;
+    const hiddenGrad = gradOverlap ? Math.max(0, s.commMs - s.exposedMs) : 0;
+    if (hiddenGrad > 0)
+      for (const sh of shares) {
+        let shared = 0;
+        let delay = 0;
+        if (sh.with === 'tp' && tpShare) {
+          shared = hiddenGrad * tpShare.uB;
+          delay = hiddenGrad * tpShare.slowB;
+        } else if (sh.with === 'pp') {
+          for (let j = 0; j < order.chunk.length; j++) {
+            if (order.forward[j] || t1[j]! <= stageEnd - hiddenGrad) continue;
+            const ch = order.chunk[j]!;
+            const receives = !(i === deg.pp - 1 && ch === deg.vpp - 1);
+            const sends = !(i === 0 && ch === 0);
+            if (receives || sends) shared += pipeIn.p2pMs;
+            if (receives) delay += pipeIn.p2pMs;
+            if (sends && input.p2pBlocks) delay += pipeIn.p2pMs;
+          }
+        }
+        dpDelay += shared;
+        computeDelay += delay;
+        noteSharing('overlapGradReduce', sh, shared, delay);
+      }
+    // The parameter all-gather hidden under the first forward (G ms) beside TP on the same link.
+    let gatherShareMs = 0;
+    if (gatherOverlap && tpShare && first >= 0) {
+      const sh = shares.find((x) => x.with === 'tp')!;
+      const fwd = t1[first]! - t0[first]!;
+      const gather = chunks.reduce((a, ch) => a + ch.buckets.reduce((b, p) => b + sync(p).paramUs / 1e3, 0), 0);
+      const ex = paramGatherExposedMs(
+        chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3)),
+        true,
+        t0[first]!,
+        fwd,
+      );
+      const under = Math.min(fwd, Math.max(0, gather - ex - t0[first]!));
+      const shared = under * tpShare.uF;
+      gatherShareMs = Math.max(0, under + shared - fwd);
+      computeDelay += under * tpShare.slowF;
+      noteSharing('overlapParamGather', sh, shared, under * tpShare.slowF);
+    }
+    const doneCompute = stageEnd + computeDelay;
+    const doneDp = s.endMs + Math.max(dpDelay, computeDelay);
+    pipelineDone = Math.max(pipelineDone, doneCompute + gradCost, doneDp + gradCost + gatherShareMs);
+    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, doneCompute, doneDp + gatherShareMs);
+    pipelineDoneUnshared = Math.max(pipelineDoneUnshared, stageEnd + gradCost, s.endMs + gradCost);
     if (distOpt && dpGroup > 1) {
       const gather = chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3));
       const ex = paramGatherExposedMs(
@@ -647,6 +721,8 @@ function stepTimes(
     executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
     exposedByGroup,
     overlapCostMs: { dp: gradCostMs + paramGatherCostMs, pp: pipeline.spanMs - noP2pCost.spanMs },
+    linkSharing: [...sharing.values()],
+    linkSharingMs: pipelineDone - pipelineDoneUnshared,
     exposedMs,
     exposedShare: exposedMs / stepMs,
   };
@@ -719,6 +795,8 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     exposedByGroup: t.exposedByGroup,
     overlapCostMs: t.overlapCostMs,
     overlapBuffers: buffers,
+    linkSharing: t.linkSharing,
+    linkSharingMs: t.linkSharingMs,
     exposedMs: t.exposedMs,
     exposedShare: t.exposedShare,
     memory,
