@@ -546,7 +546,12 @@ function stepTimes(
     ? tpUnderSharing(pricing, machine, deg, setup.overlap || (setup.overlapSpRegather ?? setup.overlap))
     : undefined;
   const sharing = new Map<string, { -readonly [K in keyof LinkSharingCost]: LinkSharingCost[K] }>();
-  const noteSharing = (overlap: LinkSharingCost['overlap'], sh: (typeof shares)[number], sharedMs: number, computeDelayMs: number): void => {
+  const noteSharing = (
+    overlap: LinkSharingCost['overlap'],
+    sh: (typeof shares)[number],
+    sharedMs: number,
+    computeDelayMs: number,
+  ): void => {
     const key = `${overlap}|${sh.with}`;
     const x = sharing.get(key) ?? { overlap, with: sh.with, link: sh.link, sharedMs: 0, computeDelayMs: 0 };
     x.sharedMs = Math.max(x.sharedMs, sharedMs);
@@ -620,29 +625,7 @@ function stepTimes(
         computeDelay += delay;
         noteSharing('overlapGradReduce', sh, shared, delay);
       }
-    // The parameter all-gather hidden under the first forward (G ms) beside TP on the same link.
     let gatherShareMs = 0;
-    if (gatherOverlap && tpShare && first >= 0) {
-      const sh = shares.find((x) => x.with === 'tp')!;
-      const fwd = t1[first]! - t0[first]!;
-      const gather = chunks.reduce((a, ch) => a + ch.buckets.reduce((b, p) => b + sync(p).paramUs / 1e3, 0), 0);
-      const ex = paramGatherExposedMs(
-        chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3)),
-        true,
-        t0[first]!,
-        fwd,
-      );
-      const under = Math.min(fwd, Math.max(0, gather - ex - t0[first]!));
-      const shared = under * tpShare.uF;
-      gatherShareMs = Math.max(0, under + shared - fwd);
-      computeDelay += under * tpShare.slowF;
-      noteSharing('overlapParamGather', sh, shared, under * tpShare.slowF);
-    }
-    const doneCompute = stageEnd + computeDelay;
-    const doneDp = s.endMs + Math.max(dpDelay, computeDelay);
-    pipelineDone = Math.max(pipelineDone, doneCompute + gradCost, doneDp + gradCost + gatherShareMs);
-    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, doneCompute, doneDp + gatherShareMs);
-    pipelineDoneUnshared = Math.max(pipelineDoneUnshared, stageEnd + gradCost, s.endMs + gradCost);
     if (distOpt && dpGroup > 1) {
       const gather = chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3));
       const ex = paramGatherExposedMs(
@@ -654,11 +637,25 @@ function stepTimes(
       paramGatherMs = Math.max(paramGatherMs, ex);
       // With --overlap-param-gather the part hidden past the warm-up idle time runs under the first forward.
       if (setup.overlapParamGather && first >= 0) {
+        const forwardMs = t1[first]! - t0[first]!;
         const hidden = gather.reduce((a, x) => a + x, 0) - ex;
-        const underForward = Math.min(t1[first]! - t0[first]!, Math.max(0, hidden - t0[first]!));
+        const underForward = Math.min(forwardMs, Math.max(0, hidden - t0[first]!));
         paramGatherCostMs = Math.max(paramGatherCostMs, overlapLossMs(underForward, gatherSlowdown));
+        // Beside TP on a shared link: that forward runs at its half-link time (G·slowF later) and the
+        // TP collectives take G·uF of link time from the gather, exposed where it runs past the forward.
+        if (tpShare) {
+          const shared = underForward * tpShare.uF;
+          gatherShareMs = Math.max(0, underForward + shared - forwardMs);
+          computeDelay += underForward * tpShare.slowF;
+          noteSharing('overlapParamGather', shares.find((x) => x.with === 'tp')!, shared, underForward * tpShare.slowF);
+        }
       }
     }
+    const doneCompute = stageEnd + computeDelay;
+    const doneDp = s.endMs + Math.max(dpDelay, computeDelay);
+    pipelineDone = Math.max(pipelineDone, doneCompute + gradCost, doneDp + gradCost + gatherShareMs);
+    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, doneCompute, doneDp + gatherShareMs);
+    pipelineDoneUnshared = Math.max(pipelineDoneUnshared, stageEnd + gradCost, s.endMs + gradCost);
   });
   const dpAllReduceMs = pipelineDoneNoCost - pipeline.spanMs;
   const gradCostMs = pipelineDone - pipelineDoneNoCost;

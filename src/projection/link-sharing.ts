@@ -36,7 +36,10 @@ export function fairShareFinish(transfers: readonly LinkTransfer[]): number[] {
   let t = Math.min(Infinity, ...transfers.map((x) => x.startMs));
   for (;;) {
     const active = transfers.flatMap((x, i) => (x.startMs <= t && Number.isNaN(done[i]!) ? [i] : []));
-    const nextStart = Math.min(Infinity, ...transfers.map((x, i) => (x.startMs > t && Number.isNaN(done[i]!) ? x.startMs : Infinity)));
+    const nextStart = Math.min(
+      Infinity,
+      ...transfers.map((x, i) => (x.startMs > t && Number.isNaN(done[i]!) ? x.startMs : Infinity)),
+    );
     if (!active.length) {
       if (nextStart === Infinity) return done;
       t = nextStart;
@@ -158,7 +161,9 @@ export function tpUnderSharing(pricing: LayerPricing, machine: Machine, d: Degre
  * their rings and the DP × CP rings both load (placement-links.ts's per-kind loads), the most
  * loaded first; absent when they cross none in common.
  */
-export function placedSharedLinks(priced: Readonly<Record<GroupKind, PricedKind>>): Partial<Record<SharingPartner, string>> {
+export function placedSharedLinks(
+  priced: Readonly<Record<GroupKind, PricedKind>>,
+): Partial<Record<SharingPartner, string>> {
   const used = linksUsed(priced);
   const dp = priced.dpCp.load;
   const out: Partial<Record<SharingPartner, string>> = {};
@@ -172,4 +177,3 @@ export function placedSharedLinks(priced: Readonly<Record<GroupKind, PricedKind>
   }
   return out;
 }
-

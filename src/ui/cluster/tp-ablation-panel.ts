@@ -135,9 +135,11 @@ export class TpAblationPanel extends LitElement {
         data-shared-link=${x.sharedLinkCause?.map((c) => c.link).join('; ') ?? ''}
         title=${x.linkSharing.map((c) => describeSharing(c, formatMs)).join('\n')}
       >
-        ${x.worseThanBestSubset && x.bestSubset
-          ? `worse than ${combinationLabel(x.bestSubset.flags)}${x.sharedLinkCause ? ` — shared link: ${x.sharedLinkCause.map((c) => describeSharing(c, formatMs)).join('; ')}` : ''}`
-          : ''}
+        ${
+          x.worseThanBestSubset && x.bestSubset
+            ? `worse than ${combinationLabel(x.bestSubset.flags)}${x.sharedLinkCause ? ` — shared link: ${x.sharedLinkCause.map((c) => describeSharing(c, formatMs)).join('; ')}` : ''}`
+            : ''
+        }
       </td>
     </tr>`;
   }

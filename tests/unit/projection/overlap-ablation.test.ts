@@ -12,7 +12,10 @@ import {
 import { combinationLabel } from '../../../src/projection/overlap-flags.ts';
 
 /** Figures of a combination whose only distinguishing numbers are its step and what a shared link added to it. */
-const figures = (stepMs: number, linkSharing: Pick<AblationFigures, 'linkSharing' | 'linkSharingMs'> = { linkSharing: [], linkSharingMs: 0 }): AblationFigures => ({
+const figures = (
+  stepMs: number,
+  linkSharing: Pick<AblationFigures, 'linkSharing' | 'linkSharingMs'> = { linkSharing: [], linkSharingMs: 0 },
+): AblationFigures => ({
   ...linkSharing,
   stepMs,
   exposedByGroup: { tp: 0, cp: 0, pp: 0, dp: 0 },
