@@ -1,12 +1,12 @@
 import type { Degrees } from '../megatron/training-setup.ts';
 import type { Interconnect } from '../hardware/interconnect.ts';
 import type { Timeline } from '../schedule/schedule.ts';
-import type { LayerPricing } from './cluster-projection.ts';
+import type { LayerPlan } from '../parallel/plan-types.ts';
 import { groupLinks } from './group-links.ts';
 import type { GroupKind } from './placement.ts';
 import { linksUsed, type PricedKind } from './placement-links.ts';
 import { projectLayer, type Machine } from './projected-layer.ts';
-import { stagePieces } from './stage-pieces.ts';
+import { stagePieces, type StagePieces } from './stage-pieces.ts';
 
 /**
  * Two overlapped communications on one physical link split its bandwidth.
@@ -129,13 +129,20 @@ const tpLinkMs = (t: Timeline, phase: 'forward' | 'backward'): number =>
     0,
   );
 
-const tpUnderSharingMemo = new WeakMap<LayerPricing, WeakMap<Machine, TpUnderSharing>>();
+/** What tpUnderSharing reads of a layer's pricing (cluster-projection.ts's LayerPricing). */
+export interface PricedBlock {
+  readonly block: LayerPlan;
+  readonly blockT: Timeline;
+  readonly pieces: StagePieces;
+}
+
+const tpUnderSharingMemo = new WeakMap<PricedBlock, WeakMap<Machine, TpUnderSharing>>();
 
 /**
  * TpUnderSharing of `pricing`'s layer on `machine` (degrees `d`; `overlap`: the asynchronous
  * collectives the pricing was scheduled with), re-scheduled once per pricing and machine.
  */
-export function tpUnderSharing(pricing: LayerPricing, machine: Machine, d: Degrees, overlap: boolean): TpUnderSharing {
+export function tpUnderSharing(pricing: PricedBlock, machine: Machine, d: Degrees, overlap: boolean): TpUnderSharing {
   let byMachine = tpUnderSharingMemo.get(pricing);
   if (!byMachine) tpUnderSharingMemo.set(pricing, (byMachine = new WeakMap()));
   let x = byMachine.get(machine);
