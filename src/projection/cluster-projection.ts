@@ -45,7 +45,13 @@ import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from './
 import { chunkRecompute, type ChunkRecompute } from './recompute.ts';
 import { overlapBuffers, type OverlapBuffer } from './overlap-buffers.ts';
 import { overlapsOf } from './overlap-flags.ts';
-import { dpSharedLinks, tpUnderSharing, type LinkSharingCost } from './link-sharing.ts';
+import {
+  dpSharedLinks,
+  fairShareFinish,
+  tpUnderSharing,
+  type LinkSharingCost,
+  type LinkTransfer,
+} from './link-sharing.ts';
 import { stagePieces } from './stage-pieces.ts';
 import { stageModel } from './stage-model.ts';
 
@@ -593,34 +599,38 @@ function stepTimes(
       (setup.overlapGradReduce ?? false) && dpGroup > 1
         ? overlapLossMs(Math.max(0, s.commMs - s.exposedMs), gradSlowdown)
         : 0;
-    // Sharing a link (max-min fair share, link-sharing.ts), first order in the unshared schedule:
-    // the buckets hidden under backward (H ms of link time, taken as the H ms before the stage's
-    // end) run beside that stretch of backward. TP on the link: the backward there runs at the
-    // layer's half-link time (H·slowB later) and its collectives take H·uB of link time from the
-    // buckets. Pipeline on the link: each p2p of a backward in the window takes twice its time —
-    // a receive delays the op waiting for it, a blocking send (1F1B) its sender — and delays the
-    // buckets by its time.
+    // Sharing a link (max-min fair share, link-sharing.ts's fairShareFinish), on the unshared
+    // schedule: the buckets hidden under backward, H ms of link time, are one transfer over the
+    // H ms before the stage's end. TP on the link: its collectives there are H·uB of link time
+    // issued with it (the backward under it runs at the layer's half-link time, H·slowB later,
+    // after what still hides). Pipeline on the link: each p2p of a backward in that window (its
+    // receive before the op, its send after) is a transfer of p2p ms; a receive's delay holds
+    // the op waiting for it, a blocking send's (1F1B) its sender.
     let computeDelay = 0;
     let dpDelay = 0;
     const hiddenGrad = gradOverlap ? Math.max(0, s.commMs - s.exposedMs) : 0;
     if (hiddenGrad > 0)
       for (const sh of shares) {
-        let shared = 0;
+        const buckets = { startMs: stageEnd - hiddenGrad, aloneMs: hiddenGrad };
+        const partner: { x: LinkTransfer; holds: boolean }[] = [];
         let delay = 0;
         if (sh.with === 'tp' && tpShare) {
-          shared = hiddenGrad * tpShare.uB;
+          partner.push({ x: { startMs: buckets.startMs, aloneMs: hiddenGrad * tpShare.uB }, holds: false });
           delay = hiddenGrad * tpShare.slowB;
-        } else if (sh.with === 'pp') {
+        } else if (sh.with === 'pp')
           for (let j = 0; j < order.chunk.length; j++) {
-            if (order.forward[j] || t1[j]! <= stageEnd - hiddenGrad) continue;
+            if (order.forward[j] || t1[j]! <= buckets.startMs) continue;
             const ch = order.chunk[j]!;
-            const receives = !(i === deg.pp - 1 && ch === deg.vpp - 1);
-            const sends = !(i === 0 && ch === 0);
-            if (receives || sends) shared += pipeIn.p2pMs;
-            if (receives) delay += pipeIn.p2pMs;
-            if (sends && input.p2pBlocks) delay += pipeIn.p2pMs;
+            if (!(i === deg.pp - 1 && ch === deg.vpp - 1))
+              partner.push({ x: { startMs: t0[j]! - pipeIn.p2pMs, aloneMs: pipeIn.p2pMs }, holds: true });
+            if (!(i === 0 && ch === 0))
+              partner.push({ x: { startMs: t1[j]!, aloneMs: pipeIn.p2pMs }, holds: input.p2pBlocks });
           }
-        }
+        const done = fairShareFinish([buckets, ...partner.map((p) => p.x)]);
+        const shared = done[0]! - stageEnd;
+        partner.forEach((p, k) => {
+          if (p.holds) delay += done[k + 1]! - p.x.startMs - p.x.aloneMs;
+        });
         dpDelay += shared;
         computeDelay += delay;
         noteSharing('overlapGradReduce', sh, shared, delay);
