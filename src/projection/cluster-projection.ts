@@ -609,7 +609,8 @@ function stepTimes(
     let computeDelay = 0;
     let dpDelay = 0;
     const hiddenGrad = gradOverlap ? Math.max(0, s.commMs - s.exposedMs) : 0;
-    if (hiddenGrad > 0)
+    // Below 1e-9 of the stage's span it is the subtraction's rounding (a single bucket issued at the end).
+    if (hiddenGrad > 1e-9 * stageEnd)
       for (const sh of shares) {
         const buckets = { startMs: stageEnd - hiddenGrad, aloneMs: hiddenGrad };
         const partner: { x: LinkTransfer; holds: boolean }[] = [];

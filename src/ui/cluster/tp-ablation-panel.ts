@@ -137,7 +137,7 @@ export class TpAblationPanel extends LitElement {
       >
         ${
           x.worseThanBestSubset && x.bestSubset
-            ? `worse than ${combinationLabel(x.bestSubset.flags)}${x.sharedLinkCause ? ` — shared link: ${x.sharedLinkCause.map((c) => describeSharing(c, formatMs)).join('; ')}` : ''}`
+            ? `worse than ${combinationLabel(x.bestSubset.flags)}${x.sharedLinkCause ? ` (shared link: ${[...new Set(x.sharedLinkCause.map((c) => c.link))].join('; ')})` : ''}`
             : ''
         }
       </td>
