@@ -600,42 +600,51 @@ function stepTimes(
         ? overlapLossMs(Math.max(0, s.commMs - s.exposedMs), gradSlowdown)
         : 0;
     // Sharing a link (max-min fair share, link-sharing.ts's fairShareFinish), on the unshared
-    // schedule: the buckets hidden under backward, H ms of link time, are one transfer over the
-    // H ms before the stage's end. TP on the link: its collectives there are H·uB of link time
-    // issued with it (the backward under it runs at the layer's half-link time, H·slowB later,
-    // after what still hides). Pipeline on the link: each p2p of a backward in that window (its
-    // receive before the op, its send after) is a transfer of p2p ms; a receive's delay holds
-    // the op waiting for it, a blocking send's (1F1B) its sender.
+    // schedule: each busy stretch of the DP stream before the stage's end (buckets back to back,
+    // len ms) is one transfer. TP on the link: its collectives in that stretch are len·uB of link
+    // time issued with it, and the backward under it runs at the layer re-scheduled with the TP
+    // link at C/2 (len·slowB later, after what still hides). Pipeline on the link: each p2p that
+    // meets the stretch (a backward's receive before it, its send after it) is a transfer of p2p
+    // ms; a receive's delay holds the op that needs it, a blocking send's (1F1B) its sender.
     let computeDelay = 0;
     let dpDelay = 0;
-    const hiddenGrad = gradOverlap ? Math.max(0, s.commMs - s.exposedMs) : 0;
-    // Below 1e-9 of the stage's span it is the subtraction's rounding (a single bucket issued at the end).
-    if (hiddenGrad > 1e-9 * stageEnd)
-      for (const sh of shares) {
-        const buckets = { startMs: stageEnd - hiddenGrad, aloneMs: hiddenGrad };
+    const stretches = gradOverlap
+      ? s.busy.flatMap((b) => (b.t0 < stageEnd ? [{ t0: b.t0, t1: Math.min(b.t1, stageEnd) }] : []))
+      : [];
+    for (const sh of shares) {
+      let shared = 0;
+      let delay = 0;
+      for (const b of stretches) {
+        const len = b.t1 - b.t0;
+        // Below 1e-9 of the stage's span it is rounding (a single bucket issued at the end).
+        if (len <= 1e-9 * stageEnd) continue;
         const partner: { x: LinkTransfer; holds: boolean }[] = [];
-        let delay = 0;
         if (sh.with === 'tp' && tpShare) {
-          partner.push({ x: { startMs: buckets.startMs, aloneMs: hiddenGrad * tpShare.uB }, holds: false });
-          delay = hiddenGrad * tpShare.slowB;
+          partner.push({ x: { startMs: b.t0, aloneMs: len * tpShare.uB }, holds: false });
+          delay += len * tpShare.slowB;
         } else if (sh.with === 'pp')
           for (let j = 0; j < order.chunk.length; j++) {
-            if (order.forward[j] || t1[j]! <= buckets.startMs) continue;
+            if (order.forward[j]) continue;
             const ch = order.chunk[j]!;
+            const p2p: { x: LinkTransfer; holds: boolean }[] = [];
             if (!(i === deg.pp - 1 && ch === deg.vpp - 1))
-              partner.push({ x: { startMs: t0[j]! - pipeIn.p2pMs, aloneMs: pipeIn.p2pMs }, holds: true });
+              p2p.push({ x: { startMs: t0[j]! - pipeIn.p2pMs, aloneMs: pipeIn.p2pMs }, holds: true });
             if (!(i === 0 && ch === 0))
-              partner.push({ x: { startMs: t1[j]!, aloneMs: pipeIn.p2pMs }, holds: input.p2pBlocks });
+              p2p.push({ x: { startMs: t1[j]!, aloneMs: pipeIn.p2pMs }, holds: input.p2pBlocks });
+            for (const q of p2p) if (q.x.startMs < b.t1 && q.x.startMs + q.x.aloneMs > b.t0) partner.push(q);
           }
-        const done = fairShareFinish([buckets, ...partner.map((p) => p.x)]);
-        const shared = done[0]! - stageEnd;
-        partner.forEach((p, k) => {
-          if (p.holds) delay += done[k + 1]! - p.x.startMs - p.x.aloneMs;
+        if (!partner.length) continue;
+        const done = fairShareFinish([{ startMs: b.t0, aloneMs: len }, ...partner.map((q) => q.x)]);
+        shared += done[0]! - b.t1;
+        partner.forEach((q, k) => {
+          if (q.holds) delay += done[k + 1]! - q.x.startMs - q.x.aloneMs;
         });
-        dpDelay += shared;
-        computeDelay += delay;
-        noteSharing('overlapGradReduce', sh, shared, delay);
       }
+      if (shared <= 0 && delay <= 0) continue;
+      dpDelay += shared;
+      computeDelay += delay;
+      noteSharing('overlapGradReduce', sh, shared, delay);
+    }
     let gatherShareMs = 0;
     if (distOpt && dpGroup > 1) {
       const gather = chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3));

@@ -111,3 +111,45 @@ describe('a step whose overlapped gradient reduce shares the TP link', () => {
     expect(s.linkSharingMs).toBe(0);
   });
 });
+
+describe("a step whose overlapped gradient reduce shares the NIC with the pipeline's p2p", () => {
+  // A small Llama on 8 DGX H100: t 4, p 2 × v 2, DP 8 — DP (stride 4) and the stage boundary
+  // (stride 32) both leave the node. Stage 0's chunk 1 is reduced while its chunk 0's backwards,
+  // and their p2p, still run (1M-parameter buckets split chunk 0's gradients too).
+  const sizes = { s: 1024, b: 1, h: 1024, heads: 16, groups: 16, ffn: 2816, vocab: 32000 };
+  const setup: TrainingSetup = {
+    sizes,
+    tp: 4,
+    sp: true,
+    layers: 8,
+    gpus: 64,
+    globalBatch: 64,
+    overlap: true,
+    pp: 2,
+    vpp: 2,
+    overlapGradReduce: true,
+    bucketSize: 1_000_000,
+  };
+  const system = systems['dgx-h100'];
+  const d = deg(4, 8, 2);
+  const links = groupLinks(system, d);
+
+  it('names the NIC, and adds exactly linkSharingMs (in exposed DP) to the step', async () => {
+    const rankOrder = { system, dtype: 'bf16' as const };
+    expect(dpSharedLinks(rankOrder, d).map((x) => x.with)).toEqual(['pp']);
+    const sharing = { ...rankOrder, placed: links, placedShared: { pp: 'the NIC' } };
+    const apart = { ...rankOrder, placed: links, placedShared: {} };
+    const pricing = await priceLayers(setup, sharing);
+    const s = assembleStep(setup, sharing, pricing);
+    const u = assembleStep(setup, apart, pricing);
+    expect(s.linkSharing.map((c) => [c.overlap, c.with, c.link])).toEqual([['overlapGradReduce', 'pp', 'the NIC']]);
+    // Each p2p in the window shares the NIC with the buckets: the buckets lose its time, the receiver waits for it.
+    expect(s.linkSharing[0]!.sharedMs).toBeGreaterThan(0);
+    expect(s.linkSharing[0]!.computeDelayMs).toBeGreaterThan(0);
+    expect(s.linkSharingMs).toBeGreaterThan(0);
+    expect(s.stepMs - u.stepMs).toBeCloseTo(s.linkSharingMs, 9);
+    expect(s.exposedByGroup.dp - u.exposedByGroup.dp).toBeCloseTo(s.linkSharingMs, 9);
+    // The rank-order machine finds the same shared link by itself.
+    expect(assembleStep(setup, rankOrder, pricing).stepMs).toBeCloseTo(s.stepMs, 9);
+  });
+});
