@@ -49,17 +49,19 @@ export interface CommBenchRow {
 }
 
 /**
- * Floors reachable on this machine (ms), from the tiny-buffer mapAsync round trip `rt` and the
- * page's memcpy time `m(b)` for b bytes: read-back rt + m(S) (one copy into the mapped staging);
- * ring m(bus bytes) (each rank reads S·busFactor from its peers' slots); upload rt + m(result
- * bytes); whole call: host arrays the ring's, GPU tensors max(read-back, ring, upload), which a
- * perfect pipeline reaches.
+ * Floors reachable on this machine (ms), from the tiny-buffer mapAsync round trip `rt` (rank 0
+ * alone) and the page's memcpy time `m(b)` for b bytes: read-back rt + m(S) (one copy into the
+ * mapped staging); ring m(bus bytes) (each rank reads S·busFactor from its peers' slots); upload
+ * rt + m(result bytes); whole call: host arrays the ring's, GPU tensors max(read-back, ring,
+ * upload), which a perfect pipeline reaches. `totalAllMs`: the same with the round trip of all t
+ * ranks mapping at once (the slowest rank's; a collective waits for it), GPU tensors only.
  */
 export interface CommBenchFloor {
   readonly readbackMs: number;
   readonly ringMs: number;
   readonly uploadMs: number;
   readonly totalMs: number;
+  readonly totalAllMs: number;
 }
 
 /** Everything one bench run measured. */
@@ -71,6 +73,8 @@ export interface CommBenchReport {
   readonly memcpyGBs: Readonly<Record<number, number>>;
   /** Median round trip (ms) of a 16-byte copy + mapAsync into a pooled staging buffer, on rank 0 alone, per degree. */
   readonly mapRoundTripMs: Readonly<Record<number, number>>;
+  /** The same with all t ranks mapping at once after a barrier: median over iterations of the slowest rank, per degree. */
+  readonly mapRoundTripAllMs: Readonly<Record<number, number>>;
   readonly rows: readonly CommBenchRow[];
 }
 
@@ -140,6 +144,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   for (const bytes of args.sizes) memcpyGBs[bytes] = memcpyBandwidth(bytes);
   const memcpyMs = (b: number): number => b / (memcpyGBs[b] ?? memcpyBandwidth(b)) / 1e6;
   const mapRoundTripMs: Record<number, number> = {};
+  const mapRoundTripAllMs: Record<number, number> = {};
   const rows: CommBenchRow[] = [];
   let adapter = '';
   for (const transport of args.transports) {
@@ -147,8 +152,11 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
       const pool = await createCommPool(t, transport, 60_000, Math.max(...args.sizes));
       adapter = pool.adapters[0];
       try {
-        if (args.devices.includes('gpu'))
-          mapRoundTripMs[t] = (await pool.run('mapRoundTrip', { iters: 50, rank: 0 }))[0];
+        if (args.devices.includes('gpu')) {
+          mapRoundTripMs[t] = median((await pool.run('mapRoundTrip', { iters: 50, ranks: 'one' }))[0]);
+          const all = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all' });
+          mapRoundTripAllMs[t] = median(all[0].map((_, i) => Math.max(...all.map((times) => times[i]))));
+        }
         type Mode = { device: 'cpu' | 'gpu'; result: HostBenchResult; partBytes?: number; upload?: UploadPath };
         const modes = args.devices.flatMap((device) =>
           args.results.flatMap((result): Mode[] =>
@@ -185,12 +193,13 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
               const rt = mapRoundTripMs[t] ?? 0;
               const ringMs = memcpyMs(bytes) * busFactor(op, t);
               const gpu = device === 'gpu';
-              const floor: CommBenchFloor = {
-                readbackMs: gpu ? rt + memcpyMs(op === 'allGather' ? bytes / t : bytes) : 0,
+              const readMs = memcpyMs(op === 'allGather' ? bytes / t : bytes);
+              const floor = {
+                readbackMs: gpu ? rt + readMs : 0,
                 ringMs,
                 uploadMs: gpu ? rt + memcpyMs(outBytes) : 0,
-                totalMs: 0,
               };
+              const rtAll = mapRoundTripAllMs[t] ?? 0;
               const row: CommBenchRow = {
                 transport,
                 device,
@@ -211,7 +220,11 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
                 busGBsTransport: bus(movingMs),
                 busGBsTotal: bus(totalMs),
                 ofMemcpy: bus(movingMs) / memcpyGBs[bytes],
-                floor: { ...floor, totalMs: Math.max(floor.readbackMs, floor.ringMs, floor.uploadMs) },
+                floor: {
+                  ...floor,
+                  totalMs: Math.max(floor.readbackMs, floor.ringMs, floor.uploadMs),
+                  totalAllMs: gpu ? Math.max(rtAll + readMs, ringMs, rtAll + memcpyMs(outBytes)) : ringMs,
+                },
               };
               rows.push(row);
               args.onProgress?.(
@@ -230,6 +243,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
     hardwareConcurrency: navigator.hardwareConcurrency,
     memcpyGBs,
     mapRoundTripMs,
+    mapRoundTripAllMs,
     rows,
   };
 }

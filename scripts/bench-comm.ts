@@ -89,7 +89,7 @@ if (values.json) {
     `Collectives across rank workers on ${report.adapter}; page cross-origin isolated: ${report.crossOriginIsolated}; ${report.hardwareConcurrency} hardware threads.`,
   );
   console.log(
-    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring). Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload.",
+    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring). Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip (rank 0 alone) + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload, ring× = (transport + gather or unstage) ÷ the ring's floor; floor‖ = the floor with the round trip of all t ranks mapping at once (the slowest), ×fl‖ = total ÷ floor‖.",
   );
   console.log(
     `memcpy (TypedArray.prototype.set, one thread): ${Object.entries(report.memcpyGBs)
@@ -99,20 +99,20 @@ if (values.json) {
   const rts = Object.entries(report.mapRoundTripMs);
   if (rts.length)
     console.log(
-      `mapAsync round trip (16 B copy + map, pooled buffer, rank 0 alone): ${rts.map(([t, ms]) => `t = ${t} ${ms.toFixed(2)} ms`).join(', ')}`,
+      `mapAsync round trip (16 B copy + map, pooled buffer; median of 50): ${rts.map(([t, ms]) => `t = ${t}: rank 0 alone ${ms.toFixed(2)} ms, all ${t} ranks at once ${report.mapRoundTripAllMs[Number(t)].toFixed(2)} ms (slowest rank)`).join('; ')}`,
     );
   const pad = (s: string | number, n: number): string => String(s).padStart(n);
   // NaN (a time below the clock's resolution, or no figure) prints as "-".
   const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
   const part = (r: CommBenchRow): string =>
     r.partBytes === undefined ? '-' : r.partBytes === 0 ? 'all' : fmtBytes(r.partBytes);
-  const head = `${'transport'.padEnd(13)}${'dev'.padEnd(4)}${'result'.padEnd(7)}${pad('part', 8)} ${'upload'.padEnd(13)}${'op'.padEnd(14)}${pad('t', 2)}${pad('size', 9)}${pad('total ms', 10)}${pad('readback', 9)}${pad('sync', 8)}${pad('stage', 8)}${pad('transport', 10)}${pad('gather', 8)}${pad('unstage', 8)}${pad('upload', 8)}${pad('bus GB/s', 9)}${pad('(total)', 8)}${pad('memcpy', 8)}${pad('ratio', 7)}${pad('floor', 8)}${pad('×floor', 8)}${pad('rb×', 7)}${pad('up×', 7)}`;
+  const head = `${'transport'.padEnd(13)}${'dev'.padEnd(4)}${'result'.padEnd(7)}${pad('part', 8)} ${'upload'.padEnd(13)}${'op'.padEnd(14)}${pad('t', 2)}${pad('size', 9)}${pad('total ms', 10)}${pad('readback', 9)}${pad('sync', 8)}${pad('stage', 8)}${pad('transport', 10)}${pad('gather', 8)}${pad('unstage', 8)}${pad('upload', 8)}${pad('bus GB/s', 9)}${pad('(total)', 8)}${pad('memcpy', 8)}${pad('ratio', 7)}${pad('floor', 8)}${pad('×floor', 8)}${pad('rb×', 7)}${pad('ring×', 7)}${pad('up×', 7)}${pad('floor‖', 8)}${pad('×fl‖', 7)}`;
   console.log(head);
   const ratio = (a: number, b: number): string => (b > 0 ? f(a / b, 1) : '-');
   for (const r of report.rows as CommBenchRow[]) {
     const gpu = r.device === 'gpu';
     console.log(
-      `${r.transport.padEnd(13)}${r.device.padEnd(4)}${r.result.padEnd(7)}${pad(part(r), 8)} ${(r.upload ?? '-').padEnd(13)}${r.op.padEnd(14)}${pad(r.t, 2)}${pad(fmtBytes(r.bytes), 9)}${pad(f(r.totalMs), 10)}${pad(f(r.readbackMs), 9)}${pad(f(r.syncMs), 8)}${pad(f(r.stageMs), 8)}${pad(f(r.transportMs), 10)}${pad(f(r.gatherMs), 8)}${pad(f(r.unstageMs), 8)}${pad(f(r.uploadMs), 8)}${pad(f(r.busGBsTransport), 9)}${pad(f(r.busGBsTotal), 8)}${pad(f(report.memcpyGBs[r.bytes]), 8)}${pad(Number.isFinite(r.ofMemcpy) ? `${(100 * r.ofMemcpy).toFixed(0)}%` : '-', 7)}${pad(f(r.floor.totalMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalMs), 8)}${pad(gpu ? ratio(r.readbackMs, r.floor.readbackMs) : '-', 7)}${pad(gpu ? ratio(r.uploadMs, r.floor.uploadMs) : '-', 7)}`,
+      `${r.transport.padEnd(13)}${r.device.padEnd(4)}${r.result.padEnd(7)}${pad(part(r), 8)} ${(r.upload ?? '-').padEnd(13)}${r.op.padEnd(14)}${pad(r.t, 2)}${pad(fmtBytes(r.bytes), 9)}${pad(f(r.totalMs), 10)}${pad(f(r.readbackMs), 9)}${pad(f(r.syncMs), 8)}${pad(f(r.stageMs), 8)}${pad(f(r.transportMs), 10)}${pad(f(r.gatherMs), 8)}${pad(f(r.unstageMs), 8)}${pad(f(r.uploadMs), 8)}${pad(f(r.busGBsTransport), 9)}${pad(f(r.busGBsTotal), 8)}${pad(f(report.memcpyGBs[r.bytes]), 8)}${pad(Number.isFinite(r.ofMemcpy) ? `${(100 * r.ofMemcpy).toFixed(0)}%` : '-', 7)}${pad(f(r.floor.totalMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalMs), 8)}${pad(gpu ? ratio(r.readbackMs, r.floor.readbackMs) : '-', 7)}${pad(ratio(r.transportMs + r.gatherMs + r.unstageMs, r.floor.ringMs), 7)}${pad(gpu ? ratio(r.uploadMs, r.floor.uploadMs) : '-', 7)}${pad(f(r.floor.totalAllMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalAllMs), 7)}`,
     );
   }
   if (target) {

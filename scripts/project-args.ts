@@ -5,6 +5,7 @@ import { scenarios, seedsV100, type Scenario } from '../src/megatron/scenarios.t
 import { fabrics, parseSystem, systemNames, systems, withFabric, type SystemSpec } from '../src/hardware/systems.ts';
 import {
   attentionBackends,
+  crossEntropyKernelChoices,
   cudaGraphImpls,
   defaultKernelOptions,
   fp8Formats,
@@ -67,7 +68,7 @@ export function usage(): string {
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
-       [--tp-comm-overlap] [--gemm-table]
+       [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
 
@@ -102,6 +103,8 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
   --enable-cuda-graph       Megatron's deprecated spelling of --cuda-graph-impl local.
   --tp-comm-overlap         TP all-gathers and reduce-scatters in chunks under the GEMMs (needs --sp), priced with
                             the SMs and HBM bandwidth the communication takes from them.
+  --cross-entropy K         plan (default: the playground's vocab-parallel cross entropy, logits read in 16 bits) or
+                            megatron (Megatron's unfused default: logits upcast to fp32, each pass in fp32).
   --fabric NAME             replace the system's scale-out network (same NIC count): ${Object.keys(fabrics).join(', ')}.
   --gemm-table              print the GEMM model's times for representative shapes on the system's GPU and exit.
 
@@ -167,6 +170,7 @@ const options = {
   'cuda-graph-impl': { type: 'string' },
   'enable-cuda-graph': { type: 'boolean', default: false },
   'tp-comm-overlap': { type: 'boolean', default: false },
+  'cross-entropy': { type: 'string' },
   'gemm-table': { type: 'boolean', default: false },
   topology: { type: 'boolean', default: false },
   placement: { type: 'string' },
@@ -272,6 +276,7 @@ function parseKernelFlags(
     'cuda-graph-impl'?: string;
     'enable-cuda-graph': boolean;
     'tp-comm-overlap': boolean;
+    'cross-entropy'?: string;
   },
   sp: boolean,
 ): KernelOptions {
@@ -295,6 +300,9 @@ function parseKernelFlags(
         ? parseChoice('--cuda-graph-impl', v['cuda-graph-impl'], cudaGraphImpls)
         : d.cudaGraphImpl,
     tpCommOverlap: v['tp-comm-overlap'],
+    ...(v['cross-entropy'] !== undefined && {
+      crossEntropy: parseChoice('--cross-entropy', v['cross-entropy'], crossEntropyKernelChoices),
+    }),
   };
 }
 

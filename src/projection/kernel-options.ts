@@ -35,8 +35,10 @@ export interface KernelOptions {
   readonly crossEntropy?: CrossEntropyKernels;
 }
 
+/** The cross-entropy pricings (`CrossEntropyKernels`). */
+export const crossEntropyKernelChoices = ['plan', 'megatron'] as const;
 /** Whose cross-entropy kernels are priced: the plan's, or Megatron's unfused fp32 passes. */
-export type CrossEntropyKernels = 'plan' | 'megatron';
+export type CrossEntropyKernels = (typeof crossEntropyKernelChoices)[number];
 
 /** --attention-backend values the projection prices. */
 export const attentionBackends = ['unfused', 'flash', 'fused'] as const;

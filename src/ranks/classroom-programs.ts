@@ -17,6 +17,7 @@ import { tensorSeed } from '../parallel/weights.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
 import { kernelContext, type GemmChoices } from './layer-programs.ts';
+import { resultTensors } from './result-tensors.ts';
 
 /** The classroom's logical input X and upstream gradient dZ [s·b, h], from the config's seed. */
 export function classroomInputs(c: LayerConfig): { x: Float32Array; dz: Float32Array } {
@@ -59,16 +60,18 @@ export async function classroomStep(
   const c = a.config;
   if (a.choices) importGemmChoices(ctx.device, a.choices);
   const rank = a.solo ? 0 : ctx.rank;
-  const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
-  if (comm.size !== c.tp)
-    throw new Error(`classroomStep: the group has ${comm.size} ranks but the config asks for t = ${c.tp}.`);
+  if (!a.solo && ctx.gpuComm.size !== c.tp)
+    throw new Error(`classroomStep: the group has ${ctx.gpuComm.size} ranks but the config asks for t = ${c.tp}.`);
+  // Each named collective writes into the tensor it returned the step before (ResultTensors).
+  const results = a.solo ? undefined : resultTensors(ctx.device, 'classroom');
+  const comm = results ? results.around(ctx.gpuComm) : new DetachedCollectives(ctx.device, 0, 1);
   const k = kernelContext(ctx.device);
-  const be = new GpuBackend(k);
+  const be = new GpuBackend(k, results?.backendOptions());
   const lc = new LayerComm(
     comm,
     (t: GpuTensor) => t.shape,
     () => k.flush(),
-    (t) => be.adopt(t),
+    results ? results.adoptBy(be) : (t) => be.adopt(t),
   );
   const D = localDims(c);
   const { b, h, f } = D;
@@ -140,6 +143,7 @@ export async function classroomStep(
     };
   } finally {
     be.releaseAll();
+    results?.endStep();
   }
 }
 

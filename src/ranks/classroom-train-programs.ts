@@ -13,6 +13,7 @@ import type { Collectives } from '../comm/collectives.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
 import { kernelContext, type GemmChoices } from './layer-programs.ts';
+import { ResultTensors } from './result-tensors.ts';
 
 /** A training run held by one rank between steps: its weight shards and Adam moments on its GPU. */
 interface TrainSession {
@@ -23,6 +24,8 @@ interface TrainSession {
   readonly w: WeightSet<GpuTensor>;
   readonly m: WeightSet<GpuTensor>;
   readonly v: WeightSet<GpuTensor>;
+  /** The run's collective results, each step writing into the previous step's (absent solo). */
+  readonly results?: ResultTensors;
   step: number;
 }
 
@@ -40,15 +43,26 @@ export function trainStart(
   trainEnd(ctx, { id: a.id });
   if (a.choices) importGemmChoices(ctx.device, a.choices);
   const c = a.config;
-  const comm = a.solo ? new DetachedCollectives(ctx.device, 0, 1) : ctx.gpuComm;
-  if (comm.size !== c.tp)
-    throw new Error(`trainStart: the group has ${comm.size} ranks but the config asks for t = ${c.tp}.`);
+  if (!a.solo && ctx.gpuComm.size !== c.tp)
+    throw new Error(`trainStart: the group has ${ctx.gpuComm.size} ranks but the config asks for t = ${c.tp}.`);
+  const results = a.solo ? undefined : new ResultTensors();
+  const comm = results ? results.around(ctx.gpuComm) : new DetachedCollectives(ctx.device, 0, 1);
   const rank = a.solo ? 0 : ctx.rank;
   const store = new GpuBackend(kernelContext(ctx.device));
   const shards = rankWeightArrays(c, rankOwnership(c)[rank]);
   const w = uploadWeights(shards, (n, shape, data) => store.tensor(n, shape, data));
   const zeros = (p: string) => uploadWeights(shards, (n, shape) => store.tensor(`${p}.${n}`, shape));
-  sessions.set(a.id, { config: c, rank, comm, store, w, m: zeros('adam.m'), v: zeros('adam.v'), step: 0 });
+  sessions.set(a.id, {
+    config: c,
+    rank,
+    comm,
+    store,
+    w,
+    m: zeros('adam.m'),
+    v: zeros('adam.v'),
+    ...(results && { results }),
+    step: 0,
+  });
   return { rank };
 }
 
@@ -71,12 +85,12 @@ export async function trainStep(
   if (!run) throw new Error(`trainStep: no training run "${a.id}" on rank ${ctx.rank}; call trainStart first.`);
   const c = run.config;
   const k = kernelContext(ctx.device);
-  const be = new GpuBackend(k);
+  const be = new GpuBackend(k, run.results?.backendOptions());
   const lc = new LayerComm(
     run.comm,
     (t: GpuTensor) => t.shape,
     () => k.flush(),
-    (t) => be.adopt(t),
+    run.results ? run.results.adoptBy(be) : (t) => be.adopt(t),
   );
   try {
     const r = await layerStep(be, lc, c, rankOwnership(c)[run.rank], run.w, a.inputs);
@@ -92,12 +106,15 @@ export async function trainStep(
     };
   } finally {
     be.releaseAll();
+    run.results?.endStep();
   }
 }
 
 /** Ends training run `id` on this rank and frees its tensors (nothing when there is none). */
 export function trainEnd(_ctx: RankContext, a: { id: string }): void {
-  sessions.get(a.id)?.store.releaseAll();
+  const run = sessions.get(a.id);
+  run?.store.releaseAll();
+  run?.results?.dispose();
   sessions.delete(a.id);
 }
 

@@ -2,7 +2,6 @@ import { outputShape, resolveDim } from '../comm/call.ts';
 import type { CollectiveOp, Collectives, ReduceOp } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { numel } from '../core/shape.ts';
-import { median } from '../core/stats.ts';
 import { createTensor, readTensor, withMappedTensor, type GpuTensor } from '../kernels/tensor.ts';
 import type { GpuCollectives } from '../comm/gpu-collectives.ts';
 import type { GpuCollectiveOptions } from '../comm/gpu-options.ts';
@@ -153,23 +152,27 @@ export async function benchCollective(ctx: RankContext, a: BenchArgs): Promise<T
 }
 
 /**
- * The floor of a read-back here: median over `iters` of copying 16 bytes into a pooled staging
- * buffer and mapping it (ms), on rank `rank` alone (the others return at once: NaN).
+ * The floor of a read-back here: per iteration, the time (ms) of copying 16 bytes into a pooled
+ * staging buffer and mapping it. `ranks` 'one': rank 0 alone, the others idle (they return no
+ * times); 'all': every rank at once, each iteration started by a host barrier, as the ranks of a
+ * collective read back together (through the browser's one GPU process).
  */
 export async function mapRoundTrip(
   ctx: RankContext,
-  a: { readonly iters: number; readonly rank: number },
-): Promise<number> {
-  if (ctx.rank !== a.rank) return NaN;
+  a: { readonly iters: number; readonly ranks: 'one' | 'all' },
+): Promise<number[]> {
+  if (a.ranks === 'one' && ctx.rank !== 0) return [];
   const x = createTensor(ctx.device, 'tiny', [4], new Float32Array(4));
+  await withMappedTensor(ctx.device, x, async () => undefined);
   const times: number[] = [];
   for (let i = 0; i < a.iters; i++) {
+    if (a.ranks === 'all') await ctx.comm.barrier();
     const t0 = performance.now();
     await withMappedTensor(ctx.device, x, async () => undefined);
     times.push(performance.now() - t0);
   }
   x.buffer.destroy();
-  return median(times);
+  return times;
 }
 
 /** The programs of the default rank worker. */

@@ -76,7 +76,7 @@ async function gpuStep(
   // the step's end.
   const ownBackend = new GpuBackend(k, {
     deferRelease: !!timer,
-    ...(results && { ownedElsewhere: (t: GpuTensor) => results.owns(t) }),
+    ...results?.backendOptions(),
   });
   // With `hold` false a timed step submits its kernels as it queues them (layerStepTimed).
   const be = slowedBackend(ownBackend, slowFactor); // #slow: this rank's kernels dispatched f times
@@ -99,9 +99,7 @@ async function gpuStep(
       return named.chunk ? k.submit() : k.flush();
     },
     // A result reused from step to step (ResultTensors) is freed by its owner, not at this step's end.
-    (t) => {
-      if (!results?.owns(t)) be.adopt(t);
-    },
+    results ? results.adoptBy(be) : (t) => be.adopt(t),
     () => k.submit(),
   );
   try {
@@ -179,7 +177,7 @@ export async function layerStepProgram(
 ): Promise<LayerStepReply> {
   importGemmChoices(ctx.device, a.choices);
   // Each named collective writes into the tensor it returned the step before (ResultTensors).
-  const results = a.solo ? undefined : resultTensors(ctx.device);
+  const results = a.solo ? undefined : resultTensors(ctx.device, 'layer');
   const comm = results ? results.around(ctx.gpuComm) : new DetachedCollectives(ctx.device, 0, 1);
   const factor = a.solo ? 1 : slowdownOf(a.slow, ctx.rank);
   ctx.link.linkFactor = a.solo ? 1 : slowdownOf(a.slowlink, ctx.rank);

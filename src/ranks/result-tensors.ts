@@ -2,6 +2,7 @@ import { outputShape, resolveDim } from '../comm/call.ts';
 import type { CollectiveOp, Collectives, ReduceOp } from '../comm/collectives.ts';
 import { numel } from '../core/shape.ts';
 import type { GpuTensor } from '../kernels/tensor.ts';
+import type { GpuBackend } from './backend-gpu.ts';
 
 /**
  * The result tensors of a rank's layer steps, reused from one step to the next: a named collective
@@ -22,15 +23,39 @@ export class ResultTensors {
     return this.buffers.has(t.buffer);
   }
 
+  /** Options for a step's GpuBackend: its release() leaves these results alone. */
+  backendOptions(): { ownedElsewhere: (t: GpuTensor) => boolean } {
+    return { ownedElsewhere: (t) => this.owns(t) };
+  }
+
+  /** LayerComm's adopt for a step: `be` takes a collective's result unless it is one of these. */
+  adoptBy(be: GpuBackend): (t: GpuTensor) => void {
+    return (t) => {
+      if (!this.owns(t)) be.adopt(t);
+    };
+  }
+
   /** The step is over, its results no longer read: they are offered to the next step. */
   endStep(): void {
-    for (const ts of this.free.values())
+    this.destroy(this.free);
+    this.free = this.used;
+    this.used = new Map();
+  }
+
+  /** Frees every result held (the runs these results served are over). */
+  dispose(): void {
+    this.destroy(this.free);
+    this.destroy(this.used);
+    this.free = new Map();
+    this.used = new Map();
+  }
+
+  private destroy(byKey: Map<string, GpuTensor[]>): void {
+    for (const ts of byKey.values())
       for (const t of ts) {
         this.buffers.delete(t.buffer);
         t.buffer.destroy();
       }
-    this.free = this.used;
-    this.used = new Map();
   }
 
   /** `comm` with every named collective's result written into a tensor of the previous step's. */
@@ -77,11 +102,16 @@ export class ResultTensors {
   }
 }
 
-const perDevice = new WeakMap<GPUDevice, ResultTensors>();
+/** The programs whose steps reuse results per device, each with its own set (one never frees the other's). */
+export type ResultOwner = 'layer' | 'classroom';
 
-/** The reused result tensors of the layer steps on `device` (one set per device). */
-export function resultTensors(device: GPUDevice): ResultTensors {
-  let r = perDevice.get(device);
-  if (!r) perDevice.set(device, (r = new ResultTensors()));
+const perDevice = new WeakMap<GPUDevice, Map<ResultOwner, ResultTensors>>();
+
+/** The reused result tensors of `owner`'s steps on `device` (one set per device and owner). */
+export function resultTensors(device: GPUDevice, owner: ResultOwner): ResultTensors {
+  let sets = perDevice.get(device);
+  if (!sets) perDevice.set(device, (sets = new Map()));
+  let r = sets.get(owner);
+  if (!r) sets.set(owner, (r = new ResultTensors()));
   return r;
 }

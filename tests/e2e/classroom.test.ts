@@ -11,6 +11,11 @@ const shot = (page: Page, name: string) => page.screenshot({ path: `test-results
 const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');
 const firstStep = (page: Page) =>
   expect.poll(() => stepId(page).catch(() => null), { timeout: 120_000, interval: 250 }).not.toBeNull();
+/** The values of the step's panel labelled `label` (heatmap cells, or with "numbers" the grid's). */
+const panelValues = (page: Page, label: string): Promise<number[]> =>
+  page
+    .locator(`tp-classroom figure[data-label="${label}"] [data-value]`)
+    .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
 const hashStep = (page: Page) => page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get('step'));
 
 /** The blocks of the step's block figure(s): rank, rows, cols, label. */
@@ -47,7 +52,7 @@ async function playRing(page: Page, i: number): Promise<{ steps: number; chunks:
   return { steps, chunks };
 }
 
-test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks with their shapes, GEMMs with M, N, K, rings that play to the end, heads by rank — and body text is ≥ 24 px at 1920×1080', async () => {
+test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks with their shapes, GEMMs with M, N, K, rings that play to the end, heads by rank, Σ Zᵢ equal to the TP=1 result — the arrow keys step forward and back through every step, and body text is ≥ 24 px at 1920×1080', async () => {
   await withE2ePage('/#view=classroom&tp=2', async (page, pageErrors) => {
     await page.setViewportSize({ width: 1920, height: 1080 });
     await firstStep(page);
@@ -104,6 +109,18 @@ test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks
       /payload S = 512 B .* sends 2\(t−1\)\/t·S = 512 B/,
     );
     await shot(page, 'classroom-1920-step5-before');
+    // Σ Zᵢ equals the TP = 1 result within the oracle's tolerance 16·ε·(K+1)·max|ref|, K = 32 (ffn):
+    // the same float32 products summed in another order.
+    const sum = await panelValues(page, 'Z = Σ Zᵢ (all-reduced)');
+    const ref = await panelValues(page, 'Z at TP=1 (rank 0 alone)');
+    const z0 = await panelValues(page, 'Z partial, rank 0');
+    const z1 = await panelValues(page, 'Z partial, rank 1');
+    expect(ref).toHaveLength(8 * 16);
+    const tol = oracleTolerance(configFromPreset('classroom', { tp: 2 }), Math.max(...ref.map(Math.abs)));
+    ref.forEach((r, i) => {
+      expect(Math.abs(sum[i] - r)).toBeLessThanOrEqual(tol);
+      expect(Math.abs(z0[i] + z1[i] - r)).toBeLessThanOrEqual(tol);
+    });
     const ar = await playRing(page, 0);
     expect(ar.steps).toBe(2 * (t - 1));
     expect(ar.chunks).toHaveLength(t * t);
@@ -157,6 +174,29 @@ test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks
     expect(await page.locator('tp-classroom .grid span').count()).toBeGreaterThan(0);
     expect(await page.locator('tp-classroom tp-heatmap').count()).toBe(0);
     await page.locator('tp-classroom input[data-control="numbers"]').uncheck();
+
+    // The arrow keys go on to the last steps and back through every one.
+    const ids = [
+      'split-w1',
+      'local-y',
+      'swiglu',
+      'partial-z',
+      'all-reduce',
+      'backward',
+      'sequence-parallel',
+      'attention',
+      'tp-overlap',
+      'straggler',
+    ];
+    for (const id of ids.slice(8)) {
+      await page.keyboard.press('ArrowRight');
+      expect(await stepId(page)).toBe(id);
+    }
+    await shot(page, 'classroom-1920-straggler');
+    for (const id of ids.slice(0, -1).reverse()) {
+      await page.keyboard.press('ArrowLeft');
+      expect(await stepId(page)).toBe(id);
+    }
 
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.keyboard.press('Home');

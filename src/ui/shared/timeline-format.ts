@@ -19,12 +19,23 @@ export function formatMs(ms: number): string {
 
 /**
  * The tick format of a time axis over `domain` (ms): every tick in the unit formatMs gives the
- * domain's largest |end| ("0 µs … 250 µs", never "0 ms" beside "50 µs").
+ * domain's largest |end| ("0 µs … 250 µs", never "0 ms" beside "50 µs"), three significant digits
+ * — or, given the axis's `ticks`, as many decimals as their step needs where three digits would
+ * print two ticks alike (zoomed to 0.1 µs inside a 400 ms step: "123.4501 ms", "123.4502 ms").
  */
-export function msTickFormat(domain: readonly number[]): (ms: number) => string {
+export function msTickFormat(domain: readonly number[], ticks: readonly number[] = []): (ms: number) => string {
   const a = Math.max(0, ...domain.map(Math.abs));
   const [per, unit] = a < 1e-3 ? [1e6, 'ns'] : a < 1 ? [1e3, 'µs'] : a < 1000 ? [1, 'ms'] : [1e-3, 's'];
-  return (ms) => `${trim(ms * per)} ${unit}`;
+  const short = ticks.map((t) => trim(t * per));
+  if (new Set(short).size === short.length) return (ms) => `${trim(ms * per)} ${unit}`;
+  const step = Math.min(
+    ...ticks
+      .slice(1)
+      .map((t, i) => Math.abs(t - ticks[i]) * per)
+      .filter((d) => d > 0),
+  );
+  const decimals = Math.min(12, Math.max(0, Math.ceil(-Math.log10(step) - 1e-9)));
+  return (ms) => `${(ms * per).toFixed(decimals)} ${unit}`;
 }
 
 /** A change of time with its sign: +1.2 ms, −37.1 ms, 0. */

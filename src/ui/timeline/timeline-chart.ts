@@ -315,14 +315,15 @@ export class TimelineChart {
     }
     this.zoomed.attr('transform', `translate(${t.x},0) scale(${t.k},1)`);
     const zx = t.rescaleX(this.x);
-    const tickMs = msTickFormat(zx.domain());
+    const tickCount = Math.max(2, Math.floor(this.plotW / 120));
+    const tickMs = msTickFormat(zx.domain(), zx.ticks(tickCount));
     this.drawLabels(zx);
     this.drawTop(zx);
     this.axis
       .call(
         d3
           .axisBottom(zx)
-          .ticks(Math.max(2, Math.floor(this.plotW / 120)))
+          .ticks(tickCount)
           .tickFormat((d) => tickMs(Number(d))),
       )
       .attr('font-size', fontPx.axis)

@@ -206,14 +206,15 @@ export class TpLiveMemory extends LitElement {
       .attr('data-class', (s) => s.key)
       .attr('fill', (s) => colors.get(s.key) ?? '#999')
       .attr('d', (s) => area(s) ?? '');
-    const tickMs = msTickFormat(x.domain());
+    const tickCount = Math.max(2, Math.floor(w / 110));
+    const tickMs = msTickFormat(x.domain(), x.ticks(tickCount));
     svg
       .append('g')
       .attr('transform', `translate(0,${h - margin.bottom})`)
       .call(
         d3
           .axisBottom(x)
-          .ticks(Math.max(2, Math.floor(w / 110)))
+          .ticks(tickCount)
           .tickFormat((v) => tickMs(Number(v))),
       );
     svg

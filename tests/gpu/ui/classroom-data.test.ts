@@ -75,3 +75,19 @@ describe.each([2, 4])('the classroom MLP on %i real rank workers', (t) => {
       for (const k of s.checks) expect(k.pass, `${s.id}: ${k.label} ${k.maxAbs} > ${k.tolerance}`).toBe(true);
   });
 });
+
+test('a second classroom run on the same t = 2 workers, its collectives written into the first run’s results (ResultTensors), gives the same values bit for bit', async () => {
+  const c = configFromPreset('classroom', { tp: 2 });
+  const pool = await createLayerPool(2);
+  pools.push(pool);
+  const first = await loadClassroomRuns(pool, c);
+  const second = await loadClassroomRuns(pool, c);
+  // Same inputs, same kernels, same ring order: every value is the same float32, reused buffer or not.
+  for (const [a, b] of [
+    [first.tp, second.tp],
+    [first.sp!, second.sp!],
+  ])
+    for (let r = 0; r < a.length; r++)
+      for (const k of ['xFull', 'z', 'dzFull', 'dx', 'attn'] as const)
+        expect(maxAbsDiff(a[r][k].data, b[r][k].data), `rank ${r}'s ${k}`).toBe(0);
+});

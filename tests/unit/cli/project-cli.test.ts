@@ -82,6 +82,7 @@ describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
     expect(parseProjectArgs(['--cuda-graph-impl', 'transformer_engine']).kernels.cudaGraphImpl).toBe(
       'transformer_engine',
     );
+    expect(parseProjectArgs(['--cross-entropy', 'megatron']).kernels.crossEntropy).toBe('megatron');
   });
 
   it('names what is wrong', () => {
@@ -92,6 +93,7 @@ describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
     expect(() => parseProjectArgs(['--tp-comm-overlap'])).toThrow(/--tp-comm-overlap needs --sp/);
     expect(() => parseProjectArgs(['--enable-cuda-graph', '--cuda-graph-impl', 'local'])).toThrow(/not both/);
     expect(() => parseProjectArgs(['--fabric', 'ib-xdr'])).toThrow(/unknown fabric "ib-xdr"/);
+    expect(() => parseProjectArgs(['--cross-entropy', 'fused'])).toThrow(/--cross-entropy "fused": use plan, megatron/);
   });
 });
 

@@ -53,6 +53,14 @@ describe('formatting numbers for the timeline', () => {
     expect(msTickFormat([0, 1500])(500)).toBe('0.5 s');
   });
 
+  test('zoomed deep into a long step, the ticks take the decimals their step needs and never repeat', () => {
+    const ticks = [123.4501, 123.4502, 123.4503, 123.4504];
+    const f = msTickFormat([123.45005, 123.45045], ticks);
+    expect(ticks.map(f)).toEqual(['123.4501 ms', '123.4502 ms', '123.4503 ms', '123.4504 ms']);
+    // Where three significant digits already tell the ticks apart, they stay.
+    expect([0, 0.05, 0.1].map(msTickFormat([0, 0.1], [0, 0.05, 0.1]))).toEqual(['0 µs', '50 µs', '100 µs']);
+  });
+
   test('FLOPs take an SI prefix and GFLOP/s is FLOPs per ns of the duration', () => {
     expect(formatFlops(37748736)).toBe('37.7 MFLOP');
     expect(formatFlops(999)).toBe('999 FLOP');

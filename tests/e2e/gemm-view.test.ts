@@ -1,60 +1,10 @@
-// #view=classroom and #view=gemm on the served page (Vite dev server, COOP/COEP), driven from Node with Playwright.
+// #view=gemm on the served page (built once, COOP/COEP), driven from Node with Playwright: the local GEMMs of every
+// legal t with their shapes and GFLOP/s. (The classroom's steps and keys: classroom.test.ts.)
 import type { Page } from 'playwright';
 import { expect, test } from 'vitest';
-import { configFromPreset } from '../../src/parallel/config.ts';
-import { oracleTolerance } from '../../src/parallel/oracle.ts';
 import { withE2ePage } from './built-page.ts';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/${name}.png`, fullPage: true });
-const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');
-const panelValues = (page: Page, label: string): Promise<number[]> =>
-  page
-    .locator(`tp-classroom figure[data-label="${label}"] [data-value]`) // heatmap cells (or, with "numbers", the grid's)
-    .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-value'))));
-
-test('#view=classroom: the arrow keys step forward and back through every step, and step 5 shows Σ Zᵢ equal to the TP=1 result', async () => {
-  await withE2ePage('/#view=classroom&tp=2', async (page, pageErrors) => {
-    await page.setViewportSize({ width: 1920, height: 1080 });
-    await expect.poll(() => stepId(page).catch(() => null), { timeout: 90_000 }).toBe('split-w1');
-    const ids = [
-      'split-w1',
-      'local-y',
-      'swiglu',
-      'partial-z',
-      'all-reduce',
-      'backward',
-      'sequence-parallel',
-      'attention',
-      'tp-overlap',
-      'straggler',
-    ];
-    for (const id of ids.slice(1)) {
-      await page.keyboard.press('ArrowRight');
-      expect(await stepId(page)).toBe(id);
-    }
-    await shot(page, 'classroom-straggler');
-    for (const id of ids.slice(0, -1).reverse()) {
-      await page.keyboard.press('ArrowLeft');
-      expect(await stepId(page)).toBe(id);
-    }
-    for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowRight');
-    expect(await stepId(page)).toBe('all-reduce');
-    await shot(page, 'classroom-step5');
-    const sum = await panelValues(page, 'Z = Σ Zᵢ (all-reduced)');
-    const ref = await panelValues(page, 'Z at TP=1 (rank 0 alone)');
-    const z0 = await panelValues(page, 'Z partial, rank 0');
-    const z1 = await panelValues(page, 'Z partial, rank 1');
-    expect(ref).toHaveLength(8 * 16);
-    // The oracle's tolerance 16·ε·(K+1)·max|ref|, K = 32 (ffn): the same float32 products summed in another order.
-    const tol = oracleTolerance(configFromPreset('classroom', { tp: 2 }), Math.max(...ref.map(Math.abs)));
-    ref.forEach((r, i) => {
-      expect(Math.abs(sum[i] - r)).toBeLessThanOrEqual(tol);
-      expect(Math.abs(z0[i] + z1[i] - r)).toBeLessThanOrEqual(tol);
-    });
-    expect(await page.locator('tp-classroom .check[data-pass="false"]').count()).toBe(0);
-    expect(pageErrors).toEqual([]);
-  });
-});
 
 /** Runs #view=gemm at `hash` and checks N/t for column-parallel and K/t for row-parallel GEMMs, each with GFLOP/s; returns the degrees that ran. */
 async function checkGemmView(hash: string, screenshot: string): Promise<number[]> {
