@@ -74,9 +74,6 @@ async function expectRanks(t: number): Promise<void> {
   expect(await badge().getAttribute('data-pass')).toBe('true');
 }
 
-/** TP 8 with sequence parallelism: the state most tests below start from. */
-const tp8sp = '#tp=8&heads=8&sp=1&machine=custom';
-
 describe('the playground page (built, served locally)', () => {
   beforeAll(async () => {
     // A blank first page: every test opens its own with `openAt`.
@@ -94,66 +91,66 @@ describe('the playground page (built, served locally)', () => {
     await open?.close();
   });
 
-  test('#tp=1 shows one rank’s lanes, no exposed communication on modeled PCIe, and a passing oracle', async () => {
-    await openAt('#tp=1&machine=custom', 'tp=1', 'net=pcie-gen3');
-    await expectRanks(1);
-    expect(await blocks('compute').count()).toBeGreaterThan(10);
-    expect(await blocks('exposed').count()).toBe(0);
-    expect(await page.locator('tp-timeline .caption').textContent()).toMatch(
-      /compute: measured on this machine's GPU.*Communication: modeled \(PCIe Gen3/,
-    );
-  });
-
-  test.each([2, 4])(
-    'choosing TP %i in the TP control redraws that many ranks’ lanes with exposed communication and a passing oracle',
-    async (t) => {
-      await openAt('#tp=1&machine=custom', 'tp=1');
-      await page.locator('tp-controls select[data-control="tp"]').selectOption(String(t));
-      await shownRun(`tp=${t}`);
-      await expectRanks(t);
-      expect(await blocks('exposed').count()).toBeGreaterThan(0);
-      expect(await page.evaluate(() => location.hash)).toContain(`tp=${t}&`);
-    },
-  );
-
-  test('after raising heads to 8, TP 8 runs with eight ranks’ lanes, exposed communication and a passing oracle', async () => {
-    await openAt('#tp=4&machine=custom', 'tp=4');
-    await page.locator('tp-controls input[data-control="heads"]').fill('8');
-    await page.locator('tp-controls input[data-control="heads"]').dispatchEvent('change');
-    await shownRun('heads=8', 'tp=4');
-    await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
-    await shownRun('heads=8', 'tp=8');
-    await expectRanks(8);
-    expect(await blocks('exposed').count()).toBeGreaterThan(0);
-  });
-
-  test('sequence parallel replaces the forward all-reduces by reduce-scatter and all-gather', async () => {
-    await openAt('#tp=8&heads=8&machine=custom', 'tp=8', 'heads=8', 'sp=0');
-    expect(await commTooltip('attn.reduce')).toMatch(/all-reduce over 8 ranks/);
-    expect(await page.locator('tp-timeline rect[data-op="ln1.gather"]').count()).toBe(0);
-    await page.locator('tp-controls input[data-control="sp"]').click();
-    await shownRun('tp=8', 'sp=1');
-    expect(await commTooltip('attn.reduce')).toMatch(/reduce-scatter over 8 ranks/);
-    expect(await commTooltip('ln1.gather')).toMatch(/all-gather over 8 ranks/);
-    const forwardOps = await page
-      .locator('tp-timeline rect[data-kind="comm"][data-phase="forward"]')
-      .evaluateAll((rs) => rs.map((r) => r.getAttribute('data-op')));
-    // Only the vocab-parallel loss keeps its (tiny) all-reduces forward; the [s,b,h] reductions are gone.
-    expect(forwardOps.filter((op) => op === 'attn.reduce' || op === 'mlp.reduce')).toHaveLength(16);
-    await expectRanks(8);
-  });
-
-  // These tests share one t = 8 SP page (a fresh t = 8 run costs 20–60 s here): each leaves the
-  // settings as it found them; the exports read it first, the resizes come last.
-  describe('one t = 8 SP page, each test leaving its settings as it found them', () => {
+  // These tests walk one page (a fresh t = 8 run costs 20–60 s here): from TP 1 through the TP control to
+  // 2, 4 and, with 8 heads, 8, then SP on; each test starts where the one before left the page, and
+  // from the exports on each leaves the settings as it found them (t = 8, SP); the resizes come last.
+  describe('one page walked from TP 1 to TP 8 with SP, each test starting where the last left it', () => {
     let shared: BrowserContext | undefined;
     beforeAll(async () => {
-      await openAt(tp8sp, 'tp=8', 'heads=8', 'sp=1');
+      await openAt('#tp=1&machine=custom', 'tp=1');
       shared = opened;
       opened = undefined; // kept open across this block's tests; closed in its afterAll
     }, runTimeout);
     afterAll(async () => {
       await shared?.close();
+    });
+
+    test('#tp=1 shows one rank’s lanes, no exposed communication on modeled PCIe, and a passing oracle', async () => {
+      await shownRun('tp=1', 'net=pcie-gen3');
+      await expectRanks(1);
+      expect(await blocks('compute').count()).toBeGreaterThan(10);
+      expect(await blocks('exposed').count()).toBe(0);
+      expect(await page.locator('tp-timeline .caption').textContent()).toMatch(
+        /compute: measured on this machine's GPU.*Communication: modeled \(PCIe Gen3/,
+      );
+    });
+
+    test.each([2, 4])(
+      'choosing TP %i in the TP control redraws that many ranks’ lanes with exposed communication and a passing oracle',
+      async (t) => {
+        await page.locator('tp-controls select[data-control="tp"]').selectOption(String(t));
+        await shownRun(`tp=${t}`);
+        await expectRanks(t);
+        expect(await blocks('exposed').count()).toBeGreaterThan(0);
+        expect(await page.evaluate(() => location.hash)).toContain(`tp=${t}&`);
+      },
+    );
+
+    test('after raising heads to 8, TP 8 runs with eight ranks’ lanes, exposed communication and a passing oracle', async () => {
+      await shownRun('tp=4');
+      await page.locator('tp-controls input[data-control="heads"]').fill('8');
+      await page.locator('tp-controls input[data-control="heads"]').dispatchEvent('change');
+      await shownRun('heads=8', 'tp=4');
+      await page.locator('tp-controls select[data-control="tp"]').selectOption('8');
+      await shownRun('heads=8', 'tp=8');
+      await expectRanks(8);
+      expect(await blocks('exposed').count()).toBeGreaterThan(0);
+    });
+
+    test('sequence parallel replaces the forward all-reduces by reduce-scatter and all-gather', async () => {
+      await shownRun('tp=8', 'heads=8', 'sp=0');
+      expect(await commTooltip('attn.reduce')).toMatch(/all-reduce over 8 ranks/);
+      expect(await page.locator('tp-timeline rect[data-op="ln1.gather"]').count()).toBe(0);
+      await page.locator('tp-controls input[data-control="sp"]').click();
+      await shownRun('tp=8', 'sp=1');
+      expect(await commTooltip('attn.reduce')).toMatch(/reduce-scatter over 8 ranks/);
+      expect(await commTooltip('ln1.gather')).toMatch(/all-gather over 8 ranks/);
+      const forwardOps = await page
+        .locator('tp-timeline rect[data-kind="comm"][data-phase="forward"]')
+        .evaluateAll((rs) => rs.map((r) => r.getAttribute('data-op')));
+      // Only the vocab-parallel loss keeps its (tiny) all-reduces forward; the [s,b,h] reductions are gone.
+      expect(forwardOps.filter((op) => op === 'attn.reduce' || op === 'mlp.reduce')).toHaveLength(16);
+      await expectRanks(8);
     });
 
     test('the Perfetto export parses and holds one process per rank whose slices never partially overlap on one thread', async () => {
