@@ -3,6 +3,7 @@ import type { ProjectArgs } from './project-args.ts';
 import { alignedTable } from './text-table.ts';
 import { ablateOverlaps, type AblationRow } from '../src/projection/overlap-ablation.ts';
 import { combinationLabel, overlapFlagInfo } from '../src/projection/overlap-flags.ts';
+import { describeSharing } from '../src/projection/shared-link-label.ts';
 import { formatBytes, formatMs, formatSignedMs } from '../src/ui/shared/timeline-format.ts';
 
 /** The table's cells of one row. */
@@ -23,7 +24,9 @@ function cells(r: AblationRow, all: number): string[] {
     formatBytes(x.inFlightBytes),
     `${formatBytes(x.peakBytes)}${x.oom ? ' OOM' : ''}`,
     x.interactionMs !== undefined ? formatSignedMs(x.interactionMs) : '',
-    x.worseThanBestSubset && x.bestSubset ? `worse than ${combinationLabel(x.bestSubset.flags)}` : '',
+    x.worseThanBestSubset && x.bestSubset
+      ? `worse than ${combinationLabel(x.bestSubset.flags)}${x.sharedLinkCause ? ' (shared link)' : ''}`
+      : '',
   ];
 }
 
@@ -93,9 +96,14 @@ export async function runAblation(args: ProjectArgs): Promise<void> {
   ))
     console.log(line);
   for (const r of a.rows) if (!r.result.ok) console.log(cells(r, a.applicable.length).join(': '));
+  for (const r of a.rows)
+    if (r.result.ok && r.result.sharedLinkCause)
+      for (const c of r.result.sharedLinkCause)
+        console.log(`${cells(r, a.applicable.length)[0]}: shared link: ${describeSharing(c, formatMs)}`);
   console.log(
     `fastest of all ${2 ** a.applicable.length} subsets: ${combinationLabel(a.best.flags)} at ${formatMs(a.best.stepMs)}; ` +
-      `${a.flagged} combination${a.flagged === 1 ? '' : 's'} slower than a subset of ${a.flagged === 1 ? 'itself' : 'themselves'}.`,
+      `${a.flagged} combination${a.flagged === 1 ? '' : 's'} slower than a subset of ${a.flagged === 1 ? 'itself' : 'themselves'}` +
+      ` (${a.flaggedForSharedLink} because of a shared link).`,
   );
   console.log(
     "exp: exposed communication per group; cost: compute lost to DP and PP communication beside it (the TP overlaps' cost is in the layer's kernels); in flight: memory the overlaps hold.",

@@ -45,6 +45,13 @@ import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from './
 import { chunkRecompute, type ChunkRecompute } from './recompute.ts';
 import { overlapBuffers, type OverlapBuffer } from './overlap-buffers.ts';
 import { overlapsOf } from './overlap-flags.ts';
+import {
+  dpSharedLinks,
+  fairShareFinish,
+  tpUnderSharing,
+  type LinkSharingCost,
+  type LinkTransfer,
+} from './link-sharing.ts';
 import { stagePieces } from './stage-pieces.ts';
 import { stageModel } from './stage-model.ts';
 
@@ -111,6 +118,10 @@ export interface StepProjection {
   readonly overlapCostMs: { readonly dp: number; readonly pp: number };
   /** Memory each overlap that is on holds per GPU (overlap-buffers.ts), resident in `stageMemory`. */
   readonly overlapBuffers: readonly OverlapBuffer[];
+  /** Overlapped DP collectives that shared a link with TP or pipeline traffic (link-sharing.ts). */
+  readonly linkSharing: readonly LinkSharingCost[];
+  /** What the shared links added to the step (inside exposedByGroup.dp and dpAllReduceMs), ms. */
+  readonly linkSharingMs: number;
   /** Σ exposedByGroup. */
   readonly exposedMs: number;
   readonly exposedShare: number;
@@ -383,7 +394,7 @@ function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkTimes) {
     ? overlapLossMs(p2pMs, overlapSlowdown(false, system.gpu, p2pFootprint(links.pp.busGBps)))
     : 0;
   const pipeIn = { p: deg.pp, v: deg.vpp, m, forwardMs, backwardMs, p2pMs };
-  return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs };
+  return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs, p2pBlocks: !p2pOverlapped };
 }
 
 /**
@@ -533,6 +544,27 @@ function stepTimes(
     overlapSlowdown(false, system.gpu, ncclFootprint(op, links.dpCp));
   const gradSlowdown = dpSlowdown(distOpt ? 'reduceScatter' : 'allReduce');
   const gatherSlowdown = dpSlowdown('allGather');
+  // Links the overlapped DP collectives share with TP or pipeline traffic (link-sharing.ts).
+  const gradOverlap = (setup.overlapGradReduce ?? false) && dpGroup > 1;
+  const gatherOverlap = (setup.overlapParamGather ?? false) && distOpt && dpGroup > 1;
+  const shares = gradOverlap || gatherOverlap ? dpSharedLinks(machine, deg) : [];
+  const tpShare = shares.some((x) => x.with === 'tp')
+    ? tpUnderSharing(pricing, machine, deg, setup.overlap || (setup.overlapSpRegather ?? setup.overlap))
+    : undefined;
+  const sharing = new Map<string, { -readonly [K in keyof LinkSharingCost]: LinkSharingCost[K] }>();
+  const noteSharing = (
+    overlap: LinkSharingCost['overlap'],
+    sh: (typeof shares)[number],
+    sharedMs: number,
+    computeDelayMs: number,
+  ): void => {
+    const key = `${overlap}|${sh.with}`;
+    const x = sharing.get(key) ?? { overlap, with: sh.with, link: sh.link, sharedMs: 0, computeDelayMs: 0 };
+    x.sharedMs = Math.max(x.sharedMs, sharedMs);
+    x.computeDelayMs = Math.max(x.computeDelayMs, computeDelayMs);
+    sharing.set(key, x);
+  };
+  let pipelineDoneUnshared = 0;
   let dpBuckets = 0;
   let pipelineDone = 0;
   let pipelineDoneNoCost = 0;
@@ -567,8 +599,53 @@ function stepTimes(
       (setup.overlapGradReduce ?? false) && dpGroup > 1
         ? overlapLossMs(Math.max(0, s.commMs - s.exposedMs), gradSlowdown)
         : 0;
-    pipelineDone = Math.max(pipelineDone, stageEnd + gradCost, s.endMs + gradCost);
-    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, stageEnd, s.endMs);
+    // Sharing a link (max-min fair share, link-sharing.ts's fairShareFinish), on the unshared
+    // schedule: each busy stretch of the DP stream before the stage's end (buckets back to back,
+    // len ms) is one transfer. TP on the link: its collectives in that stretch are len·uB of link
+    // time issued with it, and the backward under it runs at the layer re-scheduled with the TP
+    // link at C/2 (len·slowB later, after what still hides). Pipeline on the link: each p2p that
+    // meets the stretch (a backward's receive before it, its send after it) is a transfer of p2p
+    // ms; a receive's delay holds the op that needs it, a blocking send's (1F1B) its sender.
+    let computeDelay = 0;
+    let dpDelay = 0;
+    const stretches = gradOverlap
+      ? s.busy.flatMap((b) => (b.t0 < stageEnd ? [{ t0: b.t0, t1: Math.min(b.t1, stageEnd) }] : []))
+      : [];
+    for (const sh of shares) {
+      let shared = 0;
+      let delay = 0;
+      for (const b of stretches) {
+        const len = b.t1 - b.t0;
+        // Below 1e-9 of the stage's span it is rounding (a single bucket issued at the end).
+        if (len <= 1e-9 * stageEnd) continue;
+        const partner: { x: LinkTransfer; holds: boolean }[] = [];
+        if (sh.with === 'tp' && tpShare) {
+          partner.push({ x: { startMs: b.t0, aloneMs: len * tpShare.uB }, holds: false });
+          delay += len * tpShare.slowB;
+        } else if (sh.with === 'pp')
+          for (let j = 0; j < order.chunk.length; j++) {
+            if (order.forward[j]) continue;
+            const ch = order.chunk[j]!;
+            const p2p: { x: LinkTransfer; holds: boolean }[] = [];
+            if (!(i === deg.pp - 1 && ch === deg.vpp - 1))
+              p2p.push({ x: { startMs: t0[j]! - pipeIn.p2pMs, aloneMs: pipeIn.p2pMs }, holds: true });
+            if (!(i === 0 && ch === 0))
+              p2p.push({ x: { startMs: t1[j]!, aloneMs: pipeIn.p2pMs }, holds: input.p2pBlocks });
+            for (const q of p2p) if (q.x.startMs < b.t1 && q.x.startMs + q.x.aloneMs > b.t0) partner.push(q);
+          }
+        if (!partner.length) continue;
+        const done = fairShareFinish([{ startMs: b.t0, aloneMs: len }, ...partner.map((q) => q.x)]);
+        shared += done[0]! - b.t1;
+        partner.forEach((q, k) => {
+          if (q.holds) delay += done[k + 1]! - q.x.startMs - q.x.aloneMs;
+        });
+      }
+      if (shared <= 0 && delay <= 0) continue;
+      dpDelay += shared;
+      computeDelay += delay;
+      noteSharing('overlapGradReduce', sh, shared, delay);
+    }
+    let gatherShareMs = 0;
     if (distOpt && dpGroup > 1) {
       const gather = chunks.flatMap((ch) => ch.buckets.map((p) => sync(p).paramUs / 1e3));
       const ex = paramGatherExposedMs(
@@ -580,11 +657,25 @@ function stepTimes(
       paramGatherMs = Math.max(paramGatherMs, ex);
       // With --overlap-param-gather the part hidden past the warm-up idle time runs under the first forward.
       if (setup.overlapParamGather && first >= 0) {
+        const forwardMs = t1[first]! - t0[first]!;
         const hidden = gather.reduce((a, x) => a + x, 0) - ex;
-        const underForward = Math.min(t1[first]! - t0[first]!, Math.max(0, hidden - t0[first]!));
+        const underForward = Math.min(forwardMs, Math.max(0, hidden - t0[first]!));
         paramGatherCostMs = Math.max(paramGatherCostMs, overlapLossMs(underForward, gatherSlowdown));
+        // Beside TP on a shared link: that forward runs at its half-link time (G·slowF later) and the
+        // TP collectives take G·uF of link time from the gather, exposed where it runs past the forward.
+        if (tpShare) {
+          const shared = underForward * tpShare.uF;
+          gatherShareMs = Math.max(0, underForward + shared - forwardMs);
+          computeDelay += underForward * tpShare.slowF;
+          noteSharing('overlapParamGather', shares.find((x) => x.with === 'tp')!, shared, underForward * tpShare.slowF);
+        }
       }
     }
+    const doneCompute = stageEnd + computeDelay;
+    const doneDp = s.endMs + Math.max(dpDelay, computeDelay);
+    pipelineDone = Math.max(pipelineDone, doneCompute + gradCost, doneDp + gradCost + gatherShareMs);
+    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, doneCompute, doneDp + gatherShareMs);
+    pipelineDoneUnshared = Math.max(pipelineDoneUnshared, stageEnd + gradCost, s.endMs + gradCost);
   });
   const dpAllReduceMs = pipelineDoneNoCost - pipeline.spanMs;
   const gradCostMs = pipelineDone - pipelineDoneNoCost;
@@ -647,6 +738,8 @@ function stepTimes(
     executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
     exposedByGroup,
     overlapCostMs: { dp: gradCostMs + paramGatherCostMs, pp: pipeline.spanMs - noP2pCost.spanMs },
+    linkSharing: [...sharing.values()],
+    linkSharingMs: pipelineDone - pipelineDoneUnshared,
     exposedMs,
     exposedShare: exposedMs / stepMs,
   };
@@ -719,6 +812,8 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     exposedByGroup: t.exposedByGroup,
     overlapCostMs: t.overlapCostMs,
     overlapBuffers: buffers,
+    linkSharing: t.linkSharing,
+    linkSharingMs: t.linkSharingMs,
     exposedMs: t.exposedMs,
     exposedShare: t.exposedShare,
     memory,

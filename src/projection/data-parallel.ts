@@ -80,6 +80,8 @@ export interface GradSync {
   /** Time past the stage's last backward that waits for the sync, ms. */
   readonly exposedMs: number;
   readonly buckets: number;
+  /** When the stream is busy: its collectives merged where one starts as the last ends, ms. */
+  readonly busy: readonly { readonly t0: number; readonly t1: number }[];
 }
 
 /**
@@ -106,15 +108,21 @@ export function gradSync(
   ready.sort((a, b) => a.at - b.at);
   let end = 0;
   let commMs = 0;
+  const busy: { t0: number; t1: number }[] = [];
   for (const r of ready) {
-    end = Math.max(end, r.at) + r.ms;
+    const start = Math.max(end, r.at);
+    end = start + r.ms;
     commMs += r.ms;
+    const last = busy.at(-1);
+    if (last && last.t1 >= start) last.t1 = end;
+    else busy.push({ t0: start, t1: end });
   }
   return {
     endMs: ready.length ? end : stageEndMs,
     commMs,
     exposedMs: Math.max(0, end - stageEndMs),
     buckets: ready.length,
+    busy,
   };
 }
 

@@ -2,6 +2,7 @@ import type { TrainingSetup } from '../megatron/training-setup.ts';
 import { assembleStep, type ExposedByGroup, type StepProjection } from './cluster-projection.ts';
 import { defaultKernelOptions } from './kernel-options.ts';
 import { LayerPricingCache } from './layer-pricing-cache.ts';
+import type { LinkSharingCost } from './link-sharing.ts';
 import { combinationRejection, notApplicable, overlapFlags, withOverlaps, type OverlapFlag } from './overlap-flags.ts';
 import type { Machine } from './projected-layer.ts';
 
@@ -14,6 +15,9 @@ import type { Machine } from './projected-layer.ts';
  *
  *   worse than its best subset:  step(S) > min over proper subsets T ⊂ S of step(T)
  *   pair interaction:            step(AB) − step(A) − step(B) + step(∅)   (0 when the two add up)
+ *   because of a shared link:    worse, and step(S) − sharing(S) ≤ step(best subset): without what
+ *                                its overlapped DP collectives lost to a shared link
+ *                                (link-sharing.ts) S would not be worse
  */
 export interface OverlapAblation {
   /** The overlaps that can apply to the setup, in overlapFlags order. */
@@ -26,6 +30,8 @@ export interface OverlapAblation {
   readonly best: { readonly flags: readonly OverlapFlag[]; readonly stepMs: number };
   /** Rows flagged worse than their best subset. */
   readonly flagged: number;
+  /** Of those, the ones a shared link makes worse (AblationResult.sharedLinkCause). */
+  readonly flaggedForSharedLink: number;
 }
 
 /** One combination of overlaps: its projection, or why Megatron would not launch it. */
@@ -48,9 +54,15 @@ export interface AblationResult {
   readonly inFlightBytes: number;
   readonly peakBytes: number;
   readonly oom: boolean;
+  /** Overlapped DP collectives that shared a link with TP or pipeline traffic (empty: none). */
+  readonly linkSharing: readonly LinkSharingCost[];
+  /** What the shared links added to the step, ms (inside exposedByGroup.dp). */
+  readonly linkSharingMs: number;
   /** The fastest proper subset (the baseline for a single). */
   readonly bestSubset?: { readonly flags: readonly OverlapFlag[]; readonly stepMs: number };
   readonly worseThanBestSubset: boolean;
+  /** Worse than its best subset only because of the links it shares: which link, shared by what. */
+  readonly sharedLinkCause?: readonly LinkSharingCost[];
   /** Pairs: step(AB) − step(A) − step(B) + step(∅). */
   readonly interactionMs?: number;
 }
@@ -68,7 +80,7 @@ const bits = (mask: number): number => {
 /** What the ablation reads of one projected combination. */
 export type AblationFigures = Omit<
   AblationResult,
-  'ok' | 'vsBaselineMs' | 'bestSubset' | 'worseThanBestSubset' | 'interactionMs'
+  'ok' | 'vsBaselineMs' | 'bestSubset' | 'worseThanBestSubset' | 'sharedLinkCause' | 'interactionMs'
 >;
 
 /** The figures of a projected step. */
@@ -80,6 +92,8 @@ const figuresOf = (s: StepProjection): AblationFigures => ({
   inFlightBytes: s.overlapBuffers.reduce((a, b) => a + b.bytes, 0),
   peakBytes: s.memory.totalBytes,
   oom: s.memory.oom,
+  linkSharing: s.linkSharing,
+  linkSharingMs: s.linkSharingMs,
 });
 
 /**
@@ -158,6 +172,8 @@ export function ablationTable(
       singles && singles[0] !== undefined && singles[1] !== undefined
         ? s.stepMs - singles[0] - singles[1] + base
         : undefined;
+    const worse = bestSubset !== undefined && s.stepMs > bestSubset.stepMs + eps;
+    const byLink = worse && s.linkSharingMs > 0 && s.stepMs - s.linkSharingMs <= bestSubset.stepMs + eps;
     return {
       flags,
       result: {
@@ -165,7 +181,8 @@ export function ablationTable(
         ...s,
         vsBaselineMs: s.stepMs - base,
         ...(bestSubset && { bestSubset }),
-        worseThanBestSubset: bestSubset !== undefined && s.stepMs > bestSubset.stepMs + eps,
+        worseThanBestSubset: worse,
+        ...(byLink && { sharedLinkCause: s.linkSharing }),
         ...(interaction !== undefined && { interactionMs: Math.abs(interaction) < eps ? 0 : interaction }),
       },
     };
@@ -180,5 +197,6 @@ export function ablationTable(
     rows,
     best,
     flagged: rows.filter((r) => r.result.ok && r.result.worseThanBestSubset).length,
+    flaggedForSharedLink: rows.filter((r) => r.result.ok && r.result.sharedLinkCause).length,
   };
 }

@@ -16,6 +16,7 @@ import {
   type PlacedMachine,
   type PricedKind,
 } from './placement-links.ts';
+import { placedSharedLinks } from './link-sharing.ts';
 import type { Machine } from './projected-layer.ts';
 
 /**
@@ -202,7 +203,7 @@ export function machineOnPlacement(
   placement: Placement,
 ): { readonly machine: Machine; readonly priced: Readonly<Record<GroupKind, PricedKind>> } {
   const priced = priceGroups(placedMachine(machine, node, gpus), placement, processGroups(d, placement.order));
-  return { machine: { ...machine, placed: placedLinks(priced) }, priced };
+  return { machine: { ...machine, placed: placedLinks(priced), placedShared: placedSharedLinks(priced) }, priced };
 }
 
 /**

@@ -36,6 +36,8 @@ export interface Machine {
    * (placement-links.ts: slowest hop, shared links); absent: group-links.ts's rank-order defaults.
    */
   readonly placed?: Readonly<Record<'tp' | 'cp' | 'dpCp' | 'pp' | 'embedding', Interconnect>>;
+  /** With `placed`: a physical link the DP × CP rings share with the TP or pipeline rings (link-sharing.ts). */
+  readonly placedShared?: Readonly<Partial<Record<'tp' | 'pp', string>>>;
 }
 
 /** True for ops a training step runs once, after every micro-batch (a plan's finalize phase). */

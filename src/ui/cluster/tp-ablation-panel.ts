@@ -6,6 +6,7 @@ import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.t
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { AblationRow } from '../../projection/overlap-ablation.ts';
 import { combinationLabel, overlapFlagInfo } from '../../projection/overlap-flags.ts';
+import { describeSharing } from '../../projection/shared-link-label.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs, formatSignedMs } from '../shared/timeline-format.ts';
 import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
@@ -130,7 +131,16 @@ export class TpAblationPanel extends LitElement {
       <td data-in-flight=${x.inFlightBytes}>${formatBytes(x.inFlightBytes)}</td>
       <td>${formatBytes(x.peakBytes)}${x.oom ? ' OOM' : ''}</td>
       <td>${x.interactionMs !== undefined ? formatSignedMs(x.interactionMs) : ''}</td>
-      <td>${x.worseThanBestSubset && x.bestSubset ? `worse than ${combinationLabel(x.bestSubset.flags)}` : ''}</td>
+      <td
+        data-shared-link=${x.sharedLinkCause?.map((c) => c.link).join('; ') ?? ''}
+        title=${x.linkSharing.map((c) => describeSharing(c, formatMs)).join('\n')}
+      >
+        ${
+          x.worseThanBestSubset && x.bestSubset
+            ? `worse than ${combinationLabel(x.bestSubset.flags)}${x.sharedLinkCause ? ` (shared link: ${[...new Set(x.sharedLinkCause.map((c) => c.link))].join('; ')})` : ''}`
+            : ''
+        }
+      </td>
     </tr>`;
   }
 

@@ -11,8 +11,12 @@ import {
 } from '../../../src/projection/overlap-ablation.ts';
 import { combinationLabel } from '../../../src/projection/overlap-flags.ts';
 
-/** Figures of a combination whose only distinguishing number is its step. */
-const figures = (stepMs: number): AblationFigures => ({
+/** Figures of a combination whose only distinguishing numbers are its step and what a shared link added to it. */
+const figures = (
+  stepMs: number,
+  linkSharing: Pick<AblationFigures, 'linkSharing' | 'linkSharingMs'> = { linkSharing: [], linkSharingMs: 0 },
+): AblationFigures => ({
+  ...linkSharing,
   stepMs,
   exposedByGroup: { tp: 0, cp: 0, pp: 0, dp: 0 },
   exposedMs: 0,
@@ -80,6 +84,36 @@ describe('the ablation table (hand-written steps)', () => {
     expect(ab.worseThanBestSubset).toBe(false);
     expect(ok(t.rows.find((r) => combinationLabel(r.flags) === 'dgrad-AR + p2p')!).interactionMs).toBeCloseTo(-2, 12);
     expect(t.best.stepMs).toBe(80);
+  });
+
+  it('says a shared link made a combination worse only when, without it, it would not be', () => {
+    // ∅ 100, A 90, B 92, AB 93 of which 4 ms the shared link: 93 − 4 = 89 ≤ 90, so the link is the cause.
+    // A second table: AB 95 with 4 ms of sharing: 91 > 90, worse even without the link (no cause named).
+    const shared = {
+      overlap: 'overlapGradReduce' as const,
+      with: 'tp' as const,
+      link: 'NVSwitch port',
+      sharedMs: 4,
+      computeDelayMs: 4,
+    };
+    const table = (ab: number) =>
+      ablationTable(
+        ['tpCommOverlap', 'overlapGradReduce'],
+        new Map([
+          [0, figures(100)],
+          [1, figures(90)],
+          [2, figures(92)],
+          [3, figures(ab, { linkSharing: [shared], linkSharingMs: 4 })],
+        ]),
+      );
+    const byLink = table(93);
+    expect(ok(byLink.rows[3]!).worseThanBestSubset).toBe(true);
+    expect(ok(byLink.rows[3]!).sharedLinkCause).toEqual([shared]);
+    expect(byLink.flaggedForSharedLink).toBe(1);
+    const notByLink = table(95);
+    expect(ok(notByLink.rows[3]!).worseThanBestSubset).toBe(true);
+    expect(ok(notByLink.rows[3]!).sharedLinkCause).toBeUndefined();
+    expect(notByLink.flaggedForSharedLink).toBe(0);
   });
 });
 
