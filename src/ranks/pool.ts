@@ -20,11 +20,17 @@ export interface RankPoolOptions {
   /** Shared-ring bytes per rank: the largest full tensor one collective moves (default 64 MiB). */
   readonly commCapacityBytes?: number;
   /**
-   * Every call fails on the ranks that have not answered after this long (ms, default 180 000: the
-   * longest calls, GEMM tuning of a large layer on SwiftShader, take tens of seconds), naming them;
-   * the pool is then broken. A hung worker therefore never holds a caller forever.
+   * Every program call fails on the ranks that have not answered after this long (ms, default
+   * 180 000: the longest calls, GEMM tuning of a large layer on SwiftShader, take tens of seconds),
+   * naming them; the pool is then broken. A hung worker therefore never holds a caller forever.
    */
   readonly callDeadlineMs?: number;
+  /**
+   * The same for starting the ranks (`init`: the worker's module, its life lock, its GPUDevice and
+   * the transport; ms, default 180 000, never below callDeadlineMs). Apart from callDeadlineMs so
+   * that a short program deadline does not fail a start slowed by a busy machine.
+   */
+  readonly startDeadlineMs?: number;
   /** Starts rank r's worker; default: src/ranks/rank.worker.ts (serves `commPrograms`). */
   readonly createWorker?: (rank: number) => Worker;
 }
@@ -54,6 +60,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   readonly transport: PoolTransport;
   readonly timeoutMs: number;
   readonly callDeadlineMs: number;
+  readonly startDeadlineMs: number;
   private t: number;
   private readonly workers: Worker[] = [];
   private readonly remotes: Comlink.Remote<RankWorker>[] = [];
@@ -74,6 +81,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     this.transport = chooseTransport(opts.transport);
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.callDeadlineMs = opts.callDeadlineMs ?? 180_000;
+    this.startDeadlineMs = Math.max(this.callDeadlineMs, opts.startDeadlineMs ?? 180_000);
     this.commCapacityBytes = opts.commCapacityBytes ?? 64 << 20;
     this.make = opts.createWorker ?? defaultWorker;
     for (let r = 0; r < this.t; r++) this.spawn(r);
@@ -166,7 +174,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   private async join(): Promise<void> {
     this.ring = this.transport === 'sab-ring' ? createSabRing(this.t, this.commCapacityBytes) : undefined;
     const mesh = this.transport === 'message-port' ? createPortMesh(this.t) : undefined;
-    this.infos = await this.callAll('init', [...Array(this.t).keys()], async (remote, rank) => {
+    this.infos = await this.callAll('init', [...Array(this.t).keys()], this.startDeadlineMs, async (remote, rank) => {
       await this.lifeLocks[rank];
       const transport: RankTransportInit = mesh
         ? { kind: 'message-port', ports: mesh[rank] }
@@ -206,13 +214,16 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     return this.callAll(
       `program "${program}"`,
       ranks,
+      this.callDeadlineMs,
       (remote, r) => remote.run(program, argsOf(r)) as Promise<ProgramResult<P[K]>>,
     );
   }
 
   /** Drains every rank's trace events, merged and sorted by start time. */
   async traces(): Promise<TraceEvent[]> {
-    const all = await this.callAll('drainTrace', [...Array(this.size).keys()], (remote) => remote.drainTrace());
+    const all = await this.callAll('drainTrace', [...Array(this.size).keys()], this.callDeadlineMs, (remote) =>
+      remote.drainTrace(),
+    );
     return all.flat().sort((a, b) => a.t0 - b.t0 || a.rank - b.rank);
   }
 
@@ -261,6 +272,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   private callAll<R>(
     what: string,
     ranks: readonly number[],
+    deadlineMs: number,
     fn: (remote: Comlink.Remote<RankWorker>, rank: number) => Promise<R>,
   ): Promise<R[]> {
     const unusable = this.unusable(what);
@@ -274,14 +286,11 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
       const deadline = setTimeout(() => {
         ranks.forEach((r, j) => {
           if (settled.has(j)) return;
-          const e = new RankFailedError(
-            r,
-            `did not answer ${what} within the pool's ${this.callDeadlineMs / 1000} s deadline.`,
-          );
+          const e = new RankFailedError(r, `did not answer ${what} within the pool's ${deadlineMs / 1000} s deadline.`);
           settle(j, { error: e });
           this.breakWith(r, e);
         });
-      }, this.callDeadlineMs);
+      }, deadlineMs);
       const finish = (): void => {
         clearTimeout(deadline);
         clearTimeout(grace);

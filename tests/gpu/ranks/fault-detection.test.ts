@@ -30,11 +30,12 @@ describe.each(poolTransports)('fault detection over %s', (transport) => {
     await fresh.dispose();
   });
 
+  // The pool's 1.5 s deadline applies to program calls; the ranks' start keeps its own (180 s), so a
+  // start slowed by a busy machine is not taken for a hang. The message names the deadline that fired
+  // (the collective timeout, 30 s, would name a peer instead).
   test('a call no rank answers fails at the pool deadline naming the ranks, and breaks the pool', async () => {
     const pool = await faultPool({ size: 2, transport, timeoutMs: 30_000, callDeadlineMs: 1_500 });
-    const t0 = performance.now();
     const e = await rejectionOf(pool.run('hang', undefined));
-    expect(performance.now() - t0).toBeLessThan(1_500 + 3_000);
     expect(e.message).toBe(
       'program "hang" failed on ranks 0, 1:\n' +
         '  rank 0: did not answer program "hang" within the pool\'s 1.5 s deadline.\n' +
