@@ -17,7 +17,7 @@ import { tensorSeed } from '../parallel/weights.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
 import { kernelContext, type GemmChoices } from './layer-programs.ts';
-import { resultTensors } from './result-tensors.ts';
+import { adoptInto, resultTensors } from './result-tensors.ts';
 
 /** The classroom's logical input X and upstream gradient dZ [s·b, h], from the config's seed. */
 export function classroomInputs(c: LayerConfig): { x: Float32Array; dz: Float32Array } {
@@ -71,7 +71,7 @@ export async function classroomStep(
     comm,
     (t: GpuTensor) => t.shape,
     () => k.flush(),
-    results ? results.adoptBy(be) : (t) => be.adopt(t),
+    adoptInto(be, results),
   );
   const D = localDims(c);
   const { b, h, f } = D;

@@ -13,7 +13,7 @@ import type { Collectives } from '../comm/collectives.ts';
 import type { RankContext } from './context.ts';
 import { DetachedCollectives } from './detached-collectives.ts';
 import { kernelContext, type GemmChoices } from './layer-programs.ts';
-import { ResultTensors } from './result-tensors.ts';
+import { adoptInto, ResultTensors } from './result-tensors.ts';
 
 /** A training run held by one rank between steps: its weight shards and Adam moments on its GPU. */
 interface TrainSession {
@@ -90,7 +90,7 @@ export async function trainStep(
     run.comm,
     (t: GpuTensor) => t.shape,
     () => k.flush(),
-    run.results ? run.results.adoptBy(be) : (t) => be.adopt(t),
+    adoptInto(be, run.results),
   );
   try {
     const r = await layerStep(be, lc, c, rankOwnership(c)[run.rank], run.w, a.inputs);

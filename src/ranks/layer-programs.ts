@@ -24,7 +24,7 @@ import { stagingPool } from '../kernels/staging-pool.ts';
 import { MemoryRecorder, type StepMemoryRecord } from '../parallel/memory-record.ts';
 import { slowdownOf, type RankSlowdown } from '../core/rank-slowdown.ts';
 import { slowedBackend } from './slowed-backend.ts';
-import { resultTensors, type ResultTensors } from './result-tensors.ts';
+import { adoptInto, resultTensors, type ResultTensors } from './result-tensors.ts';
 
 /** GEMM choices as they travel between ranks: shape class → variant. */
 export type GemmChoices = [string, GemmVariant][];
@@ -99,7 +99,7 @@ async function gpuStep(
       return named.chunk ? k.submit() : k.flush();
     },
     // A result reused from step to step (ResultTensors) is freed by its owner, not at this step's end.
-    results ? results.adoptBy(be) : (t) => be.adopt(t),
+    adoptInto(be, results),
     () => k.submit(),
   );
   try {

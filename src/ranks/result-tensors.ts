@@ -28,13 +28,6 @@ export class ResultTensors {
     return { ownedElsewhere: (t) => this.owns(t) };
   }
 
-  /** LayerComm's adopt for a step: `be` takes a collective's result unless it is one of these. */
-  adoptBy(be: GpuBackend): (t: GpuTensor) => void {
-    return (t) => {
-      if (!this.owns(t)) be.adopt(t);
-    };
-  }
-
   /** The step is over, its results no longer read: they are offered to the next step. */
   endStep(): void {
     this.destroy(this.free);
@@ -114,4 +107,11 @@ export function resultTensors(device: GPUDevice, owner: ResultOwner): ResultTens
   let r = sets.get(owner);
   if (!r) sets.set(owner, (r = new ResultTensors()));
   return r;
+}
+
+/** LayerComm's adopt for a step: `be` takes a collective's result unless `results` (when reused) holds it. */
+export function adoptInto(be: GpuBackend, results: ResultTensors | undefined): (t: GpuTensor) => void {
+  return (t) => {
+    if (!results?.owns(t)) be.adopt(t);
+  };
 }
