@@ -267,6 +267,10 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
     return this.traced({ op: 'broadcast', shape: x.shape, root, ...named(tensor) }, x, out);
   }
 
+  ringExchange(x: HostTensor, tensor?: string, out?: Float32Array): Promise<HostTensor> {
+    return this.traced({ op: 'ringExchange', shape: x.shape, ...named(tensor) }, x, out);
+  }
+
   async barrier(): Promise<void> {
     await this.traced({ op: 'barrier', shape: [] }, hostTensor([], new Float32Array(1)));
   }

@@ -7,7 +7,7 @@ export type ReduceOp = 'sum' | 'max';
 export type TransportName = 'in-process' | 'sab-ring' | 'message-port';
 
 /** The collective operations, named as in the fingerprint and the trace. */
-export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather' | 'broadcast' | 'barrier';
+export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather' | 'broadcast' | 'barrier' | 'ringExchange';
 
 /** The three collectives a ring runs as reduce-scatter and/or all-gather phases. */
 export type RingCollectiveOp = Extract<CollectiveOp, 'allReduce' | 'reduceScatter' | 'allGather'>;
@@ -22,6 +22,8 @@ export type RingCollectiveOp = Extract<CollectiveOp, 'allReduce' | 'reduceScatte
  * - allGather(dim): [.., D/t, ..] → [.., D, ..], slices concatenated in rank order.
  * - broadcast(root): [..] → root's [..] on every rank.
  * - barrier: returns once every rank has arrived.
+ * - ringExchange: one ring step, [..] → [..]: rank r sends its tensor to rank r + 1 and returns
+ *   the one rank r − 1 sent (mod t); the step of a chunked all-gather + GEMM (tp-overlap.ts).
  * - shard(dim): local, no communication: [.., D, ..] → this rank's slice [.., D/t, ..].
  * A dim not divisible by t throws before anything moves. `tensor` names the logical tensor moved
  * ("mlp.reduce"); it is part of the fingerprint, so two same-shape calls in swapped order fail.
@@ -38,5 +40,6 @@ export interface Collectives<T = HostTensor, O = never> {
   allGather(x: T, dim: number, tensor?: string, out?: O): Promise<T>;
   broadcast(x: T, root: number, tensor?: string, out?: O): Promise<T>;
   barrier(): Promise<void>;
+  ringExchange(x: T, tensor?: string, out?: O): Promise<T>;
   shard(x: T, dim: number): Promise<T>;
 }

@@ -314,6 +314,10 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     return this.traced({ op: 'broadcast', shape: x.shape, root, ...named(tensor) }, x, out);
   }
 
+  ringExchange(x: GpuTensor, tensor?: string, out?: GpuTensor): Promise<GpuTensor> {
+    return this.traced({ op: 'ringExchange', shape: x.shape, ...named(tensor) }, x, out);
+  }
+
   async barrier(): Promise<void> {
     const t0 = sharedNow();
     const e = await this.host.run({ op: 'barrier', shape: [] }, hostTensor([], new Float32Array(1)));

@@ -99,6 +99,13 @@ export class PortRingCollectives extends BaseCollectives {
     const { rank: r, size: t } = this;
     const shape = outputShape(call, t);
     if (call.op === 'barrier') return (mark('transport'), x);
+    if (call.op === 'ringExchange') {
+      // One ring step: post the tensor to r + 1, take r − 1's.
+      this.sendStep(call, 0, x.data);
+      const got = await this.recvStep(call, 0, numel(shape));
+      mark('transport');
+      return hostTensor(shape, got.byteLength === got.buffer.byteLength ? got : got.slice());
+    }
     const n = call.op === 'allGather' ? numel(shape) : numel(call.shape);
     const work = new Float32Array(n);
     const bounds = (c: number): [number, number] => chunkBounds(n, t, c);

@@ -33,5 +33,7 @@ export function referenceCollective(call: CollectiveCall, inputs: readonly HostT
       return inputs.map(() => hostTensor(call.shape, inputs[call.root!].data.slice()));
     case 'barrier':
       return inputs.map((x) => x);
+    case 'ringExchange':
+      return inputs.map((_, r) => hostTensor(call.shape, inputs[(r - 1 + t) % t].data.slice()));
   }
 }

@@ -34,7 +34,8 @@ export function ringNeighbours(r: number, t: number): { next: number; prev: numb
 
 /**
  * Bytes rank r sends on the ring for `call` (float32): all-reduce ≈ 2(t−1)/t·S, reduce-scatter
- * and all-gather (t−1)/t·S, broadcast S along the chain root → root+1 → … (the last sends 0).
+ * and all-gather (t−1)/t·S, broadcast S along the chain root → root+1 → … (the last sends 0), a
+ * ring exchange S to rank r + 1.
  */
 export function ringSentBytes(call: CollectiveCall, t: number, r: number): number {
   const n = numel(call.shape);
@@ -55,6 +56,9 @@ export function ringSentBytes(call: CollectiveCall, t: number, r: number): numbe
       break;
     case 'broadcast':
       elems = t > 1 && mod(r + 1, t) !== call.root ? n : 0;
+      break;
+    case 'ringExchange':
+      elems = t > 1 ? n : 0;
       break;
     case 'barrier':
       break;

@@ -68,7 +68,7 @@ export function sabAbortReason(control: SharedArrayBuffer): string {
   return new TextDecoder().decode(new Uint8Array(control, ctrl.words * 4, n).slice());
 }
 
-const ops: CollectiveOp[] = ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier'];
+const ops: CollectiveOp[] = ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier', 'ringExchange'];
 const reduceOps: ReduceOp[] = ['sum', 'max'];
 
 /**

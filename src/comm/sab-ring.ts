@@ -225,6 +225,31 @@ export class SabRingCollectives extends BaseCollectives {
     mark('gather');
   }
 
+  /**
+   * One ring step: stage the tensor into this rank's slot, publish progress, read rank r − 1's
+   * slot once its progress says it is staged (n elements each; rank r + 1 reads this slot).
+   */
+  private moveExchange(
+    call: CollectiveCall,
+    n: number,
+    x: HostTensor,
+    mark: (name: string) => void,
+    sink: ResultSink | undefined,
+  ): HostTensor | undefined {
+    const { prev } = ringNeighbours(this.rank, this.size);
+    const base = this.step;
+    this.outCopies(() => this.slotRange(this.rank, 0, n).set(x.data));
+    this.advance();
+    mark('stage');
+    this.waitFor(call, prev, base + 1);
+    const got = this.slotRange(prev, 0, n);
+    mark('transport');
+    const result = sink ? undefined : got.slice();
+    sink?.(got, 0);
+    mark('gather');
+    return result && hostTensor(call.shape, result);
+  }
+
   private checkAbort(call: CollectiveCall): void {
     const code = Atomics.load(this.c, ctrl.abort);
     if (code === 0) return;
@@ -311,6 +336,7 @@ export class SabRingCollectives extends BaseCollectives {
     const shape = outputShape(call, t);
     if (call.op === 'barrier') return (mark('transport'), x);
     const n = this.checkCapacity(call, call.op === 'allGather' ? numel(shape) : numel(call.shape));
+    if (call.op === 'ringExchange') return this.moveExchange(call, n, x, mark, sink);
     if (call.op === 'allReduce' || call.op === 'broadcast') {
       const result = sink ? undefined : new Float32Array(n);
       this.moveFlat(call, n, 0, n, x.data, mark, sink ?? ((d, at) => result!.set(d, at)));

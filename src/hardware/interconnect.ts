@@ -119,7 +119,8 @@ const transferUs = (bytes: number, gbps: number): number => bytes / (gbps * 1e3)
 /**
  * Modeled time (µs) of one collective of `payloadBytes` (S) on a ring of t ranks:
  * all-reduce 2(t−1)(α + S/(tB)); reduce-scatter, all-gather (t−1)(α + S/(tB));
- * broadcast (pipelined chain) (t−1)α + S/B; barrier 2(t−1)α (an all-reduce of nothing).
+ * broadcast (pipelined chain) (t−1)α + S/B; barrier 2(t−1)α (an all-reduce of nothing); a ring
+ * exchange (one step of a chunked all-gather: each rank sends S to its neighbour) α + S/B.
  * t = 1 costs 0.
  */
 export function collectiveTimeUs(op: CollectiveOp, payloadBytes: number, t: number, link: Interconnect): number {
@@ -136,6 +137,8 @@ export function collectiveTimeUs(op: CollectiveOp, payloadBytes: number, t: numb
       return (t - 1) * a + transferUs(payloadBytes, link.busGBps);
     case 'barrier':
       return 2 * (t - 1) * a;
+    case 'ringExchange':
+      return a + transferUs(payloadBytes, link.busGBps);
   }
 }
 

@@ -104,7 +104,8 @@ export class PlanBackend implements Backend<ShapeTensor> {
   /** Records a collective issued by the layer's named communicator, moving `input` into `result`. */
   recordCollective(collective: PlannedCollective, input: ShapeTensor, result: ShapeTensor): void {
     const named = this.pending;
-    const writtenBy = this.writer.get(input);
+    // A ring exchange's input may be the previous exchange's result: it starts once that has arrived.
+    const writtenBy = this.writer.get(input) ?? this.madeBy.get(input);
     this.madeBy.set(result, this.ops.length);
     this.pending = undefined;
     if (!named) throw new Error(`PlanBackend: a ${collective.op} was issued outside the layer's named communicator.`);
@@ -284,6 +285,9 @@ export class ShapeCollectives implements Collectives<ShapeTensor> {
   }
   async broadcast(x: ShapeTensor): Promise<ShapeTensor> {
     return this.record('broadcast', x, x.shape, {});
+  }
+  async ringExchange(x: ShapeTensor): Promise<ShapeTensor> {
+    return this.record('ringExchange', x, x.shape, {});
   }
   async barrier(): Promise<void> {
     this.record('barrier', { name: 'barrier', shape: [] }, [], {});

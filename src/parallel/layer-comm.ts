@@ -95,6 +95,17 @@ export class LayerComm<T> {
     return this.issued(x, this.comm.allReduce(x, reduce, op.label));
   }
 
+  /**
+   * One ring step with its purpose (a step of a chunked all-gather, tp-overlap.ts): sends x to rank
+   * r + 1 and returns the same-shape tensor rank r − 1 sent.
+   */
+  async exchange(op: OpSpec, why: string, x: T): Promise<T> {
+    if (this.comm.size === 1) return x;
+    const ready = this.note(op, why, x);
+    if (ready) await ready;
+    return this.issued(x, this.comm.ringExchange(x, op.label));
+  }
+
   /** A plain all-gather along `dim` with its purpose. */
   async allGather(op: OpSpec, why: string, x: T, dim: number): Promise<T> {
     if (this.comm.size === 1) return x;

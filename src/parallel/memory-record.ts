@@ -209,6 +209,7 @@ export class MemoryRecorder<T extends object> {
         call(x, () => comm.reduceScatter(x, dim, op, tensor)),
       allGather: (x: T, dim: number, tensor?: string) => call(x, () => comm.allGather(x, dim, tensor)),
       broadcast: (x: T, root: number, tensor?: string) => call(x, () => comm.broadcast(x, root, tensor)),
+      ringExchange: (x: T, tensor?: string) => call(x, () => comm.ringExchange(x, tensor)),
       barrier: () => comm.barrier(),
       shard: (x: T, dim: number) => comm.shard(x, dim),
     };

@@ -19,7 +19,6 @@ import {
   chunkRowsInFull,
   chunkRowsPacked,
   ringChunk,
-  roundRowsInFull,
   spChunking,
   type RowBlocks,
   type TpChunk,
@@ -67,12 +66,6 @@ const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 const roundsOf = (g: Geometry): number => spChunking(g.D.t, g.c).rounds;
 /** One block of `rows` rows at row `at`. */
 const oneBlock = (rows: number, at: number): RowBlocks => ({ blocks: 1, rows, at, stride: 0 });
-
-/** Round i's rows in the full [s, b, ·] tensor and in its packed [t·p, b, ·] tensor (SP). */
-function roundOf(g: Geometry, i: number): { full: RowBlocks; packed: RowBlocks } {
-  const full = roundRowsInFull({ s: g.D.s, b: g.D.b, t: g.D.t }, i, roundsOf(g));
-  return { full, packed: chunkRowsPacked(full) };
-}
 
 /**
  * The GEMM dispatch at ring position n = i·t + k of `pattern` under SP: its tag (chunk n of c, or
@@ -129,17 +122,23 @@ function ownPiece<T>(be: Backend<T>, label: string, g: Geometry, shard: T, w: nu
   return piece;
 }
 
-/** A chunked all-gather in flight: each round's own piece (held: no wait) and its gathered [t·p, b, w]. */
-interface GatheringRounds<T> {
-  readonly pieces: T[];
-  readonly gathered: Promise<T>[];
+/**
+ * A chunked all-gather in flight as ring exchanges: `pieces[i][k]` is what the rank multiplies at
+ * ring step k of round i: its own piece at k = 0 (held: no wait), then the piece exchange k
+ * delivers from rank r − 1 (block r − k of the round).
+ */
+interface RingRounds<T> {
+  readonly pieces: Promise<T>[][];
 }
 
 /**
- * All-gathers `shard` [sl, b, w] round by round through the comm stream: every own piece is taken,
- * then round i's all-gather (the forward half of `m`, or its backward with `backward`) is issued.
+ * All-gathers `shard` [sl, b, w] as t − 1 ring exchanges per round, all issued at once on the comm
+ * stream (which runs them one after another): exchange k of round i sends what the rank received at
+ * step k − 1 (its own piece at k = 1) to rank r + 1 and receives [p, b, w] from r − 1, so a GEMM
+ * chunk waits for its own ring step only. `m` names the Megatron mapping the exchanges implement
+ * (its forward all-gather, or its backward with `backward`).
  */
-function gatherRounds<T>(
+function exchangeRounds<T>(
   be: Backend<T>,
   lc: LayerComm<T>,
   g: Geometry,
@@ -149,48 +148,51 @@ function gatherRounds<T>(
   shard: T,
   w: number,
   role?: OpRole,
-): GatheringRounds<T> {
-  const rounds = roundsOf(g);
-  const pieces = range(rounds).map((i) => ownPiece(be, `${label}.piece`, g, shard, w, i));
+): RingRounds<T> {
+  const t = g.D.t;
+  const own = range(roundsOf(g)).map((i) => ownPiece(be, `${label}.piece`, g, shard, w, i));
   lc.launch();
-  const gathered = pieces.map((x, i) => {
-    const op = opSpec(chunkLabel(label, chunkOf(i, rounds)), 'sequence', {
-      chunk: chunkOf(i, rounds),
-      ...(role !== undefined && { role }),
-    });
-    return lc.stream.issue(() => (backward ? lc.backward(op, m, x) : lc.forward(op, m, x)));
+  const pieces = own.map((x, i) => {
+    const held: Promise<T>[] = [Promise.resolve(x)];
+    for (let k = 1; k < t; k++) {
+      const tag = ringStep(g, 'gather-gemm', i * t + k).tag;
+      const op = opSpec(chunkLabel(label, tag), 'sequence', { chunk: tag, ...(role !== undefined && { role }) });
+      const why = `${m.name}${backward ? ' (backward)' : ''}, ring step ${k} of ${t - 1}: send to rank r + 1, receive from r − 1 — ${m.summary}`;
+      const sent = held[k - 1]!;
+      held.push(lc.stream.issue(async () => lc.exchange(op, why, await sent)));
+    }
+    return held;
   });
-  return { pieces, gathered };
+  return { pieces };
 }
 
 /**
- * All-gather + GEMM in ring order: for each round, `gemm(step, x, xRows)` on the rank's own chunk
- * (its piece: no wait), then, once the round has arrived, on the other t − 1 chunks of the
- * gathered tensor in ring order; `after(i, gathered)` then runs (assembles), and the round's
- * tensors are freed.
+ * All-gather + GEMM in ring order: at each ring step k of each round, `gemm(step, x, xRows)` on the
+ * piece step k holds (the rank's own at k = 0, before anything is awaited; at k ≥ 1 once exchange k
+ * has delivered it), then `after(step, x)` (assembles it into a whole tensor); a round's pieces are
+ * freed once its last GEMM is queued.
  */
-async function multiplyGathered<T>(
+async function multiplyRing<T>(
   be: Backend<T>,
   lc: LayerComm<T>,
   g: Geometry,
-  rounds: GatheringRounds<T>,
+  rounds: RingRounds<T>,
   shard: T,
   gemm: (step: ReturnType<typeof ringStep>, x: T, xRows: RowBlocks) => void,
-  after?: (i: number, gathered: T) => void,
+  after?: (step: ReturnType<typeof ringStep>, x: T) => void,
 ): Promise<void> {
   const t = g.D.t;
   for (const i of range(roundsOf(g))) {
-    const own = ringStep(g, 'gather-gemm', i * t);
-    gemm(own, rounds.pieces[i]!, oneBlock(own.full.rows, 0));
-    lc.launch();
-    const xi = await rounds.gathered[i]!;
-    for (let k = 1; k < t; k++) {
+    const held: T[] = [];
+    for (let k = 0; k < t; k++) {
       const step = ringStep(g, 'gather-gemm', i * t + k);
-      gemm(step, xi, step.packed);
+      const x = await rounds.pieces[i]![k]!;
+      held.push(x);
+      gemm(step, x, oneBlock(step.full.rows, 0));
+      after?.(step, x);
+      lc.launch();
     }
-    after?.(i, xi);
-    lc.launch();
-    release(be, shard, xi, rounds.pieces[i]!);
+    release(be, shard, ...held);
   }
 }
 
@@ -227,8 +229,8 @@ export async function mlpBlockForwardChunked<T>(
     const keep = labels.regather === undefined;
     const kept = keep ? be.tensor('mlp.in', [s, b, h]) : undefined;
     input = kept;
-    const rounds = gatherRounds(be, lc, g, labels.gather, enter, false, x, h);
-    await multiplyGathered(
+    const rounds = exchangeRounds(be, lc, g, labels.gather, enter, false, x, h);
+    await multiplyRing(
       be,
       lc,
       g,
@@ -238,19 +240,7 @@ export async function mlpBlockForwardChunked<T>(
         linearForwardRows(be, mlpGate, xi, xRows, w.wfc1, gate, step.full, h, gateCols(D), step.tag);
         linearForwardRows(be, mlpUp, xi, xRows, w.wfc1, up, step.full, h, upCols(D), step.tag);
       },
-      kept &&
-        ((i, xi) =>
-          copyChunk(
-            be,
-            'mlp.in.assemble',
-            'sequence',
-            roundOf(g, i).full,
-            h,
-            kept,
-            xi,
-            false,
-            chunkOf(i, roundsOf(g)),
-          )),
+      kept && ((step, xi) => copyChunk(be, 'mlp.in.assemble', 'sequence', step.full, h, kept, xi, false, step.tag)),
     );
   } else {
     linearForward(be, mlpGate, x, w.wfc1, gate, m, h, gateCols(D));
@@ -367,15 +357,14 @@ export async function mlpBlockBackwardChunked<T>(
   const g: Geometry = { D, c, sp: true, rank: lc.comm.rank };
   const { s, b, h, f, sl } = D;
   const m = s * b;
-  const rounds = roundsOf(g);
   const { enter, leave } = tensorParallelRegion(true);
   const downCols: WeightCols = { w: h, c0: 0, n: h };
 
   // g backward: dY [sl, b, h] all-gathered in rounds; down's dgrad per chunk in ring order.
   const dOut = be.tensor('d.mlp.out', [s, b, h]);
   const dact = be.tensor('d.mlp.act', [s, b, f]);
-  const dyRounds = gatherRounds(be, lc, g, labels.reduceBackward, leave, true, dy, h);
-  await multiplyGathered(
+  const dyRounds = exchangeRounds(be, lc, g, labels.reduceBackward, leave, true, dy, h);
+  await multiplyRing(
     be,
     lc,
     g,
@@ -383,8 +372,7 @@ export async function mlpBlockBackwardChunked<T>(
     dy,
     (step, dyi, rows) =>
       linearDgradRows(be, mlpDown, dyi, rows, w.wdown, dact, step.full, f, downCols, false, false, step.tag),
-    (i, dyi) =>
-      copyChunk(be, 'd.mlp.out.assemble', 'sequence', roundOf(g, i).full, h, dOut, dyi, false, chunkOf(i, rounds)),
+    (step, dyi) => copyChunk(be, 'd.mlp.out.assemble', 'sequence', step.full, h, dOut, dyi, false, step.tag),
   );
   linearWgrad(be, mlpDown, saved.mlp.act, dOut, dw.wdown, m, f, downCols);
   const dgate = be.tensor('d.mlp.gate', [s, b, f]);
@@ -395,7 +383,7 @@ export async function mlpBlockBackwardChunked<T>(
   // The input's re-gather in rounds (or the kept input), issued before the dgrad chunks.
   const again =
     saved.input === undefined && labels.regather !== undefined
-      ? gatherRounds(be, lc, g, labels.regather, enter, false, saved.shard, h, 'forward')
+      ? exchangeRounds(be, lc, g, labels.regather, enter, false, saved.shard, h, 'forward')
       : undefined;
   if (!again && saved.input === undefined)
     throw new Error('mlpBlockBackwardChunked: the MLP input was neither kept nor re-gathered.');
@@ -409,7 +397,7 @@ export async function mlpBlockBackwardChunked<T>(
 
   // gate and up's wgrad per chunk in ring order: dW += Xⱼᵀ·dGⱼ over chunk j's rows.
   if (again)
-    await multiplyGathered(be, lc, g, again, saved.shard, (step, xi, xRows) => {
+    await multiplyRing(be, lc, g, again, saved.shard, (step, xi, xRows) => {
       const at = { x: xRows.at, dy: step.full.at };
       const acc = step.n > 0;
       linearWgrad(be, mlpGate, xi, dgate, dw.wfc1, xRows.rows, h, gateCols(D), acc, step.tag, at);

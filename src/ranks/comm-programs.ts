@@ -48,6 +48,8 @@ function call<T, O = never>(
       return comm.broadcast(x, a.root!, a.tensor, out);
     case 'barrier':
       return comm.barrier();
+    case 'ringExchange':
+      return comm.ringExchange(x, a.tensor, out);
   }
 }
 

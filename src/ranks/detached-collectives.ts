@@ -35,6 +35,9 @@ export class DetachedCollectives implements Collectives<GpuTensor> {
   async broadcast(x: GpuTensor): Promise<GpuTensor> {
     return x;
   }
+  async ringExchange(x: GpuTensor): Promise<GpuTensor> {
+    return this.resized(x, 0, (d) => d);
+  }
   async barrier(): Promise<void> {}
   async shard(x: GpuTensor, dim: number): Promise<GpuTensor> {
     return this.resized(x, dim, (d) => d / this.size);

@@ -89,6 +89,8 @@ export class ResultTensors {
         reused(x, 'allGather', dim, tensor, (o) => comm.allGather(x, dim, tensor, o)),
       broadcast: (x: GpuTensor, root: number, tensor?: string) =>
         reused(x, 'broadcast', undefined, tensor, (o) => comm.broadcast(x, root, tensor, o)),
+      ringExchange: (x: GpuTensor, tensor?: string) =>
+        reused(x, 'ringExchange', undefined, tensor, (o) => comm.ringExchange(x, tensor, o)),
       barrier: () => comm.barrier(),
       shard: (x: GpuTensor, dim: number) => comm.shard(x, dim),
     };

@@ -65,6 +65,7 @@ const collectiveNames: Record<CollectiveOp, string> = {
   allGather: 'all-gather',
   broadcast: 'broadcast',
   barrier: 'barrier',
+  ringExchange: 'ring exchange',
 };
 
 /** NCCL-style name of a collective: allReduce → "all-reduce". */

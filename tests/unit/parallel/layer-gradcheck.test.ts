@@ -32,6 +32,7 @@ const single: Collectives<Float64Tensor> = {
   allGather: () => Promise.reject(new Error('t = 1 issued an all-gather')),
   broadcast: () => Promise.reject(new Error('t = 1 issued a broadcast')),
   barrier: () => Promise.reject(new Error('t = 1 issued a barrier')),
+  ringExchange: () => Promise.reject(new Error('t = 1 issued a ring exchange')),
   shard: async (x) => x,
 };
 

@@ -172,31 +172,36 @@ describe('chunk geometry and the setting', () => {
 
 describe('the plan carries the chunks as typed data', () => {
   test('under SP: every round of the five MLP collectives, and the GEMM chunks in ring order between them', async () => {
-    // t = 2, c = 4: m = 2 rounds, each moving one 2-token piece of each rank's 4-token shard.
+    // t = 2, c = 4: m = 2 rounds, each moving one 2-token piece of each rank's 4-token shard; an
+    // all-gather round is t − 1 = 1 ring exchange.
     const c = configFromPreset('classroom', { tp: 2, sp: true, tpOverlapChunks: 4 });
     const { plan } = await makePlan(c);
     const chunked = plan.ops.filter((o) => o.chunk !== undefined);
     const collectives = chunked.filter((o) => o.kind === 'collective');
     // forward gather and reduce-scatter, backward gather of dY, input re-gather, dgrad reduce-scatter: 5 × m.
     expect(collectives.map((o) => (o.kind === 'collective' ? o.collective.op : ''))).toEqual([
-      'allGather',
-      'allGather',
+      'ringExchange',
+      'ringExchange',
       'reduceScatter',
       'reduceScatter',
-      'allGather',
-      'allGather',
-      'allGather',
-      'allGather',
+      'ringExchange',
+      'ringExchange',
+      'ringExchange',
+      'ringExchange',
       'reduceScatter',
       'reduceScatter',
     ]);
+    // An exchange carries the chunk of the GEMM it feeds (ring positions 1 and 3 of 4); a reduce-scatter its round.
+    const exchange = [
+      [1, 4],
+      [3, 4],
+    ];
+    const round = [
+      [0, 2],
+      [1, 2],
+    ];
     expect(collectives.map((o) => [o.chunk!.index, o.chunk!.of])).toEqual(
-      Array(5)
-        .fill([
-          [0, 2],
-          [1, 2],
-        ])
-        .flat(),
+      [exchange, round, exchange, exchange, round].flat(),
     );
     const gemms = chunked.filter((o) => o.kind === 'gemm');
     // gate, up forward; down forward; down dgrad; gate, up dgrad; gate, up wgrad: 8 GEMMs per chunk.
@@ -204,12 +209,36 @@ describe('the plan carries the chunks as typed data', () => {
     // A chunk's GEMM is one block of (s/c)·b rows: s = 8, c = 4, b = 1 → M = 2, batch 1.
     const gate = gemms.find((o) => o.kind === 'gemm' && o.gemm.site.product === 'gate' && o.gemm.site.computes === 'C');
     expect(gate?.kind === 'gemm' && [gate.gemm.M, gate.gemm.batch]).toEqual([2, 1]);
-    // The first GEMM chunk of a round is the rank's own: it waits for no collective; the next reads the round's all-gather.
+    // The first GEMM chunk of a round is the rank's own: it waits for no collective; the next reads the round's exchange.
     const op = (name: string) => plan.ops.find((o) => o.name === name)!;
     expect(op('mlp.gate[1/4]').after).toEqual([]);
-    expect(op('mlp.gate[2/4]').after).toEqual([op('ln2.gather[1/2]').index]);
+    expect(op('mlp.gate[2/4]').after).toEqual([op('ln2.gather[2/4]').index]);
     expect(op('mlp.gate[3/4]').after).toEqual([]);
-    expect(op('mlp.gate[4/4]').after).toEqual([op('ln2.gather[2/2]').index]);
+    expect(op('mlp.gate[4/4]').after).toEqual([op('ln2.gather[4/4]').index]);
+  });
+
+  test('under SP at t = 4, c = 4: each GEMM chunk waits for the exchange of its own ring step, not for the round', async () => {
+    const c = configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 4 });
+    const { plan } = await makePlan(c);
+    const op = (name: string) => plan.ops.find((o) => o.name === name)!;
+    for (const [label, gemm] of [
+      ['ln2.gather', 'mlp.gate'],
+      ['ln2.gather', 'mlp.up'],
+      ['mlp.reduce.backward', 'mlp.down.dgrad'],
+      ['ln2.regather', 'mlp.gate.wgrad'],
+    ]) {
+      const ex = [2, 3, 4].map((k) => op(`${label}[${k}/4]`));
+      expect(ex.map((o) => o.kind === 'collective' && [o.collective.op, o.collective.inShape])).toEqual(
+        // One ring step moves one [s/t, b, h] = [2, 1, 16] shard.
+        Array(3).fill(['ringExchange', [2, 1, 16]]),
+      );
+      // Exchange k + 1 sends what exchange k received: it starts once that has arrived.
+      expect(ex[1]!.after).toEqual([ex[0]!.index]);
+      expect(ex[2]!.after).toEqual([ex[1]!.index]);
+      // GEMM chunk k + 1 (k ≥ 1) reads exchange k's piece and waits for nothing else of the ring.
+      for (const k of [1, 2, 3]) expect(op(`${gemm}[${k + 1}/4]`).after).toEqual([ex[k - 1]!.index]);
+    }
+    expect(plan.ops.some((o) => o.kind === 'collective' && o.collective.op === 'allGather' && o.chunk)).toBe(false);
   });
 
   test('under SP with c < t: one round per collective, and each chunk of t/c shards one GEMM dispatch per shard', async () => {
@@ -217,12 +246,14 @@ describe('the plan carries the chunks as typed data', () => {
     const c = configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 2 });
     const { plan } = await makePlan(c);
     const collectives = plan.ops.filter((o) => o.kind === 'collective' && o.chunk !== undefined);
-    // Each collective whole, as at c = t: round 1 of 1.
+    // Each all-gather as t − 1 = 3 exchanges, named by the GEMM dispatch they feed; each reduce-scatter whole (round 1 of 1).
+    const ring = (label: string) =>
+      ['[1/2]#2', '[2/2]#1', '[2/2]#2'].map((tag) => [`${label}${tag}`, 'ringExchange']);
     expect(collectives.map((o) => [o.name, o.kind === 'collective' && o.collective.op])).toEqual([
-      ['ln2.gather[1/1]', 'allGather'],
+      ...ring('ln2.gather'),
       ['mlp.reduce[1/1]', 'reduceScatter'],
-      ['mlp.reduce.backward[1/1]', 'allGather'],
-      ['ln2.regather[1/1]', 'allGather'],
+      ...ring('mlp.reduce.backward'),
+      ...ring('ln2.regather'),
       ['mlp.dgrad.reduce[1/1]', 'reduceScatter'],
     ]);
     const gate = plan.ops.filter(
@@ -239,9 +270,8 @@ describe('the plan carries the chunks as typed data', () => {
     );
     // One shard per dispatch: s = 8, t = 4, b = 1 → M = 2.
     expect(gate.map((o) => o.kind === 'gemm' && o.gemm.M)).toEqual([2, 2, 2, 2]);
-    // The own shard waits for no collective; the other three read the round's all-gather.
-    const gather = collectives[0]!.index;
-    expect(gate.map((o) => o.after)).toEqual([[], [gather], [gather], [gather]]);
+    // The own shard waits for no collective; the other three each for the exchange that brings it.
+    expect(gate.map((o) => o.after)).toEqual([[], ...collectives.slice(0, 3).map((o) => [o.index])]);
   });
 
   test('without SP only the forward all-reduce of down is cut', async () => {
@@ -275,12 +305,12 @@ describe('the step schedule runs chunk collectives off the compute stream', () =
     expect(on.exposed).toBeLessThan(off.exposed);
   });
 
-  test("the own chunk runs under its round's all-gather, the others start no earlier than it arrives, and the next round moves under them", async () => {
+  test("the own chunk runs under its round's exchange, the next starts no earlier than it arrives, and the next round moves under them", async () => {
     // t = 2, c = 4: two rounds; GEMM chunks 1, 2 are round 1's (own, then received), 3, 4 round 2's.
     const { tl } = await mlpExposed(4);
     const ev = (op: string) => tl.events.find((e) => e.rank === 0 && e.op === op)!;
-    expect(ev('mlp.gate[1/4]').t0).toBeLessThan(ev('ln2.gather[1/2]').t1);
-    expect(ev('mlp.gate[2/4]').t0).toBeGreaterThanOrEqual(ev('ln2.gather[1/2]').t1);
-    expect(ev('ln2.gather[2/2]').t0).toBeLessThan(ev('mlp.up[2/4]').t1);
+    expect(ev('mlp.gate[1/4]').t0).toBeLessThan(ev('ln2.gather[2/4]').t1);
+    expect(ev('mlp.gate[2/4]').t0).toBeGreaterThanOrEqual(ev('ln2.gather[2/4]').t1);
+    expect(ev('ln2.gather[4/4]').t0).toBeLessThan(ev('mlp.up[2/4]').t1);
   });
 });
