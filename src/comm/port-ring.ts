@@ -100,11 +100,14 @@ export class PortRingCollectives extends BaseCollectives {
     const shape = outputShape(call, t);
     if (call.op === 'barrier') return (mark('transport'), x);
     if (call.op === 'ringExchange') {
-      // One ring step: post the tensor to r + 1, take r − 1's.
-      this.sendStep(call, 0, x.data);
-      const got = await this.recvStep(call, 0, numel(shape));
+      // One ring step: post a copy of the tensor to r + 1, take r − 1's (at t = 1 the rank's own).
+      if (t > 1) this.sendStep(call, 0, x.data);
+      mark('stage');
+      const got = t > 1 ? await this.recvStep(call, 0, numel(shape)) : x.data;
       mark('transport');
-      return hostTensor(shape, got.byteLength === got.buffer.byteLength ? got : got.slice());
+      const out = t > 1 && got.byteLength === got.buffer.byteLength ? got : got.slice();
+      mark('unstage');
+      return hostTensor(shape, out);
     }
     const n = call.op === 'allGather' ? numel(shape) : numel(call.shape);
     const work = new Float32Array(n);

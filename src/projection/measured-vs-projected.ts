@@ -88,7 +88,11 @@ export function compareWithProjection(
     projected.set(k, { collective, dim, ms: (x?.ms ?? 0) + ms });
   };
   for (const op of new Set([...full.byOp.keys(), ...block.byOp.keys()]))
-    add(op === 'ringExchange' ? 'sendRecv' : op, 'tp', m * ((full.byOp.get(op) ?? 0) + (L - 1) * (block.byOp.get(op) ?? 0)));
+    add(
+      op === 'ringExchange' ? 'sendRecv' : op,
+      'tp',
+      m * ((full.byOp.get(op) ?? 0) + (L - 1) * (block.byOp.get(op) ?? 0)),
+    );
   add('allReduce', 'tp', p.finalizeMs);
   add(p.setup.distributedOptimizer ? 'reduceScatter' : 'allReduce', 'dp', p.dpAllReduceMs);
   add('allGather', 'dp', p.paramGatherMs);

@@ -12,7 +12,8 @@ type Case = Omit<CollectiveArgs, 'data' | 'device'>;
 
 /**
  * Cases for t ranks: all-reduce on sizes divisible by t and not; the rest along several dims; and
- * two large enough (pieces ≥ 16 Ki elements) that GPU results are uploaded straight from the slots.
+ * two large enough (pieces ≥ 16 Ki elements) that GPU results are uploaded straight from the slots;
+ * a ring exchange (rank r gets rank r − 1's tensor), small and large.
  */
 function cases(t: number): Case[] {
   return [
@@ -26,6 +27,8 @@ function cases(t: number): Case[] {
     { op: 'allGather', shape: [3, 5], dim: 0 },
     { op: 'allGather', shape: [2, 3, 5], dim: 2 },
     { op: 'broadcast', shape: [5, 3], root: t - 1 },
+    { op: 'ringExchange', shape: [3, 5] },
+    { op: 'ringExchange', shape: [1 << 15] },
   ];
 }
 
@@ -80,14 +83,14 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
       },
     );
 
-    test("on host data, every collective writes its result into the caller's array (and all-reduce, broadcast into the input's), exactly", async () => {
+    test("on host data, every collective writes its result into the caller's array (and all-reduce, broadcast, ring exchange into the input's), exactly", async () => {
       // Integers below 2¹⁰ (+ 0 turns a rounded −0 into 0): every sum of t ≤ 8 of them is exact in
       // float32, so the result must equal the reference bit for bit; the caller's array starts as
       // NaN, so an element left unwritten shows. The program fails unless the returned tensor wraps
       // the very array given.
       const ints = (n: number, seed: number): Float32Array => randomArray(n, seed).map((v) => Math.round(v * 1000) + 0);
       for (const [i, c] of cases(t).entries())
-        for (const result of c.op === 'allReduce' || c.op === 'broadcast'
+        for (const result of c.op === 'allReduce' || c.op === 'broadcast' || c.op === 'ringExchange'
           ? (['out', 'in-place'] as const)
           : (['out'] as const)) {
           const inputs = Array.from({ length: t }, (_, r) =>

@@ -105,6 +105,26 @@ describe.each(nodeTransports)('collectives over %s', (kind) => {
       g.close();
     });
 
+    test('ringExchange hands each rank the tensor of rank r − 1 (mod t), exactly, and sends it once', async () => {
+      const g = makeGroup(kind, t);
+      for (const shape of [[3, 7], [1], [2, t, 5]]) {
+        const xs = inputs(t, shape, 6);
+        const ys = await Promise.all(g.comms.map((c, r) => c.ringExchange(xs[r], 'mlp.gather[2/4]')));
+        ys.forEach((y, r) => {
+          expect(y.shape).toEqual(shape);
+          expect(Array.from(y.data)).toEqual(Array.from(xs[(r - 1 + t) % t].data));
+          expect(y.data).not.toBe(xs[(r - 1 + t) % t].data);
+        });
+      }
+      g.recorders.forEach((rec) => {
+        const [e] = rec.drain();
+        expect(e.op).toBe('ringExchange');
+        // One ring step moves the whole tensor to r + 1 once: 21 float32 values (none at t = 1).
+        expect(e.comm!.sentBytes).toBe(t > 1 ? 21 * 4 : 0);
+      });
+      g.close();
+    });
+
     test('broadcast copies the root tensor to every rank, from every root', async () => {
       const g = makeGroup(kind, t);
       for (let root = 0; root < t; root++) {

@@ -21,6 +21,22 @@ describe.each(nodeTransports)('faults over %s', (kind) => {
     g.close();
   });
 
+  test('ranks exchanging different tensors on the ring fail with both calls named', async () => {
+    const g = makeGroup(kind, 4);
+    const x = hostTensor([2, 3]);
+    const errs = await Promise.all(
+      g.comms.map((c, r) => rejectionOf(c.ringExchange(x, r === 2 ? 'mlp.gather[3/4]' : 'mlp.gather[2/4]'))),
+    );
+    errs.forEach((e, r) => {
+      expect(e.name).toBe('CollectiveMismatchError');
+      expect(e.message).toBe(
+        `rank ${r}: collective call differs across ranks: ranks 0, 1, 3 called ringExchange(f32 [2, 3]) of mlp.gather[2/4] #1; ` +
+          'rank 2 called ringExchange(f32 [2, 3]) of mlp.gather[3/4] #1.',
+      );
+    });
+    g.close();
+  });
+
   test('ranks passing different shapes to allReduce fail with the shapes named', async () => {
     const g = makeGroup(kind, 2);
     const errs = await Promise.all([

@@ -247,8 +247,7 @@ describe('the plan carries the chunks as typed data', () => {
     const { plan } = await makePlan(c);
     const collectives = plan.ops.filter((o) => o.kind === 'collective' && o.chunk !== undefined);
     // Each all-gather as t − 1 = 3 exchanges, named by the GEMM dispatch they feed; each reduce-scatter whole (round 1 of 1).
-    const ring = (label: string) =>
-      ['[1/2]#2', '[2/2]#1', '[2/2]#2'].map((tag) => [`${label}${tag}`, 'ringExchange']);
+    const ring = (label: string) => ['[1/2]#2', '[2/2]#1', '[2/2]#2'].map((tag) => [`${label}${tag}`, 'ringExchange']);
     expect(collectives.map((o) => [o.name, o.kind === 'collective' && o.collective.op])).toEqual([
       ...ring('ln2.gather'),
       ['mlp.reduce[1/1]', 'reduceScatter'],
