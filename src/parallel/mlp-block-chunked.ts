@@ -34,12 +34,13 @@ import {
  *
  * Under SP with c = t·m chunks, round i all-gathers (or reduce-scatters) piece i of every rank's
  * shard, [p, b, ·] ↔ [t·p, b, ·] with rank q's piece as block q (p = sl/m). All-gather + GEMM: the
- * rank multiplies its own chunk before waiting for anything, then the other t − 1 chunks of the
- * round in ring order (r − 1, r − 2, …) once the round's all-gather has arrived. GEMM +
- * reduce-scatter: it computes the partials of blocks r − 1, r − 2, …, its own last, then the
- * round's reduce-scatter. The collectives are whole all-gathers and reduce-scatters of a round (the
- * transport runs their ring steps in the order chunkSchedule lists), so a GEMM chunk waits for its
- * round, not for its own ring step. With c dividing t (c < t) there is one round of whole shards
+ * round is t − 1 ring exchanges (Collectives.ringExchange: [p, b, ·] to rank r + 1, the same from
+ * r − 1); the rank multiplies its own piece before waiting for anything, then at ring step k the
+ * piece exchange k delivered (block r − k), while exchange k + 1 passes that piece on: a GEMM chunk
+ * waits for its own ring step, not for the round. GEMM + reduce-scatter: it computes the partials
+ * of blocks r − 1, r − 2, …, its own last, then the round's reduce-scatter as one collective (the
+ * transport runs its ring steps in the order chunkSchedule lists), so that round starts once its
+ * t partials are queued. With c dividing t (c < t) there is one round of whole shards
  * and a chunk is g = t/c ring positions, dispatched as g GEMMs of one shard each (tag `part`): the
  * group's shards are evenly spaced only when it does not wrap past rank 0, and every rank must
  * issue the same ops.

@@ -28,8 +28,9 @@ import { quoted } from '../core/quote.ts';
  * Which chunk of how many an op belongs to (absent on an op that is not chunked). A GEMM chunk's
  * index is its position in the rank's ring order (under SP: ⌊n/g⌋ for ring position n; the first
  * all-gather chunk holds the rank's own piece), the same on every rank, so every rank runs the
- * same plan; `ringChunk` gives the piece of rows at each position. A chunked collective's index is
- * its round i of m (without SP: its chunk j of c). `part`: under SP with c < t a chunk's g shards
+ * same plan; `ringChunk` gives the piece of rows at each position. A chunked reduce-scatter's index
+ * is its round i of m (without SP an all-reduce's, its chunk j of c); a ring exchange of a chunked
+ * all-gather carries the tag of the GEMM dispatch whose piece it delivers. `part`: under SP with c < t a chunk's g shards
  * are g GEMM dispatches, one per shard (they are evenly spaced in memory only when the group does
  * not wrap past rank 0, and every rank must issue the same ops); part j of g.
  */

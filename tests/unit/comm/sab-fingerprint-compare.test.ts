@@ -30,6 +30,7 @@ describe('comparing shared-memory fingerprints word for word', () => {
     ['the rank count of the shape', { shape: [4, 8, 1] }],
     ['the reduction', { reduceOp: 'max' }],
     ['the op', { op: 'reduceScatter', dim: 0 }],
+    ['the op: a ring exchange against an all-reduce', { op: 'ringExchange', reduceOp: undefined }],
     ['the tensor name', { tensor: 'mlp.reducf' }],
     ['a name against none', { tensor: undefined }],
     ['the sequence number', { seq: 3 }],
