@@ -251,30 +251,90 @@ export async function mlpBlockForwardChunked<T>(
   be.swiglu(opSpec('mlp.swiglu', 'column'), gate, up, act);
   const out = be.tensor('mlp.out', [sl, b, h]);
   const downCols: WeightCols = { w: h, c0: 0, n: h };
-  const reducing = reduceChunks(be, lc, g, mlpDown, labels.reduce, 'row', leave, false, h, (step, y) =>
-    linearForwardRows(be, mlpDown, act, step.full, w.wdown, y, step.packed, f, downCols, step.tag),
-  );
-  await collectChunks(be, lc, g, labels.reduce, h, reducing, out);
+  const down = (step: GemmChunk, y: T): void =>
+    linearForwardRows(be, mlpDown, act, step.full, w.wdown, y, step.packed, f, downCols, step.tag);
+  if (sp) await reduceRing(be, lc, g, mlpDown, labels.reduce, 'row', leave, false, h, down).finish(out);
+  else
+    await collectChunks(
+      be,
+      lc,
+      g,
+      labels.reduce,
+      h,
+      reduceChunks(be, lc, g, mlpDown, labels.reduce, leave, h, down),
+      out,
+    );
   return { out, saved: { shard: x, ...(input !== undefined && { input }), mlp: { gate, up, act } } };
 }
 
-/** Outputs of a GEMM whose reductions are in flight: their packed tensors and reduced results (per round under SP, per chunk without). */
+/** Outputs of a GEMM whose all-reduces are in flight (without SP): their tensors and reduced results, per chunk. */
 interface ReducingChunks<T> {
   readonly parts: T[];
   readonly reduced: Promise<T>[];
 }
 
-/** A GEMM chunk as `reduceChunks` hands it out: its tag, its rows in the full tensor and in the packed output. */
+/** A GEMM chunk as `reduceChunks` and `reduceRing` hand it out: its tag, its rows in the full tensor and in the output it writes. */
 type GemmChunk = Pick<ReturnType<typeof ringStep>, 'tag' | 'full' | 'packed'>;
 
 /**
- * A GEMM whose [s, b, n] output is reduced over the group, chunk by chunk: `gemm(chunk, y)` writes
- * the chunk's rows into a packed tensor y. Under SP, round i's t chunks go into one [t·p, b, n] in
- * reduce-scatter ring order (the partial of block r − 1 first, the rank's own last), then the
- * round's reduce-scatter (the forward of `m`, or its backward with `backward`) is issued on the comm
- * stream; without SP each chunk [s/c, b, n] is all-reduced as soon as it is queued.
+ * Without SP, a GEMM whose [s, b, n] output is all-reduced chunk by chunk: `gemm(chunk, y)` writes
+ * chunk j's rows into a [s/c, b, n] tensor y, all-reduced (the forward of `m`) as soon as it is queued.
  */
 function reduceChunks<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  g: Geometry,
+  l: LinearSpec,
+  label: string,
+  m: MappingPair,
+  n: number,
+  gemm: (chunk: GemmChunk, y: T) => void,
+): ReducingChunks<T> {
+  const { b, s } = g.D;
+  const reduced: Promise<T>[] = [];
+  const parts: T[] = [];
+  for (const j of range(g.c)) {
+    const tag = chunkOf(j, g.c);
+    const full = chunkRowsInFull(g.D, j, g.c);
+    const y = be.tensor(`${l.label}.chunk`, [s / g.c, b, n]);
+    gemm({ tag, full, packed: chunkRowsPacked(full) }, y);
+    parts.push(y);
+    const op = opSpec(chunkLabel(label, tag), 'row', { chunk: tag });
+    reduced.push(lc.stream.issue(() => lc.forward(op, m, y)));
+    lc.launch();
+  }
+  return { parts, reduced };
+}
+
+/** Copies the all-reduced chunks into `out` [s, b, n] (chunk j's rows) as they arrive (without SP). */
+async function collectChunks<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  g: Geometry,
+  label: string,
+  n: number,
+  chunks: ReducingChunks<T>,
+  out: T,
+): Promise<void> {
+  for (const j of range(g.c)) {
+    const rj = await chunks.reduced[j]!;
+    copyChunk(be, `${label}.assemble`, 'replicated', chunkRowsInFull(g.D, j, g.c), n, out, rj, false, chunkOf(j, g.c));
+    lc.launch();
+    release(be, out, rj, chunks.parts[j]!);
+  }
+}
+
+/**
+ * Under SP, a GEMM + reduce-scatter as ring exchanges of running partials (the reduce-scatter
+ * side of chunkSchedule): per round i, the t GEMM chunks, partials [p, b, n] of blocks r − 1,
+ * r − 2, …, the rank's own last, are queued at once and the first is sent to rank r + 1 on the comm
+ * stream; `finish(out)` then, at ring step k = 1 … t − 1, adds the running sum received from
+ * r − 1 (block r − k − 1's, the block of partial k) into partial k (addInPlace) and sends that on,
+ * until partial t − 1, the rank's own block, holds the reduced piece, copied into piece i of
+ * `out` [sl, b, n]. `m` names the Megatron mapping (its forward reduce-scatter, or its backward
+ * with `backward`). Every compute op is queued in this one flow, in the same order on every rank.
+ */
+function reduceRing<T>(
   be: Backend<T>,
   lc: LayerComm<T>,
   g: Geometry,
@@ -285,55 +345,46 @@ function reduceChunks<T>(
   backward: boolean,
   n: number,
   gemm: (chunk: GemmChunk, y: T) => void,
-): ReducingChunks<T> {
-  const { b, t, s } = g.D;
-  const reduced: Promise<T>[] = [];
-  const parts: T[] = [];
-  const issue = (y: T, tag: TpChunk): void => {
-    parts.push(y);
+): { finish: (out: T) => Promise<void> } {
+  const { b, t } = g.D;
+  const rounds = roundsOf(g);
+  const p = g.D.sl / rounds;
+  const send = (k: number, tag: TpChunk, y: T): Promise<T> => {
     const op = opSpec(chunkLabel(label, tag), split, { chunk: tag });
-    reduced.push(lc.stream.issue(() => (backward ? lc.backward(op, m, y) : lc.forward(op, m, y))));
-    lc.launch();
+    const why = `${m.name}${backward ? ' (backward)' : ''}, ring step ${k + 1} of ${t - 1}: running partial to rank r + 1, from r − 1 — ${m.summary}`;
+    return lc.stream.issue(() => lc.exchange(op, why, y));
   };
-  if (g.sp) {
-    const rounds = roundsOf(g);
-    for (const i of range(rounds)) {
-      const y = be.tensor(`${l.label}.chunk`, [(t * g.D.sl) / rounds, b, n]);
-      for (let k = 0; k < t; k++) gemm(ringStep(g, 'gemm-reduce-scatter', i * t + k), y);
-      issue(y, chunkOf(i, rounds));
-    }
-  } else {
-    for (const j of range(g.c)) {
-      const full = chunkRowsInFull(g.D, j, g.c);
-      const y = be.tensor(`${l.label}.chunk`, [s / g.c, b, n]);
-      gemm({ tag: chunkOf(j, g.c), full, packed: chunkRowsPacked(full) }, y);
-      issue(y, chunkOf(j, g.c));
-    }
-  }
-  return { parts, reduced };
-}
-
-/**
- * Copies the reduced results into `out` as they arrive: under SP round i's [p, b, n] is piece i of
- * the rank's [sl, b, n]; without SP chunk j's rows of [s, b, n].
- */
-async function collectChunks<T>(
-  be: Backend<T>,
-  lc: LayerComm<T>,
-  g: Geometry,
-  label: string,
-  n: number,
-  chunks: ReducingChunks<T>,
-  out: T,
-): Promise<void> {
-  const of = chunks.reduced.length;
-  for (const j of range(of)) {
-    const rj = await chunks.reduced[j]!;
-    const rows = g.sp ? oneBlock((g.D.sl / of) * g.D.b, (j * g.D.sl * g.D.b) / of) : chunkRowsInFull(g.D, j, g.c);
-    copyChunk(be, `${label}.assemble`, g.sp ? 'sequence' : 'replicated', rows, n, out, rj, false, chunkOf(j, of));
+  const chains = range(rounds).map((i) => {
+    const steps = range(t).map((k) => ringStep(g, 'gemm-reduce-scatter', i * t + k));
+    const partials = steps.map((step) => {
+      const y = be.tensor(`${l.label}.partial`, [p, b, n]);
+      gemm({ tag: step.tag, full: step.full, packed: oneBlock(step.full.rows, 0) }, y);
+      return y;
+    });
     lc.launch();
-    release(be, out, rj, chunks.parts[j]!);
-  }
+    return { steps, partials, first: send(0, steps[0]!.tag, partials[0]!) };
+  });
+  return {
+    finish: async (out) => {
+      for (const i of range(rounds)) {
+        const { steps, partials, first } = chains[i]!;
+        let sending = first;
+        const got: T[] = [];
+        for (let k = 1; k < t; k++) {
+          const sum = await sending;
+          got.push(sum);
+          const tag = steps[k]!.tag;
+          be.addInPlace(opSpec(chunkLabel(`${label}.add`, tag), split, { chunk: tag }), partials[k]!, sum);
+          lc.launch();
+          if (k < t - 1) sending = send(k, tag, partials[k]!);
+        }
+        const rows = oneBlock(p * b, i * p * b);
+        copyChunk(be, `${label}.assemble`, 'sequence', rows, n, out, partials[t - 1]!, false, chunkOf(i, rounds));
+        lc.launch();
+        release(be, out, ...partials, ...got);
+      }
+    },
+  };
 }
 
 /**
@@ -391,7 +442,7 @@ export async function mlpBlockBackwardChunked<T>(
 
   // gate and up's dgrad per chunk in reduce-scatter ring order, each round reduce-scattered once queued.
   const dx = be.tensor('d.mlp.in.shard', [sl, b, h]);
-  const dxChunks = reduceChunks(be, lc, g, mlpGate, labels.dgradReduce, 'column', enter, true, h, (step, dxi) => {
+  const dxRing = reduceRing(be, lc, g, mlpGate, labels.dgradReduce, 'column', enter, true, h, (step, dxi) => {
     linearDgradRows(be, mlpGate, dgate, step.full, w.wfc1, dxi, step.packed, h, gateCols(D), false, false, step.tag);
     linearDgradRows(be, mlpUp, dup, step.full, w.wfc1, dxi, step.packed, h, upCols(D), true, false, step.tag);
   });
@@ -410,6 +461,6 @@ export async function mlpBlockBackwardChunked<T>(
   }
   be.release(dgate);
   be.release(dup);
-  await collectChunks(be, lc, g, labels.dgradReduce, h, dxChunks, dx);
+  await dxRing.finish(dx);
   return { dOut, dx };
 }

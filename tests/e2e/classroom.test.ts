@@ -274,8 +274,10 @@ test('step 9, chunked overlap at t = 2: the ring-order chunk schedules of the co
       .locator('tp-timeline rect[data-kind]')
       .evaluateAll((rs) => rs.map((r) => [r.getAttribute('data-kind'), r.getAttribute('data-op')]));
     expect(ops.some(([k, op]) => k === 'compute' && /\[2\/2\]/.test(op ?? ''))).toBe(true);
-    // c = t = 2: one round per reduce-scatter (mlp.reduce[1/1], …), two GEMM chunks (mlp.up[2/2], …).
-    expect(ops.some(([k, op]) => k === 'comm' && /\[1\/1\]/.test(op ?? ''))).toBe(true);
+    // c = t = 2: one ring exchange per collective (ln2.gather[2/2] brings the other shard,
+    // mlp.reduce[1/2] sends the other rank's partial), two GEMM chunks (mlp.up[2/2], …).
+    expect(ops.some(([k, op]) => k === 'comm' && op === 'ln2.gather[2/2]')).toBe(true);
+    expect(ops.some(([k, op]) => k === 'comm' && op === 'mlp.reduce[1/2]')).toBe(true);
     await shot(page, 'classroom-1920-step9-overlap');
     await page.setViewportSize({ width: 1280, height: 800 });
     await shot(page, 'classroom-1280-step9-overlap');

@@ -28,14 +28,20 @@ describe('chunked TP overlap (built page)', () => {
     await open?.close();
   });
 
-  test('at the classroom size (s = 8: 2 tokens per rank at t = 4) chunks:4, one chunk per rank, runs: the timeline draws every GEMM chunk of the MLP pair, each ring exchange and each reduce-scatter round on every rank lane', async () => {
+  test('at the classroom size (s = 8: 2 tokens per rank at t = 4) chunks:4, one chunk per rank, runs: the timeline draws every GEMM chunk of the MLP pair and each ring exchange on every rank lane', async () => {
     await shownRun('tp=4', 'sp=1', 'tpoverlap=chunks:4');
     expect(await page.locator('tp-controls [data-error-for="tpOverlapChunks"]').count()).toBe(0);
     // c = 4 = t: one round (m = 1) per collective, four GEMM chunks in ring order (the rank's own
-    // first); each all-gather is t − 1 = 3 ring exchanges, named by the GEMM chunk they feed.
-    const exchanges = [2, 3, 4].flatMap((k) => [`ln2.gather[${k}/4]`, `mlp.reduce.backward[${k}/4]`]);
+    // first); each all-gather and reduce-scatter is t − 1 = 3 ring exchanges, named by the GEMM
+    // chunk they feed (gather) or whose partial they send on (reduce-scatter).
+    const exchanges = [1, 2, 3].flatMap((k) => [
+      `ln2.gather[${k + 1}/4]`,
+      `mlp.reduce.backward[${k + 1}/4]`,
+      `mlp.reduce[${k}/4]`,
+      `mlp.dgrad.reduce[${k}/4]`,
+    ]);
     for (const rank of [0, 1, 2, 3]) {
-      for (const op of [...exchanges, 'mlp.reduce[1/1]', 'mlp.dgrad.reduce[1/1]'])
+      for (const op of exchanges)
         expect(
           await page.locator(`tp-timeline rect[data-rank="${rank}"][data-kind="comm"][data-op="${op}"]`).count(),
         ).toBe(1);

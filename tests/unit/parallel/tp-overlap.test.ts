@@ -173,35 +173,27 @@ describe('chunk geometry and the setting', () => {
 describe('the plan carries the chunks as typed data', () => {
   test('under SP: every round of the five MLP collectives, and the GEMM chunks in ring order between them', async () => {
     // t = 2, c = 4: m = 2 rounds, each moving one 2-token piece of each rank's 4-token shard; an
-    // all-gather round is t − 1 = 1 ring exchange.
+    // all-gather or reduce-scatter round is t − 1 = 1 ring exchange.
     const c = configFromPreset('classroom', { tp: 2, sp: true, tpOverlapChunks: 4 });
     const { plan } = await makePlan(c);
     const chunked = plan.ops.filter((o) => o.chunk !== undefined);
     const collectives = chunked.filter((o) => o.kind === 'collective');
     // forward gather and reduce-scatter, backward gather of dY, input re-gather, dgrad reduce-scatter: 5 × m.
-    expect(collectives.map((o) => (o.kind === 'collective' ? o.collective.op : ''))).toEqual([
-      'ringExchange',
-      'ringExchange',
-      'reduceScatter',
-      'reduceScatter',
-      'ringExchange',
-      'ringExchange',
-      'ringExchange',
-      'ringExchange',
-      'reduceScatter',
-      'reduceScatter',
-    ]);
-    // An exchange carries the chunk of the GEMM it feeds (ring positions 1 and 3 of 4); a reduce-scatter its round.
-    const exchange = [
+    expect(collectives.map((o) => (o.kind === 'collective' ? o.collective.op : ''))).toEqual(
+      Array(10).fill('ringExchange'),
+    );
+    // A gather's exchange carries the chunk of the GEMM it feeds (ring positions 1 and 3 of 4); a
+    // reduce-scatter's the chunk whose partial it sends on (positions 0 and 2).
+    const gather = [
       [1, 4],
       [3, 4],
     ];
-    const round = [
-      [0, 2],
-      [1, 2],
+    const reduce = [
+      [0, 4],
+      [2, 4],
     ];
     expect(collectives.map((o) => [o.chunk!.index, o.chunk!.of])).toEqual(
-      [exchange, round, exchange, exchange, round].flat(),
+      [gather, reduce, gather, gather, reduce].flat(),
     );
     const gemms = chunked.filter((o) => o.kind === 'gemm');
     // gate, up forward; down forward; down dgrad; gate, up dgrad; gate, up wgrad: 8 GEMMs per chunk.
@@ -238,7 +230,32 @@ describe('the plan carries the chunks as typed data', () => {
       // GEMM chunk k + 1 (k ≥ 1) reads exchange k's piece and waits for nothing else of the ring.
       for (const k of [1, 2, 3]) expect(op(`${gemm}[${k + 1}/4]`).after).toEqual([ex[k - 1]!.index]);
     }
-    expect(plan.ops.some((o) => o.kind === 'collective' && o.collective.op === 'allGather' && o.chunk)).toBe(false);
+    // GEMM + reduce-scatter: the partial of ring step k goes to r + 1 once its GEMM (k = 0) or the
+    // add of the running sum received at step k − 1 has ended; the GEMMs wait for no collective.
+    for (const [label, gemm] of [
+      ['mlp.reduce', 'mlp.down'],
+      ['mlp.dgrad.reduce', 'mlp.up.dgrad'],
+    ]) {
+      const ex = [1, 2, 3].map((k) => op(`${label}[${k}/4]`));
+      expect(ex.map((o) => o.kind === 'collective' && o.collective.op)).toEqual(Array(3).fill('ringExchange'));
+      // The running sum: one [s/t, b, h] piece added into the next partial.
+      expect(op(`${label}.add[4/4]`).inShapes).toEqual([
+        [2, 1, 16],
+        [2, 1, 16],
+      ]);
+      expect(ex[0]!.after).toEqual([op(`${gemm}[1/4]`).index]);
+      for (const k of [2, 3]) {
+        expect(op(`${label}.add[${k}/4]`).after).toEqual([ex[k - 2]!.index]);
+        expect(ex[k - 1]!.after).toEqual([op(`${label}.add[${k}/4]`).index]);
+      }
+      expect(op(`${label}.add[4/4]`).after).toEqual([ex[2]!.index]);
+      for (const k of [1, 2, 3, 4]) expect(op(`${gemm}[${k}/4]`).after).toEqual([]);
+    }
+    const whole = plan.ops.filter(
+      (o) =>
+        o.kind === 'collective' && o.chunk && (o.collective.op === 'allGather' || o.collective.op === 'reduceScatter'),
+    );
+    expect(whole).toEqual([]);
   });
 
   test('under SP with c < t: one round per collective, and each chunk of t/c shards one GEMM dispatch per shard', async () => {
@@ -246,14 +263,17 @@ describe('the plan carries the chunks as typed data', () => {
     const c = configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 2 });
     const { plan } = await makePlan(c);
     const collectives = plan.ops.filter((o) => o.kind === 'collective' && o.chunk !== undefined);
-    // Each all-gather as t − 1 = 3 exchanges, named by the GEMM dispatch they feed; each reduce-scatter whole (round 1 of 1).
-    const ring = (label: string) => ['[1/2]#2', '[2/2]#1', '[2/2]#2'].map((tag) => [`${label}${tag}`, 'ringExchange']);
+    // Each all-gather and reduce-scatter as t − 1 = 3 exchanges, named by the GEMM dispatch they
+    // feed (all-gather) or whose partial they send on (reduce-scatter).
+    const ring = (label: string, tags: string[]) => tags.map((tag) => [`${label}${tag}`, 'ringExchange']);
+    const fed = ['[1/2]#2', '[2/2]#1', '[2/2]#2'];
+    const sent = ['[1/2]#1', '[1/2]#2', '[2/2]#1'];
     expect(collectives.map((o) => [o.name, o.kind === 'collective' && o.collective.op])).toEqual([
-      ...ring('ln2.gather'),
-      ['mlp.reduce[1/1]', 'reduceScatter'],
-      ...ring('mlp.reduce.backward'),
-      ...ring('ln2.regather'),
-      ['mlp.dgrad.reduce[1/1]', 'reduceScatter'],
+      ...ring('ln2.gather', fed),
+      ...ring('mlp.reduce', sent),
+      ...ring('mlp.reduce.backward', fed),
+      ...ring('ln2.regather', fed),
+      ...ring('mlp.dgrad.reduce', sent),
     ]);
     const gate = plan.ops.filter(
       (o) => o.kind === 'gemm' && o.gemm.site.product === 'gate' && o.gemm.site.computes === 'C',
