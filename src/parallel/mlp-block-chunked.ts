@@ -37,20 +37,21 @@ import {
  * round is t − 1 ring exchanges (Collectives.ringExchange: [p, b, ·] to rank r + 1, the same from
  * r − 1); the rank multiplies its own piece before waiting for anything, then at ring step k the
  * piece exchange k delivered (block r − k), while exchange k + 1 passes that piece on: a GEMM chunk
- * waits for its own ring step, not for the round. GEMM + reduce-scatter: it computes the partials
- * of blocks r − 1, r − 2, …, its own last, then the round's reduce-scatter as one collective (the
- * transport runs its ring steps in the order chunkSchedule lists), so that round starts once its
- * t partials are queued. With c dividing t (c < t) there is one round of whole shards
- * and a chunk is g = t/c ring positions, dispatched as g GEMMs of one shard each (tag `part`): the
- * group's shards are evenly spaced only when it does not wrap past rank 0, and every rank must
- * issue the same ops.
+ * waits for its own ring step, not for the round. GEMM + reduce-scatter: the round is t − 1
+ * exchanges of running partials: it computes the partials of blocks r − 1, r − 2, …, its own last,
+ * sends the first to r + 1 once its GEMM ends, and at step k adds the sum received from r − 1 into
+ * partial k and sends that on; its own partial plus the last sum received is its reduced piece.
+ * With c dividing t (c < t) there is one round of whole shards and a chunk is g = t/c ring
+ * positions, dispatched as g GEMMs of one shard each (tag `part`): the group's shards are evenly
+ * spaced only when it does not wrap past rank 0, and every rank must issue the same ops.
  *
  * GEMMs are row-separable, so a chunked forward or dgrad output sums the same products in the same
- * order as the whole GEMM; a round's reduce-scatter reduces rank r's piece in the same ring order
- * as the whole reduce-scatter. What changes the summation order: the wgrad summed dispatch by
- * dispatch (s·b rows in groups of one piece) and, without SP, the all-reduce of rows [j·s/c, (j+1)·s/c) whose ring
- * blocks differ from the whole tensor's; both stay within oracleTolerance's bound for a
- * reduction of length s·b (resp. t), which does not depend on the order.
+ * order as the whole GEMM; the exchanges of running partials sum rank r's piece in the ring order
+ * of the shared-memory ring's reduce-scatter, ((p_{r+1} + p_{r+2}) + …) + p_r. What changes the
+ * summation order: the wgrad summed dispatch by dispatch (s·b rows in groups of one piece) and,
+ * without SP, the all-reduce of rows [j·s/c, (j+1)·s/c) whose ring blocks differ from the whole
+ * tensor's; both stay within oracleTolerance's bound for a reduction of length s·b (resp. t),
+ * which does not depend on the order.
  */
 
 interface Geometry {

@@ -92,20 +92,6 @@ export function chunkRowsInFull(d: { readonly s: number; readonly b: number }, j
   return { blocks: 1, rows, at: j * rows, stride: 0 };
 }
 
-/**
- * Under SP, what round i of m moves: piece i (p = sl/m tokens) of every rank's [sl, b, ·] shard,
- * the t blocks of p·b rows at r·sl·b + i·p·b in the full tensor (chunks {r·m + i : r < t}).
- */
-export function roundRowsInFull(
-  d: { readonly s: number; readonly b: number; readonly t: number },
-  i: number,
-  m: number,
-): RowBlocks {
-  const sl = d.s / d.t;
-  const p = sl / m;
-  return { blocks: d.t, rows: p * d.b, at: i * p * d.b, stride: sl * d.b };
-}
-
 /** The same rows packed contiguously in a tensor of their own ([t·p, b, ·] for a round under SP, [s/c, b, ·] for a chunk). */
 export function chunkRowsPacked(rows: RowBlocks): RowBlocks {
   return { ...rows, at: 0, stride: rows.blocks > 1 ? rows.rows : 0 };

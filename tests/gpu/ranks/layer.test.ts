@@ -108,8 +108,8 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
   // (the chunks cut only the MLP pair). Tolerance: oracleTolerance's, which bounds any summation
   // order of a reduction of length K — chunking reorders the wgrad's sum over s·b rows (per shard or
   // piece dispatch; with c < t the same per-shard order as c = t) and, without SP, the ring blocks
-  // of down's all-reduce; forward and dgrad GEMM chunks keep each sum's order, and the reduce-scatter
-  // of a round reduces each piece in the same ring order as the whole one.
+  // of down's all-reduce; forward and dgrad GEMM chunks keep each sum's order, and the exchanges of
+  // running partials sum each piece in the ring order of the shared-memory ring's reduce-scatter.
   const chunkedSizes = { s: 32, b: 1, h: 32, heads: 8, groups: 2, ffn: 64, vocab: 0 };
   for (const tp of [2, 4, 8]) {
     test(`chunked TP overlap at t=${tp}, c ∈ {2, 4}, with and without SP`, { timeout: 300_000 }, async () => {
@@ -118,10 +118,21 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
           const c = { ...configFromPreset('classroom'), ...chunkedSizes, tp, sp, tpOverlapChunks };
           const run = await runLayer(await poolOf(tp), c, { timing: false, cpuCheck: false });
           expect(run.oracle.pass, `c=${tpOverlapChunks}${sp ? ' SP' : ''}: ${failures(run.oracle)}`).toBe(true);
-          // down's output: one reduce-scatter per round under SP (m = c/t, or 1 when c < t), one all-reduce per chunk without.
-          const n = sp ? spChunking(tp, tpOverlapChunks).rounds : tpOverlapChunks;
+          // down's output: without SP one all-reduce per chunk; under SP t − 1 ring exchanges of
+          // running partials per round, at ring positions n with n mod t < t − 1, each named by the
+          // GEMM dispatch whose partial it sends (chunk n of c, or with c < t part n mod g of chunk ⌊n/g⌋).
+          const k = tpOverlapChunks;
+          const ring = (g: number, pieces: number): string[] =>
+            Array.from({ length: pieces }, (_, n) => n)
+              .filter((n) => n % tp < tp - 1)
+              .map((n) =>
+                g === 1 ? `mlp.reduce[${n + 1}/${k}]` : `mlp.reduce[${Math.floor(n / g) + 1}/${k}]#${(n % g) + 1}`,
+              );
+          const want = sp
+            ? ring(spChunking(tp, k).group, spChunking(tp, k).pieces)
+            : Array.from({ length: k }, (_, j) => `mlp.reduce[${j + 1}/${k}]`);
           const chunks = run.commEvents.filter((e) => e.rank === 0 && /^mlp\.reduce\[/.test(e.name));
-          expect(chunks.map((e) => e.name)).toEqual(Array.from({ length: n }, (_, j) => `mlp.reduce[${j + 1}/${n}]`));
+          expect(chunks.map((e) => e.name)).toEqual(want);
         }
     });
   }

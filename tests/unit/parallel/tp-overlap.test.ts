@@ -7,7 +7,6 @@ import {
   legalTpOverlapChunks,
   parseTpOverlap,
   formatTpOverlap,
-  roundRowsInFull,
   type ChunkStage,
 } from '../../../src/parallel/tp-overlap.ts';
 import { validateConfig } from '../../../src/parallel/validate.ts';
@@ -133,10 +132,8 @@ describe('chunk schedules, written out by hand', () => {
 });
 
 describe('chunk geometry and the setting', () => {
-  test('chunk j is rows [j·s/c, (j+1)·s/c); under SP round i moves piece i of every rank shard: t blocks of p·b rows, sl·b apart', () => {
+  test('chunk j is rows [j·s/c, (j+1)·s/c)', () => {
     expect(chunkRowsInFull({ s: 16, b: 2 }, 1, 2)).toEqual({ blocks: 1, rows: 16, at: 16, stride: 0 });
-    // s = 16, b = 2, t = 4: sl = 4 tokens per rank; m = 2 rounds: p = 2 tokens = 4 rows per piece.
-    expect(roundRowsInFull({ s: 16, b: 2, t: 4 }, 1, 2)).toEqual({ blocks: 4, rows: 4, at: 4, stride: 8 });
   });
 
   test('"off" and "chunks:c" round-trip; anything else is refused with the form to use', () => {
