@@ -81,6 +81,11 @@ export interface CommBenchReport {
   readonly mapRoundTripMs: Readonly<Record<number, number>>;
   /** The same with all t ranks mapping at once after a barrier: median over iterations of the slowest rank, per degree. */
   readonly mapRoundTripAllMs: Readonly<Record<number, number>>;
+  /**
+   * Median round trip (ms) of a 16-byte copy submitted and awaited with onSubmittedWorkDone, all t
+   * ranks at once (the slowest rank), per degree: what the layer's flush before a collective adds.
+   */
+  readonly workDoneAllMs: Readonly<Record<number, number>>;
   readonly rows: readonly CommBenchRow[];
 }
 
@@ -166,6 +171,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   const memcpyMs = (b: number): number => b / (memcpyGBs[b] ?? memcpyBandwidth(b)) / 1e6;
   const mapRoundTripMs: Record<number, number> = {};
   const mapRoundTripAllMs: Record<number, number> = {};
+  const workDoneAllMs: Record<number, number> = {};
   const rows: CommBenchRow[] = [];
   let adapter = '';
   for (const transport of args.transports) {
@@ -177,6 +183,8 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
           mapRoundTripMs[t] = median((await pool.run('mapRoundTrip', { iters: 50, ranks: 'one' }))[0]);
           const all = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all' });
           mapRoundTripAllMs[t] = median(all[0].map((_, i) => Math.max(...all.map((times) => times[i]))));
+          const wd = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all', what: 'work-done' });
+          workDoneAllMs[t] = median(wd[0].map((_, i) => Math.max(...wd.map((times) => times[i]))));
         }
         type Mode = { device: 'cpu' | 'gpu'; result: HostBenchResult; partBytes?: number; upload?: UploadPath };
         const modes = args.devices.flatMap((device) =>
@@ -266,6 +274,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
     memcpyGBs,
     mapRoundTripMs,
     mapRoundTripAllMs,
+    workDoneAllMs,
     rows,
   };
 }

@@ -100,7 +100,7 @@ if (values.json) {
   const rts = Object.entries(report.mapRoundTripMs);
   if (rts.length)
     console.log(
-      `mapAsync round trip (16 B copy + map, pooled buffer; median of 50): ${rts.map(([t, ms]) => `t = ${t}: rank 0 alone ${ms.toFixed(2)} ms, all ${t} ranks at once ${report.mapRoundTripAllMs[Number(t)].toFixed(2)} ms (slowest rank)`).join('; ')}`,
+      `mapAsync round trip (16 B copy + map, pooled buffer; median of 50): ${rts.map(([t, ms]) => `t = ${t}: rank 0 alone ${ms.toFixed(2)} ms, all ${t} ranks at once ${report.mapRoundTripAllMs[Number(t)].toFixed(2)} ms (slowest rank)`).join('; ')}; onSubmittedWorkDone round trip (16 B copy submitted and awaited, the layer's flush before a collective), all ranks at once: ${rts.map(([t]) => `t = ${t}: ${report.workDoneAllMs[Number(t)].toFixed(2)} ms`).join('; ')}`,
     );
   const pad = (s: string | number, n: number): string => String(s).padStart(n);
   // NaN (a time below the clock's resolution, or no figure) prints as "-".
