@@ -18,7 +18,7 @@ const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|g
        [--net pcie-gen3|nvlink-a100|nvswitch-h100|custom:<alpha µs>:<GB/s>] [--json] [--trace FILE]
        [--dump FILE]   (weights, inputs, output, loss, gradients as .safetensors; FILE.tp<t>.safetensors for several t)
        [--skip-sp-norm-grad-allreduce]   (demonstration: with --sp the oracle then flags dg1, dg2)
-       [--tp-overlap C]   (chunked TP overlap: the MLP pair's GEMMs in C ≥ 2 chunks in ring order; under SP C = t·m; 1 = off)`;
+       [--tp-overlap C]   (chunked TP overlap: the MLP pair's GEMMs in C ≥ 2 chunks in ring order; under SP C divides t or is t·m with m dividing s/t; 1 = off)`;
 
 /** FILE itself for one degree; else FILE with .tp<t>[-sp] before its extension. */
 function dumpFile(file: string, c: LayerConfig, degrees: number): string {

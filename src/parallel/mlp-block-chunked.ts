@@ -20,6 +20,7 @@ import {
   chunkRowsPacked,
   ringChunk,
   roundRowsInFull,
+  spChunking,
   type RowBlocks,
   type TpChunk,
 } from './tp-overlap.ts';
@@ -39,12 +40,15 @@ import {
  * reduce-scatter: it computes the partials of blocks r − 1, r − 2, …, its own last, then the
  * round's reduce-scatter. The collectives are whole all-gathers and reduce-scatters of a round (the
  * transport runs their ring steps in the order chunkSchedule lists), so a GEMM chunk waits for its
- * round, not for its own ring step.
+ * round, not for its own ring step. With c dividing t (c < t) there is one round of whole shards
+ * and a chunk is g = t/c ring positions, dispatched as g GEMMs of one shard each (tag `part`): the
+ * group's shards are evenly spaced only when it does not wrap past rank 0, and every rank must
+ * issue the same ops.
  *
  * GEMMs are row-separable, so a chunked forward or dgrad output sums the same products in the same
  * order as the whole GEMM; a round's reduce-scatter reduces rank r's piece in the same ring order
- * as the whole reduce-scatter. What changes the summation order: the wgrad summed chunk by chunk
- * (s·b rows in c groups) and, without SP, the all-reduce of rows [j·s/c, (j+1)·s/c) whose ring
+ * as the whole reduce-scatter. What changes the summation order: the wgrad summed dispatch by
+ * dispatch (s·b rows in groups of one piece) and, without SP, the all-reduce of rows [j·s/c, (j+1)·s/c) whose ring
  * blocks differ from the whole tensor's; both stay within oracleTolerance's bound for a
  * reduction of length s·b (resp. t), which does not depend on the order.
  */
@@ -59,8 +63,8 @@ interface Geometry {
 
 const chunkOf = (index: number, of: number): TpChunk => ({ index, of });
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
-/** Rounds under SP: m = c/t pieces of each rank's shard. */
-const roundsOf = (g: Geometry): number => g.c / g.D.t;
+/** Rounds under SP: m pieces of each rank's shard (c/t when c ≥ t, 1 when c divides t). */
+const roundsOf = (g: Geometry): number => spChunking(g.D.t, g.c).rounds;
 /** One block of `rows` rows at row `at`. */
 const oneBlock = (rows: number, at: number): RowBlocks => ({ blocks: 1, rows, at, stride: 0 });
 
@@ -71,17 +75,21 @@ function roundOf(g: Geometry, i: number): { full: RowBlocks; packed: RowBlocks }
 }
 
 /**
- * The GEMM chunk at ring position n = i·t + k of `pattern` under SP: its tag, its rows in the full
- * [s, b, ·] tensor, and its block's rows in the round's packed tensor.
+ * The GEMM dispatch at ring position n = i·t + k of `pattern` under SP: its tag (chunk n of c, or
+ * with c < t part n mod g of chunk ⌊n/g⌋), its piece's rows in the full [s, b, ·] tensor, and its
+ * block's rows in the round's packed tensor.
  */
 function ringStep(
   g: Geometry,
   pattern: 'gather-gemm' | 'gemm-reduce-scatter',
   n: number,
-): { tag: TpChunk; full: RowBlocks; packed: RowBlocks; block: number } {
+): { n: number; tag: TpChunk; full: RowBlocks; packed: RowBlocks; block: number } {
+  const { group, pieces } = spChunking(g.D.t, g.c);
   const { chunk, block } = ringChunk(pattern, g.D.t, g.c, g.rank, n);
-  const full = chunkRowsInFull(g.D, chunk, g.c);
-  return { tag: chunkOf(n, g.c), full, packed: oneBlock(full.rows, block * full.rows), block };
+  const full = chunkRowsInFull(g.D, chunk, pieces);
+  const tag: TpChunk =
+    group === 1 ? chunkOf(n, g.c) : { ...chunkOf(Math.floor(n / group), g.c), part: chunkOf(n % group, group) };
+  return { n, tag, full, packed: oneBlock(full.rows, block * full.rows), block };
 }
 
 /**
@@ -338,7 +346,7 @@ async function collectChunks<T>(
 }
 
 /**
- * Backward under SP with c = t·m chunks: g's backward all-gathers dY in rounds, down's dgrad on the
+ * Backward under SP with c chunks (c = t·m, or c dividing t): g's backward all-gathers dY in rounds, down's dgrad on the
  * rank's own chunk first and the others in ring order (its wgrad on the assembled dY); SwiGLU
  * backward; the input re-gathered in rounds, gate and up's dgrad chunk by chunk in reduce-scatter
  * ring order, each round reduce-scattered at once; their wgrad summed chunk by chunk in ring order
@@ -403,7 +411,7 @@ export async function mlpBlockBackwardChunked<T>(
   if (again)
     await multiplyGathered(be, lc, g, again, saved.shard, (step, xi, xRows) => {
       const at = { x: xRows.at, dy: step.full.at };
-      const acc = step.tag.index > 0;
+      const acc = step.n > 0;
       linearWgrad(be, mlpGate, xi, dgate, dw.wfc1, xRows.rows, h, gateCols(D), acc, step.tag, at);
       linearWgrad(be, mlpUp, xi, dup, dw.wfc1, xRows.rows, h, upCols(D), acc, step.tag, at);
     });

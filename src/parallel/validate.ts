@@ -258,7 +258,7 @@ function checkDegree(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIs
   }
 }
 
-/** Chunked TP overlap (tp-overlap.ts): under SP c = t·m with m dividing s/t, without SP c divides s. */
+/** Chunked TP overlap (tp-overlap.ts): under SP c divides t or is t·m with m dividing s/t, without SP c divides s. */
 function checkTpOverlap(c: LayerConfig, errors: ValidationIssue[], notes: ValidationIssue[]): void {
   const fields: ConfigField[] = ['tpOverlapChunks', 'tp', 's', 'sp'];
   const problem = tpOverlapProblem(c);

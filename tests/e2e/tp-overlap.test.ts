@@ -47,12 +47,21 @@ describe('chunked TP overlap (built page)', () => {
       .toBe('true');
   });
 
-  test('chunks:2 at t = 4 is refused under its control, naming the legal counts', async () => {
+  test('chunks:2 at t = 4 runs with two shards per chunk (each a GEMM of its own) and the oracle passing; chunks:3 is refused naming the legal counts', async () => {
     await page.evaluate(() => (location.hash = '#tpoverlap=chunks:2&sp=1&tp=4'));
+    await shownRun('tp=4', 'sp=1', 'tpoverlap=chunks:2');
+    expect(await page.locator('tp-controls [data-error-for="tpOverlapChunks"]').count()).toBe(0);
+    for (const rank of [0, 1, 2, 3])
+      for (const op of ['mlp.gate[1/2]#1', 'mlp.gate[1/2]#2', 'mlp.gate[2/2]#1', 'mlp.gate[2/2]#2'])
+        expect(await page.locator(`tp-timeline rect[data-rank="${rank}"][data-op="${op}"]`).count()).toBe(1);
+    await expect
+      .poll(() => page.locator('tp-oracle-badge .badge').getAttribute('data-pass'), { timeout: runTimeout })
+      .toBe('true');
+    await page.evaluate(() => (location.hash = '#tpoverlap=chunks:3&sp=1&tp=4'));
     const error = page.locator('tp-controls [data-error-for="tpOverlapChunks"]');
     await expect.poll(() => error.count(), { timeout: runTimeout }).toBeGreaterThan(0);
     expect(await error.first().textContent()).toMatch(
-      /chunks:2 must be t = 4 times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 4, 8/,
+      /chunks:3 must divide t = 4 or be t times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 2, 4, 8/,
     );
     await page.evaluate(() => (location.hash = '#tpoverlap=chunks:4&sp=1&tp=4'));
     await shownRun('tp=4', 'sp=1', 'tpoverlap=chunks:4');

@@ -77,8 +77,8 @@ export interface RunFigure {
 }
 
 /**
- * The column/row pair's chunk schedules (chunkSchedule, ring order): per rank, per stage, the chunk
- * whose GEMM runs and the chunks sent to r + 1 and received from r − 1.
+ * The column/row pair's chunk schedules (chunkSchedule, ring order): per rank, per stage, the pieces
+ * of the GEMM chunk that starts there and the pieces sent to r + 1 and received from r − 1.
  */
 export interface ChunksFigure {
   readonly kind: 'chunks';

@@ -1,15 +1,16 @@
 // <tp-chunk-figure>: the column/row pair's chunk schedules, rank by stage: the GEMM chunk and the chunks sent and received beside it.
 import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
-import type { ChunkStage } from '../../parallel/tp-overlap.ts';
+import { spChunking, type ChunkStage } from '../../parallel/tp-overlap.ts';
 import type { ChunksFigure } from './classroom-figures.ts';
 import { rankColor } from './classroom-style.ts';
 
 /**
  * `<tp-chunk-figure .figure=${f}>`: two grids, one row per rank and one column per stage. The
  * gate/up grid (all-gather + GEMM) and the down grid (GEMM + reduce-scatter), in ring order: in
- * each cell the chunk the GEMM multiplies (`.gemm[data-chunk]`) and the chunks sent to r + 1 and
- * received from r − 1 (`.piece[data-dir][data-chunk]`), tinted by the rank whose shard holds them.
+ * each cell the pieces of the GEMM chunk that starts there (`.gemm[data-chunk]`, space-separated
+ * when a chunk is several shards, c < t) and the pieces sent to r + 1 and received from r − 1
+ * (`.piece[data-dir][data-chunk]`), tinted by the rank whose shard holds them.
  */
 @customElement('tp-chunk-figure')
 export class TpChunkFigure extends LitElement {
@@ -64,7 +65,11 @@ export class TpChunkFigure extends LitElement {
         >${dir === 'send' ? '→' : '←'} ${name(j)}</span
       >`;
     return html`<td data-rank=${rank} data-stage=${stage}>
-      ${s.multiply !== undefined ? html`<span class="gemm" data-chunk=${s.multiply}>GEMM ${name(s.multiply)}</span>` : nothing}
+      ${
+        s.multiply !== undefined
+          ? html`<span class="gemm" data-chunk=${s.multiply.join(' ')}>GEMM ${s.multiply.map(name).join(' + ')}</span>`
+          : nothing
+      }
       ${
         s.send !== undefined && s.recv !== undefined
           ? html`<span class="comm">${piece('send', s.send)}${piece('recv', s.recv)}</span>`
@@ -94,7 +99,7 @@ export class TpChunkFigure extends LitElement {
   protected override render(): TemplateResult {
     const f = this.figure;
     if (!f) return html``;
-    const m = f.chunks / f.t;
+    const m = spChunking(f.t, f.chunks).rounds;
     return html`<figure>
       <figcaption>
         ${f.title} (a chunk is named by the rank whose tokens it holds${m > 1 ? ' and its piece' : ''}; → sent to the

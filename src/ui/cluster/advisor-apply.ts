@@ -8,19 +8,22 @@ export interface AdvisorApply {
   readonly notApplied: readonly string[];
 }
 
-/** The page's chunk count if legal at degree t with SP, else the fewest legal (legalTpOverlapChunks: t, one chunk per rank), or undefined. */
+/**
+ * The page's chunk count if legal at degree t with SP, else t (one chunk per rank's shard: the ring
+ * exchange's own split) when legal, or undefined (t does not divide s).
+ */
 function chunksFor(s: Settings, tp: number): number | undefined {
   const on = { s: s.s, tp, sp: true };
   if (s.tpOverlapChunks > 1 && !tpOverlapProblem({ ...on, tpOverlapChunks: s.tpOverlapChunks }))
     return s.tpOverlapChunks;
-  return legalTpOverlapChunks(on)[0];
+  return legalTpOverlapChunks(on).includes(tp) ? tp : undefined;
 }
 
 /**
  * The page's settings with every field of `l` the page has a setting for: t, SP, p, v, the
  * async dgrad overlap (on: the advisor's layouts assume it, as Megatron runs it),
- * `--tp-comm-overlap` as the page's chunked TP overlap (`tpoverlap`: kept if on, else the fewest
- * chunks the page's layer allows; off when the row has none) and the micro-batch when the
+ * `--tp-comm-overlap` as the page's chunked TP overlap (`tpoverlap`: kept if on and legal, else t
+ * chunks, one per rank's shard; off when the row has none) and the micro-batch when the
  * cluster model is the page's own layer. Context parallelism, recompute, the distributed optimizer
  * and the gradient and parameter overlaps have no page setting: they are listed in `notApplied`.
  */

@@ -13,9 +13,14 @@ import {
 import { validateConfig } from '../../../src/parallel/validate.ts';
 import { scheduleStep } from '../../../src/schedule/schedule.ts';
 
-// [chunk multiplied, chunk sent to r + 1, chunk received from r − 1] per stage; a lone number: multiply only.
+// One stage: the pieces of the GEMM chunk starting there (null: none), the piece sent to r + 1 and the one received from r − 1.
+const stage = (multiply: readonly number[] | null, send?: number, recv?: number): ChunkStage => ({
+  ...(multiply && { multiply }),
+  ...(send !== undefined && { send, recv }),
+});
+// One-piece chunks: [piece multiplied, piece sent, piece received] per stage; a lone number: multiply only.
 const ring = (...stages: ([number, number, number] | number)[]): ChunkStage[] =>
-  stages.map((x) => (typeof x === 'number' ? { multiply: x } : { multiply: x[0], send: x[1], recv: x[2] }));
+  stages.map((x) => (typeof x === 'number' ? stage([x]) : stage([x[0]], x[1], x[2])));
 
 describe('chunk schedules, written out by hand', () => {
   test('t = 2, c = 2, all-gather + GEMM: each rank multiplies its own chunk while sending it, then the one it received', () => {
@@ -38,8 +43,8 @@ describe('chunk schedules, written out by hand', () => {
       steps: steps.map((x) => ({ send: { ...x.send, chunk }, recv: { ...x.recv, chunk } })),
     });
     expect(chunkSchedule('gemm-all-reduce', 2, 2, 0)).toEqual([
-      { multiply: 0 },
-      { multiply: 1, allReduce: ar(0) },
+      { multiply: [0] },
+      { multiply: [1], allReduce: ar(0) },
       { allReduce: ar(1) },
     ]);
   });
@@ -58,18 +63,62 @@ describe('chunk schedules, written out by hand', () => {
     );
   });
 
+  test('t = 4, c = 2, all-gather + GEMM on rank 1: stage 1 only moves shards; the first chunk is its own shard 1 with 0 (received at stage 1), the second 3 and 2', () => {
+    expect(chunkSchedule('gather-gemm', 4, 2, 1)).toEqual([
+      stage(null, 1, 0),
+      stage([1, 0], 0, 3),
+      stage(null, 3, 2),
+      stage([3, 2]),
+    ]);
+    // Rank 0: its group wraps past rank 0 (0, then 3).
+    expect(chunkSchedule('gather-gemm', 4, 2, 0)).toEqual([
+      stage(null, 0, 3),
+      stage([0, 3], 3, 2),
+      stage(null, 2, 1),
+      stage([2, 1]),
+    ]);
+  });
+
+  test('t = 4, c = 2, GEMM + reduce-scatter on rank 2: the partials of 1 and 0 first (sent at stages 1, 2), then 3 and its own 2', () => {
+    expect(chunkSchedule('gemm-reduce-scatter', 4, 2, 2)).toEqual([
+      stage([1, 0], 1, 0),
+      stage(null, 0, 3),
+      stage([3, 2], 3, 2),
+      stage(null),
+    ]);
+  });
+
+  test('t = 8, c = 2: four shards per chunk, own first (gather) and own last (reduce-scatter)', () => {
+    const gather = chunkSchedule('gather-gemm', 8, 2, 5).filter((x) => x.multiply);
+    expect(gather.map((x) => x.multiply)).toEqual([
+      [5, 4, 3, 2],
+      [1, 0, 7, 6],
+    ]);
+    const reduce = chunkSchedule('gemm-reduce-scatter', 8, 2, 5).filter((x) => x.multiply);
+    expect(reduce.map((x) => x.multiply)).toEqual([
+      [4, 3, 2, 1],
+      [0, 7, 6, 5],
+    ]);
+  });
+
   test('at every stage rank r receives what rank r − 1 sends, and every rank multiplies every chunk once', () => {
     for (const pattern of ['gather-gemm', 'gemm-reduce-scatter'] as const)
       for (const [t, c] of [
         [2, 2],
         [2, 6],
+        [4, 2],
         [4, 8],
+        [8, 2],
+        [8, 4],
         [8, 8],
         [8, 24],
       ] as const) {
         const all = Array.from({ length: t }, (_, r) => chunkSchedule(pattern, t, c, r));
+        const pieces = Math.max(t, c);
         all.forEach((stages, r) => {
-          expect(stages.map((x) => x.multiply).sort((a, b) => a! - b!)).toEqual([...Array(c).keys()]);
+          const chunks = stages.flatMap((x) => (x.multiply ? [x.multiply] : []));
+          expect(chunks).toHaveLength(c);
+          expect(chunks.flat().sort((a, b) => a - b)).toEqual([...Array(pieces).keys()]);
           stages.forEach((x, n) => expect(x.recv).toBe(all[(r + t - 1) % t]![n]!.send));
         });
       }
@@ -78,7 +127,8 @@ describe('chunk schedules, written out by hand', () => {
   test('bad arguments say what is wrong', () => {
     expect(() => chunkSchedule('gather-gemm', 1, 2, 0)).toThrow(/t must be a whole number ≥ 2/);
     expect(() => chunkSchedule('gather-gemm', 4, 2, 4)).toThrow(/rank 4 is not in a group of 4/);
-    expect(() => chunkSchedule('gather-gemm', 4, 2, 0)).toThrow(/c must be a multiple of t/);
+    expect(() => chunkSchedule('gather-gemm', 4, 3, 0)).toThrow(/c must divide t or be a multiple of it/);
+    expect(() => chunkSchedule('gather-gemm', 4, 6, 0)).toThrow(/got c = 6, t = 4/);
   });
 });
 
@@ -96,15 +146,19 @@ describe('chunk geometry and the setting', () => {
     expect(() => parseTpOverlap('4')).toThrow(/chunks:4/);
   });
 
-  test('under SP c = t·m with m dividing s/t; without SP c divides s; the error names the legal counts; at t = 1 a note', () => {
-    expect(legalTpOverlapChunks({ s: 8, tp: 4, sp: true })).toEqual([4, 8]);
+  test('under SP c divides t or is t·m with m dividing s/t; without SP c divides s; the error names the legal counts; at t = 1 a note', () => {
+    expect(legalTpOverlapChunks({ s: 8, tp: 4, sp: true })).toEqual([2, 4, 8]);
+    expect(legalTpOverlapChunks({ s: 8, tp: 8, sp: true })).toEqual([2, 4, 8]);
+    expect(legalTpOverlapChunks({ s: 16, tp: 2, sp: true })).toEqual([2, 4, 8, 16]);
+    expect(legalTpOverlapChunks({ s: 12, tp: 8, sp: true })).toEqual([]);
     expect(legalTpOverlapChunks({ s: 8, tp: 4, sp: false })).toEqual([2, 4, 8]);
     // The page: the classroom layer (s = 8) at t = 4 with SP and 4 chunks, one per rank.
     expect(validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 4 })).ok).toBe(true);
-    const r = validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 2 }));
+    expect(validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 2 })).ok).toBe(true);
+    const r = validateConfig(configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 3 }));
     expect(r.ok).toBe(false);
     expect(r.errors.map((e) => e.message).join()).toMatch(
-      /chunks:2 must be t = 4 times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 4, 8/,
+      /chunks:3 must divide t = 4 or be t times a divisor of each rank's s\/t = 8\/4 tokens.*legal chunk counts are 2, 4, 8/,
     );
     const noSp = validateConfig(configFromPreset('classroom', { tp: 2, tpOverlapChunks: 3 }));
     expect(noSp.errors.map((e) => e.message).join()).toContain(
@@ -156,6 +210,38 @@ describe('the plan carries the chunks as typed data', () => {
     expect(op('mlp.gate[2/4]').after).toEqual([op('ln2.gather[1/2]').index]);
     expect(op('mlp.gate[3/4]').after).toEqual([]);
     expect(op('mlp.gate[4/4]').after).toEqual([op('ln2.gather[2/2]').index]);
+  });
+
+  test('under SP with c < t: one round per collective, and each chunk of t/c shards one GEMM dispatch per shard', async () => {
+    // t = 4, c = 2: chunk 1 of rank 0 is its own shard 0 and shard 3; chunk 2 is shards 2 and 1.
+    const c = configFromPreset('classroom', { tp: 4, sp: true, tpOverlapChunks: 2 });
+    const { plan } = await makePlan(c);
+    const collectives = plan.ops.filter((o) => o.kind === 'collective' && o.chunk !== undefined);
+    // Each collective whole, as at c = t: round 1 of 1.
+    expect(collectives.map((o) => [o.name, o.kind === 'collective' && o.collective.op])).toEqual([
+      ['ln2.gather[1/1]', 'allGather'],
+      ['mlp.reduce[1/1]', 'reduceScatter'],
+      ['mlp.reduce.backward[1/1]', 'allGather'],
+      ['ln2.regather[1/1]', 'allGather'],
+      ['mlp.dgrad.reduce[1/1]', 'reduceScatter'],
+    ]);
+    const gate = plan.ops.filter(
+      (o) => o.kind === 'gemm' && o.gemm.site.product === 'gate' && o.gemm.site.computes === 'C',
+    );
+    expect(gate.map((o) => o.name)).toEqual([
+      'mlp.gate[1/2]#1',
+      'mlp.gate[1/2]#2',
+      'mlp.gate[2/2]#1',
+      'mlp.gate[2/2]#2',
+    ]);
+    expect(gate.map((o) => o.chunk)).toEqual(
+      [0, 0, 1, 1].map((index, j) => ({ index, of: 2, part: { index: j % 2, of: 2 } })),
+    );
+    // One shard per dispatch: s = 8, t = 4, b = 1 → M = 2.
+    expect(gate.map((o) => o.kind === 'gemm' && o.gemm.M)).toEqual([2, 2, 2, 2]);
+    // The own shard waits for no collective; the other three read the round's all-gather.
+    const gather = collectives[0]!.index;
+    expect(gate.map((o) => o.after)).toEqual([[], [gather], [gather], [gather]]);
   });
 
   test('without SP only the forward all-reduce of down is cut', async () => {

@@ -20,7 +20,7 @@ const row: ParallelLayout = {
 
 describe("applying an advisor row to the page's settings", () => {
   it('sets t, SP, p, v, the async overlap and tpoverlap, and names every flag it cannot set', () => {
-    // The classroom layer: s = 8 at t = 4 with SP: the fewest chunks is 4, each rank's shard one chunk.
+    // The classroom layer: s = 8 at t = 4 with SP and tpoverlap off: t = 4 chunks, each rank's shard one chunk.
     const page = { ...defaultSettings, overlap: false };
     const { settings, notApplied } = applyAdvisorRow(page, row);
     expect(settings).toEqual({ ...page, tp: 4, sp: true, pp: 2, vpp: 2, overlap: true, tpOverlapChunks: 4 });
@@ -48,8 +48,10 @@ describe("applying an advisor row to the page's settings", () => {
   it("keeps the page's chunk count when it is legal, else takes t, and says so when s does not split into t shards", () => {
     const chunks4 = settingsFromHash('#preset=classroom&s=16&tp=2&sp=1&tpoverlap=chunks:4').settings;
     expect(applyAdvisorRow(chunks4, { ...row, tp: 2 }).settings.tpOverlapChunks).toBe(4);
-    // chunks:4 at t = 8 is not a multiple of t: the fewest legal count, 8 (s = 16: each rank's 2 tokens one chunk).
-    expect(applyAdvisorRow(chunks4, { ...row, tp: 8 }).settings.tpOverlapChunks).toBe(8);
+    // chunks:4 at t = 8 divides t (two shards per chunk): kept. chunks:3 is legal at no t here: t chunks.
+    expect(applyAdvisorRow(chunks4, { ...row, tp: 8 }).settings.tpOverlapChunks).toBe(4);
+    const chunks3 = settingsFromHash('#preset=classroom&s=12&tp=1&tpoverlap=chunks:3').settings;
+    expect(applyAdvisorRow(chunks3, { ...row, tp: 4 }).settings.tpOverlapChunks).toBe(4);
     expect(applyAdvisorRow(defaultSettings, { ...row, tp: 8 }).settings.tpOverlapChunks).toBe(8);
     const { settings, notApplied } = applyAdvisorRow({ ...defaultSettings, s: 12 }, { ...row, tp: 8 });
     expect(settings.tpOverlapChunks).toBe(1);

@@ -129,13 +129,13 @@ test("the chunked-overlap step at t = 2, c = 2, written out by hand: each rank m
   expect([f.t, f.chunks]).toEqual([2, 2]);
   // gate/up: multiply the own chunk while sending it and receiving the other's, then multiply that.
   expect(f.gather).toEqual([
-    [{ multiply: 0, send: 0, recv: 1 }, { multiply: 1 }],
-    [{ multiply: 1, send: 1, recv: 0 }, { multiply: 0 }],
+    [{ multiply: [0], send: 0, recv: 1 }, { multiply: [1] }],
+    [{ multiply: [1], send: 1, recv: 0 }, { multiply: [0] }],
   ]);
   // down: the other rank's partial first, sent on; the own block last, added to the partial received.
   expect(f.reduce).toEqual([
-    [{ multiply: 1, send: 1, recv: 0 }, { multiply: 0 }],
-    [{ multiply: 0, send: 0, recv: 1 }, { multiply: 1 }],
+    [{ multiply: [1], send: 1, recv: 0 }, { multiply: [0] }],
+    [{ multiply: [0], send: 0, recv: 1 }, { multiply: [1] }],
   ]);
   expect(stepFigures('tp-overlap', runs(1))).toEqual([]); // t = 1: nothing to overlap
 });
