@@ -2,7 +2,7 @@
 import type { CollectiveOp } from '../src/comm/collectives.ts';
 import { createCommPool } from '../src/session/pools.ts';
 import type { PoolTransport } from '../src/ranks/transport.ts';
-import { phaseTime, type TraceEvent } from '../src/core/trace-event.ts';
+import { phaseTime, type TraceEvent, type TracePhase } from '../src/core/trace-event.ts';
 import { median } from '../src/core/stats.ts';
 import type { UploadPath } from '../src/comm/gpu-options.ts';
 
@@ -46,6 +46,12 @@ export interface CommBenchRow {
   readonly ofMemcpy: number;
   /** What each phase could cost here at best (ms): see CommBenchFloor. */
   readonly floor: CommBenchFloor;
+  /**
+   * The iteration whose whole call (slowest rank) is the median, rank by rank: its phases, ms
+   * from the earliest rank's start, and the call's end as a last phase 'end' of zero length: shows
+   * which rank waits for which (the per-phase columns take each phase's slowest rank apart).
+   */
+  readonly timeline: readonly (readonly TracePhase[])[];
 }
 
 /**
@@ -75,6 +81,11 @@ export interface CommBenchReport {
   readonly mapRoundTripMs: Readonly<Record<number, number>>;
   /** The same with all t ranks mapping at once after a barrier: median over iterations of the slowest rank, per degree. */
   readonly mapRoundTripAllMs: Readonly<Record<number, number>>;
+  /**
+   * Median round trip (ms) of a 16-byte copy submitted and awaited with onSubmittedWorkDone, all t
+   * ranks at once (the slowest rank), per degree: what the layer's flush before a collective adds.
+   */
+  readonly workDoneAllMs: Readonly<Record<number, number>>;
   readonly rows: readonly CommBenchRow[];
 }
 
@@ -138,6 +149,21 @@ function slowest(events: TraceEvent[], t: number, f: (e: TraceEvent) => number):
   return median(perIter);
 }
 
+/** The phases of the median iteration's events (`t` per iteration), rank by rank, from its first start (ms). */
+function medianTimeline(events: TraceEvent[], t: number): TracePhase[][] {
+  const iters = [...Array(events.length / t).keys()].map((i) => events.slice(i * t, (i + 1) * t));
+  const span = (it: TraceEvent[]): number => Math.max(...it.map((e) => e.t1 - e.t0));
+  const it = [...iters].sort((a, b) => span(a) - span(b))[Math.floor((iters.length - 1) / 2)];
+  if (!it) return [];
+  const start = Math.min(...it.map((e) => e.t0));
+  const rel = (p: TracePhase): TracePhase => ({ name: p.name, t0: p.t0 - start, t1: p.t1 - start });
+  return it.map((e) => [
+    rel({ name: 'call', t0: e.t0, t1: e.t0 }),
+    ...e.phases.map(rel),
+    rel({ name: 'end', t0: e.t1, t1: e.t1 }),
+  ]);
+}
+
 /** Measures each op × size × degree × transport × device, with every phase apart. */
 export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport> {
   const memcpyGBs: Record<number, number> = {};
@@ -145,6 +171,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   const memcpyMs = (b: number): number => b / (memcpyGBs[b] ?? memcpyBandwidth(b)) / 1e6;
   const mapRoundTripMs: Record<number, number> = {};
   const mapRoundTripAllMs: Record<number, number> = {};
+  const workDoneAllMs: Record<number, number> = {};
   const rows: CommBenchRow[] = [];
   let adapter = '';
   for (const transport of args.transports) {
@@ -156,6 +183,8 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
           mapRoundTripMs[t] = median((await pool.run('mapRoundTrip', { iters: 50, ranks: 'one' }))[0]);
           const all = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all' });
           mapRoundTripAllMs[t] = median(all[0].map((_, i) => Math.max(...all.map((times) => times[i]))));
+          const wd = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all', what: 'work-done' });
+          workDoneAllMs[t] = median(wd[0].map((_, i) => Math.max(...wd.map((times) => times[i]))));
         }
         type Mode = { device: 'cpu' | 'gpu'; result: HostBenchResult; partBytes?: number; upload?: UploadPath };
         const modes = args.devices.flatMap((device) =>
@@ -225,6 +254,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
                   totalMs: Math.max(floor.readbackMs, floor.ringMs, floor.uploadMs),
                   totalAllMs: gpu ? Math.max(rtAll + readMs, ringMs, rtAll + memcpyMs(outBytes)) : ringMs,
                 },
+                timeline: medianTimeline(events, t),
               };
               rows.push(row);
               args.onProgress?.(
@@ -244,6 +274,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
     memcpyGBs,
     mapRoundTripMs,
     mapRoundTripAllMs,
+    workDoneAllMs,
     rows,
   };
 }

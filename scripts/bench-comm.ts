@@ -1,4 +1,4 @@
-// npm run bench:comm [-- --json] [-- --quick] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --iters N]
+// npm run bench:comm [-- --json] [-- --quick] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --iters N] [-- --timeline]
 // Collective time and nccl-tests bus bandwidth across rank workers in headless Chromium, each phase
 // apart, next to the page's single-thread memcpy bandwidth.
 import { parseArgs } from 'node:util';
@@ -19,12 +19,13 @@ const { values } = parseArgs({
     part: { type: 'string' },
     upload: { type: 'string' },
     iters: { type: 'string' },
+    timeline: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--iters N]',
+    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--iters N] [--timeline]',
   );
   process.exit(0);
 }
@@ -99,7 +100,7 @@ if (values.json) {
   const rts = Object.entries(report.mapRoundTripMs);
   if (rts.length)
     console.log(
-      `mapAsync round trip (16 B copy + map, pooled buffer; median of 50): ${rts.map(([t, ms]) => `t = ${t}: rank 0 alone ${ms.toFixed(2)} ms, all ${t} ranks at once ${report.mapRoundTripAllMs[Number(t)].toFixed(2)} ms (slowest rank)`).join('; ')}`,
+      `mapAsync round trip (16 B copy + map, pooled buffer; median of 50): ${rts.map(([t, ms]) => `t = ${t}: rank 0 alone ${ms.toFixed(2)} ms, all ${t} ranks at once ${report.mapRoundTripAllMs[Number(t)].toFixed(2)} ms (slowest rank)`).join('; ')}; onSubmittedWorkDone round trip (16 B copy submitted and awaited, the layer's flush before a collective), all ranks at once: ${rts.map(([t]) => `t = ${t}: ${report.workDoneAllMs[Number(t)].toFixed(2)} ms`).join('; ')}`,
     );
   const pad = (s: string | number, n: number): string => String(s).padStart(n);
   // NaN (a time below the clock's resolution, or no figure) prints as "-".
@@ -114,6 +115,27 @@ if (values.json) {
     console.log(
       `${r.transport.padEnd(13)}${r.device.padEnd(4)}${r.result.padEnd(7)}${pad(part(r), 8)} ${(r.upload ?? '-').padEnd(13)}${r.op.padEnd(14)}${pad(r.t, 2)}${pad(fmtBytes(r.bytes), 9)}${pad(f(r.totalMs), 10)}${pad(f(r.readbackMs), 9)}${pad(f(r.syncMs), 8)}${pad(f(r.stageMs), 8)}${pad(f(r.transportMs), 10)}${pad(f(r.gatherMs), 8)}${pad(f(r.unstageMs), 8)}${pad(f(r.uploadMs), 8)}${pad(f(r.busGBsTransport), 9)}${pad(f(r.busGBsTotal), 8)}${pad(f(report.memcpyGBs[r.bytes]), 8)}${pad(Number.isFinite(r.ofMemcpy) ? `${(100 * r.ofMemcpy).toFixed(0)}%` : '-', 7)}${pad(f(r.floor.totalMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalMs), 8)}${pad(gpu ? ratio(r.readbackMs, r.floor.readbackMs) : '-', 7)}${pad(ratio(r.transportMs + r.gatherMs + r.unstageMs, r.floor.ringMs), 7)}${pad(gpu ? ratio(r.uploadMs, r.floor.uploadMs) : '-', 7)}${pad(f(r.floor.totalAllMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalAllMs), 7)}`,
     );
+  }
+  if (values.timeline) {
+    console.log(
+      "Timelines (--timeline): the median iteration's phases per rank, ms from the first rank's start (adjacent phases of one name merged; 'end' = the call returned).",
+    );
+    for (const r of report.rows as CommBenchRow[]) {
+      console.log(
+        `${r.transport} ${r.device} ${r.result} ${part(r)} ${r.upload ?? '-'} ${r.op} t=${r.t} ${fmtBytes(r.bytes)}:`,
+      );
+      r.timeline.forEach((phases, rank) => {
+        const merged: { name: string; t0: number; t1: number }[] = [];
+        for (const p of phases) {
+          const last = merged.at(-1);
+          if (last && last.name === p.name) last.t1 = p.t1;
+          else merged.push({ ...p });
+        }
+        console.log(
+          `  rank ${rank}: ${merged.map((p) => (p.t1 > p.t0 ? `${p.name} ${f(p.t0)}–${f(p.t1)}` : `${p.name} ${f(p.t0)}`)).join(', ')}`,
+        );
+      });
+    }
   }
   if (target) {
     console.log(

@@ -29,6 +29,14 @@ import { partRuns, slicePartBounds, sliceBlock } from './slice-parts.ts';
 /** Result pieces of at least this many elements are written straight from the transport's memory ('write-buffer'). */
 const directUploadElems = 1 << 14;
 
+/**
+ * Largest result (elements) whose small pieces ('write-buffer') are collected in an array reused
+ * from call to call rather than a new one: a new array's pages are faulted in on first write, 15–80
+ * µs per 4 KiB page in a worker here (docs/ranks-and-collectives.md), ≈ 0.3 ms per 64 KiB call.
+ * 1 MiB per rank kept at most.
+ */
+const reusedCollectElems = 1 << 18;
+
 /** Element bounds of the parts of an n-element input cut every `partElems` elements (the last shorter). */
 export function partBounds(n: number, partElems: number): [number, number][] {
   const out: [number, number][] = [];
@@ -48,6 +56,10 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
   readonly rank: number;
   readonly size: number;
   readonly transport: TransportName;
+  /** Where small result pieces are collected before one upload (see reusedCollectElems), kept between calls. */
+  private collect: Float32Array | undefined;
+  /** Whether a call in flight holds `collect` (a second call then collects in a new array). */
+  private collectLent = false;
 
   constructor(
     private readonly device: GPUDevice,
@@ -80,7 +92,7 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     segments: readonly (readonly (readonly [number, number])[])[] | undefined,
   ): { target: ResultTarget; finish: () => GpuTensor; abandon: () => void } {
     let y: GpuTensor | undefined;
-    let host: Float32Array | undefined;
+    let host: { data: Float32Array; done: () => void } | undefined;
     let direct: boolean | undefined;
     const pool = stagingPool(this.device);
     type Segment = {
@@ -154,21 +166,35 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
       return (d, at) => {
         direct ??= d.length >= Math.min(n, directUploadElems);
         if (direct) this.device.queue.writeBuffer(y!.buffer, at * 4, d.buffer, d.byteOffset, d.byteLength);
-        else (host ??= new Float32Array(n)).set(d, at);
+        else (host ??= this.collectArray(n)).data.set(d, at);
       };
     };
     const finish = (): GpuTensor => {
       const left = segs.find((s) => s.written !== s.size);
       if (left) throw new Error(`${name}: result runs ${JSON.stringify(left.runs)} were not all written.`);
-      if (host) writeTensor(this.device, y!, host);
+      if (host) writeTensor(this.device, y!, host.data);
+      host?.done();
       return y!;
     };
     // A failed call: staging buffers go back unflushed, a result tensor made here is destroyed.
     const abandon = (): void => {
       for (const s of segs) if (s.buf) pool.release(s.buf);
+      host?.done();
       if (y && !out) y.buffer.destroy();
     };
     return { target, finish, abandon };
+  }
+
+  /**
+   * An n-element array to collect small result pieces in, and what to call once it is uploaded: a
+   * view of the one kept between calls up to reusedCollectElems unless a call in flight holds it
+   * (queue.writeBuffer copies its data at the call, so the next call may overwrite it), else new.
+   */
+  private collectArray(n: number): { data: Float32Array; done: () => void } {
+    if (n > reusedCollectElems || this.collectLent) return { data: new Float32Array(n), done: () => {} };
+    if (!this.collect || this.collect.length < n) this.collect = new Float32Array(n);
+    this.collectLent = true;
+    return { data: this.collect.subarray(0, n), done: () => (this.collectLent = false) };
   }
 
   /**
@@ -261,7 +287,6 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     };
     let e: Executed;
     let y: GpuTensor;
-    let t2: number;
     try {
       if (parts) {
         const input = this.partedInput(x, parts.bounds, parts.inputs);
@@ -276,16 +301,21 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
         e = this.host.copiesInput
           ? await withMappedTensor(this.device, x, run)
           : await run(await readTensor(this.device, x));
-      t2 = sharedNow();
       y = finish();
+      // Chromium hands queued WebGPU commands (and writeBuffer's bytes) to its GPU process in a
+      // microtask: awaited here, that transfer (0.1–2 ms at 64 KiB, t = 4, on this thread) falls
+      // in the upload phase, not in the next call (docs/ranks-and-collectives.md).
+      await Promise.resolve();
     } catch (err) {
       abandon();
       throw err;
     }
     // The upload is submitted, not awaited: the device queue runs it before any later work on
     // this device (a stream-ordered collective), and a pooled upload buffer is reused only once
-    // its re-map, which waits for the copy, has finished.
+    // its re-map, which waits for the copy, has finished. Its phase runs from the ring's last
+    // phase: the writes the gather queued reach the GPU process once the ring yields.
     const t3 = sharedNow();
+    const t2 = e.phases.at(-1)?.t1 ?? t1;
     const phases: TracePhase[] = [
       ...(parts ? [] : [{ name: 'readback', t0, t1 }]),
       ...e.phases,
