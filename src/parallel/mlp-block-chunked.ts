@@ -204,11 +204,11 @@ function release<T>(be: Backend<T>, keep: T, ...ts: T[]): void {
 }
 
 /**
- * Forward with c chunks (c ≥ 2): under SP the input all-gathered in m = c/t rounds, gate and up
- * multiplying the rank's own chunk first and the others in ring order as their round arrives;
+ * Forward with c chunks (c ≥ 2): under SP the input all-gathered by ring exchanges, gate and up
+ * multiplying the rank's own piece first and each other piece as its ring step delivers it;
  * SwiGLU; down's GEMM chunk by chunk, the partial that travels farthest first and the rank's own
- * last, each round reduce-scattered as soon as it is queued (without SP: c chunks of rows, each
- * all-reduced). Same result as mlpBlockForward.
+ * last, each partial sent on (with the running sum added) as soon as its GEMM is queued (without
+ * SP: c chunks of rows, each all-reduced). Same result as mlpBlockForward.
  */
 export async function mlpBlockForwardChunked<T>(
   be: Backend<T>,

@@ -34,6 +34,16 @@ export interface MeasuredVsProjected {
   readonly collectives: readonly ComparedCollective[];
 }
 
+/** The NCCL collective a planned collective runs as: a ring exchange is one send/recv pair per rank. */
+const ncclCollectiveOf: Record<CollectiveOp, NcclCollective> = {
+  allReduce: 'allReduce',
+  reduceScatter: 'reduceScatter',
+  allGather: 'allGather',
+  broadcast: 'broadcast',
+  barrier: 'barrier',
+  ringExchange: 'sendRecv',
+};
+
 /** Σ over rank 0's events of a projected timeline: compute, and collective time by kind, ms. */
 function timelineSums(t: Timeline): { computeMs: number; byOp: Map<CollectiveOp, number> } {
   const byOp = new Map<CollectiveOp, number>();
@@ -88,11 +98,7 @@ export function compareWithProjection(
     projected.set(k, { collective, dim, ms: (x?.ms ?? 0) + ms });
   };
   for (const op of new Set([...full.byOp.keys(), ...block.byOp.keys()]))
-    add(
-      op === 'ringExchange' ? 'sendRecv' : op,
-      'tp',
-      m * ((full.byOp.get(op) ?? 0) + (L - 1) * (block.byOp.get(op) ?? 0)),
-    );
+    add(ncclCollectiveOf[op], 'tp', m * ((full.byOp.get(op) ?? 0) + (L - 1) * (block.byOp.get(op) ?? 0)));
   add('allReduce', 'tp', p.finalizeMs);
   add(p.setup.distributedOptimizer ? 'reduceScatter' : 'allReduce', 'dp', p.dpAllReduceMs);
   add('allGather', 'dp', p.paramGatherMs);
