@@ -15,9 +15,10 @@ export interface CommBenchRow {
   readonly device: 'cpu' | 'gpu';
   /** Each result in new memory, or in one array (host) or tensor (GPU) of the caller's reused call after call. */
   readonly result: HostBenchResult;
-  /** GPU tensors: bytes per pipeline part (0: one part), and the upload path. */
+  /** GPU tensors: bytes per pipeline part (0: one part), the upload path, and the pause (ms) between read-back copy and map. */
   readonly partBytes?: number;
   readonly upload?: UploadPath;
+  readonly mapAfterMs?: number;
   readonly op: BenchOp;
   readonly t: number;
   readonly bytes: number;
@@ -56,7 +57,7 @@ export interface CommBenchRow {
 
 /**
  * Floors reachable on this machine (ms), from the tiny-buffer mapAsync round trip `rt` (rank 0
- * alone) and the page's memcpy time `m(b)` for b bytes: read-back rt + m(S) (one copy into the
+ * alone, mapped after the row's pause) and the page's memcpy time `m(b)` for b bytes: read-back rt + m(S) (one copy into the
  * mapped staging); ring m(bus bytes) (each rank reads S·busFactor from its peers' slots); upload
  * rt + m(result bytes); whole call: host arrays the ring's, GPU tensors max(read-back, ring,
  * upload), which a perfect pipeline reaches. `totalAllMs`: the same with the round trip of all t
@@ -77,16 +78,26 @@ export interface CommBenchReport {
   readonly hardwareConcurrency: number;
   /** Single-thread `TypedArray.prototype.set` bandwidth (GB/s) per payload size, in this page. */
   readonly memcpyGBs: Readonly<Record<number, number>>;
-  /** Median round trip (ms) of a 16-byte copy + mapAsync into a pooled staging buffer, on rank 0 alone, per degree. */
-  readonly mapRoundTripMs: Readonly<Record<number, number>>;
-  /** The same with all t ranks mapping at once after a barrier: median over iterations of the slowest rank, per degree. */
-  readonly mapRoundTripAllMs: Readonly<Record<number, number>>;
+  /** The round trip of a tiny read-back per degree and pause between copy and map. */
+  readonly mapRoundTrips: readonly MapRoundTrip[];
   /**
    * Median round trip (ms) of a 16-byte copy submitted and awaited with onSubmittedWorkDone, all t
    * ranks at once (the slowest rank), per degree: what the layer's flush before a collective adds.
    */
   readonly workDoneAllMs: Readonly<Record<number, number>>;
   readonly rows: readonly CommBenchRow[];
+}
+
+/**
+ * Median round trip (ms) of a 16-byte copy into a pooled staging buffer mapped `mapAfterMs` after
+ * the copy: `oneMs` on rank 0 alone, `allMs` with all t ranks at once after a barrier (the
+ * slowest rank's, as a collective waits for it).
+ */
+export interface MapRoundTrip {
+  readonly t: number;
+  readonly mapAfterMs: number;
+  readonly oneMs: number;
+  readonly allMs: number;
 }
 
 /** Where a host-array result goes in the bench: new memory each call, or the caller's array. */
@@ -105,6 +116,8 @@ export interface CommBenchArgs {
   readonly partBytes: readonly number[];
   /** GPU tensors: upload paths, each measured. */
   readonly uploads: readonly UploadPath[];
+  /** GPU tensors: pauses (ms) between a read-back's copy and its map, each measured. */
+  readonly mapAfterMs: readonly number[];
   /** Timed calls per configuration (default: 64 MiB worth, 3 to 20). */
   readonly iters?: number;
   readonly onProgress?: (line: string) => void;
@@ -169,8 +182,12 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   const memcpyGBs: Record<number, number> = {};
   for (const bytes of args.sizes) memcpyGBs[bytes] = memcpyBandwidth(bytes);
   const memcpyMs = (b: number): number => b / (memcpyGBs[b] ?? memcpyBandwidth(b)) / 1e6;
-  const mapRoundTripMs: Record<number, number> = {};
-  const mapRoundTripAllMs: Record<number, number> = {};
+  const mapRoundTrips: MapRoundTrip[] = [];
+  const roundTrip = (t: number, mapAfterMs: number): MapRoundTrip | undefined =>
+    mapRoundTrips.find((r) => r.t === t && r.mapAfterMs === mapAfterMs);
+  // The slowest rank's time per iteration, median over iterations.
+  const slowestMedian = (perRank: number[][]): number =>
+    median(perRank[0].map((_, i) => Math.max(...perRank.map((times) => times[i]))));
   const workDoneAllMs: Record<number, number> = {};
   const rows: CommBenchRow[] = [];
   let adapter = '';
@@ -180,23 +197,33 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
       adapter = pool.adapters[0];
       try {
         if (args.devices.includes('gpu')) {
-          mapRoundTripMs[t] = median((await pool.run('mapRoundTrip', { iters: 50, ranks: 'one' }))[0]);
-          const all = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all' });
-          mapRoundTripAllMs[t] = median(all[0].map((_, i) => Math.max(...all.map((times) => times[i]))));
+          for (const mapAfterMs of args.mapAfterMs) {
+            const one = await pool.run('mapRoundTrip', { iters: 50, ranks: 'one', mapAfterMs });
+            const all = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all', mapAfterMs });
+            mapRoundTrips.push({ t, mapAfterMs, oneMs: median(one[0]), allMs: slowestMedian(all) });
+          }
           const wd = await pool.run('mapRoundTrip', { iters: 50, ranks: 'all', what: 'work-done' });
-          workDoneAllMs[t] = median(wd[0].map((_, i) => Math.max(...wd.map((times) => times[i]))));
+          workDoneAllMs[t] = slowestMedian(wd);
         }
-        type Mode = { device: 'cpu' | 'gpu'; result: HostBenchResult; partBytes?: number; upload?: UploadPath };
+        type Mode = {
+          device: 'cpu' | 'gpu';
+          result: HostBenchResult;
+          partBytes?: number;
+          upload?: UploadPath;
+          mapAfterMs?: number;
+        };
         const modes = args.devices.flatMap((device) =>
           args.results.flatMap((result): Mode[] =>
             device === 'cpu'
               ? [{ device, result }]
               : args.partBytes.flatMap((partBytes) =>
-                  args.uploads.map((upload) => ({ device, result, partBytes, upload })),
+                  args.uploads.flatMap((upload) =>
+                    args.mapAfterMs.map((mapAfterMs) => ({ device, result, partBytes, upload, mapAfterMs })),
+                  ),
                 ),
           ),
         );
-        for (const { device, result, partBytes, upload } of modes)
+        for (const { device, result, partBytes, upload, mapAfterMs } of modes)
           for (const op of args.ops) {
             for (const bytes of args.sizes) {
               const iters = args.iters ?? Math.max(3, Math.min(20, Math.round((64 << 20) / bytes)));
@@ -207,7 +234,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
                 iters,
                 warmup: 1,
                 result,
-                ...(device === 'gpu' && { gpu: { partBytes: partBytes || Infinity, upload } }),
+                ...(device === 'gpu' && { gpu: { partBytes: partBytes || Infinity, upload, mapAfterMs } }),
               });
               // Rank r's i-th event is events[i·t + r] after interleaving.
               const events = perRank[0].flatMap((_, i) => perRank.map((evs) => evs[i]));
@@ -219,7 +246,8 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
               // A time below the clock's resolution reads as no bandwidth figure (NaN), never Infinity.
               const bus = (time: number): number => (time > 0 ? ((bytes / time) * busFactor(op, t)) / 1e6 : NaN);
               const outBytes = op === 'allGather' ? bytes : op === 'reduceScatter' ? bytes / t : bytes;
-              const rt = mapRoundTripMs[t] ?? 0;
+              const rts = mapAfterMs === undefined ? undefined : roundTrip(t, mapAfterMs);
+              const rt = rts?.oneMs ?? 0;
               const ringMs = memcpyMs(bytes) * busFactor(op, t);
               const gpu = device === 'gpu';
               const readMs = memcpyMs(op === 'allGather' ? bytes / t : bytes);
@@ -228,12 +256,12 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
                 ringMs,
                 uploadMs: gpu ? rt + memcpyMs(outBytes) : 0,
               };
-              const rtAll = mapRoundTripAllMs[t] ?? 0;
+              const rtAll = rts?.allMs ?? 0;
               const row: CommBenchRow = {
                 transport,
                 device,
                 result,
-                ...(gpu && { partBytes, upload }),
+                ...(gpu && { partBytes, upload, mapAfterMs }),
                 op,
                 t,
                 bytes,
@@ -258,7 +286,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
               };
               rows.push(row);
               args.onProgress?.(
-                `${transport} ${device} (result: ${result}${gpu ? `, part ${partBytes} B, upload ${upload}` : ''}) t=${t} ${op} ${bytes} B: whole call ${totalMs.toFixed(2)} ms (${row.busGBsTotal.toFixed(2)} GB/s bus), transport + gather ${movingMs.toFixed(2)} ms (${row.busGBsTransport.toFixed(2)} GB/s bus, ${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
+                `${transport} ${device} (result: ${result}${gpu ? `, part ${partBytes} B, upload ${upload}, map after ${mapAfterMs} ms` : ''}) t=${t} ${op} ${bytes} B: whole call ${totalMs.toFixed(2)} ms (${row.busGBsTotal.toFixed(2)} GB/s bus), transport + gather ${movingMs.toFixed(2)} ms (${row.busGBsTransport.toFixed(2)} GB/s bus, ${(100 * row.ofMemcpy).toFixed(0)}% of memcpy)`,
               );
             }
           }
@@ -272,8 +300,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
     crossOriginIsolated: globalThis.crossOriginIsolated,
     hardwareConcurrency: navigator.hardwareConcurrency,
     memcpyGBs,
-    mapRoundTripMs,
-    mapRoundTripAllMs,
+    mapRoundTrips,
     workDoneAllMs,
     rows,
   };

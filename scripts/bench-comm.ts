@@ -1,4 +1,4 @@
-// npm run bench:comm [-- --json] [-- --quick] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --iters N] [-- --timeline]
+// npm run bench:comm [-- --json] [-- --quick] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --map-after 0,0.2] [-- --iters N] [-- --timeline]
 // Collective time and nccl-tests bus bandwidth across rank workers in headless Chromium, each phase
 // apart, next to the page's single-thread memcpy bandwidth.
 import { parseArgs } from 'node:util';
@@ -18,6 +18,7 @@ const { values } = parseArgs({
     results: { type: 'string' },
     part: { type: 'string' },
     upload: { type: 'string' },
+    'map-after': { type: 'string' },
     iters: { type: 'string' },
     timeline: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -25,7 +26,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--iters N] [--timeline]',
+    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--map-after 0,0.2] [--iters N] [--timeline]',
   );
   process.exit(0);
 }
@@ -49,6 +50,7 @@ const args = {
     p === 'all' ? 0 : parseSize(p),
   ),
   uploads: list(values.upload, [defaultGpuCollectiveOptions.upload]) as UploadPath[],
+  mapAfterMs: list(values['map-after'], [String(defaultGpuCollectiveOptions.mapAfterMs)]).map(Number),
   ...(values.iters !== undefined && { iters: Number(values.iters) }),
 };
 if (args.iters !== undefined && !(Number.isInteger(args.iters) && args.iters >= 1))
@@ -59,6 +61,11 @@ for (const key of ['devices', 'results', 'uploads'] as const)
   for (const v of args[key])
     if (!(known[key] as readonly string[]).includes(v))
       throw new Error(`bench:comm: --${flag[key]} takes ${known[key].join(', ')}; got "${v}".`);
+for (const [i, ms] of args.mapAfterMs.entries())
+  if (!(ms >= 0 && ms <= 100))
+    throw new Error(
+      `bench:comm: --map-after takes pauses in ms from 0 to 100, got "${list(values['map-after'], [])[i]}".`,
+    );
 for (const p of args.partBytes)
   if (p % 4 !== 0) throw new Error(`bench:comm: --part sizes must be multiples of 4 bytes, got ${p}.`);
 for (const t of args.degrees)
@@ -90,30 +97,33 @@ if (values.json) {
     `Collectives across rank workers on ${report.adapter}; page cross-origin isolated: ${report.crossOriginIsolated}; ${report.hardwareConcurrency} hardware threads.`,
   );
   console.log(
-    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring). Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip (rank 0 alone) + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload, ring× = (transport + gather or unstage) ÷ the ring's floor; floor‖ = the floor with the round trip of all t ranks mapping at once (the slowest), ×fl‖ = total ÷ floor‖.",
+    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring), map@ = ms between submitting the read-back's copies and mapping them. Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip (rank 0 alone, mapped after the row's map@) + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload, ring× = (transport + gather or unstage) ÷ the ring's floor; floor‖ = the floor with the round trip of all t ranks mapping at once (the slowest), ×fl‖ = total ÷ floor‖.",
   );
   console.log(
     `memcpy (TypedArray.prototype.set, one thread): ${Object.entries(report.memcpyGBs)
       .map(([b, g]) => `${fmtBytes(Number(b))} ${g.toFixed(2)} GB/s`)
       .join(', ')}`,
   );
-  const rts = Object.entries(report.mapRoundTripMs);
-  if (rts.length)
+  if (report.mapRoundTrips.length)
     console.log(
-      `mapAsync round trip (16 B copy + map, pooled buffer; median of 50): ${rts.map(([t, ms]) => `t = ${t}: rank 0 alone ${ms.toFixed(2)} ms, all ${t} ranks at once ${report.mapRoundTripAllMs[Number(t)].toFixed(2)} ms (slowest rank)`).join('; ')}; onSubmittedWorkDone round trip (16 B copy submitted and awaited, the layer's flush before a collective), all ranks at once: ${rts.map(([t]) => `t = ${t}: ${report.workDoneAllMs[Number(t)].toFixed(2)} ms`).join('; ')}`,
+      `mapAsync round trip (16 B copy + map, pooled buffer; median of 50): ${report.mapRoundTrips.map((r) => `t = ${r.t}, map@ ${r.mapAfterMs} ms: rank 0 alone ${r.oneMs.toFixed(2)} ms, all ${r.t} ranks at once ${r.allMs.toFixed(2)} ms (slowest rank)`).join('; ')}; onSubmittedWorkDone round trip (16 B copy submitted and awaited, the layer's flush before a collective), all ranks at once: ${Object.entries(
+        report.workDoneAllMs,
+      )
+        .map(([t, ms]) => `t = ${t}: ${ms.toFixed(2)} ms`)
+        .join('; ')}`,
     );
   const pad = (s: string | number, n: number): string => String(s).padStart(n);
   // NaN (a time below the clock's resolution, or no figure) prints as "-".
   const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
   const part = (r: CommBenchRow): string =>
     r.partBytes === undefined ? '-' : r.partBytes === 0 ? 'all' : fmtBytes(r.partBytes);
-  const head = `${'transport'.padEnd(13)}${'dev'.padEnd(4)}${'result'.padEnd(7)}${pad('part', 8)} ${'upload'.padEnd(13)}${'op'.padEnd(14)}${pad('t', 2)}${pad('size', 9)}${pad('total ms', 10)}${pad('readback', 9)}${pad('sync', 8)}${pad('stage', 8)}${pad('transport', 10)}${pad('gather', 8)}${pad('unstage', 8)}${pad('upload', 8)}${pad('bus GB/s', 9)}${pad('(total)', 8)}${pad('memcpy', 8)}${pad('ratio', 7)}${pad('floor', 8)}${pad('×floor', 8)}${pad('rb×', 7)}${pad('ring×', 7)}${pad('up×', 7)}${pad('floor‖', 8)}${pad('×fl‖', 7)}`;
+  const head = `${'transport'.padEnd(13)}${'dev'.padEnd(4)}${'result'.padEnd(7)}${pad('part', 8)} ${'upload'.padEnd(13)}${pad('map@', 5)} ${'op'.padEnd(14)}${pad('t', 2)}${pad('size', 9)}${pad('total ms', 10)}${pad('readback', 9)}${pad('sync', 8)}${pad('stage', 8)}${pad('transport', 10)}${pad('gather', 8)}${pad('unstage', 8)}${pad('upload', 8)}${pad('bus GB/s', 9)}${pad('(total)', 8)}${pad('memcpy', 8)}${pad('ratio', 7)}${pad('floor', 8)}${pad('×floor', 8)}${pad('rb×', 7)}${pad('ring×', 7)}${pad('up×', 7)}${pad('floor‖', 8)}${pad('×fl‖', 7)}`;
   console.log(head);
   const ratio = (a: number, b: number): string => (b > 0 ? f(a / b, 1) : '-');
   for (const r of report.rows as CommBenchRow[]) {
     const gpu = r.device === 'gpu';
     console.log(
-      `${r.transport.padEnd(13)}${r.device.padEnd(4)}${r.result.padEnd(7)}${pad(part(r), 8)} ${(r.upload ?? '-').padEnd(13)}${r.op.padEnd(14)}${pad(r.t, 2)}${pad(fmtBytes(r.bytes), 9)}${pad(f(r.totalMs), 10)}${pad(f(r.readbackMs), 9)}${pad(f(r.syncMs), 8)}${pad(f(r.stageMs), 8)}${pad(f(r.transportMs), 10)}${pad(f(r.gatherMs), 8)}${pad(f(r.unstageMs), 8)}${pad(f(r.uploadMs), 8)}${pad(f(r.busGBsTransport), 9)}${pad(f(r.busGBsTotal), 8)}${pad(f(report.memcpyGBs[r.bytes]), 8)}${pad(Number.isFinite(r.ofMemcpy) ? `${(100 * r.ofMemcpy).toFixed(0)}%` : '-', 7)}${pad(f(r.floor.totalMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalMs), 8)}${pad(gpu ? ratio(r.readbackMs, r.floor.readbackMs) : '-', 7)}${pad(ratio(r.transportMs + r.gatherMs + r.unstageMs, r.floor.ringMs), 7)}${pad(gpu ? ratio(r.uploadMs, r.floor.uploadMs) : '-', 7)}${pad(f(r.floor.totalAllMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalAllMs), 7)}`,
+      `${r.transport.padEnd(13)}${r.device.padEnd(4)}${r.result.padEnd(7)}${pad(part(r), 8)} ${(r.upload ?? '-').padEnd(13)}${pad(r.mapAfterMs ?? '-', 5)} ${r.op.padEnd(14)}${pad(r.t, 2)}${pad(fmtBytes(r.bytes), 9)}${pad(f(r.totalMs), 10)}${pad(f(r.readbackMs), 9)}${pad(f(r.syncMs), 8)}${pad(f(r.stageMs), 8)}${pad(f(r.transportMs), 10)}${pad(f(r.gatherMs), 8)}${pad(f(r.unstageMs), 8)}${pad(f(r.uploadMs), 8)}${pad(f(r.busGBsTransport), 9)}${pad(f(r.busGBsTotal), 8)}${pad(f(report.memcpyGBs[r.bytes]), 8)}${pad(Number.isFinite(r.ofMemcpy) ? `${(100 * r.ofMemcpy).toFixed(0)}%` : '-', 7)}${pad(f(r.floor.totalMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalMs), 8)}${pad(gpu ? ratio(r.readbackMs, r.floor.readbackMs) : '-', 7)}${pad(ratio(r.transportMs + r.gatherMs + r.unstageMs, r.floor.ringMs), 7)}${pad(gpu ? ratio(r.uploadMs, r.floor.uploadMs) : '-', 7)}${pad(f(r.floor.totalAllMs, 3), 8)}${pad(ratio(r.totalMs, r.floor.totalAllMs), 7)}`,
     );
   }
   if (values.timeline) {
@@ -122,7 +132,7 @@ if (values.json) {
     );
     for (const r of report.rows as CommBenchRow[]) {
       console.log(
-        `${r.transport} ${r.device} ${r.result} ${part(r)} ${r.upload ?? '-'} ${r.op} t=${r.t} ${fmtBytes(r.bytes)}:`,
+        `${r.transport} ${r.device} ${r.result} ${part(r)} ${r.upload ?? '-'}${r.mapAfterMs === undefined ? '' : ` map@${r.mapAfterMs}`} ${r.op} t=${r.t} ${fmtBytes(r.bytes)}:`,
       );
       r.timeline.forEach((phases, rank) => {
         const merged: { name: string; t0: number; t1: number }[] = [];

@@ -10,6 +10,7 @@ import {
 } from '../kernels/tensor.ts';
 import { stagingPool } from '../kernels/staging-pool.ts';
 import { sharedNow } from '../core/clock.ts';
+import { pause } from '../core/pause.ts';
 import type { TracePhase } from '../core/trace-event.ts';
 import {
   commEvent,
@@ -70,6 +71,8 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     this.size = host.size;
     this.transport = host.transport;
     if (!(options.partBytes >= 4)) throw new Error(`GpuCollectives: partBytes must be ≥ 4, got ${options.partBytes}.`);
+    if (!(options.mapAfterMs >= 0 && Number.isFinite(options.mapAfterMs)))
+      throw new Error(`GpuCollectives: mapAfterMs must be a finite time ≥ 0 (ms), got ${options.mapAfterMs}.`);
   }
 
   /** The same collectives (same device and group, same sequence) with other options. */
@@ -199,7 +202,7 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
 
   /**
    * The input read back in parts into pooled buffers, part k being runs[k] of x concatenated:
-   * every part's copy is submitted at once.
+   * every part's copy is submitted at once, and every part mapped `mapAfterMs` later.
    */
   private partedInput(
     x: GpuTensor,
@@ -209,7 +212,8 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     const pool = stagingPool(this.device);
     const sizes = runs.map((r) => r.reduce((s, [, len]) => s + len, 0));
     const bufs: (GPUBuffer | undefined)[] = runs.map((r) => issueReadBack(this.device, x, r));
-    const maps = bufs.map((b, k) => b!.mapAsync(GPUMapMode.READ, 0, sizes[k] * 4));
+    const copied = pause(this.options.mapAfterMs);
+    const maps = bufs.map((b, k) => copied.then(() => b!.mapAsync(GPUMapMode.READ, 0, sizes[k] * 4)));
     // A part never awaited (the call failed first) still settles; its rejection is not an error here.
     maps.forEach((m) => m.catch(() => {}));
     const release = (k: number): void => {
@@ -299,8 +303,8 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
       // A transport that copies its input takes the mapped read-back as is (it lands in its slot).
       else
         e = this.host.copiesInput
-          ? await withMappedTensor(this.device, x, run)
-          : await run(await readTensor(this.device, x));
+          ? await withMappedTensor(this.device, x, run, this.options.mapAfterMs)
+          : await run(await readTensor(this.device, x, this.options.mapAfterMs));
       y = finish();
       // Chromium hands queued WebGPU commands (and writeBuffer's bytes) to its GPU process in a
       // microtask: awaited here, that transfer (0.1–2 ms at 64 KiB, t = 4, on this thread) falls

@@ -14,7 +14,21 @@ export interface GpuCollectiveOptions {
    * upload buffers kept mapped between calls, then one copy per part into the result.
    */
   readonly upload: UploadPath;
+  /**
+   * Milliseconds between submitting a read-back's copies and mapping its staging buffers.
+   * Chromium's GPU process answers a `mapAsync` at once when the copy before it has finished by
+   * the time the map command is handled; otherwise only at the device's next poll, which it
+   * schedules 2 ms after the last command it received for that device (kHandleMoreWorkPeriodMs,
+   * gpu/ipc/service/command_buffer_stub.cc). A copy and a map sent together reach the GPU
+   * process together, so with every rank reading back at once the map misses and waits for the
+   * poll; mapped a little later, it finds the copy done. 0: map at once.
+   */
+  readonly mapAfterMs: number;
 }
 
 /** The defaults: see docs/ranks-and-collectives.md for the measurements behind them. */
-export const defaultGpuCollectiveOptions: GpuCollectiveOptions = { partBytes: 4 << 20, upload: 'write-buffer' };
+export const defaultGpuCollectiveOptions: GpuCollectiveOptions = {
+  partBytes: 4 << 20,
+  upload: 'write-buffer',
+  mapAfterMs: 0.2,
+};

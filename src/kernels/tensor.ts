@@ -1,6 +1,7 @@
 import { checkTensorFits } from './limits.ts';
 import { numel } from '../core/shape.ts';
 import { stagingPool } from './staging-pool.ts';
+import { pause } from '../core/pause.ts';
 
 /** A float32 tensor in one GPU buffer, row-major (last dim contiguous), named for error messages. */
 export interface GpuTensor {
@@ -42,11 +43,19 @@ export function writeTensor(device: GPUDevice, t: GpuTensor, data: Float32Array)
 
 /**
  * Copies elements [lo, hi) of a tensor into a pooled read-back buffer and maps it (waits for all
- * work submitted before it). The caller reads `mapped(buffer, hi − lo)` and then gives the buffer
- * back with `stagingPool(device).release(buffer)`.
+ * work submitted before it), `mapAfterMs` after submitting the copy (GpuCollectiveOptions.mapAfterMs
+ * says why a pause can make the map return sooner). The caller reads `mapped(buffer, hi − lo)` and
+ * then gives the buffer back with `stagingPool(device).release(buffer)`.
  */
-export async function readBackRange(device: GPUDevice, t: GpuTensor, lo: number, hi: number): Promise<GPUBuffer> {
+export async function readBackRange(
+  device: GPUDevice,
+  t: GpuTensor,
+  lo: number,
+  hi: number,
+  mapAfterMs = 0,
+): Promise<GPUBuffer> {
   const staging = issueReadBack(device, t, [[lo, hi - lo]]);
+  await pause(mapAfterMs);
   await staging.mapAsync(GPUMapMode.READ, 0, (hi - lo) * 4);
   return staging;
 }
@@ -79,17 +88,18 @@ export function mappedFloats(staging: GPUBuffer, n: number): Float32Array {
 
 /**
  * Copies a tensor back and lends `use` the mapped bytes without a host copy (waits for all work
- * submitted before it); the view is invalid once `use` settles, when the pooled staging buffer
- * goes back to the device's pool.
+ * submitted before it; maps `mapAfterMs` after the copy, as readBackRange); the view is invalid
+ * once `use` settles, when the pooled staging buffer goes back to the device's pool.
  */
 export async function withMappedTensor<T>(
   device: GPUDevice,
   t: GpuTensor,
   use: (data: Float32Array) => Promise<T>,
+  mapAfterMs = 0,
 ): Promise<T> {
   const n = numel(t.shape);
   if (n === 0) return use(new Float32Array(0));
-  const staging = await readBackRange(device, t, 0, n);
+  const staging = await readBackRange(device, t, 0, n, mapAfterMs);
   try {
     return await use(mappedFloats(staging, n));
   } finally {
@@ -97,7 +107,10 @@ export async function withMappedTensor<T>(
   }
 }
 
-/** Copies a tensor back to the CPU into a new array (waits for all work submitted before it). */
-export async function readTensor(device: GPUDevice, t: GpuTensor): Promise<Float32Array> {
-  return withMappedTensor(device, t, async (data) => data.slice());
+/**
+ * Copies a tensor back to the CPU into a new array (waits for all work submitted before it; maps
+ * `mapAfterMs` after the copy, as readBackRange).
+ */
+export async function readTensor(device: GPUDevice, t: GpuTensor, mapAfterMs = 0): Promise<Float32Array> {
+  return withMappedTensor(device, t, async (data) => data.slice(), mapAfterMs);
 }

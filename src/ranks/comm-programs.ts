@@ -126,7 +126,7 @@ export interface BenchArgs {
   readonly iters: number;
   readonly warmup: number;
   readonly result?: Exclude<HostResult, 'in-place'>;
-  /** GPU data: options of the GPU collectives (pipeline part size, upload path). */
+  /** GPU data: options of the GPU collectives (pipeline part size, upload path, map delay). */
   readonly gpu?: Partial<GpuCollectiveOptions>;
 }
 
@@ -155,21 +155,27 @@ export async function benchCollective(ctx: RankContext, a: BenchArgs): Promise<T
 
 /**
  * The floor of a read-back here: per iteration, the time (ms) of copying 16 bytes into a pooled
- * staging buffer and mapping it ('map'), or of submitting a 16-byte copy between two tensors and
- * awaiting onSubmittedWorkDone ('work-done': the round trip the layer's KernelContext.flush adds
- * before a collective). `ranks` 'one': rank 0 alone, the others idle (they return no times); 'all':
- * every rank at once, each iteration started by a host barrier, as the ranks of a collective read
- * back together (through the browser's one GPU process).
+ * staging buffer and mapping it `mapAfterMs` after the copy, as the GPU collectives read back
+ * ('map'), or of submitting a 16-byte copy between two tensors and awaiting onSubmittedWorkDone
+ * ('work-done': the round trip the layer's KernelContext.flush adds before a collective). `ranks`
+ * 'one': rank 0 alone, the others idle (they return no times); 'all': every rank at once, each
+ * iteration started by a host barrier, as the ranks of a collective read back together (through
+ * the browser's one GPU process).
  */
 export async function mapRoundTrip(
   ctx: RankContext,
-  a: { readonly iters: number; readonly ranks: 'one' | 'all'; readonly what?: 'map' | 'work-done' },
+  a: {
+    readonly iters: number;
+    readonly ranks: 'one' | 'all';
+    readonly what?: 'map' | 'work-done';
+    readonly mapAfterMs?: number;
+  },
 ): Promise<number[]> {
   if (a.ranks === 'one' && ctx.rank !== 0) return [];
   const x = createTensor(ctx.device, 'tiny', [4], new Float32Array(4));
   const y = createTensor(ctx.device, 'tiny.copy', [4]);
   const once = async (): Promise<void> => {
-    if (a.what !== 'work-done') return withMappedTensor(ctx.device, x, async () => undefined);
+    if (a.what !== 'work-done') return withMappedTensor(ctx.device, x, async () => undefined, a.mapAfterMs);
     const enc = ctx.device.createCommandEncoder();
     enc.copyBufferToBuffer(x.buffer, 0, y.buffer, 0, 16);
     ctx.device.queue.submit([enc.finish()]);

@@ -129,6 +129,9 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
         { op: 'allGather', shape: [4, 7], dim: -1, partBytes: 1 << 20 },
       ];
       await pool.traces(); // the events of the tests before
+      // The read-back maps at once with 'mapped' and after the default pause with 'write-buffer':
+      // the pause changes when the map is issued, never what it reads.
+      const mapAfter = { mapped: 0, 'write-buffer': undefined } as const;
       for (const [i, { partBytes, ...c }] of parted.entries())
         for (const upload of ['mapped', 'write-buffer'] as const)
           for (const result of ['new', 'out', 'in-place'] as const) {
@@ -140,7 +143,7 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
               ...c,
               device: 'gpu',
               result,
-              gpu: { partBytes, upload },
+              gpu: { partBytes, upload, ...(mapAfter[upload] !== undefined && { mapAfterMs: mapAfter[upload] }) },
               data: inputs[r].data,
             }));
             // The reference takes the dim counted from the front.
@@ -175,6 +178,23 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
             else
               expect(names, `${c.op} phases`).toEqual(['readback', 'sync', 'stage', 'transport', 'unstage', 'upload']);
           }
+    });
+
+    test('a pause before the read-back map that is not a finite time ≥ 0 fails on every rank with the value named', async () => {
+      for (const mapAfterMs of [-1, Number.NaN]) {
+        const e = await rejectionOf(
+          pool.run('collective', {
+            op: 'allReduce',
+            device: 'gpu',
+            shape: [4],
+            reduceOp: 'sum',
+            gpu: { mapAfterMs },
+            data: new Float32Array(4),
+          }),
+        );
+        expect(e.message).toContain(`GpuCollectives: mapAfterMs must be a finite time ≥ 0 (ms), got ${mapAfterMs}.`);
+        expect(e.errors!.every((x) => x)).toBe(true);
+      }
     });
 
     if (t > 1)
