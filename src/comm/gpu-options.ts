@@ -18,8 +18,8 @@ export interface GpuCollectiveOptions {
    * Milliseconds between submitting a read-back's copies and mapping its staging buffers.
    * Chromium's GPU process answers a `mapAsync` at once when the copy before it has finished by
    * the time the map command is handled; otherwise only at the device's next poll, which it
-   * schedules 2 ms after the last command it received for that device (kHandleMoreWorkPeriodMs,
-   * gpu/ipc/service/command_buffer_stub.cc). A copy and a map sent together reach the GPU
+   * schedules 2 ms after the last command it received for that device (kHandleMoreWorkPeriodMs in
+   * its command-buffer stub, gpu/ipc/service/). A copy and a map sent together reach the GPU
    * process together, so with every rank reading back at once the map misses and waits for the
    * poll; mapped a little later, it finds the copy done. 0: map at once.
    */
