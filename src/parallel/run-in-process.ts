@@ -16,9 +16,18 @@ export async function readRankOutput<T>(
   read: (t: T) => Promise<Float32Array>,
   r: { y: T; loss?: T; dx?: T; grads: WeightSet<T> },
 ): Promise<RankOutput> {
+  // All reads in flight at once: on the GPU ranks each is a round trip through the browser's GPU
+  // process, and issued together they share it instead of queueing one after another.
+  const entries = Object.entries(r.grads) as [keyof WeightSet<T>, T][];
+  const [y, loss, dx, ...gs] = await Promise.all([
+    read(r.y),
+    r.loss && read(r.loss),
+    r.dx && read(r.dx),
+    ...entries.map(([, g]) => read(g)),
+  ]);
   const grads: RankOutput['grads'] = {};
-  for (const [name, g] of Object.entries(r.grads) as [keyof WeightSet<T>, T][]) grads[name] = await read(g);
-  return { rank, y: await read(r.y), loss: r.loss && (await read(r.loss)), dx: r.dx && (await read(r.dx)), grads };
+  entries.forEach(([name], i) => (grads[name] = gs[i]));
+  return { rank, y: y!, loss, dx, grads };
 }
 
 /**
