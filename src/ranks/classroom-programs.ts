@@ -118,27 +118,41 @@ export async function classroomStep(
     const bwd = await mlpBlockBackward(be, lc, D, sp, dz, fwd.saved, mlpW, dw, mlpLabels, read);
     if (!bwd.partial) throw new Error('classroomStep: the MLP block showed no partial dX.');
     const saved = fwd.saved.mlp;
-    const w1 = await be.read(wfc1);
+    // Every read in flight at once (each is a round trip through the browser's GPU process).
+    const [w1, xM, xFullM, yGate, yUp, act, w2, z, dzM, dzFull, dx, attnM] = await Promise.all([
+      be.read(wfc1),
+      read(x),
+      read(xFull),
+      read(saved.gate),
+      read(saved.up),
+      read(saved.act),
+      read(wdown),
+      read(fwd.out),
+      read(dz),
+      read(bwd.dOut),
+      read(bwd.dx),
+      read(attn),
+    ]);
     return {
       rank,
       tp: c.tp,
       sp: c.sp,
-      x: await read(x),
-      xFull: await read(xFull),
+      x: xM,
+      xFull: xFullM,
       w1Gate: columns(w1, h, 2 * f, 0, f),
       w1Up: columns(w1, h, 2 * f, f, f),
-      yGate: await read(saved.gate),
-      yUp: await read(saved.up),
-      act: await read(saved.act),
-      w2: await read(wdown),
+      yGate,
+      yUp,
+      act,
+      w2,
       zPartial: fwd.partial,
-      z: await read(fwd.out),
-      dz: await read(dz),
-      dzFull: await read(bwd.dOut),
+      z,
+      dz: dzM,
+      dzFull,
       dxPartial: bwd.partial,
-      dx: await read(bwd.dx),
+      dx,
       attnPartial: attnPartialData,
-      attn: await read(attn),
+      attn: attnM,
       collectives: lc.log,
     };
   } finally {
