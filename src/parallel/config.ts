@@ -37,6 +37,17 @@ export interface LayerConfig {
 /** The sizes a preset fixes; tp, sp and the switches come from the user. */
 export type ModelSizes = Pick<LayerConfig, 's' | 'b' | 'h' | 'heads' | 'groups' | 'ffn' | 'vocab'>;
 
+/** The model sizes of a config (or of anything carrying them), nothing else. */
+export const modelSizesOf = (c: ModelSizes): ModelSizes => ({
+  s: c.s,
+  b: c.b,
+  h: c.h,
+  heads: c.heads,
+  groups: c.groups,
+  ffn: c.ffn,
+  vocab: c.vocab,
+});
+
 /** Llama's FFN size for SwiGLU: 8h/3 rounded up to a multiple of `multiple`. */
 export function swigluFfn(h: number, multiple = 64): number {
   return Math.ceil((8 * h) / 3 / multiple) * multiple;

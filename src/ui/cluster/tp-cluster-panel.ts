@@ -4,7 +4,7 @@ import { customElement, property, state } from 'lit/decorators.js';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
-import type { LayerConfig } from '../../parallel/config.ts';
+import { modelSizesOf, type LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/cluster-projection.ts';
 import {
   defaultKernelOptions,
@@ -86,10 +86,17 @@ export class TpClusterPanel extends LitElement {
   /** A projection is under way (the table and charts show the previous one, or nothing yet). */
   @state() private projecting = false;
   private generation = 0;
+  /** The config's model sizes (JSON) the last projection was asked for. */
+  private projectedSizes: string | undefined;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
+    // The projection covers every degree of the budget, so the page's own t only picks the row
+    // whose memory is drawn; the config arrives as a new object on every render of the page
+    // (4–5 times per TP change), so its sizes are compared by value.
+    const sizes = this.config && JSON.stringify(modelSizesOf(this.config));
+    const resized = sizes !== this.projectedSizes;
+    this.projectedSizes = sizes;
     const inputs = [
-      'config',
       'system',
       'dtype',
       'layers',
@@ -104,7 +111,15 @@ export class TpClusterPanel extends LitElement {
       'graphs',
       'tpOverlapChunks',
     ] as const;
-    if (inputs.some((k) => changed.has(k))) void this.project();
+    if (resized || inputs.some((k) => changed.has(k))) void this.project();
+    else if (changed.has('config')) this.pickMemoryStep();
+  }
+
+  /** The memory drawn: the projected row at the page's t (else the first that fits). */
+  private pickMemoryStep(): void {
+    const ok = this.rows.plain.filter((r): r is Extract<BudgetRow, { ok: true }> => r.ok);
+    this.memoryStep = (ok.find((r) => r.tp === this.config?.tp) ?? ok[0])?.step;
+    this.memoryLanes = this.memoryStep ? stageMemoryLanes(this.memoryStep.stageMemory, this.memoryStep.stepMs) : [];
   }
 
   private async project(): Promise<void> {
@@ -125,7 +140,7 @@ export class TpClusterPanel extends LitElement {
         cudaGraphImpl: this.graphs,
       };
       const machine = { system, dtype: this.dtype, kernels };
-      const sizes = { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab };
+      const sizes = modelSizesOf(c);
       const degrees = budgetDegrees(this.gpus, this.pp);
       if (!degrees.length)
         throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p = ${this.pp}: t × p × DP = N.`);
@@ -153,9 +168,7 @@ export class TpClusterPanel extends LitElement {
       this.plain = budgetLines(plain);
       this.sp = budgetLines(sp, plain);
       this.rows = { plain, sp };
-      const ok = plain.filter((r): r is Extract<BudgetRow, { ok: true }> => r.ok);
-      this.memoryStep = (ok.find((r) => r.tp === c.tp) ?? ok[0])?.step;
-      this.memoryLanes = this.memoryStep ? stageMemoryLanes(this.memoryStep.stageMemory, this.memoryStep.stepMs) : [];
+      this.pickMemoryStep();
       this.error = '';
       this.projecting = false;
     } catch (e) {

@@ -2,6 +2,7 @@
 import {
   configDefaults,
   configFromPreset,
+  modelSizesOf,
   presets,
   type LayerConfig,
   type ModelSizes,
@@ -440,9 +441,8 @@ export function withPreset(s: Settings, preset: PresetName): Settings {
 
 /** The layer configuration of some settings (seed and numerics from the config defaults). */
 export function configOf(s: Settings): LayerConfig {
-  const sizes: ModelSizes = { s: s.s, b: s.b, h: s.h, heads: s.heads, groups: s.groups, ffn: s.ffn, vocab: s.vocab };
   return configFromPreset(s.preset, {
-    ...sizes,
+    ...modelSizesOf(s),
     tp: s.tp,
     sp: s.sp,
     seed: configDefaults.seed,

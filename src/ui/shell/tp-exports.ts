@@ -2,7 +2,7 @@
 // arguments and the Megatron-LM job bundle of the cluster panel's setup.
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
-import type { LayerConfig } from '../../parallel/config.ts';
+import { modelSizesOf, type LayerConfig } from '../../parallel/config.ts';
 import {
   formatMegatronCommand,
   megatronCaveats,
@@ -111,7 +111,7 @@ export class TpExports extends LitElement {
       const files = jobBundle({
         name,
         setup: {
-          sizes: { s: c.s, b: c.b, h: c.h, heads: c.heads, groups: c.groups, ffn: c.ffn, vocab: c.vocab },
+          sizes: modelSizesOf(c),
           tp: c.tp,
           sp: c.sp,
           layers: this.layers,
