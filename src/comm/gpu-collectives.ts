@@ -2,6 +2,7 @@ import { numel } from '../core/shape.ts';
 import {
   createTensor,
   issueReadBack,
+  mapReadBacks,
   mappedFloats,
   readTensor,
   withMappedTensor,
@@ -10,7 +11,6 @@ import {
 } from '../kernels/tensor.ts';
 import { stagingPool } from '../kernels/staging-pool.ts';
 import { sharedNow } from '../core/clock.ts';
-import { pause } from '../core/pause.ts';
 import type { TracePhase } from '../core/trace-event.ts';
 import {
   commEvent,
@@ -211,9 +211,14 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
   ): PartedInput & { dispose: () => void } {
     const pool = stagingPool(this.device);
     const sizes = runs.map((r) => r.reduce((s, [, len]) => s + len, 0));
-    const bufs: (GPUBuffer | undefined)[] = runs.map((r) => issueReadBack(this.device, x, r));
-    const copied = pause(this.options.mapAfterMs);
-    const maps = bufs.map((b, k) => copied.then(() => b!.mapAsync(GPUMapMode.READ, 0, sizes[k] * 4)));
+    const staged = runs.map((r) => issueReadBack(this.device, x, r));
+    const maps = mapReadBacks(
+      staged,
+      sizes.map((n) => n * 4),
+      this.options.mapAfterMs,
+    );
+    // A part's buffer until it is released.
+    const bufs: (GPUBuffer | undefined)[] = [...staged];
     // A part never awaited (the call failed first) still settles; its rejection is not an error here.
     maps.forEach((m) => m.catch(() => {}));
     const release = (k: number): void => {

@@ -55,9 +55,24 @@ export async function readBackRange(
   mapAfterMs = 0,
 ): Promise<GPUBuffer> {
   const staging = issueReadBack(device, t, [[lo, hi - lo]]);
-  await pause(mapAfterMs);
-  await staging.mapAsync(GPUMapMode.READ, 0, (hi - lo) * 4);
+  await mapReadBacks([staging], [(hi - lo) * 4], mapAfterMs)[0];
   return staging;
+}
+
+/**
+ * Maps read-back buffers whose copies were just submitted (bytes[k] of staging[k]), all
+ * `mapAfterMs` later, or at once in this task when it is 0 (GpuCollectiveOptions.mapAfterMs says
+ * why a pause can make the maps return sooner).
+ */
+export function mapReadBacks(
+  staging: readonly GPUBuffer[],
+  bytes: readonly number[],
+  mapAfterMs: number,
+): Promise<void>[] {
+  const map = (k: number): Promise<void> => staging[k].mapAsync(GPUMapMode.READ, 0, bytes[k]);
+  if (mapAfterMs === 0) return staging.map((_, k) => map(k));
+  const copied = pause(mapAfterMs);
+  return staging.map((_, k) => copied.then(() => map(k)));
 }
 
 /**

@@ -19,15 +19,15 @@ export async function readRankOutput<T>(
   // All reads in flight at once: on the GPU ranks each is a round trip through the browser's GPU
   // process, and issued together they share it instead of queueing one after another.
   const entries = Object.entries(r.grads) as [keyof WeightSet<T>, T][];
-  const [y, loss, dx, ...gs] = await Promise.all([
+  const [y, loss, dx, gs] = await Promise.all([
     read(r.y),
     r.loss && read(r.loss),
     r.dx && read(r.dx),
-    ...entries.map(([, g]) => read(g)),
+    Promise.all(entries.map(([, g]) => read(g))),
   ]);
   const grads: RankOutput['grads'] = {};
   entries.forEach(([name], i) => (grads[name] = gs[i]));
-  return { rank, y: y!, loss, dx, grads };
+  return { rank, y, loss, dx, grads };
 }
 
 /**
