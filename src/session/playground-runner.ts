@@ -126,6 +126,8 @@ export class PlaygroundRunner implements PoolLender {
   /** The pool's lock: runs, lent pools and warm-ups take their turn here (the page's coalescing queue is session/run-latest.ts). */
   private queue: Promise<unknown> = Promise.resolve();
   private generation = 0;
+  /** Per pool, how many of its ranks have run a layer step (devices up and the step's pipelines compiled). */
+  private readonly stepped = new WeakMap<RankPool<LayerWorkerPrograms>, number>();
 
   /** Set when navigator.gpu exists but gives no adapter: runs are then modeled, as without WebGPU. */
   modelOnly = false;
@@ -227,6 +229,7 @@ export class PlaygroundRunner implements PoolLender {
       if (pool.failure && this.pools.current === pool) await this.dispose();
       throw e;
     }
+    this.noteStepped(pool, c.tp);
     const t0 = run.computeTimes[0];
     return {
       config: c,
@@ -256,9 +259,11 @@ export class PlaygroundRunner implements PoolLender {
 
   /**
    * While the page is idle, grows the pool to the largest legal degree of `degrees` beyond the
-   * workers already started and runs one step there, so the new workers have devices and compiled
-   * pipelines: a later change to any degree up to it is then a re-run. Goes through the same queue
-   * as runs; a run asked for meanwhile waits at most for this one warm-up.
+   * ranks that have run a step and runs one step there, so the new workers have devices and
+   * compiled pipelines: a later change to any degree up to it is then a re-run. Goes through the
+   * same queue as runs. A run asked for while the new workers start takes the step's place: its own
+   * step compiles their pipelines, instead of waiting for a whole warm-up step first
+   * (docs/benchmarks.md, bench:ui); a later warm-up then steps the ranks that run did not use.
    */
   prewarm(config: LayerConfig, degrees: readonly number[]): void {
     if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) return;
@@ -272,21 +277,34 @@ export class PlaygroundRunner implements PoolLender {
           if (validateConfig(ct).ok && (!this.budget || budgetRun(ct, this.budget).ok)) legal.push(t);
         }
         const t = Math.max(0, ...legal);
-        if (gen !== this.generation || t <= this.warmRanks()) return;
+        if (gen !== this.generation || t <= this.steppedRanks()) return;
         const c = { ...config, tp: t };
         const pool = await this.poolOf(t);
+        if (gen !== this.generation) return;
+        this.onProgress(`warming t = ${t}: one step on ${t} ranks…`);
         await pool.run('layerStep', { config: c, inputs: stepInputs(c), choices: this.cache.choices ?? [] });
         await pool.traces();
+        this.noteStepped(pool, t);
       })
       .catch(async () => {
         if (this.pools.current?.failure) await this.dispose(); // release a broken pool's memory at once
       });
   }
 
-  /** Rank workers started (devices up, pipelines compiled): every degree up to this is a re-run. */
+  /** Rank workers started (devices up): every degree up to this runs on workers already there. */
   warmRanks(): number {
     const p = this.pools.current;
     return p && !p.failure ? p.capacity : 0;
+  }
+
+  /** Ranks of the current pool that have run a layer step: every degree up to this is a re-run. */
+  steppedRanks(): number {
+    const p = this.pools.current;
+    return p && !p.failure ? (this.stepped.get(p) ?? 0) : 0;
+  }
+
+  private noteStepped(pool: RankPool<LayerWorkerPrograms>, t: number): void {
+    this.stepped.set(pool, Math.max(t, this.stepped.get(pool) ?? 0));
   }
 
   /** Resolves when queued runs and warm-ups have finished. */

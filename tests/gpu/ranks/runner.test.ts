@@ -44,6 +44,7 @@ test('warming a degree while idle starts its ranks, and every degree up to it is
     fresh.prewarm(config, [2, 8]); // 8 is illegal for 4 heads: skipped
     await fresh.idle();
     expect(fresh.warmRanks()).toBe(2);
+    expect(fresh.steppedRanks()).toBe(2);
     const t0 = performance.now();
     const r = await fresh.run({ config: { ...config, tp: 2 }, comm: pcie, overlap: false });
     console.log(`classroom t=1 → 2 on a warmed pool: ${(performance.now() - t0).toFixed(0)} ms (SwiftShader)`);
@@ -57,6 +58,52 @@ test('warming a degree while idle starts its ranks, and every degree up to it is
     expect(fresh.warmRanks()).toBe(2);
   } finally {
     await fresh.dispose();
+  }
+});
+
+test("a run asked for while a warm-up starts its workers takes the warm step's place; a later warm-up steps the ranks that run left unused", async () => {
+  const lines: string[] = [];
+  let onStart: (() => void) | undefined;
+  const r = new PlaygroundRunner((line) => {
+    lines.push(line);
+    if (/^starting .*rank worker/.test(line)) onStart?.();
+  });
+  try {
+    const config = configFromPreset('classroom', { tp: 1 });
+    const pcie = interconnectPresets['pcie-gen3'];
+    await r.run({ config, comm: pcie, overlap: false });
+    expect(r.steppedRanks()).toBe(1);
+    // The run is asked for once the warm-up is starting t = 2's worker, as a quick second click would.
+    let asked: Promise<unknown> | undefined;
+    onStart = () => {
+      onStart = undefined;
+      asked = r.run({ config, comm: pcie, overlap: false });
+    };
+    lines.length = 0;
+    r.prewarm(config, [2]);
+    await r.idle();
+    expect(asked).toBeDefined();
+    await asked;
+    expect(lines.filter((l) => /^starting 1 more rank worker/.test(l))).toHaveLength(1);
+    expect(lines.some((l) => /^warming t = 2/.test(l))).toBe(false); // no warm step: the run took its turn
+    expect(r.warmRanks()).toBe(2); // the worker is up …
+    expect(r.steppedRanks()).toBe(1); // … but the t = 1 run stepped rank 0 alone
+    // Idle again: the next warm-up steps rank 1 on the worker already there.
+    lines.length = 0;
+    r.prewarm(config, [2]);
+    await r.idle();
+    expect(lines.some((l) => /^starting/.test(l))).toBe(false);
+    expect(lines.filter((l) => /^warming t = 2: one step on 2 ranks/.test(l))).toHaveLength(1);
+    expect(r.steppedRanks()).toBe(2);
+    // Stepped up to 2: warming 2 again does nothing.
+    lines.length = 0;
+    r.prewarm(config, [2]);
+    await r.idle();
+    expect(lines).toEqual([]);
+    const again = await r.run({ config: { ...config, tp: 2 }, comm: 'measured', overlap: false });
+    expect(again.oracle?.pass).toBe(true);
+  } finally {
+    await r.dispose();
   }
 });
 
