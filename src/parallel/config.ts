@@ -34,19 +34,23 @@ export interface LayerConfig {
   readonly tpOverlapChunks?: number;
 }
 
-/** The sizes a preset fixes; tp, sp and the switches come from the user. */
-export type ModelSizes = Pick<LayerConfig, 's' | 'b' | 'h' | 'heads' | 'groups' | 'ffn' | 'vocab'>;
+/** The sizes a preset fixes, in display order; tp, sp and the switches come from the user. */
+export const modelSizeKeys = [
+  's',
+  'b',
+  'h',
+  'heads',
+  'groups',
+  'ffn',
+  'vocab',
+] as const satisfies readonly (keyof LayerConfig)[];
+
+/** The sizes a preset fixes (modelSizeKeys). */
+export type ModelSizes = Pick<LayerConfig, (typeof modelSizeKeys)[number]>;
 
 /** The model sizes of a config (or of anything carrying them), nothing else. */
-export const modelSizesOf = (c: ModelSizes): ModelSizes => ({
-  s: c.s,
-  b: c.b,
-  h: c.h,
-  heads: c.heads,
-  groups: c.groups,
-  ffn: c.ffn,
-  vocab: c.vocab,
-});
+export const modelSizesOf = (c: ModelSizes): ModelSizes =>
+  Object.fromEntries(modelSizeKeys.map((k) => [k, c[k]])) as Record<keyof ModelSizes, number>;
 
 /** Llama's FFN size for SwiGLU: 8h/3 rounded up to a multiple of `multiple`. */
 export function swigluFfn(h: number, multiple = 64): number {

@@ -2,6 +2,7 @@
 import {
   configDefaults,
   configFromPreset,
+  modelSizeKeys,
   modelSizesOf,
   presets,
   type LayerConfig,
@@ -112,15 +113,7 @@ export const passViews: readonly PassView[] = ['forward', 'backward', 'both'];
 export const mainViews: readonly MainView[] = ['timeline', 'classroom', 'gemm', 'trace'];
 
 /** The size keys, in display order (each overrides the preset's value). */
-export const sizeKeys = [
-  's',
-  'b',
-  'h',
-  'heads',
-  'groups',
-  'ffn',
-  'vocab',
-] as const satisfies readonly (keyof ModelSizes)[];
+export const sizeKeys = modelSizeKeys;
 
 /** When a field is written into a link's hash. */
 export type HashPresence =
