@@ -56,9 +56,9 @@ module.exports = {
     {
       name: 'comlink-at-worker-boundaries',
       comment:
-        "Workers are started and served only by ranks/ (the rank workers) and ui/ (the page's trace reader): comlink nowhere else.",
+        "Workers are started and served only by ranks/ (the rank workers), ui/ (the page's trace reader) and scripts/node-rank* (the rank workers as Node threads): comlink nowhere else.",
       severity: 'error',
-      from: { pathNot: '^src/(ranks|ui)/' },
+      from: { pathNot: ['^src/(ranks|ui)/', '^scripts/node-rank'] },
       to: { path: '^node_modules/comlink/' },
     },
     {

@@ -1,6 +1,7 @@
 // Runs in the bench page (scripts/bench-comm.ts imports it through scripts/browser-run.ts).
 import type { CollectiveOp } from '../src/comm/collectives.ts';
 import { createCommPool } from '../src/session/pools.ts';
+import type { RankWorkerHandle } from '../src/ranks/pool.ts';
 import type { PoolTransport } from '../src/ranks/transport.ts';
 import { phaseTime, type TraceEvent, type TracePhase } from '../src/core/trace-event.ts';
 import { median } from '../src/core/stats.ts';
@@ -177,8 +178,14 @@ function medianTimeline(events: TraceEvent[], t: number): TracePhase[][] {
   ]);
 }
 
-/** Measures each op × size × degree × transport × device, with every phase apart. */
-export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport> {
+/**
+ * Measures each op × size × degree × transport × device, with every phase apart; in the page's rank
+ * workers, or in those `createWorker` starts (Node: scripts/node-ranks.ts).
+ */
+export async function runCommBench(
+  args: CommBenchArgs,
+  createWorker?: (rank: number) => RankWorkerHandle,
+): Promise<CommBenchReport> {
   const memcpyGBs: Record<number, number> = {};
   for (const bytes of args.sizes) memcpyGBs[bytes] = memcpyBandwidth(bytes);
   const memcpyMs = (b: number): number => b / (memcpyGBs[b] ?? memcpyBandwidth(b)) / 1e6;
@@ -193,7 +200,7 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   let adapter = '';
   for (const transport of args.transports) {
     for (const t of args.degrees) {
-      const pool = await createCommPool(t, transport, 60_000, Math.max(...args.sizes));
+      const pool = await createCommPool(t, transport, 60_000, Math.max(...args.sizes), createWorker);
       adapter = pool.adapters[0];
       try {
         if (args.devices.includes('gpu')) {
@@ -298,7 +305,8 @@ export async function runCommBench(args: CommBenchArgs): Promise<CommBenchReport
   return {
     adapter,
     crossOriginIsolated: globalThis.crossOriginIsolated,
-    hardwareConcurrency: navigator.hardwareConcurrency,
+    // Node 20 has no navigator: the caller says how many threads it has.
+    hardwareConcurrency: globalThis.navigator?.hardwareConcurrency ?? 0,
     memcpyGBs,
     mapRoundTrips,
     workDoneAllMs,

@@ -1,15 +1,19 @@
-// npm run bench:comm [-- --json] [-- --quick] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --map-after 0,0.2] [-- --iters N] [-- --timeline]
-// Collective time and nccl-tests bus bandwidth across rank workers in headless Chromium, each phase
-// apart, next to the page's single-thread memcpy bandwidth.
+// npm run bench:comm [-- --json] [-- --quick] [-- --node] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --map-after 0,0.2] [-- --iters N] [-- --timeline]
+// Collective time and nccl-tests bus bandwidth across rank workers in headless Chromium (or, with
+// --node, rank worker threads in Node through Dawn), each phase apart, next to the single-thread
+// memcpy bandwidth.
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import type { CommBenchReport, CommBenchRow } from './bench-comm-page.ts';
+import type { CommBenchArgs, CommBenchReport, CommBenchRow } from './bench-comm-page.ts';
 import { runInBrowser } from './browser-run.ts';
-import { defaultGpuCollectiveOptions, type UploadPath } from '../src/comm/gpu-options.ts';
+import { dawnAdapterOrRerun } from './dawn-node.ts';
+import { defaultGpuCollectiveOptions } from '../src/comm/gpu-options.ts';
 
 const { values } = parseArgs({
   options: {
     json: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
+    node: { type: 'boolean', default: false },
     t: { type: 'string' },
     sizes: { type: 'string' },
     transport: { type: 'string' },
@@ -26,7 +30,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench:comm -- [--json] [--quick] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--map-after 0,0.2] [--iters N] [--timeline]',
+    'usage: npm run bench:comm -- [--json] [--quick] [--node] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--map-after 0,0.2] [--iters N] [--timeline]',
   );
   process.exit(0);
 }
@@ -38,29 +42,46 @@ const parseSize = (s: string): number => {
 };
 const list = (s: string | undefined, fallback: string[]): string[] =>
   s ? s.split(',').map((x) => x.trim()) : fallback;
+/** The values of --`flag`, each one of `allowed`, or an error naming the ones it takes. */
+const oneOf = <T extends string>(flag: string, allowed: readonly T[], fallback: readonly T[], why = ''): T[] =>
+  list(values[flag as keyof typeof values] as string | undefined, [...fallback]).map((v) => {
+    if (!(allowed as readonly string[]).includes(v))
+      throw new Error(`bench:comm: --${flag} takes ${allowed.join(', ')}${why}; got "${v}".`);
+    return v as T;
+  });
+const underNode = ' under --node';
 const allSizes = ['64K', '256K', '1M', '4M', '16M', '64M'];
-const args = {
+const transports = ['sab-ring', 'message-port'] as const;
+const args: CommBenchArgs = {
   degrees: list(values.t, values.quick ? ['4'] : ['2', '4', '8']).map(Number),
   sizes: list(values.sizes, values.quick ? ['64K', '16M'] : allSizes).map(parseSize),
-  transports: list(values.transport, ['sab-ring', 'message-port']),
-  ops: list(values.ops, ['allReduce', 'reduceScatter', 'allGather', 'broadcast']),
-  devices: list(values.device, ['cpu', 'gpu']),
-  results: list(values.results, ['new', 'out']),
+  transports: oneOf(
+    'transport',
+    values.node ? ['sab-ring'] : transports,
+    values.node ? ['sab-ring'] : transports,
+    values.node ? `${underNode} (its rank threads share memory; the MessagePort ring runs in the page)` : '',
+  ),
+  ops: oneOf(
+    'ops',
+    ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'ringExchange'],
+    ['allReduce', 'reduceScatter', 'allGather', 'broadcast'],
+  ),
+  devices: oneOf('device', ['cpu', 'gpu'], ['cpu', 'gpu']),
+  results: oneOf('results', ['new', 'out'], ['new', 'out']),
   partBytes: list(values.part, [String(defaultGpuCollectiveOptions.partBytes)]).map((p) =>
     p === 'all' ? 0 : parseSize(p),
   ),
-  uploads: list(values.upload, [defaultGpuCollectiveOptions.upload]) as UploadPath[],
+  uploads: oneOf(
+    'upload',
+    values.node ? ['mapped'] : ['mapped', 'write-buffer'],
+    [values.node ? 'mapped' : defaultGpuCollectiveOptions.upload],
+    values.node ? `${underNode} (Dawn for Node crashes on a writeBuffer from shared memory, the ring's slots)` : '',
+  ),
   mapAfterMs: list(values['map-after'], [String(defaultGpuCollectiveOptions.mapAfterMs)]).map(Number),
   ...(values.iters !== undefined && { iters: Number(values.iters) }),
 };
 if (args.iters !== undefined && !(Number.isInteger(args.iters) && args.iters >= 1))
   throw new Error(`bench:comm: --iters takes a positive integer, got "${values.iters}".`);
-const known = { devices: ['cpu', 'gpu'], results: ['new', 'out'], uploads: ['mapped', 'write-buffer'] } as const;
-const flag = { devices: 'device', results: 'results', uploads: 'upload' } as const;
-for (const key of ['devices', 'results', 'uploads'] as const)
-  for (const v of args[key])
-    if (!(known[key] as readonly string[]).includes(v))
-      throw new Error(`bench:comm: --${flag[key]} takes ${known[key].join(', ')}; got "${v}".`);
 for (const [i, ms] of args.mapAfterMs.entries())
   if (!(ms >= 0 && ms <= 100))
     throw new Error(
@@ -73,10 +94,29 @@ for (const t of args.degrees)
 for (const b of args.sizes)
   if (b % (4 * 8) !== 0) throw new Error(`bench:comm: sizes must be multiples of 32 bytes, got ${b}.`);
 
-const report = await runInBrowser<CommBenchReport>('/scripts/bench-comm-page.ts', 'runCommBench', args, {
-  onProgress: (line) => process.stderr.write(`${line}\n`),
-  timeoutMs: 45 * 60_000,
-});
+const onProgress = (line: string): void => void process.stderr.write(`${line}\n`);
+let report: CommBenchReport;
+let host: string;
+if (values.node) {
+  // Dawn's adapter is checked here first (and this process run again with SwiftShader's Vulkan
+  // driver where the system has none); each rank's thread then opens its own.
+  const { note } = await dawnAdapterOrRerun();
+  const { runCommBench } = await import('./bench-comm-page.ts');
+  const { nodeRankWorker } = await import('./node-ranks.ts');
+  report = await runCommBench({ ...args, onProgress }, nodeRankWorker);
+  host = `rank worker threads in Node ${process.version} through Dawn (the webgpu package; ${note}); ${availableParallelism()} hardware threads`;
+} else {
+  report = await runInBrowser<CommBenchReport>(
+    '/scripts/bench-comm-page.ts',
+    'runCommBench',
+    { ...args },
+    {
+      onProgress,
+      timeoutMs: 45 * 60_000,
+    },
+  );
+  host = `rank workers in headless Chromium; page cross-origin isolated: ${report.crossOriginIsolated}; ${report.hardwareConcurrency} hardware threads`;
+}
 
 const fmtBytes = (b: number): string => (b >= 1 << 20 ? `${b / (1 << 20)} MiB` : `${b / 1024} KiB`);
 const targetRows = report.rows.filter(
@@ -87,15 +127,13 @@ const target = targetRows.find((r) => r.result === 'out') ?? targetRows[0];
 if (values.json) {
   console.log(
     JSON.stringify(
-      { ...report, target: target && { ofMemcpy: target.ofMemcpy, met: target.ofMemcpy >= 0.5 } },
+      { ...report, host, target: target && { ofMemcpy: target.ofMemcpy, met: target.ofMemcpy >= 0.5 } },
       null,
       2,
     ),
   );
 } else {
-  console.log(
-    `Collectives across rank workers on ${report.adapter}; page cross-origin isolated: ${report.crossOriginIsolated}; ${report.hardwareConcurrency} hardware threads.`,
-  );
+  console.log(`Collectives on ${report.adapter}, across ${host}.`);
   console.log(
     "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring), map@ = ms between submitting the read-back's copies and mapping them. Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip (rank 0 alone, mapped after the row's map@) + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload, ring× = (transport + gather or unstage) ÷ the ring's floor; floor‖ = the floor with the round trip of all t ranks mapping at once (the slowest), ×fl‖ = total ÷ floor‖.",
   );

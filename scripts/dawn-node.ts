@@ -1,7 +1,6 @@
 // WebGPU in Node through Dawn (the `webgpu` npm package), for benchmarks where no Chromium runs.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'vite';
 
 /** Where Debian's Chromium keeps its Vulkan loader and SwiftShader's Vulkan driver (ICD). */
 const chromiumVulkan = {
@@ -55,6 +54,8 @@ export async function dawnAdapterOrRerun(): Promise<{ gpu: GPU; note: string }> 
  * so the same sources as the page run, WGSL `?raw` imports included, and returns `await entry[fn](args)`.
  */
 export async function runInNode<T>(entry: string, fn: string, args: Record<string, unknown>): Promise<T> {
+  // Imported here, not above: rank worker threads load this module for dawnGpu alone.
+  const { createServer } = await import('vite');
   const server = await createServer({
     server: { middlewareMode: true, hmr: false, watch: null },
     appType: 'custom',

@@ -32,7 +32,16 @@ export interface RankPoolOptions {
    */
   readonly startDeadlineMs?: number;
   /** Starts rank r's worker; default: src/ranks/rank.worker.ts (serves `commPrograms`). */
-  readonly createWorker?: (rank: number) => Worker;
+  readonly createWorker?: (rank: number) => RankWorkerHandle;
+}
+
+/**
+ * What the pool needs of a rank's worker: a Comlink endpoint that raises 'error' (with a
+ * `message`) when the worker fails to load or crashes, and that can be ended. A page's `Worker`
+ * is one; in Node, an adapter of a worker_threads Worker (scripts/node-ranks.ts).
+ */
+export interface RankWorkerHandle extends Comlink.Endpoint {
+  terminate(): void;
 }
 
 /** What dispose reports: each rank's device-lost reason ('destroyed' when torn down cleanly). */
@@ -62,9 +71,9 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   readonly callDeadlineMs: number;
   readonly startDeadlineMs: number;
   private t: number;
-  private readonly workers: Worker[] = [];
+  private readonly workers: RankWorkerHandle[] = [];
   private readonly remotes: Comlink.Remote<RankWorker>[] = [];
-  private readonly make: (rank: number) => Worker;
+  private readonly make: (rank: number) => RankWorkerHandle;
   private readonly commCapacityBytes: number;
   private ring: SabRing | undefined;
   private infos: RankInfo[] = [];
@@ -127,12 +136,10 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   /** Starts worker r and watches it. */
   private spawn(r: number): void {
     const w = this.make(r);
-    w.addEventListener('error', (ev) => {
+    w.addEventListener('error', (ev: Event) => {
       ev.preventDefault();
-      this.breakWith(
-        r,
-        new RankFailedError(r, `worker error: ${ev.message || 'the worker failed to load or crashed'}`),
-      );
+      const message = (ev as Partial<ErrorEvent>).message;
+      this.breakWith(r, new RankFailedError(r, `worker error: ${message || 'the worker failed to load or crashed'}`));
     });
     w.addEventListener('messageerror', () =>
       this.breakWith(r, new RankFailedError(r, 'a message from the worker could not be deserialized')),

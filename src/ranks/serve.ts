@@ -24,7 +24,11 @@ export class RankWorker {
   private lost: string | undefined;
   private rank = -1;
 
-  constructor(private readonly programs: RankPrograms) {}
+  /** `gpu`: the WebGPU entry point the rank's device comes from (default the worker's navigator.gpu; Dawn's in Node). */
+  constructor(
+    private readonly programs: RankPrograms,
+    private readonly gpu?: GPU,
+  ) {}
 
   /**
    * Joins the group `cfg` describes. The first call requests this worker's own adapter and
@@ -35,7 +39,7 @@ export class RankWorker {
     this.rank = cfg.rank;
     if (!this.own) {
       // A new device, also after a lost one: the rank is rebuilt when the pool is next formed.
-      const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`);
+      const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`, this.gpu ?? globalThis.navigator?.gpu);
       const own = { device, adapter: adapterName(adapter) };
       this.own = own;
       this.lost = undefined;
@@ -126,7 +130,13 @@ export class RankWorker {
   }
 }
 
-/** Worker entry: exposes a RankWorker serving `programs` (the project's only Comlink.expose). */
-export function serveRank(programs: RankPrograms): void {
-  Comlink.expose(new RankWorker(programs));
+/**
+ * Worker entry: exposes a RankWorker serving `programs` (the project's only Comlink.expose), on
+ * the worker's own scope by default; in Node, on `endpoint` (the thread's parentPort) with Dawn's `gpu`.
+ */
+export function serveRank(
+  programs: RankPrograms,
+  node?: { readonly gpu: GPU; readonly endpoint: Comlink.Endpoint },
+): void {
+  Comlink.expose(new RankWorker(programs, node?.gpu), node?.endpoint);
 }

@@ -3,10 +3,13 @@ import type { TransportName } from '../comm/collectives.ts';
 /** Transports between rank workers. */
 export type PoolTransport = Exclude<TransportName, 'in-process'>;
 
-/** Picks the transport: the shared ring needs cross-origin isolation (COOP + COEP headers). */
+/**
+ * Picks the transport: the shared ring needs SharedArrayBuffer, which a page has only when cross-origin
+ * isolated (COOP + COEP headers); Node, which has no such flag, always has it.
+ */
 export function chooseTransport(
   wanted: 'auto' | PoolTransport = 'auto',
-  isolated = globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function',
+  isolated = globalThis.crossOriginIsolated !== false && typeof SharedArrayBuffer === 'function',
 ): PoolTransport {
   if (wanted === 'sab-ring' && !isolated) {
     throw new Error(

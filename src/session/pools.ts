@@ -4,7 +4,7 @@
  * one way a pool is kept across degrees (LayerPoolKeeper).
  */
 import type { CommPrograms } from '../ranks/comm-programs.ts';
-import { RankPool } from '../ranks/pool.ts';
+import { RankPool, type RankWorkerHandle } from '../ranks/pool.ts';
 import type { PoolTransport } from '../ranks/transport.ts';
 import type { LayerWorkerPrograms, PoolLender } from './layer-run.ts';
 
@@ -24,16 +24,18 @@ export function createLayerPool(
 }
 
 /**
- * A pool of t rank workers serving only the collectives (src/ranks/rank.worker.ts), with a
- * shared ring of `commCapacityBytes` per rank (the comm bench sizes it to its largest message).
+ * A pool of t rank workers serving only the collectives (src/ranks/rank.worker.ts, or in Node the
+ * workers `createWorker` starts), with a shared ring of `commCapacityBytes` per rank (the comm
+ * bench sizes it to its largest message).
  */
 export function createCommPool(
   size: number,
   transport: 'auto' | PoolTransport,
   timeoutMs: number,
   commCapacityBytes: number,
+  createWorker?: (rank: number) => RankWorkerHandle,
 ): Promise<RankPool<CommPrograms>> {
-  return RankPool.create<CommPrograms>({ size, transport, timeoutMs, commCapacityBytes });
+  return RankPool.create<CommPrograms>({ size, transport, timeoutMs, commCapacityBytes, createWorker });
 }
 
 /**

@@ -4,40 +4,9 @@ import { hostTensor } from '../../../src/comm/host-tensor.ts';
 import { referenceCollective } from '../../../src/comm/reference.ts';
 import { numel } from '../../../src/core/shape.ts';
 import { slicePartBounds, sliceBlock } from '../../../src/comm/slice-parts.ts';
-import type { CollectiveArgs } from '../../../src/ranks/comm-programs.ts';
 import { RankPool } from '../../../src/ranks/pool.ts';
 import { poolTransports, randomArray, rejectionOf } from './helpers.ts';
-
-type Case = Omit<CollectiveArgs, 'data' | 'device'>;
-
-/**
- * Cases for t ranks: all-reduce on sizes divisible by t and not; the rest along several dims; and
- * two large enough (pieces ≥ 16 Ki elements) that GPU results are uploaded straight from the slots;
- * a ring exchange (rank r gets rank r − 1's tensor), small and large.
- */
-function cases(t: number): Case[] {
-  return [
-    { op: 'allReduce', shape: [1 << 17], reduceOp: 'sum' },
-    { op: 'allGather', shape: [1 << 15], dim: 0 },
-    { op: 'allReduce', shape: [4 * t, 3], reduceOp: 'sum' },
-    { op: 'allReduce', shape: [7, 5], reduceOp: 'sum' },
-    { op: 'allReduce', shape: [2 * t + 1], reduceOp: 'max' },
-    { op: 'reduceScatter', shape: [2 * t, 3], dim: 0, reduceOp: 'sum' },
-    { op: 'reduceScatter', shape: [3, 2 * t], dim: 1, reduceOp: 'max' },
-    { op: 'allGather', shape: [3, 5], dim: 0 },
-    { op: 'allGather', shape: [2, 3, 5], dim: 2 },
-    { op: 'broadcast', shape: [5, 3], root: t - 1 },
-    { op: 'ringExchange', shape: [3, 5] },
-    { op: 'ringExchange', shape: [1 << 15] },
-  ];
-}
-
-/** Ring sums of t values in [−1, 1] differ from the float64 reference by ≤ t²·2⁻²⁴; we allow 1e-6·t². */
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  let worst = a.length === b.length ? 0 : Infinity;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
-  return worst;
-}
+import { collectiveCases, collectiveTolerance, maxAbsDiff, type CollectiveCase } from '../../collective-cases.ts';
 
 describe.each(poolTransports)('collectives across rank workers over %s', (transport) => {
   describe.each([1, 2, 3, 4, 8])('with t = %i', (t) => {
@@ -53,7 +22,7 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
       'every collective on %s data matches the in-process reference',
       async (device) => {
         expect(pool.transport).toBe(transport);
-        for (const [i, c] of cases(t).entries()) {
+        for (const [i, c] of collectiveCases(t).entries()) {
           const inputs = Array.from({ length: t }, (_, r) =>
             hostTensor(c.shape, randomArray(numel(c.shape), 100 * i + r + 1)),
           );
@@ -62,11 +31,13 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
           const want = referenceCollective(call, inputs);
           ys.forEach((y, r) => {
             expect(y.shape, `${c.op} rank ${r}`).toEqual(want[r].shape);
-            expect(maxAbsDiff(y.data, want[r].data), `${c.op} ${c.shape} rank ${r}`).toBeLessThanOrEqual(1e-6 * t * t);
+            expect(maxAbsDiff(y.data, want[r].data), `${c.op} ${c.shape} rank ${r}`).toBeLessThanOrEqual(
+              collectiveTolerance(t),
+            );
           });
         }
         const events = await pool.traces();
-        expect(events).toHaveLength(cases(t).length * t);
+        expect(events).toHaveLength(collectiveCases(t).length * t);
         events.forEach((e) => expect(e.comm).toMatchObject({ transport, device, groupSize: t }));
         if (device === 'gpu')
           events.forEach((e) =>
@@ -89,7 +60,7 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
       // NaN, so an element left unwritten shows. The program fails unless the returned tensor wraps
       // the very array given.
       const ints = (n: number, seed: number): Float32Array => randomArray(n, seed).map((v) => Math.round(v * 1000) + 0);
-      for (const [i, c] of cases(t).entries())
+      for (const [i, c] of collectiveCases(t).entries())
         for (const result of c.op === 'allReduce' || c.op === 'broadcast' || c.op === 'ringExchange'
           ? (['out', 'in-place'] as const)
           : (['out'] as const)) {
@@ -112,7 +83,7 @@ describe.each(poolTransports)('collectives across rank workers over %s', (transp
       // bit for bit. sab-ring moves every op part by part; message-port reads back whole and takes
       // only the upload path.
       const ints = (n: number, seed: number): Float32Array => randomArray(n, seed).map((v) => Math.round(v * 1000) + 0);
-      const parted: (Case & { partBytes: number })[] = [
+      const parted: (CollectiveCase & { partBytes: number })[] = [
         { op: 'allReduce', shape: [1000], reduceOp: 'sum', partBytes: 7 * 4 },
         { op: 'allReduce', shape: [2 * t + 1], reduceOp: 'sum', partBytes: 4 },
         { op: 'allReduce', shape: [3, 1001], reduceOp: 'max', partBytes: 4096 },
