@@ -1,17 +1,19 @@
-// npm run bench:comm [-- --json] [-- --quick] [-- --node] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --map-after 0,0.2] [-- --iters N] [-- --timeline]
+// npm run bench:comm [-- --json] [-- --save FILE] [-- --quick] [-- --node] [-- --t 2,4,8] [-- --sizes 64K,16M] [-- --transport sab-ring] [-- --results new,out] [-- --part 4M,all] [-- --upload mapped,write-buffer] [-- --map-after 0,0.2] [-- --iters N] [-- --timeline]
 // Collective time and nccl-tests bus bandwidth across rank workers in headless Chromium (or, with
 // --node, rank worker threads in Node through Dawn), each phase apart, next to the single-thread
 // memcpy bandwidth.
+import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { CommBenchArgs, CommBenchReport, CommBenchRow } from './bench-comm-page.ts';
-import { runInBrowser } from './browser-run.ts';
 import { dawnAdapterOrRerun } from './dawn-node.ts';
+import { checkOutputPaths } from './output-path.ts';
 import { defaultGpuCollectiveOptions } from '../src/comm/gpu-options.ts';
 
 const { values } = parseArgs({
   options: {
     json: { type: 'boolean', default: false },
+    save: { type: 'string' },
     quick: { type: 'boolean', default: false },
     node: { type: 'boolean', default: false },
     t: { type: 'string' },
@@ -30,7 +32,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench:comm -- [--json] [--quick] [--node] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--map-after 0,0.2] [--iters N] [--timeline]',
+    'usage: npm run bench:comm -- [--json] [--save FILE] [--quick] [--node] [--t 2,4,8] [--sizes 64K,1M,64M] [--transport sab-ring,message-port] [--ops allReduce,...] [--device cpu,gpu] [--results new,out] [--part 4M,all] [--upload mapped,write-buffer] [--map-after 0,0.2] [--iters N] [--timeline]',
   );
   process.exit(0);
 }
@@ -94,6 +96,8 @@ for (const t of args.degrees)
 for (const b of args.sizes)
   if (b % (4 * 8) !== 0) throw new Error(`bench:comm: sizes must be multiples of 32 bytes, got ${b}.`);
 
+checkOutputPaths('bench:comm', { '--save': values.save });
+
 const onProgress = (line: string): void => void process.stderr.write(`${line}\n`);
 let report: CommBenchReport;
 let host: string;
@@ -103,9 +107,14 @@ if (values.node) {
   const { note } = await dawnAdapterOrRerun();
   const { runCommBench } = await import('./bench-comm-page.ts');
   const { nodeRankWorker } = await import('./node-ranks.ts');
-  report = await runCommBench({ ...args, onProgress }, nodeRankWorker);
-  host = `rank worker threads in Node ${process.version} through Dawn (the webgpu package; ${note}); ${availableParallelism()} hardware threads`;
+  report = {
+    ...(await runCommBench({ ...args, onProgress }, nodeRankWorker)),
+    hardwareConcurrency: availableParallelism(),
+  };
+  host = `rank worker threads in Node ${process.version} through Dawn (the webgpu package; ${note}); ${report.hardwareConcurrency} hardware threads`;
 } else {
+  // Imported here: --node runs without Playwright and Vite (scripts/device-pack.ts carries neither).
+  const { runInBrowser } = await import('./browser-run.ts');
   report = await runInBrowser<CommBenchReport>(
     '/scripts/bench-comm-page.ts',
     'runCommBench',
@@ -124,15 +133,14 @@ const targetRows = report.rows.filter(
 );
 const target = targetRows.find((r) => r.result === 'out') ?? targetRows[0];
 
-if (values.json) {
-  console.log(
-    JSON.stringify(
-      { ...report, host, target: target && { ofMemcpy: target.ofMemcpy, met: target.ofMemcpy >= 0.5 } },
-      null,
-      2,
-    ),
-  );
-} else {
+const json = JSON.stringify(
+  { ...report, host, target: target && { ofMemcpy: target.ofMemcpy, met: target.ofMemcpy >= 0.5 } },
+  null,
+  2,
+);
+if (values.save) writeFileSync(values.save, `${json}\n`);
+if (values.json) console.log(json);
+else {
   console.log(`Collectives on ${report.adapter}, across ${host}.`);
   console.log(
     "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring), map@ = ms between submitting the read-back's copies and mapping them. Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip (rank 0 alone, mapped after the row's map@) + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload, ring× = (transport + gather or unstage) ÷ the ring's floor; floor‖ = the floor with the round trip of all t ranks mapping at once (the slowest), ×fl‖ = total ÷ floor‖.",

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, test, vi } from 'vitest';
 import { collectiveCases, collectiveTolerance } from '../../collective-cases.ts';
 import { runCli } from '../cli/run-cli.ts';
@@ -41,12 +44,15 @@ test('rank worker threads in Node, each with its own Dawn GPUDevice, pass every 
 });
 
 test('bench:comm --node measures each phase of a t = 2 all-reduce on host and GPU data in Node through Dawn', async () => {
+  const saved = join(mkdtempSync(join(tmpdir(), 'bench-comm-')), 'report.json');
   const r = await runCli(
     'scripts/bench-comm.ts',
-    ...['--node', '--json', '--t', '2', '--sizes', '64K', '--ops', 'allReduce', '--iters', '2'],
+    ...['--node', '--json', '--save', saved, '--t', '2', '--sizes', '64K', '--ops', 'allReduce', '--iters', '2'],
   );
   expect(r.code, r.stderr).toBe(0);
   const report = JSON.parse(r.stdout) as CommBenchReport & { host: string };
+  expect(JSON.parse(readFileSync(saved, 'utf8'))).toEqual(report);
+  expect(report.hardwareConcurrency).toBe(availableParallelism());
   expect(report.host).toMatch(/^rank worker threads in Node v\d+\.\d+\.\d+ through Dawn/);
   expect(report.mapRoundTrips.map((m) => m.t)).toEqual([2]);
   expect(report.rows.map((x) => `${x.device} ${x.result} ${x.upload ?? '-'}`)).toEqual([
