@@ -5,12 +5,16 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { RankWorkerHandle } from '../src/ranks/pool.ts';
 
 /**
- * Starts rank r's worker thread and adapts it to what RankPool needs: a Comlink endpoint whose
- * 'error' listeners hear the thread's uncaught error, or its exit before the pool ended it.
+ * Starts rank r's worker thread (the module `entry`, TypeScript or JavaScript) and adapts it to
+ * what RankPool needs: a Comlink endpoint whose 'error' listeners hear the thread's uncaught error,
+ * or its exit before the pool ended it.
  */
-export function nodeRankWorker(rank: number): RankWorkerHandle {
+export function nodeRankWorker(
+  rank: number,
+  entry = new URL('./node-rank.worker.ts', import.meta.url),
+): RankWorkerHandle {
   const w = new Worker(new URL('./node-rank-boot.mjs', import.meta.url), {
-    workerData: { entry: new URL('./node-rank.worker.ts', import.meta.url).href },
+    workerData: { entry: entry.href },
     name: `rank ${rank}`,
   });
   // Comlink's adapter carries 'message' events alone (it listens for "message" whatever the type).

@@ -39,7 +39,7 @@ export class RankWorker {
     this.rank = cfg.rank;
     if (!this.own) {
       // A new device, also after a lost one: the rank is rebuilt when the pool is next formed.
-      const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`, this.gpu ?? globalThis.navigator?.gpu);
+      const { adapter, device } = await requestKernelDevice(`rank ${cfg.rank}`, this.gpu);
       const own = { device, adapter: adapterName(adapter) };
       this.own = own;
       this.lost = undefined;

@@ -2,7 +2,8 @@
 // itself again with SwiftShader's Vulkan driver where the system has none): rank worker threads in
 // Node (scripts/node-ranks.ts), each with its own Dawn GPUDevice, run every collective case on host
 // and on GPU data at each degree given; prints, as JSON, each result's shape and its largest
-// difference from the in-process reference, the trace events' phases and how the pools ended.
+// difference from the in-process reference, the trace events' phases and how the pools ended; then
+// how a pool of workers that throw, or exit, as they load fails.
 import { hostTensor } from '../../../src/comm/host-tensor.ts';
 import { referenceCollective } from '../../../src/comm/reference.ts';
 import { numel } from '../../../src/core/shape.ts';
@@ -30,6 +31,8 @@ export interface NodeRanksCheck {
     readonly phases: { readonly device: string | undefined; readonly names: string[] }[];
     readonly deviceLost: readonly string[];
   }[];
+  /** A t = 2 pool whose workers throw, or exit, as they load: how its creation failed. */
+  readonly faults: { readonly worker: string; readonly error: string }[];
 }
 
 const degrees = process.argv.slice(2).map(Number);
@@ -75,5 +78,14 @@ for (const t of degrees) {
     deviceLost: (await pool.dispose()).deviceLost,
   });
 }
-console.log(JSON.stringify({ note, results, pools } satisfies NodeRanksCheck));
+const faults: NodeRanksCheck['faults'] = [];
+for (const worker of ['node-throw.worker.ts', 'node-exit.worker.ts']) {
+  const entry = new URL(`./${worker}`, import.meta.url);
+  const error = await createCommPool(2, 'sab-ring', 10_000, 1 << 16, (r) => nodeRankWorker(r, entry)).then(
+    async (pool) => (await pool.dispose(), 'the pool started'),
+    (e: Error) => e.message,
+  );
+  faults.push({ worker, error });
+}
+console.log(JSON.stringify({ note, results, pools, faults } satisfies NodeRanksCheck));
 process.exit(0);

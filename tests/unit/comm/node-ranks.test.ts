@@ -11,7 +11,7 @@ import type { CommBenchReport } from '../../../scripts/bench-comm-page.ts';
 // seconds, more on a busy machine.
 vi.setConfig({ testTimeout: 120_000 });
 
-test('rank worker threads in Node, each with its own Dawn GPUDevice, pass every collective case on host and GPU data at t = 1, 3 and 4', async () => {
+test('rank worker threads in Node, each with its own Dawn GPUDevice, pass every collective case on host and GPU data at t = 1, 3 and 4, and a thread that dies fails its pool at once, saying why', async () => {
   const degrees = [1, 3, 4];
   const r = await runCli('tests/unit/comm/node-ranks-check.ts', ...degrees.map(String));
   expect(r.code, r.stderr).toBe(0);
@@ -41,6 +41,20 @@ test('rank worker threads in Node, each with its own Dawn GPUDevice, pass every 
     }
     expect(p.deviceLost).toEqual(Array(p.t).fill('destroyed'));
   }
+  // A worker thread that dies is reported at once, naming the rank and why, instead of a hang.
+  expect(run.faults).toEqual([
+    {
+      worker: 'node-throw.worker.ts',
+      error: expect.stringContaining('rank 0: worker error: this rank module fails on purpose as it loads'),
+    },
+    {
+      worker: 'node-exit.worker.ts',
+      error: expect.stringContaining(
+        'rank 0: worker error: its worker thread exited (code 3) before the pool ended it',
+      ),
+    },
+  ]);
+  for (const f of run.faults) expect(f.error).toMatch(/^init failed on ranks 0, 1:/);
 });
 
 test('bench:comm --node measures each phase of a t = 2 all-reduce on host and GPU data in Node through Dawn', async () => {
