@@ -1,6 +1,7 @@
-// npm run bench:gemm [-- --json] [-- --runs N] [-- --all-variants] [-- --node] [-- --fresh] [-- --cache FILE] [-- --shapes LIST]:
+// npm run bench:gemm [-- --json] [-- --save FILE] [-- --runs N] [-- --all-variants] [-- --node] [-- --fresh] [-- --cache FILE] [-- --shapes LIST]:
 // GEMM GFLOP/s of the tuned tiling against the naive kernel on the same shapes, in one run, in
 // headless Chromium on its WebGPU adapter or (--node) in Node through Dawn on the machine's Vulkan adapter.
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { GemmBenchReport } from '../src/bench/gemm-bench.ts';
 import { maxRuns, minSampledMs } from '../src/bench/gemm-bench-sampling.ts';
@@ -8,17 +9,18 @@ import { gemmBenchShapes } from '../src/bench/gemm-bench-shapes.ts';
 import { byCompileCost, type GemmVariant } from '../src/kernels/gemm-variant-names.ts';
 import { denseProblem, gemmFlops } from '../src/reference/gemm.ts';
 import { median } from '../src/core/stats.ts';
-import { runInBrowser } from './browser-run.ts';
 import { startStealMeter } from './cpu-steal.ts';
 import { dawnAdapterOrRerun, runInNode } from './dawn-node.ts';
 import { clearGemmCache, defaultGemmCacheFile, readGemmCache, writeGemmCache } from './gemm-cache-file.ts';
+import { checkOutputPaths } from './output-path.ts';
 
 const usage =
-  'usage: npm run bench:gemm -- [--json] [--runs N] [--all-variants] [--node] [--fresh] [--cache FILE] [--shapes "square 1024,row-parallel t=8"]\n' +
+  'usage: npm run bench:gemm -- [--json] [--save FILE] [--runs N] [--all-variants] [--node] [--fresh] [--cache FILE] [--shapes "square 1024,row-parallel t=8"]\n' +
   '  --runs N         N ≥ 5 timed runs per shape and kernel, median reported\n' +
   "  --all-variants   time every variant at full size and print the chosen one's margin to the fastest\n" +
   '  --variants LIST  with --all-variants, time only these (and the chosen one), e.g. rb4,quad8wide,quad8,quad16\n' +
   '  --node           run the same WGSL in Node through Dawn (the `webgpu` package) instead of Chromium\n' +
+  '  --save FILE      also write the JSON report (as --json prints it) to FILE\n' +
   `  --fresh          clear the tuning cache first, so every shape class is tuned again\n` +
   `  --cache FILE     tuning cache (default ${defaultGemmCacheFile})\n` +
   `  --shapes LIST    only these shapes, by name: ${gemmBenchShapes()
@@ -28,6 +30,7 @@ const usage =
 const { values } = parseArgs({
   options: {
     json: { type: 'boolean', default: false },
+    save: { type: 'string' },
     runs: { type: 'string', default: '5' },
     'all-variants': { type: 'boolean', default: false },
     node: { type: 'boolean', default: false },
@@ -64,6 +67,7 @@ for (const v of variants ?? [])
   if (!byCompileCost.includes(v)) fail(`--variants: no variant "${v}"; the variants are ${byCompileCost.join(', ')}.`);
 if (variants && !values['all-variants']) fail('--variants needs --all-variants.');
 
+checkOutputPaths('bench:gemm', { '--save': values.save });
 if (values.fresh) clearGemmCache(values.cache);
 let stored;
 try {
@@ -86,6 +90,8 @@ if (values.node) {
     onProgress: progress,
   });
 } else {
+  // Imported here: --node runs without Playwright (scripts/device-pack.ts does not carry it).
+  const { runInBrowser } = await import('./browser-run.ts');
   host = 'headless Chromium';
   report = await runInBrowser<GemmBenchReport>('/src/bench/gemm-bench.ts', 'runGemmBench', args, {
     onProgress: progress,
@@ -94,8 +100,10 @@ if (values.node) {
 writeGemmCache(values.cache, report.stored);
 const stolen = steal();
 
+const json = JSON.stringify({ host, cpuSteal: stolen, ...report }, null, 2);
+if (values.save) writeFileSync(values.save, `${json}\n`);
 if (values.json) {
-  console.log(JSON.stringify({ host, cpuSteal: stolen, ...report }, null, 2));
+  console.log(json);
 } else {
   const t = report.timing;
   const tuned = report.rows.filter((r) => r.tuning).length;

@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # On a Linux x86-64 machine with a GPU and no network, from the repository root, with .device/ made
 # by `npm run device:pack` beside the sources: unpacks Node and the packages, brings the Vulkan
-# loader where the system has none, and runs `bench:comm -- --node` on the machine's Vulkan adapter.
-# Arguments are bench:comm's (default: t = 2, 4, 8 all-reduce, reduce-scatter and all-gather of
-# 64 KiB, 1 MiB and 16 MiB, host and GPU data, results new and into out). Output: stdout, and
-# $OUT/bench-comm.txt and $OUT/bench-comm.json where OUT is set.
+# loader where the system has none, and runs the benchmarks in Node through Dawn on the machine's
+# Vulkan adapter.
+#   bash scripts/device-bench.sh                 both, with the defaults below
+#   bash scripts/device-bench.sh comm [FLAGS]    bench:comm --node (default flags: t = 2, 4, 8;
+#                                                all-reduce, reduce-scatter, all-gather; 64 KiB, 1 MiB,
+#                                                16 MiB; host and GPU data; results new and out)
+#   bash scripts/device-bench.sh gemm [FLAGS]    bench:gemm --node (default: --fresh --all-variants)
+# Output: stdout, and $OUT/bench-<name>.txt and .json where OUT is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f .device/node.xz ] && [ -f .device/node_modules.tar.xz ] || {
   echo "device-bench: .device/ is missing or incomplete: run npm run device:pack here first, and carry .device." >&2
   exit 1
 }
+which=${1:-both}
+case "$which" in
+  comm | gemm) shift ;;
+  both) [ $# -eq 0 ] || shift ;;
+  *)
+    echo "device-bench: the first argument is comm, gemm or nothing (both), got \"$which\"." >&2
+    exit 2
+    ;;
+esac
 bin=/tmp/tp-device/bin
 mkdir -p "$bin"
 # python3's lzma and tarfile: the image may have no xz.
@@ -19,10 +32,15 @@ import lzma, os, shutil, tarfile
 with lzma.open('.device/node.xz') as src, open('/tmp/tp-device/bin/node', 'wb') as dst:
     shutil.copyfileobj(src, dst)
 os.chmod('/tmp/tp-device/bin/node', 0o755)
-if not os.path.isdir('node_modules/tsx'):
+# Unpacked once per pack: a stamp names the pack the folder holds.
+pack = '.device/node_modules.tar.xz'
+stamp, st = 'node_modules/.device-pack', os.stat(pack)
+made = f'{st.st_size} {st.st_mtime_ns}'
+if not (os.path.exists(stamp) and open(stamp).read() == made):
     os.makedirs('node_modules', exist_ok=True)
-    with tarfile.open('.device/node_modules.tar.xz', 'r:xz') as t:
+    with tarfile.open(pack, 'r:xz') as t:
         t.extractall('node_modules')
+    open(stamp, 'w').write(made)
 PY
 export PATH="$bin:$PATH"
 if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
@@ -35,12 +53,23 @@ if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
 fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES="${VK_DRIVER_FILES:-$icd}"
-args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--t 2,4,8 --sizes 64K,1M,16M --ops allReduce,reduceScatter,allGather --device gpu,cpu --results new,out)
 node --version
-run() { node node_modules/tsx/dist/cli.mjs scripts/bench-comm.ts --node "$@"; }
-if [ -n "${OUT:-}" ]; then
-  run "${args[@]}" --save "$OUT/bench-comm.json" 2>&1 | tee "$OUT/bench-comm.txt"
-else
-  run "${args[@]}"
+
+bench() { # name, then its flags
+  local name=$1
+  shift
+  local cmd=(node node_modules/tsx/dist/cli.mjs "scripts/bench-$name.ts" --node "$@")
+  if [ -n "${OUT:-}" ]; then
+    "${cmd[@]}" --save "$OUT/bench-$name.json" 2>&1 | tee "$OUT/bench-$name.txt"
+  else
+    "${cmd[@]}"
+  fi
+}
+comm_defaults=(--t 2,4,8 --sizes 64K,1M,16M --ops allReduce,reduceScatter,allGather --device gpu,cpu --results new,out)
+gemm_defaults=(--fresh --all-variants)
+if [ "$which" = comm ] || [ "$which" = both ]; then
+  if [ "$which" = comm ] && [ $# -gt 0 ]; then bench comm "$@"; else bench comm "${comm_defaults[@]}"; fi
+fi
+if [ "$which" = gemm ] || [ "$which" = both ]; then
+  if [ "$which" = gemm ] && [ $# -gt 0 ]; then bench gemm "$@"; else bench gemm "${gemm_defaults[@]}"; fi
 fi

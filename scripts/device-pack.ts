@@ -1,28 +1,21 @@
 // npm run device:pack
-// What a Linux x86-64 machine with a GPU and no network needs to run `bench:comm -- --node` on its
-// GPU, written into .device/ (git-ignored: a device run carries it, and the tracked sources travel
-// with the working tree):
+// What a Linux x86-64 machine with a GPU and no network needs to run `bench:comm -- --node` and
+// `bench:gemm -- --node` on its GPU, written into .device/ (git-ignored: a device run carries it;
+// the tracked sources travel with the working tree):
 //   node.xz              this Node's binary (Node's own builds link only glibc and libstdc++);
-//   node_modules.tar.xz  the packages that run needs: tsx and esbuild (to run the TypeScript),
-//                        comlink, and webgpu with its linux-x64 Dawn alone;
+//   node_modules.tar.xz  the installed packages those runs load, with everything they depend on:
+//                        tsx (runs the TypeScript), comlink, webgpu (Dawn; its linux-x64 build
+//                        alone) and vite (bench:gemm loads its WGSL through Vite's SSR loader);
 //   gl/*.deb             the Vulkan loader and GL vendor libraries (Debian's amd64 packages), for a
 //                        machine whose image has none (skipped, with a warning, where apt-get cannot
 //                        fetch them).
-// scripts/device-bench.sh unpacks them there and runs the benchmark.
+// scripts/device-bench.sh unpacks them there and runs the benchmarks.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const out = '.device';
-const packages = [
-  'tsx',
-  'esbuild',
-  '@esbuild/linux-x64',
-  'comlink',
-  'webgpu/package.json',
-  'webgpu/index.js',
-  'webgpu/dist/linux-x64',
-];
+const roots = ['tsx', 'comlink', 'webgpu', 'vite'];
 const glPackages = ['libvulkan1', 'libegl1', 'libglvnd0', 'libopengl0', 'libgl1', 'libglx0', 'libgles2'];
 
 function fail(message: string): never {
@@ -40,17 +33,44 @@ function run(cmd: string, args: string[], opts: { cwd?: string; soft?: boolean }
   return false;
 }
 
+/**
+ * The top-level packages of node_modules that `names` load at run time: them, their dependencies,
+ * and the optional dependencies installed here (npm installs only this platform's), transitively.
+ * A package's own nested node_modules travels inside its folder.
+ */
+function runtimeClosure(names: readonly string[]): string[] {
+  const found = new Set<string>();
+  const todo = names.map((name) => ({ name, optional: false }));
+  for (let next = todo.pop(); next; next = todo.pop()) {
+    const { name, optional } = next;
+    if (found.has(name)) continue;
+    const manifest = join('node_modules', name, 'package.json');
+    if (!existsSync(manifest)) {
+      if (optional) continue;
+      fail(`node_modules/${name} is missing: run npm ci first.`);
+    }
+    found.add(name);
+    const p = JSON.parse(readFileSync(manifest, 'utf8')) as Record<string, Record<string, string> | undefined>;
+    for (const d of Object.keys(p.dependencies ?? {})) todo.push({ name: d, optional: false });
+    for (const d of Object.keys(p.optionalDependencies ?? {})) todo.push({ name: d, optional: true });
+  }
+  return [...found].sort();
+}
+
 if (process.platform !== 'linux' || process.arch !== 'x64')
   fail(
     `packs for Linux x86-64 (the device machine's) and must run on one; this is ${process.platform}-${process.arch}.`,
   );
-for (const p of packages)
-  if (!existsSync(join('node_modules', p))) fail(`node_modules/${p} is missing: run npm ci first.`);
+const packages = runtimeClosure(roots);
+// Dawn's builds for other platforms are most of the webgpu package (≈ 110 of 132 MB).
+const otherDawns = readdirSync('node_modules/webgpu/dist')
+  .filter((d) => d !== 'linux-x64')
+  .map((d) => `--exclude=webgpu/dist/${d}`);
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, 'gl'), { recursive: true });
 run('sh', ['-c', `xz -T0 -6 -c "${process.execPath}" > ${out}/node.xz`]);
-run('tar', ['-cJf', join('..', out, 'node_modules.tar.xz'), ...packages], { cwd: 'node_modules' });
+run('tar', ['-cJf', join('..', out, 'node_modules.tar.xz'), ...otherDawns, ...packages], { cwd: 'node_modules' });
 // The device README's way to fetch amd64 packages without touching this machine's apt state.
 const lists = join(out, '.apt-lists');
 mkdirSync(join(lists, 'partial'), { recursive: true });
@@ -63,13 +83,12 @@ if (run('apt-get', [...apt, 'update'], { soft: true }))
   run('apt-get', [...apt, 'download', ...glPackages], { cwd: join(out, 'gl'), soft: true });
 rmSync(lists, { recursive: true, force: true });
 
-const mib = (f: string): string => `${(statSync(f).size / 2 ** 20).toFixed(1)} MiB`;
+const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 const files = ['node.xz', 'node_modules.tar.xz', ...readdirSync(join(out, 'gl')).map((f) => join('gl', f))];
 const total = files.reduce((n, f) => n + statSync(join(out, f)).size, 0);
+console.log(`${out}/ (${mib(total)}; a device run carries at most 64 MiB with the working tree):`);
+for (const f of files) console.log(`  ${f}  ${mib(statSync(join(out, f)).size)}`);
+console.log(`  (node_modules.tar.xz: ${packages.length} packages: ${packages.join(', ')})`);
 console.log(
-  `${out}/ (${(total / 2 ** 20).toFixed(1)} MiB; a device run carries at most 64 MiB with the working tree):`,
-);
-for (const f of files) console.log(`  ${f}  ${mib(join(out, f))}`);
-console.log(
-  'Run there: bash scripts/device-bench.sh [bench:comm flags], carrying .device (writes $OUT/bench-comm.txt and .json where OUT is set).',
+  'Run there: bash scripts/device-bench.sh [comm|gemm [their flags]], carrying .device (writes $OUT/bench-comm.* and bench-gemm.* where OUT is set).',
 );
