@@ -113,7 +113,7 @@ if (values.node) {
   };
   host = `rank worker threads in Node ${process.version} through Dawn (the webgpu package; ${note}); ${report.hardwareConcurrency} hardware threads`;
 } else {
-  // Imported here: --node runs without Playwright and Vite (scripts/device-pack.ts carries neither).
+  // Imported here: --node runs without Playwright (scripts/device-pack.ts does not carry it).
   const { runInBrowser } = await import('./browser-run.ts');
   report = await runInBrowser<CommBenchReport>(
     '/scripts/bench-comm-page.ts',
