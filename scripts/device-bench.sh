@@ -15,12 +15,19 @@ cd "$(dirname "$0")/.."
   echo "device-bench: .device/ is missing or incomplete: run npm run device:pack here first, and carry .device." >&2
   exit 1
 }
-which=${1:-both}
-case "$which" in
-  comm | gemm) shift ;;
-  both) [ $# -eq 0 ] || shift ;;
+comm=(--t 2,4,8 --sizes 64K,1M,16M --ops allReduce,reduceScatter,allGather --device gpu,cpu --results new,out)
+gemm=(--fresh --all-variants)
+case "${1:-}" in
+  comm | gemm)
+    benches=("$1")
+    shift
+    if [ $# -gt 0 ]; then
+      if [ "${benches[0]}" = comm ]; then comm=("$@"); else gemm=("$@"); fi
+    fi
+    ;;
+  '' | both) benches=(comm gemm) ;;
   *)
-    echo "device-bench: the first argument is comm, gemm or nothing (both), got \"$which\"." >&2
+    echo "device-bench: the first argument is comm, gemm or nothing (both), got \"$1\"." >&2
     exit 2
     ;;
 esac
@@ -65,11 +72,6 @@ bench() { # name, then its flags
     "${cmd[@]}"
   fi
 }
-comm_defaults=(--t 2,4,8 --sizes 64K,1M,16M --ops allReduce,reduceScatter,allGather --device gpu,cpu --results new,out)
-gemm_defaults=(--fresh --all-variants)
-if [ "$which" = comm ] || [ "$which" = both ]; then
-  if [ "$which" = comm ] && [ $# -gt 0 ]; then bench comm "$@"; else bench comm "${comm_defaults[@]}"; fi
-fi
-if [ "$which" = gemm ] || [ "$which" = both ]; then
-  if [ "$which" = gemm ] && [ $# -gt 0 ]; then bench gemm "$@"; else bench gemm "${gemm_defaults[@]}"; fi
-fi
+for name in "${benches[@]}"; do
+  if [ "$name" = comm ]; then bench comm "${comm[@]}"; else bench gemm "${gemm[@]}"; fi
+done
