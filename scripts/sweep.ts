@@ -67,7 +67,7 @@ try {
 // Output files first: a run that would end in a failed write does not start.
 checkOutputPaths('sweep', { '--trace': values.trace });
 
-// Memory is checked against the page's default budget and WebGPU's guaranteed buffer limits (model/budget.ts).
+// Memory is checked against the page's default budget and WebGPU's guaranteed buffer limits (src/accounting/budget.ts).
 const budget = memoryBudget(undefined);
 const refused = configs.map((c) => {
   const v = validateConfig(c);

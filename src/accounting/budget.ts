@@ -64,7 +64,7 @@ export function memoryBudget(
 
 /**
  * One rank's bytes for one step (float32): weights on the GPU and the host copy its worker keeps
- * for re-runs, one gradient per weight, the activations kept for backward (model/activations.ts),
+ * for re-runs, one gradient per weight, the activations kept for backward (activations.ts),
  * and scratch: one gradient per kept activation (backward holds dP beside P, dX beside X) plus the
  * step's input and upstream gradient [s, b, h], plus the gathered QKV [s, b, W] when groups < t
  * (gatheredQkvBytes: held between the all-gather and the copies out of it, or its gradient until

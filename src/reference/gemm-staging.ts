@@ -36,7 +36,7 @@ export function stagedRows(texels: number): number {
 /**
  * Most floats staged per float of an operand: padding K to Kp and N to a multiple of 4 may at most
  * double an operand, so that a rank's staging scratch stays within twice its largest GEMM operand
- * (what the memory budget counts, model/budget.ts). Problems with K < 4 or N < 4 (launch-bound
+ * (what the memory budget counts, src/accounting/budget.ts). Problems with K < 4 or N < 4 (launch-bound
  * anyway) run the fallback.
  */
 export const maxStagingInflation = 2;

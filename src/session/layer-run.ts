@@ -54,7 +54,7 @@ export interface LayerRunOptions {
   readonly cache?: LayerRunCache;
   /** Keep GEMM tuning decisions in the origin's IndexedDB across page loads (the page does; tests need not). */
   readonly persistTuning?: boolean;
-  /** Also run the CPU twins in this thread and compare (default: unless model/budget.ts cpuTwinsSkipped says why not). */
+  /** Also run the CPU twins in this thread and compare (default: unless src/accounting/budget.ts cpuTwinsSkipped says why not). */
   readonly cpuCheck?: boolean;
   readonly onProgress?: (line: string) => void;
   /** makePlan(c).plan when the caller has it already (the page plans first to validate and account): not planned twice. */

@@ -132,7 +132,7 @@ export class PlaygroundRunner implements PoolLender {
   /** Set when navigator.gpu exists but gives no adapter: runs are then modeled, as without WebGPU. */
   modelOnly = false;
 
-  /** Memory and buffer limits every run is checked against before a worker allocates (model/budget.ts). */
+  /** Memory and buffer limits every run is checked against before a worker allocates (src/accounting/budget.ts). */
   budget: MemoryBudget | undefined;
 
   constructor(private readonly onProgress: (line: string) => void = () => {}) {}

@@ -5,7 +5,7 @@ import { rankOwnership } from '../../../src/parallel/ownership.ts';
 import { rankWeightArrays } from '../../../src/parallel/step-data.ts';
 import { weightsOf } from '../../../src/parallel/weights.ts';
 
-describe('the weights table (model/parameters.ts)', () => {
+describe('the weights table (src/accounting/parameters.ts)', () => {
   test.each([
     ['classroom', 1, false],
     ['classroom', 4, true],
