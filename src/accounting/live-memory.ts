@@ -20,7 +20,7 @@ export interface LivePeak {
 /**
  * The peak of live bytes: intervals sorted by their edges, an interval ending at t gone at t (frees
  * before allocations at one time), the first moment the running sum is highest. The peak is what is
- * alive together at one moment, not a sum of each class's maximum (seed M107).
+ * alive together at one moment, not a sum of each class's maximum (seed 004 M107, docs/sources.md).
  */
 export function livePeak(intervals: readonly LiveInterval[]): LivePeak {
   const p = peakOfColumns(

@@ -1,5 +1,5 @@
-// A straggler on purpose (seed M108): one rank's compute (#slow) or its outgoing link (#slowlink)
-// made f× slower by doing f× the real work, never by sleeping.
+// A straggler on purpose (seed 004 M108, docs/sources.md): one rank's compute (#slow) or its outgoing
+// link (#slowlink) made f× slower by doing f× the real work, never by sleeping.
 import { quoted } from './quote.ts';
 
 /** Rank `rank` does `factor`× the work: each of its kernels dispatched f times, or each of its sends made f times. */

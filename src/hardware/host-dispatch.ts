@@ -12,8 +12,8 @@
  * The layer repeats L times per micro-batch, so the gaps are those of the sequence's steady
  * state: the sequence is run `passes` times back to back and the last pass is reported. Over a
  * long sequence the time tends to max(Σd, Σh): kernels longer than their dispatch let the CPU
- * run ahead and hide it, runs of short kernels expose it (seed M103: CUDA graphs pay off when
- * the step is launch-bound, little when large GEMMs and NCCL dominate).
+ * run ahead and hide it, runs of short kernels expose it (seed 004 M103, docs/sources.md: CUDA graphs
+ * pay off when the step is launch-bound, little when large GEMMs and NCCL dominate).
  *
  * CUDA graphs (Megatron --cuda-graph-impl local|transformer_engine, formerly
  * --enable-cuda-graph) replay the captured kernels with one launch: h_i = 0 inside the graph.

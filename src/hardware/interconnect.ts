@@ -40,8 +40,8 @@ const alphaNote = 'α assumed (NCCL tuning.cc per-hop ring latency is 0.4–5.7 
 export const interconnectPresets = {
   /**
    * 8×V100 on PCIe Gen3 x16 (line rate 15.75 GB/s per direction): bus bandwidth ≈ 7.6 GB/s as
-   * measured on the seeds' machine — seed 002 (Level 2), M037 and M040: "V100 PCIe 8 卡 bus BW
-   * 约 7.6 GB/s". (Seed 001's evidence table gives the throughput/memory results on that box,
+   * measured on the seeds' machine — seed 002 (Level 2), M037 and M040 (docs/sources.md): "V100 PCIe 8
+   * 卡 bus BW 约 7.6 GB/s". (Seed 001's evidence table gives the throughput/memory results on that box,
    * not the bandwidth itself.)
    */
   'pcie-gen3': {

@@ -4,9 +4,9 @@ import type { Interconnect } from './interconnect.ts';
 import { kernelModel, type KernelModel } from './kernel-time.ts';
 
 /**
- * Overlap is not free (seeds M101/M102): a collective that runs while a kernel computes takes
- * SMs (each NCCL channel or userbuffers communicator is one CTA resident on one SM) and HBM
- * bandwidth (it reads what it sends and writes what it receives), so the kernel under it slows:
+ * Overlap is not free (seed 004 M101/M102, docs/sources.md): a collective that runs while a kernel
+ * computes takes SMs (each NCCL channel or userbuffers communicator is one CTA resident on one SM) and
+ * HBM bandwidth (it reads what it sends and writes what it receives), so the kernel under it slows:
  *   compute-bound kernel: × SMs / (SMs − comm SMs)              (the tiles run on fewer SMs)
  *   memory-bound kernel:  × ρ·HBM / (ρ·HBM − comm HBM traffic)  (bandwidth shared)
  * for as long as the collective runs. A kernel of t µs under a collective of C µs, slowed by f

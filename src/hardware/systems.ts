@@ -116,7 +116,10 @@ const nvlink5: Interconnect = {
 
 /** The systems of the catalog. */
 export const systems = {
-  /** The seeds' machine: 8×V100 PCIe on PCIe Gen3, 7.6 GB/s bus bandwidth measured (seed M037/M040). */
+  /**
+   * The seeds' machine: 8×V100 PCIe on PCIe Gen3, 7.6 GB/s bus bandwidth measured (seed 002
+   * M037/M040, docs/sources.md).
+   */
   'v100-pcie-8': {
     name: 'v100-pcie-8',
     label: '8×V100 PCIe box, PCIe Gen3',

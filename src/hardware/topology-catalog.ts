@@ -74,7 +74,7 @@ const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 const nic = (name: string, socket: number, pcieSwitch: number | null): NicSpec => ({ name, socket, pcieSwitch });
 
 /**
- * The seeds' 8×V100 PCIe box (seed 004 M106, seed 002 M032, seed 001 §1.4): two sockets, two
+ * The seeds' 8×V100 PCIe box (seed 004 M106, seed 002 M032, seed 001 §1.4; docs/sources.md): two sockets, two
  * PCIe switches per socket, two GPUs per switch, so a pair is PIX under one switch, PHB across
  * the switches of a socket and SYS across sockets — the three kinds the seeds' concurrent
  * experiment had one flow each of. The layout of the 8-GPU PCIe boxes whose `nvidia-smi topo -m`

@@ -15,13 +15,13 @@ export interface Scenario {
 }
 
 /**
- * The seeds' experiment (seed 001 §1.4, seed 002 M037–M040): Megatron-LM on the 8×V100 PCIe box,
- * fp16, seq 512, TP1/DP8 → TP8/DP1 at a fixed 8-GPU budget and a fixed global batch (M039).
- * The seeds do not give the "tiny GPT"'s sizes; these are chosen so that its TP1 memory is near
- * the seeds' 2.85 GiB (the projection gives 2.89 GiB) with 8 heads (TP8 must divide them):
- * h 512, 8 heads, SwiGLU FFN 1408 (8h/3 rounded up to 64), GPT-2's vocabulary padded to
- * 50304 (Megatron pads 50257 to a multiple of 128), 10 layers. The batch is the one of
- * Megatron-LM's 8-GPU example, examples/pretrain_gpt_distributed.sh: micro-batch 8, global 64.
+ * The seeds' experiment (seed 001 §1.4, seed 002 M037–M040, docs/sources.md): Megatron-LM on the 8×V100
+ * PCIe box, fp16, seq 512, TP1/DP8 → TP8/DP1 at a fixed 8-GPU budget and a fixed global batch (M039).
+ * The seeds do not give the "tiny GPT"'s sizes; these are chosen so that its TP1 memory is near the
+ * seeds' 2.85 GiB (the projection gives 2.89 GiB) with 8 heads (TP8 must divide them): h 512, 8 heads,
+ * SwiGLU FFN 1408 (8h/3 rounded up to 64), GPT-2's vocabulary padded to 50304 (Megatron pads 50257 to a
+ * multiple of 128), 10 layers. The batch is the one of Megatron-LM's 8-GPU example,
+ * examples/pretrain_gpt_distributed.sh: micro-batch 8, global 64.
  */
 export const seedsV100: Scenario = {
   name: 'seeds-v100',

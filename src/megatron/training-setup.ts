@@ -24,7 +24,7 @@ export interface TrainingSetup {
   /**
    * Sequences per step over all replicas (Megatron --global-batch-size); each replica runs
    * m = global / (b · DP) micro-batches of b = sizes.b sequences (gradient accumulation), so the
-   * batch means the same at every t (seed M039: fixed global batch at a fixed GPU budget).
+   * batch means the same at every t (seed 002 M039, docs/sources.md: fixed global batch, fixed GPU budget).
    */
   readonly globalBatch: number;
   /**

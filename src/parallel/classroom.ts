@@ -393,8 +393,9 @@ function overlapStep(runs: ClassroomRuns): ClassroomStep {
 }
 
 /**
- * The straggler the classroom slows on purpose (seed M108): the last rank does 3× the work (each
- * kernel dispatched 3 times, as #slow=r:3), so every collective waits for it; null at t = 1.
+ * The straggler the classroom slows on purpose (seed 004 M108, docs/sources.md): the last rank
+ * does 3× the work (each kernel dispatched 3 times, as #slow=r:3), so every collective waits for
+ * it; null at t = 1.
  */
 export function classroomStraggler(t: number): RankSlowdown | null {
   return t > 1 ? { rank: t - 1, factor: 3 } : null;

@@ -22,8 +22,8 @@ export interface LayerConfig {
   /** RMSNorm ε. */
   readonly eps: number;
   /**
-   * Demonstration switch (seed M035): skip the all-reduce of the replicated RMSNorm weight
-   * gradients over the TP group under sequence parallel. Correct runs leave it false.
+   * Demonstration switch (seed 002 M035, docs/sources.md): skip the all-reduce of the replicated
+   * RMSNorm weight gradients over the TP group under sequence parallel. Correct runs leave it false.
    */
   readonly skipSpNormGradAllReduce: boolean;
   /**

@@ -7,9 +7,9 @@ import type { OpPhase } from './plan-types.ts';
 import type { WeightSet } from './weights.ts';
 
 /**
- * What a rank's GPU buffer is for, by lifetime (seed M107): weights (resident), their gradients
- * (the step), optimizer state (resident; the playground runs no optimizer, so none), activations
- * kept for backward (a forward's output that a backward op or collective reads), transient
+ * What a rank's GPU buffer is for, by lifetime (seed 004 M107, docs/sources.md): weights (resident),
+ * their gradients (the step), optimizer state (resident; the playground runs no optimizer, so none),
+ * activations kept for backward (a forward's output that a backward op or collective reads), transient
  * workspace (everything else the step makes), communication staging (the GPU collectives' pooled
  * read-back and upload buffers).
  */

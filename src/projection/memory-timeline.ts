@@ -3,10 +3,11 @@ import type { BufferClass } from '../parallel/memory-record.ts';
 import type { PipelineRun, PipelineTimes } from './pipeline-schedule.ts';
 
 /**
- * Memory by lifetime (seed M107): resident for the whole run (weights, fp32 main weights, optimizer
- * state or its shard), per step (the gradient buffer), per micro-batch (a chunk's activations, from
- * its forward to its backward: in-flight micro-batches × activations), transient (what lives
- * inside one op: the fp32 logits of vocab-parallel cross entropy, a recompute unit, a p2p buffer).
+ * Memory by lifetime (seed 004 M107, docs/sources.md): resident for the whole run (weights, fp32
+ * main weights, optimizer state or its shard), per step (the gradient buffer), per micro-batch (a
+ * chunk's activations, from its forward to its backward: in-flight micro-batches × activations),
+ * transient (what lives inside one op: the fp32 logits of vocab-parallel cross entropy, a
+ * recompute unit, a p2p buffer).
  */
 export type MemoryClass = 'resident' | 'perStep' | 'perMicroBatch' | 'transient';
 

@@ -7,11 +7,11 @@ import { combinationRejection, notApplicable, overlapFlags, withOverlaps, type O
 import type { Machine } from './projected-layer.ts';
 
 /**
- * The overlap ablation of seed M102: every overlap that can apply to a setup alone, in pairs and
- * all on, each projected with what it hides and what it costs (overlap-flags.ts), so that a
- * combination slower than one of its subsets — an interaction — shows. Every subset of the
- * applicable overlaps is projected (at most 2⁶ = 64 steps over at most 2³ layer pricings); the
- * rows shown are the baseline, the singles, the pairs and all on.
+ * The overlap ablation of seed 004 M102 (docs/sources.md): every overlap that can apply to a setup
+ * alone, in pairs and all on, each projected with what it hides and what it costs (overlap-flags.ts),
+ * so that a combination slower than one of its subsets — an interaction — shows. Every subset of the
+ * applicable overlaps is projected (at most 2⁶ = 64 steps over at most 2³ layer pricings); the rows
+ * shown are the baseline, the singles, the pairs and all on.
  *
  *   worse than its best subset:  step(S) > min over proper subsets T ⊂ S of step(T)
  *   pair interaction:            step(AB) − step(A) − step(B) + step(∅)   (0 when the two add up)

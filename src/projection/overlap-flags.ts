@@ -2,8 +2,8 @@ import { degreesOf, overlapsP2p, type TrainingSetup } from '../megatron/training
 import { defaultKernelOptions, type KernelOptions } from './kernel-options.ts';
 
 /**
- * Every communication overlap the projection prices (seed M102's list), each with what it hides
- * and what it costs:
+ * Every communication overlap the projection prices (seed 004 M102's list, docs/sources.md), each with
+ * what it hides and what it costs:
  *   asyncDgrad          the dgrad all-reduce (reduce-scatter under SP) issued asynchronously under
  *                       the wgrad GEMM (Megatron's LinearWithGradAccumulationAndAsyncCommunication,
  *                       layers.py; no flag of its own: on with CUDA_DEVICE_MAX_CONNECTIONS=1)

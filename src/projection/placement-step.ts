@@ -32,7 +32,7 @@ export interface CommVolume {
   /** Bytes each ring hop carries per step: Σ busFactor(op, t) · S (p2p: S per direction). */
   readonly ringLinkBytesPerStep: number;
   readonly commMsPerStep: number;
-  /** exposedByGroup / commMs, in [0, 1] (M106's "exposed sensitivity"). */
+  /** exposedByGroup / commMs, in [0, 1] (seed 004 M106's "exposed sensitivity", docs/sources.md). */
   readonly exposedShare: number;
 }
 

@@ -1,6 +1,6 @@
-// Stragglers (seed M108): inside a collective every rank waits for the last one to enter it, so
-// the ranks that wait look slow (their collective is long) while the cause is the rank that entered
-// last. One definition for the playground's scheduled step and for measured (Kineto) jobs.
+// Stragglers (seed 004 M108, docs/sources.md): inside a collective every rank waits for the last one to
+// enter it, so the ranks that wait look slow (their collective is long) while the cause is the rank
+// that entered last. One definition for the playground's scheduled step and for measured (Kineto) jobs.
 
 /** One rank's part of one collective call: it entered at t0 and left at t1, ms on one clock. */
 export interface CollectiveEntry {

@@ -248,7 +248,7 @@ describe('the playground page (built, served locally)', () => {
       await expectRanks(8);
     });
 
-    test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed M035)', async () => {
+    test('the SP norm-gradient skip switch makes the oracle badge fail on exactly the norm weights (seed 002 M035)', async () => {
       expect(await badge().getAttribute('data-pass')).toBe('true');
       await page.locator('tp-controls input[data-control="skipnorm"]').check();
       await shownRun('tp=8', 'sp=1', 'skipnorm=1');

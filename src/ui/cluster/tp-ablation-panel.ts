@@ -1,4 +1,5 @@
-// <tp-ablation-panel>: the overlap ablation (seed M102) of the page's layout on the cluster, in a worker.
+// <tp-ablation-panel>: the overlap ablation (seed 004 M102, docs/sources.md) of the page's layout on
+// the cluster, in a worker.
 import * as Comlink from 'comlink';
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
@@ -195,7 +196,7 @@ export class TpAblationPanel extends LitElement {
         Every overlap the projection prices, alone, in pairs and all on, for ${clusterModelNames[s.cmodel]} ×
         ${s.layers} layers on ${s.gpus} GPUs at the page's t = ${s.tp}${s.sp ? ' with SP' : ''}: what each hides
         (exposed communication per group), what it costs (SMs and HBM taken from the compute beside it, the memory it
-        holds), and which combinations are slower than one of their subsets (seed M102; the same as
+        holds), and which combinations are slower than one of their subsets (seed 004 M102; the same as
         <code>npm run project -- --ablate</code>, docs/overlap-ablation.md).
       </p>
       <label>p <input type="number" min="1" data-ablation-pp .value=${String(this.pp)} @change=${(e: Event) => (this.pp = whole((e.target as HTMLInputElement).value))} /></label>

@@ -55,7 +55,7 @@ export interface Settings extends ModelSizes {
   readonly preset: PresetName;
   readonly tp: number;
   readonly sp: boolean;
-  /** Demonstration (seed M035): skip the SP all-reduce of the RMSNorm weight gradients; the oracle then flags dg1, dg2. */
+  /** Demonstration (seed 002 M035, docs/sources.md): skip the SP all-reduce of the RMSNorm weight gradients; the oracle then flags dg1, dg2. */
   readonly skipSpNormGradAllReduce: boolean;
   readonly net: string;
   readonly overlap: boolean;
@@ -87,7 +87,7 @@ export interface Settings extends ModelSizes {
   readonly attn: AttentionBackend;
   readonly fp8: Fp8Format;
   readonly graphs: CudaGraphImpl;
-  /** #slow=r:f (seed M108): rank r dispatches each kernel f times, a straggler; null: off. */
+  /** #slow=r:f (seed 004 M108): rank r dispatches each kernel f times, a straggler; null: off. */
   readonly slow: RankSlowdown | null;
   /** #slowlink=r:f: the hop out of rank r moves each chunk f times; null: off. */
   readonly slowlink: RankSlowdown | null;

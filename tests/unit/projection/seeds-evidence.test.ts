@@ -5,10 +5,10 @@ import { fixedBudget, projectStep, type StepProjection } from '../../../src/proj
 import type { TrainingSetup } from '../../../src/megatron/training-setup.ts';
 
 /**
- * The seeds' table (seed 001 §1.4) against the projection of the scenario file, with the issue's
- * tolerances: the TP8/TP1 throughput ratio within a factor 1.5 of 0.173, the TP8/TP1 memory
- * ratio within ±25% of 0.166, and SP slower than no SP at TP2 and TP4. No constant of the model
- * was fitted to these numbers (README lists each constant and its source).
+ * The seeds' table (seed 001 §1.4, docs/sources.md) against the projection of the scenario file, with
+ * the issue's tolerances: the TP8/TP1 throughput ratio within a factor 1.5 of 0.173, the TP8/TP1 memory
+ * ratio within ±25% of 0.166, and SP slower than no SP at TP2 and TP4. No constant of the model was
+ * fitted to these numbers (README lists each constant and its source).
  */
 const machine = { system: systems[seedsV100.system], dtype: seedsV100.dtype };
 

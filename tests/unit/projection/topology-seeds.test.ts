@@ -7,12 +7,12 @@ import { parsePlacement } from '../../../src/projection/placement.ts';
 import { placementStep } from '../../../src/projection/placement-step.ts';
 
 /**
- * The seeds' mapping row (seed 001 §1.4, seed 002 M032, seed 004 M106): on their 8×V100 PCIe box
- * the same TP phase ran 3.05× slower with the TP pair across sockets (SYS) than under one PCIe
- * switch (PIX). The "TP phase" here is the step's TP collectives (their time on the placed link).
- * Nothing was fitted to 3.05: the PIX hop is NCCL's PCI_BW (12 GB/s), the SYS hop the seeds'
- * measured 7.6 GB/s bus bandwidth of the 8-GPU ring, α the same for both (NCCL's latency table
- * has one PCI row). docs/topology.md gives the reasoning and the figures.
+ * The seeds' mapping row (seed 001 §1.4, seed 002 M032, seed 004 M106, docs/sources.md): on their
+ * 8×V100 PCIe box the same TP phase ran 3.05× slower with the TP pair across sockets (SYS) than under
+ * one PCIe switch (PIX). The "TP phase" here is the step's TP collectives (their time on the placed
+ * link). Nothing was fitted to 3.05: the PIX hop is NCCL's PCI_BW (12 GB/s), the SYS hop the seeds'
+ * measured 7.6 GB/s bus bandwidth of the 8-GPU ring, α the same for both (NCCL's latency table has one
+ * PCI row). docs/topology.md gives the reasoning and the figures.
  */
 const machine = { system: systems[seedsV100.system], dtype: seedsV100.dtype };
 const box = nodeTopologies['v100-pcie-8']!;
