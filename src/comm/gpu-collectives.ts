@@ -33,7 +33,7 @@ const directUploadElems = 1 << 14;
 /**
  * Largest result (elements) whose small pieces ('write-buffer') are collected in an array reused
  * from call to call rather than a new one: a new array's pages are faulted in on first write, 15–80
- * µs per 4 KiB page in a worker here (docs/ranks-and-collectives.md), ≈ 0.3 ms per 64 KiB call.
+ * µs per 4 KiB page in a worker here (docs/ranks.md), ≈ 0.3 ms per 64 KiB call.
  * 1 MiB per rank kept at most.
  */
 const reusedCollectElems = 1 << 18;
@@ -313,7 +313,7 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
       y = finish();
       // Chromium hands queued WebGPU commands (and writeBuffer's bytes) to its GPU process in a
       // microtask: awaited here, that transfer (0.1–2 ms at 64 KiB, t = 4, on this thread) falls
-      // in the upload phase, not in the next call (docs/ranks-and-collectives.md).
+      // in the upload phase, not in the next call (docs/ranks.md).
       await Promise.resolve();
     } catch (err) {
       abandon();

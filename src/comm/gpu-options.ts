@@ -26,7 +26,7 @@ export interface GpuCollectiveOptions {
   readonly mapAfterMs: number;
 }
 
-/** The defaults: see docs/ranks-and-collectives.md for the measurements behind them. */
+/** The defaults: see docs/ranks.md for the measurements behind them. */
 export const defaultGpuCollectiveOptions: GpuCollectiveOptions = {
   partBytes: 4 << 20,
   upload: 'write-buffer',
