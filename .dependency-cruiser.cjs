@@ -2,7 +2,7 @@
  * Import layers of src/ (bottom → top). A module may import only from its own layer or the
  * layers below it; the pure layers (no WebGPU, no workers, no DOM) may not import kernels/ or
  * anything above them; comlink is for the worker boundaries (ranks/ and ui/ only), lit and d3 belong to
- * the view (ui/ only). `npm test` runs this (`depcruise src scripts`, in scripts/checks.mjs); there are no exceptions.
+ * the view (ui/ only). `npm test` runs this (`depcruise src scripts`, in scripts/repo/checks.mjs); there are no exceptions.
  */
 const layers = [
   'core',
@@ -56,10 +56,18 @@ module.exports = {
     {
       name: 'comlink-at-worker-boundaries',
       comment:
-        "Workers are started and served only by ranks/ (the rank workers), ui/ (the page's trace reader) and scripts/node-rank* (the rank workers as Node threads): comlink nowhere else.",
+        "Workers are started and served only by ranks/ (the rank workers), ui/ (the page's trace reader) and scripts/device/node-rank* (the rank workers as Node threads): comlink nowhere else.",
       severity: 'error',
-      from: { pathNot: ['^src/(ranks|ui)/', '^scripts/node-rank'] },
+      from: { pathNot: ['^src/(ranks|ui)/', '^scripts/device/node-rank'] },
       to: { path: '^node_modules/comlink/' },
+    },
+    {
+      name: 'ui-imported-by-the-page-only',
+      comment:
+        'src/ui/ is the view: only it, src/main.ts and the page benches (src/bench/) import it. What a script or a lower layer needs from it (formatting, derived numbers) moves down.',
+      severity: 'error',
+      from: { pathNot: ['^src/(ui|bench)/', '^src/main[.]ts$'] },
+      to: { path: '^src/ui/' },
     },
     {
       name: 'view-libraries-in-ui-only',

@@ -1,7 +1,7 @@
 import { defineConfig, mergeConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import viteConfig from './vite.config.ts';
-import { chromiumArgs, chromiumPath } from './scripts/chromium.ts';
+import { chromiumArgs, chromiumPath } from './scripts/device/chromium.ts';
 
 /**
  * Three projects: `unit` runs pure TS in Node (plan, trace, CPU twins); `e2e` drives the served

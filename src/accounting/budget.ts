@@ -1,5 +1,5 @@
 // Memory budget of a run, checked before any worker allocates (pure: no DOM, no WebGPU).
-import { formatBytes } from '../core/format-bytes.ts';
+import { formatBytes } from '../core/format.ts';
 import { type ComputeLimits } from '../core/compute-limits.ts';
 import { formatShape } from '../core/shape.ts';
 import type { LayerConfig } from '../parallel/config.ts';

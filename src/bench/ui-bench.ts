@@ -1,4 +1,4 @@
-// Runs in the bench page (scripts/bench-ui.ts): zoom/pan frame rate of <tp-timeline> over ≥ 5,000 events and its redraw time per TP change.
+// Runs in the bench page (scripts/bench/bench-ui.ts): zoom/pan frame rate of <tp-timeline> over ≥ 5,000 events and its redraw time per TP change.
 import { adapterName } from '../kernels/adapter.ts';
 import { interconnectPresets, type InterconnectName } from '../hardware/interconnect.ts';
 import { configFromPreset, type PresetName } from '../parallel/config.ts';

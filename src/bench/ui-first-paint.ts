@@ -1,4 +1,4 @@
-// Runs in the playground page from its first script on (scripts/bench-ui.ts adds it as an init script): when the first timeline and the rank workers' oracle appear.
+// Runs in the playground page from its first script on (scripts/bench/bench-ui.ts adds it as an init script): when the first timeline and the rank workers' oracle appear.
 
 /** Times since navigation start (performance.now(), ms) at which the page first showed each thing. */
 export interface FirstPaint {

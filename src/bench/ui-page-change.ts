@@ -1,4 +1,4 @@
-// Runs inside the served playground page (scripts/bench-ui.ts evaluates it there): one TP change through the real control, timed to the redrawn timeline.
+// Runs inside the served playground page (scripts/bench/bench-ui.ts evaluates it there): one TP change through the real control, timed to the redrawn timeline.
 
 /** Elements below `root`, looking into every open shadow root. */
 function deepAll(root: ParentNode, selector: string): Element[] {

@@ -5,7 +5,7 @@ import type { LayerConfig } from '../parallel/config.ts';
  * The Megatron-LM release the launch command is written for, and checked against
  * (tests/fixtures/megatron-flags.json lists every flag of that release, extracted from its
  * megatron/training/arguments.py and the config dataclasses it turns into flags, by
- * scripts/megatron-flags.py).
+ * scripts/repo/megatron-flags.py).
  */
 export const megatronRelease = { tag: 'core_v0.19.0', commit: '5be9626709af2722333bf54797c954c09edeada3' } as const;
 

@@ -38,7 +38,7 @@ export interface RankPoolOptions {
 /**
  * What the pool needs of a rank's worker: a Comlink endpoint that raises 'error' (with a
  * `message`) when the worker fails to load or crashes, and that can be ended. A page's `Worker`
- * is one; in Node, an adapter of a worker_threads Worker (scripts/node-ranks.ts).
+ * is one; in Node, an adapter of a worker_threads Worker (scripts/device/node-ranks.ts).
  */
 export interface RankWorkerHandle extends Comlink.Endpoint {
   terminate(): void;

@@ -1,7 +1,7 @@
 // The overlap ablation panel end to end: the production build, driven through its controls (the worker included).
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/device/browser-run.ts';
 import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;

@@ -1,6 +1,6 @@
 // The production build every e2e file serves: built once per run by build-once.ts (vitest globalSetup).
 import type { Page } from 'playwright';
-import { openBuiltPage, withBuiltPage, type OpenPage, type PageOptions } from '../../scripts/browser-run.ts';
+import { openBuiltPage, withBuiltPage, type OpenPage, type PageOptions } from '../../scripts/device/browser-run.ts';
 
 /** The e2e project's one production build of the page. */
 export const e2eDist = 'test-results/e2e-dist';

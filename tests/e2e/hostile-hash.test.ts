@@ -1,7 +1,7 @@
 // Hostile URL hashes, each on a fresh page of the built app: the page stays responsive and names what is wrong.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/device/browser-run.ts';
 import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;

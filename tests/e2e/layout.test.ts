@@ -1,8 +1,8 @@
-// The page lays out right: the main views at three viewports, audited in the page (scripts/layout-audit.ts).
+// The page lays out right: the main views at three viewports, audited in the page (scripts/page/layout-audit.ts).
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { OpenPage } from '../../scripts/browser-run.ts';
-import type { LayoutFault } from '../../scripts/layout-audit.ts';
+import type { OpenPage } from '../../scripts/device/browser-run.ts';
+import type { LayoutFault } from '../../scripts/page/layout-audit.ts';
 import {
   addLayoutAudit,
   layoutFaults,
@@ -10,7 +10,7 @@ import {
   mainPageViews,
   resize,
   showView,
-} from '../../scripts/page-views.ts';
+} from '../../scripts/page/page-views.ts';
 import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;

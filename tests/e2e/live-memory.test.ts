@@ -3,7 +3,7 @@
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import { type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/device/browser-run.ts';
 import { openE2ePage } from './built-page.ts';
 import type { TpTimeline } from '../../src/ui/timeline/tp-timeline.ts';
 

@@ -1,7 +1,7 @@
 // The machine picture end to end: the seeds' V100 box under both placements, the step and the timeline following; a DGX cluster summarized.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/device/browser-run.ts';
 import { openE2ePage } from './built-page.ts';
 import { waitShownRun } from './shown-run.ts';
 

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { withPage } from '../../scripts/browser-run.ts';
+import { withPage } from '../../scripts/device/browser-run.ts';
 
 test('the dev page loads cross-origin isolated, runs the default layer and names the WebGPU adapter it ran on', async () => {
   await withPage('/', async (page, pageErrors) => {

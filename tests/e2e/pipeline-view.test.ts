@@ -1,7 +1,7 @@
 // The pipeline schedule on the page end to end (built page): p = 4, v = 2 from the link, checked against the projection run here.
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/device/browser-run.ts';
 import { parseSystem } from '../../src/hardware/systems.ts';
 import { seedsV100 } from '../../src/megatron/scenarios.ts';
 import { projectStep } from '../../src/projection/cluster-projection.ts';

@@ -5,7 +5,7 @@ import { jobManifestFile, manifestProjection, readJobManifest } from '../../src/
 import type { BrowserContext, Page } from 'playwright';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { waitShownRun } from './shown-run.ts';
-import type { OpenPage } from '../../scripts/browser-run.ts';
+import type { OpenPage } from '../../scripts/device/browser-run.ts';
 import { openE2ePage } from './built-page.ts';
 import { parseCsv, timelineCsvHeader } from '../../src/export/csv.ts';
 import { partialOverlaps, type PerfettoTrace } from '../../src/export/perfetto.ts';

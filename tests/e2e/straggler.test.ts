@@ -1,7 +1,7 @@
 // #slow=r:f on the built page: the straggler named in the run totals and the timeline, the waits
 // drawn on the other ranks; a bad value named under its control.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { type OpenPage } from '../../scripts/browser-run.ts';
+import { type OpenPage } from '../../scripts/device/browser-run.ts';
 import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;

@@ -2,7 +2,7 @@
 // drop the hand-written two-rank Kineto fixtures and read back the ranks and their exposed times.
 import type { Page } from 'playwright';
 import { expect, test } from 'vitest';
-import { dropTraces as drop } from '../../scripts/page-views.ts';
+import { dropTraces as drop } from '../../scripts/page/page-views.ts';
 import { jobBundle } from '../../src/megatron/job-bundle.ts';
 import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
 import { tp2JobSpec } from '../unit/kineto/kineto-fixtures.ts';

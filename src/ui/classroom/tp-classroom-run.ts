@@ -6,7 +6,7 @@ import type { LayerConfig } from '../../parallel/config.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
 import { runClassroomLayerOn, type ClassroomLayerRun } from '../../session/classroom-layer-run.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import '../timeline/tp-timeline.ts';
 
 /**

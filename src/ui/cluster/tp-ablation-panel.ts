@@ -9,7 +9,7 @@ import type { AblationRow } from '../../projection/overlap-ablation.ts';
 import { combinationLabel, overlapFlagInfo } from '../../projection/overlap-flags.ts';
 import { describeSharing } from '../../projection/shared-link-label.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatBytes, formatMs, formatSignedMs } from '../shared/timeline-format.ts';
+import { formatBytes, formatMs, formatSignedMs } from '../../core/format.ts';
 import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
 import type { Settings } from '../shell/state.ts';
 import type { AblationAnswer, AblationWorker } from './ablation.worker.ts';

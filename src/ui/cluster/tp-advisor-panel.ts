@@ -7,7 +7,7 @@ import { layoutFlags } from '../../megatron/parallel-layout.ts';
 import { defaultKernelOptions, type KernelOptions } from '../../projection/kernel-options.ts';
 import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/advisor.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
 import type { Settings } from '../shell/state.ts';

@@ -21,7 +21,7 @@ import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.t
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
-import { formatBytes, formatMs } from '../shared/timeline-format.ts';
+import { formatBytes, formatMs } from '../../core/format.ts';
 import { clusterModelNames } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
 import type { Settings } from '../shell/state.ts';

@@ -10,7 +10,7 @@ import { kindLabels } from '../../projection/placement-links.ts';
 import { placementStep, type PlacementStep } from '../../projection/placement-step.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import { clusterSizes } from '../shell/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../shell/settings-change.ts';
 import type { Settings } from '../shell/state.ts';

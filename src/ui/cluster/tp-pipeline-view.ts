@@ -4,7 +4,7 @@ import { customElement, property, query, state } from 'lit/decorators.js';
 import type { StepProjection } from '../../projection/cluster-projection.ts';
 import { holdsEmbedding, holdsOutput } from '../../projection/pipeline-split.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import '../timeline/tp-timeline.ts';
 import { blockColor, drawPipelineChart, maxArrowBlocks } from './pipeline-chart.ts';
 import { observeWidth } from '../shared/width-observer.ts';

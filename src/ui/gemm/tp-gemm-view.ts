@@ -6,7 +6,7 @@ import { configFromPreset, type LayerConfig } from '../../parallel/config.ts';
 import type { OpPhase } from '../../parallel/plan-types.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
 import { drawLineChart, seriesColor } from '../shared/gemm-charts.ts';
-import { gemmDegrees, gemmEfficiency, type GemmEfficiency, type GemmRow } from './gemm-efficiency.ts';
+import { gemmDegrees, gemmEfficiency, type GemmEfficiency, type GemmRow } from '../../schedule/gemm-efficiency.ts';
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import { gemmTime } from '../../hardware/kernel-time.ts';

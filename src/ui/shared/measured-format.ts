@@ -2,7 +2,8 @@
 import type { CollectiveOp } from '../../comm/collectives.ts';
 import type { MeasuredEvent } from '../../kineto/measured-timeline.ts';
 import type { NcclCollective } from '../../kineto/nccl-kernel.ts';
-import { collectiveName, formatBytes, formatMs } from './timeline-format.ts';
+import { collectiveName } from './timeline-format.ts';
+import { formatBytes, formatMs } from '../../core/format.ts';
 
 const otherNames: Partial<Record<NcclCollective, string>> = {
   reduce: 'reduce',

@@ -7,7 +7,7 @@ import { PlaygroundRunner, projectedResult, type PlaygroundResult } from '../../
 import { runLatest, type LatestRuns } from '../../session/run-latest.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { slowdownRankIssue } from '../../core/rank-slowdown.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import { placeIssues, type FieldIssue } from './field-issues.ts';
 import { machineChoice } from './machine-choice.ts';
 import { configOf, hashFromSettings, runKey, sizeKeys, type MainView, type Settings } from './state.ts';

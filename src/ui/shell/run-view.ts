@@ -4,7 +4,7 @@ import { html, nothing, type TemplateResult } from 'lit';
 import { enableWebGpuHint } from '../../kernels/adapter.ts';
 import { chooseTransport } from '../../ranks/transport.ts';
 import type { PlaygroundResult, PlaygroundRunner } from '../../session/playground-runner.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import type { PageRunState } from './page-runs.ts';
 import { clusterSizes } from './cluster-model-choice.ts';
 import type { SettingsChangeDetail } from './settings-change.ts';

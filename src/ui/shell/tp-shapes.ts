@@ -4,7 +4,7 @@ import { customElement, property } from 'lit/decorators.js';
 import type { PlanAccounting } from '../../accounting/accounting.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import { qkvOutWidth } from '../../parallel/qkv-layout.ts';
-import { formatBytes } from '../shared/timeline-format.ts';
+import { formatBytes } from '../../core/format.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { boundaries, layoutWords, memoryGroups, rangeText, rankRange } from './shapes-model.ts';
 

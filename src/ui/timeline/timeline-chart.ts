@@ -1,7 +1,8 @@
 // The D3 part of <tp-timeline>: draws lanes and blocks into an SVG, zooms the time axis, shows a tooltip.
 import * as d3 from 'd3';
 import { measuredLabels, measuredTooltip } from '../shared/measured-format.ts';
-import { formatMs, labelCandidates, msTickFormat, tooltipLines } from '../shared/timeline-format.ts';
+import { labelCandidates, tooltipLines } from '../shared/timeline-format.ts';
+import { formatMs, msTickFormat } from '../../core/format.ts';
 import {
   fitLabel,
   eventPass,

@@ -1,6 +1,6 @@
 // Text around the plot of <tp-timeline>: lane names on the left, per-rank totals on the right, text measuring.
 import type * as d3 from 'd3';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import { estimateTextWidth, type Lane, type ShownTotals } from './timeline-layout.ts';
 import { exposedColor, fontPx, margin } from './timeline-style.ts';
 

@@ -3,7 +3,7 @@
 import { measuredStragglers } from '../../kineto/measured-stragglers.ts';
 import { stepStragglers } from '../../schedule/step-stragglers.ts';
 import type { StragglerVerdict } from '../../schedule/stragglers.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 import type { ChartEvent, ChartTimeline } from './timeline-layout.ts';
 
 /** A rank's wait inside one collective, ms on the timeline's clock: [its entry, the straggler's entry). */

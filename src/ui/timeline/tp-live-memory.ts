@@ -7,7 +7,7 @@ import type { MemoryClass } from '../../projection/memory-timeline.ts';
 import type { MemoryClassView, MemoryLane } from '../../session/memory-lanes.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { tipStyles } from './timeline-style.ts';
-import { formatBytes, formatMs, msTickFormat } from '../shared/timeline-format.ts';
+import { formatBytes, formatMs, msTickFormat } from '../../core/format.ts';
 
 /** One hue per lifetime; a ranks' class takes its lifetime's hue, lighter for the second of a lifetime. */
 const lifetimeColor: Readonly<Record<MemoryClass, string>> = {

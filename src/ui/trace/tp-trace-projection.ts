@@ -10,7 +10,7 @@ import { inGroupDim } from '../../kineto/process-group.ts';
 import { compareWithProjection, type ComparedRow } from '../../projection/measured-vs-projected.ts';
 import { ncclName } from '../shared/measured-format.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatMs } from '../shared/timeline-format.ts';
+import { formatMs } from '../../core/format.ts';
 
 const rowNames: Record<ComparedRow['what'], string> = {
   step: 'step time',

@@ -5,7 +5,7 @@ import type { MeasuredTrace } from '../../kineto/kineto-types.ts';
 import type { MeasuredAnalysis, RankWindow } from '../../kineto/measured-analysis.ts';
 import { ncclName } from '../shared/measured-format.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatBytes, formatMs } from '../shared/timeline-format.ts';
+import { formatBytes, formatMs } from '../../core/format.ts';
 
 const pct = (x: number | null): string => (x === null ? '—' : `${(100 * x).toFixed(1)}%`);
 

@@ -6,7 +6,7 @@ import { customElement, state } from 'lit/decorators.js';
 import { measuredTimeline, type MeasuredTimeline } from '../../kineto/measured-timeline.ts';
 import { jobManifestFile, readJobManifest, type JobManifest } from '../../megatron/job-manifest.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { formatBytes, formatMs } from '../shared/timeline-format.ts';
+import { formatBytes, formatMs } from '../../core/format.ts';
 import type { TraceLoad, TraceReader, TraceReadProgress } from './trace-read.worker.ts';
 import '../timeline/tp-timeline.ts';
 import './tp-trace-projection.ts';

@@ -3,7 +3,7 @@ import { expect, test, vi } from 'vitest';
 
 vi.setConfig({ testTimeout: 30_000 }); // each test starts Node; seconds on a busy machine
 
-const script = 'scripts/ensure-chromium.mjs';
+const script = 'scripts/device/ensure-chromium.mjs';
 const missing = '/nonexistent/chromium';
 const root = process.getuid?.() === 0;
 const env = { ...process.env, CHROMIUM_PATH: '' };

@@ -3,8 +3,8 @@ import { runCli } from './run-cli.ts';
 
 vi.setConfig({ testTimeout: 60_000 }); // each test starts Node; seconds on a busy machine
 
-test('scripts/live-memory.ts prints rank 0’s classes, peak and the accounting, equal, for one preset at one t', async () => {
-  const r = await runCli('scripts/live-memory.ts', '--preset', 'llama-gqa', '--tp', '2');
+test('scripts/project/live-memory.ts prints rank 0’s classes, peak and the accounting, equal, for one preset at one t', async () => {
+  const r = await runCli('scripts/project/live-memory.ts', '--preset', 'llama-gqa', '--tp', '2');
   expect(r.code).toBe(0);
   const lines = r.stdout.trim().split('\n');
   expect(lines[1]).toMatch(
@@ -19,7 +19,7 @@ test('scripts/live-memory.ts prints rank 0’s classes, peak and the accounting,
 });
 
 test('an unknown preset is refused naming the presets', async () => {
-  const r = await runCli('scripts/live-memory.ts', '--preset', 'gpt5');
+  const r = await runCli('scripts/project/live-memory.ts', '--preset', 'gpt5');
   expect(r.code).toBe(2);
   expect(r.stderr).toMatch(/^unknown preset "gpt5"; presets are classroom, gpt2-layer, llama-gqa\./);
 });

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { outputPathProblem } from '../../../scripts/output-path.ts';
+import { outputPathProblem } from '../../../scripts/cli/output-path.ts';
 
 describe('outputPathProblem', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tp-out-'));
@@ -29,7 +29,7 @@ describe('outputPathProblem', () => {
 });
 
 test('npm run sweep -- --trace /proc/x.json exits 2 with the path and the reason before anything runs', () => {
-  const r = spawnSync('npx', ['tsx', 'scripts/sweep.ts', '--tp', '1', '--trace', '/proc/x.json'], {
+  const r = spawnSync('npx', ['tsx', 'scripts/bench/sweep.ts', '--tp', '1', '--trace', '/proc/x.json'], {
     encoding: 'utf8',
     timeout: 60_000,
   });

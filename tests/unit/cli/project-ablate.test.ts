@@ -1,10 +1,10 @@
 // `npm run project -- --ablate`: the overlap ablation as a user runs it (a child process).
 import { describe, expect, it } from 'vitest';
-import { parseProjectArgs } from '../../../scripts/project-args.ts';
+import { parseProjectArgs } from '../../../scripts/project/project-args.ts';
 import type { OverlapAblation } from '../../../src/projection/overlap-ablation.ts';
 import { runCli } from './run-cli.ts';
 
-const run = (...args: string[]) => runCli('scripts/project.ts', ...args);
+const run = (...args: string[]) => runCli('scripts/project/project.ts', ...args);
 
 describe('npm run project -- --ablate', () => {
   it('reads --ablate and --no-overlap-p2p-communication', () => {

@@ -3,10 +3,10 @@ import { runCli } from './run-cli.ts';
 import { describe, expect, it } from 'vitest';
 import { gpuNames } from '../../../src/hardware/gpus.ts';
 import { systemNames, systems } from '../../../src/hardware/systems.ts';
-import { parseProjectArgs } from '../../../scripts/project-args.ts';
+import { parseProjectArgs } from '../../../scripts/project/project-args.ts';
 import { defaultKernelOptions } from '../../../src/projection/kernel-options.ts';
 
-const run = (...args: string[]) => runCli('scripts/project.ts', ...args);
+const run = (...args: string[]) => runCli('scripts/project/project.ts', ...args);
 
 describe('parseProjectArgs', () => {
   it("defaults to the seeds' scenario and takes sizes as npm run sweep does", () => {

@@ -1,9 +1,9 @@
 // `npm run project -- --topology`: the matrix, the placement and per-link load, as a user runs it.
 import { describe, expect, it } from 'vitest';
-import { parseProjectArgs } from '../../../scripts/project-args.ts';
+import { parseProjectArgs } from '../../../scripts/project/project-args.ts';
 import { runCli } from './run-cli.ts';
 
-const run = (...args: string[]) => runCli('scripts/project.ts', ...args);
+const run = (...args: string[]) => runCli('scripts/project/project.ts', ...args);
 
 describe('project --topology', () => {
   it('takes --placement and --topo-file as implying --topology', () => {

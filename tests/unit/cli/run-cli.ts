@@ -1,4 +1,4 @@
-// Runs one of the project's CLIs as a user does (`npx tsx scripts/<name>.ts …`) and returns its exit code and output.
+// Runs one of the project's CLIs as a user does (`npx tsx scripts/<room>/<name>.ts …`) and returns its exit code and output.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 

@@ -1,6 +1,6 @@
 // Run by node-ranks.test.ts as a user runs the Node benchmarks (`npx tsx …`, so that Dawn can run
 // itself again with SwiftShader's Vulkan driver where the system has none): rank worker threads in
-// Node (scripts/node-ranks.ts), each with its own Dawn GPUDevice, run every collective case on host
+// Node (scripts/device/node-ranks.ts), each with its own Dawn GPUDevice, run every collective case on host
 // and on GPU data at each degree given; prints, as JSON, each result's shape and its largest
 // difference from the in-process reference, the trace events' phases and how the pools ended; then
 // how a pool of workers that throw, or exit, as they load fails.
@@ -8,7 +8,7 @@ import { hostTensor } from '../../../src/comm/host-tensor.ts';
 import { referenceCollective } from '../../../src/comm/reference.ts';
 import { numel } from '../../../src/core/shape.ts';
 import { randomArray } from '../../../src/reference/random.ts';
-import { dawnAdapterOrRerun } from '../../../scripts/dawn-node.ts';
+import { dawnAdapterOrRerun } from '../../../scripts/device/dawn-node.ts';
 import { collectiveCases, maxAbsDiff } from '../../collective-cases.ts';
 
 /** What the run prints. */
@@ -38,7 +38,7 @@ export interface NodeRanksCheck {
 const degrees = process.argv.slice(2).map(Number);
 const { note } = await dawnAdapterOrRerun();
 const { createCommPool } = await import('../../../src/session/pools.ts');
-const { nodeRankWorker } = await import('../../../scripts/node-ranks.ts');
+const { nodeRankWorker } = await import('../../../scripts/device/node-ranks.ts');
 
 const results: NodeRanksCheck['results'] = [];
 const pools: NodeRanksCheck['pools'] = [];

@@ -5,7 +5,7 @@ import { expect, test, vi } from 'vitest';
 import { collectiveCases, collectiveTolerance } from '../../collective-cases.ts';
 import { runCli } from '../cli/run-cli.ts';
 import type { NodeRanksCheck } from './node-ranks-check.ts';
-import type { CommBenchReport } from '../../../scripts/bench-comm-page.ts';
+import type { CommBenchReport } from '../../../scripts/bench/bench-comm-page.ts';
 
 // Each test starts Node, Dawn and t worker threads (each loading the sources and a device):
 // seconds, more on a busy machine.
@@ -60,7 +60,7 @@ test('rank worker threads in Node, each with its own Dawn GPUDevice, pass every 
 test('bench:comm --node measures each phase of a t = 2 all-reduce on host and GPU data in Node through Dawn', async () => {
   const saved = join(mkdtempSync(join(tmpdir(), 'bench-comm-')), 'report.json');
   const r = await runCli(
-    'scripts/bench-comm.ts',
+    'scripts/bench/bench-comm.ts',
     ...['--node', '--json', '--save', saved, '--t', '2', '--sizes', '64K', '--ops', 'allReduce', '--iters', '2'],
   );
   expect(r.code, r.stderr).toBe(0);
@@ -89,12 +89,12 @@ test('bench:comm --node measures each phase of a t = 2 all-reduce on host and GP
 });
 
 test('bench:comm --node refuses what Dawn for Node cannot run, saying why', async () => {
-  const r = await runCli('scripts/bench-comm.ts', '--node', '--upload', 'write-buffer');
+  const r = await runCli('scripts/bench/bench-comm.ts', '--node', '--upload', 'write-buffer');
   expect(r.code).not.toBe(0);
   expect(r.stderr).toContain(
     `bench:comm: --upload takes mapped under --node (Dawn for Node crashes on a writeBuffer from shared memory, the ring's slots); got "write-buffer".`,
   );
-  const p = await runCli('scripts/bench-comm.ts', '--node', '--transport', 'message-port');
+  const p = await runCli('scripts/bench/bench-comm.ts', '--node', '--transport', 'message-port');
   expect(p.code).not.toBe(0);
   expect(p.stderr).toContain('bench:comm: --transport takes sab-ring under --node');
 });

@@ -1,6 +1,6 @@
 // Paths of the hand-written Kineto fixtures and a loader through the CLI's Node edge (fs + zlib).
 import { fileURLToPath } from 'node:url';
-import { readTraceFile } from '../../../scripts/trace-files.ts';
+import { readTraceFile } from '../../../scripts/trace/trace-files.ts';
 import { assembleJob } from '../../../src/kineto/kineto-job.ts';
 import type { MeasuredTrace } from '../../../src/kineto/kineto-types.ts';
 import { systems } from '../../../src/hardware/systems.ts';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import { readTraceFile } from '../../../scripts/trace-files.ts';
+import { readTraceFile } from '../../../scripts/trace/trace-files.ts';
 import { importKinetoTexts, readKinetoText } from '../../../src/kineto/kineto-import.ts';
 import { TraceImportError } from '../../../src/kineto/kineto-read.ts';
 import { fixture, loadJob } from './kineto-fixtures.ts';

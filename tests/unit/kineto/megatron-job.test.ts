@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, test } from 'vitest';
-import { readTraceFile } from '../../../scripts/trace-files.ts';
+import { readTraceFile } from '../../../scripts/trace/trace-files.ts';
 import { assembleJob } from '../../../src/kineto/kineto-job.ts';
 import { analyseMeasured } from '../../../src/kineto/measured-analysis.ts';
 import { groupDimOf } from '../../../src/kineto/process-group.ts';
@@ -117,7 +117,7 @@ describe('a 2-node t = 8, DP = 2 Megatron-Core job', () => {
   });
 
   test('npm run trace on the gathered directory: 16 ranks, the job, TP and DP rows', async () => {
-    const r = await runCli('scripts/trace.ts', traces);
+    const r = await runCli('scripts/trace/trace.ts', traces);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('job llama-gqa-2x8 (core_v0.19.0): projected on DGX H100');
     expect(r.stdout).toContain('2 × 8 GPUs');

@@ -3,7 +3,7 @@ import { runCli } from '../cli/run-cli.ts';
 import { describe, expect, test } from 'vitest';
 import { fixture } from './kineto-fixtures.ts';
 
-const run = (...args: string[]) => runCli('scripts/trace.ts', ...args);
+const run = (...args: string[]) => runCli('scripts/trace/trace.ts', ...args);
 
 describe('npm run trace', () => {
   test('--json prints the per-rank analysis with the hand-computed exposed times', async () => {

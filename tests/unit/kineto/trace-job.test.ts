@@ -9,7 +9,7 @@ import { jobBundle } from '../../../src/megatron/job-bundle.ts';
 import { jobManifestFile, manifestProjection, readJobManifest } from '../../../src/megatron/job-manifest.ts';
 import { projectStep } from '../../../src/projection/cluster-projection.ts';
 import { compareWithProjection } from '../../../src/projection/measured-vs-projected.ts';
-import { formatMs } from '../../../src/ui/shared/timeline-format.ts';
+import { formatMs } from '../../../src/core/format.ts';
 import { runCli } from '../cli/run-cli.ts';
 import { fixture, loadJob, tp2JobSpec } from './kineto-fixtures.ts';
 
@@ -29,7 +29,7 @@ copyFileSync(join(bundle, jobManifestFile), join(traces, jobManifestFile));
 
 describe('npm run trace on a job bundle’s traces', () => {
   test('a trace directory with the manifest beside: measured vs the projection of the manifest’s job, no command pasted', async () => {
-    const r = await runCli('scripts/trace.ts', traces);
+    const r = await runCli('scripts/trace/trace.ts', traces);
     expect(r.code, r.stderr).toBe(0);
     const manifest = readJobManifest(readFileSync(join(traces, jobManifestFile), 'utf8'));
     const { parsed, system } = manifestProjection(manifest);
@@ -46,12 +46,18 @@ describe('npm run trace on a job bundle’s traces', () => {
   }, 60_000);
 
   test('--job takes the bundle directory; a bad manifest exits 2 naming it', async () => {
-    const r = await runCli('scripts/trace.ts', fixture('tp2-rank0.json'), fixture('tp2-rank1.json'), '--job', bundle);
+    const r = await runCli(
+      'scripts/trace/trace.ts',
+      fixture('tp2-rank0.json'),
+      fixture('tp2-rank1.json'),
+      '--job',
+      bundle,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('job tp2-h100');
     const bad = join(root, 'bad.json');
     writeFileSync(bad, '{"kind":"something-else"}');
-    const b = await runCli('scripts/trace.ts', fixture('tp2-rank0.json'), '--job', bad);
+    const b = await runCli('scripts/trace/trace.ts', fixture('tp2-rank0.json'), '--job', bad);
     expect(b.code).toBe(2);
     expect(b.stderr).toMatch(/bad\.json: kind is "something-else"/);
   }, 60_000);

@@ -10,7 +10,7 @@ import {
 import { configFromPreset, presetNames, type LayerConfig } from '../../../src/parallel/config.ts';
 import { paddedVocab } from '../../../src/parallel/ownership.ts';
 
-/** Every flag of the pinned release (scripts/megatron-flags.py over its arguments.py and config dataclasses). */
+/** Every flag of the pinned release (scripts/repo/megatron-flags.py over its arguments.py and config dataclasses). */
 const fixture = JSON.parse(readFileSync(new URL('../../fixtures/megatron-flags.json', import.meta.url), 'utf8')) as {
   tag: string;
   commit: string;

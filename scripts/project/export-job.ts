@@ -1,0 +1,43 @@
+// npm run project -- … --tp T --export-job DIR: writes the job bundle (src/megatron/job-bundle.ts) of
+// the projected setup at one t to DIR, scripts executable.
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { jobBundle, type JobSpec } from '../../src/megatron/job-bundle.ts';
+import { defaultKernelOptions } from '../../src/projection/kernel-options.ts';
+import type { ProjectArgs } from './project-args.ts';
+
+/** The bundle's spec for `npm run project` arguments; throws unless exactly one t is given. */
+export function exportJobSpec(args: ProjectArgs): JobSpec {
+  if (args.degrees.length !== 1)
+    throw new Error(
+      `--export-job writes one job: give one --tp (got ${args.degrees.join(',')}), e.g. --tp ${args.degrees.at(-1)}.`,
+    );
+  const changed = (Object.keys(defaultKernelOptions) as (keyof typeof defaultKernelOptions)[]).filter(
+    (k) => args.kernels[k] !== defaultKernelOptions[k],
+  );
+  if (changed.length)
+    throw new Error(
+      `--export-job writes the playground's unfused Llama layer; leave out the kernel flags (${changed.join(', ')}) to export it.`,
+    );
+  const tp = args.degrees[0]!;
+  return {
+    name: `${args.scenario.name}-t${tp}${args.setup.sp && tp > 1 ? '-sp' : ''}`,
+    setup: { ...args.setup, tp },
+    dtype: args.dtype,
+    system: args.system.name,
+    gpusPerNode: args.system.gpusPerNode,
+  };
+}
+
+/** Writes the bundle into `dir` (created; files of the same name replaced); returns the paths written. */
+export async function writeJobBundle(dir: string, spec: JobSpec): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  const written: string[] = [];
+  for (const f of jobBundle(spec)) {
+    const path = join(dir, f.path);
+    await writeFile(path, f.text);
+    if (f.executable) await chmod(path, 0o755);
+    written.push(path);
+  }
+  return written;
+}

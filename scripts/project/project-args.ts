@@ -1,0 +1,377 @@
+import { parseArgs } from 'node:util';
+import { parseDtype, trainDtypes, type TrainDtype } from '../../src/hardware/dtype.ts';
+import { gpuNames, gpus } from '../../src/hardware/gpus.ts';
+import { scenarios, seedsV100, type Scenario } from '../../src/megatron/scenarios.ts';
+import { fabrics, parseSystem, systemNames, systems, withFabric, type SystemSpec } from '../../src/hardware/systems.ts';
+import {
+  attentionBackends,
+  crossEntropyKernelChoices,
+  cudaGraphImpls,
+  defaultKernelOptions,
+  fp8Formats,
+  layerArchs,
+  parseChoice,
+  usesFlashAttention,
+  type KernelOptions,
+} from '../../src/projection/kernel-options.ts';
+import type { Recompute, TrainingSetup } from '../../src/megatron/training-setup.ts';
+import { presets } from '../../src/parallel/config.ts';
+import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
+import { sizeFlagOptions } from '../cli/size-flags.ts';
+
+/** Size flags, as `npm run sweep` has them. */
+const sizeFlags = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const;
+
+/** What `npm run project` runs: a machine, a dtype, the setup without t, and the degrees. */
+export interface ProjectArgs {
+  readonly help: boolean;
+  readonly json: boolean;
+  /** With --json: every stage's live memory intervals (class, bytes, t0, t1) per row. */
+  readonly memoryTimeline: boolean;
+  readonly system: SystemSpec;
+  readonly dtype: TrainDtype;
+  readonly setup: Omit<TrainingSetup, 'tp'>;
+  readonly degrees: readonly number[];
+  readonly scenario: Scenario;
+  /** --export-job DIR: write the Megatron-LM job bundle of the setup (one --tp) there instead of projecting. */
+  readonly exportJob?: string;
+  /** How the projected job runs its kernels (Megatron's switches; defaults: kernel-options.ts). */
+  readonly kernels: KernelOptions;
+  /** Print the GEMM model's table for the system's GPU instead of projecting (--gemm-table). */
+  readonly gemmTable: boolean;
+  /** --search: run the advisor over every layout instead of the fixed-budget table. */
+  readonly search: boolean;
+  /** --top: rows the advisor prints. */
+  readonly top: number;
+  /** --topology (or --placement / --topo-file): print the node matrix, the placement and each link's load per t. */
+  readonly topology: boolean;
+  /** --placement NAME: megatron (default), tp-pp-dp, tp-switch, tp-sockets or custom:<GPU list>. */
+  readonly placement: string;
+  /** --topo-file FILE: the node's `nvidia-smi topo -m` output instead of the catalog's topology. */
+  readonly topoFile?: string;
+  /** --ablate: the overlap ablation of the setup at its one --tp instead of the fixed-budget table. */
+  readonly ablate: boolean;
+}
+
+/** The usage text: every flag, every system and GPU by name. */
+export function usage(): string {
+  const sys = systemNames.map((n) => `    ${n.padEnd(14)} ${systems[n].label}`).join('\n');
+  const gpu = gpuNames.map((n) => `    ${n.padEnd(14)} ${gpus[n].label}`).join('\n');
+  return `usage: npm run project -- [--scenario ${Object.keys(scenarios).join('|')}] [--system NAME] [--preset ${Object.keys(presets).join('|')}]
+       [--s N --b N --h N --heads N --groups N --ffn N --vocab N] [--layers L] [--gpus N] [--tp 1,2,4,8]
+       [--global-batch SEQUENCES] [--sp] [--dtype ${trainDtypes.join('|')}] [--recompute] [--no-overlap] [--json]
+       [--pp P] [--vpp V | --num-layers-per-virtual-pipeline-stage N]
+       [--decoder-first-pipeline-num-layers N] [--decoder-last-pipeline-num-layers N] [--cp CP]
+       [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
+       [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
+       [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
+       [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
+       [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
+       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
+       [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gemm-table]
+       [--search [--top K]] [--ablate] [--no-overlap-p2p-communication]
+       [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
+
+Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
+N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
+bubble, exposed communication per group and the peak memory per GPU over the simulated schedule.
+Megatron's spellings: --pipeline-model-parallel-size = --pp, --num-virtual-stages-per-pipeline-rank = --vpp,
+--context-parallel-size = --cp. --recompute is --recompute-granularity full --recompute-method uniform
+--recompute-num-layers 1. Embeddings are untied unless --tied-embeddings (Megatron ties them unless
+--untie-embeddings-and-output-weights; the scenarios keep them untied). With --json, --memory-timeline adds
+every stage's live memory intervals (lifetime class, bytes, start and end in ms) per row.
+Defaults come from the scenario (default ${seedsV100.name}: the seeds' tiny GPT on their 8×V100 PCIe box).
+With --sp each row also shows the change against the same t without SP.
+With --search the advisor enumerates t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and
+the overlaps for the model on N GPUs at the global batch (the size flags' b is ignored: the micro-batch is
+searched), counts each rejected layout by reason, and prints the K fastest (default 10) with memory and MFU.
+With --ablate (one --tp) every overlap the projection prices (async dgrad all-reduce, SP re-gather, --tp-comm-overlap,
+--overlap-grad-reduce, --overlap-param-gather, p2p overlap) is tried alone, in pairs and all on: step, exposed
+communication per group, memory the overlaps hold, and each combination slower than its best subset flagged
+(docs/overlap-ablation.md). Pipeline sends overlap compute only in the interleaved schedule (v > 1), as in
+Megatron; --no-overlap-p2p-communication makes them block there too.
+
+Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the models and sources):
+  --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
+                            gpt: Megatron's defaults (LayerNorm, GeLU MLP of two GEMMs, learned positions, biases,
+                            dropout 0.1), priced as a transform of the same plan.
+  --attention-backend B     unfused (default: s×s scores and softmax in HBM), flash or fused (one FlashAttention
+                            kernel per pass; Ampere or newer).
+  --fp8-format F            hybrid or e4m3: the linear layers' GEMMs in fp8 (H100, H200, B200, GB200), with casts.
+  --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
+                            full_iteration: kernels replayed from CUDA graphs, no host dispatch.
+  --enable-cuda-graph       Megatron's deprecated spelling of --cuda-graph-impl local.
+  --tp-comm-overlap         TP all-gathers and reduce-scatters in chunks under the GEMMs (needs --sp), priced with
+                            the SMs and HBM bandwidth the communication takes from them.
+  --cross-entropy K         plan (default: the playground's vocab-parallel cross entropy, logits read in 16 bits) or
+                            megatron (Megatron's unfused default: logits upcast to fp32, each pass in fp32).
+  --fabric NAME             replace the system's scale-out network (same NIC count): ${Object.keys(fabrics).join(', ')}.
+  --gemm-table              print the GEMM model's times for representative shapes on the system's GPU and exit.
+
+Topology (docs/topology.md):
+  --topology                print the node's GPU matrix (nvidia-smi path kinds, sockets, switches, NICs), then per t
+                            the placement's group rings (slowest hop, shared links), the step on them and each
+                            physical link's load per step (bytes, calls, exposed bytes by group); with --json
+                            the node, and per t the placed links, the volumes and every link's load.
+  --placement NAME          megatron (default: tp-cp-ep-dp-pp, rank r on GPU r), tp-pp-dp (--use-tp-pp-dp-mapping),
+                            tp-switch (TP under one PCIe switch), tp-sockets (TP across sockets), or
+                            custom:<GPU list> (local rank i on the i-th GPU listed). Implies --topology.
+  --topo-file FILE          read the node from FILE, the output of nvidia-smi topo -m. Implies --topology.
+
+systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>):
+${sys}
+GPUs (for custom systems):
+${gpu}`;
+}
+
+const options = {
+  scenario: { type: 'string' },
+  system: { type: 'string' },
+  ...sizeFlagOptions,
+  layers: { type: 'string' },
+  gpus: { type: 'string' },
+  tp: { type: 'string' },
+  'global-batch': { type: 'string' },
+  sp: { type: 'boolean', default: false },
+  dtype: { type: 'string' },
+  recompute: { type: 'boolean', default: false },
+  'no-overlap': { type: 'boolean', default: false },
+  pp: { type: 'string' },
+  'pipeline-model-parallel-size': { type: 'string' },
+  vpp: { type: 'string' },
+  'num-virtual-stages-per-pipeline-rank': { type: 'string' },
+  'num-layers-per-virtual-pipeline-stage': { type: 'string' },
+  'decoder-first-pipeline-num-layers': { type: 'string' },
+  'decoder-last-pipeline-num-layers': { type: 'string' },
+  cp: { type: 'string' },
+  'context-parallel-size': { type: 'string' },
+  'use-distributed-optimizer': { type: 'boolean', default: false },
+  'overlap-grad-reduce': { type: 'boolean', default: false },
+  'overlap-param-gather': { type: 'boolean', default: false },
+  'ddp-bucket-size': { type: 'string' },
+  'recompute-granularity': { type: 'string' },
+  'recompute-method': { type: 'string' },
+  'recompute-num-layers': { type: 'string' },
+  'use-flash-attn': { type: 'boolean', default: false },
+  'tied-embeddings': { type: 'boolean', default: false },
+  'untie-embeddings-and-output-weights': { type: 'boolean', default: false },
+  json: { type: 'boolean', default: false },
+  'memory-timeline': { type: 'boolean', default: false },
+  'export-job': { type: 'string' },
+  search: { type: 'boolean', default: false },
+  ablate: { type: 'boolean', default: false },
+  'no-overlap-p2p-communication': { type: 'boolean', default: false },
+  top: { type: 'string' },
+  help: { type: 'boolean', default: false },
+  fabric: { type: 'string' },
+  arch: { type: 'string' },
+  'attention-backend': { type: 'string' },
+  'fp8-format': { type: 'string' },
+  'cuda-graph-impl': { type: 'string' },
+  'enable-cuda-graph': { type: 'boolean', default: false },
+  'tp-comm-overlap': { type: 'boolean', default: false },
+  'cross-entropy': { type: 'string' },
+  'gemm-table': { type: 'boolean', default: false },
+  topology: { type: 'boolean', default: false },
+  placement: { type: 'string' },
+  'topo-file': { type: 'string' },
+} as const;
+
+/** Parses `npm run project` arguments; throws an Error whose message says what to change. */
+export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
+  const { values: v, positionals } = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+  if (positionals.length) throw new Error(`unexpected argument "${positionals[0]}": every setting is a --flag.`);
+  const name = v.scenario ?? seedsV100.name;
+  const scenario = scenarios[name];
+  if (!scenario) throw new Error(`unknown scenario "${name}": use ${Object.keys(scenarios).join(', ')}.`);
+  const base = scenario.setup;
+  const sizes = { ...(v.preset !== undefined ? presets[parsePreset(v.preset)] : base.sizes) };
+  for (const f of sizeFlags) {
+    const text = v[f];
+    if (text !== undefined) sizes[f] = parseWhole(`--${f}`, text, f === 'vocab' ? 0 : 1);
+  }
+  const layers = v.layers !== undefined ? parseWhole('--layers', v.layers, 1) : base.layers;
+  const pp = oneOf(v, 'pp', 'pipeline-model-parallel-size') ?? base.pp ?? 1;
+  const cp = oneOf(v, 'cp', 'context-parallel-size') ?? base.cp ?? 1;
+  const first = optWhole(v['decoder-first-pipeline-num-layers'], '--decoder-first-pipeline-num-layers', 0);
+  const last = optWhole(v['decoder-last-pipeline-num-layers'], '--decoder-last-pipeline-num-layers', 0);
+  const vpp = virtualStages(v, layers, pp, first !== undefined || last !== undefined) ?? base.vpp ?? 1;
+  if (v['tied-embeddings'] && v['untie-embeddings-and-output-weights'])
+    throw new Error('--tied-embeddings and --untie-embeddings-and-output-weights contradict each other: choose one.');
+  const bucket = optWhole(v['ddp-bucket-size'], '--ddp-bucket-size', 1);
+  const setup: Omit<TrainingSetup, 'tp'> = {
+    ...base,
+    sizes,
+    sp: v.sp,
+    layers,
+    gpus: v.gpus !== undefined ? parseWhole('--gpus', v.gpus, 1) : base.gpus,
+    globalBatch:
+      v['global-batch'] !== undefined ? parseWhole('--global-batch', v['global-batch'], 1) : base.globalBatch,
+    overlap: !v['no-overlap'],
+    recompute: v.recompute || (base.recompute ?? false),
+    pp,
+    vpp,
+    cp,
+    ...(first !== undefined && { firstStageLayers: first }),
+    ...(last !== undefined && { lastStageLayers: last }),
+    distributedOptimizer: v['use-distributed-optimizer'] || (base.distributedOptimizer ?? false),
+    overlapGradReduce: v['overlap-grad-reduce'] || (base.overlapGradReduce ?? false),
+    overlapParamGather: v['overlap-param-gather'] || (base.overlapParamGather ?? false),
+    ...(bucket !== undefined && { bucketSize: bucket }),
+    tiedEmbeddings:
+      v['tied-embeddings'] || (!v['untie-embeddings-and-output-weights'] && (base.tiedEmbeddings ?? false)),
+    flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
+    ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
+  };
+  const base0 = parseSystem(v.system ?? scenario.system);
+  const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
+  let kernels = parseKernelFlags(v, setup.sp);
+  // One switch, two effects: --use-flash-attn (Megatron's older spelling) and --attention-backend
+  // flash|fused price FlashAttention's time (kernels) and drop the s×s activations (setup).
+  if (setup.flashAttention && !usesFlashAttention(kernels)) {
+    if (v['attention-backend'] !== undefined)
+      throw new Error(`--use-flash-attn contradicts --attention-backend ${v['attention-backend']}: give one.`);
+    kernels = { ...kernels, attentionBackend: 'flash' };
+  }
+  if (usesFlashAttention(kernels)) Object.assign(setup, { flashAttention: true });
+  if (kernels.fp8 !== 'none' && system.gpu.peakTflops.fp8 === undefined)
+    throw new Error(
+      `--fp8-format ${kernels.fp8}: ${system.gpu.label} has no fp8 tensor cores; choose an H100, H200, B200 or GB200 system.`,
+    );
+  if (usesFlashAttention(kernels) && system.gpu.arch === 'volta')
+    throw new Error(
+      `FlashAttention (--attention-backend ${kernels.attentionBackend}, --use-flash-attn) needs an Ampere or newer GPU, not ${system.gpu.label}; use --attention-backend unfused.`,
+    );
+  const recomputation = recomputeFlags(v, v.recompute);
+  if (recomputation) Object.assign(setup, { recomputation });
+  if (setup.overlapParamGather && !setup.distributedOptimizer)
+    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  return {
+    help: v.help,
+    json: v.json,
+    memoryTimeline: v['memory-timeline'],
+    gemmTable: v['gemm-table'],
+    kernels,
+    system,
+    dtype: v.dtype !== undefined ? parseDtype(v.dtype) : scenario.dtype,
+    setup,
+    degrees: v.tp !== undefined ? parseDegrees(v.tp) : scenario.degrees,
+    scenario,
+    ...(v['export-job'] !== undefined && { exportJob: v['export-job'] }),
+    search: v.search,
+    ablate: v.ablate,
+    top: v.top !== undefined ? parseWhole('--top', v.top, 1) : 10,
+    topology: v.topology || v.placement !== undefined || v['topo-file'] !== undefined,
+    placement: v.placement ?? 'megatron',
+    ...(v['topo-file'] !== undefined && { topoFile: v['topo-file'] }),
+  };
+}
+
+/** The kernel switches from their flags, Megatron's rules checked (--enable-cuda-graph vs --cuda-graph-impl; --tp-comm-overlap needs --sp). */
+function parseKernelFlags(
+  v: {
+    arch?: string;
+    'attention-backend'?: string;
+    'fp8-format'?: string;
+    'cuda-graph-impl'?: string;
+    'enable-cuda-graph': boolean;
+    'tp-comm-overlap': boolean;
+    'cross-entropy'?: string;
+  },
+  sp: boolean,
+): KernelOptions {
+  const d = defaultKernelOptions;
+  if (v['enable-cuda-graph'] && v['cuda-graph-impl'] !== undefined)
+    throw new Error('--enable-cuda-graph is the old spelling of --cuda-graph-impl local: give one of them, not both.');
+  if (v['tp-comm-overlap'] && !sp)
+    throw new Error(
+      '--tp-comm-overlap needs --sp: Megatron overlaps TP communication only under sequence parallelism.',
+    );
+  return {
+    arch: v.arch !== undefined ? parseChoice('--arch', v.arch, layerArchs) : d.arch,
+    attentionBackend:
+      v['attention-backend'] !== undefined
+        ? parseChoice('--attention-backend', v['attention-backend'], attentionBackends)
+        : d.attentionBackend,
+    fp8: v['fp8-format'] !== undefined ? parseChoice('--fp8-format', v['fp8-format'], fp8Formats) : d.fp8,
+    cudaGraphImpl: v['enable-cuda-graph']
+      ? 'local'
+      : v['cuda-graph-impl'] !== undefined
+        ? parseChoice('--cuda-graph-impl', v['cuda-graph-impl'], cudaGraphImpls)
+        : d.cudaGraphImpl,
+    tpCommOverlap: v['tp-comm-overlap'],
+    ...(v['cross-entropy'] !== undefined && {
+      crossEntropy: parseChoice('--cross-entropy', v['cross-entropy'], crossEntropyKernelChoices),
+    }),
+  };
+}
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; strict: true }>>['values'];
+
+/** A whole number flag that may be absent. */
+function optWhole(text: string | undefined, flag: string, min: number): number | undefined {
+  return text === undefined ? undefined : parseWhole(flag, text, min);
+}
+
+/** A degree given by its short or its Megatron spelling (not both). */
+function oneOf(
+  v: Values,
+  short: 'pp' | 'cp',
+  long: 'pipeline-model-parallel-size' | 'context-parallel-size',
+): number | undefined {
+  if (v[short] !== undefined && v[long] !== undefined)
+    throw new Error(`--${short} and --${long} are the same setting: give one.`);
+  const text = v[short] ?? v[long];
+  return text === undefined ? undefined : parseWhole(`--${short}`, text, 1);
+}
+
+/**
+ * v from --vpp / --num-virtual-stages-per-pipeline-rank, or from --num-layers-per-virtual-pipeline-stage
+ * (v = (L/p)/n, Megatron's arguments.py: not with uneven first/last stages).
+ */
+function virtualStages(v: Values, layers: number, pp: number, uneven: boolean): number | undefined {
+  const given = [v.vpp, v['num-virtual-stages-per-pipeline-rank'], v['num-layers-per-virtual-pipeline-stage']].filter(
+    (x) => x !== undefined,
+  );
+  if (given.length > 1)
+    throw new Error(
+      'give one of --vpp, --num-virtual-stages-per-pipeline-rank, --num-layers-per-virtual-pipeline-stage.',
+    );
+  const stages = v.vpp ?? v['num-virtual-stages-per-pipeline-rank'];
+  if (stages !== undefined) return parseWhole('--vpp', stages, 1);
+  const per = v['num-layers-per-virtual-pipeline-stage'];
+  if (per === undefined) return undefined;
+  const n = parseWhole('--num-layers-per-virtual-pipeline-stage', per, 1);
+  if (uneven)
+    throw new Error(
+      'with uneven first/last stages give --num-virtual-stages-per-pipeline-rank, not --num-layers-per-virtual-pipeline-stage.',
+    );
+  if (layers % pp !== 0 || (layers / pp) % n !== 0)
+    throw new Error(
+      `--num-layers-per-virtual-pipeline-stage ${n} must divide the ${layers}/${pp} layers of each stage.`,
+    );
+  return layers / pp / n;
+}
+
+/** The recompute policy of the --recompute-* flags, with Megatron's checks (transformer_config.py). */
+function recomputeFlags(v: Values, legacy: boolean): Recompute | undefined {
+  const g = v['recompute-granularity'];
+  const method = v['recompute-method'];
+  const n = v['recompute-num-layers'];
+  if (g === undefined) {
+    if (method !== undefined || n !== undefined)
+      throw new Error('--recompute-method and --recompute-num-layers need --recompute-granularity full.');
+    return undefined;
+  }
+  if (legacy) throw new Error('--recompute is --recompute-granularity full; give one of them.');
+  if (g === 'selective') {
+    if (method !== undefined || n !== undefined)
+      throw new Error('--recompute-granularity selective takes no --recompute-method or --recompute-num-layers.');
+    return { granularity: 'selective' };
+  }
+  if (g !== 'full') throw new Error(`--recompute-granularity must be full or selective, got "${g}".`);
+  if (method !== 'uniform' && method !== 'block')
+    throw new Error('--recompute-granularity full needs --recompute-method uniform or block.');
+  if (n === undefined) throw new Error('--recompute-granularity full needs --recompute-num-layers N.');
+  return { granularity: 'full', method, layers: parseWhole('--recompute-num-layers', n, 1) };
+}

@@ -1,0 +1,62 @@
+// npm run trace -- FILE|DIR… [--job DIR] [--json]
+// Reads the per-rank PyTorch profiler (Kineto) traces of one job (.json or .json.gz; a directory
+// stands for its trace files) and prints, per rank, compute, communication, exposed communication
+// and overlap; per collective and per ProfilerStep#N. With a job bundle's manifest (--job DIR, or a
+// megatron-job.json in a directory given) it also prints measured vs projected. Bad input exits 2
+// with the reason.
+import { parseArgs } from 'node:util';
+import { assembleJob } from '../../src/kineto/kineto-job.ts';
+import { TraceImportError } from '../../src/kineto/kineto-read.ts';
+import { analyseMeasured } from '../../src/kineto/measured-analysis.ts';
+import { readTraceFile } from './trace-files.ts';
+import { jobComparisonReport, readManifestAt, traceFilesOf } from './trace-job.ts';
+import { traceReport } from './trace-print.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
+
+const usage =
+  'usage: npm run trace -- FILE|DIR… [--job DIR] [--json]   (one PyTorch profiler trace per rank, .json or .json.gz; --job: a job bundle or its megatron-job.json)';
+
+function fail(message: string): never {
+  process.stderr.write(`trace: ${message}\n${usage}\n`);
+  process.exit(2);
+}
+
+let args: ReturnType<
+  typeof parseArgs<{
+    options: { json: { type: 'boolean' }; help: { type: 'boolean' }; job: { type: 'string' } };
+    allowPositionals: true;
+  }>
+>;
+try {
+  args = parseArgs({
+    options: { json: { type: 'boolean' }, help: { type: 'boolean' }, job: { type: 'string' } },
+    allowPositionals: true,
+  });
+} catch (e) {
+  fail(e instanceof Error ? e.message : String(e));
+}
+if (args.values.help) {
+  console.log(usage);
+  process.exit(0);
+}
+if (!args.positionals.length) fail('no trace files given.');
+
+try {
+  const reads = [];
+  for (const path of await traceFilesOf(args.positionals)) reads.push(await readTraceFile(path));
+  const trace = assembleJob(reads);
+  const analysis = analyseMeasured(trace);
+  const beside = args.positionals.map((p) => join(p, jobManifestFile)).find((p) => existsSync(p));
+  const jobAt = args.values.job ?? beside;
+  const job = jobAt !== undefined ? await readManifestAt(jobAt) : undefined;
+  const comparison = job ? await jobComparisonReport(job, analysis) : undefined;
+  if (args.values.json) {
+    const files = trace.ranks.map(({ slices: _slices, ...meta }) => meta);
+    console.log(JSON.stringify({ files, notes: trace.notes, analysis, ...(job && { job }) }, null, 2));
+  } else console.log([...traceReport(trace, analysis), ...(comparison ? ['', ...comparison] : [])].join('\n'));
+} catch (e) {
+  if (e instanceof TraceImportError) fail(e.message);
+  throw e;
+}
