@@ -22,6 +22,14 @@ const layers = [
   'ui',
   'bench',
 ];
+/**
+ * Rooms of src/projection/ (bottom → top): layer pricing (kernels, priced ops, the layer's timeline
+ * and pieces); the pipeline (split, schedule, memory timeline, stage model); links and placement
+ * (group links, placement, link sharing, the CP ring and DP buckets priced on them); the step's
+ * assembly; the studies built on steps (advisor, ablation, published comparison, breakdown, measured
+ * vs projected, link loads).
+ */
+const projectionRooms = ['layer', 'pipeline', 'links', 'step', 'studies'];
 const dir = (l) => `^src/${l}/`;
 const above = (i) => [...layers.slice(i + 1).map(dir), '^src/main[.]ts$', '^scripts/'];
 const pure = [
@@ -46,6 +54,23 @@ module.exports = {
       from: { path: dir(l) },
       to: { path: above(i) },
     })),
+    // Rooms of src/projection/ (bottom → top): a room imports only its own and the rooms below it.
+    ...projectionRooms.map((r, i) => ({
+      name: `projection-${r}`,
+      comment: `src/projection/${r}/ sits below ${projectionRooms.slice(i + 1).join(', ') || 'nothing'} in src/projection/: import downward only.`,
+      severity: 'error',
+      from: { path: `^src/projection/${r}/` },
+      to: {
+        path: [...projectionRooms.slice(i + 1).map((u) => `^src/projection/${u}/`), '^src/projection/[^/]+[.]ts$'],
+      },
+    })),
+    {
+      name: 'projection-in-rooms',
+      comment: 'Every module of src/projection/ lives in one of its rooms.',
+      severity: 'error',
+      from: { path: '^src/projection/[^/]+[.]ts$' },
+      to: {},
+    },
     {
       name: 'pure-layers',
       comment: `${pure.join(', ')} are pure (Node-testable): no WebGPU kernels, no workers, no DOM.`,

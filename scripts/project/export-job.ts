@@ -3,7 +3,7 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { jobBundle, type JobSpec } from '../../src/megatron/job-bundle.ts';
-import { defaultKernelOptions } from '../../src/projection/kernel-options.ts';
+import { defaultKernelOptions } from '../../src/projection/layer/kernel-options.ts';
 import type { ProjectArgs } from './project-args.ts';
 
 /** The bundle's spec for `npm run project` arguments; throws unless exactly one t is given. */

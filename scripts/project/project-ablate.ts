@@ -1,9 +1,9 @@
 // `npm run project -- --ablate --tp T`: the overlap ablation of one layout, printed or as JSON.
 import type { ProjectArgs } from './project-args.ts';
 import { alignedTable } from '../cli/text-table.ts';
-import { ablateOverlaps, type AblationRow } from '../../src/projection/overlap-ablation.ts';
-import { combinationLabel, overlapFlagInfo } from '../../src/projection/overlap-flags.ts';
-import { describeSharing } from '../../src/projection/shared-link-label.ts';
+import { ablateOverlaps, type AblationRow } from '../../src/projection/studies/overlap-ablation.ts';
+import { combinationLabel, overlapFlagInfo } from '../../src/projection/layer/overlap-flags.ts';
+import { describeSharing } from '../../src/projection/links/shared-link-label.ts';
 import { formatBytes, formatMs, formatSignedMs } from '../../src/core/format.ts';
 
 /** The table's cells of one row. */

@@ -13,7 +13,7 @@ import {
   parseChoice,
   usesFlashAttention,
   type KernelOptions,
-} from '../../src/projection/kernel-options.ts';
+} from '../../src/projection/layer/kernel-options.ts';
 import type { Recompute, TrainingSetup } from '../../src/megatron/training-setup.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';

@@ -1,10 +1,10 @@
 // `npx tsx scripts/project/project-published.ts [--json]`: every published Megatron-LM run
 // (src/megatron/published-runs.ts) projected, its error against the published step, and the
-// projected step cut into its terms (src/projection/step-breakdown.ts), ms per step.
+// projected step cut into its terms (src/projection/studies/step-breakdown.ts), ms per step.
 import { systems } from '../../src/hardware/systems.ts';
 import { publishedRuns, publishedStepS } from '../../src/megatron/published-runs.ts';
-import { publishedSetup } from '../../src/projection/published-comparison.ts';
-import { stepBreakdown, type StepTerms } from '../../src/projection/step-breakdown.ts';
+import { publishedSetup } from '../../src/projection/studies/published-comparison.ts';
+import { stepBreakdown, type StepTerms } from '../../src/projection/studies/step-breakdown.ts';
 import { alignedTable } from '../cli/text-table.ts';
 
 const json = process.argv.includes('--json');

@@ -1,7 +1,7 @@
 // `npm run project -- --search`: the advisor over the default search space, printed or as JSON.
 import type { ProjectArgs } from './project-args.ts';
-import { advise, advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../src/projection/advisor.ts';
-import { defaultSearchSpace } from '../../src/projection/advisor-space.ts';
+import { advise, advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../src/projection/studies/advisor.ts';
+import { defaultSearchSpace } from '../../src/projection/studies/advisor-space.ts';
 import { formatMs } from '../../src/core/format.ts';
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;

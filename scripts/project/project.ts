@@ -1,9 +1,9 @@
 // npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]] [--ablate]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
 import { alignedTable } from '../cli/text-table.ts';
-import { fixedBudget } from '../../src/projection/cluster-projection.ts';
-import { gemmTable } from '../../src/projection/gemm-table.ts';
-import { budgetLines, type BudgetLine } from '../../src/projection/cluster-summary.ts';
+import { fixedBudget } from '../../src/projection/step/cluster-projection.ts';
+import { gemmTable } from '../../src/projection/layer/gemm-table.ts';
+import { budgetLines, type BudgetLine } from '../../src/projection/step/cluster-summary.ts';
 import { recomputeOf } from '../../src/megatron/training-setup.ts';
 import { formatMs } from '../../src/core/format.ts';
 import { exportJobSpec, writeJobBundle } from './export-job.ts';

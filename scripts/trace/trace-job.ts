@@ -12,8 +12,8 @@ import {
   readJobManifest,
   type JobManifest,
 } from '../../src/megatron/job-manifest.ts';
-import { projectStep } from '../../src/projection/cluster-projection.ts';
-import { compareWithProjection } from '../../src/projection/measured-vs-projected.ts';
+import { projectStep } from '../../src/projection/step/cluster-projection.ts';
+import { compareWithProjection } from '../../src/projection/studies/measured-vs-projected.ts';
 import { formatMs } from '../../src/core/format.ts';
 
 /** Trace files of the arguments: files as given, directories as their *.json / *.json.gz files (the manifest left out), sorted. */

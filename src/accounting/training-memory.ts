@@ -39,7 +39,7 @@ export interface GpuMemory {
    * live at the peak beside the states (in-flight micro-batches and transients).
    */
   readonly activationBytes: number;
-  /** gpuMemory: the sum; projectStep: the peak over the step's live intervals (src/projection/memory-timeline.ts). */
+  /** gpuMemory: the sum; projectStep: the peak over the step's live intervals (src/projection/pipeline/memory-timeline.ts). */
   readonly totalBytes: number;
   readonly capacityBytes: number;
   /** totalBytes > capacity. */
@@ -48,7 +48,7 @@ export interface GpuMemory {
 
 /**
  * A sum-of-parts bound (states + one micro-batch through all layers), without a schedule; the
- * cluster projection uses the peak over live intervals instead (src/projection/memory-timeline.ts).
+ * cluster projection uses the peak over live intervals instead (src/projection/pipeline/memory-timeline.ts).
  * Memory of rank 0 for a model of `layers` blocks: `full` is the plan with embedding, output and
  * loss (one block inside), `block` one block alone; so L layers = full + (L − 1)·block. Weights
  * and activations are counted from the plans' own tables (parameters.ts, activations.ts, kept in

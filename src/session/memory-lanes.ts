@@ -1,14 +1,19 @@
 import type { RankMemory } from '../accounting/accounting.ts';
 import { livePeak, rankLiveMemory, type LiveInterval, type LivePeak } from '../accounting/live-memory.ts';
 import { bufferClasses, type BufferClass, type StepMemoryRecord } from '../parallel/memory-record.ts';
-import { lifetimeOfBuffer, memoryClasses, type MemoryClass, type StageMemory } from '../projection/memory-timeline.ts';
+import {
+  lifetimeOfBuffer,
+  memoryClasses,
+  type MemoryClass,
+  type StageMemory,
+} from '../projection/pipeline/memory-timeline.ts';
 import type { Timeline } from '../schedule/schedule.ts';
 
 /** One class of a memory chart: its key, its words, its lifetime in the projection's vocabulary. */
 export interface MemoryClassView {
   readonly key: string;
   readonly label: string;
-  /** The lifetime class it belongs to (src/projection/memory-timeline.ts). */
+  /** The lifetime class it belongs to (src/projection/pipeline/memory-timeline.ts). */
   readonly lifetime: MemoryClass;
 }
 

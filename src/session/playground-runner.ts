@@ -25,7 +25,7 @@ import type { RankSlowdown } from '../core/rank-slowdown.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import { modeledCommMs, withSlowLink, withSlowRank } from '../schedule/durations.ts';
 import { scheduleStep, type Timeline } from '../schedule/schedule.ts';
-import { projectedCommSource, projectLayer, type Machine } from '../projection/projected-layer.ts';
+import { projectedCommSource, projectLayer, type Machine } from '../projection/layer/projected-layer.ts';
 
 /** What the page asks for: a configuration, where communication times come from, overlap. */
 export interface RunRequest {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type OpenPage } from '../../scripts/device/browser-run.ts';
 import { parseSystem } from '../../src/hardware/systems.ts';
 import { seedsV100 } from '../../src/megatron/scenarios.ts';
-import { projectStep } from '../../src/projection/cluster-projection.ts';
+import { projectStep } from '../../src/projection/step/cluster-projection.ts';
 import { openE2ePage } from './built-page.ts';
 
 const runTimeout = 90_000;

@@ -3,7 +3,7 @@ import * as Comlink from 'comlink';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import { parseSystem } from '../../hardware/systems.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
-import { ablateOverlaps, type OverlapAblation } from '../../projection/overlap-ablation.ts';
+import { ablateOverlaps, type OverlapAblation } from '../../projection/studies/overlap-ablation.ts';
 
 /** What the panel asks: the setup (its overlap switches are ignored), a catalog or custom system by name, the dtype. */
 export interface AblationQuery {
@@ -18,7 +18,7 @@ export interface AblationAnswer extends OverlapAblation {
 }
 
 const api = {
-  /** The ablation of `q.setup` (src/projection/overlap-ablation.ts, as `npm run project -- --ablate`). */
+  /** The ablation of `q.setup` (src/projection/studies/overlap-ablation.ts, as `npm run project -- --ablate`). */
   async ablate(q: AblationQuery): Promise<AblationAnswer> {
     const started = performance.now();
     const a = await ablateOverlaps(q.setup, { system: parseSystem(q.system), dtype: q.dtype });

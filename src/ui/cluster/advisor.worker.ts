@@ -3,9 +3,9 @@ import * as Comlink from 'comlink';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import { parseSystem } from '../../hardware/systems.ts';
 import type { ClusterModel } from '../../megatron/parallel-layout.ts';
-import { advise, type AdvisorResult } from '../../projection/advisor.ts';
-import { defaultSearchSpace } from '../../projection/advisor-space.ts';
-import { usesFlashAttention, type KernelOptions } from '../../projection/kernel-options.ts';
+import { advise, type AdvisorResult } from '../../projection/studies/advisor.ts';
+import { defaultSearchSpace } from '../../projection/studies/advisor-space.ts';
+import { usesFlashAttention, type KernelOptions } from '../../projection/layer/kernel-options.ts';
 
 /**
  * What the panel asks: the model, a catalog or custom system by name, the dtype, the page's kernel

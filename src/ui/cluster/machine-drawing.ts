@@ -1,9 +1,9 @@
 // D3 drawing of a machine: sockets, PCIe switches, GPUs, NICs, NVLink, nodes; GPUs coloured by TP group, links by load.
 import * as d3 from 'd3';
 import type { NodeTopology } from '../../hardware/topology.ts';
-import type { GroupKind } from '../../projection/placement.ts';
-import { kindLabels } from '../../projection/placement-links.ts';
-import type { LinkLoad } from '../../projection/placement-step.ts';
+import type { GroupKind } from '../../projection/links/placement.ts';
+import { kindLabels } from '../../projection/links/placement-links.ts';
+import type { LinkLoad } from '../../projection/studies/placement-step.ts';
 
 /** What the drawing shows: one node's topology × nodes, where each rank sits, and every link's load. */
 export interface MachineDrawingInput {

@@ -1,6 +1,6 @@
 // D3 drawing of a simulated pipeline schedule: stages × time, micro-batch blocks, the bubble, p2p arrows.
 import * as d3 from 'd3';
-import type { PipelineOp, PipelineRun } from '../../projection/pipeline-schedule.ts';
+import type { PipelineOp, PipelineRun } from '../../projection/pipeline/pipeline-schedule.ts';
 
 /** Blocks above which the p2p arrows are left out (each op has one; past this they hide the blocks). */
 export const maxArrowBlocks = 600;

@@ -4,8 +4,8 @@ import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { layoutFlags } from '../../megatron/parallel-layout.ts';
-import { defaultKernelOptions, type KernelOptions } from '../../projection/kernel-options.ts';
-import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/advisor.ts';
+import { defaultKernelOptions, type KernelOptions } from '../../projection/layer/kernel-options.ts';
+import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/studies/advisor.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
@@ -21,7 +21,7 @@ const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
 /**
  * `<tp-advisor-panel>`: for the cluster panel's model on the page's system, dtype, N and global
- * batch, the advisor (src/projection/advisor.ts, as `npm run project -- --search`) enumerates
+ * batch, the advisor (src/projection/studies/advisor.ts, as `npm run project -- --search`) enumerates
  * t, p, v, cp, b, SP, recompute, the distributed optimizer and the overlaps in a Web Worker,
  * with the page's kernel switches (arch, attn, fp8, graphs), shows its progress, the rejections by
  * reason and the fastest layouts; a row's Apply sets every page setting the row has

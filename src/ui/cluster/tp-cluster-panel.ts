@@ -5,7 +5,7 @@ import type { TrainDtype } from '../../hardware/dtype.ts';
 import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
 import { modelSizesOf, type LayerConfig } from '../../parallel/config.ts';
-import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/cluster-projection.ts';
+import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/step/cluster-projection.ts';
 import {
   defaultKernelOptions,
   usesFlashAttention,
@@ -14,10 +14,10 @@ import {
   type Fp8Format,
   type KernelOptions,
   type LayerArch,
-} from '../../projection/kernel-options.ts';
+} from '../../projection/layer/kernel-options.ts';
 import { lifetimeClassViews, stageMemoryLanes, type MemoryLane } from '../../session/memory-lanes.ts';
 import '../timeline/tp-live-memory.ts';
-import { budgetLines, type BudgetLine } from '../../projection/cluster-summary.ts';
+import { budgetLines, type BudgetLine } from '../../projection/step/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';

@@ -1,8 +1,8 @@
 // <tp-pipeline-view>: the projected step's pipeline schedule (stages × time) and, on a click, one stage's TP lanes.
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
-import type { StepProjection } from '../../projection/cluster-projection.ts';
-import { holdsEmbedding, holdsOutput } from '../../projection/pipeline-split.ts';
+import type { StepProjection } from '../../projection/step/cluster-projection.ts';
+import { holdsEmbedding, holdsOutput } from '../../projection/pipeline/pipeline-split.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import '../timeline/tp-timeline.ts';
@@ -12,7 +12,7 @@ import { observeWidth } from '../shared/width-observer.ts';
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
 /**
- * `<tp-pipeline-view>`: the simulated schedule of `step` (src/projection/pipeline-schedule.ts):
+ * `<tp-pipeline-view>`: the simulated schedule of `step` (src/projection/pipeline/pipeline-schedule.ts):
  * one row per stage, a block per forward or backward of a micro-batch's model chunk (m·v of each
  * per stage), the idle time hatched (the bubble; its share of the busiest stage is the
  * projection's `bubbleShare`), arrows for the p2p sends between stages. Clicking a stage (its row

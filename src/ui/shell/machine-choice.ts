@@ -3,9 +3,9 @@ import { peakFlops } from '../../hardware/gpus.ts';
 import type { Interconnect } from '../../hardware/interconnect.ts';
 import { parseSystem } from '../../hardware/systems.ts';
 import { systemTopology } from '../../hardware/topology-catalog.ts';
-import { parsePlacement } from '../../projection/placement.ts';
-import { machineOnPlacement } from '../../projection/placement-step.ts';
-import type { Machine } from '../../projection/projected-layer.ts';
+import { parsePlacement } from '../../projection/links/placement.ts';
+import { machineOnPlacement } from '../../projection/studies/placement-step.ts';
+import type { Machine } from '../../projection/layer/projected-layer.ts';
 import type { FieldIssue } from './field-issues.ts';
 import { commOf, type MachineMode, type Settings } from './state.ts';
 
@@ -59,7 +59,7 @@ export function machineChoice(s: Settings): MachineChoice {
 }
 
 /**
- * `machine` with its groups' links priced under the page's placement (src/projection/placement-step.ts),
+ * `machine` with its groups' links priced under the page's placement (src/projection/studies/placement-step.ts),
  * for the machine picture's degrees: t, DP = GPUs / t. Unchanged (the catalog's one link per group)
  * where the system has no topology, t does not divide the GPUs or the placement does not fit the
  * node: the machine picture says which.

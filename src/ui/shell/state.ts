@@ -27,9 +27,9 @@ import {
   type CudaGraphImpl,
   type Fp8Format,
   type LayerArch,
-} from '../../projection/kernel-options.ts';
+} from '../../projection/layer/kernel-options.ts';
 import { formatRankSlowdown, parseRankSlowdown, type RankSlowdown } from '../../core/rank-slowdown.ts';
-import { checkPlacementText } from '../../projection/placement.ts';
+import { checkPlacementText } from '../../projection/links/placement.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -82,7 +82,7 @@ export interface Settings extends ModelSizes {
   readonly pp: number;
   /** v: virtual stages per pipeline rank of the cluster panel (--num-virtual-stages-per-pipeline-rank). */
   readonly vpp: number;
-  /** The cluster panel's kernel switches (src/projection/kernel-options.ts): --arch, --attention-backend, --fp8-format, --cuda-graph-impl. */
+  /** The cluster panel's kernel switches (src/projection/layer/kernel-options.ts): --arch, --attention-backend, --fp8-format, --cuda-graph-impl. */
   readonly arch: LayerArch;
   readonly attn: AttentionBackend;
   readonly fp8: Fp8Format;

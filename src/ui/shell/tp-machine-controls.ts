@@ -2,7 +2,7 @@
 import { LitElement, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { trainDtypes } from '../../hardware/dtype.ts';
-import { attentionBackends, cudaGraphImpls, fp8Formats, layerArchs } from '../../projection/kernel-options.ts';
+import { attentionBackends, cudaGraphImpls, fp8Formats, layerArchs } from '../../projection/layer/kernel-options.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { parseWhole } from '../../parallel/config-parse.ts';
@@ -64,7 +64,7 @@ export class TpMachineControls extends LitElement {
       ${this.errorsFor(field)}`;
   }
 
-  /** A select of one kernel switch of the cluster panel (src/projection/kernel-options.ts). */
+  /** A select of one kernel switch of the cluster panel (src/projection/layer/kernel-options.ts). */
   private kernelChoice<K extends 'arch' | 'attn' | 'fp8' | 'graphs'>(
     s: Settings,
     field: K,

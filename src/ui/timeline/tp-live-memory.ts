@@ -3,7 +3,7 @@ import * as d3 from 'd3';
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, query } from 'lit/decorators.js';
 import { liveSeries, type LiveInterval } from '../../accounting/live-memory.ts';
-import type { MemoryClass } from '../../projection/memory-timeline.ts';
+import type { MemoryClass } from '../../projection/pipeline/memory-timeline.ts';
 import type { MemoryClassView, MemoryLane } from '../../session/memory-lanes.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { tipStyles } from './timeline-style.ts';

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { gptActivationTerms, gptParameterShards } from '../../../src/accounting/gpt-layer-memory.ts';
 import { configDefaults, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
-import { splitLayers } from '../../../src/projection/pipeline-split.ts';
-import { stageModel } from '../../../src/projection/stage-model.ts';
+import { splitLayers } from '../../../src/projection/pipeline/pipeline-split.ts';
+import { stageModel } from '../../../src/projection/pipeline/stage-model.ts';
 
 // s 8, b 2, h 16, 2 heads (MHA, d 8), ffn 4h = 64: small enough to count by hand.
 const sizes = { s: 8, b: 2, h: 16, heads: 2, groups: 2, ffn: 64, vocab: 32 };

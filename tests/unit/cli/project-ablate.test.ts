@@ -1,7 +1,7 @@
 // `npm run project -- --ablate`: the overlap ablation as a user runs it (a child process).
 import { describe, expect, it } from 'vitest';
 import { parseProjectArgs } from '../../../scripts/project/project-args.ts';
-import type { OverlapAblation } from '../../../src/projection/overlap-ablation.ts';
+import type { OverlapAblation } from '../../../src/projection/studies/overlap-ablation.ts';
 import { runCli } from './run-cli.ts';
 
 const run = (...args: string[]) => runCli('scripts/project/project.ts', ...args);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { gpuNames } from '../../../src/hardware/gpus.ts';
 import { systemNames, systems } from '../../../src/hardware/systems.ts';
 import { parseProjectArgs } from '../../../scripts/project/project-args.ts';
-import { defaultKernelOptions } from '../../../src/projection/kernel-options.ts';
+import { defaultKernelOptions } from '../../../src/projection/layer/kernel-options.ts';
 
 const run = (...args: string[]) => runCli('scripts/project/project.ts', ...args);
 

@@ -5,7 +5,7 @@ import { configFromPreset } from '../../../src/parallel/config.ts';
 import { bufferClasses } from '../../../src/parallel/memory-record.ts';
 import { replayStepMemory } from '../../../src/parallel/memory-replay.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
-import { lifetimeOfBuffer, memoryClasses } from '../../../src/projection/memory-timeline.ts';
+import { lifetimeOfBuffer, memoryClasses } from '../../../src/projection/pipeline/memory-timeline.ts';
 import { scheduleStep } from '../../../src/schedule/schedule.ts';
 import { bufferClassViews, rankMemoryLanes } from '../../../src/session/memory-lanes.ts';
 

@@ -3,7 +3,7 @@ import { measuredTimeline } from '../../../src/kineto/measured-timeline.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { parseSystem } from '../../../src/hardware/systems.ts';
-import { projectLayer } from '../../../src/projection/projected-layer.ts';
+import { projectLayer } from '../../../src/projection/layer/projected-layer.ts';
 import { withSlowRank } from '../../../src/schedule/durations.ts';
 import { scheduleStep } from '../../../src/schedule/schedule.ts';
 import { laneBlocks } from '../../../src/ui/timeline/timeline-layout.ts';

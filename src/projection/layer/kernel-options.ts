@@ -1,0 +1,82 @@
+import { quoted } from '../../core/quote.ts';
+
+/**
+ * How the projected cluster runs its kernels: the switches a Megatron launch line sets that
+ * change kernel time but not the playground's layer (which is always the Llama-style plan of
+ * src/parallel/plan.ts, run eagerly with materialized attention). Spelled as Megatron-LM
+ * core_v0.19.0 spells them (megatron/training/arguments.py and the config dataclasses it
+ * exposes):
+ *   attentionBackend  --attention-backend flash|fused|unfused (AttnBackend; Megatron's default
+ *                     `auto` lets Transformer Engine pick flash or fused): flash and fused (cuDNN)
+ *                     are priced as FlashAttention, unfused materializes the s×s scores.
+ *   arch              llama: --swiglu --normalization RMSNorm --position-embedding-type rope
+ *                     --disable-bias-linear, no dropout (the plan as it is); gpt: Megatron's
+ *                     defaults, GeLU MLP of two GEMMs, LayerNorm, learned_absolute positions,
+ *                     biases, hidden and attention dropout 0.1 (priced-ops.ts).
+ *   fp8               --fp8-format hybrid|e4m3 (Transformer Engine's fp8 recipe), or none.
+ *   cudaGraphImpl     --cuda-graph-impl none|local|transformer_engine|full_iteration
+ *                     (--enable-cuda-graph is the deprecated spelling of local).
+ *   tpCommOverlap     --tp-comm-overlap: TP all-gathers and reduce-scatters split into chunks
+ *                     under the GEMMs (Transformer Engine userbuffers; Megatron asserts
+ *                     --sequence-parallel with it).
+ * The defaults are the projection's behaviour before these switches existed.
+ */
+export interface KernelOptions {
+  readonly attentionBackend: AttentionBackend;
+  readonly arch: LayerArch;
+  readonly fp8: Fp8Format;
+  readonly cudaGraphImpl: CudaGraphImpl;
+  readonly tpCommOverlap: boolean;
+  /**
+   * The vocab-parallel cross entropy's kernels: absent or `plan`, the playground's own (the logits
+   * read in 16 bits); `megatron`, Megatron's unfused default (--cross-entropy-loss-fusion off:
+   * the logits upcast to fp32, each pass over them in fp32; priced-ops.ts crossEntropyKernels).
+   */
+  readonly crossEntropy?: CrossEntropyKernels;
+}
+
+/** The cross-entropy pricings (`CrossEntropyKernels`). */
+export const crossEntropyKernelChoices = ['plan', 'megatron'] as const;
+/** Whose cross-entropy kernels are priced: the plan's, or Megatron's unfused fp32 passes. */
+export type CrossEntropyKernels = (typeof crossEntropyKernelChoices)[number];
+
+/** --attention-backend values the projection prices. */
+export const attentionBackends = ['unfused', 'flash', 'fused'] as const;
+/** Megatron's attention backend: FlashAttention, cuDNN fused attention, or unfused (s×s scores in HBM). */
+export type AttentionBackend = (typeof attentionBackends)[number];
+
+/** The layer architectures: the playground's Llama-style layer, or Megatron's GPT defaults. */
+export const layerArchs = ['llama', 'gpt'] as const;
+/** A layer architecture (`layerArchs`). */
+export type LayerArch = (typeof layerArchs)[number];
+
+/** --fp8-format values, and none. */
+export const fp8Formats = ['none', 'hybrid', 'e4m3'] as const;
+/** Transformer Engine's fp8 format (hybrid: e4m3 forward, e5m2 gradients), or none. */
+export type Fp8Format = (typeof fp8Formats)[number];
+
+/** --cuda-graph-impl values. */
+export const cudaGraphImpls = ['none', 'local', 'transformer_engine', 'full_iteration'] as const;
+/** Megatron's CUDA graph implementation; none is eager. */
+export type CudaGraphImpl = (typeof cudaGraphImpls)[number];
+
+/** Today's projection: unfused attention, the Llama layer, bf16/fp16 GEMMs, eager, no TP comm overlap. */
+export const defaultKernelOptions: KernelOptions = {
+  attentionBackend: 'unfused',
+  arch: 'llama',
+  fp8: 'none',
+  cudaGraphImpl: 'none',
+  tpCommOverlap: false,
+};
+
+/** Whether kernels run inside CUDA graphs (no host dispatch per kernel). */
+export const usesCudaGraphs = (k: KernelOptions): boolean => k.cudaGraphImpl !== 'none';
+
+/** Whether attention runs as one fused FlashAttention-style kernel per pass. */
+export const usesFlashAttention = (k: KernelOptions): boolean => k.attentionBackend !== 'unfused';
+
+/** `text` as one of `values`, or an error naming the flag and the accepted values. */
+export function parseChoice<T extends string>(flag: string, text: string, values: readonly T[]): T {
+  if ((values as readonly string[]).includes(text)) return text as T;
+  throw new Error(`${flag} ${quoted(text)}: use ${values.join(', ')}.`);
+}

@@ -1,0 +1,344 @@
+import { numel } from '../../core/shape.ts';
+import { dtypeBytes, type TrainDtype } from '../../hardware/dtype.ts';
+import type { AttentionKernel, AttentionPass } from '../../hardware/flash-attention.ts';
+import type { GemmPrecision } from '../../hardware/gpus.ts';
+import type { GemmShape } from '../../hardware/kernel-time.ts';
+import { headDim } from '../../parallel/config.ts';
+import type { GemmProduct, LayerPlan, PlannedGemmOp, PlannedKernelOp, PlannedOp } from '../../parallel/plan-types.ts';
+import { usesFlashAttention, type KernelOptions } from './kernel-options.ts';
+
+/**
+ * The ops the projection prices, made from the playground's plan by a typed transform: the
+ * plan is always the Llama-style layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout, unfused
+ * attention); the kernel options turn its ops into what the projected job runs, without
+ * touching the layer itself. Every priced op belongs to one plan op (`planIndex`), so the
+ * schedule keeps the plan's order and dependencies; a plan op can price as nothing (a dropped
+ * gate GEMM, a softmax inside FlashAttention), as itself, or as several kernels.
+ *
+ * Rules (`rule`):
+ *   plan             the op as planned: GEMM, memory-bound kernel (kernelBytes), collective.
+ *   flash-attention  --attention-backend flash|fused: each forward Q·Kᵀ GEMM becomes the
+ *                    FlashAttention forward of its heads (F = 2·its FLOPs, halved by the causal
+ *                    mask); each backward dP GEMM (context dA) the FlashAttention backward (2.5·F);
+ *                    the P·V GEMMs, the other backward attention GEMMs and the softmaxes price as
+ *                    nothing (inside the fused kernels).
+ *   fp8-cast         --fp8-format: the linear layers' GEMMs (q, k, v, qkv, proj, gate, up, down:
+ *                    fprop, dgrad and wgrad — Transformer Engine's Linear/LayerNormLinear) run in
+ *                    fp8; the output layer (logits) and the attention BMMs stay in the training
+ *                    dtype. Each fp8 fprop and dgrad first casts its activation operand A with a
+ *                    fused cast-transpose and amax (read 2 B, write 1 B row-major and 1 B transposed
+ *                    per element; the wgrad reuses them); weight casts, once per step, are not priced.
+ *   gpt-gelu         --arch gpt: the MLP is GeLU over one up-projection: the gate GEMMs price as
+ *                    nothing, SwiGLU as GeLU (forward reads x and writes y: 2 elements per output;
+ *                    backward reads x and dy, writes dx: 3).
+ *   gpt-layernorm    LayerNorm in place of RMSNorm: the same passes over x and dy, plus dβ = Σ dy
+ *                    in the weight-gradient kernel (one more read of dy).
+ *   gpt-position     learned absolute positions in place of RoPE: the RoPE kernels price as
+ *                    nothing; the embedding adds its [s, h] position rows (read the table slice and
+ *                    the word embeddings, write the sum) and its backward the position gradient
+ *                    (read dy, write [s, h]).
+ *   gpt-bias         biases on the linear layers: the bias add is fused in the GEMM's epilogue
+ *                    (free); its gradient Σ dy over tokens is one read of each wgrad's dY.
+ *   gpt-dropout      hidden dropout 0.1: the residual add becomes bias-dropout-add (Megatron's
+ *                    fused kernel: + a 1-byte mask written per element); each backward residual
+ *                    add gets a dropout backward (read dy and the mask, write dx). Embedding
+ *                    dropout likewise. Attention dropout 0.1 on the unfused path: a kernel on the
+ *                    probabilities after the softmax (read, write, mask) and its backward; inside
+ *                    FlashAttention it is free.
+ *   megatron-cross-entropy  with `crossEntropy: 'megatron'`: the vocab-parallel cross entropy's
+ *                    kernels as Megatron runs them, the logits upcast to fp32 and every pass over
+ *                    them in fp32, in place (crossEntropyKernels below).
+ */
+export type PricingRule =
+  | 'plan'
+  | 'flash-attention'
+  | 'fp8-cast'
+  | 'gpt-gelu'
+  | 'gpt-layernorm'
+  | 'gpt-position'
+  | 'gpt-bias'
+  | 'gpt-dropout'
+  | 'megatron-cross-entropy';
+
+/** What one priced kernel costs, by the model that prices it. */
+export type PricedCost =
+  | { readonly kind: 'gemm'; readonly shape: GemmShape; readonly precision: GemmPrecision; readonly flops: number }
+  | { readonly kind: 'memory'; readonly bytes: number }
+  | {
+      readonly kind: 'flash';
+      readonly pass: AttentionPass;
+      readonly flops: number;
+      readonly headDim: number;
+      /** The sequence the kernel attends over (the scores' N) and which library runs it. */
+      readonly seq: number;
+      readonly kernel: AttentionKernel;
+    }
+  | { readonly kind: 'collective' };
+
+/** One priced kernel (or collective) and the plan op it belongs to. */
+export interface PricedOp {
+  readonly planIndex: number;
+  readonly rule: PricingRule;
+  readonly cost: PricedCost;
+}
+
+/** The GEMM products of Transformer Engine's linear layers (fp8 under the fp8 recipe; TP comm overlap's GEMMs). */
+export const linearProducts: ReadonlySet<GemmProduct> = new Set(['q', 'k', 'v', 'qkv', 'proj', 'gate', 'up', 'down']);
+
+/** Fraction of Q·Kᵀ and P·V a causal FlashAttention executes (blocks above the diagonal skipped). */
+export const causalFraction = 0.5;
+
+/**
+ * Bytes a memory-bound kernel moves: every input read once and the output written once, at the
+ * training dtype. The embedding lookup reads only the s·b rows it gathers (plus the ids), not
+ * its whole [V/t, h] table.
+ */
+export function kernelBytes(op: PlannedOp, dtype: TrainDtype): number {
+  const b = dtypeBytes[dtype];
+  const out = numel(op.outShape);
+  if (op.kind === 'kernel' && op.kernel === 'embedding') return numel(op.inShapes[0] ?? []) * 4 + 2 * out * b;
+  return (op.inShapes.reduce((a, s) => a + numel(s), 0) + out) * b;
+}
+
+/** The priced ops of `plan` under `kernels`, in plan order (rules above). */
+export function pricedOps(plan: LayerPlan, dtype: TrainDtype, kernels: KernelOptions): PricedOp[] {
+  const out: PricedOp[] = [];
+  const b = dtypeBytes[dtype];
+  const gpt = kernels.arch === 'gpt';
+  const flash = usesFlashAttention(kernels);
+  const d = headDim(plan.config);
+  const memory = (planIndex: number, rule: PricingRule, bytes: number): void => {
+    out.push({ planIndex, rule, cost: { kind: 'memory', bytes } });
+  };
+  const dropoutBytes = (elems: number): number => elems * (2 * b + 1);
+  for (const op of plan.ops) {
+    const i = op.index;
+    switch (op.kind) {
+      case 'collective':
+        out.push({ planIndex: i, rule: 'plan', cost: { kind: 'collective' } });
+        break;
+      case 'gemm':
+        gemmRules(op, dtype, kernels, gpt, flash, d, out);
+        break;
+      case 'kernel':
+        kernelRules(
+          op,
+          dtype,
+          gpt,
+          flash,
+          kernels.crossEntropy === 'megatron',
+          memory,
+          dropoutBytes,
+          plan.config.s * plan.config.h * b,
+        );
+        break;
+    }
+  }
+  return out;
+}
+
+function gemmRules(
+  op: PlannedGemmOp,
+  dtype: TrainDtype,
+  kernels: KernelOptions,
+  gpt: boolean,
+  flash: boolean,
+  headDim: number,
+  out: PricedOp[],
+): void {
+  const { site } = op.gemm;
+  const i = op.index;
+  if (site.product === 'scores' || site.product === 'context') {
+    if (!flash) {
+      out.push({ planIndex: i, rule: 'plan', cost: gemmCost(op, dtype) });
+      return;
+    }
+    // Q·Kᵀ and P·V of one group have equal FLOPs: the forward kernel does both. The scores'
+    // and dP's N is the key sequence; fused = cuDNN's kernel, flash = FlashAttention's.
+    const fwd = 2 * op.gemm.flops * causalFraction;
+    const seq = op.gemm.N;
+    const kernel: AttentionKernel = kernels.attentionBackend === 'fused' ? 'fused' : 'flash';
+    if (site.product === 'scores' && site.computes === 'C')
+      out.push({
+        planIndex: i,
+        rule: 'flash-attention',
+        cost: { kind: 'flash', pass: 'forward', flops: fwd, headDim, seq, kernel },
+      });
+    if (site.product === 'context' && site.computes === 'dA')
+      out.push({
+        planIndex: i,
+        rule: 'flash-attention',
+        cost: { kind: 'flash', pass: 'backward', flops: 2.5 * fwd, headDim, seq, kernel },
+      });
+    return;
+  }
+  if (gpt && site.product === 'gate') return;
+  const linear = linearProducts.has(site.product);
+  const fp8 = kernels.fp8 !== 'none' && linear;
+  if (fp8 && site.computes !== 'dB') {
+    const a = op.inShapes[0] ?? [];
+    out.push({ planIndex: i, rule: 'fp8-cast', cost: { kind: 'memory', bytes: numel(a) * (dtypeBytes[dtype] + 2) } });
+  }
+  out.push({ planIndex: i, rule: 'plan', cost: gemmCost(op, fp8 ? 'fp8' : dtype) });
+  if (gpt && linear && site.computes === 'dB')
+    out.push({
+      planIndex: i,
+      rule: 'gpt-bias',
+      cost: { kind: 'memory', bytes: numel(op.inShapes[1] ?? []) * dtypeBytes[dtype] },
+    });
+}
+
+function kernelRules(
+  op: PlannedKernelOp,
+  dtype: TrainDtype,
+  gpt: boolean,
+  flash: boolean,
+  megatronCrossEntropy: boolean,
+  memory: (planIndex: number, rule: PricingRule, bytes: number) => void,
+  dropoutBytes: (elems: number) => number,
+  positionTableBytes: number,
+): void {
+  const i = op.index;
+  const b = dtypeBytes[dtype];
+  const elems = numel(op.outShape);
+  const planned = (): void => memory(i, 'plan', kernelBytes(op, dtype));
+  switch (op.kernel) {
+    case 'softmax':
+      if (flash) return;
+      planned();
+      if (gpt) memory(i, 'gpt-dropout', dropoutBytes(elems));
+      return;
+    case 'softmaxBackward':
+      if (flash) return;
+      if (gpt) memory(i, 'gpt-dropout', dropoutBytes(elems));
+      planned();
+      return;
+    case 'rope':
+    case 'ropeBackward':
+      if (!gpt) planned();
+      return;
+    case 'swiglu':
+      if (gpt) memory(i, 'gpt-gelu', 2 * elems * b);
+      else planned();
+      return;
+    case 'swigluBackward':
+      if (gpt) memory(i, 'gpt-gelu', 3 * elems * b);
+      else planned();
+      return;
+    case 'rmsnorm':
+    case 'rmsnormBackward':
+      memory(i, gpt ? 'gpt-layernorm' : 'plan', kernelBytes(op, dtype));
+      return;
+    case 'rmsnormWeightGrad':
+      memory(i, gpt ? 'gpt-layernorm' : 'plan', kernelBytes(op, dtype) + (gpt ? numel(op.inShapes[1] ?? []) * b : 0));
+      return;
+    case 'embedding':
+      planned();
+      if (gpt) {
+        memory(i, 'gpt-position', positionTableBytes + 2 * elems * b);
+        memory(i, 'gpt-dropout', dropoutBytes(elems));
+      }
+      return;
+    case 'embeddingBackward':
+      if (gpt) {
+        memory(i, 'gpt-dropout', dropoutBytes(numel(op.inShapes[1] ?? [])));
+        memory(i, 'gpt-position', numel(op.inShapes[1] ?? []) * b + positionTableBytes);
+      }
+      planned();
+      return;
+    case 'add':
+      // The forward residual adds (the plan has no other forward add): bias-dropout-add.
+      memory(i, gpt && op.phase === 'forward' ? 'gpt-dropout' : 'plan', kernelBytes(op, dtype) + (gpt ? elems : 0));
+      return;
+    case 'addInPlace':
+      planned();
+      if (gpt && op.phase === 'backward') memory(i, 'gpt-dropout', dropoutBytes(elems));
+      return;
+    case 'ceLocalMax':
+    case 'ceLocalSumExp':
+    case 'ceTargetLogit':
+    case 'ceGrad':
+      if (!megatronCrossEntropy) planned();
+      else for (const bytes of crossEntropyKernels(op, dtype)) memory(i, 'megatron-cross-entropy', bytes);
+      return;
+    case 'copyCols':
+    case 'ceLoss':
+      planned();
+      return;
+  }
+}
+
+/**
+ * The kernels (bytes each) Megatron's vocab-parallel cross entropy runs for one plan op, after
+ * megatron/core/tensor_parallel/cross_entropy.py (core_v0.19.0, the unfused default): the logits
+ * [s, b, V/t] (E elements) are upcast to fp32 (`.float()`: read b, write 4 bytes per element;
+ * no copy when training in fp32) and every later pass is an fp32 pass over all E:
+ *   ceLocalMax      .float(); torch.max over the vocabulary (read 4)
+ *   ceLocalSumExp   logits -= max in place (read 4, write 4); torch.exp in place (4 + 4); .sum (read 4);
+ *                   exp_logits.div_(sum) in place (4 + 4) — the softmax kept for backward (it runs
+ *                   after the sum's all-reduce; priced here, beside the exp it follows)
+ *   ceTargetLogit   logits_2d[arange, target]: one fp32 logit and one id gathered per row (s·b rows)
+ *   ceGrad          grad_input.mul_(grad_output) in place (4 + 4); the `.float()` cast's backward
+ *                   back to the training dtype (read 4, write b)
+ * 52 bytes per logit in 16 bits (40 in fp32, without the casts), where the plan's own kernels
+ * read and write the logits in 16 bits a few times; the memory model already holds this fp32
+ * softmax (memory-timeline.ts).
+ */
+function crossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): number[] {
+  const b = dtypeBytes[dtype];
+  const f = 4;
+  const logits = numel(op.inShapes[0] ?? []);
+  const cast = b < f;
+  switch (op.kernel) {
+    case 'ceLocalMax':
+      return [...(cast ? [logits * (b + f)] : []), logits * f + numel(op.outShape) * f];
+    case 'ceLocalSumExp':
+      return [2 * f * logits, 2 * f * logits, f * logits + numel(op.outShape) * f, 2 * f * logits];
+    case 'ceTargetLogit':
+      return [numel(op.outShape) * 3 * f];
+    case 'ceGrad':
+      return [2 * f * logits, ...(cast ? [logits * (f + b)] : [])];
+    default:
+      return [kernelBytes(op, dtype)];
+  }
+}
+
+const gemmCost = (op: PlannedGemmOp, precision: GemmPrecision): PricedCost => ({
+  kind: 'gemm',
+  shape: op.gemm,
+  precision,
+  flops: op.gemm.flops,
+});
+
+/**
+ * FLOPs of the priced ops (one rank): `gemm` the GEMMs the job runs (GPT: no gate GEMMs;
+ * flash: the attention GEMMs are inside `attention`), `attention` FlashAttention's executed
+ * FLOPs (causal blocks skipped), `modelAttention` the attention GEMMs as a model-FLOPs count
+ * has them (Q·Kᵀ and P·V over the full s × s, forward and backward, whatever the backend).
+ */
+export function pricedFlops(
+  plan: LayerPlan,
+  priced: readonly PricedOp[],
+): { gemm: number; attention: number; modelAttention: number } {
+  let gemm = 0;
+  let attention = 0;
+  for (const p of priced) {
+    if (p.cost.kind === 'gemm') gemm += p.cost.flops;
+    if (p.cost.kind === 'flash') attention += p.cost.flops;
+  }
+  let modelAttention = 0;
+  for (const op of plan.ops)
+    if (op.kind === 'gemm' && (op.gemm.site.product === 'scores' || op.gemm.site.product === 'context'))
+      modelAttention += op.gemm.flops;
+  return { gemm, attention, modelAttention };
+}
+
+/**
+ * Model FLOPs of one rank's plan under `kernels` (forward + backward): the linear GEMMs the
+ * architecture has (GPT: no gate) plus the attention GEMMs over the full s × s — the count a
+ * model-FLOPs MFU divides by, the same for flash and unfused attention.
+ */
+export function modelGemmFlops(plan: LayerPlan, dtype: TrainDtype, kernels: KernelOptions): number {
+  const f = pricedFlops(plan, pricedOps(plan, dtype, { ...kernels, attentionBackend: 'unfused' }));
+  return f.gemm;
+}

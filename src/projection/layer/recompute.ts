@@ -1,0 +1,58 @@
+import type { Recompute } from '../../megatron/training-setup.ts';
+
+/**
+ * One transformer layer's activations for one micro-batch on one rank, bytes at the training
+ * dtype (from activationTerms): `full` all it keeps, `coreAttention` the part only core attention
+ * keeps (the b·nq·s² probabilities; with flash attention the fp32 log-sum-exp b·nq·s instead),
+ * `input` the layer's input [s/t or s, b, h] (a full-recompute checkpoint).
+ */
+export interface LayerActivations {
+  readonly full: number;
+  readonly coreAttention: number;
+  readonly input: number;
+}
+
+/** What a model chunk of n layers keeps, holds again in backward, and runs again, under a policy. */
+export interface ChunkRecompute {
+  /** Kept from the chunk's forward to its backward, per micro-batch. */
+  readonly keptBytes: number;
+  /** Held only while the chunk's backward recomputes (one recompute unit's activations). */
+  readonly backwardTransientBytes: number;
+  /** Layers whose whole forward runs again in backward (full recomputation). */
+  readonly recomputedLayers: number;
+  /** Layers whose core attention forward runs again (selective recomputation). */
+  readonly recomputedCoreAttention: number;
+}
+
+/**
+ * Megatron-Core's policies (transformer_block.py _checkpointed_forward, core_v0.19.0; Korthikanti
+ * et al. 2022 §5) on a chunk of n layers with per-layer activations `a`:
+ * none: keeps n·full · selective: keeps n·(full − coreAttention), recomputes n core attentions ·
+ * full uniform k: one checkpoint per k consecutive layers, keeps ⌈n/k⌉·input, recomputes n layers,
+ * holds min(k, n)·full while a unit's backward runs · full block k: the first j = min(k, n) layers
+ * each checkpointed, keeps j·input + (n − j)·full, recomputes j layers, holds one layer's full.
+ */
+export function chunkRecompute(n: number, a: LayerActivations, r: Recompute | undefined): ChunkRecompute {
+  if (!r) return { keptBytes: n * a.full, backwardTransientBytes: 0, recomputedLayers: 0, recomputedCoreAttention: 0 };
+  if (r.granularity === 'selective')
+    return {
+      keptBytes: n * (a.full - a.coreAttention),
+      backwardTransientBytes: n > 0 ? a.coreAttention : 0,
+      recomputedLayers: 0,
+      recomputedCoreAttention: n,
+    };
+  if (r.method === 'uniform')
+    return {
+      keptBytes: Math.ceil(n / r.layers) * a.input,
+      backwardTransientBytes: Math.min(r.layers, n) * a.full,
+      recomputedLayers: n,
+      recomputedCoreAttention: 0,
+    };
+  const j = Math.min(r.layers, n);
+  return {
+    keptBytes: j * a.input + (n - j) * a.full,
+    backwardTransientBytes: j > 0 ? a.full : 0,
+    recomputedLayers: j,
+    recomputedCoreAttention: 0,
+  };
+}

@@ -1,0 +1,93 @@
+import type { SystemSpec } from '../../hardware/systems.ts';
+import { recomputeChoices, type ParallelLayout, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
+
+/** The values the advisor tries for each flag of a ParallelLayout (every combination is a candidate). */
+export interface SearchSpace {
+  readonly tp: readonly number[];
+  readonly pp: readonly number[];
+  readonly vpp: readonly number[];
+  readonly cp: readonly number[];
+  readonly microBatch: readonly number[];
+  readonly sp: readonly boolean[];
+  readonly recompute: readonly RecomputeChoice[];
+  readonly distributedOptimizer: readonly boolean[];
+  readonly overlapGradReduce: readonly boolean[];
+  readonly overlapParamGather: readonly boolean[];
+  readonly tpCommOverlap: readonly boolean[];
+}
+
+/** The dimensions of a search space, in enumeration order (the last varies fastest). */
+export const searchDimensions = [
+  'tp',
+  'pp',
+  'vpp',
+  'cp',
+  'microBatch',
+  'sp',
+  'recompute',
+  'distributedOptimizer',
+  'overlapGradReduce',
+  'overlapParamGather',
+  'tpCommOverlap',
+] as const satisfies readonly (keyof SearchSpace)[];
+
+/** Powers of two from 1 to `max`. */
+const powersOfTwo = (max: number): number[] => {
+  const out: number[] = [];
+  for (let x = 1; x <= max; x *= 2) out.push(x);
+  return out;
+};
+
+const both = [false, true] as const;
+
+/**
+ * The default space on `system` for a model of `layers` blocks: t in powers of two up to the
+ * GPUs of one node (TP stays on NVLink, as Megatron's guidance has it), p up to min(16, L),
+ * v ∈ {1, 2, 4}, cp ∈ {1, 2, 4}, b ∈ {1, 2, 4, 8}, every recompute choice and every switch.
+ */
+export function defaultSearchSpace(system: SystemSpec, layers: number): SearchSpace {
+  return {
+    tp: powersOfTwo(system.gpusPerNode),
+    pp: powersOfTwo(Math.min(16, layers)),
+    vpp: [1, 2, 4],
+    cp: [1, 2, 4],
+    microBatch: [1, 2, 4, 8],
+    sp: both,
+    recompute: recomputeChoices,
+    distributedOptimizer: both,
+    overlapGradReduce: both,
+    overlapParamGather: both,
+    tpCommOverlap: both,
+  };
+}
+
+/** How many candidates `space` holds (the product of its dimensions' sizes). */
+export const spaceSize = (space: SearchSpace): number => searchDimensions.reduce((n, d) => n * space[d].length, 1);
+
+/** Every layout of `space`, each combination once, in odometer order over searchDimensions. */
+export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout> {
+  for (const tp of space.tp)
+    for (const pp of space.pp)
+      for (const vpp of space.vpp)
+        for (const cp of space.cp)
+          for (const microBatch of space.microBatch)
+            for (const sp of space.sp)
+              for (const recompute of space.recompute)
+                for (const distributedOptimizer of space.distributedOptimizer)
+                  for (const overlapGradReduce of space.overlapGradReduce)
+                    for (const overlapParamGather of space.overlapParamGather)
+                      for (const tpCommOverlap of space.tpCommOverlap)
+                        yield {
+                          tp,
+                          pp,
+                          vpp,
+                          cp,
+                          microBatch,
+                          sp,
+                          recompute,
+                          distributedOptimizer,
+                          overlapGradReduce,
+                          overlapParamGather,
+                          tpCommOverlap,
+                        };
+}

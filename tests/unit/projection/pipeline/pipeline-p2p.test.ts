@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { simulatePipeline } from '../../../../src/projection/pipeline/pipeline-schedule.ts';
+
+describe('pipeline sends that hold the sender', () => {
+  // p 2, m 2, 1F1B; forward 1 ms, backward 2 ms, p2p 0.5 ms.
+  const input = { p: 2, v: 1, m: 2, forwardMs: () => 1, backwardMs: () => 2, p2pMs: 0.5 };
+
+  it('as a delay on the edge only: stage 1 runs F0 [1.5, 2.5], B0 [2.5, 4.5], F1 [4.5, 5.5], B1 [5.5, 7.5]; stage 0 ends with B1 [8, 10]', () => {
+    const run = simulatePipeline(input);
+    expect(run.ops[1]!.map((o) => [o.t0, o.t1])).toEqual([
+      [1.5, 2.5],
+      [2.5, 4.5],
+      [4.5, 5.5],
+      [5.5, 7.5],
+    ]);
+    expect(run.spanMs).toBe(10);
+  });
+
+  it('blocking (1F1B): each op that sends holds its stage 0.5 ms more, so stage 1 runs F1 [5, 6] after B0 sends, and the step ends at 10.5', () => {
+    const run = simulatePipeline({ ...input, senderBusyMs: 0.5 });
+    // Stage 0: F0 [0, 1] sends until 1.5, F1 [1.5, 2.5] sends until 3; B0 waits for stage 1's B0 (4.5) + 0.5.
+    expect(run.ops[0]!.map((o) => [o.t0, o.t1])).toEqual([
+      [0, 1],
+      [1.5, 2.5],
+      [5, 7],
+      [8.5, 10.5],
+    ]);
+    expect(run.ops[1]!.map((o) => [o.t0, o.t1])).toEqual([
+      [1.5, 2.5],
+      [2.5, 4.5],
+      [5, 6],
+      [6, 8],
+    ]);
+    expect(run.spanMs).toBe(10.5);
+  });
+});

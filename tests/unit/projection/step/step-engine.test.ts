@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { systems } from '../../../../src/hardware/systems.ts';
+import { seedsV100 } from '../../../../src/megatron/scenarios.ts';
+import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { configDefaults } from '../../../../src/parallel/config.ts';
+import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
+import { projectLayer } from '../../../../src/projection/layer/projected-layer.ts';
+import { stagePieces } from '../../../../src/projection/layer/stage-pieces.ts';
+
+const box = { system: systems['v100-pcie-8'], dtype: 'fp16' as const };
+const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+const setup = (over: Partial<TrainingSetup> = {}): TrainingSetup => ({ ...seedsV100.setup, tp: 2, ...over });
+const { s, b, h, heads, vocab } = seedsV100.setup.sizes;
+const L = seedsV100.setup.layers;
+
+describe('stage pieces', () => {
+  it('split the full plan into embedding, layer and output passes that add up to it', async () => {
+    const c = { ...configDefaults, ...seedsV100.setup.sizes, tp: 2, sp: true };
+    const full = (await makePlan(c)).plan;
+    const block = (await makePlan({ ...c, vocab: 0 })).plan;
+    const fullT = projectLayer(full, box, true);
+    const p = stagePieces(full, fullT, block, projectLayer(block, box, true));
+    const parts = [p.embedding, p.layer, p.output].flatMap((x) => [x.forward.ms, x.backward.ms]);
+    for (const x of parts) expect(x).toBeGreaterThanOrEqual(0);
+    expect(parts.reduce((a, x) => a + x, 0)).toBeCloseTo(fullT.stepMs, 9);
+    // The output layer over 50304/2 vocabulary rows outweighs the embedding lookup.
+    expect(p.output.forward.ms).toBeGreaterThan(p.embedding.forward.ms);
+  });
+});
+
+describe('projectStep with pipeline parallelism', () => {
+  it('places embedding and output on the end stages and sends p2p on the stage boundary', async () => {
+    const r = await projectStep(setup({ layers: 8, pp: 2, gpus: 8, globalBatch: 64 }), box);
+    expect(r.degrees).toEqual({ tp: 2, pp: 2, vpp: 1, cp: 1, dp: 2 });
+    expect(r.split.layers).toEqual([[4], [4]]);
+    expect(r.pipeline.p2pSends).toBe(2 * r.microBatches);
+    expect(r.exposedByGroup.pp).toBeGreaterThan(0);
+    expect(r.stageParams[0]).toBeCloseTo(r.stageParams[1]!, -3); // embedding ≈ output, both [V/t, h]
+    expect(r.stepMs).toBeGreaterThanOrEqual(r.pipeline.spanMs);
+  });
+
+  it('interleaves v chunks and shrinks the bubble', async () => {
+    const one = await projectStep(setup({ layers: 8, pp: 4, gpus: 8, globalBatch: 32 }), box);
+    const two = await projectStep(setup({ layers: 8, pp: 4, vpp: 2, gpus: 8, globalBatch: 32 }), box);
+    expect(two.split.layers).toEqual([
+      [1, 1],
+      [1, 1],
+      [1, 1],
+      [1, 1],
+    ]);
+    expect(two.pipeline.p2pSends).toBe(2 * 4 * (4 * 2 - 1));
+    expect(two.pipeline.bubbleRatio).toBeLessThan(one.pipeline.bubbleRatio);
+  });
+
+  it('names an illegal pipeline', async () => {
+    await expect(projectStep(setup({ pp: 4, gpus: 8 }), box)).rejects.toThrow(
+      /layers \(10\) must divide evenly over p = 4/,
+    );
+    await expect(projectStep(setup({ layers: 8, pp: 4, vpp: 2, gpus: 8, globalBatch: 16 }), box)).rejects.toThrow(
+      /multiple of p \(4\)/,
+    );
+    await expect(projectStep(setup({ pp: 3 }), box)).rejects.toThrow(/multiple of t·p·cp = 2·3·1 = 6/);
+  });
+});
+
+describe('recomputation, flash attention and the two MFUs', () => {
+  it('counts full recompute’s extra forward in executed FLOPs only', async () => {
+    const plain = await projectStep(setup(), box);
+    const redo = await projectStep(setup({ recompute: true }), box);
+    expect(plain.executedFlopsPerStep).toBe(plain.modelFlopsPerStep);
+    expect(redo.modelFlopsPerStep).toBe(plain.modelFlopsPerStep);
+    // One more forward of every layer: 2·(s·b)·(4h² + 3h·ffn) GEMMs + 4·b·s²·h attention, per sequence group.
+    const ffn = seedsV100.setup.sizes.ffn;
+    const layerFwd = 2 * s * b * (4 * h * h + 3 * h * ffn) + 4 * b * s * s * h;
+    const replicasTimesM = seedsV100.setup.globalBatch / b;
+    expect(redo.executedFlopsPerStep - redo.modelFlopsPerStep).toBeCloseTo(replicasTimesM * L * layerFwd, -3);
+    expect(redo.executedMfu).toBeGreaterThan(redo.mfu);
+  });
+
+  it('makes selective recompute drop the s² probabilities and re-run only core attention', async () => {
+    const plain = await projectStep(setup(), box);
+    const sel = await projectStep(setup({ recomputation: { granularity: 'selective' } }), box);
+    const full = await projectStep(setup({ recompute: true }), box);
+    // Core attention forward GEMMs: QKᵀ and P·V, 2·b·s²·h each.
+    expect(sel.executedFlopsPerStep - sel.modelFlopsPerStep).toBeCloseTo((64 / b) * L * 4 * b * s * s * h, -3);
+    expect(sel.memory.totalBytes).toBeLessThan(plain.memory.totalBytes);
+    expect(sel.stepMs).toBeGreaterThan(plain.stepMs);
+    expect(sel.stepMs).toBeLessThan(full.stepMs);
+  });
+
+  it('never stores the s² probabilities with flash attention: L·(2·b·nq·s² − 4·b·nq·s) bytes fewer at the peak', async () => {
+    const plain = await projectStep(setup(), box);
+    const flash = await projectStep(setup({ flashAttention: true }), box);
+    const nq = heads / 2;
+    expect(plain.memory.totalBytes - flash.memory.totalBytes).toBe(L * (2 * b * nq * s * s - 4 * b * nq * s));
+  });
+});
+
+describe('data parallelism, tied embeddings and context parallelism', () => {
+  it('shards the optimizer state over DP with the distributed optimizer and all-gathers parameters', async () => {
+    const plain = await projectStep(setup({ tp: 1 }), box);
+    const dist = await projectStep(setup({ tp: 1, distributedOptimizer: true }), box);
+    expect(dist.memory.optimizerBytes).toBeCloseTo(plain.memory.optimizerBytes / 8, 3);
+    expect(dist.paramGatherMs).toBeGreaterThan(0);
+    // One bucket (no --overlap-grad-reduce) must land before the first forward: nothing hides.
+    const one = await projectStep(setup({ tp: 1, distributedOptimizer: true, overlapParamGather: true }), box);
+    expect(one.paramGatherMs).toBeCloseTo(dist.paramGatherMs, 9);
+    // 40M-parameter buckets: only the first waits, the rest hides under the first forward.
+    const buckets = { tp: 1, distributedOptimizer: true, overlapGradReduce: true };
+    const hidden = await projectStep(setup({ ...buckets, overlapParamGather: true }), box);
+    expect(hidden.dpBuckets).toBe(Math.ceil(hidden.memory.params / 40e6));
+    expect(hidden.paramGatherMs).toBeLessThan(dist.paramGatherMs);
+    await expect(projectStep(setup({ overlapParamGather: true }), box)).rejects.toThrow(
+      /needs --use-distributed-optimizer/,
+    );
+  });
+
+  it('counts a tied embedding once with p = 1 and all-reduces its gradient between the end stages with p > 1', async () => {
+    const untied = await projectStep(setup(), box);
+    const tied = await projectStep(setup({ tiedEmbeddings: true }), box);
+    expect(untied.memory.params - tied.memory.params).toBe((vocab / 2) * h);
+    expect(tied.embeddingAllReduceMs).toBe(0);
+    const pp = await projectStep(setup({ layers: 8, pp: 2, tiedEmbeddings: true }), box);
+    expect(pp.embeddingAllReduceMs).toBeGreaterThan(0);
+  });
+
+  it('splits the sequence over cp ranks and exchanges K, V in a ring', async () => {
+    const big = { s: 8192, b: 1, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 128256 };
+    const base = { sizes: big, tp: 8, sp: true, layers: 4, gpus: 16, globalBatch: 16, overlap: true };
+    const one = await projectStep({ ...base, gpus: 8, globalBatch: 8 }, h100);
+    const two = await projectStep({ ...base, cp: 2 }, h100);
+    expect(two.degrees.dp).toBe(1);
+    expect(two.tokensPerStep).toBe(one.tokensPerStep * 2);
+    // Half the tokens per rank: the layers' activations halve, so the peak falls.
+    expect(two.memory.totalBytes).toBeLessThan(one.memory.totalBytes);
+    expect(two.exposedByGroup.cp).toBeGreaterThanOrEqual(0);
+    await expect(projectStep({ ...base, cp: 3, gpus: 24 }, h100)).rejects.toThrow(/multiple of 2·cp = 6/);
+  });
+});
