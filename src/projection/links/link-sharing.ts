@@ -129,7 +129,7 @@ const tpLinkMs = (t: Timeline, phase: 'forward' | 'backward'): number =>
     0,
   );
 
-/** What tpUnderSharing reads of a layer's pricing (cluster-projection.ts's LayerPricing). */
+/** What tpUnderSharing reads of a layer's pricing (step/layer-pricing.ts's LayerPricing). */
 export interface PricedBlock {
   readonly block: LayerPlan;
   readonly blockT: Timeline;

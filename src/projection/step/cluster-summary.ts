@@ -1,4 +1,5 @@
-import { memoryAtPeak, type BudgetRow, type ExposedByGroup } from './cluster-projection.ts';
+import { memoryAtPeak, type BudgetRow } from './cluster-projection.ts';
+import { type ExposedByGroup } from './step-times.ts';
 import type { MemoryClass } from '../pipeline/memory-timeline.ts';
 
 /** One row of the fixed-budget table as the page and `npm run project` print it. */

@@ -6,7 +6,7 @@ import {
   type LayerPlans,
   type LayerPricing,
   type PricedRanks,
-} from './cluster-projection.ts';
+} from './layer-pricing.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 
 /**

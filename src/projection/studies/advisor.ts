@@ -7,13 +7,9 @@ import {
   type ParallelLayout,
 } from '../../megatron/parallel-layout.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from './advisor-space.ts';
-import {
-  stepLowerBounds,
-  stepSummary,
-  type LayerPlans,
-  type LayerPricing,
-  type StepSummary,
-} from '../step/cluster-projection.ts';
+import { stepLowerBounds } from '../step/chunk-times.ts';
+import { stepSummary, type StepSummary } from '../step/cluster-projection.ts';
+import { type LayerPlans, type LayerPricing } from '../step/layer-pricing.ts';
 import { LayerPricingCache } from '../step/layer-pricing-cache.ts';
 import { layoutSetup, type SetupExtras } from './layout-setup.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';

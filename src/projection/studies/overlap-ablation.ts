@@ -1,5 +1,6 @@
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
-import { assembleStep, type ExposedByGroup, type StepProjection } from '../step/cluster-projection.ts';
+import { assembleStep, type StepProjection } from '../step/cluster-projection.ts';
+import { type ExposedByGroup } from '../step/step-times.ts';
 import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import { LayerPricingCache } from '../step/layer-pricing-cache.ts';
 import type { LinkSharingCost } from '../links/link-sharing.ts';

@@ -1,6 +1,7 @@
 import { peakFlops } from '../../hardware/gpus.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
-import { assembleStep, priceLayers, type StepProjection } from '../step/cluster-projection.ts';
+import { assembleStep, type StepProjection } from '../step/cluster-projection.ts';
+import { priceLayers } from '../step/layer-pricing.ts';
 import { defaultKernelOptions, usesCudaGraphs } from '../layer/kernel-options.ts';
 import { costUs, isPerStep, projectOps, type Machine } from '../layer/projected-layer.ts';
 import { linearProducts } from '../layer/priced-ops.ts';

@@ -11,12 +11,12 @@ import { advise, type AdvisorRow } from '../../../../src/projection/studies/advi
 import { enumerateLayouts, spaceSize, type SearchSpace } from '../../../../src/projection/studies/advisor-space.ts';
 import {
   assembleStep,
-  priceLayers,
   projectStep,
-  stepLowerBounds,
   stepSummary,
   type StepProjection,
 } from '../../../../src/projection/step/cluster-projection.ts';
+import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
+import { stepLowerBounds } from '../../../../src/projection/step/chunk-times.ts';
 import { layoutSetup } from '../../../../src/projection/studies/layout-setup.ts';
 import { LayerPricingCache } from '../../../../src/projection/step/layer-pricing-cache.ts';
 

@@ -1,0 +1,174 @@
+import { dtypeBytes } from '../../hardware/dtype.ts';
+import { overlapLossMs, overlapSlowdown, p2pFootprint } from '../../hardware/overlap-cost.ts';
+import {
+  checkDataParallelFlags,
+  degreesOf,
+  microBatchesOf,
+  overlapsP2p,
+  recomputeOf,
+  setupConfig,
+  type TrainingSetup,
+} from '../../megatron/training-setup.ts';
+import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import type { Machine } from '../layer/projected-layer.ts';
+import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
+import { ringAttention } from '../links/context-parallel.ts';
+import { stateBytes } from '../links/data-parallel.ts';
+import { groupLinks, p2pUs } from '../links/group-links.ts';
+import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../pipeline/pipeline-split.ts';
+import { stageModel } from '../pipeline/stage-model.ts';
+import type { LayerPricing } from './layer-pricing.ts';
+
+/** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
+const stageModels = new WeakMap<LayerPricing, Map<string, ReturnType<typeof stageModel>>>();
+
+function stageModelOf(
+  pricing: LayerPricing,
+  split: PipelineSplit,
+  machine: Machine,
+  setup: TrainingSetup,
+): ReturnType<typeof stageModel> {
+  let byKey = stageModels.get(pricing);
+  if (!byKey) stageModels.set(pricing, (byKey = new Map()));
+  const { dtype } = machine;
+  const arch = (machine.kernels ?? defaultKernelOptions).arch;
+  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}|${arch}|${setup.sizes.s}`;
+  let model = byKey.get(key);
+  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup, arch)));
+  return model;
+}
+
+/**
+ * chunkTimes per setup, for the machine and pricing it was computed with: the advisor bounds a
+ * candidate (stepLowerBounds) and then assembles it with the same three objects; exact reuse.
+ */
+const chunkTimesMemo = new WeakMap<
+  TrainingSetup,
+  { machine: Machine; pricing: LayerPricing; value: ReturnType<typeof computeChunkTimes> }
+>();
+
+/**
+ * The fields of a setup computeChunkTimes reads only through setupConfig's checkDataParallelFlags:
+ * setups that differ in nothing else (a search's optimizer and overlap flags) share their chunk times.
+ */
+const dataParallelFlags: ReadonlySet<string> = new Set<keyof TrainingSetup>([
+  'distributedOptimizer',
+  'overlapGradReduce',
+  'overlapParamGather',
+  'bucketSize',
+]);
+
+/** computeChunkTimes per pricing, machine and setup less its data-parallel flags. */
+const chunkTimesShared = new WeakMap<
+  LayerPricing,
+  WeakMap<Machine, Map<string, ReturnType<typeof computeChunkTimes>>>
+>();
+
+/**
+ * computeChunkTimes, remembered for the last (machine, pricing) each setup object was priced with,
+ * and shared by setups equal but for their data-parallel flags (whose own rules are still checked).
+ */
+export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
+  const hit = chunkTimesMemo.get(setup);
+  if (hit && hit.machine === machine && hit.pricing === pricing) return hit.value;
+  let byMachine = chunkTimesShared.get(pricing);
+  if (!byMachine) chunkTimesShared.set(pricing, (byMachine = new WeakMap()));
+  let byKey = byMachine.get(machine);
+  if (!byKey) byMachine.set(machine, (byKey = new Map()));
+  const key = JSON.stringify(setup, (k: string, v: unknown) => (dataParallelFlags.has(k) ? undefined : v));
+  let value = byKey.get(key);
+  if (value) checkDataParallelFlags(setup);
+  else byKey.set(key, (value = computeChunkTimes(setup, machine, pricing)));
+  chunkTimesMemo.set(setup, { machine, pricing, value });
+  return value;
+}
+
+/** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
+function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
+  const c = setupConfig(setup);
+  const deg = degreesOf(setup);
+  const { system, dtype } = machine;
+  const m = microBatchesOf(setup);
+  const rc = recomputeOf(setup);
+  const split = splitLayers(setup.layers, deg.pp, deg.vpp, {
+    first: setup.firstStageLayers,
+    last: setup.lastStageLayers,
+  });
+  const { block, pieces, core } = pricing;
+  const links = machine.placed ?? groupLinks(system, deg);
+  const bytes = dtypeBytes[dtype];
+
+  // Context parallelism: the ring exchange of K, V per layer.
+  const own = block.ranks[0]!;
+  const kvBytes = 2 * c.s * c.b * own.kvGroups.length * (c.h / c.heads) * bytes;
+  const ring = ringAttention(deg.cp, core, kvBytes, links.cp, system);
+
+  const model = stageModelOf(pricing, split, machine, setup);
+  const rec: ChunkRecompute[][] = split.layers.map((row) => row.map((n) => chunkRecompute(n, model.layer, rc)));
+  const layerF = pieces.layer.forward.ms + ring.forwardMs;
+  const layerB = pieces.layer.backward.ms + ring.backwardMs;
+  const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
+  const forwardMs = (i: number, ch: number): number =>
+    split.layers[i]![ch]! * layerF +
+    (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
+    (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
+  const redoMs = (i: number, ch: number): number =>
+    rec[i]![ch]!.recomputedLayers * layerF + rec[i]![ch]!.recomputedCoreAttention * coreF;
+  const backwardMs = (i: number, ch: number): number =>
+    split.layers[i]![ch]! * layerB +
+    redoMs(i, ch) +
+    (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
+    (holdsOutput(split, i, ch) ? pieces.output.backward.ms : 0);
+  return { c, deg, m, rc, split, links, bytes, own, ring, model, rec, layerF, layerB, forwardMs, backwardMs, redoMs };
+}
+
+/** Lower bounds of a step's time and its peak memory per GPU (see stepLowerBounds). */
+export interface StepLowerBounds {
+  readonly stepMs: number;
+  readonly memoryBytes: number;
+}
+
+/**
+ * Lower bounds of assembleStep(setup, machine, pricing)'s step time and peak memory, at a fraction
+ * of its cost. Time: the busiest stage's compute, m · max_i Σ_c (forward + backward of chunk c on
+ * stage i): the pipeline simulation runs a stage's ops one after another, so its span is at least
+ * that, and the step adds the gradient sync's tail, the optimizer and the rest. Memory: the
+ * heaviest stage's weights, optimizer state (its shard with the distributed optimizer) and
+ * gradient buffer, live for the whole step under every peak.
+ */
+export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepLowerBounds {
+  const { m, deg, split, model, forwardMs, backwardMs } = chunkTimes(setup, machine, pricing);
+  let busiest = 0;
+  split.layers.forEach((row, i) => {
+    busiest = Math.max(
+      busiest,
+      row.reduce((a, _, ch) => a + forwardMs(i, ch) + backwardMs(i, ch), 0),
+    );
+  });
+  const per = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, deg.dp * deg.cp);
+  const memoryBytes = Math.max(...model.stageParams) * (per.weights + per.optimizer + per.grads);
+  return { stepMs: m * busiest, memoryBytes };
+}
+
+export type ChunkTimes = ReturnType<typeof computeChunkTimes>;
+
+/**
+ * The pipeline simulation's input for `setup`: p2p of the activation (or its gradient) across a
+ * stage boundary, [s/(t·cp), b, h] with SP, [s/cp, b, h] without, on the boundary's link; a send
+ * blocks its sender (1F1B) or runs beside its next op and slows it (overlap_p2p_comm).
+ */
+export function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkTimes) {
+  const { system } = machine;
+  const { c, deg, m, links, bytes, own, forwardMs, backwardMs } = ct;
+  const p2pBytes = (own.tokens[1] - own.tokens[0]) * c.b * c.h * bytes;
+  const p2pMs = deg.pp > 1 ? p2pUs(system, links.pp, p2pBytes) / 1e3 : 0;
+  const p2pOverlapped = overlapsP2p(setup) && deg.pp > 1;
+  const p2pLossMs = p2pOverlapped
+    ? overlapLossMs(p2pMs, overlapSlowdown(false, system.gpu, p2pFootprint(links.pp.busGBps)))
+    : 0;
+  const pipeIn = { p: deg.pp, v: deg.vpp, m, forwardMs, backwardMs, p2pMs };
+  return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs, p2pBlocks: !p2pOverlapped };
+}
+
+/** The pipeline simulation's input and what p2p costs its senders (pipelineInput). */
+export type P2pInput = ReturnType<typeof pipelineInput>;

@@ -1,0 +1,45 @@
+import type { CollectiveOp } from '../../comm/collectives.ts';
+import { bytesPerElement } from '../../accounting/parameters.ts';
+import { dtypeBytes } from '../../hardware/dtype.ts';
+import { collectiveTimeUs } from '../../hardware/interconnect.ts';
+import type { LayerPlan } from '../../parallel/plan-types.ts';
+import { isPerStep, tpGroupLink, type Machine } from '../layer/projected-layer.ts';
+import type { LayerPricing } from './layer-pricing.ts';
+
+/** finalizeTime per pricing, machine and layer count: exact reuse. */
+const finalizeMemo = new WeakMap<LayerPricing, WeakMap<Machine, Map<number, number>>>();
+export function finalizeTimeOf(pricing: LayerPricing, L: number, machine: Machine): number {
+  let byMachine = finalizeMemo.get(pricing);
+  if (!byMachine) finalizeMemo.set(pricing, (byMachine = new WeakMap()));
+  let byL = byMachine.get(machine);
+  if (!byL) byMachine.set(machine, (byL = new Map()));
+  let ms = byL.get(L);
+  if (ms === undefined) byL.set(L, (ms = finalizeTime(pricing.full, pricing.block, L, machine)));
+  return ms;
+}
+
+/**
+ * The plan's finalize-phase collectives (e.g. the SP norm-gradient all-reduce in
+ * finalize_model_grads), coalesced over the L layers into one call per collective kind.
+ */
+export function finalizeTime(full: LayerPlan, block: LayerPlan, L: number, machine: Machine): number {
+  const payload = new Map<CollectiveOp, { bytes: number; group: number }>();
+  const add = (p: LayerPlan, times: number): void => {
+    for (const op of p.ops) {
+      if (!isPerStep(op) || op.kind !== 'collective' || op.collective.groupSize <= 1) continue;
+      const c = op.collective;
+      const prev = payload.get(c.op) ?? { bytes: 0, group: c.groupSize };
+      const bytes = (c.payloadBytes / bytesPerElement) * dtypeBytes[machine.dtype] * times;
+      payload.set(c.op, { bytes: prev.bytes + bytes, group: c.groupSize });
+    }
+  };
+  add(full, 1);
+  if (block !== full) add(block, L - 1);
+  let ms = 0;
+  const { system } = machine;
+  for (const [op, { bytes, group }] of payload) {
+    const link = machine.placed?.tp ?? tpGroupLink(system, group);
+    ms += (system.collectiveBaseUs + collectiveTimeUs(op, bytes, group, link)) / 1e3;
+  }
+  return ms;
+}

@@ -1,0 +1,221 @@
+import { peakFlops } from '../../hardware/gpus.ts';
+import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
+import type { TrainingSetup } from '../../megatron/training-setup.ts';
+import type { Machine } from '../layer/projected-layer.ts';
+import { bucketSyncUs, defaultBucketSize } from '../links/data-parallel.ts';
+import { dpSharedLinks, tpUnderSharing, type LinkSharingCost, type SharedLink } from '../links/link-sharing.ts';
+import type { PipelineTimes } from '../pipeline/pipeline-schedule.ts';
+import type { ChunkTimes, P2pInput } from './chunk-times.ts';
+import { stageLinkSharing } from './dp-link-sharing.ts';
+import { stageGradSync, stageParamGather, type DpOptions } from './dp-sync.ts';
+import { finalizeTimeOf } from './finalize.ts';
+import type { LayerPricing } from './layer-pricing.ts';
+import { optimizerMs } from './optimizer.ts';
+import { pipelineP2p } from './pp-exposure.ts';
+import { stepFlops } from './step-flops.ts';
+import { tiedEmbeddingAllReduceMs } from './tied-embedding.ts';
+import { cpExposedMs, tpExposedMs } from './tp-cp-exposure.ts';
+
+/** Exposed communication per process group, ms per step (the slowest stage's). */
+export interface ExposedByGroup {
+  readonly tp: number;
+  readonly cp: number;
+  /** Pipeline p2p: how much the sends lengthen the simulated schedule. */
+  readonly pp: number;
+  /** Gradient sync past the last backward, the distributed optimizer's parameter all-gather, tied-embedding all-reduce. */
+  readonly dp: number;
+}
+
+/** What the DP stream adds past the simulated pipeline (dataParallelTail). */
+interface DataParallelTail {
+  /** The pipeline's end with the DP stream: its overlap costs on compute, and shared links. */
+  readonly doneMs: number;
+  /** The DP stream's exposure past the pipeline's span, its compute cost aside. */
+  readonly exposedMs: number;
+  readonly overlapCostMs: number;
+  readonly buckets: number;
+  readonly paramGatherMs: number;
+  readonly paramGatherCostMs: number;
+  readonly linkSharing: LinkSharingCost[];
+  readonly linkSharingMs: number;
+}
+
+/**
+ * The gradient sync on each stage's DP stream past the simulated pipeline (stageGradSync), the
+ * links it shares (stageLinkSharing) and the distributed optimizer's parameter all-gather
+ * (stageParamGather), combined over stages: each stage ends at max(compute end + delays, DP end
+ * + delays), the step at the latest stage.
+ */
+function dataParallelTail(
+  setup: TrainingSetup,
+  machine: Machine,
+  pricing: LayerPricing,
+  ct: ChunkTimes,
+  input: P2pInput,
+  pipeline: PipelineTimes,
+): DataParallelTail {
+  const { system, dtype } = machine;
+  const { deg, split, links, model } = ct;
+  const dpGroup = deg.dp * deg.cp;
+  const distOpt = setup.distributedOptimizer ?? false;
+  const o: DpOptions = {
+    overlapGradReduce: setup.overlapGradReduce ?? false,
+    overlapParamGather: setup.overlapParamGather ?? false,
+    distributedOptimizer: distOpt,
+    dpGroup,
+    bucketSize: setup.bucketSize ?? defaultBucketSize(deg.dp),
+  };
+  const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system);
+  // What the DP collectives beside compute cost it (NCCL's SMs; backward and forward taken as GEMM-bound).
+  const dpSlowdown = (op: 'allReduce' | 'reduceScatter' | 'allGather'): number =>
+    overlapSlowdown(false, system.gpu, ncclFootprint(op, links.dpCp));
+  const gradSlowdown = dpSlowdown(distOpt ? 'reduceScatter' : 'allReduce');
+  const gatherSlowdown = dpSlowdown('allGather');
+  // Links the overlapped DP collectives share with TP or pipeline traffic (link-sharing.ts).
+  const gradOverlap = o.overlapGradReduce && dpGroup > 1;
+  const gatherOverlap = o.overlapParamGather && distOpt && dpGroup > 1;
+  const shares = gradOverlap || gatherOverlap ? dpSharedLinks(machine, deg) : [];
+  const tpShare = shares.some((x) => x.with === 'tp')
+    ? tpUnderSharing(pricing, machine, deg, setup.overlap || (setup.overlapSpRegather ?? setup.overlap))
+    : undefined;
+  const sharing = new Map<string, { -readonly [K in keyof LinkSharingCost]: LinkSharingCost[K] }>();
+  const noteSharing = (
+    overlap: LinkSharingCost['overlap'],
+    sh: SharedLink,
+    sharedMs: number,
+    computeDelayMs: number,
+  ): void => {
+    const key = `${overlap}|${sh.with}`;
+    const x = sharing.get(key) ?? { overlap, with: sh.with, link: sh.link, sharedMs: 0, computeDelayMs: 0 };
+    x.sharedMs = Math.max(x.sharedMs, sharedMs);
+    x.computeDelayMs = Math.max(x.computeDelayMs, computeDelayMs);
+    sharing.set(key, x);
+  };
+  const p2p = { p2pMs: input.pipeIn.p2pMs, blocks: input.p2pBlocks, p: deg.pp, v: deg.vpp };
+  let pipelineDoneUnshared = 0;
+  let dpBuckets = 0;
+  let pipelineDone = 0;
+  let pipelineDoneNoCost = 0;
+  let paramGatherMs = 0;
+  let paramGatherCostMs = 0;
+  split.layers.forEach((_, i) => {
+    const order = pipeline.orders[i]!;
+    const ops = { chunk: order.chunk, forward: order.forward, t0: pipeline.t0[i]!, t1: pipeline.t1[i]! };
+    const g = stageGradSync(i, ops, model.chunkParams[i]!, o, (p) => sync(p).gradUs, gradSlowdown);
+    const { stageEndMs: stageEnd, sync: s, overlapCostMs: gradCost } = g;
+    if (dpGroup > 1) dpBuckets = Math.max(dpBuckets, s.buckets);
+    let computeDelay = 0;
+    let dpDelay = 0;
+    for (const x of stageLinkSharing(i, ops, stageEnd, gradOverlap ? s.busy : [], shares, tpShare, p2p)) {
+      dpDelay += x.sharedMs;
+      computeDelay += x.computeDelayMs;
+      noteSharing('overlapGradReduce', x.share, x.sharedMs, x.computeDelayMs);
+    }
+    const gather = stageParamGather(g, ops, o, (p) => sync(p).paramUs, gatherSlowdown, tpShare);
+    paramGatherMs = Math.max(paramGatherMs, gather.exposedMs);
+    paramGatherCostMs = Math.max(paramGatherCostMs, gather.overlapCostMs);
+    let gatherShareMs = 0;
+    if (gather.tpShare) {
+      gatherShareMs = gather.tpShare.exposedMs;
+      computeDelay += gather.tpShare.computeDelayMs;
+      noteSharing(
+        'overlapParamGather',
+        shares.find((x) => x.with === 'tp')!,
+        gather.tpShare.sharedMs,
+        gather.tpShare.computeDelayMs,
+      );
+    }
+    const doneCompute = stageEnd + computeDelay;
+    const doneDp = s.endMs + Math.max(dpDelay, computeDelay);
+    pipelineDone = Math.max(pipelineDone, doneCompute + gradCost, doneDp + gradCost + gatherShareMs);
+    pipelineDoneNoCost = Math.max(pipelineDoneNoCost, doneCompute, doneDp + gatherShareMs);
+    pipelineDoneUnshared = Math.max(pipelineDoneUnshared, stageEnd + gradCost, s.endMs + gradCost);
+  });
+  return {
+    doneMs: pipelineDone,
+    exposedMs: pipelineDoneNoCost - pipeline.spanMs,
+    overlapCostMs: pipelineDone - pipelineDoneNoCost,
+    buckets: dpBuckets,
+    paramGatherMs,
+    paramGatherCostMs,
+    linkSharing: [...sharing.values()],
+    linkSharingMs: pipelineDone - pipelineDoneUnshared,
+  };
+}
+
+/**
+ * A step's times and FLOPs from the simulated pipeline's columns (everything of assembleStep but
+ * memory and the objects it returns), one term per parallel dimension: TP and CP exposure
+ * (tpExposedMs, cpExposedMs), the pipeline's p2p (pipelineP2p), the gradient sync on each stage's
+ * DP stream and the distributed optimizer's parameter all-gather (dataParallelTail), the
+ * tied-embedding all-reduce, the finalize collectives and the optimizer:
+ *   step = DP-stream end + embedding all-reduce + finalize + optimizer + param gather (+ its cost).
+ */
+export function stepTimes(
+  setup: TrainingSetup,
+  machine: Machine,
+  pricing: LayerPricing,
+  ct: ChunkTimes,
+  input: P2pInput,
+  pipeline: PipelineTimes,
+) {
+  const { system, dtype } = machine;
+  const { pieces, ref } = pricing;
+  const { c, deg, m, split, links, ring, model, rec } = ct;
+  const pp = pipelineP2p(input.pipeIn, pipeline, input.p2pLossMs);
+  const tpExposed = tpExposedMs(split, rec, pieces, m);
+  const maxStageLayers = Math.max(...split.layers.map((row) => row.reduce((a, n) => a + n, 0)));
+  const cpExposed = cpExposedMs(split, rec, ring, m);
+  const dp = dataParallelTail(setup, machine, pricing, ct, input, pipeline);
+  const distOpt = setup.distributedOptimizer ?? false;
+  const embeddingAllReduceMs = tiedEmbeddingAllReduceMs(
+    setup.tiedEmbeddings ?? false,
+    deg.pp,
+    c.vocab,
+    model.embeddingParams,
+    dtype,
+    links.embedding,
+    system,
+  );
+  const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
+  const optimizer = optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu);
+  const stepMs = dp.doneMs + embeddingAllReduceMs + finalizeMs + optimizer + dp.paramGatherMs + dp.paramGatherCostMs;
+
+  const flops = stepFlops(ref, machine, setup.layers, rec, deg.dp, m);
+  const modelFlopsPerStep = flops.model;
+  const executedFlopsPerStep = flops.executed;
+  const tokensPerStep = deg.dp * m * setup.sizes.b * setup.sizes.s;
+  const peak = peakFlops(system.gpu, dtype);
+  const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
+
+  const exposedByGroup: ExposedByGroup = {
+    tp: tpExposed,
+    cp: cpExposed,
+    pp: pp.exposedMs,
+    dp: dp.exposedMs + dp.paramGatherMs + embeddingAllReduceMs + finalizeMs,
+  };
+  const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
+  return {
+    tpExposedMs: tpExposed,
+    dpAllReduceMs: dp.exposedMs,
+    dpBuckets: dp.buckets,
+    paramGatherMs: dp.paramGatherMs,
+    embeddingAllReduceMs,
+    finalizeMs,
+    optimizerMs: optimizer,
+    stepMs,
+    tokensPerStep,
+    tokensPerS: tokensPerStep / (stepMs * 1e-3),
+    modelFlopsPerStep,
+    executedFlopsPerStep,
+    tflopsPerGpu,
+    mfu: modelFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
+    executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
+    exposedByGroup,
+    overlapCostMs: { dp: dp.overlapCostMs + dp.paramGatherCostMs, pp: pp.overlapCostMs },
+    linkSharing: dp.linkSharing,
+    linkSharingMs: dp.linkSharingMs,
+    exposedMs,
+    exposedShare: exposedMs / stepMs,
+  };
+}
