@@ -25,6 +25,15 @@ export interface GroupLinks {
 export const membersPerNode = (system: SystemSpec, stride: number, size: number): number =>
   Math.max(1, Math.min(size, Math.floor(system.gpusPerNode / stride)));
 
+/**
+ * Members of the pairs {r, r + apart}, r < first, one node of G GPUs holds for every pair: 2 when
+ * apart + min(first, G) ≤ G (the last r < first still lands on r's node), else 1. For apart a
+ * power-of-two multiple of `first` it is membersPerNode(apart, 2); the tied-embedding pair of
+ * p = 4 stages is not (t 2 on 8 GPUs: {0, 6} and {1, 7}, on one node, where ⌊8/6⌋ = 1).
+ */
+const pairPerNode = (system: SystemSpec, first: number, apart: number): number =>
+  apart + Math.min(first, system.gpusPerNode) <= system.gpusPerNode ? 2 : 1;
+
 /** Each group's link for the degrees `d` on `system`. */
 export function groupLinks(system: SystemSpec, d: Degrees): GroupLinks {
   const { tp, cp, dp, pp } = d;
@@ -34,7 +43,7 @@ export function groupLinks(system: SystemSpec, d: Degrees): GroupLinks {
     cp: groupLink(system, cp, membersPerNode(system, tp, cp)),
     dpCp: groupLink(system, dp * cp, membersPerNode(system, tp, dp * cp)),
     pp: groupLink(system, 2, membersPerNode(system, stage, 2)),
-    embedding: groupLink(system, 2, membersPerNode(system, stage * Math.max(1, pp - 1), 2)),
+    embedding: groupLink(system, 2, pairPerNode(system, stage, stage * Math.max(1, pp - 1))),
   };
 }
 

@@ -28,6 +28,23 @@ describe('group links under the tp-cp-ep-dp-pp rank order', () => {
     expect(small.pp).toBe(h100.intra); // stages 4 ranks apart
   });
 
+  it('puts the tied-embedding pair (ranks r and r + t·cp·DP·(p − 1), r < t·cp·DP) on one node only when both are', () => {
+    const on = (tp: number, pp: number, dp = 1) => groupLinks(h100, { tp, pp, vpp: 1, cp: 1, dp }).embedding;
+    // t 2, p 4 on 8 GPUs: pairs {0, 6} and {1, 7}, both on node 0 (6 apart: ⌊8/6⌋ = 1 would say across).
+    expect(on(2, 4)).toBe(h100.intra);
+    // t 1, p 6: {0, 5} on node 0.
+    expect(on(1, 6)).toBe(h100.intra);
+    // t 2, p 3: {0, 4}, {1, 5}.
+    expect(on(2, 3)).toBe(h100.intra);
+    // t 2, p 8 on 16 GPUs: {0, 14} crosses; t 4, p 3: {0, 8} crosses; t 2, p 4, DP 2: {0, 12} crosses.
+    expect(on(2, 8).name).toBe('inter-node');
+    expect(on(4, 3).name).toBe('inter-node');
+    expect(on(2, 4, 2).name).toBe('inter-node');
+    // p 2: the stage boundary's pair.
+    expect(on(4, 2)).toBe(h100.intra);
+    expect(on(8, 2).name).toBe('inter-node');
+  });
+
   it('prices a p2p send as the NCCL base latency, one α and the bytes at the link bandwidth', () => {
     const bytes = 64e6;
     expect(p2pUs(h100, h100.intra, bytes)).toBeCloseTo(
