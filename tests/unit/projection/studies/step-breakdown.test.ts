@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { systems } from '../../../../src/hardware/systems.ts';
 import { publishedRuns } from '../../../../src/megatron/published-runs.ts';
+import { seedsV100 } from '../../../../src/megatron/scenarios.ts';
+import { assembleStep } from '../../../../src/projection/step/cluster-projection.ts';
+import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
 import { publishedSetup } from '../../../../src/projection/studies/published-comparison.ts';
 import { stepBreakdown, type StepTerms } from '../../../../src/projection/studies/step-breakdown.ts';
 
@@ -46,5 +49,49 @@ describe('stepBreakdown', () => {
     expect(Math.abs(t.recomputeMs)).toBeLessThan(1e-6 * t.stepMs);
     expect(Math.abs(t.bubbleMs)).toBeLessThan(1e-6 * t.stepMs);
     expect(t.layer.tpExposedMs).toBe(0);
+  });
+
+  it('checks every term on its own: t 2 SP × p 4, full recompute, tied embeddings (8×V100 PCIe)', async () => {
+    const machine = { system: systems['v100-pcie-8'], dtype: 'fp16' as const };
+    const setup = {
+      ...seedsV100.setup,
+      tp: 2,
+      sp: true,
+      layers: 8,
+      pp: 4,
+      recompute: true,
+      tiedEmbeddings: true,
+    };
+    const t = await stepBreakdown(setup, machine);
+    const pricing = await priceLayers(setup, machine);
+    const step = assembleStep(setup, machine, pricing);
+    const { layer, output } = pricing.pieces;
+    const m = step.microBatches;
+    expect(m).toBe(8);
+    expect(step.split.layers).toEqual([[2], [2], [2], [2]]);
+    // The busiest stage is the last: its output layer over V/2 rows outweighs the first's lookup.
+    expect(output.forward.ms + output.backward.ms).toBeGreaterThan(
+      pricing.pieces.embedding.forward.ms + pricing.pieces.embedding.backward.ms,
+    );
+    expect(t.layersOnStage).toBe(2);
+    expect(t.layersMs).toBeCloseTo(m * 2 * (layer.forward.ms + layer.backward.ms), 9);
+    // Full recompute re-runs each of the stage's 2 layers' forward once per micro-batch.
+    expect(t.recomputeMs).toBeCloseTo(m * 2 * layer.forward.ms, 9);
+    expect(t.embeddingOutputMs).toBeCloseTo(m * (output.forward.ms + output.backward.ms), 9);
+    expect(t.bubbleMs).toBeCloseTo(step.pipeline.spanMs - step.pipeline.busyMs[3]!, 9);
+    expect(t.bubbleMs).toBeGreaterThan(0);
+    expect(t.dpGradMs).toBe(step.dpAllReduceMs + step.overlapCostMs.dp);
+    expect(t.paramGatherMs).toBe(step.paramGatherMs);
+    expect(t.optimizerMs).toBe(step.optimizerMs);
+    // SP's norm gradients and the tied embedding's pair {0, 6}, {1, 7} on one node's PCIe, both non-zero.
+    expect(step.finalizeMs).toBeGreaterThan(0);
+    const { intra } = machine.system;
+    const { vocab, h } = setup.sizes;
+    const pairMs =
+      (machine.system.collectiveBaseUs + 2 * (intra.alphaUs + ((vocab / 2) * h * 2) / 2 / (intra.busGBps * 1e3))) / 1e3;
+    expect(step.embeddingAllReduceMs).toBeCloseTo(pairMs, 12);
+    expect(t.finalizeMs).toBeCloseTo(step.finalizeMs + pairMs, 12);
+    expect(termSum(t)).toBeCloseTo(t.stepMs, 6);
+    expect(t.stepMs).toBe(step.stepMs);
   });
 });
