@@ -89,8 +89,11 @@ const noRejections = (): Record<AdvisorRejection, number> => ({
 const faster = (a: AdvisorRow, b: AdvisorRow): boolean =>
   a.stepMs < b.stepMs || (a.stepMs === b.stepMs && a.memoryGiB < b.memoryGiB);
 
-/** Inserts `row` into `top` (sorted, at most k long) if it belongs there. */
-function keepTop(top: AdvisorRow[], row: AdvisorRow, k: number): void {
+/**
+ * Inserts `row` into `top` (sorted, at most k long) if it belongs there: after every row faster
+ * than it or as fast with no more memory (a row equal in both to one already kept goes after it).
+ */
+export function keepTop(top: AdvisorRow[], row: AdvisorRow, k: number): void {
   if (top.length === k && !faster(row, top[k - 1]!)) return;
   let i = top.length;
   while (i > 0 && faster(row, top[i - 1]!)) i--;

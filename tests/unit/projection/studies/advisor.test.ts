@@ -7,7 +7,7 @@ import {
   type ClusterModel,
   type ParallelLayout,
 } from '../../../../src/megatron/parallel-layout.ts';
-import { advise, type AdvisorRow } from '../../../../src/projection/studies/advisor.ts';
+import { advise, keepTop, type AdvisorRow } from '../../../../src/projection/studies/advisor.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from '../../../../src/projection/studies/advisor-space.ts';
 import {
   assembleStep,
@@ -167,6 +167,66 @@ describe('advise', () => {
     // Every field of every row, as the full projection has it.
     expect(r.top).toEqual(all.slice(0, k));
     expect(r.ranked + r.rejected.oom + r.rejected.slower).toBe(legal);
+  });
+
+  it("stops against the k-th step, not the fastest: a later candidate's tight bound can pass the fastest step", async () => {
+    // On one DGX H100, pipelined candidates come first by bound (half the layers per stage) but
+    // their steps add the bubble; a t 1, p 1 candidate's bound is close to its step. Its bound
+    // exceeds the fastest step found and its step is under the 3rd: stopping at the fastest
+    // (rather than the k-th) would drop it.
+    const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+    const space: SearchSpace = {
+      ...point,
+      tp: [1, 2],
+      pp: [1, 2],
+      microBatch: [1, 2, 4, 8],
+      recompute: ['none', 'full'],
+    };
+    const k = 3;
+    const r = await advise({ model, machine: h100, gpus: 8, globalBatch: 64 }, space, { k });
+    const cache = new LayerPricingCache(h100);
+    const all: { row: AdvisorRow; boundMs: number }[] = [];
+    for (const layout of enumerateLayouts(space)) {
+      if (layoutRejection(model, layout, 8, 64)) continue;
+      const { setup } = layoutSetup(model, layout, 8, 64);
+      const pricing = await cache.price(setup);
+      const step = assembleStep(setup, h100, pricing);
+      if (!step.memory.oom)
+        all.push({ row: rowOf(layout, step), boundMs: stepLowerBounds(setup, h100, pricing).stepMs });
+    }
+    all.sort((a, b) => a.row.stepMs - b.row.stepMs || a.row.memoryGiB - b.row.memoryGiB);
+    expect(r.top).toEqual(all.slice(0, k).map((x) => x.row));
+    // The case the early stop must get right: one of the top k has a bound at or past the fastest step.
+    expect(all.slice(1, k).some((x) => x.boundMs >= all[0]!.row.stepMs)).toBe(true);
+    expect(r.rejected.slower).toBeGreaterThan(0);
+  });
+
+  it('orders ties by memory, less first, and keeps the first of rows equal in both', () => {
+    const row = (stepMs: number, memoryGiB: number, tp: number): AdvisorRow => ({
+      layout: { ...plain, tp },
+      dp: 8 / tp,
+      microBatches: 1,
+      stepMs,
+      tokensPerS: 0,
+      tflopsPerGpu: 0,
+      mfu: 0,
+      exposedShare: 0,
+      memoryGiB,
+      capacityGiB: 32,
+    });
+    const top: AdvisorRow[] = [];
+    for (const x of [row(10, 5, 1), row(10, 3, 2), row(9, 9, 4), row(10, 3, 8), row(10, 4, 1)]) keepTop(top, x, 4);
+    expect(top.map((x) => [x.stepMs, x.memoryGiB, x.layout.tp])).toEqual([
+      [9, 9, 4],
+      [10, 3, 2],
+      [10, 3, 8],
+      [10, 4, 1],
+    ]);
+    // Full at k: an equal row does not displace the k-th; one with less memory does.
+    keepTop(top, row(10, 4, 2), 4);
+    expect(top.at(-1)!.layout.tp).toBe(1);
+    keepTop(top, row(10, 3.5, 2), 4);
+    expect(top.map((x) => x.memoryGiB)).toEqual([9, 3, 3, 3.5]);
   });
 
   it("reuses nothing that changes a step: bound then assembly (the advisor's path) equals a fresh projectStep", async () => {
