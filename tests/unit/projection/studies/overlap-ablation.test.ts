@@ -59,6 +59,52 @@ describe('the ablation table (hand-written steps)', () => {
     expect(t.flagged).toBe(1);
   });
 
+  it('treats steps within 1e-9 of the baseline as ties: no flag, no interaction, the first in mask order stays best', () => {
+    // Baseline 100: eps = 1e-7 ms. A 100 − 2e-8 ties the baseline; B 99; AB 99 + 2e-8 ties B.
+    const flags = ['tpCommOverlap', 'overlapGradReduce'] as const;
+    const t = ablationTable(
+      flags,
+      new Map([
+        [0, figures(100)],
+        [1, figures(100 - 2e-8)],
+        [2, figures(99)],
+        [3, figures(99 + 2e-8)],
+      ]),
+    );
+    const [, a, , ab] = t.rows.map(ok);
+    expect(a!.worseThanBestSubset).toBe(false);
+    expect(ab!.bestSubset).toEqual({ flags: ['overlapGradReduce'], stepMs: 99 });
+    expect(ab!.worseThanBestSubset).toBe(false);
+    // 99 + 2e-8 − (100 − 2e-8) − 99 + 100 = 4e-8 < eps: no interaction.
+    expect(ab!.interactionMs).toBe(0);
+    expect(t.flagged).toBe(0);
+    expect(t.best).toEqual({ flags: ['overlapGradReduce'], stepMs: 99 });
+    // All within eps of the baseline, AB the lowest by 9e-8: the baseline stays best (no overlap for nothing).
+    const flat = ablationTable(
+      flags,
+      new Map([
+        [0, figures(100)],
+        [1, figures(100 - 5e-8)],
+        [2, figures(100)],
+        [3, figures(100 - 9e-8)],
+      ]),
+    );
+    expect(flat.best).toEqual({ flags: [], stepMs: 100 });
+    // Past eps it counts: AB 2e-7 over B is worse than B, with that interaction.
+    const past = ablationTable(
+      flags,
+      new Map([
+        [0, figures(100)],
+        [1, figures(100)],
+        [2, figures(99)],
+        [3, figures(99 + 2e-7)],
+      ]),
+    );
+    expect(ok(past.rows[3]!).worseThanBestSubset).toBe(true);
+    expect(ok(past.rows[3]!).interactionMs).toBeCloseTo(2e-7, 12);
+    expect(past.flagged).toBe(1);
+  });
+
   it('compares all-on with every subset, pairs included, and skips combinations that are not launched', () => {
     // Three flags: the best subset of ABC is the pair AC (80), not a single; B alone is not launched.
     const steps: [number, AblationFigures | string][] = [
