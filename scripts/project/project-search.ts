@@ -1,6 +1,11 @@
 // `npm run project -- --search`: the advisor over the default search space, printed or as JSON.
 import type { ProjectArgs } from './project-args.ts';
-import { advise, advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../src/projection/studies/advisor.ts';
+import {
+  advise,
+  advisorRejectionText,
+  type AdvisorRejection,
+  type AdvisorRow,
+} from '../../src/projection/studies/advisor.ts';
 import { defaultSearchSpace } from '../../src/projection/studies/advisor-space.ts';
 import { formatMs } from '../../src/core/format.ts';
 
