@@ -39,6 +39,8 @@ export class StagingPool {
   /** Upload buffers being re-mapped after use; they join `idle` once mapped. */
   private readonly remapping = new Set<GPUBuffer>();
   private readonly kinds = new WeakMap<GPUBuffer, Kind>();
+  /** Per buffer held (lent, re-mapping or idle): the acquisition count when it was last taken. */
+  private readonly taken = new Map<GPUBuffer, number>();
 
   constructor(
     private readonly device: GPUDevice,
@@ -103,6 +105,22 @@ export class StagingPool {
     return this.heldBytes;
   }
 
+  /** Acquisitions so far: a mark for `heldBytesSince`. */
+  get acquisitionsNow(): number {
+    return this.acquisitions;
+  }
+
+  /**
+   * Bytes of the buffers held now (lent, re-mapping or idle) that were taken after the mark
+   * `since` (an earlier acquisitionsNow): what the work since the mark staged through the pool,
+   * without the idle buffers earlier work left behind.
+   */
+  heldBytesSince(since: number): number {
+    let bytes = 0;
+    for (const [buffer, at] of this.taken) if (at > since) bytes += buffer.size;
+    return bytes;
+  }
+
   /** Destroys every idle buffer; buffers still lent out are destroyed when released. */
   dispose(): void {
     this.disposed = true;
@@ -117,6 +135,7 @@ export class StagingPool {
     if (i < 0) return undefined;
     const [e] = this.idle.splice(i, 1);
     this.idleBytes -= e.bytes;
+    this.taken.set(e.buffer, this.acquisitions);
     return e.buffer;
   }
 
@@ -131,6 +150,7 @@ export class StagingPool {
       mappedAtCreation: kind === 'write',
     });
     this.kinds.set(buffer, kind);
+    this.taken.set(buffer, this.acquisitions);
     this.heldBytes += bytes;
     return buffer;
   }
@@ -152,6 +172,7 @@ export class StagingPool {
 
   private destroy(buffer: GPUBuffer): void {
     this.heldBytes -= buffer.size;
+    this.taken.delete(buffer);
     buffer.destroy();
   }
 }

@@ -52,7 +52,10 @@ export interface BufferRecord {
   readonly freeAt: number;
 }
 
-/** The staging pool's held bytes (lent and idle) at op position `at`, sampled after each collective. */
+/**
+ * The staging pool's held bytes (lent and idle) that the step took, at op position `at`: sampled
+ * at the start and after each collective.
+ */
 export interface StagingSample {
   readonly at: number;
   readonly bytes: number;
@@ -103,7 +106,7 @@ export class MemoryRecorder<T extends object> {
   constructor(
     private readonly shapeOf: (t: T) => readonly number[],
     private readonly nameOf: (t: T) => string,
-    /** Bytes the device's staging pool holds now (GPU collectives only). */
+    /** Bytes of the device's staging pool this step has taken and the pool still holds (GPU collectives only). */
     private readonly stagingBytes?: () => number,
   ) {
     if (stagingBytes) this.staging.push({ at: 0, bytes: stagingBytes() });

@@ -81,11 +81,15 @@ async function gpuStep(
   // With `hold` false a timed step submits its kernels as it queues them (layerStepTimed).
   const be = slowedBackend(ownBackend, slowFactor); // #slow: this rank's kernels dispatched f times
   const own = rankOwnership(c)[rank];
+  // Staging: the pool's buffers this step takes, not the idle ones earlier work on this device left
+  // (rank 0's TP=1 reference, the read-backs of earlier results), so ranks staging alike draw alike.
+  const staging = stagingPool(ctx.device);
+  const stagingSince = staging.acquisitionsNow;
   const rec = memory
     ? new MemoryRecorder<GpuTensor>(
         (t) => t.shape,
         (t) => t.name,
-        () => stagingPool(ctx.device).heldBytesNow,
+        () => staging.heldBytesSince(stagingSince),
       )
     : undefined;
   // Finish the kernels queued so far before each collective, so its read-back phase times the copy

@@ -44,7 +44,7 @@ export function renderBanners(run: PageRunState, unknownKeys: readonly string[],
 
 const liveMemoryWords =
   "stacked by lifetime class and placed on the timeline above (its zoom and pan too); the dashed line is the accounting's weights + gradients + activations kept for backward, which the recorded classes equal. Like autograd, the layer frees each tensor after the last op that reads it (a kept activation in backward), so the peak falls in backward, where the gradients made so far and the activations not yet freed weigh most.";
-const liveMemoryCaption = `Every buffer each rank's step made or freed, recorded on the ranks, ${liveMemoryWords} Staging is the collectives' pool of read-back and upload buffers, kept across steps and outside the accounting.`;
+const liveMemoryCaption = `Every buffer each rank's step made or freed, recorded on the ranks, ${liveMemoryWords} Staging is what the step took from the collectives' pool of read-back and upload buffers (kept across steps, outside the accounting), not what earlier work left idle there.`;
 const replayedMemoryCaption = `Replayed from the plan: no WebGPU here, so nothing ran; the layer's own code run on shapes alone gives every buffer each rank's step would make or free, ${liveMemoryWords} No staging: the collectives' pool exists only on a GPU.`;
 
 /** Live bytes per rank over the step, under the timeline. */

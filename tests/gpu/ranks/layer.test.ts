@@ -29,13 +29,12 @@ afterAll(async () => {
 // classes recur at every degree) and the TP = 1 reference of a preset computed once for all its degrees.
 const cache = layerRunCache();
 
-async function check(c: LayerConfig) {
-  const run = await runLayer(await poolOf(c.tp), c, { timing: false, cache });
+async function check(c: LayerConfig, runCache = cache) {
+  const run = await runLayer(await poolOf(c.tp), c, { timing: false, cache: runCache });
   expect(run.oracle.pass, failures(run.oracle)).toBe(true);
   if (run.cpuOracle) expect(run.cpuOracle.pass, `CPU twins: ${failures(run.cpuOracle)}`).toBe(true);
   // Every buffer each rank made, by class, equals the accounting's memory (staging aside: it is the
-  // device's pool of read-back and upload buffers, outside the accounting and kept across steps, so
-  // even a step without collectives finds the earlier read-backs' buffers there).
+  // device's pool of read-back and upload buffers, outside the accounting and kept across steps).
   expect(run.memory.map((m) => m.rank)).toEqual([...Array(c.tp).keys()]);
   run.memory.forEach((m, r) => {
     expect(m.ops, 'one position per plan op').toBe(run.plan.ops.length);
@@ -44,6 +43,10 @@ async function check(c: LayerConfig) {
       expect(x.recordedBytes, `rank ${r} ${x.class}`).toBe(x.predictedBytes);
     if (c.tp > 1) expect(live.madeBytes.staging, 'the collectives staged through the pool').toBeGreaterThan(0);
   });
+  // Staging is what each rank's step took from its device's pool, not what earlier work left idle
+  // there (rank 0 also ran the TP = 1 reference): ranks moving the same pieces stage the same bytes.
+  const staged = run.memory.map((m) => m.staging.map((s) => s.bytes));
+  staged.forEach((s, r) => expect(s, `rank ${r}'s staging levels against rank 0's`).toEqual(staged[0]));
   return run;
 }
 
@@ -78,6 +81,12 @@ describe('the layer across real rank workers on WebGPU matches TP=1', () => {
   test('a second step on the same pool, its collectives writing into the first step’s result tensors, still matches TP=1', async () => {
     for (const sp of [false, true])
       for (let step = 0; step < 2; step++) await check({ ...configFromPreset('classroom'), ...larger, tp: 2, sp });
+  });
+
+  // A run cache of its own: the TP = 1 reference runs on this pool's rank 0 first, and leaves its
+  // full-size read-back buffers (64 KiB classes; the shards' are 32 KiB) idle in rank 0's pool.
+  test('rank 0 stages no more than rank 1 after running the TP = 1 reference on its device', async () => {
+    await check({ ...configFromPreset('classroom'), ...larger, tp: 2, sp: true }, layerRunCache());
   });
 
   // The llama-gqa preset at its full size (s 64, h 256, vocab 512): 2 KV groups < t, so linear_qkv's
