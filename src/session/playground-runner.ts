@@ -50,10 +50,18 @@ export interface RunRequest {
   readonly slow?: RankSlowdown | null;
   /** #slowlink=r:f: the hop out of rank r f× slower — here by f copies of each chunk it sends, modeled as every collective f×. */
   readonly slowlink?: RankSlowdown | null;
+  /**
+   * The projection of this request (its `projection` and `plan`) when the caller has drawn it
+   * already: the run takes its accounting, timeline and captions instead of computing them again.
+   */
+  readonly projected?: PlaygroundResult;
 }
 
 /** A request onto a real cluster. */
 export type ProjectedRequest = RunRequest & { readonly projection: Machine };
+
+/** What a request onto a real cluster gives from its plan alone: projectedResult (a caller may wrap it to count its calls). */
+export type Projector = (req: ProjectedRequest, plan: LayerPlan) => PlaygroundResult;
 
 /**
  * What the plan and the projection give alone, before (and without) any rank worker: the real
@@ -135,7 +143,11 @@ export class PlaygroundRunner implements PoolLender {
   /** Memory and buffer limits every run is checked against before a worker allocates (src/accounting/budget.ts). */
   budget: MemoryBudget | undefined;
 
-  constructor(private readonly onProgress: (line: string) => void = () => {}) {}
+  constructor(
+    private readonly onProgress: (line: string) => void = () => {},
+    /** The projection onto a real cluster, computed once per run (a request's `projected`, else here). */
+    readonly project: Projector = projectedResult,
+  ) {}
 
   /** True when this browser can run the ranks (navigator.gpu exists). */
   static hasWebGpu(): boolean {
@@ -167,41 +179,50 @@ export class PlaygroundRunner implements PoolLender {
   }
 
   private async runNow(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
-    const r = await this.runHere(req, signal);
-    const m = req.projection;
-    if (!m) return r;
-    const projected = projectedResult({ ...req, projection: m }, r.plan);
-    return {
-      ...r,
-      timeline: projected.timeline,
-      computeSource: projected.computeSource,
-      commSource: projected.commSource,
-    };
-  }
-
-  private async runHere(req: RunRequest, signal?: AbortSignal): Promise<PlaygroundResult> {
     signal?.throwIfAborted();
     const c = req.config;
     if (!req.plan && this.budget) assertWithinBudget(c, this.budget);
     const plan = req.plan ?? (await makePlan(c)).plan; // makePlan validates before any work
+    const m = req.projection;
+    const projected = m && (req.projected ?? this.project({ ...req, projection: m }, plan));
+    return this.runHere(req, plan, projected, signal);
+  }
+
+  /** The run of `plan` here; on a real cluster (`projected`) its timeline, accounting and captions are the projection's. */
+  private async runHere(
+    req: RunRequest,
+    plan: LayerPlan,
+    projected: PlaygroundResult | undefined,
+    signal?: AbortSignal,
+  ): Promise<PlaygroundResult> {
+    const c = req.config;
     const link = req.comm === 'measured' ? undefined : req.comm;
-    const accounting = accountPlan(plan, link);
+    const accounting = projected?.accounting ?? accountPlan(plan, link);
+    const onCluster = projected && {
+      timeline: projected.timeline,
+      computeSource: projected.computeSource,
+      commSource: projected.commSource,
+    };
     if (this.modelOnly || !PlaygroundRunner.hasWebGpu()) {
-      const commMs = modeledCommMs(plan, link ?? interconnectPresets['pcie-gen3']);
+      const modeledLink = link ?? interconnectPresets['pcie-gen3'];
+      const memory = await Promise.all(Array.from({ length: c.tp }, (_, r) => replayStepMemory(c, r)));
       return {
         config: c,
         plan,
         accounting,
-        timeline: scheduleStep(
-          plan,
-          withSlowLink(withSlowRank({ computeMs: modeledComputeMs(plan), commMs }, req.slow), req.slowlink),
-          {
-            overlap: req.overlap,
-          },
-        ),
-        computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})${slowNote(req.slow, 'modeled')}`,
-        commSource: `modeled (${(link ?? interconnectPresets['pcie-gen3']).label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`,
-        memory: await Promise.all(Array.from({ length: c.tp }, (_, r) => replayStepMemory(c, r))),
+        ...(onCluster ?? {
+          timeline: scheduleStep(
+            plan,
+            withSlowLink(
+              withSlowRank({ computeMs: modeledComputeMs(plan), commMs: modeledCommMs(plan, modeledLink) }, req.slow),
+              req.slowlink,
+            ),
+            { overlap: req.overlap },
+          ),
+          computeSource: `modeled (no WebGPU here: ${swiftshaderLike.name})${slowNote(req.slow, 'modeled')}`,
+          commSource: `modeled (${modeledLink.label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`,
+        }),
+        memory,
         memoryReplayed: true,
       };
     }
@@ -211,6 +232,7 @@ export class PlaygroundRunner implements PoolLender {
     try {
       run = await runLayer(pool, c, {
         plan,
+        timing: !onCluster, // a real cluster's timeline prices the kernels on its GPU: none timed here
         timingRanks: timingRanksFor(req.slow, c.tp),
         slow: req.slow ?? null,
         slowlink: req.slowlink ?? null,
@@ -235,13 +257,15 @@ export class PlaygroundRunner implements PoolLender {
       config: c,
       plan,
       accounting,
-      timeline: runTimeline(run, link ?? 'measured', req.overlap),
-      computeSource: run.transferTimes
-        ? `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): every rank's kernels timed in the step, all ranks at once, with nothing moving and, for the kernels under a ring transfer, with the ring moving (${run.transferTimes.pairs} pairs alternated; the striped end of a block is what the transfer added)`
-        : `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes${slowNote(req.slow, 'measured')}${run.transferSkipped ? `; kernels under a transfer not timed: ${run.transferSkipped}` : ''}`,
-      commSource: link
-        ? `modeled (${link.label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`
-        : `measured: this browser's ${pool.transport} transport between the rank workers${slowLinkNote(req.slowlink, 'measured')}`,
+      ...(onCluster ?? {
+        timeline: runTimeline(run, link ?? 'measured', req.overlap),
+        computeSource: run.transferTimes
+          ? `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): every rank's kernels timed in the step, all ranks at once, with nothing moving and, for the kernels under a ring transfer, with the ring moving (${run.transferTimes.pairs} pairs alternated; the striped end of a block is what the transfer added)`
+          : `measured on this machine's GPU (${pool.adapters[0] ?? 'WebGPU'}): rank 0's kernels timed alone (${t0?.method ?? 'no timing'}), as if each rank had its own GPU; every rank runs the same shapes${slowNote(req.slow, 'measured')}${run.transferSkipped ? `; kernels under a transfer not timed: ${run.transferSkipped}` : ''}`,
+        commSource: link
+          ? `modeled (${link.label}, alpha-beta ring)${slowLinkNote(req.slowlink, 'modeled')}`
+          : `measured: this browser's ${pool.transport} transport between the rank workers${slowLinkNote(req.slowlink, 'measured')}`,
+      }),
       oracle: run.oracle,
       cpuOracle: run.cpuOracle,
       cpuSkipped: run.cpuSkipped,

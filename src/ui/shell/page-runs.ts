@@ -3,7 +3,12 @@ import { budgetRun, memoryBudget, type MemoryBudget } from '../../accounting/bud
 import { presets, type LayerConfig } from '../../parallel/config.ts';
 import { planValidated } from '../../parallel/plan.ts';
 import { legalTpDegrees, validateConfig } from '../../parallel/validate.ts';
-import { PlaygroundRunner, projectedResult, type PlaygroundResult } from '../../session/playground-runner.ts';
+import {
+  PlaygroundRunner,
+  projectedResult,
+  type PlaygroundResult,
+  type Projector,
+} from '../../session/playground-runner.ts';
 import { runLatest, type LatestRuns } from '../../session/run-latest.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { slowdownRankIssue } from '../../core/rank-slowdown.ts';
@@ -72,11 +77,14 @@ export class PageRuns {
   private isProbed = false;
   private readonly queue: LatestRuns<PageRequest>;
 
-  constructor(private readonly onState: (s: PageRunState) => void) {
+  constructor(
+    private readonly onState: (s: PageRunState) => void,
+    project: Projector = projectedResult,
+  ) {
     // Warm-ups between runs report progress too; only a run's lines replace the status.
     this.runner = new PlaygroundRunner((line) => {
       if (this.state.busy) this.set({ progress: line });
-    });
+    }, project);
     this.state = {
       gpu: PlaygroundRunner.hasWebGpu() ? 'ok' : 'none',
       issues: [],
@@ -201,10 +209,12 @@ export class PageRuns {
         plan: (await planValidated(config)).plan,
         ...(machine.projection && { projection: machine.projection }),
       };
-      if (req.projection) {
-        // A real cluster's timeline, the shapes and the memory come from the plan alone: drawn before any rank worker starts.
+      // A real cluster's timeline, the shapes and the memory come from the plan alone: drawn before any
+      // rank worker starts, and handed to the run, which then computes neither again.
+      const projected = req.projection && this.runner.project({ ...req, projection: req.projection }, req.plan);
+      if (projected) {
         this.set({
-          result: projectedResult({ ...req, projection: req.projection }, req.plan),
+          result: projected,
           shownMachine: machine.label,
           shownKey: key,
           ranks: this.state.gpu === 'ok' ? 'running' : 'none',
@@ -227,7 +237,7 @@ export class PageRuns {
         this.set({ issues: over, ...(this.state.ranks === 'running' && { ranks: 'stopped' }) });
         return;
       }
-      const result = await this.runner.run(req, signal);
+      const result = await this.runner.run({ ...req, projected }, signal);
       this.set({
         result,
         shownMachine: machine.label,
