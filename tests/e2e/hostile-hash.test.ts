@@ -8,7 +8,8 @@ let open: OpenPage;
 
 /**
  * Each hash, what the page must say, and where: `field` is the control the message sits under
- * (`[data-error-for=field]`), 'banner' the link banner for keys without a control.
+ * (`[data-error-for=field]` in <tp-controls> or <tp-machine-controls>), 'banner' the link banner for
+ * keys without a control.
  */
 const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   {
@@ -31,6 +32,25 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   { hash: '__proto__=1', where: 'banner', says: /^Link: unknown key "__proto__" ignored/ },
   { hash: 'net=constructor', where: 'net', says: /unknown interconnect "constructor"/ },
   { hash: `h=${'9'.repeat(10_000)}`, where: 'h', says: /got "9{40}…" \(10000 characters\)/ },
+  // Sized by the GPU count or the stages: capped (src/ui/shell/state.ts gpusCap, ppCap).
+  { hash: 'gpus=10000000', where: 'gpus', says: /^gpus = 10000000 is more than 8192 \(.*\): write gpus=8192 or less/ },
+  { hash: 'pp=1000000&gpus=1000000', where: 'pp', says: /^pp = 1000000 is more than 64 \(.*\): write pp=64 or less/ },
+  // Keys without a control of their own: named in the link banner.
+  {
+    hash: 'placement=nowhere',
+    where: 'banner',
+    says: /^Link: placement "nowhere": use megatron, .* or custom:<GPU list>/,
+  },
+  {
+    hash: 'placement=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E',
+    where: 'banner',
+    says: /^Link: placement "<img src=x onerror=alert\(1\)>": use megatron, /,
+  },
+  {
+    hash: 'view=classroom&step=-1',
+    where: 'banner',
+    says: /^Link: step must be a whole number ≥ 1, got "-1"\. Using step=1\./,
+  },
   {
     hash: Array.from({ length: 200 }, (_, i) => `junk${i}=1`).join('&'),
     where: 'banner',
@@ -67,7 +87,7 @@ describe('hostile URL hashes on the built page', () => {
         const where$ =
           where === 'banner'
             ? page.locator('[data-banner="hash"]')
-            : page.locator(`tp-controls [data-error-for="${where}"]`);
+            : page.locator(`tp-controls, tp-machine-controls`).locator(`[data-error-for="${where}"]`);
         await expect.poll(() => where$.count(), { timeout: 20_000 }).toBeGreaterThan(0);
         const texts = await where$.allTextContents();
         expect(

@@ -174,13 +174,51 @@ export function commOf(net: string): 'measured' | Interconnect {
 
 const switchText = (on: boolean): string => (on ? '1' : '0');
 
-/** A whole-number row (sizes, degree, step, layers, GPUs): at least `min`. */
+/** The most a whole-number row takes, and why, in words that follow "at most …". */
+interface WholeCap {
+  readonly max: number;
+  readonly why: string;
+}
+
+/**
+ * The GPU budget N: the largest published Megatron run in src/megatron/published-runs.ts used 6144
+ * H100s; the machine picture prices every placement of N GPUs, which grows faster than N (8192 GPUs
+ * took about 3 s here, 32768 took 47 s and 0.5 GB).
+ */
+export const gpusCap: WholeCap = {
+  max: 8192,
+  why: 'the largest published Megatron run here used 6144 GPUs, and pricing the placements of more takes too long',
+};
+
+/**
+ * Pipeline stages p: Megatron's deepest published pipeline, GPT 1T on 3072 A100s (Narayanan et
+ * al. 2021), has p = 64; the schedule grows as p·m with m = t·p micro-batches under 'auto' (p = 64:
+ * about 3 s for the panel's rows; p = 256: 12 s and 0.5 GB).
+ */
+export const ppCap: WholeCap = {
+  max: 64,
+  why: "Megatron's deepest published pipeline (GPT 1T) has 64 stages",
+};
+
+/** A whole-number row (sizes, degree, step, layers, GPUs): at least `min`, and at most `cap.max`. */
 const whole = (
   key: string,
   fallback: number,
   row: Pick<SettingField<number>, 'inHash' | 'reruns' | 'control'>,
   min = 1,
-): SettingField<number> => ({ key, parse: (t) => parseWhole(key, t, min), format: String, fallback, ...row });
+  cap?: WholeCap,
+): SettingField<number> => ({
+  key,
+  parse: (t) => {
+    const v = parseWhole(key, t, min);
+    if (cap && v > cap.max)
+      throw new Error(`${key} = ${v} is more than ${cap.max} (${cap.why}): write ${key}=${cap.max} or less.`);
+    return v;
+  },
+  format: String,
+  fallback,
+  ...row,
+});
 
 /** An on/off row, written 1/0. */
 const onOff = (
@@ -283,7 +321,7 @@ export const settingsTable: SettingsTable = {
     control: 'machine',
   },
   layers: whole('layers', 12, { inHash: 'unless-default', reruns: false, control: 'machine' }),
-  gpus: whole('gpus', 8, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  gpus: whole('gpus', 8, { inHash: 'unless-default', reruns: false, control: 'machine' }, 1, gpusCap),
   gbatch: {
     key: 'gbatch',
     parse: parseGlobalBatch,
@@ -298,7 +336,7 @@ export const settingsTable: SettingsTable = {
     reruns: false,
     control: 'machine',
   }),
-  pp: whole('pp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  pp: whole('pp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }, 1, ppCap),
   vpp: whole('vpp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
   arch: choice('arch', layerArchs, defaultKernelOptions.arch, kernelRow),
   attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),

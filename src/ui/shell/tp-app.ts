@@ -8,7 +8,15 @@ import { PageRuns, type PageRunState } from './page-runs.ts';
 import { loadLaterElements } from './later-elements.ts';
 import { renderBanners, renderRun, renderWorkerView } from './run-view.ts';
 import type { SettingsChangeDetail } from './settings-change.ts';
-import { hashFromSettings, mainViews, runKey, settingsFromHash, type MainView, type Settings } from './state.ts';
+import {
+  hasControl,
+  hashFromSettings,
+  mainViews,
+  runKey,
+  settingsFromHash,
+  type MainView,
+  type Settings,
+} from './state.ts';
 import './tp-machine-controls.ts';
 import './tp-controls.ts';
 
@@ -32,7 +40,7 @@ export class TpApp extends LitElement {
 
   @state() private settings: Settings = settingsFromHash(location.hash).settings;
   @state() private hashIssues: readonly FieldIssue[] = [];
-  /** Hash keys the page does not know: no control to show them beside, so a banner names them. */
+  /** Messages about hash keys with no control to show them beside (unknown keys, placement, step): a banner names them. */
   @state() private unknownKeys: readonly string[] = [];
   @state() private run: PageRunState;
   private changed: keyof Settings | undefined;
@@ -61,9 +69,10 @@ export class TpApp extends LitElement {
   private apply(): void {
     const { settings, messages } = settingsFromHash(location.hash);
     this.settings = settings;
-    const known = (k: string): k is keyof Settings => Object.hasOwn(settings, k);
-    this.hashIssues = messages.flatMap((m) => (known(m.key) ? [{ field: m.key, message: m.message }] : []));
-    this.unknownKeys = messages.flatMap((m) => (known(m.key) ? [] : [m.message]));
+    // A message sits under its field's control; one about a key without a control (unknown, or set
+    // only by a link or a view's own buttons: placement, step) goes to the link banner.
+    this.hashIssues = messages.flatMap((m) => (hasControl(m.key) ? [{ field: m.key, message: m.message }] : []));
+    this.unknownKeys = messages.flatMap((m) => (hasControl(m.key) ? [] : [m.message]));
     if (settings.view !== 'trace') this.runs.request(settings, this.changed);
     void loadLaterElements(settings.view);
   }

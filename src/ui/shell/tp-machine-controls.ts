@@ -5,13 +5,12 @@ import { trainDtypes } from '../../hardware/dtype.ts';
 import { attentionBackends, cudaGraphImpls, fp8Formats, layerArchs } from '../../projection/layer/kernel-options.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
-import { parseWhole } from '../../parallel/config-parse.ts';
 import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
 import type { ControlField, FieldIssue } from './field-issues.ts';
 import { machineNames } from './machine-choice.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { clusterModelChoices, clusterModelNames, clusterSizes } from './cluster-model-choice.ts';
-import { machineModes, type Settings } from './state.ts';
+import { machineModes, settingsTable, type Settings } from './state.ts';
 import { fieldMessages, settingsChangeEvent } from './settings-change.ts';
 
 /**
@@ -59,7 +58,7 @@ export class TpMachineControls extends LitElement {
           step="1"
           data-control=${field}
           .value=${String(s[field])}
-          @change=${this.onParsed(s, field, (v) => parseWhole(field, v, 1))}
+          @change=${this.onParsed(s, field, settingsTable[field].parse)}
       /></label>
       ${this.errorsFor(field)}`;
   }

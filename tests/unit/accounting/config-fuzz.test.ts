@@ -5,7 +5,7 @@ import { configFromPreset, presetNames, type LayerConfig } from '../../../src/pa
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { legalTpDegrees, maxHeads, maxSize, maxTp, validateConfig } from '../../../src/parallel/validate.ts';
 import { rng } from '../../../src/reference/random.ts';
-import { hashKeys, settingsFromHash } from '../../../src/ui/shell/state.ts';
+import { gpusCap, hashKeys, ppCap, settingsFromHash } from '../../../src/ui/shell/state.ts';
 
 /**
  * Seeded property test over the configuration space: every case is either valid with a plan
@@ -143,6 +143,9 @@ describe('URL hash fuzz', () => {
       for (const k of ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab', 'tp'] as const)
         expect(Number.isSafeInteger(settings[k]), `${hash.slice(0, 200)}: ${k}`).toBe(true);
       expect(typeof settings.sp).toBe('boolean');
+      // What the cluster panel sizes by the GPU count or the stages stays within the page's caps.
+      expect(settings.gpus, hash.slice(0, 200)).toBeLessThanOrEqual(gpusCap.max);
+      expect(settings.pp, hash.slice(0, 200)).toBeLessThanOrEqual(ppCap.max);
       expect(messages.filter((m) => /^(unknown key |\d+ unknown keys )/.test(m.message)).length).toBeLessThanOrEqual(1);
       for (const m of messages) expect(m.message.length, m.message.slice(0, 200)).toBeLessThan(700);
       // A hash's settings always validate to an answer (valid, or errors with messages).

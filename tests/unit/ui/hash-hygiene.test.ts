@@ -1,5 +1,12 @@
 import { describe, expect, test } from 'vitest';
-import { defaultSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
+import {
+  defaultSettings,
+  gpusCap,
+  hasControl,
+  ppCap,
+  settingsFromHash,
+  settingsTable,
+} from '../../../src/ui/shell/state.ts';
 import { parseInterconnect } from '../../../src/hardware/interconnect.ts';
 import { quoted } from '../../../src/core/quote.ts';
 
@@ -43,6 +50,39 @@ describe('hostile URL hashes', () => {
   test('net=constructor is an unknown interconnect, not the Object constructor', () => {
     expect(() => parseInterconnect('constructor')).toThrow(/^unknown interconnect "constructor"/);
     expect(settingsFromHash('#net=__proto__').settings.net).toBe(defaultSettings.net);
+  });
+
+  test('the GPU budget and the pipeline stages are capped: the cap is taken, one more is refused naming the cap and why', () => {
+    const ok = settingsFromHash(`#gpus=${gpusCap.max}&pp=${ppCap.max}`);
+    expect(ok.messages).toEqual([]);
+    expect([ok.settings.gpus, ok.settings.pp]).toEqual([gpusCap.max, ppCap.max]);
+    const { settings, messages } = settingsFromHash('#pp=1000000&gpus=10000000');
+    expect([settings.gpus, settings.pp]).toEqual([defaultSettings.gpus, defaultSettings.pp]);
+    expect(messages).toEqual([
+      {
+        key: 'gpus',
+        message: `gpus = 10000000 is more than ${gpusCap.max} (${gpusCap.why}): write gpus=${gpusCap.max} or less. Using gpus=8.`,
+      },
+      {
+        key: 'pp',
+        message: `pp = 1000000 is more than ${ppCap.max} (${ppCap.why}): write pp=${ppCap.max} or less. Using pp=1.`,
+      },
+    ]);
+    // The machine panel's inputs parse with the same rows.
+    expect(() => settingsTable.gpus.parse(String(gpusCap.max + 1))).toThrow(/^gpus = 8193 is more than 8192/);
+    expect(() => settingsTable.pp.parse(String(ppCap.max + 1))).toThrow(/^pp = 65 is more than 64/);
+  });
+
+  test('placement and step have no control of their own: their messages say what to write, for the link banner', () => {
+    const { settings, messages } = settingsFromHash('#placement=<img src=x onerror=alert(1)>&view=classroom&step=-1');
+    expect(settings.placement).toBe(defaultSettings.placement);
+    expect(settings.step).toBe(defaultSettings.step);
+    expect(messages.map((m) => m.key)).toEqual(['step', 'placement']);
+    expect(messages.map((m) => hasControl(m.key))).toEqual([false, false]);
+    expect(messages[0]!.message).toBe('step must be a whole number ≥ 1, got "-1". Using step=1.');
+    expect(messages[1]!.message).toMatch(
+      /^placement "<img src=x onerror=alert\(1\)>": use megatron, .* or custom:<GPU list>/,
+    );
   });
 
   test('quoted counts characters, not UTF-16 units, and leaves short text whole', () => {
