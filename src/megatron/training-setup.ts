@@ -129,9 +129,22 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     );
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
-  microBatchesOf(s);
+  const m = microBatchesOf(s);
+  if (pp * vpp * m > maxPipelinePasses)
+    throw new Error(
+      `the pipeline would schedule p·v·m = ${pp}·${vpp}·${m} = ${pp * vpp * m} forward passes per step, more than the projection's maximum of ${maxPipelinePasses}: lower the global batch, p or v.`,
+    );
   return c;
 }
+
+/**
+ * Most forward passes (p stages × v virtual stages × m micro-batches) a projected step schedules:
+ * the pipeline simulation costs time and memory in proportion (p = 256 at m = 4096 took 12 s and
+ * 0.5 GB here; global batch 4·10⁶ at p = 4, 47 s and 2.3 GB). 2¹⁷ holds every published run of
+ * src/megatron/published-runs.ts (the largest, GPT 1T: p = 64, m = 512) and p = 64 at m = 1024,
+ * which prices in about 3 s.
+ */
+export const maxPipelinePasses = 2 ** 17;
 
 /**
  * The rules of the data-parallel flags alone (part of setupConfig): --overlap-param-gather needs
