@@ -53,8 +53,9 @@ export interface BufferRecord {
 }
 
 /**
- * The staging pool's held bytes (lent and idle) that the step took, at op position `at`: sampled
- * at the start and after each collective.
+ * The staging pool's bytes that the step took and the pool holds at its end (lent and idle), live
+ * from op position `at` to the step's end. Drawn from the step's start: the pool keeps a buffer
+ * across steps, so from the second step of a shape on its buffers are resident throughout.
  */
 export interface StagingSample {
   readonly at: number;
@@ -98,7 +99,6 @@ const isOpSpec = (v: unknown): v is OpSpec =>
 export class MemoryRecorder<T extends object> {
   private readonly bufs = new Map<T, Live>();
   private readonly order: Live[] = [];
-  private readonly staging: StagingSample[] = [];
   private readonly named: { readonly opIndex: number; readonly c: NamedCollective }[] = [];
   private at = 0;
   private phase: OpPhase = 'forward';
@@ -108,9 +108,7 @@ export class MemoryRecorder<T extends object> {
     private readonly nameOf: (t: T) => string,
     /** Bytes of the device's staging pool this step has taken and the pool still holds (GPU collectives only). */
     private readonly stagingBytes?: () => number,
-  ) {
-    if (stagingBytes) this.staging.push({ at: 0, bytes: stagingBytes() });
-  }
+  ) {}
 
   private made(t: T, upload: boolean): void {
     if (this.bufs.has(t)) return;
@@ -200,7 +198,6 @@ export class MemoryRecorder<T extends object> {
         this.phase = phase;
         this.bufs.get(y)!.maker = maker;
       }
-      if (this.stagingBytes) this.staging.push({ at: this.at, bytes: this.stagingBytes() });
       return y;
     };
     return {
@@ -240,6 +237,7 @@ export class MemoryRecorder<T extends object> {
       freeAt: b.freeAt ?? this.at,
     }));
     buffers.sort((a, b) => a.id - b.id);
-    return { rank, ops: this.at, buffers, staging: [...this.staging] };
+    const staging = this.stagingBytes ? [{ at: 0, bytes: this.stagingBytes() }] : [];
+    return { rank, ops: this.at, buffers, staging };
   }
 }
