@@ -44,7 +44,7 @@ if (
     'bench:ui: --steps ≥ 1, --frames ≥ 10, --settle ≥ 0, --tp a list of whole degrees, --loads a whole number ≥ 0, --part all or first-paint.',
   );
 const progress = (line: string): void => void process.stderr.write(`${line}\n`);
-const preset = 'classroom'; // the page's default preset (src/ui/shell/state.ts)
+const preset = 'classroom'; // the page's default preset (src/ui/settings/state.ts)
 /** The pages loaded fresh for the first paint: the default page and gpt2-layer at t = 4 with SP. */
 const firstPaintHashes = ['', '#preset=gpt2-layer&tp=4&sp=1'];
 const firstPaintTarget = 500;

@@ -1,6 +1,6 @@
 import type { ParallelLayout } from '../../megatron/parallel-layout.ts';
 import { legalTpOverlapChunks, tpOverlapProblem } from '../../parallel/tp-overlap.ts';
-import type { Settings } from '../shell/state.ts';
+import type { Settings } from '../settings/state.ts';
 
 /** What applying an advisor row does to the page: the new settings and each flag of the row the page cannot set, with why. */
 export interface AdvisorApply {

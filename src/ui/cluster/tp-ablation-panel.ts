@@ -10,8 +10,8 @@ import { combinationLabel, overlapFlagInfo } from '../../projection/layer/overla
 import { describeSharing } from '../../projection/links/shared-link-label.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs, formatSignedMs } from '../../core/format.ts';
-import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
-import type { Settings } from '../shell/state.ts';
+import { clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
+import type { Settings } from '../settings/state.ts';
 import type { AblationAnswer, AblationWorker } from './ablation.worker.ts';
 
 /**

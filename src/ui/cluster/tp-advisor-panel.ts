@@ -8,9 +8,9 @@ import { defaultKernelOptions, type KernelOptions } from '../../projection/layer
 import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/studies/advisor.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
-import { clusterModelNames, clusterSizes } from '../shell/cluster-model-choice.ts';
-import { settingsChangeEvent } from '../shell/settings-change.ts';
-import type { Settings } from '../shell/state.ts';
+import { clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
+import { settingsChangeEvent } from '../settings/settings-change.ts';
+import type { Settings } from '../settings/state.ts';
 import { applyAdvisorRow, rowOnPage } from './advisor-apply.ts';
 import type { AdvisorAnswer, AdvisorWorker } from './advisor.worker.ts';
 

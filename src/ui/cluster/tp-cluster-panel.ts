@@ -22,9 +22,9 @@ import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../../core/format.ts';
-import { clusterModelNames } from '../shell/cluster-model-choice.ts';
-import { settingsChangeEvent } from '../shell/settings-change.ts';
-import type { Settings } from '../shell/state.ts';
+import { clusterModelNames } from '../settings/cluster-model-choice.ts';
+import { settingsChangeEvent } from '../settings/settings-change.ts';
+import type { Settings } from '../settings/state.ts';
 import './tp-pipeline-view.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;

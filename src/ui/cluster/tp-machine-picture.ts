@@ -11,9 +11,9 @@ import { placementStep, type PlacementStep } from '../../projection/studies/plac
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
-import { clusterSizes } from '../shell/cluster-model-choice.ts';
-import { settingsChangeEvent } from '../shell/settings-change.ts';
-import type { Settings } from '../shell/state.ts';
+import { clusterSizes } from '../settings/cluster-model-choice.ts';
+import { settingsChangeEvent } from '../settings/settings-change.ts';
+import type { Settings } from '../settings/state.ts';
 import { drawMachine, kindColors } from './machine-drawing.ts';
 
 /** Links the table lists (the heaviest by exposed bytes per step). */

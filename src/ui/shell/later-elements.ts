@@ -2,7 +2,7 @@
 // parses and runs only the shell, the controls and the timeline. A custom element used before its
 // module loads upgrades in place when it does (lit keeps properties set before the upgrade).
 import { afterNextPaint } from '../shared/next-paint.ts';
-import type { MainView } from './state.ts';
+import type { MainView } from '../settings/state.ts';
 
 let loading: Promise<unknown> | undefined;
 

@@ -13,9 +13,9 @@ import { runLatest, type LatestRuns } from '../../session/run-latest.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { slowdownRankIssue } from '../../core/rank-slowdown.ts';
 import { formatMs } from '../../core/format.ts';
-import { placeIssues, type FieldIssue } from './field-issues.ts';
-import { machineChoice } from './machine-choice.ts';
-import { configOf, hashFromSettings, runKey, sizeKeys, type MainView, type Settings } from './state.ts';
+import { placeIssues, type FieldIssue } from '../settings/field-issues.ts';
+import { machineChoice } from '../settings/machine-choice.ts';
+import { configOf, hashFromSettings, runKey, sizeKeys, type MainView, type Settings } from '../settings/state.ts';
 
 /** What the browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
 export type GpuState = 'ok' | 'none' | 'no-adapter';

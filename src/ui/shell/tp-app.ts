@@ -3,11 +3,11 @@ import { LitElement, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { panelStyles } from '../shared/page-style.ts';
 import { appStyles } from './app-style.ts';
-import type { FieldIssue } from './field-issues.ts';
+import type { FieldIssue } from '../settings/field-issues.ts';
 import { PageRuns, type PageRunState } from './page-runs.ts';
 import { loadLaterElements } from './later-elements.ts';
 import { renderBanners, renderRun, renderWorkerView } from './run-view.ts';
-import type { SettingsChangeDetail } from './settings-change.ts';
+import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import {
   hasControl,
   hashFromSettings,
@@ -16,7 +16,7 @@ import {
   settingsFromHash,
   type MainView,
   type Settings,
-} from './state.ts';
+} from '../settings/state.ts';
 import './tp-machine-controls.ts';
 import './tp-controls.ts';
 

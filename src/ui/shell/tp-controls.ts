@@ -6,12 +6,12 @@ import { presetNames, type PresetName } from '../../parallel/config.ts';
 import { legalTpDegrees } from '../../parallel/validate.ts';
 import { legalTpOverlapChunks } from '../../parallel/tp-overlap.ts';
 import { customInterconnect, interconnectNames, interconnectPresets } from '../../hardware/interconnect.ts';
-import type { ControlField, FieldIssue } from './field-issues.ts';
+import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
-import { fieldMessages, settingsChangeEvent } from './settings-change.ts';
-import { passViews, sizeKeys, withPreset, type Settings } from './state.ts';
+import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
+import { passViews, sizeKeys, withPreset, type Settings } from '../settings/state.ts';
 
-import type { SettingsChangeDetail } from './settings-change.ts';
+import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 
 /** Labels of the size controls, in Megatron's words. */
 const sizeLabels: Record<(typeof sizeKeys)[number], string> = {

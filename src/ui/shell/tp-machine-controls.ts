@@ -6,12 +6,12 @@ import { attentionBackends, cudaGraphImpls, fp8Formats, layerArchs } from '../..
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
-import type { ControlField, FieldIssue } from './field-issues.ts';
-import { machineNames } from './machine-choice.ts';
+import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
+import { machineNames } from '../settings/machine-choice.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
-import { clusterModelChoices, clusterModelNames, clusterSizes } from './cluster-model-choice.ts';
-import { machineModes, settingsTable, type Settings } from './state.ts';
-import { fieldMessages, settingsChangeEvent } from './settings-change.ts';
+import { clusterModelChoices, clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
+import { machineModes, settingsTable, type Settings } from '../settings/state.ts';
+import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
 
 /**
  * `<tp-machine-controls>`: the machine of the timeline and of the cluster panel. Properties down:

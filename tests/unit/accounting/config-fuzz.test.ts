@@ -5,7 +5,7 @@ import { configFromPreset, presetNames, type LayerConfig } from '../../../src/pa
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { legalTpDegrees, maxHeads, maxSize, maxTp, validateConfig } from '../../../src/parallel/validate.ts';
 import { rng } from '../../../src/reference/random.ts';
-import { gpusCap, hashKeys, ppCap, settingsFromHash } from '../../../src/ui/shell/state.ts';
+import { gpusCap, hashKeys, ppCap, settingsFromHash } from '../../../src/ui/settings/state.ts';
 
 /**
  * Seeded property test over the configuration space: every case is either valid with a plan

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { interconnectPresets } from '../../../src/hardware/interconnect.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
-import { modeledCommMs, sameComputeMs } from '../../../src/schedule/durations.ts';
-import { scheduleStep } from '../../../src/schedule/schedule.ts';
+import { interconnectPresets } from '../../../../src/hardware/interconnect.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { modeledCommMs, sameComputeMs } from '../../../../src/schedule/durations.ts';
+import { scheduleStep } from '../../../../src/schedule/schedule.ts';
 import {
   estimateTextWidth,
   fitLabel,
@@ -15,7 +15,7 @@ import {
   shownSpan,
   shownTotals,
   visibleRange,
-} from '../../../src/ui/timeline/timeline-layout.ts';
+} from '../../../../src/ui/timeline/timeline-layout.ts';
 
 async function gpt2(tp: number, overlap = false) {
   const plan = (await makePlan(configFromPreset('gpt2-layer', { tp }))).plan;

@@ -1,12 +1,12 @@
 // The classroom's straggler step as data: which rank it slows, its figure, and — on the classroom
 // plan scheduled with that rank's kernels 3× longer — the analysis naming it in every collective.
 import { expect, test } from 'vitest';
-import { classroomStraggler } from '../../../src/parallel/classroom.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
-import { scheduleStep } from '../../../src/schedule/schedule.ts';
-import { stepStragglers } from '../../../src/schedule/step-stragglers.ts';
-import { stepWords } from '../../../src/ui/classroom/classroom-text.ts';
+import { classroomStraggler } from '../../../../src/parallel/classroom.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { scheduleStep } from '../../../../src/schedule/schedule.ts';
+import { stepStragglers } from '../../../../src/schedule/step-stragglers.ts';
+import { stepWords } from '../../../../src/ui/classroom/classroom-text.ts';
 
 test('the straggler step slows the last rank 3×; at t = 1 there is no one to wait for', () => {
   expect(classroomStraggler(2)).toEqual({ rank: 1, factor: 3 });

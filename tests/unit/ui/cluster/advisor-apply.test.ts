@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ParallelLayout } from '../../../src/megatron/parallel-layout.ts';
-import { applyAdvisorRow, rowOnPage } from '../../../src/ui/cluster/advisor-apply.ts';
-import { defaultSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
+import type { ParallelLayout } from '../../../../src/megatron/parallel-layout.ts';
+import { applyAdvisorRow, rowOnPage } from '../../../../src/ui/cluster/advisor-apply.ts';
+import { defaultSettings, settingsFromHash } from '../../../../src/ui/settings/state.ts';
 
 /** A pipelined, interleaved row with every flag the page has no setting for. */
 const row: ParallelLayout = {

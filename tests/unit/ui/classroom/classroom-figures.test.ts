@@ -4,9 +4,9 @@ import {
   type ClassroomMatrix,
   type ClassroomRankData,
   type ClassroomRuns,
-} from '../../../src/parallel/classroom.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { stepFigures, type BlockFigure, type BlockSpec } from '../../../src/ui/classroom/classroom-figures.ts';
+} from '../../../../src/parallel/classroom.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { stepFigures, type BlockFigure, type BlockSpec } from '../../../../src/ui/classroom/classroom-figures.ts';
 
 const m = (rows: number, cols: number): ClassroomMatrix => ({
   shape: [rows, cols],

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { systems } from '../../../src/hardware/systems.ts';
-import { machineChoice } from '../../../src/ui/shell/machine-choice.ts';
-import { configOf, defaultSettings, hashFromSettings, settingsFromHash } from '../../../src/ui/shell/state.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
-import { projectedCommSource, projectLayer } from '../../../src/projection/layer/projected-layer.ts';
+import { systems } from '../../../../src/hardware/systems.ts';
+import { machineChoice } from '../../../../src/ui/settings/machine-choice.ts';
+import { configOf, defaultSettings, hashFromSettings, settingsFromHash } from '../../../../src/ui/settings/state.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { projectedCommSource, projectLayer } from '../../../../src/projection/layer/projected-layer.ts';
 
 /** The seeds' 8×V100 PCIe box in fp16, 12 layers, 8 GPUs, global batch b·N. */
 const machineDefaults = {

@@ -1,15 +1,15 @@
 import { describe, expect, test } from 'vitest';
-import { measuredTimeline } from '../../../src/kineto/measured-timeline.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
-import { parseSystem } from '../../../src/hardware/systems.ts';
-import { projectLayer } from '../../../src/projection/layer/projected-layer.ts';
-import { withSlowRank } from '../../../src/schedule/durations.ts';
-import { scheduleStep } from '../../../src/schedule/schedule.ts';
-import { laneBlocks } from '../../../src/ui/timeline/timeline-layout.ts';
-import { stragglerSentence, timelineStragglers } from '../../../src/ui/timeline/timeline-waits.ts';
-import { loadJob } from '../kineto/kineto-fixtures.ts';
-import { durations, tinyPlan } from '../schedule/tiny-plan.ts';
+import { measuredTimeline } from '../../../../src/kineto/measured-timeline.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { parseSystem } from '../../../../src/hardware/systems.ts';
+import { projectLayer } from '../../../../src/projection/layer/projected-layer.ts';
+import { withSlowRank } from '../../../../src/schedule/durations.ts';
+import { scheduleStep } from '../../../../src/schedule/schedule.ts';
+import { laneBlocks } from '../../../../src/ui/timeline/timeline-layout.ts';
+import { stragglerSentence, timelineStragglers } from '../../../../src/ui/timeline/timeline-waits.ts';
+import { loadJob } from '../../kineto/kineto-fixtures.ts';
+import { durations, tinyPlan } from '../../schedule/tiny-plan.ts';
 
 describe('the waits the timeline draws', () => {
   test('a scheduled step with rank 2 slowed 3× (withSlowRank): the other ranks wait inside both all-reduces', () => {

@@ -1,9 +1,9 @@
 // The timeline's part of a kernel slowed by a ring transfer: its block and its tooltip.
 import { expect, test } from 'vitest';
-import { scheduleUnderTransfer, type TransferTimes } from '../../../src/schedule/transfer-slowdown.ts';
-import { laneBlocks } from '../../../src/ui/timeline/timeline-layout.ts';
-import { tooltipLines } from '../../../src/ui/shared/timeline-format.ts';
-import { tinyPlan } from '../schedule/tiny-plan.ts';
+import { scheduleUnderTransfer, type TransferTimes } from '../../../../src/schedule/transfer-slowdown.ts';
+import { laneBlocks } from '../../../../src/ui/timeline/timeline-layout.ts';
+import { tooltipLines } from '../../../../src/ui/shared/timeline-format.ts';
+import { tinyPlan } from '../../schedule/tiny-plan.ts';
 
 const plan = tinyPlan(2, ['x.dgrad', 'x.dgrad.reduce', 'x.wgrad', 'y.add']);
 const both = <T>(row: T[]): T[][] => [row, [...row]];

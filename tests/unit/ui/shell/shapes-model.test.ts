@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { accountPlan } from '../../../src/accounting/accounting.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
-import { boundaries, memoryGroups, rankRange, rangeText } from '../../../src/ui/shell/shapes-model.ts';
+import { accountPlan } from '../../../../src/accounting/accounting.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { boundaries, memoryGroups, rankRange, rangeText } from '../../../../src/ui/shell/shapes-model.ts';
 
 describe('boundaries', () => {
   test('without SP the hidden state is replicated [s, b, h] and the row-parallel outputs are partial sums', async () => {

@@ -6,9 +6,9 @@ import {
   ppCap,
   settingsFromHash,
   settingsTable,
-} from '../../../src/ui/shell/state.ts';
-import { parseInterconnect } from '../../../src/hardware/interconnect.ts';
-import { quoted } from '../../../src/core/quote.ts';
+} from '../../../../src/ui/settings/state.ts';
+import { parseInterconnect } from '../../../../src/hardware/interconnect.ts';
+import { quoted } from '../../../../src/core/quote.ts';
 
 describe('hostile URL hashes', () => {
   test.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])(

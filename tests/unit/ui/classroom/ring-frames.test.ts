@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { ringPlay } from '../../../src/ui/classroom/ring-frames.ts';
+import { ringPlay } from '../../../../src/ui/classroom/ring-frames.ts';
 
 const full = (t: number) => [...Array(t).keys()];
 

@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
-import { gemmOf, type LayerPlan } from '../../../src/parallel/plan-types.ts';
-import type { SweepReport } from '../../../src/session/sweep.ts';
-import { gemmEfficiency } from '../../../src/schedule/gemm-efficiency.ts';
-import { boundaries, type Boundary } from '../../../src/ui/shell/shapes-model.ts';
-import { sweepDegree } from '../schedule/sweep-degree.ts';
+import { configFromPreset, type LayerConfig } from '../../../../src/parallel/config.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { gemmOf, type LayerPlan } from '../../../../src/parallel/plan-types.ts';
+import type { SweepReport } from '../../../../src/session/sweep.ts';
+import { gemmEfficiency } from '../../../../src/schedule/gemm-efficiency.ts';
+import { boundaries, type Boundary } from '../../../../src/ui/shell/shapes-model.ts';
+import { sweepDegree } from '../../schedule/sweep-degree.ts';
 
 // Labels are for people: the shapes panel and the GEMM view find their ops by the plan's typed
 // fields (GEMM sites, weights, kinds), so relabelling every op changes only the labels they show.

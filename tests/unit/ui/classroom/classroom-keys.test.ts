@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { slideAction } from '../../../src/ui/classroom/classroom-keys.ts';
+import { slideAction } from '../../../../src/ui/classroom/classroom-keys.ts';
 
 test('presenter keys: arrows, space and page keys move, Home and End jump, F presents', () => {
   expect(['ArrowRight', 'ArrowDown', 'PageDown', ' '].map((k) => slideAction(k, 'BODY'))).toEqual(

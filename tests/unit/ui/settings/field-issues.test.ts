@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { validateConfig } from '../../../src/parallel/validate.ts';
-import { placeIssues } from '../../../src/ui/shell/field-issues.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { validateConfig } from '../../../../src/parallel/validate.ts';
+import { placeIssues } from '../../../../src/ui/settings/field-issues.ts';
 
 test('an illegal degree chosen at the TP control is shown next to the TP control', () => {
   const { errors } = validateConfig(configFromPreset('classroom', { tp: 8 }));

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { classroomStepIds } from '../../../src/parallel/classroom.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { stepWords } from '../../../src/ui/classroom/classroom-text.ts';
+import { classroomStepIds } from '../../../../src/parallel/classroom.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { stepWords } from '../../../../src/ui/classroom/classroom-text.ts';
 
 describe('the classroom steps’ words', () => {
   test('the titles number the steps in their order', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { presets } from '../../../src/parallel/config.ts';
+import { presets } from '../../../../src/parallel/config.ts';
 import {
   commOf,
   configOf,
@@ -14,7 +14,7 @@ import {
   settingsFromHash,
   withPreset,
   type Settings,
-} from '../../../src/ui/shell/state.ts';
+} from '../../../../src/ui/settings/state.ts';
 
 describe('settingsFromHash', () => {
   test('an empty hash gives the defaults and no messages', () => {
