@@ -3,6 +3,7 @@ import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { jobManifestFile, manifestProjection, type JobManifest } from '../../megatron/job-manifest.ts';
 import { parseMegatronCommand, type ParsedCommand } from '../../megatron/megatron-command.ts';
+import { systemFor } from '../../hardware/device-system.ts';
 import { parseSystem, systemNames, systems, type SystemName, type SystemSpec } from '../../hardware/systems.ts';
 import { projectStep, type StepProjection } from '../../projection/step/cluster-projection.ts';
 import type { MeasuredAnalysis } from '../../kineto/measured-analysis.ts';
@@ -18,16 +19,6 @@ const rowNames: Record<ComparedRow['what'], string> = {
   comm: 'communication (worst rank)',
   exposed: 'exposed communication (worst rank)',
 };
-
-/** The catalog system whose GPU the trace's device names mention (H100 → DGX H100, …); the default otherwise. */
-export function systemFor(deviceNames: readonly string[]): SystemName {
-  const d = deviceNames.join(' ');
-  const found = systemNames.find((n) => {
-    const gpu = systems[n].gpu.label.split(' ')[0]!;
-    return d.includes(gpu) && n.startsWith('dgx');
-  });
-  return found ?? systemNames.find((n) => n.startsWith('dgx-h100')) ?? systemNames[0]!;
-}
 
 /**
  * `<tp-trace-projection>`: a textarea for the job's Megatron-LM command (`[data-command]`), a system
