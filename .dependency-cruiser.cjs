@@ -45,6 +45,10 @@ const pure = [
   'export',
 ];
 
+/** src/ui/ rooms, bottom → top: shared < settings (the hash's settings table and what derives from it) < the views < shell (the page). */
+const uiRooms = [['shared'], ['settings'], ['classroom', 'cluster', 'gemm', 'timeline', 'trace'], ['shell']];
+const uiRoom = (rooms) => `^src/ui/(${rooms.join('|')})/`;
+
 module.exports = {
   forbidden: [
     ...layers.map((l, i) => ({
@@ -71,6 +75,13 @@ module.exports = {
       from: { path: '^src/projection/[^/]+[.]ts$' },
       to: {},
     },
+    ...uiRooms.slice(0, -1).map((room, i) => ({
+      name: `ui-${room.length > 1 ? 'views' : room[0]}`,
+      comment: `src/ui/ rooms import downward only (shared < settings < views < shell): a view takes the settings from settings/, never from shell/.`,
+      severity: 'error',
+      from: { path: uiRoom(room) },
+      to: { path: uiRoom(uiRooms.slice(i + 1).flat()) },
+    })),
     {
       name: 'pure-layers',
       comment: `${pure.join(', ')} are pure (Node-testable): no WebGPU kernels, no workers, no DOM.`,
