@@ -44,7 +44,7 @@ export type MachineMode = 'cluster' | 'browser' | 'custom';
 /** Every machine mode, in display order. */
 export const machineModes: readonly MachineMode[] = ['cluster', 'browser', 'custom'];
 
-/** Which main view the page shows ('classroom' and 'gemm' come with a later issue). */
+/** Which main view the page shows. */
 export type MainView = 'timeline' | 'classroom' | 'gemm' | 'trace';
 
 /**
@@ -253,11 +253,13 @@ const defaultPreset: PresetName = 'classroom';
 /**
  * Every setting of the page, in hash order — the one place a field is declared. Defaults: the
  * classroom preset at t = 2, the smallest degree that communicates, so the first view already
- * shows collectives and exposed time; communication modeled on PCIe Gen3 (the seeds' V100 box) so
- * the picture does not depend on this browser; Megatron's async dgrad all-reduce overlap on; both
- * passes; the timeline projected onto the seeds' 8×V100 PCIe box in fp16, 12 layers, 8 GPUs,
- * global batch b·N; the cluster panel's model the seeds' tiny GPT (a model a cluster trains, not the
- * classroom layer, which projects to an MFU of 0.0%).
+ * shows collectives and exposed time; the timeline view, both passes, Megatron's async dgrad
+ * all-reduce overlap on, chunked TP overlap off; the machine a real cluster, the seeds' 8×V100
+ * PCIe box in fp16, its ranks placed as Megatron orders them, no rank slowed. `net` (PCIe Gen3,
+ * the seeds' box) is the link of the custom machine and of the GEMM view's modeled communication;
+ * the cluster machine uses its system's own links. The cluster panel: 12 layers, N = 8 GPUs, p = v = 1,
+ * global batch b·N, the projection's default kernels, and the seeds' tiny GPT as its model (a model a
+ * cluster trains, not the classroom layer, which projects to an MFU of 0.0%).
  */
 export const settingsTable: SettingsTable = {
   preset: {
