@@ -5,6 +5,7 @@ import { formatRankSlowdown, type RankSlowdown } from '../../core/rank-slowdown.
 import type { LayerConfig } from '../../parallel/config.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
 import { runClassroomLayerOn, type ClassroomLayerRun } from '../../session/classroom-layer-run.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import '../timeline/tp-timeline.ts';
@@ -45,7 +46,7 @@ export class TpClassroomRun extends LitElement {
   @state() result?: ClassroomLayerRun;
   @state() private status = '';
   @state() private error = '';
-  private token = 0;
+  private readonly runs = new LatestWins();
   private loaded = '';
 
   protected override willUpdate(changed: PropertyValues<this>): void {
@@ -55,33 +56,31 @@ export class TpClassroomRun extends LitElement {
   }
 
   override disconnectedCallback(): void {
-    this.token++;
+    this.runs.drop();
     this.loaded = '';
     super.disconnectedCallback();
   }
 
   private async load(c: LayerConfig, slow: RankSlowdown | null, key: string): Promise<void> {
-    const token = ++this.token;
     this.loaded = key;
     this.result = undefined;
     this.error = '';
     this.dataset.state = 'running';
-    const say = (l: string): void => void (token === this.token && (this.status = l));
-    try {
-      const r = await runClassroomLayerOn(this.pools, c, slow, say);
-      if (token !== this.token) return;
-      this.result = r;
-      this.dataset.straggler = String(r.stragglers.verdict.straggler);
-      this.dataset.oracle = r.oraclePass ? 'pass' : 'fail';
-      this.dataset.state = 'done';
-    } catch (e) {
-      if (token !== this.token) return;
-      this.error = e instanceof Error ? e.message : String(e);
-      this.loaded = '';
-      this.dataset.state = 'error';
-    } finally {
-      if (token === this.token) this.status = '';
-    }
+    await this.runs.run({
+      work: (req) => runClassroomLayerOn(this.pools, c, slow, (l) => void (req.current && (this.status = l))),
+      done: (r) => {
+        this.result = r;
+        this.dataset.straggler = String(r.stragglers.verdict.straggler);
+        this.dataset.oracle = r.oraclePass ? 'pass' : 'fail';
+        this.dataset.state = 'done';
+      },
+      failed: (e) => {
+        this.error = e instanceof Error ? e.message : String(e);
+        this.loaded = '';
+        this.dataset.state = 'error';
+      },
+      settled: () => (this.status = ''),
+    });
   }
 
   private calls(r: ClassroomLayerRun): TemplateResult {

@@ -7,6 +7,7 @@ import { oracleTolerance } from '../../parallel/oracle.ts';
 import { trainClassroom, type TrainPoint } from '../../session/classroom-train-run.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
 import { createLayerPool } from '../../session/pools.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import './tp-train-chart.ts';
 
@@ -79,17 +80,16 @@ export class TpClassroomTrain extends LitElement {
   @state() points: readonly TrainPoint[] = [];
   @state() private runState: 'idle' | 'running' | 'done' | 'cancelled' | 'error' = 'idle';
   @state() private message = '';
-  private abort?: AbortController;
+  private readonly runs = new LatestWins();
 
   override disconnectedCallback(): void {
-    this.abort?.abort(new Error('the classroom was closed'));
+    this.runs.cancel(new Error('the classroom was closed'));
     super.disconnectedCallback();
   }
 
   /** Runs the demo with the current fields; resolves when it has ended, been cancelled or failed. */
   async train(): Promise<void> {
     if (this.runState === 'running') return;
-    const abort = (this.abort = new AbortController());
     const config = configFromPreset('classroom', {
       tp: this.tp,
       b: BATCH,
@@ -99,38 +99,43 @@ export class TpClassroomTrain extends LitElement {
     this.points = [];
     this.runState = 'running';
     this.message = `starting ${this.tp} rank worker${this.tp > 1 ? 's' : ''}…`;
-    const args = {
-      config,
-      steps: this.steps,
-      lr: this.lr,
-      signal: abort.signal,
-      onStep: (p: TrainPoint) => {
-        this.points = [...this.points, p];
-        this.message = `step ${p.step} of ${this.steps}: loss ${p.loss.toFixed(4)} at t = ${this.tp}, ${p.lossRef.toFixed(4)} at TP = 1`;
+    await this.runs.run({
+      work: async (req) => {
+        const args = {
+          config,
+          steps: this.steps,
+          lr: this.lr,
+          signal: req.signal,
+          onStep: (p: TrainPoint) => {
+            if (!req.current) return;
+            this.points = [...this.points, p];
+            this.message = `step ${p.step} of ${this.steps}: loss ${p.loss.toFixed(4)} at t = ${this.tp}, ${p.lossRef.toFixed(4)} at TP = 1`;
+          },
+        };
+        if (this.pools) return this.pools.withPool(this.tp, (lent) => trainClassroom(lent, args));
+        const pool = await createLayerPool(this.tp);
+        try {
+          return await trainClassroom(pool, args);
+        } finally {
+          await pool.dispose();
+        }
       },
-    };
-    let pool;
-    try {
-      if (this.pools) await this.pools.withPool(this.tp, (lent) => trainClassroom(lent, args));
-      else {
-        pool = await createLayerPool(this.tp);
-        await trainClassroom(pool, args);
-      }
-      this.runState = 'done';
-      this.message = '';
-    } catch (e) {
-      this.runState = abort.signal.aborted ? 'cancelled' : 'error';
-      this.message = abort.signal.aborted
-        ? `cancelled after ${this.points.length} of ${this.steps} steps.`
-        : `training failed: ${e instanceof Error ? e.message : String(e)}`;
-    } finally {
-      await pool?.dispose();
-    }
+      done: () => {
+        this.runState = 'done';
+        this.message = '';
+      },
+      failed: (e, req) => {
+        this.runState = req.signal.aborted ? 'cancelled' : 'error';
+        this.message = req.signal.aborted
+          ? `cancelled after ${this.points.length} of ${this.steps} steps.`
+          : `training failed: ${e instanceof Error ? e.message : String(e)}`;
+      },
+    });
   }
 
   /** Stops the run before its next step. */
   cancel(): void {
-    this.abort?.abort(new Error('cancelled'));
+    this.runs.cancel(new Error('cancelled'));
   }
 
   private summary(): TemplateResult | typeof nothing {

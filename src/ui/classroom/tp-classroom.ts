@@ -14,6 +14,7 @@ import { configFromPreset, presets, type LayerConfig } from '../../parallel/conf
 import { legalTpDegrees } from '../../parallel/validate.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
 import { createLayerPool } from '../../session/pools.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
 import { loadClassroomRuns } from '../../session/classroom-data.ts';
 import { figureTemplate } from './classroom-figure-view.ts';
 import { stepFigures } from './classroom-figures.ts';
@@ -56,7 +57,7 @@ export class TpClassroom extends LitElement {
 
   @state() private status = '';
   @state() private error = '';
-  private loadToken = 0;
+  private readonly loads = new LatestWins();
   private loadedFor = 0;
 
   private readonly onKey = (e: KeyboardEvent): void => {
@@ -85,7 +86,7 @@ export class TpClassroom extends LitElement {
   override disconnectedCallback(): void {
     window.removeEventListener('keydown', this.onKey);
     document.removeEventListener('fullscreenchange', this.onFullscreen);
-    this.loadToken++;
+    this.loads.drop();
     super.disconnectedCallback();
   }
 
@@ -128,34 +129,34 @@ export class TpClassroom extends LitElement {
   }
 
   private async load(c: LayerConfig): Promise<void> {
-    const token = ++this.loadToken;
     this.loadedFor = c.tp;
     this.error = '';
-    const say = (l: string): void => void (token === this.loadToken && (this.status = l));
-    let pool;
-    try {
-      let runs: ClassroomRuns;
-      if (this.pools) {
-        this.status = `waiting for the ${c.tp} rank worker${c.tp > 1 ? 's' : ''}…`;
-        runs = await this.pools.withPool(c.tp, (lent) => loadClassroomRuns(lent, c, undefined, say));
-      } else {
-        this.status = `starting ${c.tp} rank workers…`;
-        pool = await createLayerPool(c.tp);
-        runs = await loadClassroomRuns(pool, c, undefined, say);
-      }
-      if (token !== this.loadToken) return;
-      this.runs = runs;
-      this.step = Math.min(this.step, this.stepCount - 1);
-      this.status = '';
-    } catch (e) {
-      if (token === this.loadToken) {
+    await this.loads.run({
+      work: async (req) => {
+        const say = (l: string): void => void (req.current && (this.status = l));
+        if (this.pools) {
+          say(`waiting for the ${c.tp} rank worker${c.tp > 1 ? 's' : ''}…`);
+          return this.pools.withPool(c.tp, (lent) => loadClassroomRuns(lent, c, undefined, say));
+        }
+        say(`starting ${c.tp} rank workers…`);
+        const pool = await createLayerPool(c.tp);
+        try {
+          return await loadClassroomRuns(pool, c, undefined, say);
+        } finally {
+          await pool.dispose();
+        }
+      },
+      done: (runs) => {
+        this.runs = runs;
+        this.step = Math.min(this.step, this.stepCount - 1);
+        this.status = '';
+      },
+      failed: (e) => {
         this.error = e instanceof Error ? e.message : String(e);
         this.status = '';
         this.loadedFor = 0;
-      }
-    } finally {
-      await pool?.dispose();
-    }
+      },
+    });
   }
 
   private collectiveLine(k: ClassroomCollective, t: number): TemplateResult {

@@ -5,6 +5,7 @@ import { customElement, property, state } from 'lit/decorators.js';
 import type { RingFigure } from './classroom-figures.ts';
 import { figureStyles, rankColor } from './classroom-style.ts';
 import { collectiveName } from '../shared/timeline-format.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
 import { ringPlay, type ChunkState, type RingPlay } from './ring-frames.ts';
 
 const FONT = 22;
@@ -65,7 +66,7 @@ export class TpRingFigure extends LitElement {
   @state() private done = 0;
   @state() private playing = false;
   private play?: RingPlay;
-  private token = 0;
+  private readonly plays = new LatestWins();
 
   /** The ring's steps for the current figure. */
   get steps(): number {
@@ -78,30 +79,30 @@ export class TpRingFigure extends LitElement {
       this.play = ringPlay(f.op, f.t);
       this.done = 0;
       this.playing = false;
-      this.token++;
+      this.plays.drop();
     }
   }
 
   /** Runs the ring from its start to its end, one step per ~0.9 s; resolves when it has ended (or was replaced). */
   async playRing(): Promise<void> {
     if (!this.play || this.playing) return;
-    const token = ++this.token;
+    const req = this.plays.start();
     this.playing = true;
     this.done = 0;
     await this.updateComplete;
     for (let k = 0; k < this.play.frames.length; k++) {
       await this.moveChunks(k);
-      if (token !== this.token) return;
+      if (!req.current) return;
       this.done = k + 1;
       await this.updateComplete;
       await new Promise((r) => setTimeout(r, PAUSE_MS));
-      if (token !== this.token) return;
+      if (!req.current) return;
     }
     this.playing = false;
   }
 
   override disconnectedCallback(): void {
-    this.token++;
+    this.plays.drop();
     super.disconnectedCallback();
   }
 

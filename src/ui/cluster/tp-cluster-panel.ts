@@ -16,6 +16,7 @@ import {
   type LayerArch,
 } from '../../projection/layer/kernel-options.ts';
 import { lifetimeClassViews, stageMemoryLanes, type MemoryLane } from '../../session/memory-lanes.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
 import '../timeline/tp-live-memory.ts';
 import { budgetLines, type BudgetLine } from '../../projection/step/cluster-summary.ts';
 import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
@@ -85,7 +86,7 @@ export class TpClusterPanel extends LitElement {
   @state() private memoryLanes: readonly MemoryLane[] = [];
   /** A projection is under way (the table and charts show the previous one, or nothing yet). */
   @state() private projecting = false;
-  private generation = 0;
+  private readonly projections = new LatestWins();
   /** The config's model sizes (JSON) the last projection was asked for. */
   private projectedSizes: string | undefined;
 
@@ -125,62 +126,64 @@ export class TpClusterPanel extends LitElement {
   private async project(): Promise<void> {
     const c = this.config;
     if (!c) return;
-    const mine = ++this.generation;
     this.projecting = true;
-    // Some 7 step projections (each two plans and a schedule): after the page's first frame, not before it.
-    await afterNextPaint();
-    if (mine !== this.generation) return;
-    try {
-      const system = parseSystem(this.system);
-      const kernels: KernelOptions = {
-        ...defaultKernelOptions,
-        arch: this.arch,
-        attentionBackend: this.attn,
-        fp8: this.fp8,
-        cudaGraphImpl: this.graphs,
-      };
-      const machine = { system, dtype: this.dtype, kernels };
-      const sizes = modelSizesOf(c);
-      const degrees = budgetDegrees(this.gpus, this.pp);
-      if (!degrees.length)
-        throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p = ${this.pp}: t × p × DP = N.`);
-      const setup = {
-        sizes,
-        sp: false,
-        layers: this.layers,
-        gpus: this.gpus,
-        globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees, this.pp),
-        overlap: this.overlap,
-        pp: this.pp,
-        vpp: this.vpp,
-        // One switch, two effects (as npm run project has it): FlashAttention's time and no s×s activations.
-        flashAttention: usesFlashAttention(kernels),
-      };
-      const plain = await fixedBudget(setup, degrees, machine);
-      // --tp-comm-overlap needs SP and t > 1 (Megatron asserts it): only the SP rows, all at t > 1, get it.
-      const sp = await fixedBudget(
-        { ...setup, sp: true },
-        degrees.filter((t) => t > 1),
-        { ...machine, kernels: { ...kernels, tpCommOverlap: this.tpOverlapChunks > 1 } },
-      );
-      if (mine !== this.generation) return;
-      this.spec = system;
-      this.plain = budgetLines(plain);
-      this.sp = budgetLines(sp, plain);
-      this.rows = { plain, sp };
-      this.pickMemoryStep();
-      this.error = '';
-      this.projecting = false;
-    } catch (e) {
-      if (mine !== this.generation) return;
-      this.error = e instanceof Error ? e.message : String(e);
-      this.plain = [];
-      this.sp = [];
-      this.rows = { plain: [], sp: [] };
-      this.memoryStep = undefined;
-      this.memoryLanes = [];
-      this.projecting = false;
-    }
+    await this.projections.run({
+      work: async (req) => {
+        // Some 7 step projections (each two plans and a schedule): after the page's first frame, not before it.
+        await afterNextPaint();
+        req.signal.throwIfAborted();
+        const system = parseSystem(this.system);
+        const kernels: KernelOptions = {
+          ...defaultKernelOptions,
+          arch: this.arch,
+          attentionBackend: this.attn,
+          fp8: this.fp8,
+          cudaGraphImpl: this.graphs,
+        };
+        const machine = { system, dtype: this.dtype, kernels };
+        const sizes = modelSizesOf(c);
+        const degrees = budgetDegrees(this.gpus, this.pp);
+        if (!degrees.length)
+          throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p = ${this.pp}: t × p × DP = N.`);
+        const setup = {
+          sizes,
+          sp: false,
+          layers: this.layers,
+          gpus: this.gpus,
+          globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees, this.pp),
+          overlap: this.overlap,
+          pp: this.pp,
+          vpp: this.vpp,
+          // One switch, two effects (as npm run project has it): FlashAttention's time and no s×s activations.
+          flashAttention: usesFlashAttention(kernels),
+        };
+        const plain = await fixedBudget(setup, degrees, machine);
+        // --tp-comm-overlap needs SP and t > 1 (Megatron asserts it): only the SP rows, all at t > 1, get it.
+        const sp = await fixedBudget(
+          { ...setup, sp: true },
+          degrees.filter((t) => t > 1),
+          { ...machine, kernels: { ...kernels, tpCommOverlap: this.tpOverlapChunks > 1 } },
+        );
+        return { system, plain, sp };
+      },
+      done: ({ system, plain, sp }) => {
+        this.spec = system;
+        this.plain = budgetLines(plain);
+        this.sp = budgetLines(sp, plain);
+        this.rows = { plain, sp };
+        this.pickMemoryStep();
+        this.error = '';
+      },
+      failed: (e) => {
+        this.error = e instanceof Error ? e.message : String(e);
+        this.plain = [];
+        this.sp = [];
+        this.rows = { plain: [], sp: [] };
+        this.memoryStep = undefined;
+        this.memoryLanes = [];
+      },
+      settled: () => (this.projecting = false),
+    });
   }
 
   protected override updated(): void {

@@ -12,6 +12,7 @@ import { afterNextPaint } from '../shared/next-paint.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import { clusterSizes } from '../settings/cluster-model-choice.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import { drawMachine, kindColors } from './machine-drawing.ts';
@@ -68,7 +69,7 @@ export class TpMachinePicture extends LitElement {
   @state() private plainMs = 0;
   @state() private error = '';
   @state() private customText = '';
-  private generation = 0;
+  private readonly projections = new LatestWins();
 
   /** The inputs of the projection, as one key: the picture re-projects when it changes. */
   private inputKey = '';
@@ -94,42 +95,43 @@ export class TpMachinePicture extends LitElement {
   }
 
   private async project(s: Settings): Promise<void> {
-    const mine = ++this.generation;
-    await afterNextPaint();
-    if (mine !== this.generation) return;
-    try {
-      const sizes = clusterSizes(s.cmodel, s);
-      const system = parseSystem(s.system);
-      const node = systemTopology(system);
-      const machine = { system, dtype: s.dtype };
-      const { tp: t, gpus } = s;
-      if (gpus % t !== 0) throw new Error(`t = ${t} does not divide the ${gpus} GPUs of the budget.`);
-      const setup = {
-        sizes,
-        sp: false,
-        layers: s.layers,
-        gpus,
-        globalBatch: resolveGlobalBatch(s.gbatch, sizes.b, gpus, budgetDegrees(gpus)),
-        overlap: s.overlap,
-        tp: t,
-      };
-      const result = await placementStep(setup, machine, node, parsePlacement(s.placement, node, gpus));
-      const steps = new Map<string, number>();
-      for (const name of placementNames)
-        steps.set(
-          name,
-          name === s.placement
-            ? result.step.stepMs
-            : (await placementStep(setup, machine, node, parsePlacement(name, node, gpus))).step.stepMs,
-        );
-      const plainMs = (await projectStep(setup, machine)).stepMs;
-      if (mine !== this.generation) return;
-      Object.assign(this, { result, steps, plainMs, error: '' });
-    } catch (e) {
-      if (mine !== this.generation) return;
-      this.error = e instanceof Error ? e.message : String(e);
-      this.result = undefined;
-    }
+    await this.projections.run({
+      work: async (req) => {
+        await afterNextPaint();
+        req.signal.throwIfAborted();
+        const sizes = clusterSizes(s.cmodel, s);
+        const system = parseSystem(s.system);
+        const node = systemTopology(system);
+        const machine = { system, dtype: s.dtype };
+        const { tp: t, gpus } = s;
+        if (gpus % t !== 0) throw new Error(`t = ${t} does not divide the ${gpus} GPUs of the budget.`);
+        const setup = {
+          sizes,
+          sp: false,
+          layers: s.layers,
+          gpus,
+          globalBatch: resolveGlobalBatch(s.gbatch, sizes.b, gpus, budgetDegrees(gpus)),
+          overlap: s.overlap,
+          tp: t,
+        };
+        const result = await placementStep(setup, machine, node, parsePlacement(s.placement, node, gpus));
+        const steps = new Map<string, number>();
+        for (const name of placementNames)
+          steps.set(
+            name,
+            name === s.placement
+              ? result.step.stepMs
+              : (await placementStep(setup, machine, node, parsePlacement(name, node, gpus))).step.stepMs,
+          );
+        const plainMs = (await projectStep(setup, machine)).stepMs;
+        return { result, steps, plainMs };
+      },
+      done: ({ result, steps, plainMs }) => Object.assign(this, { result, steps, plainMs, error: '' }),
+      failed: (e) => {
+        this.error = e instanceof Error ? e.message : String(e);
+        this.result = undefined;
+      },
+    });
   }
 
   protected override updated(): void {

@@ -2,6 +2,7 @@
 import { LitElement, css, html, nothing, type PropertyValues, type TemplateResult } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
 import { runSweep, type SweepReport } from '../../session/sweep.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
 import { configFromPreset, type LayerConfig } from '../../parallel/config.ts';
 import type { OpPhase } from '../../parallel/plan-types.ts';
 import type { PoolLender } from '../../session/layer-run.ts';
@@ -88,7 +89,7 @@ export class TpGemmView extends LitElement {
   @query('#gflops') private gflopsSvg?: SVGSVGElement;
   @query('#time') private timeSvg?: SVGSVGElement;
   @query('#speedup') private speedupSvg?: SVGSVGElement;
-  private abort?: AbortController;
+  private readonly sweeps = new LatestWins();
   private sweptKey = '';
 
   private key(): string {
@@ -113,39 +114,38 @@ export class TpGemmView extends LitElement {
 
   /** Cancels a running sweep (its own workers are stopped; on borrowed ones the current run stops at its next phase). */
   cancel(): void {
-    this.abort?.abort(new Error('cancelled'));
+    this.sweeps.cancel(new Error('cancelled'));
   }
 
-  /** Runs the sweep for the current config and net (cancelling one in progress). */
+  /** Runs the sweep for the current config and net (superseding one in progress). */
   async run(): Promise<void> {
-    this.cancel();
-    const abort = (this.abort = new AbortController());
     this.sweptKey = this.key();
     const { run } = gemmDegrees(this.config);
     this.running = true;
     this.error = '';
     this.progress = 'starting…';
-    try {
-      const report = await runSweep({
-        configs: run.map((tp) => ({ ...this.config, tp })),
-        net: this.net === 'measured' ? undefined : this.net,
-        signal: abort.signal,
-        pools: this.pools,
-        onProgress: (l) => abort === this.abort && (this.progress = l),
-      });
-      if (abort !== this.abort) return;
-      this.report = report;
-      this.progress = '';
-    } catch (e) {
-      if (abort !== this.abort) return;
-      this.error = abort.signal.aborted
-        ? 'Sweep cancelled.'
-        : `The sweep failed: ${e instanceof Error ? e.message : String(e)}`;
-      this.progress = '';
-      if (!abort.signal.aborted) this.sweptKey = '';
-    } finally {
-      if (abort === this.abort) this.running = false;
-    }
+    await this.sweeps.run({
+      work: (req) =>
+        runSweep({
+          configs: run.map((tp) => ({ ...this.config, tp })),
+          net: this.net === 'measured' ? undefined : this.net,
+          signal: req.signal,
+          pools: this.pools,
+          onProgress: (l) => req.current && (this.progress = l),
+        }),
+      done: (report) => {
+        this.report = report;
+        this.progress = '';
+      },
+      failed: (e, req) => {
+        this.error = req.signal.aborted
+          ? 'Sweep cancelled.'
+          : `The sweep failed: ${e instanceof Error ? e.message : String(e)}`;
+        this.progress = '';
+        if (!req.signal.aborted) this.sweptKey = '';
+      },
+      settled: () => (this.running = false),
+    });
   }
 
   private get table(): GemmEfficiency | undefined {
