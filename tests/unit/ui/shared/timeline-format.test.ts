@@ -1,10 +1,15 @@
 import { describe, expect, test } from 'vitest';
-import { interconnectPresets } from '../../../src/hardware/interconnect.ts';
-import { configFromPreset } from '../../../src/parallel/config.ts';
-import { makePlan } from '../../../src/parallel/plan.ts';
-import { modeledCommMs, sameComputeMs } from '../../../src/schedule/durations.ts';
-import { scheduleStep } from '../../../src/schedule/schedule.ts';
-import { collectiveName, labelCandidates, localShape, tooltipLines } from '../../../src/ui/shared/timeline-format.ts';
+import { interconnectPresets } from '../../../../src/hardware/interconnect.ts';
+import { configFromPreset } from '../../../../src/parallel/config.ts';
+import { makePlan } from '../../../../src/parallel/plan.ts';
+import { modeledCommMs, sameComputeMs } from '../../../../src/schedule/durations.ts';
+import { scheduleStep } from '../../../../src/schedule/schedule.ts';
+import {
+  collectiveName,
+  labelCandidates,
+  localShape,
+  tooltipLines,
+} from '../../../../src/ui/shared/timeline-format.ts';
 
 async function gpt2(tp: number) {
   const plan = (await makePlan(configFromPreset('gpt2-layer', { tp }))).plan;
