@@ -32,7 +32,7 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   { hash: '__proto__=1', where: 'banner', says: /^Link: unknown key "__proto__" ignored/ },
   { hash: 'net=constructor', where: 'net', says: /unknown interconnect "constructor"/ },
   { hash: `h=${'9'.repeat(10_000)}`, where: 'h', says: /got "9{40}…" \(10000 characters\)/ },
-  // Sized by the GPU count or the stages: capped (src/ui/shell/state.ts gpusCap, ppCap).
+  // Sized by the GPU count or the stages: capped (src/ui/settings/state.ts gpusCap, ppCap).
   { hash: 'gpus=10000000', where: 'gpus', says: /^gpus = 10000000 is more than 8192 \(.*\): write gpus=8192 or less/ },
   { hash: 'pp=1000000&gpus=1000000', where: 'pp', says: /^pp = 1000000 is more than 64 \(.*\): write pp=64 or less/ },
   // Keys without a control of their own: named in the link banner.

@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from 'vitest';
 import { projectedResult, type PlaygroundResult, type Projector } from '../../../src/session/playground-runner.ts';
 import { PageRuns, type PageRunState } from '../../../src/ui/shell/page-runs.ts';
-import { defaultSettings } from '../../../src/ui/shell/state.ts';
+import { defaultSettings } from '../../../src/ui/settings/state.ts';
 import { until } from '../until.ts';
 
 let runs: PageRuns | undefined;
