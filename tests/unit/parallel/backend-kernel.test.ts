@@ -4,6 +4,7 @@ import { opSpec } from '../../../src/parallel/backend.ts';
 import { CpuBackend } from '../../../src/parallel/backend-cpu.ts';
 import { PlanBackend } from '../../../src/parallel/backend-plan.ts';
 import { addInPlaceKernel, addKernel } from '../../../src/reference/add.ts';
+import { rmsnormWeightGradKernel } from '../../../src/reference/rmsnorm.ts';
 import { swigluBackwardKernel } from '../../../src/reference/swiglu.ts';
 
 // Backend.kernel runs a grid kernel from its descriptor alone: the CPU backend its twin into the
@@ -58,7 +59,22 @@ describe('Backend.kernel from a descriptor', () => {
     const plan = new PlanBackend();
     plan.phase = 'backward';
     const x = plan.tensor('x', [6, 8]);
-    plan.rmsnormWeightGrad(op, x, plan.tensor('rstd', [6]), plan.tensor('dy', [6, 8]), plan.tensor('dg', [8]));
+    plan.kernel(
+      op,
+      rmsnormWeightGradKernel,
+      [x, plan.tensor('rstd', [6]), plan.tensor('dy', [6, 8]), plan.tensor('dg', [8])],
+      {
+        eps: 1e-5,
+      },
+    );
     expect(plan.ops[0]).toMatchObject({ kind: 'kernel', kernel: 'rmsnormWeightGrad', role: 'wgrad', flops: 3 * 48 });
+    // Its inputs are x and dy (planned.reads): rstd, one value per row, is not counted as read.
+    expect(plan.ops[0]).toMatchObject({
+      inShapes: [
+        [6, 8],
+        [6, 8],
+      ],
+      outShape: [8],
+    });
   });
 });
