@@ -3,8 +3,8 @@ import type { UniformValues, WgslField } from '../core/wgsl-layout.ts';
 
 // The pure half of a kernel's descriptor: what the plan (FLOPs, Megatron module), the CPU backend
 // (twin) and the GPU backend (shader file, entry point, uniform values, grid) need to know of a
-// kernel, without WebGPU. The GPU half (src/kernels/dispatch-kernel.ts) adds the WGSL source and
-// the pipeline; it derives the uniform buffer's layout from the WGSL it compiles.
+// kernel, without WebGPU. The GPU half (src/kernels/dispatch-kernel.ts, gpu-kernels.ts) adds the
+// WGSL source and the pipeline; it derives the uniform buffer's layout from the WGSL it compiles.
 
 /** A WGSL file under shaders/ and the uniform `struct Params` its entry points share. */
 export interface ShaderSpec {
