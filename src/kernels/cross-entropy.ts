@@ -6,6 +6,7 @@ import {
   ceLossKernel,
   ceTargetLogitKernel,
 } from '../reference/cross-entropy.ts';
+import type { VocabShardArgs } from '../reference/embedding.ts';
 import type { KernelSpec } from '../reference/kernel-spec.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import { kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
@@ -21,11 +22,8 @@ import type { GpuTensor } from './tensor.ts';
 //   z = all-reduce SUM of crossEntropyTargetLogit
 //   loss = log S + m − z (crossEntropyLoss); dlogits = crossEntropyGrad(m, S), local to the rank.
 
-/** Where this rank's slice of the vocabulary starts. */
-export interface VocabShardOptions {
-  /** Global id of this rank's first vocabulary column (rank · vLocal for an even split); default 0. */
-  readonly vocabStart?: number;
-}
+/** Where this rank's slice of the vocabulary starts (default 0). */
+export type VocabShardOptions = Partial<VocabShardArgs>;
 
 function rowDims(op: string, logits: GpuTensor): { rows: number; vl: number; rowShape: number[] } {
   if (logits.shape.length < 1)

@@ -1,20 +1,23 @@
 import { packUniform, type UniformValues } from '../core/wgsl-layout.ts';
-import { checkGridShapes, type GridKernelSpec, type KernelSpec } from '../reference/kernel-spec.ts';
+import { checkKernelShapes, type GridKernelSpec, type KernelSpec } from '../reference/kernel-spec.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import { grid1d } from './grid.ts';
 import { rowGrid, rowLanes } from './rowwise.ts';
 import { shaderSource } from './shader-source.ts';
 import type { GpuTensor } from './tensor.ts';
 
+/** What the GPU half reads of a descriptor to build its uniform and pipeline. */
+type ShaderOf = Pick<KernelSpec, 'name' | 'shader' | 'entryPoint'>;
+
 /** The uniform buffer of `spec`'s shader holding `values`, laid out as its WGSL `struct Params` declares. */
-export function kernelUniform(ctx: KernelContext, spec: KernelSpec, values: UniformValues): GPUBuffer {
+export function kernelUniform(ctx: KernelContext, spec: ShaderOf, values: UniformValues): GPUBuffer {
   return ctx.uniform(packUniform(shaderSource(spec.shader).params, values, spec.name));
 }
 
 /** The compute pipeline of `spec`'s entry point (its shader's source with its snippets), specialised by `constants`. */
 export function kernelPipeline(
   ctx: KernelContext,
-  spec: KernelSpec,
+  spec: ShaderOf,
   constants: Record<string, number> = {},
 ): GPUComputePipeline {
   return ctx.pipeline(spec.shader.file, shaderSource(spec.shader).code, spec.entryPoint, constants);
@@ -31,7 +34,7 @@ export function dispatchKernel<A>(
   tensors: readonly GpuTensor[],
   args: A,
 ): void {
-  const dims = checkGridShapes(
+  const dims = checkKernelShapes(
     spec,
     tensors.map((t) => t.name),
     tensors.map((t) => t.shape),

@@ -1,5 +1,5 @@
 import { formatShape, numel } from '../core/shape.ts';
-import { embeddingBackwardKernel, embeddingKernel } from '../reference/embedding.ts';
+import { embeddingBackwardKernel, embeddingKernel, type EmbeddingBackwardArgs } from '../reference/embedding.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import type { VocabShardOptions } from './cross-entropy.ts';
 import { kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
@@ -18,11 +18,8 @@ import type { GpuTensor } from './tensor.ts';
 // in this rank's range; negative, fractional, NaN and ±Inf ids and ids ≥ the padded vocabulary lie
 // in no rank's range: the forward gives zeros for them on every rank and the backward ignores them.
 
-/** Options of embeddingBackward: this rank's vocab range and whether dtable is added to. */
-export interface EmbeddingBackwardOptions extends VocabShardOptions {
-  /** dtable += this call's sums (default false: dtable = the sums). */
-  readonly accumulate?: boolean;
-}
+/** Options of embeddingBackward: this rank's vocab range and whether dtable is added to (default false). */
+export type EmbeddingBackwardOptions = Partial<EmbeddingBackwardArgs>;
 
 /** vLocal and h of a table [vLocal, h], checked to be 2-D. */
 function tableDims(op: string, table: GpuTensor): { vl: number; h: number } {

@@ -1,5 +1,10 @@
 import { formatShape, numel } from '../core/shape.ts';
-import { rmsnormBackwardKernel, rmsnormKernel, rmsnormWeightGradKernel } from '../reference/rmsnorm.ts';
+import {
+  rmsnormBackwardKernel,
+  rmsnormKernel,
+  rmsnormWeightGradKernel,
+  type RmsnormWeightGradArgs,
+} from '../reference/rmsnorm.ts';
 import { uniformThen, type KernelContext } from './context.ts';
 import { dispatchKernel, kernelPipeline, kernelUniform } from './dispatch-kernel.ts';
 import { grid1d } from './grid.ts';
@@ -10,15 +15,8 @@ import type { GpuTensor } from './tensor.ts';
 /** Default ε added to mean(x²) (Megatron's layernorm_epsilon). */
 export const rmsnormEps = 1e-5;
 
-/** Which rows rmsnormWeightGrad sums, and whether it adds to dg instead of overwriting it. */
-export interface RmsnormWeightGradOptions {
-  /** First row (token) of the block; default 0. */
-  readonly rowStart?: number;
-  /** One past the last row of the block; default all rows. */
-  readonly rowEnd?: number;
-  /** dg += the block's sum (default false: dg = the block's sum). */
-  readonly accumulate?: boolean;
-}
+/** Which rows rmsnormWeightGrad sums, and whether it adds to dg instead of overwriting it (ε is the CPU twin's alone). */
+export type RmsnormWeightGradOptions = Omit<RmsnormWeightGradArgs, 'eps'>;
 
 /** h, rows and the per-row shape [...] of x [..., h]. */
 function dims(op: string, x: GpuTensor): { h: number; rows: number; rowShape: number[] } {
@@ -67,7 +65,7 @@ export function rmsnormBackward(
   expectShape('rmsnormBackward', rstd.name, rstd.shape, rowShape, `one value per row of "${x.name}"`);
   expectShape('rmsnormBackward', dy.name, dy.shape, x.shape, `same shape as "${x.name}"`);
   expectShape('rmsnormBackward', dx.name, dx.shape, x.shape, `same shape as "${x.name}"`);
-  dispatchKernel(ctx, rmsnormBackwardKernel, [x, g, rstd, dy, dx], {});
+  dispatchKernel(ctx, rmsnormBackwardKernel, [x, g, rstd, dy, dx], { eps: rmsnormEps }); // ε: the CPU twin's alone
 }
 
 /**

@@ -4,6 +4,8 @@ import type { LayerComm } from './layer-comm.ts';
 import { gemmProblem, linearDgrad, linearForward, linearWgrad, type LinearSpec } from './linear.ts';
 import type { GatheredQkv } from './qkv-layout.ts';
 import { qkvBackward, qkvForward } from './qkv.ts';
+import { ropeBackwardKernel, ropeKernel } from '../reference/rope.ts';
+import { softmaxBackwardKernel, softmaxKernel } from '../reference/softmax.ts';
 
 /** The attention's output projection linear_proj (linear_qkv is in qkv.ts). */
 export const attnProj: LinearSpec = {
@@ -104,8 +106,8 @@ export async function attentionForward<T>(
   const { q: qRaw, k: kRaw, v } = await qkvForward(be, lc, D, gathered, x, wqkv);
   const q = be.tensor('q', [s, b, nq, d]);
   const k = be.tensor('k', [s, b, nkv, d]);
-  be.rope(opSpec('rope.q', 'heads'), qRaw, q, ropeBase, 0);
-  be.rope(opSpec('rope.k', 'heads'), kRaw, k, ropeBase, 0);
+  be.kernel(opSpec('rope.q', 'heads'), ropeKernel, [qRaw, q], { base: ropeBase, positionOffset: 0 });
+  be.kernel(opSpec('rope.k', 'heads'), ropeKernel, [kRaw, k], { base: ropeBase, positionOffset: 0 });
   be.release(qRaw);
   be.release(kRaw);
   const scores = be.tensor('scores', [b * nq, s, s]);
@@ -139,7 +141,11 @@ export async function attentionForward<T>(
     );
   }
   const p = be.tensor('probs', [b * nq, s, s]);
-  be.softmax(opSpec('attn.softmax', 'heads'), scores, p, { scale: 1 / Math.sqrt(d), causal: true, rowOffset: 0 });
+  be.kernel(opSpec('attn.softmax', 'heads'), softmaxKernel, [scores, p], {
+    scale: 1 / Math.sqrt(d),
+    causal: true,
+    rowOffset: 0,
+  });
   be.release(scores);
   const ctx = be.tensor('context', [s, b, nq, d]);
   for (let bi = 0; bi < b; bi++) {
@@ -251,7 +257,7 @@ export async function attentionBackward<T>(
   }
   be.release(dctx);
   const ds = be.tensor('d.scores', [b * nq, s, s]);
-  be.softmaxBackward(opSpec('attn.softmax.backward', 'heads'), p, dp, ds, 1 / Math.sqrt(d));
+  be.kernel(opSpec('attn.softmax.backward', 'heads'), softmaxBackwardKernel, [p, dp, ds], { scale: 1 / Math.sqrt(d) });
   be.release(dp);
   const dq = be.tensor('d.q', [s, b, nq, d]);
   const dk = be.tensor('d.k', [s, b, nkv, d]);
@@ -301,8 +307,8 @@ export async function attentionBackward<T>(
   be.release(ds);
   const dqRaw = be.tensor('d.q.raw', [s, b, nq, d]);
   const dkRaw = be.tensor('d.k.raw', [s, b, nkv, d]);
-  be.ropeBackward(opSpec('rope.q.backward', 'heads'), dq, dqRaw, ropeBase, 0);
-  be.ropeBackward(opSpec('rope.k.backward', 'heads'), dk, dkRaw, ropeBase, 0);
+  be.kernel(opSpec('rope.q.backward', 'heads'), ropeBackwardKernel, [dq, dqRaw], { base: ropeBase, positionOffset: 0 });
+  be.kernel(opSpec('rope.k.backward', 'heads'), ropeBackwardKernel, [dk, dkRaw], { base: ropeBase, positionOffset: 0 });
   be.release(dq);
   be.release(dk);
   return qkvBackward(be, lc, D, gathered, { q: dqRaw, k: dkRaw, v: dv }, wqkv, dwqkv, beforeDgrad);

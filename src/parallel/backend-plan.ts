@@ -1,13 +1,10 @@
 import type { Collectives, CollectiveOp, ReduceOp } from '../comm/collectives.ts';
 import { ringBytesSent } from '../comm/ring-bytes.ts';
 import { numel } from '../core/shape.ts';
-import { addInPlaceKernel, addKernel } from '../reference/add.ts';
 import { gemmFlops, type GemmProblem } from '../reference/gemm.ts';
 import { kernelSpecs } from '../reference/kernel-registry.ts';
-import { checkGridShapes, readBindings, writtenBindings, type GridKernelSpec } from '../reference/kernel-spec.ts';
-import { softmaxBackwardKernel, softmaxKernel } from '../reference/softmax.ts';
-import { swigluBackwardKernel, swigluKernel } from '../reference/swiglu.ts';
-import type { Backend, OpSpec, SoftmaxArgs } from './backend.ts';
+import { checkKernelShapes, readBindings, writtenBindings, type KernelSpec } from '../reference/kernel-spec.ts';
+import type { Backend, OpSpec } from './backend.ts';
 import type { NamedCollective } from './layer-comm.ts';
 import type {
   KernelName,
@@ -84,18 +81,24 @@ export class PlanBackend implements Backend<ShapeTensor> {
     this.ops.push(body.kind === 'gemm' ? { ...common, ...body } : { ...common, ...body });
   }
 
-  /** Records kernel `kernel` reading `ins` and writing `out`; FLOPs by its descriptor's cost. */
-  private record(kernel: KernelName, spec: OpSpec, ins: ShapeTensor[], out: ShapeTensor, written = out): void {
+  /** Records kernel `kernel` reading `ins` and writing `out` (shape `outShape`); FLOPs by its descriptor's cost. */
+  private record(
+    kernel: KernelName,
+    spec: OpSpec,
+    ins: ShapeTensor[],
+    out: ShapeTensor,
+    outShape: readonly number[],
+  ): void {
     const { perElement, over } = kernelSpecs[kernel].cost;
-    const after = this.chunkDeps(spec, ins, written);
+    const after = this.chunkDeps(spec, ins, out);
     this.push(
       spec,
       {
         kind: 'kernel',
         kernel,
         inShapes: ins.map((t) => t.shape),
-        outShape: out.shape,
-        flops: perElement * numel((over === undefined ? out : ins[over]).shape),
+        outShape,
+        flops: perElement * numel(over === undefined ? outShape : ins[over].shape),
       },
       after,
     );
@@ -137,17 +140,19 @@ export class PlanBackend implements Backend<ShapeTensor> {
     return new Float32Array(numel(t.shape));
   }
   release(): void {}
-  kernel<A>(op: OpSpec, spec: GridKernelSpec<KernelName, A>, tensors: readonly ShapeTensor[], _args: A): void {
-    checkGridShapes(
+  kernel<A>(op: OpSpec, spec: KernelSpec<KernelName, A>, tensors: readonly ShapeTensor[], args: A): void {
+    const dims = checkKernelShapes(
       spec,
       tensors.map((t) => t.name),
       tensors.map((t) => t.shape),
     );
+    const out = tensors[writtenBindings(spec)[0]];
     this.record(
       spec.name,
       op,
-      readBindings(spec).map((k) => tensors[k]),
-      tensors[writtenBindings(spec)[0]],
+      (spec.planned?.reads ?? readBindings(spec)).map((k) => tensors[k]),
+      out,
+      spec.planned?.outShape?.(dims, args) ?? out.shape,
     );
   }
   gemm(op: OpSpec, p: GemmProblem, a: ShapeTensor, b: ShapeTensor, c: ShapeTensor): void {
@@ -166,63 +171,6 @@ export class PlanBackend implements Backend<ShapeTensor> {
       },
       after,
     );
-  }
-  rmsnorm(op: OpSpec, x: ShapeTensor, g: ShapeTensor, y: ShapeTensor): void {
-    this.record('rmsnorm', op, [x, g], y);
-  }
-  rmsnormBackward(op: OpSpec, x: ShapeTensor, g: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor): void {
-    this.record('rmsnormBackward', op, [x, g, dy], dx);
-  }
-  rmsnormWeightGrad(op: OpSpec, x: ShapeTensor, _r: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor): void {
-    this.record('rmsnormWeightGrad', op, [x, dy], dg);
-  }
-  rope(op: OpSpec, x: ShapeTensor, out: ShapeTensor): void {
-    this.record('rope', op, [x], out);
-  }
-  ropeBackward(op: OpSpec, dy: ShapeTensor, dx: ShapeTensor): void {
-    this.record('ropeBackward', op, [dy], dx);
-  }
-  softmax(op: OpSpec, x: ShapeTensor, y: ShapeTensor, args: SoftmaxArgs): void {
-    this.kernel(op, softmaxKernel, [x, y], args);
-  }
-  softmaxBackward(op: OpSpec, y: ShapeTensor, dy: ShapeTensor, dx: ShapeTensor, scale: number): void {
-    this.kernel(op, softmaxBackwardKernel, [y, dy, dx], { scale });
-  }
-  swiglu(op: OpSpec, g: ShapeTensor, u: ShapeTensor, y: ShapeTensor): void {
-    this.kernel(op, swigluKernel, [g, u, y], {});
-  }
-  swigluBackward(op: OpSpec, g: ShapeTensor, u: ShapeTensor, dy: ShapeTensor, dg: ShapeTensor, du: ShapeTensor): void {
-    this.kernel(op, swigluBackwardKernel, [g, u, dy, dg, du], {});
-  }
-  add(op: OpSpec, a: ShapeTensor, b: ShapeTensor, out: ShapeTensor): void {
-    this.kernel(op, addKernel, [a, b, out], {});
-  }
-  copyCols(op: OpSpec, src: ShapeTensor, dst: ShapeTensor, rows: number, n: number): void {
-    this.record('copyCols', op, [src], { name: dst.name, shape: [rows, n] }, dst);
-  }
-  addInPlace(op: OpSpec, acc: ShapeTensor, b: ShapeTensor): void {
-    this.kernel(op, addInPlaceKernel, [acc, b], {});
-  }
-  embedding(op: OpSpec, ids: ShapeTensor, table: ShapeTensor, out: ShapeTensor): void {
-    this.record('embedding', op, [ids, table], out);
-  }
-  embeddingBackward(op: OpSpec, ids: ShapeTensor, dy: ShapeTensor, dtable: ShapeTensor): void {
-    this.record('embeddingBackward', op, [ids, dy], dtable);
-  }
-  ceLocalMax(op: OpSpec, logits: ShapeTensor, out: ShapeTensor): void {
-    this.record('ceLocalMax', op, [logits], out);
-  }
-  ceLocalSumExp(op: OpSpec, logits: ShapeTensor, m: ShapeTensor, out: ShapeTensor): void {
-    this.record('ceLocalSumExp', op, [logits, m], out);
-  }
-  ceTargetLogit(op: OpSpec, logits: ShapeTensor, targets: ShapeTensor, out: ShapeTensor): void {
-    this.record('ceTargetLogit', op, [logits, targets], out);
-  }
-  ceGrad(op: OpSpec, logits: ShapeTensor, targets: ShapeTensor, m: ShapeTensor, s: ShapeTensor, dl: ShapeTensor): void {
-    this.record('ceGrad', op, [logits, targets, m, s], dl);
-  }
-  ceLoss(op: OpSpec, m: ShapeTensor, s: ShapeTensor, z: ShapeTensor, loss: ShapeTensor): void {
-    this.record('ceLoss', op, [m, s, z], loss);
   }
   async flush(): Promise<void> {}
 }

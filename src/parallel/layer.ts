@@ -1,3 +1,7 @@
+import { addInPlaceKernel, addKernel } from '../reference/add.ts';
+import { copyColsKernel } from '../reference/copy-cols.ts';
+import { embeddingBackwardKernel, embeddingKernel } from '../reference/embedding.ts';
+import { rmsnormBackwardKernel, rmsnormKernel, rmsnormWeightGradKernel } from '../reference/rmsnorm.ts';
 import { attentionBackward, attentionForward } from './attention.ts';
 import { opSpec, type Backend } from './backend.ts';
 import type { LayerConfig } from './config.ts';
@@ -62,27 +66,21 @@ async function finalizeNormGrads<T>(be: Backend<T>, lc: LayerComm<T>, h: number,
   const gains = [dg1, dg2] as const;
   const pack = { role: 'wgrad', underAsync: false } as const;
   gains.forEach((g, i) =>
-    be.copyCols(
+    be.kernel(
       opSpec(`norm.grads.flatten.g${i + 1}`, 'replicated', { ...pack, weight: i ? 'g2' : 'g1' }),
-      g,
-      flat,
-      1,
-      h,
-      { w: h, c0: 0 },
-      { w: 2 * h, c0: i * h },
+      copyColsKernel,
+      [g, flat],
+      { rows: 1, n: h, from: { w: h, c0: 0 }, to: { w: 2 * h, c0: i * h } },
     ),
   );
   const why = 'finalize_model_grads: one coalesced all-reduce of the replicated RMSNorm weight gradients under SP';
   const summed = await lc.allReduce(opSpec('norm.grads.reduce', 'sequence', { role: 'wgrad' }), why, flat);
   gains.forEach((g, i) =>
-    be.copyCols(
+    be.kernel(
       opSpec(`norm.grads.unflatten.g${i + 1}`, 'replicated', { ...pack, weight: i ? 'g2' : 'g1' }),
-      summed,
-      g,
-      1,
-      h,
-      { w: 2 * h, c0: i * h },
-      { w: h, c0: 0 },
+      copyColsKernel,
+      [summed, g],
+      { rows: 1, n: h, from: { w: 2 * h, c0: i * h }, to: { w: h, c0: 0 } },
     ),
   );
   be.release(flat);
@@ -144,7 +142,9 @@ export async function layerStep<T>(
   if (c.vocab > 0) {
     ids = be.tensor('ids', [s, b], need(inputs.ids, 'ids'));
     const e = be.tensor('embed', [s, b, h]);
-    be.embedding(opSpec('embed', 'vocab', { weight: 'emb' }), ids, need(w.emb, 'emb'), e, v0);
+    be.kernel(opSpec('embed', 'vocab', { weight: 'emb' }), embeddingKernel, [ids, need(w.emb, 'emb'), e], {
+      vocabStart: v0,
+    });
     x = await lc.forward(opSpec('embed.reduce', 'vocab'), leave, e);
     if (x !== e) free(e);
   } else {
@@ -152,25 +152,25 @@ export async function layerStep<T>(
   }
   const ln1 = be.tensor('ln1', [sl, b, h]);
   const rstd1 = be.tensor('ln1.rstd', [sl, b]);
-  be.rmsnorm(opSpec('ln1', tokens, { weight: 'g1' }), x, g1, ln1, rstd1, c.eps);
+  be.kernel(opSpec('ln1', tokens, { weight: 'g1' }), rmsnormKernel, [x, g1, ln1, rstd1], { eps: c.eps });
   let ln1Full = await into('ln1.gather', ln1);
   const gathered = gathersQkv(c) ? gatheredQkv(c, own.rank) : undefined;
   const attn = await attentionForward(be, lc, D, gathered, ln1Full, wq, wo, c.ropeBase);
   if (sp) be.release(ln1Full);
   const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
   const x2 = be.tensor('residual.attn', [sl, b, h]);
-  be.add(opSpec('residual.attn', tokens), x, attnOut, x2);
+  be.kernel(opSpec('residual.attn', tokens), addKernel, [x, attnOut, x2], {});
   free(attn.out, attnOut);
   const ln2 = be.tensor('ln2', [sl, b, h]);
   const rstd2 = be.tensor('ln2.rstd', [sl, b]);
-  be.rmsnorm(opSpec('ln2', tokens, { weight: 'g2' }), x2, g2, ln2, rstd2, c.eps);
+  be.kernel(opSpec('ln2', tokens, { weight: 'g2' }), rmsnormKernel, [x2, g2, ln2, rstd2], { eps: c.eps });
   const chunks = c.tp > 1 ? tpOverlapChunks(c) : 1;
   const mlp =
     chunks > 1
       ? await mlpBlockForwardChunked(be, lc, D, sp, chunks, ln2, { wfc1, wdown }, mlpLabels)
       : await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
   const y = be.tensor('y', [sl, b, h]);
-  be.add(opSpec('residual.mlp', tokens), x2, mlp.out, y);
+  be.kernel(opSpec('residual.mlp', tokens), addKernel, [x2, mlp.out, y], {});
   free(mlp.out);
 
   let loss: T | undefined;
@@ -221,9 +221,15 @@ export async function layerStep<T>(
   free(ln2, mlp.saved.input, mlp.saved.mlp.gate, mlp.saved.mlp.up, mlp.saved.mlp.act);
   if (dOut !== dy) free(dOut); // SP: dY all-gathered
   const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
-  be.rmsnormBackward(opSpec('ln2.backward', tokens, { weight: 'g2' }), x2, g2, rstd2, dln2, dx2);
-  be.addInPlace(opSpec('residual.mlp.backward', tokens), dx2, dy);
-  be.rmsnormWeightGrad(opSpec('ln2.wgrad', tokens, { weight: 'g2' }), x2, rstd2, dln2, grad('g2', [h]));
+  const eps = { eps: c.eps };
+  be.kernel(opSpec('ln2.backward', tokens, { weight: 'g2' }), rmsnormBackwardKernel, [x2, g2, rstd2, dln2, dx2], eps);
+  be.kernel(opSpec('residual.mlp.backward', tokens), addInPlaceKernel, [dx2, dy], {});
+  be.kernel(
+    opSpec('ln2.wgrad', tokens, { weight: 'g2' }),
+    rmsnormWeightGradKernel,
+    [x2, rstd2, dln2, grad('g2', [h])],
+    eps,
+  );
   free(x2, rstd2, dln2, dy);
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
@@ -252,20 +258,24 @@ export async function layerStep<T>(
   const dln1 = await dln1Pending;
   if (dln1 !== ab.dx) free(ab.dx);
   const dx = be.tensor('d.x', [sl, b, h]);
-  be.rmsnormBackward(opSpec('ln1.backward', tokens, { weight: 'g1' }), x, g1, rstd1, dln1, dx);
-  be.addInPlace(opSpec('residual.attn.backward', tokens), dx, dx2);
-  be.rmsnormWeightGrad(opSpec('ln1.wgrad', tokens, { weight: 'g1' }), x, rstd1, dln1, grad('g1', [h]));
+  be.kernel(opSpec('ln1.backward', tokens, { weight: 'g1' }), rmsnormBackwardKernel, [x, g1, rstd1, dln1, dx], eps);
+  be.kernel(opSpec('residual.attn.backward', tokens), addInPlaceKernel, [dx, dx2], {});
+  be.kernel(
+    opSpec('ln1.wgrad', tokens, { weight: 'g1' }),
+    rmsnormWeightGradKernel,
+    [x, rstd1, dln1, grad('g1', [h])],
+    eps,
+  );
   free(x, rstd1, dln1);
 
   if (c.vocab > 0) {
     const dxFull = sp ? await lc.backward(opSpec('embed.reduce.backward', 'sequence'), leave, dx) : dx;
     const emb = need(w.emb, 'emb');
-    be.embeddingBackward(
+    be.kernel(
       opSpec('embed.wgrad', 'vocab', { weight: 'emb' }),
-      need(ids, 'ids'),
-      dxFull,
-      grad('emb', be.shapeOf(emb)),
-      v0,
+      embeddingBackwardKernel,
+      [need(ids, 'ids'), dxFull, grad('emb', be.shapeOf(emb))],
+      { vocabStart: v0 },
     );
     free(ids, dx, dxFull, dx2);
   } else {

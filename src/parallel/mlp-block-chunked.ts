@@ -23,6 +23,9 @@ import {
   type RowBlocks,
   type TpChunk,
 } from './tp-overlap.ts';
+import { addInPlaceKernel } from '../reference/add.ts';
+import { copyColsKernel } from '../reference/copy-cols.ts';
+import { swigluBackwardKernel, swigluKernel } from '../reference/swiglu.ts';
 
 /**
  * The MLP block of mlp-block.ts with chunked TP communication overlap (tp-overlap.ts): its
@@ -107,8 +110,8 @@ function copyChunk<T>(
   const fullBlock = { w: numel(be.shapeOf(full)) / rows.blocks, c0: rows.at * w };
   const chunkBlock = { w: n, c0: 0 };
   const op = opSpec(chunkLabel(label, tag), split, { chunk: tag });
-  if (toChunk) be.copyCols(op, full, chunk, rows.blocks, n, fullBlock, chunkBlock);
-  else be.copyCols(op, chunk, full, rows.blocks, n, chunkBlock, fullBlock);
+  if (toChunk) be.kernel(op, copyColsKernel, [full, chunk], { rows: rows.blocks, n, from: fullBlock, to: chunkBlock });
+  else be.kernel(op, copyColsKernel, [chunk, full], { rows: rows.blocks, n, from: chunkBlock, to: fullBlock });
 }
 
 /**
@@ -249,7 +252,7 @@ export async function mlpBlockForwardChunked<T>(
     linearForward(be, mlpUp, x, w.wfc1, up, m, h, upCols(D));
   }
   const act = be.tensor('mlp.act', [s, b, f]);
-  be.swiglu(opSpec('mlp.swiglu', 'column'), gate, up, act);
+  be.kernel(opSpec('mlp.swiglu', 'column'), swigluKernel, [gate, up, act], {});
   const out = be.tensor('mlp.out', [sl, b, h]);
   const downCols: WeightCols = { w: h, c0: 0, n: h };
   const down = (step: GemmChunk, y: T): void =>
@@ -375,7 +378,12 @@ function reduceRing<T>(
           const sum = await sending;
           got.push(sum);
           const tag = steps[k]!.tag;
-          be.addInPlace(opSpec(chunkLabel(`${label}.add`, tag), split, { chunk: tag }), partials[k]!, sum);
+          be.kernel(
+            opSpec(chunkLabel(`${label}.add`, tag), split, { chunk: tag }),
+            addInPlaceKernel,
+            [partials[k]!, sum],
+            {},
+          );
           lc.launch();
           if (k < t - 1) sending = send(k, tag, partials[k]!);
         }
@@ -430,7 +438,12 @@ export async function mlpBlockBackwardChunked<T>(
   linearWgrad(be, mlpDown, saved.mlp.act, dOut, dw.wdown, m, f, downCols);
   const dgate = be.tensor('d.mlp.gate', [s, b, f]);
   const dup = be.tensor('d.mlp.up', [s, b, f]);
-  be.swigluBackward(opSpec('mlp.swiglu.backward', 'column'), saved.mlp.gate, saved.mlp.up, dact, dgate, dup);
+  be.kernel(
+    opSpec('mlp.swiglu.backward', 'column'),
+    swigluBackwardKernel,
+    [saved.mlp.gate, saved.mlp.up, dact, dgate, dup],
+    {},
+  );
   be.release(dact);
 
   // The input's re-gather in rounds (or the kept input), issued before the dgrad chunks.

@@ -1,6 +1,7 @@
 import { opSpec, type Backend } from './backend.ts';
 import type { LocalDims } from './dims.ts';
 import { linearDgrad, linearForward, linearWgrad, type LinearSpec, type WeightCols } from './linear.ts';
+import { swigluBackwardKernel, swigluKernel } from '../reference/swiglu.ts';
 
 /** The MLP's linears: gate and up are the two halves of linear_fc1, down is linear_fc2. */
 export const mlpGate: LinearSpec = {
@@ -45,7 +46,7 @@ export function mlpForward<T>(be: Backend<T>, D: LocalDims, x: T, wfc1: T, wdown
   linearForward(be, mlpGate, x, wfc1, gate, m, h, gateCols(D));
   linearForward(be, mlpUp, x, wfc1, up, m, h, upCols(D));
   const act = be.tensor('mlp.act', [s, b, f]);
-  be.swiglu(opSpec('mlp.swiglu', 'column'), gate, up, act);
+  be.kernel(opSpec('mlp.swiglu', 'column'), swigluKernel, [gate, up, act], {});
   const out = be.tensor('mlp.out', [s, b, h]);
   linearForward(be, mlpDown, act, wdown, out, m, f, { w: h, c0: 0, n: h });
   return { out, saved: { gate, up, act } };
@@ -76,7 +77,12 @@ export function mlpBackward<T>(
   linearWgrad(be, mlpDown, saved.act, dOut, dwdown, m, f, { w: h, c0: 0, n: h });
   const dgate = be.tensor('d.mlp.gate', [s, b, f]);
   const dup = be.tensor('d.mlp.up', [s, b, f]);
-  be.swigluBackward(opSpec('mlp.swiglu.backward', 'column'), saved.gate, saved.up, dact, dgate, dup);
+  be.kernel(
+    opSpec('mlp.swiglu.backward', 'column'),
+    swigluBackwardKernel,
+    [saved.gate, saved.up, dact, dgate, dup],
+    {},
+  );
   be.release(dact);
   const dx = be.tensor('d.mlp.in', [s, b, h]);
   beforeDgrad?.();

@@ -100,9 +100,9 @@ export interface PlannedCollective {
 }
 
 /**
- * The compute kernels other than GEMM that a rank's step runs, by the Backend method that runs
- * each (one descriptor per kernel in src/reference/kernel-registry.ts; the backward and
- * cross-entropy pieces are kernels of their own).
+ * The compute kernels other than GEMM that a rank's step runs, by name (one descriptor per kernel
+ * in src/reference/kernel-registry.ts, run by Backend.kernel; the backward and cross-entropy
+ * pieces are kernels of their own).
  */
 export const kernelNames = Object.keys(kernelSpecs) as readonly KernelName[];
 

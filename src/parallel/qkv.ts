@@ -1,3 +1,4 @@
+import { copyColsKernel } from '../reference/copy-cols.ts';
 import { opSpec, type Backend, type OpSpec } from './backend.ts';
 import type { LocalDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
@@ -82,7 +83,12 @@ export async function qkvForward<T>(
   if (full !== slice) be.release(slice);
   const out = { q, k, v };
   for (const p of pieces(D, gathered))
-    be.copyCols(splitOp(p.name, false), full, out[p.name], m, p.n, { w: D.qkvFull, c0: p.c0 }, { w: p.n, c0: 0 });
+    be.kernel(splitOp(p.name, false), copyColsKernel, [full, out[p.name]], {
+      rows: m,
+      n: p.n,
+      from: { w: D.qkvFull, c0: p.c0 },
+      to: { w: p.n, c0: 0 },
+    });
   be.release(full);
   return out;
 }
@@ -124,7 +130,12 @@ export async function qkvBackward<T>(
   }
   const dFull = be.tensor('d.qkv.gathered', [s, b, D.qkvFull]);
   for (const p of pieces(D, gathered))
-    be.copyCols(splitOp(p.name, true), grads[p.name], dFull, m, p.n, { w: p.n, c0: 0 }, { w: D.qkvFull, c0: p.c0 });
+    be.kernel(splitOp(p.name, true), copyColsKernel, [grads[p.name], dFull], {
+      rows: m,
+      n: p.n,
+      from: { w: p.n, c0: 0 },
+      to: { w: D.qkvFull, c0: p.c0 },
+    });
   for (const t of [grads.q, grads.k, grads.v]) be.release(t);
   const dSlice = await lc.backward(
     opSpec('qkv.gather.backward', 'column'),

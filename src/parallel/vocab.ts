@@ -1,3 +1,10 @@
+import {
+  ceGradKernel,
+  ceLocalMaxKernel,
+  ceLocalSumExpKernel,
+  ceLossKernel,
+  ceTargetLogitKernel,
+} from '../reference/cross-entropy.ts';
 import { opSpec, type Backend } from './backend.ts';
 import type { LocalDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
@@ -28,7 +35,7 @@ export async function vocabParallelLoss<T>(
 ): Promise<{ loss: T; max: T; sum: T }> {
   const rows = [D.s, D.b];
   const localMax = be.tensor('loss.max', rows);
-  be.ceLocalMax(opSpec('loss.max', 'vocab'), logits, localMax);
+  be.kernel(opSpec('loss.max', 'vocab'), ceLocalMaxKernel, [logits, localMax], {});
   const max = await lc.allReduce(
     opSpec('loss.max.reduce', 'vocab'),
     'vocab-parallel cross entropy: all-reduce MAX of the logits max',
@@ -39,9 +46,9 @@ export async function vocabParallelLoss<T>(
   // then Σ exp (tensor_parallel/cross_entropy.py:139-152 at core_v0.19.0). Megatron reduces the
   // max-shifted logit z − m; the playground reduces z and subtracts m in ceLoss (same loss).
   const localTarget = be.tensor('loss.target', rows);
-  be.ceTargetLogit(opSpec('loss.target', 'vocab'), logits, targets, localTarget, v0);
+  be.kernel(opSpec('loss.target', 'vocab'), ceTargetLogitKernel, [logits, targets, localTarget], { vocabStart: v0 });
   const localSum = be.tensor('loss.sumexp', rows);
-  be.ceLocalSumExp(opSpec('loss.sumexp', 'vocab'), logits, max, localSum);
+  be.kernel(opSpec('loss.sumexp', 'vocab'), ceLocalSumExpKernel, [logits, max, localSum], {});
   const target = await lc.allReduce(
     opSpec('loss.target.reduce', 'vocab'),
     'vocab-parallel cross entropy: all-reduce SUM of the target logit',
@@ -53,7 +60,7 @@ export async function vocabParallelLoss<T>(
     localSum,
   );
   const loss = be.tensor('loss', rows);
-  be.ceLoss(opSpec('loss', 'vocab'), max, sum, target, loss);
+  be.kernel(opSpec('loss', 'vocab'), ceLossKernel, [max, sum, target, loss], {});
   // The local terms once reduced, and the target logit once read (max and sum go to the backward).
   for (const t of new Set([localMax, localSum, localTarget, target])) if (t !== max && t !== sum) be.release(t);
   return { loss, max, sum };
@@ -84,7 +91,10 @@ export function outputLayerBackward<T>(
 ): { dy: T; wgrad: (y: T) => void } {
   const m = D.s * D.b;
   const dlogits = be.tensor('d.logits', [D.s, D.b, D.vl]);
-  be.ceGrad(opSpec('loss.backward', 'vocab'), logits, targets, max, sum, dlogits, v0, 1 / m);
+  be.kernel(opSpec('loss.backward', 'vocab'), ceGradKernel, [logits, targets, max, sum, dlogits], {
+    vocabStart: v0,
+    scale: 1 / m,
+  });
   const dy = be.tensor('d.logits.in', [D.s, D.b, D.h]);
   beforeDgrad?.();
   linearDgrad(

@@ -34,11 +34,25 @@ export const copyColsShader: ShaderSpec = {
   ],
 };
 
-/** A column block copied between [rows, w] matrices: no arithmetic. */
-export const copyColsKernel: KernelSpec<'copyCols'> = {
+/** copyCols' arguments: `rows` rows of `n` columns, from block `from` of the source to block `to` of the destination. */
+export interface CopyColsArgs {
+  readonly rows: number;
+  readonly n: number;
+  readonly from: ColumnBlock;
+  readonly to: ColumnBlock;
+}
+
+/** A column block copied between [rows, w] matrices: no arithmetic (the plan records the block [rows, n] as its output). */
+export const copyColsKernel: KernelSpec<'copyCols', CopyColsArgs> = {
   name: 'copyCols',
   shader: copyColsShader,
   entryPoint: 'copy_cols',
   megatron: 'tensor copy',
   cost: { perElement: 0 },
+  bindings: [
+    { name: 'src', access: 'read' },
+    { name: 'dst', access: 'read_write' },
+  ],
+  twin: ([src, dst], _d, { rows, n, from, to }) => [copyColsRef(src, Float64Array.from(dst), rows, n, from, to)],
+  planned: { reads: [0], outShape: (_d, { rows, n }) => [rows, n] },
 };

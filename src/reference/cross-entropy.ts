@@ -1,4 +1,5 @@
-import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+import type { VocabShardArgs } from './embedding.ts';
+import type { KernelBinding, KernelSpec, ShaderSpec } from './kernel-spec.ts';
 
 // CPU twins (float64) of the vocab-parallel cross-entropy pieces on logits rows of vl columns
 // holding vocabulary ids [v0, v0 + vl), and of the whole unsharded loss.
@@ -94,26 +95,61 @@ export const crossEntropyShader: ShaderSpec = {
   ],
 };
 
-/** One piece of Megatron's vocab_parallel_cross_entropy. */
-const piece = <N extends string>(name: N, entryPoint: string, cost: KernelSpec['cost']): KernelSpec<N> => ({
-  name,
+type Piece<N extends string, A> = Omit<KernelSpec<N, A>, 'shader' | 'megatron'>;
+
+/** One piece of Megatron's vocab_parallel_cross_entropy on logits [..., vLocal] and per-row tensors [...] (its own grid). */
+const piece = <N extends string, A = object>(p: Piece<N, A>): KernelSpec<N, A> => ({
+  ...p,
   shader: crossEntropyShader,
-  entryPoint,
   megatron: 'vocab_parallel_cross_entropy',
-  cost,
 });
 
+const read = (name: string): KernelBinding => ({ name, access: 'read' });
+const write = (name: string): KernelBinding => ({ name, access: 'write' });
+
 /** Per-row max of the local logits (one compare per logit). */
-export const ceLocalMaxKernel = piece('ceLocalMax', 'ce_local_max', { perElement: 1, over: 0 });
+export const ceLocalMaxKernel = piece({
+  name: 'ceLocalMax',
+  entryPoint: 'ce_local_max',
+  cost: { perElement: 1, over: 0 },
+  bindings: [read('logits'), write('localMax')],
+  twin: ([logits], d) => [ceLocalMaxRef(logits, d.cols)],
+});
 
-/** Per-row Σ exp(x − m) over the local logits. */
-export const ceLocalSumExpKernel = piece('ceLocalSumExp', 'ce_local_sum', { perElement: 5, over: 0 });
+/** Per-row Σ exp(x − m) over the local logits, m the global max. */
+export const ceLocalSumExpKernel = piece({
+  name: 'ceLocalSumExp',
+  entryPoint: 'ce_local_sum',
+  cost: { perElement: 5, over: 0 },
+  bindings: [read('logits'), read('globalMax'), write('localSum')],
+  twin: ([logits, m], d) => [ceLocalSumExpRef(logits, d.cols, m)],
+});
 
-/** Per-row target logit when the target is local. */
-export const ceTargetLogitKernel = piece('ceTargetLogit', 'ce_target_logit', { perElement: 0 });
+/** Per-row target logit when the target is local (targets: global ids as float32). */
+export const ceTargetLogitKernel = piece<'ceTargetLogit', VocabShardArgs>({
+  name: 'ceTargetLogit',
+  entryPoint: 'ce_target_logit',
+  cost: { perElement: 0 },
+  bindings: [read('logits'), read('targets'), write('targetLogit')],
+  twin: ([logits, targets], d, { vocabStart }) => [ceTargetLogitRef(logits, d.cols, targets, vocabStart)],
+});
 
-/** scale · (softmax − onehot) on the local logits. */
-export const ceGradKernel = piece('ceGrad', 'ce_grad', { perElement: 6 });
+/** scale · (softmax − onehot) on the local logits, from the global max and Σexp. */
+export const ceGradKernel = piece<'ceGrad', VocabShardArgs & { readonly scale: number }>({
+  name: 'ceGrad',
+  entryPoint: 'ce_grad',
+  cost: { perElement: 6 },
+  bindings: [read('logits'), read('targets'), read('globalMax'), read('globalSum'), write('dlogits')],
+  twin: ([logits, targets, m, sum], d, { vocabStart, scale }) => [
+    ceGradRef(logits, d.cols, targets, vocabStart, m, sum, scale),
+  ],
+});
 
 /** Per-row loss log S + m − z. */
-export const ceLossKernel = piece('ceLoss', 'ce_loss', { perElement: 5 });
+export const ceLossKernel = piece({
+  name: 'ceLoss',
+  entryPoint: 'ce_loss',
+  cost: { perElement: 5 },
+  bindings: [read('globalMax'), read('globalSum'), read('targetLogit'), write('loss')],
+  twin: ([m, sum, z]) => [ceLossRef(m, sum, z)],
+});

@@ -56,21 +56,49 @@ export const embeddingShader: ShaderSpec = {
   ],
 };
 
-/** out[t] = table[id_t − v0] for this rank's ids, else 0 (VocabParallelEmbedding's forward). */
-export const embeddingKernel: KernelSpec<'embedding'> = {
+/** This rank's vocabulary range starts at global id `vocabStart` (rank · vLocal for an even split). */
+export interface VocabShardArgs {
+  readonly vocabStart: number;
+}
+
+/** embeddingBackward's arguments: the vocabulary range, and whether dtable is added to (default false). */
+export interface EmbeddingBackwardArgs extends VocabShardArgs {
+  readonly accumulate?: boolean;
+}
+
+const last = (shape: readonly number[]): number => shape[shape.length - 1];
+
+/** out[t] = table[id_t − v0] for this rank's ids, else 0 (VocabParallelEmbedding's forward); ids [...], table [vLocal, h], out [..., h]. */
+export const embeddingKernel: KernelSpec<'embedding', VocabShardArgs> = {
   name: 'embedding',
   shader: embeddingShader,
   entryPoint: 'embedding',
   megatron: 'VocabParallelEmbedding',
   cost: { perElement: 0 },
+  bindings: [
+    { name: 'ids', access: 'read' },
+    { name: 'table', access: 'read' },
+    { name: 'out', access: 'write' },
+  ],
+  twin: ([ids, table], d, { vocabStart }) => [embeddingRef(ids, table, last(d.shapes[1]), vocabStart)],
 };
 
-/** dtable[v] = Σ_{t: id_t = v0 + v} dy[t]: one add per element of dy. */
-export const embeddingBackwardKernel: KernelSpec<'embeddingBackward'> = {
+/** dtable[v] (+)= Σ_{t: id_t = v0 + v} dy[t]: one add per element of dy; ids [...], dy [..., h], dtable [vLocal, h]. */
+export const embeddingBackwardKernel: KernelSpec<'embeddingBackward', EmbeddingBackwardArgs> = {
   name: 'embeddingBackward',
   shader: embeddingShader,
   entryPoint: 'embedding_dw',
   megatron: 'VocabParallelEmbedding',
   cost: { perElement: 1, over: 1 },
   role: 'wgrad',
+  bindings: [
+    { name: 'ids', access: 'read' },
+    { name: 'dy', access: 'read' },
+    { name: 'dtable', access: 'read_write' },
+  ],
+  twin: ([ids, dy, dtable], d, { vocabStart, accumulate = false }) => {
+    const [vl, h] = d.shapes[2];
+    return [embeddingBackwardRef(ids, dy, vl, h, vocabStart, accumulate ? dtable : undefined)];
+  },
+  planned: { reads: [0, 1] },
 };

@@ -16,9 +16,10 @@ import { softmaxBackwardKernel, softmaxKernel } from './softmax.ts';
 import { swigluBackwardKernel, swigluKernel } from './swiglu.ts';
 
 /**
- * Every compute kernel other than GEMM that a rank's step runs, by name (the Backend method that
- * runs it): its descriptor holds the shader, uniform fields, FLOPs, Megatron module and, for
- * grid kernels, the twin and dispatch. A kernel is registered by one line here.
+ * Every compute kernel other than GEMM that a rank's step runs, by name (Backend.kernel runs it
+ * from its descriptor): the descriptor holds the shader, uniform fields, bindings, twin, FLOPs,
+ * Megatron module and, for grid kernels, the grid and Params. A kernel is registered by one line
+ * here; one with its own grid also gets its GPU dispatch in src/kernels/gpu-kernels.ts.
  */
 export const kernelSpecs = {
   rmsnorm: rmsnormKernel,

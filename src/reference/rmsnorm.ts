@@ -105,8 +105,17 @@ export const rmsnormKernel: GridKernelSpec<'rmsnorm', { readonly eps: number }> 
   },
 };
 
+/**
+ * ε of the forward. The twins of the backward and the weight gradient recompute rstd from x and ε
+ * in float64 rather than read the saved (float32) rstd, so a float64 layer's gradients are exact to
+ * float64 rounding (the finite-difference checks rely on it); the GPU reads the saved rstd.
+ */
+export interface RmsnormArgs {
+  readonly eps: number;
+}
+
 /** dx of rmsnorm from the saved rstd (dg is rmsnormWeightGrad). */
-export const rmsnormBackwardKernel: GridKernelSpec<'rmsnormBackward'> = {
+export const rmsnormBackwardKernel: GridKernelSpec<'rmsnormBackward', RmsnormArgs> = {
   name: 'rmsnormBackward',
   shader: rmsnormShader,
   entryPoint: 'rmsnorm_backward',
@@ -122,15 +131,43 @@ export const rmsnormBackwardKernel: GridKernelSpec<'rmsnormBackward'> = {
   ],
   shapeOf: gainOrRow(1, 2),
   params: (d) => ({ rows: d.rows, h: d.cols, eps: 0, row_start: 0, row_end: 0, accumulate: 0 }),
-  twin: ([x, g, rstd, dy], d) => [rmsnormBackwardGivenRstd(x, g, rstd, dy, d.cols).dx],
+  twin: ([x, g, , dy], d, { eps }) => [rmsnormBackwardRef(x, g, dy, d.cols, eps).dx],
+  planned: { reads: [0, 1, 3] },
 };
 
-/** dg [h] = Σ over a block of rows of dy · x · rstd: one invocation per column (its own grid, src/kernels/rmsnorm.ts). */
-export const rmsnormWeightGradKernel: KernelSpec<'rmsnormWeightGrad'> = {
+/** Which rows rmsnormWeightGrad sums, and whether it adds to dg instead of overwriting it. */
+export interface RmsnormWeightGradArgs extends RmsnormArgs {
+  /** First row (token) of the block; default 0. */
+  readonly rowStart?: number;
+  /** One past the last row of the block; default all rows. */
+  readonly rowEnd?: number;
+  /** dg += the block's sum (default false: dg = the block's sum). */
+  readonly accumulate?: boolean;
+}
+
+/**
+ * dg [h] (+)= Σ over rows [rowStart, rowEnd) of dy · x · rstd: one invocation per column (its own
+ * grid, src/kernels/rmsnorm.ts). dg does not depend on the gain: the twin passes ones.
+ */
+export const rmsnormWeightGradKernel: KernelSpec<'rmsnormWeightGrad', RmsnormWeightGradArgs> = {
   name: 'rmsnormWeightGrad',
   shader: rmsnormShader,
   entryPoint: 'rmsnorm_dg',
   megatron,
   cost: { perElement: 3, over: 0 },
   role: 'wgrad',
+  bindings: [
+    { name: 'x', access: 'read' },
+    { name: 'rstd', access: 'read' },
+    { name: 'dy', access: 'read' },
+    { name: 'dg', access: 'read_write' },
+  ],
+  twin: ([x, , dy, dg], d, { eps, rowStart = 0, rowEnd = d.rows, accumulate = false }) => {
+    const h = d.cols;
+    const block = (a: ArrayLike<number>) =>
+      Float64Array.from({ length: (rowEnd - rowStart) * h }, (_, i) => a[rowStart * h + i]);
+    const sum = rmsnormBackwardRef(block(x), new Float64Array(h).fill(1), block(dy), h, eps).dg;
+    return [accumulate ? sum.map((v, j) => v + dg[j]) : sum];
+  },
+  planned: { reads: [0, 2] },
 };

@@ -55,14 +55,25 @@ export const ropeShader: ShaderSpec = {
 
 const ropeModule = 'rotary position embedding (apply_rotary_pos_emb)';
 
-/** Rotate-half RoPE by θ = position · ω_k. */
-export const ropeKernel: KernelSpec<'rope'> = {
+const ropeBindings: KernelSpec['bindings'] = [
+  { name: 'x', access: 'read' },
+  { name: 'out', access: 'write' },
+];
+
+/** Rotate-half RoPE by θ = position · ω_k on x [s, b, heads, d] (its own grid: one invocation per pair, ω in Params). */
+export const ropeKernel: KernelSpec<'rope', RopeRefOptions> = {
   name: 'rope',
   shader: ropeShader,
   entryPoint: 'rope',
   megatron: ropeModule,
   cost: { perElement: 6 },
+  bindings: ropeBindings,
+  twin: ([x], d, options) => [ropeRef(x, d.shape, options)],
 };
 
 /** The RoPE backward: rotation by −θ (the same entry point, sign −1). */
-export const ropeBackwardKernel: KernelSpec<'ropeBackward'> = { ...ropeKernel, name: 'ropeBackward' };
+export const ropeBackwardKernel: KernelSpec<'ropeBackward', RopeRefOptions> = {
+  ...ropeKernel,
+  name: 'ropeBackward',
+  twin: ([dy], d, options) => [ropeRef(dy, d.shape, options, true)],
+};

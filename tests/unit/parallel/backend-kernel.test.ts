@@ -1,9 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import { hostTensor } from '../../../src/comm/host-tensor.ts';
 import { opSpec } from '../../../src/parallel/backend.ts';
-import { CpuBackend } from '../../../src/parallel/backend-cpu.ts';
+import { CpuBackend, float64Alloc } from '../../../src/parallel/backend-cpu.ts';
 import { PlanBackend } from '../../../src/parallel/backend-plan.ts';
 import { addInPlaceKernel, addKernel } from '../../../src/reference/add.ts';
+import { randomArray } from '../../../src/reference/random.ts';
+import { rmsnormWeightGradKernel } from '../../../src/reference/rmsnorm.ts';
 import { swigluBackwardKernel } from '../../../src/reference/swiglu.ts';
 
 // Backend.kernel runs a grid kernel from its descriptor alone: the CPU backend its twin into the
@@ -29,6 +31,20 @@ describe('Backend.kernel from a descriptor', () => {
     const acc = hostTensor([3], Float32Array.from([1, 2, 3]));
     cpu.kernel(op, addInPlaceKernel, [acc, hostTensor([3], Float32Array.from([10, 20, 30]))], {});
     expect(Array.from(acc.data)).toEqual([11, 22, 33]);
+  });
+
+  test('CPU: non-tensor arguments reach the twin — rmsnormWeightGrad over two row blocks, the second accumulated, is it over all rows', () => {
+    const cpu = new CpuBackend(float64Alloc);
+    const x = cpu.tensor('x', [6, 4], randomArray(24, 1));
+    const dy = cpu.tensor('dy', [6, 4], randomArray(24, 2));
+    const rstd = cpu.tensor('rstd', [6]);
+    const whole = cpu.tensor('dg', [4]);
+    const blocks = cpu.tensor('dg', [4], new Float64Array(4).fill(7)); // overwritten by the first block
+    cpu.kernel(op, rmsnormWeightGradKernel, [x, rstd, dy, whole], { eps: 1e-5 });
+    cpu.kernel(op, rmsnormWeightGradKernel, [x, rstd, dy, blocks], { eps: 1e-5, rowEnd: 2 });
+    cpu.kernel(op, rmsnormWeightGradKernel, [x, rstd, dy, blocks], { eps: 1e-5, rowStart: 2, accumulate: true });
+    blocks.data.forEach((v, j) => expect(v).toBeCloseTo(whole.data[j], 12));
+    expect(whole.data.some((v) => Math.abs(v) > 0.1)).toBe(true);
   });
 
   test('a tensor of the wrong shape is refused, naming the kernel, the binding and the shapes', () => {
@@ -58,7 +74,22 @@ describe('Backend.kernel from a descriptor', () => {
     const plan = new PlanBackend();
     plan.phase = 'backward';
     const x = plan.tensor('x', [6, 8]);
-    plan.rmsnormWeightGrad(op, x, plan.tensor('rstd', [6]), plan.tensor('dy', [6, 8]), plan.tensor('dg', [8]));
+    plan.kernel(
+      op,
+      rmsnormWeightGradKernel,
+      [x, plan.tensor('rstd', [6]), plan.tensor('dy', [6, 8]), plan.tensor('dg', [8])],
+      {
+        eps: 1e-5,
+      },
+    );
     expect(plan.ops[0]).toMatchObject({ kind: 'kernel', kernel: 'rmsnormWeightGrad', role: 'wgrad', flops: 3 * 48 });
+    // Its inputs are x and dy (planned.reads): rstd, one value per row, is not counted as read.
+    expect(plan.ops[0]).toMatchObject({
+      inShapes: [
+        [6, 8],
+        [6, 8],
+      ],
+      outShape: [8],
+    });
   });
 });
