@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'test-results/', 'tests/fixtures/'] },
+  { ignores: ['node_modules/', 'dist/', 'test-results/', 'tests/fixtures/', '.stryker-tmp/'] },
   js.configs.recommended,
   // Plain JavaScript runs in Node: its globals.
   {
