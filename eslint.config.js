@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'test-results/', 'tests/fixtures/'] },
+  { ignores: ['node_modules/', 'dist/', 'test-results/', 'tests/fixtures/', '.stryker-tmp/'] },
   js.configs.recommended,
   // Plain JavaScript runs in Node: its globals.
   {
@@ -18,6 +18,9 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
+    // The root is this folder, also while `npm run mutate` keeps a copy of the repository (and its
+    // tsconfig.json) in .stryker-tmp/.
+    languageOptions: { parserOptions: { tsconfigRootDir: import.meta.dirname } },
     rules: {
       // `any` switches the type checker off; use unknown and narrow.
       '@typescript-eslint/no-explicit-any': 'error',

@@ -63,12 +63,94 @@ describe('staging pool', () => {
     pool.dispose();
   });
 
-  test('a buffer not taken again within maxIdleAcquisitions is destroyed', async () => {
+  test('a buffer not taken again within maxIdleAcquisitions is destroyed, on the release after the last one', async () => {
     const pool = new StagingPool(await testDevice(), 1 << 30, 2);
-    const old = pool.acquireRead(8192);
+    const old = pool.acquireRead(8192); // acquisition 1, released at 1
     pool.release(old);
-    for (let i = 0; i < 3; i++) pool.release(pool.acquireRead(4096));
-    expect(pool.idleBytesNow).toBe(4096);
+    // Acquisitions 2 and 3 (1 and 2 after its release) keep it; the release after acquisition 4 destroys it.
+    const idle: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      pool.release(pool.acquireRead(4096));
+      idle.push(pool.idleBytesNow);
+    }
+    expect(idle).toEqual([8192 + 4096, 8192 + 4096, 4096]);
+    expect(pool.heldBytesNow).toBe(4096);
+    expect(pool.acquireRead(8192)).not.toBe(old);
     pool.dispose();
+  });
+});
+
+describe('staging pool lifetimes: what it holds, from acquire to destroy', () => {
+  test('held bytes count lent, idle and re-mapping buffers, and fall only when one is destroyed', async () => {
+    const device = await testDevice();
+    const pool = new StagingPool(device, 8192);
+    const r = pool.acquireRead(4096);
+    const w = pool.acquireWrite(8192);
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([4096 + 8192, 0]);
+    pool.release(r);
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([4096 + 8192, 4096]);
+    // Re-mapping: held, not idle; once mapped it is idle, and 4096 + 8192 idle is past the 8192 cap,
+    // so the oldest (the read-back buffer) is destroyed.
+    w.unmap();
+    pool.release(w);
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([4096 + 8192, 4096]);
+    await device.queue.onSubmittedWorkDone();
+    await new Promise((x) => setTimeout(x, 0));
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([8192, 8192]);
+    expect(pool.acquireWrite(5000)).toBe(w);
+    expect(w.mapState).toBe('mapped');
+    pool.release(w);
+    pool.dispose();
+  });
+
+  test('dispose destroys the idle buffers at once and each lent one when it comes back; the pool then refuses work', async () => {
+    const device = await testDevice();
+    const pool = new StagingPool(device);
+    const lent = pool.acquireRead(4096);
+    const upload = pool.acquireWrite(4096);
+    pool.release(pool.acquireRead(16384));
+    expect(pool.heldBytesNow).toBe(4096 + 4096 + 16384);
+    pool.dispose();
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([4096 + 4096, 0]);
+    pool.release(lent);
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([4096, 0]);
+    // A destroyed buffer cannot be mapped.
+    await expect(lent.mapAsync(GPUMapMode.READ)).rejects.toThrow();
+    upload.unmap();
+    pool.release(upload);
+    expect(pool.heldBytesNow).toBe(0);
+    expect(() => pool.acquireRead(4096)).toThrow('used after dispose');
+  });
+
+  test('an upload buffer still re-mapping when the pool is disposed is destroyed once its map ends, not kept', async () => {
+    const device = await testDevice();
+    const pool = new StagingPool(device);
+    const w = pool.acquireWrite(4096);
+    w.unmap();
+    pool.release(w);
+    pool.dispose();
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([4096, 0]);
+    await device.queue.onSubmittedWorkDone();
+    await new Promise((x) => setTimeout(x, 0));
+    expect([pool.heldBytesNow, pool.idleBytesNow]).toEqual([0, 0]);
+    expect(w.mapState).toBe('unmapped');
+  });
+
+  test("a buffer the pool did not make is refused, and another pool's too", async () => {
+    const device = await testDevice();
+    const pool = new StagingPool(device);
+    const other = new StagingPool(device);
+    const foreign = device.createBuffer({
+      label: 'foreign',
+      size: 4096,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    expect(() => pool.release(foreign)).toThrow('buffer "foreign" was not acquired from this pool');
+    const theirs = other.acquireRead(4096);
+    expect(() => pool.release(theirs)).toThrow('was not acquired from this pool');
+    other.release(theirs);
+    foreign.destroy();
+    pool.dispose();
+    other.dispose();
   });
 });

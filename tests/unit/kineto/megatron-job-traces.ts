@@ -24,9 +24,18 @@ export interface TracedJob {
 }
 
 /** Compute kernel and transfer times, µs (round figures, not a measurement). */
-const us = { gemm: 300, attention: 200, elementwise: 40, adam: 250, ag: 120, rs: 120, ceAllReduce: 15, dpBucket: 400 };
-/** DP gradient buckets per step, and the finalize all-reduce. */
-const dpBuckets = 3;
+export const us = {
+  gemm: 300,
+  attention: 200,
+  elementwise: 40,
+  adam: 250,
+  ag: 120,
+  rs: 120,
+  ceAllReduce: 15,
+  dpBucket: 400,
+};
+/** DP gradient buckets per step. */
+export const dpBuckets = 3;
 
 type Dim = 'tp' | 'dp';
 type Op =

@@ -16,7 +16,14 @@ import { projectStep } from '../../../src/projection/step/cluster-projection.ts'
 import { compareWithProjection } from '../../../src/projection/studies/measured-vs-projected.ts';
 import { runCli } from '../cli/run-cli.ts';
 import { twoNodeJobSpec } from './kineto-fixtures.ts';
-import { expectedCollectives, groupRanks, megatronJobTraces, type TracedJob } from './megatron-job-traces.ts';
+import {
+  dpBuckets,
+  expectedCollectives,
+  groupRanks,
+  megatronJobTraces,
+  type TracedJob,
+  us,
+} from './megatron-job-traces.ts';
 
 const spec = twoNodeJobSpec;
 const job: TracedJob = {
@@ -87,11 +94,21 @@ describe('a 2-node t = 8, DP = 2 Megatron-Core job', () => {
     }
     const step5 = a.steps.find((s) => s.step === 5)!;
     expect(step5.straggler).toBe(11);
-    // Rank 11's TP peers (8–15) sit longer inside their TP collectives than node 0's ranks do.
+    // Rank 11 computes 1.25× as long in step 5. Every compute kernel before the DP buckets is followed
+    // by a TP collective that re-aligns node 1, so at each TP collective rank 11 lags its peers by
+    // 0.25 × the compute since the last one, and these lags add up to D = 0.25 × that compute:
+    // L·(8 GEMMs + 3 attention + 2 elementwise) + the logits GEMM (megatron-job-traces.ts) = 3.155 ms.
+    const { gemm, attention, elementwise } = us;
+    const D = ((job.slow!.factor - 1) * (job.layers * (8 * gemm + 3 * attention + 2 * elementwise) + gemm)) / 1e3;
+    expect(D).toBeCloseTo(3.155, 9);
+    // Each of rank 11's seven TP peers waits D in all; rank 11 waits in none of them, as node 0's ranks.
     const tpMs = (r: number): number =>
       step5.ranks[r]!.collectives.filter((x) => x.dim === 'tp').reduce((n, x) => n + x.ms, 0);
-    expect(tpMs(8)).toBeGreaterThan(tpMs(0));
-    expect(tpMs(11)).toBeLessThan(tpMs(8));
+    for (const peer of [8, 9, 10, 12, 13, 14, 15]) expect(tpMs(peer) - tpMs(0)).toBeCloseTo(D, 6);
+    expect(tpMs(11)).toBeCloseTo(tpMs(0), 6);
+    // Node 1 reaches the first DP bucket D late: rank 3 waits D there for rank 11 (its DP peer).
+    // What rank 11 made the others wait: 7·D in TP + D in DP = 25.24 ms.
+    expect(step5.stragglerCausedMs).toBeCloseTo(8 * D, 6);
   });
 
   test('measured vs the projection of the manifest’s job: TP and DP collectives compared apart', async () => {
@@ -100,20 +117,37 @@ describe('a 2-node t = 8, DP = 2 Megatron-Core job', () => {
     expect([parsed.setup.tp, parsed.setup.gpus, parsed.setup.sp]).toEqual([8, 16, true]);
     const p = await projectStep(parsed.setup, { system, dtype: parsed.dtype });
     const c = compareWithProjection(a, 4, p);
-    const row = (collective: string, dim: string) =>
-      c.collectives.find((x) => x.collective === collective && x.dim === dim);
-    for (const [collective, dim] of [
-      ['allGather', 'tp'],
-      ['reduceScatter', 'tp'],
-      ['allReduce', 'tp'],
-      ['allReduce', 'dp'],
-    ] as const) {
-      const x = row(collective, dim);
-      expect(x, `${collective} in ${dim}`).toBeDefined();
-      expect(x!.measuredMs).toBeGreaterThan(0);
-      expect(x!.projectedMs).toBeGreaterThan(0);
+    // Measured (step 4, no straggler: every kernel lasts its transfer time): per rank 4L all-gathers
+    // and 4L reduce-scatters in TP, the three cross-entropy all-reduces and the finalize all-reduce
+    // in TP, the gradient buckets in DP.
+    const L = job.layers;
+    const measured = {
+      'allGather tp': (4 * L * us.ag) / 1e3,
+      'reduceScatter tp': (4 * L * us.rs) / 1e3,
+      'allReduce tp': (4 * us.ceAllReduce) / 1e3,
+      'allReduce dp': (dpBuckets * us.dpBucket) / 1e3,
+    };
+    // Projected: the layers' collectives over m micro-batches and L layers in TP, plus the finalize
+    // all-reduce (the SP norms' gradients, in the TP group); the gradient sync alone in DP.
+    const layerMs = (op: string): number => {
+      const sum = (t: typeof p.full): number =>
+        t.events.filter((e) => e.rank === 0 && e.collective?.op === op).reduce((n, e) => n + e.t1 - e.t0, 0);
+      return p.microBatches * (sum(p.full) + (L - 1) * sum(p.block));
+    };
+    expect(p.finalizeMs).toBeGreaterThan(0);
+    const projected = {
+      'allGather tp': layerMs('allGather'),
+      'reduceScatter tp': layerMs('reduceScatter'),
+      'allReduce tp': layerMs('allReduce') + p.finalizeMs,
+      'allReduce dp': p.dpAllReduceMs,
+    };
+    const rows = Object.fromEntries(c.collectives.map((x) => [`${x.collective} ${x.dim}`, x]));
+    expect(Object.keys(rows).sort()).toEqual(Object.keys(measured).sort());
+    for (const [k, ms] of Object.entries(measured)) expect(rows[k]!.measuredMs, k).toBeCloseTo(ms, 9);
+    for (const [k, ms] of Object.entries(projected)) {
+      expect(ms, k).toBeGreaterThan(0);
+      expect(rows[k]!.projectedMs, k).toBeCloseTo(ms, 9);
     }
-    expect(c.collectives.every((x) => x.dim !== undefined)).toBe(true);
   });
 
   test('npm run trace on the gathered directory: 16 ranks, the job, TP and DP rows', async () => {

@@ -126,3 +126,109 @@ describe('the port catches what stopped the earlier command', () => {
     expect(sources([...args, ...prof], envFor(c))).toEqual(['megatron/training/training.py:3680']);
   });
 });
+
+describe('each ported assertion trips on a launch that breaks it, and on nothing else there', () => {
+  // llama-gqa at t = 2 (h 256, 8 heads, 2 query groups, ffn 704, s 64, local spec, RMSNorm): no failure.
+  const c = configFromPreset('llama-gqa', { tp: 2 });
+  const base = megatronLaunch(c).args;
+  /** The base launch without `drop` (each flag with its value) and with `add` appended (the last value wins, as in argparse). */
+  const launch = (add: readonly string[] = [], drop: readonly string[] = []): string[] => {
+    const out: string[] = [];
+    for (let i = 0; i < base.length; i++) {
+      if (!drop.includes(base[i]!)) out.push(base[i]!);
+      else if (base[i + 1] !== undefined && !base[i + 1]!.startsWith('--')) i++;
+    }
+    return [...out, ...add];
+  };
+  const A = 'megatron/training/arguments.py';
+  const TC = 'megatron/core/transformer/transformer_config.py';
+  const layers = 'megatron/core/tensor_parallel/layers.py';
+
+  test('the base launch passes', () => {
+    expect(sources(launch(), envFor(c))).toEqual([]);
+  });
+
+  test('arguments: required flags, batch sizes, learning rates, precision, selective recompute, data, tokenizer', () => {
+    expect(sources(launch([], ['--num-layers']), envFor(c))).toEqual([`${A}:1274-1277`]);
+    expect(sources(launch(['--micro-batch-size', '0']), envFor(c))).toEqual([`${A}:675-676`]);
+    expect(sources(launch(['--global-batch-size', '0']), envFor(c))).toEqual([`${A}:687`]);
+    expect(sources(launch(['--min-lr', '0.001']), envFor(c))).toEqual([`${A}:1320`]);
+    expect(sources(launch(['--min-lr', '0.0001']), envFor(c))).toEqual([]);
+    expect(sources(launch(['--fp16', '--bf16']), envFor(c))).toEqual([`${A}:1173`]);
+    expect(sources(launch(['--bf16']), envFor(c))).toEqual([]);
+    expect(sources(launch(['--recompute-activations', '--recompute-method', 'uniform']), envFor(c))).toEqual([
+      `${A}:1386`,
+    ]);
+    expect(sources(launch(['--recompute-activations']), envFor(c))).toEqual([]);
+    expect(sources(launch(['--data-path', 'corpus_text_document']), envFor(c))).toEqual([`${A}:1624`]);
+    expect(sources(launch([], ['--vocab-size']), envFor(c))).toEqual([
+      'megatron/core/tokenizers/text/libraries/null_tokenizer.py',
+    ]);
+  });
+
+  test('context parallelism: the sequence splits into 2·cp pieces; the local spec has no CP attention', () => {
+    const te = ['--transformer-impl', 'transformer_engine'];
+    // cp = 3 on 6 GPUs (t = 2, DP 1): s = 64 is not a multiple of 6.
+    expect(sources(launch([...te, '--context-parallel-size', '3']), envFor(c, { worldSize: 6 }))).toEqual([
+      `${A}:1296`,
+    ]);
+    expect(sources(launch([...te, '--context-parallel-size', '2']), envFor(c, { worldSize: 4 }))).toEqual([]);
+    expect(sources(launch(['--context-parallel-size', '2']), envFor(c, { worldSize: 4 }))).toEqual([
+      'megatron/core/transformer/dot_product_attention.py:57',
+    ]);
+  });
+
+  test('the profiler needs end > start', () => {
+    const prof = ['--profile', '--use-pytorch-profiler', '--train-iters', '20'];
+    expect(sources(launch([...prof, '--profile-step-start', '12', '--profile-step-end', '12']), envFor(c))).toEqual([
+      'megatron/training/training.py:3684',
+    ]);
+    expect(sources(launch([...prof, '--profile-step-start', '11', '--profile-step-end', '12']), envFor(c))).toEqual([]);
+  });
+
+  test('RoPE fusion needs Transformer Engine; torch norms have no 1p; the local spec fuses weight gradients only with Apex', () => {
+    // LayerNorm: the local spec's norms and the final norm are Apex's FusedLayerNorm, so only the fusion fails.
+    const layerNorm = ['--normalization', 'LayerNorm'];
+    expect(sources(launch(layerNorm, ['--no-rope-fusion']), envFor(c, { transformerEngine: false }))).toEqual([
+      `${TC}:2165-2186`,
+    ]);
+    expect(sources(launch(layerNorm), envFor(c, { transformerEngine: false }))).toEqual([]);
+    expect(sources(launch(['--apply-layernorm-1p']), envFor(c))).toEqual([
+      'megatron/core/transformer/torch_norm.py:44',
+    ]);
+    expect(sources(launch(['--gradient-accumulation-fusion']), envFor(c))).toEqual([`${layers}:1070`]);
+    expect(sources(launch([], ['--no-gradient-accumulation-fusion']), envFor(c, { apex: false }))).toEqual([
+      `${layers}:1070`,
+    ]);
+    expect(sources(launch([], ['--no-gradient-accumulation-fusion']), envFor(c))).toEqual([]);
+  });
+
+  test('module shapes: each divide() of the attention and MLP projections by t', () => {
+    const t4 = ['--tensor-model-parallel-size', '4'];
+    // t = 4, one query group of 33 channels: Q is 8·33 = 264 (÷ 4), Q + K + V is (8 + 2)·33 = 330 (not).
+    expect(
+      sources(launch([...t4, '--num-query-groups', '1', '--kv-channels', '33']), envFor(c, { worldSize: 4 })),
+    ).toEqual([`${layers}:965 (linear_qkv output)`]);
+    // 6 heads of 33 at t = 4: the output projection's 198 inputs do not split either (nor do the heads).
+    expect(
+      sources(launch([...t4, '--num-attention-heads', '6', '--kv-channels', '33']), envFor(c, { worldSize: 4 })),
+    ).toEqual(expect.arrayContaining([`${TC}:1323`, `${layers}:1328 (linear_proj input)`]));
+    // SwiGLU's fc1 is 2·ffn wide, so an odd ffn splits there and not in fc2; without SwiGLU in neither.
+    expect(sources(launch(['--ffn-hidden-size', '705']), envFor(c))).toEqual([`${layers}:1328 (linear_fc2 input)`]);
+    expect(sources(launch(['--ffn-hidden-size', '705'], ['--swiglu']), envFor(c))).toEqual([
+      `${layers}:965 (linear_fc1 output)`,
+      `${layers}:1328 (linear_fc2 input)`,
+    ]);
+    // 3 query groups at t = 2 (6 heads of 32): neither divides the other, and max(3, 2) = 3 groups do not split.
+    expect(
+      sources(launch(['--num-attention-heads', '6', '--num-query-groups', '3', '--kv-channels', '32']), envFor(c)),
+    ).toEqual([`${TC}:1338`, 'megatron/core/transformer/dot_product_attention.py:81 (query groups per partition)']);
+    // Fewer groups than t: the heads must split into the groups (9 heads, 2 groups, t = 4).
+    expect(
+      sources(
+        launch([...t4, '--num-attention-heads', '9', '--num-query-groups', '2', '--kv-channels', '32']),
+        envFor(c, { worldSize: 4 }),
+      ),
+    ).toContain('megatron/core/transformer/attention.py:358');
+  });
+});

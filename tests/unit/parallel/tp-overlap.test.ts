@@ -300,11 +300,11 @@ describe('the plan carries the chunks as typed data', () => {
 });
 
 describe('the step schedule runs chunk collectives off the compute stream', () => {
-  // Durations from the plan alone: compute ∝ FLOPs, each collective ∝ its ring bytes (no α), the same on every rank.
-  async function mlpExposed(tpOverlapChunks: number) {
+  // Durations from the plan alone: compute ∝ FLOPs (flopsPerMs), each collective ∝ its ring bytes (no α), the same on every rank.
+  async function mlpExposed(tpOverlapChunks: number, flopsPerMs = 1e6) {
     const c = configFromPreset('classroom', { tp: 2, sp: true, s: 32, tpOverlapChunks });
     const { plan } = await makePlan(c);
-    const compute = plan.ops.map((o) => (o.kind === 'collective' ? 0 : 1e-3 + o.flops / 1e6));
+    const compute = plan.ops.map((o) => (o.kind === 'collective' ? 0 : 1e-3 + o.flops / flopsPerMs));
     const comm = plan.ops.map((o) => (o.kind === 'collective' ? o.collective.ringBytesSent / 1e3 : 0));
     const tl = scheduleStep(plan, { computeMs: [compute, compute], commMs: [comm, comm] }, { overlap: true });
     const mlp = tl.events.filter(
@@ -314,11 +314,28 @@ describe('the step schedule runs chunk collectives off the compute stream', () =
   }
 
   test('chunks hide part of the MLP communication that the unchunked layer exposes whole', async () => {
-    const off = await mlpExposed(1);
-    const on = await mlpExposed(4);
-    // Unchunked, the MLP's non-async collectives hold the compute stream: exposed ≈ their whole time.
-    expect(off.exposed).toBeGreaterThan(0);
-    expect(on.exposed).toBeLessThan(off.exposed);
+    // Compute at 1e4 FLOP/ms: a GEMM chunk (≈ 0.41 ms) is about as long as a chunk exchange (0.512 ms),
+    // so what the chunks hide is a large share of the comm, not rounding (at 1e6 FLOP/ms it is 0.005 ms).
+    const off = await mlpExposed(1, 1e4);
+    const on = await mlpExposed(4, 1e4);
+    const ev = (tl: typeof on.tl, op: string) => tl.events.find((e) => e.rank === 0 && e.op === op)!;
+    // Unchunked, the forward gather, the forward reduce and the backward reduce hold the compute stream:
+    // each is exposed whole (the async re-gather and dgrad reduce hide under the dgrad/wgrad GEMMs).
+    const held = ['ln2.gather', 'mlp.reduce', 'mlp.reduce.backward'].map((op) => ev(off.tl, op));
+    expect(off.exposed).toBeCloseTo(
+      held.reduce((a, e) => a + e.t1 - e.t0, 0),
+      9,
+    );
+    // Chunked (t = 2, c = 4: two exchanges each), every one of those six exchanges has a GEMM chunk
+    // queued under it that does not read it (the own chunk under the gather; the next down chunk
+    // under the reduce-scatter), so each hides at least min(exchange, GEMM chunk): the chunked
+    // exposure is at least 6·min(0.512, 0.41) ≈ 2.5 ms below the unchunked one. With the chunks
+    // holding the compute stream it is only 1.86 ms below (1.21 ms exposed).
+    const exchange = ev(on.tl, 'ln2.gather[2/4]');
+    const gemmChunk = ev(on.tl, 'mlp.gate[1/4]');
+    const hiddenAtLeast = 6 * Math.min(exchange.t1 - exchange.t0, gemmChunk.t1 - gemmChunk.t0);
+    expect(hiddenAtLeast).toBeGreaterThan(2);
+    expect(on.exposed).toBeLessThanOrEqual(off.exposed - hiddenAtLeast + 1e-9);
   });
 
   test("the own chunk runs under its round's exchange, the next starts no earlier than it arrives, and the next round moves under them", async () => {
