@@ -9,11 +9,11 @@ import {
   cudaGraphImpls,
   defaultKernelOptions,
   fp8Formats,
-  layerArchs,
   parseChoice,
   usesFlashAttention,
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
+import { layerArchs } from '../../src/megatron/layer-arch.ts';
 import type { Recompute, TrainingSetup } from '../../src/megatron/training-setup.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
@@ -288,7 +288,7 @@ function parseKernelFlags(
       '--tp-comm-overlap needs --sp: Megatron overlaps TP communication only under sequence parallelism.',
     );
   return {
-    arch: v.arch !== undefined ? parseChoice('--arch', v.arch, layerArchs) : d.arch,
+    layerArch: v.arch !== undefined ? parseChoice('--arch', v.arch, layerArchs) : d.layerArch,
     attentionBackend:
       v['attention-backend'] !== undefined
         ? parseChoice('--attention-backend', v['attention-backend'], attentionBackends)

@@ -19,20 +19,20 @@ export interface MegatronEnvironment {
   /** PyTorch [major, minor]. */
   readonly torch: readonly [number, number];
   /** CUDA compute capability major (get_device_arch_version): 7 V100, 8 A100, 9 H100, 10 B200. */
-  readonly arch: number;
+  readonly computeCapability: number;
   readonly env: Readonly<Record<string, string>>;
 }
 
 /**
  * An NGC PyTorch container (Transformer Engine and Apex installed, PyTorch ≥ 2.4) on `worldSize`
- * GPUs of compute capability `arch`, with the environment `env`.
+ * GPUs of compute capability `computeCapability`, with the environment `env`.
  */
 export function ngcEnvironment(
   worldSize: number,
   env: Readonly<Record<string, string>>,
-  arch = 9,
+  computeCapability = 9,
 ): MegatronEnvironment {
-  return { worldSize, transformerEngine: true, apex: true, torch: [2, 8], arch, env };
+  return { worldSize, transformerEngine: true, apex: true, torch: [2, 8], computeCapability, env };
 }
 
 /** One failed check: the source line at the pin and Megatron's message (or what it asserts). */
@@ -118,7 +118,7 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
     fail(`${A}:1386`, 'recompute method is not yet supported for selective recomputing granularity.');
   // arguments.py:1393-1399 turns --sequence-parallel off at t = 1.
   const sp = a.has('--sequence-parallel') && tp > 1;
-  if ((tp > 1 || cp > 1) && env.arch < 10 && env.env.CUDA_DEVICE_MAX_CONNECTIONS !== '1')
+  if ((tp > 1 || cp > 1) && env.computeCapability < 10 && env.env.CUDA_DEVICE_MAX_CONNECTIONS !== '1')
     fail(
       `${A}:1437`,
       'Using tensor model parallelism or context parallelism require setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1.',

@@ -2,13 +2,8 @@
 // setup, so a measured job can be compared with the projection of the configuration it ran.
 // Flags and defaults as megatron/training/arguments.py has them at megatronRelease (megatron-args.ts).
 import type { TrainDtype } from '../hardware/dtype.ts';
+import type { LayerArch } from './layer-arch.ts';
 import type { TrainingSetup } from './training-setup.ts';
-
-/**
- * The architecture a command describes: 'llama' = gated SiLU MLP (--swiglu: gate and up [h, ffn],
- * three GEMMs); 'gpt' = Megatron's default GeLU MLP (fc1 [h, ffn], fc2 [ffn, h], two GEMMs).
- */
-export type MegatronArch = 'gpt' | 'llama';
 
 /** Megatron's activation recomputation (--recompute-granularity, --recompute-method, --recompute-num-layers). */
 export interface MegatronRecompute {
@@ -23,7 +18,8 @@ export interface MegatronRecompute {
  * defaults applied (arguments.py at the pinned release; line numbers in docs/megatron-job.md).
  */
 export interface MegatronJobFlags {
-  readonly arch: MegatronArch;
+  /** The layer a command describes: --swiglu makes it llama (layer-arch.ts). */
+  readonly layerArch: LayerArch;
   readonly normalization: string;
   readonly positionEmbedding: string;
   /** Linear biases (Megatron's default; --disable-bias-linear removes them). */
@@ -177,7 +173,7 @@ export function parseMegatronCommand(text: string, gpus?: number): ParsedCommand
       ? Math.max(1, Math.floor(layers / pp / whole('--num-layers-per-virtual-pipeline-stage')))
       : 1;
   const jobFlags: MegatronJobFlags = {
-    arch: swiglu ? 'llama' : 'gpt',
+    layerArch: swiglu ? 'llama' : 'gpt',
     normalization: text_('--normalization', 'LayerNorm'),
     positionEmbedding: has('--use-rotary-position-embeddings')
       ? 'rope'

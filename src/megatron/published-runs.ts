@@ -3,9 +3,7 @@ import type { SystemName } from '../hardware/systems.ts';
 import { megatronFlops } from './megatron-flops.ts';
 import type { ParallelLayout } from './parallel-layout.ts';
 import { narayananFlops } from './scenarios.ts';
-
-/** Megatron's two MLP families: GPT (LayerNorm, GeLU, two GEMMs of h × 4h) and Llama (RMSNorm, SwiGLU). */
-export type ModelArch = 'gpt' | 'llama';
+import type { LayerArch } from './layer-arch.ts';
 
 /** How a source counted the FLOPs behind its per-GPU figure (so its step time can be recovered). */
 export type FlopsCount = 'narayanan-eq3' | 'megatron-core-r0.8';
@@ -22,7 +20,7 @@ export interface PublishedRun {
   /** Sequences per iteration (--global-batch-size). */
   readonly globalBatch: number;
   readonly model: {
-    readonly arch: ModelArch;
+    readonly layerArch: LayerArch;
     readonly s: number;
     readonly h: number;
     readonly heads: number;
@@ -44,7 +42,7 @@ export interface PublishedRun {
 export function publishedFlops(run: PublishedRun): number {
   const m = run.model;
   if (run.published.flops === 'narayanan-eq3') return narayananFlops(run.globalBatch, m.s, m.layers, m.h, m.vocab);
-  return megatronFlops({ ...m, globalBatch: run.globalBatch, swiglu: m.arch === 'llama' });
+  return megatronFlops({ ...m, globalBatch: run.globalBatch, swiglu: m.layerArch === 'llama' });
 }
 
 /** The iteration time (s) the source's throughput implies: its FLOPs / (N · per-GPU FLOP/s). */
@@ -122,7 +120,7 @@ const narayanan: readonly PublishedRun[] = narayananRows.map(
       dtype: 'fp16',
       gpus,
       globalBatch: batch,
-      model: { arch: 'gpt', s: 2048, h, heads, groups: heads, ffn: 4 * h, layers, vocab: 51200 },
+      model: { layerArch: 'gpt', s: 2048, h, heads, groups: heads, ffn: 4 * h, layers, vocab: 51200 },
       layout: layout({ tp, pp, microBatch, recompute: 'full' }),
       flashAttention: false,
       assumed: [
@@ -178,7 +176,7 @@ const h100: readonly PublishedRun[] = h100Rows.map(([size, heads, h, layers, tp,
   dtype: 'bf16',
   gpus,
   globalBatch: batch,
-  model: { arch: 'gpt', s: 4096, h, heads, groups: heads, ffn: 4 * h, layers, vocab: 131072 },
+  model: { layerArch: 'gpt', s: 4096, h, heads, groups: heads, ffn: 4 * h, layers, vocab: 131072 },
   layout: layout({
     tp,
     pp,

@@ -92,7 +92,7 @@ describe('the cluster model and the advisor (built page)', () => {
     const rows = advisor().locator('table[data-advisor-table] tbody tr');
     const llama = await rows.first().locator('td:nth-child(5)').textContent();
     expect(await advisor().locator('[data-advisor-kernels]').textContent()).toMatch(/--arch llama/);
-    await page.locator('tp-machine-controls [data-control="arch"]').selectOption('gpt');
+    await page.locator('tp-machine-controls [data-control="layerArch"]').selectOption('gpt');
     await expect.poll(() => page.evaluate(() => location.hash)).toContain('arch=gpt');
     await advisor().locator('button[data-advisor-search]').click();
     await expect

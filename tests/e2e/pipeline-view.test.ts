@@ -77,7 +77,7 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
   test('the kernel switches reach the panel: GPT named in the caption, FlashAttention refused on V100 per row', async () => {
     const control = (name: string) => page.locator(`tp-machine-controls [data-control="${name}"]`);
     const caption = page.locator('tp-cluster-panel [data-cluster-caption]');
-    await control('arch').selectOption('gpt');
+    await control('layerArch').selectOption('gpt');
     await expect.poll(() => page.evaluate(() => location.hash)).toContain('arch=gpt');
     await expect.poll(() => caption.textContent()).toMatch(/kernels --arch gpt;/);
     await control('attn').selectOption('flash');

@@ -1,4 +1,5 @@
 import { quoted } from '../../core/quote.ts';
+import type { LayerArch } from '../../megatron/layer-arch.ts';
 
 /**
  * How the projected cluster runs its kernels: the switches a Megatron launch line sets that
@@ -9,7 +10,7 @@ import { quoted } from '../../core/quote.ts';
  *   attentionBackend  --attention-backend flash|fused|unfused (AttnBackend; Megatron's default
  *                     `auto` lets Transformer Engine pick flash or fused): flash and fused (cuDNN)
  *                     are priced as FlashAttention, unfused materializes the s×s scores.
- *   arch              llama: --swiglu --normalization RMSNorm --position-embedding-type rope
+ *   layerArch         llama: --swiglu --normalization RMSNorm --position-embedding-type rope
  *                     --disable-bias-linear, no dropout (the plan as it is); gpt: Megatron's
  *                     defaults, GeLU MLP of two GEMMs, LayerNorm, learned_absolute positions,
  *                     biases, hidden and attention dropout 0.1 (priced-ops.ts).
@@ -23,7 +24,7 @@ import { quoted } from '../../core/quote.ts';
  */
 export interface KernelOptions {
   readonly attentionBackend: AttentionBackend;
-  readonly arch: LayerArch;
+  readonly layerArch: LayerArch;
   readonly fp8: Fp8Format;
   readonly cudaGraphImpl: CudaGraphImpl;
   readonly tpCommOverlap: boolean;
@@ -45,11 +46,6 @@ export const attentionBackends = ['unfused', 'flash', 'fused'] as const;
 /** Megatron's attention backend: FlashAttention, cuDNN fused attention, or unfused (s×s scores in HBM). */
 export type AttentionBackend = (typeof attentionBackends)[number];
 
-/** The layer architectures: the playground's Llama-style layer, or Megatron's GPT defaults. */
-export const layerArchs = ['llama', 'gpt'] as const;
-/** A layer architecture (`layerArchs`). */
-export type LayerArch = (typeof layerArchs)[number];
-
 /** --fp8-format values, and none. */
 export const fp8Formats = ['none', 'hybrid', 'e4m3'] as const;
 /** Transformer Engine's fp8 format (hybrid: e4m3 forward, e5m2 gradients), or none. */
@@ -63,7 +59,7 @@ export type CudaGraphImpl = (typeof cudaGraphImpls)[number];
 /** Today's projection: unfused attention, the Llama layer, bf16/fp16 GEMMs, eager, no TP comm overlap. */
 export const defaultKernelOptions: KernelOptions = {
   attentionBackend: 'unfused',
-  arch: 'llama',
+  layerArch: 'llama',
   fp8: 'none',
   cudaGraphImpl: 'none',
   tpCommOverlap: false,

@@ -104,7 +104,7 @@ export function kernelBytes(op: PlannedOp, dtype: TrainDtype): number {
 export function pricedOps(plan: LayerPlan, dtype: TrainDtype, kernels: KernelOptions): PricedOp[] {
   const out: PricedOp[] = [];
   const b = dtypeBytes[dtype];
-  const gpt = kernels.arch === 'gpt';
+  const gpt = kernels.layerArch === 'gpt';
   const flash = usesFlashAttention(kernels);
   const d = headDim(plan.config);
   const memory = (planIndex: number, rule: PricingRule, bytes: number): void => {

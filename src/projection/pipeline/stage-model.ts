@@ -2,10 +2,10 @@ import { activationTerms } from '../../accounting/activations.ts';
 import { gptActivationTerms, gptParameterShards } from '../../accounting/gpt-layer-memory.ts';
 import { bytesPerElement, parameterShards } from '../../accounting/parameters.ts';
 import { dtypeBytes, type TrainDtype } from '../../hardware/dtype.ts';
+import type { LayerArch } from '../../megatron/layer-arch.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import { holdsEmbedding, holdsOutput, type PipelineSplit } from './pipeline-split.ts';
-import type { LayerArch } from '../layer/kernel-options.ts';
 import type { LayerActivations } from '../layer/recompute.ts';
 
 /**
@@ -14,7 +14,7 @@ import type { LayerActivations } from '../layer/recompute.ts';
  * parameters per chunk (n layers, the embedding [V/t, h] on the first virtual stage, the output
  * [h, V/t] on the last unless tied with p = 1, where the output reads the embedding's weight;
  * with p > 1 the last stage keeps its own copy, kept equal by an all-reduce — Megatron's
- * shared embedding), and one micro-batch's activations by part. With `arch` gpt the tables are
+ * shared embedding), and one micro-batch's activations by part. With `layerArch` gpt the tables are
  * Megatron's GPT layer's (gpt-layer-memory.ts: two-matrix GeLU MLP, biases, LayerNorm, learned
  * positions on the embedding's stage, dropout masks), as the time prices it (priced-ops.ts).
  */
@@ -45,10 +45,10 @@ export function stageModel(
   split: PipelineSplit,
   dtype: TrainDtype,
   setup: Pick<TrainingSetup, 'tiedEmbeddings' | 'flashAttention' | 'sizes'>,
-  arch: LayerArch = 'llama',
+  layerArch: LayerArch = 'llama',
 ): StageModel {
   const el = (bytes: number): number => bytes / bytesPerElement;
-  const gpt = arch === 'gpt';
+  const gpt = layerArch === 'gpt';
   // GPT's position table: --max-position-embeddings, taken as the sequence length (Megatron's examples set them equal).
   const shardsOf = (p: LayerPlan) => (gpt ? gptParameterShards(p, 0, setup.sizes.s) : parameterShards(p, 0));
   const shards = shardsOf(full);

@@ -31,10 +31,10 @@ function stageModelOf(
   let byKey = stageModels.get(pricing);
   if (!byKey) stageModels.set(pricing, (byKey = new Map()));
   const { dtype } = machine;
-  const arch = (machine.kernels ?? defaultKernelOptions).arch;
-  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}|${arch}|${setup.sizes.s}`;
+  const layerArch = (machine.kernels ?? defaultKernelOptions).layerArch;
+  const key = `${split.layers.map((row) => row.join(',')).join(';')}|${dtype}|${setup.tiedEmbeddings ?? false}|${setup.flashAttention ?? false}|${layerArch}|${setup.sizes.s}`;
   let model = byKey.get(key);
-  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup, arch)));
+  if (!model) byKey.set(key, (model = stageModel(pricing.full, pricing.block, split, dtype, setup, layerArch)));
   return model;
 }
 

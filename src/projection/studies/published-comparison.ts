@@ -14,7 +14,7 @@ export interface PublishedSetup extends LayoutSetup {
 }
 
 /**
- * Maps a published run flag by flag onto the projection. A GPT run is priced with `arch: 'gpt'`
+ * Maps a published run flag by flag onto the projection. A GPT run is priced with `layerArch: 'gpt'`
  * (priced-ops.ts: the plan's gate GEMMs dropped, so the MLP is GeLU's two h × 4h GEMMs, with
  * LayerNorm, biases, dropout and learned positions); fused attention (cuDNN's, which Transformer
  * Engine picks on Hopper) prices its time and its memory; --tp-comm-overlap is the kernels' chunked overlap (it needs SP, as Megatron asserts).
@@ -22,7 +22,7 @@ export interface PublishedSetup extends LayoutSetup {
 export function publishedSetup(run: PublishedRun): PublishedSetup {
   const m = run.model;
   const approximations: string[] = [];
-  if (m.arch === 'gpt')
+  if (m.layerArch === 'gpt')
     approximations.push(
       `GPT priced as a transform of the Llama plan (priced-ops.ts); its weights and activations in memory still follow the plan's SwiGLU MLP of ffn ${m.ffn} (three h × ffn matrices, not two)`,
     );
@@ -34,7 +34,7 @@ export function publishedSetup(run: PublishedRun): PublishedSetup {
   const laid = layoutSetup(model, run.layout, run.gpus, run.globalBatch, extras);
   const kernels: KernelOptions = {
     ...defaultKernelOptions,
-    arch: m.arch,
+    layerArch: m.layerArch,
     // Megatron's default --attention-backend auto leaves the choice to Transformer Engine, which
     // disables FlashAttention "to give FusedAttention preference on Hopper+" (get_attention_backend
     // in transformer_engine/pytorch/attention/dot_product_attention/utils.py): cuDNN's kernel.

@@ -23,7 +23,7 @@ const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
  * `<tp-advisor-panel>`: for the cluster panel's model on the page's system, dtype, N and global
  * batch, the advisor (src/projection/studies/advisor.ts, as `npm run project -- --search`) enumerates
  * t, p, v, cp, b, SP, recompute, the distributed optimizer and the overlaps in a Web Worker,
- * with the page's kernel switches (arch, attn, fp8, graphs), shows its progress, the rejections by
+ * with the page's kernel switches (layerArch, attn, fp8, graphs), shows its progress, the rejections by
  * reason and the fastest layouts; a row's Apply sets every page setting the row has
  * (applyAdvisorRow: t, SP, p, v, the overlaps the page has, b for the page's own layer) and its
  * tooltip names the flags the page has no setting for. Events up: `settings-change`.
@@ -227,7 +227,7 @@ export class TpAdvisorPanel extends LitElement {
 /** The page's kernel switches as the projection takes them (--tp-comm-overlap: the advisor's, per candidate). */
 const kernelsOf = (s: Settings): KernelOptions => ({
   ...defaultKernelOptions,
-  arch: s.arch,
+  layerArch: s.layerArch,
   attentionBackend: s.attn,
   fp8: s.fp8,
   cudaGraphImpl: s.graphs,
@@ -235,7 +235,7 @@ const kernelsOf = (s: Settings): KernelOptions => ({
 
 /** The switches in Megatron's spelling, for a caption. */
 const kernelText = (k: KernelOptions): string =>
-  `--arch ${k.arch}, --attention-backend ${k.attentionBackend}, --fp8-format ${k.fp8}, --cuda-graph-impl ${k.cudaGraphImpl}`;
+  `--arch ${k.layerArch}, --attention-backend ${k.attentionBackend}, --fp8-format ${k.fp8}, --cuda-graph-impl ${k.cudaGraphImpl}`;
 
 declare global {
   interface HTMLElementTagNameMap {

@@ -13,8 +13,8 @@ import {
   type CudaGraphImpl,
   type Fp8Format,
   type KernelOptions,
-  type LayerArch,
 } from '../../projection/layer/kernel-options.ts';
+import type { LayerArch } from '../../megatron/layer-arch.ts';
 import { lifetimeClassViews, stageMemoryLanes, type MemoryLane } from '../../session/memory-lanes.ts';
 import { LatestWins } from '../../session/latest-wins.ts';
 import '../timeline/tp-live-memory.ts';
@@ -66,7 +66,7 @@ export class TpClusterPanel extends LitElement {
   @property({ type: Number }) pp = 1;
   @property({ type: Number }) vpp = 1;
   /** Kernel switches of every row (kernel-options.ts); a GPU that lacks one (fp8, FlashAttention on V100) says so per row. */
-  @property() arch: LayerArch = defaultKernelOptions.arch;
+  @property({ attribute: false }) layerArch: LayerArch = defaultKernelOptions.layerArch;
   @property() attn: AttentionBackend = defaultKernelOptions.attentionBackend;
   @property() fp8: Fp8Format = defaultKernelOptions.fp8;
   @property() graphs: CudaGraphImpl = defaultKernelOptions.cudaGraphImpl;
@@ -106,7 +106,7 @@ export class TpClusterPanel extends LitElement {
       'overlap',
       'pp',
       'vpp',
-      'arch',
+      'layerArch',
       'attn',
       'fp8',
       'graphs',
@@ -135,7 +135,7 @@ export class TpClusterPanel extends LitElement {
         const system = parseSystem(this.system);
         const kernels: KernelOptions = {
           ...defaultKernelOptions,
-          arch: this.arch,
+          layerArch: this.layerArch,
           attentionBackend: this.attn,
           fp8: this.fp8,
           cudaGraphImpl: this.graphs,
@@ -266,7 +266,7 @@ export class TpClusterPanel extends LitElement {
   private kernelWords(): string {
     const d = defaultKernelOptions;
     const flags = [
-      this.arch !== d.arch ? `--arch ${this.arch}` : '',
+      this.layerArch !== d.layerArch ? `--arch ${this.layerArch}` : '',
       this.attn !== d.attentionBackend ? `--attention-backend ${this.attn}` : '',
       this.fp8 !== d.fp8 ? `--fp8-format ${this.fp8}` : '',
       this.graphs !== d.cudaGraphImpl ? `--cuda-graph-impl ${this.graphs}` : '',

@@ -22,12 +22,11 @@ import {
   cudaGraphImpls,
   defaultKernelOptions,
   fp8Formats,
-  layerArchs,
   type AttentionBackend,
   type CudaGraphImpl,
   type Fp8Format,
-  type LayerArch,
 } from '../../projection/layer/kernel-options.ts';
+import { layerArchs, type LayerArch } from '../../megatron/layer-arch.ts';
 import { formatRankSlowdown, parseRankSlowdown, type RankSlowdown } from '../../core/rank-slowdown.ts';
 import { checkPlacementText } from '../../projection/links/placement.ts';
 
@@ -83,7 +82,7 @@ export interface Settings extends ModelSizes {
   /** v: virtual stages per pipeline rank of the cluster panel (--num-virtual-stages-per-pipeline-rank). */
   readonly vpp: number;
   /** The cluster panel's kernel switches (src/projection/layer/kernel-options.ts): --arch, --attention-backend, --fp8-format, --cuda-graph-impl. */
-  readonly arch: LayerArch;
+  readonly layerArch: LayerArch;
   readonly attn: AttentionBackend;
   readonly fp8: Fp8Format;
   readonly graphs: CudaGraphImpl;
@@ -340,7 +339,7 @@ export const settingsTable: SettingsTable = {
   }),
   pp: whole('pp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }, 1, ppCap),
   vpp: whole('vpp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
-  arch: choice('arch', layerArchs, defaultKernelOptions.arch, kernelRow),
+  layerArch: choice('arch', layerArchs, defaultKernelOptions.layerArch, kernelRow),
   attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),
   fp8: choice('fp8', fp8Formats, defaultKernelOptions.fp8, kernelRow),
   graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),

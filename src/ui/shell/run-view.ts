@@ -163,7 +163,7 @@ export function renderRun(
         .overlap=${s.overlap}
         .pp=${s.pp}
         .vpp=${s.vpp}
-        arch=${s.arch}
+        .layerArch=${s.layerArch}
         attn=${s.attn}
         fp8=${s.fp8}
         graphs=${s.graphs}

@@ -2,7 +2,8 @@
 import { LitElement, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { trainDtypes } from '../../hardware/dtype.ts';
-import { attentionBackends, cudaGraphImpls, fp8Formats, layerArchs } from '../../projection/layer/kernel-options.ts';
+import { attentionBackends, cudaGraphImpls, fp8Formats } from '../../projection/layer/kernel-options.ts';
+import { layerArchs } from '../../megatron/layer-arch.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
@@ -64,7 +65,7 @@ export class TpMachineControls extends LitElement {
   }
 
   /** A select of one kernel switch of the cluster panel (src/projection/layer/kernel-options.ts). */
-  private kernelChoice<K extends 'arch' | 'attn' | 'fp8' | 'graphs'>(
+  private kernelChoice<K extends 'layerArch' | 'attn' | 'fp8' | 'graphs'>(
     s: Settings,
     field: K,
     label: string,
@@ -184,7 +185,7 @@ export class TpMachineControls extends LitElement {
       ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × p × DP)')}
       ${this.number(s, 'pp', 'pipeline stages p')} ${this.number(s, 'vpp', 'virtual stages per rank v')}
       ${this.globalBatch(s)}
-      ${this.kernelChoice(s, 'arch', 'architecture (--arch)', layerArchs)}
+      ${this.kernelChoice(s, 'layerArch', 'architecture (--arch)', layerArchs)}
       ${this.kernelChoice(s, 'attn', 'attention backend', attentionBackends)}
       ${this.kernelChoice(s, 'fp8', 'fp8 format', fp8Formats)}
       ${this.kernelChoice(s, 'graphs', 'CUDA graphs (--cuda-graph-impl)', cudaGraphImpls)}

@@ -72,7 +72,7 @@ describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
       'roce-400',
     ]);
     expect(a.kernels).toEqual({
-      arch: 'gpt',
+      layerArch: 'gpt',
       attentionBackend: 'flash',
       fp8: 'hybrid',
       cudaGraphImpl: 'local',

@@ -96,7 +96,7 @@ describe('the port catches what stopped the earlier command', () => {
   test('environment, batch and shapes: CUDA_DEVICE_MAX_CONNECTIONS, world size, DP batch, heads, groups', () => {
     expect(sources(args, envFor(c, { env: {} }))).toEqual(['megatron/training/arguments.py:1437']);
     // From Blackwell on the variable is no longer required.
-    expect(sources(args, envFor(c, { env: {}, arch: 10 }))).toEqual([]);
+    expect(sources(args, envFor(c, { env: {}, computeCapability: 10 }))).toEqual([]);
     expect(sources(args, envFor(c, { worldSize: 3 }))).toEqual(['megatron/training/arguments.py:430']);
     // 4 GPUs at t = 2: DP 2, so a global batch of one micro-batch does not divide.
     expect(sources(args, envFor(c, { worldSize: 4 }))).toEqual(['megatron/training/arguments.py:694']);

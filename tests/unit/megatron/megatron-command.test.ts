@@ -63,7 +63,7 @@ describe("Megatron's defaults when a command leaves a size out (arguments.py at 
   test('--swiglu without --ffn-hidden-size: int((4h·2/3)/64)·64, rounded down (h 4096 → 10880, not 11008)', () => {
     const p = parseMegatronCommand(`${base} --swiglu`);
     expect(p.setup.sizes.ffn).toBe(10880);
-    expect(p.flags.arch).toBe('llama');
+    expect(p.flags.layerArch).toBe('llama');
     // h = 1000: 8000/3 = 2666.7, /64 = 41.67 → 41·64 = 2624.
     expect(
       parseMegatronCommand('--hidden-size 1000 --num-attention-heads 8 --seq-length 8 --swiglu').setup.sizes.ffn,
@@ -74,7 +74,7 @@ describe("Megatron's defaults when a command leaves a size out (arguments.py at 
   test('without --swiglu: GeLU MLP, FFN 4h, recorded as the GPT architecture', () => {
     const p = parseMegatronCommand(base);
     expect(p.setup.sizes.ffn).toBe(16384);
-    expect(p.flags.arch).toBe('gpt');
+    expect(p.flags.layerArch).toBe('gpt');
     expect(p.flags.normalization).toBe('LayerNorm');
     expect(p.flags.bias).toBe(true);
     expect(p.flags.tiedEmbeddings).toBe(true);

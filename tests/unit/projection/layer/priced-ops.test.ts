@@ -44,7 +44,7 @@ describe('pricedOps: the plan as the projected job runs it', () => {
 
   it('GPT: drops the gate GEMMs, prices GeLU, LayerNorm, learned positions, biases and dropout; no RoPE', async () => {
     const p = await plan({ tp: 2 });
-    const gpt = pricedOps(p, 'bf16', k({ arch: 'gpt' }));
+    const gpt = pricedOps(p, 'bf16', k({ layerArch: 'gpt' }));
     const ruleOf = (i: number): string[] => gpt.filter((x) => x.planIndex === i).map((x) => x.rule);
     for (const op of p.ops) {
       if (op.kind === 'gemm' && op.gemm.site.product === 'gate') expect(ruleOf(op.index)).toEqual([]);
@@ -55,7 +55,7 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     }
     // FLOPs from the transformed list: the Llama plan less its gate GEMMs (fprop, dgrad, wgrad).
     const llama = modelGemmFlops(p, 'bf16', defaultKernelOptions);
-    expect(modelGemmFlops(p, 'bf16', k({ arch: 'gpt' }))).toBe(llama - gemmFlopsOf(p, 'gate'));
+    expect(modelGemmFlops(p, 'bf16', k({ layerArch: 'gpt' }))).toBe(llama - gemmFlopsOf(p, 'gate'));
     expect(gpt.filter((x) => x.rule === 'gpt-bias').length).toBeGreaterThan(0);
   });
 

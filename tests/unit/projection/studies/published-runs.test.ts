@@ -67,7 +67,7 @@ describe('published Megatron-LM runs', () => {
       const l = c.run.layout;
       expect(c.mapped.unexpressed.length, c.run.id).toBe(l.tpCommOverlap && !l.sp ? 1 : 0);
       expect(c.mapped.kernels, c.run.id).toMatchObject({
-        arch: c.run.model.arch,
+        layerArch: c.run.model.layerArch,
         attentionBackend: c.run.flashAttention
           ? systems[c.run.system].gpu.arch === 'ampere'
             ? 'flash'
