@@ -6,6 +6,7 @@
  */
 const layers = [
   'core',
+  'mesh',
   'reference',
   'kernels',
   'comm',
@@ -34,6 +35,7 @@ const dir = (l) => `^src/${l}/`;
 const above = (i) => [...layers.slice(i + 1).map(dir), '^src/main[.]ts$', '^scripts/'];
 const pure = [
   'core',
+  'mesh',
   'reference',
   'parallel',
   'hardware',
