@@ -9,6 +9,8 @@ import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
 import { partShape, sliceBlock } from './slice-parts.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
+import type { GroupView } from '../mesh/process-group.ts';
+import { P2PMismatchError, sameP2P, type P2PCall, type P2POp, type PointToPoint } from './p2p.ts';
 
 /** A call before it is numbered: what the caller asks for. */
 export type CallRequest = Omit<CollectiveCall, 'seq' | 'dtype'>;
@@ -46,11 +48,13 @@ export interface Executed {
 }
 
 /** What a wrapper (e.g. the GPU one) needs from a host communicator. */
-export interface CollectiveRunner {
+export interface CollectiveRunner extends PointToPoint<HostTensor> {
   readonly rank: number;
   readonly size: number;
   readonly transport: TransportName;
   readonly sink: TraceSink;
+  /** The mesh group this communicator serves (absent: a plain pool's one group, ranks 0…size−1). */
+  readonly group?: GroupView;
   /**
    * True when the transport is done with the input array once run() settles (it copies what it
    * needs), so a caller may lend it memory that stops being valid then (a mapped GPU read-back).
@@ -88,7 +92,8 @@ export function commEvent(
 ): TraceEvent {
   const c = e.call;
   return {
-    rank: r.rank,
+    // The worker's own rank: in a mesh group, the member's global rank.
+    rank: r.group ? r.group.members[r.rank]! : r.rank,
     stream: 'comm',
     op: c.op,
     shape: c.shape,
@@ -128,12 +133,17 @@ function intoArray(op: string, out: Float32Array): ResultTarget {
 export abstract class BaseCollectives implements Collectives<HostTensor, Float32Array>, CollectiveRunner {
   private seq = 0;
   private failure: string | undefined;
+  /** Point-to-point messages numbered per peer: sent to it, received from it. */
+  private readonly p2pSent = new Map<number, number>();
+  private readonly p2pReceived = new Map<number, number>();
 
+  /** `group`: the mesh group this communicator serves (its errors name the group and each rank's coordinates). */
   constructor(
     readonly rank: number,
     readonly size: number,
     readonly transport: TransportName,
     readonly sink: TraceSink,
+    readonly group?: GroupView,
   ) {}
 
   /** See CollectiveRunner.copiesInput; transports that keep no reference to the input set it. */
@@ -200,7 +210,7 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
     target: ResultTarget | undefined,
     move: (call: CollectiveCall, sink: ResultSink | undefined) => Promise<Omit<Executed, 'call'>>,
   ): Promise<Executed> {
-    if (this.failure !== undefined) throw new GroupBrokenError(this.rank, this.failure);
+    if (this.failure !== undefined) throw new GroupBrokenError(this.rank, this.failure, this.group);
     const checked = this.validate(req, shape);
     // Opened before the call is numbered: a target that refuses the shape fails like a bad argument.
     const sink = target?.(outputShape({ ...checked, seq: 0 }, this.size));
@@ -214,6 +224,66 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
       this.failure = e instanceof Error ? e.message : String(e);
       throw e;
     }
+  }
+
+  /**
+   * Moves a numbered message to its peer (`call.to`); resolves once the peer holds it (or the
+   * transport has it buffered for the peer). `data` may be reused by the caller once it resolves.
+   */
+  protected abstract p2pSend(call: P2PCall, data: Float32Array): Promise<void>;
+
+  /** Resolves with message number `expect.seq` from `expect.from`, whatever it holds (the caller checks it). */
+  protected abstract p2pRecv(expect: P2PCall): Promise<{ readonly call: P2PCall; readonly data: Float32Array }>;
+
+  /** See PointToPoint: every op checked before any is numbered; a failure latches like a collective's. */
+  async batchIsendIrecv(ops: readonly P2POp<HostTensor>[]): Promise<HostTensor[]> {
+    if (this.failure !== undefined) throw new GroupBrokenError(this.rank, this.failure, this.group);
+    const shapes = ops.map((o) => this.checkP2P(o));
+    const next = (m: Map<number, number>, peer: number): number => {
+      m.set(peer, (m.get(peer) ?? 0) + 1);
+      return m.get(peer)!;
+    };
+    const calls = ops.map((o, i): P2PCall => {
+      const send = o.op === 'send';
+      const seq = next(send ? this.p2pSent : this.p2pReceived, o.peer);
+      const [from, to] = send ? [this.rank, o.peer] : [o.peer, this.rank];
+      return { seq, from, to, dtype: 'f32', shape: shapes[i]!, ...named(o.tensor) };
+    });
+    try {
+      const moved = await Promise.all(
+        ops.map(async (o, i) => {
+          if (o.op === 'send') return void (await this.p2pSend(calls[i]!, o.x.data));
+          const got = await this.p2pRecv(calls[i]!);
+          if (!sameP2P(got.call, calls[i]!)) throw new P2PMismatchError(calls[i]!, got.call, this.group);
+          return hostTensor(calls[i]!.shape, got.data);
+        }),
+      );
+      return moved.filter((y): y is HostTensor => y !== undefined);
+    } catch (e) {
+      this.failure ??= e instanceof Error ? e.message : String(e);
+      throw e;
+    }
+  }
+
+  async send(x: HostTensor, peer: number, tensor?: string): Promise<void> {
+    await this.batchIsendIrecv([{ op: 'send', peer, x, ...named(tensor) }]);
+  }
+
+  async recv(shape: readonly number[], peer: number, tensor?: string): Promise<HostTensor> {
+    const [y] = await this.batchIsendIrecv([{ op: 'recv', peer, shape, ...named(tensor) }]);
+    return y!;
+  }
+
+  /** The shape an op moves, once its peer and shape are checked. */
+  private checkP2P(o: P2POp<HostTensor>): readonly number[] {
+    const what = `${o.op}(peer ${o.peer})`;
+    if (!(Number.isInteger(o.peer) && o.peer >= 0 && o.peer < this.size))
+      throw new Error(`${what}: peer ${o.peer} is not a rank of this group of ${this.size} (0…${this.size - 1}).`);
+    if (o.peer === this.rank) throw new Error(`${what}: rank ${this.rank} cannot send to or receive from itself.`);
+    const shape = o.op === 'send' ? hostTensor(o.x.shape, o.x.data).shape : o.shape;
+    if (shape.length > 8 || !shape.every((d) => Number.isInteger(d) && d >= 0))
+      throw new Error(`${what}: shape ${formatShape(shape)} must be at most 8 whole dims.`);
+    return [...shape];
   }
 
   /** Marks the group failed so later calls throw GroupBrokenError. */

@@ -1,6 +1,12 @@
+import type { GroupView } from '../mesh/process-group.ts';
 import { formatCall, type CollectiveCall } from './call.ts';
+import { groupRank, inGroup } from './p2p.ts';
 
-function listRanks(ranks: readonly number[]): string {
+// Ranks are group ranks; in a mesh group (`group` given) each is named by its global rank and
+// coordinates, and the group by its kind, index and members.
+
+function listRanks(ranks: readonly number[], group: GroupView | undefined): string {
+  if (group) return ranks.map((r) => groupRank(r, group)).join(', ');
   return `${ranks.length === 1 ? 'rank' : 'ranks'} ${ranks.join(', ')}`;
 }
 
@@ -10,14 +16,15 @@ export class CollectiveMismatchError extends Error {
   constructor(
     readonly rank: number,
     readonly calls: readonly CollectiveCall[],
+    group?: GroupView,
   ) {
     const groups = new Map<string, number[]>();
     calls.forEach((c, r) => {
       const key = formatCall(c);
       groups.set(key, [...(groups.get(key) ?? []), r]);
     });
-    const what = [...groups].map(([call, ranks]) => `${listRanks(ranks)} called ${call}`).join('; ');
-    super(`rank ${rank}: collective call differs across ranks: ${what}.`);
+    const what = [...groups].map(([call, ranks]) => `${listRanks(ranks, group)} called ${call}`).join('; ');
+    super(`${groupRank(rank, group)}${inGroup(group)}: collective call differs across ranks: ${what}.`);
   }
 }
 
@@ -30,9 +37,12 @@ export class CollectiveTimeoutError extends Error {
     readonly missing: readonly number[],
     readonly timeoutMs: number,
     stage: 'arrival' | 'transfer',
+    group?: GroupView,
   ) {
     const why = stage === 'arrival' ? 'never arrived' : 'stopped during the transfer';
-    super(`rank ${rank}: ${formatCall(call)} timed out after ${timeoutMs} ms: ${listRanks(missing)} ${why}.`);
+    super(
+      `${groupRank(rank, group)}${inGroup(group)}: ${formatCall(call)} timed out after ${timeoutMs} ms: ${listRanks(missing, group)} ${why}.`,
+    );
   }
 }
 
@@ -43,15 +53,18 @@ export class CollectiveAbortedError extends Error {
     readonly rank: number,
     readonly call: CollectiveCall | undefined,
     readonly reason: string,
+    group?: GroupView,
   ) {
-    super(`rank ${rank}: ${call ? formatCall(call) : 'collective'} aborted: ${reason}.`);
+    super(`${groupRank(rank, group)}${inGroup(group)}: ${call ? formatCall(call) : 'collective'} aborted: ${reason}.`);
   }
 }
 
 /** A communicator refuses calls after any failure: the group must be rebuilt. */
 export class GroupBrokenError extends Error {
   override readonly name = 'GroupBrokenError';
-  constructor(rank: number, cause: string) {
-    super(`rank ${rank}: the communicator failed earlier (${cause}); dispose the pool and build a new one.`);
+  constructor(rank: number, cause: string, group?: GroupView) {
+    super(
+      `${groupRank(rank, group)}${inGroup(group)}: the communicator failed earlier (${cause}); dispose the pool and build a new one.`,
+    );
   }
 }

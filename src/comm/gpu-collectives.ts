@@ -23,9 +23,10 @@ import {
 import { checkDivisible, named, resolveDim } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { defaultGpuCollectiveOptions, type GpuCollectiveOptions } from './gpu-options.ts';
-import { hostTensor } from './host-tensor.ts';
+import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { sliceAlong } from './layout.ts';
 import { partRuns, slicePartBounds, sliceBlock } from './slice-parts.ts';
+import type { P2POp, PointToPoint } from './p2p.ts';
 
 /** Result pieces of at least this many elements are written straight from the transport's memory ('write-buffer'). */
 const directUploadElems = 1 << 14;
@@ -53,7 +54,7 @@ export function partBounds(n: number, partElems: number): [number, number][] {
  * tensors owned by the caller (destroy their buffers), or the caller's `out` tensor (which may be
  * the input: every read-back copy is submitted before any upload); inputs are otherwise untouched.
  */
-export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
+export class GpuCollectives implements Collectives<GpuTensor, GpuTensor>, PointToPoint<GpuTensor> {
   readonly rank: number;
   readonly size: number;
   readonly transport: TransportName;
@@ -369,5 +370,31 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor> {
     checkDivisible('shard', x.shape, d, this.size);
     const y = sliceAlong(hostTensor(x.shape, await readTensor(this.device, x)), d, this.size, this.rank);
     return createTensor(this.device, `${x.name}.shard`, y.shape, y.data);
+  }
+
+  /**
+   * Point-to-point on GPU tensors: every send read back, the batch moved on the host
+   * (CollectiveRunner.batchIsendIrecv, fingerprinted there), every received tensor uploaded into a
+   * new tensor the caller owns (named by its recv op's tensor, else "p2p.recv").
+   */
+  async batchIsendIrecv(ops: readonly P2POp<GpuTensor>[]): Promise<GpuTensor[]> {
+    const onHost = await Promise.all(
+      ops.map(
+        async (o): Promise<P2POp<HostTensor>> =>
+          o.op === 'send' ? { ...o, x: hostTensor(o.x.shape, await readTensor(this.device, o.x)) } : o,
+      ),
+    );
+    const got = await this.host.batchIsendIrecv(onHost);
+    const recvs = ops.filter((o) => o.op === 'recv');
+    return got.map((y, i) => createTensor(this.device, recvs[i]!.tensor ?? 'p2p.recv', y.shape, y.data));
+  }
+
+  async send(x: GpuTensor, peer: number, tensor?: string): Promise<void> {
+    await this.batchIsendIrecv([{ op: 'send', peer, x, ...named(tensor) }]);
+  }
+
+  async recv(shape: readonly number[], peer: number, tensor?: string): Promise<GpuTensor> {
+    const [y] = await this.batchIsendIrecv([{ op: 'recv', peer, shape, ...named(tensor) }]);
+    return y!;
   }
 }

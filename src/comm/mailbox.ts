@@ -1,9 +1,14 @@
 import type { CollectiveCall } from './call.ts';
+import type { P2PCall } from './p2p.ts';
 
-/** What ranks post to each other over MessagePort: a call's fingerprint, or one ring step's chunk. */
+/**
+ * What ranks post to each other over MessagePort: a call's fingerprint, one ring step's chunk, or
+ * a point-to-point message (its seq counts the messages from the sender to this receiver).
+ */
 export type PortMessage =
   | { readonly kind: 'fp'; readonly seq: number; readonly call: CollectiveCall }
-  | { readonly kind: 'data'; readonly seq: number; readonly step: number; readonly data: Float32Array };
+  | { readonly kind: 'data'; readonly seq: number; readonly step: number; readonly data: Float32Array }
+  | { readonly kind: 'p2p'; readonly seq: number; readonly call: P2PCall; readonly data: Float32Array };
 
 /** Key under which a message is matched with its receiver. */
 export function messageKey(m: { kind: string; seq: number; step?: number }): string {

@@ -7,6 +7,8 @@ import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { accumulate, chunkBounds, packSlices, unpackSlices } from './layout.ts';
 import { Mailbox, messageKey, type PortMessage } from './mailbox.ts';
+import type { GroupView } from '../mesh/process-group.ts';
+import { P2PTimeoutError, type P2PCall } from './p2p.ts';
 import { agRecvChunk, agSendChunk, ringNeighbours, rsRecvChunk, rsSendChunk, ringSentBytes } from './ring-schedule.ts';
 
 /**
@@ -24,8 +26,9 @@ export class PortRingCollectives extends BaseCollectives {
     ports: readonly (MessagePort | undefined)[],
     sink: TraceSink,
     private readonly timeoutMs: number,
+    group?: GroupView,
   ) {
-    super(rank, size, 'message-port', sink);
+    super(rank, size, 'message-port', sink, group);
     if (ports.length !== size)
       throw new Error(`PortRingCollectives: rank ${rank} needs ${size} port slots, got ${ports.length}.`);
     this.ports = ports;
@@ -35,7 +38,7 @@ export class PortRingCollectives extends BaseCollectives {
   /** Fails pending and later calls with a CollectiveAbortedError carrying `reason`. */
   abort(reason: string): void {
     this.fail(reason);
-    const e = new CollectiveAbortedError(this.rank, undefined, reason);
+    const e = new CollectiveAbortedError(this.rank, undefined, reason, this.group);
     this.boxes.forEach((b) => b?.abort(e));
   }
 
@@ -45,7 +48,21 @@ export class PortRingCollectives extends BaseCollectives {
   }
 
   private post(q: number, m: PortMessage): void {
-    this.ports[q]!.postMessage(m, m.kind === 'data' ? [m.data.buffer] : []);
+    this.ports[q]!.postMessage(m, m.kind === 'fp' ? [] : [m.data.buffer]);
+  }
+
+  /** Posts a copy of the message (transferred) to its receiver; a send never waits. */
+  protected async p2pSend(call: P2PCall, data: Float32Array): Promise<void> {
+    this.post(call.to, { kind: 'p2p', seq: call.seq, call, data: data.slice() });
+  }
+
+  protected async p2pRecv(expect: P2PCall): Promise<{ call: P2PCall; data: Float32Array }> {
+    const m = await this.boxes[expect.from]!.receive(
+      messageKey({ kind: 'p2p', seq: expect.seq }),
+      this.timeoutMs,
+      () => new P2PTimeoutError(expect, 'recv', this.timeoutMs, this.group),
+    );
+    return m as PortMessage & { kind: 'p2p' };
   }
 
   protected async execute(call: CollectiveCall, x: HostTensor): Promise<Omit<Executed, 'call'>> {
@@ -66,11 +83,12 @@ export class PortRingCollectives extends BaseCollectives {
     const aborted = got.find((g) => g.status === 'rejected' && g.reason instanceof CollectiveAbortedError);
     if (aborted?.status === 'rejected') throw aborted.reason;
     const missing = others.filter((_, i) => got[i].status === 'rejected');
-    if (missing.length) throw new CollectiveTimeoutError(this.rank, call, missing, this.timeoutMs, 'arrival');
+    if (missing.length)
+      throw new CollectiveTimeoutError(this.rank, call, missing, this.timeoutMs, 'arrival', this.group);
     const calls: CollectiveCall[] = new Array(this.size);
     calls[this.rank] = call;
     others.forEach((q, i) => (calls[q] = (got[i] as PromiseFulfilledResult<PortMessage & { kind: 'fp' }>).value.call));
-    if (!calls.every((c) => sameCall(c, call))) throw new CollectiveMismatchError(this.rank, calls);
+    if (!calls.every((c) => sameCall(c, call))) throw new CollectiveMismatchError(this.rank, calls, this.group);
   }
 
   /** The chunk of ring step `step`: its first `len` values (a slowed sender sends them linkFactor times over). */
@@ -79,7 +97,7 @@ export class PortRingCollectives extends BaseCollectives {
     const m = await this.boxes[prev]!.receive(
       messageKey({ kind: 'data', seq: call.seq, step }),
       this.timeoutMs,
-      () => new CollectiveTimeoutError(this.rank, call, [prev], this.timeoutMs, 'transfer'),
+      () => new CollectiveTimeoutError(this.rank, call, [prev], this.timeoutMs, 'transfer', this.group),
     );
     return (m as PortMessage & { kind: 'data' }).data.subarray(0, len);
   }

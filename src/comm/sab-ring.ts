@@ -13,11 +13,29 @@ import { simdReducer, type ReduceKernel } from './simd-reduce.ts';
 import {
   ctrl,
   readFingerprint,
+  readP2PFingerprint,
   sabAbortReason,
   sameFingerprint,
+  storedP2P,
   writeFingerprint,
+  writeP2PFingerprint,
   type SabRing,
 } from './sab-layout.ts';
+import { rankName, type GroupView } from '../mesh/process-group.ts';
+import { formatP2P, P2PTimeoutError, sameP2P, type P2PCall } from './p2p.ts';
+
+type WaitAsync = (a: Int32Array, i: number, v: number, ms: number) => { async: boolean; value: unknown };
+
+/**
+ * Resolves once word `idx` may have changed from `value` (notified), or after about `ms`, without
+ * blocking the thread: Atomics.waitAsync where there is one, else a 1 ms timer (Node 20 has none).
+ */
+function changed(words: Int32Array, idx: number, value: number, ms: number): Promise<unknown> {
+  const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
+  if (!waitAsync) return new Promise((r) => setTimeout(r, 1));
+  const w = waitAsync(words, idx, value, ms);
+  return w.async ? (w.value as Promise<unknown>) : Promise.resolve();
+}
 
 /** Elements an all-reduce copies into its slot and reduces at a time (256 KiB: within a core's L2). */
 const pieceElems = 1 << 16;
@@ -41,8 +59,9 @@ export class SabRingCollectives extends BaseCollectives {
     private readonly ring: SabRing,
     sink: TraceSink,
     private readonly timeoutMs: number,
+    group?: GroupView,
   ) {
-    super(rank, size, 'sab-ring', sink);
+    super(rank, size, 'sab-ring', sink, group);
     this.c = new Int32Array(ring.control);
     this.f32 = new Float32Array(ring.memory.buffer);
     this.reduce = simdReducer(ring.memory);
@@ -250,13 +269,64 @@ export class SabRingCollectives extends BaseCollectives {
     return result && hostTensor(call.shape, result);
   }
 
-  private checkAbort(call: CollectiveCall): void {
+  /** Throws once the ring is aborted: code r + 1 blames rank r (its global rank in a mesh), −1 the pool. */
+  private checkAbort(call: CollectiveCall | undefined): void {
     const code = Atomics.load(this.c, ctrl.abort);
     if (code === 0) return;
     const detail = sabAbortReason(this.ring.control);
-    const why = (code > 0 ? `rank ${code - 1} failed` : 'the pool was aborted') + (detail ? `: ${detail}` : '');
+    const who = code > 0 && this.group ? rankName(this.group.mesh, code - 1) : `rank ${code - 1}`;
+    const why = (code > 0 ? `${who} failed` : 'the pool was aborted') + (detail ? `: ${detail}` : '');
     this.fail(why);
-    throw new CollectiveAbortedError(this.rank, call, why);
+    throw new CollectiveAbortedError(this.rank, call, why, this.group);
+  }
+
+  /**
+   * Point-to-point buffer of the ordered pair (from, to), its first n elements: one message at a
+   * time, the sender writing message k only once the receiver has taken message k − 1.
+   */
+  private p2pRange(from: number, to: number, n: number): Float32Array {
+    const at = (this.size * this.ring.capacityBytes + (from * this.size + to) * this.ring.p2pCapacityBytes) / 4;
+    return this.f32.subarray(at, at + n);
+  }
+
+  /** Resolves true once word `idx` ≥ target, false at `deadline`; never blocks the thread (a batch's other ops go on). */
+  private async reach(idx: number, target: number, deadline: number): Promise<boolean> {
+    for (;;) {
+      const v = Atomics.load(this.c, idx);
+      if (v >= target) return true;
+      this.checkAbort(undefined);
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      await changed(this.c, idx, v, Math.min(left, 50));
+    }
+  }
+
+  /** Waits until the peer has taken the message before, then writes this one into the pair's buffer. */
+  protected async p2pSend(call: P2PCall, data: Float32Array): Promise<void> {
+    const { from, to } = call;
+    if (data.length * 4 > this.ring.p2pCapacityBytes)
+      throw new Error(
+        `rank ${this.rank}: send(${formatP2P(call)}) moves ${data.length * 4} bytes, more than the shared ring's ${this.ring.p2pCapacityBytes} bytes per point-to-point message; build the pool with a larger p2pCapacityBytes.`,
+      );
+    if (!(await this.reach(ctrl.p2pTaken(from, to), call.seq - 1, performance.now() + this.timeoutMs)))
+      throw new P2PTimeoutError({ ...call, seq: call.seq - 1 }, 'send', this.timeoutMs, this.group);
+    this.p2pRange(from, to, data.length).set(data);
+    writeP2PFingerprint(this.c, ctrl.p2pFp(from, to), call);
+    Atomics.store(this.c, ctrl.p2pSent(from, to), call.seq);
+    Atomics.notify(this.c, ctrl.p2pSent(from, to));
+  }
+
+  /** Waits for the message, copies it out and marks it taken (the sender may then write the next). */
+  protected async p2pRecv(expect: P2PCall): Promise<{ call: P2PCall; data: Float32Array }> {
+    const { from, to } = expect;
+    if (!(await this.reach(ctrl.p2pSent(from, to), expect.seq, performance.now() + this.timeoutMs)))
+      throw new P2PTimeoutError(expect, 'recv', this.timeoutMs, this.group);
+    const got = readP2PFingerprint(this.c, ctrl.p2pFp(from, to));
+    const data = this.p2pRange(from, to, numel(got.shape)).slice();
+    Atomics.store(this.c, ctrl.p2pTaken(from, to), expect.seq);
+    Atomics.notify(this.c, ctrl.p2pTaken(from, to));
+    // A name longer than the fingerprint's slot comes back cut: compare it with this rank's, cut the same way.
+    return { call: sameP2P(got, storedP2P(expect)) ? expect : got, data };
   }
 
   /** Blocks until word `idx` ≥ target; throws `onTimeout()` after timeoutMs or on abort. */
@@ -287,7 +357,7 @@ export class SabRingCollectives extends BaseCollectives {
     for (let q = 0; q < t; q++) {
       this.waitAtLeast(call, ctrl.arrive(q), call.seq, deadline, () => {
         const missing = [...Array(t).keys()].filter((p) => Atomics.load(c, ctrl.arrive(p)) < call.seq);
-        return new CollectiveTimeoutError(r, call, missing, this.timeoutMs, 'arrival');
+        return new CollectiveTimeoutError(r, call, missing, this.timeoutMs, 'arrival', this.group);
       });
     }
     // Against its own fingerprint as stored (a name longer than the slot is compared on its prefix),
@@ -295,7 +365,7 @@ export class SabRingCollectives extends BaseCollectives {
     for (let q = 0; q < t; q++)
       if (!sameFingerprint(c, ctrl.fp(call.seq, q), ctrl.fp(call.seq, r))) {
         const calls = [...Array(t).keys()].map((p) => readFingerprint(c, ctrl.fp(call.seq, p)));
-        throw new CollectiveMismatchError(r, calls);
+        throw new CollectiveMismatchError(r, calls, this.group);
       }
   }
 
@@ -311,7 +381,7 @@ export class SabRingCollectives extends BaseCollectives {
       ctrl.progress(q),
       target,
       performance.now() + this.timeoutMs,
-      () => new CollectiveTimeoutError(this.rank, call, [q], this.timeoutMs, 'transfer'),
+      () => new CollectiveTimeoutError(this.rank, call, [q], this.timeoutMs, 'transfer', this.group),
     );
   }
 

@@ -45,3 +45,26 @@ export function memberName(group: GroupView, i: number): string {
 export function groupName(group: GroupView): string {
   return `the ${group.kind.toUpperCase()} group ${group.index} (ranks ${group.members.join(', ')})`;
 }
+
+/** What a rank holds of one of its groups: the group, and what was made for its member. */
+export interface HeldGroup<T> {
+  readonly view: GroupView;
+  readonly value: T;
+}
+
+/**
+ * Per global rank, its group of each of `kinds` with what `perGroup` made for its member:
+ * perGroup(view) returns one value per member, in member order (e.g. one communicator per rank).
+ */
+export function assignGroups<T>(
+  mesh: RankMesh,
+  kinds: readonly GroupKind[],
+  perGroup: (view: GroupView) => readonly T[],
+): Map<GroupKind, HeldGroup<T>>[] {
+  const held = Array.from({ length: mesh.world }, () => new Map<GroupKind, HeldGroup<T>>());
+  for (const view of groupViews(mesh, kinds)) {
+    const values = perGroup(view);
+    view.members.forEach((r, i) => held[r]!.set(view.kind, { view, value: values[i]! }));
+  }
+  return held;
+}
