@@ -6,7 +6,9 @@ import { createTensor, readTensor, withMappedTensor, type GpuTensor } from '../k
 import type { GpuCollectives } from '../comm/gpu-collectives.ts';
 import type { GpuCollectiveOptions } from '../comm/gpu-options.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
-import type { RankContext } from './context.ts';
+import type { GroupComm, RankContext } from './context.ts';
+import type { GroupKind } from '../mesh/rank-layout.ts';
+import type { P2POp } from '../comm/p2p.ts';
 
 /** One collective call on a rank: `data` is this rank's input of `shape`. */
 export interface CollectiveArgs {
@@ -26,6 +28,13 @@ export interface CollectiveArgs {
   readonly result?: HostResult;
   /** GPU data: the GPU collectives' options for this call (pipeline part size, upload path). */
   readonly gpu?: Partial<GpuCollectiveOptions>;
+  /** The group it runs over (default: the rank's TP group, a plain pool's one group). */
+  readonly group?: GroupKind;
+}
+
+/** The rank's communicators in its group of `kind` (default its TP group). */
+function groupOf(ctx: RankContext, kind: GroupKind | undefined): GroupComm {
+  return kind ? ctx.mesh.group(kind) : { comm: ctx.comm, gpuComm: ctx.gpuComm };
 }
 
 /** Where a collective's result is written: new memory, a caller's array (or tensor), or the input's. */
@@ -67,12 +76,17 @@ function resultArray(
 /** The result's shape of call `a` on this rank's group (a dim counted from the end resolved). */
 function resultShape(ctx: RankContext, a: Omit<CollectiveArgs, 'data' | 'device'>): number[] {
   const dim = a.dim === undefined ? undefined : resolveDim(a.op, a.shape, a.dim);
-  return outputShape({ ...a, dim, seq: 0, dtype: 'f32' }, ctx.size);
+  return outputShape({ ...a, dim, seq: 0, dtype: 'f32' }, groupOf(ctx, a.group).comm.size);
 }
 
-/** The GPU collectives of this rank, with `options` where given. */
-function gpuComm(ctx: RankContext, options: Partial<GpuCollectiveOptions> | undefined): GpuCollectives {
-  return options ? ctx.gpuComm.withOptions(options) : ctx.gpuComm;
+/** The GPU collectives of this rank (in its group of `kind`, default TP), with `options` where given. */
+function gpuComm(
+  ctx: RankContext,
+  options: Partial<GpuCollectiveOptions> | undefined,
+  kind?: GroupKind,
+): GpuCollectives {
+  const g = groupOf(ctx, kind).gpuComm;
+  return options ? g.withOptions(options) : g;
 }
 
 /** The caller's tensor a GPU result is written into (none for 'new'): NaN-filled, or the input. */
@@ -96,7 +110,7 @@ export async function collective(ctx: RankContext, a: CollectiveArgs): Promise<H
   const x = hostTensor(a.shape, a.data);
   if (a.device === 'cpu') {
     const out = resultArray(ctx, a, x);
-    const y = (await call(ctx.comm, a, x, out)) ?? x;
+    const y = (await call(groupOf(ctx, a.group).comm, a, x, out)) ?? x;
     if (out && y.data !== out)
       throw new Error(`rank ${ctx.rank}: ${a.op} did not return its result in the array given.`);
     return y;
@@ -104,7 +118,7 @@ export async function collective(ctx: RankContext, a: CollectiveArgs): Promise<H
   ctx.device.pushErrorScope('validation');
   const g = createTensor(ctx.device, `x${ctx.rank}`, a.shape, a.data);
   const o = gpuResultTensor(ctx, a, g);
-  const y = (await call<GpuTensor, GpuTensor>(gpuComm(ctx, a.gpu), a, g, o)) ?? g;
+  const y = (await call<GpuTensor, GpuTensor>(gpuComm(ctx, a.gpu, a.group), a, g, o)) ?? g;
   if (o && y.buffer !== o.buffer)
     throw new Error(`rank ${ctx.rank}: ${a.op} did not return its result in the tensor given.`);
   const out = hostTensor(y.shape, await readTensor(ctx.device, y));
@@ -194,8 +208,60 @@ export async function mapRoundTrip(
   return times;
 }
 
+/** One op of a point-to-point batch as a program takes it: a send of `data` of `shape`, or a receive of `shape`. */
+export interface P2PArgOp {
+  readonly op: 'send' | 'recv';
+  /** The peer's rank in the group. */
+  readonly peer: number;
+  readonly shape: readonly number[];
+  readonly data?: Float32Array;
+  readonly tensor?: string;
+}
+
+/**
+ * One point-to-point batch (batch_isend_irecv) in this rank's group of `group` on host arrays or
+ * GPU tensors; returns the received tensors (host copies) in the order of the recv ops. Any
+ * WebGPU validation error on the way fails the call.
+ */
+export async function p2p(
+  ctx: RankContext,
+  a: { readonly group: GroupKind; readonly device: 'cpu' | 'gpu'; readonly ops: readonly P2PArgOp[] },
+): Promise<HostTensor[]> {
+  const g = ctx.mesh.group(a.group);
+  const hostOp = (o: P2PArgOp): P2POp<HostTensor> =>
+    o.op === 'send'
+      ? { op: 'send', peer: o.peer, x: hostTensor(o.shape, o.data), ...(o.tensor && { tensor: o.tensor }) }
+      : { op: 'recv', peer: o.peer, shape: o.shape, ...(o.tensor && { tensor: o.tensor }) };
+  if (a.device === 'cpu') return g.comm.batchIsendIrecv(a.ops.map(hostOp));
+  ctx.device.pushErrorScope('validation');
+  const ops = a.ops.map((o): P2POp<GpuTensor> => {
+    const h = hostOp(o);
+    return h.op === 'send' ? { ...h, x: createTensor(ctx.device, `send${ctx.mesh.rank}`, h.x.shape, h.x.data) } : h;
+  });
+  const got = await g.gpuComm.batchIsendIrecv(ops);
+  const out = await Promise.all(got.map(async (y) => hostTensor(y.shape, await readTensor(ctx.device, y))));
+  for (const o of ops) if (o.op === 'send') o.x.buffer.destroy();
+  got.forEach((y) => y.buffer.destroy());
+  const err = await ctx.device.popErrorScope();
+  if (err) throw new Error(`rank ${ctx.mesh.rank}: WebGPU validation error during p2p: ${err.message}`);
+  return out;
+}
+
+/** Where this rank sits: its global rank, coordinates, and the members of each group the pool wired. */
+export function meshPlace(
+  ctx: RankContext,
+  a: { readonly kinds: readonly GroupKind[] },
+): { rank: number; coords: RankContext['mesh']['coords']; tp: { rank: number; size: number }; members: number[][] } {
+  return {
+    rank: ctx.mesh.rank,
+    coords: ctx.mesh.coords,
+    tp: { rank: ctx.rank, size: ctx.size },
+    members: a.kinds.map((k) => [...(ctx.mesh.group(k).view?.members ?? [])]),
+  };
+}
+
 /** The programs of the default rank worker. */
-export const commPrograms = { collective, benchCollective, mapRoundTrip };
+export const commPrograms = { collective, benchCollective, mapRoundTrip, p2p, meshPlace };
 
 /** Type of the default worker's programs (for RankPool's type parameter). */
 export type CommPrograms = typeof commPrograms;

@@ -3,16 +3,41 @@ import { abortSabRing, createSabRing, type SabRing } from '../comm/sab-layout.ts
 import { createPortMesh } from '../comm/port-ring.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 import type { CommPrograms } from './comm-programs.ts';
-import type { ProgramArgs, ProgramResult, RankInfo, RankPrograms, RankTransportInit } from './context.ts';
+import type { ProgramArgs, ProgramResult, RankGroupInit, RankInfo, RankPrograms } from './context.ts';
+import { assignGroups, rankName } from '../mesh/process-group.ts';
+import {
+  expertKinds,
+  groupKinds,
+  rankMesh,
+  type GroupKind,
+  type MeshDegrees,
+  type RankMesh,
+  type RankOrder,
+} from '../mesh/rank-layout.ts';
 import { collectiveErrorNames, RankFailedError, RankRunError } from './errors.ts';
 import type { RankWorker } from './serve.ts';
 import { chooseTransport, type PoolTransport } from './transport.ts';
 import { maxTp } from '../parallel/validate.ts';
 
+/**
+ * A mesh of N = tp·cp·dp·pp ranks laid out as Megatron-Core does (mesh/rank-layout.ts), each rank
+ * wired into its group of every kind in `groups` (default: the dense kinds tp, cp, dp, pp, dp-cp,
+ * and the expert kinds etp, ep, edp when ep > 1 or etp ≠ tp), each group a ring of its own.
+ */
+export interface PoolMesh {
+  readonly degrees: Partial<MeshDegrees>;
+  readonly order?: RankOrder;
+  readonly groups?: readonly GroupKind[];
+}
+
 /** How to build a pool of tensor-parallel ranks. */
 export interface RankPoolOptions {
-  /** TP degree t, 1…maxTp (16). */
-  readonly size: number;
+  /** TP degree t, 1…maxTp (16): one TP group of t ranks. Give this or `mesh`. */
+  readonly size?: number;
+  /** A mesh of ranks instead of one TP group (`size`, if given, must be its rank count). */
+  readonly mesh?: PoolMesh;
+  /** Shared-ring bytes per point-to-point message, per ordered pair of a group (default min(commCapacityBytes, 1 MiB)). */
+  readonly p2pCapacityBytes?: number;
   /** 'auto' (default): the shared-memory ring when the page is cross-origin isolated, else MessagePort. */
   readonly transport?: 'auto' | PoolTransport;
   /** A collective fails when a peer is this late (ms, default 10 000). */
@@ -56,6 +81,35 @@ function checkSize(t: number): number {
   return t;
 }
 
+/** The pool's ranks laid out, the kinds wired, and whether errors name groups (a mesh) or not (one TP group). */
+interface PoolLayout {
+  readonly mesh: RankMesh;
+  readonly kinds: readonly GroupKind[];
+  readonly isMesh: boolean;
+}
+
+/** One TP group of t ranks. */
+function plainLayout(t: number): PoolLayout {
+  return { mesh: rankMesh({ tp: checkSize(t) }), kinds: ['tp'], isMesh: false };
+}
+
+function layoutOf(opts: RankPoolOptions): PoolLayout {
+  if (!opts.mesh) {
+    if (opts.size === undefined) throw new Error('RankPool: give size (one TP group of that many ranks) or mesh.');
+    return plainLayout(opts.size);
+  }
+  const mesh = rankMesh(opts.mesh.degrees, opts.mesh.order);
+  if (opts.size !== undefined && opts.size !== mesh.world)
+    throw new Error(
+      `RankPool: size ${opts.size} but the mesh has ${mesh.world} ranks; leave size out or give ${mesh.world}.`,
+    );
+  const d = mesh.spec.degrees;
+  const experts = d.ep > 1 || d.etp !== d.tp;
+  const kinds = opts.mesh.groups ?? groupKinds.filter((k) => experts || !expertKinds.has(k));
+  if (!kinds.includes('tp')) throw new Error("RankPool: a mesh's groups must include tp (the layer's group).");
+  return { mesh, kinds, isMesh: true };
+}
+
 const defaultWorker = (): Worker =>
   new Worker(new URL('./rank.worker.ts', import.meta.url), { type: 'module', name: 'rank' });
 
@@ -70,12 +124,14 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   readonly timeoutMs: number;
   readonly callDeadlineMs: number;
   readonly startDeadlineMs: number;
-  private t: number;
+  private layout: PoolLayout;
   private readonly workers: RankWorkerHandle[] = [];
   private readonly remotes: Comlink.Remote<RankWorker>[] = [];
   private readonly make: (rank: number) => RankWorkerHandle;
   private readonly commCapacityBytes: number;
-  private ring: SabRing | undefined;
+  private readonly p2pCapacityBytes: number | undefined;
+  /** The shared memory of every group (aborted together when a rank fails). */
+  private rings: SabRing[] = [];
   private infos: RankInfo[] = [];
   private broken: Error | undefined;
   private disposed = false;
@@ -86,14 +142,15 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
   private readonly lifeLocks: Promise<void>[] = [];
 
   private constructor(opts: RankPoolOptions) {
-    this.t = checkSize(opts.size);
+    this.layout = layoutOf(opts);
     this.transport = chooseTransport(opts.transport);
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.callDeadlineMs = opts.callDeadlineMs ?? 180_000;
     this.startDeadlineMs = Math.max(this.callDeadlineMs, opts.startDeadlineMs ?? 180_000);
     this.commCapacityBytes = opts.commCapacityBytes ?? 64 << 20;
+    this.p2pCapacityBytes = opts.p2pCapacityBytes;
     this.make = opts.createWorker ?? defaultWorker;
-    for (let r = 0; r < this.t; r++) this.spawn(r);
+    for (let r = 0; r < this.size; r++) this.spawn(r);
   }
 
   /** Starts t workers, each requesting its adapter and device, and wires the group. */
@@ -108,9 +165,14 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     return pool;
   }
 
-  /** The TP degree t: ranks 0…t−1 form the group. */
+  /** The ranks: the TP degree t of a plain pool (ranks 0…t−1 form the group), N of a mesh. */
   get size(): number {
-    return this.t;
+    return this.layout.mesh.world;
+  }
+
+  /** The mesh the ranks form (a plain pool's: tp = t). */
+  get mesh(): RankMesh {
+    return this.layout.mesh;
   }
 
   /** Workers started, each holding its device: the largest degree `resize` reaches without starting more. */
@@ -127,9 +189,9 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     checkSize(t);
     const unusable = this.unusable('resize');
     if (unusable) throw unusable;
-    if (t === this.t) return;
+    if (t === this.size && !this.layout.isMesh) return;
     for (let r = this.workers.length; r < t; r++) this.spawn(r);
-    this.t = t;
+    this.layout = plainLayout(t);
     await this.join();
   }
 
@@ -177,25 +239,41 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     );
   }
 
-  /** Wires ranks 0…t−1 into one group over fresh shared memory or ports (a new device only where a worker has none). */
+  /**
+   * Wires ranks 0…N−1 into their groups, each over fresh shared memory or ports of its own (a
+   * mesh's one-rank groups move nothing and get neither); a new device only where a worker has none.
+   */
   private async join(): Promise<void> {
-    this.ring = this.transport === 'sab-ring' ? createSabRing(this.t, this.commCapacityBytes) : undefined;
-    const mesh = this.transport === 'message-port' ? createPortMesh(this.t) : undefined;
-    this.infos = await this.callAll('init', [...Array(this.t).keys()], this.startDeadlineMs, async (remote, rank) => {
-      await this.lifeLocks[rank];
-      const transport: RankTransportInit = mesh
-        ? { kind: 'message-port', ports: mesh[rank] }
-        : { kind: 'sab-ring', ring: this.ring! };
-      const cfg = { rank, size: this.t, timeoutMs: this.timeoutMs, transport };
-      return remote.init(
-        mesh
-          ? Comlink.transfer(
-              cfg,
-              mesh[rank].filter((p): p is MessagePort => !!p),
-            )
-          : cfg,
-      );
+    const { mesh, kinds, isMesh } = this.layout;
+    this.rings = [];
+    const held = assignGroups(mesh, kinds, (view): RankGroupInit[] => {
+      const size = view.members.length;
+      const base = { kind: view.kind, size, ...(isMesh && { view }) };
+      if (isMesh && size === 1) return [{ ...base, rank: 0, transport: { kind: 'solo' } }];
+      if (this.transport === 'message-port')
+        return createPortMesh(size).map((ports, rank) => ({
+          ...base,
+          rank,
+          transport: { kind: 'message-port', ports },
+        }));
+      const ring = createSabRing(size, this.commCapacityBytes, this.p2pCapacityBytes);
+      this.rings.push(ring);
+      return view.members.map((_, rank) => ({ ...base, rank, transport: { kind: 'sab-ring', ring } }));
     });
+    this.infos = await this.callAll(
+      'init',
+      [...Array(this.size).keys()],
+      this.startDeadlineMs,
+      async (remote, rank) => {
+        await this.lifeLocks[rank];
+        const groups = [...held[rank]!.values()].map((g) => g.value);
+        const ports = groups.flatMap((g) =>
+          g.transport.kind === 'message-port' ? g.transport.ports.filter((p): p is MessagePort => !!p) : [],
+        );
+        const cfg = { rank, mesh: mesh.spec, timeoutMs: this.timeoutMs, groups };
+        return remote.init(ports.length ? Comlink.transfer(cfg, ports) : cfg);
+      },
+    );
   }
 
   /** Adapter line of each rank, e.g. "google swiftshader". */
@@ -239,7 +317,7 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     if (this.disposed) return { deviceLost: [] };
     this.disposed = true;
     this.unwatch.abort();
-    if (this.ring) abortSabRing(this.ring, -1, 'the pool was disposed');
+    this.rings.forEach((ring) => abortSabRing(ring, -1, 'the pool was disposed'));
     const answer = <T>(p: Promise<T>, ms: number): Promise<T | 'unresponsive'> =>
       Promise.race([p, new Promise<'unresponsive'>((res) => setTimeout(() => res('unresponsive'), ms))]);
     const deviceLost = await Promise.all(
@@ -258,9 +336,11 @@ export class RankPool<P extends RankPrograms = CommPrograms> {
     if (!this.broken) {
       this.broken = e;
       const reason = e.message.replace(/^rank \d+: /, '');
-      if (abortOthers && this.ring) abortSabRing(this.ring, rank + 1, reason);
-      else if (abortOthers)
-        this.remotes.forEach((r, q) => q !== rank && r.abort(`rank ${rank} failed: ${reason}`).catch(() => {}));
+      // In a mesh the failed rank is named by its coordinates (the ring's abort code carries its global rank).
+      const who = this.layout.isMesh ? rankName(this.layout.mesh.spec, rank) : `rank ${rank}`;
+      if (abortOthers && this.rings.length) this.rings.forEach((ring) => abortSabRing(ring, rank + 1, reason));
+      if (abortOthers && this.transport === 'message-port')
+        this.remotes.forEach((r, q) => q !== rank && r.abort(`${who} failed: ${reason}`).catch(() => {}));
     }
     this.onBreak.forEach((f) => f(rank, e));
   }

@@ -6,7 +6,18 @@ import { adapterName, requestKernelDevice } from '../kernels/adapter.ts';
 import { disposeStagingPool } from '../kernels/staging-pool.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 import { TraceRecorder } from '../core/trace-recorder.ts';
-import type { RankContext, RankInfo, RankInit, RankProgram, RankPrograms } from './context.ts';
+import type { BaseCollectives } from '../comm/base.ts';
+import { createInProcessGroup } from '../comm/in-process.ts';
+import { rankMesh, type GroupKind } from '../mesh/rank-layout.ts';
+import type {
+  GroupComm,
+  RankContext,
+  RankGroupInit,
+  RankInfo,
+  RankInit,
+  RankProgram,
+  RankPrograms,
+} from './context.ts';
 
 /** Typed arrays (on non-shared buffers) in a result, to transfer instead of copy. */
 function transferables(v: unknown, depth = 0, out = new Set<ArrayBuffer>()): ArrayBuffer[] {
@@ -18,7 +29,8 @@ function transferables(v: unknown, depth = 0, out = new Set<ArrayBuffer>()): Arr
 /** The one object a rank worker exposes (via serveRank): set up, run programs, drain trace, dispose. */
 export class RankWorker {
   private ctx: RankContext | undefined;
-  private ports: PortRingCollectives | undefined;
+  /** The MessagePort communicators of this rank's groups (closed and aborted here; rings are aborted through their memory). */
+  private ports: PortRingCollectives[] = [];
   private own: { device: GPUDevice; adapter: string } | undefined;
   /** Set when this rank's device was lost other than by dispose: which adapter, and why. */
   private lost: string | undefined;
@@ -56,17 +68,53 @@ export class RankWorker {
       });
     }
     const { device, adapter } = this.own;
-    this.ports?.close();
-    this.ports = undefined;
+    this.ports.forEach((p) => p.close());
+    this.ports = [];
     const trace = new TraceRecorder();
-    const t = cfg.transport;
-    const comm =
-      t.kind === 'sab-ring'
-        ? new SabRingCollectives(cfg.rank, cfg.size, t.ring, trace, cfg.timeoutMs)
-        : (this.ports = new PortRingCollectives(cfg.rank, cfg.size, t.ports, trace, cfg.timeoutMs));
-    const gpuComm = new GpuCollectives(device, comm);
-    this.ctx = { rank: cfg.rank, size: cfg.size, transport: comm.transport, device, comm, gpuComm, trace, link: comm };
+    const groups = new Map<GroupKind, GroupComm>();
+    for (const g of cfg.groups) {
+      const comm = this.join(g, trace, cfg.timeoutMs);
+      groups.set(g.kind, { ...(g.view && { view: g.view }), comm, gpuComm: new GpuCollectives(device, comm) });
+    }
+    const tp = groups.get('tp');
+    if (!tp) throw new Error(`rank ${cfg.rank}: init without a TP group (groups: ${[...groups.keys()].join(', ')}).`);
+    const layout = rankMesh(cfg.mesh.degrees, cfg.mesh.order);
+    const mesh = {
+      spec: cfg.mesh,
+      rank: cfg.rank,
+      coords: layout.coords(cfg.rank),
+      group: (kind: GroupKind): GroupComm => {
+        const g = groups.get(kind);
+        if (!g)
+          throw new Error(
+            `rank ${cfg.rank}: the pool did not wire a ${kind} group (it wired ${[...groups.keys()].join(', ')}); create it with that kind in its mesh groups.`,
+          );
+        return g;
+      },
+    };
+    const comm = tp.comm as BaseCollectives;
+    this.ctx = {
+      rank: comm.rank,
+      size: comm.size,
+      mesh,
+      transport: comm.transport,
+      device,
+      comm,
+      gpuComm: tp.gpuComm,
+      trace,
+      link: comm,
+    };
     return { rank: cfg.rank, adapter, transport: comm.transport };
+  }
+
+  /** This rank's communicator in one group: over the group's ring or ports, or alone. */
+  private join(g: RankGroupInit, trace: TraceRecorder, timeoutMs: number): BaseCollectives {
+    const t = g.transport;
+    if (t.kind === 'solo') return createInProcessGroup(1, { timeoutMs, sinks: [trace], group: g.view })[0]!;
+    if (t.kind === 'sab-ring') return new SabRingCollectives(g.rank, g.size, t.ring, trace, timeoutMs, g.view);
+    const ports = new PortRingCollectives(g.rank, g.size, t.ports, trace, timeoutMs, g.view);
+    this.ports.push(ports);
+    return ports;
   }
 
   /** Runs program `name` on this rank; typed arrays in the result are transferred. */
@@ -114,12 +162,12 @@ export class RankWorker {
 
   /** Fails pending MessagePort receives (shared-memory ranks are aborted through the ring). */
   abort(reason: string): void {
-    this.ports?.abort(reason);
+    this.ports.forEach((p) => p.abort(reason));
   }
 
   /** Destroys the device and closes the ports; resolves with the device-lost reason. */
   async dispose(): Promise<string> {
-    this.ports?.close();
+    this.ports.forEach((p) => p.close());
     const device = this.own?.device;
     this.ctx = undefined;
     this.own = undefined;

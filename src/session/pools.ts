@@ -4,18 +4,23 @@
  * one way a pool is kept across degrees (LayerPoolKeeper).
  */
 import type { CommPrograms } from '../ranks/comm-programs.ts';
-import { RankPool, type RankWorkerHandle } from '../ranks/pool.ts';
+import { RankPool, type PoolMesh, type RankWorkerHandle } from '../ranks/pool.ts';
 import type { PoolTransport } from '../ranks/transport.ts';
 import type { LayerWorkerPrograms, PoolLender } from './layer-run.ts';
 
-/** A pool of t rank workers serving the layer (src/ranks/layer.worker.ts). */
+/**
+ * A pool of t rank workers serving the layer (src/ranks/layer.worker.ts); with `mesh`, a mesh of
+ * N = tp·cp·dp·pp of them (`size` then N), the layer running on each TP group.
+ */
 export function createLayerPool(
   size: number,
   transport: 'auto' | PoolTransport = 'auto',
   timeoutMs = 30_000,
+  mesh?: PoolMesh,
 ): Promise<RankPool<LayerWorkerPrograms>> {
   return RankPool.create<LayerWorkerPrograms>({
     size,
+    ...(mesh && { mesh }),
     transport,
     timeoutMs,
     createWorker: (r) =>
@@ -26,7 +31,7 @@ export function createLayerPool(
 /**
  * A pool of t rank workers serving only the collectives (src/ranks/rank.worker.ts, or in Node the
  * workers `createWorker` starts), with a shared ring of `commCapacityBytes` per rank (the comm
- * bench sizes it to its largest message).
+ * bench sizes it to its largest message); with `mesh`, a mesh of N of them (`size` then N).
  */
 export function createCommPool(
   size: number,
@@ -34,8 +39,16 @@ export function createCommPool(
   timeoutMs: number,
   commCapacityBytes: number,
   createWorker?: (rank: number) => RankWorkerHandle,
+  mesh?: PoolMesh,
 ): Promise<RankPool<CommPrograms>> {
-  return RankPool.create<CommPrograms>({ size, transport, timeoutMs, commCapacityBytes, createWorker });
+  return RankPool.create<CommPrograms>({
+    size,
+    ...(mesh && { mesh }),
+    transport,
+    timeoutMs,
+    commCapacityBytes,
+    createWorker,
+  });
 }
 
 /**
