@@ -40,9 +40,13 @@ export function sameCall(a: CollectiveCall, b: CollectiveCall): boolean {
     a.reduceOp === b.reduceOp &&
     a.root === b.root &&
     a.tensor === b.tensor &&
-    a.shape.length === b.shape.length &&
-    a.shape.every((d, i) => d === b.shape[i])
+    sameShape(a.shape, b.shape)
   );
+}
+
+/** True when two shapes have the same dims. */
+export function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
 /** Normalises a possibly negative dim (−1 = last) and checks it is inside the shape. */

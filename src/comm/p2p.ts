@@ -1,4 +1,5 @@
 import { formatShape } from '../core/shape.ts';
+import { sameShape } from './call.ts';
 import { groupName, memberName, type GroupView } from '../mesh/process-group.ts';
 
 /**
@@ -43,8 +44,7 @@ export function sameP2P(a: P2PCall, b: P2PCall): boolean {
     a.to === b.to &&
     a.dtype === b.dtype &&
     a.tensor === b.tensor &&
-    a.shape.length === b.shape.length &&
-    a.shape.every((d, i) => d === b.shape[i])
+    sameShape(a.shape, b.shape)
   );
 }
 

@@ -86,7 +86,10 @@ export const maxMeshRanks = 16;
 export function maskedGroups(sizes: readonly number[], mask: readonly boolean[]): number[][] {
   const strides: number[] = [];
   let world = 1;
-  for (const s of sizes) strides.push(world), (world *= s);
+  for (const s of sizes) {
+    strides.push(world);
+    world *= s;
+  }
   const pick = (on: boolean) => sizes.flatMap((s, k) => (mask[k] === on ? [{ size: s, stride: strides[k]! }] : []));
   const masked = pick(true);
   const unmasked = pick(false);
