@@ -21,7 +21,8 @@ export function rankOrder(useTpPpDpMapping: boolean): RankOrder {
 }
 
 /** A token of the order string (RankGenerator's name_to_size keys; gtp_remat is always 1 here). */
-type Token = 'tp' | 'cp' | 'ep' | 'dp' | 'pp';
+export type RankToken = 'tp' | 'cp' | 'ep' | 'dp' | 'pp';
+type Token = RankToken;
 
 /**
  * The degrees of a mesh: tensor, context, data and pipeline parallel; for the experts, expert
@@ -108,6 +109,22 @@ export function maskedGroups(sizes: readonly number[], mask: readonly boolean[])
   );
 }
 
+/**
+ * RankGenerator.get_ranks: the groups spanning the tokens `span` of ranks laid out in `order` with
+ * `sizes` per token. No limit on the ranks (the projection lays out whole clusters with it).
+ */
+export function orderedGroups(
+  order: RankOrder,
+  sizes: Readonly<Record<RankToken, number>>,
+  span: readonly RankToken[],
+): number[][] {
+  const tokens = order.split('-') as RankToken[];
+  return maskedGroups(
+    tokens.map((t) => sizes[t]),
+    tokens.map((t) => span.includes(t)),
+  );
+}
+
 /** A rank's group of one kind: its index among the kind's groups, and its members (global ranks, in ring order). */
 export interface GroupPlace {
   readonly kind: GroupKind;
@@ -160,7 +177,6 @@ export function rankMesh(degrees: Partial<MeshDegrees>, order: RankOrder = 'tp-c
     throw new Error(
       `mesh: with order ${order} (pp not last) and pp ${d.pp} > 1 the experts' data parallel degree (${edp}) must equal dp ${d.dp} (Megatron: "the data parallel size of the attention and moe layers must be the same"); use order tp-cp-ep-dp-pp or choose etp × ep = tp × cp.`,
     );
-  const tokens = order.split('-') as Token[];
   const dense: Record<Token, number> = { tp: d.tp, cp: d.cp, ep: 1, dp: d.dp, pp: d.pp };
   const experts: Record<Token, number> = { tp: d.etp, cp: 1, ep: d.ep, dp: edp, pp: d.pp };
   const cache = new Map<GroupKind, number[][]>();
@@ -168,11 +184,7 @@ export function rankMesh(degrees: Partial<MeshDegrees>, order: RankOrder = 'tp-c
     let g = cache.get(kind);
     if (!g) {
       const { expert, tokens: span } = kindTokens[kind];
-      const sizes = expert ? experts : dense;
-      g = maskedGroups(
-        tokens.map((t) => sizes[t]),
-        tokens.map((t) => span.includes(t)),
-      );
+      g = orderedGroups(order, expert ? experts : dense, span);
       cache.set(kind, g);
     }
     return g;

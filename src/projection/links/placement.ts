@@ -1,18 +1,14 @@
 import { quoted } from '../../core/quote.ts';
 import type { NodeTopology } from '../../hardware/topology.ts';
 import type { Degrees } from '../../megatron/training-setup.ts';
+import { orderedGroups, type RankOrder, type RankToken } from '../../mesh/rank-layout.ts';
 
 /**
  * Megatron's rank orders (megatron/training/initialize.py, core_v0.19.0): "tp-cp-ep-dp-pp" by
- * default, "tp-cp-ep-pp-dp" with --use-tp-pp-dp-mapping. RankGenerator
- * (megatron/core/parallel_state.py) numbers ranks with the first token fastest:
- * rank = Σ_k coord_k · Π_{j<k} size_j, and a group of tokens is every set of ranks that differ
- * only in those tokens' coordinates (generate_masked_orthogonal_rank_groups). ep = 1 here.
+ * default, "tp-cp-ep-pp-dp" with --use-tp-pp-dp-mapping; the layout is mesh/rank-layout.ts's
+ * (RankGenerator), here with ep = 1 and no limit on the ranks.
  */
-export type RankOrder = 'tp-cp-ep-dp-pp' | 'tp-cp-ep-pp-dp';
-
-/** A parallel dimension of the rank order. */
-type Token = 'tp' | 'cp' | 'ep' | 'dp' | 'pp';
+export type { RankOrder };
 
 /** The process groups a step communicates in: each group's ranks in ring order. */
 export interface ProcessGroups {
@@ -32,40 +28,18 @@ export type GroupKind = keyof ProcessGroups;
 /** The group kinds in display order. */
 export const groupKinds: readonly GroupKind[] = ['tp', 'cp', 'dpCp', 'pp', 'embedding'];
 
-/** Each rank's coordinate per token under `order` (rank = Σ coord · stride, first token fastest). */
-function coordinates(d: Degrees, order: RankOrder): { world: number; coord: (rank: number, t: Token) => number } {
-  const size: Record<Token, number> = { tp: d.tp, cp: d.cp, ep: 1, dp: d.dp, pp: d.pp };
-  const tokens = order.split('-') as Token[];
-  const stride = new Map<Token, number>();
-  let s = 1;
-  for (const t of tokens) {
-    stride.set(t, s);
-    s *= size[t];
-  }
-  return { world: s, coord: (rank, t) => Math.floor(rank / stride.get(t)!) % size[t] };
-}
-
-/** Groups of the ranks that differ only in `masked` (members ascending: Megatron's enumeration order). */
-function maskedGroups(d: Degrees, order: RankOrder, masked: readonly Token[]): number[][] {
-  const { world, coord } = coordinates(d, order);
-  const free = (['tp', 'cp', 'ep', 'dp', 'pp'] as Token[]).filter((t) => !masked.includes(t));
-  const byKey = new Map<string, number[]>();
-  for (let r = 0; r < world; r++) {
-    const key = free.map((t) => coord(r, t)).join(',');
-    const g = byKey.get(key);
-    if (g) g.push(r);
-    else byKey.set(key, [r]);
-  }
-  return [...byKey.values()];
+/** Groups of the ranks that differ only in `masked` (generate_masked_orthogonal_rank_groups' order). */
+function maskedGroupsOf(d: Degrees, order: RankOrder, masked: readonly RankToken[]): number[][] {
+  return orderedGroups(order, { tp: d.tp, cp: d.cp, ep: 1, dp: d.dp, pp: d.pp }, masked);
 }
 
 /** The process groups of degrees `d` under Megatron's rank order `order`. */
 export function processGroups(d: Degrees, order: RankOrder = 'tp-cp-ep-dp-pp'): ProcessGroups {
-  const pipelines = maskedGroups(d, order, ['pp']);
+  const pipelines = maskedGroupsOf(d, order, ['pp']);
   return {
-    tp: maskedGroups(d, order, ['tp']),
-    cp: maskedGroups(d, order, ['cp']),
-    dpCp: maskedGroups(d, order, ['dp', 'cp']),
+    tp: maskedGroupsOf(d, order, ['tp']),
+    cp: maskedGroupsOf(d, order, ['cp']),
+    dpCp: maskedGroupsOf(d, order, ['dp', 'cp']),
     pp: pipelines.flatMap((p) => p.slice(0, -1).map((r, i) => [r, p[i + 1]!])),
     embedding: d.pp > 1 ? pipelines.map((p) => [p[0]!, p.at(-1)!]) : [],
   };
