@@ -3,7 +3,7 @@ import { hostTensor, type HostTensor } from '../../../src/comm/host-tensor.ts';
 import { reduceArrays } from '../../../src/comm/layout.ts';
 import { collectiveTolerance, maxAbsDiff } from '../../collective-cases.ts';
 import { nodeTransports, randomArray, rejectionOf } from './groups.ts';
-import { makeMesh } from './mesh-groups.ts';
+import { makeMesh, p2pTransports } from './mesh-groups.ts';
 import type { GroupKind } from '../../../src/mesh/rank-layout.ts';
 
 const input = (r: number, n: number, salt: number): HostTensor => hostTensor([n], randomArray(n, 100 * salt + r + 1));
@@ -46,7 +46,9 @@ describe.each(nodeTransports)('process groups of a mesh over %s', (kind) => {
     });
     m.close();
   });
+});
 
+describe.each(p2pTransports)('point-to-point in a mesh group over %s', (kind) => {
   test('point-to-point batches pass activations forward and gradients back along every pipeline at once, exactly', async () => {
     // t 2 × p 4: two pipelines (ranks 0, 2, 4, 6 and 1, 3, 5, 7). Stage s sends to s + 1 and receives
     // from s − 1 in one batch (as batch_isend_irecv does), then the reverse; twice, so the per-pair numbering moves on.
@@ -145,47 +147,88 @@ describe.each(nodeTransports)('faults in a mesh group over %s name the group and
     );
     m.close();
   });
-
-  test('a receive that does not match the send names both ranks, the group and both fingerprints', async () => {
-    const m = makeMesh(kind, { tp: 2, pp: 2 });
-    // Pipeline 0 is ranks 0, 2: stage 0 sends [4] of act, stage 1 expects [4, 1] of act.
-    const sent = m.comm(0, 'pp').send(hostTensor([4]), 1, 'act');
-    const e = await rejectionOf(m.comm(2, 'pp').recv([4, 1], 0, 'act'));
-    await sent;
-    expect(e.name).toBe('P2PMismatchError');
-    expect(e.message).toBe(
-      'rank 2 (tp 0, cp 0, dp 0, pp 1) in the PP group 0 (ranks 0, 2): expected recv(f32 [4, 1] of act #1) from rank 0 (tp 0, cp 0, dp 0, pp 0), which sent f32 [4] of act #1.',
-    );
-    // The communicator is broken from then on, saying why.
-    const next = await rejectionOf(m.comm(2, 'pp').recv([4], 0, 'act'));
-    expect(next.name).toBe('GroupBrokenError');
-    m.close();
-  });
-
-  test('a receive from a stage that never sends times out within 5 s naming it', async () => {
-    const m = makeMesh(kind, { tp: 2, pp: 2 }, 1_000);
-    const t0 = Date.now();
-    const e = await rejectionOf(m.comm(3, 'pp').recv([2], 0, 'act'));
-    expect(Date.now() - t0).toBeLessThan(5_000);
-    expect(e.name).toBe('P2PTimeoutError');
-    expect(e.message).toBe(
-      'rank 3 (tp 1, cp 0, dp 0, pp 1) in the PP group 1 (ranks 1, 3): recv(f32 [2] of act #1) from rank 1 (tp 1, cp 0, dp 0, pp 0) timed out after 1000 ms: rank 1 (tp 1, cp 0, dp 0, pp 0) did not send it.',
-    );
-    m.close();
-  });
-
-  test('a peer outside the group, or the rank itself, is refused before anything moves', async () => {
-    const m = makeMesh(kind, { pp: 2 });
-    const pp = m.comm(0, 'pp');
-    expect((await rejectionOf(pp.send(hostTensor([1]), 2))).message).toBe(
-      'send(peer 2): peer 2 is not a rank of this group of 2 (0…1).',
-    );
-    expect((await rejectionOf(pp.recv([1], 0))).message).toBe(
-      'recv(peer 0): rank 0 cannot send to or receive from itself.',
-    );
-    // Nothing was numbered: the first real message is still #1 on both sides.
-    const [, y] = await Promise.all([pp.send(hostTensor([1], new Float32Array([7])), 1), m.comm(1, 'pp').recv([1], 0)]);
-    expect(Array.from(y.data)).toEqual([7]);
-    m.close();
-  });
 });
+
+describe.each(p2pTransports)(
+  'point-to-point faults in a mesh group over %s name the group and the ranks’ coordinates',
+  (kind) => {
+    test('a receive that does not match the send names both ranks, the group and both fingerprints', async () => {
+      const m = makeMesh(kind, { tp: 2, pp: 2 });
+      // Pipeline 0 is ranks 0, 2: stage 0 sends [4] of act, stage 1 expects [4, 1] of act.
+      const sent = m.comm(0, 'pp').send(hostTensor([4]), 1, 'act');
+      const e = await rejectionOf(m.comm(2, 'pp').recv([4, 1], 0, 'act'));
+      await sent;
+      expect(e.name).toBe('P2PMismatchError');
+      expect(e.message).toBe(
+        'rank 2 (tp 0, cp 0, dp 0, pp 1) in the PP group 0 (ranks 0, 2): expected recv(f32 [4, 1] of act #1) from rank 0 (tp 0, cp 0, dp 0, pp 0), which sent f32 [4] of act #1.',
+      );
+      // The communicator is broken from then on, saying why.
+      const next = await rejectionOf(m.comm(2, 'pp').recv([4], 0, 'act'));
+      expect(next.name).toBe('GroupBrokenError');
+      m.close();
+    });
+
+    test('a receive from a stage that never sends times out within 5 s naming it', async () => {
+      const m = makeMesh(kind, { tp: 2, pp: 2 }, 1_000);
+      const t0 = Date.now();
+      const e = await rejectionOf(m.comm(3, 'pp').recv([2], 0, 'act'));
+      expect(Date.now() - t0).toBeLessThan(5_000);
+      expect(e.name).toBe('P2PTimeoutError');
+      expect(e.message).toBe(
+        'rank 3 (tp 1, cp 0, dp 0, pp 1) in the PP group 1 (ranks 1, 3): recv(f32 [2] of act #1) from rank 1 (tp 1, cp 0, dp 0, pp 0) timed out after 1000 ms: rank 1 (tp 1, cp 0, dp 0, pp 0) did not send it.',
+      );
+      m.close();
+    });
+
+    test('a peer outside the group, or the rank itself, is refused before anything moves', async () => {
+      const m = makeMesh(kind, { pp: 2 });
+      const pp = m.comm(0, 'pp');
+      expect((await rejectionOf(pp.send(hostTensor([1]), 2))).message).toBe(
+        'send(peer 2): peer 2 is not a rank of this group of 2 (0…1).',
+      );
+      expect((await rejectionOf(pp.recv([1], 0))).message).toBe(
+        'recv(peer 0): rank 0 cannot send to or receive from itself.',
+      );
+      // Nothing was numbered: the first real message is still #1 on both sides.
+      const [, y] = await Promise.all([
+        pp.send(hostTensor([1], new Float32Array([7])), 1),
+        m.comm(1, 'pp').recv([1], 0),
+      ]);
+      expect(Array.from(y.data)).toEqual([7]);
+      m.close();
+    });
+
+    test('a message longer than the shared ring’s point-to-point buffer is refused saying which option to raise', async () => {
+      if (kind !== 'sab-ring') return;
+      const m = makeMesh(kind, { pp: 2 }, 1_000, 64);
+      const e = await rejectionOf(m.comm(0, 'pp').send(hostTensor([17]), 1, 'act'));
+      expect(e.message).toBe(
+        "rank 0: send(f32 [17] of act #1) moves 68 bytes, more than the shared ring's 64 bytes per point-to-point message; build the pool with a larger p2pCapacityBytes.",
+      );
+    });
+
+    test('a tensor name longer than a fingerprint holds still matches its receive, and a different long name does not', async () => {
+      const m = makeMesh(kind, { pp: 2 });
+      const long = `decoder.layers.${'0'.repeat(80)}.act`;
+      const [, y] = await Promise.all([
+        m.comm(0, 'pp').send(hostTensor([2], new Float32Array([1, 2])), 1, long),
+        m.comm(1, 'pp').recv([2], 0, long),
+      ]);
+      expect(Array.from(y.data)).toEqual([1, 2]);
+      // Names differing only past the fingerprint's 68 bytes are told apart in-process and over ports, not in shared memory.
+      const other = `${long.slice(0, -3)}grd`;
+      const got = await Promise.all([
+        m.comm(0, 'pp').send(hostTensor([2]), 1, long),
+        m
+          .comm(1, 'pp')
+          .recv([2], 0, other)
+          .then(
+            () => 'matched',
+            (err: Error) => err.name,
+          ),
+      ]);
+      expect(got[1]).toBe(kind === 'sab-ring' ? 'matched' : 'P2PMismatchError');
+      m.close();
+    });
+  },
+);
