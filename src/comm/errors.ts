@@ -55,7 +55,9 @@ export class CollectiveAbortedError extends Error {
     readonly reason: string,
     group?: GroupView,
   ) {
-    super(`${groupRank(rank, group)}${inGroup(group)}: ${call ? formatCall(call) : 'collective'} aborted: ${reason}.`);
+    // Without a call: whatever this rank was waiting on in the group (a collective or a point-to-point message).
+    const what = call ? formatCall(call) : 'communication';
+    super(`${groupRank(rank, group)}${inGroup(group)}: ${what} aborted: ${reason.replace(/\.$/, '')}.`);
   }
 }
 

@@ -5,7 +5,8 @@ export class RankFailedError extends Error {
     readonly rank: number,
     detail: string,
   ) {
-    super(detail.startsWith(`rank ${rank}:`) ? detail : `rank ${rank}: ${detail}`);
+    // A detail that names the rank already ("rank 2: …", or in a mesh "rank 2 (tp 0, …) in …") keeps its own prefix.
+    super(new RegExp(`^rank ${rank}[: ]`).test(detail) ? detail : `rank ${rank}: ${detail}`);
   }
 }
 

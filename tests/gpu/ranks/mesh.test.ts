@@ -159,5 +159,38 @@ describe.each(poolTransports)(
       expect(tpErr.message).toContain(dying);
       await pool.dispose();
     });
+
+    test('a receive that does not match its send fails the receiver naming both ends, and releases the sender waiting on it within 5 s', async () => {
+      const pool = await faultPool({ mesh: { degrees: { tp: 2, pp: 2 } }, transport, timeoutMs: 30_000 });
+      const t0 = performance.now();
+      // Pipeline 0 is ranks 0 and 2: rank 0 sends [4] and waits for a gradient that rank 2, expecting [4, 1], never sends.
+      const [sender, receiver] = await Promise.allSettled([
+        pool.run(
+          'p2p',
+          {
+            group: 'pp',
+            device: 'gpu',
+            ops: [
+              { op: 'send', peer: 1, shape: [4], data: new Float32Array(4), tensor: 'act' },
+              { op: 'recv', peer: 1, shape: [3], tensor: 'grad' },
+            ],
+          },
+          [0],
+        ),
+        pool.run(
+          'p2p',
+          { group: 'pp', device: 'gpu', ops: [{ op: 'recv', peer: 0, shape: [4, 1], tensor: 'act' }] },
+          [2],
+        ),
+      ]);
+      expect(performance.now() - t0).toBeLessThan(5_000);
+      const mismatch =
+        'rank 2 (tp 0, cp 0, dp 0, pp 1) in the PP group 0 (ranks 0, 2): expected recv(f32 [4, 1] of act #1) from rank 0 (tp 0, cp 0, dp 0, pp 0), which sent f32 [4] of act #1.';
+      expect(((receiver as PromiseRejectedResult).reason as { errors: Error[] }).errors[2]!.message).toBe(mismatch);
+      const released = ((sender as PromiseRejectedResult).reason as { errors: Error[] }).errors[0]!.message;
+      expect(released).toMatch(/^rank 0 \(tp 0, cp 0, dp 0, pp 0\) in the PP group 0 \(ranks 0, 2\): /);
+      expect(released).toContain(`communication aborted: rank 2 (tp 0, cp 0, dp 0, pp 1) failed: ${mismatch}`);
+      await pool.dispose();
+    });
   },
 );
