@@ -12,6 +12,7 @@ import { budgetRun, memoryBudget } from '../../src/accounting/budget.ts';
 import { printSweep } from './sweep-print.ts';
 import { checkOutputPaths } from '../cli/output-path.ts';
 import { cliValues, rawSizeSettings, sizeFlagOptions } from '../cli/size-flags.ts';
+import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
@@ -103,4 +104,4 @@ if (values.dump) {
 const degrees = report.degrees.map((d) => ({ ...d, safetensors: undefined }));
 if (values.json) console.log(JSON.stringify({ ...report, degrees, trace: undefined }, null, 2));
 else printSweep(report);
-process.exit(report.degrees.every((d) => d.oracle.pass) ? 0 : 1);
+await exitAfterFlush(report.degrees.every((d) => d.oracle.pass) ? 0 : 1);

@@ -11,6 +11,7 @@ import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 import { runSearch } from './project-search.ts';
 import { topologyReport } from './project-topology.ts';
 import { runAblation } from './project-ablate.ts';
+import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -25,7 +26,7 @@ try {
 }
 if (args.help) {
   console.log(usage());
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 
 if (args.exportJob !== undefined) {
@@ -36,7 +37,7 @@ if (args.exportJob !== undefined) {
     fail((e as Error).message);
   }
   console.log(`job bundle written: ${written.join(', ')}`);
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 
 if (args.gemmTable) {
@@ -54,7 +55,7 @@ if (args.gemmTable) {
   ]);
   const head = ['shape', 'M×N×K', 'time', 'TFLOP/s', 'of peak', 'tile', 'tiles', 'waves'];
   for (const line of alignedTable(head, rows)) console.log(line);
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 
 const reports = [args.ablate && '--ablate', args.search && '--search', args.topology && '--topology'].filter(Boolean);
@@ -62,12 +63,12 @@ if (reports.length > 1) fail(`${reports.join(' and ')} are separate reports: giv
 
 if (args.ablate) {
   await runAblation(args);
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 
 if (args.search) {
   await runSearch(args);
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 
 if (args.topology) {
@@ -76,7 +77,7 @@ if (args.topology) {
   } catch (e) {
     fail((e as Error).message);
   }
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 
 const machine = { system: args.system, dtype: args.dtype, kernels: args.kernels };
@@ -117,7 +118,7 @@ if (args.json) {
     ? { memoryTimeline: rows.flatMap((r) => (r.ok ? [{ tp: r.tp, stages: r.step.stageMemory }] : [])) }
     : {};
   console.log(JSON.stringify({ ...header, rows: lines, ...timeline }, null, 2));
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;

@@ -14,6 +14,7 @@ import { traceReport } from './trace-print.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
+import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 
 const usage =
   'usage: npm run trace -- FILE|DIR… [--job DIR] [--json]   (one PyTorch profiler trace per rank, .json or .json.gz; --job: a job bundle or its megatron-job.json)';
@@ -39,7 +40,7 @@ try {
 }
 if (args.values.help) {
   console.log(usage);
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 if (!args.positionals.length) fail('no trace files given.');
 
