@@ -65,4 +65,21 @@ describe('the overlap ablation panel (built page)', () => {
     );
     expect(await stepOf('overlapP2p')).toBeLessThan(await stepOf('none'));
   }, 240_000);
+
+  test('p beyond the cap (or not a whole number) is named at the panel and the last good p is kept', async () => {
+    const pp = panel().locator('input[data-ablation-pp]');
+    await pp.fill('1000000');
+    await pp.dispatchEvent('change');
+    await expect
+      .poll(() => panel().locator('[data-ablation-error]').textContent())
+      .toMatch(/pp = 1000000 is more than 64/);
+    await pp.fill('2');
+    await pp.dispatchEvent('change');
+    expect(await panel().locator('[data-ablation-error]').count()).toBe(0);
+    await pp.fill('1.5');
+    await pp.dispatchEvent('change');
+    await expect
+      .poll(() => panel().locator('[data-ablation-error]').textContent())
+      .toMatch(/pp must be a whole number ≥ 1, got "1.5"/);
+  }, 60_000);
 });

@@ -11,7 +11,7 @@ import { describeSharing } from '../../projection/links/shared-link-label.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs, formatSignedMs } from '../../core/format.ts';
 import { clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
-import type { Settings } from '../settings/state.ts';
+import { settingsTable, type Settings } from '../settings/state.ts';
 import type { AblationAnswer, AblationWorker } from './ablation.worker.ts';
 
 /**
@@ -190,7 +190,15 @@ export class TpAblationPanel extends LitElement {
     const s = this.settings;
     if (!s) return nothing;
     const a = this.answer;
-    const whole = (text: string): number => Math.max(1, Math.round(Number(text)) || 1);
+    // p and v parse with the settings table's rows (whole, ≥ 1, p ≤ ppCap): a bad value keeps the last good one and says why.
+    const degree = (field: 'pp' | 'vpp') => (e: Event) => {
+      try {
+        this[field] = settingsTable[field].parse((e.target as HTMLInputElement).value);
+        this.error = '';
+      } catch (err) {
+        this.error = err instanceof Error ? err.message : String(err);
+      }
+    };
     return html`<h2>Overlap ablation</h2>
       <p class="note">
         Every overlap the projection prices, alone, in pairs and all on, for ${clusterModelNames[s.cmodel]} ×
@@ -199,8 +207,8 @@ export class TpAblationPanel extends LitElement {
         holds), and which combinations are slower than one of their subsets (seed 004 M102; the same as
         <code>npm run project -- --ablate</code>, docs/overlap-ablation.md).
       </p>
-      <label>p <input type="number" min="1" data-ablation-pp .value=${String(this.pp)} @change=${(e: Event) => (this.pp = whole((e.target as HTMLInputElement).value))} /></label>
-      <label>v <input type="number" min="1" data-ablation-vpp .value=${String(this.vpp)} @change=${(e: Event) => (this.vpp = whole((e.target as HTMLInputElement).value))} /></label>
+      <label>p <input type="number" min="1" data-ablation-pp .value=${String(this.pp)} @change=${degree('pp')} /></label>
+      <label>v <input type="number" min="1" data-ablation-vpp .value=${String(this.vpp)} @change=${degree('vpp')} /></label>
       <label
         ><input
           type="checkbox"
