@@ -1,4 +1,5 @@
 // npm run trace -- FILE|DIR… [--job DIR] [--json]
+// npm run trace -- --memory SNAPSHOT.json [--job DIR]
 // Reads the per-rank PyTorch profiler (Kineto) traces of one job (.json or .json.gz; a directory
 // stands for its trace files) and prints, per rank, compute, communication, exposed communication
 // and overlap; per collective and per ProfilerStep#N. With a job bundle's manifest (--job DIR, or a
@@ -11,13 +12,16 @@ import { analyseMeasured } from '../../src/kineto/measured-analysis.ts';
 import { readTraceFile } from './trace-files.ts';
 import { jobComparisonReport, readManifestAt, traceFilesOf } from './trace-job.ts';
 import { traceReport } from './trace-print.ts';
+import { memoryReport } from './trace-memory.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { jobManifestFile } from '../../src/megatron/job-manifest.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 
-const usage =
-  'usage: npm run trace -- FILE|DIR… [--job DIR] [--json]   (one PyTorch profiler trace per rank, .json or .json.gz; --job: a job bundle or its megatron-job.json)';
+const usage = [
+  'usage: npm run trace -- FILE|DIR… [--job DIR] [--json]   (one PyTorch profiler trace per rank, .json or .json.gz; --job: a job bundle or its megatron-job.json)',
+  "       npm run trace -- --memory SNAPSHOT.json [--job DIR]   (a memory snapshot as the bundle's memory_snapshot_json.py writes it)",
+].join('\n');
 
 function fail(message: string): never {
   process.stderr.write(`trace: ${message}\n${usage}\n`);
@@ -26,13 +30,23 @@ function fail(message: string): never {
 
 let args: ReturnType<
   typeof parseArgs<{
-    options: { json: { type: 'boolean' }; help: { type: 'boolean' }; job: { type: 'string' } };
+    options: {
+      json: { type: 'boolean' };
+      help: { type: 'boolean' };
+      job: { type: 'string' };
+      memory: { type: 'string' };
+    };
     allowPositionals: true;
   }>
 >;
 try {
   args = parseArgs({
-    options: { json: { type: 'boolean' }, help: { type: 'boolean' }, job: { type: 'string' } },
+    options: {
+      json: { type: 'boolean' },
+      help: { type: 'boolean' },
+      job: { type: 'string' },
+      memory: { type: 'string' },
+    },
     allowPositionals: true,
   });
 } catch (e) {
@@ -40,6 +54,16 @@ try {
 }
 if (args.values.help) {
   console.log(usage);
+  await exitAfterFlush(0);
+}
+if (args.values.memory !== undefined) {
+  try {
+    const job = args.values.job !== undefined ? await readManifestAt(args.values.job) : undefined;
+    console.log((await memoryReport(args.values.memory, job)).join('\n'));
+  } catch (e) {
+    if (e instanceof TraceImportError) fail(e.message);
+    throw e;
+  }
   await exitAfterFlush(0);
 }
 if (!args.positionals.length) fail('no trace files given.');

@@ -13,6 +13,7 @@ import {
   type MegatronRun,
 } from './megatron-args.ts';
 import { setupConfig, type TrainingSetup } from './training-setup.ts';
+import { memoryHistoryArgs, memorySnapshotScript, memorySnapshotScriptName } from './memory-snapshot-script.ts';
 
 /** What to bundle: the setup with its t, the precision, the catalog system and the node shape. */
 export interface JobSpec {
@@ -42,6 +43,8 @@ export const bundleProfile = { stepStart: 4, stepEnd: 6, trainIters: 10 } as con
 
 /** The run's directory layout: --tensorboard-dir $RUN_DIR/tensorboard puts traces in $RUN_DIR/torch_profile (training.py:3676). */
 const traceDirName = 'torch_profile';
+/** Where the last rank pickles the allocator history with RECORD_MEMORY=1 (outside the trace directory, whose *.json are traces). */
+const memorySnapshotPickle = '$RUN_DIR/memory-snapshot.pickle';
 
 /** A word for bash: as is when plain, double-quoted when it starts with a $VARIABLE (expanded), else single-quoted. */
 function shq(x: string): string {
@@ -123,9 +126,10 @@ export const realDataArgs = ['--data-path', '$DATA_PATH', '--split', '969,30,1']
 /**
  * The bundle's files: README.md, megatron-job.json (the manifest), setup.sh (checks out the pin),
  * env.sh (environment and defaults), args.sh (Megatron-LM's arguments as a bash array), launch.sh
- * (torchrun on this node: one node, or node NODE_RANK of NNODES with MASTER_ADDR) and job.sbatch
- * (Slurm: one srun task per node running launch.sh). Throws when the setup is illegal or N does
- * not fill whole nodes.
+ * (torchrun on this node: one node, or node NODE_RANK of NNODES with MASTER_ADDR), job.sbatch
+ * (Slurm: one srun task per node running launch.sh) and memory_snapshot_json.py (the allocator
+ * history to JSON, memory-snapshot-script.ts). Throws when the setup is illegal or N does not fill
+ * whole nodes.
  */
 export function jobBundle(spec: JobSpec): BundleFile[] {
   const { config, run, args } = jobArgs(spec);
@@ -169,6 +173,8 @@ export MEGATRON_LM="\${MEGATRON_LM:-$BUNDLE_DIR/Megatron-LM}"
 export RUN_DIR="\${RUN_DIR:-$BUNDLE_DIR/run}"
 # Empty: the mock dataset. A Megatron .bin/.idx prefix (token ids < ${config.vocab > 0 ? config.vocab : 1}): real data.
 export DATA_PATH="\${DATA_PATH:-}"
+# 1: record PyTorch's allocator history (its stack capture slows the step: not in a run whose traces are timed).
+export RECORD_MEMORY="\${RECORD_MEMORY:-0}"
 `;
   const argsSh = `# Megatron-LM ${megatronRelease.tag} arguments of pretrain_gpt.py for this job; sourced by launch.sh.
 MEGATRON_ARGS=(
@@ -178,6 +184,11 @@ if [ -n "$DATA_PATH" ]; then
   DATA_ARGS=(${realDataArgs.map(shq).join(' ')})
 else
   DATA_ARGS=(--mock-data)
+fi
+if [ "$RECORD_MEMORY" = 1 ]; then
+  MEMORY_ARGS=(${memoryHistoryArgs(memorySnapshotPickle).map(shq).join(' ')})
+else
+  MEMORY_ARGS=()
 fi
 `;
   const launchSh = `#!/usr/bin/env bash
@@ -197,8 +208,14 @@ torchrun \\
   --master-addr "$MASTER_ADDR" \\
   --master-port "$MASTER_PORT" \\
   --nproc-per-node "$GPUS_PER_NODE" \\
-  pretrain_gpt.py "\${MEGATRON_ARGS[@]}" "\${DATA_ARGS[@]}"
+  pretrain_gpt.py "\${MEGATRON_ARGS[@]}" "\${DATA_ARGS[@]}" "\${MEMORY_ARGS[@]}"
 echo "traces: $RUN_DIR/${traceDirName}/rank-*.json.gz (with ${jobManifestFile}); open them on the playground's #view=trace"
+# Megatron pickles the allocator history on the last rank only: convert it on the node that holds it.
+LAST_RANK=$((NNODES * GPUS_PER_NODE - 1))
+if [ "$RECORD_MEMORY" = 1 ] && [ -e "${memorySnapshotPickle}" ]; then
+  python3 "$BUNDLE_DIR/${memorySnapshotScriptName}" "${memorySnapshotPickle}" --rank "$LAST_RANK" -o "$RUN_DIR/memory-rank-$LAST_RANK.json"
+  echo "memory: $RUN_DIR/memory-rank-$LAST_RANK.json; npm run trace -- --memory FILE --job DIR"
+fi
 `;
   const sbatch = `#!/usr/bin/env bash
 #SBATCH --job-name=${shq(spec.name)}
@@ -255,6 +272,12 @@ manifest, then either drop them all on the playground's \`#view=trace\` (the man
 job's projection, measured vs projected per collective and per step) or run
 \`npm run trace -- DIR --job DIR\` in the playground's checkout.
 
+Memory: \`RECORD_MEMORY=1 ./launch.sh\` adds \`--record-memory-history --memory-snapshot-path\`;
+Megatron pickles PyTorch's allocator history on the last rank, and \`launch.sh\` converts it with
+\`${memorySnapshotScriptName}\` (Python's standard library only) to \`$RUN_DIR/memory-rank-<last>.json\`:
+\`npm run trace -- --memory FILE --job DIR\` sets it beside the projection's memory of that rank's
+stage. Recording captures a stack per allocation and slows the step: keep it out of a timed run.
+
 ## Where Megatron's run differs from the playground's layer
 
 ${caveats}
@@ -267,5 +290,6 @@ ${caveats}
     { path: 'args.sh', text: argsSh, executable: false },
     { path: 'launch.sh', text: launchSh, executable: true },
     { path: 'job.sbatch', text: sbatch, executable: true },
+    { path: memorySnapshotScriptName, text: memorySnapshotScript, executable: true },
   ];
 }

@@ -9,6 +9,7 @@ import { jobManifestFile, manifestProjection, readJobManifest } from '../../../s
 import { checkMegatronLaunch, ngcEnvironment } from '../../../src/megatron/megatron-check.ts';
 import { seedsV100 } from '../../../src/megatron/scenarios.ts';
 import { twoNodeJobSpec } from '../kineto/kineto-fixtures.ts';
+import { memoryHistory, readMemorySnapshot } from '../../../src/kineto/memory-snapshot.ts';
 
 /** Every flag of the pinned release (tests/fixtures/megatron-flags.json). */
 const known = new Set(
@@ -177,5 +178,76 @@ describe('bundle input checks', () => {
   test('a manifest that is not one is named', () => {
     expect(() => readJobManifest('{"kind":"other"}')).toThrow(/kind is "other"/);
     expect(() => readJobManifest('nope')).toThrow(/not JSON/);
+  });
+});
+
+describe('job bundle: the allocator history (RECORD_MEMORY=1)', () => {
+  const dir = write({ ...twoNodeJobSpec, name: 'memory-2x8' });
+
+  test('the flags exist in the pinned release and pass its checks; off by default', () => {
+    const argv = (record: string): string[] =>
+      execFileSync(
+        'bash',
+        [
+          '-c',
+          `BUNDLE_DIR="$1"; source "$1/env.sh"; source "$1/args.sh"; printf '%s\\0' "\${MEGATRON_ARGS[@]}" "\${MEMORY_ARGS[@]}"`,
+          '_',
+          dir,
+        ],
+        { env: { ...process.env, RECORD_MEMORY: record, RUN_DIR: '/scratch/run' }, encoding: 'utf8' },
+      )
+        .split('\0')
+        .slice(0, -1);
+    expect(argv('0')).not.toContain('--record-memory-history');
+    const on = argv('1');
+    expect(on.slice(on.indexOf('--record-memory-history'))).toEqual([
+      '--record-memory-history',
+      '--memory-snapshot-path',
+      '/scratch/run/memory-snapshot.pickle',
+    ]);
+    expect(on.filter((x) => x.startsWith('--') && !known.has(x))).toEqual([]);
+    expect(
+      checkMegatronLaunch(on, ngcEnvironment(twoNodeJobSpec.setup.gpus, { CUDA_DEVICE_MAX_CONNECTIONS: '1' })),
+    ).toEqual([]);
+  });
+
+  test('launch.sh converts the last rank’s pickle on the node that holds it, and only there', () => {
+    const bin = join(root, 'memory-bin');
+    const megatron = join(root, 'memory-megatron');
+    for (const d of [bin, megatron]) mkdirSync(d, { recursive: true });
+    const log = join(root, 'memory-calls.log');
+    // torchrun stand-in: the last node's writes a snapshot pickle in torch.cuda.memory._snapshot()'s format where Megatron is told to.
+    tool(
+      bin,
+      'torchrun',
+      `if [ "$NODE_RANK" = 1 ]; then for ((i = 1; i <= $#; i++)); do [ "\${!i}" = --memory-snapshot-path ] && j=$((i + 1)) && python3 -c '
+import pickle, sys
+ev = lambda a, s: {"action": a, "addr": 0, "size": s, "stream": 0, "time_us": 1000, "frames": []}
+seg = {"address": 0, "total_size": 4096, "stream": 0, "segment_type": "small", "allocated_size": 512, "active_size": 512, "blocks": []}
+pickle.dump({"segments": [seg], "device_traces": [[ev("segment_alloc", 4096), ev("alloc", 512)]]}, open(sys.argv[1], "wb"))
+' "\${!j}"; done; fi; true`,
+    );
+    const nodes = [0, 1].map((node) => {
+      const run = join(root, `memory-run-${node}`);
+      execFileSync('bash', [join(dir, 'launch.sh')], {
+        env: {
+          ...process.env,
+          PATH: `${bin}:${process.env.PATH}`,
+          CALLS: log,
+          RUN_DIR: run,
+          MEGATRON_LM: megatron,
+          NNODES: '2',
+          NODE_RANK: String(node),
+          RECORD_MEMORY: '1',
+        },
+        stdio: 'pipe',
+      });
+      return run;
+    });
+    expect(existsSync(join(nodes[0]!, 'memory-rank-15.json'))).toBe(false);
+    const json: unknown = JSON.parse(readFileSync(join(nodes[1]!, 'memory-rank-15.json'), 'utf8'));
+    const s = readMemorySnapshot(json, 'memory-rank-15.json');
+    expect(s.rank).toBe(15);
+    expect(memoryHistory(s)).toMatchObject({ peakAllocated: 512, peakReserved: 4096 });
   });
 });
