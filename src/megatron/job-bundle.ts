@@ -13,7 +13,12 @@ import {
   type MegatronRun,
 } from './megatron-args.ts';
 import { setupConfig, type TrainingSetup } from './training-setup.ts';
-import { memoryHistoryArgs, memorySnapshotScript, memorySnapshotScriptName } from './memory-snapshot-script.ts';
+import {
+  memoryHistoryArgs,
+  memorySnapshotFile,
+  memorySnapshotScript,
+  memorySnapshotScriptName,
+} from './memory-snapshot-script.ts';
 
 /** What to bundle: the setup with its t, the precision, the catalog system and the node shape. */
 export interface JobSpec {
@@ -213,8 +218,8 @@ echo "traces: $RUN_DIR/${traceDirName}/rank-*.json.gz (with ${jobManifestFile});
 # Megatron pickles the allocator history on the last rank only: convert it on the node that holds it.
 LAST_RANK=$((NNODES * GPUS_PER_NODE - 1))
 if [ "$RECORD_MEMORY" = 1 ] && [ -e "${memorySnapshotPickle}" ]; then
-  python3 "$BUNDLE_DIR/${memorySnapshotScriptName}" "${memorySnapshotPickle}" --rank "$LAST_RANK" -o "$RUN_DIR/memory-rank-$LAST_RANK.json"
-  echo "memory: $RUN_DIR/memory-rank-$LAST_RANK.json; npm run trace -- --memory FILE --job DIR"
+  python3 "$BUNDLE_DIR/${memorySnapshotScriptName}" "${memorySnapshotPickle}" --rank "$LAST_RANK" -o "$RUN_DIR/${memorySnapshotFile('$LAST_RANK')}"
+  echo "memory: $RUN_DIR/${memorySnapshotFile('$LAST_RANK')}; npm run trace -- --memory FILE --job DIR, or drop it with the traces on #view=trace"
 fi
 `;
   const sbatch = `#!/usr/bin/env bash
@@ -274,9 +279,9 @@ job's projection, measured vs projected per collective and per step) or run
 
 Memory: \`RECORD_MEMORY=1 ./launch.sh\` adds \`--record-memory-history --memory-snapshot-path\`;
 Megatron pickles PyTorch's allocator history on the last rank, and \`launch.sh\` converts it with
-\`${memorySnapshotScriptName}\` (Python's standard library only) to \`$RUN_DIR/memory-rank-<last>.json\`:
-\`npm run trace -- --memory FILE --job DIR\` sets it beside the projection's memory of that rank's
-stage. Recording captures a stack per allocation and slows the step: keep it out of a timed run.
+\`${memorySnapshotScriptName}\` (Python's standard library only) to \`$RUN_DIR/${memorySnapshotFile('<last>')}\`:
+\`npm run trace -- --memory FILE --job DIR\`, or the file dropped with the traces on \`#view=trace\`, sets it
+beside the projection's memory of that rank's stage. Recording captures a stack per allocation and slows the step: keep it out of a timed run.
 
 ## Where Megatron's run differs from the playground's layer
 

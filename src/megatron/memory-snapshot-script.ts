@@ -17,6 +17,11 @@ export const memoryHistoryArgs = (snapshotPath: string): string[] => [
 /** The converter's file name in the bundle. */
 export const memorySnapshotScriptName = 'memory_snapshot_json.py';
 
+/** The JSON launch.sh writes for global rank `rank` (the trace view takes a dropped file of this name as a snapshot). */
+export const memorySnapshotFile = (rank: number | string): string => `memory-rank-${rank}.json`;
+/** Matches memorySnapshotFile's names. */
+export const memorySnapshotFilePattern = /^memory-rank-\d+\.json$/;
+
 /**
  * memory_snapshot_json.py: the snapshot pickle (plain dicts, lists and numbers: Python's standard
  * library reads it, torch is not needed) → JSON with the snapshot's own field names, stack frames

@@ -102,3 +102,49 @@ test("#view=trace: a job bundle's manifest dropped with its traces selects the p
     expect(pageErrors).toEqual([]);
   });
 });
+
+test("#view=trace: a rank's memory snapshot dropped with the manifest is drawn, allocated and reserved, beside the projected peak of its stage", async () => {
+  const manifest = jobBundle(tp2JobSpec).find((f) => f.path === jobManifestFile)!;
+  // As memory_snapshot_json.py writes it (tests/unit/kineto/memory-snapshot.test.ts converts a real-format pickle):
+  // a 2 MiB segment, 1 MiB and 512 KiB allocated, the 1 MiB freed; rank 1 is the job's last.
+  const MiB = 2 ** 20;
+  const ev = (action: string, size: number, t: number) => ({ action, addr: 0, size, stream: 0, time_us: 1e15 + t });
+  const snapshot = {
+    rank: 1,
+    segments: [{ address: 0, total_size: 2 * MiB, allocated_size: MiB / 2, active_size: MiB / 2, stream: 0 }],
+    device_traces: [
+      [
+        ev('segment_alloc', 2 * MiB, 0),
+        ev('alloc', MiB, 100),
+        ev('alloc', MiB / 2, 200),
+        ev('free_requested', MiB, 300),
+        ev('free_completed', MiB, 400),
+      ],
+    ],
+  };
+  await withE2ePage('/#view=trace', async (page, pageErrors) => {
+    await page.locator('tp-trace-view [data-drop]').waitFor({ timeout: 90_000 });
+    const memory = page.locator('tp-trace-memory');
+    // Two snapshots at once are refused with the reason.
+    const file = (rank: number) => ({ name: `memory-rank-${rank}.json`, text: JSON.stringify({ ...snapshot, rank }) });
+    await drop(page, [file(0), file(1)]);
+    await expect
+      .poll(() => page.locator('tp-trace-view [data-trace-error]').textContent())
+      .toMatch(/memory-rank-0\.json, memory-rank-1\.json: drop one rank's memory snapshot at a time/);
+    await drop(page, ['tp2-rank0.json', 'tp2-rank1.json.gz', { name: jobManifestFile, text: manifest.text }, file(1)]);
+    const peak = memory.locator('tr[data-line="peak allocated"]');
+    await expect.poll(() => peak.count(), { timeout: 60_000 }).toBe(1);
+    expect(Number(await peak.getAttribute('data-measured-bytes'))).toBe(1.5 * MiB);
+    expect(Number(await peak.getAttribute('data-predicted-bytes'))).toBeGreaterThan(0);
+    expect(await memory.locator('[data-memory-summary]').textContent()).toMatch(
+      /5 allocator events[\s\S]*peak allocated\s+1\.5 MiB/,
+    );
+    for (const s of ['allocated', 'reserved', 'projected-peak'])
+      expect(await memory.locator(`svg[data-memory-chart] [data-series="${s}"]`).count(), s).toBe(1);
+    expect(await memory.locator('tr[data-line^="CUDA context"]').getAttribute('data-measured-bytes')).toBe('');
+    // The traces were read too.
+    expect(await page.locator('tp-trace-totals tr[data-rank]').count()).toBe(2);
+    await memory.screenshot({ path: 'test-results/trace-view-memory.png' });
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -5,6 +5,10 @@ import { LitElement, css, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { measuredTimeline, type MeasuredTimeline } from '../../kineto/measured-timeline.ts';
 import { jobManifestFile, readJobManifest, type JobManifest } from '../../megatron/job-manifest.ts';
+import { memoryHistory, readMemorySnapshot } from '../../kineto/memory-snapshot.ts';
+import { memorySnapshotFilePattern } from '../../megatron/memory-snapshot-script.ts';
+import './tp-trace-memory.ts';
+import type { LoadedSnapshot } from './tp-trace-memory.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../../core/format.ts';
 import type { TraceLoad, TraceReader, TraceReadProgress } from './trace-read.worker.ts';
@@ -14,6 +18,18 @@ import './tp-trace-totals.ts';
 
 /** Kernels drawn at most per window (SVG blocks; the tables count every kernel). */
 const maxDrawn = 20_000;
+
+/** The allocator history in a dropped memory-rank-<r>.json (the bundle's memory_snapshot_json.py output). */
+async function readSnapshot(file: File): Promise<LoadedSnapshot> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await file.text());
+  } catch (e) {
+    throw new Error(`${file.name}: not JSON (${e instanceof Error ? e.message : String(e)}).`);
+  }
+  const s = readMemorySnapshot(json, file.name);
+  return { file: file.name, ...(s.rank !== undefined && { rank: s.rank }), history: memoryHistory(s) };
+}
 
 /**
  * `<tp-trace-view>`: a drop zone and file picker (`input[type=file]`), the read progress
@@ -62,6 +78,8 @@ export class TpTraceView extends LitElement {
   @state() private load: TraceLoad | undefined;
   /** The job bundle's manifest dropped with the traces: it selects the projection. */
   @state() private job: JobManifest | undefined;
+  /** A rank's allocator history dropped with them (the bundle's memory-rank-<r>.json). */
+  @state() private memory: LoadedSnapshot | undefined;
   @state() private status = '';
   @state() private error = '';
   @state() private over = false;
@@ -83,18 +101,27 @@ export class TpTraceView extends LitElement {
    */
   async readFiles(dropped: readonly File[]): Promise<void> {
     const manifest = dropped.find((f) => f.name === jobManifestFile);
-    const files = dropped.filter((f) => f !== manifest);
-    if (!files.length) return;
+    const snapshots = dropped.filter((f) => memorySnapshotFilePattern.test(f.name));
+    const files = dropped.filter((f) => f !== manifest && !snapshots.includes(f));
     this.error = '';
     let job: JobManifest | undefined;
-    if (manifest) {
-      try {
-        job = readJobManifest(await manifest.text(), manifest.name);
-      } catch (e) {
-        this.error = e instanceof Error ? e.message : String(e);
-        return;
-      }
+    let memory: LoadedSnapshot | undefined;
+    try {
+      if (manifest) job = readJobManifest(await manifest.text(), manifest.name);
+      if (snapshots.length > 1)
+        throw new Error(
+          `${snapshots.map((f) => f.name).join(', ')}: drop one rank's memory snapshot at a time (Megatron writes it on the last rank).`,
+        );
+      if (snapshots[0]) memory = await readSnapshot(snapshots[0]);
+    } catch (e) {
+      this.error = e instanceof Error ? e.message : String(e);
+      return;
     }
+    if (memory) {
+      this.memory = memory;
+      this.job = job ?? this.job;
+    }
+    if (!files.length) return;
     this.status = `reading ${files.length} file${files.length > 1 ? 's' : ''}…`;
     this.worker?.terminate();
     this.worker = new Worker(new URL('./trace-read.worker.ts', import.meta.url), {
@@ -171,7 +198,8 @@ export class TpTraceView extends LitElement {
         <p>
           Drop the trace files of one job here, one per rank (<code>.json</code> or <code>.json.gz</code>, as
           <code>torch.profiler</code> writes them), with the job bundle's <code>${jobManifestFile}</code> when there
-          is one, or pick them:
+          is one, and a rank's <code>memory-rank-&lt;r&gt;.json</code> (its allocator history, written with
+          <code>RECORD_MEMORY=1</code>), or pick them:
           <input type="file" multiple accept=".json,.gz,application/json,application/gzip" @change=${this.onPick} />
         </p>
         <p class="note">
@@ -182,6 +210,7 @@ export class TpTraceView extends LitElement {
       </div>
       <p role="status" data-trace-status>${this.status}</p>
       ${this.error ? html`<p class="error" role="alert" data-trace-error>${this.error}</p>` : nothing}
+      <tp-trace-memory .snapshot=${this.memory} .job=${this.job}></tp-trace-memory>
       ${
         load && tl
           ? html`
