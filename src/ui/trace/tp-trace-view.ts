@@ -25,7 +25,7 @@ async function readSnapshot(file: File): Promise<LoadedSnapshot> {
   try {
     json = JSON.parse(await file.text());
   } catch (e) {
-    throw new Error(`${file.name}: not JSON (${e instanceof Error ? e.message : String(e)}).`);
+    throw new Error(`${file.name}: not JSON (${e instanceof Error ? e.message : String(e)}).`, { cause: e });
   }
   const s = readMemorySnapshot(json, file.name);
   return { file: file.name, ...(s.rank !== undefined && { rank: s.rank }), history: memoryHistory(s) };
