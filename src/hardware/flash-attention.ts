@@ -1,6 +1,7 @@
 import { peakFlops, type GpuArch, type GpuSpec } from './gpus.ts';
 import type { TrainDtype } from './dtype.ts';
 import { kernelModel, type KernelModel } from './kernel-time.ts';
+import { clockFactor, type KernelClock } from './sustained-clock.ts';
 
 /**
  * FlashAttention's time (Megatron --attention-backend flash, or fused: cuDNN's fused attention,
@@ -21,7 +22,13 @@ import { kernelModel, type KernelModel } from './kernel-time.ts';
  *           abstract) at d = 256; of 989.5. The paper gives the backward as a 1.5–1.75× speed-up
  *           over FlashAttention-2 rather than in TFLOP/s: η_bwd = η_fwd × 0.63/0.73, FA2's measured
  *           backward/forward ratio.
- *   Blackwell: no figure in these papers: Hopper's fractions assumed.
+ *   Blackwell: FlashAttention-4 (Zadouri, Hoehnerbach, Shah, Liu, Thakkar, Dao 2026,
+ *           arXiv:2603.05451) reaches up to 1613 TFLOP/s forward on B200 in BF16, 71.7% of its
+ *           2250 peak, where FlashAttention-3's best on H100 is 740 of 989.5 (74.8%): Hopper's
+ *           fractions × (1613/2250)/(740/989.5) = 0.959 — the papers' best forwards set the
+ *           level; the shape over head dim, pass, causal mask and sequence stays Hopper's (no
+ *           Blackwell figure resolves them: an assumption). The peak those fractions multiply
+ *           is Blackwell's own (2.27× Hopper's), so the model follows FA4's measurement, not FA3's.
  *   Volta: FlashAttention-2 and -3 do not run (Ampere or newer): an error.
  */
 export type AttentionPass = 'forward' | 'backward';
@@ -32,13 +39,18 @@ const headDims = [64, 128, 256] as const;
 const h100Tflops = 989.5;
 const hopperFwd = [497 / h100Tflops, 648 / h100Tflops, 740 / h100Tflops] as const;
 const fa2BwdOverFwd = 0.63 / 0.73;
+/** FlashAttention-4's best B200 forward over FlashAttention-3's best H100 forward, as fractions of their peaks. */
+export const blackwellOverHopper = 1613 / 2250 / (740 / h100Tflops);
 const etaTable: Readonly<Record<Exclude<GpuArch, 'volta'>, Record<AttentionPass, readonly number[]>>> = {
   ampere: {
     forward: [0.73 * (hopperFwd[0] / hopperFwd[1]), 0.73, 0.73],
     backward: [0.63 * (hopperFwd[0] / hopperFwd[1]), 0.63, 0.63],
   },
   hopper: { forward: hopperFwd, backward: hopperFwd.map((e) => e * fa2BwdOverFwd) },
-  blackwell: { forward: hopperFwd, backward: hopperFwd.map((e) => e * fa2BwdOverFwd) },
+  blackwell: {
+    forward: hopperFwd.map((e) => e * blackwellOverHopper),
+    backward: hopperFwd.map((e) => e * fa2BwdOverFwd * blackwellOverHopper),
+  },
 };
 
 /** The fused-attention kernel a backend runs: FlashAttention (`flash`) or cuDNN's (`fused`). */
@@ -89,18 +101,16 @@ function hopperTflops(kernel: AttentionKernel, pass: AttentionPass, seq: number)
  * long-sequence figure.
  */
 export function flashEfficiency(gpu: GpuSpec, pass: AttentionPass, headDim: number, shape?: AttentionShape): number {
-  const base = baseEfficiency(gpu, pass, headDim);
+  const base = baseEfficiency(gpu.arch, gpu.label, pass, headDim);
   if (!shape || gpu.arch === 'ampere') return base;
-  const anchor = baseEfficiency(gpu, pass, 128) * h100Tflops;
+  const anchor = baseEfficiency('hopper', gpu.label, pass, 128) * h100Tflops;
   return base * (hopperTflops(shape.kernel, pass, shape.seq) / anchor);
 }
 
-function baseEfficiency(gpu: GpuSpec, pass: AttentionPass, headDim: number): number {
-  if (gpu.arch === 'volta')
-    throw new Error(
-      `${gpu.label}: FlashAttention needs an Ampere or newer GPU; use --attention-backend unfused on V100.`,
-    );
-  const row = etaTable[gpu.arch][pass];
+function baseEfficiency(arch: GpuArch, label: string, pass: AttentionPass, headDim: number): number {
+  if (arch === 'volta')
+    throw new Error(`${label}: FlashAttention needs an Ampere or newer GPU; use --attention-backend unfused on V100.`);
+  const row = etaTable[arch][pass];
   if (headDim <= headDims[0]) return row[0]!;
   for (let i = 1; i < headDims.length; i++) {
     const d0 = headDims[i - 1]!;
@@ -113,7 +123,8 @@ function baseEfficiency(gpu: GpuSpec, pass: AttentionPass, headDim: number): num
 /**
  * Time (µs) of one FlashAttention pass of `flops` executed FLOPs (forward: Q·Kᵀ + P·V after the
  * causal halving; backward: 2.5× that) at head dim `headDim`, in `dtype` (fp16 or bf16); `shape`
- * (sequence length and kernel) selects the measured rate on Hopper and Blackwell.
+ * (sequence length and kernel) selects the measured rate on Hopper and Blackwell; `clock`
+ * sustained, a training step's (× MSMF/MAMF, sustained-clock.ts: the papers' rates are bursts).
  */
 export function flashAttentionUs(
   flops: number,
@@ -123,7 +134,9 @@ export function flashAttentionUs(
   dtype: TrainDtype,
   m: KernelModel = kernelModel,
   shape?: AttentionShape,
+  clock: KernelClock = 'burst',
 ): number {
   if (dtype === 'fp32') throw new Error('FlashAttention runs in fp16 or bf16: choose --dtype fp16 or bf16.');
-  return (flops / (flashEfficiency(gpu, pass, headDim, shape) * peakFlops(gpu, dtype))) * 1e6 + m.launchUs;
+  const rate = clockFactor(gpu, clock) * flashEfficiency(gpu, pass, headDim, shape) * peakFlops(gpu, dtype);
+  return (flops / rate) * 1e6 + m.launchUs;
 }

@@ -21,6 +21,11 @@ export interface GpuSpec {
    * where published; kernel-time.ts derives the main loop's efficiency η from it.
    */
   readonly mamf?: { readonly bf16?: Mamf; readonly fp16?: Mamf; readonly fp8?: Mamf };
+  /**
+   * The sustained matmul rate against the boost-burst one, measured in one run on a full node
+   * (sustained-clock.ts); absent where none is published.
+   */
+  readonly sustained?: SustainedMatmul;
   /** Architecture generation: which FlashAttention kernels exist for it (flash-attention.ts). */
   readonly arch: GpuArch;
   /** HBM bandwidth, GB/s (1e9 B/s). */
@@ -38,6 +43,30 @@ export interface Mamf {
   /** The best shape as published, M × N × K. */
   readonly shape: readonly [number, number, number];
 }
+
+/**
+ * One node's maximum sustainable matmul FLOP/s (MSMF: the power-saturated rate once the SM clock
+ * has settled under its power cap) beside its maximum achievable (MAMF: the boost-clock burst),
+ * TFLOP/s, the same mamf-finder run, GPUs, torch and shapes search, every other GPU of the node
+ * computing meanwhile.
+ */
+export interface SustainedMatmul {
+  readonly msmf: number;
+  readonly mamf: number;
+  /** Where the pair was measured, when it is another GPU's (the assumption, stated). */
+  readonly measuredOn: string;
+}
+
+/**
+ * S. Bekman, "Machine Learning Engineering", compute/accelerator/benchmarks/README.md, "What was
+ * measured: alone vs all-8 concurrent" (the revision that adds MSMF to mamf-finder.py): bf16, all
+ * 8 GPUs × 5 rounds measured at once (n = 40): H200 MSMF 755.5 (1850–1938 MHz) vs MAMF 852.1
+ * TFLOP/s (boost 1980 MHz); B200 MSMF 1437.5 (1368–1527 MHz) vs MAMF 1746.7. The H100 is the
+ * H200's GH100 at the same 700 W and 132 SMs; GB200's GPU is B200's die (at 1200 W, which would
+ * hold a higher clock: B200's pair is the nearest measured Blackwell, an assumption).
+ */
+const h200Sustained: SustainedMatmul = { msmf: 755.5, mamf: 852.1, measuredOn: 'H200 (8 GPUs, bf16)' };
+const b200Sustained: SustainedMatmul = { msmf: 1437.5, mamf: 1746.7, measuredOn: 'B200 (8 GPUs, bf16)' };
 
 /** The GPU generation: Volta (V100), Ampere (A100), Hopper (H100, H200), Blackwell (B200, GB200). */
 export type GpuArch = 'volta' | 'ampere' | 'hopper' | 'blackwell';
@@ -134,6 +163,7 @@ export const gpus = {
     label: 'H100 SXM 80 GB',
     peakTflops: { fp32: 67, tf32: 494.5, fp16: 989.5, bf16: 989.5, fp8: 1979 },
     mamf: { bf16: h100Mamf, fp16: h100Mamf, fp8: { tflops: 1402.6, shape: [1024, 9216, 14336] } },
+    sustained: h200Sustained,
     hbmGBps: 3350,
     l2GBps: 2.3 * v100L2 * 1.72,
     sms: 132,
@@ -150,6 +180,7 @@ export const gpus = {
     label: 'H200 SXM 141 GB',
     peakTflops: { fp32: 67, tf32: 494.5, fp16: 989.5, bf16: 989.5, fp8: 1979 },
     mamf: { bf16: h100Mamf, fp16: h100Mamf, fp8: { tflops: 1453.4, shape: [1280, 4096, 12032] } },
+    sustained: h200Sustained,
     hbmGBps: 4800,
     l2GBps: 2.3 * v100L2 * 1.72,
     sms: 132,
@@ -171,6 +202,7 @@ export const gpus = {
     label: 'B200 SXM 180 GB',
     peakTflops: { fp32: 80, tf32: 1125, fp16: 2250, bf16: 2250, fp8: 4500 },
     mamf: { bf16: b200Mamf, fp16: b200Mamf, fp8: { tflops: 3432.5, shape: [15360, 4096, 3072] } },
+    sustained: b200Sustained,
     hbmGBps: 8000,
     l2GBps: 2.3 * v100L2 * 1.91,
     sms: 148,
@@ -188,6 +220,7 @@ export const gpus = {
     label: 'GB200 (one Blackwell GPU) 186 GB',
     peakTflops: { fp32: 80, tf32: 1250, fp16: 2500, bf16: 2500, fp8: 5000 },
     mamf: { bf16: gb200Mamf, fp16: gb200Mamf, fp8: { tflops: 3615.6, shape: [19456, 5120, 1536] } },
+    sustained: b200Sustained,
     hbmGBps: 8000,
     l2GBps: 2.3 * v100L2 * 2.0,
     sms: 148,

@@ -1,5 +1,6 @@
 import { dtypeBytes } from './dtype.ts';
 import { gemmPeakFlops, type GemmPrecision, type GpuArch, type GpuSpec } from './gpus.ts';
+import { clockFactor, type KernelClock } from './sustained-clock.ts';
 
 /**
  * Kernel time on a datacenter GPU, from the shape alone.
@@ -24,6 +25,11 @@ import { gemmPeakFlops, type GemmPrecision, type GpuArch, type GpuSpec } from '.
  * tiles, the waves, the L2 operand stream, the HBM floor and the launch. At the measured best
  * shapes themselves the model gives 0.80–0.99 of the measurement (docs/projection-kernels.md).
  * Where no measurement is published (V100, fp32 on CUDA cores) η is the assumed 0.8.
+ * No shape beats its anchor: compute ≥ 2MNK·batch / (η·peak) (η_main > η with the epilogue taken
+ * out, so a long K that amortizes the epilogue better than the anchor's shape would otherwise
+ * exceed the measured best: B200 fp8 8192³ came out at 84% of peak against the measured 76%).
+ * In a training step (`clock` sustained) the main loop and the L2 stream run at the clock the
+ * power cap sustains (sustained-clock.ts: × MSMF/MAMF), the anchor likewise.
  * Memory-bound kernels (norms, softmax over the materialized s×s scores, RoPE, SwiGLU, adds,
  * cross entropy, embedding): bytes moved / (ρ·HBM BW) + launch.
  * `launch` is the device side of one kernel: the gap between back-to-back kernels of one stream.
@@ -148,23 +154,36 @@ export function mainLoopEfficiency(gpu: GpuSpec, precision: GemmPrecision, m: Ke
 export const precisionBytes = (precision: GemmPrecision): number => (precision === 'fp8' ? 1 : dtypeBytes[precision]);
 
 /**
- * Projected time of one GEMM on `gpu` with operands in `precision` (formula above); `efficiency`
- * in the answer is against that precision's dense peak.
+ * Projected time of one GEMM on `gpu` with operands in `precision` (formula above), at the boost
+ * clock of an isolated measurement or at a training step's sustained clock; `efficiency` in the
+ * answer is against that precision's dense peak, and never above the anchor η (× the clock's factor).
  */
-export function gemmTime(g: GemmShape, gpu: GpuSpec, precision: GemmPrecision, m: KernelModel = kernelModel): GemmTime {
-  const t = tiledGemm(g, gpu, precision, mainLoopEfficiency(gpu, precision, m), true, m);
-  const us = t.us + m.launchUs;
+export function gemmTime(
+  g: GemmShape,
+  gpu: GpuSpec,
+  precision: GemmPrecision,
+  m: KernelModel = kernelModel,
+  clock: KernelClock = 'burst',
+): GemmTime {
+  const r = clockFactor(gpu, clock);
+  const t = tiledGemm(g, gpu, precision, mainLoopEfficiency(gpu, precision, m), true, m, r);
+  const flops = 2 * g.M * g.N * g.K * g.batch;
+  const anchorUs = (flops / (r * gemmEfficiencyOf(gpu, precision, m) * gemmPeakFlops(gpu, precision))) * 1e6;
+  const us = Math.max(t.us, anchorUs) + m.launchUs;
   return {
     us,
     tile: t.tile,
     tiles: t.tiles,
     waves: t.waves,
     memoryBound: t.memoryBound,
-    efficiency: (2 * g.M * g.N * g.K * g.batch) / (us * 1e-6 * gemmPeakFlops(gpu, precision)),
+    efficiency: flops / (us * 1e-6 * gemmPeakFlops(gpu, precision)),
   };
 }
 
-/** The tiled GEMM's device time without the launch, at main-loop efficiency `eta`, with or without epilogues. */
+/**
+ * The tiled GEMM's device time without the launch, at main-loop efficiency `eta`, with or without
+ * epilogues, the SMs' clock at `clock` × the anchor's (main loop and L2 stream; HBM unchanged).
+ */
 function tiledGemm(
   g: GemmShape,
   gpu: GpuSpec,
@@ -172,10 +191,11 @@ function tiledGemm(
   eta: number,
   epilogue: boolean,
   m: KernelModel,
+  clock = 1,
 ): { us: number; tile: readonly [number, number]; tiles: number; waves: number; memoryBound: boolean } {
   const bytes = precisionBytes(precision);
-  const perSmFlops = (eta * gemmPeakFlops(gpu, precision)) / gpu.sms;
-  const perSmL2 = (l2GBpsOf(gpu, m) * 1e9) / gpu.sms;
+  const perSmFlops = (clock * eta * gemmPeakFlops(gpu, precision)) / gpu.sms;
+  const perSmL2 = (clock * l2GBpsOf(gpu, m) * 1e9) / gpu.sms;
   const perSmHbm = (m.hbmEfficiency * gpu.hbmGBps * 1e9) / gpu.sms;
   // fp8 GEMMs read fp8 operands and write C in bf16 (Transformer Engine's fp8 GEMM output).
   const outBytes = precision === 'fp8' ? 2 : bytes;

@@ -90,7 +90,10 @@ export interface ProjectedOps extends StepDurations {
   readonly overlapCostMs: readonly number[];
 }
 
-/** One priced cost's device time (µs) and whether HBM, not math, bounds it. */
+/**
+ * One priced cost's device time (µs) and whether HBM, not math, bounds it: GEMMs and
+ * FlashAttention at the clock a training step's power cap sustains (sustained-clock.ts).
+ */
 export function costUs(
   p: PricedOp,
   op: PlannedOp,
@@ -99,17 +102,23 @@ export function costUs(
   const gpu = machine.system.gpu;
   switch (p.cost.kind) {
     case 'gemm': {
-      const g = gemmTime(p.cost.shape, gpu, p.cost.precision);
+      const g = gemmTime(p.cost.shape, gpu, p.cost.precision, kernelModel, 'sustained');
       return { us: g.us, memoryBound: g.memoryBound, g };
     }
     case 'memory':
       return { us: memoryBoundUs(p.cost.bytes, gpu), memoryBound: true };
     case 'flash':
       return {
-        us: flashAttentionUs(p.cost.flops, p.cost.headDim, p.cost.pass, gpu, machine.dtype, undefined, {
-          seq: p.cost.seq,
-          kernel: p.cost.kernel,
-        }),
+        us: flashAttentionUs(
+          p.cost.flops,
+          p.cost.headDim,
+          p.cost.pass,
+          gpu,
+          machine.dtype,
+          kernelModel,
+          { seq: p.cost.seq, kernel: p.cost.kernel },
+          'sustained',
+        ),
         memoryBound: false,
       };
     case 'collective':
