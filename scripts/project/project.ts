@@ -141,6 +141,8 @@ if (first?.ok && first.pp > 1)
   console.log(
     `pipeline: layers per stage ${first.stageLayers.join(', ')}; parameters per stage (M) ${first.stageParams.map((p) => (p / 1e6).toFixed(1)).join(', ')}`,
   );
+/** fp8 GEMMs: MFU against the fp8 peak, and beside it against the training dtype's. */
+const fp8Gemms = args.kernels.fp8 !== 'none';
 const cols = [
   't',
   'DP',
@@ -148,7 +150,7 @@ const cols = [
   'step',
   'tokens/s',
   'TFLOP/s/GPU',
-  'MFU',
+  ...(fp8Gemms ? ['MFU (fp8)', `MFU (${args.dtype})`] : ['MFU']),
   'exec MFU',
   'bubble',
   'exposed',
@@ -165,6 +167,7 @@ const cells = (l: BudgetLine): string[] =>
         Math.round(l.tokensPerS).toLocaleString('en-US'),
         l.tflopsPerGpu.toFixed(1),
         pct(l.mfu),
+        ...(fp8Gemms ? [pct(l.trainDtypeMfu)] : []),
         pct(l.executedMfu),
         pct(l.bubbleShare),
         `${formatMs(l.exposedMs)} (${pct(l.exposedShare)})`,

@@ -53,10 +53,12 @@ export interface StepProjection {
   /** Model FLOPs plus the recomputed forwards (what the GPUs execute). */
   readonly executedFlopsPerStep: number;
   readonly tflopsPerGpu: number;
-  /** Model FLOPs / (N · dense peak · step). */
+  /** Model FLOPs / (N · dense peak · step), the peak of the GEMMs' format (fp8 under --fp8-format; mfuPeakFlops). */
   readonly mfu: number;
-  /** Executed FLOPs / (N · dense peak · step) (hardware FLOPs utilization). */
+  /** Executed FLOPs / (N · that peak · step) (hardware FLOPs utilization). */
   readonly executedMfu: number;
+  /** Model FLOPs / (N · the training dtype's dense peak · step): `mfu` for bf16/fp16 runs, above it for fp8. */
+  readonly trainDtypeMfu: number;
   readonly exposedByGroup: ExposedByGroup;
   /**
    * Compute time lost to overlapped communication outside the layer (whose TP overlaps are
@@ -102,6 +104,7 @@ export interface StepSummary {
   readonly tokensPerS: number;
   readonly tflopsPerGpu: number;
   readonly mfu: number;
+  readonly trainDtypeMfu: number;
   readonly exposedShare: number;
   /** The peak stage's peak (assembleStep's memory.totalBytes). */
   readonly memoryBytes: number;
@@ -132,6 +135,7 @@ export function stepSummary(setup: TrainingSetup, machine: Machine, pricing: Lay
     tokensPerS: t.tokensPerS,
     tflopsPerGpu: t.tflopsPerGpu,
     mfu: t.mfu,
+    trainDtypeMfu: t.trainDtypeMfu,
     exposedShare: t.exposedShare,
     memoryBytes,
     capacityBytes,
@@ -201,6 +205,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     tflopsPerGpu: t.tflopsPerGpu,
     mfu: t.mfu,
     executedMfu: t.executedMfu,
+    trainDtypeMfu: t.trainDtypeMfu,
     exposedByGroup: t.exposedByGroup,
     overlapCostMs: t.overlapCostMs,
     overlapBuffers: buffers,

@@ -16,7 +16,10 @@ export type BudgetLine =
       readonly stepMs: number;
       readonly tokensPerS: number;
       readonly tflopsPerGpu: number;
+      /** Model FLOPs / (N · peak · step), the peak of the GEMMs' format (fp8 under the fp8 recipe). */
       readonly mfu: number;
+      /** Model FLOPs / (N · the training dtype's peak · step) (= mfu without fp8). */
+      readonly trainDtypeMfu: number;
       /** Executed FLOPs (with recompute) / (N · peak · step). */
       readonly executedMfu: number;
       /** Idle share of the busiest pipeline stage over the schedule. */
@@ -75,6 +78,7 @@ export function budgetLines(rows: readonly BudgetRow[], baseline?: readonly Budg
       tokensPerS: s.tokensPerS,
       tflopsPerGpu: s.tflopsPerGpu,
       mfu: s.mfu,
+      trainDtypeMfu: s.trainDtypeMfu,
       executedMfu: s.executedMfu,
       bubbleShare: s.bubbleShare,
       exposedByGroup: s.exposedByGroup,

@@ -1,7 +1,8 @@
-import { peakFlops } from '../../hardware/gpus.ts';
+import { gemmPeakFlops, peakFlops } from '../../hardware/gpus.ts';
 import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { Machine } from '../layer/projected-layer.ts';
+import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import { bucketSyncUs, defaultBucketSize } from '../links/data-parallel.ts';
 import { dpSharedLinks, tpUnderSharing, type LinkSharingCost, type SharedLink } from '../links/link-sharing.ts';
 import type { PipelineTimes } from '../pipeline/pipeline-schedule.ts';
@@ -185,7 +186,8 @@ export function stepTimes(
   const modelFlopsPerStep = flops.model;
   const executedFlopsPerStep = flops.executed;
   const tokensPerStep = deg.dp * m * setup.sizes.b * setup.sizes.s;
-  const peak = peakFlops(system.gpu, dtype);
+  const peak = mfuPeakFlops(machine);
+  const dtypePeak = peakFlops(system.gpu, dtype);
   const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
 
   const exposedByGroup: ExposedByGroup = {
@@ -211,6 +213,7 @@ export function stepTimes(
     tflopsPerGpu,
     mfu: modelFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
     executedMfu: executedFlopsPerStep / (setup.gpus * peak * stepMs * 1e-3),
+    trainDtypeMfu: modelFlopsPerStep / (setup.gpus * dtypePeak * stepMs * 1e-3),
     exposedByGroup,
     overlapCostMs: { dp: dp.overlapCostMs + dp.paramGatherCostMs, pp: pp.overlapCostMs },
     linkSharing: dp.linkSharing,
@@ -218,4 +221,14 @@ export function stepTimes(
     exposedMs,
     exposedShare: exposedMs / stepMs,
   };
+}
+
+/**
+ * The dense peak MFU is taken against: that of the format the linear layers' GEMMs run in — fp8
+ * under Transformer Engine's fp8 recipe (--fp8-format), else the training dtype. (Against the
+ * bf16 peak an fp8 run reads 105–116% on Blackwell: `trainDtypeMfu` keeps that figure beside it.)
+ */
+export function mfuPeakFlops(machine: Machine): number {
+  const fp8 = (machine.kernels ?? defaultKernelOptions).fp8 !== 'none';
+  return fp8 ? gemmPeakFlops(machine.system.gpu, 'fp8') : peakFlops(machine.system.gpu, machine.dtype);
 }

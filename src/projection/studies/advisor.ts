@@ -185,6 +185,7 @@ export async function advise(
         tokensPerS: step.tokensPerS,
         tflopsPerGpu: step.tflopsPerGpu,
         mfu: step.mfu,
+        trainDtypeMfu: step.trainDtypeMfu,
         exposedShare: step.exposedShare,
         memoryGiB: step.memoryBytes / 2 ** 30,
         capacityGiB: step.capacityBytes / 2 ** 30,

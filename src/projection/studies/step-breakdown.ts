@@ -1,7 +1,7 @@
-import { peakFlops } from '../../hardware/gpus.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import { assembleStep, type StepProjection } from '../step/cluster-projection.ts';
 import { priceLayers } from '../step/layer-pricing.ts';
+import { mfuPeakFlops } from '../step/step-times.ts';
 import { defaultKernelOptions, usesCudaGraphs } from '../layer/kernel-options.ts';
 import { costUs, isPerStep, projectOps, type Machine } from '../layer/projected-layer.ts';
 import { linearProducts } from '../layer/priced-ops.ts';
@@ -18,7 +18,7 @@ import { hostDispatchModel } from '../../hardware/host-dispatch.ts';
 export interface LayerTerms {
   /** The linear layers' GEMMs (qkv, proj, fc1, fc2: fprop, dgrad, wgrad), launch included. */
   readonly linearGemmMs: number;
-  /** Their FLOPs over (their time · dense peak): the GEMM model's efficiency at these shapes. */
+  /** Their FLOPs over (their time · dense peak of their format, fp8's under the fp8 recipe): the GEMM model's efficiency at these shapes. */
   readonly linearGemmEfficiency: number;
   /** Attention: the s×s BMMs (unfused) or the FlashAttention kernels. */
   readonly attentionMs: number;
@@ -56,9 +56,11 @@ export interface StepTerms {
   /** The finalize collectives (SP norm gradients) and the tied-embedding all-reduce. */
   readonly finalizeMs: number;
   readonly microBatches: number;
-  /** Executed FLOPs / (N · dense peak · step), and model FLOPs likewise. */
+  /** Executed FLOPs / (N · dense peak · step), and model FLOPs likewise (the GEMMs' format's peak). */
   readonly executedMfu: number;
   readonly mfu: number;
+  /** Model FLOPs against the training dtype's peak. */
+  readonly trainDtypeMfu: number;
 }
 
 /** The layer terms of `step`'s block plan (priced again with the same machine and the schedule's overlap). */
@@ -92,7 +94,7 @@ function layerTerms(step: StepProjection, pricing: Awaited<ReturnType<typeof pri
   const l = pricing.pieces.layer;
   const totalMs = l.forward.ms + l.backward.ms;
   const tpExposedMs = l.forward.exposedMs + l.backward.exposedMs;
-  const peak = peakFlops(machine.system.gpu, machine.dtype);
+  const peak = mfuPeakFlops(machine);
   return {
     linearGemmMs: linear / 1e3,
     linearGemmEfficiency: linear > 0 ? linearFlops / (linear * 1e-6 * peak) : 0,
@@ -139,5 +141,6 @@ export async function stepBreakdown(setup: TrainingSetup, machine: Machine): Pro
     microBatches: m,
     executedMfu: step.executedMfu,
     mfu: step.mfu,
+    trainDtypeMfu: step.trainDtypeMfu,
   };
 }

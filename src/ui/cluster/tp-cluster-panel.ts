@@ -208,7 +208,7 @@ export class TpClusterPanel extends LitElement {
     );
     draw(
       'mfu',
-      'MFU (model FLOPs / N·peak·step)',
+      'MFU (model FLOPs / N·peak·step, the GEMMs’ format’s peak)',
       'MFU %',
       series((l) => 100 * l.mfu),
     );
@@ -251,7 +251,7 @@ export class TpClusterPanel extends LitElement {
       <td>${formatMs(l.stepMs)}</td>
       <td data-tokens=${l.tokensPerS}>${Math.round(l.tokensPerS).toLocaleString('en-US')}</td>
       <td>${l.tflopsPerGpu.toPrecision(3)}</td>
-      <td>${pct(l.mfu)}</td>
+      <td title=${`against the training dtype's peak: ${pct(l.trainDtypeMfu)}`}>${pct(l.mfu)}</td>
       <td data-exposed-ms=${l.exposedMs} data-exposed-tp-ms=${l.exposedByGroup.tp}>
         ${formatMs(l.exposedMs)} (${pct(l.exposedShare)})
       </td>
