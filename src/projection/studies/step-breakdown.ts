@@ -1,5 +1,6 @@
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import { assembleStep, type StepProjection } from '../step/cluster-projection.ts';
+import { chunkTimes } from '../step/chunk-times.ts';
 import { priceLayers } from '../step/layer-pricing.ts';
 import { mfuPeakFlops } from '../step/step-times.ts';
 import { defaultKernelOptions, usesCudaGraphs } from '../layer/kernel-options.ts';
@@ -33,7 +34,7 @@ export interface LayerTerms {
 
 /**
  * A projected step cut into additive terms on its critical path (the busiest pipeline stage),
- * ms: step = layers + recompute + embedding/output + bubble + dp + optimizer + finalize +
+ * ms: step = layers + CP ring + recompute + embedding/output + bubble + dp + optimizer + finalize +
  * embedding all-reduce + param gather + overlap cost (outside the layer).
  */
 export interface StepTerms {
@@ -42,6 +43,13 @@ export interface StepTerms {
   /** Layers on the busiest stage × micro-batches: Σ n · (layer forward + backward) · m. */
   readonly layersMs: number;
   readonly layersOnStage: number;
+  /**
+   * Context parallelism's ring on the busiest stage, all micro-batches: the cp − 1 further K, V
+   * blocks each layer's attention runs and the exchange they do not hide, forward and backward
+   * (context-parallel.ts), m · n · (ring forward + ring backward). Recomputed forwards' rings are
+   * recompute's.
+   */
+  readonly cpRingMs: number;
   /** Recomputed forwards on the busiest stage (all micro-batches). */
   readonly recomputeMs: number;
   /** Embedding, output layer and loss on the busiest stage (all micro-batches). */
@@ -124,6 +132,8 @@ export async function stepBreakdown(setup: TrainingSetup, machine: Machine): Pro
     ((first ? pieces.embedding.forward.ms + pieces.embedding.backward.ms : 0) +
       (last ? pieces.output.forward.ms + pieces.output.backward.ms : 0));
   const layersMs = m * n * layer.totalMs;
+  const { ring } = chunkTimes(setup, machine, pricing);
+  const cpRingMs = m * n * (ring.forwardMs + ring.backwardMs);
   const busy = pipeline.busyMs[busiest]!;
   const dpGradMs = step.dpAllReduceMs + step.overlapCostMs.dp;
   return {
@@ -131,7 +141,8 @@ export async function stepBreakdown(setup: TrainingSetup, machine: Machine): Pro
     layer,
     layersMs,
     layersOnStage: n,
-    recomputeMs: busy - layersMs - embOut,
+    cpRingMs,
+    recomputeMs: busy - layersMs - cpRingMs - embOut,
     embeddingOutputMs: embOut,
     bubbleMs: pipeline.spanMs - busy,
     dpGradMs,

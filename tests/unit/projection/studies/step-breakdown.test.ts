@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { systems } from '../../../../src/hardware/systems.ts';
 import { publishedRuns } from '../../../../src/megatron/published-runs.ts';
 import { seedsV100 } from '../../../../src/megatron/scenarios.ts';
+import { chunkTimes } from '../../../../src/projection/step/chunk-times.ts';
 import { assembleStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
 import { publishedSetup } from '../../../../src/projection/studies/published-comparison.ts';
@@ -10,6 +11,7 @@ import { stepBreakdown, type StepTerms } from '../../../../src/projection/studie
 /** The step's terms, which stepBreakdown says add up to the projected step. */
 const termSum = (t: StepTerms): number =>
   t.layersMs +
+  t.cpRingMs +
   t.recomputeMs +
   t.embeddingOutputMs +
   t.bubbleMs +
@@ -93,5 +95,17 @@ describe('stepBreakdown', () => {
     expect(t.finalizeMs).toBeCloseTo(step.finalizeMs + pairMs, 12);
     expect(termSum(t)).toBeCloseTo(t.stepMs, 6);
     expect(t.stepMs).toBe(step.stepMs);
+  });
+
+  it('labels context parallelism’s ring as its own term, not recompute (cp 2, no recompute)', async () => {
+    const machine = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+    const setup = { ...seedsV100.setup, tp: 2, cp: 2, gpus: 8 };
+    const t = await stepBreakdown(setup, machine);
+    const pricing = await priceLayers(setup, machine);
+    const ring = chunkTimes(setup, machine, pricing).ring;
+    expect(ring.forwardMs).toBeGreaterThan(0);
+    expect(t.cpRingMs).toBeCloseTo(t.microBatches * t.layersOnStage * (ring.forwardMs + ring.backwardMs), 9);
+    expect(Math.abs(t.recomputeMs)).toBeLessThan(1e-6 * t.stepMs);
+    expect(termSum(t)).toBeCloseTo(t.stepMs, 6);
   });
 });
