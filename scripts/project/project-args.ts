@@ -68,7 +68,7 @@ export function usage(): string {
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
-       [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gemm-table]
+       [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
 
@@ -105,6 +105,9 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
                             the SMs and HBM bandwidth the communication takes from them.
   --cross-entropy K         plan (default: the playground's vocab-parallel cross entropy, logits read in 16 bits) or
                             megatron (Megatron's unfused default: logits upcast to fp32, each pass in fp32).
+  --gradient-accumulation-fusion  each linear wgrad GEMM accumulates into the main_grad buffer (fp32 under bf16),
+                            as Megatron's training does unless --no-gradient-accumulation-fusion; default: the plan's
+                            wgrad, written once in 16 bits.
   --fabric NAME             replace the system's scale-out network (same NIC count): ${Object.keys(fabrics).join(', ')}.
   --gemm-table              print the GEMM model's times for representative shapes on the system's GPU and exit.
 
@@ -171,6 +174,7 @@ const options = {
   'enable-cuda-graph': { type: 'boolean', default: false },
   'tp-comm-overlap': { type: 'boolean', default: false },
   'cross-entropy': { type: 'string' },
+  'gradient-accumulation-fusion': { type: 'boolean', default: false },
   'gemm-table': { type: 'boolean', default: false },
   topology: { type: 'boolean', default: false },
   placement: { type: 'string' },
@@ -277,6 +281,7 @@ function parseKernelFlags(
     'enable-cuda-graph': boolean;
     'tp-comm-overlap': boolean;
     'cross-entropy'?: string;
+    'gradient-accumulation-fusion': boolean;
   },
   sp: boolean,
 ): KernelOptions {
@@ -303,6 +308,7 @@ function parseKernelFlags(
     ...(v['cross-entropy'] !== undefined && {
       crossEntropy: parseChoice('--cross-entropy', v['cross-entropy'], crossEntropyKernelChoices),
     }),
+    ...(v['gradient-accumulation-fusion'] && { gradAccumulationFusion: true }),
   };
 }
 

@@ -91,6 +91,12 @@ export interface GemmShape {
   readonly N: number;
   readonly K: number;
   readonly batch: number;
+  /**
+   * C is accumulated into (β = 1) in a format of this many bytes: each C element read and written
+   * (a weight gradient added to Megatron's main_grad by the wgrad GEMM itself). Absent: C written
+   * once, in the operands' format (bf16 under fp8).
+   */
+  readonly accumulateBytes?: number;
 }
 
 /** What the model says about one GEMM. */
@@ -197,8 +203,9 @@ function tiledGemm(
   const perSmFlops = (clock * eta * gemmPeakFlops(gpu, precision)) / gpu.sms;
   const perSmL2 = (clock * l2GBpsOf(gpu, m) * 1e9) / gpu.sms;
   const perSmHbm = (m.hbmEfficiency * gpu.hbmGBps * 1e9) / gpu.sms;
-  // fp8 GEMMs read fp8 operands and write C in bf16 (Transformer Engine's fp8 GEMM output).
-  const outBytes = precision === 'fp8' ? 2 : bytes;
+  // fp8 GEMMs read fp8 operands and write C in bf16 (Transformer Engine's fp8 GEMM output); an
+  // accumulating GEMM reads and writes C in its accumulation format.
+  const outBytes = g.accumulateBytes !== undefined ? 2 * g.accumulateBytes : precision === 'fp8' ? 2 : bytes;
   const c = m.clusterMulticast[gpu.arch];
   let best = { us: Infinity, tile: m.tiles[0]!, tiles: 0, waves: 0 };
   for (const tile of m.tiles)
@@ -212,8 +219,10 @@ function tiledGemm(
       // the SM's share of HBM.
       const epilogueS = epilogue ? (Math.min(tm, g.M) * Math.min(tn, g.N) * (split > 1 ? 4 : outBytes)) / perSmHbm : 0;
       const tileS = Math.max((2 * tm * tn * k) / perSmFlops, ((tm + tn / c) * k * bytes) / perSmL2) + epilogueS;
-      // Split-K: the `split` fp32 partial products are written and read back once to be summed.
-      const reduceUs = split > 1 ? hbmUs(2 * split * g.M * g.N * g.batch * 4, gpu, m) : 0;
+      // Split-K: the `split` fp32 partial products are written and read back once to be summed
+      // (an accumulating GEMM's C read and written once more there).
+      const accumulate = g.accumulateBytes !== undefined ? 2 * g.accumulateBytes : 0;
+      const reduceUs = split > 1 ? hbmUs((2 * split * 4 + accumulate) * g.M * g.N * g.batch, gpu, m) : 0;
       const us = waves * tileS * 1e6 + reduceUs;
       if (us < best.us) best = { us, tile, tiles, waves };
     }

@@ -34,6 +34,14 @@ export interface KernelOptions {
    * the logits upcast to fp32, each pass over them in fp32; priced-ops.ts crossEntropyKernels).
    */
   readonly crossEntropy?: CrossEntropyKernels;
+  /**
+   * Megatron's gradient accumulation fusion (on in its training unless
+   * --no-gradient-accumulation-fusion: arguments.py, core_v0.19.0; Transformer Engine's
+   * fuse_wgrad_accumulation): each linear layer's wgrad GEMM adds its product into the main_grad
+   * buffer (fp32 for bf16 training, the gradients' format otherwise: training-memory.ts), reading
+   * and writing it, where the plan's wgrad writes a fresh 16-bit gradient. Absent or false: the plan's.
+   */
+  readonly gradAccumulationFusion?: boolean;
 }
 
 /** The cross-entropy pricings (`CrossEntropyKernels`). */

@@ -1,3 +1,4 @@
+import { stateBytesPerParam } from '../../accounting/training-memory.ts';
 import { numel } from '../../core/shape.ts';
 import { dtypeBytes, type TrainDtype } from '../../hardware/dtype.ts';
 import type { AttentionKernel, AttentionPass } from '../../hardware/flash-attention.ts';
@@ -45,6 +46,9 @@ import { usesFlashAttention, type KernelOptions } from './kernel-options.ts';
  *                    dropout likewise. Attention dropout 0.1 on the unfused path: a kernel on the
  *                    probabilities after the softmax (read, write, mask) and its backward; inside
  *                    FlashAttention it is free.
+ *   grad-accumulation  with `gradAccumulationFusion`: each linear wgrad GEMM accumulates into
+ *                    Megatron's main_grad (β = 1): C read and written in the gradients' format
+ *                    (fp32 under bf16), where the plan's writes it once in 16 bits.
  *   megatron-cross-entropy  with `crossEntropy: 'megatron'`: the vocab-parallel cross entropy's
  *                    kernels as Megatron runs them, the logits upcast to fp32 and every pass over
  *                    them in fp32, in place (crossEntropyKernels below).
@@ -58,6 +62,7 @@ export type PricingRule =
   | 'gpt-position'
   | 'gpt-bias'
   | 'gpt-dropout'
+  | 'grad-accumulation'
   | 'megatron-cross-entropy';
 
 /** What one priced kernel costs, by the model that prices it. */
@@ -179,7 +184,13 @@ function gemmRules(
     const a = op.inShapes[0] ?? [];
     out.push({ planIndex: i, rule: 'fp8-cast', cost: { kind: 'memory', bytes: numel(a) * (dtypeBytes[dtype] + 2) } });
   }
-  out.push({ planIndex: i, rule: 'plan', cost: gemmCost(op, fp8 ? 'fp8' : dtype) });
+  if (linear && site.computes === 'dB' && kernels.gradAccumulationFusion)
+    out.push({
+      planIndex: i,
+      rule: 'grad-accumulation',
+      cost: gemmCost(op, fp8 ? 'fp8' : dtype, stateBytesPerParam[dtype].grads),
+    });
+  else out.push({ planIndex: i, rule: 'plan', cost: gemmCost(op, fp8 ? 'fp8' : dtype) });
   if (gpt && linear && site.computes === 'dB')
     out.push({
       planIndex: i,
@@ -303,9 +314,10 @@ function crossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): number[] {
   }
 }
 
-const gemmCost = (op: PlannedGemmOp, precision: GemmPrecision): PricedCost => ({
+/** The plan's GEMM in `precision`; with `accumulateBytes`, accumulating into C of that format. */
+const gemmCost = (op: PlannedGemmOp, precision: GemmPrecision, accumulateBytes?: number): PricedCost => ({
   kind: 'gemm',
-  shape: op.gemm,
+  shape: accumulateBytes === undefined ? op.gemm : { ...op.gemm, accumulateBytes },
   precision,
   flops: op.gemm.flops,
 });

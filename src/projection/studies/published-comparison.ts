@@ -42,6 +42,8 @@ export function publishedSetup(run: PublishedRun): PublishedSetup {
     tpCommOverlap: laid.tpCommOverlap,
     // Megatron's loss without --cross-entropy-loss-fusion (no source states the flag).
     crossEntropy: 'megatron',
+    // Megatron's training default (--no-gradient-accumulation-fusion not given by any source).
+    gradAccumulationFusion: true,
   };
   return { ...laid, kernels, approximations };
 }

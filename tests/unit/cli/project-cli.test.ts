@@ -83,6 +83,8 @@ describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
       'transformer_engine',
     );
     expect(parseProjectArgs(['--cross-entropy', 'megatron']).kernels.crossEntropy).toBe('megatron');
+    expect(parseProjectArgs(['--gradient-accumulation-fusion']).kernels.gradAccumulationFusion).toBe(true);
+    expect(parseProjectArgs([]).kernels.gradAccumulationFusion).toBeUndefined();
   });
 
   it('names what is wrong', () => {

@@ -155,6 +155,20 @@ describe('gemmTime on the 2020–2025 GPUs', () => {
     expect(l2GBpsOf(h100)).toBe(h100.l2GBps);
   });
 
+  it('reads and writes C in its accumulation format when it accumulates (a wgrad into fp32 main_grad)', () => {
+    // H100 bf16, a wgrad of h 4096 × 4h over 4096 tokens: 256×128 tiles, whose epilogue moves
+    // 8 B per C element (fp32 read + write) instead of 2 (bf16 write): 3 × 256·128·2 B more per
+    // tile at 0.83·3350/132 GB/s = 3 × 3.111 µs, over 16384/128 · 4096/256 / 132 = 16 waves
+    // (15.5 → 16).
+    const shape = { M: 4096, N: 16384, K: 4096, batch: 1 };
+    const plain = gemmTime(shape, h100, 'bf16');
+    const acc = gemmTime({ ...shape, accumulateBytes: 4 }, h100, 'bf16');
+    expect(plain.tile).toEqual([256, 128]);
+    expect(acc.tile).toEqual([256, 128]);
+    expect(acc.waves).toBe(16);
+    expect(acc.us - plain.us).toBeCloseTo(16 * 3 * ((256 * 128 * 2) / ((0.83 * 3350e9) / 132)) * 1e6, 6);
+  });
+
   it('splits K when the output tiles leave most SMs idle', () => {
     // M = N = 256, K = 16384 on H100: at most 16 output tiles (64×64) for 132 SMs; split-K 4
     // makes 64 tiles of K 4096 — a quarter of the per-tile time for the fp32 partials'

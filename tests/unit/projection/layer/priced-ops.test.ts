@@ -4,7 +4,13 @@ import { configFromPreset, type LayerConfig } from '../../../../src/parallel/con
 import { makePlan } from '../../../../src/parallel/plan.ts';
 import type { LayerPlan } from '../../../../src/parallel/plan-types.ts';
 import { defaultKernelOptions, type KernelOptions } from '../../../../src/projection/layer/kernel-options.ts';
-import { modelGemmFlops, pricedFlops, pricedOps } from '../../../../src/projection/layer/priced-ops.ts';
+import {
+  linearProducts,
+  modelGemmFlops,
+  pricedFlops,
+  pricedOps,
+  type PricedOp,
+} from '../../../../src/projection/layer/priced-ops.ts';
 import { projectLayer, projectOps } from '../../../../src/projection/layer/projected-layer.ts';
 
 const h100 = systems['dgx-h100'];
@@ -20,6 +26,19 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     const priced = pricedOps(p, 'bf16', defaultKernelOptions);
     expect(priced.every((x) => x.rule === 'plan')).toBe(true);
     expect(new Set(priced.map((x) => x.planIndex)).size).toBe(p.ops.length);
+  });
+
+  it('gradient accumulation fusion: each linear wgrad accumulates into main_grad (fp32 under bf16, fp16 under fp16)', async () => {
+    const p = await plan({ tp: 2 });
+    const wgrads = p.ops.filter((o) => o.kind === 'gemm' && o.gemm.site.computes === 'dB');
+    const accumulate = (dtype: 'bf16' | 'fp16'): PricedOp[] =>
+      pricedOps(p, dtype, k({ gradAccumulationFusion: true })).filter((x) => x.rule === 'grad-accumulation');
+    const linearWgrads = wgrads.filter((o) => o.kind === 'gemm' && linearProducts.has(o.gemm.site.product));
+    expect(linearWgrads.length).toBeGreaterThan(0);
+    expect(accumulate('bf16').map((x) => x.planIndex)).toEqual(linearWgrads.map((o) => o.index));
+    for (const x of accumulate('bf16')) expect(x.cost.kind === 'gemm' && x.cost.shape.accumulateBytes).toBe(4);
+    for (const x of accumulate('fp16')) expect(x.cost.kind === 'gemm' && x.cost.shape.accumulateBytes).toBe(2);
+    expect(pricedOps(p, 'bf16', defaultKernelOptions).some((x) => x.rule === 'grad-accumulation')).toBe(false);
   });
 
   it("Megatron's cross entropy: the logits upcast to fp32, 52 bytes per logit in bf16 in nine kernels, 40 in seven in fp32", async () => {
