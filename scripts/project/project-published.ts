@@ -105,7 +105,8 @@ if (json) {
     ).join('\n'),
   );
   const errors = rows.map((r) => Math.abs(r.error));
+  const mean = (xs: readonly number[]): number => xs.reduce((a, e) => a + e, 0) / xs.length;
   console.log(
-    `\n${rows.length} runs; mean |error| ${((100 * errors.reduce((a, e) => a + e, 0)) / errors.length).toFixed(1)}%, largest ${(100 * Math.max(...errors)).toFixed(1)}%`,
+    `\n${rows.length} runs; mean |error| ${(100 * mean(errors)).toFixed(1)}%, largest ${(100 * Math.max(...errors)).toFixed(1)}%, signed mean ${pct(mean(rows.map((r) => r.error)))}, beyond 15%: ${errors.filter((e) => e > 0.15).length}`,
   );
 }
