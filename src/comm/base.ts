@@ -111,6 +111,7 @@ export function commEvent(
       ...(c.dim !== undefined && { dim: c.dim }),
       ...(c.reduceOp !== undefined && { reduceOp: c.reduceOp }),
       ...(c.root !== undefined && { root: c.root }),
+      ...(c.tensor !== undefined && { tensor: c.tensor }),
     },
   };
 }

@@ -21,6 +21,28 @@ export interface CommInfo {
   readonly dim?: number;
   readonly reduceOp?: string;
   readonly root?: number;
+  /** The logical tensor the call moved, as the caller named it ("mlp.reduce", "dp.grads.0"). */
+  readonly tensor?: string;
+}
+
+/**
+ * What a data-parallel sync adds to its collective's event (a DP sync block of the timeline): the
+ * bucket it moved, which sync it is — the gradients all-reduced (plain DDP) or reduce-scattered
+ * (distributed optimizer), or the updated parameters all-gathered (distributed optimizer) — its
+ * parameters in buffer order, its elements (padding included), and whether it was issued during
+ * backward (overlapped) or after it.
+ */
+export interface DpSyncInfo {
+  readonly sync: 'grad-all-reduce' | 'grad-reduce-scatter' | 'param-all-gather';
+  readonly bucket: number;
+  readonly buckets: number;
+  readonly params: readonly string[];
+  readonly numel: number;
+  readonly overlapped: boolean;
+  /** Gradients backward had still to produce when the sync was issued (0 after backward; > 0 overlapped with it). */
+  readonly gradsToCome: number;
+  /** The optimizer step (1-based) it belongs to. */
+  readonly step: number;
 }
 
 /**
@@ -39,6 +61,8 @@ export interface TraceEvent {
   readonly phases: readonly TracePhase[];
   readonly flops?: number;
   readonly comm?: CommInfo;
+  /** Set on a data-parallel sync's collective (src/ranks/dp-train-programs.ts). */
+  readonly dpSync?: DpSyncInfo;
 }
 
 /** Duration of the phases named `name` (summed), in ms. */

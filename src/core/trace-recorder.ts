@@ -18,6 +18,11 @@ export class TraceRecorder implements TraceSink {
     return this.events;
   }
 
+  /** Replaces the events recorded from index `from` on by what `f` makes of each (e.g. a tag added). */
+  annotate(from: number, f: (e: TraceEvent) => TraceEvent): void {
+    for (let i = from; i < this.events.length; i++) this.events[i] = f(this.events[i]!);
+  }
+
   /** Returns and forgets the recorded events. */
   drain(): TraceEvent[] {
     const out = this.events;

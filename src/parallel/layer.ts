@@ -15,6 +15,7 @@ import type { RankOwnership } from './plan-types.ts';
 import { gatheredQkv, gathersQkv } from './qkv-layout.ts';
 import { outputLayer, outputLayerBackward, vocabParallelLoss } from './vocab.ts';
 import type { WeightSet } from './weights.ts';
+import type { WeightName } from './weight-names.ts';
 
 /**
  * The data of one step, logical and full: ids and targets [s, b] (token ids, with a vocabulary),
@@ -87,6 +88,17 @@ async function finalizeNormGrads<T>(be: Backend<T>, lc: LayerComm<T>, h: number,
   if (summed !== flat) be.release(summed);
 }
 
+/**
+ * Hooks into a step. gradReady(name, grad) is called once per parameter, in the order backward
+ * finishes them, right after the last kernel that writes the gradient is issued (encoded, not yet
+ * submitted): wout, wdown, wfc1, g2, wo, wqkv, g1, emb; under SP with the norm-gradient all-reduce,
+ * g2 and g1 come last, after it (finalize_model_grads). Data parallel issues a bucket's sync here
+ * (Megatron's backward post-hook, distributed_data_parallel.py _make_backward_post_hook).
+ */
+export interface LayerStepHooks<T> {
+  gradReady?(name: WeightName, grad: T): void;
+}
+
 function need<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`layerStep: missing ${what}.`);
   return v;
@@ -110,6 +122,7 @@ export async function layerStep<T>(
   own: RankOwnership,
   w: WeightSet<T>,
   inputs: StepInputs,
+  hooks: LayerStepHooks<T> = {},
 ): Promise<StepResult<T>> {
   const D = localDims(c);
   const { s, b, h, sl } = D;
@@ -121,6 +134,9 @@ export async function layerStep<T>(
   // Norms and residuals work on this rank's tokens under SP, on the full replicated sequence without.
   const tokens = sp ? 'sequence' : 'replicated';
   const grads: WeightSet<T> = {};
+  const ready = (...names: WeightName[]): void => names.forEach((n) => hooks.gradReady?.(n, need(grads[n], `d${n}`)));
+  // Under SP the norm gains' gradients are final only after finalizeNormGrads.
+  const normsFinalized = sp && !c.skipSpNormGradAllReduce;
   const grad = (name: keyof WeightSet<T>, shape: readonly number[]): T => (grads[name] = be.tensor(`d.${name}`, shape));
   const wq = need(w.wqkv, 'wqkv'),
     wo = need(w.wo, 'wo'),
@@ -203,6 +219,7 @@ export async function layerStep<T>(
     const yForWgrad = sp ? await yAgain.wait() : yFull;
     const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
     out.wgrad(yForWgrad);
+    ready('wout');
     if (sp) be.release(yForWgrad);
     dy = await reduced;
     if (dy !== out.dy) free(out.dy);
@@ -218,6 +235,7 @@ export async function layerStep<T>(
     chunks > 1 && sp
       ? await mlpBlockBackwardChunked(be, lc, D, chunks, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels)
       : await mlpBlockBackward(be, lc, D, sp, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels);
+  ready('wdown', 'wfc1');
   free(ln2, mlp.saved.input, mlp.saved.mlp.gate, mlp.saved.mlp.up, mlp.saved.mlp.act);
   if (dOut !== dy) free(dOut); // SP: dY all-gathered
   const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
@@ -230,6 +248,7 @@ export async function layerStep<T>(
     [x2, rstd2, dln2, grad('g2', [h])],
     eps,
   );
+  if (!normsFinalized) ready('g2');
   free(x2, rstd2, dln2, dy);
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
@@ -249,11 +268,13 @@ export async function layerStep<T>(
     c.ropeBase,
     sp ? ln1Again.issue : undefined,
   );
+  ready('wo');
   free(attn.saved.q, attn.saved.k, attn.saved.v, attn.saved.p, attn.saved.ctx);
   if (dattn !== dx2) free(dattn);
   ln1Full = sp ? await ln1Again.wait() : ln1Full;
   const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
   ab.wgrad(ln1Full);
+  ready('wqkv');
   free(ln1, ln1Full); // under SP ln1Full is the re-gathered copy
   const dln1 = await dln1Pending;
   if (dln1 !== ab.dx) free(ab.dx);
@@ -266,6 +287,7 @@ export async function layerStep<T>(
     [x, rstd1, dln1, grad('g1', [h])],
     eps,
   );
+  if (!normsFinalized) ready('g1');
   free(x, rstd1, dln1);
 
   if (c.vocab > 0) {
@@ -277,12 +299,15 @@ export async function layerStep<T>(
       [need(ids, 'ids'), dxFull, grad('emb', be.shapeOf(emb))],
       { vocabStart: v0 },
     );
+    ready('emb');
     free(ids, dx, dxFull, dx2);
   } else {
     free(dx2); // dx is the step's result
   }
-  if (sp && !c.skipSpNormGradAllReduce)
+  if (normsFinalized) {
     await finalizeNormGrads(be, lc, h, need(grads.g1, 'dg1'), need(grads.g2, 'dg2'));
+    ready('g2', 'g1');
+  }
   await be.flush();
   return { y, loss, dx: c.vocab > 0 ? undefined : dx, grads };
 }

@@ -53,3 +53,47 @@ export const adamShader: ShaderSpec = {
     { name: '_pad', type: 'u32' },
   ],
 };
+
+/**
+ * How far K Adam steps (k = 1…K, from zero moments) may move apart when every gradient they see
+ * differs by at most deltas[k−1] from `grads[k−1]` (per element): a bound on |Σ_k Δu_k|, u_k the
+ * update lr multiplies. Per element, m̂_k = Σ_j a_kj·g_j and v̂_k = Σ_j b_kj·g_j² are convex
+ * combinations (a_kj = (1−β1)β1^(k−j)/c1, b_kj = (1−β2)β2^(k−j)/c2), so |Δm̂_k| ≤ δ and, to first
+ * order, |Δ√v̂_k| ≤ max_j|g_j|·δ/√v̂_k; with |m̂_k| ≤ max_j|g_j| = ρ_k·√v̂_k:
+ *   |Δu_k| ≤ δ_k·(1 + ρ_k²)/(√v̂_k + ε),
+ * taken twice for the second-order terms. Whatever the gradients, |u_k| ≤ max_j|g_j|/√v̂_k ≤
+ * 1/√(min_j b_kj), so |Δu_k| never exceeds twice that (a sign flipped where g ≈ 0); the bound
+ * takes the smaller. δ_k for step k bounds every earlier step's gradient error too (deltas are
+ * taken as the running maximum).
+ */
+export function adamDriftBound(
+  grads: readonly ArrayLike<number>[],
+  deltas: readonly number[],
+  h: AdamHyper,
+): Float64Array {
+  if (grads.length !== deltas.length)
+    throw new Error(`adamDriftBound: ${grads.length} gradients but ${deltas.length} deltas.`);
+  const n = grads[0]?.length ?? 0;
+  const out = new Float64Array(n);
+  let delta = 0;
+  for (let k = 1; k <= grads.length; k++) {
+    delta = Math.max(delta, deltas[k - 1]);
+    const { c2 } = adamCorrections(h, k);
+    const b = (j: number) => ((1 - h.beta2) * h.beta2 ** (k - j)) / c2;
+    const cap = 2 / Math.sqrt(Math.min(...Array.from({ length: k }, (_, j) => b(j + 1))));
+    for (let i = 0; i < n; i++) {
+      let v = 0,
+        gmax = 0;
+      for (let j = 1; j <= k; j++) {
+        const g = grads[j - 1][i];
+        v += b(j) * g * g;
+        gmax = Math.max(gmax, Math.abs(g));
+      }
+      const s = Math.sqrt(v);
+      const rho2 = v > 0 ? (gmax * gmax) / v : Infinity;
+      const first = v > 0 ? (2 * delta * (1 + rho2)) / (s + h.eps) : Infinity;
+      out[i] += Math.min(cap, first);
+    }
+  }
+  return out;
+}

@@ -10,6 +10,7 @@ import {
 } from './cross-entropy.ts';
 import { embeddingBackwardKernel, embeddingKernel } from './embedding.ts';
 import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+import { scaleKernel } from './scale.ts';
 import { rmsnormBackwardKernel, rmsnormKernel, rmsnormWeightGradKernel } from './rmsnorm.ts';
 import { ropeBackwardKernel, ropeKernel } from './rope.ts';
 import { softmaxBackwardKernel, softmaxKernel } from './softmax.ts';
@@ -34,6 +35,7 @@ export const kernelSpecs = {
   add: addKernel,
   addInPlace: addInPlaceKernel,
   copyCols: copyColsKernel,
+  scale: scaleKernel,
   embedding: embeddingKernel,
   embeddingBackward: embeddingBackwardKernel,
   ceLocalMax: ceLocalMaxKernel,

@@ -11,6 +11,8 @@ import { stepInputs } from '../parallel/step-data.ts';
 import type { classroomPrograms } from '../ranks/classroom-programs.ts';
 import type { classroomTrainPrograms } from '../ranks/classroom-train-programs.ts';
 import type { commPrograms } from '../ranks/comm-programs.ts';
+import type { dpTrainPrograms } from '../ranks/dp-train-programs.ts';
+import type { gradAccumPrograms } from '../ranks/grad-accum-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms, TransferMode } from '../ranks/layer-programs.ts';
 import type { TransferTimes } from '../schedule/transfer-slowdown.ts';
 import type { RankPool } from '../ranks/pool.ts';
@@ -23,7 +25,9 @@ import { slowdownRankIssue, type RankSlowdown } from '../core/rank-slowdown.ts';
 export type LayerWorkerPrograms = typeof commPrograms &
   typeof layerPrograms &
   typeof classroomPrograms &
-  typeof classroomTrainPrograms;
+  typeof classroomTrainPrograms &
+  typeof dpTrainPrograms &
+  typeof gradAccumPrograms;
 
 /** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (the page's PlaygroundRunner does). */
 export interface PoolLender {
