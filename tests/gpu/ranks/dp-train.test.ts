@@ -3,6 +3,7 @@ import { configFromPreset } from '../../../src/parallel/config.ts';
 import type { DpOracleReport } from '../../../src/parallel/dp-oracle.ts';
 import type { DpOptions } from '../../../src/ranks/dp-train-programs.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
+import type { PoolTransport } from '../../../src/ranks/transport.ts';
 import { trainDataParallel } from '../../../src/session/dp-train-run.ts';
 import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
@@ -15,22 +16,33 @@ import { createLayerPool } from '../../../src/session/pools.ts';
 // bucket size of 600 elements cuts its ≈ 3.4k parameters (t = 1) into several buckets.
 //
 // The whole grid t ∈ {1, 2} × d ∈ {2, 4} × {all-reduce, distributed optimizer} × {overlapped, not}:
-// 16 runs on four pools of up to 8 workers, about 30 s here.
-type Case = { t: number; d: number } & DpOptions;
+// 16 runs on four pools of up to 8 workers, about 30 s here; and two at t = 2 with sequence
+// parallel, where the norm gains' gradients are final only after their TP all-reduce, so their
+// bucket's DP sync waits for it; and one over MessagePorts instead of the shared-memory ring.
+type Case = { t: number; d: number; sp?: boolean; transport?: PoolTransport } & DpOptions;
 const modes = ['all-reduce', 'distributed-optimizer'] as const;
-const grid: Case[] = [1, 2].flatMap((t) =>
-  [2, 4].flatMap((d) => modes.flatMap((mode) => [true, false].map((overlap) => ({ t, d, mode, overlap })))),
-);
+const grid: Case[] = [
+  ...[1, 2].flatMap((t) =>
+    [2, 4].flatMap((d) => modes.flatMap((mode) => [true, false].map((overlap): Case => ({ t, d, mode, overlap })))),
+  ),
+  { t: 2, d: 2, mode: 'distributed-optimizer', overlap: true, sp: true },
+  { t: 2, d: 4, mode: 'all-reduce', overlap: true, sp: true },
+  { t: 2, d: 2, mode: 'distributed-optimizer', overlap: true, transport: 'message-port' },
+];
 const bucketSize = 600;
 
 let pool: { key: string; pool: RankPool<LayerWorkerPrograms> } | undefined;
 afterAll(() => pool?.pool.dispose());
 
-async function meshPool(t: number, d: number): Promise<RankPool<LayerWorkerPrograms>> {
-  const key = `${t}x${d}`;
+async function meshPool(
+  t: number,
+  d: number,
+  transport: 'auto' | PoolTransport,
+): Promise<RankPool<LayerWorkerPrograms>> {
+  const key = `${t}x${d} ${transport}`;
   if (pool?.key !== key) {
     await pool?.pool.dispose();
-    pool = { key, pool: await createLayerPool(t * d, 'auto', 30_000, { degrees: { tp: t, dp: d } }) };
+    pool = { key, pool: await createLayerPool(t * d, transport, 30_000, { degrees: { tp: t, dp: d } }) };
   }
   return pool.pool;
 }
@@ -43,12 +55,12 @@ const failures = (r: DpOracleReport) =>
     .join('; ');
 
 for (const cs of grid) {
-  const name = `t ${cs.t} × d ${cs.d}, ${cs.mode}, ${cs.overlap ? 'overlapped' : 'after backward'}`;
+  const name = `t ${cs.t} × d ${cs.d}${cs.sp ? ' with SP' : ''}, ${cs.mode}, ${cs.overlap ? 'overlapped' : 'after backward'}${cs.transport ? ` over ${cs.transport}` : ''}`;
   test(`data parallel (${name}): two Adam steps equal one device's, and the replicas agree bit for bit`, {
     timeout: 600_000,
   }, async () => {
-    const p = await meshPool(cs.t, cs.d);
-    const config = configFromPreset('classroom', { tp: cs.t });
+    const p = await meshPool(cs.t, cs.d, cs.transport ?? 'auto');
+    const config = configFromPreset('classroom', { tp: cs.t, sp: cs.sp ?? false });
     const run = await trainDataParallel(p, {
       config,
       dp: { mode: cs.mode, overlap: cs.overlap, bucketSize },
@@ -74,6 +86,7 @@ for (const cs of grid) {
     for (const e of syncs) {
       const s = e.dpSync!;
       expect(e.comm!.groupSize).toBe(cs.d);
+      expect(e.comm!.transport).toBe(cs.transport ?? 'sab-ring');
       expect(e.bytes).toBe(4 * s.numel);
       expect(e.op).toBe(
         { 'grad-all-reduce': 'allReduce', 'grad-reduce-scatter': 'reduceScatter', 'param-all-gather': 'allGather' }[
