@@ -20,6 +20,7 @@ import { rankOwnership } from '../parallel/ownership.ts';
 import { rankWeightArrays, uploadWeights } from '../parallel/step-data.ts';
 import type { WeightName } from '../parallel/weight-names.ts';
 import type { WeightSet } from '../parallel/weights.ts';
+import { defaultBucketSize } from '../projection/links/data-parallel.ts';
 import { adamHyper } from '../reference/adam.ts';
 import { copyColsKernel } from '../reference/copy-cols.ts';
 import { scaleKernel } from '../reference/scale.ts';
@@ -41,7 +42,7 @@ export interface DpOptions {
   readonly mode: DpSyncMode;
   /** Megatron's overlap_grad_reduce; without it one bucket, synced after backward (bucket_size = None). */
   readonly overlap: boolean;
-  /** Megatron's bucket_size in elements (only with overlap); absent: one bucket. */
+  /** Megatron's bucket_size in elements (only with overlap); absent: Megatron's default max(40M, 1M·d). */
   readonly bucketSize?: number;
 }
 
@@ -116,7 +117,7 @@ export function dpTrainStart(
   const names = registrationOrder.filter((n) => shards[n] !== undefined);
   const layout = gradBufferLayout(
     names.map((n) => ({ name: n, numel: numel(shards[n]!.shape) })),
-    a.dp.overlap ? a.dp.bucketSize : undefined,
+    a.dp.overlap ? (a.dp.bucketSize ?? defaultBucketSize(d)) : undefined,
     d,
     distopt,
   );
@@ -176,6 +177,8 @@ export interface DpStepReply {
   readonly weights?: Partial<Record<WeightName, Float32Array>>;
   /** The averaged gradients the optimizer used: whole buckets (all-reduce) or this rank's shards (distributed optimizer). */
   readonly grads?: readonly BufferPiece[];
+  /** Adam's moments after the update, over the same pieces as `grads`. */
+  readonly moments?: readonly { readonly start: number; readonly m: Float32Array; readonly v: Float32Array }[];
 }
 
 /** The collective names of a step's syncs (equal on every rank of the DP group: part of the fingerprint). */
@@ -295,13 +298,13 @@ export async function dpTrainStep(
     const weights: Partial<Record<WeightName, Float32Array>> = {};
     for (const p of layout.params) weights[p.name] = await readTensor(ctx.device, run.w[p.name]!);
     const grads: BufferPiece[] = [];
-    for (const [i, b] of buckets.entries())
-      grads.push(
-        b.shard
-          ? { start: b.shard.start, data: await readTensor(ctx.device, b.shard.grad) }
-          : { start: layout.buckets[i]!.start, data: await readTensor(ctx.device, b.grad) },
-      );
-    return { loss: loss.reduce((s, x) => s + x, 0) / loss.length, weights, grads };
+    const moments: { start: number; m: Float32Array; v: Float32Array }[] = [];
+    for (const [i, b] of buckets.entries()) {
+      const start = b.shard ? b.shard.start : layout.buckets[i]!.start;
+      grads.push({ start, data: await readTensor(ctx.device, b.shard ? b.shard.grad : b.grad) });
+      moments.push({ start, m: await readTensor(ctx.device, b.m), v: await readTensor(ctx.device, b.v) });
+    }
+    return { loss: loss.reduce((s, x) => s + x, 0) / loss.length, weights, grads, moments };
   } finally {
     be.releaseAll();
     run.results.endStep();

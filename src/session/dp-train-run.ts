@@ -28,6 +28,8 @@ export interface DpTrainRun {
   /** The gradient buffer's layout of each TP rank. */
   readonly layouts: GradBufferLayout<WeightName>[];
   readonly oracle: DpOracleReport;
+  /** Per global rank: the elements of each of Adam's moments it holds (the buffer's, or 1/d of it with the distributed optimizer). */
+  readonly momentElems: number[];
   /** Every rank's trace events of the run (the DP syncs carry `dpSync`). */
   readonly trace: TraceEvent[];
 }
@@ -71,6 +73,7 @@ export async function trainDataParallel(pool: RankPool<LayerWorkerPrograms>, a: 
     const referenceLosses: number[] = [];
     const reference: ReferenceStep[] = [];
     const replicas: ReplicaStep[][] = places.map(() => []);
+    let momentElems: number[] = [];
     for (let k = 0; k < a.steps; k++) {
       const replies = await pool.run('dpTrainStep', (r) => ({
         id: 'dp',
@@ -87,9 +90,10 @@ export async function trainDataParallel(pool: RankPool<LayerWorkerPrograms>, a: 
       referenceLosses.push(ref!.loss);
       reference.push({ grads: ref!.grads!, weights: ref!.weights! });
       replies.forEach((x, r) => replicas[r]!.push({ weights: x.weights!, grads: x.grads! }));
+      momentElems = replies.map((x) => x.moments!.reduce((n, p) => n + p.m.length, 0));
     }
     const oracle = dpOracle(c, adamHyper(a.lr), layouts, places, reference, replicas);
-    return { losses, referenceLosses, layouts, oracle, trace: await pool.traces() };
+    return { losses, referenceLosses, layouts, oracle, momentElems, trace: await pool.traces() };
   } finally {
     await pool.run('dpTrainEnd', { id: 'dp' }).catch(() => undefined);
     await pool.run('accumEnd', { id: 'dp.ref' }, [0]).catch(() => undefined);

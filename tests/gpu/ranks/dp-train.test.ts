@@ -80,6 +80,10 @@ for (const cs of grid) {
     const buckets = layout.buckets.length;
     if (cs.overlap) expect(buckets).toBeGreaterThan(1);
     else expect(buckets).toBe(1);
+    // ZeRO-1: with the distributed optimizer each rank holds 1/d of Adam's state.
+    expect(run.momentElems).toEqual(
+      run.momentElems.map(() => layout.numel / (cs.mode === 'distributed-optimizer' ? cs.d : 1)),
+    );
     const syncs = run.trace.filter((e) => e.dpSync);
     const perStep = buckets * (cs.mode === 'distributed-optimizer' ? 2 : 1);
     expect(syncs.length).toBe(cs.t * cs.d * 2 * perStep);
