@@ -13,6 +13,7 @@ import {
   type ParamRange,
 } from '../mesh/grad-buckets.ts';
 import { opSpec } from '../parallel/backend.ts';
+import { checkDpOptions, type DpOptions } from '../parallel/dp-options.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
 import { layerStep, type StepInputs } from '../parallel/layer.ts';
@@ -29,22 +30,6 @@ import type { RankContext } from './context.ts';
 import { GroupTurns } from './group-turns.ts';
 import { kernelContext, type GemmChoices } from './layer-programs.ts';
 import { adoptInto, ResultTensors } from './result-tensors.ts';
-
-/**
- * How the d replicas synchronise: plain DDP all-reduces each bucket of gradients and every replica
- * steps Adam on all its parameters; the distributed optimizer reduce-scatters each bucket, steps
- * Adam on the rank's shard and all-gathers the updated parameters.
- */
-export type DpSyncMode = 'all-reduce' | 'distributed-optimizer';
-
-/** Data parallel's options: the sync, whether a bucket's sync is issued as soon as its last gradient exists, and the bucket size (elements). */
-export interface DpOptions {
-  readonly mode: DpSyncMode;
-  /** Megatron's overlap_grad_reduce; without it one bucket, synced after backward (bucket_size = None). */
-  readonly overlap: boolean;
-  /** Megatron's bucket_size in elements (only with overlap); absent: Megatron's default max(40M, 1M·d). */
-  readonly bucketSize?: number;
-}
 
 /**
  * The layer's parameters in Megatron's registration order (embedding; TransformerLayer:
@@ -110,6 +95,7 @@ export function dpTrainStart(
   const c = a.config;
   if (ctx.gpuComm.size !== c.tp)
     throw new Error(`dpTrainStart: the TP group has ${ctx.gpuComm.size} ranks but the config asks for t = ${c.tp}.`);
+  checkDpOptions(a.dp);
   const dpGroup = ctx.mesh.group('dp');
   const d = dpGroup.gpuComm.size;
   const distopt = a.dp.mode === 'distributed-optimizer';

@@ -1,13 +1,13 @@
 import type { TraceEvent } from '../core/trace-event.ts';
 import type { GradBufferLayout } from '../mesh/grad-buckets.ts';
 import type { LayerConfig } from '../parallel/config.ts';
+import { checkDpOptions, type DpOptions } from '../parallel/dp-options.ts';
 import { dpOracle, type DpOracleReport, type ReferenceStep, type ReplicaStep } from '../parallel/dp-oracle.ts';
 import { referenceConfig } from '../parallel/oracle.ts';
 import { charBatch, encodeChars } from '../parallel/train-batches.ts';
 import { trainText } from '../parallel/train-text.ts';
 import type { WeightName } from '../parallel/weight-names.ts';
 import { adamHyper } from '../reference/adam.ts';
-import type { DpOptions } from '../ranks/dp-train-programs.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
 
@@ -48,6 +48,7 @@ export async function trainDataParallel(pool: RankPool<LayerWorkerPrograms>, a: 
     throw new Error(
       `trainDataParallel: the pool's mesh is tp ${deg.tp} × cp ${deg.cp} × dp ${deg.dp} × pp ${deg.pp}; data parallel here needs tp = t = ${c.tp}, cp 1, pp 1.`,
     );
+  checkDpOptions(a.dp);
   if (c.vocab <= 0) throw new Error('trainDataParallel: the layer needs a vocabulary (vocab > 0) to train on text.');
   if (!Number.isInteger(a.steps) || a.steps < 1)
     throw new Error(`trainDataParallel: steps must be a whole number ≥ 1, got ${a.steps}.`);

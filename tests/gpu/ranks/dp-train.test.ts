@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from 'vitest';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import type { DpOracleReport } from '../../../src/parallel/dp-oracle.ts';
-import type { DpOptions } from '../../../src/ranks/dp-train-programs.ts';
+import type { DpOptions } from '../../../src/parallel/dp-options.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
 import type { PoolTransport } from '../../../src/ranks/transport.ts';
 import { trainDataParallel } from '../../../src/session/dp-train-run.ts';
@@ -109,3 +109,19 @@ for (const cs of grid) {
     } else expect(toCome.every((n) => n === 0)).toBe(true);
   });
 }
+
+test('a bucket size that is not a whole number ≥ 1, or a sync mode not known, is refused before the ranks see it', {
+  timeout: 120_000,
+}, async () => {
+  const p = await meshPool(1, 2, 'auto');
+  const config = configFromPreset('classroom', { tp: 1 });
+  const train = (dp: DpOptions) => trainDataParallel(p, { config, dp, steps: 1, lr: 0.01 });
+  await expect(train({ mode: 'all-reduce', overlap: true, bucketSize: 0.5 })).rejects.toThrow(
+    /bucket size 0.5 must be a whole number of elements ≥ 1/,
+  );
+  await expect(train({ mode: 'zero-3' as never, overlap: false })).rejects.toThrow(
+    /sync mode "zero-3" is not one of all-reduce, distributed-optimizer/,
+  );
+  // The pool is still good for a run.
+  expect((await train({ mode: 'all-reduce', overlap: false })).oracle.pass).toBe(true);
+});
