@@ -72,7 +72,16 @@ function argsOf(e: TraceEvent): PerfettoEvent['args'] {
         groupSize: e.comm.groupSize,
         sentBytes: e.comm.sentBytes,
         transport: e.comm.transport,
+        ...(e.comm.tensor !== undefined && { tensor: e.comm.tensor }),
       }),
+    ...(e.dpSync && {
+      dpSync: e.dpSync.sync,
+      bucket: `${e.dpSync.bucket + 1} of ${e.dpSync.buckets}`,
+      bucketParams: e.dpSync.params.join(', '),
+      bucketElems: e.dpSync.numel,
+      overlapped: e.dpSync.overlapped,
+      optimizerStep: e.dpSync.step,
+    }),
     ...(s.waitMs !== undefined && e.stream === 'comm' && { waitMs: s.waitMs }),
   };
 }

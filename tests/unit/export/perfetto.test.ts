@@ -107,3 +107,39 @@ describe('Perfetto export', () => {
     expect(xs.map((e) => e.tid)).toEqual([1, 1]);
   });
 });
+
+test('a data-parallel sync exports its bucket beside its collective', () => {
+  const e: TraceEvent = {
+    ...slice(0, 'comm', 'reduceScatter', 1, 2),
+    comm: {
+      seq: 3,
+      groupSize: 2,
+      transport: 'sab-ring',
+      dtype: 'f32',
+      device: 'gpu',
+      sentBytes: 12,
+      tensor: 'dp.grads.0',
+    },
+    dpSync: {
+      sync: 'grad-reduce-scatter',
+      bucket: 0,
+      buckets: 2,
+      params: ['wout', 'wdown'],
+      numel: 6,
+      overlapped: true,
+      gradsToCome: 5,
+      step: 1,
+    },
+  };
+  const x = toPerfetto([e]).traceEvents.find((t) => t.ph === 'X')!;
+  expect(x.args).toMatchObject({
+    collective: 'reduceScatter',
+    tensor: 'dp.grads.0',
+    dpSync: 'grad-reduce-scatter',
+    bucket: '1 of 2',
+    bucketParams: 'wout, wdown',
+    bucketElems: 6,
+    overlapped: true,
+    optimizerStep: 1,
+  });
+});
