@@ -96,6 +96,10 @@ export function dpTrainStart(
   if (ctx.gpuComm.size !== c.tp)
     throw new Error(`dpTrainStart: the TP group has ${ctx.gpuComm.size} ranks but the config asks for t = ${c.tp}.`);
   checkDpOptions(a.dp);
+  if (c.vocab <= 0)
+    throw new Error(
+      'dpTrainStart: the layer needs a vocabulary (vocab > 0): each replica trains on its own batch of tokens.',
+    );
   const dpGroup = ctx.mesh.group('dp');
   const d = dpGroup.gpuComm.size;
   const distopt = a.dp.mode === 'distributed-optimizer';
