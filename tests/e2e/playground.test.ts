@@ -1,6 +1,7 @@
 // The page end to end: the production build served by `vite preview` (COOP/COEP), driven through its controls.
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { memorySnapshotScriptName } from '../../src/megatron/memory-snapshot-script.ts';
 import { jobManifestFile, manifestProjection, readJobManifest } from '../../src/megatron/job-manifest.ts';
 import type { BrowserContext, Page } from 'playwright';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -200,9 +201,17 @@ describe('the playground page (built, served locally)', () => {
       const tar = (await download.path())!;
       const root = download.suggestedFilename().replace(/\.tar$/, '');
       expect(execFileSync('tar', ['-tf', tar], { encoding: 'utf8' }).trim().split('\n')).toEqual(
-        ['', 'README.md', jobManifestFile, 'setup.sh', 'env.sh', 'args.sh', 'launch.sh', 'job.sbatch'].map(
-          (f) => `${root}/${f}`,
-        ),
+        [
+          '',
+          'README.md',
+          jobManifestFile,
+          'setup.sh',
+          'env.sh',
+          'args.sh',
+          'launch.sh',
+          'job.sbatch',
+          memorySnapshotScriptName,
+        ].map((f) => `${root}/${f}`),
       );
       const manifest = readJobManifest(
         execFileSync('tar', ['-xOf', tar, `${root}/${jobManifestFile}`], { encoding: 'utf8' }),

@@ -208,7 +208,7 @@ export class TpClusterPanel extends LitElement {
     );
     draw(
       'mfu',
-      'MFU (model FLOPs / N·peak·step, the GEMMs’ format’s peak)',
+      'MFU (model FLOPs / N·peak·step)',
       'MFU %',
       series((l) => 100 * l.mfu),
     );
