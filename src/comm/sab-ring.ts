@@ -3,7 +3,8 @@ import { phaseClock } from '../core/clock.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
 import { BaseCollectives, type Executed, type PartedInput, type ResultSink } from './base.ts';
 import type { CollectiveOp } from './collectives.ts';
-import { formatCall, outputShape, type CollectiveCall } from './call.ts';
+import { callsAgree, formatCall, outputShape, type CollectiveCall } from './call.ts';
+import { allToAllSentBytes, offsets, rowElems } from './all-to-all.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { chunkBounds, gatherSlices, packSlices } from './layout.ts';
@@ -14,11 +15,13 @@ import {
   ctrl,
   readFingerprint,
   readP2PFingerprint,
+  readSplits,
   sabAbortReason,
   sameFingerprint,
   storedP2P,
   writeFingerprint,
   writeP2PFingerprint,
+  writeSplits,
   type SabRing,
 } from './sab-layout.ts';
 import { rankName, type GroupView } from '../mesh/process-group.ts';
@@ -52,6 +55,12 @@ export class SabRingCollectives extends BaseCollectives {
   private readonly f32: Float32Array;
   private readonly reduce: ReduceKernel;
   private step = 0;
+  /**
+   * The last call in flight: each call starts once the one before has settled, so a call that waits
+   * without blocking (an all-to-all, a part still being read back) is never overtaken by the next
+   * one's arrival, after which the other ranks may overwrite their slots.
+   */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(
     rank: number,
@@ -70,12 +79,22 @@ export class SabRingCollectives extends BaseCollectives {
   override readonly copiesInput = true;
   override readonly partedOps: readonly CollectiveOp[] = ['allReduce', 'broadcast', 'reduceScatter', 'allGather'];
 
-  protected async execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
-    const { phases, mark } = phaseClock();
-    this.agree(call);
-    mark('sync');
-    const out = this.move(call, x, mark, sink);
-    return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+  protected execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
+    return this.inOrder(async () => {
+      if (call.op === 'allToAll') return this.moveAllToAll(call, x, sink);
+      const { phases, mark } = phaseClock();
+      this.agree(call);
+      mark('sync');
+      const out = this.move(call, x, mark, sink);
+      return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+    });
+  }
+
+  /** Runs `f` once the call before has settled (however it ended). */
+  private inOrder<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.last.then(f);
+    this.last = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -87,11 +106,15 @@ export class SabRingCollectives extends BaseCollectives {
    * occupy disjoint ranges of the slots, so a rank may stage part k + 1 while others still gather
    * part k.
    */
-  protected override async executeParted(
+  protected override executeParted(
     call: CollectiveCall,
     x: PartedInput,
     sink: ResultSink,
   ): Promise<Omit<Executed, 'call'>> {
+    return this.inOrder(() => this.moveParted(call, x, sink));
+  }
+
+  private async moveParted(call: CollectiveCall, x: PartedInput, sink: ResultSink): Promise<Omit<Executed, 'call'>> {
     const { phases, mark } = phaseClock();
     const sliced = call.op === 'reduceScatter' || call.op === 'allGather';
     const n = numel(call.shape) * (call.op === 'allGather' ? this.size : 1);
@@ -113,6 +136,67 @@ export class SabRingCollectives extends BaseCollectives {
       }
     }
     return { phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+  }
+
+  /**
+   * An all-to-all, waiting without blocking the thread (so a worker's GPU callbacks, or the other
+   * ranks of a group in one thread, go on): fingerprints and splits published and compared
+   * (agreeAsync), the whole input staged into this rank's slot, then, once rank q has staged its
+   * own, rows [off(send_q)[r], + recv[r]) read straight from q's slot into result rows
+   * [off(recv)[q], + recv[q]), q = r, r + 1, … (mod t) — one copy in, one copy out, as an
+   * all-gather. Rank q's send splits are read from the control block.
+   */
+  private async moveAllToAll(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
+    const { phases, mark } = phaseClock();
+    const { rank: r, size: t } = this;
+    const recv = call.splits!.recv;
+    const row = rowElems(call.shape);
+    this.checkCapacity(call, x.data.length);
+    await this.agreeAsync(call);
+    mark('sync');
+    const base = this.step;
+    this.outCopies(() => this.slotRange(r, 0, x.data.length).set(x.data));
+    this.advance();
+    mark('stage');
+    const peers = [...Array(t).keys()].map((k) => (r + k) % t);
+    const deadline = performance.now() + this.timeoutMs;
+    for (const q of peers)
+      if (!(await this.reach(ctrl.progress(q), base + 1, deadline, call)))
+        throw new CollectiveTimeoutError(r, call, [q], this.timeoutMs, 'transfer', this.group);
+    mark('transport');
+    const shape = outputShape(call, t);
+    const result = sink ? undefined : new Float32Array(numel(shape));
+    const put: ResultSink = sink ?? ((d, at) => result!.set(d, at));
+    const into = offsets(recv);
+    for (const q of peers) {
+      const from = offsets(readSplits(this.c, ctrl.splits(call.seq, q), t).send)[r]!;
+      put(this.slotRange(q, from * row, recv[q]! * row), into[q]! * row);
+    }
+    mark('gather');
+    return { out: result && hostTensor(shape, result), phases, sentBytes: allToAllSentBytes(call, r) };
+  }
+
+  /** Rank q's call at `seq` as its fingerprint (and an all-to-all's splits) in the control block say. */
+  private readCall(seq: number, q: number): CollectiveCall {
+    const call = readFingerprint(this.c, ctrl.fp(seq, q));
+    return call.op === 'allToAll' ? { ...call, splits: readSplits(this.c, ctrl.splits(seq, q), this.size) } : call;
+  }
+
+  /** As agree(), waiting without blocking; the calls compared with their splits (callsAgree). */
+  private async agreeAsync(call: CollectiveCall): Promise<void> {
+    const { rank: r, size: t, c } = this;
+    writeFingerprint(c, ctrl.fp(call.seq, r), call);
+    writeSplits(c, ctrl.splits(call.seq, r), call.splits!);
+    Atomics.store(c, ctrl.arrive(r), call.seq);
+    Atomics.notify(c, ctrl.arrive(r));
+    const deadline = performance.now() + this.timeoutMs;
+    for (let q = 0; q < t; q++)
+      if (!(await this.reach(ctrl.arrive(q), call.seq, deadline, call))) {
+        const missing = [...Array(t).keys()].filter((p) => Atomics.load(c, ctrl.arrive(p)) < call.seq);
+        throw new CollectiveTimeoutError(r, call, missing, this.timeoutMs, 'arrival', this.group);
+      }
+    const calls = [...Array(t).keys()].map((q) => this.readCall(call.seq, q));
+    if (!callsAgree(calls)) throw new CollectiveMismatchError(r, calls, this.group);
   }
 
   /** Throws unless `n` elements fit one slot; returns n. */
@@ -289,12 +373,15 @@ export class SabRingCollectives extends BaseCollectives {
     return this.f32.subarray(at, at + n);
   }
 
-  /** Resolves true once word `idx` ≥ target, false at `deadline`; never blocks the thread (a batch's other ops go on). */
-  private async reach(idx: number, target: number, deadline: number): Promise<boolean> {
+  /**
+   * Resolves true once word `idx` ≥ target, false at `deadline`; never blocks the thread (a batch's
+   * other ops go on). An abort names `call` (absent: a point-to-point message).
+   */
+  private async reach(idx: number, target: number, deadline: number, call?: CollectiveCall): Promise<boolean> {
     for (;;) {
       const v = Atomics.load(this.c, idx);
       if (v >= target) return true;
-      this.checkAbort(undefined);
+      this.checkAbort(call);
       const left = deadline - performance.now();
       if (left <= 0) return false;
       await changed(this.c, idx, v, Math.min(left, 50));
@@ -364,7 +451,7 @@ export class SabRingCollectives extends BaseCollectives {
     // word for word; the calls are decoded only to name a mismatch.
     for (let q = 0; q < t; q++)
       if (!sameFingerprint(c, ctrl.fp(call.seq, q), ctrl.fp(call.seq, r))) {
-        const calls = [...Array(t).keys()].map((p) => readFingerprint(c, ctrl.fp(call.seq, p)));
+        const calls = [...Array(t).keys()].map((p) => this.readCall(call.seq, p));
         throw new CollectiveMismatchError(r, calls, this.group);
       }
   }

@@ -21,6 +21,18 @@ export interface CommInfo {
   readonly dim?: number;
   readonly reduceOp?: string;
   readonly root?: number;
+  /** An all-to-all's traffic per peer. */
+  readonly peers?: PeerBytes;
+}
+
+/**
+ * Bytes a rank's all-to-all sent to and received from each rank of its group, index = group rank
+ * (its own entry: the rows it kept, copied locally); `ranks[j]` is group rank j's global rank.
+ */
+export interface PeerBytes {
+  readonly ranks: readonly number[];
+  readonly sentBytes: readonly number[];
+  readonly receivedBytes: readonly number[];
 }
 
 /**
