@@ -44,7 +44,9 @@ function changed(words: Int32Array, idx: number, value: number, ms: number): Pro
 const pieceElems = 1 << 16;
 
 /**
- * Ring collectives in shared memory (workers only: blocks in Atomics.wait). Each rank's data buffer
+ * Ring collectives in shared memory (workers only: blocks in Atomics.wait; an all-to-all built with
+ * waits 'yield' waits without blocking instead, so that all ranks may share one thread, as in the
+ * unit tests). Each rank's data buffer
  * is its ring slot; reduce-scatter steps read rank r−1's slot in place and add into this rank's own
  * chunk, so a step moves exactly the chunk the ring model sends; gathers then read each piece from
  * the slot that holds it, as many bytes per rank as the ring's all-gather receives. progress[r]
@@ -69,6 +71,7 @@ export class SabRingCollectives extends BaseCollectives {
     sink: TraceSink,
     private readonly timeoutMs: number,
     group?: GroupView,
+    private readonly waits: 'block' | 'yield' = 'block',
   ) {
     super(rank, size, 'sab-ring', sink, group);
     this.c = new Int32Array(ring.control);
@@ -139,8 +142,7 @@ export class SabRingCollectives extends BaseCollectives {
   }
 
   /**
-   * An all-to-all, waiting without blocking the thread (so a worker's GPU callbacks, or the other
-   * ranks of a group in one thread, go on): fingerprints and splits published and compared
+   * An all-to-all (waiting as reachFor does): fingerprints and splits published and compared
    * (agreeAsync), the whole input staged into this rank's slot, then, once rank q has staged its
    * own, rows [off(send_q)[r], + recv[r]) read straight from q's slot into result rows
    * [off(recv)[q], + recv[q]), q = r, r + 1, … (mod t) — one copy in, one copy out, as an
@@ -161,7 +163,7 @@ export class SabRingCollectives extends BaseCollectives {
     const peers = [...Array(t).keys()].map((k) => (r + k) % t);
     const deadline = performance.now() + this.timeoutMs;
     for (const q of peers)
-      if (!(await this.reach(ctrl.progress(q), base + 1, deadline, call)))
+      if (!(await this.reachFor(ctrl.progress(q), base + 1, deadline, call)))
         throw new CollectiveTimeoutError(r, call, [q], this.timeoutMs, 'transfer', this.group);
     mark('transport');
     const shape = outputShape(call, t);
@@ -176,13 +178,24 @@ export class SabRingCollectives extends BaseCollectives {
     return { out: result && hostTensor(shape, result), phases, sentBytes: allToAllSentBytes(call, r) };
   }
 
+  /**
+   * As reach(), but blocking in Atomics.wait unless the communicator was built with waits 'yield'
+   * (a blocked worker wakes on the peer's notify at once, an awaiting one only once its event
+   * loop gets to it).
+   */
+  private async reachFor(idx: number, target: number, deadline: number, call: CollectiveCall): Promise<boolean> {
+    return this.waits === 'yield'
+      ? this.reach(idx, target, deadline, call)
+      : this.blockUntil(call, idx, target, deadline);
+  }
+
   /** Rank q's call at `seq` as its fingerprint (and an all-to-all's splits) in the control block say. */
   private readCall(seq: number, q: number): CollectiveCall {
     const call = readFingerprint(this.c, ctrl.fp(seq, q));
     return call.op === 'allToAll' ? { ...call, splits: readSplits(this.c, ctrl.splits(seq, q), this.size) } : call;
   }
 
-  /** As agree(), waiting without blocking; the calls compared with their splits (callsAgree). */
+  /** As agree(), waiting as reachFor does; the calls compared with their splits (callsAgree). */
   private async agreeAsync(call: CollectiveCall): Promise<void> {
     const { rank: r, size: t, c } = this;
     writeFingerprint(c, ctrl.fp(call.seq, r), call);
@@ -191,7 +204,7 @@ export class SabRingCollectives extends BaseCollectives {
     Atomics.notify(c, ctrl.arrive(r));
     const deadline = performance.now() + this.timeoutMs;
     for (let q = 0; q < t; q++)
-      if (!(await this.reach(ctrl.arrive(q), call.seq, deadline, call))) {
+      if (!(await this.reachFor(ctrl.arrive(q), call.seq, deadline, call))) {
         const missing = [...Array(t).keys()].filter((p) => Atomics.load(c, ctrl.arrive(p)) < call.seq);
         throw new CollectiveTimeoutError(r, call, missing, this.timeoutMs, 'arrival', this.group);
       }
@@ -424,12 +437,17 @@ export class SabRingCollectives extends BaseCollectives {
     deadline: number,
     onTimeout: () => Error,
   ): void {
+    if (!this.blockUntil(call, idx, target, deadline)) throw onTimeout();
+  }
+
+  /** Blocks until word `idx` ≥ target (true) or `deadline` (false); throws on abort. */
+  private blockUntil(call: CollectiveCall, idx: number, target: number, deadline: number): boolean {
     for (;;) {
       const v = Atomics.load(this.c, idx);
-      if (v >= target) return;
+      if (v >= target) return true;
       this.checkAbort(call);
       const left = deadline - performance.now();
-      if (left <= 0) throw onTimeout();
+      if (left <= 0) return false;
       Atomics.wait(this.c, idx, v, Math.min(left, 250));
     }
   }

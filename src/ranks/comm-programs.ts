@@ -154,11 +154,36 @@ export interface BenchArgs {
   readonly gpu?: Partial<GpuCollectiveOptions>;
 }
 
+/**
+ * The bench's uneven all-to-all of `elems` per rank over t ranks: rank q sends rank r a share
+ * w(q, r) = 1 + (q + r) mod t of W = t(t + 1)/2, cut at floor(elems·Σw/W), so every pair moves a
+ * different amount (1/W to t/W of the input) while each rank sends, and receives, about `elems`.
+ */
+export function benchSplits(elems: number, t: number, r: number): { send: number[]; recv: number[] } {
+  const w = (q: number, j: number): number => 1 + ((q + j) % t);
+  const total = (t * (t + 1)) / 2;
+  const cuts = (q: number): number[] => {
+    let cum = 0;
+    return [...Array(t).keys()].map((j) => {
+      const lo = Math.floor((elems * cum) / total);
+      cum += w(q, j);
+      return Math.floor((elems * cum) / total) - lo;
+    });
+  };
+  return { send: cuts(r), recv: [...Array(t).keys()].map((q) => cuts(q)[r]!) };
+}
+
 /** Runs the series and returns the trace events of the timed calls. */
 export async function benchCollective(ctx: RankContext, a: BenchArgs): Promise<TraceEvent[]> {
   const shape = a.op === 'allGather' ? [a.elems / ctx.size] : [a.elems];
   const data = new Float32Array(shape[0]).fill(ctx.rank + 1);
-  const args = { ...a, dim: 0, root: 0, shape };
+  const args = {
+    ...a,
+    dim: 0,
+    root: 0,
+    shape,
+    ...(a.op === 'allToAll' && { splitSizes: benchSplits(a.elems, ctx.size, ctx.rank) }),
+  };
   const x = hostTensor(shape, data);
   const g = a.device === 'gpu' ? createTensor(ctx.device, 'bench', shape, data) : undefined;
   const out = g ? undefined : resultArray(ctx, args, x);
