@@ -10,6 +10,7 @@ import type { GroupComm, RankContext } from './context.ts';
 import type { GroupKind } from '../mesh/rank-layout.ts';
 import type { P2POp } from '../comm/p2p.ts';
 import type { AllToAll, AllToAllSplits } from '../comm/all-to-all.ts';
+import { benchSplits } from '../comm/bench-splits.ts';
 
 /** One collective call on a rank: `data` is this rank's input of `shape`. */
 export interface CollectiveArgs {
@@ -152,25 +153,6 @@ export interface BenchArgs {
   readonly result?: Exclude<HostResult, 'in-place'>;
   /** GPU data: options of the GPU collectives (pipeline part size, upload path, map delay). */
   readonly gpu?: Partial<GpuCollectiveOptions>;
-}
-
-/**
- * The bench's uneven all-to-all of `elems` per rank over t ranks: rank q sends rank r a share
- * w(q, r) = 1 + (q + r) mod t of W = t(t + 1)/2, cut at floor(elems·Σw/W), so every pair moves a
- * different amount (1/W to t/W of the input) while each rank sends, and receives, about `elems`.
- */
-export function benchSplits(elems: number, t: number, r: number): { send: number[]; recv: number[] } {
-  const w = (q: number, j: number): number => 1 + ((q + j) % t);
-  const total = (t * (t + 1)) / 2;
-  const cuts = (q: number): number[] => {
-    let cum = 0;
-    return [...Array(t).keys()].map((j) => {
-      const lo = Math.floor((elems * cum) / total);
-      cum += w(q, j);
-      return Math.floor((elems * cum) / total) - lo;
-    });
-  };
-  return { send: cuts(r), recv: [...Array(t).keys()].map((q) => cuts(q)[r]!) };
 }
 
 /** Runs the series and returns the trace events of the timed calls. */

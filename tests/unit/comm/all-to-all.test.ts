@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { backwardSplits } from '../../../src/comm/all-to-all.ts';
+import { callsAgree, type CollectiveCall } from '../../../src/comm/call.ts';
+import { benchSplits } from '../../../src/comm/bench-splits.ts';
 import { hostTensor, type HostTensor } from '../../../src/comm/host-tensor.ts';
 import type { GroupKind, MeshDegrees } from '../../../src/mesh/rank-layout.ts';
 import { randomArray, rejectionOf } from './groups.ts';
@@ -255,4 +257,26 @@ describe.each(p2pTransports)('all-to-all faults over %s name the group and every
       "rank 0: allToAll(f32 [1025], send [1025, 0], recv [1025, 0]) #1 moves 4100 bytes, more than the shared ring's 4096 bytes per rank; build the pool with a larger commCapacityBytes.",
     );
   });
+});
+
+describe('the benchmark’s uneven splits', () => {
+  test.each([2, 3, 4, 8])(
+    'at t = %i every rank sends its whole input, each pair agrees, and the pairs move different amounts',
+    (t) => {
+      for (const elems of [1 << 14, 1000]) {
+        const calls = [...Array(t).keys()].map(
+          (r): CollectiveCall => ({
+            seq: 1,
+            op: 'allToAll',
+            dtype: 'f32',
+            shape: [elems],
+            splits: benchSplits(elems, t, r),
+          }),
+        );
+        for (const c of calls) expect(c.splits!.send.reduce((a, n) => a + n, 0)).toBe(elems);
+        expect(callsAgree(calls)).toBe(true);
+        expect(new Set(calls[0]!.splits!.send).size).toBe(t);
+      }
+    },
+  );
 });
