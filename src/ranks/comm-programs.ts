@@ -11,6 +11,7 @@ import type { GroupKind } from '../mesh/rank-layout.ts';
 import type { P2POp } from '../comm/p2p.ts';
 import type { AllToAll, AllToAllSplits } from '../comm/all-to-all.ts';
 import { benchSplits } from '../comm/bench-splits.ts';
+import { epDispatchProgram } from './ep-dispatch-program.ts';
 
 /** One collective call on a rank: `data` is this rank's input of `shape`. */
 export interface CollectiveArgs {
@@ -278,7 +279,14 @@ export function meshPlace(
 }
 
 /** The programs of the default rank worker. */
-export const commPrograms = { collective, benchCollective, mapRoundTrip, p2p, meshPlace };
+export const commPrograms = {
+  collective,
+  benchCollective,
+  mapRoundTrip,
+  p2p,
+  meshPlace,
+  epDispatch: epDispatchProgram,
+};
 
 /** Type of the default worker's programs (for RankPool's type parameter). */
 export type CommPrograms = typeof commPrograms;
