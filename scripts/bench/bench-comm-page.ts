@@ -124,7 +124,10 @@ export interface CommBenchArgs {
   readonly onProgress?: (line: string) => void;
 }
 
-/** nccl-tests bus factor: all-reduce 2(t−1)/t, reduce-scatter and all-gather (t−1)/t, broadcast 1. */
+/**
+ * nccl-tests bus factor: all-reduce 2(t−1)/t, reduce-scatter, all-gather and all-to-all (t−1)/t,
+ * broadcast 1 (an all-to-all's bytes are each rank's input, its splits benchSplits' uneven ones).
+ */
 export function busFactor(op: BenchOp, t: number): number {
   if (op === 'allReduce') return (2 * (t - 1)) / t;
   if (op === 'broadcast') return 1;

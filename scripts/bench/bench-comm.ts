@@ -65,7 +65,7 @@ const args: CommBenchArgs = {
   ),
   ops: oneOf(
     'ops',
-    ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'ringExchange'],
+    ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'ringExchange', 'allToAll'],
     ['allReduce', 'reduceScatter', 'allGather', 'broadcast'],
   ),
   devices: oneOf('device', ['cpu', 'gpu'], ['cpu', 'gpu']),
@@ -143,7 +143,7 @@ if (values.json) console.log(json);
 else {
   console.log(`Collectives on ${report.adapter}, across ${host}.`);
   console.log(
-    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring), map@ = ms between submitting the read-back's copies and mapping them. Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip (rank 0 alone, mapped after the row's map@) + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload, ring× = (transport + gather or unstage) ÷ the ring's floor; floor‖ = the floor with the round trip of all t ranks mapping at once (the slowest), ×fl‖ = total ÷ floor‖.",
+    "Times: median over iterations of the slowest rank; device cpu = host arrays, gpu = GPU buffers (read back → move → upload). Result 'new' = new memory per call (host array or GPU tensor), 'out' = written into one array or tensor of the caller's, reused. GPU: part = bytes per pipeline part (all = unparted), upload = mapped (pooled mapped buffers + copy) or write-buffer (queue.writeBuffer from the ring), map@ = ms between submitting the read-back's copies and mapping them. Phases: sync (arrival + fingerprint check), stage (input into the ring's memory), transport (ring steps), gather (sab-ring: result read from the slots) or unstage (message-port: result copied out); pipelined GPU calls sum each phase over their parts. bus GB/s = S/time · 2(t−1)/t (all-reduce), (t−1)/t (reduce-scatter, all-gather, all-to-all: S = each rank's input, split unevenly: rank q sends rank r the share (1 + (q + r) mod t)/(t(t+1)/2)), 1 (broadcast), of transport + gather and (total) of the whole call. floor = what the whole call could cost here: host the ring's memcpy time, GPU max(read-back, ring, upload floors), a read-back or upload floor being the tiny mapAsync round trip (rank 0 alone, mapped after the row's map@) + one memcpy of its bytes; ×floor = total ÷ floor, rb× and up× the same for read-back and upload, ring× = (transport + gather or unstage) ÷ the ring's floor; floor‖ = the floor with the round trip of all t ranks mapping at once (the slowest), ×fl‖ = total ÷ floor‖.",
   );
   console.log(
     `memcpy (TypedArray.prototype.set, one thread): ${Object.entries(report.memcpyGBs)

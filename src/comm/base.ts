@@ -2,7 +2,16 @@ import type { TracePhase } from '../core/trace-event.ts';
 import { sharedNow } from '../core/clock.ts';
 import { formatShape, numel } from '../core/shape.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
-import { checkDivisible, named, outputShape, payloadBytes, resolveDim, type CollectiveCall } from './call.ts';
+import {
+  checkDivisible,
+  named,
+  outputShape,
+  payloadBytes,
+  resolveDim,
+  type CollectiveCall,
+  type Splits,
+} from './call.ts';
+import { checkSplits, peerBytes, type AllToAll, type AllToAllSplits } from './all-to-all.ts';
 import type { CollectiveOp, Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { GroupBrokenError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
@@ -112,8 +121,35 @@ export function commEvent(
       ...(c.reduceOp !== undefined && { reduceOp: c.reduceOp }),
       ...(c.root !== undefined && { root: c.root }),
       ...(c.tensor !== undefined && { tensor: c.tensor }),
+      ...(c.splits && { peers: { ranks: r.group?.members ?? [...Array(r.size).keys()], ...peerBytes(c) } }),
     },
   };
+}
+
+/**
+ * The full splits of an all-to-all on input `shape` (see AllToAllSplits): checked, and where recv
+ * is absent but send given, the group's send counts exchanged first — an all-to-all of t counts on
+ * the host, `<tensor>.counts`, on the trace as its own call.
+ */
+export async function resolveSplits(
+  r: CollectiveRunner,
+  shape: readonly number[],
+  splits: AllToAllSplits | undefined,
+  tensor: string | undefined,
+): Promise<Splits> {
+  const { send, recv } = checkSplits(shape, r.size, splits);
+  if (recv) return { send, recv };
+  const t0 = sharedNow();
+  const ones = new Array<number>(r.size).fill(1);
+  const req: CallRequest = {
+    op: 'allToAll',
+    shape: [r.size],
+    splits: { send: ones, recv: ones },
+    tensor: `${tensor ?? 'allToAll'}.counts`,
+  };
+  const e = await r.run(req, hostTensor([r.size], Float32Array.from(send)));
+  r.sink.record(commEvent(r, e, 'cpu', t0, sharedNow(), e.phases));
+  return { send, recv: Array.from(e.out!.data) };
 }
 
 /** A target that writes the result into the caller's `out`, which must hold exactly its numel. */
@@ -131,7 +167,9 @@ function intoArray(op: string, out: Float32Array): ResultTarget {
  * Host-array collectives on top of one `execute` per transport: numbering, argument checks,
  * failure latching (a failed group refuses further calls) and one trace event per call.
  */
-export abstract class BaseCollectives implements Collectives<HostTensor, Float32Array>, CollectiveRunner {
+export abstract class BaseCollectives
+  implements Collectives<HostTensor, Float32Array>, AllToAll<HostTensor, Float32Array>, CollectiveRunner
+{
   private seq = 0;
   private failure: string | undefined;
   /** Point-to-point messages numbered per peer: sent to it, received from it. */
@@ -302,6 +340,11 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
       throw new Error(`${req.op}: root ${req.root} is not a rank of a group of ${this.size}.`);
     }
     if (shape.length > 8) throw new Error(`${req.op}: tensors of more than 8 dims are not supported.`);
+    if (req.op === 'allToAll') {
+      const s = checkSplits(shape, this.size, req.splits);
+      if (!s.recv) throw new Error('allToAll: run() takes both splits; resolve them first (resolveSplits).');
+      return { ...req, dtype: 'f32', shape: [...shape], splits: { send: s.send, recv: s.recv } };
+    }
     return { ...req, dim, dtype: 'f32', shape: [...shape] };
   }
 
@@ -344,6 +387,11 @@ export abstract class BaseCollectives implements Collectives<HostTensor, Float32
 
   async barrier(): Promise<void> {
     await this.traced({ op: 'barrier', shape: [] }, hostTensor([], new Float32Array(1)));
+  }
+
+  async allToAll(x: HostTensor, splits?: AllToAllSplits, tensor?: string, out?: Float32Array): Promise<HostTensor> {
+    const s = await resolveSplits(this, x.shape, splits, tensor);
+    return this.traced({ op: 'allToAll', shape: x.shape, splits: s, ...named(tensor) }, x, out);
   }
 
   async shard(x: HostTensor, dim: number): Promise<HostTensor> {

@@ -7,7 +7,14 @@ export type ReduceOp = 'sum' | 'max';
 export type TransportName = 'in-process' | 'sab-ring' | 'message-port';
 
 /** The collective operations, named as in the fingerprint and the trace. */
-export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather' | 'broadcast' | 'barrier' | 'ringExchange';
+export type CollectiveOp =
+  | 'allReduce'
+  | 'reduceScatter'
+  | 'allGather'
+  | 'broadcast'
+  | 'barrier'
+  | 'ringExchange'
+  | 'allToAll';
 
 /** The three collectives a ring runs as reduce-scatter and/or all-gather phases. */
 export type RingCollectiveOp = Extract<CollectiveOp, 'allReduce' | 'reduceScatter' | 'allGather'>;

@@ -1,5 +1,5 @@
 import type { GroupView } from '../mesh/process-group.ts';
-import { formatCall, type CollectiveCall } from './call.ts';
+import { formatCall, sameCall, splitMismatches, type CollectiveCall } from './call.ts';
 import { groupRank, inGroup } from './p2p.ts';
 
 // Ranks are group ranks; in a mesh group (`group` given) each is named by its global rank and
@@ -10,7 +10,29 @@ function listRanks(ranks: readonly number[], group: GroupView | undefined): stri
   return `${ranks.length === 1 ? 'rank' : 'ranks'} ${ranks.join(', ')}`;
 }
 
-/** Ranks made different calls at the same point: names every distinct call and who made it. */
+/**
+ * What differs between the calls every rank of a group made (index = group rank): every distinct
+ * call and who made it; or, for all-to-all calls that agree but for their splits, every pair of
+ * ranks whose splits disagree.
+ */
+function callDifference(rank: number, calls: readonly CollectiveCall[], group: GroupView | undefined): string {
+  const pairs = calls.every((c) => sameCall(c, calls[0]!)) ? splitMismatches(calls) : [];
+  if (pairs.length) {
+    const { splits: _, ...call } = calls[rank]!;
+    const who = (r: number): string => groupRank(r, group);
+    const what = pairs.map((p) => `${who(p.from)} sends ${p.sends} rows to ${who(p.to)}, which expects ${p.expects}`);
+    return `${formatCall(call)}: splits differ across ranks: ${what.join('; ')}`;
+  }
+  const groups = new Map<string, number[]>();
+  calls.forEach((c, r) => {
+    const key = formatCall(c);
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  });
+  const what = [...groups].map(([call, ranks]) => `${listRanks(ranks, group)} called ${call}`).join('; ');
+  return `collective call differs across ranks: ${what}`;
+}
+
+/** Ranks made different calls at the same point (or an all-to-all's splits disagree): see callDifference. */
 export class CollectiveMismatchError extends Error {
   override readonly name = 'CollectiveMismatchError';
   constructor(
@@ -18,13 +40,7 @@ export class CollectiveMismatchError extends Error {
     readonly calls: readonly CollectiveCall[],
     group?: GroupView,
   ) {
-    const groups = new Map<string, number[]>();
-    calls.forEach((c, r) => {
-      const key = formatCall(c);
-      groups.set(key, [...(groups.get(key) ?? []), r]);
-    });
-    const what = [...groups].map(([call, ranks]) => `${listRanks(ranks, group)} called ${call}`).join('; ');
-    super(`${groupRank(rank, group)}${inGroup(group)}: collective call differs across ranks: ${what}.`);
+    super(`${groupRank(rank, group)}${inGroup(group)}: ${callDifference(rank, calls, group)}.`);
   }
 }
 

@@ -19,7 +19,9 @@ import {
   type Executed,
   type PartedInput,
   type ResultTarget,
+  resolveSplits,
 } from './base.ts';
+import type { AllToAll, AllToAllSplits } from './all-to-all.ts';
 import { checkDivisible, named, resolveDim } from './call.ts';
 import type { Collectives, ReduceOp, TransportName } from './collectives.ts';
 import { defaultGpuCollectiveOptions, type GpuCollectiveOptions } from './gpu-options.ts';
@@ -54,7 +56,9 @@ export function partBounds(n: number, partElems: number): [number, number][] {
  * tensors owned by the caller (destroy their buffers), or the caller's `out` tensor (which may be
  * the input: every read-back copy is submitted before any upload); inputs are otherwise untouched.
  */
-export class GpuCollectives implements Collectives<GpuTensor, GpuTensor>, PointToPoint<GpuTensor> {
+export class GpuCollectives
+  implements Collectives<GpuTensor, GpuTensor>, AllToAll<GpuTensor, GpuTensor>, PointToPoint<GpuTensor>
+{
   readonly rank: number;
   readonly size: number;
   readonly transport: TransportName;
@@ -356,6 +360,12 @@ export class GpuCollectives implements Collectives<GpuTensor, GpuTensor>, PointT
 
   ringExchange(x: GpuTensor, tensor?: string, out?: GpuTensor): Promise<GpuTensor> {
     return this.traced({ op: 'ringExchange', shape: x.shape, ...named(tensor) }, x, out);
+  }
+
+  /** See AllToAll; counts to exchange (recv absent) go over the host communicator, as host numbers. */
+  async allToAll(x: GpuTensor, splits?: AllToAllSplits, tensor?: string, out?: GpuTensor): Promise<GpuTensor> {
+    const s = await resolveSplits(this.host, x.shape, splits, tensor);
+    return this.traced({ op: 'allToAll', shape: x.shape, splits: s, ...named(tensor) }, x, out);
   }
 
   async barrier(): Promise<void> {

@@ -1,7 +1,7 @@
 import { sharedNow } from '../core/clock.ts';
 import { discardTrace, type TraceSink } from '../core/trace-recorder.ts';
 import { BaseCollectives, type Executed } from './base.ts';
-import { sameCall, type CollectiveCall } from './call.ts';
+import { callsAgree, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import type { HostTensor } from './host-tensor.ts';
 import { referenceCollective } from './reference.ts';
@@ -93,13 +93,14 @@ class Hub {
     clearTimeout(this.slots.get(seq)!.timer);
     this.slots.delete(seq);
     const calls = arrivals.map((a) => a.call);
-    if (!calls.every((c) => sameCall(c, calls[0]))) {
+    if (!callsAgree(calls)) {
       arrivals.forEach((a, r) => a.reject(new CollectiveMismatchError(r, calls, this.group)));
       return;
     }
     const outs = referenceCollective(
       calls[0],
       arrivals.map((a) => a.x),
+      calls,
     );
     arrivals.forEach((a, r) => a.resolve(outs[r]));
   }

@@ -2,9 +2,10 @@ import { numel } from '../core/shape.ts';
 import { phaseClock } from '../core/clock.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
 import { BaseCollectives, type Executed } from './base.ts';
-import { outputShape, sameCall, type CollectiveCall } from './call.ts';
+import { callsAgree, outputShape, type CollectiveCall } from './call.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
+import { offsets, rowElems } from './all-to-all.ts';
 import { accumulate, chunkBounds, packSlices, unpackSlices } from './layout.ts';
 import { Mailbox, messageKey, type PortMessage } from './mailbox.ts';
 import type { GroupView } from '../mesh/process-group.ts';
@@ -88,35 +89,69 @@ export class PortRingCollectives extends BaseCollectives {
     const calls: CollectiveCall[] = new Array(this.size);
     calls[this.rank] = call;
     others.forEach((q, i) => (calls[q] = (got[i] as PromiseFulfilledResult<PortMessage & { kind: 'fp' }>).value.call));
-    if (!calls.every((c) => sameCall(c, call))) throw new CollectiveMismatchError(this.rank, calls, this.group);
+    if (!callsAgree(calls)) throw new CollectiveMismatchError(this.rank, calls, this.group);
   }
 
-  /** The chunk of ring step `step`: its first `len` values (a slowed sender sends them linkFactor times over). */
-  private async recvStep(call: CollectiveCall, step: number, len: number): Promise<Float32Array> {
-    const { prev } = ringNeighbours(this.rank, this.size);
-    const m = await this.boxes[prev]!.receive(
+  /** The chunk of ring step `step` from rank `from` (default r−1): its first `len` values (a slowed sender sends them linkFactor times over). */
+  private async recvStep(
+    call: CollectiveCall,
+    step: number,
+    len: number,
+    from = ringNeighbours(this.rank, this.size).prev,
+  ): Promise<Float32Array> {
+    const m = await this.boxes[from]!.receive(
       messageKey({ kind: 'data', seq: call.seq, step }),
       this.timeoutMs,
-      () => new CollectiveTimeoutError(this.rank, call, [prev], this.timeoutMs, 'transfer', this.group),
+      () => new CollectiveTimeoutError(this.rank, call, [from], this.timeoutMs, 'transfer', this.group),
     );
     return (m as PortMessage & { kind: 'data' }).data.subarray(0, len);
   }
 
-  /** Posts one ring step's chunk to rank r+1: under #slowlink the message holds linkFactor copies of it (f× the bytes moved). */
-  private sendStep(call: CollectiveCall, step: number, data: Float32Array): void {
+  /** Posts one ring step's chunk to rank `to` (default r+1): under #slowlink the message holds linkFactor copies of it (f× the bytes moved). */
+  private sendStep(
+    call: CollectiveCall,
+    step: number,
+    data: Float32Array,
+    to = ringNeighbours(this.rank, this.size).next,
+  ): void {
     const out = new Float32Array(data.length * this.linkFactor);
     let at = 0;
     this.outCopies(() => {
       out.set(data, at);
       at += data.length;
     });
-    this.post(ringNeighbours(this.rank, this.size).next, { kind: 'data', seq: call.seq, step, data: out });
+    this.post(to, { kind: 'data', seq: call.seq, step, data: out });
+  }
+
+  /**
+   * An all-to-all: rank r posts input rows [off(send)[q], + send[q]) to every other rank q (one
+   * message each, empty ones too), keeps its own, and copies what each q sent into result rows
+   * [off(recv)[q], + recv[q]).
+   */
+  private async moveAllToAll(call: CollectiveCall, x: HostTensor, mark: (name: string) => void): Promise<HostTensor> {
+    const { rank: r, size: t } = this;
+    const { send, recv } = call.splits!;
+    const row = rowElems(call.shape);
+    const [from, into] = [offsets(send), offsets(recv)];
+    const rows = (data: Float32Array, at: number, n: number): Float32Array => data.subarray(at * row, (at + n) * row);
+    const peers = [...Array(t).keys()].map((k) => (r + k) % t).slice(1);
+    for (const q of peers) this.sendStep(call, 0, rows(x.data, from[q]!, send[q]!), q);
+    mark('stage');
+    const got = await Promise.all(peers.map((q) => this.recvStep(call, 0, recv[q]! * row, q)));
+    mark('transport');
+    const shape = outputShape(call, t);
+    const out = new Float32Array(numel(shape));
+    out.set(rows(x.data, from[r]!, send[r]!), into[r]! * row);
+    peers.forEach((q, i) => out.set(got[i]!, into[q]! * row));
+    mark('unstage');
+    return hostTensor(shape, out);
   }
 
   private async move(call: CollectiveCall, x: HostTensor, mark: (name: string) => void): Promise<HostTensor> {
     const { rank: r, size: t } = this;
     const shape = outputShape(call, t);
     if (call.op === 'barrier') return (mark('transport'), x);
+    if (call.op === 'allToAll') return this.moveAllToAll(call, x, mark);
     if (call.op === 'ringExchange') {
       // One ring step: post a copy of the tensor to r + 1, take r − 1's (at t = 1 the rank's own).
       if (t > 1) this.sendStep(call, 0, x.data);

@@ -1,3 +1,4 @@
+import { referenceAllToAll } from './all-to-all.ts';
 import type { CollectiveCall } from './call.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { concatAlong, reduceArrays, sliceAlong } from './layout.ts';
@@ -5,8 +6,13 @@ import { concatAlong, reduceArrays, sliceAlong } from './layout.ts';
 /**
  * The defining semantics of each collective: inputs[r] is rank r's tensor, the result is every
  * rank's output (reductions in float64, in rank order). Every transport is tested against this.
+ * `calls[r]` is rank r's call where ranks' calls differ (an all-to-all's rows and splits).
  */
-export function referenceCollective(call: CollectiveCall, inputs: readonly HostTensor[]): HostTensor[] {
+export function referenceCollective(
+  call: CollectiveCall,
+  inputs: readonly HostTensor[],
+  calls: readonly CollectiveCall[] = inputs.map(() => call),
+): HostTensor[] {
   const t = inputs.length;
   const reduced = (): HostTensor =>
     hostTensor(
@@ -35,5 +41,7 @@ export function referenceCollective(call: CollectiveCall, inputs: readonly HostT
       return inputs.map((x) => x);
     case 'ringExchange':
       return inputs.map((_, r) => hostTensor(call.shape, inputs[(r - 1 + t) % t].data.slice()));
+    case 'allToAll':
+      return referenceAllToAll(calls, inputs);
   }
 }

@@ -1,4 +1,5 @@
 import { numel } from '../core/shape.ts';
+import { allToAllSentBytes } from './all-to-all.ts';
 import type { CollectiveCall } from './call.ts';
 import { chunkBounds } from './layout.ts';
 
@@ -35,7 +36,7 @@ export function ringNeighbours(r: number, t: number): { next: number; prev: numb
 /**
  * Bytes rank r sends on the ring for `call` (float32): all-reduce ≈ 2(t−1)/t·S, reduce-scatter
  * and all-gather (t−1)/t·S, broadcast S along the chain root → root+1 → … (the last sends 0), a
- * ring exchange S to rank r + 1.
+ * ring exchange S to rank r + 1; an all-to-all (no ring) the rows it sends to other ranks.
  */
 export function ringSentBytes(call: CollectiveCall, t: number, r: number): number {
   const n = numel(call.shape);
@@ -62,6 +63,8 @@ export function ringSentBytes(call: CollectiveCall, t: number, r: number): numbe
       break;
     case 'barrier':
       break;
+    case 'allToAll':
+      return allToAllSentBytes(call, r);
   }
   return elems * 4;
 }

@@ -1,4 +1,4 @@
-import type { CollectiveCall } from './call.ts';
+import type { CollectiveCall, Splits } from './call.ts';
 import type { CollectiveOp, ReduceOp } from './collectives.ts';
 import type { P2PCall } from './p2p.ts';
 
@@ -14,13 +14,15 @@ const fpBase = 16 + 2 * maxSabRanks;
 const p2pBase = fpBase + 2 * maxSabRanks * fpWords;
 /** Words of one point-to-point channel: messages sent, messages taken, the last message's fingerprint. */
 const p2pWords = 2 + fpWords;
+const splitBase = p2pBase + maxSabRanks * maxSabRanks * p2pWords;
 
 /**
  * Int32 word offsets in the control buffer: [0] abort code (0 = none, r+1 = rank r failed,
  * −1 = pool aborted), arrive[r] = last seq rank r reached, progress[r] = ring steps rank r has
  * finished, then fingerprints double-buffered by seq parity: slot(p, r) of `fpWords` words, then
- * one point-to-point channel per ordered pair (from, to): [sent, taken, fingerprint];
- * [1] the byte length of the abort reason (UTF-8) stored after the last word.
+ * one point-to-point channel per ordered pair (from, to): [sent, taken, fingerprint], then an
+ * all-to-all's splits per rank, double-buffered by seq parity like the fingerprints: send[0..16),
+ * recv[0..16); [1] the byte length of the abort reason (UTF-8) stored after the last word.
  */
 export const ctrl = {
   abort: 0,
@@ -31,7 +33,8 @@ export const ctrl = {
   p2pSent: (from: number, to: number): number => p2pBase + (from * maxSabRanks + to) * p2pWords,
   p2pTaken: (from: number, to: number): number => p2pBase + (from * maxSabRanks + to) * p2pWords + 1,
   p2pFp: (from: number, to: number): number => p2pBase + (from * maxSabRanks + to) * p2pWords + 2,
-  words: p2pBase + maxSabRanks * maxSabRanks * p2pWords,
+  splits: (seq: number, r: number): number => splitBase + ((seq & 1) * maxSabRanks + r) * 2 * maxSabRanks,
+  words: splitBase + 2 * maxSabRanks * 2 * maxSabRanks,
 } as const;
 
 /**
@@ -90,7 +93,15 @@ export function sabAbortReason(control: SharedArrayBuffer): string {
   return new TextDecoder().decode(new Uint8Array(control, ctrl.words * 4, n).slice());
 }
 
-const ops: CollectiveOp[] = ['allReduce', 'reduceScatter', 'allGather', 'broadcast', 'barrier', 'ringExchange'];
+const ops: CollectiveOp[] = [
+  'allReduce',
+  'reduceScatter',
+  'allGather',
+  'broadcast',
+  'barrier',
+  'ringExchange',
+  'allToAll',
+];
 const reduceOps: ReduceOp[] = ['sum', 'max'];
 
 /**
@@ -147,7 +158,21 @@ export function readP2PFingerprint(words: Int32Array, at: number): P2PCall {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Reads a call written by writeFingerprint. */
+/** Writes an all-to-all's splits at `at` (ctrl.splits): send counts, then recv counts, maxSabRanks words each. */
+export function writeSplits(words: Int32Array, at: number, s: Splits): void {
+  words.set(s.send, at);
+  words.set(s.recv, at + maxSabRanks);
+}
+
+/** Reads the splits of a group of `size` written by writeSplits. */
+export function readSplits(words: Int32Array, at: number, size: number): Splits {
+  return {
+    send: Array.from(words.subarray(at, at + size)),
+    recv: Array.from(words.subarray(at + maxSabRanks, at + maxSabRanks + size)),
+  };
+}
+
+/** Reads a call written by writeFingerprint (without an all-to-all's splits: readSplits). */
 export function readFingerprint(words: Int32Array, at: number): CollectiveCall {
   const nd = words[at + 5];
   return {

@@ -3,7 +3,8 @@ import { phaseClock } from '../core/clock.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
 import { BaseCollectives, type Executed, type PartedInput, type ResultSink } from './base.ts';
 import type { CollectiveOp } from './collectives.ts';
-import { formatCall, outputShape, type CollectiveCall } from './call.ts';
+import { callsAgree, formatCall, outputShape, type CollectiveCall } from './call.ts';
+import { allToAllSentBytes, offsets, rowElems } from './all-to-all.ts';
 import { CollectiveAbortedError, CollectiveMismatchError, CollectiveTimeoutError } from './errors.ts';
 import { hostTensor, type HostTensor } from './host-tensor.ts';
 import { chunkBounds, gatherSlices, packSlices } from './layout.ts';
@@ -14,11 +15,13 @@ import {
   ctrl,
   readFingerprint,
   readP2PFingerprint,
+  readSplits,
   sabAbortReason,
   sameFingerprint,
   storedP2P,
   writeFingerprint,
   writeP2PFingerprint,
+  writeSplits,
   type SabRing,
 } from './sab-layout.ts';
 import { rankName, type GroupView } from '../mesh/process-group.ts';
@@ -41,7 +44,9 @@ function changed(words: Int32Array, idx: number, value: number, ms: number): Pro
 const pieceElems = 1 << 16;
 
 /**
- * Ring collectives in shared memory (workers only: blocks in Atomics.wait). Each rank's data buffer
+ * Ring collectives in shared memory (workers only: blocks in Atomics.wait; an all-to-all built with
+ * waits 'yield' waits without blocking instead, so that all ranks may share one thread, as in the
+ * unit tests). Each rank's data buffer
  * is its ring slot; reduce-scatter steps read rank r−1's slot in place and add into this rank's own
  * chunk, so a step moves exactly the chunk the ring model sends; gathers then read each piece from
  * the slot that holds it, as many bytes per rank as the ring's all-gather receives. progress[r]
@@ -52,6 +57,12 @@ export class SabRingCollectives extends BaseCollectives {
   private readonly f32: Float32Array;
   private readonly reduce: ReduceKernel;
   private step = 0;
+  /**
+   * The last call in flight: each call starts once the one before has settled, so a call that waits
+   * without blocking (an all-to-all, a part still being read back) is never overtaken by the next
+   * one's arrival, after which the other ranks may overwrite their slots.
+   */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(
     rank: number,
@@ -60,6 +71,7 @@ export class SabRingCollectives extends BaseCollectives {
     sink: TraceSink,
     private readonly timeoutMs: number,
     group?: GroupView,
+    private readonly waits: 'block' | 'yield' = 'block',
   ) {
     super(rank, size, 'sab-ring', sink, group);
     this.c = new Int32Array(ring.control);
@@ -70,12 +82,22 @@ export class SabRingCollectives extends BaseCollectives {
   override readonly copiesInput = true;
   override readonly partedOps: readonly CollectiveOp[] = ['allReduce', 'broadcast', 'reduceScatter', 'allGather'];
 
-  protected async execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
-    const { phases, mark } = phaseClock();
-    this.agree(call);
-    mark('sync');
-    const out = this.move(call, x, mark, sink);
-    return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+  protected execute(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
+    return this.inOrder(async () => {
+      if (call.op === 'allToAll') return this.moveAllToAll(call, x, sink);
+      const { phases, mark } = phaseClock();
+      this.agree(call);
+      mark('sync');
+      const out = this.move(call, x, mark, sink);
+      return { out, phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+    });
+  }
+
+  /** Runs `f` once the call before has settled (however it ended). */
+  private inOrder<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.last.then(f);
+    this.last = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -87,11 +109,15 @@ export class SabRingCollectives extends BaseCollectives {
    * occupy disjoint ranges of the slots, so a rank may stage part k + 1 while others still gather
    * part k.
    */
-  protected override async executeParted(
+  protected override executeParted(
     call: CollectiveCall,
     x: PartedInput,
     sink: ResultSink,
   ): Promise<Omit<Executed, 'call'>> {
+    return this.inOrder(() => this.moveParted(call, x, sink));
+  }
+
+  private async moveParted(call: CollectiveCall, x: PartedInput, sink: ResultSink): Promise<Omit<Executed, 'call'>> {
     const { phases, mark } = phaseClock();
     const sliced = call.op === 'reduceScatter' || call.op === 'allGather';
     const n = numel(call.shape) * (call.op === 'allGather' ? this.size : 1);
@@ -113,6 +139,77 @@ export class SabRingCollectives extends BaseCollectives {
       }
     }
     return { phases, sentBytes: ringSentBytes(call, this.size, this.rank) };
+  }
+
+  /**
+   * An all-to-all (waiting as reachFor does): fingerprints and splits published and compared
+   * (agreeAsync), the whole input staged into this rank's slot, then, once rank q has staged its
+   * own, rows [off(send_q)[r], + recv[r]) read straight from q's slot into result rows
+   * [off(recv)[q], + recv[q]), q = r, r + 1, … (mod t) — one copy in, one copy out, as an
+   * all-gather. Rank q's send splits are read from the control block.
+   */
+  private async moveAllToAll(call: CollectiveCall, x: HostTensor, sink?: ResultSink): Promise<Omit<Executed, 'call'>> {
+    const { phases, mark } = phaseClock();
+    const { rank: r, size: t } = this;
+    const recv = call.splits!.recv;
+    const row = rowElems(call.shape);
+    this.checkCapacity(call, x.data.length);
+    await this.agreeAsync(call);
+    mark('sync');
+    const base = this.step;
+    this.outCopies(() => this.slotRange(r, 0, x.data.length).set(x.data));
+    this.advance();
+    mark('stage');
+    const peers = [...Array(t).keys()].map((k) => (r + k) % t);
+    const deadline = performance.now() + this.timeoutMs;
+    for (const q of peers)
+      if (!(await this.reachFor(ctrl.progress(q), base + 1, deadline, call)))
+        throw new CollectiveTimeoutError(r, call, [q], this.timeoutMs, 'transfer', this.group);
+    mark('transport');
+    const shape = outputShape(call, t);
+    const result = sink ? undefined : new Float32Array(numel(shape));
+    const put: ResultSink = sink ?? ((d, at) => result!.set(d, at));
+    const into = offsets(recv);
+    for (const q of peers) {
+      const from = offsets(readSplits(this.c, ctrl.splits(call.seq, q), t).send)[r]!;
+      put(this.slotRange(q, from * row, recv[q]! * row), into[q]! * row);
+    }
+    mark('gather');
+    return { out: result && hostTensor(shape, result), phases, sentBytes: allToAllSentBytes(call, r) };
+  }
+
+  /**
+   * As reach(), but blocking in Atomics.wait unless the communicator was built with waits 'yield'
+   * (a blocked worker wakes on the peer's notify at once, an awaiting one only once its event
+   * loop gets to it).
+   */
+  private async reachFor(idx: number, target: number, deadline: number, call: CollectiveCall): Promise<boolean> {
+    return this.waits === 'yield'
+      ? this.reach(idx, target, deadline, call)
+      : this.blockUntil(call, idx, target, deadline);
+  }
+
+  /** Rank q's call at `seq` as its fingerprint (and an all-to-all's splits) in the control block say. */
+  private readCall(seq: number, q: number): CollectiveCall {
+    const call = readFingerprint(this.c, ctrl.fp(seq, q));
+    return call.op === 'allToAll' ? { ...call, splits: readSplits(this.c, ctrl.splits(seq, q), this.size) } : call;
+  }
+
+  /** As agree(), waiting as reachFor does; the calls compared with their splits (callsAgree). */
+  private async agreeAsync(call: CollectiveCall): Promise<void> {
+    const { rank: r, size: t, c } = this;
+    writeFingerprint(c, ctrl.fp(call.seq, r), call);
+    writeSplits(c, ctrl.splits(call.seq, r), call.splits!);
+    Atomics.store(c, ctrl.arrive(r), call.seq);
+    Atomics.notify(c, ctrl.arrive(r));
+    const deadline = performance.now() + this.timeoutMs;
+    for (let q = 0; q < t; q++)
+      if (!(await this.reachFor(ctrl.arrive(q), call.seq, deadline, call))) {
+        const missing = [...Array(t).keys()].filter((p) => Atomics.load(c, ctrl.arrive(p)) < call.seq);
+        throw new CollectiveTimeoutError(r, call, missing, this.timeoutMs, 'arrival', this.group);
+      }
+    const calls = [...Array(t).keys()].map((q) => this.readCall(call.seq, q));
+    if (!callsAgree(calls)) throw new CollectiveMismatchError(r, calls, this.group);
   }
 
   /** Throws unless `n` elements fit one slot; returns n. */
@@ -289,12 +386,15 @@ export class SabRingCollectives extends BaseCollectives {
     return this.f32.subarray(at, at + n);
   }
 
-  /** Resolves true once word `idx` ≥ target, false at `deadline`; never blocks the thread (a batch's other ops go on). */
-  private async reach(idx: number, target: number, deadline: number): Promise<boolean> {
+  /**
+   * Resolves true once word `idx` ≥ target, false at `deadline`; never blocks the thread (a batch's
+   * other ops go on). An abort names `call` (absent: a point-to-point message).
+   */
+  private async reach(idx: number, target: number, deadline: number, call?: CollectiveCall): Promise<boolean> {
     for (;;) {
       const v = Atomics.load(this.c, idx);
       if (v >= target) return true;
-      this.checkAbort(undefined);
+      this.checkAbort(call);
       const left = deadline - performance.now();
       if (left <= 0) return false;
       await changed(this.c, idx, v, Math.min(left, 50));
@@ -337,12 +437,17 @@ export class SabRingCollectives extends BaseCollectives {
     deadline: number,
     onTimeout: () => Error,
   ): void {
+    if (!this.blockUntil(call, idx, target, deadline)) throw onTimeout();
+  }
+
+  /** Blocks until word `idx` ≥ target (true) or `deadline` (false); throws on abort. */
+  private blockUntil(call: CollectiveCall, idx: number, target: number, deadline: number): boolean {
     for (;;) {
       const v = Atomics.load(this.c, idx);
-      if (v >= target) return;
+      if (v >= target) return true;
       this.checkAbort(call);
       const left = deadline - performance.now();
-      if (left <= 0) throw onTimeout();
+      if (left <= 0) return false;
       Atomics.wait(this.c, idx, v, Math.min(left, 250));
     }
   }
@@ -364,7 +469,7 @@ export class SabRingCollectives extends BaseCollectives {
     // word for word; the calls are decoded only to name a mismatch.
     for (let q = 0; q < t; q++)
       if (!sameFingerprint(c, ctrl.fp(call.seq, q), ctrl.fp(call.seq, r))) {
-        const calls = [...Array(t).keys()].map((p) => readFingerprint(c, ctrl.fp(call.seq, p)));
+        const calls = [...Array(t).keys()].map((p) => this.readCall(call.seq, p));
         throw new CollectiveMismatchError(r, calls, this.group);
       }
   }

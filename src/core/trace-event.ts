@@ -23,6 +23,18 @@ export interface CommInfo {
   readonly root?: number;
   /** The logical tensor the call moved, as the caller named it ("mlp.reduce", "dp.grads.0"). */
   readonly tensor?: string;
+  /** An all-to-all's traffic per peer. */
+  readonly peers?: PeerBytes;
+}
+
+/**
+ * Bytes a rank's all-to-all sent to and received from each rank of its group, index = group rank
+ * (its own entry: the rows it kept, copied locally); `ranks[j]` is group rank j's global rank.
+ */
+export interface PeerBytes {
+  readonly ranks: readonly number[];
+  readonly sentBytes: readonly number[];
+  readonly receivedBytes: readonly number[];
 }
 
 /**

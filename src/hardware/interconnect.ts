@@ -120,8 +120,9 @@ const transferUs = (bytes: number, gbps: number): number => bytes / (gbps * 1e3)
  * Modeled time (µs) of one collective of `payloadBytes` (S) on a ring of t ranks:
  * all-reduce 2(t−1)(α + S/(tB)); reduce-scatter, all-gather (t−1)(α + S/(tB));
  * broadcast (pipelined chain) (t−1)α + S/B; barrier 2(t−1)α (an all-reduce of nothing); a ring
- * exchange (one step of a chunked all-gather: each rank sends S to its neighbour) α + S/B.
- * t = 1 costs 0.
+ * exchange (one step of a chunked all-gather: each rank sends S to its neighbour) α + S/B; an even
+ * all-to-all (t − 1 exchanges of S/t with the other ranks, one after another over the rank's
+ * link) (t−1)(α + S/(tB)), the same bus factor (t−1)/t nccl-tests gives it. t = 1 costs 0.
  */
 export function collectiveTimeUs(op: CollectiveOp, payloadBytes: number, t: number, link: Interconnect): number {
   if (t <= 1) return 0;
@@ -132,6 +133,7 @@ export function collectiveTimeUs(op: CollectiveOp, payloadBytes: number, t: numb
       return 2 * (t - 1) * step;
     case 'reduceScatter':
     case 'allGather':
+    case 'allToAll':
       return (t - 1) * step;
     case 'broadcast':
       return (t - 1) * a + transferUs(payloadBytes, link.busGBps);

@@ -9,6 +9,9 @@ import type { TraceEvent } from '../core/trace-event.ts';
 import type { GroupComm, RankContext } from './context.ts';
 import type { GroupKind } from '../mesh/rank-layout.ts';
 import type { P2POp } from '../comm/p2p.ts';
+import type { AllToAll, AllToAllSplits } from '../comm/all-to-all.ts';
+import { benchSplits } from '../comm/bench-splits.ts';
+import { epDispatchProgram } from './ep-dispatch-program.ts';
 
 /** One collective call on a rank: `data` is this rank's input of `shape`. */
 export interface CollectiveArgs {
@@ -30,6 +33,8 @@ export interface CollectiveArgs {
   readonly gpu?: Partial<GpuCollectiveOptions>;
   /** The group it runs over (default: the rank's TP group, a plain pool's one group). */
   readonly group?: GroupKind;
+  /** An all-to-all's splits on this rank (rows along dim 0 per group rank; see AllToAllSplits). */
+  readonly splitSizes?: AllToAllSplits;
 }
 
 /** The rank's communicators in its group of `kind` (default its TP group). */
@@ -41,7 +46,7 @@ function groupOf(ctx: RankContext, kind: GroupKind | undefined): GroupComm {
 export type HostResult = 'new' | 'out' | 'in-place';
 
 function call<T, O = never>(
-  comm: Collectives<T, O>,
+  comm: Collectives<T, O> & AllToAll<T, O>,
   a: Omit<CollectiveArgs, 'data' | 'shape' | 'device'>,
   x: T,
   out?: O,
@@ -59,6 +64,8 @@ function call<T, O = never>(
       return comm.barrier();
     case 'ringExchange':
       return comm.ringExchange(x, a.tensor, out);
+    case 'allToAll':
+      return comm.allToAll(x, a.splitSizes, a.tensor, out);
   }
 }
 
@@ -75,6 +82,11 @@ function resultArray(
 
 /** The result's shape of call `a` on this rank's group (a dim counted from the end resolved). */
 function resultShape(ctx: RankContext, a: Omit<CollectiveArgs, 'data' | 'device'>): number[] {
+  if (a.op === 'allToAll') {
+    const { send, recv } = a.splitSizes ?? {};
+    if (send && !recv) throw new Error(`rank ${ctx.rank}: an all-to-all into 'out' needs its recv splits.`);
+    return [recv ? recv.reduce((s, n) => s + n, 0) : a.shape[0]!, ...a.shape.slice(1)];
+  }
   const dim = a.dim === undefined ? undefined : resolveDim(a.op, a.shape, a.dim);
   return outputShape({ ...a, dim, seq: 0, dtype: 'f32' }, groupOf(ctx, a.group).comm.size);
 }
@@ -148,7 +160,13 @@ export interface BenchArgs {
 export async function benchCollective(ctx: RankContext, a: BenchArgs): Promise<TraceEvent[]> {
   const shape = a.op === 'allGather' ? [a.elems / ctx.size] : [a.elems];
   const data = new Float32Array(shape[0]).fill(ctx.rank + 1);
-  const args = { ...a, dim: 0, root: 0, shape };
+  const args = {
+    ...a,
+    dim: 0,
+    root: 0,
+    shape,
+    ...(a.op === 'allToAll' && { splitSizes: benchSplits(a.elems, ctx.size, ctx.rank) }),
+  };
   const x = hostTensor(shape, data);
   const g = a.device === 'gpu' ? createTensor(ctx.device, 'bench', shape, data) : undefined;
   const out = g ? undefined : resultArray(ctx, args, x);
@@ -261,7 +279,14 @@ export function meshPlace(
 }
 
 /** The programs of the default rank worker. */
-export const commPrograms = { collective, benchCollective, mapRoundTrip, p2p, meshPlace };
+export const commPrograms = {
+  collective,
+  benchCollective,
+  mapRoundTrip,
+  p2p,
+  meshPlace,
+  epDispatch: epDispatchProgram,
+};
 
 /** Type of the default worker's programs (for RankPool's type parameter). */
 export type CommPrograms = typeof commPrograms;

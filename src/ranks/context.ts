@@ -1,3 +1,4 @@
+import type { AllToAll } from '../comm/all-to-all.ts';
 import type { Collectives, TransportName } from '../comm/collectives.ts';
 import type { GpuCollectives } from '../comm/gpu-collectives.ts';
 import type { HostTensor } from '../comm/host-tensor.ts';
@@ -11,7 +12,7 @@ import type { GroupKind, MeshCoords, MeshSpec } from '../mesh/rank-layout.ts';
 export interface GroupComm {
   /** The group (absent in a plain pool: its one TP group, ranks 0…t−1). */
   readonly view?: GroupView;
-  readonly comm: Collectives<HostTensor, Float32Array> & PointToPoint<HostTensor>;
+  readonly comm: Collectives<HostTensor, Float32Array> & AllToAll<HostTensor, Float32Array> & PointToPoint<HostTensor>;
   readonly gpuComm: GpuCollectives;
 }
 
@@ -39,7 +40,7 @@ export interface RankContext {
   readonly transport: TransportName;
   readonly device: GPUDevice;
   /** Collectives (and point-to-point) on host arrays (a result may be written into the caller's Float32Array: `out`). */
-  readonly comm: Collectives<HostTensor, Float32Array> & PointToPoint<HostTensor>;
+  readonly comm: Collectives<HostTensor, Float32Array> & AllToAll<HostTensor, Float32Array> & PointToPoint<HostTensor>;
   /** The same collectives on this rank's GPU tensors (read back → move → upload; a result may go into the caller's tensor: `out`). */
   readonly gpuComm: GpuCollectives;
   /** Every collective lands here; kernels may record their own events too. */

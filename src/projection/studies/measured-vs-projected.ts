@@ -42,6 +42,7 @@ const ncclCollectiveOf: Record<CollectiveOp, NcclCollective> = {
   broadcast: 'broadcast',
   barrier: 'barrier',
   ringExchange: 'sendRecv',
+  allToAll: 'allToAll',
 };
 
 /** Σ over rank 0's events of a projected timeline: compute, and collective time by kind, ms. */

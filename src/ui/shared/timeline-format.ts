@@ -12,6 +12,7 @@ const collectiveNames: Record<CollectiveOp, string> = {
   broadcast: 'broadcast',
   barrier: 'barrier',
   ringExchange: 'ring exchange',
+  allToAll: 'all-to-all',
 };
 
 /** NCCL-style name of a collective: allReduce → "all-reduce". */

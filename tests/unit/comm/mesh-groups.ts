@@ -8,8 +8,9 @@ import { assignGroups } from '../../../src/mesh/process-group.ts';
 import { groupKinds, rankMesh, type GroupKind, type MeshDegrees } from '../../../src/mesh/rank-layout.ts';
 
 /**
- * Transports whose point-to-point messages run in one thread: the shared-memory ring's p2p waits
- * without blocking (its collectives block in Atomics.wait, so only across workers).
+ * Transports whose point-to-point messages and all-to-alls run in one thread: the shared-memory
+ * ring's p2p, and its all-to-all built with waits 'yield', wait without blocking (its other
+ * collectives block in Atomics.wait, so only across workers).
  */
 export const p2pTransports = ['in-process', 'message-port', 'sab-ring'] as const;
 
@@ -34,7 +35,7 @@ export function makeMesh(
     if (kind === 'in-process') return createInProcessGroup(g, { timeoutMs, sinks, group: view });
     if (kind === 'sab-ring') {
       const ring = createSabRing(g, 1 << 12, p2pCapacityBytes);
-      return view.members.map((_, i) => new SabRingCollectives(i, g, ring, sinks[i]!, timeoutMs, view));
+      return view.members.map((_, i) => new SabRingCollectives(i, g, ring, sinks[i]!, timeoutMs, view, 'yield'));
     }
     const comms = createPortMesh(g).map((ports, i) => new PortRingCollectives(i, g, ports, sinks[i]!, timeoutMs, view));
     made.push(...comms);
