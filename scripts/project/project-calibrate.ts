@@ -8,7 +8,7 @@ import { sweepShapes } from '../../src/calibrate/gemm-shapes.ts';
 import { opFromFileName, parseNcclTests } from '../../src/calibrate/nccl-tests-parse.ts';
 import { systemFileText } from '../../src/calibrate/system-file.ts';
 import { fittedFor, measuredGemmUs } from '../../src/hardware/calibrated-rates.ts';
-import { formatMs } from '../../src/core/format.ts';
+import { formatBytes, formatMs } from '../../src/core/format.ts';
 import { fixedBudget } from '../../src/projection/step/cluster-projection.ts';
 import { budgetLines } from '../../src/projection/step/cluster-summary.ts';
 import { alignedTable } from '../cli/text-table.ts';
@@ -90,6 +90,12 @@ export async function runCalibration(args: ProjectArgs, dir: string): Promise<st
   const before = { system: args.system, dtype: args.dtype, kernels: args.kernels };
   const after = { ...before, system: cal.system };
   const lines: string[] = [`calibrating ${args.system.label} from ${dir}`, ...fitLines(cal, args.system)];
+  for (const { fit, residuals } of cal.fits) {
+    lines.push(`${fit.source}: ${fit.op} on ${fit.ranks}, bus bandwidth per size (GB/s), measured / fitted:`);
+    lines.push(
+      `  ${residuals.map((r) => `${formatBytes(r.bytes)} ${num(r.measuredBusGBps)}/${num(r.modelBusGBps)}`).join(', ')}`,
+    );
+  }
   // GEMMs: how many of the shapes the projection prices at the first t were timed.
   const t0 = args.degrees[0]!;
   const shapes = await sweepShapes({ ...args.setup, tp: t0 }, before);

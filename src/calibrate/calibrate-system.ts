@@ -3,7 +3,7 @@
 // of each GEMM shape the projection prices.
 import type { FittedCollective, MeasuredGemm } from '../hardware/calibrated-rates.ts';
 import type { SystemSpec } from '../hardware/systems.ts';
-import { fitCollective, runPlacement, type RunPlacement } from './collective-fit.ts';
+import { fitCollective, ringTerms, runPlacement, type RunPlacement } from './collective-fit.ts';
 import type { SweepRow } from './gemm-sweep.ts';
 import type { NcclTestRun } from './nccl-tests-parse.ts';
 
@@ -13,11 +13,41 @@ export interface SourcedRun {
   readonly source: string;
 }
 
-/** A fit, where it went (intra-node link or network), and the placement it was measured on. */
+/**
+ * Below this largest size a run measures latency more than bandwidth: NCCL's bus bandwidth keeps
+ * rising into the hundreds of MB (nccl-tests#212: "256M is too small to reach peak bandwidth").
+ */
+const bandwidthBytes = 64 * 2 ** 20;
+
+/** One measured size against the fit: nccl-tests' bus bandwidth and the model's, GB/s. */
+export interface FitResidual {
+  readonly bytes: number;
+  readonly measuredBusGBps: number;
+  readonly modelBusGBps: number;
+}
+
+/** A fit, where it went (intra-node link or network), the placement it was measured on, and its sizes. */
 export interface PlacedFit {
   readonly scope: 'intra' | 'inter';
   readonly placement: RunPlacement;
   readonly fit: FittedCollective;
+  readonly residuals: readonly FitResidual[];
+}
+
+/**
+ * Bus bandwidth per size, measured and modelled: busbw = S/T·f (nccl-tests doc/PERFORMANCE.md)
+ * with T the measured out-of-place time, or the model's base + steps·α + S·f/B.
+ */
+export function fitResiduals(run: NcclTestRun, fit: FittedCollective, baseUs: number): FitResidual[] {
+  const { steps, factor } = ringTerms(fit.op, fit.ranks);
+  const busbw = (bytes: number, us: number): number => (bytes / (us * 1e3)) * factor;
+  return run.rows
+    .filter((r) => r.bytes > 0)
+    .map((r) => ({
+      bytes: r.bytes,
+      measuredBusGBps: busbw(r.bytes, r.outOfPlace.timeUs),
+      modelBusGBps: busbw(r.bytes, baseUs + steps * fit.alphaUs + (r.bytes * factor) / (fit.busGBps * 1e3)),
+    }));
 }
 
 /** The calibrated system, its fits, and what was left out or assumed (one line each). */
@@ -68,10 +98,17 @@ export function calibrateSystem(
     const merged: NcclTestRun = { ...first, rows: g.runs.flatMap((r) => r.run.rows) };
     const source = g.runs.map((r) => r.source).join(' + ');
     try {
+      const fit = fitCollective(merged, g.placement, base.collectiveBaseUs, source);
+      const largest = Math.max(...merged.rows.map((r) => r.bytes));
+      if (largest < bandwidthBytes)
+        notes.push(
+          `${source}: ${fit.op} measured up to ${largest} B only: B (${fit.busGBps.toFixed(1)} GB/s) is a small-message figure, not the link's; run up to -e 8G.`,
+        );
       fits.push({
         scope: g.scope,
         placement: g.placement,
-        fit: fitCollective(merged, g.placement, base.collectiveBaseUs, source),
+        fit,
+        residuals: fitResiduals(merged, fit, base.collectiveBaseUs),
       });
     } catch (e) {
       notes.push((e as Error).message);

@@ -1,7 +1,7 @@
 // α–β fits of the ring model to nccl-tests runs, and the link model pricing with them.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { calibrateSystem } from '../../../src/calibrate/calibrate-system.ts';
+import { calibrateSystem, fitResiduals } from '../../../src/calibrate/calibrate-system.ts';
 import { fitCollective, fitLine, ringTerms, runPlacement } from '../../../src/calibrate/collective-fit.ts';
 import { opFromFileName, parseNcclTests, type NcclTestRun } from '../../../src/calibrate/nccl-tests-parse.ts';
 import { fittedFor, type FittedCollective } from '../../../src/hardware/calibrated-rates.ts';
@@ -47,6 +47,22 @@ describe('fitCollective on real runs', () => {
       const t = base.collectiveBaseUs + collectiveTimeUs('allGather', x.bytes, 2, link);
       expect(Math.abs(t - x.outOfPlace.timeUs) / x.outOfPlace.timeUs).toBeLessThanOrEqual(fit.maxRelError + 1e-12);
     }
+  });
+
+  it('bus bandwidth per size: the measured column is nccl-tests’ busbw, the fitted within the fit’s worst error', () => {
+    const r = run('nccl-1435-all-gather-2gpu.txt');
+    const fit = fitCollective(r, runPlacement(r, 2, 8), base.collectiveBaseUs, 'x');
+    const res = fitResiduals(r, fit, base.collectiveBaseUs);
+    expect(res).toHaveLength(7);
+    res.forEach((x, i) => {
+      expect(Math.abs(x.measuredBusGBps - r.rows[i]!.outOfPlace.busGBps)).toBeLessThanOrEqual(
+        0.011 + 1e-3 * x.measuredBusGBps,
+      );
+      // busbw ∝ 1/T, so |model/measured − 1| ≤ e/(1 − e) for a time error e.
+      expect(Math.abs(x.modelBusGBps / x.measuredBusGBps - 1)).toBeLessThanOrEqual(
+        fit.maxRelError / (1 - fit.maxRelError),
+      );
+    });
   });
 
   it('refuses a run whose sizes are all latency (sendrecv 256 B–4 KiB, nccl-tests#214) and one of one rank', () => {
@@ -105,6 +121,19 @@ describe('the link model with fits', () => {
 });
 
 describe('calibrateSystem', () => {
+  it('puts a run across two hosts on the network, with its ranks per node (dgx-spark-playbooks#103)', () => {
+    const source = 'dgx-spark-103-all-reduce-2node.txt';
+    const c = calibrateSystem(base, [{ run: run(source), source }], []);
+    expect(c.fits.map((f) => [f.scope, f.fit.op, f.fit.ranks, f.placement.nodes, f.fit.ranksPerNode])).toEqual([
+      ['inter', 'allReduce', 2, 2, 1],
+    ]);
+    expect(c.system.inter.fitted).toEqual([c.fits[0]!.fit]);
+    expect(c.system.intra).toBe(base.intra);
+    expect(c.notes).toEqual([
+      "dgx-spark-103-all-reduce-2node.txt: allReduce measured up to 65536 B only: B (1.9 GB/s) is a small-message figure, not the link's; run up to -e 8G.",
+    ]);
+  });
+
   it('puts in-node fits on the intra link, says what it assumed and what it left out', () => {
     const runs = [
       'nccl-1435-all-gather-2gpu.txt',

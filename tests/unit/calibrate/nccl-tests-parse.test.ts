@@ -63,6 +63,16 @@ describe('parseNcclTests on pasted outputs', () => {
     expectColumnsConsistent(run!);
   });
 
+  it('nccl-tests 2.20 (dgx-spark-playbooks#103): the starting line names the collective; bus ids [000f:01:00]; two hosts', () => {
+    const [run] = parse('dgx-spark-103-all-reduce-2node.txt');
+    expect(run!.op).toBe('allReduce');
+    expect(run!.ranks).toBe(2);
+    expect(run!.hosts).toEqual(['spark-d708', 'spark-dbf4']);
+    expect(run!.devices).toEqual(['NVIDIA GB10', 'NVIDIA GB10']);
+    expect(run!.rows.map((r) => r.outOfPlace.timeUs)).toEqual([35.15, 31.67, 39.56, 67.93]);
+    expectColumnsConsistent(run!);
+  });
+
   it('a table alone (nccl-tests#128): the collective from the file name, ranks unknown, zero-byte rows kept', () => {
     const [run] = parse('nccl-tests-128-reduce-scatter-2x4.txt');
     expect(run!.op).toBe('reduceScatter');
