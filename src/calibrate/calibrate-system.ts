@@ -3,7 +3,7 @@
 // of each GEMM shape the projection prices.
 import type { FittedCollective, MeasuredGemm } from '../hardware/calibrated-rates.ts';
 import type { SystemSpec } from '../hardware/systems.ts';
-import { fitCollective, ringTerms, runPlacement, type RunPlacement } from './collective-fit.ts';
+import { fitCollective, fitResiduals, runPlacement, type FitResidual, type RunPlacement } from './collective-fit.ts';
 import type { SweepRow } from './gemm-sweep.ts';
 import type { NcclTestRun } from './nccl-tests-parse.ts';
 
@@ -19,35 +19,12 @@ export interface SourcedRun {
  */
 const bandwidthBytes = 64 * 2 ** 20;
 
-/** One measured size against the fit: nccl-tests' bus bandwidth and the model's, GB/s. */
-export interface FitResidual {
-  readonly bytes: number;
-  readonly measuredBusGBps: number;
-  readonly modelBusGBps: number;
-}
-
 /** A fit, where it went (intra-node link or network), the placement it was measured on, and its sizes. */
 export interface PlacedFit {
   readonly scope: 'intra' | 'inter';
   readonly placement: RunPlacement;
   readonly fit: FittedCollective;
   readonly residuals: readonly FitResidual[];
-}
-
-/**
- * Bus bandwidth per size, measured and modelled: busbw = S/T·f (nccl-tests doc/PERFORMANCE.md)
- * with T the measured out-of-place time, or the model's base + steps·α + S·f/B.
- */
-export function fitResiduals(run: NcclTestRun, fit: FittedCollective, baseUs: number): FitResidual[] {
-  const { steps, factor } = ringTerms(fit.op, fit.ranks);
-  const busbw = (bytes: number, us: number): number => (bytes / (us * 1e3)) * factor;
-  return run.rows
-    .filter((r) => r.bytes > 0)
-    .map((r) => ({
-      bytes: r.bytes,
-      measuredBusGBps: busbw(r.bytes, r.outOfPlace.timeUs),
-      modelBusGBps: busbw(r.bytes, baseUs + steps * fit.alphaUs + (r.bytes * factor) / (fit.busGBps * 1e3)),
-    }));
 }
 
 /** The calibrated system, its fits, and what was left out or assumed (one line each). */

@@ -116,8 +116,10 @@ export function fitCollective(
   const alphaUs = Math.max(0, (line.interceptUs - baseUs) / steps);
   const busGBps = factor / (line.usPerByte * 1e3);
   // The model's own error on the points, with α clamped.
-  const model = (s: number): number => baseUs + steps * alphaUs + (s * factor) / (busGBps * 1e3);
-  const maxRelError = Math.max(...points.map((p) => Math.abs(model(p.bytes) - p.timeUs) / p.timeUs));
+  const terms = { op: run.op, ranks: t, alphaUs, busGBps };
+  const maxRelError = Math.max(
+    ...points.map((p) => Math.abs(fittedTimeUs(terms, p.bytes, baseUs) - p.timeUs) / p.timeUs),
+  );
   return {
     op: run.op,
     ranks: t,
@@ -128,4 +130,37 @@ export function fitCollective(
     maxRelError,
     source,
   };
+}
+
+/** One measured size against the fit: nccl-tests' bus bandwidth and the model's, GB/s. */
+export interface FitResidual {
+  readonly bytes: number;
+  readonly measuredBusGBps: number;
+  readonly modelBusGBps: number;
+}
+
+/**
+ * Bus bandwidth per size, measured and modelled: busbw = S/T·f (nccl-tests doc/PERFORMANCE.md)
+ * with T the measured out-of-place time, or the model's base + steps·α + S·f/B.
+ */
+export function fitResiduals(run: NcclTestRun, fit: FittedCollective, baseUs: number): FitResidual[] {
+  const { factor } = ringTerms(fit.op, fit.ranks);
+  const busbw = (bytes: number, us: number): number => (bytes / (us * 1e3)) * factor;
+  return run.rows
+    .filter((r) => r.bytes > 0)
+    .map((r) => ({
+      bytes: r.bytes,
+      measuredBusGBps: busbw(r.bytes, r.outOfPlace.timeUs),
+      modelBusGBps: busbw(r.bytes, fittedTimeUs(fit, r.bytes, baseUs)),
+    }));
+}
+
+/** The fit's time for S bytes, µs: base + steps·α + S·f/B (the ring model with the fit's α and B). */
+export function fittedTimeUs(
+  fit: Pick<FittedCollective, 'op' | 'ranks' | 'alphaUs' | 'busGBps'>,
+  bytes: number,
+  baseUs: number,
+): number {
+  const { steps, factor } = ringTerms(fit.op, fit.ranks);
+  return baseUs + steps * fit.alphaUs + (bytes * factor) / (fit.busGBps * 1e3);
 }

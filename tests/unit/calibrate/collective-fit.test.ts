@@ -1,8 +1,14 @@
 // α–β fits of the ring model to nccl-tests runs, and the link model pricing with them.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { calibrateSystem, fitResiduals } from '../../../src/calibrate/calibrate-system.ts';
-import { fitCollective, fitLine, ringTerms, runPlacement } from '../../../src/calibrate/collective-fit.ts';
+import { calibrateSystem } from '../../../src/calibrate/calibrate-system.ts';
+import {
+  fitCollective,
+  fitLine,
+  fitResiduals,
+  ringTerms,
+  runPlacement,
+} from '../../../src/calibrate/collective-fit.ts';
 import { opFromFileName, parseNcclTests, type NcclTestRun } from '../../../src/calibrate/nccl-tests-parse.ts';
 import { fittedFor, type FittedCollective } from '../../../src/hardware/calibrated-rates.ts';
 import { collectiveTimeUs } from '../../../src/hardware/interconnect.ts';
