@@ -6,16 +6,13 @@ import { calibrateSystem, type Calibration, type SourcedRun } from '../../src/ca
 import { gemmSweepFile, parseGemmSweep, type SweepRow } from '../../src/calibrate/gemm-sweep.ts';
 import { sweepShapes } from '../../src/calibrate/gemm-shapes.ts';
 import { opFromFileName, parseNcclTests } from '../../src/calibrate/nccl-tests-parse.ts';
-import { systemFileText } from '../../src/calibrate/system-file.ts';
+import { calibratedSystemFile, systemFileText } from '../../src/calibrate/system-file.ts';
 import { fittedFor, measuredGemmUs } from '../../src/hardware/calibrated-rates.ts';
 import { formatBytes, formatMs } from '../../src/core/format.ts';
 import { fixedBudget } from '../../src/projection/step/cluster-projection.ts';
 import { budgetLines } from '../../src/projection/step/cluster-summary.ts';
 import { alignedTable } from '../cli/text-table.ts';
 import type { ProjectArgs } from './project-args.ts';
-
-/** The calibrated system file's name in DIR. */
-export const calibratedSystemFile = 'calibrated-system.json';
 
 /** Files of DIR read as nccl-tests output. */
 const ncclExtensions = /\.(txt|log|out)$/i;

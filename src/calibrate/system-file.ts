@@ -6,6 +6,9 @@ import { gpus, type GemmPrecision, type GpuName } from '../hardware/gpus.ts';
 import type { Interconnect } from '../hardware/interconnect.ts';
 import type { FabricKind, InterNode, SystemSpec } from '../hardware/systems.ts';
 
+/** The name `npm run project -- --calibrate DIR` writes the system file under, and the trace view takes it by. */
+export const calibratedSystemFile = 'calibrated-system.json';
+
 /** The file's kind and version: a reader refuses what it does not know. */
 export const systemFileKind = 'tp-playground-system';
 export const systemFileVersion = 1;
