@@ -9,7 +9,8 @@ import { sweepShapes } from '../../../src/calibrate/gemm-shapes.ts';
 import { gemmSweepScript } from '../../../src/calibrate/gemm-sweep-script.ts';
 import { gemmShapesCsv, gemmSweepColumns, parseGemmSweep } from '../../../src/calibrate/gemm-sweep.ts';
 import { gemmTimeOn } from '../../../src/hardware/calibrated-rates.ts';
-import { gemmTime } from '../../../src/hardware/kernel-time.ts';
+import { gemmTime, kernelModel } from '../../../src/hardware/kernel-time.ts';
+import { clockFactor } from '../../../src/hardware/sustained-clock.ts';
 import { systems } from '../../../src/hardware/systems.ts';
 import { seedsV100 } from '../../../src/megatron/scenarios.ts';
 import type { TrainingSetup } from '../../../src/megatron/training-setup.ts';
@@ -74,7 +75,14 @@ describe('the GEMM sweep', () => {
     const system = { ...machine.system, measuredGemms: measured };
     expect(gemmTimeOn(system, a!, a!.precision).us).toBe(measured[0]!.us);
     expect(gemmTimeOn(system, b!, b!.precision)).toEqual(gemmTime(b!, machine.system.gpu, b!.precision));
-    // Through the layer's pricing: every op of that shape slows by exactly the measurement's ratio.
+    // In a step, at the sustained clock (H100: r = MSMF/MAMF, sustained-clock.ts), the measurement
+    // stretches as the model does: (measured − launch)/r + launch, r = 1 for an HBM-bound shape.
+    const sustained = gemmTime(a!, machine.system.gpu, a!.precision, kernelModel, 'sustained');
+    const r = sustained.memoryBound ? 1 : clockFactor(machine.system.gpu, 'sustained');
+    expect(r).toBeLessThan(1);
+    const inStep = (measured[0]!.us - kernelModel.launchUs) / r + kernelModel.launchUs;
+    expect(gemmTimeOn(system, a!, a!.precision, 'sustained').us).toBeCloseTo(inStep, 9);
+    // Through the layer's pricing: every op of that shape is priced so, every other as before.
     const { full } = await plans(setupConfig(setup));
     const was = projectOps(full, machine).gemm;
     const now = projectOps(full, { ...machine, system }).gemm;
@@ -89,7 +97,7 @@ describe('the GEMM sweep', () => {
         op.gemm.K === a!.K &&
         op.gemm.batch === a!.batch;
       if (same) hits++;
-      expect(now[i]!.us).toBeCloseTo(same ? 1.25 * g.us : g.us, 9);
+      expect(now[i]!.us).toBeCloseTo(same ? inStep : g.us, 9);
     });
     expect(hits).toBeGreaterThan(0);
   });
