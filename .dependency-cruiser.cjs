@@ -17,6 +17,7 @@ const layers = [
   'schedule',
   'kineto',
   'projection',
+  'calibrate',
   'export',
   'ranks',
   'session',
@@ -44,6 +45,7 @@ const pure = [
   'schedule',
   'kineto',
   'projection',
+  'calibrate',
   'export',
 ];
 

@@ -2,7 +2,10 @@
 // the projected setup at one t to DIR, scripts executable.
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { jobBundle, type JobSpec } from '../../src/megatron/job-bundle.ts';
+import { jobBundle, type BundleFile, type JobSpec } from '../../src/megatron/job-bundle.ts';
+import { sweepShapes } from '../../src/calibrate/gemm-shapes.ts';
+import { gemmShapesCsv, gemmShapesFile } from '../../src/calibrate/gemm-sweep.ts';
+import { gemmSweepScript, gemmSweepScriptFile } from '../../src/calibrate/gemm-sweep-script.ts';
 import { defaultKernelOptions } from '../../src/projection/layer/kernel-options.ts';
 import type { ProjectArgs } from './project-args.ts';
 
@@ -29,11 +32,23 @@ export function exportJobSpec(args: ProjectArgs): JobSpec {
   };
 }
 
-/** Writes the bundle into `dir` (created; files of the same name replaced); returns the paths written. */
-export async function writeJobBundle(dir: string, spec: JobSpec): Promise<string[]> {
+/**
+ * The GEMM sweep the bundle carries (docs/calibrate.md): gemm-shapes.csv, every GEMM shape the
+ * projection prices for the job's rank in its precision, and gemm_sweep.py, which times them.
+ */
+export async function gemmSweepFiles(args: ProjectArgs, spec: JobSpec): Promise<BundleFile[]> {
+  const shapes = await sweepShapes(spec.setup, { system: args.system, dtype: args.dtype, kernels: args.kernels });
+  return [
+    { path: gemmShapesFile, text: gemmShapesCsv(shapes), executable: false },
+    { path: gemmSweepScriptFile, text: gemmSweepScript(), executable: true },
+  ];
+}
+
+/** Writes the bundle and `extra` files into `dir` (created; files of the same name replaced); returns the paths written. */
+export async function writeJobBundle(dir: string, spec: JobSpec, extra: readonly BundleFile[] = []): Promise<string[]> {
   await mkdir(dir, { recursive: true });
   const written: string[] = [];
-  for (const f of jobBundle(spec)) {
+  for (const f of [...jobBundle(spec), ...extra]) {
     const path = join(dir, f.path);
     await writeFile(path, f.text);
     if (f.executable) await chmod(path, 0o755);

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseSystemFile } from '../../src/calibrate/system-file.ts';
 import { parseDtype, trainDtypes, type TrainDtype } from '../../src/hardware/dtype.ts';
 import { gpuNames, gpus } from '../../src/hardware/gpus.ts';
 import { scenarios, seedsV100, type Scenario } from '../../src/megatron/scenarios.ts';
@@ -51,6 +53,8 @@ export interface ProjectArgs {
   readonly topoFile?: string;
   /** --ablate: the overlap ablation of the setup at its one --tp instead of the fixed-budget table. */
   readonly ablate: boolean;
+  /** --calibrate DIR: fit the system to the nccl-tests outputs and GEMM sweep in DIR, write its system file, project before and after. */
+  readonly calibrate?: string;
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -69,7 +73,7 @@ export function usage(): string {
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gradient-accumulation-fusion] [--gemm-table]
-       [--search [--top K]] [--ablate] [--no-overlap-p2p-communication]
+       [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
@@ -121,7 +125,13 @@ Topology (docs/topology.md):
                             custom:<GPU list> (local rank i on the i-th GPU listed). Implies --topology.
   --topo-file FILE          read the node from FILE, the output of nvidia-smi topo -m. Implies --topology.
 
-systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>):
+Calibration (docs/calibrate.md):
+  --calibrate DIR           fit the system to DIR's nccl-tests outputs (*.txt, *.log, *.out: all_reduce_perf,
+                            all_gather_perf, reduce_scatter_perf, sendrecv_perf, alltoall_perf) and the job bundle's
+                            gemm-sweep.csv; write DIR/calibrated-system.json and print the projection before and after.
+  --system file:PATH        a system file (written by --calibrate, or edited by hand).
+
+systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>, or file:PATH):
 ${sys}
 GPUs (for custom systems):
 ${gpu}`;
@@ -179,6 +189,7 @@ const options = {
   topology: { type: 'boolean', default: false },
   placement: { type: 'string' },
   'topo-file': { type: 'string' },
+  calibrate: { type: 'string' },
 } as const;
 
 /** Parses `npm run project` arguments; throws an Error whose message says what to change. */
@@ -227,7 +238,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
     ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
   };
-  const base0 = parseSystem(v.system ?? scenario.system);
+  const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
   // One switch, two effects: --use-flash-attn (Megatron's older spelling) and --attention-backend
@@ -268,7 +279,24 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     topology: v.topology || v.placement !== undefined || v['topo-file'] !== undefined,
     placement: v.placement ?? 'megatron',
     ...(v['topo-file'] !== undefined && { topoFile: v['topo-file'] }),
+    ...(v.calibrate !== undefined && { calibrate: v.calibrate }),
   };
+}
+
+/** A catalog or custom system (systems.ts parseSystem), or file:PATH, a system file (src/calibrate/system-file.ts). */
+function systemOf(text: string): SystemSpec {
+  if (!text.startsWith('file:')) return parseSystem(text);
+  const path = text.slice('file:'.length);
+  let body: string;
+  try {
+    body = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(
+      `--system file:${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}).`,
+      { cause: e },
+    );
+  }
+  return parseSystemFile(body, `--system file:${path}`);
 }
 
 /** The kernel switches from their flags, Megatron's rules checked (--enable-cuda-graph vs --cuda-graph-impl; --tp-comm-overlap needs --sp). */

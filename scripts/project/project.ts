@@ -6,12 +6,13 @@ import { gemmTable } from '../../src/projection/layer/gemm-table.ts';
 import { budgetLines, type BudgetLine } from '../../src/projection/step/cluster-summary.ts';
 import { recomputeOf } from '../../src/megatron/training-setup.ts';
 import { formatMs } from '../../src/core/format.ts';
-import { exportJobSpec, writeJobBundle } from './export-job.ts';
+import { exportJobSpec, gemmSweepFiles, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 import { runSearch } from './project-search.ts';
 import { topologyReport } from './project-topology.ts';
 import { runAblation } from './project-ablate.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
+import { runCalibration } from './project-calibrate.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -32,7 +33,8 @@ if (args.help) {
 if (args.exportJob !== undefined) {
   let written: string[];
   try {
-    written = await writeJobBundle(args.exportJob, exportJobSpec(args));
+    const spec = exportJobSpec(args);
+    written = await writeJobBundle(args.exportJob, spec, await gemmSweepFiles(args, spec));
   } catch (e) {
     fail((e as Error).message);
   }
@@ -58,8 +60,22 @@ if (args.gemmTable) {
   await exitAfterFlush(0);
 }
 
-const reports = [args.ablate && '--ablate', args.search && '--search', args.topology && '--topology'].filter(Boolean);
+const reports = [
+  args.ablate && '--ablate',
+  args.search && '--search',
+  args.topology && '--topology',
+  args.calibrate !== undefined && '--calibrate',
+].filter(Boolean);
 if (reports.length > 1) fail(`${reports.join(' and ')} are separate reports: give one of them.`);
+
+if (args.calibrate !== undefined) {
+  try {
+    for (const line of await runCalibration(args, args.calibrate)) console.log(line);
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  await exitAfterFlush(0);
+}
 
 if (args.ablate) {
   await runAblation(args);

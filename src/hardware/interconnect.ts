@@ -1,6 +1,7 @@
 import { quoted } from '../core/quote.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
 import { busFactor } from '../comm/ring-bytes.ts';
+import { fittedFor, type FittedCollective } from './calibrated-rates.ts';
 
 /**
  * The alpha-beta ring cost model of DESIGN.md.
@@ -27,6 +28,8 @@ export interface Interconnect {
   readonly source: string;
   /** NCCL channels (one CTA on one SM each) a collective on this link runs; absent: overlap-cost.ts's NVLink default. */
   readonly ncclChannels?: number;
+  /** α and B fitted per collective and group size to nccl-tests runs on this link (calibrated-rates.ts); they replace alphaUs and busGBps for that collective. */
+  readonly fitted?: readonly FittedCollective[];
 }
 
 /**
@@ -122,12 +125,15 @@ const transferUs = (bytes: number, gbps: number): number => bytes / (gbps * 1e3)
  * broadcast (pipelined chain) (t−1)α + S/B; barrier 2(t−1)α (an all-reduce of nothing); a ring
  * exchange (one step of a chunked all-gather: each rank sends S to its neighbour) α + S/B; an even
  * all-to-all (t − 1 exchanges of S/t with the other ranks, one after another over the rank's
- * link) (t−1)(α + S/(tB)), the same bus factor (t−1)/t nccl-tests gives it. t = 1 costs 0.
+ * link) (t−1)(α + S/(tB)), the same bus factor (t−1)/t nccl-tests gives it. t = 1 costs 0. Where
+ * the link carries a fit for the op (`fitted`), its α and B are used.
  */
 export function collectiveTimeUs(op: CollectiveOp, payloadBytes: number, t: number, link: Interconnect): number {
   if (t <= 1) return 0;
-  const a = link.alphaUs;
-  const step = a + transferUs(payloadBytes / t, link.busGBps);
+  const fit = fittedFor(link.fitted, op, t);
+  const a = fit?.alphaUs ?? link.alphaUs;
+  const bw = fit?.busGBps ?? link.busGBps;
+  const step = a + transferUs(payloadBytes / t, bw);
   switch (op) {
     case 'allReduce':
       return 2 * (t - 1) * step;
@@ -136,11 +142,11 @@ export function collectiveTimeUs(op: CollectiveOp, payloadBytes: number, t: numb
     case 'allToAll':
       return (t - 1) * step;
     case 'broadcast':
-      return (t - 1) * a + transferUs(payloadBytes, link.busGBps);
+      return (t - 1) * a + transferUs(payloadBytes, bw);
     case 'barrier':
       return 2 * (t - 1) * a;
     case 'ringExchange':
-      return a + transferUs(payloadBytes, link.busGBps);
+      return a + transferUs(payloadBytes, bw);
   }
 }
 

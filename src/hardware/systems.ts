@@ -1,6 +1,7 @@
 import { quoted } from '../core/quote.ts';
 import { gpus, type GpuName, type GpuSpec } from './gpus.ts';
 import { interconnectPresets, type Interconnect } from './interconnect.ts';
+import type { FittedCollective, MeasuredGemm } from './calibrated-rates.ts';
 
 /**
  * One machine of a cluster: GPUs per node, the link between GPUs of a node (an alpha-beta ring
@@ -23,6 +24,8 @@ export interface SystemSpec {
   /** Fixed cost of one collective call, µs. */
   readonly collectiveBaseUs: number;
   readonly source: string;
+  /** GEMMs timed on this machine (a calibrated system file): they replace the tile model for their exact shapes. */
+  readonly measuredGemms?: readonly MeasuredGemm[];
 }
 
 /** The scale-out fabric's technology: InfiniBand, or RDMA over Converged Ethernet. */
@@ -42,6 +45,8 @@ export interface InterNode {
   readonly nicsPerNode: number;
   readonly alphaUs: number;
   readonly source: string;
+  /** α and B fitted to nccl-tests runs across nodes (B as measured with the run's ranks per node). */
+  readonly fitted?: readonly FittedCollective[];
 }
 
 /** NCCL 2.1x src/graph/tuning.cc: Ring baseLat 6.6 µs (LL, the protocol of small messages). */
@@ -295,11 +300,21 @@ export function groupLink(system: SystemSpec, size: number, perNode: number): In
   if (size <= perNode) return system.intra;
   const nics = Math.max(1, Math.min(perNode, system.inter.nicsPerNode));
   const busGBps = Math.min(system.intra.busGBps, nics * system.inter.nicGBps);
+  // A fit measured with k ranks per node drove min(k, NICs) NICs: per NIC B/min(k, NICs), so this
+  // group's rings get that times its own NIC count (capped by the intra link, as above).
+  const fitted = system.inter.fitted?.map((f) => ({
+    ...f,
+    busGBps: Math.min(
+      system.intra.busGBps,
+      (f.busGBps / Math.max(1, Math.min(f.ranksPerNode, system.inter.nicsPerNode))) * nics,
+    ),
+  }));
   return {
     name: 'inter-node',
     label: `${system.inter.label} (${nics} NIC${nics > 1 ? 's' : ''} per node in the ring)`,
     alphaUs: system.inter.alphaUs,
     busGBps,
     source: system.inter.source,
+    ...(fitted && { fitted }),
   };
 }

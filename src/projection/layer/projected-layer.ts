@@ -4,7 +4,8 @@ import { dtypeBytes, type TrainDtype } from '../../hardware/dtype.ts';
 import { flashAttentionUs } from '../../hardware/flash-attention.ts';
 import { dispatchGapsUs, hostDispatchModel } from '../../hardware/host-dispatch.ts';
 import { collectiveTimeUs, type Interconnect } from '../../hardware/interconnect.ts';
-import { gemmTime, kernelModel, memoryBoundUs, type GemmTime } from '../../hardware/kernel-time.ts';
+import { kernelModel, memoryBoundUs, type GemmTime } from '../../hardware/kernel-time.ts';
+import { gemmTimeOn } from '../../hardware/calibrated-rates.ts';
 import {
   commFootprint,
   commSms,
@@ -102,7 +103,7 @@ export function costUs(
   const gpu = machine.system.gpu;
   switch (p.cost.kind) {
     case 'gemm': {
-      const g = gemmTime(p.cost.shape, gpu, p.cost.precision, kernelModel, 'sustained');
+      const g = gemmTimeOn(machine.system, p.cost.shape, p.cost.precision, 'sustained');
       return { us: g.us, memoryBound: g.memoryBound, g };
     }
     case 'memory':

@@ -12,6 +12,10 @@ import { compareWithProjection, type ComparedRow } from '../../projection/studie
 import { ncclName } from '../shared/measured-format.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
+import { calibratedSystemFile } from '../../calibrate/system-file.ts';
+
+/** The system picker's value for a dropped calibrated system file. */
+const calibratedChoice = 'calibrated';
 
 const rowNames: Record<ComparedRow['what'], string> = {
   step: 'step time',
@@ -59,21 +63,25 @@ export class TpTraceProjection extends LitElement {
   @property({ attribute: false }) deviceNames: readonly string[] = [];
   /** A job bundle's manifest: its command and system are used without pasting, and projected at once. */
   @property({ attribute: false }) job: JobManifest | undefined;
+  /** A calibrated system file dropped with the traces (docs/calibrate.md): chosen, and projected on at once. */
+  @property({ attribute: false }) calibrated: SystemSpec | undefined;
 
   @state() private command = '';
-  @state() private system: SystemName | undefined;
+  /** The picked system: a catalog name, or the calibrated file's. */
+  @state() private system: SystemName | typeof calibratedChoice | undefined;
   @state() private error = '';
   @state() private busy = false;
   @state() private result: { parsed: ParsedCommand; projection: StepProjection } | undefined;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    if (changed.has('job') && this.job) {
-      this.command = this.job.command;
-      this.system = (systemNames as readonly string[]).includes(this.job.system)
-        ? (this.job.system as SystemName)
-        : undefined;
-      void this.project();
+    const job = changed.has('job') && this.job;
+    if (job) {
+      this.command = job.command;
+      this.system = (systemNames as readonly string[]).includes(job.system) ? (job.system as SystemName) : undefined;
     }
+    const calibrated = changed.has('calibrated') && this.calibrated;
+    if (calibrated) this.system = calibratedChoice;
+    if (job || (calibrated && this.command.trim())) void this.project();
   }
 
   private async project(): Promise<void> {
@@ -84,7 +92,15 @@ export class TpTraceProjection extends LitElement {
       const fromJob = this.job && this.command === this.job.command ? manifestProjection(this.job) : undefined;
       const parsed = fromJob?.parsed ?? parseMegatronCommand(this.command, this.gpus);
       const system: SystemSpec =
-        fromJob && this.system === undefined ? fromJob.system : parseSystem(this.system ?? systemFor(this.deviceNames));
+        this.system === calibratedChoice && this.calibrated
+          ? this.calibrated
+          : fromJob && this.system === undefined
+            ? fromJob.system
+            : parseSystem(
+                this.system === calibratedChoice || this.system === undefined
+                  ? systemFor(this.deviceNames)
+                  : this.system,
+              );
       this.result = { parsed, projection: await projectStep(parsed.setup, { system, dtype: parsed.dtype }) };
     } catch (e) {
       this.error = e instanceof Error ? e.message : String(e);
@@ -168,9 +184,17 @@ export class TpTraceProjection extends LitElement {
           >System
           <select
             data-system
-            @change=${(e: Event) => (this.system = (e.target as HTMLSelectElement).value as SystemName)}
+            @change=${(e: Event) =>
+              (this.system = (e.target as HTMLSelectElement).value as SystemName | typeof calibratedChoice)}
           >
             ${systemNames.map((n) => html`<option value=${n} ?selected=${n === chosen}>${systems[n].label}</option>`)}
+            ${
+              this.calibrated
+                ? html`<option value=${calibratedChoice} ?selected=${chosen === calibratedChoice}>
+                    ${this.calibrated.label} (${calibratedSystemFile})
+                  </option>`
+                : nothing
+            }
           </select></label
         >
         <button type="button" data-project ?disabled=${this.busy || !this.command.trim()} @click=${this.project}>

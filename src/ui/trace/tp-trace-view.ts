@@ -5,6 +5,8 @@ import { LitElement, css, html, nothing } from 'lit';
 import { customElement, state } from 'lit/decorators.js';
 import { measuredTimeline, type MeasuredTimeline } from '../../kineto/measured-timeline.ts';
 import { jobManifestFile, readJobManifest, type JobManifest } from '../../megatron/job-manifest.ts';
+import { calibratedSystemFile, parseSystemFile } from '../../calibrate/system-file.ts';
+import type { SystemSpec } from '../../hardware/systems.ts';
 import { memoryHistory, readMemorySnapshot } from '../../kineto/memory-snapshot.ts';
 import { memorySnapshotFilePattern } from '../../megatron/memory-snapshot-script.ts';
 import './tp-trace-memory.ts';
@@ -80,6 +82,8 @@ export class TpTraceView extends LitElement {
   @state() private job: JobManifest | undefined;
   /** A rank's allocator history dropped with them (the bundle's memory-rank-<r>.json). */
   @state() private memory: LoadedSnapshot | undefined;
+  /** A calibrated system file dropped with them (docs/calibrate.md): the projection runs on it. */
+  @state() private calibrated: SystemSpec | undefined;
   @state() private status = '';
   @state() private error = '';
   @state() private over = false;
@@ -101,13 +105,15 @@ export class TpTraceView extends LitElement {
    */
   async readFiles(dropped: readonly File[]): Promise<void> {
     const manifest = dropped.find((f) => f.name === jobManifestFile);
+    const systemFile = dropped.find((f) => f.name === calibratedSystemFile);
     const snapshots = dropped.filter((f) => memorySnapshotFilePattern.test(f.name));
-    const files = dropped.filter((f) => f !== manifest && !snapshots.includes(f));
+    const files = dropped.filter((f) => f !== manifest && f !== systemFile && !snapshots.includes(f));
     this.error = '';
     let job: JobManifest | undefined;
     let memory: LoadedSnapshot | undefined;
     try {
       if (manifest) job = readJobManifest(await manifest.text(), manifest.name);
+      if (systemFile) this.calibrated = parseSystemFile(await systemFile.text(), systemFile.name);
       if (snapshots.length > 1)
         throw new Error(
           `${snapshots.map((f) => f.name).join(', ')}: drop one rank's memory snapshot at a time (Megatron writes it on the last rank).`,
@@ -198,8 +204,9 @@ export class TpTraceView extends LitElement {
         <p>
           Drop the trace files of one job here, one per rank (<code>.json</code> or <code>.json.gz</code>, as
           <code>torch.profiler</code> writes them), with the job bundle's <code>${jobManifestFile}</code> when there
-          is one, and a rank's <code>memory-rank-&lt;r&gt;.json</code> (its allocator history, written with
-          <code>RECORD_MEMORY=1</code>), or pick them:
+          is one, a rank's <code>memory-rank-&lt;r&gt;.json</code> (its allocator history, written with
+          <code>RECORD_MEMORY=1</code>) and a <code>${calibratedSystemFile}</code> (<code>npm run project -- --calibrate</code>:
+          the projection runs on it), or pick them:
           <input type="file" multiple accept=".json,.gz,application/json,application/gzip" @change=${this.onPick} />
         </p>
         <p class="note">
@@ -253,6 +260,7 @@ export class TpTraceView extends LitElement {
                 .gpus=${load.trace.ranks[0]!.worldSize ?? load.trace.ranks.length}
                 .deviceNames=${[...new Set(load.trace.ranks.flatMap((r) => r.deviceNames))]}
                 .job=${this.job}
+                .calibrated=${this.calibrated}
               ></tp-trace-projection>
               ${
                 notes.length
