@@ -1,0 +1,99 @@
+import { describe, expect, test } from 'vitest';
+import { expertCapacity, moeConfig, type MoeConfig } from '../../../../src/reference/moe/config.ts';
+import { permutationOf } from '../../../../src/reference/moe/permute.ts';
+import { routeTokens } from '../../../../src/reference/moe/routing.ts';
+import { topkIndices, topkRowsRef } from '../../../../src/reference/moe/topk.ts';
+
+const base = (E: number, k: number, more: Partial<MoeConfig> = {}): MoeConfig =>
+  moeConfig({ numMoeExperts: E, moeRouterTopk: k, moeFfnHiddenSize: 1 }, { moeRouterPreSoftmax: true, ...more });
+
+describe('top-k breaks ties toward the lower index', () => {
+  test('equal values are picked lowest index first, and the rest in descending value', () => {
+    expect(topkIndices([1, 3, 3, 2, 3], 5, 4)).toEqual([1, 2, 4, 3]);
+    expect(topkIndices([0, 0, 0, 0], 4, 2)).toEqual([0, 1]);
+    expect(topkIndices([-1, 5, -1, 5], 4, 3)).toEqual([1, 3, 0]);
+    expect(topkIndices([2, 1], 2, 2)).toEqual([0, 1]);
+  });
+
+  test('row-wise top-k reads each row at its offset and returns values with the indices', () => {
+    const { indices, values } = topkRowsRef([0.5, 0.5, 0.1, 9, 8, 9], 2, 3, 2);
+    expect(Array.from(indices)).toEqual([0, 1, 0, 2]);
+    expect(Array.from(values)).toEqual([0.5, 0.5, 9, 9]);
+  });
+
+  test('a token whose logits tie routes to the lower experts under every score function', () => {
+    const logits = [0.3, 0.7, 0.7, 0.7];
+    for (const c of [
+      base(4, 2),
+      base(4, 2, { moeRouterPreSoftmax: false }),
+      base(4, 2, { moeRouterPreSoftmax: false, moeRouterScoreFunction: 'sigmoid' }),
+    ])
+      expect(Array.from(routeTokens(c, logits, 1).topIdx)).toEqual([1, 2]);
+  });
+});
+
+describe('capacity and dropping (apply_router_token_dropping)', () => {
+  // 4 tokens, 2 experts, k = 1, pre-softmax. Logits [l, 0] give expert 0 probability σ(l); all four
+  // prefer expert 0 with probabilities ordered 0.6 < 0.7 < 0.8 < 0.9 for tokens 0, 2, 3, 1.
+  const p = [0.6, 0.9, 0.7, 0.8];
+  const logits = p.flatMap((q) => [Math.log(q / (1 - q)), 0]);
+
+  test('capacity is ceil(T·k/E · factor)', () => {
+    expect(expertCapacity(base(2, 1, { moeExpertCapacityFactor: 1 }), 4)).toBe(2);
+    expect(expertCapacity(base(8, 2, { moeExpertCapacityFactor: 1.25 }), 10)).toBe(4); // ceil(2.5 · 1.25 = 3.125)
+    expect(expertCapacity(base(2, 1), 4)).toBeNull();
+  });
+
+  test('policy probs keeps each expert’s most probable tokens', () => {
+    const r = routeTokens(base(2, 1, { moeExpertCapacityFactor: 1 }), logits, 4);
+    expect(r.capacity).toBe(2);
+    expect(Array.from(r.kept)).toEqual([0, 1, 0, 1]);
+    expect(Array.from(r.tokensPerExpert)).toEqual([2, 0]);
+    expect(r.dropped).toBe(2);
+  });
+
+  test('policy position keeps each expert’s earliest tokens', () => {
+    const r = routeTokens(base(2, 1, { moeExpertCapacityFactor: 1, moeTokenDropPolicy: 'position' }), logits, 4);
+    expect(Array.from(r.kept)).toEqual([1, 1, 0, 0]);
+  });
+
+  test('equal probabilities keep the earlier token', () => {
+    const same = [0.8, 0.9, 0.8, 0.8].flatMap((q) => [Math.log(q / (1 - q)), 0]);
+    const r = routeTokens(base(2, 1, { moeExpertCapacityFactor: 1 }), same, 4);
+    expect(Array.from(r.kept)).toEqual([1, 1, 0, 0]);
+  });
+
+  test('a capacity above T drops nothing; a capacity of exactly T drops nothing either', () => {
+    expect(routeTokens(base(2, 1, { moeExpertCapacityFactor: 2.5 }), logits, 4).dropped).toBe(0); // C = 5 > 4
+    expect(routeTokens(base(2, 1, { moeExpertCapacityFactor: 2 }), logits, 4).dropped).toBe(0); // C = 4
+  });
+
+  test('a dropped pick of a top-2 token leaves its other pick', () => {
+    // E = 2, k = 2: every token picks both experts; C = ceil(4·2/2 · 0.5) = 2 per expert.
+    const r = routeTokens(base(2, 2, { moeExpertCapacityFactor: 0.5 }), logits, 4);
+    // expert 0 keeps tokens 1, 3 (p 0.9, 0.8); expert 1 keeps tokens 0, 2 (p 0.4, 0.3)
+    expect(Array.from(r.topIdx)).toEqual([0, 1, 0, 1, 0, 1, 0, 1]);
+    expect(Array.from(r.kept)).toEqual([0, 1, 1, 0, 0, 1, 1, 0]);
+  });
+});
+
+describe('the permutation groups rows by expert, tokens in their original order inside each', () => {
+  test('tables of a hand-routed batch', () => {
+    // T = 4, E = 3, k = 2 (pre-softmax): token 0 → experts 2, 0; token 1 → 1, 2; token 2 → 0, 2; token 3 → 2, 1
+    const logits = [2, 0, 3, 0, 3, 2, 3, 0, 2, 0, 2, 3];
+    const r = routeTokens(base(3, 2), logits, 4);
+    expect(Array.from(r.topIdx)).toEqual([2, 0, 1, 2, 0, 2, 2, 1]);
+    const perm = permutationOf(r);
+    expect(Array.from(perm.offsets)).toEqual([0, 2, 4, 8]);
+    expect(Array.from(perm.rowToken)).toEqual([0, 2, 1, 3, 0, 1, 2, 3]);
+    expect(Array.from(perm.rowPick)).toEqual([1, 4, 2, 7, 0, 3, 5, 6]);
+    expect(Array.from(perm.pickRow)).toEqual([4, 0, 2, 5, 1, 6, 7, 3]);
+  });
+
+  test('dropped picks get no row and mark −1', () => {
+    const logits = [0.6, 0.9, 0.7, 0.8].flatMap((q) => [Math.log(q / (1 - q)), 0]);
+    const perm = permutationOf(routeTokens(base(2, 1, { moeExpertCapacityFactor: 1 }), logits, 4));
+    expect(Array.from(perm.rowToken)).toEqual([1, 3]);
+    expect(Array.from(perm.pickRow)).toEqual([-1, 0, -1, 1]);
+  });
+});
