@@ -10,6 +10,7 @@ import {
 } from './cross-entropy.ts';
 import { embeddingBackwardKernel, embeddingKernel } from './embedding.ts';
 import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+import { moeGroupedGemmKernel, moeGroupedGemmWgradKernel } from './moe/grouped-gemm.ts';
 import { moeCombineProbGradKernel, moePermuteKernel, moeUnpermuteKernel } from './moe/permute.ts';
 import { moeTopkKernel } from './moe/topk.ts';
 import { scaleKernel } from './scale.ts';
@@ -49,6 +50,8 @@ export const kernelSpecs = {
   moePermute: moePermuteKernel,
   moeUnpermute: moeUnpermuteKernel,
   moeCombineProbGrad: moeCombineProbGradKernel,
+  moeGroupedGemm: moeGroupedGemmKernel,
+  moeGroupedGemmWgrad: moeGroupedGemmWgradKernel,
 } as const satisfies Readonly<Record<string, KernelSpec>>;
 
 /** A non-GEMM compute kernel's name (a key of kernelSpecs). */
