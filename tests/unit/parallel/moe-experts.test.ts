@@ -26,6 +26,7 @@ describe('the MoE experts and combine on the CPU backend equal the float64 block
     const grads = moeBackward(c, h, x, w, ref, dy);
     const r = await moeChain(new CpuBackend(float64Alloc), c, h, x, w, dy, ref);
     expect(Array.from(r.topIdx)).toEqual(Array.from(ref.routing.topIdx));
+    expectNear('probs', r.topProb, ref.routing.topProb, 1e-6);
     expectNear('y', r.y, ref.y, 1e-6);
     expectNear('dfc1', r.fc1, grads.fc1, 1e-6);
     expectNear('dfc2', r.fc2, grads.fc2, 1e-6);

@@ -46,6 +46,7 @@ describe('the MoE block on the GPU kernels equals the float64 block', () => {
         be.releaseAll();
         // logits are rounded to float32 on upload; the float64 ranking of them is kept (no near-ties here)
         expect(Array.from(r.topIdx)).toEqual(Array.from(ref.routing.topIdx));
+        expectClose('probs', r.topProb, ref.routing.topProb, tol);
         expectClose('y', r.y, ref.y, tol);
         expectClose('dfc1', r.fc1, grads.fc1, tol);
         expectClose('dfc2', r.fc2, grads.fc2, tol);

@@ -11,10 +11,13 @@ import {
 } from '../../../../src/reference/moe/permute.ts';
 import { routerBackward } from '../../../../src/reference/moe/routing.ts';
 import { moeTopkKernel } from '../../../../src/reference/moe/topk.ts';
+import { softmaxKernel } from '../../../../src/reference/softmax.ts';
 
 /** What the kernel chain gives, as float32 read-backs and the host's float64 router gradients. */
 export interface ChainResult {
   readonly topIdx: Float32Array;
+  /** The picks' probabilities before dropping, scored on the backend. */
+  readonly topProb: Float32Array;
   readonly y: Float32Array;
   readonly dx: Float64Array;
   readonly router: Float64Array;
@@ -25,7 +28,7 @@ export interface ChainResult {
 /**
  * The MoE block (no shared expert) through the registered kernels on backend `be`, from the
  * reference's logits and routing (its router GEMM and capacity decisions are the host's):
- * top-k of the logits (checked by the caller against the routing), permute, the experts'
+ * softmax scores and top-k (checked by the caller against the routing), permute, the experts'
  * grouped GEMMs (moeExpertsForward), the weighted combine; then the combine's prob gradient,
  * permute with the probs, the experts' backward, unpermute with weights 1 — and, on the host,
  * dlogits = routerBackward + aux + z, dWr = xᵀ·dlogits, dx += dlogits·Wrᵀ.
@@ -49,7 +52,17 @@ export async function moeChain<T>(
   const logits = be.tensor('logits', [T, E], ref.logits);
   const idx = be.tensor('topIdx', [T, k]);
   const vals = be.tensor('topVal', [T, k]);
-  be.kernel(op, moeTopkKernel, [logits, idx, vals], { k });
+  // softmax scores (the only score function with a kernel here): before the top-k over E, or after it over the k picks
+  const gpuProbs = be.tensor('topProb', [T, k]);
+  if (c.moeRouterScoreFunction !== 'softmax') throw new Error('moeChain: the kernel chain scores with softmax only.');
+  if (c.moeRouterPreSoftmax) {
+    const scores = be.tensor('scores', [T, E]);
+    be.kernel(op, softmaxKernel, [logits, scores], {});
+    be.kernel(op, moeTopkKernel, [scores, idx, gpuProbs], { k });
+  } else {
+    be.kernel(op, moeTopkKernel, [logits, idx, vals], { k });
+    be.kernel(op, softmaxKernel, [vals, gpuProbs], {});
+  }
   const xt = be.tensor('x', [T, h], x);
   const rowToken = be.tensor('rowToken', [N], Float64Array.from(perm.rowToken));
   const pickRow = be.tensor('pickRow', [T, k], Float64Array.from(perm.pickRow));
@@ -94,6 +107,7 @@ export async function moeChain<T>(
   gemmRef(denseProblem(T, h, E, { transB: true, accumulate: true }), dLogits, w.router, dx);
   return {
     topIdx: await be.read(idx),
+    topProb: await be.read(gpuProbs),
     y: await be.read(y),
     dx,
     router,
