@@ -3,6 +3,7 @@ import { expertCapacity, moeConfig, type MoeConfig } from '../../../../src/refer
 import { permutationOf } from '../../../../src/reference/moe/permute.ts';
 import { routeTokens } from '../../../../src/reference/moe/routing.ts';
 import { topkIndices, topkRowsRef } from '../../../../src/reference/moe/topk.ts';
+import { rng } from '../../../../src/reference/random.ts';
 
 const base = (E: number, k: number, more: Partial<MoeConfig> = {}): MoeConfig =>
   moeConfig({ numMoeExperts: E, moeRouterTopk: k, moeFfnHiddenSize: 1 }, { moeRouterPreSoftmax: true, ...more });
@@ -96,4 +97,35 @@ describe('the permutation groups rows by expert, tokens in their original order 
     expect(Array.from(perm.rowToken)).toEqual([1, 3]);
     expect(Array.from(perm.pickRow)).toEqual([-1, 0, -1, 1]);
   });
+});
+
+describe('capacity invariants over seeded batches', () => {
+  // 40 tokens, 6 experts, top-2, logits with a skew toward the low experts so that drops happen
+  const T = 40;
+  const E = 6;
+  for (const policy of ['probs', 'position'] as const)
+    for (const cf of [0.5, 1, 1.25])
+      test(`policy ${policy}, factor ${cf}: each expert keeps min(C, routed) picks, the best by its policy`, () => {
+        const c = base(E, 2, { moeExpertCapacityFactor: cf, moeTokenDropPolicy: policy });
+        const next = rng(Math.round(cf * 100) + (policy === 'probs' ? 1 : 2));
+        const logits = Array.from({ length: T * E }, (_, i) => next() * 4 - (i % E) * 0.5);
+        const r = routeTokens(c, logits, T);
+        const C = expertCapacity(c, T)!;
+        expect(r.capacity).toBe(C);
+        let dropped = 0;
+        for (let e = 0; e < E; e++) {
+          const picks = Array.from(r.topIdx.keys()).filter((i) => r.topIdx[i] === e);
+          const kept = picks.filter((i) => r.kept[i] === 1);
+          const lost = picks.filter((i) => r.kept[i] === 0);
+          dropped += lost.length;
+          expect(kept.length).toBe(Math.min(C, picks.length));
+          expect(r.tokensPerExpert[e]).toBe(kept.length);
+          for (const a of kept)
+            for (const b of lost)
+              if (policy === 'probs') expect(r.topProb[a]).toBeGreaterThanOrEqual(r.topProb[b]);
+              else expect(a).toBeLessThan(b); // picks are indexed t·k + j: an earlier token
+        }
+        expect(r.dropped).toBe(dropped);
+        if (cf === 0.5) expect(dropped).toBeGreaterThan(0);
+      });
 });
