@@ -2,6 +2,7 @@ import { formatShape } from '../../core/shape.ts';
 import { moeGroupedGemmKernel, moeGroupedGemmWgradKernel } from '../../reference/moe/grouped-gemm.ts';
 import { uniformThen, type KernelContext } from '../context.ts';
 import { kernelPipeline, kernelUniform } from '../dispatch-kernel.ts';
+import { gemmVariants } from '../gemm-variants.ts';
 import { checkWorkgroups, expectShape } from '../limits.ts';
 import type { GpuTensor } from '../tensor.ts';
 
@@ -10,9 +11,8 @@ import type { GpuTensor } from '../tensor.ts';
 // The offsets [E + 1] are a tensor (float32 integers, non-decreasing from 0 to N) read by the
 // shader only: the grid is sized from N and E, so the host need not know the counts.
 
-/** The tiling's workgroup (gemm_rb4's defaults): RX × RY lanes, 4 × 4 outputs each. */
-const RX = 16;
-const RY = 4;
+/** The tiling's workgroup, the dense GEMM's rb4 variant's: RX × RY lanes, 4 × 4 outputs each. */
+const { RX, RY } = gemmVariants.rb4.constants;
 
 function dims2(op: string, t: GpuTensor, what: string): [number, number] {
   if (t.shape.length !== 2)
@@ -30,7 +30,7 @@ function expertCount(op: string, offsets: GpuTensor): number {
 
 /**
  * C[n, :] = A[n, :] · op(B_e) for the rows n of each expert e: A [N, K], B [E, K, Nc] (transB:
- * [E, Nc, K]), offsets [E + 1] → C [N, Nc]. One dispatch of (⌈Nc/64⌉, ⌈N/16⌉ + E) workgroups.
+ * [E, Nc, K]), offsets [E + 1] → C [N, Nc]. One dispatch of (⌈Nc/4RX⌉, ⌈N/4RY⌉ + E) workgroups.
  */
 export function moeGroupedGemm(
   ctx: KernelContext,

@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { CpuBackend, float64Alloc } from '../../../src/parallel/backend-cpu.ts';
+import { PlanBackend } from '../../../src/parallel/backend-plan.ts';
+import { moeExpertsBackward, moeExpertsForward } from '../../../src/parallel/moe-experts.ts';
 import { moeBackward, moeForward } from '../../../src/reference/moe/block.ts';
 import { moeConfig } from '../../../src/reference/moe/config.ts';
 import { seededMoeWeights } from '../../../src/reference/moe/weights.ts';
@@ -32,5 +34,30 @@ describe('the MoE experts and combine on the CPU backend equal the float64 block
     expectNear('dfc2', r.fc2, grads.fc2, 1e-6);
     expectNear('dx', r.dx, grads.dx, 1e-6);
     expectNear('dWr', r.router, grads.router, 1e-6);
+  });
+});
+
+describe('the MoE experts on the plan backend', () => {
+  test('record each grouped GEMM with its FLOPs (2·N·K·Nc) and role, and the SwiGLU between', () => {
+    const plan = new PlanBackend();
+    const [N, h, f, E] = [12, 8, 6, 4];
+    const t = (name: string, shape: number[]) => plan.tensor(name, shape);
+    const [fc1, fc2, off] = [t('fc1', [E, h, 2 * f]), t('fc2', [E, f, h]), t('offsets', [E + 1])];
+    const { yp, saved } = moeExpertsForward(plan, t('xp', [N, h]), fc1, fc2, off, f);
+    expect(plan.shapeOf(yp)).toEqual([N, h]);
+    plan.phase = 'backward';
+    moeExpertsBackward(plan, t('dyp', [N, h]), saved, fc1, fc2, off, t('dfc1', [E, h, 2 * f]), t('dfc2', [E, f, h]));
+    const gemms = plan.ops.flatMap((o) =>
+      o.kind === 'kernel' && o.kernel.startsWith('moeGroupedGemm') ? [[o.name, o.flops, o.role]] : [],
+    );
+    expect(gemms).toEqual([
+      ['moe.fc1', 2 * N * h * 2 * f, 'forward'],
+      ['moe.fc2', 2 * N * f * h, 'forward'],
+      ['moe.fc2.wgrad', 2 * N * f * h, 'wgrad'],
+      ['moe.fc2.dgrad', 2 * N * h * f, 'dgrad'],
+      ['moe.fc1.wgrad', 2 * N * h * 2 * f, 'wgrad'],
+      ['moe.fc1.dgrad', 2 * N * 2 * f * h, 'dgrad'],
+    ]);
+    expect(plan.ops.some((o) => o.kind === 'kernel' && o.kernel === 'swiglu')).toBe(true);
   });
 });
