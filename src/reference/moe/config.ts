@@ -19,7 +19,7 @@ export interface MoeConfig {
   readonly moeFfnHiddenSize: number;
   /** moe_router_score_function. */
   readonly moeRouterScoreFunction: MoeScoreFunction;
-  /** moe_router_pre_softmax: softmax over all E before top-k (else top-k of the logits, then softmax over the k). Softmax only. */
+  /** moe_router_pre_softmax: softmax over all E before top-k (else top-k of the logits, then softmax over the k); the sigmoid path ignores it, as topk_routing_with_score_function does. */
   readonly moeRouterPreSoftmax: boolean;
   /** moe_aux_loss_coeff: the switch load-balancing loss's coefficient (moe_router_load_balancing_type 'aux_loss'); 0: off. */
   readonly moeAuxLossCoeff: number;
@@ -76,10 +76,6 @@ export function moeConfigErrors(c: MoeConfig): string[] {
   if (c.moeRouterScoreFunction !== 'softmax' && c.moeRouterScoreFunction !== 'sigmoid')
     errors.push(
       `moeRouterScoreFunction (moe_router_score_function) is "${String(c.moeRouterScoreFunction)}"; write "softmax" or "sigmoid".`,
-    );
-  if (c.moeRouterPreSoftmax && c.moeRouterScoreFunction !== 'softmax')
-    errors.push(
-      'moeRouterPreSoftmax (moe_router_pre_softmax) applies to the softmax score function; write false with "sigmoid".',
     );
   // transformer_config.py: "Please use --moe-router-pre-softmax when topk is 1" (a softmax over one
   // selected logit is 1 whatever the logit: the router would get no gradient).

@@ -26,11 +26,6 @@ describe('MoE config validation names the field, its Megatron flag and what to w
     ['shared size 0', [sizes, { moeSharedExpertIntermediateSize: 0 }], /moe_shared_expert_intermediate_size\) is 0/],
     ['padding to capacity', [sizes, { moePadExpertInputToCapacity: true }], /not implemented; write false/],
     [
-      'pre-softmax with sigmoid',
-      [sizes, { moeRouterScoreFunction: 'sigmoid', moeRouterPreSoftmax: true }],
-      /write false with "sigmoid"/,
-    ],
-    [
       'top-1 softmax after top-k',
       [{ ...sizes, moeRouterTopk: 1 }],
       /write moeRouterPreSoftmax: true \(--moe-router-pre-softmax\)/,
@@ -43,7 +38,10 @@ describe('MoE config validation names the field, its Megatron flag and what to w
       expect(() => checkMoeConfig(c)).toThrow(message);
     });
 
-  test('top-1 is accepted with pre-softmax or sigmoid', () => {
+  test('top-1 is accepted with pre-softmax or sigmoid; sigmoid ignores pre-softmax, as Megatron does', () => {
+    expect(moeConfigErrors(moeConfig(sizes, { moeRouterScoreFunction: 'sigmoid', moeRouterPreSoftmax: true }))).toEqual(
+      [],
+    );
     expect(moeConfigErrors(moeConfig({ ...sizes, moeRouterTopk: 1 }, { moeRouterPreSoftmax: true }))).toEqual([]);
     expect(moeConfigErrors(moeConfig({ ...sizes, moeRouterTopk: 1 }, { moeRouterScoreFunction: 'sigmoid' }))).toEqual(
       [],
