@@ -144,3 +144,34 @@ export function routerBackward(
   }
   return dl;
 }
+
+/**
+ * How far the routing of `logits` is from changing: the smallest gap, over tokens, between the
+ * ranking score of a token's k-th pick and its best unpicked expert (k < E), and, under capacity
+ * with policy 'probs', over experts, between the least probable kept pick and the most probable
+ * dropped one. Infinity when nothing can flip. A run whose logits differ from these by float32
+ * rounding (a GPU rank's router GEMM) routes the same when its error stays below the margin.
+ */
+export function routingMargin(c: MoeConfig, logits: ArrayLike<number>, r: MoeRouting): number {
+  const { tokens: T, experts: E, topk: k } = r;
+  const ranked = rankingScores(c, logits, T);
+  let margin = Infinity;
+  for (let t = 0; t < (k < E ? T : 0); t++) {
+    const picked = new Set(r.topIdx.subarray(t * k, (t + 1) * k));
+    let best = -Infinity;
+    for (let e = 0; e < E; e++) if (!picked.has(e)) best = Math.max(best, ranked[t * E + e]);
+    margin = Math.min(margin, ranked[t * E + r.topIdx[t * k + k - 1]] - best);
+  }
+  if (r.capacity !== null && c.moeTokenDropPolicy === 'probs')
+    for (let e = 0; e < E; e++) {
+      let keptMin = Infinity;
+      let droppedMax = -Infinity;
+      r.topIdx.forEach((x, i) => {
+        if (x !== e) return;
+        if (r.kept[i] === 1) keptMin = Math.min(keptMin, r.topProb[i]);
+        else droppedMax = Math.max(droppedMax, r.topProb[i]);
+      });
+      if (keptMin < Infinity && droppedMax > -Infinity) margin = Math.min(margin, keptMin - droppedMax);
+    }
+  return margin;
+}

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { expertCapacity, moeConfig, type MoeConfig } from '../../../../src/reference/moe/config.ts';
 import { permutationOf } from '../../../../src/reference/moe/permute.ts';
-import { routeTokens } from '../../../../src/reference/moe/routing.ts';
+import { routeTokens, routingMargin } from '../../../../src/reference/moe/routing.ts';
 import { topkIndices, topkRowsRef } from '../../../../src/reference/moe/topk.ts';
 import { rng } from '../../../../src/reference/random.ts';
 
@@ -128,4 +128,26 @@ describe('capacity invariants over seeded batches', () => {
         expect(r.dropped).toBe(dropped);
         if (cf === 0.5) expect(dropped).toBeGreaterThan(0);
       });
+});
+
+describe('routingMargin: how far a routing is from flipping', () => {
+  test('the gap between the k-th pick and the best unpicked expert', () => {
+    const c = base(4, 2, { moeRouterPreSoftmax: false }); // ranks by the logits
+    // token 0 picks 3, 2 (next 1: gap 1); token 1 picks 5, 1.5 (next 1.25: gap 0.25)
+    const logits = [3, 1, 2, 0.5, 0, 5, 1.5, 1.25];
+    const r = routeTokens(c, logits, 2);
+    expect(routingMargin(c, logits, r)).toBe(0.25);
+  });
+
+  test('a tie has margin 0; k = E cannot flip (Infinity); capacity by probs counts kept against dropped', () => {
+    const c = base(3, 1, { moeRouterPreSoftmax: false, moeRouterScoreFunction: 'sigmoid' });
+    expect(routingMargin(c, [1, 1, 0], routeTokens(c, [1, 1, 0], 1))).toBe(0);
+    const all = base(2, 2);
+    expect(routingMargin(all, [1, 2], routeTokens(all, [1, 2], 1))).toBe(Infinity);
+    const p = [0.6, 0.9, 0.7, 0.8];
+    const logits = p.flatMap((q) => [Math.log(q / (1 - q)), 0]);
+    const cap = base(2, 1, { moeExpertCapacityFactor: 1 });
+    // expert 0 keeps 0.9, 0.8 and drops 0.7, 0.6: 0.1; the top-1 gaps are p − (1 − p) ≥ 0.2
+    expect(routingMargin(cap, logits, routeTokens(cap, logits, 4))).toBeCloseTo(0.1, 12);
+  });
 });
