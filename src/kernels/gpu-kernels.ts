@@ -11,6 +11,9 @@ import {
 } from './cross-entropy.ts';
 import { dispatchKernel } from './dispatch-kernel.ts';
 import { embedding, embeddingBackward } from './embedding.ts';
+import { moeGroupedGemm, moeGroupedGemmWgrad } from './moe/grouped-gemm.ts';
+import { moeCombineProbGrad, moePermute, moeUnpermute } from './moe/permute.ts';
+import { moeTopk } from './moe/topk.ts';
 import { rmsnormWeightGrad } from './rmsnorm.ts';
 import { rope, ropeBackward } from './rope.ts';
 import type { GpuTensor } from './tensor.ts';
@@ -45,6 +48,12 @@ export const gpuDispatch: { readonly [N in OwnGridKernelName]: GpuDispatch<Kerne
   ceTargetLogit: (ctx, [logits, targets, out], a) => crossEntropyTargetLogit(ctx, logits, targets, out, a),
   ceGrad: (ctx, [logits, targets, m, s, dlogits], a) => crossEntropyGrad(ctx, logits, targets, m, s, dlogits, a),
   ceLoss: (ctx, [m, s, z, loss]) => crossEntropyLoss(ctx, m, s, z, loss),
+  moeTopk: (ctx, [scores, indices, values], { k }) => moeTopk(ctx, scores, indices, values, k),
+  moePermute: (ctx, [x, rowToken, scale, xp]) => moePermute(ctx, x, rowToken, scale, xp),
+  moeUnpermute: (ctx, [yp, pickRow, w, y]) => moeUnpermute(ctx, yp, pickRow, w, y),
+  moeCombineProbGrad: (ctx, [dy, yp, pickRow, dw]) => moeCombineProbGrad(ctx, dy, yp, pickRow, dw),
+  moeGroupedGemm: (ctx, [a, b, offsets, c], { transB }) => moeGroupedGemm(ctx, a, b, offsets, c, transB),
+  moeGroupedGemmWgrad: (ctx, [a, g, offsets, db]) => moeGroupedGemmWgrad(ctx, a, g, offsets, db),
 };
 
 /** Runs a registered kernel on the GPU: from its descriptor (dispatchKernel) or by the dispatch registered under its name. */

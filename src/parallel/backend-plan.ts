@@ -89,7 +89,7 @@ export class PlanBackend implements Backend<ShapeTensor> {
     out: ShapeTensor,
     outShape: readonly number[],
   ): void {
-    const { perElement, over } = kernelSpecs[kernel].cost;
+    const { perElement, over, perElementOf } = kernelSpecs[kernel].cost;
     const after = this.chunkDeps(spec, ins, out);
     this.push(
       spec,
@@ -98,7 +98,9 @@ export class PlanBackend implements Backend<ShapeTensor> {
         kernel,
         inShapes: ins.map((t) => t.shape),
         outShape,
-        flops: perElement * numel(over === undefined ? outShape : ins[over].shape),
+        flops:
+          (perElementOf ? perElementOf(ins.map((t) => t.shape)) : perElement) *
+          numel(over === undefined ? outShape : ins[over].shape),
       },
       after,
     );

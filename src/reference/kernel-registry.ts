@@ -10,6 +10,9 @@ import {
 } from './cross-entropy.ts';
 import { embeddingBackwardKernel, embeddingKernel } from './embedding.ts';
 import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
+import { moeGroupedGemmKernel, moeGroupedGemmWgradKernel } from './moe/grouped-gemm.ts';
+import { moeCombineProbGradKernel, moePermuteKernel, moeUnpermuteKernel } from './moe/permute.ts';
+import { moeTopkKernel } from './moe/topk.ts';
 import { scaleKernel } from './scale.ts';
 import { rmsnormBackwardKernel, rmsnormKernel, rmsnormWeightGradKernel } from './rmsnorm.ts';
 import { ropeBackwardKernel, ropeKernel } from './rope.ts';
@@ -43,6 +46,12 @@ export const kernelSpecs = {
   ceTargetLogit: ceTargetLogitKernel,
   ceGrad: ceGradKernel,
   ceLoss: ceLossKernel,
+  moeTopk: moeTopkKernel,
+  moePermute: moePermuteKernel,
+  moeUnpermute: moeUnpermuteKernel,
+  moeCombineProbGrad: moeCombineProbGradKernel,
+  moeGroupedGemm: moeGroupedGemmKernel,
+  moeGroupedGemmWgrad: moeGroupedGemmWgradKernel,
 } as const satisfies Readonly<Record<string, KernelSpec>>;
 
 /** A non-GEMM compute kernel's name (a key of kernelSpecs). */

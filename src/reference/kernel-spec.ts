@@ -22,6 +22,8 @@ export interface KernelCost {
   readonly perElement: number;
   /** Index of the input whose elements are counted; default the output. */
   readonly over?: number;
+  /** Where the FLOPs per element depend on the shapes (a GEMM's 2K): it, from the recorded inputs' shapes, in place of `perElement`. */
+  perElementOf?(inShapes: readonly (readonly number[])[]): number;
 }
 
 /** A storage binding (1, 2, … after the uniform at 0) as the WGSL declares it. */

@@ -2,7 +2,7 @@ import { addShader } from './add.ts';
 import type { GridKernelSpec, ShaderSpec } from './kernel-spec.ts';
 
 /** σ(v) = 1 / (1 + e^−v), evaluated without overflow. */
-function sigmoid(v: number): number {
+export function sigmoid(v: number): number {
   const e = Math.exp(-Math.abs(v));
   return v >= 0 ? 1 / (1 + e) : e / (1 + e);
 }

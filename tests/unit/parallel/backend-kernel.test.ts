@@ -4,6 +4,7 @@ import { opSpec } from '../../../src/parallel/backend.ts';
 import { CpuBackend, float64Alloc } from '../../../src/parallel/backend-cpu.ts';
 import { PlanBackend } from '../../../src/parallel/backend-plan.ts';
 import { addInPlaceKernel, addKernel } from '../../../src/reference/add.ts';
+import { moeGroupedGemmKernel, moeGroupedGemmWgradKernel } from '../../../src/reference/moe/grouped-gemm.ts';
 import { randomArray } from '../../../src/reference/random.ts';
 import { rmsnormWeightGradKernel } from '../../../src/reference/rmsnorm.ts';
 import { swigluBackwardKernel } from '../../../src/reference/swiglu.ts';
@@ -91,5 +92,20 @@ describe('Backend.kernel from a descriptor', () => {
       ],
       outShape: [8],
     });
+  });
+
+  test('plan: the grouped GEMM counts 2·N·K·Nc FLOPs whatever the split over experts (cost.perElementOf)', () => {
+    const plan = new PlanBackend();
+    const t = (name: string, shape: number[]) => plan.tensor(name, shape);
+    const off = t('offsets', [5]);
+    plan.kernel(op, moeGroupedGemmKernel, [t('xp', [10, 6]), t('fc1', [4, 6, 14]), off, t('h', [10, 14])], {
+      transB: false,
+    });
+    plan.phase = 'backward';
+    plan.kernel(op, moeGroupedGemmWgradKernel, [t('xp', [10, 6]), t('dh', [10, 14]), off, t('dfc1', [4, 6, 14])], {});
+    expect(plan.ops.map((o) => (o.kind === 'kernel' ? [o.kernel, o.flops, o.role] : o.kind))).toEqual([
+      ['moeGroupedGemm', 2 * 10 * 6 * 14, 'forward'],
+      ['moeGroupedGemmWgrad', 2 * 10 * 6 * 14, 'wgrad'],
+    ]);
   });
 });

@@ -1,0 +1,91 @@
+import { softmaxBackwardRef, softmaxRef } from '../softmax.ts';
+import { sigmoid } from '../swiglu.ts';
+import type { MoeConfig } from './config.ts';
+import { topkIndices } from './topk.ts';
+
+// The router's two auxiliary losses on one device (Megatron-Core core_v0.19.0), logits [T, E]:
+//
+// Load balancing (moe_utils.py switch_load_balancing_loss_func, fed by router.py _apply_aux_loss
+// and moe_utils.py compute_routing_scores_for_aux_loss):
+//   S = softmax(l) over E (softmax), or σ(l) / (Σ_e σ(l) + 1e-20) (sigmoid), for every token;
+//   c_e = tokens whose top-k of S (before any capacity dropping) holds e;
+//   aux = coeff · E / (k · T²) · Σ_e c_e · Σ_t S[t, e]      (= coeff · E · Σ_e f_e·P_e with
+//   f_e = c_e / (T·k), P_e = Σ_t S[t, e] / T; total_num_tokens = T on one device)
+//   c_e is a count (no gradient): ∂aux/∂S[t, e] = coeff · E · c_e / (k · T²).
+//
+// Z-loss (moe_utils.py z_loss_func, router.py apply_z_loss; ST-MoE, arXiv:2202.08906):
+//   z = coeff_z · (1/T) Σ_t (logsumexp_e l[t, e])²,   ∂z/∂l[t, e] = coeff_z · 2 · lse_t · softmax(l_t)_e / T.
+//
+// Both reach the router through MoEAuxLossAutoScaler with backward scale 1 (its default,
+// main_loss_backward_scale), so the block's objective is ⟨dy, y⟩ + aux + z.
+
+/** A loss value and its gradient with respect to the logits [T, E]. */
+export interface RouterLoss {
+  readonly loss: number;
+  readonly dLogits: Float64Array;
+}
+
+/** The switch load-balancing loss and its logits gradient; zero when moe_aux_loss_coeff is 0 (Megatron does not compute it). */
+export function auxLoss(c: MoeConfig, logits: ArrayLike<number>, T: number): RouterLoss {
+  const E = c.numMoeExperts;
+  const k = c.moeRouterTopk;
+  const coeff = c.moeAuxLossCoeff;
+  const dLogits = new Float64Array(T * E);
+  if (coeff === 0 || T === 0) return { loss: 0, dLogits };
+  const sig = c.moeRouterScoreFunction === 'sigmoid' ? Float64Array.from(logits, sigmoid) : null;
+  const S = sig ? normalizedRows(sig, E) : softmaxRef(logits, [T, E]);
+  const counts = new Float64Array(E);
+  for (let t = 0; t < T; t++) for (const e of topkIndices(S, E, k, t * E)) counts[e]++;
+  const scale = (coeff * E) / (k * T * T);
+  let loss = 0;
+  for (let t = 0; t < T; t++) for (let e = 0; e < E; e++) loss += S[t * E + e] * counts[e];
+  loss *= scale;
+  const dS = new Float64Array(T * E);
+  for (let i = 0; i < T * E; i++) dS[i] = scale * counts[i % E];
+  if (sig === null) return { loss, dLogits: softmaxBackwardRef(S, dS, E) };
+  // S_e = σ_e / D, D = Σ σ + 1e-20: dσ_e = dS_e / D − Σ_i dS_i σ_i / D²; dl = dσ · σ(1 − σ)
+  for (let t = 0; t < T; t++) {
+    let D = 1e-20;
+    let dot = 0;
+    for (let e = 0; e < E; e++) {
+      D += sig[t * E + e];
+      dot += dS[t * E + e] * sig[t * E + e];
+    }
+    for (let e = 0; e < E; e++) {
+      const s = sig[t * E + e];
+      dLogits[t * E + e] = (dS[t * E + e] / D - dot / (D * D)) * s * (1 - s);
+    }
+  }
+  return { loss, dLogits };
+}
+
+/** Rows of [., E] divided by their sum + 1e-20 (the sigmoid scores' normalisation). */
+function normalizedRows(v: Float64Array, E: number): Float64Array {
+  const out = new Float64Array(v.length);
+  for (let base = 0; base < v.length; base += E) {
+    let d = 1e-20;
+    for (let e = 0; e < E; e++) d += v[base + e];
+    for (let e = 0; e < E; e++) out[base + e] = v[base + e] / d;
+  }
+  return out;
+}
+
+/** The router z-loss and its logits gradient; zero when moe_z_loss_coeff is null. */
+export function zLoss(c: MoeConfig, logits: ArrayLike<number>, T: number): RouterLoss {
+  const E = c.numMoeExperts;
+  const coeff = c.moeZLossCoeff;
+  const dLogits = new Float64Array(T * E);
+  if (coeff === null || T === 0) return { loss: 0, dLogits };
+  const p = softmaxRef(logits, [T, E]);
+  let loss = 0;
+  for (let t = 0; t < T; t++) {
+    let m = -Infinity;
+    for (let e = 0; e < E; e++) m = Math.max(m, logits[t * E + e]);
+    let s = 0;
+    for (let e = 0; e < E; e++) s += Math.exp(logits[t * E + e] - m);
+    const lse = m + Math.log(s);
+    loss += lse * lse;
+    for (let e = 0; e < E; e++) dLogits[t * E + e] = (coeff * 2 * lse * p[t * E + e]) / T;
+  }
+  return { loss: (coeff * loss) / T, dLogits };
+}
