@@ -20,6 +20,7 @@ import type { Recompute, TrainingSetup } from '../../src/megatron/training-setup
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
+import { moeOptions, moeUsage, parseMoeFlags } from './moe-args.ts';
 
 /** Size flags, as `npm run sweep` has them. */
 const sizeFlags = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const;
@@ -131,6 +132,8 @@ Calibration (docs/calibrate.md):
                             gemm-sweep.csv; write DIR/calibrated-system.json and print the projection before and after.
   --system file:PATH        a system file (written by --calibrate, or edited by hand).
 
+${moeUsage}
+
 systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>, or file:PATH):
 ${sys}
 GPUs (for custom systems):
@@ -190,6 +193,7 @@ const options = {
   placement: { type: 'string' },
   'topo-file': { type: 'string' },
   calibrate: { type: 'string' },
+  ...moeOptions,
 } as const;
 
 /** Parses `npm run project` arguments; throws an Error whose message says what to change. */
@@ -238,6 +242,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
     ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
   };
+  const moe = parseMoeFlags(v, sizes.ffn);
+  if (moe) Object.assign(setup, { moe });
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);

@@ -13,6 +13,7 @@ import { topologyReport } from './project-topology.ts';
 import { runAblation } from './project-ablate.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 import { runCalibration } from './project-calibrate.ts';
+import { moeLines, moeSummary } from './moe-report.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -133,7 +134,10 @@ if (args.json) {
   const timeline = args.memoryTimeline
     ? { memoryTimeline: rows.flatMap((r) => (r.ok ? [{ tp: r.tp, stages: r.step.stageMemory }] : [])) }
     : {};
-  console.log(JSON.stringify({ ...header, rows: lines, ...timeline }, null, 2));
+  const moe = rows.some((r) => r.ok && r.step.moe)
+    ? { moe: rows.flatMap((r) => (r.ok && r.step.moe ? [{ tp: r.tp, ...moeSummary(r.step) }] : [])) }
+    : {};
+  console.log(JSON.stringify({ ...header, moe: args.setup.moe, rows: lines, ...moe, ...timeline }, null, 2));
   await exitAfterFlush(0);
 }
 
@@ -194,3 +198,7 @@ const cells = (l: BudgetLine): string[] =>
 const table = [cols, ...lines.map(cells)];
 const widths = cols.map((_, i) => Math.max(...table.filter((r) => r.length > 2).map((r) => (r[i] ?? '').length)));
 for (const r of table) console.log(r.length > 2 ? r.map((c, i) => c.padStart(widths[i]!)).join('  ') : r.join('  '));
+for (const r of rows) {
+  const m = r.ok ? moeSummary(r.step) : undefined;
+  if (m) for (const line of moeLines(r.tp, m)) console.log(line);
+}

@@ -1,5 +1,6 @@
 import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
+import type { MoeSetup } from './moe.ts';
 
 /**
  * Activation recomputation as Megatron-Core does it (transformer_config.py, core_v0.19.0):
@@ -69,6 +70,8 @@ export interface TrainingSetup {
   readonly tiedEmbeddings?: boolean;
   /** Flash attention (--attention-backend flash): the s×s scores and probabilities are never stored. */
   readonly flashAttention?: boolean;
+  /** Mixture of Experts with expert parallelism (moe.ts); absent: every layer's MLP is dense. */
+  readonly moe?: MoeSetup;
 }
 
 /** The degrees of a setup with their defaults, and DP = N / (t · p · cp). */

@@ -64,7 +64,7 @@ export interface StageAllocations {
   readonly keptBytes: (chunk: number) => number;
   /** Held during a chunk's backward only (recompute). */
   readonly backwardTransientBytes: (chunk: number) => number;
-  /** Held during a chunk's forward only (the 16-bit logits beside their fp32 copy). */
+  /** Held during a chunk's forward only (the 16-bit logits beside their fp32 copy; a MoE layer's permutation buffers). */
   readonly forwardTransientBytes: (chunk: number) => number;
   /** Held from a chunk's forward to its backward, transient in Megatron's sense (the fp32 softmax of cross entropy). */
   readonly lossBytes: (chunk: number) => number;
@@ -157,7 +157,14 @@ function allocations(ops: StageOps, v: number, m: number, a: StageAllocations, e
     const loss = a.lossBytes(chunk);
     if (loss > 0) push('transient', () => `fp32 softmax of cross entropy (${tag()})`, loss, f0, end);
     const fwd = a.forwardTransientBytes(chunk);
-    if (fwd > 0) push('transient', () => `16-bit logits (${tag()})`, fwd, f0, ops.t1[j]!);
+    if (fwd > 0)
+      push(
+        'transient',
+        () => `forward transients: 16-bit logits, MoE permutation buffers (${tag()})`,
+        fwd,
+        f0,
+        ops.t1[j]!,
+      );
     const redo = a.backwardTransientBytes(chunk);
     if (b >= 0 && redo > 0) push('transient', () => `recomputed activations (${tag()})`, redo, ops.t0[b]!, ops.t1[b]!);
   }

@@ -16,7 +16,8 @@ import { ringAttention } from '../links/context-parallel.ts';
 import { stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, p2pUs } from '../links/group-links.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../pipeline/pipeline-split.ts';
-import { stageModel } from '../pipeline/stage-model.ts';
+import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
+import { moeStepModel, type MoeStepModel } from './moe-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 
 /** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
@@ -103,23 +104,55 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const kvBytes = 2 * c.s * c.b * own.kvGroups.length * (c.h / c.heads) * bytes;
   const ring = ringAttention(deg.cp, core, kvBytes, links.cp, system);
 
-  const model = stageModelOf(pricing, split, machine, setup);
-  const rec: ChunkRecompute[][] = split.layers.map((row) => row.map((n) => chunkRecompute(n, model.layer, rc)));
+  // MoE layers (moe-step.ts): their MoE part replaces the dense MLP's span of the block.
+  const moe = moeStepModel(setup, machine, deg, split, block, pricing.blockT, links.tp);
+  const moeIn = (i: number, ch: number): number => (moe ? moe.layersPerChunk[i]![ch]! : 0);
+  const moeF = moe ? moe.forwardMs - moe.denseMlp.forwardMs : 0;
+  const moeB = moe ? moe.backwardMs - moe.denseMlp.backwardMs : 0;
+  const model = withMoeParams(stageModelOf(pricing, split, machine, setup), moe);
+  const rec: ChunkRecompute[][] = split.layers.map((row, i) =>
+    row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc)),
+  );
   const layerF = pieces.layer.forward.ms + ring.forwardMs;
   const layerB = pieces.layer.backward.ms + ring.backwardMs;
   const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
   const forwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerF +
+    moeIn(i, ch) * moeF +
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
+  // Full recomputation re-runs every layer of the chunk, its MoE layers' forwards included.
   const redoMs = (i: number, ch: number): number =>
-    rec[i]![ch]!.recomputedLayers * layerF + rec[i]![ch]!.recomputedCoreAttention * coreF;
+    rec[i]![ch]!.recomputedLayers * layerF +
+    Math.min(rec[i]![ch]!.recomputedLayers, moeIn(i, ch)) * moeF +
+    rec[i]![ch]!.recomputedCoreAttention * coreF;
   const backwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerB +
+    moeIn(i, ch) * moeB +
     redoMs(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.backward.ms : 0);
-  return { c, deg, m, rc, split, links, bytes, own, ring, model, rec, layerF, layerB, forwardMs, backwardMs, redoMs };
+  const expertParams = split.layers.map((row, i) => row.map((_, ch) => moeIn(i, ch) * (moe?.expertParams ?? 0)));
+  return {
+    c,
+    deg,
+    m,
+    rc,
+    split,
+    links,
+    bytes,
+    own,
+    ring,
+    model,
+    rec,
+    layerF,
+    layerB,
+    forwardMs,
+    backwardMs,
+    redoMs,
+    moe,
+    expertParams,
+  };
 }
 
 /** Lower bounds of a step's time and its peak memory per GPU (see stepLowerBounds). */
@@ -137,7 +170,7 @@ export interface StepLowerBounds {
  * gradient buffer, live for the whole step under every peak.
  */
 export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepLowerBounds {
-  const { m, deg, split, model, forwardMs, backwardMs } = chunkTimes(setup, machine, pricing);
+  const { m, deg, split, model, forwardMs, backwardMs, moe, expertParams } = chunkTimes(setup, machine, pricing);
   let busiest = 0;
   split.layers.forEach((row, i) => {
     busiest = Math.max(
@@ -146,7 +179,14 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
     );
   });
   const per = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, deg.dp * deg.cp);
-  const memoryBytes = Math.max(...model.stageParams) * (per.weights + per.optimizer + per.grads);
+  const perExpert = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, moe?.degrees.edp ?? 1);
+  const memoryBytes = Math.max(
+    ...model.stageParams.map(
+      (p, i) =>
+        p * (per.weights + per.optimizer + per.grads) +
+        expertParams[i]!.reduce((a, x) => a + x, 0) * (perExpert.weights + perExpert.optimizer + perExpert.grads),
+    ),
+  );
   return { stepMs: m * busiest, memoryBytes };
 }
 
@@ -172,3 +212,34 @@ export function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkT
 
 /** The pipeline simulation's input and what p2p costs its senders (pipelineInput). */
 export type P2pInput = ReturnType<typeof pipelineInput>;
+
+/**
+ * The stage model with each MoE layer's non-expert parameters (router, shared experts) in place of
+ * the dense MLP's; the experts' own parameters are held apart (ChunkTimes.expertParams), sharded
+ * over EP and ETP and reduced over expert-DP.
+ */
+function withMoeParams(model: StageModel, moe: MoeStepModel | undefined): StageModel {
+  if (!moe) return model;
+  const chunkParams = model.chunkParams.map((row, i) =>
+    row.map((p, ch) => p + moe.layersPerChunk[i]![ch]! * moe.nonExpertParamDelta),
+  );
+  return { ...model, chunkParams, stageParams: chunkParams.map((row) => row.reduce((a, x) => a + x, 0)) };
+}
+
+/**
+ * A chunk's activations with its n_moe MoE layers' change over the dense MLP (moe-step.ts
+ * keptDelta: the routed rows × k in place of the dense FFN's): kept per micro-batch without
+ * recomputation or with selective (core attention) recomputation; with full recomputation held
+ * only while a unit's backward runs, min(unit, n_moe) layers of it.
+ */
+function withMoeActivations(
+  r: ChunkRecompute,
+  moe: MoeStepModel | undefined,
+  nMoe: number,
+  rc: ReturnType<typeof recomputeOf>,
+): ChunkRecompute {
+  if (!moe || nMoe === 0) return r;
+  if (rc?.granularity === 'full')
+    return { ...r, backwardTransientBytes: r.backwardTransientBytes + Math.min(rc.layers, nMoe) * moe.keptDelta };
+  return { ...r, keptBytes: r.keptBytes + nMoe * moe.keptDelta };
+}

@@ -10,6 +10,7 @@ import { pipelineRun, pipelineTimes, type PipelineRun } from '../pipeline/pipeli
 import type { PipelineSplit } from '../pipeline/pipeline-split.ts';
 import { chunkTimes, pipelineInput } from './chunk-times.ts';
 import { priceLayers, type LayerPricing } from './layer-pricing.ts';
+import type { MoeStepModel, MoeTail } from './moe-step.ts';
 import { stageAllocations } from './stage-allocations.ts';
 import { stepTimes, type ExposedByGroup } from './step-times.ts';
 
@@ -79,8 +80,18 @@ export interface StepProjection {
   readonly memory: GpuMemory;
   /** Every stage's live-interval timeline and peak. */
   readonly stageMemory: readonly StageMemory[];
-  /** Parameters each stage holds (its TP shard). */
+  /** Parameters each stage holds (its TP shard; with MoE the non-expert ones). */
   readonly stageParams: readonly number[];
+  /** With MoE: the MoE layer's terms, the expert state per stage and the expert-DP tail. */
+  readonly moe?: MoeStep;
+}
+
+/** A MoE step's own figures (moe-step.ts). */
+export interface MoeStep {
+  readonly model: MoeStepModel;
+  /** Expert parameters per stage (E/EP experts, 1/ETP each). */
+  readonly stageExpertParams: readonly number[];
+  readonly tail: MoeTail;
 }
 
 /**
@@ -216,6 +227,14 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     memory,
     stageMemory: stageMem,
     stageParams: model.stageParams,
+    moe:
+      ct.moe && t.moeTail
+        ? {
+            model: ct.moe,
+            stageExpertParams: ct.expertParams.map((row) => row.reduce((a, x) => a + x, 0)),
+            tail: t.moeTail,
+          }
+        : undefined,
   };
 }
 

@@ -34,6 +34,23 @@ export function stageAllocations(
     system.gpu,
     own.tokens[1] - own.tokens[0],
   );
+  // Expert parameters (E/EP experts, 1/ETP of each) keep their own state, sharded over expert-DP.
+  const edp = ct.moe?.degrees.edp ?? 1;
+  const perExpert = stateBytes(dtype, distOpt, edp);
+  const experts = (i: number): number => ct.expertParams[i]!.reduce((a, x) => a + x, 0);
+  const expertState = (i: number) =>
+    experts(i) > 0
+      ? [
+          { label: 'expert weights', bytes: experts(i) * perExpert.weights },
+          {
+            label: distOpt
+              ? `expert main weights and Adam moments (1/${edp} shard)`
+              : 'expert main weights and Adam moments',
+            bytes: experts(i) * perExpert.optimizer,
+          },
+        ]
+      : [];
+  const moeIn = (i: number, ch: number): number => (ct.moe ? ct.moe.layersPerChunk[i]![ch]! : 0);
   const of = (i: number): StageAllocations => ({
     resident: [
       { label: 'weights', bytes: model.stageParams[i]! * per.weights },
@@ -41,15 +58,21 @@ export function stageAllocations(
         label: distOpt ? `main weights and Adam moments (1/${dpGroup} shard)` : 'main weights and Adam moments',
         bytes: model.stageParams[i]! * per.optimizer,
       },
+      ...expertState(i),
       ...buffers.filter((b) => b.bytes > 0).map((b) => ({ label: b.label, bytes: b.bytes })),
     ],
-    perStep: [{ label: 'gradient buffer', bytes: model.stageParams[i]! * per.grads }],
+    perStep: [
+      { label: 'gradient buffer', bytes: model.stageParams[i]! * per.grads },
+      ...(experts(i) > 0 ? [{ label: 'expert gradient buffer', bytes: experts(i) * perExpert.grads }] : []),
+    ],
     keptBytes: (ch) =>
       rec[i]![ch]!.keptBytes +
       (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
       (holdsOutput(split, i, ch) ? model.outputActivation : 0),
     backwardTransientBytes: (ch) => rec[i]![ch]!.backwardTransientBytes,
-    forwardTransientBytes: (ch) => (holdsOutput(split, i, ch) ? model.logitsForward : 0),
+    // A MoE layer's permutation buffers (its permuted rows and the exchange's output) live through its forward.
+    forwardTransientBytes: (ch) =>
+      (holdsOutput(split, i, ch) ? model.logitsForward : 0) + (moeIn(i, ch) > 0 ? (ct.moe?.permutationBytes ?? 0) : 0),
     lossBytes: (ch) => (holdsOutput(split, i, ch) ? model.lossSoftmax : 0),
   });
   return { buffers, of };

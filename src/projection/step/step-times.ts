@@ -11,6 +11,7 @@ import { stageLinkSharing } from './dp-link-sharing.ts';
 import { stageGradSync, stageParamGather, type DpOptions } from './dp-sync.ts';
 import { finalizeTimeOf } from './finalize.ts';
 import type { LayerPricing } from './layer-pricing.ts';
+import { moeStepFlops, moeTail } from './moe-step.ts';
 import { optimizerMs } from './optimizer.ts';
 import { pipelineP2p } from './pp-exposure.ts';
 import { stepFlops } from './step-flops.ts';
@@ -179,12 +180,17 @@ export function stepTimes(
     system,
   );
   const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
-  const optimizer = optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu);
-  const stepMs = dp.doneMs + embeddingAllReduceMs + finalizeMs + optimizer + dp.paramGatherMs + dp.paramGatherCostMs;
+  const experts = ct.moe ? moeTail(setup, machine, ct.moe, ct.expertParams, ct.forwardMs, ct.backwardMs) : undefined;
+  const expertMs = experts ? experts.gradSyncMs + experts.paramGatherMs : 0;
+  const optimizer =
+    optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu) + (experts?.optimizerMs ?? 0);
+  const stepMs =
+    dp.doneMs + embeddingAllReduceMs + finalizeMs + optimizer + dp.paramGatherMs + dp.paramGatherCostMs + expertMs;
 
   const flops = stepFlops(ref, machine, setup.layers, rec, deg.dp, m);
-  const modelFlopsPerStep = flops.model;
-  const executedFlopsPerStep = flops.executed;
+  const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m) : { model: 0, executed: 0 };
+  const modelFlopsPerStep = flops.model + moeFlops.model;
+  const executedFlopsPerStep = flops.executed + moeFlops.executed;
   const tokensPerStep = deg.dp * m * setup.sizes.b * setup.sizes.s;
   const peak = mfuPeakFlops(machine);
   const dtypePeak = peakFlops(system.gpu, dtype);
@@ -194,7 +200,7 @@ export function stepTimes(
     tp: tpExposed,
     cp: cpExposed,
     pp: pp.exposedMs,
-    dp: dp.exposedMs + dp.paramGatherMs + embeddingAllReduceMs + finalizeMs,
+    dp: dp.exposedMs + dp.paramGatherMs + embeddingAllReduceMs + finalizeMs + expertMs,
   };
   const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
   return {
@@ -220,6 +226,7 @@ export function stepTimes(
     linkSharingMs: dp.linkSharingMs,
     exposedMs,
     exposedShare: exposedMs / stepMs,
+    moeTail: experts,
   };
 }
 

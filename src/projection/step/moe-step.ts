@@ -1,0 +1,321 @@
+import { dtypeBytes } from '../../hardware/dtype.ts';
+import { collectiveTimeUs, type Interconnect } from '../../hardware/interconnect.ts';
+import { groupLink } from '../../hardware/systems.ts';
+import { expertDegrees, moeLayerPattern, moeRefusals, type ExpertDegrees, type MoeSetup } from '../../megatron/moe.ts';
+import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
+import type { LayerPlan } from '../../parallel/plan-types.ts';
+import type { Timeline } from '../../schedule/schedule.ts';
+import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import {
+  denseMlpFlops,
+  isSharedTerm,
+  moeCompute,
+  moeModelFlops,
+  termsUs,
+  type MoeCompute,
+  type MoeShapes,
+} from '../layer/moe-layer.ts';
+import type { Machine } from '../layer/projected-layer.ts';
+import { bucketSyncUs } from '../links/data-parallel.ts';
+import { dispatchComm, expertLinks, type DispatchComm } from '../links/expert-parallel.ts';
+import { membersPerNode } from '../links/group-links.ts';
+import type { PipelineSplit } from '../pipeline/pipeline-split.ts';
+import { optimizerMs } from './optimizer.ts';
+
+/** The span of the dense MLP in one pass of the scheduled block (rank 0), ms. */
+export interface MlpSpan {
+  readonly forwardMs: number;
+  readonly backwardMs: number;
+}
+
+/**
+ * The dense MLP's span in the block's timeline, the part a MoE layer replaces: forward, from the
+ * end of the pre-MLP norm (the op with the gain g2) to the end of the last op before the
+ * closing residual add (the SP gather, fc1, activation, fc2 and the TP reduce); backward, from
+ * the end of the forward to the end of the last op before the pre-MLP norm's backward.
+ */
+export function denseMlpSpan(block: LayerPlan, t: Timeline): MlpSpan {
+  const fwd = block.ops.filter((o) => o.phase === 'forward');
+  const bwd = block.ops.filter((o) => o.phase === 'backward');
+  const norm = fwd.findIndex((o) => o.weight === 'g2');
+  const fwdMlp = new Set(fwd.slice(norm + 1, -1).map((o) => o.index));
+  const bwdNorm = bwd.findIndex((o) => o.weight === 'g2');
+  const bwdMlp = new Set(bwd.slice(0, bwdNorm).map((o) => o.index));
+  const ev = t.events.filter((e) => e.rank === 0);
+  const end = (keep: (i: number) => boolean): number =>
+    Math.max(0, ...ev.filter((e) => keep(e.opIndex)).map((e) => e.t1));
+  const normEnd = end((i) => i === fwd[norm]!.index);
+  const forwardEnd = end((i) => fwd.some((o) => o.index === i));
+  return {
+    forwardMs: end((i) => fwdMlp.has(i)) - normEnd,
+    backwardMs: end((i) => bwdMlp.has(i)) - forwardEnd,
+  };
+}
+
+/** MoE layers in each chunk of the split: chunk c of stage i is virtual stage c·p + i, layers in order. */
+export function moeLayersPerChunk(split: PipelineSplit, pattern: readonly boolean[]): number[][] {
+  const p = split.layers.length;
+  const v = split.layers[0]!.length;
+  const out = split.layers.map((row) => row.map(() => 0));
+  let at = 0;
+  for (let k = 0; k < p * v; k++) {
+    const i = k % p;
+    const ch = Math.floor(k / p);
+    const n = split.layers[i]![ch]!;
+    out[i]![ch] = pattern.slice(at, at + n).filter(Boolean).length;
+    at += n;
+  }
+  return out;
+}
+
+/** A MoE step's model: what one MoE layer costs per micro-batch and holds, and where the MoE layers sit. */
+export interface MoeStepModel {
+  readonly moe: MoeSetup;
+  readonly degrees: ExpertDegrees;
+  readonly shapes: MoeShapes;
+  /** MoE layers per (stage, chunk). */
+  readonly layersPerChunk: readonly (readonly number[])[];
+  readonly moeLayers: number;
+  readonly compute: MoeCompute;
+  /** One direction (dispatch; the combine mirrors it) of the token exchange, µs. */
+  readonly dispatch: DispatchComm;
+  /** The shared experts' TP all-gather and reduce-scatter per pass (t > 1 with SP), µs. */
+  readonly sharedTpUs: { readonly forward: number; readonly backward: number };
+  /** The dense MLP span a MoE layer replaces, and the MoE part that replaces it, ms per micro-batch. */
+  readonly denseMlp: MlpSpan;
+  readonly forwardMs: number;
+  readonly backwardMs: number;
+  /** The EP exchanges (dispatch + combine, both directions of ETP) per pass, and what of them is exposed, ms. */
+  readonly commMs: { readonly forward: number; readonly backward: number };
+  readonly exposedCommMs: { readonly forward: number; readonly backward: number };
+  /** Per MoE layer on one rank: expert parameters (E/EP experts, 1/ETP of each), and the non-expert change (router + shared − dense MLP). */
+  readonly expertParams: number;
+  readonly nonExpertParamDelta: number;
+  /** Per MoE layer and micro-batch, bytes: kept activations over the dense MLP's, and the permutation buffers during the forward. */
+  readonly keptDelta: number;
+  readonly permutationBytes: number;
+  /** Model FLOPs a MoE layer adds over the dense layer, per micro-batch at TP = 1 (active experts: k of E). */
+  readonly modelFlopsDelta: number;
+}
+
+/**
+ * The MoE model of `setup` (undefined without MoE). Megatron's rules on the MoE flags are
+ * checked here (moeRefusals) and refused with their reason and source line.
+ *
+ * A MoE layer replaces the dense MLP's span (denseMlpSpan) by, per pass:
+ *   compute (moeCompute, the shared experts aside) + 2·(EP exchange + ETP gather) + shared experts' TP collectives
+ *   + shared experts' compute, which --moe-shared-expert-overlap runs beside the exchanges
+ *     (max(exchanges, shared) in place of their sum: token_dispatcher.py:688-707 launches the
+ *     shared fc1 after the dispatch all-to-all on its own stream).
+ * --overlap-moe-expert-parallel-comm (Megatron's combined 1F1B: one micro-batch's all-to-alls under
+ * another's forward or backward compute) hides the exchanges under the layer's compute of the
+ * other pass: exposed = max(0, exchanges(f + b) − compute(f + b)), split between the passes in
+ * proportion; the SMs the exchanges take are not priced.
+ */
+export function moeStepModel(
+  setup: TrainingSetup,
+  machine: Machine,
+  deg: Degrees,
+  split: PipelineSplit,
+  block: LayerPlan,
+  blockT: Timeline,
+  tpLink: Interconnect,
+): MoeStepModel | undefined {
+  const moe = setup.moe;
+  if (!moe) return undefined;
+  const { system, dtype } = machine;
+  const kernels = machine.kernels ?? defaultKernelOptions;
+  const refusals = moeRefusals(moe, {
+    tp: deg.tp,
+    sp: setup.sp,
+    pp: deg.pp,
+    vpp: deg.vpp,
+    gpus: setup.gpus,
+    layers: setup.layers,
+    fullRecompute: (setup.recomputation?.granularity ?? (setup.recompute ? 'full' : undefined)) === 'full',
+    halfPrecision: dtype !== 'fp32',
+    biases: kernels.layerArch === 'gpt',
+  });
+  if (refusals.length > 0) throw new Error(refusals.map((r) => `${r.message} (${r.source})`).join(' '));
+  const degrees = expertDegrees(moe, deg.tp, deg.pp, setup.gpus);
+  const pattern = moeLayerPattern(moe.layerFreq, setup.layers);
+  const layersPerChunk = moeLayersPerChunk(split, pattern);
+  const c = block.config;
+  const own = block.ranks[0]!;
+  const tokens = (own.tokens[1] - own.tokens[0]) * c.b;
+  const gated = kernels.layerArch !== 'gpt';
+  const shapes: MoeShapes = {
+    tokens,
+    hidden: c.h,
+    experts: moe.experts,
+    topk: moe.topk,
+    ffn: moe.ffn,
+    sharedFfn: moe.sharedFfn ?? 0,
+    tp: deg.tp,
+    etp: degrees.etp,
+    ep: degrees.ep,
+    gated,
+    groupedGemm: moe.groupedGemm,
+    dispatcher: moe.dispatcher,
+    capacityFactor: moe.capacityFactor,
+    imbalance: moe.imbalance,
+  };
+  const bytes = dtypeBytes[dtype];
+  const precision = kernels.fp8 !== 'none' ? 'fp8' : dtype;
+  const compute = moeCompute(shapes, system.gpu, precision, bytes);
+  const links = expertLinks(system, degrees.ep, degrees.etp);
+  const dispatch = dispatchComm(system, links, moe.dispatcher, {
+    tokens,
+    hidden: c.h,
+    experts: moe.experts,
+    topk: moe.topk,
+    bytes,
+    routedRows: compute.rows.sent,
+    imbalance: compute.rows.load,
+  });
+  const tpRows = tokens * deg.tp * c.h * bytes;
+  const tpOne =
+    deg.tp > 1 && shapes.sharedFfn > 0
+      ? system.collectiveBaseUs + collectiveTimeUs('allGather', tpRows, deg.tp, tpLink)
+      : 0;
+  const sharedTpUs = { forward: 2 * tpOne, backward: 3 * tpOne };
+  const exchangeUs = 2 * (dispatch.exchangeUs + dispatch.etpUs);
+  const pass = (terms: MoeCompute['forward'], tpUs: number) => {
+    const own = termsUs(terms, (t) => !isSharedTerm(t));
+    const shared = termsUs(terms, isSharedTerm);
+    const comm = moe.sharedExpertOverlap ? Math.max(exchangeUs, shared) : exchangeUs + shared;
+    return { computeUs: own + tpUs, commUs: comm, sharedUs: shared };
+  };
+  const f = pass(compute.forward, sharedTpUs.forward);
+  const b = pass(compute.backward, sharedTpUs.backward);
+  const denseMlp = denseMlpSpan(block, blockT);
+  const commF = f.commUs / 1e3;
+  const commB = b.commUs / 1e3;
+  let exposedF = commF;
+  let exposedB = commB;
+  if (moe.overlapEpComm) {
+    // Hidden under the other pass's compute: the layer's attention part and the MoE compute.
+    const other = blockT.stepMs - denseMlp.forwardMs - denseMlp.backwardMs + (f.computeUs + b.computeUs) / 1e3;
+    const exposed = Math.max(0, commF + commB - other);
+    const share = commF + commB > 0 ? exposed / (commF + commB) : 0;
+    exposedF = commF * share;
+    exposedB = commB * share;
+  }
+  const forwardMs = f.computeUs / 1e3 + exposedF;
+  const backwardMs = b.computeUs / 1e3 + exposedB;
+
+  const g = gated ? 3 : 2;
+  const expertParams = degrees.localExperts * g * c.h * (moe.ffn / degrees.etp);
+  const nonExpertParamDelta = c.h * moe.experts + (g * c.h * shapes.sharedFfn) / deg.tp - (g * c.h * c.ffn) / deg.tp;
+  const rows = compute.rows;
+  const fPer = moe.ffn / degrees.etp;
+  const dense = (tokens * deg.tp * (g * c.ffn) * bytes) / deg.tp;
+  const moeKept =
+    2 * tokens * moe.experts * 4 +
+    rows.computed * (c.h + g * fPer) * bytes +
+    tokens * deg.tp * g * (shapes.sharedFfn / deg.tp) * bytes;
+  const S = c.s * deg.cp * c.b;
+  return {
+    moe,
+    degrees,
+    shapes,
+    layersPerChunk,
+    moeLayers: pattern.filter(Boolean).length,
+    compute,
+    dispatch,
+    sharedTpUs,
+    denseMlp,
+    forwardMs,
+    backwardMs,
+    commMs: { forward: commF, backward: commB },
+    exposedCommMs: { forward: exposedF, backward: exposedB },
+    expertParams,
+    nonExpertParamDelta,
+    keptDelta: moeKept - dense,
+    permutationBytes: (rows.sent + rows.computed) * c.h * bytes,
+    modelFlopsDelta: moeModelFlops(shapes, S) - denseMlpFlops(c.h, c.ffn, gated, S),
+  };
+}
+
+/**
+ * The expert gradients' sync over the expert-data-parallel group (EDP ranks ETP·EP apart, the
+ * expert rank generator of parallel_state.py), one bucket of the stage's expert parameters
+ * priced as data-parallel.ts prices a bucket (all-reduce; with the distributed optimizer a
+ * reduce-scatter of the gradients, and the parameters' all-gather), ms.
+ */
+export function expertStateSync(
+  machine: Machine,
+  x: MoeStepModel,
+  stageExpertParams: number,
+  distributedOptimizer: boolean,
+): { gradMs: number; paramMs: number } {
+  const { system, dtype } = machine;
+  const { edp, etp, ep } = x.degrees;
+  const link = groupLink(system, edp, membersPerNode(system, etp * ep, edp));
+  const us = bucketSyncUs(stageExpertParams, dtype, distributedOptimizer, edp, link, system);
+  return { gradMs: us.gradUs / 1e3, paramMs: us.paramUs / 1e3 };
+}
+
+/** What the experts add to a step past the pipeline, ms (the slowest stage's). */
+export interface MoeTail {
+  /** Expert gradient sync over expert-DP not hidden (after the last backward without --overlap-grad-reduce; beyond the stage's last backward with it). */
+  readonly gradSyncMs: number;
+  /** The distributed optimizer's expert parameter all-gather not hidden (all of it without --overlap-param-gather; beyond the first forward with it). */
+  readonly paramGatherMs: number;
+  /** Adam on the expert shard. */
+  readonly optimizerMs: number;
+}
+
+/**
+ * The expert-DP tail of a step: per stage, expertStateSync of its expert parameters, hidden under
+ * one micro-batch's backward of its first chunk (the last to run) with --overlap-grad-reduce and
+ * under its first forward with --overlap-param-gather; the Adam update of the expert shard
+ * (optimizer.ts's model with d = EDP).
+ */
+export function moeTail(
+  setup: TrainingSetup,
+  machine: Machine,
+  x: MoeStepModel,
+  expertParams: readonly (readonly number[])[],
+  forwardMs: (i: number, ch: number) => number,
+  backwardMs: (i: number, ch: number) => number,
+): MoeTail {
+  const distOpt = setup.distributedOptimizer ?? false;
+  let gradSyncMs = 0;
+  let paramGatherMs = 0;
+  let most = 0;
+  expertParams.forEach((row, i) => {
+    const params = row.reduce((a, p) => a + p, 0);
+    most = Math.max(most, params);
+    const s = expertStateSync(machine, x, params, distOpt);
+    gradSyncMs = Math.max(gradSyncMs, setup.overlapGradReduce ? Math.max(0, s.gradMs - backwardMs(i, 0)) : s.gradMs);
+    paramGatherMs = Math.max(
+      paramGatherMs,
+      setup.overlapParamGather ? Math.max(0, s.paramMs - forwardMs(i, 0)) : s.paramMs,
+    );
+  });
+  const optimizer = optimizerMs([most], distOpt, x.degrees.edp, machine.dtype, machine.system.gpu);
+  return { gradSyncMs, paramGatherMs, optimizerMs: most > 0 ? optimizer : 0 };
+}
+
+/**
+ * The FLOPs the MoE layers change, all GPUs per step: each MoE layer's modelFlopsDelta per
+ * micro-batch (k active experts, router and shared experts in place of the dense MLP), times
+ * DP replicas and m micro-batches; executed adds the forward third of it for every MoE layer
+ * full recomputation runs again (min(recomputed, MoE) layers of a chunk).
+ */
+export function moeStepFlops(
+  x: MoeStepModel,
+  rec: readonly (readonly { readonly recomputedLayers: number }[])[],
+  replicas: number,
+  m: number,
+): { model: number; executed: number } {
+  const model = replicas * m * x.moeLayers * x.modelFlopsDelta;
+  let redo = 0;
+  rec.forEach((row, i) =>
+    row.forEach((r, ch) => {
+      redo += Math.min(r.recomputedLayers, x.layersPerChunk[i]![ch]!) * (x.modelFlopsDelta / 3);
+    }),
+  );
+  return { model, executed: model + replicas * m * redo };
+}
