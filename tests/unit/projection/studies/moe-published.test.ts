@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { megatronMoeFlops, moePublishedRuns, moePublishedStepS } from '../../../../src/megatron/moe-published-runs.ts';
+import { moeRefusals } from '../../../../src/megatron/moe.ts';
+import { compareMoePublished, moePublishedSetup } from '../../../../src/projection/studies/moe-published.ts';
+
+const run = (id: string) => moePublishedRuns.find((r) => r.id === id)!;
+
+describe('the published MoE runs', () => {
+  it('each names its source by URL and passes Megatron’s MoE rules as the projection maps it', () => {
+    expect(moePublishedRuns.length).toBeGreaterThanOrEqual(4);
+    for (const r of moePublishedRuns) {
+      expect(r.source.url).toMatch(/^https:\/\//);
+      const { setup } = moePublishedSetup(r);
+      const job = {
+        tp: setup.tp,
+        sp: setup.sp,
+        pp: setup.pp ?? 1,
+        vpp: setup.vpp ?? 1,
+        gpus: setup.gpus,
+        layers: setup.layers,
+        fullRecompute: false,
+        halfPrecision: true,
+        biases: false,
+      };
+      expect(moeRefusals(r.moe, job)).toEqual([]);
+    }
+  });
+  it('recovers the step from Megatron’s FLOP count (training.py, core_v0.19.0) and the per-GPU rate', () => {
+    const r = run('mixtral-8x22b-forced');
+    const { s, h, ffn, layers, vocab } = r.model;
+    const q = h; // 48 heads of 128
+    const kv = 8 * 128;
+    const perToken = 6 * h * 3 * ffn * 2 * layers + 6 * (h * (q + 2 * kv) + q * h) * layers + 6 * h * vocab;
+    const flops = 256 * s * perToken + 256 * s * s * 6 * q * layers;
+    expect(megatronMoeFlops(r)).toBeCloseTo(flops, -6);
+    expect(moePublishedStepS(r)).toBeCloseTo(flops / (128 * 465e12), 9);
+    expect(moePublishedStepS(run('qwen3-235b-deepep-ep32'))).toBe(19.7);
+  });
+  it('projects a run with nothing fitted: the error is what comes out', async () => {
+    const c = await compareMoePublished(run('mixtral-8x22b-forced'));
+    expect(Number.isFinite(c.stepError)).toBe(true);
+    expect(c.stepError).toBeCloseTo(c.projected.stepMs / 1e3 / c.publishedStepS - 1, 12);
+  }, 30_000);
+});
