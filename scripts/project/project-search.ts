@@ -14,9 +14,10 @@ const yes = (b: boolean): string => (b ? 'y' : '·');
 
 /** Columns of the advisor's table and each row's cells. */
 const columns = ['t', 'p', 'v', 'cp', 'DP', 'b', 'm', 'SP', 'recompute', 'DO', 'OGR', 'OPG', 'TPO'];
-const rowCells = (r: AdvisorRow): string[] => {
+const rowCells = (r: AdvisorRow, moe: boolean): string[] => {
   const l = r.layout;
   return [
+    ...(moe ? [String(l.ep ?? 1), String(l.etp ?? l.tp)] : []),
     String(l.tp),
     String(l.pp),
     String(l.vpp),
@@ -44,7 +45,8 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
   const { sizes, layers, gpus, globalBatch } = args.setup;
   const { b: _b, ...model } = sizes;
   const machine = { system: args.system, dtype: args.dtype, kernels: args.kernels };
-  const space = defaultSearchSpace(args.system, layers);
+  const moe = args.setup.moe;
+  const space = defaultSearchSpace(args.system, layers, moe);
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   // Flash attention's memory and tied embeddings as the single projection takes them (--attention-backend flash, --tied-embeddings).
@@ -52,7 +54,7 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
     flashAttention: args.setup.flashAttention ?? false,
     tiedEmbeddings: args.setup.tiedEmbeddings ?? false,
   };
-  const r = await advise({ model: { sizes: model, layers }, machine, gpus, globalBatch, extras }, space, {
+  const r = await advise({ model: { sizes: model, layers, moe }, machine, gpus, globalBatch, extras }, space, {
     k: args.top,
   });
   const seconds = (performance.now() - t0) / 1e3;
@@ -81,7 +83,7 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
   }
   console.log(`${args.system.label} · ${args.dtype} · advisor over the projection (not a measurement)`);
   console.log(
-    `model: s ${sizes.s}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers; ${gpus} GPUs, global batch ${globalBatch} sequences`,
+    `model: s ${sizes.s}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers${moe ? `, ${moe.experts} experts top-${moe.topk} of FFN ${moe.ffn} (${moe.dispatcher})` : ''}; ${gpus} GPUs, global batch ${globalBatch} sequences`,
   );
   console.log(
     `${r.candidates.toLocaleString('en-US')} candidates in ${seconds.toFixed(2)} s wall, ${cpuSeconds.toFixed(2)} s CPU (${r.layersPriced} distinct layers planned and scheduled); ${r.ranked.toLocaleString('en-US')} ranked`,
@@ -93,8 +95,17 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
     process.stderr.write('project: no layout fits: every candidate was rejected (see the counts above).\n');
     process.exit(2);
   }
-  const head = [...columns, 'step', 'tokens/s', 'TFLOP/s/GPU', 'MFU', 'exposed', 'memory/GPU'];
-  const table = [head, ...r.top.map(rowCells)];
+  const head = [
+    ...(moe ? ['EP', 'ETP'] : []),
+    ...columns,
+    'step',
+    'tokens/s',
+    'TFLOP/s/GPU',
+    'MFU',
+    'exposed',
+    'memory/GPU',
+  ];
+  const table = [head, ...r.top.map((row) => rowCells(row, moe !== undefined))];
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   console.log(
     `top ${r.top.length} by step time (DO distributed optimizer, OGR/OPG overlap grad reduce/param gather, TPO TP comm overlap):`,

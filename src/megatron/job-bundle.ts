@@ -12,6 +12,7 @@ import {
   megatronScheduleArgs,
   type MegatronRun,
 } from './megatron-args.ts';
+import { moeFlags } from './moe.ts';
 import { setupConfig, type TrainingSetup } from './training-setup.ts';
 import {
   memoryHistoryArgs,
@@ -112,6 +113,8 @@ export function jobArgs(spec: JobSpec): { config: LayerConfig; run: MegatronRun;
   };
   const args = [
     ...megatronModelArgs(config, run),
+    // MoE (moe.ts): Megatron's MoE flags, shared with the expert-parallel job's command.
+    ...(s.moe ? moeFlags(s.moe, config.tp).flatMap((f) => f.split(' ')) : []),
     ...megatronScheduleArgs(run),
     '--profile',
     '--use-pytorch-profiler',

@@ -4,9 +4,11 @@
 // dataclasses (transformer_config.py, model_parallel_config.py), the layer-spec selection
 // (gpt_builders.py, models/backends.py) and the modules the spec builds (torch_norm.py,
 // fused_layer_norm.py, transformer_block.py, attention.py, dot_product_attention.py,
-// tensor_parallel/layers.py). Each rule cites its file and line at the pin. Not ported: checks on
-// flags the project never emits (MoE, MLA, FSDP, RL, checkpoint formats, CUDA graphs, fp8/fp4).
+// tensor_parallel/layers.py), and the MoE rules the MoE flags reach (moe.ts moeRefusals, with
+// arguments.py's grouped-GEMM check). Each rule cites its file and line at the pin. Not ported:
+// checks on flags the project never emits (MLA, FSDP, RL, checkpoint formats, CUDA graphs, fp8/fp4).
 import { flagMap } from './megatron-command.ts';
+import { moeFromFlags, moeRefusals } from './moe.ts';
 
 /** Where the job runs: what is installed, the GPU, the environment variables and the world size. */
 export interface MegatronEnvironment {
@@ -237,5 +239,24 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
     ['megatron/core/transformer/dot_product_attention.py:81 (query groups per partition)', Math.max(groups, tp)],
   ];
   for (const [source, n] of shapes) if (!divides(n, tp)) fail(source, `${n} is not divisible by ${tp}.`);
+
+  // MoE (moe.ts: each rule with its line), and arguments.py:1338-1340 on the GPU.
+  const moe = moeFromFlags((f) => a.flags.get(f), ffn);
+  if (moe) {
+    if (moe.groupedGemm && env.computeCapability < 8)
+      fail(`${A}:1338-1340`, 'Unsupported compute capability for GroupedGEMM kernels.');
+    const job = {
+      tp,
+      sp,
+      pp,
+      vpp: a.has('--num-virtual-stages-per-pipeline-rank') ? a.num('--num-virtual-stages-per-pipeline-rank', 1) : 1,
+      gpus: env.worldSize,
+      layers: a.num('--num-layers', 0),
+      fullRecompute: granularity === 'full',
+      halfPrecision: a.has('--bf16') || a.has('--fp16'),
+      biases: !a.has('--disable-bias-linear'),
+    };
+    for (const r of moeRefusals(moe, job)) fail(r.source, r.message);
+  }
   return out;
 }

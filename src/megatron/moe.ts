@@ -285,3 +285,38 @@ export function moeFlags(moe: MoeSetup, tp: number): string[] {
   if (moe.sharedExpertOverlap) f.push('--moe-shared-expert-overlap');
   return f;
 }
+
+/**
+ * The MoE flags of a launch's arguments (`get` reads one flag: its value, true for a switch,
+ * undefined when absent) as arguments.py and the config dataclasses default them; undefined
+ * without --num-experts (arguments.py:1593-1594 also reads 0 as none).
+ */
+export function moeFromFlags(get: (flag: string) => string | true | undefined, ffn: number): MoeSetup | undefined {
+  const text = (flag: string): string | undefined => {
+    const v = get(flag);
+    return typeof v === 'string' ? v : undefined;
+  };
+  const experts = Number(text('--num-experts') ?? 0);
+  if (!experts) return undefined;
+  const num = (flag: string): number | undefined => (text(flag) === undefined ? undefined : Number(text(flag)));
+  const dispatcher = text('--moe-token-dispatcher-type') ?? 'allgather';
+  const freq = text('--moe-layer-freq');
+  return {
+    ...moeDefaults(experts, num('--moe-ffn-hidden-size') ?? ffn),
+    topk: num('--moe-router-topk') ?? 2,
+    ...(num('--moe-shared-expert-intermediate-size') !== undefined && {
+      sharedFfn: num('--moe-shared-expert-intermediate-size'),
+    }),
+    ...(freq !== undefined && { layerFreq: parseMoeLayerFreq(freq) }),
+    ...(num('--moe-expert-capacity-factor') !== undefined && { capacityFactor: num('--moe-expert-capacity-factor') }),
+    dispatcher: (tokenDispatchers as readonly string[]).includes(dispatcher)
+      ? (dispatcher as TokenDispatcher)
+      : 'allgather',
+    groupedGemm: get('--moe-grouped-gemm') !== undefined,
+    auxLossCoeff: num('--moe-aux-loss-coeff') ?? 0,
+    ep: num('--expert-model-parallel-size') ?? 1,
+    ...(num('--expert-tensor-parallel-size') !== undefined && { etp: num('--expert-tensor-parallel-size') }),
+    overlapEpComm: get('--overlap-moe-expert-parallel-comm') !== undefined,
+    sharedExpertOverlap: get('--moe-shared-expert-overlap') !== undefined,
+  };
+}

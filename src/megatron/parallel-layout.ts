@@ -1,4 +1,5 @@
 import type { ModelSizes } from '../parallel/config.ts';
+import { moeRefusals, type MoeSetup } from './moe.ts';
 
 /** Megatron's --recompute-granularity: none, selective (core attention), full (whole blocks). */
 export type RecomputeChoice = 'none' | 'selective' | 'full';
@@ -27,6 +28,9 @@ export interface ParallelLayout {
   readonly overlapGradReduce: boolean;
   readonly overlapParamGather: boolean;
   readonly tpCommOverlap: boolean;
+  /** MoE models: EP (--expert-model-parallel-size) and ETP (--expert-tensor-parallel-size); absent: 1 and t. */
+  readonly ep?: number;
+  readonly etp?: number;
 }
 
 /** A model a cluster trains: the layer's sizes (the micro-batch comes from the layout) and depth. */
@@ -34,6 +38,8 @@ export interface ClusterModel {
   readonly sizes: Omit<ModelSizes, 'b'>;
   /** L: transformer blocks (--num-layers). */
   readonly layers: number;
+  /** Its MoE flags (absent: dense); a layout's ep and etp replace the ones here. */
+  readonly moe?: MoeSetup;
 }
 
 /** Why Megatron-LM refuses a layout (one reason per rule, in the order they are checked). */
@@ -46,7 +52,8 @@ export type LayoutRejection =
   | 'sp-seq'
   | 'batch'
   | 'interleave-batch'
-  | 'flag-needs';
+  | 'flag-needs'
+  | 'moe';
 
 /** What each rejection means, with the rule's source (Megatron-LM core_v0.19.0). */
 export const layoutRejectionText: Readonly<Record<LayoutRejection, string>> = {
@@ -61,7 +68,12 @@ export const layoutRejectionText: Readonly<Record<LayoutRejection, string>> = {
     'the interleaved schedule needs m a multiple of p (schedules.py: microbatch_group_size_per_vp_stage defaults to p)',
   'flag-needs':
     '--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel',
+  moe: "Megatron's MoE rules (moe.ts moeRefusals: E a multiple of EP, ETP·EP·p dividing N, SP with t > 1, the dispatcher's and overlaps' needs)",
 };
+
+/** The MoE flags of `model` under layout `l` (its EP and ETP), or undefined for a dense model. */
+export const layoutMoe = (model: ClusterModel, l: ParallelLayout): MoeSetup | undefined =>
+  model.moe && { ...model.moe, ep: l.ep ?? 1, etp: l.etp ?? l.tp };
 
 /** DP of a layout on N GPUs (may be fractional when illegal). */
 export const dataParallel = (l: Pick<ParallelLayout, 'tp' | 'pp' | 'cp'>, gpus: number): number =>
@@ -90,6 +102,22 @@ export function layoutRejection(
   if (l.vpp > 1 && m % l.pp !== 0) return 'interleave-batch';
   if (l.overlapParamGather && !(l.distributedOptimizer && l.overlapGradReduce)) return 'flag-needs';
   if (l.tpCommOverlap && !l.sp) return 'flag-needs';
+  const moe = layoutMoe(model, l);
+  if (
+    moe &&
+    moeRefusals(moe, {
+      tp: l.tp,
+      sp: l.sp,
+      pp: l.pp,
+      vpp: l.vpp,
+      gpus,
+      layers: model.layers,
+      fullRecompute: l.recompute === 'full',
+      halfPrecision: true,
+      biases: false,
+    }).length > 0
+  )
+    return 'moe';
   return undefined;
 }
 
@@ -108,5 +136,7 @@ export function layoutFlags(l: ParallelLayout): string[] {
   if (l.overlapGradReduce) flags.push('--overlap-grad-reduce');
   if (l.overlapParamGather) flags.push('--overlap-param-gather');
   if (l.tpCommOverlap) flags.push('--tp-comm-overlap');
+  if (l.ep !== undefined) flags.push(`--expert-model-parallel-size ${l.ep}`);
+  if (l.etp !== undefined && l.etp !== l.tp) flags.push(`--expert-tensor-parallel-size ${l.etp}`);
   return flags;
 }

@@ -1,4 +1,5 @@
 import type { SystemSpec } from '../../hardware/systems.ts';
+import type { MoeSetup } from '../../megatron/moe.ts';
 import { recomputeChoices, type ParallelLayout, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 
 /** The values the advisor tries for each flag of a ParallelLayout (every combination is a candidate). */
@@ -14,6 +15,9 @@ export interface SearchSpace {
   readonly overlapGradReduce: readonly boolean[];
   readonly overlapParamGather: readonly boolean[];
   readonly tpCommOverlap: readonly boolean[];
+  /** MoE models: EP values, and ETP as 1 or t (`'t'`); a dense model's space has ep [1] and etp ['t'] and sets neither on its layouts. */
+  readonly ep?: readonly number[];
+  readonly etp?: readonly (1 | 't')[];
 }
 
 /** The dimensions of a search space, in enumeration order (the last varies fastest). */
@@ -43,9 +47,11 @@ const both = [false, true] as const;
 /**
  * The default space on `system` for a model of `layers` blocks: t in powers of two up to the
  * GPUs of one node (TP stays on NVLink, as Megatron's guidance has it), p up to min(16, L),
- * v ∈ {1, 2, 4}, cp ∈ {1, 2, 4}, b ∈ {1, 2, 4, 8}, every recompute choice and every switch.
+ * v ∈ {1, 2, 4}, cp ∈ {1, 2, 4}, b ∈ {1, 2, 4, 8}, every recompute choice and every switch;
+ * with MoE, EP in the powers of two that divide E (up to 64) and ETP ∈ {1, t} (Megatron's default
+ * ETP is t; 1 keeps each expert whole, the layouts the Model Zoo runs).
  */
-export function defaultSearchSpace(system: SystemSpec, layers: number): SearchSpace {
+export function defaultSearchSpace(system: SystemSpec, layers: number, moe?: MoeSetup): SearchSpace {
   return {
     tp: powersOfTwo(system.gpusPerNode),
     pp: powersOfTwo(Math.min(16, layers)),
@@ -58,14 +64,19 @@ export function defaultSearchSpace(system: SystemSpec, layers: number): SearchSp
     overlapGradReduce: both,
     overlapParamGather: both,
     tpCommOverlap: both,
+    ...(moe && { ep: powersOfTwo(Math.min(64, moe.experts)).filter((e) => moe.experts % e === 0), etp: [1, 't'] }),
   };
 }
 
 /** How many candidates `space` holds (the product of its dimensions' sizes). */
-export const spaceSize = (space: SearchSpace): number => searchDimensions.reduce((n, d) => n * space[d].length, 1);
+export const spaceSize = (space: SearchSpace): number =>
+  searchDimensions.reduce((n, d) => n * space[d].length, 1) * (space.ep?.length ?? 1) * (space.etp?.length ?? 1);
 
 /** Every layout of `space`, each combination once, in odometer order over searchDimensions. */
 export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout> {
+  const moe = space.ep !== undefined;
+  const eps = space.ep ?? [1];
+  const etps = space.etp ?? ['t'];
   for (const tp of space.tp)
     for (const pp of space.pp)
       for (const vpp of space.vpp)
@@ -77,17 +88,23 @@ export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout>
                   for (const overlapGradReduce of space.overlapGradReduce)
                     for (const overlapParamGather of space.overlapParamGather)
                       for (const tpCommOverlap of space.tpCommOverlap)
-                        yield {
-                          tp,
-                          pp,
-                          vpp,
-                          cp,
-                          microBatch,
-                          sp,
-                          recompute,
-                          distributedOptimizer,
-                          overlapGradReduce,
-                          overlapParamGather,
-                          tpCommOverlap,
-                        };
+                        for (const ep of eps)
+                          for (const etpChoice of etps) {
+                            // ETP 1 and ETP = t are one layout at t = 1.
+                            if (etpChoice === 1 && tp === 1 && etps.includes('t')) continue;
+                            yield {
+                              tp,
+                              pp,
+                              vpp,
+                              cp,
+                              microBatch,
+                              sp,
+                              recompute,
+                              distributedOptimizer,
+                              overlapGradReduce,
+                              overlapParamGather,
+                              tpCommOverlap,
+                              ...(moe && { ep, etp: etpChoice === 't' ? tp : 1 }),
+                            };
+                          }
 }

@@ -80,6 +80,7 @@ const noRejections = (): Record<AdvisorRejection, number> => ({
   batch: 0,
   'interleave-batch': 0,
   'flag-needs': 0,
+  moe: 0,
   unexpressed: 0,
   oom: 0,
   slower: 0,

@@ -1,4 +1,4 @@
-import type { ClusterModel, ParallelLayout } from '../../megatron/parallel-layout.ts';
+import { layoutMoe, type ClusterModel, type ParallelLayout } from '../../megatron/parallel-layout.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 
 /** A layout as the projection takes it, and each flag the projection cannot express yet. */
@@ -56,6 +56,7 @@ export function layoutSetup(
     distributedOptimizer: l.distributedOptimizer,
     overlapGradReduce: l.overlapGradReduce,
     overlapParamGather: l.overlapParamGather,
+    ...(model.moe && { moe: layoutMoe(model, l) }),
     ...extras,
   };
   return { setup, tpCommOverlap: l.tpCommOverlap && l.sp, unexpressed };
