@@ -2,6 +2,7 @@
 // The published MoE runs (src/megatron/moe-published-runs.ts) against their projection: step, error, and the MoE terms.
 import { moePublishedRuns } from '../../src/megatron/moe-published-runs.ts';
 import { compareMoePublished } from '../../src/projection/studies/moe-published.ts';
+import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 import { alignedTable } from '../cli/text-table.ts';
 import { moeSummary } from './moe-report.ts';
 
@@ -25,7 +26,7 @@ if (json) {
       2,
     ),
   );
-  process.exit(0);
+  await exitAfterFlush(0);
 }
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`;
 const head = ['run', 't×p×v', 'EP', 'GPUs', 'published', 'projected', 'error', 'MFU', 'memory', 'EP exposed/layer'];
