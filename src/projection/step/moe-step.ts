@@ -85,7 +85,7 @@ export interface MoeStepModel {
   readonly denseMlp: MlpSpan;
   readonly forwardMs: number;
   readonly backwardMs: number;
-  /** The EP exchanges (dispatch + combine, both directions of ETP) per pass, and what of them is exposed, ms. */
+  /** The token exchanges per pass (dispatch and combine: EP exchange and ETP gather each), and what of them is exposed, ms. */
   readonly commMs: { readonly forward: number; readonly backward: number };
   readonly exposedCommMs: { readonly forward: number; readonly backward: number };
   /** Per MoE layer on one rank: expert parameters (E/EP experts, 1/ETP of each), and the non-expert change (router + shared − dense MLP). */
@@ -103,10 +103,11 @@ export interface MoeStepModel {
  * checked here (moeRefusals) and refused with their reason and source line.
  *
  * A MoE layer replaces the dense MLP's span (denseMlpSpan) by, per pass:
- *   compute (moeCompute, the shared experts aside) + 2·(EP exchange + ETP gather) + shared experts' TP collectives
- *   + shared experts' compute, which --moe-shared-expert-overlap runs beside the exchanges
- *     (max(exchanges, shared) in place of their sum: token_dispatcher.py:688-707 launches the
- *     shared fc1 after the dispatch all-to-all on its own stream).
+ *   compute (moeCompute, the shared experts aside) + shared experts' TP collectives
+ *   + exposed exchanges (2·(EP exchange + ETP gather)) + shared experts' compute, where
+ *     --moe-shared-expert-overlap runs the shared experts beside the exchanges (max of the two
+ *     in place of their sum: token_dispatcher.py:688-707 launches the shared fc1 after the
+ *     dispatch all-to-all on its own stream).
  * --overlap-moe-expert-parallel-comm (Megatron's combined 1F1B: one micro-batch's all-to-alls under
  * another's forward or backward compute) hides the exchanges under the layer's compute of the
  * other pass: exposed = max(0, exchanges(f + b) − compute(f + b)), split between the passes in
@@ -179,30 +180,30 @@ export function moeStepModel(
       ? system.collectiveBaseUs + collectiveTimeUs('allGather', tpRows, deg.tp, tpLink)
       : 0;
   const sharedTpUs = { forward: 2 * tpOne, backward: 3 * tpOne };
-  const exchangeUs = 2 * (dispatch.exchangeUs + dispatch.etpUs);
-  const pass = (terms: MoeCompute['forward'], tpUs: number) => {
-    const own = termsUs(terms, (t) => !isSharedTerm(t));
-    const shared = termsUs(terms, isSharedTerm);
-    const comm = moe.sharedExpertOverlap ? Math.max(exchangeUs, shared) : exchangeUs + shared;
-    return { computeUs: own + tpUs, commUs: comm, sharedUs: shared };
-  };
+  // Dispatch and combine, each the EP exchange and the ETP gather (or scatter), per pass.
+  const exchangeMs = (2 * (dispatch.exchangeUs + dispatch.etpUs)) / 1e3;
+  const pass = (terms: MoeCompute['forward'], tpUs: number) => ({
+    computeMs: (termsUs(terms, (t) => !isSharedTerm(t)) + tpUs) / 1e3,
+    sharedMs: termsUs(terms, isSharedTerm) / 1e3,
+  });
   const f = pass(compute.forward, sharedTpUs.forward);
   const b = pass(compute.backward, sharedTpUs.backward);
   const denseMlp = denseMlpSpan(block, blockT);
-  const commF = f.commUs / 1e3;
-  const commB = b.commUs / 1e3;
-  let exposedF = commF;
-  let exposedB = commB;
+  let exposedF = exchangeMs;
+  let exposedB = exchangeMs;
   if (moe.overlapEpComm) {
-    // Hidden under the other pass's compute: the layer's attention part and the MoE compute.
-    const other = blockT.stepMs - denseMlp.forwardMs - denseMlp.backwardMs + (f.computeUs + b.computeUs) / 1e3;
-    const exposed = Math.max(0, commF + commB - other);
-    const share = commF + commB > 0 ? exposed / (commF + commB) : 0;
-    exposedF = commF * share;
-    exposedB = commB * share;
+    // Hidden under the other pass's compute: the layer's attention part, the MoE compute and the shared experts.
+    const other =
+      blockT.stepMs - denseMlp.forwardMs - denseMlp.backwardMs + f.computeMs + b.computeMs + f.sharedMs + b.sharedMs;
+    const share = Math.max(0, 2 * exchangeMs - other) / (2 * exchangeMs || 1);
+    exposedF = exchangeMs * share;
+    exposedB = exchangeMs * share;
   }
-  const forwardMs = f.computeUs / 1e3 + exposedF;
-  const backwardMs = b.computeUs / 1e3 + exposedB;
+  // The shared experts run beside the exchanges with --moe-shared-expert-overlap, after them without.
+  const withShared = (exposed: number, shared: number): number =>
+    moe.sharedExpertOverlap ? Math.max(exposed, shared) : exposed + shared;
+  const forwardMs = f.computeMs + withShared(exposedF, f.sharedMs);
+  const backwardMs = b.computeMs + withShared(exposedB, b.sharedMs);
 
   const g = gated ? 3 : 2;
   const expertParams = degrees.localExperts * g * c.h * (moe.ffn / degrees.etp);
@@ -227,7 +228,7 @@ export function moeStepModel(
     denseMlp,
     forwardMs,
     backwardMs,
-    commMs: { forward: commF, backward: commB },
+    commMs: { forward: exchangeMs, backward: exchangeMs },
     exposedCommMs: { forward: exposedF, backward: exposedB },
     expertParams,
     nonExpertParamDelta,

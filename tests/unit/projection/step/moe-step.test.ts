@@ -4,6 +4,7 @@ import { moeDefaults, type MoeSetup } from '../../../../src/megatron/moe.ts';
 import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { moeLayersPerChunk } from '../../../../src/projection/step/moe-step.ts';
+import { isSharedTerm, termsUs } from '../../../../src/projection/layer/moe-layer.ts';
 import { splitLayers } from '../../../../src/projection/pipeline/pipeline-split.ts';
 
 const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
@@ -77,5 +78,13 @@ describe('a MoE step', () => {
     const k1 = await projectStep(moe({ topk: 1 }), h100);
     const k4 = await projectStep(moe({ topk: 4 }), h100);
     expect(k4.memory.totalBytes).toBeGreaterThan(k1.memory.totalBytes);
+  });
+  it('runs the shared experts beside the exchanges with --moe-shared-expert-overlap: max in place of the sum', async () => {
+    const after = (await projectStep(moe({ sharedFfn: 2816 }), h100)).moe!.model;
+    const beside = (await projectStep(moe({ sharedFfn: 2816, sharedExpertOverlap: true }), h100)).moe!.model;
+    const shared = termsUs(after.compute.forward, isSharedTerm) / 1e3;
+    expect(shared).toBeGreaterThan(0);
+    expect(beside.commMs.forward).toBe(after.commMs.forward); // the exchanges alone
+    expect(after.forwardMs - beside.forwardMs).toBeCloseTo(Math.min(shared, after.exposedCommMs.forward), 12);
   });
 });
