@@ -1,4 +1,5 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
+import { commFootprint, ncclFootprint, overlapLossMs, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import { collectiveTimeUs, type Interconnect } from '../../hardware/interconnect.ts';
 import { groupLink } from '../../hardware/systems.ts';
 import { expertDegrees, moeLayerPattern, moeRefusals, type ExpertDegrees, type MoeSetup } from '../../megatron/moe.ts';
@@ -21,6 +22,9 @@ import { dispatchComm, expertLinks, type DispatchComm } from '../links/expert-pa
 import { membersPerNode } from '../links/group-links.ts';
 import type { PipelineSplit } from '../pipeline/pipeline-split.ts';
 import { optimizerMs } from './optimizer.ts';
+
+/** SMs DeepEP's normal kernels take (Megatron's moe_deepep_num_sms, historical default 20: transformer_config.py:931-933). */
+export const deepEpSms = 20;
 
 /** The span of the dense MLP in one pass of the scheduled block (rank 0), ms. */
 export interface MlpSpan {
@@ -111,7 +115,8 @@ export interface MoeStepModel {
  * --overlap-moe-expert-parallel-comm (Megatron's combined 1F1B: one micro-batch's all-to-alls under
  * another's forward or backward compute) hides the exchanges under the layer's compute of the
  * other pass: exposed = max(0, exchanges(f + b) − compute(f + b)), split between the passes in
- * proportion; the SMs the exchanges take are not priced.
+ * proportion; while hidden, the exchanges slow that compute by the SMs and HBM traffic they take
+ * (overlap-cost.ts: C·(1 − 1/f)), counted as exposed.
  */
 export function moeStepModel(
   setup: TrainingSetup,
@@ -195,7 +200,16 @@ export function moeStepModel(
     // Hidden under the other pass's compute: the layer's attention part, the MoE compute and the shared experts.
     const other =
       blockT.stepMs - denseMlp.forwardMs - denseMlp.backwardMs + f.computeMs + b.computeMs + f.sharedMs + b.sharedMs;
-    const share = Math.max(0, 2 * exchangeMs - other) / (2 * exchangeMs || 1);
+    const exposed = Math.max(0, 2 * exchangeMs - other);
+    // The hidden part slows the compute under it by the SMs and HBM traffic the exchange takes
+    // (overlap-cost.ts): NCCL's channels for the all-to-all, DeepEP's SMs for flex (20, its
+    // historical default, transformer_config.py:931-933).
+    const footprint =
+      moe.dispatcher === 'flex'
+        ? commFootprint('allGather', system.intra.busGBps, deepEpSms)
+        : ncclFootprint('allGather', system.intra);
+    const lossMs = overlapLossMs(2 * exchangeMs - exposed, overlapSlowdown(false, system.gpu, footprint));
+    const share = (exposed + lossMs) / (2 * exchangeMs || 1);
     exposedF = exchangeMs * share;
     exposedB = exchangeMs * share;
   }
