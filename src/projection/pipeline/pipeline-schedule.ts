@@ -1,13 +1,12 @@
+import { interleavedRule, stagePasses } from '../../mesh/pipeline-schedules.ts';
+
 /**
  * Megatron-Core's pipeline schedules, simulated event by event
  * (megatron/core/pipeline_parallel/schedules.py, core_v0.19.0):
  *
- * - 1F1B (forward_backward_pipelining_without_interleaving): stage i runs W = min(p − i − 1, m)
- *   warm-up forwards, then m − W pairs (one forward, one backward), then W cool-down backwards.
- * - interleaved (forward_backward_pipelining_with_interleaving), v model chunks per stage: the
- *   m·v virtual micro-batches follow get_schedule_table with microbatch_group_size_per_vp_stage = p
- *   (chunk 0 of micro-batches 0..p−1, chunk 1 of the same, …, then the next group); backward runs
- *   the same table with chunk v − 1 − c; W = min((p − i − 1)·2 + (v − 1)·p, m·v).
+ * 1F1B (forward_backward_pipelining_without_interleaving) or, with v model chunks per stage,
+ * interleaved 1F1B (forward_backward_pipelining_with_interleaving); each stage's order is
+ * mesh/pipeline-schedules.ts's, which the ranks' executor runs too.
  *
  * Each stage runs its list in order; an op starts when its stage is free and its input is there:
  * a forward of virtual stage k = c·p + i needs the forward of k − 1 (plus one p2p send of the
@@ -74,17 +73,7 @@ interface Item {
   readonly pass: 'forward' | 'backward';
 }
 
-/** Megatron's get_schedule_table: (micro-batch, chunk) per virtual micro-batch, groups of `g`. */
-function scheduleTable(m: number, v: number, g: number): { microBatch: number; chunk: number }[] {
-  const out: { microBatch: number; chunk: number }[] = [];
-  for (let lo = 0; lo < m; lo += g) {
-    const hi = lo + g >= m ? m : lo + g;
-    for (let c = 0; c < v; c++) for (let j = lo; j < hi; j++) out.push({ microBatch: j, chunk: c });
-  }
-  return out;
-}
-
-/** Stage i's ops in Megatron's order (warm-up forwards, 1F1B pairs, cool-down backwards). */
+/** Stage i's ops in Megatron's order (mesh/pipeline-schedules.ts: 1F1B, or interleaved when v > 1). */
 export function stageOrder(p: number, v: number, m: number, stage: number): Item[] {
   const o = flatOrder(p, v, m, stage);
   return Array.from(o.chunk, (chunk, j) => ({
@@ -116,29 +105,12 @@ function flatOrders(p: number, v: number, m: number): readonly FlatOrder[] {
 }
 
 function flatOrder(p: number, v: number, m: number, stage: number): FlatOrder {
-  const table = scheduleTable(m, v, p);
-  const total = m * v;
-  const warm = Math.min(total, v === 1 ? p - stage - 1 : (p - stage - 1) * 2 + (v - 1) * p);
-  const n = 2 * total;
-  const out = { microBatch: new Int32Array(n), chunk: new Int32Array(n), forward: new Uint8Array(n) };
-  let j = 0;
-  const fwd = (k: number): void => {
-    out.microBatch[j] = table[k]!.microBatch;
-    out.chunk[j] = table[k]!.chunk;
-    out.forward[j++] = 1;
+  const passes = stagePasses(v > 1 ? 'interleaved' : '1f1b', { p, v, m }, stage);
+  return {
+    microBatch: Int32Array.from(passes, (x) => x.microBatch),
+    chunk: Int32Array.from(passes, (x) => x.chunk),
+    forward: Uint8Array.from(passes, (x) => (x.pass === 'F' ? 1 : 0)),
   };
-  const bwd = (k: number): void => {
-    out.microBatch[j] = table[k]!.microBatch;
-    out.chunk[j] = v - 1 - table[k]!.chunk;
-    out.forward[j++] = 0;
-  };
-  for (let k = 0; k < warm; k++) fwd(k);
-  for (let k = 0; k < total - warm; k++) {
-    fwd(k + warm);
-    bwd(k);
-  }
-  for (let k = total - warm; k < total; k++) bwd(k);
-  return out;
 }
 
 /**
@@ -163,7 +135,8 @@ export function pipelineTimes(x: PipelineInput): PipelineTimes {
   const { p, v, m } = x;
   if (!(Number.isInteger(p) && p >= 1 && Number.isInteger(v) && v >= 1 && Number.isInteger(m) && m >= 1))
     throw new Error(`pipeline degrees must be whole numbers ≥ 1 (p ${p}, v ${v}, m ${m}).`);
-  if (v > 1 && m % p !== 0) throw new Error(`the interleaved schedule needs m (${m}) to be a multiple of p (${p}).`);
+  const refused = v > 1 ? interleavedRule(p, m) : undefined;
+  if (refused) throw new Error(refused);
   const orders = flatOrders(p, v, m);
   const last = p * v - 1;
   // done{Forward,Backward}[k·m + micro-batch] = end time of virtual stage k's op (NaN: not yet run)

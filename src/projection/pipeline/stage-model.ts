@@ -5,7 +5,7 @@ import { dtypeBytes, type TrainDtype } from '../../hardware/dtype.ts';
 import type { LayerArch } from '../../megatron/layer-arch.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
-import { holdsEmbedding, holdsOutput, type PipelineSplit } from './pipeline-split.ts';
+import { holdsEmbedding, holdsOutput, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import type { LayerActivations } from '../layer/recompute.ts';
 
 /**

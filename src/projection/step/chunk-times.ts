@@ -15,7 +15,7 @@ import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
 import { ringAttention } from '../links/context-parallel.ts';
 import { stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, p2pUs } from '../links/group-links.ts';
-import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../pipeline/pipeline-split.ts';
+import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { moeStepModel, type MoeStepModel } from './moe-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';

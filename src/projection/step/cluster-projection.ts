@@ -7,7 +7,7 @@ import { stateBytes } from '../links/data-parallel.ts';
 import type { LinkSharingCost } from '../links/link-sharing.ts';
 import { stageMemory, stagePeakBytes, type MemoryClass, type StageMemory } from '../pipeline/memory-timeline.ts';
 import { pipelineRun, pipelineTimes, type PipelineRun } from '../pipeline/pipeline-schedule.ts';
-import type { PipelineSplit } from '../pipeline/pipeline-split.ts';
+import type { PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { chunkTimes, pipelineInput } from './chunk-times.ts';
 import { priceLayers, type LayerPricing } from './layer-pricing.ts';
 import type { MoeStepModel, MoeTail } from './moe-step.ts';

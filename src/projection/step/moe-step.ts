@@ -20,7 +20,7 @@ import type { Machine } from '../layer/projected-layer.ts';
 import { bucketSyncUs } from '../links/data-parallel.ts';
 import { dispatchComm, expertLinks, type DispatchComm } from '../links/expert-parallel.ts';
 import { membersPerNode } from '../links/group-links.ts';
-import type { PipelineSplit } from '../pipeline/pipeline-split.ts';
+import type { PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { optimizerMs } from './optimizer.ts';
 
 /** SMs DeepEP's normal kernels take (Megatron's moe_deepep_num_sms, historical default 20: transformer_config.py:931-933). */

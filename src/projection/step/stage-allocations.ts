@@ -5,7 +5,7 @@ import type { Machine } from '../layer/projected-layer.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import { stateBytes } from '../links/data-parallel.ts';
 import type { StageAllocations } from '../pipeline/memory-timeline.ts';
-import { holdsEmbedding, holdsOutput } from '../pipeline/pipeline-split.ts';
+import { holdsEmbedding, holdsOutput } from '../../mesh/pipeline-split.ts';
 import type { ChunkTimes } from './chunk-times.ts';
 
 /**

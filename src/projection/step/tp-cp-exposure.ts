@@ -1,6 +1,6 @@
 import type { ChunkRecompute } from '../layer/recompute.ts';
 import type { RingAttention } from '../links/context-parallel.ts';
-import { holdsEmbedding, holdsOutput, type PipelineSplit } from '../pipeline/pipeline-split.ts';
+import { holdsEmbedding, holdsOutput, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 
 /** The exposed ms of one micro-batch's pass through each piece (stage-pieces.ts), what TP exposure reads. */
 export type ExposedPieces = {

@@ -2,7 +2,7 @@
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
 import type { StepProjection } from '../../projection/step/cluster-projection.ts';
-import { holdsEmbedding, holdsOutput } from '../../projection/pipeline/pipeline-split.ts';
+import { holdsEmbedding, holdsOutput } from '../../mesh/pipeline-split.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import '../timeline/tp-timeline.ts';

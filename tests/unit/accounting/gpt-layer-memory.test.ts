@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { gptActivationTerms, gptParameterShards } from '../../../src/accounting/gpt-layer-memory.ts';
 import { configDefaults, type LayerConfig } from '../../../src/parallel/config.ts';
 import { makePlan } from '../../../src/parallel/plan.ts';
-import { splitLayers } from '../../../src/projection/pipeline/pipeline-split.ts';
+import { splitLayers } from '../../../src/mesh/pipeline-split.ts';
 import { stageModel } from '../../../src/projection/pipeline/stage-model.ts';
 
 // s 8, b 2, h 16, 2 heads (MHA, d 8), ffn 4h = 64: small enough to count by hand.

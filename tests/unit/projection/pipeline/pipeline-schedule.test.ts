@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { simulatePipeline, stageOrder } from '../../../../src/projection/pipeline/pipeline-schedule.ts';
-import { holdsEmbedding, holdsOutput, splitLayers } from '../../../../src/projection/pipeline/pipeline-split.ts';
+import { holdsEmbedding, holdsOutput, splitLayers } from '../../../../src/mesh/pipeline-split.ts';
 
 /** Equal stages: forward 1 ms, backward 2 ms per micro-batch per stage (split over v chunks). */
 const equal = (p: number, v: number, m: number, p2pMs = 0) =>
@@ -79,7 +79,7 @@ describe('the interleaved schedule', () => {
   });
 
   it('rejects m that is not a multiple of p', () => {
-    expect(() => equal(4, 2, 6)).toThrow(/multiple of p \(4\)/);
+    expect(() => equal(4, 2, 6)).toThrow(/multiple of p = 4/);
   });
 });
 

@@ -5,7 +5,7 @@ import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { moeLayersPerChunk } from '../../../../src/projection/step/moe-step.ts';
 import { isSharedTerm, termsUs } from '../../../../src/projection/layer/moe-layer.ts';
-import { splitLayers } from '../../../../src/projection/pipeline/pipeline-split.ts';
+import { splitLayers } from '../../../../src/mesh/pipeline-split.ts';
 
 const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
 const dense: TrainingSetup = {

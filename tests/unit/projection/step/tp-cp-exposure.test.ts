@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitLayers } from '../../../../src/projection/pipeline/pipeline-split.ts';
+import { splitLayers } from '../../../../src/mesh/pipeline-split.ts';
 import { cpExposedMs, tpExposedMs, type ExposedPieces } from '../../../../src/projection/step/tp-cp-exposure.ts';
 
 /** Exposed ms per pass: layer F 1, B 2; embedding F 10, B 20; output F 100, B 200 (each term its own decade). */

@@ -24,6 +24,14 @@ export interface SplitOptions {
 export function splitLayers(L: number, p: number, v: number, o: SplitOptions = {}): PipelineSplit {
   const uneven = o.first !== undefined || o.last !== undefined;
   if (uneven && p === 1) throw new Error('--decoder-first/last-pipeline-num-layers need --pp ≥ 2.');
+  for (const [flag, n] of [
+    ['first', o.first],
+    ['last', o.last],
+  ] as const)
+    if (n !== undefined && !(Number.isInteger(n) && n > 0))
+      throw new Error(
+        `--decoder-${flag}-pipeline-num-layers must be a whole number larger than 0 (got ${n}; Megatron asserts it).`,
+      );
   const perStage: number[] = [];
   if (!uneven) {
     if (L % p !== 0)
