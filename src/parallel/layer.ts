@@ -99,18 +99,316 @@ export interface LayerStepHooks<T> {
   gradReady?(name: WeightName, grad: T): void;
 }
 
+/** Called with the names of the gradients a pass has just finished (their last writing kernel issued). */
+export type GradsReady = (...names: WeightName[]) => void;
+
+/** Under SP the norm gains' gradients are final only after finalizeNormGrads. */
+const normsFinalized = (c: LayerConfig): boolean => c.sp && c.tp > 1 && !c.skipSpNormGradAllReduce;
+
 function need<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`layerStep: missing ${what}.`);
   return v;
+}
+
+/** Frees each distinct tensor given (autograd's rule: once the last op that reads it is issued). */
+function freeAll<T>(be: Backend<T>, ...ts: (T | undefined)[]): void {
+  for (const t of new Set(ts)) if (t !== undefined) be.release(t);
+}
+
+/** SP: f and g's sequence-parallel forms; the norms and residuals work on this rank's tokens. */
+function regionOf(c: LayerConfig) {
+  const sp = c.sp && c.tp > 1;
+  return { sp, ...tensorParallelRegion(sp), tokens: sp ? ('sequence' as const) : ('replicated' as const) };
+}
+
+/** The layer's own weights (the block's, without the embedding and the output layer). */
+function blockWeights<T>(w: WeightSet<T>) {
+  return {
+    wq: need(w.wqkv, 'wqkv'),
+    wo: need(w.wo, 'wo'),
+    g1: need(w.g1, 'g1'),
+    g2: need(w.g2, 'g2'),
+    wfc1: need(w.wfc1, 'wfc1'),
+    wdown: need(w.wdown, 'wdown'),
+  };
+}
+
+/** What blockForward keeps for blockBackward (x: the block's input, freed by its backward). */
+export interface BlockSaved<T> {
+  readonly x: T;
+  readonly ln1: T;
+  readonly rstd1: T;
+  readonly ln1Full: T;
+  readonly attn: Awaited<ReturnType<typeof attentionForward<T>>>['saved'];
+  readonly gathered: ReturnType<typeof gatheredQkv> | undefined;
+  readonly x2: T;
+  readonly ln2: T;
+  readonly rstd2: T;
+  readonly mlp: Awaited<ReturnType<typeof mlpBlockForward<T>>>['saved'];
+  readonly chunks: number;
+}
+
+/** A weight gradient of the step, allocated on first use (zeros) in `grads`. */
+function gradOf<T>(be: Backend<T>, grads: WeightSet<T>) {
+  return (name: keyof WeightSet<T>, shape: readonly number[]): T => (grads[name] = be.tensor(`d.${name}`, shape));
+}
+
+/**
+ * The vocab-parallel embedding, forward: ids [s, b] → x [sl, b, h] (masked lookup of this rank's
+ * rows, then g = all-reduce, or reduce-scatter with SP). Takes ownership of ids (freed by embedBackward).
+ */
+export async function embedForward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  ids: T,
+): Promise<T> {
+  const { s, b, h } = localDims(c);
+  const { leave } = regionOf(c);
+  const e = be.tensor('embed', [s, b, h]);
+  be.kernel(opSpec('embed', 'vocab', { weight: 'emb' }), embeddingKernel, [ids, need(w.emb, 'emb'), e], {
+    vocabStart: own.vocab[0],
+  });
+  const x = await lc.forward(opSpec('embed.reduce', 'vocab'), leave, e);
+  if (x !== e) be.release(e);
+  return x;
+}
+
+/**
+ * One pre-norm transformer block on one TP rank, forward (layout [s, b, h]; SP = sequence parallel):
+ *   a = x + g(Attention(f(RMSNorm(x))))        f: identity, or all-gather dim 0 with SP
+ *                                              (groups < t: QKV all-gathered along the last dim inside)
+ *   y = a + g(MLP(f(RMSNorm(a))))              g: all-reduce, or reduce-scatter dim 0 with SP
+ * x [sl, b, h] is kept for the backward (freed there); y [sl, b, h] is the caller's.
+ */
+export async function blockForward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  x: T,
+): Promise<{ y: T; saved: BlockSaved<T> }> {
+  const D = localDims(c);
+  const { sl, b, h } = D;
+  const { sp, enter, leave, tokens } = regionOf(c);
+  const { wq, wo, g1, g2, wfc1, wdown } = blockWeights(w);
+  be.phase = lc.phase = 'forward';
+  const ln1 = be.tensor('ln1', [sl, b, h]);
+  const rstd1 = be.tensor('ln1.rstd', [sl, b]);
+  be.kernel(opSpec('ln1', tokens, { weight: 'g1' }), rmsnormKernel, [x, g1, ln1, rstd1], { eps: c.eps });
+  const ln1Full = sp ? await lc.forward(opSpec('ln1.gather', 'sequence'), enter, ln1) : ln1;
+  const gathered = gathersQkv(c) ? gatheredQkv(c, own.rank) : undefined;
+  const attn = await attentionForward(be, lc, D, gathered, ln1Full, wq, wo, c.ropeBase);
+  if (sp) be.release(ln1Full);
+  const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
+  const x2 = be.tensor('residual.attn', [sl, b, h]);
+  be.kernel(opSpec('residual.attn', tokens), addKernel, [x, attnOut, x2], {});
+  freeAll(be, attn.out, attnOut);
+  const ln2 = be.tensor('ln2', [sl, b, h]);
+  const rstd2 = be.tensor('ln2.rstd', [sl, b]);
+  be.kernel(opSpec('ln2', tokens, { weight: 'g2' }), rmsnormKernel, [x2, g2, ln2, rstd2], { eps: c.eps });
+  const chunks = c.tp > 1 ? tpOverlapChunks(c) : 1;
+  const mlp =
+    chunks > 1
+      ? await mlpBlockForwardChunked(be, lc, D, sp, chunks, ln2, { wfc1, wdown }, mlpLabels)
+      : await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
+  const y = be.tensor('y', [sl, b, h]);
+  be.kernel(opSpec('residual.mlp', tokens), addKernel, [x2, mlp.out, y], {});
+  be.release(mlp.out);
+  return {
+    y,
+    saved: { x, ln1, rstd1, ln1Full, attn: attn.saved, gathered, x2, ln2, rstd2, mlp: mlp.saved, chunks },
+  };
+}
+
+/**
+ * The output layer and the loss, forward and backward: y [sl, b, h] → logits = y·W_out
+ * (ColumnParallelLinear over the vocabulary) → loss = vocab-parallel CE [s, b], then dy [sl, b, h],
+ * with dW_out written into `grads`. The caller keeps y (under SP it is re-gathered for the wgrad).
+ */
+export async function lossStep<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  y: T,
+  targets: T,
+  grads: WeightSet<T>,
+  ready: GradsReady = () => {},
+): Promise<{ loss: T; dy: T }> {
+  const D = localDims(c);
+  const v0 = own.vocab[0];
+  const { sp, enter } = regionOf(c);
+  const yFull = sp ? await lc.forward(opSpec('logits.gather', 'sequence'), enter, y) : y;
+  const wout = need(w.wout, 'wout');
+  const logits = outputLayer(be, D, yFull, wout);
+  // Under SP the output layer keeps only its [s/t, b, h] input shard (y) and re-gathers it for wgrad.
+  if (sp) be.release(yFull);
+  const ce = await vocabParallelLoss(be, lc, D, logits, targets, v0);
+  // ---- backward from the loss ----
+  be.phase = lc.phase = 'backward';
+  const yAgain = regather(lc, 'logits.regather', enter, y);
+  const out = outputLayerBackward(
+    be,
+    D,
+    logits,
+    targets,
+    ce.max,
+    ce.sum,
+    wout,
+    gradOf(be, grads)('wout', be.shapeOf(wout)),
+    v0,
+    sp ? yAgain.issue : undefined,
+  );
+  freeAll(be, logits, targets, ce.max, ce.sum); // last read by loss.backward
+  const yForWgrad = sp ? await yAgain.wait() : yFull;
+  const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
+  out.wgrad(yForWgrad);
+  ready('wout');
+  if (sp) be.release(yForWgrad);
+  const dy = await reduced;
+  if (dy !== out.dy) be.release(out.dy);
+  return { loss: ce.loss, dy };
+}
+
+/**
+ * Backward of blockForward with the conjugate collectives (f ↔ g), the re-gather of the norm
+ * outputs for wgrad under SP: dy [sl, b, h] → dx [sl, b, h], the block's weight gradients written
+ * into `grads`. Frees dy and what the forward saved; returns dx2 (the attention residual's
+ * gradient), which the caller frees once the step no longer needs it.
+ */
+export async function blockBackward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  w: WeightSet<T>,
+  saved: BlockSaved<T>,
+  dy: T,
+  grads: WeightSet<T>,
+  ready: GradsReady = () => {},
+): Promise<{ dx: T; dx2: T }> {
+  const D = localDims(c);
+  const { sl, b, h } = D;
+  const { sp, enter, leave, tokens } = regionOf(c);
+  const { wq, wo, g1, g2, wfc1, wdown } = blockWeights(w);
+  const { x, ln1, rstd1, attn, gathered, x2, ln2, rstd2, mlp, chunks } = saved;
+  const grad = gradOf(be, grads);
+  be.phase = lc.phase = 'backward';
+
+  // ---- backward: MLP block (y = x2 + g(mlp)) ----
+  const dw = { wfc1: grad('wfc1', be.shapeOf(wfc1)), wdown: grad('wdown', be.shapeOf(wdown)) };
+  // Without SP the chunks cut only the forward all-reduce: the backward's dgrad all-reduce already runs under the wgrad.
+  const { dOut, dx: dln2 } =
+    chunks > 1 && sp
+      ? await mlpBlockBackwardChunked(be, lc, D, chunks, dy, mlp, { wfc1, wdown }, dw, mlpLabels)
+      : await mlpBlockBackward(be, lc, D, sp, dy, mlp, { wfc1, wdown }, dw, mlpLabels);
+  ready('wdown', 'wfc1');
+  freeAll(be, ln2, mlp.input, mlp.mlp.gate, mlp.mlp.up, mlp.mlp.act);
+  if (dOut !== dy) be.release(dOut); // SP: dY all-gathered
+  const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
+  const eps = { eps: c.eps };
+  be.kernel(opSpec('ln2.backward', tokens, { weight: 'g2' }), rmsnormBackwardKernel, [x2, g2, rstd2, dln2, dx2], eps);
+  be.kernel(opSpec('residual.mlp.backward', tokens), addInPlaceKernel, [dx2, dy], {});
+  be.kernel(
+    opSpec('ln2.wgrad', tokens, { weight: 'g2' }),
+    rmsnormWeightGradKernel,
+    [x2, rstd2, dln2, grad('g2', [h])],
+    eps,
+  );
+  if (!normsFinalized(c)) ready('g2');
+  freeAll(be, x2, rstd2, dln2, dy);
+
+  // ---- backward: attention block (x2 = x + g(attn)) ----
+  const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
+  const ln1Again = regather(lc, 'ln1.regather', enter, ln1);
+  const ab = await attentionBackward(
+    be,
+    lc,
+    D,
+    gathered,
+    dattn,
+    attn,
+    wq,
+    wo,
+    grad('wqkv', be.shapeOf(wq)),
+    grad('wo', be.shapeOf(wo)),
+    c.ropeBase,
+    sp ? ln1Again.issue : undefined,
+  );
+  ready('wo');
+  freeAll(be, attn.q, attn.k, attn.v, attn.p, attn.ctx);
+  if (dattn !== dx2) be.release(dattn);
+  const ln1Full = sp ? await ln1Again.wait() : saved.ln1Full;
+  const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
+  ab.wgrad(ln1Full);
+  ready('wqkv');
+  freeAll(be, ln1, ln1Full); // under SP ln1Full is the re-gathered copy
+  const dln1 = await dln1Pending;
+  if (dln1 !== ab.dx) be.release(ab.dx);
+  const dx = be.tensor('d.x', [sl, b, h]);
+  be.kernel(opSpec('ln1.backward', tokens, { weight: 'g1' }), rmsnormBackwardKernel, [x, g1, rstd1, dln1, dx], eps);
+  be.kernel(opSpec('residual.attn.backward', tokens), addInPlaceKernel, [dx, dx2], {});
+  be.kernel(
+    opSpec('ln1.wgrad', tokens, { weight: 'g1' }),
+    rmsnormWeightGradKernel,
+    [x, rstd1, dln1, grad('g1', [h])],
+    eps,
+  );
+  if (!normsFinalized(c)) ready('g1');
+  freeAll(be, x, rstd1, dln1);
+  return { dx, dx2 };
+}
+
+/**
+ * Backward of embedForward: dx [sl, b, h] → (SP: all-gather) → dEmb of this rank's rows written into
+ * `grads`. Frees ids and dx.
+ */
+export async function embedBackward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  ids: T,
+  dx: T,
+  grads: WeightSet<T>,
+  ready: GradsReady = () => {},
+): Promise<void> {
+  const { sp, leave } = regionOf(c);
+  const dxFull = sp ? await lc.backward(opSpec('embed.reduce.backward', 'sequence'), leave, dx) : dx;
+  const emb = need(w.emb, 'emb');
+  be.kernel(
+    opSpec('embed.wgrad', 'vocab', { weight: 'emb' }),
+    embeddingBackwardKernel,
+    [ids, dxFull, gradOf(be, grads)('emb', be.shapeOf(emb))],
+    { vocabStart: own.vocab[0] },
+  );
+  ready('emb');
+  freeAll(be, ids, dx, dxFull);
+}
+
+/**
+ * Megatron's finalize_model_grads for a block's replicated RMSNorm gains under SP (see
+ * finalizeNormGrads); nothing without SP or with the demonstration switch on.
+ */
+export async function finalizeBlockGrads<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  grads: WeightSet<T>,
+): Promise<void> {
+  if (normsFinalized(c)) await finalizeNormGrads(be, lc, c.h, need(grads.g1, 'dg1'), need(grads.g2, 'dg2'));
 }
 
 /**
  * One training step of a pre-norm transformer layer on one TP rank, forward and backward, as
  * Megatron-LM does it (layout [s, b, h]; t ranks; SP = sequence parallel):
  *   x ← embed(ids) (vocab-parallel: masked lookup, then g = all-reduce, or reduce-scatter with SP)
- *   a = x + g(Attention(f(RMSNorm(x))))        f: identity, or all-gather dim 0 with SP
- *                                              (groups < t: QKV all-gathered along the last dim inside)
- *   y = a + g(MLP(f(RMSNorm(a))))              g: all-reduce, or reduce-scatter dim 0 with SP
+ *   y = block(x)                               (blockForward)
  *   loss = vocab-parallel CE(y·W_out)
  * and the backward with the conjugate collectives (f ↔ g), the re-gather of the norm outputs
  * for wgrad under SP, and the all-reduce of the replicated RMSNorm weight gradients under SP.
@@ -124,190 +422,32 @@ export async function layerStep<T>(
   inputs: StepInputs,
   hooks: LayerStepHooks<T> = {},
 ): Promise<StepResult<T>> {
-  const D = localDims(c);
-  const { s, b, h, sl } = D;
-  const v0 = own.vocab[0];
-  const sp = c.sp && c.tp > 1;
-  // f, g and their SP forms: what enters a TP region and what leaves it.
-  const { enter, leave } = tensorParallelRegion(sp);
-  const into = async (name: string, x: T): Promise<T> => (sp ? lc.forward(opSpec(name, 'sequence'), enter, x) : x);
-  // Norms and residuals work on this rank's tokens under SP, on the full replicated sequence without.
-  const tokens = sp ? 'sequence' : 'replicated';
+  const { s, b, h, sl } = localDims(c);
   const grads: WeightSet<T> = {};
-  const ready = (...names: WeightName[]): void => names.forEach((n) => hooks.gradReady?.(n, need(grads[n], `d${n}`)));
-  // Under SP the norm gains' gradients are final only after finalizeNormGrads.
-  const normsFinalized = sp && !c.skipSpNormGradAllReduce;
-  const grad = (name: keyof WeightSet<T>, shape: readonly number[]): T => (grads[name] = be.tensor(`d.${name}`, shape));
-  const wq = need(w.wqkv, 'wqkv'),
-    wo = need(w.wo, 'wo'),
-    g1 = need(w.g1, 'g1'),
-    g2 = need(w.g2, 'g2');
-  const wfc1 = need(w.wfc1, 'wfc1'),
-    wdown = need(w.wdown, 'wdown');
-  // Autograd's rule: a tensor is freed once the last op that reads it is issued — a forward
-  // temporary in forward, what forward kept for backward in backward; what the step returns (y,
-  // loss, dx, the gradients) never is.
-  const free = (...ts: (T | undefined)[]): void => {
-    for (const t of new Set(ts)) if (t !== undefined) be.release(t);
-  };
-
-  // ---- forward ----
+  const ready: GradsReady = (...names) => names.forEach((n) => hooks.gradReady?.(n, need(grads[n], `d${n}`)));
   be.phase = lc.phase = 'forward';
-  let x: T;
   let ids: T | undefined;
-  if (c.vocab > 0) {
-    ids = be.tensor('ids', [s, b], need(inputs.ids, 'ids'));
-    const e = be.tensor('embed', [s, b, h]);
-    be.kernel(opSpec('embed', 'vocab', { weight: 'emb' }), embeddingKernel, [ids, need(w.emb, 'emb'), e], {
-      vocabStart: v0,
-    });
-    x = await lc.forward(opSpec('embed.reduce', 'vocab'), leave, e);
-    if (x !== e) free(e);
-  } else {
-    x = be.tensor('x', [sl, b, h], tokenSlice(need(inputs.x, 'x'), s, own.tokens));
-  }
-  const ln1 = be.tensor('ln1', [sl, b, h]);
-  const rstd1 = be.tensor('ln1.rstd', [sl, b]);
-  be.kernel(opSpec('ln1', tokens, { weight: 'g1' }), rmsnormKernel, [x, g1, ln1, rstd1], { eps: c.eps });
-  let ln1Full = await into('ln1.gather', ln1);
-  const gathered = gathersQkv(c) ? gatheredQkv(c, own.rank) : undefined;
-  const attn = await attentionForward(be, lc, D, gathered, ln1Full, wq, wo, c.ropeBase);
-  if (sp) be.release(ln1Full);
-  const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
-  const x2 = be.tensor('residual.attn', [sl, b, h]);
-  be.kernel(opSpec('residual.attn', tokens), addKernel, [x, attnOut, x2], {});
-  free(attn.out, attnOut);
-  const ln2 = be.tensor('ln2', [sl, b, h]);
-  const rstd2 = be.tensor('ln2.rstd', [sl, b]);
-  be.kernel(opSpec('ln2', tokens, { weight: 'g2' }), rmsnormKernel, [x2, g2, ln2, rstd2], { eps: c.eps });
-  const chunks = c.tp > 1 ? tpOverlapChunks(c) : 1;
-  const mlp =
-    chunks > 1
-      ? await mlpBlockForwardChunked(be, lc, D, sp, chunks, ln2, { wfc1, wdown }, mlpLabels)
-      : await mlpBlockForward(be, lc, D, sp, ln2, { wfc1, wdown }, mlpLabels);
-  const y = be.tensor('y', [sl, b, h]);
-  be.kernel(opSpec('residual.mlp', tokens), addKernel, [x2, mlp.out, y], {});
-  free(mlp.out);
-
+  const x =
+    c.vocab > 0
+      ? await embedForward(be, lc, c, own, w, (ids = be.tensor('ids', [s, b], need(inputs.ids, 'ids'))))
+      : be.tensor('x', [sl, b, h], tokenSlice(need(inputs.x, 'x'), s, own.tokens));
+  const { y, saved } = await blockForward(be, lc, c, own, w, x);
   let loss: T | undefined;
   let dy: T;
   if (c.vocab > 0) {
     const targets = be.tensor('targets', [s, b], need(inputs.targets, 'targets'));
-    const yFull = await into('logits.gather', y);
-    const wout = need(w.wout, 'wout');
-    const logits = outputLayer(be, D, yFull, wout);
-    // Under SP the output layer keeps only its [s/t, b, h] input shard (y) and re-gathers it for wgrad.
-    if (sp) be.release(yFull);
-    const ce = await vocabParallelLoss(be, lc, D, logits, targets, v0);
-    loss = ce.loss;
-    // ---- backward from the loss ----
-    be.phase = lc.phase = 'backward';
-    const yAgain = regather(lc, 'logits.regather', enter, y);
-    const out = outputLayerBackward(
-      be,
-      D,
-      logits,
-      targets,
-      ce.max,
-      ce.sum,
-      wout,
-      grad('wout', be.shapeOf(wout)),
-      v0,
-      sp ? yAgain.issue : undefined,
-    );
-    free(logits, targets, ce.max, ce.sum); // last read by loss.backward
-    const yForWgrad = sp ? await yAgain.wait() : yFull;
-    const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
-    out.wgrad(yForWgrad);
-    ready('wout');
-    if (sp) be.release(yForWgrad);
-    dy = await reduced;
-    if (dy !== out.dy) free(out.dy);
+    ({ loss, dy } = await lossStep(be, lc, c, own, w, y, targets, grads, ready));
   } else {
     be.phase = lc.phase = 'backward';
     dy = be.tensor('dy', [sl, b, h], tokenSlice(need(inputs.dy, 'dy'), s, own.tokens));
   }
-
-  // ---- backward: MLP block (y = x2 + g(mlp)) ----
-  const dw = { wfc1: grad('wfc1', be.shapeOf(wfc1)), wdown: grad('wdown', be.shapeOf(wdown)) };
-  // Without SP the chunks cut only the forward all-reduce: the backward's dgrad all-reduce already runs under the wgrad.
-  const { dOut, dx: dln2 } =
-    chunks > 1 && sp
-      ? await mlpBlockBackwardChunked(be, lc, D, chunks, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels)
-      : await mlpBlockBackward(be, lc, D, sp, dy, mlp.saved, { wfc1, wdown }, dw, mlpLabels);
-  ready('wdown', 'wfc1');
-  free(ln2, mlp.saved.input, mlp.saved.mlp.gate, mlp.saved.mlp.up, mlp.saved.mlp.act);
-  if (dOut !== dy) free(dOut); // SP: dY all-gathered
-  const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
-  const eps = { eps: c.eps };
-  be.kernel(opSpec('ln2.backward', tokens, { weight: 'g2' }), rmsnormBackwardKernel, [x2, g2, rstd2, dln2, dx2], eps);
-  be.kernel(opSpec('residual.mlp.backward', tokens), addInPlaceKernel, [dx2, dy], {});
-  be.kernel(
-    opSpec('ln2.wgrad', tokens, { weight: 'g2' }),
-    rmsnormWeightGradKernel,
-    [x2, rstd2, dln2, grad('g2', [h])],
-    eps,
-  );
-  if (!normsFinalized) ready('g2');
-  free(x2, rstd2, dln2, dy);
-
-  // ---- backward: attention block (x2 = x + g(attn)) ----
-  const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
-  const ln1Again = regather(lc, 'ln1.regather', enter, ln1);
-  const ab = await attentionBackward(
-    be,
-    lc,
-    D,
-    gathered,
-    dattn,
-    attn.saved,
-    wq,
-    wo,
-    grad('wqkv', be.shapeOf(wq)),
-    grad('wo', be.shapeOf(wo)),
-    c.ropeBase,
-    sp ? ln1Again.issue : undefined,
-  );
-  ready('wo');
-  free(attn.saved.q, attn.saved.k, attn.saved.v, attn.saved.p, attn.saved.ctx);
-  if (dattn !== dx2) free(dattn);
-  ln1Full = sp ? await ln1Again.wait() : ln1Full;
-  const dln1Pending = lc.backward(opSpec('attn.dgrad.reduce', 'column', { async: true }), enter, ab.dx);
-  ab.wgrad(ln1Full);
-  ready('wqkv');
-  free(ln1, ln1Full); // under SP ln1Full is the re-gathered copy
-  const dln1 = await dln1Pending;
-  if (dln1 !== ab.dx) free(ab.dx);
-  const dx = be.tensor('d.x', [sl, b, h]);
-  be.kernel(opSpec('ln1.backward', tokens, { weight: 'g1' }), rmsnormBackwardKernel, [x, g1, rstd1, dln1, dx], eps);
-  be.kernel(opSpec('residual.attn.backward', tokens), addInPlaceKernel, [dx, dx2], {});
-  be.kernel(
-    opSpec('ln1.wgrad', tokens, { weight: 'g1' }),
-    rmsnormWeightGradKernel,
-    [x, rstd1, dln1, grad('g1', [h])],
-    eps,
-  );
-  if (!normsFinalized) ready('g1');
-  free(x, rstd1, dln1);
-
+  const { dx, dx2 } = await blockBackward(be, lc, c, w, saved, dy, grads, ready);
   if (c.vocab > 0) {
-    const dxFull = sp ? await lc.backward(opSpec('embed.reduce.backward', 'sequence'), leave, dx) : dx;
-    const emb = need(w.emb, 'emb');
-    be.kernel(
-      opSpec('embed.wgrad', 'vocab', { weight: 'emb' }),
-      embeddingBackwardKernel,
-      [need(ids, 'ids'), dxFull, grad('emb', be.shapeOf(emb))],
-      { vocabStart: v0 },
-    );
-    ready('emb');
-    free(ids, dx, dxFull, dx2);
-  } else {
-    free(dx2); // dx is the step's result
+    await embedBackward(be, lc, c, own, w, need(ids, 'ids'), dx, grads, ready);
   }
-  if (normsFinalized) {
-    await finalizeNormGrads(be, lc, h, need(grads.g1, 'dg1'), need(grads.g2, 'dg2'));
-    ready('g2', 'g1');
-  }
+  be.release(dx2); // dx is the step's result without a vocabulary
+  await finalizeBlockGrads(be, lc, c, grads);
+  if (normsFinalized(c)) ready('g2', 'g1');
   await be.flush();
   return { y, loss, dx: c.vocab > 0 ? undefined : dx, grads };
 }
