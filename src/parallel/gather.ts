@@ -35,6 +35,31 @@ function tokens(c: LayerConfig, parts: readonly Float32Array[]): Float32Array {
 }
 
 /**
+ * The logical gradients of `names` from every TP rank's shards (`outs[i].rank`: its TP rank):
+ * each shard placed into its blocks; replicated pieces from the lowest rank holding them.
+ */
+export function gatherGrads(
+  c: LayerConfig,
+  owners: readonly RankOwnership[],
+  names: readonly WeightName[],
+  outs: readonly Pick<RankOutput, 'rank' | 'grads'>[],
+): Partial<Record<WeightName, Float32Array>> {
+  const D = localDims(c);
+  const grads: Partial<Record<WeightName, Float32Array>> = {};
+  for (const name of names) {
+    const shape = logicalShape(c, name);
+    const logical = new Float32Array(numel(shape));
+    for (const o of [...outs].sort((a, b) => b.rank - a.rank)) {
+      const g = o.grads[name];
+      if (!g) throw new Error(`gatherGrads: rank ${o.rank} returned no gradient for ${name}.`);
+      placeShard(g, logical, shape, shardLayout(c, D, owners[o.rank], name));
+    }
+    grads[name] = logical;
+  }
+  return grads;
+}
+
+/**
  * Gathers every rank's results back to the logical layout: activations by token, gradients by
  * placing each shard into its blocks (every linear_qkv column has one owner, also when
  * groups < t). Replicated pieces (the RMSNorm gains) come from the lowest rank holding them.
@@ -45,18 +70,7 @@ export function gatherLogical(
   outs: readonly RankOutput[],
 ): LogicalOutput {
   const byRank = [...outs].sort((a, b) => a.rank - b.rank);
-  const D = localDims(c);
-  const grads: Partial<Record<WeightName, Float32Array>> = {};
-  for (const name of weightsOf(c)) {
-    const shape = logicalShape(c, name);
-    const logical = new Float32Array(numel(shape));
-    for (const o of [...byRank].reverse()) {
-      const g = o.grads[name];
-      if (!g) throw new Error(`gatherLogical: rank ${o.rank} returned no gradient for ${name}.`);
-      placeShard(g, logical, shape, shardLayout(c, D, owners[o.rank], name));
-    }
-    grads[name] = logical;
-  }
+  const grads = gatherGrads(c, owners, weightsOf(c), byRank);
   const dxs = byRank.map((o) => o.dx);
   return {
     y: tokens(

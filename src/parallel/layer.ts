@@ -224,12 +224,22 @@ export async function blockForward<T>(
   };
 }
 
+/** What lossForward keeps for lossBackward. */
+export interface LossSaved<T> {
+  readonly y: T;
+  readonly yFull: T;
+  readonly logits: T;
+  readonly targets: T;
+  readonly max: T;
+  readonly sum: T;
+}
+
 /**
- * The output layer and the loss, forward and backward: y [sl, b, h] → logits = y·W_out
- * (ColumnParallelLinear over the vocabulary) → loss = vocab-parallel CE [s, b], then dy [sl, b, h],
- * with dW_out written into `grads`. The caller keeps y (under SP it is re-gathered for the wgrad).
+ * The output layer and the loss, forward: y [sl, b, h] → logits = y·W_out (ColumnParallelLinear
+ * over the vocabulary) → loss = vocab-parallel CE [s, b]. Takes ownership of targets; the caller
+ * keeps y (under SP it is re-gathered for the wgrad).
  */
-export async function lossStep<T>(
+export async function lossForward<T>(
   be: Backend<T>,
   lc: LayerComm<T>,
   c: LayerConfig,
@@ -237,19 +247,32 @@ export async function lossStep<T>(
   w: WeightSet<T>,
   y: T,
   targets: T,
-  grads: WeightSet<T>,
-  ready: GradsReady = () => {},
-): Promise<{ loss: T; dy: T }> {
+): Promise<{ loss: T; saved: LossSaved<T> }> {
   const D = localDims(c);
-  const v0 = own.vocab[0];
   const { sp, enter } = regionOf(c);
   const yFull = sp ? await lc.forward(opSpec('logits.gather', 'sequence'), enter, y) : y;
-  const wout = need(w.wout, 'wout');
-  const logits = outputLayer(be, D, yFull, wout);
+  const logits = outputLayer(be, D, yFull, need(w.wout, 'wout'));
   // Under SP the output layer keeps only its [s/t, b, h] input shard (y) and re-gathers it for wgrad.
   if (sp) be.release(yFull);
-  const ce = await vocabParallelLoss(be, lc, D, logits, targets, v0);
-  // ---- backward from the loss ----
+  const ce = await vocabParallelLoss(be, lc, D, logits, targets, own.vocab[0]);
+  return { loss: ce.loss, saved: { y, yFull, logits, targets, max: ce.max, sum: ce.sum } };
+}
+
+/** Backward of lossForward: the mean loss's gradient → dy [sl, b, h], with dW_out written into `grads`. */
+export async function lossBackward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  saved: LossSaved<T>,
+  grads: WeightSet<T>,
+  ready: GradsReady = () => {},
+): Promise<T> {
+  const D = localDims(c);
+  const { sp, enter } = regionOf(c);
+  const { y, yFull, logits, targets, max, sum } = saved;
+  const wout = need(w.wout, 'wout');
   be.phase = lc.phase = 'backward';
   const yAgain = regather(lc, 'logits.regather', enter, y);
   const out = outputLayerBackward(
@@ -257,14 +280,14 @@ export async function lossStep<T>(
     D,
     logits,
     targets,
-    ce.max,
-    ce.sum,
+    max,
+    sum,
     wout,
     gradOf(be, grads)('wout', be.shapeOf(wout)),
-    v0,
+    own.vocab[0],
     sp ? yAgain.issue : undefined,
   );
-  freeAll(be, logits, targets, ce.max, ce.sum); // last read by loss.backward
+  freeAll(be, logits, targets, max, sum); // last read by loss.backward
   const yForWgrad = sp ? await yAgain.wait() : yFull;
   const reduced = lc.backward(opSpec('logits.dgrad.reduce', 'column', { async: true }), enter, out.dy);
   out.wgrad(yForWgrad);
@@ -272,7 +295,7 @@ export async function lossStep<T>(
   if (sp) be.release(yForWgrad);
   const dy = await reduced;
   if (dy !== out.dy) be.release(out.dy);
-  return { loss: ce.loss, dy };
+  return dy;
 }
 
 /**
@@ -436,7 +459,9 @@ export async function layerStep<T>(
   let dy: T;
   if (c.vocab > 0) {
     const targets = be.tensor('targets', [s, b], need(inputs.targets, 'targets'));
-    ({ loss, dy } = await lossStep(be, lc, c, own, w, y, targets, grads, ready));
+    const head = await lossForward(be, lc, c, own, w, y, targets);
+    loss = head.loss;
+    dy = await lossBackward(be, lc, c, own, w, head.saved, grads, ready);
   } else {
     be.phase = lc.phase = 'backward';
     dy = be.tensor('dy', [sl, b, h], tokenSlice(need(inputs.dy, 'dy'), s, own.tokens));

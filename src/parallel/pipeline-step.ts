@@ -1,0 +1,209 @@
+import type { PointToPoint } from '../comm/p2p.ts';
+import { splitsBackward, stagePasses, type PipelinePass } from '../mesh/pipeline-schedules.ts';
+import { addInPlaceKernel } from '../reference/add.ts';
+import { opSpec, type Backend } from './backend.ts';
+import { DeferringBackend, type DeferredWgrad } from './deferred-wgrad.ts';
+import { localDims } from './dims.ts';
+import {
+  blockBackward,
+  blockForward,
+  embedBackward,
+  embedForward,
+  finalizeBlockGrads,
+  lossBackward,
+  lossForward,
+  type BlockSaved,
+  type LossSaved,
+} from './layer.ts';
+import type { LayerComm } from './layer-comm.ts';
+import { blockConfig, chunkBlocks, microBatchInputs, type PipelineModel } from './pipeline-model.ts';
+import type { RankOwnership } from './plan-types.ts';
+import type { WeightSet } from './weights.ts';
+
+/** One pass a stage ran, on the caller's clock (ms): from its inputs' arrival to its last kernel's end. */
+export interface PassSpan {
+  readonly pass: PipelinePass;
+  readonly microBatch: number;
+  readonly chunk: number;
+  readonly t0: number;
+  readonly t1: number;
+}
+
+/** How a stage reaches its neighbours: point-to-point in its PP group (group rank = stage). */
+export interface StageLink<T> {
+  readonly p2p: PointToPoint<T>;
+  /** Takes ownership of a received tensor (the GPU backend frees it with the step's). */
+  readonly adopt?: (t: T) => void;
+}
+
+/** One stage's weights on one TP rank: each of its blocks' (by global index) and the head's (emb, wout where it holds them). */
+export interface StageWeights<T> {
+  readonly blocks: ReadonlyMap<number, WeightSet<T>>;
+  readonly head: WeightSet<T>;
+}
+
+/** One stage's step on one TP rank: per micro-batch loss [s, b] (the last stage), the accumulated gradients, the passes' spans. */
+export interface StageStepResult<T> {
+  readonly losses: (T | undefined)[];
+  readonly blockGrads: Map<number, WeightSet<T>>;
+  readonly headGrads: WeightSet<T>;
+  readonly spans: PassSpan[];
+}
+
+/** What a forward keeps until its backward: the chunk's ids (first virtual stage), each block's saved tensors, the loss's. */
+interface InFlight<T> {
+  readonly ids?: T;
+  readonly saved: BlockSaved<T>[];
+  readonly loss?: LossSaved<T>;
+}
+
+/**
+ * One training step of stage `stage` of a pipeline model on one TP rank: the schedule's passes in
+ * order (mesh/pipeline-schedules.ts), each block run by the tensor-parallel layer (layer.ts) over the
+ * TP group `lc`; the activation [sl, b, h] of virtual stage k sent to the stage holding k + 1 and its
+ * gradient back, tensors named "act.k.j" / "grad.k.j" (virtual stage k's output, micro-batch j).
+ * Sends are posted as soon as their tensor is ready and waited for at the step's end (a stage never
+ * blocks on its own send, so no order of the schedule can deadlock on the transport's buffer).
+ * Gradients accumulate over the m micro-batches (the sum of each micro-batch's mean-loss gradient;
+ * Megatron scales each micro-batch's loss by 1/m, a common factor), then the replicated RMSNorm gains
+ * are all-reduced under SP (finalize_model_grads). ZB-H1's B runs a backward with its weight-gradient
+ * ops set aside (DeferringBackend) and its W issues them.
+ */
+export async function pipelineStageStep<T>(
+  inner: Backend<T>,
+  lc: LayerComm<T>,
+  link: StageLink<T>,
+  model: PipelineModel,
+  stage: number,
+  own: RankOwnership,
+  weights: StageWeights<T>,
+  now: () => number,
+): Promise<StageStepResult<T>> {
+  const { p, v, m } = model;
+  const c = model.layer;
+  const { s, b, h, sl } = localDims(c);
+  const be = new DeferringBackend(inner);
+  const blocks = chunkBlocks(model)[stage]!;
+  const last = p * v - 1;
+  const actShape = [sl, b, h];
+  const passes = stagePasses(model.schedule, model, stage);
+  const split = splitsBackward(model.schedule);
+  const inFlight = new Map<string, InFlight<T>>();
+  const pendingW = new Map<string, { w: DeferredWgrad; grads: Map<number, WeightSet<T>>; head: WeightSet<T> }>();
+  const losses: (T | undefined)[] = Array.from({ length: m }, () => undefined);
+  const blockGrads = new Map<number, WeightSet<T>>();
+  const headGrads: WeightSet<T> = {};
+  const spans: PassSpan[] = [];
+  const sends: Promise<void>[] = [];
+
+  const key = (chunk: number, j: number) => `${chunk}.${j}`;
+  const recv = async (peer: number, tensor: string): Promise<T> => {
+    const t = await link.p2p.recv(actShape, peer, tensor);
+    link.adopt?.(t);
+    return t;
+  };
+  const send = async (x: T, peer: number, tensor: string): Promise<void> => {
+    await inner.flush(); // the kernels that wrote x have run before it is read back
+    sends.push(link.p2p.send(x, peer, tensor).then(() => inner.release(x)));
+  };
+  // Σ over micro-batches: the first micro-batch's gradient becomes the sum, later ones are added in.
+  const accumulate = (into: WeightSet<T>, from: WeightSet<T>): void => {
+    for (const [name, g] of Object.entries(from) as [keyof WeightSet<T>, T][]) {
+      const sum = into[name];
+      if (sum === undefined) into[name] = g;
+      else {
+        inner.kernel(
+          opSpec(`grad.accumulate.${name}`, 'replicated', { role: 'wgrad', weight: name }),
+          addInPlaceKernel,
+          [sum, g],
+          {},
+        );
+        inner.release(g);
+      }
+    }
+  };
+  const accumulateAll = (grads: Map<number, WeightSet<T>>, head: WeightSet<T>): void => {
+    for (const [l, g] of grads) {
+      let sum = blockGrads.get(l);
+      if (!sum) blockGrads.set(l, (sum = {}));
+      accumulate(sum, g);
+    }
+    accumulate(headGrads, head);
+  };
+
+  for (const op of passes) {
+    const { chunk, microBatch: j } = op;
+    const k = chunk * p + stage;
+    const ids = blocks[chunk]!;
+    if (op.pass === 'F') {
+      const data = k === 0 || k === last ? microBatchInputs(model, j) : undefined;
+      const input = k === 0 ? undefined : await recv((stage - 1 + p) % p, `act.${k - 1}.${j}`);
+      const t0 = now();
+      let tokens: T | undefined;
+      let x: T;
+      if (input === undefined) {
+        tokens = be.tensor('ids', [s, b], data!.ids!);
+        x = await embedForward(be, lc, c, own, weights.head, tokens);
+      } else x = input;
+      const saved: BlockSaved<T>[] = [];
+      for (const l of ids) {
+        const r = await blockForward(be, lc, blockConfig(model, l), own, weights.blocks.get(l)!, x);
+        saved.push(r.saved);
+        x = r.y;
+      }
+      let loss: LossSaved<T> | undefined;
+      if (k === last) {
+        const targets = be.tensor('targets', [s, b], data!.targets!);
+        const r = await lossForward(be, lc, c, own, weights.head, x, targets);
+        losses[j] = r.loss;
+        loss = r.saved;
+      }
+      await inner.flush();
+      spans.push({ ...op, t0, t1: now() });
+      inFlight.set(key(chunk, j), { ...(tokens !== undefined && { ids: tokens }), saved, ...(loss && { loss }) });
+      if (k < last) await send(x, (stage + 1) % p, `act.${k}.${j}`);
+    } else if (op.pass === 'B') {
+      const f = inFlight.get(key(chunk, j));
+      if (!f) throw new Error(`stage ${stage}: backward of micro-batch ${j}, chunk ${chunk} before its forward.`);
+      inFlight.delete(key(chunk, j));
+      const upstream = k === last ? undefined : await recv((stage + 1) % p, `grad.${k}.${j}`);
+      const t0 = now();
+      if (split) be.defer();
+      const grads = new Map<number, WeightSet<T>>();
+      const head: WeightSet<T> = {};
+      let dy: T;
+      if (upstream === undefined) {
+        dy = await lossBackward(be, lc, c, own, weights.head, f.loss!, head);
+        be.release(f.loss!.y); // the last block's output: read by the output layer's wgrad
+      } else dy = upstream;
+      for (let n = ids.length - 1; n >= 0; n--) {
+        const l = ids[n]!;
+        const g: WeightSet<T> = {};
+        const r = await blockBackward(be, lc, blockConfig(model, l), weights.blocks.get(l)!, f.saved[n]!, dy, g);
+        be.release(r.dx2);
+        grads.set(l, g);
+        dy = r.dx;
+      }
+      if (k === 0) await embedBackward(be, lc, c, own, weights.head, f.ids!, dy, head);
+      if (split) pendingW.set(key(chunk, j), { w: be.take(), grads, head });
+      else accumulateAll(grads, head);
+      await inner.flush();
+      spans.push({ ...op, t0, t1: now() });
+      if (k > 0) await send(dy, (stage - 1 + p) % p, `grad.${k - 1}.${j}`);
+    } else {
+      const pending = pendingW.get(key(chunk, j));
+      if (!pending) throw new Error(`stage ${stage}: W of micro-batch ${j}, chunk ${chunk} before its B.`);
+      pendingW.delete(key(chunk, j));
+      const t0 = now();
+      pending.w.run();
+      accumulateAll(pending.grads, pending.head);
+      await inner.flush();
+      spans.push({ ...op, t0, t1: now() });
+    }
+  }
+  await Promise.all(sends);
+  inner.phase = lc.phase = 'finalize';
+  for (const [l, g] of blockGrads) await finalizeBlockGrads(inner, lc, blockConfig(model, l), g);
+  await inner.flush();
+  return { losses, blockGrads, headGrads, spans };
+}
