@@ -4,6 +4,7 @@ import { commPrograms } from './comm-programs.ts';
 import { dpTrainPrograms } from './dp-train-programs.ts';
 import { gradAccumPrograms } from './grad-accum-programs.ts';
 import { layerPrograms } from './layer-programs.ts';
+import { pipelinePrograms } from './pipeline-programs.ts';
 import { serveRank } from './serve.ts';
 
 serveRank({
@@ -13,4 +14,5 @@ serveRank({
   ...classroomTrainPrograms,
   ...dpTrainPrograms,
   ...gradAccumPrograms,
+  ...pipelinePrograms,
 });

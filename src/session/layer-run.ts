@@ -16,6 +16,7 @@ import type { gradAccumPrograms } from '../ranks/grad-accum-programs.ts';
 import type { ComputeTiming, GemmChoices, layerPrograms, TransferMode } from '../ranks/layer-programs.ts';
 import type { TransferTimes } from '../schedule/transfer-slowdown.ts';
 import type { RankPool } from '../ranks/pool.ts';
+import type { pipelinePrograms } from '../ranks/pipeline-programs.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../accounting/budget.ts';
 import type { StepMemoryRecord } from '../parallel/memory-record.ts';
@@ -27,7 +28,8 @@ export type LayerWorkerPrograms = typeof commPrograms &
   typeof classroomPrograms &
   typeof classroomTrainPrograms &
   typeof dpTrainPrograms &
-  typeof gradAccumPrograms;
+  typeof gradAccumPrograms &
+  typeof pipelinePrograms;
 
 /** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (the page's PlaygroundRunner does). */
 export interface PoolLender {

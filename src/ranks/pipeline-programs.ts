@@ -1,0 +1,65 @@
+import { sharedNow } from '../core/clock.ts';
+import { importGemmChoices } from '../kernels/gemm-choice.ts';
+import type { GpuTensor } from '../kernels/tensor.ts';
+import { LayerComm } from '../parallel/layer-comm.ts';
+import { rankOwnership } from '../parallel/ownership.ts';
+import { assertPipelineModel, type PipelineModel } from '../parallel/pipeline-model.ts';
+import { readStageOutput, stageWeightArrays, type StageOutput } from '../parallel/pipeline-oracle.ts';
+import { pipelineStageStep } from '../parallel/pipeline-step.ts';
+import { uploadWeights } from '../parallel/step-data.ts';
+import { GpuBackend } from './backend-gpu.ts';
+import type { RankContext } from './context.ts';
+import { kernelContext, type GemmChoices } from './layer-programs.ts';
+
+/**
+ * One step of a pipeline model on every rank of a mesh (tp = the layer's t, pp = p): this worker
+ * runs stage ctx.mesh.coords.pp on TP rank ctx.rank, its blocks' kernels on its GPUDevice, the TP
+ * collectives over its TP group and the activations and gradients over its PP group on GPU tensors
+ * (mesh group 'pp', gpuComm: read back, moved, uploaded). With `steps` > 1 the step runs that many
+ * times (the same weights and data; the first compiles the pipelines) and the last is returned: its
+ * losses, gradients and each pass's span on the shared clock (core/clock.ts sharedNow, ms).
+ */
+export async function pipelineStepProgram(
+  ctx: RankContext,
+  a: { model: PipelineModel; choices?: GemmChoices; steps?: number },
+): Promise<StageOutput> {
+  const { model } = a;
+  assertPipelineModel(model);
+  if (ctx.size !== model.layer.tp || ctx.mesh.spec.degrees.pp !== model.p)
+    throw new Error(
+      `rank ${ctx.mesh.rank}: the model wants t = ${model.layer.tp}, p = ${model.p}; this mesh has tp ${ctx.size}, pp ${ctx.mesh.spec.degrees.pp ?? 1}.`,
+    );
+  importGemmChoices(ctx.device, a.choices ?? []);
+  const stage = ctx.mesh.coords.pp;
+  const k = kernelContext(ctx.device);
+  const own = rankOwnership(model.layer)[ctx.rank]!;
+  const arrays = stageWeightArrays(model, stage, ctx.rank);
+  let out: StageOutput | undefined;
+  for (let i = 0; i < Math.max(1, a.steps ?? 1); i++) {
+    const be = new GpuBackend(k);
+    try {
+      const upload = (x: Parameters<typeof uploadWeights>[0]) =>
+        uploadWeights(x, (n, shape, data) => be.tensor(n, shape, data));
+      const weights = { blocks: new Map(arrays.blocks.map(([l, x]) => [l, upload(x)])), head: upload(arrays.head) };
+      await k.flush(); // the weights' upload is not a pass's time
+      const adopt = (t: GpuTensor) => be.adopt(t);
+      // As the layer's step (layer-programs.ts gpuStep): the kernels queued so far run before each collective.
+      const lc = new LayerComm(
+        ctx.gpuComm,
+        (t: GpuTensor) => t.shape,
+        (named) => (named.chunk ? k.submit() : k.flush()),
+        adopt,
+        () => k.submit(),
+      );
+      const link = { p2p: ctx.mesh.group('pp').gpuComm, adopt };
+      const r = await pipelineStageStep(be, lc, link, model, stage, own, weights, sharedNow);
+      out = await readStageOutput((t: GpuTensor) => be.read(t), ctx.rank, stage, r);
+    } finally {
+      be.releaseAll();
+    }
+  }
+  return out!;
+}
+
+/** The pipeline's programs, served by src/ranks/layer.worker.ts. */
+export const pipelinePrograms = { pipelineStep: pipelineStepProgram };
