@@ -6,6 +6,7 @@ import { measuredBubble, projectedBubble1F1B } from '../../../src/parallel/pipel
 import type { PipelineModel } from '../../../src/parallel/pipeline-model.ts';
 import { comparePipeline, gatherPipeline, pipelineReference } from '../../../src/parallel/pipeline-oracle.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
+import { simulatePipeline } from '../../../src/projection/pipeline/pipeline-schedule.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
 import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 
@@ -58,12 +59,29 @@ for (const { tp, pp } of meshes)
         // Every rank ran every pass of its stage's order.
         for (const o of outs) expect(o.spans.length).toBe(2 * mdl.m * mdl.v + (schedule === 'zb-h1' ? mdl.m : 0));
         const b = measuredBubble(pp, outs);
+        // The projection's simulation of the same layout with the passes' measured mean times (1F1B and
+        // interleaved: the schedules it draws), no p2p time: what the order alone leaves idle.
+        const mean = (stage: number, pass: 'F' | 'B') => {
+          const xs = outs.filter((o) => o.stage === stage).flatMap((o) => o.spans.filter((s) => s.pass === pass));
+          return xs.reduce((a, s) => a + s.t1 - s.t0, 0) / xs.length;
+        };
+        const simulated =
+          schedule === '1f1b' || schedule === 'interleaved'
+            ? simulatePipeline({
+                p: pp,
+                v: mdl.v,
+                m: mdl.m,
+                forwardMs: (i) => mean(i, 'F'),
+                backwardMs: (i) => mean(i, 'B'),
+                p2pMs: 0,
+              }).idleShare
+            : undefined;
+        const shares = (xs: readonly number[]) => xs.map((x) => x.toFixed(3)).join(' ');
         console.log(
-          `t ${tp} × p ${pp} ${schedule}: step ${b.spanMs.toFixed(1)} ms, idle share per stage ${b.idleShare.map((x) => x.toFixed(3)).join(' ')}` +
-            `, worst ${report.worst.tensor} ${report.worst.maxAbs.toExponential(2)} (tol ${report.worst.tol.toExponential(2)})` +
-            (schedule === '1f1b'
-              ? `; projected 1F1B (p − 1)/(m + p − 1) = ${projectedBubble1F1B(pp, mdl.m).toFixed(3)}`
-              : ''),
+          `t ${tp} × p ${pp} ${schedule}: step ${b.spanMs.toFixed(1)} ms, measured idle share per stage ${shares(b.idleShare)}` +
+            (simulated ? `, projection's simulation with these pass times ${shares(simulated)}` : '') +
+            (schedule === '1f1b' ? `, (p − 1)/(m + p − 1) = ${projectedBubble1F1B(pp, mdl.m).toFixed(3)}` : '') +
+            `; worst ${report.worst.tensor} ${report.worst.maxAbs.toExponential(2)} (tol ${report.worst.tol.toExponential(2)})`,
         );
       },
     );
