@@ -4,7 +4,14 @@ import { CpuBackend } from './backend-cpu.ts';
 import { LayerComm } from './layer-comm.ts';
 import { rankOwnership } from './ownership.ts';
 import { assertPipelineModel, type PipelineModel } from './pipeline-model.ts';
-import { readStageOutput, stageWeightArrays, type StageOutput } from './pipeline-oracle.ts';
+import {
+  readStageOutput,
+  stageWeightArrays,
+  stepStage,
+  type PipelineTraining,
+  type StageOptimizer,
+  type StageOutput,
+} from './pipeline-oracle.ts';
 import { pipelineStageStep } from './pipeline-step.ts';
 import { uploadWeights } from './step-data.ts';
 
@@ -13,7 +20,10 @@ import { uploadWeights } from './step-data.ts';
  * and PP groups of p, point-to-point between stages): what the GPU ranks run, in Node. Returns every
  * rank's outputs (gatherPipeline turns them into the logical layout).
  */
-export async function runPipelineInProcess(model: PipelineModel): Promise<StageOutput[]> {
+export async function runPipelineInProcess(
+  model: PipelineModel,
+  training: PipelineTraining = { steps: 1 },
+): Promise<StageOutput[]> {
   assertPipelineModel(model);
   const t = model.layer.tp;
   const owners = rankOwnership(model.layer);
@@ -25,15 +35,24 @@ export async function runPipelineInProcess(model: PipelineModel): Promise<StageO
     for (let r = 0; r < t; r++)
       jobs.push(
         (async () => {
-          const be = new CpuBackend();
-          const upload = (a: Parameters<typeof uploadWeights>[0]) =>
-            uploadWeights(a, (n, shape, data) => be.tensor(n, shape, data));
           const arrays = stageWeightArrays(model, stage, r);
-          const weights = { blocks: new Map(arrays.blocks.map(([l, a]) => [l, upload(a)])), head: upload(arrays.head) };
-          const lc = new LayerComm(tpGroups[stage]![r]!, (x: HostTensor) => x.shape);
-          const link = { p2p: ppGroups[r]![stage]! };
-          const res = await pipelineStageStep(be, lc, link, model, stage, owners[r]!, weights, () => clock++);
-          return readStageOutput((x: HostTensor) => be.read(x), r, stage, res);
+          const optimizer: StageOptimizer = new Map();
+          let out: StageOutput | undefined;
+          for (let step = 0; step < training.steps; step++) {
+            const be = new CpuBackend();
+            const upload = (a: Parameters<typeof uploadWeights>[0]) =>
+              uploadWeights(a, (n, shape, data) => be.tensor(n, shape, data));
+            const weights = {
+              blocks: new Map(arrays.blocks.map(([l, a]) => [l, upload(a)])),
+              head: upload(arrays.head),
+            };
+            const lc = new LayerComm(tpGroups[stage]![r]!, (x: HostTensor) => x.shape);
+            const link = { p2p: ppGroups[r]![stage]! };
+            const res = await pipelineStageStep(be, lc, link, model, stage, owners[r]!, weights, () => clock++);
+            out = await readStageOutput((x: HostTensor) => be.read(x), r, stage, res);
+            if (training.adam) stepStage(arrays, out, optimizer, training.adam);
+          }
+          return training.adam ? { ...out!, weights: arrays } : out!;
         })(),
       );
   return Promise.all(jobs);

@@ -1,6 +1,7 @@
 import type { HostTensor } from '../comm/host-tensor.ts';
 import { createInProcessGroup } from '../comm/in-process.ts';
 import { compareArrays } from '../reference/compare.ts';
+import { adamState, adamStep, type AdamConfig, type AdamState } from './adam.ts';
 import { CpuBackend } from './backend-cpu.ts';
 import { gatherGrads } from './gather.ts';
 import {
@@ -41,6 +42,8 @@ export interface StageOutput {
   readonly blockGrads: [number, Grads][];
   readonly headGrads: Grads;
   readonly spans: PassSpan[];
+  /** With an optimizer: the rank's weight shards after the last step's update. */
+  readonly weights?: StageArrays;
 }
 
 /** The model's results in logical (TP = 1) layout: each micro-batch's loss, every parameter's accumulated gradient. */
@@ -48,6 +51,47 @@ export interface PipelineLogical {
   readonly losses: Float32Array[];
   readonly blockGrads: Grads[];
   readonly headGrads: Grads;
+  /** With an optimizer: every parameter after the last step's update. */
+  readonly weights?: { readonly blocks: Grads[]; readonly head: Grads };
+}
+
+/**
+ * How many steps a run takes and, with `adam`, the optimizer step after each (the next step runs on
+ * the updated weights); without it every step starts from the seeded weights.
+ */
+export interface PipelineTraining {
+  readonly steps: number;
+  readonly adam?: AdamConfig;
+}
+
+/** A TP rank's weight shards of one stage: its blocks' (by global index) and the head's it holds. */
+export interface StageArrays {
+  readonly blocks: [number, Partial<Record<WeightName, ShardData>>][];
+  readonly head: Partial<Record<WeightName, ShardData>>;
+}
+
+/** The optimizer state of a stage's shards, by "block.name" (block −1: the head). */
+export type StageOptimizer = Map<string, AdamState>;
+
+/** One AdamW step of every shard in `arrays` (in place) with the step's gradient shards `out`. */
+export function stepStage(
+  arrays: StageArrays,
+  out: Pick<StageOutput, 'blockGrads' | 'headGrads'>,
+  state: StageOptimizer,
+  adam: AdamConfig,
+): void {
+  const step = (l: number, shards: Partial<Record<WeightName, ShardData>>, grads: Grads | undefined) => {
+    for (const [name, w] of Object.entries(shards) as [WeightName, ShardData][]) {
+      const g = grads?.[name];
+      if (!g) throw new Error(`the optimizer step found no gradient for ${l < 0 ? name : `block ${l}'s ${name}`}.`);
+      const key = `${l}.${name}`;
+      let st = state.get(key);
+      if (!st) state.set(key, (st = adamState(w.data.length)));
+      adamStep(w.data, g, st, adam);
+    }
+  };
+  for (const [l, shards] of arrays.blocks) step(l, shards, out.blockGrads.find(([i]) => i === l)?.[1]);
+  step(-1, arrays.head, out.headGrads);
 }
 
 async function readSet<T>(read: (t: T) => Promise<Float32Array>, w: WeightSet<T>): Promise<Grads> {
@@ -90,19 +134,30 @@ export function gatherPipeline(model: PipelineModel, outs: readonly StageOutput[
       outs.filter((o) => o.stage === stage).map((o) => ({ rank: o.tpRank, grads: o.headGrads })),
     );
   const lastStage = outs.find((o) => o.stage === model.p - 1 && o.tpRank === 0);
+  const withWeights = outs.every((o) => o.weights);
+  const data = (a: Partial<Record<WeightName, ShardData>>): Grads =>
+    Object.fromEntries(Object.entries(a).map(([n, x]) => [n, x.data]));
+  const weights = withWeights
+    ? gatherPipeline(
+        model,
+        outs.map((o) => ({
+          ...o,
+          weights: undefined,
+          blockGrads: o.weights!.blocks.map(([l, a]): [number, Grads] => [l, data(a)]),
+          headGrads: data(o.weights!.head),
+        })),
+      )
+    : undefined;
   return {
     losses: lastStage?.losses ?? [],
     blockGrads,
     headGrads: { ...head('emb', 0), ...head('wout', model.p - 1) },
+    ...(weights && { weights: { blocks: weights.blockGrads, head: weights.headGrads } }),
   };
 }
 
 /** A TP rank's weight shards for one stage: its blocks' and the head's it holds (emb on stage 0, wout on the last). */
-export function stageWeightArrays(
-  model: PipelineModel,
-  stage: number,
-  tpRank: number,
-): { blocks: [number, Partial<Record<WeightName, ShardData>>][]; head: Partial<Record<WeightName, ShardData>> } {
+export function stageWeightArrays(model: PipelineModel, stage: number, tpRank: number): StageArrays {
   const own = rankOwnership(model.layer)[tpRank]!;
   const pick = (all: Partial<Record<WeightName, ShardData>>, names: readonly WeightName[]) =>
     Object.fromEntries(names.filter((n) => all[n]).map((n) => [n, all[n]!])) as Partial<Record<WeightName, ShardData>>;
@@ -120,52 +175,79 @@ export function stageWeightArrays(
  * float32 per op), micro-batch after micro-batch, each forward then backward, the gradients summed on
  * the host in float64 — no schedule, no stage, no point-to-point.
  */
-export async function pipelineReference(model: PipelineModel, microBatches = model.m): Promise<PipelineLogical> {
+export async function pipelineReference(
+  model: PipelineModel,
+  training: PipelineTraining = { steps: 1 },
+  microBatches = model.m,
+): Promise<PipelineLogical> {
   const c = referenceConfig(model.layer);
   const own = rankOwnership(c)[0]!;
   const be = new CpuBackend();
   const lc = new LayerComm(createInProcessGroup(1)[0]!, (t: HostTensor) => t.shape);
   const upload = (arrays: Partial<Record<WeightName, ShardData>>) =>
     uploadWeights(arrays, (n, shape, data) => be.tensor(n, shape, data));
-  const head = upload(rankWeightArrays(c, own));
   const configs = Array.from({ length: model.layers }, (_, l) => referenceConfig(blockConfig(model, l)));
-  const weights = configs.map((bc) => upload(rankWeightArrays(bc, own)));
-  const sums = configs.map((): Record<string, Float64Array> => ({}));
-  const headSums: Record<string, Float64Array> = {};
-  const add = async (into: Record<string, Float64Array>, g: WeightSet<HostTensor>) => {
-    for (const [name, t] of Object.entries(g) as [WeightName, HostTensor][]) {
-      const x = await be.read(t);
-      const s = (into[name] ??= new Float64Array(x.length));
-      for (let i = 0; i < x.length; i++) s[i]! += x[i]!;
-    }
+  const pick = (all: Partial<Record<WeightName, ShardData>>, names: readonly WeightName[]) =>
+    Object.fromEntries(names.map((n) => [n, all[n]!])) as Partial<Record<WeightName, ShardData>>;
+  const arrays: StageArrays = {
+    blocks: configs.map((bc, l) => [l, pick(rankWeightArrays(bc, own), blockWeightNames)]),
+    head: pick(rankWeightArrays(c, own), headWeightNames),
   };
-  const losses: Float32Array[] = [];
-  for (let j = 0; j < microBatches; j++) {
-    const data = microBatchInputs(model, j);
-    const ids = be.tensor('ids', [c.s, c.b], data.ids!);
-    let x = await embedForward(be, lc, c, own, head, ids);
-    const saved: BlockSaved<HostTensor>[] = [];
-    for (const [l, bc] of configs.entries()) {
-      const r = await blockForward(be, lc, bc, own, weights[l]!, x);
-      saved.push(r.saved);
-      x = r.y;
-    }
-    const targets = be.tensor('targets', [c.s, c.b], data.targets!);
-    const lf = await lossForward(be, lc, c, own, head, x, targets);
-    losses.push(await be.read(lf.loss));
-    const headGrads: WeightSet<HostTensor> = {};
-    let dy = await lossBackward(be, lc, c, own, head, lf.saved, headGrads);
-    for (let l = configs.length - 1; l >= 0; l--) {
-      const g: WeightSet<HostTensor> = {};
-      dy = (await blockBackward(be, lc, configs[l]!, weights[l]!, saved[l]!, dy, g)).dx;
-      await add(sums[l]!, g);
-    }
-    await embedBackward(be, lc, c, own, head, ids, dy, headGrads);
-    await add(headSums, headGrads);
-  }
+  const optimizer: StageOptimizer = new Map();
   const f32 = (r: Record<string, Float64Array>): Grads =>
     Object.fromEntries(Object.entries(r).map(([n, a]) => [n, Float32Array.from(a)]));
-  return { losses, blockGrads: sums.map(f32), headGrads: f32(headSums) };
+  let last: PipelineLogical | undefined;
+  for (let step = 0; step < training.steps; step++) {
+    const head = upload(arrays.head);
+    const weights = arrays.blocks.map(([, a]) => upload(a));
+    const sums = configs.map((): Record<string, Float64Array> => ({}));
+    const headSums: Record<string, Float64Array> = {};
+    const add = async (into: Record<string, Float64Array>, g: WeightSet<HostTensor>) => {
+      for (const [name, t] of Object.entries(g) as [WeightName, HostTensor][]) {
+        const x = await be.read(t);
+        const s = (into[name] ??= new Float64Array(x.length));
+        for (let i = 0; i < x.length; i++) s[i]! += x[i]!;
+      }
+    };
+    const losses: Float32Array[] = [];
+    for (let j = 0; j < microBatches; j++) {
+      const data = microBatchInputs(model, j);
+      const ids = be.tensor('ids', [c.s, c.b], data.ids!);
+      let x = await embedForward(be, lc, c, own, head, ids);
+      const saved: BlockSaved<HostTensor>[] = [];
+      for (const [l, bc] of configs.entries()) {
+        const r = await blockForward(be, lc, bc, own, weights[l]!, x);
+        saved.push(r.saved);
+        x = r.y;
+      }
+      const targets = be.tensor('targets', [c.s, c.b], data.targets!);
+      const lf = await lossForward(be, lc, c, own, head, x, targets);
+      losses.push(await be.read(lf.loss));
+      const headGrads: WeightSet<HostTensor> = {};
+      let dy = await lossBackward(be, lc, c, own, head, lf.saved, headGrads);
+      for (let l = configs.length - 1; l >= 0; l--) {
+        const g: WeightSet<HostTensor> = {};
+        dy = (await blockBackward(be, lc, configs[l]!, weights[l]!, saved[l]!, dy, g)).dx;
+        await add(sums[l]!, g);
+      }
+      await embedBackward(be, lc, c, own, head, ids, dy, headGrads);
+      await add(headSums, headGrads);
+    }
+    last = { losses, blockGrads: sums.map(f32), headGrads: f32(headSums) };
+    if (training.adam)
+      stepStage(
+        arrays,
+        { blockGrads: last.blockGrads.map((g, l): [number, Grads] => [l, g]), headGrads: last.headGrads },
+        optimizer,
+        training.adam,
+      );
+  }
+  if (!last) throw new Error('pipelineReference: steps must be ≥ 1.');
+  const data = (a: Partial<Record<WeightName, ShardData>>): Grads =>
+    Object.fromEntries(Object.entries(a).map(([n, x]) => [n, x.data]));
+  return training.adam
+    ? { ...last, weights: { blocks: arrays.blocks.map(([, a]) => data(a)), head: data(arrays.head) } }
+    : last;
 }
 
 /**
@@ -180,8 +262,26 @@ export function pipelineTolerance(model: PipelineModel, refMax: number): number 
   return (model.layers + model.m) * oracleTolerance(model.layer, refMax);
 }
 
-/** Compares a pipelined run with the one-device reference: every micro-batch's loss and every parameter's gradient. */
-export function comparePipeline(model: PipelineModel, ref: PipelineLogical, got: PipelineLogical): OracleReport {
+/**
+ * Tolerance of a parameter after `training`'s AdamW steps. The update u = m̂/(√v̂ + ε) moves by at most
+ * |δg|/ε per unit change δg of the gradients behind it to first order (∂u/∂m̂ = 1/(√v̂ + ε) ≤ 1/ε, and
+ * the √v̂ term by no more, |m̂| ≤ √v̂ up to the bias corrections), so each step adds lr·2·gradTol/ε,
+ * gradTol the gradient's tolerance; plus the float32 rounding of each update, 4·ε₃₂·max|w| a step.
+ * The test picks ε so that this stays far below what a wrong gradient moves a weight (lr per step).
+ */
+export function weightTolerance(training: PipelineTraining, gradTol: number, weightMax: number): number {
+  const adam = training.adam;
+  if (!adam) return 0;
+  return training.steps * ((adam.lr * 2 * gradTol) / adam.eps + 4 * 2 ** -23 * weightMax);
+}
+
+/** Compares a pipelined run with the one-device reference: every micro-batch's loss and every parameter's gradient (and weights after the optimizer's steps). */
+export function comparePipeline(
+  model: PipelineModel,
+  ref: PipelineLogical,
+  got: PipelineLogical,
+  training: PipelineTraining = { steps: 1 },
+): OracleReport {
   const pairs: [string, Float32Array | undefined, Float32Array | undefined][] = [
     ...ref.losses.map((r, j): [string, Float32Array, Float32Array | undefined] => [`loss[${j}]`, r, got.losses[j]]),
     ...ref.blockGrads.flatMap((g, l) =>
@@ -199,14 +299,39 @@ export function comparePipeline(model: PipelineModel, ref: PipelineLogical, got:
   ];
   if (got.losses.length !== ref.losses.length)
     throw new Error(`oracle: the run has ${got.losses.length} micro-batch losses, the reference ${ref.losses.length}.`);
-  const entries: OracleEntry[] = pairs.map(([tensor, r, g]) => {
+  const maxOf = (a: Float32Array) => a.reduce((mx, x) => Math.max(mx, Math.abs(x)), 0);
+  const entry = (
+    tensor: string,
+    r: Float32Array | undefined,
+    g: Float32Array | undefined,
+    tolOf: (refMax: number) => number,
+  ): OracleEntry => {
     if (!r || !g) throw new Error(`oracle: ${tensor} is missing from the ${r ? 'run' : 'reference'}.`);
     const s = compareArrays(g, r);
-    const refMax = r.reduce((mx, x) => Math.max(mx, Math.abs(x)), 0);
-    const tol = pipelineTolerance(model, refMax);
+    const refMax = maxOf(r);
+    const tol = tolOf(refMax);
     const maxAbs = s.nonFinite ? Infinity : s.maxAbs;
     return { tensor, maxAbs, maxRel: s.maxRel, refMax, tol, pass: s.nonFinite === 0 && s.maxAbs <= tol };
-  });
+  };
+  const entries: OracleEntry[] = pairs.map(([tensor, r, g]) => entry(tensor, r, g, (m) => pipelineTolerance(model, m)));
+  if (training.adam) {
+    if (!ref.weights || !got.weights) throw new Error('oracle: the weights after the optimizer steps are missing.');
+    const weight = (
+      tensor: string,
+      r: Float32Array | undefined,
+      g: Float32Array | undefined,
+      grad: Float32Array | undefined,
+    ) =>
+      entries.push(
+        entry(tensor, r, g, (m) => weightTolerance(training, pipelineTolerance(model, grad ? maxOf(grad) : 0), m)),
+      );
+    ref.weights.blocks.forEach((w, l) =>
+      blockWeightNames.forEach((n) =>
+        weight(`block ${l} ${n}`, w[n], got.weights!.blocks[l]?.[n], ref.blockGrads[l]?.[n]),
+      ),
+    );
+    headWeightNames.forEach((n) => weight(n, ref.weights!.head[n], got.weights!.head[n], ref.headGrads[n]));
+  }
   const worst = entries.reduce((w, e) => (e.maxAbs / e.tol > w.maxAbs / w.tol ? e : w));
   return { entries, worst, pass: entries.every((e) => e.pass) };
 }

@@ -4,7 +4,14 @@ import type { GpuTensor } from '../kernels/tensor.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import { assertPipelineModel, type PipelineModel } from '../parallel/pipeline-model.ts';
-import { readStageOutput, stageWeightArrays, type StageOutput } from '../parallel/pipeline-oracle.ts';
+import {
+  readStageOutput,
+  stageWeightArrays,
+  stepStage,
+  type StageOptimizer,
+  type StageOutput,
+} from '../parallel/pipeline-oracle.ts';
+import type { AdamConfig } from '../parallel/adam.ts';
 import { pipelineStageStep } from '../parallel/pipeline-step.ts';
 import { uploadWeights } from '../parallel/step-data.ts';
 import { GpuBackend } from './backend-gpu.ts';
@@ -16,12 +23,14 @@ import { kernelContext, type GemmChoices } from './layer-programs.ts';
  * runs stage ctx.mesh.coords.pp on TP rank ctx.rank, its blocks' kernels on its GPUDevice, the TP
  * collectives over its TP group and the activations and gradients over its PP group on GPU tensors
  * (mesh group 'pp', gpuComm: read back, moved, uploaded). With `steps` > 1 the step runs that many
- * times (the same weights and data; the first compiles the pipelines) and the last is returned: its
- * losses, gradients and each pass's span on the shared clock (core/clock.ts sharedNow, ms).
+ * times and the last is returned: its losses, gradients and each pass's span on the shared clock
+ * (core/clock.ts sharedNow, ms). Without `adam` every step starts from the seeded weights (a repeat:
+ * the first compiles the pipelines); with it each step is followed by AdamW on this rank's shards
+ * (host, fp32), the next step runs on the updated weights, and the shards after the last are returned.
  */
 export async function pipelineStepProgram(
   ctx: RankContext,
-  a: { model: PipelineModel; choices?: GemmChoices; steps?: number },
+  a: { model: PipelineModel; choices?: GemmChoices; steps?: number; adam?: AdamConfig },
 ): Promise<StageOutput> {
   const { model } = a;
   assertPipelineModel(model);
@@ -34,6 +43,7 @@ export async function pipelineStepProgram(
   const k = kernelContext(ctx.device);
   const own = rankOwnership(model.layer)[ctx.rank]!;
   const arrays = stageWeightArrays(model, stage, ctx.rank);
+  const optimizer: StageOptimizer = new Map();
   let out: StageOutput | undefined;
   for (let i = 0; i < Math.max(1, a.steps ?? 1); i++) {
     const be = new GpuBackend(k);
@@ -54,11 +64,12 @@ export async function pipelineStepProgram(
       const link = { p2p: ctx.mesh.group('pp').gpuComm, adopt };
       const r = await pipelineStageStep(be, lc, link, model, stage, own, weights, sharedNow);
       out = await readStageOutput((t: GpuTensor) => be.read(t), ctx.rank, stage, r);
+      if (a.adam) stepStage(arrays, out, optimizer, a.adam);
     } finally {
       be.releaseAll();
     }
   }
-  return out!;
+  return a.adam ? { ...out!, weights: arrays } : out!;
 }
 
 /** The pipeline's programs, served by src/ranks/layer.worker.ts. */

@@ -21,15 +21,18 @@ const failures = (r: OracleReport) =>
 // on its TP group, activations and gradients moved between stages on GPU tensors over the PP group.
 // The loss of every micro-batch and every parameter's accumulated gradient must equal the one-device
 // run (pipelineReference: the same blocks, micro-batch after micro-batch, on the CPU twins) within
-// pipelineTolerance: every schedule × p ∈ {2, 4} × t ∈ {1, 2} (2 to 8 workers; about a minute on
-// SwiftShader here). Each step runs twice on the ranks and the second is measured (the first compiles
-// the pipelines); its bubble is printed beside 1F1B's projected (p − 1)/(m + p − 1), never asserted.
+// pipelineTolerance, and after two AdamW steps every weight within weightTolerance: every schedule ×
+// p ∈ {2, 4} × t ∈ {1, 2} (2 to 8 workers; about a minute on SwiftShader here). The second step is
+// measured (the first compiles the pipelines): its bubble is printed beside the projection's, never asserted.
 const meshes: { tp: number; pp: number }[] = [
   { tp: 1, pp: 2 },
   { tp: 2, pp: 2 },
   { tp: 1, pp: 4 },
   { tp: 2, pp: 4 },
 ];
+
+// Megatron's β1, β2 and weight decay; lr 1e-2 and ε 1e-2 keep the update Lipschitz in the gradient (weightTolerance).
+const twoSteps = { steps: 2, adam: { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-2, weightDecay: 0.01 } };
 
 const model = (tp: number, p: number, schedule: PipelineScheduleName): PipelineModel => ({
   layer: configFromPreset('classroom', { tp }),
@@ -48,13 +51,18 @@ for (const { tp, pp } of meshes)
     });
 
     test.each(pipelineScheduleNames)(
-      '%s: every loss and gradient equals one device',
+      '%s: loss, gradients and weights after two AdamW steps equal one device',
       { timeout: 600_000 },
       async (schedule) => {
         pool ??= await createLayerPool(tp * pp, 'auto', 60_000, { degrees: { tp, pp } });
         const mdl = model(tp, pp, schedule);
-        const outs = await pool.run('pipelineStep', { model: mdl, steps: 2 });
-        const report = comparePipeline(mdl, await pipelineReference(mdl), gatherPipeline(mdl, outs));
+        const outs = await pool.run('pipelineStep', { model: mdl, ...twoSteps });
+        const report = comparePipeline(
+          mdl,
+          await pipelineReference(mdl, twoSteps),
+          gatherPipeline(mdl, outs),
+          twoSteps,
+        );
         expect(report.pass, failures(report)).toBe(true);
         // Every rank ran every pass of its stage's order.
         for (const o of outs) expect(o.spans.length).toBe(2 * mdl.m * mdl.v + (schedule === 'zb-h1' ? mdl.m : 0));

@@ -59,7 +59,7 @@ describe('a pipeline step in process matches one device: loss and every gradient
   it('fails when the run misses a micro-batch: the reference of m − 1 is far outside the tolerance', async () => {
     const mdl = model({ p: 2, schedule: 'zb-h1' });
     const got = gatherPipeline(mdl, await runPipelineInProcess(mdl));
-    const short = await pipelineReference(mdl, mdl.m - 1);
+    const short = await pipelineReference(mdl, { steps: 1 }, mdl.m - 1);
     const r = comparePipeline(mdl, { ...short, losses: got.losses }, got);
     expect(r.pass).toBe(false);
     expect(r.worst.maxAbs / r.worst.tol).toBeGreaterThan(10);
@@ -88,4 +88,37 @@ describe('a pipeline model the ranks refuse, with the rule', () => {
       assertPipelineModel({ ...model({ p: 2, schedule: '1f1b' }), layer: configFromPreset('gpt2-layer') }),
     ).toThrow(/needs a vocabulary/);
   });
+});
+
+// Two AdamW steps (Megatron's β1 0.9, β2 0.999, weight decay 0.01; lr 1e-2 and ε 1e-2 so that the
+// update is Lipschitz in the gradient with a constant of 1/ε = 100: weightTolerance).
+const adam = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-2, weightDecay: 0.01 };
+const twoSteps = { steps: 2, adam };
+
+describe('two optimizer steps in process: the weights match one device', () => {
+  for (const schedule of pipelineScheduleNames)
+    it(`${schedule}, p = 2, t = 2`, async () => {
+      const mdl = model({ p: 2, schedule }, 2);
+      const got = gatherPipeline(mdl, await runPipelineInProcess(mdl, twoSteps));
+      const r = comparePipeline(mdl, await pipelineReference(mdl, twoSteps), got, twoSteps);
+      expect(r.pass, failures(r)).toBe(true);
+      expect(
+        r.entries.filter((e) => !e.tensor.startsWith('loss') && !e.tensor.includes(' d') && !/^d/.test(e.tensor))
+          .length,
+      ).toBe(8 * 6 + 2);
+    }, 60_000);
+
+  it('fails against the weights after one step', async () => {
+    const mdl = model({ p: 2, schedule: '1f1b' });
+    const got = gatherPipeline(mdl, await runPipelineInProcess(mdl, twoSteps));
+    const one = await pipelineReference(mdl, { steps: 1, adam });
+    const r = comparePipeline(
+      mdl,
+      { ...(await pipelineReference(mdl, twoSteps)), weights: one.weights },
+      got,
+      twoSteps,
+    );
+    expect(r.pass).toBe(false);
+    expect(r.worst.maxAbs / r.worst.tol).toBeGreaterThan(10);
+  }, 60_000);
 });
