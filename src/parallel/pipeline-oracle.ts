@@ -1,7 +1,7 @@
 import type { HostTensor } from '../comm/host-tensor.ts';
 import { createInProcessGroup } from '../comm/in-process.ts';
 import { compareArrays } from '../reference/compare.ts';
-import { adamState, adamStep, type AdamConfig, type AdamState } from './adam.ts';
+import { adamRef, type AdamHyper } from '../reference/adam.ts';
 import { CpuBackend } from './backend-cpu.ts';
 import { gatherGrads } from './gather.ts';
 import {
@@ -61,7 +61,7 @@ export interface PipelineLogical {
  */
 export interface PipelineTraining {
   readonly steps: number;
-  readonly adam?: AdamConfig;
+  readonly adam?: AdamHyper;
 }
 
 /** A TP rank's weight shards of one stage: its blocks' (by global index) and the head's it holds. */
@@ -70,15 +70,27 @@ export interface StageArrays {
   readonly head: Partial<Record<WeightName, ShardData>>;
 }
 
-/** The optimizer state of a stage's shards, by "block.name" (block −1: the head). */
-export type StageOptimizer = Map<string, AdamState>;
+/** One shard's Adam state: its float64 main parameters and moments, the steps taken. */
+interface ShardAdam {
+  readonly p: Float64Array;
+  readonly m: Float64Array;
+  readonly v: Float64Array;
+  step: number;
+}
 
-/** One AdamW step of every shard in `arrays` (in place) with the step's gradient shards `out`. */
+/** The optimizer state of a stage's shards, by "block.name" (block −1: the head). */
+export type StageOptimizer = Map<string, ShardAdam>;
+
+/**
+ * One Adam step (reference/adam.ts adamRef, element-wise: a TP rank stepping its shard with its
+ * shard's gradient steps its part of the logical parameter as one device would) of every shard in
+ * `arrays`, in place (rounded to float32 from the float64 main parameters) with the gradients `out`.
+ */
 export function stepStage(
   arrays: StageArrays,
   out: Pick<StageOutput, 'blockGrads' | 'headGrads'>,
   state: StageOptimizer,
-  adam: AdamConfig,
+  adam: AdamHyper,
 ): void {
   const step = (l: number, shards: Partial<Record<WeightName, ShardData>>, grads: Grads | undefined) => {
     for (const [name, w] of Object.entries(shards) as [WeightName, ShardData][]) {
@@ -86,8 +98,14 @@ export function stepStage(
       if (!g) throw new Error(`the optimizer step found no gradient for ${l < 0 ? name : `block ${l}'s ${name}`}.`);
       const key = `${l}.${name}`;
       let st = state.get(key);
-      if (!st) state.set(key, (st = adamState(w.data.length)));
-      adamStep(w.data, g, st, adam);
+      const n = w.data.length;
+      if (!st)
+        state.set(
+          key,
+          (st = { p: Float64Array.from(w.data), m: new Float64Array(n), v: new Float64Array(n), step: 0 }),
+        );
+      adamRef(st.p, g, st.m, st.v, adam, ++st.step);
+      w.data.set(st.p);
     }
   };
   for (const [l, shards] of arrays.blocks) step(l, shards, out.blockGrads.find(([i]) => i === l)?.[1]);
@@ -263,7 +281,7 @@ export function pipelineTolerance(model: PipelineModel, refMax: number): number 
 }
 
 /**
- * Tolerance of a parameter after `training`'s AdamW steps. The update u = m̂/(√v̂ + ε) moves by at most
+ * Tolerance of a parameter after `training`'s Adam steps. The update u = m̂/(√v̂ + ε) moves by at most
  * |δg|/ε per unit change δg of the gradients behind it to first order (∂u/∂m̂ = 1/(√v̂ + ε) ≤ 1/ε, and
  * the √v̂ term by no more, |m̂| ≤ √v̂ up to the bias corrections), so each step adds lr·2·gradTol/ε,
  * gradTol the gradient's tolerance; plus the float32 rounding of each update, 4·ε₃₂·max|w| a step.

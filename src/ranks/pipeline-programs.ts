@@ -11,7 +11,7 @@ import {
   type StageOptimizer,
   type StageOutput,
 } from '../parallel/pipeline-oracle.ts';
-import type { AdamConfig } from '../parallel/adam.ts';
+import type { AdamHyper } from '../reference/adam.ts';
 import { pipelineStageStep } from '../parallel/pipeline-step.ts';
 import { uploadWeights } from '../parallel/step-data.ts';
 import { GpuBackend } from './backend-gpu.ts';
@@ -25,12 +25,12 @@ import { kernelContext, type GemmChoices } from './layer-programs.ts';
  * (mesh group 'pp', gpuComm: read back, moved, uploaded). With `steps` > 1 the step runs that many
  * times and the last is returned: its losses, gradients and each pass's span on the shared clock
  * (core/clock.ts sharedNow, ms). Without `adam` every step starts from the seeded weights (a repeat:
- * the first compiles the pipelines); with it each step is followed by AdamW on this rank's shards
+ * the first compiles the pipelines); with it each step is followed by Adam on this rank's shards
  * (host, fp32), the next step runs on the updated weights, and the shards after the last are returned.
  */
 export async function pipelineStepProgram(
   ctx: RankContext,
-  a: { model: PipelineModel; choices?: GemmChoices; steps?: number; adam?: AdamConfig },
+  a: { model: PipelineModel; choices?: GemmChoices; steps?: number; adam?: AdamHyper },
 ): Promise<StageOutput> {
   const { model } = a;
   assertPipelineModel(model);
