@@ -34,20 +34,7 @@ const layers = [
 const projectionRooms = ['layer', 'pipeline', 'links', 'step', 'studies'];
 const dir = (l) => `^src/${l}/`;
 const above = (i) => [...layers.slice(i + 1).map(dir), '^src/main[.]ts$', '^scripts/'];
-const pure = [
-  'core',
-  'mesh',
-  'reference',
-  'parallel',
-  'hardware',
-  'accounting',
-  'megatron',
-  'schedule',
-  'kineto',
-  'projection',
-  'calibrate',
-  'export',
-];
+const pure = require('./scripts/repo/pure-layers.cjs');
 
 /** src/ui/ rooms, bottom → top: shared < settings (the hash's settings table and what derives from it) < the views < shell (the page). */
 const uiRooms = [['shared'], ['settings'], ['classroom', 'cluster', 'gemm', 'timeline', 'trace'], ['shell']];

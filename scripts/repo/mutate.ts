@@ -9,23 +9,13 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createRequire } from 'node:module';
 import { Stryker } from '@stryker-mutator/core';
 
 type MutantResult = Awaited<ReturnType<Stryker['runMutationTest']>>[number];
 
-/** src/ folders with no DOM, GPU or worker: what the unit project tests directly. */
-export const pureModules = [
-  'core',
-  'reference',
-  'parallel',
-  'hardware',
-  'accounting',
-  'megatron',
-  'schedule',
-  'kineto',
-  'projection',
-  'export',
-] as const;
+/** src/ folders with no DOM, GPU or worker: what the unit project tests directly (the list dependency-cruiser holds pure). */
+export const pureModules = createRequire(import.meta.url)('./pure-layers.cjs') as readonly string[];
 
 const pureFile = new RegExp(`^src/(${pureModules.join('|')})/.+(?<!\\.d)\\.ts$`);
 
