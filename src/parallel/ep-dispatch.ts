@@ -18,6 +18,8 @@ import { backwardSplits } from '../comm/all-to-all.ts';
 import type { Splits } from '../comm/call.ts';
 import type { Collectives } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
+import { permutationOf, permuteRef, unpermuteRef } from '../reference/moe/permute.ts';
+import type { MoeRouting } from '../reference/moe/routing.ts';
 
 /** One EP rank's routed tokens: x [T, h]; pick j of token t went to expert topIdx[t·k + j] with weight topProb[t·k + j]. */
 export interface EpDispatchInput {
@@ -85,6 +87,84 @@ function reorder(x: HostTensor, order: readonly number[], scatter: boolean): Hos
   return hostTensor(x.shape, y);
 }
 
+/** What every rank of the group needs to move its rows: the splits, the chunks and their expert-major order, local expert offsets. */
+export interface EpPlan {
+  /** Every EP rank's tokens per expert [ep][E]. */
+  readonly counts: readonly (readonly number[])[];
+  readonly splits: Splits;
+  /** chunks[q][l]: rows rank q sends this rank's local expert l. */
+  readonly chunks: readonly (readonly number[])[];
+  /** sort_chunks_by_idxs: the source-major row landing at expert-major row i. */
+  readonly order: readonly number[];
+  /** Local expert l's received rows are [offsets[l], offsets[l + 1]) ([E/ep + 1]). */
+  readonly offsets: Int32Array;
+  /** The global index of this rank's first local expert. */
+  readonly firstExpert: number;
+}
+
+/**
+ * The dispatcher's preprocess: this rank's tokens per expert [E] all-gathered over the EP group
+ * (`moe.tokens_per_expert`), then the splits and chunk order. Throws unless E splits evenly.
+ */
+export async function epPlan(
+  comm: Collectives<HostTensor> & AllToAll<HostTensor>,
+  tokensPerExpert: ArrayLike<number>,
+): Promise<EpPlan> {
+  const E = tokensPerExpert.length;
+  if (E % comm.size !== 0)
+    throw new Error(`epDispatch: ${E} experts do not split over an EP group of ${comm.size}; pick E divisible by ep.`);
+  const all = await comm.allGather(hostTensor([1, E], Float32Array.from(tokensPerExpert)), 0, 'moe.tokens_per_expert');
+  const counts = [...Array(comm.size).keys()].map((q) => Array.from(all.data.subarray(q * E, (q + 1) * E)));
+  const { splits, chunks } = epSplits(counts, comm.rank);
+  const local = E / comm.size;
+  const offsets = new Int32Array(local + 1);
+  for (let l = 0; l < local; l++) offsets[l + 1] = offsets[l]! + chunks.reduce((s, c) => s + c[l]!, 0);
+  return { counts, splits, chunks, order: expertMajorOrder(chunks), offsets, firstExpert: comm.rank * local };
+}
+
+/** Permuted rows [N, h] (grouped by global expert) → this rank's local experts' rows [Σ recv, h], expert-major. */
+export async function epDispatchRows(
+  comm: AllToAll<HostTensor>,
+  plan: EpPlan,
+  xp: HostTensor,
+  tensor: string,
+): Promise<HostTensor> {
+  return reorder(await comm.allToAll(xp, plan.splits, tensor), plan.order, false);
+}
+
+/** The local experts' output rows (expert-major) → back to the ranks their tokens came from, [N, h] in permuted order. */
+export function epReturnRows(
+  comm: AllToAll<HostTensor>,
+  plan: EpPlan,
+  rows: HostTensor,
+  tensor: string,
+): Promise<HostTensor> {
+  return comm.allToAll(reorder(rows, plan.order, true), backwardSplits(plan.splits), tensor);
+}
+
+/** A dropless routing of given picks (every pick kept), so permutationOf lays out its rows. */
+function droplessRouting(
+  E: number,
+  k: number,
+  T: number,
+  topIdx: ArrayLike<number>,
+  topProb: ArrayLike<number>,
+): MoeRouting {
+  const tokensPerExpert = new Int32Array(E);
+  for (let i = 0; i < T * k; i++) tokensPerExpert[topIdx[i]!]!++;
+  return {
+    tokens: T,
+    experts: E,
+    topk: k,
+    topIdx: Int32Array.from(topIdx),
+    topProb: Float64Array.from(topProb),
+    kept: new Uint8Array(T * k).fill(1),
+    capacity: null,
+    tokensPerExpert,
+    dropped: 0,
+  };
+}
+
 /**
  * One EP rank's dispatch → local experts → combine over `comm` (its EP group, host arrays): the
  * counts all-gathered, then the two all-to-alls (`moe.dispatch`, `moe.combine`). Dropless: every
@@ -101,45 +181,24 @@ export async function epDispatch(
     throw new Error(`epDispatch: ${E} experts do not split over an EP group of ${comm.size}; pick E divisible by ep.`);
   if (topIdx.length !== T * k || input.topProb.length !== T * k)
     throw new Error(`epDispatch: ${T} tokens × top-${k} need ${T * k} expert ids and weights.`);
-  const counts = new Array<number>(E).fill(0);
-  for (let i = 0; i < T * k; i++) counts[topIdx[i]!]!++;
-  const all = await comm.allGather(hostTensor([1, E], Float32Array.from(counts)), 0, 'moe.tokens_per_expert');
-  const byRank = [...Array(comm.size).keys()].map((q) => Array.from(all.data.subarray(q * E, (q + 1) * E)));
-  const { splits, chunks } = epSplits(byRank, comm.rank);
-  // Permute: picks grouped by expert, tokens in order inside each; pickRow[t·k + j] is the row of pick j of token t.
-  const next: number[] = [];
-  counts.reduce((at, n) => (next.push(at), at + n), 0);
-  const pickRow = new Int32Array(T * k);
-  const xp = new Float32Array(T * k * h);
-  for (let i = 0; i < T * k; i++) {
-    const row = next[topIdx[i]!]!++;
-    pickRow[i] = row;
-    xp.set(x.data.subarray(Math.floor(i / k) * h, (Math.floor(i / k) + 1) * h), row * h);
-  }
-  const received = await comm.allToAll(hostTensor([T * k, h], xp), splits, 'moe.dispatch');
-  const order = expertMajorOrder(chunks);
-  const sorted = reorder(received, order, false);
-  const local = E / comm.size;
-  const sizes = [...Array(local).keys()].map((l) => chunks.reduce((s, c) => s + c[l]!, 0));
-  const expertRows: HostTensor[] = [];
-  sizes.reduce((at, n) => {
-    expertRows.push(hostTensor([n, h], sorted.data.slice(at * h, (at + n) * h)));
-    return at + n;
-  }, 0);
-  const outs = await experts(expertRows, comm.rank * local);
+  const routing = droplessRouting(E, k, T, topIdx, input.topProb);
+  const perm = permutationOf(routing);
+  const plan = await epPlan(comm, routing.tokensPerExpert);
+  const xp = hostTensor(
+    [T * k, h],
+    Float32Array.from(permuteRef(x.data, h, perm.rowToken, new Float64Array(T * k).fill(1))),
+  );
+  const sorted = await epDispatchRows(comm, plan, xp, 'moe.dispatch');
+  const expertRows = [...Array(plan.offsets.length - 1).keys()].map((l) =>
+    hostTensor(
+      [plan.offsets[l + 1]! - plan.offsets[l]!, h],
+      sorted.data.slice(plan.offsets[l]! * h, plan.offsets[l + 1]! * h),
+    ),
+  );
+  const outs = await experts(expertRows, plan.firstExpert);
   const joined = new Float32Array(sorted.data.length);
   outs.reduce((at, o) => (joined.set(o.data, at), at + o.data.length), 0);
-  const back = await comm.allToAll(
-    reorder(hostTensor(sorted.shape, joined), order, true),
-    backwardSplits(splits),
-    'moe.combine',
-  );
-  // Unpermute with the weights: y_t = Σ_j w_{t,j} · back[pickRow[t·k + j]].
-  const y = new Float32Array(T * h);
-  for (let i = 0; i < T * k; i++) {
-    const t = Math.floor(i / k);
-    const w = input.topProb[i]!;
-    for (let c = 0; c < h; c++) y[t * h + c] += w * back.data[pickRow[i]! * h + c]!;
-  }
-  return { splits, chunks, expertRows, y: hostTensor([T, h], y) };
+  const back = await epReturnRows(comm, plan, hostTensor(sorted.shape, joined), 'moe.combine');
+  const y = Float32Array.from(unpermuteRef(back.data, h, perm.pickRow, input.topProb, k));
+  return { splits: plan.splits, chunks: plan.chunks, expertRows, y: hostTensor([T, h], y) };
 }
