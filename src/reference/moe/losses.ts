@@ -25,18 +25,45 @@ export interface RouterLoss {
   readonly dLogits: Float64Array;
 }
 
-/** The switch load-balancing loss and its logits gradient; zero when moe_aux_loss_coeff is 0 (Megatron does not compute it). */
-export function auxLoss(c: MoeConfig, logits: ArrayLike<number>, T: number): RouterLoss {
+/** The aux loss's scores S [T, E]: softmax over E, or σ(l) / (Σ_e σ(l) + 1e-20) (sigmoid). */
+function auxScores(c: MoeConfig, logits: ArrayLike<number>, T: number): Float64Array {
+  const E = c.numMoeExperts;
+  if (c.moeRouterScoreFunction === 'sigmoid') return normalizedRows(Float64Array.from(logits, sigmoid), E);
+  return softmaxRef(logits, [T, E]);
+}
+
+/** c_e of the aux loss: tokens whose top-k of S (before capacity) holds e ([E]). */
+export function auxLossCounts(c: MoeConfig, logits: ArrayLike<number>, T: number): Float64Array {
+  const E = c.numMoeExperts;
+  const S = auxScores(c, logits, T);
+  const counts = new Float64Array(E);
+  for (let t = 0; t < T; t++) for (const e of topkIndices(S, E, c.moeRouterTopk, t * E)) counts[e]++;
+  return counts;
+}
+
+/**
+ * The switch load-balancing loss and its logits gradient; zero when moe_aux_loss_coeff is 0
+ * (Megatron does not compute it). With `group` (tokens split over ranks: the group's counts c_e
+ * summed and its token count), the loss is this rank's share of the group's loss — its tokens'
+ * terms of coeff · E / (k · T_g²) · Σ_e c_e · Σ_t S[t, e] — so the shares sum to the loss of the
+ * concatenated tokens, and the gradient is that loss's on these logits.
+ */
+export function auxLoss(
+  c: MoeConfig,
+  logits: ArrayLike<number>,
+  T: number,
+  group?: { readonly counts: ArrayLike<number>; readonly tokens: number },
+): RouterLoss {
   const E = c.numMoeExperts;
   const k = c.moeRouterTopk;
   const coeff = c.moeAuxLossCoeff;
   const dLogits = new Float64Array(T * E);
   if (coeff === 0 || T === 0) return { loss: 0, dLogits };
   const sig = c.moeRouterScoreFunction === 'sigmoid' ? Float64Array.from(logits, sigmoid) : null;
-  const S = sig ? normalizedRows(sig, E) : softmaxRef(logits, [T, E]);
-  const counts = new Float64Array(E);
-  for (let t = 0; t < T; t++) for (const e of topkIndices(S, E, k, t * E)) counts[e]++;
-  const scale = (coeff * E) / (k * T * T);
+  const S = auxScores(c, logits, T);
+  const counts = group?.counts ?? auxLossCounts(c, logits, T);
+  const Tg = group?.tokens ?? T;
+  const scale = (coeff * E) / (k * Tg * Tg);
   let loss = 0;
   for (let t = 0; t < T; t++) for (let e = 0; e < E; e++) loss += S[t * E + e] * counts[e];
   loss *= scale;
@@ -70,8 +97,11 @@ function normalizedRows(v: Float64Array, E: number): Float64Array {
   return out;
 }
 
-/** The router z-loss and its logits gradient; zero when moe_z_loss_coeff is null. */
-export function zLoss(c: MoeConfig, logits: ArrayLike<number>, T: number): RouterLoss {
+/**
+ * The router z-loss and its logits gradient; zero when moe_z_loss_coeff is null. With `tokens`
+ * (the group's count when tokens are split over ranks), the mean is over those: this rank's share.
+ */
+export function zLoss(c: MoeConfig, logits: ArrayLike<number>, T: number, tokens = T): RouterLoss {
   const E = c.numMoeExperts;
   const coeff = c.moeZLossCoeff;
   const dLogits = new Float64Array(T * E);
@@ -85,7 +115,7 @@ export function zLoss(c: MoeConfig, logits: ArrayLike<number>, T: number): Route
     for (let e = 0; e < E; e++) s += Math.exp(logits[t * E + e] - m);
     const lse = m + Math.log(s);
     loss += lse * lse;
-    for (let e = 0; e < E; e++) dLogits[t * E + e] = (coeff * 2 * lse * p[t * E + e]) / T;
+    for (let e = 0; e < E; e++) dLogits[t * E + e] = (coeff * 2 * lse * p[t * E + e]) / tokens;
   }
-  return { loss: (coeff * loss) / T, dLogits };
+  return { loss: (coeff * loss) / tokens, dLogits };
 }

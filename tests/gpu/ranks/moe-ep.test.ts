@@ -1,0 +1,49 @@
+import { describe, expect, test } from 'vitest';
+import { RankPool } from '../../../src/ranks/pool.ts';
+import { expectMoeEpMatches, moeEpProblem, rankRows, type MoeEpCase } from '../../moe-ep-cases.ts';
+import { poolTransports } from './helpers.ts';
+
+// The MoE block with expert parallelism on rank workers (GPU backend: router GEMM, permute, the
+// grouped GEMMs, combine and their backward in WGSL; the all-to-alls over the pool's transport)
+// equals moeForward/moeBackward of the concatenated tokens. Tolerance as the one-device GPU block
+// (tests/gpu/kernels/moe/moe-block.test.ts): float32 through three GEMM-like stages over O(1)
+// values, 1e-4 absolute. The rank's router GEMM is float32 (error ≤ h·2^-24·|x||w| ≈ 1e-6 here):
+// the oracle's routing margin is asserted above 1e-5, so equal picks follow from the bound.
+const [T, h] = [8, 16];
+const tol = 1e-4;
+
+const cases: MoeEpCase[] = [
+  { ep: 2, E: 4, k: 1 },
+  { ep: 2, E: 8, k: 2 },
+  { ep: 4, E: 8, k: 1 },
+  { ep: 4, E: 4, k: 2 },
+];
+
+describe.each(poolTransports)('the MoE block with expert parallelism on rank workers over %s', (transport) => {
+  test.each(cases)('at %o equals the single-device block of the concatenated tokens', async (cs) => {
+    const p = moeEpProblem(cs, T, h);
+    const degrees = { dp: cs.ep, ep: cs.ep };
+    const pool = await RankPool.create({ mesh: { degrees }, transport, timeoutMs: 10_000, commCapacityBytes: 1 << 16 });
+    const results = await pool.run('moeEp', (q) => ({
+      config: p.c,
+      h,
+      seed: 41,
+      x: Float32Array.from(rankRows(p.x, q, T, h)),
+      dy: Float32Array.from(rankRows(p.dy, q, T, h)),
+    }));
+    expectMoeEpMatches(p, results, T, h, tol, 1e-5);
+    const events = await pool.traces();
+    for (let r = 0; r < cs.ep; r++)
+      expect(events.filter((e) => e.rank === r && e.stream === 'comm').map((e) => e.op)).toEqual([
+        'allGather',
+        'allToAll',
+        'allToAll',
+        'allReduce',
+        'allReduce',
+        'allToAll',
+        'allToAll',
+        'allReduce',
+      ]);
+    await pool.dispose();
+  });
+});
