@@ -10,7 +10,7 @@ import { makeMesh } from '../comm/mesh-groups.ts';
 // MessagePort EP groups equals moeForward/moeBackward of the concatenated tokens. What is not
 // float64: the all-to-alls, all-reduces and Backend.read carry float32, so O(1) values (|y|, the
 // gradients ≤ 4 here) are rounded a few times by 2^-24 relative: tolerance 1e-6; logits are
-// rounded once (|l| ≤ 4: ≤ 3e-7), so a routing margin above 1e-6 keeps every decision.
+// rounded once (|l| < 4: < 3e-7), so a routing margin above 1e-6 keeps every decision.
 const [T, h] = [8, 8];
 const tol = 1e-6;
 
