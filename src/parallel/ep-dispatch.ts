@@ -1,8 +1,9 @@
 // The expert-parallel `alltoall` token dispatcher's data movement, as Megatron-Core's
 // MoEAlltoAllTokenDispatcher does it (megatron/core/transformer/moe/token_dispatcher.py,
 // core_v0.19.0: preprocess, token_dispatch, dispatch_postprocess, combine_preprocess,
-// token_combine), on host arrays over an EP group, without TP (tp_size = 1) and dropless: a
-// skeleton that the MoE layer's kernels (router, permute, grouped GEMM, combine) plug into.
+// token_combine), on host arrays over an EP group, without TP (tp_size = 1) and dropless.
+// epPlan, epDispatchRows and epReturnRows move the rows of the MoE block under EP (moe-ep.ts);
+// epDispatch composes them around a given expert function.
 //
 //   counts[e]      picks of this rank's tokens routed to expert e                      [E]
 //   all-gather     every EP rank's counts (Megatron gathers them over the TP·EP group)   [ep, E]
