@@ -62,7 +62,7 @@ export interface MoeEpResult {
   readonly fc2: Float32Array;
 }
 
-/** What moeEpBlock refuses (the dispatcher is dropless, without a shared expert), else null. */
+/** What moeEpBlock refuses (the dispatcher is dropless, without a shared expert): one message per problem, none when it runs. */
 export function moeEpErrors(c: MoeConfig, ep: number): string[] {
   const errors: string[] = [];
   if (c.numMoeExperts % ep !== 0)
