@@ -18,7 +18,9 @@ import { moeExpertsBackward, moeExpertsForward } from './moe-experts.ts';
 
 // One EP rank's MoE block, forward and backward, with the alltoall token dispatcher
 // (Megatron-Core core_v0.19.0 moe_layer.py MoELayer.forward, token_dispatcher.py
-// MoEAlltoAllTokenDispatcher; tp = etp = 1, dropless, no shared expert). The rank holds its own
+// MoEAlltoAllTokenDispatcher; tp = etp = 1, no shared expert). Capacity, when set, is applied
+// per routing call — over the rank's own T tokens, as Megatron's router does (apply_router_token_dropping);
+// a dropped pick is neither sent nor combined (permutationOf leaves it out). The rank holds its own
 // T tokens x [T, h] (the group's batch is the ranks' tokens concatenated in rank order) and the
 // E/ep experts [rank·E/ep, (rank + 1)·E/ep):
 //   logits = x · Wr (backend GEMM) → routeTokens, permutationOf on the host (the tie rule)
@@ -62,15 +64,11 @@ export interface MoeEpResult {
   readonly fc2: Float32Array;
 }
 
-/** What moeEpBlock refuses (the dispatcher is dropless, without a shared expert): one message per problem, none when it runs. */
+/** What moeEpBlock refuses (no shared expert under EP yet): one message per problem, none when it runs. */
 export function moeEpErrors(c: MoeConfig, ep: number): string[] {
   const errors: string[] = [];
   if (c.numMoeExperts % ep !== 0)
     errors.push(`${c.numMoeExperts} experts do not split over ${ep} EP ranks; pick numMoeExperts divisible by ep.`);
-  if (c.moeExpertCapacityFactor !== null)
-    errors.push(
-      `moeExpertCapacityFactor ${c.moeExpertCapacityFactor}: capacity is not implemented under expert parallelism; set it to null (dropless).`,
-    );
   if (c.moeSharedExpertIntermediateSize !== null)
     errors.push(
       'moeSharedExpertIntermediateSize: the shared expert is not implemented under expert parallelism; set it to null.',
@@ -142,7 +140,11 @@ export async function moeEpBlock<T>(
   );
   const { yp, saved } = moeExpertsForward(be, be.tensor('moe.received', [R, h], received.data), fc1, fc2, offsets, f);
   const back = be.tensor('moe.yp', [N, h], (await epReturnRows(comm, plan, await host(yp), 'moe.combine')).data);
-  const probs = be.tensor('moe.probs', [T, k], routing.topProb);
+  const probs = be.tensor(
+    'moe.probs',
+    [T, k],
+    routing.topProb.map((p, i) => p * routing.kept[i]!),
+  );
   const yT = be.tensor('y', [T, h]);
   be.kernel(op('moe.combine'), moeUnpermuteKernel, [back, pickRow, probs, yT], {});
   const y = await be.read(yT);

@@ -7,50 +7,58 @@ import { expectMoeEpMatches, moeEpProblem, rankRows, type MoeEpCase } from '../.
 import { makeMesh } from '../comm/mesh-groups.ts';
 
 // The MoE block under expert parallelism on the CPU backend (float64 twins) over in-process and
-// MessagePort EP groups equals moeForward/moeBackward of the concatenated tokens. What is not
+// MessagePort EP groups equals moeForward/moeBackward of the concatenated tokens (dropless) or of
+// each rank's tokens (capacity factor 1, dropping by probability: tests/moe-ep-cases.ts). What is not
 // float64: the all-to-alls, all-reduces and Backend.read carry float32, so O(1) values (|y|, the
 // gradients ≤ 4 here) are rounded a few times by 2^-24 relative: tolerance 1e-6; logits are
 // rounded once (|l| < 4: < 3e-7), so a routing margin above 1e-6 keeps every decision.
 const [T, h] = [8, 8];
 const tol = 1e-6;
 
-const grid: MoeEpCase[] = [1, 2, 4].flatMap((ep) => [4, 8].flatMap((E) => [1, 2].map((k) => ({ ep, E, k }))));
+const grid: MoeEpCase[] = [undefined, 1].flatMap((capacity) =>
+  [1, 2, 4].flatMap((ep) =>
+    [4, 8].flatMap((E) => [1, 2].map((k) => ({ ep, E, k, ...(capacity ? { capacity } : {}) }))),
+  ),
+);
 
 describe.each(['in-process', 'message-port'] as const)('the MoE block with expert parallelism over %s', (kind) => {
-  test.each(grid)('at %o equals the single-device block of the concatenated tokens', async (cs) => {
-    const p = moeEpProblem(cs, T, h);
-    const m = makeMesh(kind, cs.ep > 1 ? { dp: cs.ep, ep: cs.ep } : {});
-    const results = await Promise.all(
-      [...Array(cs.ep).keys()].map((q) =>
-        moeEpBlock(
-          new CpuBackend(float64Alloc),
-          m.comm(q, 'ep'),
-          p.c,
-          h,
-          rankRows(p.x, q, T, h),
-          rankRows(p.dy, q, T, h),
-          p.w,
+  test.each(grid)(
+    "at %o equals the single-device block (dropless: of the concatenated tokens; capacity: of each rank's)",
+    async (cs) => {
+      const p = moeEpProblem(cs, T, h);
+      const m = makeMesh(kind, cs.ep > 1 ? { dp: cs.ep, ep: cs.ep } : {});
+      const results = await Promise.all(
+        [...Array(cs.ep).keys()].map((q) =>
+          moeEpBlock(
+            new CpuBackend(float64Alloc),
+            m.comm(q, 'ep'),
+            p.c,
+            h,
+            rankRows(p.x, q, T, h),
+            rankRows(p.dy, q, T, h),
+            p.w,
+          ),
         ),
-      ),
-    );
-    expectMoeEpMatches(p, results, T, h, tol, 1e-6);
-    // each rank: counts, dispatch, combine, aux counts, losses, the two backward all-to-alls, dWr
-    if (cs.ep > 1)
-      expect(m.recorders[0]!.peek().map((e) => e.comm?.tensor)).toEqual([
-        'moe.tokens_per_expert',
-        'moe.dispatch',
-        'moe.combine',
-        'moe.aux.counts',
-        'moe.losses',
-        'moe.combine.grad',
-        'moe.dispatch.grad',
-        'moe.router.grad',
-      ]);
-    m.close();
-  });
+      );
+      expectMoeEpMatches(p, results, T, h, tol, 1e-6);
+      // each rank: counts, dispatch, combine, aux counts, losses, the two backward all-to-alls, dWr
+      if (cs.ep > 1)
+        expect(m.recorders[0]!.peek().map((e) => e.comm?.tensor)).toEqual([
+          'moe.tokens_per_expert',
+          'moe.dispatch',
+          'moe.combine',
+          'moe.aux.counts',
+          'moe.losses',
+          'moe.combine.grad',
+          'moe.dispatch.grad',
+          'moe.router.grad',
+        ]);
+      m.close();
+    },
+  );
 });
 
-test('capacity, a shared expert and E not divisible by ep are refused before anything moves', async () => {
+test('a shared expert and E not divisible by ep are refused before anything moves', async () => {
   const m = makeMesh('in-process', { dp: 4, ep: 4 });
   const c = moeConfig(
     { numMoeExperts: 6, moeRouterTopk: 2, moeFfnHiddenSize: 4 },
@@ -59,8 +67,6 @@ test('capacity, a shared expert and E not divisible by ep are refused before any
   const x = new Float64Array(2 * 4);
   await expect(
     moeEpBlock(new CpuBackend(float64Alloc), m.comm(0, 'ep'), c, 4, x, x, seededMoeWeights(c, 4, 1)),
-  ).rejects.toThrow(
-    /6 experts do not split over 4 EP ranks.*capacity is not implemented.*shared expert is not implemented/,
-  );
+  ).rejects.toThrow(/6 experts do not split over 4 EP ranks.*shared expert is not implemented/);
   m.close();
 });
