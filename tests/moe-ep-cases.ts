@@ -20,6 +20,7 @@ export interface MoeEpCase {
   readonly E: number;
   readonly k: number;
   readonly preSoftmax?: boolean;
+  readonly score?: 'softmax' | 'sigmoid';
   /** moe_expert_capacity_factor, dropping by probability; absent: dropless. */
   readonly capacity?: number;
 }
@@ -51,7 +52,7 @@ const sum = (parts: readonly Float64Array[]): Float64Array =>
 
 /** A case's config (SwiGLU width 6), weights, the group's tokens and what the ranks must give. */
 export function moeEpProblem(
-  { E, k, ep, preSoftmax = k === 1, capacity }: MoeEpCase,
+  { E, k, ep, preSoftmax = k === 1, score = 'softmax', capacity }: MoeEpCase,
   T: number,
   h: number,
   seed = 41,
@@ -59,7 +60,12 @@ export function moeEpProblem(
   const losses = capacity === undefined ? { moeAuxLossCoeff: 0.01, moeZLossCoeff: 0.001 } : { moeAuxLossCoeff: 0 };
   const c = moeConfig(
     { numMoeExperts: E, moeRouterTopk: k, moeFfnHiddenSize: 6 },
-    { moeRouterPreSoftmax: preSoftmax, moeExpertCapacityFactor: capacity ?? null, ...losses },
+    {
+      moeRouterPreSoftmax: preSoftmax,
+      moeRouterScoreFunction: score,
+      moeExpertCapacityFactor: capacity ?? null,
+      ...losses,
+    },
   );
   const w = seededMoeWeights(c, h, seed);
   const x = Float64Array.from(randomArray(ep * T * h, seed + 10));

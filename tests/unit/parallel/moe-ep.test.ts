@@ -15,11 +15,14 @@ import { makeMesh } from '../comm/mesh-groups.ts';
 const [T, h] = [8, 8];
 const tol = 1e-6;
 
-const grid: MoeEpCase[] = [undefined, 1].flatMap((capacity) =>
-  [1, 2, 4].flatMap((ep) =>
-    [4, 8].flatMap((E) => [1, 2].map((k) => ({ ep, E, k, ...(capacity ? { capacity } : {}) }))),
-  ),
-);
+const sizes = (capacity?: number): MoeEpCase[] =>
+  [1, 2, 4].flatMap((ep) => [4, 8].flatMap((E) => [1, 2].map((k) => ({ ep, E, k, capacity }))));
+const grid: MoeEpCase[] = [
+  ...sizes(),
+  ...sizes(1),
+  { ep: 2, E: 8, k: 2, score: 'sigmoid' },
+  { ep: 4, E: 4, k: 1, score: 'sigmoid' },
+];
 
 describe.each(['in-process', 'message-port'] as const)('the MoE block with expert parallelism over %s', (kind) => {
   test.each(grid)(
