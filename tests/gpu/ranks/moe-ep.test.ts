@@ -59,3 +59,21 @@ describe.each(poolTransports)('the MoE block with expert parallelism on rank wor
     },
   );
 });
+
+test('a rank whose experts receive no token (one token per rank, E 8 top-1 over EP 4) still takes part and gives zero gradients', async () => {
+  const cs = { ep: 4, E: 8, k: 1 };
+  const p = moeEpProblem(cs, 1, h);
+  const counts = new Array<number>(cs.E).fill(0);
+  p.want.topIdx.forEach((e) => counts[e]!++);
+  expect(counts.slice(6)).toEqual([0, 0]);
+  const pool = await RankPool.create({ mesh: { degrees: { dp: 4, ep: 4 } }, transport: 'sab-ring', timeoutMs: 10_000 });
+  const results = await pool.run('moeEp', (q) => ({
+    config: p.c,
+    h,
+    seed: 41,
+    x: Float32Array.from(rankRows(p.x, q, 1, h)),
+    dy: Float32Array.from(rankRows(p.dy, q, 1, h)),
+  }));
+  expectMoeEpMatches(p, results, 1, h, tol, 1e-5);
+  await pool.dispose();
+});
