@@ -12,7 +12,6 @@ import type { P2POp } from '../comm/p2p.ts';
 import type { AllToAll, AllToAllSplits } from '../comm/all-to-all.ts';
 import { benchSplits } from '../comm/bench-splits.ts';
 import { epDispatchProgram } from './ep-dispatch-program.ts';
-import { moeEpProgram } from './moe-ep-program.ts';
 
 /** One collective call on a rank: `data` is this rank's input of `shape`. */
 export interface CollectiveArgs {
@@ -287,7 +286,6 @@ export const commPrograms = {
   p2p,
   meshPlace,
   epDispatch: epDispatchProgram,
-  moeEp: moeEpProgram,
 };
 
 /** Type of the default worker's programs (for RankPool's type parameter). */

@@ -4,6 +4,7 @@ import { commPrograms } from './comm-programs.ts';
 import { dpTrainPrograms } from './dp-train-programs.ts';
 import { gradAccumPrograms } from './grad-accum-programs.ts';
 import { layerPrograms } from './layer-programs.ts';
+import { moeEpPrograms } from './moe-ep-program.ts';
 import { pipelinePrograms } from './pipeline-programs.ts';
 import { serveRank } from './serve.ts';
 
@@ -15,4 +16,5 @@ serveRank({
   ...dpTrainPrograms,
   ...gradAccumPrograms,
   ...pipelinePrograms,
+  ...moeEpPrograms,
 });

@@ -38,3 +38,6 @@ export async function moeEpProgram(ctx: RankContext, a: MoeEpArgs): Promise<MoeE
     be.releaseAll();
   }
 }
+
+/** The MoE programs of the layer's rank workers (they run WGSL kernels, so not the collectives-only worker's). */
+export const moeEpPrograms = { moeEp: moeEpProgram };

@@ -17,6 +17,7 @@ import type { ComputeTiming, GemmChoices, layerPrograms, TransferMode } from '..
 import type { TransferTimes } from '../schedule/transfer-slowdown.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import type { pipelinePrograms } from '../ranks/pipeline-programs.ts';
+import type { moeEpPrograms } from '../ranks/moe-ep-program.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../accounting/budget.ts';
 import type { StepMemoryRecord } from '../parallel/memory-record.ts';
@@ -29,7 +30,8 @@ export type LayerWorkerPrograms = typeof commPrograms &
   typeof classroomTrainPrograms &
   typeof dpTrainPrograms &
   typeof gradAccumPrograms &
-  typeof pipelinePrograms;
+  typeof pipelinePrograms &
+  typeof moeEpPrograms;
 
 /** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (the page's PlaygroundRunner does). */
 export interface PoolLender {

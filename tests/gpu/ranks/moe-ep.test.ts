@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { RankPool } from '../../../src/ranks/pool.ts';
+import { createLayerPool } from '../../../src/session/pools.ts';
 import { expectMoeEpMatches, moeEpProblem, rankRows, type MoeEpCase } from '../../moe-ep-cases.ts';
 import { poolTransports } from './helpers.ts';
 
@@ -29,12 +29,8 @@ describe.each(poolTransports)('the MoE block with expert parallelism on rank wor
     async (cs) => {
       const p = moeEpProblem(cs, T, h);
       const degrees = { dp: cs.ep, ep: cs.ep };
-      const pool = await RankPool.create({
-        mesh: { degrees },
-        transport,
-        timeoutMs: 10_000,
-        commCapacityBytes: 1 << 16,
-      });
+      // The layer's rank workers: the MoE program runs WGSL kernels (the collectives-only worker has none).
+      const pool = await createLayerPool(cs.ep, transport, 10_000, { degrees });
       const results = await pool.run('moeEp', (q) => ({
         config: p.c,
         h,
@@ -66,7 +62,7 @@ test('a rank whose experts receive no token (one token per rank, E 8 top-1 over 
   const counts = new Array<number>(cs.E).fill(0);
   p.want.topIdx.forEach((e) => counts[e]!++);
   expect(counts.slice(6)).toEqual([0, 0]);
-  const pool = await RankPool.create({ mesh: { degrees: { dp: 4, ep: 4 } }, transport: 'sab-ring', timeoutMs: 10_000 });
+  const pool = await createLayerPool(4, 'sab-ring', 10_000, { degrees: { dp: 4, ep: 4 } });
   const results = await pool.run('moeEp', (q) => ({
     config: p.c,
     h,
