@@ -16,7 +16,7 @@ import {
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
-import type { Recompute, TrainingSetup } from '../../src/megatron/training-setup.ts';
+import { checkDataParallelFlags, type Recompute, type TrainingSetup } from '../../src/megatron/training-setup.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
@@ -265,8 +265,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     );
   const recomputation = recomputeFlags(v, v.recompute);
   if (recomputation) Object.assign(setup, { recomputation });
-  if (setup.overlapParamGather && !setup.distributedOptimizer)
-    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  checkDataParallelFlags(setup);
   return {
     help: v.help,
     json: v.json,

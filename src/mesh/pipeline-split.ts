@@ -40,9 +40,23 @@ export function splitLayers(L: number, p: number, v: number, o: SplitOptions = {
       );
     for (let i = 0; i < p; i++) perStage.push(L / p);
   } else {
+    // transformer_config.py:1996-2043 (core_v0.19.0): each given end stage holds > 0 layers, and
+    // there are middle layers exactly when there are middle stages.
+    for (const [flag, n] of [
+      ['first', o.first],
+      ['last', o.last],
+    ] as const)
+      if (n !== undefined && n <= 0)
+        throw new Error(
+          `--decoder-${flag}-pipeline-num-layers ${n}: Megatron refuses it ("num_layers_in_${flag}_pipeline_stage must be larger than 0", transformer_config.py): give at least 1.`,
+        );
     const rest = L - (o.first ?? 0) - (o.last ?? 0);
     const middle = p - (o.first !== undefined ? 1 : 0) - (o.last !== undefined ? 1 : 0);
     if (rest < 0) throw new Error(`the first and last stages' layers exceed the model's ${L} layers.`);
+    if (middle > 0 && rest === 0)
+      throw new Error(
+        `the ${middle} middle stages would hold no layers: Megatron refuses it ("Mismatch: 0 middle layers remaining but ${middle} middle PP stages available", transformer_config.py); give the end stages fewer layers or lower p.`,
+      );
     if (middle > 0 && rest % middle !== 0)
       throw new Error(
         `with uneven stages the remaining ${rest} layers must divide evenly over the ${middle} other stages (Megatron asserts it).`,

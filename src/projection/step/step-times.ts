@@ -65,7 +65,7 @@ function dataParallelTail(
     overlapParamGather: setup.overlapParamGather ?? false,
     distributedOptimizer: distOpt,
     dpGroup,
-    bucketSize: setup.bucketSize ?? defaultBucketSize(deg.dp),
+    bucketSize: setup.bucketSize ?? defaultBucketSize(dpGroup),
   };
   const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system);
   // What the DP collectives beside compute cost it (NCCL's SMs; backward and forward taken as GEMM-bound).

@@ -62,6 +62,26 @@ describe('projectStep with pipeline parallelism', () => {
     );
     await expect(projectStep(setup({ pp: 3 }), box)).rejects.toThrow(/multiple of t·p·cp = 2·3·1 = 6/);
   });
+
+  it("refuses the layouts Megatron refuses, with Megatron's reason", async () => {
+    const pipe = { layers: 8, gpus: 8, tp: 1, globalBatch: 64 };
+    // transformer_config.py: an end stage of 0 layers, or middle stages with no layers left.
+    await expect(projectStep(setup({ ...pipe, pp: 4, firstStageLayers: 0 }), box)).rejects.toThrow(
+      /num_layers_in_first_pipeline_stage must be larger than 0/,
+    );
+    await expect(projectStep(setup({ ...pipe, pp: 4, lastStageLayers: 0 }), box)).rejects.toThrow(
+      /num_layers_in_last_pipeline_stage must be larger than 0/,
+    );
+    await expect(projectStep(setup({ ...pipe, pp: 4, firstStageLayers: 4, lastStageLayers: 4 }), box)).rejects.toThrow(
+      /Mismatch: 0 middle layers remaining but 2 middle PP stages/,
+    );
+    // arguments.py:972-975: interleaved without p2p overlap needs p > 2; p = 4 is accepted.
+    await expect(projectStep(setup({ ...pipe, pp: 2, vpp: 2, overlapP2pComm: false }), box)).rejects.toThrow(
+      /needs p > 2: Megatron asserts it/,
+    );
+    const four = await projectStep(setup({ ...pipe, pp: 4, vpp: 2, overlapP2pComm: false }), box);
+    expect(four.stepMs).toBeGreaterThan(0);
+  });
 });
 
 describe('recomputation, flash attention and the two MFUs', () => {
@@ -103,13 +123,24 @@ describe('data parallelism, tied embeddings and context parallelism', () => {
     const dist = await projectStep(setup({ tp: 1, distributedOptimizer: true }), box);
     expect(dist.memory.optimizerBytes).toBeCloseTo(plain.memory.optimizerBytes / 8, 3);
     expect(dist.paramGatherMs).toBeGreaterThan(0);
-    // One bucket (no --overlap-grad-reduce) must land before the first forward: nothing hides.
-    const one = await projectStep(setup({ tp: 1, distributedOptimizer: true, overlapParamGather: true }), box);
-    expect(one.paramGatherMs).toBeCloseTo(dist.paramGatherMs, 9);
+    // Megatron refuses --overlap-param-gather without --overlap-grad-reduce (arguments.py:994-995).
+    await expect(
+      projectStep(setup({ tp: 1, distributedOptimizer: true, overlapParamGather: true }), box),
+    ).rejects.toThrow(/needs --overlap-grad-reduce.*arguments\.py:994-995/);
     // 40M-parameter buckets: only the first waits, the rest hides under the first forward.
     const buckets = { tp: 1, distributedOptimizer: true, overlapGradReduce: true };
     const hidden = await projectStep(setup({ ...buckets, overlapParamGather: true }), box);
     expect(hidden.dpBuckets).toBe(Math.ceil(hidden.memory.params / 40e6));
+    // The default bucket is max(40M, 1M · DP · cp) (training.py resolve_ddp_bucket_size, dp_cp group):
+    // DP 32 × cp 2 = 64 → 64M parameters, where DP alone would give 40M.
+    const big = { s: 4096, b: 1, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 128256 };
+    const cpRun = await projectStep(
+      { sizes: big, sp: true, layers: 4, cp: 2, gpus: 512, globalBatch: 32, overlap: true, ...buckets, tp: 8 },
+      h100,
+    );
+    expect(cpRun.dp).toBe(32);
+    expect(Math.ceil(cpRun.memory.params / 64e6)).not.toBe(Math.ceil(cpRun.memory.params / 40e6));
+    expect(cpRun.dpBuckets).toBe(Math.ceil(cpRun.memory.params / 64e6));
     expect(hidden.paramGatherMs).toBeLessThan(dist.paramGatherMs);
     await expect(projectStep(setup({ overlapParamGather: true }), box)).rejects.toThrow(
       /needs --use-distributed-optimizer/,
