@@ -84,6 +84,28 @@ describe('projectStep with pipeline parallelism', () => {
   });
 });
 
+describe("the last stage's loss and output in memory", () => {
+  it('holds the 16-bit logits gradient (2·s·b·V/t) in the output backward and keeps the final norm input', async () => {
+    const r = await projectStep(setup({ layers: 8, pp: 2, tp: 2, sp: true, gpus: 8, globalBatch: 64 }), box);
+    const last = r.stageMemory[1]!;
+    const grad = last.intervals.filter((x) => x.label.startsWith('backward transient'));
+    // No recompute: the only backward transient is the logits gradient, one per micro-batch, fp16.
+    expect(grad).toHaveLength(r.microBatches);
+    expect(grad[0]!.bytes).toBe(2 * s * b * (vocab / 2));
+    // The first stage has no output: no backward transient.
+    expect(r.stageMemory[0]!.intervals.some((x) => x.label.startsWith('backward transient'))).toBe(false);
+    // Kept per micro-batch on the last stage beyond its layers: the final norm's input and rstd
+    // [s/t, b, h] + [s/t, b] and the output layer's input [s/t, b, h] in fp16, the loss's max,
+    // Σ exp and targets [s, b] (priced at fp16 as the activation table does).
+    const kept = (i: number) => last.intervals.find((x) => x.label === `activations (micro-batch ${i}, chunk 0)`)!.bytes;
+    const first = r.stageMemory[0]!.intervals.find((x) => x.label === 'activations (micro-batch 0, chunk 0)')!.bytes;
+    const sl = s / 2;
+    const outputKept = 2 * (2 * sl * b * h + sl * b) + 2 * 3 * s * b;
+    const embeddingKept = 2 * s * b;
+    expect(kept(0) - outputKept).toBe(first - embeddingKept);
+  });
+});
+
 describe('recomputation, flash attention and the two MFUs', () => {
   it('counts full recompute’s extra forward in executed FLOPs only', async () => {
     const plain = await projectStep(setup(), box);
