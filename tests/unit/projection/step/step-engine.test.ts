@@ -97,7 +97,8 @@ describe("the last stage's loss and output in memory", () => {
     // Kept per micro-batch on the last stage beyond its layers: the final norm's input and rstd
     // [s/t, b, h] + [s/t, b] and the output layer's input [s/t, b, h] in fp16, the loss's max,
     // Σ exp and targets [s, b] (priced at fp16 as the activation table does).
-    const kept = (i: number) => last.intervals.find((x) => x.label === `activations (micro-batch ${i}, chunk 0)`)!.bytes;
+    const kept = (i: number) =>
+      last.intervals.find((x) => x.label === `activations (micro-batch ${i}, chunk 0)`)!.bytes;
     const first = r.stageMemory[0]!.intervals.find((x) => x.label === 'activations (micro-batch 0, chunk 0)')!.bytes;
     const sl = s / 2;
     const outputKept = 2 * (2 * sl * b * h + sl * b) + 2 * 3 * s * b;
