@@ -93,6 +93,13 @@ export function degreesOf(s: TrainingSetup): Degrees {
 /** Whether the pipeline's p2p sends overlap compute (`overlapP2pComm`, default: v > 1 as Megatron has it). */
 export const overlapsP2p = (s: TrainingSetup): boolean => s.overlapP2pComm ?? (s.vpp ?? 1) > 1;
 
+/**
+ * Whether Megatron requires the p2p overlap: the interleaved schedule without it needs p > 2
+ * (arguments.py:967-975, core_v0.19.0), so at p = 2 with v > 1 it cannot be turned off.
+ */
+export const p2pOverlapRequired = (s: Pick<TrainingSetup, 'pp' | 'vpp'>): boolean =>
+  (s.vpp ?? 1) > 1 && (s.pp ?? 1) <= 2;
+
 /** The recomputation policy a setup asks for, or undefined for none. */
 export function recomputeOf(s: TrainingSetup): Recompute | undefined {
   if (s.recomputation) return s.recomputation;
@@ -130,7 +137,7 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     throw new Error(
       'p2p overlap (overlap_p2p_comm) needs the interleaved schedule (v > 1): Megatron turns it off without virtual stages.',
     );
-  if (vpp > 1 && s.overlapP2pComm === false && pp <= 2)
+  if (s.overlapP2pComm === false && p2pOverlapRequired(s))
     throw new Error(
       `the interleaved schedule (v = ${vpp}) with --no-overlap-p2p-communication needs p > 2: Megatron asserts it (arguments.py:972-975, "to avoid having multiple p2p sends and recvs between same 2 ranks per communication batch"); drop --no-overlap-p2p-communication or raise p.`,
     );

@@ -7,6 +7,8 @@ import { configDefaults } from '../../../../src/parallel/config.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { projectLayer } from '../../../../src/projection/layer/projected-layer.ts';
 import { stagePieces } from '../../../../src/projection/layer/stage-pieces.ts';
+import { bucketSyncUs } from '../../../../src/projection/links/data-parallel.ts';
+import { groupLinks } from '../../../../src/projection/links/group-links.ts';
 
 const box = { system: systems['v100-pcie-8'], dtype: 'fp16' as const };
 const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
@@ -168,6 +170,27 @@ describe('data parallelism, tied embeddings and context parallelism', () => {
     await expect(projectStep(setup({ overlapParamGather: true }), box)).rejects.toThrow(
       /needs --use-distributed-optimizer/,
     );
+  });
+
+  it('with 1F1B and p > 1 waits for each stage’s parameters at its first forward, the waits adding down the pipeline', async () => {
+    // Megatron turns align_param_gather off without virtual stages (arguments.py:976-979): each stage
+    // gathers its one bucket (stages > 0 are not bucketed) at its first forward pre-hook.
+    const sizes = { s: 2048, b: 1, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 32000 };
+    const base: TrainingSetup = { sizes, tp: 8, sp: true, layers: 8, pp: 2, gpus: 256, globalBatch: 64, overlap: true };
+    const flags = { distributedOptimizer: true, overlapGradReduce: true };
+    const r = await projectStep({ ...base, ...flags, overlapParamGather: true }, h100);
+    const deg = r.degrees;
+    const dpCp = groupLinks(h100.system, deg).dpCp;
+    const wait1 = bucketSyncUs(r.stageParams[1]!, 'bf16', true, deg.dp, dpCp, h100.system).paramUs / 1e3;
+    const [s0, s1] = [r.pipeline.ops[0]!, r.pipeline.ops[1]!];
+    const p2p = s1[0]!.t0 - s0[0]!.t1 - wait1;
+    const plain = await projectStep({ ...base, ...flags }, h100);
+    // Stage 1's first forward starts its whole gather after stage 0's first forward and the send.
+    expect(p2p).toBeCloseTo(plain.pipeline.ops[1]![0]!.t0 - plain.pipeline.ops[0]![0]!.t1, 9);
+    expect(r.paramGatherMs).toBeGreaterThanOrEqual(wait1);
+    // The same gather with virtual stages (align_param_gather on) hides in the warm-up: less exposed.
+    const v2 = await projectStep({ ...base, ...flags, overlapParamGather: true, vpp: 2, globalBatch: 64 }, h100);
+    expect(v2.paramGatherMs).toBeLessThan(r.paramGatherMs);
   });
 
   it('counts a tied embedding once with p = 1 and all-reduces its gradient between the end stages with p > 1', async () => {
