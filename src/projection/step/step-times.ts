@@ -208,6 +208,7 @@ export function stepTimes(
     dpAllReduceMs: dp.exposedMs,
     dpBuckets: dp.buckets,
     paramGatherMs,
+    paramGatherInScheduleMs: gatherInScheduleMs,
     embeddingAllReduceMs,
     finalizeMs,
     optimizerMs: optimizer,
