@@ -137,8 +137,9 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
   --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
                             gpt: Megatron's defaults (LayerNorm, GeLU MLP of two GEMMs, learned positions, biases,
                             dropout 0.1), priced as a transform of the same plan.
-  --attention-backend B     unfused (default: s×s scores and softmax in HBM), flash or fused (one FlashAttention
-                            kernel per pass; Ampere or newer).
+  --attention-backend B     auto (default, Megatron's: fused on Hopper and newer, flash on Ampere, unfused on Volta),
+                            unfused (s×s scores and softmax in HBM), flash or fused (one FlashAttention kernel per
+                            pass; Ampere or newer).
   --fp8-format F            hybrid or e4m3: the linear layers' GEMMs in fp8 (H100, H200, B200, GB200), with casts.
   --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
                             full_iteration: kernels replayed from CUDA graphs, no host dispatch.
@@ -292,19 +293,20 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
-  // One switch, two effects: --use-flash-attn (Megatron's older spelling) and --attention-backend
-  // flash|fused price FlashAttention's time (kernels) and drop the s×s activations (setup).
-  if (setup.flashAttention && !usesFlashAttention(kernels)) {
-    if (v['attention-backend'] !== undefined)
+  // One switch, two effects: --use-flash-attn (Megatron's older spelling of flash) and
+  // --attention-backend flash|fused, or auto where it resolves to them on this GPU, price
+  // FlashAttention's time (kernels) and drop the s×s activations (setup).
+  if (setup.flashAttention) {
+    if (v['attention-backend'] === undefined) kernels = { ...kernels, attentionBackend: 'flash' };
+    else if (!usesFlashAttention(kernels, system.gpu.arch))
       throw new Error(`--use-flash-attn contradicts --attention-backend ${v['attention-backend']}: give one.`);
-    kernels = { ...kernels, attentionBackend: 'flash' };
   }
-  if (usesFlashAttention(kernels)) Object.assign(setup, { flashAttention: true });
+  if (usesFlashAttention(kernels, system.gpu.arch)) Object.assign(setup, { flashAttention: true });
   if (kernels.fp8 !== 'none' && system.gpu.peakTflops.fp8 === undefined)
     throw new Error(
       `--fp8-format ${kernels.fp8}: ${system.gpu.label} has no fp8 tensor cores; choose an H100, H200, B200 or GB200 system.`,
     );
-  if (usesFlashAttention(kernels) && system.gpu.arch === 'volta')
+  if (usesFlashAttention(kernels, system.gpu.arch) && system.gpu.arch === 'volta')
     throw new Error(
       `FlashAttention (--attention-backend ${kernels.attentionBackend}, --use-flash-attn) needs an Ampere or newer GPU, not ${system.gpu.label}; use --attention-backend unfused.`,
     );

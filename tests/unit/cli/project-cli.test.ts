@@ -89,7 +89,7 @@ describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
 
   it('names what is wrong', () => {
     expect(() => parseProjectArgs(['--arch', 'bert'])).toThrow(/--arch "bert": use llama, gpt/);
-    expect(() => parseProjectArgs(['--attention-backend', 'sdpa'])).toThrow(/use unfused, flash, fused/);
+    expect(() => parseProjectArgs(['--attention-backend', 'sdpa'])).toThrow(/use auto, unfused, flash, fused/);
     expect(() => parseProjectArgs(['--fp8-format', 'hybrid'])).toThrow(/V100 PCIe 32 GB has no fp8 tensor cores/);
     expect(() => parseProjectArgs(['--attention-backend', 'flash'])).toThrow(/Ampere or newer/);
     expect(() => parseProjectArgs(['--tp-comm-overlap'])).toThrow(/--tp-comm-overlap needs --sp/);
