@@ -226,7 +226,7 @@ export function parseHfConfig(input: string | Json): HfModel {
       denseLayers: whole(c, 'first_k_dense_replace', 0) ?? 0,
     };
     cannot.push(
-      `a mixture of experts (${experts} experts, top-${topK}, expert FFN ${expertFfn}${moe.sharedExperts ? `, ${moe.sharedExperts} shared` : ''}): MoE pricing comes with the projection's expert-parallel model (issue 41, item 1); its fields are carried here.`,
+      `a mixture of experts (${experts} experts, top-${topK}, expert FFN ${expertFfn}${moe.sharedExperts ? `, ${moe.sharedExperts} shared` : ''}): --hf-config does not pass experts to the projection's MoE setup yet; give the sizes with --num-experts ${experts} --moe-router-topk ${topK} --moe-ffn-hidden-size ${expertFfn}${moe.sharedExperts ? ` --moe-shared-expert-intermediate-size ${moe.sharedExperts * expertFfn}` : ''} instead.`,
     );
   } else if (denseFfn === undefined)
     throw new Error('config.json lacks intermediate_size (the FFN width): a dense model needs it.');
@@ -247,9 +247,7 @@ export function parseHfConfig(input: string | Json): HfModel {
       qkRopeHeadDim: need('qk_rope_head_dim'),
       vHeadDim: need('v_head_dim'),
     };
-    cannot.push(
-      `multi-latent attention (kv_lora_rank ${kvLoraRank}): priced with the MoE model (issue 41, item 1), carried here.`,
-    );
+    cannot.push(`multi-latent attention (kv_lora_rank ${kvLoraRank}): not priced by the projection yet, carried here.`);
   }
   if (modelType === 'qwen2')
     notes.push("Qwen2's q, k, v projections have biases; the Llama layer prices none (3 vectors per layer).");
