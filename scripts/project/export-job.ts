@@ -23,9 +23,12 @@ export function exportJobSpec(args: ProjectArgs): JobSpec {
       `--export-job writes the playground's unfused Llama layer; leave out the kernel flags (${changed.join(', ')}) to export it.`,
     );
   const tp = args.degrees[0]!;
+  // The command leaves --attention-backend at Megatron's auto; the bundle's setup is the one its
+  // manifest reads back to (the playground's layer, s×s activations kept), as without auto.
+  const { flashAttention: _, ...setup } = args.setup;
   return {
     name: `${args.scenario.name}-t${tp}${args.setup.sp && tp > 1 ? '-sp' : ''}`,
-    setup: { ...args.setup, tp },
+    setup: { ...setup, tp },
     dtype: args.dtype,
     system: args.system.name,
     gpusPerNode: args.system.gpusPerNode,

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseSystemFile } from '../../src/calibrate/system-file.ts';
+import { parseHfConfig, type HfModel } from '../../src/megatron/hf-config.ts';
+import { publicHfConfig, publicHfConfigs } from '../../src/megatron/hf-configs.ts';
 import { parseDtype, trainDtypes, type TrainDtype } from '../../src/hardware/dtype.ts';
 import { gpuNames, gpus } from '../../src/hardware/gpus.ts';
 import { scenarios, seedsV100, type Scenario } from '../../src/megatron/scenarios.ts';
@@ -16,7 +18,7 @@ import {
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
-import type { Recompute, TrainingSetup } from '../../src/megatron/training-setup.ts';
+import { checkDataParallelFlags, type Recompute, type TrainingSetup } from '../../src/megatron/training-setup.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
@@ -56,6 +58,35 @@ export interface ProjectArgs {
   readonly ablate: boolean;
   /** --calibrate DIR: fit the system to the nccl-tests outputs and GEMM sweep in DIR, write its system file, project before and after. */
   readonly calibrate?: string;
+  /** --hf-config FILE|NAME: the model read from a Hugging Face config.json (its sizes are the setup's). */
+  readonly hfConfig?: { readonly from: string; readonly model: HfModel };
+}
+
+/**
+ * The model of --hf-config: a built-in public config by name (hf-configs.ts) or a config.json file;
+ * throws naming the built-ins when it is neither, and the reasons when the projection cannot price it.
+ */
+export function readHfConfigFlag(text: string): { from: string; model: HfModel } {
+  const builtin = publicHfConfig(text);
+  let model: HfModel;
+  if (builtin) model = parseHfConfig({ ...builtin.config });
+  else {
+    let json: string;
+    try {
+      json = readFileSync(text, 'utf8');
+    } catch (e) {
+      throw new Error(
+        `--hf-config ${text}: not a readable file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}) nor a built-in config (${publicHfConfigs.map((c) => c.name).join(', ')}).`,
+        { cause: e },
+      );
+    }
+    model = parseHfConfig(json);
+  }
+  if (model.cannotProject.length)
+    throw new Error(
+      `--hf-config ${text}: the projection cannot price this model yet: ${model.cannotProject.join(' ')}`,
+    );
+  return { from: builtin ? `${builtin.name} (${builtin.source})` : text, model };
 }
 
 /** The usage text: every flag, every system and GPU by name. */
@@ -76,6 +107,7 @@ export function usage(): string {
        [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
+       [--hf-config FILE|${publicHfConfigs.map((c) => c.name).join('|')}]
 
 Projects a training step of the layer × L onto a real cluster (no browser): per t at a fixed GPU budget
 N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
@@ -96,12 +128,18 @@ communication per group, memory the overlaps hold, and each combination slower t
 (docs/overlap-ablation.md). Pipeline sends overlap compute only in the interleaved schedule (v > 1), as in
 Megatron; --no-overlap-p2p-communication makes them block there too.
 
+--hf-config reads the model from a Hugging Face config.json (Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE and
+DeepSeek-V3 field names: hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, intermediate_size,
+vocab_size, tie_word_embeddings, rope_theta; the experts' and multi-latent attention's fields are read and named, not
+priced yet) or takes a built-in public config by name; size flags and --layers given beside it win.
+
 Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the models and sources):
   --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
                             gpt: Megatron's defaults (LayerNorm, GeLU MLP of two GEMMs, learned positions, biases,
                             dropout 0.1), priced as a transform of the same plan.
-  --attention-backend B     unfused (default: s×s scores and softmax in HBM), flash or fused (one FlashAttention
-                            kernel per pass; Ampere or newer).
+  --attention-backend B     auto (default, Megatron's: fused on Hopper and newer, flash on Ampere, unfused on Volta),
+                            unfused (s×s scores and softmax in HBM), flash or fused (one FlashAttention kernel per
+                            pass; Ampere or newer).
   --fp8-format F            hybrid or e4m3: the linear layers' GEMMs in fp8 (H100, H200, B200, GB200), with casts.
   --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
                             full_iteration: kernels replayed from CUDA graphs, no host dispatch.
@@ -194,6 +232,7 @@ const options = {
   'topo-file': { type: 'string' },
   calibrate: { type: 'string' },
   ...moeOptions,
+  'hf-config': { type: 'string' },
 } as const;
 
 /** Parses `npm run project` arguments; throws an Error whose message says what to change. */
@@ -204,12 +243,18 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   const scenario = scenarios[name];
   if (!scenario) throw new Error(`unknown scenario "${name}": use ${Object.keys(scenarios).join(', ')}.`);
   const base = scenario.setup;
-  const sizes = { ...(v.preset !== undefined ? presets[parsePreset(v.preset)] : base.sizes) };
+  if (v['hf-config'] !== undefined && v.preset !== undefined)
+    throw new Error('--hf-config and --preset both set the model: give one.');
+  const hf = v['hf-config'] !== undefined ? readHfConfigFlag(v['hf-config']) : undefined;
+  const sizes = {
+    ...(v.preset !== undefined ? presets[parsePreset(v.preset)] : base.sizes),
+    ...hf?.model.model.sizes,
+  };
   for (const f of sizeFlags) {
     const text = v[f];
     if (text !== undefined) sizes[f] = parseWhole(`--${f}`, text, f === 'vocab' ? 0 : 1);
   }
-  const layers = v.layers !== undefined ? parseWhole('--layers', v.layers, 1) : base.layers;
+  const layers = v.layers !== undefined ? parseWhole('--layers', v.layers, 1) : (hf?.model.model.layers ?? base.layers);
   const pp = oneOf(v, 'pp', 'pipeline-model-parallel-size') ?? base.pp ?? 1;
   const cp = oneOf(v, 'cp', 'context-parallel-size') ?? base.cp ?? 1;
   const first = optWhole(v['decoder-first-pipeline-num-layers'], '--decoder-first-pipeline-num-layers', 0);
@@ -238,7 +283,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     overlapParamGather: v['overlap-param-gather'] || (base.overlapParamGather ?? false),
     ...(bucket !== undefined && { bucketSize: bucket }),
     tiedEmbeddings:
-      v['tied-embeddings'] || (!v['untie-embeddings-and-output-weights'] && (base.tiedEmbeddings ?? false)),
+      v['tied-embeddings'] ||
+      (!v['untie-embeddings-and-output-weights'] && (hf?.model.tiedEmbeddings ?? base.tiedEmbeddings ?? false)),
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
     ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
   };
@@ -247,26 +293,26 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
-  // One switch, two effects: --use-flash-attn (Megatron's older spelling) and --attention-backend
-  // flash|fused price FlashAttention's time (kernels) and drop the s×s activations (setup).
-  if (setup.flashAttention && !usesFlashAttention(kernels)) {
-    if (v['attention-backend'] !== undefined)
+  // One switch, two effects: --use-flash-attn (Megatron's older spelling of flash) and
+  // --attention-backend flash|fused, or auto where it resolves to them on this GPU, price
+  // FlashAttention's time (kernels) and drop the s×s activations (setup).
+  if (setup.flashAttention) {
+    if (v['attention-backend'] === undefined) kernels = { ...kernels, attentionBackend: 'flash' };
+    else if (!usesFlashAttention(kernels, system.gpu.arch))
       throw new Error(`--use-flash-attn contradicts --attention-backend ${v['attention-backend']}: give one.`);
-    kernels = { ...kernels, attentionBackend: 'flash' };
   }
-  if (usesFlashAttention(kernels)) Object.assign(setup, { flashAttention: true });
+  if (usesFlashAttention(kernels, system.gpu.arch)) Object.assign(setup, { flashAttention: true });
   if (kernels.fp8 !== 'none' && system.gpu.peakTflops.fp8 === undefined)
     throw new Error(
       `--fp8-format ${kernels.fp8}: ${system.gpu.label} has no fp8 tensor cores; choose an H100, H200, B200 or GB200 system.`,
     );
-  if (usesFlashAttention(kernels) && system.gpu.arch === 'volta')
+  if (usesFlashAttention(kernels, system.gpu.arch) && system.gpu.arch === 'volta')
     throw new Error(
       `FlashAttention (--attention-backend ${kernels.attentionBackend}, --use-flash-attn) needs an Ampere or newer GPU, not ${system.gpu.label}; use --attention-backend unfused.`,
     );
   const recomputation = recomputeFlags(v, v.recompute);
   if (recomputation) Object.assign(setup, { recomputation });
-  if (setup.overlapParamGather && !setup.distributedOptimizer)
-    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  checkDataParallelFlags(setup);
   return {
     help: v.help,
     json: v.json,
@@ -286,6 +332,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     placement: v.placement ?? 'megatron',
     ...(v['topo-file'] !== undefined && { topoFile: v['topo-file'] }),
     ...(v.calibrate !== undefined && { calibrate: v.calibrate }),
+    ...(hf && { hfConfig: hf }),
   };
 }
 

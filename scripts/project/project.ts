@@ -30,6 +30,12 @@ if (args.help) {
   console.log(usage());
   await exitAfterFlush(0);
 }
+if (args.hfConfig) {
+  const { from, model } = args.hfConfig;
+  const lines = [`model from ${from}${model.modelType ? ` (${model.modelType})` : ''}`, ...model.notes];
+  if (model.unknownFields.length) lines.push(`unknown fields, not read: ${model.unknownFields.join(', ')}`);
+  process.stderr.write(`${lines.join('\n')}\n`);
+}
 
 if (args.exportJob !== undefined) {
   let written: string[];

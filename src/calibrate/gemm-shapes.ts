@@ -1,5 +1,5 @@
 import { setupConfig, type TrainingSetup } from '../megatron/training-setup.ts';
-import { defaultKernelOptions } from '../projection/layer/kernel-options.ts';
+import { defaultKernelOptions, resolveKernels } from '../projection/layer/kernel-options.ts';
 import { pricedOps } from '../projection/layer/priced-ops.ts';
 import type { Machine } from '../projection/layer/projected-layer.ts';
 import { plans } from '../projection/step/layer-pricing.ts';
@@ -16,7 +16,8 @@ export async function sweepShapes(setup: TrainingSetup, machine: Machine): Promi
   const { full } = await plans(setupConfig(setup));
   const seen = new Set<string>();
   const out: SweepShape[] = [];
-  for (const p of pricedOps(full, machine.dtype, machine.kernels ?? defaultKernelOptions)) {
+  const kernels = resolveKernels(machine.kernels ?? defaultKernelOptions, machine.system.gpu.arch);
+  for (const p of pricedOps(full, machine.dtype, kernels)) {
     if (p.cost.kind !== 'gemm') continue;
     const { M, N, K, batch } = p.cost.shape;
     const key = `${M},${N},${K},${batch},${p.cost.precision}`;

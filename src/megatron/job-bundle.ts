@@ -2,6 +2,7 @@
 // Megatron-LM at the pinned release, on one node or N, with the PyTorch profiler writing Kineto
 // traces for a few steps and a manifest beside them so the trace view finds the projection.
 import type { TrainDtype } from '../hardware/dtype.ts';
+import { parseSystem } from '../hardware/systems.ts';
 import type { LayerConfig } from '../parallel/config.ts';
 import { jobManifestFile, jobManifestKind, type JobManifest } from './job-manifest.ts';
 import {
@@ -10,6 +11,7 @@ import {
   megatronModelArgs,
   megatronRelease,
   megatronScheduleArgs,
+  transformerImpl,
   type MegatronRun,
 } from './megatron-args.ts';
 import { moeFlags } from './moe.ts';
@@ -39,6 +41,20 @@ export interface BundleFile {
   readonly text: string;
   readonly executable: boolean;
 }
+
+/**
+ * What the pinned release needs to run (Megatron-LM core_v0.19.0 pyproject.toml: requires-python
+ * ">=3.12", dependencies "torch>=2.6.0"; its `te` extra installs transformer-engine[pytorch,core_cu13]).
+ */
+export const megatronRequirements = { python: '3.12', torch: '2.6' } as const;
+
+/**
+ * Whether Transformer Engine runs on the job's GPUs: its CUDA 13 builds, the ones the pinned
+ * release's `te` extra installs, compile for sm_75 and newer only (TransformerEngine
+ * transformer_engine/common/CMakeLists.txt:25-31 from v2.9: CUDA ≥ 13.0 → 75 80 89 90 100 120),
+ * and CUDA 13 itself drops Volta, so a V100 (sm_70) cannot run it.
+ */
+export const transformerEngineRuns = (system: string): boolean => parseSystem(system).gpu.arch !== 'volta';
 
 /**
  * Profiled steps: Megatron's torch.profiler schedule (training.py:3680-3686 at the pin) waits
@@ -104,6 +120,10 @@ export function jobArgs(spec: JobSpec): { config: LayerConfig; run: MegatronRun;
       `the job bundle writes the playground's layer with TP, SP, DP and full recompute only; this setup also has ${beyond.join(', ')}: leave those out to export it.`,
     );
   const config = { ...setupConfig(spec.setup), ...spec.layer };
+  if (transformerImpl(config) === 'transformer_engine' && !transformerEngineRuns(spec.system))
+    throw new Error(
+      `${parseSystem(spec.system).gpu.label} cannot run this job: sequence parallelism needs the Transformer Engine spec (torch's RMSNorm asserts not sequence_parallel, transformer/torch_norm.py:50), and Transformer Engine's CUDA 13 builds, which Megatron-LM ${megatronRelease.tag} installs, start at sm_75 (Volta is sm_70). Export it without --sp (the local spec, no Transformer Engine), or choose an Ampere or newer system.`,
+    );
   const run: MegatronRun = {
     layers: spec.setup.layers,
     globalBatch: spec.setup.globalBatch,
@@ -233,12 +253,30 @@ fi
 #SBATCH --exclusive
 # One task per node; each runs launch.sh, which starts torchrun's ${perNode} processes there.
 set -euo pipefail
-BUNDLE_DIR="\${SLURM_SUBMIT_DIR:-$(cd "$(dirname "$0")" && pwd)}"
+# Slurm runs a copy of this script from its spool directory, in the directory sbatch ran in: the
+# bundle is where the submitted script was (scontrol show job: Command=, the path sbatch recorded),
+# else the submission directory; BUNDLE_DIR set at submission wins.
+if [ -z "\${BUNDLE_DIR:-}" ]; then
+  submitted="$(scontrol show job "\${SLURM_JOB_ID:-}" 2>/dev/null | sed -n 's/^[[:space:]]*Command=//p' | sed -n 1p || true)"
+  for d in "$(dirname "\${submitted:-.}")" "\${SLURM_SUBMIT_DIR:-.}" "$(dirname "$0")"; do
+    if [ -f "$d/launch.sh" ]; then BUNDLE_DIR="$(cd "$d" && pwd)"; break; fi
+  done
+fi
+if [ ! -f "\${BUNDLE_DIR:-}/launch.sh" ]; then
+  echo "job.sbatch: launch.sh is neither beside the submitted script (\${submitted:-unknown}) nor in the submission directory (\${SLURM_SUBMIT_DIR:-unset}); submit with sbatch --export=ALL,BUNDLE_DIR=/path/to/this/bundle job.sbatch" >&2
+  exit 1
+fi
 MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
 export MASTER_ADDR
 export NNODES="$SLURM_JOB_NUM_NODES"
 srun --ntasks-per-node=1 bash -c 'NODE_RANK="$SLURM_NODEID" exec "$0"/launch.sh' "$BUNDLE_DIR"
 `;
+  const environmentNote =
+    transformerImpl(config) === 'transformer_engine'
+      ? 'Use a container with Transformer Engine (an NGC PyTorch image): the layers are built from its spec (--transformer-impl transformer_engine) and the final RMSNorm is its TENorm.'
+      : transformerEngineRuns(spec.system)
+        ? "The layers use the local spec (--transformer-impl local); the final norm is TENorm where Transformer Engine is installed, torch's RMSNorm where neither it nor Apex is (an environment with Apex alone cannot build it)."
+        : `The layers use the local spec (--transformer-impl local). On these Volta GPUs use an environment **without** Transformer Engine and without Apex (a PyTorch built for CUDA 12, not an NGC image with CUDA 13): Transformer Engine's CUDA 13 builds start at sm_75, and the final norm would be its TENorm wherever it is installed; with neither, it is torch's RMSNorm.`;
   const caveats = megatronCaveats(config, run)
     .map((c) => `- ${c}`)
     .join('\n');
@@ -254,14 +292,13 @@ ${spec.dtype}${spec.setup.recompute ? ', full recompute' : ''}, on ${nodes} node
 ## Run it
 
 1. \`./setup.sh\` clones NVIDIA/Megatron-LM next to this file and checks out the pinned commit.
-   Use a container with PyTorch ≥ 2.4 and Transformer Engine (an NGC PyTorch image): the final
-   RMSNorm is Transformer Engine's; an environment with Apex but no Transformer Engine cannot
-   build it.
+   ${megatronRelease.tag} needs Python ≥ ${megatronRequirements.python} and PyTorch ≥ ${megatronRequirements.torch} (its \`pyproject.toml\`). ${environmentNote}
 2. ${
     nodes > 1
-      ? `On each of the ${nodes} nodes: \`NODE_RANK=<0…${nodes - 1}> MASTER_ADDR=<node 0's address> ./launch.sh\``
+      ? `This directory must be on a filesystem every node sees (each node reads \`launch.sh\`, \`env.sh\`, \`args.sh\` and \`Megatron-LM/\` from it and writes its traces under \`RUN_DIR\`). On each of the ${nodes} nodes: \`NODE_RANK=<0…${nodes - 1}> MASTER_ADDR=<node 0's address> ./launch.sh\``
       : 'On the node: `./launch.sh`'
-  }. Slurm: \`sbatch job.sbatch\` (one \`srun\` task per node, node 0 is the master).
+  }. Slurm: \`sbatch job.sbatch\` from any directory (one \`srun\` task per node, node 0 is the master;
+   it finds this directory from the submitted script's path, or set \`BUNDLE_DIR\`).
 3. Data: the mock dataset by default. Real data: \`DATA_PATH=/path/to/prefix ./launch.sh\` adds
    \`${realDataArgs.join(' ')}\` (a Megatron \`.bin\`/\`.idx\` prefix whose token ids are below
    ${config.vocab > 0 ? config.vocab : 1}; the tokenizer stays NullTokenizer with this vocabulary size).

@@ -64,7 +64,7 @@ export interface TrainingSetup {
   readonly overlapGradReduce?: boolean;
   /** --overlap-param-gather (needs the distributed optimizer): parameter all-gather under the next forward. */
   readonly overlapParamGather?: boolean;
-  /** --ddp-bucket-size in parameters (default max(40M, 1M · DP), used only with --overlap-grad-reduce). */
+  /** --ddp-bucket-size in parameters (default max(40M, 1M · DP · cp), training.py resolve_ddp_bucket_size; used only with --overlap-grad-reduce). */
   readonly bucketSize?: number;
   /** Embedding and output layer share one weight (Megatron's default; --untie-embeddings-and-output-weights unties). Default false here. */
   readonly tiedEmbeddings?: boolean;
@@ -92,6 +92,13 @@ export function degreesOf(s: TrainingSetup): Degrees {
 
 /** Whether the pipeline's p2p sends overlap compute (`overlapP2pComm`, default: v > 1 as Megatron has it). */
 export const overlapsP2p = (s: TrainingSetup): boolean => s.overlapP2pComm ?? (s.vpp ?? 1) > 1;
+
+/**
+ * Whether Megatron requires the p2p overlap: the interleaved schedule without it needs p > 2
+ * (arguments.py:967-975, core_v0.19.0), so at p = 2 with v > 1 it cannot be turned off.
+ */
+export const p2pOverlapRequired = (s: Pick<TrainingSetup, 'pp' | 'vpp'>): boolean =>
+  (s.vpp ?? 1) > 1 && (s.pp ?? 1) <= 2;
 
 /** The recomputation policy a setup asks for, or undefined for none. */
 export function recomputeOf(s: TrainingSetup): Recompute | undefined {
@@ -130,6 +137,10 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     throw new Error(
       'p2p overlap (overlap_p2p_comm) needs the interleaved schedule (v > 1): Megatron turns it off without virtual stages.',
     );
+  if (s.overlapP2pComm === false && p2pOverlapRequired(s))
+    throw new Error(
+      `the interleaved schedule (v = ${vpp}) with --no-overlap-p2p-communication needs p > 2: Megatron asserts it (arguments.py:972-975, "to avoid having multiple p2p sends and recvs between same 2 ranks per communication batch"); drop --no-overlap-p2p-communication or raise p.`,
+    );
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
   const m = microBatchesOf(s);
@@ -151,11 +162,18 @@ export const maxPipelinePasses = 2 ** 17;
 
 /**
  * The rules of the data-parallel flags alone (part of setupConfig): --overlap-param-gather needs
- * --use-distributed-optimizer (Megatron asserts it); --ddp-bucket-size is a whole number ≥ 1.
+ * --use-distributed-optimizer and --overlap-grad-reduce (arguments.py:990-995, core_v0.19.0);
+ * --ddp-bucket-size is a whole number ≥ 1.
  */
-export function checkDataParallelFlags(s: TrainingSetup): void {
+export function checkDataParallelFlags(
+  s: Pick<TrainingSetup, 'overlapParamGather' | 'overlapGradReduce' | 'distributedOptimizer' | 'bucketSize'>,
+): void {
   if (s.overlapParamGather && !s.distributedOptimizer)
     throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  if (s.overlapParamGather && !s.overlapGradReduce)
+    throw new Error(
+      '--overlap-param-gather needs --overlap-grad-reduce: Megatron asserts it ("Must use --overlap-param-gather with --overlap-grad-reduce", arguments.py:994-995); add --overlap-grad-reduce.',
+    );
   if (s.bucketSize !== undefined) whole('--ddp-bucket-size', s.bucketSize, 1);
 }
 

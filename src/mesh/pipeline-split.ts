@@ -30,7 +30,7 @@ export function splitLayers(L: number, p: number, v: number, o: SplitOptions = {
   ] as const)
     if (n !== undefined && !(Number.isInteger(n) && n > 0))
       throw new Error(
-        `--decoder-${flag}-pipeline-num-layers must be a whole number larger than 0 (got ${n}; Megatron asserts it).`,
+        `--decoder-${flag}-pipeline-num-layers must be a whole number larger than 0 (got ${n}; Megatron refuses it: "num_layers_in_${flag}_pipeline_stage must be larger than 0", transformer_config.py:1996-2017).`,
       );
   const perStage: number[] = [];
   if (!uneven) {
@@ -40,9 +40,14 @@ export function splitLayers(L: number, p: number, v: number, o: SplitOptions = {
       );
     for (let i = 0; i < p; i++) perStage.push(L / p);
   } else {
+    // transformer_config.py:2033-2038 (core_v0.19.0): there are middle layers exactly when there are middle stages.
     const rest = L - (o.first ?? 0) - (o.last ?? 0);
     const middle = p - (o.first !== undefined ? 1 : 0) - (o.last !== undefined ? 1 : 0);
     if (rest < 0) throw new Error(`the first and last stages' layers exceed the model's ${L} layers.`);
+    if (middle > 0 && rest === 0)
+      throw new Error(
+        `the ${middle} middle stages would hold no layers: Megatron refuses it ("Mismatch: 0 middle layers remaining but ${middle} middle PP stages available", transformer_config.py); give the end stages fewer layers or lower p.`,
+      );
     if (middle > 0 && rest % middle !== 0)
       throw new Error(
         `with uneven stages the remaining ${rest} layers must divide evenly over the ${middle} other stages (Megatron asserts it).`,

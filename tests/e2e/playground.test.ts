@@ -192,7 +192,14 @@ describe('the playground page (built, served locally)', () => {
       expect(args).toContain('--num-query-groups 2');
     });
 
-    test("the job bundle downloads as a tar of the cluster panel's setup whose manifest reads back", async () => {
+    test("the job bundle is refused on the V100 box with SP, and on H100 downloads as a tar of the cluster panel's setup whose manifest reads back", async () => {
+      // Transformer Engine's CUDA 13 builds start at sm_75; SP needs its spec (src/megatron/job-bundle.ts).
+      await page.locator('tp-exports button[data-export="job-bundle"]').click();
+      expect(await page.locator('tp-exports [data-export="job-error"]').textContent()).toMatch(
+        /cannot run this job: sequence parallelism needs the Transformer Engine spec.*sm_75/,
+      );
+      await page.locator('tp-machine-controls select[data-control="system"]').selectOption('dgx-h100');
+      await shownRun('tp=8', 'sp=1', 'system=dgx-h100');
       const [download] = await Promise.all([
         page.waitForEvent('download'),
         page.locator('tp-exports button[data-export="job-bundle"]').click(),
@@ -219,7 +226,12 @@ describe('the playground page (built, served locally)', () => {
       const { parsed } = manifestProjection(manifest);
       expect(parsed.setup).toMatchObject({ tp: 8, sp: true });
       expect(manifest.command).toContain('--transformer-impl transformer_engine');
+      expect(manifest.system).toBe('dgx-h100');
       expect(await page.locator('tp-exports [data-export="job-error"]').count()).toBe(0);
+      // Back to the seeds' box for the tests after this one.
+      await page.locator('tp-machine-controls select[data-control="system"]').selectOption('v100-pcie-8');
+      await page.waitForFunction(() => !location.hash.includes('system='));
+      await shownRun('tp=8', 'sp=1');
     });
 
     test('turning the dgrad all-reduce overlap off makes the exposed communication grow, and on again shrinks it', async () => {

@@ -1,4 +1,5 @@
 import { quoted } from '../../core/quote.ts';
+import type { GpuArch } from '../../hardware/gpus.ts';
 import type { LayerArch } from '../../megatron/layer-arch.ts';
 
 /**
@@ -7,9 +8,10 @@ import type { LayerArch } from '../../megatron/layer-arch.ts';
  * src/parallel/plan.ts, run eagerly with materialized attention). Spelled as Megatron-LM
  * core_v0.19.0 spells them (megatron/training/arguments.py and the config dataclasses it
  * exposes):
- *   attentionBackend  --attention-backend flash|fused|unfused (AttnBackend; Megatron's default
- *                     `auto` lets Transformer Engine pick flash or fused): flash and fused (cuDNN)
- *                     are priced as FlashAttention, unfused materializes the s×s scores.
+ *   attentionBackend  --attention-backend auto|flash|fused|unfused (AttnBackend; the default is
+ *                     Megatron's `auto`, transformer_config.py:144, resolved per GPU by
+ *                     attentionKernelOf): flash and fused (cuDNN) are priced as FlashAttention,
+ *                     unfused materializes the s×s scores.
  *   layerArch         llama: --swiglu --normalization RMSNorm --position-embedding-type rope
  *                     --disable-bias-linear, no dropout (the plan as it is); gpt: Megatron's
  *                     defaults, GeLU MLP of two GEMMs, LayerNorm, learned_absolute positions,
@@ -50,9 +52,27 @@ export const crossEntropyKernelChoices = ['plan', 'megatron'] as const;
 export type CrossEntropyKernels = (typeof crossEntropyKernelChoices)[number];
 
 /** --attention-backend values the projection prices. */
-export const attentionBackends = ['unfused', 'flash', 'fused'] as const;
-/** Megatron's attention backend: FlashAttention, cuDNN fused attention, or unfused (s×s scores in HBM). */
+export const attentionBackends = ['auto', 'unfused', 'flash', 'fused'] as const;
+/** Megatron's attention backend: auto (Transformer Engine picks), FlashAttention, cuDNN fused attention, or unfused (s×s scores in HBM). */
 export type AttentionBackend = (typeof attentionBackends)[number];
+/** The kernel an attention backend runs on a GPU. */
+export type AttentionKernelChoice = Exclude<AttentionBackend, 'auto'>;
+
+/**
+ * The kernel `k`'s attention runs on a GPU of generation `arch`: as given, or for `auto`
+ * (Megatron's default) what Transformer Engine picks: cuDNN's fused attention on Hopper and newer
+ * (its get_attention_backend: "Disabling FlashAttention to give FusedAttention preference on
+ * Hopper+"), FlashAttention on Ampere, and on Volta, where Transformer Engine cannot run (its CUDA 13
+ * builds start at sm_75), the local spec's unfused DotProductAttention.
+ */
+export function attentionKernelOf(k: Pick<KernelOptions, 'attentionBackend'>, arch: GpuArch): AttentionKernelChoice {
+  if (k.attentionBackend !== 'auto') return k.attentionBackend;
+  return arch === 'volta' ? 'unfused' : arch === 'ampere' ? 'flash' : 'fused';
+}
+
+/** `k` with its attention backend resolved for `arch` (attentionKernelOf). */
+export const resolveKernels = (k: KernelOptions, arch: GpuArch): KernelOptions =>
+  k.attentionBackend === 'auto' ? { ...k, attentionBackend: attentionKernelOf(k, arch) } : k;
 
 /** --fp8-format values, and none. */
 export const fp8Formats = ['none', 'hybrid', 'e4m3'] as const;
@@ -64,9 +84,9 @@ export const cudaGraphImpls = ['none', 'local', 'transformer_engine', 'full_iter
 /** Megatron's CUDA graph implementation; none is eager. */
 export type CudaGraphImpl = (typeof cudaGraphImpls)[number];
 
-/** Today's projection: unfused attention, the Llama layer, bf16/fp16 GEMMs, eager, no TP comm overlap. */
+/** Megatron's defaults: auto attention, the Llama layer, bf16/fp16 GEMMs, eager, no TP comm overlap. */
 export const defaultKernelOptions: KernelOptions = {
-  attentionBackend: 'unfused',
+  attentionBackend: 'auto',
   layerArch: 'llama',
   fp8: 'none',
   cudaGraphImpl: 'none',
@@ -76,8 +96,9 @@ export const defaultKernelOptions: KernelOptions = {
 /** Whether kernels run inside CUDA graphs (no host dispatch per kernel). */
 export const usesCudaGraphs = (k: KernelOptions): boolean => k.cudaGraphImpl !== 'none';
 
-/** Whether attention runs as one fused FlashAttention-style kernel per pass. */
-export const usesFlashAttention = (k: KernelOptions): boolean => k.attentionBackend !== 'unfused';
+/** Whether attention runs as one fused FlashAttention-style kernel per pass on a GPU of generation `arch`. */
+export const usesFlashAttention = (k: Pick<KernelOptions, 'attentionBackend'>, arch: GpuArch): boolean =>
+  attentionKernelOf(k, arch) !== 'unfused';
 
 /** `text` as one of `values`, or an error naming the flag and the accepted values. */
 export function parseChoice<T extends string>(flag: string, text: string, values: readonly T[]): T {

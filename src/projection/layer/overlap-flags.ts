@@ -1,4 +1,4 @@
-import { degreesOf, overlapsP2p, type TrainingSetup } from '../../megatron/training-setup.ts';
+import { degreesOf, overlapsP2p, p2pOverlapRequired, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { defaultKernelOptions, type KernelOptions } from './kernel-options.ts';
 
 /**
@@ -93,7 +93,7 @@ export function withOverlaps(
       overlapSpRegather: on.has('spRegather'),
       overlapGradReduce: on.has('overlapGradReduce'),
       overlapParamGather: on.has('overlapParamGather'),
-      overlapP2pComm: on.has('overlapP2p'),
+      overlapP2pComm: on.has('overlapP2p') || p2pOverlapRequired(setup),
     },
     kernels: { ...kernels, tpCommOverlap: on.has('tpCommOverlap') },
   };
@@ -116,9 +116,11 @@ export function notApplicable(flag: OverlapFlag, setup: TrainingSetup): string |
       if (!setup.distributedOptimizer) return 'needs --use-distributed-optimizer (Megatron asserts it)';
       return d.dp * d.cp > 1 ? undefined : 'no data-parallel group (DP × CP = 1): no parameter all-gather to hide';
     case 'overlapP2p':
-      return d.pp > 1 && d.vpp > 1
-        ? undefined
-        : 'needs the interleaved pipeline schedule (p > 1 and v > 1): arguments.py turns overlap_p2p_comm off without virtual stages';
+      if (!(d.pp > 1 && d.vpp > 1))
+        return 'needs the interleaved pipeline schedule (p > 1 and v > 1): arguments.py turns overlap_p2p_comm off without virtual stages';
+      return p2pOverlapRequired(setup)
+        ? 'cannot be turned off at p = 2: Megatron requires it with the interleaved schedule (arguments.py:972-975), so it stays on'
+        : undefined;
   }
 }
 

@@ -6,7 +6,7 @@ import type { GemmPrecision } from '../../hardware/gpus.ts';
 import type { GemmShape } from '../../hardware/kernel-time.ts';
 import { headDim } from '../../parallel/config.ts';
 import type { GemmProduct, LayerPlan, PlannedGemmOp, PlannedKernelOp, PlannedOp } from '../../parallel/plan-types.ts';
-import { usesFlashAttention, type KernelOptions } from './kernel-options.ts';
+import type { KernelOptions } from './kernel-options.ts';
 
 /**
  * The ops the projection prices, made from the playground's plan by a typed transform: the
@@ -105,12 +105,17 @@ export function kernelBytes(op: PlannedOp, dtype: TrainDtype): number {
   return (op.inShapes.reduce((a, s) => a + numel(s), 0) + out) * b;
 }
 
-/** The priced ops of `plan` under `kernels`, in plan order (rules above). */
+/**
+ * The priced ops of `plan` under `kernels`, in plan order (rules above); `auto` attention must be
+ * resolved for the GPU first (resolveKernels).
+ */
 export function pricedOps(plan: LayerPlan, dtype: TrainDtype, kernels: KernelOptions): PricedOp[] {
+  if (kernels.attentionBackend === 'auto')
+    throw new Error('pricedOps: resolve --attention-backend auto for the GPU first (resolveKernels).');
   const out: PricedOp[] = [];
   const b = dtypeBytes[dtype];
   const gpt = kernels.layerArch === 'gpt';
-  const flash = usesFlashAttention(kernels);
+  const flash = kernels.attentionBackend !== 'unfused';
   const d = headDim(plan.config);
   const memory = (planIndex: number, rule: PricingRule, bytes: number): void => {
     out.push({ planIndex, rule, cost: { kind: 'memory', bytes } });

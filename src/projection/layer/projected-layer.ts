@@ -18,7 +18,7 @@ import { bytesPerElement } from '../../accounting/parameters.ts';
 import { groupLink, type SystemSpec } from '../../hardware/systems.ts';
 import type { LayerPlan, PlannedOp } from '../../parallel/plan-types.ts';
 import { scheduleStep, type StepDurations, type Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions, usesCudaGraphs, type KernelOptions } from './kernel-options.ts';
+import { defaultKernelOptions, resolveKernels, usesCudaGraphs, type KernelOptions } from './kernel-options.ts';
 import { linearProducts, pricedOps, type PricedOp } from './priced-ops.ts';
 
 export { kernelBytes } from './priced-ops.ts';
@@ -141,7 +141,7 @@ export function costUs(
  * kernel and none slows it.
  */
 export function projectOps(plan: LayerPlan, machine: Machine, overlap = false): ProjectedOps {
-  const kernels = machine.kernels ?? defaultKernelOptions;
+  const kernels = resolveKernels(machine.kernels ?? defaultKernelOptions, machine.system.gpu.arch);
   if (kernels.tpCommOverlap && !(plan.config.sp && plan.config.tp > 1))
     throw new Error(
       '--tp-comm-overlap needs tensor parallelism with sequence parallelism (t > 1 and --sp): Megatron asserts it.',

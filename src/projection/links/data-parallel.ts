@@ -6,10 +6,11 @@ import { stateBytesPerParam } from '../../accounting/training-memory.ts';
 /**
  * Data parallelism as Megatron-Core runs it (megatron/core/distributed/, core_v0.19.0).
  *
- * Buckets: DistributedDataParallel sets bucket_size = max(40M, 1M · |dp_group|) parameters when
- * --ddp-bucket-size is not given, and bucket_size = None (one bucket per model chunk) without
- * --overlap-grad-reduce; training.py also turns bucketing off on pipeline ranks > 0 and for model
- * chunks after the first ("not on the critical path").
+ * Buckets: training.py resolve_ddp_bucket_size (:1552-1567) sets bucket_size = max(40M, 1M · |dp_cp|)
+ * parameters when --ddp-bucket-size is not given, |dp_cp| = DP · cp the data-parallel group with
+ * context parallelism, and bucket_size = None (one bucket per model chunk) without
+ * --overlap-grad-reduce; it also turns bucketing off on pipeline ranks > 0 and for model chunks
+ * after the first (:1859-1868).
  * Collectives per bucket: without the distributed optimizer an all-reduce of the gradients;
  * with it a reduce-scatter of the gradients and, after the optimizer step, an all-gather of the
  * parameters (docs/user-guide/features/dist_optimizer.md), both over the DP × CP group.
@@ -17,14 +18,14 @@ import { stateBytesPerParam } from '../../accounting/training-memory.ts';
  * fp32 16 → 8 + 8/d: weights and gradients stay whole, the rest (fp32 main weights, fp16's fp32
  * main gradients, Adam's two moments) is divided by d.
  */
-export const defaultBucketSize = (dpSize: number): number => Math.max(40_000_000, 1_000_000 * dpSize);
+export const defaultBucketSize = (dpCpSize: number): number => Math.max(40_000_000, 1_000_000 * dpCpSize);
 
 /** How a chunk's gradient buffer is cut into buckets. */
 export interface BucketOptions {
   readonly overlapGradReduce: boolean;
   readonly stage: number;
   readonly chunk: number;
-  /** Parameters per bucket (default defaultBucketSize(DP)). */
+  /** Parameters per bucket (default defaultBucketSize(DP · cp)). */
   readonly bucketSize: number;
 }
 

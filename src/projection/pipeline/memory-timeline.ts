@@ -62,7 +62,7 @@ export interface StageAllocations {
   readonly perStep: readonly { readonly label: string; readonly bytes: number }[];
   /** Activations a chunk keeps per micro-batch, from its forward's start to its backward's end. */
   readonly keptBytes: (chunk: number) => number;
-  /** Held during a chunk's backward only (recompute). */
+  /** Held during a chunk's backward only (recompute; on the last stage at least the 16-bit logits gradient). */
   readonly backwardTransientBytes: (chunk: number) => number;
   /** Held during a chunk's forward only (the 16-bit logits beside their fp32 copy; a MoE layer's permutation buffers). */
   readonly forwardTransientBytes: (chunk: number) => number;
@@ -166,7 +166,14 @@ function allocations(ops: StageOps, v: number, m: number, a: StageAllocations, e
         ops.t1[j]!,
       );
     const redo = a.backwardTransientBytes(chunk);
-    if (b >= 0 && redo > 0) push('transient', () => `recomputed activations (${tag()})`, redo, ops.t0[b]!, ops.t1[b]!);
+    if (b >= 0 && redo > 0)
+      push(
+        'transient',
+        () => `backward transient: recompute or logits gradient (${tag()})`,
+        redo,
+        ops.t0[b]!,
+        ops.t1[b]!,
+      );
   }
   return { classes, labels, bytes, t0, t1 };
 }

@@ -32,6 +32,12 @@ export interface PipelineInput {
    * overlapped send's kernels take from the next op (overlap-cost.ts).
    */
   readonly senderBusyMs?: number;
+  /**
+   * What stage i waits, ms, when its first op is ready and before it runs (default none): the
+   * parameter all-gather its first forward's pre-hook waits for without align_param_gather
+   * (dp-sync.ts paramGatherStartWaitMs). Later stages receive their first input that much later.
+   */
+  readonly startDelayMs?: (stage: number) => number;
 }
 
 /** One scheduled forward or backward of one chunk for one micro-batch. */
@@ -151,6 +157,7 @@ export function pipelineTimes(x: PipelineInput): PipelineTimes {
       bwdMs[i * v + c] = x.backwardMs(i, c);
     }
   const busy = x.senderBusyMs ?? 0;
+  const startDelay = Array.from({ length: p }, (_, i) => x.startDelayMs?.(i) ?? 0);
   const t0s = orders.map((o) => new Float64Array(o.chunk.length));
   const t1s = orders.map((o) => new Float64Array(o.chunk.length));
   const next = new Array<number>(p).fill(0);
@@ -175,7 +182,7 @@ export function pipelineTimes(x: PipelineInput): PipelineTimes {
             ? doneForward[k * m + mb]!
             : doneBackward[(k + 1) * m + mb]! + x.p2pMs;
         if (Number.isNaN(r)) break;
-        const t0 = Math.max(free[i]!, r);
+        const t0 = Math.max(free[i]!, r) + (j === 0 ? startDelay[i]! : 0);
         const t1 = t0 + (forward ? fwdMs[i * v + chunk]! : bwdMs[i * v + chunk]!);
         (forward ? doneForward : doneBackward)[k * m + mb] = t1;
         t0s[i]![j] = t0;

@@ -25,7 +25,11 @@ export interface StageModel {
   readonly embeddingParams: number;
   /** One layer's activations (flash attention applied). */
   readonly layer: LayerActivations;
-  /** Kept by the embedding (token ids) and by the output layer (its input, the loss's per-token max and Σ exp). */
+  /**
+   * Kept by the embedding (token ids) and by the output stage: the final norm's saved input and
+   * statistics (GPTModel's final_layernorm, transformer_block.py:692-693, the same terms as a
+   * layer's first norm), the output layer's input, the loss's per-token max and Σ exp.
+   */
   readonly embeddingActivation: number;
   readonly outputActivation: number;
   /**
@@ -36,6 +40,13 @@ export interface StageModel {
    */
   readonly lossSoftmax: number;
   readonly logitsForward: number;
+  /**
+   * The loss's backward returns its gradient in fp32 (the softmax, updated in place,
+   * cross_entropy.py:186-210) for 16-bit logits; autograd casts it to the input's dtype, so the
+   * 16-bit logits gradient, 2·s·b·V/t bytes, lives beside the fp32 one and through the output
+   * layer's backward (0 in fp32, where they are one tensor).
+   */
+  readonly logitsGradient: number;
 }
 
 /** Parameters, per chunk and stage, and activations by part (see StageModel). */
@@ -94,8 +105,10 @@ export function stageModel(
       input: (own.tokens[1] - own.tokens[0]) * c.b * c.h * b,
     },
     embeddingActivation: sum((t) => t.part === 'embedding'),
-    outputActivation: sum((t) => t.part === 'output') + sum((t) => t.part === 'loss') - logits * b,
+    outputActivation:
+      sum((t) => t.op === 'norm1') + sum((t) => t.part === 'output') + sum((t) => t.part === 'loss') - logits * b,
     lossSoftmax: 4 * logits,
     logitsForward: dtype === 'fp32' ? 0 : logits * b,
+    logitsGradient: dtype === 'fp32' ? 0 : logits * b,
   };
 }

@@ -13,10 +13,11 @@ import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
 import { ringAttention } from '../links/context-parallel.ts';
-import { stateBytes } from '../links/data-parallel.ts';
+import { bucketSyncUs, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, p2pUs } from '../links/group-links.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
+import { dpOptionsOf, gatherInSchedule, paramGatherStartWaitMs } from './dp-sync.ts';
 import { moeStepModel, type MoeStepModel } from './moe-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 
@@ -206,8 +207,41 @@ export function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkT
   const p2pLossMs = p2pOverlapped
     ? overlapLossMs(p2pMs, overlapSlowdown(false, system.gpu, p2pFootprint(links.pp.busGBps)))
     : 0;
-  const pipeIn = { p: deg.pp, v: deg.vpp, m, forwardMs, backwardMs, p2pMs };
+  const startDelays = paramGatherStartDelays(setup, machine, ct);
+  const pipeIn = {
+    p: deg.pp,
+    v: deg.vpp,
+    m,
+    forwardMs,
+    backwardMs,
+    p2pMs,
+    ...(startDelays && { startDelayMs: (i: number) => startDelays[i]! }),
+  };
   return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs, p2pBlocks: !p2pOverlapped };
+}
+
+/**
+ * Each stage's wait for its parameters before its first forward where the gather is part of the
+ * schedule (dp-sync.ts gatherInSchedule: --overlap-param-gather with 1F1B and p > 1), else
+ * undefined: paramGatherStartWaitMs over the stage's buckets (gradBuckets of its one chunk) priced
+ * on the DP × CP group's link.
+ */
+function paramGatherStartDelays(setup: TrainingSetup, machine: Machine, ct: ChunkTimes): number[] | undefined {
+  const { deg, model, links, forwardMs } = ct;
+  const o = dpOptionsOf(setup, deg);
+  if (!gatherInSchedule(o, deg.pp)) return undefined;
+  return model.chunkParams.map((row, i) => {
+    const buckets = gradBuckets(row[0]!, {
+      overlapGradReduce: o.overlapGradReduce,
+      stage: i,
+      chunk: 0,
+      bucketSize: o.bucketSize,
+    });
+    const ms = buckets.map(
+      (params) => bucketSyncUs(params, machine.dtype, true, o.dpGroup, links.dpCp, machine.system).paramUs / 1e3,
+    );
+    return paramGatherStartWaitMs(ms, forwardMs(i, 0));
+  });
 }
 
 /** The pipeline simulation's input and what p2p costs its senders (pipelineInput). */

@@ -40,6 +40,11 @@ export interface StepProjection {
   readonly dpBuckets: number;
   /** The distributed optimizer's parameter all-gather not hidden (0 without it). */
   readonly paramGatherMs: number;
+  /**
+   * The part of paramGatherMs inside the simulated schedule: with 1F1B and p > 1 each stage's first
+   * forward waits for its gather (dp-sync.ts gatherInSchedule), lengthening the span by this much.
+   */
+  readonly paramGatherInScheduleMs: number;
   /** Tied embeddings with p > 1: the embedding-gradient all-reduce between the first and last stage. */
   readonly embeddingAllReduceMs: number;
   /** Once-per-step collectives of the plan's finalize phase, coalesced over layers. */
@@ -205,6 +210,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     dpAllReduceMs: t.dpAllReduceMs,
     dpBuckets: t.dpBuckets,
     paramGatherMs: t.paramGatherMs,
+    paramGatherInScheduleMs: t.paramGatherInScheduleMs,
     embeddingAllReduceMs: t.embeddingAllReduceMs,
     finalizeMs: t.finalizeMs,
     optimizerMs: t.optimizerMs,

@@ -12,8 +12,9 @@ import type { ChunkTimes } from './chunk-times.ts';
  * What stage i allocates, by lifetime (memory-timeline.ts): its weights, main weights and Adam
  * moments (a 1/(DP·cp) shard with the distributed optimizer) and what the overlaps hold,
  * resident; the gradient buffer per step; per micro-batch each chunk's kept activations (plus
- * the embedding's and the output's on the end stages); the recompute unit during a backward;
- * the logits and the fp32 softmax of cross entropy on the last stage.
+ * the embedding's and the output's on the end stages); the recompute unit during a backward
+ * (on the last stage, or the 16-bit logits gradient, whichever is larger); the logits and the
+ * fp32 softmax of cross entropy on the last stage.
  */
 export function stageAllocations(
   setup: TrainingSetup,
@@ -69,7 +70,9 @@ export function stageAllocations(
       rec[i]![ch]!.keptBytes +
       (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
       (holdsOutput(split, i, ch) ? model.outputActivation : 0),
-    backwardTransientBytes: (ch) => rec[i]![ch]!.backwardTransientBytes,
+    // The output's backward (its 16-bit logits gradient) runs before the chunk's recomputed forwards: the larger of the two.
+    backwardTransientBytes: (ch) =>
+      Math.max(rec[i]![ch]!.backwardTransientBytes, holdsOutput(split, i, ch) ? model.logitsGradient : 0),
     // A MoE layer's permutation buffers (its permuted rows and the exchange's output) live through its forward.
     forwardTransientBytes: (ch) =>
       (holdsOutput(split, i, ch) ? model.logitsForward : 0) + (moeIn(i, ch) > 0 ? (ct.moe?.permutationBytes ?? 0) : 0),

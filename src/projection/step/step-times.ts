@@ -3,12 +3,12 @@ import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { defaultKernelOptions } from '../layer/kernel-options.ts';
-import { bucketSyncUs, defaultBucketSize } from '../links/data-parallel.ts';
+import { bucketSyncUs } from '../links/data-parallel.ts';
 import { dpSharedLinks, tpUnderSharing, type LinkSharingCost, type SharedLink } from '../links/link-sharing.ts';
-import type { PipelineTimes } from '../pipeline/pipeline-schedule.ts';
+import { pipelineTimes, type PipelineTimes } from '../pipeline/pipeline-schedule.ts';
 import type { ChunkTimes, P2pInput } from './chunk-times.ts';
 import { stageLinkSharing } from './dp-link-sharing.ts';
-import { stageGradSync, stageParamGather, type DpOptions } from './dp-sync.ts';
+import { dpOptionsOf, gatherInSchedule, stageGradSync, stageParamGather } from './dp-sync.ts';
 import { finalizeTimeOf } from './finalize.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 import { moeStepFlops, moeTail } from './moe-step.ts';
@@ -58,15 +58,9 @@ function dataParallelTail(
 ): DataParallelTail {
   const { system, dtype } = machine;
   const { deg, split, links, model } = ct;
-  const dpGroup = deg.dp * deg.cp;
-  const distOpt = setup.distributedOptimizer ?? false;
-  const o: DpOptions = {
-    overlapGradReduce: setup.overlapGradReduce ?? false,
-    overlapParamGather: setup.overlapParamGather ?? false,
-    distributedOptimizer: distOpt,
-    dpGroup,
-    bucketSize: setup.bucketSize ?? defaultBucketSize(deg.dp),
-  };
+  const o = dpOptionsOf(setup, deg);
+  const { dpGroup, distributedOptimizer: distOpt } = o;
+  const inSchedule = gatherInSchedule(o, deg.pp);
   const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system);
   // What the DP collectives beside compute cost it (NCCL's SMs; backward and forward taken as GEMM-bound).
   const dpSlowdown = (op: 'allReduce' | 'reduceScatter' | 'allGather'): number =>
@@ -113,7 +107,7 @@ function dataParallelTail(
       computeDelay += x.computeDelayMs;
       noteSharing('overlapGradReduce', x.share, x.sharedMs, x.computeDelayMs);
     }
-    const gather = stageParamGather(g, ops, o, (p) => sync(p).paramUs, gatherSlowdown, tpShare);
+    const gather = stageParamGather(g, ops, o, (p) => sync(p).paramUs, gatherSlowdown, tpShare, inSchedule);
     paramGatherMs = Math.max(paramGatherMs, gather.exposedMs);
     paramGatherCostMs = Math.max(paramGatherCostMs, gather.overlapCostMs);
     let gatherShareMs = 0;
@@ -186,6 +180,12 @@ export function stepTimes(
     optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu) + (experts?.optimizerMs ?? 0);
   const stepMs =
     dp.doneMs + embeddingAllReduceMs + finalizeMs + optimizer + dp.paramGatherMs + dp.paramGatherCostMs + expertMs;
+  // A parameter gather in the schedule (dp-sync.ts gatherInSchedule) is what its waits add to the span.
+  const gatherInScheduleMs = input.pipeIn.startDelayMs
+    ? pipeline.spanMs -
+      pipelineTimes({ ...input.pipeIn, startDelayMs: undefined, senderBusyMs: input.senderBusyMs }).spanMs
+    : 0;
+  const paramGatherMs = dp.paramGatherMs + gatherInScheduleMs;
 
   const flops = stepFlops(ref, machine, setup.layers, rec, deg.dp, m);
   const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m) : { model: 0, executed: 0 };
@@ -200,14 +200,15 @@ export function stepTimes(
     tp: tpExposed,
     cp: cpExposed,
     pp: pp.exposedMs,
-    dp: dp.exposedMs + dp.paramGatherMs + embeddingAllReduceMs + finalizeMs + expertMs,
+    dp: dp.exposedMs + paramGatherMs + embeddingAllReduceMs + finalizeMs + expertMs,
   };
   const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
   return {
     tpExposedMs: tpExposed,
     dpAllReduceMs: dp.exposedMs,
     dpBuckets: dp.buckets,
-    paramGatherMs: dp.paramGatherMs,
+    paramGatherMs,
+    paramGatherInScheduleMs: gatherInScheduleMs,
     embeddingAllReduceMs,
     finalizeMs,
     optimizerMs: optimizer,

@@ -144,7 +144,8 @@ export async function stepBreakdown(setup: TrainingSetup, machine: Machine): Pro
     cpRingMs,
     recomputeMs: busy - layersMs - cpRingMs - embOut,
     embeddingOutputMs: embOut,
-    bubbleMs: pipeline.spanMs - busy,
+    // The parameter gather's waits in the schedule are its own term, not the bubble's.
+    bubbleMs: pipeline.spanMs - busy - step.paramGatherInScheduleMs,
     dpGradMs,
     paramGatherMs: step.paramGatherMs,
     optimizerMs: step.optimizerMs,

@@ -38,7 +38,7 @@ const api = {
         gpus: q.gpus,
         globalBatch: q.globalBatch,
         // One switch, two effects (as the cluster panel and npm run project have it): FlashAttention's time and no s×s activations.
-        extras: { flashAttention: usesFlashAttention(q.kernels) },
+        extras: { flashAttention: usesFlashAttention(q.kernels, system.gpu.arch) },
       },
       defaultSearchSpace(system, q.model.layers),
       { k: q.k, onProgress: progress, progressEvery: 2048 },

@@ -155,7 +155,7 @@ export class TpClusterPanel extends LitElement {
           pp: this.pp,
           vpp: this.vpp,
           // One switch, two effects (as npm run project has it): FlashAttention's time and no s×s activations.
-          flashAttention: usesFlashAttention(kernels),
+          flashAttention: usesFlashAttention(kernels, system.gpu.arch),
         };
         const plain = await fixedBudget(setup, degrees, machine);
         // --tp-comm-overlap needs SP and t > 1 (Megatron asserts it): only the SP rows, all at t > 1, get it.

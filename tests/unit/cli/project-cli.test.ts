@@ -89,7 +89,7 @@ describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
 
   it('names what is wrong', () => {
     expect(() => parseProjectArgs(['--arch', 'bert'])).toThrow(/--arch "bert": use llama, gpt/);
-    expect(() => parseProjectArgs(['--attention-backend', 'sdpa'])).toThrow(/use unfused, flash, fused/);
+    expect(() => parseProjectArgs(['--attention-backend', 'sdpa'])).toThrow(/use auto, unfused, flash, fused/);
     expect(() => parseProjectArgs(['--fp8-format', 'hybrid'])).toThrow(/V100 PCIe 32 GB has no fp8 tensor cores/);
     expect(() => parseProjectArgs(['--attention-backend', 'flash'])).toThrow(/Ampere or newer/);
     expect(() => parseProjectArgs(['--tp-comm-overlap'])).toThrow(/--tp-comm-overlap needs --sp/);
@@ -262,4 +262,44 @@ describe('npm run project', () => {
     expect(illegal.code).toBe(2);
     expect(illegal.stderr).toMatch(/t=3: /);
   }, 60_000);
+});
+
+describe('--hf-config', () => {
+  it('takes the model from a built-in config or a config.json file; size flags beside it win; MoE is refused with the reason', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const a = parseProjectArgs(['--hf-config', 'llama-3.1-70b', '--s', '4096', '--b', '1']);
+    expect(a.setup.sizes).toEqual({ s: 4096, b: 1, h: 8192, heads: 64, groups: 8, ffn: 28672, vocab: 128256 });
+    expect([a.setup.layers, a.setup.tiedEmbeddings]).toEqual([80, false]);
+    expect(a.hfConfig?.from).toMatch(/meta-llama\/Llama-3\.1-70B/);
+    expect(parseProjectArgs(['--hf-config', 'llama-3.1-8b', '--layers', '4', '--vocab', '32000']).setup).toMatchObject({
+      layers: 4,
+      sizes: { vocab: 32000, h: 4096 },
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'hf-config-'));
+    const file = join(dir, 'config.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        hidden_size: 1024,
+        num_hidden_layers: 6,
+        num_attention_heads: 16,
+        num_key_value_heads: 4,
+        intermediate_size: 2816,
+        vocab_size: 32000,
+        tie_word_embeddings: true,
+      }),
+    );
+    const f = parseProjectArgs(['--hf-config', file]);
+    expect(f.setup.sizes).toMatchObject({ h: 1024, heads: 16, groups: 4, ffn: 2816, vocab: 32000 });
+    expect([f.setup.layers, f.setup.tiedEmbeddings]).toEqual([6, true]);
+    expect(() => parseProjectArgs(['--hf-config', 'mixtral-8x7b-v0.1'])).toThrow(
+      /cannot price this model yet: a mixture of experts \(8 experts, top-2/,
+    );
+    expect(() => parseProjectArgs(['--hf-config', join(dir, 'none.json')])).toThrow(
+      /not a readable file \(ENOENT\) nor a built-in config \(llama-3\.1-8b/,
+    );
+    expect(() => parseProjectArgs(['--hf-config', 'llama-3.1-8b', '--preset', 'classroom'])).toThrow(/give one/);
+  });
 });

@@ -162,6 +162,86 @@ describe.each([
   });
 });
 
+describe('job.sbatch submitted from another directory', () => {
+  test('finds its bundle from the path sbatch recorded, not the submission directory', () => {
+    write({ ...twoNodeJobSpec, name: 'elsewhere' });
+    const bin = join(root, 'elsewhere-bin');
+    const spool = join(root, 'elsewhere-spool');
+    const cwd = join(root, 'elsewhere-cwd');
+    for (const d of [bin, spool, cwd]) mkdirSync(d, { recursive: true });
+    const log = join(root, 'elsewhere-calls.log');
+    tool(bin, 'torchrun');
+    // sbatch: as Slurm does, records the script's absolute path (scontrol's Command=), copies the
+    // script to the spool directory and runs the copy in the directory sbatch ran in.
+    tool(
+      bin,
+      'sbatch',
+      `script="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; printf '%s' "$script" > "$SPOOL/command"
+cp "$1" "$SPOOL/slurm_script"; SLURM_JOB_ID=7 SLURM_SUBMIT_DIR="$PWD" bash "$SPOOL/slurm_script"`,
+    );
+    tool(
+      bin,
+      'scontrol',
+      `if [ "$1 $2" = "show job" ]; then printf 'JobId=%s JobName=elsewhere\n   Command=%s\n   WorkDir=%s\n' "$3" "$(cat "$SPOOL/command")" "$PWD"; else printf 'node-a\nnode-b\n'; fi`,
+    );
+    tool(
+      bin,
+      'srun',
+      'while [[ "$1" == --* ]]; do shift; done; for ((i = 0; i < SLURM_JOB_NUM_NODES; i++)); do SLURM_NODEID=$i "$@"; done',
+    );
+    const env = {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH}`,
+      CALLS: log,
+      SPOOL: spool,
+      RUN_DIR: join(root, 'elsewhere-run'),
+      MEGATRON_LM: join(root, 'elsewhere-megatron'),
+      SLURM_JOB_NODELIST: 'node-[a-b]',
+      SLURM_JOB_NUM_NODES: '2',
+    };
+    mkdirSync(env.MEGATRON_LM, { recursive: true });
+    try {
+      execFileSync('sbatch', [join('..', 'elsewhere', 'job.sbatch')], { env, cwd, stdio: 'pipe' });
+    } catch (e) {
+      throw new Error(`sbatch job.sbatch failed: ${String((e as { stderr?: Buffer }).stderr ?? e)}`, { cause: e });
+    }
+    expect(calls(log).filter((c) => c[0] === 'torchrun').length).toBe(2);
+    // Without the recorded path (a scontrol that knows no job) and from another directory, it says what to do.
+    tool(bin, 'scontrol', 'exit 1');
+    const fail = (() => {
+      try {
+        execFileSync('sbatch', [join('..', 'elsewhere', 'job.sbatch')], { env, cwd, stdio: 'pipe' });
+        return '';
+      } catch (e) {
+        return String((e as { stderr?: Buffer }).stderr);
+      }
+    })();
+    expect(fail).toMatch(
+      /launch\.sh is neither beside the submitted script .* submit with sbatch --export=ALL,BUNDLE_DIR=/,
+    );
+  });
+});
+
+describe('the target GPUs and the release’s requirements', () => {
+  const readme = (spec: JobSpec): string => jobBundle(spec).find((f) => f.path === 'README.md')!.text;
+
+  test('SP on V100 is refused: Transformer Engine’s CUDA 13 builds start at sm_75', () => {
+    expect(() => jobBundle({ ...seeds, setup: { ...seeds.setup, sp: true } })).toThrow(
+      /V100.*cannot run this job: sequence parallelism needs the Transformer Engine spec.*sm_75.*without --sp/,
+    );
+  });
+
+  test('the README states Python ≥ 3.12 and PyTorch ≥ 2.6, the environment per GPU, and the shared filesystem', () => {
+    const v100 = readme(seeds);
+    expect(v100).toContain('Python ≥ 3.12 and PyTorch ≥ 2.6');
+    expect(v100).toMatch(/without\*\* Transformer Engine and without Apex/);
+    expect(v100).not.toMatch(/shared|every node sees/);
+    const h100 = readme(twoNodeJobSpec);
+    expect(h100).toMatch(/Use a container with Transformer Engine/);
+    expect(h100).toMatch(/filesystem every node sees/);
+  });
+});
+
 describe('bundle input checks', () => {
   test('N must fill whole nodes; fewer GPUs than a node run on one', () => {
     expect(jobNodes(16, 8)).toEqual({ nodes: 2, perNode: 8 });

@@ -14,7 +14,13 @@ import {
 import { projectLayer, projectOps } from '../../../../src/projection/layer/projected-layer.ts';
 
 const h100 = systems['dgx-h100'];
-const k = (o: Partial<KernelOptions>): KernelOptions => ({ ...defaultKernelOptions, ...o });
+/** Resolved kernel switches (pricedOps takes `auto` attention resolved for a GPU): unfused unless `o` says. */
+const k = (o: Partial<KernelOptions>): KernelOptions => ({
+  ...defaultKernelOptions,
+  attentionBackend: 'unfused',
+  ...o,
+});
+const plain = k({});
 const plan = async (c: Partial<LayerConfig>): Promise<LayerPlan> =>
   (await makePlan(configFromPreset('llama-gqa', c))).plan;
 const gemmFlopsOf = (p: LayerPlan, product: string): number =>
@@ -23,7 +29,7 @@ const gemmFlopsOf = (p: LayerPlan, product: string): number =>
 describe('pricedOps: the plan as the projected job runs it', () => {
   it('prices the plan as it is by default', async () => {
     const p = await plan({ tp: 2, sp: true });
-    const priced = pricedOps(p, 'bf16', defaultKernelOptions);
+    const priced = pricedOps(p, 'bf16', plain);
     expect(priced.every((x) => x.rule === 'plan')).toBe(true);
     expect(new Set(priced.map((x) => x.planIndex)).size).toBe(p.ops.length);
   });
@@ -38,7 +44,7 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     expect(accumulate('bf16').map((x) => x.planIndex)).toEqual(linearWgrads.map((o) => o.index));
     for (const x of accumulate('bf16')) expect(x.cost.kind === 'gemm' && x.cost.shape.accumulateBytes).toBe(4);
     for (const x of accumulate('fp16')) expect(x.cost.kind === 'gemm' && x.cost.shape.accumulateBytes).toBe(2);
-    expect(pricedOps(p, 'bf16', defaultKernelOptions).some((x) => x.rule === 'grad-accumulation')).toBe(false);
+    expect(pricedOps(p, 'bf16', plain).some((x) => x.rule === 'grad-accumulation')).toBe(false);
   });
 
   it("Megatron's cross entropy: the logits upcast to fp32, 52 bytes per logit in bf16 in nine kernels, 40 in seven in fp32", async () => {
@@ -58,7 +64,7 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     expect(bytes('bf16')).toEqual({ bytes: 52 * E + 20 * R, kernels: 9 });
     expect(bytes('fp32')).toEqual({ bytes: 40 * E + 20 * R, kernels: 7 });
     // The default keeps the plan's own kernels.
-    expect(pricedOps(p, 'bf16', defaultKernelOptions).some((x) => x.rule === 'megatron-cross-entropy')).toBe(false);
+    expect(pricedOps(p, 'bf16', plain).some((x) => x.rule === 'megatron-cross-entropy')).toBe(false);
   });
 
   it('GPT: drops the gate GEMMs, prices GeLU, LayerNorm, learned positions, biases and dropout; no RoPE', async () => {
@@ -133,9 +139,15 @@ describe('projectOps with kernel options', () => {
   it('flash attention beats materialized s×s scores at seq 4096 on H100', async () => {
     const p = await plan({ s: 4096, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 0, tp: 1 });
     const m = { system: h100, dtype: 'bf16' as const };
-    const unfused = projectLayer(p, m, true).stepMs;
+    const unfused = projectLayer(p, { ...m, kernels: plain }, true).stepMs;
     const flash = projectLayer(p, { ...m, kernels: k({ attentionBackend: 'flash' }) }, true).stepMs;
     expect(flash).toBeLessThan(0.9 * unfused);
+    // Megatron's default, auto, is cuDNN's fused attention on Hopper (Transformer Engine's preference).
+    const auto = projectLayer(p, m, true).stepMs;
+    expect(auto).toBe(projectLayer(p, { ...m, kernels: k({ attentionBackend: 'fused' }) }, true).stepMs);
+    // And unfused on Volta, where Transformer Engine cannot run.
+    const v100 = { system: systems['v100-pcie-8'], dtype: 'fp16' as const };
+    expect(projectLayer(p, v100, true).stepMs).toBe(projectLayer(p, { ...v100, kernels: plain }, true).stepMs);
   });
 
   it('CUDA graphs remove the host gaps that eager dispatch leaves between short kernels', async () => {
@@ -166,7 +178,7 @@ describe('projectOps with kernel options', () => {
   it('--tp-comm-overlap hides most TP communication under the GEMMs, for a slower GEMM', async () => {
     const p = await plan({ s: 4096, h: 8192, heads: 64, groups: 8, ffn: 28672, vocab: 0, tp: 8, sp: true });
     const m = { system: h100, dtype: 'bf16' as const };
-    const plain = projectLayer(p, m, true);
+    const plain = projectLayer(p, { ...m, kernels: k({}) }, true);
     const tpo = projectLayer(p, { ...m, kernels: k({ tpCommOverlap: true }) }, true);
     const exposed = (t: typeof plain): number => Math.max(...t.totals.map((r) => r.exposedMs));
     expect(exposed(tpo)).toBeLessThan(0.5 * exposed(plain));

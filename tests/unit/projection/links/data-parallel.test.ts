@@ -13,7 +13,7 @@ import {
 const h100 = systems['dgx-h100'];
 
 describe("Megatron-Core's gradient buckets", () => {
-  it('uses max(40M, 1M·DP) parameters per bucket', () => {
+  it('uses max(40M, 1M·DP·cp) parameters per bucket (the dp_cp group of training.py)', () => {
     expect(defaultBucketSize(8)).toBe(40e6);
     expect(defaultBucketSize(64)).toBe(64e6);
   });

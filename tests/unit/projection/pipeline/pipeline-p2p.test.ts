@@ -34,3 +34,20 @@ describe('pipeline sends that hold the sender', () => {
     expect(run.spanMs).toBe(10.5);
   });
 });
+
+describe('a wait before a stage’s first op (the parameter gather of its first forward pre-hook)', () => {
+  const input = { p: 2, v: 1, m: 2, forwardMs: () => 1, backwardMs: () => 2, p2pMs: 0.5 };
+
+  it('delays the stage and, through its sends, the stages after it: waits 0.25 and 1 add 1.25 ms to the span', () => {
+    const run = simulatePipeline({ ...input, startDelayMs: (i) => [0.25, 1][i]! });
+    // Stage 0: F0 [0.25, 1.25]; stage 1's F0 ready at 1.75, waits 1: [2.75, 3.75]; everything after moves by 1.25.
+    expect(run.ops[0]![0]).toMatchObject({ t0: 0.25, t1: 1.25 });
+    expect(run.ops[1]!.map((o) => [o.t0, o.t1])).toEqual([
+      [2.75, 3.75],
+      [3.75, 5.75],
+      [5.75, 6.75],
+      [6.75, 8.75],
+    ]);
+    expect(run.spanMs).toBe(10 + 1.25);
+  });
+});

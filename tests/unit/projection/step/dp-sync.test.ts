@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
+  dpOptionsOf,
+  gatherInSchedule,
+  paramGatherStartWaitMs,
   stageGradSync,
   stageParamGather,
   type DpOptions,
@@ -80,5 +83,69 @@ describe('stageParamGather: the distributed optimizer all-gather', () => {
     expect(x.tpShare!.sharedMs).toBeCloseTo(0.2, 12);
     expect(x.tpShare!.exposedMs).toBeCloseTo(0.1, 12);
     expect(x.tpShare!.computeDelayMs).toBeCloseTo(0.05, 12);
+  });
+});
+
+describe('align_grad_reduce with the interleaved schedule (schedules.py grad_sync_func)', () => {
+  // Stage 1 of p 2, two chunks: backwards of chunk 1 [2, 3], chunk 0 [3, 4] (its last), chunk 1 [4, 5], chunk 0 [5, 6].
+  const two: StageOps = {
+    chunk: [0, 1, 1, 0, 1, 0],
+    forward: [1, 1, 0, 0, 0, 0],
+    t0: [0, 1, 2, 3, 4, 5],
+    t1: [1, 2, 3, 4, 5, 6],
+  };
+  const aligned = o({ overlapGradReduce: true, alignGradReduce: true });
+
+  it('launches a chunk after the backward pipeline-rank places past its last one, all its buckets at once', () => {
+    // Stage 0, one chunk of 100 parameters in two buckets: both issued at the end of its last backward (3 ms), not at 2 and 3.
+    const g = stageGradSync(0, ops, [100], aligned, us, 2);
+    expect(g.sync.busy).toEqual([{ t0: 3, t1: 4 }]);
+    // Stage 1: chunk 1's last backward is the 3rd (index 2, ends 5), launched after backward index 3 (ends 6);
+    // chunk 0's last is index 3, one past the end: after the last backward (6). One bucket each (stage > 0).
+    const s1 = stageGradSync(1, two, [100, 100], aligned, us, 2);
+    expect(s1.chunks.map((c) => c.lastBackward)).toEqual([
+      { t0: 6, t1: 6 },
+      { t0: 6, t1: 6 },
+    ]);
+    // Unaligned, each chunk's bucket is ready at the end of its own last backward.
+    const free = stageGradSync(1, two, [100, 100], o({ overlapGradReduce: true }), us, 2);
+    expect(free.chunks.map((c) => c.lastBackward)).toEqual([
+      { t0: 5, t1: 6 },
+      { t0: 4, t1: 5 },
+    ]);
+  });
+
+  it('is on exactly with --overlap-grad-reduce and v > 1; the aligned gather exactly with v > 1', () => {
+    const setup = { overlapGradReduce: true, overlapParamGather: true, distributedOptimizer: true };
+    expect(dpOptionsOf(setup, { dp: 4, cp: 2, vpp: 2 })).toMatchObject({
+      alignGradReduce: true,
+      alignParamGather: true,
+      dpGroup: 8,
+      bucketSize: 40e6,
+    });
+    const oneF1b = dpOptionsOf(setup, { dp: 4, cp: 1, vpp: 1 });
+    expect(oneF1b).toMatchObject({ alignGradReduce: false, alignParamGather: false });
+    expect(gatherInSchedule(oneF1b, 4)).toBe(true);
+    expect(gatherInSchedule(oneF1b, 1)).toBe(false);
+    expect(gatherInSchedule(dpOptionsOf(setup, { dp: 4, cp: 1, vpp: 2 }), 4)).toBe(false);
+  });
+});
+
+describe('the parameter gather without align_param_gather (1F1B)', () => {
+  it('waits for the first bucket at the first forward pre-hook, the rest hidden under that forward', () => {
+    // Buckets of 0.5 ms each, forward 0.4 ms: 0.5 + max(0, 1 − 0.4).
+    expect(paramGatherStartWaitMs([0.5, 0.5, 0.5], 0.4)).toBeCloseTo(1.1, 12);
+    expect(paramGatherStartWaitMs([2], 10)).toBe(2);
+  });
+
+  it('idle before the first forward hides nothing, and in the schedule nothing is left to add', () => {
+    const late: StageOps = { chunk: [0, 0], forward: [1, 0], t0: [5, 6], t1: [6, 8] };
+    const over = o({ distributedOptimizer: true, overlapGradReduce: true, overlapParamGather: true });
+    const g = stageGradSync(0, late, [100], over, us, 2);
+    // Aligned (v > 1): 5 ms of warm-up idle hide both buckets.
+    expect(stageParamGather(g, late, { ...over, alignParamGather: true }, us, 2, undefined).exposedMs).toBe(0);
+    // Unaligned: 0.5 + max(0, 0.5 − 1) exposed, as the wait the schedule holds.
+    expect(stageParamGather(g, late, { ...over, alignParamGather: false }, us, 2, undefined).exposedMs).toBe(0.5);
+    expect(stageParamGather(g, late, { ...over, alignParamGather: false }, us, 2, undefined, true).exposedMs).toBe(0);
   });
 });

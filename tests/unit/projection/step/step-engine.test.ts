@@ -7,6 +7,8 @@ import { configDefaults } from '../../../../src/parallel/config.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { projectLayer } from '../../../../src/projection/layer/projected-layer.ts';
 import { stagePieces } from '../../../../src/projection/layer/stage-pieces.ts';
+import { bucketSyncUs } from '../../../../src/projection/links/data-parallel.ts';
+import { groupLinks } from '../../../../src/projection/links/group-links.ts';
 
 const box = { system: systems['v100-pcie-8'], dtype: 'fp16' as const };
 const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
@@ -62,6 +64,49 @@ describe('projectStep with pipeline parallelism', () => {
     );
     await expect(projectStep(setup({ pp: 3 }), box)).rejects.toThrow(/multiple of t·p·cp = 2·3·1 = 6/);
   });
+
+  it("refuses the layouts Megatron refuses, with Megatron's reason", async () => {
+    const pipe = { layers: 8, gpus: 8, tp: 1, globalBatch: 64 };
+    // transformer_config.py: an end stage of 0 layers, or middle stages with no layers left.
+    await expect(projectStep(setup({ ...pipe, pp: 4, firstStageLayers: 0 }), box)).rejects.toThrow(
+      /num_layers_in_first_pipeline_stage must be larger than 0/,
+    );
+    await expect(projectStep(setup({ ...pipe, pp: 4, lastStageLayers: 0 }), box)).rejects.toThrow(
+      /num_layers_in_last_pipeline_stage must be larger than 0/,
+    );
+    await expect(projectStep(setup({ ...pipe, pp: 4, firstStageLayers: 4, lastStageLayers: 4 }), box)).rejects.toThrow(
+      /Mismatch: 0 middle layers remaining but 2 middle PP stages/,
+    );
+    // arguments.py:972-975: interleaved without p2p overlap needs p > 2; p = 4 is accepted.
+    await expect(projectStep(setup({ ...pipe, pp: 2, vpp: 2, overlapP2pComm: false }), box)).rejects.toThrow(
+      /needs p > 2: Megatron asserts it/,
+    );
+    const four = await projectStep(setup({ ...pipe, pp: 4, vpp: 2, overlapP2pComm: false }), box);
+    expect(four.stepMs).toBeGreaterThan(0);
+  });
+});
+
+describe("the last stage's loss and output in memory", () => {
+  it('holds the 16-bit logits gradient (2·s·b·V/t) in the output backward and keeps the final norm input', async () => {
+    const r = await projectStep(setup({ layers: 8, pp: 2, tp: 2, sp: true, gpus: 8, globalBatch: 64 }), box);
+    const last = r.stageMemory[1]!;
+    const grad = last.intervals.filter((x) => x.label.startsWith('backward transient'));
+    // No recompute: the only backward transient is the logits gradient, one per micro-batch, fp16.
+    expect(grad).toHaveLength(r.microBatches);
+    expect(grad[0]!.bytes).toBe(2 * s * b * (vocab / 2));
+    // The first stage has no output: no backward transient.
+    expect(r.stageMemory[0]!.intervals.some((x) => x.label.startsWith('backward transient'))).toBe(false);
+    // Kept per micro-batch on the last stage beyond its layers: the final norm's input and rstd
+    // [s/t, b, h] + [s/t, b] and the output layer's input [s/t, b, h] in fp16, the loss's max,
+    // Σ exp and targets [s, b] (priced at fp16 as the activation table does).
+    const kept = (i: number) =>
+      last.intervals.find((x) => x.label === `activations (micro-batch ${i}, chunk 0)`)!.bytes;
+    const first = r.stageMemory[0]!.intervals.find((x) => x.label === 'activations (micro-batch 0, chunk 0)')!.bytes;
+    const sl = s / 2;
+    const outputKept = 2 * (2 * sl * b * h + sl * b) + 2 * 3 * s * b;
+    const embeddingKept = 2 * s * b;
+    expect(kept(0) - outputKept).toBe(first - embeddingKept);
+  });
 });
 
 describe('recomputation, flash attention and the two MFUs', () => {
@@ -103,17 +148,49 @@ describe('data parallelism, tied embeddings and context parallelism', () => {
     const dist = await projectStep(setup({ tp: 1, distributedOptimizer: true }), box);
     expect(dist.memory.optimizerBytes).toBeCloseTo(plain.memory.optimizerBytes / 8, 3);
     expect(dist.paramGatherMs).toBeGreaterThan(0);
-    // One bucket (no --overlap-grad-reduce) must land before the first forward: nothing hides.
-    const one = await projectStep(setup({ tp: 1, distributedOptimizer: true, overlapParamGather: true }), box);
-    expect(one.paramGatherMs).toBeCloseTo(dist.paramGatherMs, 9);
+    // Megatron refuses --overlap-param-gather without --overlap-grad-reduce (arguments.py:994-995).
+    await expect(
+      projectStep(setup({ tp: 1, distributedOptimizer: true, overlapParamGather: true }), box),
+    ).rejects.toThrow(/needs --overlap-grad-reduce.*arguments\.py:994-995/);
     // 40M-parameter buckets: only the first waits, the rest hides under the first forward.
     const buckets = { tp: 1, distributedOptimizer: true, overlapGradReduce: true };
     const hidden = await projectStep(setup({ ...buckets, overlapParamGather: true }), box);
     expect(hidden.dpBuckets).toBe(Math.ceil(hidden.memory.params / 40e6));
+    // The default bucket is max(40M, 1M · DP · cp) (training.py resolve_ddp_bucket_size, dp_cp group):
+    // DP 32 × cp 2 = 64 → 64M parameters, where DP alone would give 40M.
+    const big = { s: 4096, b: 1, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 128256 };
+    const cpRun = await projectStep(
+      { sizes: big, sp: true, layers: 4, cp: 2, gpus: 512, globalBatch: 32, overlap: true, ...buckets, tp: 8 },
+      h100,
+    );
+    expect(cpRun.dp).toBe(32);
+    expect(Math.ceil(cpRun.memory.params / 64e6)).not.toBe(Math.ceil(cpRun.memory.params / 40e6));
+    expect(cpRun.dpBuckets).toBe(Math.ceil(cpRun.memory.params / 64e6));
     expect(hidden.paramGatherMs).toBeLessThan(dist.paramGatherMs);
     await expect(projectStep(setup({ overlapParamGather: true }), box)).rejects.toThrow(
       /needs --use-distributed-optimizer/,
     );
+  });
+
+  it('with 1F1B and p > 1 waits for each stage’s parameters at its first forward, the waits adding down the pipeline', async () => {
+    // Megatron turns align_param_gather off without virtual stages (arguments.py:976-979): each stage
+    // gathers its one bucket (stages > 0 are not bucketed) at its first forward pre-hook.
+    const sizes = { s: 2048, b: 1, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 32000 };
+    const base: TrainingSetup = { sizes, tp: 8, sp: true, layers: 8, pp: 2, gpus: 256, globalBatch: 64, overlap: true };
+    const flags = { distributedOptimizer: true, overlapGradReduce: true };
+    const r = await projectStep({ ...base, ...flags, overlapParamGather: true }, h100);
+    const deg = r.degrees;
+    const dpCp = groupLinks(h100.system, deg).dpCp;
+    const wait1 = bucketSyncUs(r.stageParams[1]!, 'bf16', true, deg.dp, dpCp, h100.system).paramUs / 1e3;
+    const [s0, s1] = [r.pipeline.ops[0]!, r.pipeline.ops[1]!];
+    const p2p = s1[0]!.t0 - s0[0]!.t1 - wait1;
+    const plain = await projectStep({ ...base, ...flags }, h100);
+    // Stage 1's first forward starts its whole gather after stage 0's first forward and the send.
+    expect(p2p).toBeCloseTo(plain.pipeline.ops[1]![0]!.t0 - plain.pipeline.ops[0]![0]!.t1, 9);
+    expect(r.paramGatherMs).toBeGreaterThanOrEqual(wait1);
+    // The same gather with virtual stages (align_param_gather on) hides in the warm-up: less exposed.
+    const v2 = await projectStep({ ...base, ...flags, overlapParamGather: true, vpp: 2, globalBatch: 64 }, h100);
+    expect(v2.paramGatherMs).toBeLessThan(r.paramGatherMs);
   });
 
   it('counts a tied embedding once with p = 1 and all-reduces its gradient between the end stages with p > 1', async () => {

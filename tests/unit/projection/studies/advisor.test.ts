@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { defaultKernelOptions } from '../../../../src/projection/layer/kernel-options.ts';
 import { systems } from '../../../../src/hardware/systems.ts';
 import { seedsV100 } from '../../../../src/megatron/scenarios.ts';
 import {
@@ -175,7 +176,12 @@ describe('advise', () => {
     // their steps add the bubble; a t 1, p 1 candidate's bound is close to its step. Its bound
     // exceeds the fastest step found and its step is under the 3rd: stopping at the fastest
     // (rather than the k-th) would drop it.
-    const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+    // Unfused attention pinned: the case was built on its numbers (the default, auto, is fused on Hopper).
+    const h100 = {
+      system: systems['dgx-h100'],
+      dtype: 'bf16' as const,
+      kernels: { ...defaultKernelOptions, attentionBackend: 'unfused' as const },
+    };
     const space: SearchSpace = {
       ...point,
       tp: [1, 2],

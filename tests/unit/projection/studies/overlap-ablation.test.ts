@@ -188,23 +188,33 @@ describe('the overlap ablation of a projected step', () => {
   });
 
   it("prices each overlap's memory: the userbuffers and the p2p receives posted ahead", async () => {
-    // A small Llama on a DGX H100: t 2 with SP, p 2 × v 2, DP 4 with the distributed optimizer, bf16.
+    // A small Llama on a DGX H100: t 2 with SP, p 4 × v 2, DP 2 with the distributed optimizer, bf16
+    // (p 4: Megatron refuses the interleaved schedule without p2p overlap at p = 2, below).
     const sizes = { s: 1024, b: 1, h: 1024, heads: 16, groups: 16, ffn: 2816, vocab: 32000 };
     const setup: TrainingSetup = {
       sizes,
       tp: 2,
       sp: true,
-      layers: 4,
+      layers: 8,
       gpus: 16,
       globalBatch: 16,
       overlap: true,
-      pp: 2,
+      pp: 4,
       vpp: 2,
       distributedOptimizer: true,
     };
     const machine = { system: systems['dgx-h100'], dtype: 'bf16' as const, kernels: defaultKernelOptions };
     const a = await ablateOverlaps(setup, machine);
     expect(a.notApplicable).toEqual([]);
+    // At p = 2 the p2p overlap cannot be turned off (arguments.py:972-975): listed, kept on in every row.
+    const two = await ablateOverlaps({ ...setup, layers: 4, pp: 2, gpus: 8 }, machine);
+    expect(two.notApplicable).toEqual([
+      {
+        flag: 'overlapP2p',
+        reason:
+          'cannot be turned off at p = 2: Megatron requires it with the interleaved schedule (arguments.py:972-975), so it stays on',
+      },
+    ]);
     const row = (label: string) => ok(a.rows.find((r) => combinationLabel(r.flags) === label)!);
     const none = row('none');
     // Transformer Engine's initialize_ub: 10 buffers of [s·b, h] in bf16, and 2 more 32 MiB cuBLAS workspaces on Hopper.

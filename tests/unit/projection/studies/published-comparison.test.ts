@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { defaultKernelOptions } from '../../../../src/projection/layer/kernel-options.ts';
 import { narayanan17B, narayananFlops, narayananReported } from '../../../../src/megatron/scenarios.ts';
 import { systems } from '../../../../src/hardware/systems.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
@@ -16,7 +17,12 @@ describe('Narayanan et al. 2021, Table 1, 1.7B GPT on 32×A100', () => {
     const { sizes, layers, gpus, globalBatch } = narayanan17B.setup;
     const r = await projectStep(
       { ...narayanan17B.setup, tp: 1 },
-      { system: systems[narayanan17B.system], dtype: narayanan17B.dtype },
+      // 2021's Megatron-LM computed attention unfused (FlashAttention is from 2022): not the default auto.
+      {
+        system: systems[narayanan17B.system],
+        dtype: narayanan17B.dtype,
+        kernels: { ...defaultKernelOptions, attentionBackend: 'unfused' },
+      },
     );
     const F = narayananFlops(globalBatch, sizes.s, layers, sizes.h, sizes.vocab);
     const projected = F / (gpus * r.stepMs * 1e-3) / 1e12;

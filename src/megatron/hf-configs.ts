@@ -1,0 +1,171 @@
+/**
+ * Public Hugging Face configs as numbers: the fields of each model's config.json that
+ * parseHfConfig reads (hf-config.ts), copied from the file at `source`. `--hf-config NAME` and the
+ * page's config control accept these names as well as a file.
+ */
+export interface PublicHfConfig {
+  readonly name: string;
+  readonly source: string;
+  readonly config: Readonly<Record<string, unknown>>;
+}
+
+export const publicHfConfigs: readonly PublicHfConfig[] = [
+  {
+    name: 'llama-3.1-8b',
+    source: 'https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json',
+    config: {
+      model_type: 'llama',
+      hidden_size: 4096,
+      intermediate_size: 14336,
+      num_hidden_layers: 32,
+      num_attention_heads: 32,
+      num_key_value_heads: 8,
+      vocab_size: 128256,
+      max_position_embeddings: 131072,
+      rope_theta: 500000.0,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
+    name: 'llama-3.1-70b',
+    source: 'https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json',
+    config: {
+      model_type: 'llama',
+      hidden_size: 8192,
+      intermediate_size: 28672,
+      num_hidden_layers: 80,
+      num_attention_heads: 64,
+      num_key_value_heads: 8,
+      vocab_size: 128256,
+      max_position_embeddings: 131072,
+      rope_theta: 500000.0,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
+    name: 'mistral-7b-v0.1',
+    source: 'https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json',
+    config: {
+      model_type: 'mistral',
+      hidden_size: 4096,
+      intermediate_size: 14336,
+      num_hidden_layers: 32,
+      num_attention_heads: 32,
+      num_key_value_heads: 8,
+      vocab_size: 32000,
+      max_position_embeddings: 32768,
+      rope_theta: 10000.0,
+      sliding_window: 4096,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
+    name: 'qwen2.5-7b',
+    source: 'https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json',
+    config: {
+      model_type: 'qwen2',
+      hidden_size: 3584,
+      intermediate_size: 18944,
+      num_hidden_layers: 28,
+      num_attention_heads: 28,
+      num_key_value_heads: 4,
+      vocab_size: 152064,
+      max_position_embeddings: 131072,
+      rope_theta: 1000000.0,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
+    name: 'qwen3-8b',
+    source: 'https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json',
+    config: {
+      model_type: 'qwen3',
+      hidden_size: 4096,
+      intermediate_size: 12288,
+      num_hidden_layers: 36,
+      num_attention_heads: 32,
+      num_key_value_heads: 8,
+      head_dim: 128,
+      vocab_size: 151936,
+      max_position_embeddings: 40960,
+      rope_theta: 1000000,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
+    name: 'mixtral-8x7b-v0.1',
+    source: 'https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json',
+    config: {
+      model_type: 'mixtral',
+      hidden_size: 4096,
+      intermediate_size: 14336,
+      num_hidden_layers: 32,
+      num_attention_heads: 32,
+      num_key_value_heads: 8,
+      num_local_experts: 8,
+      num_experts_per_tok: 2,
+      vocab_size: 32000,
+      max_position_embeddings: 32768,
+      rope_theta: 1000000.0,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
+    name: 'qwen3-30b-a3b',
+    source: 'https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json',
+    config: {
+      model_type: 'qwen3_moe',
+      hidden_size: 2048,
+      intermediate_size: 6144,
+      moe_intermediate_size: 768,
+      num_hidden_layers: 48,
+      num_attention_heads: 32,
+      num_key_value_heads: 4,
+      head_dim: 128,
+      num_experts: 128,
+      num_experts_per_tok: 8,
+      vocab_size: 151936,
+      max_position_embeddings: 40960,
+      rope_theta: 1000000.0,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
+    name: 'deepseek-v3',
+    source: 'https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json',
+    config: {
+      model_type: 'deepseek_v3',
+      hidden_size: 7168,
+      intermediate_size: 18432,
+      moe_intermediate_size: 2048,
+      num_hidden_layers: 61,
+      num_attention_heads: 128,
+      num_key_value_heads: 128,
+      n_routed_experts: 256,
+      n_shared_experts: 1,
+      num_experts_per_tok: 8,
+      first_k_dense_replace: 3,
+      q_lora_rank: 1536,
+      kv_lora_rank: 512,
+      qk_nope_head_dim: 128,
+      qk_rope_head_dim: 64,
+      v_head_dim: 128,
+      vocab_size: 129280,
+      max_position_embeddings: 163840,
+      rope_theta: 10000,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+];
+
+/** The public config called `name`, or undefined. */
+export const publicHfConfig = (name: string): PublicHfConfig | undefined =>
+  publicHfConfigs.find((c) => c.name === name);
