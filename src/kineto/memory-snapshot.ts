@@ -171,3 +171,16 @@ export function memoryHistory(s: MemorySnapshot, device = s.deviceTraces.findInd
     startReserved: r,
   };
 }
+
+/** A snapshot read for a view: its file, the rank that wrote it (when given) and its first device's history. */
+export interface LoadedSnapshot {
+  readonly file: string;
+  readonly rank?: number;
+  readonly history: MemoryHistory;
+}
+
+/** The snapshot in `json` (memory_snapshot_json.py's output) with the history of its device that has events. */
+export function loadSnapshot(json: unknown, file: string): LoadedSnapshot {
+  const s = readMemorySnapshot(json, file);
+  return { file, ...(s.rank !== undefined && { rank: s.rank }), history: memoryHistory(s) };
+}

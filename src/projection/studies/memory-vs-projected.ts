@@ -1,8 +1,9 @@
 // A rank's measured allocator history (PyTorch's memory snapshot) beside the projection's memory
 // timeline of the pipeline stage that rank holds.
-import type { MemoryHistory } from '../../kineto/memory-snapshot.ts';
+import type { LoadedSnapshot, MemoryHistory } from '../../kineto/memory-snapshot.ts';
+import { manifestProjection, type JobManifest } from '../../megatron/job-manifest.ts';
 import { memoryClasses, type MemoryClass, type StageMemory } from '../pipeline/memory-timeline.ts';
-import type { StepProjection } from '../step/cluster-projection.ts';
+import { projectStep, type StepProjection } from '../step/cluster-projection.ts';
 
 /** One line of the table: bytes predicted, measured, or both; a line the projection does not model says so. */
 export interface MemoryLine {
@@ -81,4 +82,24 @@ export function memoryVsProjected(
     },
   ];
   return { rank, stage, lines, ratio: history.peakAllocated / s.peakBytes };
+}
+
+/**
+ * The snapshot set beside the projection of the job its manifest describes (the rank's stage of
+ * N = nodes × GPUs per node). Throws, naming the file, when the snapshot does not say its rank.
+ */
+export async function jobMemoryVsProjected(snapshot: LoadedSnapshot, job: JobManifest): Promise<MemoryVsProjected> {
+  if (snapshot.rank === undefined)
+    throw new Error(
+      `${snapshot.file}: the snapshot does not say which rank wrote it; convert it again with --rank R (Megatron writes it on the last rank).`,
+    );
+  let described: ReturnType<typeof manifestProjection>;
+  try {
+    described = manifestProjection(job);
+  } catch (e) {
+    throw new Error(`${job.name}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  const { parsed, system } = described;
+  const projection = await projectStep(parsed.setup, { system, dtype: parsed.dtype });
+  return memoryVsProjected(snapshot.history, projection, snapshot.rank, job.nodes * job.gpusPerNode);
 }

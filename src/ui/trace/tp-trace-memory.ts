@@ -4,19 +4,11 @@ import * as d3 from 'd3';
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { formatBytes } from '../../core/format.ts';
-import type { MemoryHistory } from '../../kineto/memory-snapshot.ts';
-import { manifestProjection, type JobManifest } from '../../megatron/job-manifest.ts';
-import { projectStep } from '../../projection/step/cluster-projection.ts';
-import { memoryVsProjected, type MemoryVsProjected } from '../../projection/studies/memory-vs-projected.ts';
+import type { LoadedSnapshot, MemoryHistory } from '../../kineto/memory-snapshot.ts';
+import type { JobManifest } from '../../megatron/job-manifest.ts';
+import { jobMemoryVsProjected, type MemoryVsProjected } from '../../projection/studies/memory-vs-projected.ts';
 import { LatestWins } from '../../session/latest-wins.ts';
 import { panelStyles } from '../shared/page-style.ts';
-
-/** A snapshot read by the trace view. */
-export interface LoadedSnapshot {
-  readonly file: string;
-  readonly rank?: number;
-  readonly history: MemoryHistory;
-}
 
 const W = 720;
 const H = 240;
@@ -85,21 +77,15 @@ export class TpTraceMemory extends LitElement {
       return;
     }
     void this.comparisons.run({
-      work: async () => {
-        if (s.rank === undefined)
-          throw new Error(
-            `${s.file} does not say which rank wrote it: convert it again with --rank R (Megatron writes it on the last rank).`,
-          );
-        const { parsed, system } = manifestProjection(job);
-        const projection = await projectStep(parsed.setup, { system, dtype: parsed.dtype });
-        return memoryVsProjected(s.history, projection, s.rank, job.nodes * job.gpusPerNode);
-      },
+      work: () => jobMemoryVsProjected(s, job),
       done: (c) => (this.compared = c),
       failed: (e) => (this.error = e instanceof Error ? e.message : String(e)),
     });
   }
 
-  protected override updated(): void {
+  protected override updated(changed: PropertyValues): void {
+    // Redrawn when what it draws changed: the history, or the projected peak the comparison brings.
+    if (!changed.has('snapshot') && !changed.has('compared')) return;
     const svg = this.renderRoot.querySelector<SVGSVGElement>('svg[data-memory-chart]');
     if (svg && this.snapshot) this.draw(svg, this.snapshot.history);
   }

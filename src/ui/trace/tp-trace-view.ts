@@ -7,10 +7,9 @@ import { measuredTimeline, type MeasuredTimeline } from '../../kineto/measured-t
 import { jobManifestFile, readJobManifest, type JobManifest } from '../../megatron/job-manifest.ts';
 import { calibratedSystemFile, parseSystemFile } from '../../calibrate/system-file.ts';
 import type { SystemSpec } from '../../hardware/systems.ts';
-import { memoryHistory, readMemorySnapshot } from '../../kineto/memory-snapshot.ts';
+import { loadSnapshot, type LoadedSnapshot } from '../../kineto/memory-snapshot.ts';
 import { memorySnapshotFilePattern } from '../../megatron/memory-snapshot-script.ts';
 import './tp-trace-memory.ts';
-import type { LoadedSnapshot } from './tp-trace-memory.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../../core/format.ts';
 import type { TraceLoad, TraceReader, TraceReadProgress } from './trace-read.worker.ts';
@@ -29,8 +28,7 @@ async function readSnapshot(file: File): Promise<LoadedSnapshot> {
   } catch (e) {
     throw new Error(`${file.name}: not JSON (${e instanceof Error ? e.message : String(e)}).`, { cause: e });
   }
-  const s = readMemorySnapshot(json, file.name);
-  return { file: file.name, ...(s.rank !== undefined && { rank: s.rank }), history: memoryHistory(s) };
+  return loadSnapshot(json, file.name);
 }
 
 /**

@@ -52,6 +52,25 @@ function tool(bin: string, name: string, body = ''): void {
   chmodSync(join(bin, name), 0o755);
 }
 
+/**
+ * The arguments a bundle's launch passes to pretrain_gpt.py: env.sh and args.sh sourced with `env`,
+ * the bash arrays `arrays` printed NUL-separated.
+ */
+function bundleArgv(dir: string, env: Record<string, string>, arrays: readonly string[]): string[] {
+  const printed = arrays.map((a) => `"\${${a}[@]}"`).join(' ');
+  return execFileSync(
+    'bash',
+    ['-c', `BUNDLE_DIR="$1"; source "$1/env.sh"; source "$1/args.sh"; printf '%s\\0' ${printed}`, '_', dir],
+    { env: { ...process.env, ...env }, encoding: 'utf8' },
+  )
+    .split('\0')
+    .slice(0, -1);
+}
+
+/** srun as Slurm runs it with one task per node: its command once per node, with that node's SLURM_NODEID. */
+const srunStandIn =
+  'while [[ "$1" == --* ]]; do shift; done; for ((i = 0; i < SLURM_JOB_NUM_NODES; i++)); do SLURM_NODEID=$i "$@"; done';
+
 /** The argv of each logged call. */
 const calls = (log: string): string[][] =>
   readFileSync(log, 'utf8')
@@ -73,17 +92,7 @@ describe.each([
 
   test('the arguments bash builds exist in the pinned release and pass the port of its checks, with mock and with real data', () => {
     for (const data of ['', '/data/corpus_text_document']) {
-      const out = execFileSync(
-        'bash',
-        [
-          '-c',
-          `BUNDLE_DIR="$1"; source "$1/env.sh"; source "$1/args.sh"; printf '%s\\0' "\${MEGATRON_ARGS[@]}" "\${DATA_ARGS[@]}"`,
-          '_',
-          dir,
-        ],
-        { env: { ...process.env, DATA_PATH: data, RUN_DIR: '/scratch/run' }, encoding: 'utf8' },
-      );
-      const argv = out.split('\0').slice(0, -1);
+      const argv = bundleArgv(dir, { DATA_PATH: data, RUN_DIR: '/scratch/run' }, ['MEGATRON_ARGS', 'DATA_ARGS']);
       expect(argv.filter((x) => x.startsWith('--') && !known.has(x))).toEqual([]);
       expect(argv).toContain('/scratch/run/tensorboard');
       expect(argv.includes('--mock-data')).toBe(data === '');
@@ -123,12 +132,7 @@ describe.each([
     const log = join(root, `${spec.name}-calls.log`);
     tool(bin, 'torchrun');
     tool(bin, 'scontrol', "printf 'node-a\\nnode-b\\n'");
-    // srun: runs its command once per node, with that node's SLURM_NODEID, as Slurm does with one task per node.
-    tool(
-      bin,
-      'srun',
-      'while [[ "$1" == --* ]]; do shift; done; for ((i = 0; i < SLURM_JOB_NUM_NODES; i++)); do SLURM_NODEID=$i "$@"; done',
-    );
+    tool(bin, 'srun', srunStandIn);
     const env = {
       ...process.env,
       PATH: `${bin}:${process.env.PATH}`,
@@ -184,11 +188,7 @@ cp "$1" "$SPOOL/slurm_script"; SLURM_JOB_ID=7 SLURM_SUBMIT_DIR="$PWD" bash "$SPO
       'scontrol',
       `if [ "$1 $2" = "show job" ]; then printf 'JobId=%s JobName=elsewhere\n   Command=%s\n   WorkDir=%s\n' "$3" "$(cat "$SPOOL/command")" "$PWD"; else printf 'node-a\nnode-b\n'; fi`,
     );
-    tool(
-      bin,
-      'srun',
-      'while [[ "$1" == --* ]]; do shift; done; for ((i = 0; i < SLURM_JOB_NUM_NODES; i++)); do SLURM_NODEID=$i "$@"; done',
-    );
+    tool(bin, 'srun', srunStandIn);
     const env = {
       ...process.env,
       PATH: `${bin}:${process.env.PATH}`,
@@ -266,18 +266,7 @@ describe('job bundle: the allocator history (RECORD_MEMORY=1)', () => {
 
   test('the flags exist in the pinned release and pass its checks; off by default', () => {
     const argv = (record: string): string[] =>
-      execFileSync(
-        'bash',
-        [
-          '-c',
-          `BUNDLE_DIR="$1"; source "$1/env.sh"; source "$1/args.sh"; printf '%s\\0' "\${MEGATRON_ARGS[@]}" "\${MEMORY_ARGS[@]}"`,
-          '_',
-          dir,
-        ],
-        { env: { ...process.env, RECORD_MEMORY: record, RUN_DIR: '/scratch/run' }, encoding: 'utf8' },
-      )
-        .split('\0')
-        .slice(0, -1);
+      bundleArgv(dir, { RECORD_MEMORY: record, RUN_DIR: '/scratch/run' }, ['MEGATRON_ARGS', 'MEMORY_ARGS']);
     expect(argv('0')).not.toContain('--record-memory-history');
     const on = argv('1');
     expect(on.slice(on.indexOf('--record-memory-history'))).toEqual([
