@@ -169,7 +169,7 @@ function droplessRouting(
 /**
  * One EP rank's dispatch → local experts → combine over `comm` (its EP group, host arrays): the
  * counts all-gathered, then the two all-to-alls (`moe.dispatch`, `moe.combine`). Dropless: every
- * pick is sent. Throws unless the experts split evenly over the group.
+ * pick is sent. Throws unless the experts split evenly over the group (epPlan checks it).
  */
 export async function epDispatch(
   comm: Collectives<HostTensor> & AllToAll<HostTensor>,
@@ -178,8 +178,6 @@ export async function epDispatch(
 ): Promise<EpDispatchResult> {
   const { experts: E, topk: k, x, topIdx } = input;
   const [T, h] = [x.shape[0]!, x.shape[1]!];
-  if (E % comm.size !== 0)
-    throw new Error(`epDispatch: ${E} experts do not split over an EP group of ${comm.size}; pick E divisible by ep.`);
   if (topIdx.length !== T * k || input.topProb.length !== T * k)
     throw new Error(`epDispatch: ${T} tokens × top-${k} need ${T * k} expert ids and weights.`);
   const routing = droplessRouting(E, k, T, topIdx, input.topProb);
