@@ -58,6 +58,36 @@ export interface DpSyncInfo {
 }
 
 /**
+ * A pipeline point-to-point message as one end saw it (src/ranks/pipeline-programs.ts): the send
+ * (posted → completed) or the receive (called → arrived) of virtual stage `virtualStage`'s output
+ * activation (forward, stage s → s + 1) or of its gradient (backward, s + 1 → s), for one
+ * micro-batch. Both ends record an event; `from`/`to` are global ranks, so a view pairs a send with
+ * its receive by (from, to, tensor) and draws the arrow from the send's t0 to the receive's t1.
+ */
+export interface P2PMessageInfo {
+  readonly kind: 'send' | 'recv';
+  readonly carries: 'activation' | 'gradient';
+  readonly from: number;
+  readonly to: number;
+  readonly fromStage: number;
+  readonly toStage: number;
+  readonly virtualStage: number;
+  readonly microBatch: number;
+  /** "act.k.j" / "grad.k.j": the message's name on the wire (its fingerprint's). */
+  readonly tensor: string;
+}
+
+/** A pipeline pass a rank ran: F (forward), B (backward, or its input-gradient half under ZB-H1), W (weight gradients). */
+export interface PipelinePassInfo {
+  readonly pass: 'F' | 'B' | 'W';
+  readonly stage: number;
+  readonly chunk: number;
+  readonly microBatch: number;
+  /** The rank's live GPU buffer bytes at the pass's end. */
+  readonly liveBytes?: number;
+}
+
+/**
  * One slice of a rank's timeline: [t0, t1] in ms on the shared clock (`sharedNow`).
  * `shape` is the rank-local input shape; `bytes` the payload (for collectives, the nccl-tests
  * size: all-reduce/broadcast = tensor, reduce-scatter = input, all-gather = output).
@@ -75,6 +105,10 @@ export interface TraceEvent {
   readonly comm?: CommInfo;
   /** Set on a data-parallel sync's collective (src/ranks/dp-train-programs.ts). */
   readonly dpSync?: DpSyncInfo;
+  /** Set on a pipeline p2p message (stream 'comm', op "p2p.send" / "p2p.recv"). */
+  readonly p2p?: P2PMessageInfo;
+  /** Set on a pipeline pass's span (stream 'compute', op "pipeline.F" / ".B" / ".W"): its kernels' whole time. */
+  readonly pipelinePass?: PipelinePassInfo;
 }
 
 /** Duration of the phases named `name` (summed), in ms. */

@@ -1,3 +1,4 @@
+import type { PipelineScheduleName } from '../mesh/pipeline-schedules.ts';
 import type { PassSpan } from './pipeline-step.ts';
 
 /** The bubble of a step as the ranks ran it: each stage's idle share of the step, from its passes' spans. */
@@ -36,3 +37,30 @@ export function measuredBubble(
 
 /** 1F1B's bubble with equal stages and free p2p: (p − 1)/(m + p − 1) of the step (Narayanan et al. 2021, §2.2). */
 export const projectedBubble1F1B = (p: number, m: number): number => (p - 1) / (m + p - 1);
+
+/**
+ * The textbook bubble share of a schedule with equal stages and free p2p: AFAB and 1F1B idle
+ * (p − 1)(T_F + T_B) per stage beside m(T_F + T_B) busy, (p − 1)/(m + p − 1) (Narayanan et al. 2021
+ * §2.2); interleaved with v chunks shrinks each warm-up pass v-fold, (p − 1)/(v·m + p − 1) (ibid.
+ * §2.2); ZB-H1 leaves (p − 1)(T_F + T_B − T_W) idle beside m(T_F + T_B + T_W) (Qi et al. 2023,
+ * "Zero Bubble Pipeline Parallelism", §2.2), which with T_F = T_B = T_W is (p − 1)/(3m + p − 1).
+ */
+export function formulaBubble(schedule: PipelineScheduleName, p: number, v: number, m: number): number {
+  switch (schedule) {
+    case 'afab':
+    case '1f1b':
+      return projectedBubble1F1B(p, m);
+    case 'interleaved':
+      return (p - 1) / (v * m + p - 1);
+    case 'zb-h1':
+      return (p - 1) / (3 * m + p - 1);
+  }
+}
+
+/** formulaBubble's formula as a reader writes it. */
+export const formulaBubbleText: Readonly<Record<PipelineScheduleName, string>> = {
+  afab: '(p − 1)/(m + p − 1)',
+  '1f1b': '(p − 1)/(m + p − 1)',
+  interleaved: '(p − 1)/(v·m + p − 1)',
+  'zb-h1': '(p − 1)/(3m + p − 1), T_F = T_B = T_W',
+};

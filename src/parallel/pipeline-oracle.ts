@@ -42,6 +42,8 @@ export interface StageOutput {
   readonly blockGrads: [number, Grads][];
   readonly headGrads: Grads;
   readonly spans: PassSpan[];
+  /** The most bytes of GPU buffers the rank held at once during the step (weights, gradients, activations, workspace), when measured. */
+  readonly peakBytes?: number;
   /** With an optimizer: the rank's weight shards after the last step's update. */
   readonly weights?: StageArrays;
 }

@@ -1,5 +1,5 @@
 import type { PointToPoint } from '../comm/p2p.ts';
-import { splitsBackward, stagePasses, type PipelinePass } from '../mesh/pipeline-schedules.ts';
+import { splitsBackward, stagePasses, type PipelinePass, type ScheduledPass } from '../mesh/pipeline-schedules.ts';
 import { addInPlaceKernel } from '../reference/add.ts';
 import { opSpec, type Backend } from './backend.ts';
 import { DeferringBackend, type DeferredWgrad } from './deferred-wgrad.ts';
@@ -27,6 +27,33 @@ export interface PassSpan {
   readonly chunk: number;
   readonly t0: number;
   readonly t1: number;
+  /** The rank's live buffer bytes at the pass's end (StageObserver.liveBytes), when observed. */
+  readonly liveBytes?: number;
+}
+
+/**
+ * One point-to-point message of a stage's step, as this stage saw it: a send from its posting to its
+ * completion, a receive from its call to the tensor's arrival (ms, the step's clock). `virtualStage`
+ * k is the virtual stage whose output (activation) or output's gradient it carries, so the activation
+ * of k goes from stage k mod p to stage (k + 1) mod p and its gradient back.
+ */
+export interface StageMessage {
+  readonly kind: 'send' | 'recv';
+  readonly carries: 'activation' | 'gradient';
+  /** The other end's stage (its PP group rank). */
+  readonly peerStage: number;
+  readonly virtualStage: number;
+  readonly microBatch: number;
+  readonly tensor: string;
+  readonly shape: readonly number[];
+  readonly t0: number;
+  readonly t1: number;
+}
+
+/** What a caller may watch of a stage's step: each p2p message, and the live bytes sampled at each pass's end. */
+export interface StageObserver {
+  readonly message?: (m: StageMessage) => void;
+  readonly liveBytes?: () => number;
 }
 
 /** How a stage reaches its neighbours: point-to-point in its PP group (group rank = stage). */
@@ -78,6 +105,7 @@ export async function pipelineStageStep<T>(
   own: RankOwnership,
   weights: StageWeights<T>,
   now: () => number,
+  observe: StageObserver = {},
 ): Promise<StageStepResult<T>> {
   const { p, v, m } = model;
   const c = model.layer;
@@ -97,14 +125,41 @@ export async function pipelineStageStep<T>(
   const sends: Promise<void>[] = [];
 
   const key = (chunk: number, j: number) => `${chunk}.${j}`;
+  // "act.k.j": virtual stage k's output for micro-batch j; "grad.k.j": its gradient.
+  const message = (kind: StageMessage['kind'], peerStage: number, tensor: string, t0: number): void => {
+    const [what, k, j] = tensor.split('.');
+    observe.message?.({
+      kind,
+      carries: what === 'act' ? 'activation' : 'gradient',
+      peerStage,
+      virtualStage: Number(k),
+      microBatch: Number(j),
+      tensor,
+      shape: actShape,
+      t0,
+      t1: now(),
+    });
+  };
   const recv = async (peer: number, tensor: string): Promise<T> => {
+    const t0 = now();
     const t = await link.p2p.recv(actShape, peer, tensor);
+    message('recv', peer, tensor, t0);
     link.adopt?.(t);
     return t;
   };
   const send = async (x: T, peer: number, tensor: string): Promise<void> => {
     await inner.flush(); // the kernels that wrote x have run before it is read back
-    sends.push(link.p2p.send(x, peer, tensor).then(() => inner.release(x)));
+    const t0 = now();
+    sends.push(
+      link.p2p.send(x, peer, tensor).then(() => {
+        message('send', peer, tensor, t0);
+        inner.release(x);
+      }),
+    );
+  };
+  const span = (op: ScheduledPass, t0: number): PassSpan => {
+    const live = observe.liveBytes?.();
+    return { ...op, t0, t1: now(), ...(live !== undefined && { liveBytes: live }) };
   };
   // Σ over micro-batches: the first micro-batch's gradient becomes the sum, later ones are added in.
   const accumulate = (into: WeightSet<T>, from: WeightSet<T>): void => {
@@ -159,7 +214,7 @@ export async function pipelineStageStep<T>(
         loss = r.saved;
       }
       await inner.flush();
-      spans.push({ ...op, t0, t1: now() });
+      spans.push(span(op, t0));
       inFlight.set(key(chunk, j), { ...(tokens !== undefined && { ids: tokens }), saved, ...(loss && { loss }) });
       if (k < last) await send(x, (stage + 1) % p, `act.${k}.${j}`);
     } else if (op.pass === 'B') {
@@ -188,7 +243,7 @@ export async function pipelineStageStep<T>(
       if (split) pendingW.set(key(chunk, j), { w: be.take(), grads, head });
       else accumulateAll(grads, head);
       await inner.flush();
-      spans.push({ ...op, t0, t1: now() });
+      spans.push(span(op, t0));
       if (k > 0) await send(dy, (stage - 1 + p) % p, `grad.${k - 1}.${j}`);
     } else {
       const pending = pendingW.get(key(chunk, j));
@@ -198,7 +253,7 @@ export async function pipelineStageStep<T>(
       pending.w.run();
       accumulateAll(pending.grads, pending.head);
       await inner.flush();
-      spans.push({ ...op, t0, t1: now() });
+      spans.push(span(op, t0));
     }
   }
   await Promise.all(sends);

@@ -12,6 +12,10 @@ export class GpuBackend implements Backend<GpuTensor> {
   readonly kind = 'gpu';
   phase: OpPhase = 'forward';
   private readonly live = new Set<GpuTensor>();
+  /** Σ buffer size of `live`, bytes. */
+  private held = 0;
+  /** The most bytes of buffers this backend held at once (made or adopted, not yet freed). */
+  peakBytes = 0;
 
   /**
    * `deferRelease`: release() keeps each buffer until releaseAll (needed while ctx.holdUntilFlush
@@ -28,7 +32,19 @@ export class GpuBackend implements Backend<GpuTensor> {
 
   /** Takes ownership of a tensor made elsewhere (a collective's result), freed by releaseAll. */
   adopt(t: GpuTensor): void {
+    this.hold(t);
+  }
+
+  /** Bytes of the buffers this backend holds now (made or adopted, not yet freed). */
+  get liveBytes(): number {
+    return this.held;
+  }
+
+  private hold(t: GpuTensor): void {
+    if (this.live.has(t)) return;
     this.live.add(t);
+    this.held += t.buffer.size;
+    this.peakBytes = Math.max(this.peakBytes, this.held);
   }
 
   /** Frees every tensor this backend made or adopted and has not released. */
@@ -36,6 +52,7 @@ export class GpuBackend implements Backend<GpuTensor> {
     this.ctx.submit();
     for (const t of this.live) t.buffer.destroy();
     this.live.clear();
+    this.held = 0;
   }
 
   private run(op: OpSpec, body: () => void): void {
@@ -44,7 +61,7 @@ export class GpuBackend implements Backend<GpuTensor> {
 
   tensor(name: string, shape: readonly number[], data?: Float32Array | Float64Array): GpuTensor {
     const t = createTensor(this.ctx.device, name, shape, data instanceof Float64Array ? Float32Array.from(data) : data);
-    this.live.add(t);
+    this.hold(t);
     return t;
   }
   shapeOf(t: GpuTensor): readonly number[] {
@@ -57,8 +74,8 @@ export class GpuBackend implements Backend<GpuTensor> {
   release(t: GpuTensor): void {
     if (this.opts.deferRelease || this.opts.ownedElsewhere?.(t)) return; // freed by releaseAll, or by its owner
     this.ctx.submit();
+    if (this.live.delete(t)) this.held -= t.buffer.size;
     t.buffer.destroy();
-    this.live.delete(t);
   }
   kernel<A>(op: OpSpec, spec: KernelSpec<KernelName, A>, tensors: readonly GpuTensor[], args: A): void {
     this.run(op, () => runKernel(this.ctx, spec, tensors, args));

@@ -1,4 +1,6 @@
 import { sharedNow } from '../core/clock.ts';
+import { numel } from '../core/shape.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 import { importGemmChoices } from '../kernels/gemm-choice.ts';
 import type { GpuTensor } from '../kernels/tensor.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
@@ -12,7 +14,7 @@ import {
   type StageOutput,
 } from '../parallel/pipeline-oracle.ts';
 import type { AdamHyper } from '../reference/adam.ts';
-import { pipelineStageStep } from '../parallel/pipeline-step.ts';
+import { pipelineStageStep, type PassSpan, type StageObserver } from '../parallel/pipeline-step.ts';
 import { uploadWeights } from '../parallel/step-data.ts';
 import { GpuBackend } from './backend-gpu.ts';
 import type { RankContext } from './context.ts';
@@ -45,7 +47,8 @@ export async function pipelineStepProgram(
   const arrays = stageWeightArrays(model, stage, ctx.rank);
   const optimizer: StageOptimizer = new Map();
   let out: StageOutput | undefined;
-  for (let i = 0; i < Math.max(1, a.steps ?? 1); i++) {
+  const steps = Math.max(1, a.steps ?? 1);
+  for (let i = 0; i < steps; i++) {
     const be = new GpuBackend(k);
     try {
       const upload = (x: Parameters<typeof uploadWeights>[0]) =>
@@ -61,15 +64,86 @@ export async function pipelineStepProgram(
         adopt,
         () => k.submit(),
       );
-      const link = { p2p: ctx.mesh.group('pp').gpuComm, adopt };
-      const r = await pipelineStageStep(be, lc, link, model, stage, own, weights, sharedNow);
-      out = await readStageOutput((t: GpuTensor) => be.read(t), ctx.rank, stage, r);
+      const pp = ctx.mesh.group('pp');
+      const link = { p2p: pp.gpuComm, adopt };
+      const lastStep = i === steps - 1;
+      if (lastStep) ctx.trace.drain(); // the trace keeps the returned step's events
+      const observe = lastStep ? traceObserver(ctx, pp.view?.members ?? [], stage, () => be.liveBytes) : {};
+      const r = await pipelineStageStep(be, lc, link, model, stage, own, weights, sharedNow, observe);
+      if (lastStep) for (const s of r.spans) ctx.trace.record(passEvent(ctx.mesh.rank, stage, s));
+      out = { ...(await readStageOutput((t: GpuTensor) => be.read(t), ctx.rank, stage, r)), peakBytes: be.peakBytes };
       if (a.adam) stepStage(arrays, out, optimizer, a.adam);
     } finally {
       be.releaseAll();
     }
   }
   return a.adam ? { ...out!, weights: arrays } : out!;
+}
+
+/**
+ * Puts the stage's p2p messages on the rank's trace as typed events (TraceEvent.p2p), the peers
+ * named by global rank (`members[s]`: stage s's rank in this PP group), and samples live bytes.
+ */
+function traceObserver(
+  ctx: RankContext,
+  members: readonly number[],
+  stage: number,
+  liveBytes: () => number,
+): StageObserver {
+  const global = (s: number) => {
+    const g = members[s];
+    if (g === undefined)
+      throw new Error(`rank ${ctx.mesh.rank}: its PP group has no stage ${s} (members ${members.join(', ')}).`);
+    return g;
+  };
+  return {
+    liveBytes,
+    message: (m) => {
+      const [fromStage, toStage] = m.kind === 'send' ? [stage, m.peerStage] : [m.peerStage, stage];
+      ctx.trace.record({
+        rank: ctx.mesh.rank,
+        stream: 'comm',
+        op: `p2p.${m.kind}`,
+        shape: m.shape,
+        bytes: 4 * numel(m.shape),
+        t0: m.t0,
+        t1: m.t1,
+        phases: [],
+        p2p: {
+          kind: m.kind,
+          carries: m.carries,
+          from: global(fromStage),
+          to: global(toStage),
+          fromStage,
+          toStage,
+          virtualStage: m.virtualStage,
+          microBatch: m.microBatch,
+          tensor: m.tensor,
+        },
+      });
+    },
+  };
+}
+
+/** A pass's span as a trace event on the compute stream (TraceEvent.pipelinePass). */
+function passEvent(rank: number, stage: number, s: PassSpan): TraceEvent {
+  return {
+    rank,
+    stream: 'compute',
+    op: `pipeline.${s.pass}`,
+    shape: [],
+    bytes: 0,
+    t0: s.t0,
+    t1: s.t1,
+    phases: [],
+    pipelinePass: {
+      pass: s.pass,
+      stage,
+      chunk: s.chunk,
+      microBatch: s.microBatch,
+      ...(s.liveBytes !== undefined && { liveBytes: s.liveBytes }),
+    },
+  };
 }
 
 /** The pipeline's programs, served by src/ranks/layer.worker.ts. */

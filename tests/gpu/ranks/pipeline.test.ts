@@ -2,11 +2,9 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { pipelineScheduleNames, type PipelineScheduleName } from '../../../src/mesh/pipeline-schedules.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
 import type { OracleReport } from '../../../src/parallel/oracle.ts';
-import { measuredBubble, projectedBubble1F1B } from '../../../src/parallel/pipeline-bubble.ts';
 import type { PipelineModel } from '../../../src/parallel/pipeline-model.ts';
-import { comparePipeline, gatherPipeline, pipelineReference } from '../../../src/parallel/pipeline-oracle.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
-import { simulatePipeline } from '../../../src/projection/pipeline/pipeline-schedule.ts';
+import { runPipeline } from '../../../src/session/pipeline-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
 import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 
@@ -56,39 +54,34 @@ for (const { tp, pp } of meshes)
       async (schedule) => {
         pool ??= await createLayerPool(tp * pp, 'auto', 60_000, { degrees: { tp, pp } });
         const mdl = model(tp, pp, schedule);
-        const outs = await pool.run('pipelineStep', { model: mdl, ...twoSteps });
-        const report = comparePipeline(
-          mdl,
-          await pipelineReference(mdl, twoSteps),
-          gatherPipeline(mdl, outs),
-          twoSteps,
-        );
+        const run = await runPipeline(pool, { model: mdl, training: twoSteps });
+        const report = run.oracle;
         expect(report.pass, failures(report)).toBe(true);
         // Every rank ran every pass of its stage's order.
-        for (const o of outs) expect(o.spans.length).toBe(2 * mdl.m * mdl.v + (schedule === 'zb-h1' ? mdl.m : 0));
-        const b = measuredBubble(pp, outs);
-        // The projection's simulation of the same layout with the passes' measured mean times (1F1B and
-        // interleaved: the schedules it draws), no p2p time: what the order alone leaves idle.
-        const mean = (stage: number, pass: 'F' | 'B') => {
-          const xs = outs.filter((o) => o.stage === stage).flatMap((o) => o.spans.filter((s) => s.pass === pass));
-          return xs.reduce((a, s) => a + s.t1 - s.t0, 0) / xs.length;
-        };
-        const simulated =
-          schedule === '1f1b' || schedule === 'interleaved'
-            ? simulatePipeline({
-                p: pp,
-                v: mdl.v,
-                m: mdl.m,
-                forwardMs: (i) => mean(i, 'F'),
-                backwardMs: (i) => mean(i, 'B'),
-                p2pMs: 0,
-              }).idleShare
-            : undefined;
+        for (const o of run.outputs)
+          expect(o.spans.length).toBe(2 * mdl.m * mdl.v + (schedule === 'zb-h1' ? mdl.m : 0));
+        // The trace holds each boundary message at both ends: per TP rank 2·m·(p·v − 1) of them, and
+        // every send has the receive of the same tensor at the rank it names.
+        const p2p = run.trace.flatMap((e) => (e.p2p ? [e.p2p] : []));
+        const sends = p2p.filter((x) => x.kind === 'send');
+        expect(sends.length).toBe(tp * 2 * mdl.m * (pp * mdl.v - 1));
+        expect(p2p.length).toBe(2 * sends.length);
+        for (const s of sends)
+          expect(
+            p2p.some((r) => r.kind === 'recv' && r.from === s.from && r.to === s.to && r.tensor === s.tensor),
+          ).toBe(true);
+        expect(run.trace.filter((e) => e.pipelinePass).length).toBe(
+          run.outputs.reduce((n, o) => n + o.spans.length, 0),
+        );
+        for (const s of run.memory) expect(s.peakBytes).toBeGreaterThan(0);
+        const b = run.measured;
+        const sim = run.projected.simulated;
         const shares = (xs: readonly number[]) => xs.map((x) => x.toFixed(3)).join(' ');
         console.log(
           `t ${tp} × p ${pp} ${schedule}: step ${b.spanMs.toFixed(1)} ms, measured idle share per stage ${shares(b.idleShare)}` +
-            (simulated ? `, projection's simulation with these pass times ${shares(simulated)}` : '') +
-            (schedule === '1f1b' ? `, (p − 1)/(m + p − 1) = ${projectedBubble1F1B(pp, mdl.m).toFixed(3)}` : '') +
+            (sim ? `, projection's simulation with these pass times ${shares(sim.idleShare)}` : '') +
+            `, ${run.projected.formula} = ${run.projected.formulaShare.toFixed(3)}` +
+            `; peak per stage ${run.memory.map((s) => `${(s.peakBytes / 1024).toFixed(0)} KiB`).join(' ')}` +
             `; worst ${report.worst.tensor} ${report.worst.maxAbs.toExponential(2)} (tol ${report.worst.tol.toExponential(2)})`,
         );
       },
