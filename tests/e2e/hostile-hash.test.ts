@@ -8,7 +8,7 @@ let open: OpenPage;
 
 /**
  * Each hash, what the page must say, and where: `field` is the control the message sits under
- * (`[data-error-for=field]` in <tp-controls> or <tp-machine-controls>), 'banner' the link banner for
+ * (`[data-error-for=field]` in <tp-controls>, <tp-machine-controls> or <tp-mesh-controls>), 'banner' the link banner for
  * keys without a control.
  */
 const cases: readonly { hash: string; where: string; says: RegExp }[] = [
@@ -35,6 +35,30 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   // Sized by the GPU count or the stages: capped (src/ui/settings/state.ts gpusCap, ppCap).
   { hash: 'gpus=10000000', where: 'gpus', says: /^gpus = 10000000 is more than 8192 \(.*\): write gpus=8192 or less/ },
   { hash: 'pp=1000000&gpus=1000000', where: 'pp', says: /^pp = 1000000 is more than 64 \(.*\): write pp=64 or less/ },
+  // The rank mesh (src/ui/settings/state.ts dpCap, mCap; src/mesh/mesh-check.ts): refused at its control, nothing runs.
+  { hash: 'dp=1000000', where: 'dp', says: /^dp = 1000000 is more than 16 \(.*\): write dp=16 or less/ },
+  { hash: 'pp=2&m=1000000000', where: 'm', says: /^m = 1000000000 is more than 64 \(.*\): write m=64 or less/ },
+  {
+    hash: 'schedule=%3Cscript%3E',
+    where: 'schedule',
+    says: /^schedule must be one of afab, 1f1b, interleaved, zb-h1, got "<script>"/,
+  },
+  {
+    hash: 'tp=4&pp=4&dp=2',
+    where: 'dp',
+    says: /^t × p × d = 4 × 4 × 2 = 32 rank workers, more than the 16 .* legal d at t = 4, p = 4: 1\./,
+  },
+  {
+    hash: 'pp=2&layers=9',
+    where: 'layers',
+    says: /^L = 9 layers do not split over p = 2 stages .* Legal p at this L and v: 1, 3, 9;/,
+  },
+  {
+    hash: 'pp=2&vpp=2&schedule=interleaved&m=3',
+    where: 'm',
+    says: /the interleaved schedule needs m to be a multiple of p = 2.* Legal m: 2, 4, 6, 8/,
+  },
+  { hash: 'dp=2&gbatch=7', where: 'm', says: /the global batch G = 7 sequences must be a multiple of b·d = 1·2 = 2/ },
   // Keys without a control of their own: named in the link banner.
   {
     hash: 'placement=nowhere',
@@ -87,7 +111,7 @@ describe('hostile URL hashes on the built page', () => {
         const where$ =
           where === 'banner'
             ? page.locator('[data-banner="hash"]')
-            : page.locator(`tp-controls, tp-machine-controls`).locator(`[data-error-for="${where}"]`);
+            : page.locator(`tp-controls, tp-machine-controls, tp-mesh-controls`).locator(`[data-error-for="${where}"]`);
         await expect.poll(() => where$.count(), { timeout: 20_000 }).toBeGreaterThan(0);
         const texts = await where$.allTextContents();
         expect(

@@ -1,5 +1,6 @@
 // Which control each validation message is shown next to (pure, no DOM).
 import type { ValidationIssue } from '../../parallel/validate.ts';
+import type { MeshIssue } from '../../mesh/mesh-check.ts';
 import { hasControl, type Settings } from './state.ts';
 
 /** A control of <tp-controls>: a settings key. */
@@ -17,7 +18,7 @@ export interface FieldIssue {
  * issue's own `field`; fields without a control (seed, ε, RoPE base) go to the preset.
  */
 export function placeIssues(
-  issues: readonly Pick<ValidationIssue, 'field' | 'fields' | 'message'>[],
+  issues: readonly (Pick<ValidationIssue, 'field' | 'fields' | 'message'> | MeshIssue)[],
   changed?: ControlField,
 ): FieldIssue[] {
   return issues.map((i) => {

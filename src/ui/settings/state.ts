@@ -29,6 +29,8 @@ import {
 import { layerArchs, type LayerArch } from '../../megatron/layer-arch.ts';
 import { formatRankSlowdown, parseRankSlowdown, type RankSlowdown } from '../../core/rank-slowdown.ts';
 import { checkPlacementText } from '../../projection/links/placement.ts';
+import { pipelineScheduleNames, type PipelineScheduleName } from '../../mesh/pipeline-schedules.ts';
+import { maxMeshRanks } from '../../mesh/rank-layout.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -81,6 +83,14 @@ export interface Settings extends ModelSizes {
   readonly pp: number;
   /** v: virtual stages per pipeline rank of the cluster panel (--num-virtual-stages-per-pipeline-rank). */
   readonly vpp: number;
+  /** d: data-parallel replicas of the mesh the ranks run (pp > 1 or dp > 1 runs t·p·d rank workers; docs/pipeline-view.md). */
+  readonly dp: number;
+  /** m: micro-batches per replica per step of the mesh run (Megatron's get_num_microbatches). */
+  readonly m: number;
+  /** The mesh run's pipeline schedule (src/mesh/pipeline-schedules.ts). */
+  readonly schedule: PipelineScheduleName;
+  /** The mesh run's replicas sync with the distributed optimizer (reduce-scatter, Adam on a shard, all-gather) instead of all-reduce. */
+  readonly distopt: boolean;
   /** The cluster panel's kernel switches (src/projection/layer/kernel-options.ts): --arch, --attention-backend, --fp8-format, --cuda-graph-impl. */
   readonly layerArch: LayerArch;
   readonly attn: AttentionBackend;
@@ -129,6 +139,8 @@ export type FieldControl =
   | 'controls'
   /** <tp-machine-controls>: the machine the timeline describes. */
   | 'machine'
+  /** <tp-mesh-controls>: the rank mesh (pipeline stages, replicas, micro-batches, schedule). */
+  | 'mesh'
   /** The view tabs. */
   | 'views'
   /** No control of its own (set by a link or by a view's own navigation). */
@@ -199,6 +211,28 @@ export const ppCap: WholeCap = {
   why: "Megatron's deepest published pipeline (GPT 1T) has 64 stages",
 };
 
+/** Replicas d: the mesh holds at most maxMeshRanks rank workers (src/mesh/rank-layout.ts), so d ≤ that at t = p = 1. */
+export const dpCap: WholeCap = {
+  max: maxMeshRanks,
+  why: `a mesh holds at most ${maxMeshRanks} rank workers here`,
+};
+
+/**
+ * Micro-batches m: every one is a forward and a backward of every block on the ranks; 64 is four
+ * times the seeds' largest (seed 001 §1.4: PP8 with 16 micro-batches), where 1F1B's bubble
+ * (p − 1)/(m + p − 1) at p = 8 is already under 10%.
+ */
+export const mCap: WholeCap = {
+  max: 64,
+  why: "four times the seeds' largest micro-batch count (16), where the 1F1B bubble at p = 8 is under 10%",
+};
+
+/**
+ * A row of the rank mesh: in a link only where it differs from the default; the TP layer's run does
+ * not depend on it (the mesh run has its own key, src/ui/shell/mesh-runs.ts).
+ */
+const meshRow = { inHash: 'unless-default', reruns: false, control: 'mesh' } as const;
+
 /** A whole-number row (sizes, degree, step, layers, GPUs): at least `min`, and at most `cap.max`. */
 const whole = (
   key: string,
@@ -258,7 +292,9 @@ const defaultPreset: PresetName = 'classroom';
  * the seeds' box) is the link of the custom machine and of the GEMM view's modeled communication;
  * the cluster machine uses its system's own links. The cluster panel: 12 layers, N = 8 GPUs, p = v = 1,
  * global batch b·N, the projection's default kernels, and the seeds' tiny GPT as its model (a model a
- * cluster trains, not the classroom layer, which projects to an MFU of 0.0%).
+ * cluster trains, not the classroom layer, which projects to an MFU of 0.0%). The rank mesh: one
+ * replica (p = d = 1 runs the TP layer alone), m = 4 micro-batches (1F1B's bubble (p − 1)/(m + p − 1)
+ * is 20% at p = 2), Megatron's default 1F1B, all-reduce without the distributed optimizer.
  */
 export const settingsTable: SettingsTable = {
   preset: {
@@ -337,8 +373,13 @@ export const settingsTable: SettingsTable = {
     reruns: false,
     control: 'machine',
   }),
-  pp: whole('pp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }, 1, ppCap),
-  vpp: whole('vpp', 1, { inHash: 'unless-default', reruns: false, control: 'machine' }),
+  // The rank mesh: the cluster panel projects the same p and v.
+  pp: whole('pp', 1, meshRow, 1, ppCap),
+  vpp: whole('vpp', 1, meshRow),
+  dp: whole('dp', 1, meshRow, 1, dpCap),
+  m: whole('m', 4, meshRow, 1, mCap),
+  schedule: choice('schedule', pipelineScheduleNames, '1f1b', meshRow),
+  distopt: onOff('distopt', false, meshRow),
   layerArch: choice('arch', layerArchs, defaultKernelOptions.layerArch, kernelRow),
   attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),
   fp8: choice('fp8', fp8Formats, defaultKernelOptions.fp8, kernelRow),

@@ -19,6 +19,8 @@ import {
 } from '../settings/state.ts';
 import './tp-machine-controls.ts';
 import './tp-controls.ts';
+import './tp-mesh-controls.ts';
+import { meshIssues } from '../settings/mesh-settings.ts';
 
 const viewNames: Record<MainView, string> = {
   timeline: 'Timeline',
@@ -99,7 +101,7 @@ export class TpApp extends LitElement {
     const run = this.run;
     const r = run.result;
     const stale = run.issues.length > 0 || !!run.runError || (r !== undefined && runKey(s) !== run.shownKey);
-    const issues = [...this.hashIssues, ...run.issues];
+    const issues = [...this.hashIssues, ...run.issues, ...meshIssues(s, this.changed)];
     return html`
       <header>
         <h1>Tensor-parallel playground</h1>
@@ -129,6 +131,7 @@ export class TpApp extends LitElement {
             .notes=${run.notes}
             @settings-change=${this.onChange}
           ></tp-controls>
+          <tp-mesh-controls .settings=${s} .issues=${issues} @settings-change=${this.onChange}></tp-mesh-controls>
           <tp-machine-controls .settings=${s} .issues=${issues} @settings-change=${this.onChange}></tp-machine-controls>
         </aside>
         <main>

@@ -50,7 +50,7 @@ export class TpMachineControls extends LitElement {
     };
   }
 
-  private number(s: Settings, field: 'layers' | 'gpus' | 'pp' | 'vpp', label: string): TemplateResult {
+  private number(s: Settings, field: 'layers' | 'gpus', label: string): TemplateResult {
     return html`<label
         >${label}
         <input
@@ -183,7 +183,6 @@ export class TpMachineControls extends LitElement {
       >
       ${this.errorsFor('cmodel')}
       ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × p × DP)')}
-      ${this.number(s, 'pp', 'pipeline stages p')} ${this.number(s, 'vpp', 'virtual stages per rank v')}
       ${this.globalBatch(s)}
       ${this.kernelChoice(s, 'layerArch', 'architecture (--arch)', layerArchs)}
       ${this.kernelChoice(s, 'attn', 'attention backend', attentionBackends)}

@@ -5,7 +5,9 @@ import { configFromPreset, presetNames, type LayerConfig } from '../../../src/pa
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { legalTpDegrees, maxHeads, maxSize, maxTp, validateConfig } from '../../../src/parallel/validate.ts';
 import { rng } from '../../../src/reference/random.ts';
-import { gpusCap, hashKeys, ppCap, settingsFromHash } from '../../../src/ui/settings/state.ts';
+import { dpCap, gpusCap, hashKeys, mCap, ppCap, settingsFromHash } from '../../../src/ui/settings/state.ts';
+import { meshIssues } from '../../../src/ui/settings/mesh-settings.ts';
+import { pipelineScheduleNames } from '../../../src/mesh/pipeline-schedules.ts';
 
 /**
  * Seeded property test over the configuration space: every case is either valid with a plan
@@ -146,6 +148,11 @@ describe('URL hash fuzz', () => {
       // What the cluster panel sizes by the GPU count or the stages stays within the page's caps.
       expect(settings.gpus, hash.slice(0, 200)).toBeLessThanOrEqual(gpusCap.max);
       expect(settings.pp, hash.slice(0, 200)).toBeLessThanOrEqual(ppCap.max);
+      // The mesh: d and m within their caps, a schedule by name, and its rules answer (issues with messages, or none).
+      expect(settings.dp).toBeLessThanOrEqual(dpCap.max);
+      expect(settings.m).toBeLessThanOrEqual(mCap.max);
+      expect(pipelineScheduleNames).toContain(settings.schedule);
+      for (const i of meshIssues(settings)) expect(i.message.length, i.message.slice(0, 200)).toBeLessThan(700);
       expect(messages.filter((m) => /^(unknown key |\d+ unknown keys )/.test(m.message)).length).toBeLessThanOrEqual(1);
       for (const m of messages) expect(m.message.length, m.message.slice(0, 200)).toBeLessThan(700);
       // A hash's settings always validate to an answer (valid, or errors with messages).

@@ -1,7 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import {
   defaultSettings,
+  dpCap,
   gpusCap,
+  hashFromSettings,
   hasControl,
   ppCap,
   settingsFromHash,
@@ -9,6 +11,7 @@ import {
 } from '../../../../src/ui/settings/state.ts';
 import { parseInterconnect } from '../../../../src/hardware/interconnect.ts';
 import { quoted } from '../../../../src/core/quote.ts';
+import { meshIssues } from '../../../../src/ui/settings/mesh-settings.ts';
 
 describe('hostile URL hashes', () => {
   test.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])(
@@ -71,6 +74,35 @@ describe('hostile URL hashes', () => {
     // The machine panel's inputs parse with the same rows.
     expect(() => settingsTable.gpus.parse(String(gpusCap.max + 1))).toThrow(/^gpus = 8193 is more than 8192/);
     expect(() => settingsTable.pp.parse(String(ppCap.max + 1))).toThrow(/^pp = 65 is more than 64/);
+  });
+
+  test('the mesh settings: d and m capped naming why, a schedule only by name, each refusal keeping the default', () => {
+    const { settings, messages } = settingsFromHash('#dp=17&m=1000000&schedule=constructor&distopt=maybe');
+    expect([settings.dp, settings.m, settings.schedule, settings.distopt]).toEqual([
+      defaultSettings.dp,
+      defaultSettings.m,
+      defaultSettings.schedule,
+      defaultSettings.distopt,
+    ]);
+    expect(messages.map((m) => m.key)).toEqual(['dp', 'm', 'schedule', 'distopt']);
+    expect(messages[0].message).toBe(`dp = 17 is more than 16 (${dpCap.why}): write dp=16 or less. Using dp=1.`);
+    expect(messages[1].message).toMatch(
+      /^m = 1000000 is more than 64 \(four times the seeds' .*\): write m=64 or less/,
+    );
+    expect(messages[2].message).toBe(
+      'schedule must be one of afab, 1f1b, interleaved, zb-h1, got "constructor". Using schedule=1f1b.',
+    );
+    for (const k of ['dp', 'm', 'schedule', 'distopt', 'pp', 'vpp'] as const) expect(hasControl(k)).toBe(true);
+    const round = settingsFromHash('#tp=2&pp=2&dp=2&m=8&schedule=zb-h1&distopt=1');
+    expect(round.messages).toEqual([]);
+    expect(settingsFromHash(hashFromSettings(round.settings)).settings).toEqual(round.settings);
+  });
+
+  test('the mesh rules sit at the control just changed when it is involved, else at their own', () => {
+    const s = settingsFromHash('#tp=2&pp=2&dp=2&m=3&schedule=interleaved&vpp=2').settings;
+    expect(meshIssues(s).map((i) => i.field)).toEqual(['m']);
+    expect(meshIssues(s, 'pp').map((i) => i.field)).toEqual(['pp']);
+    expect(meshIssues({ ...s, pp: 1, dp: 1 })).toEqual([]); // no mesh, no mesh rules
   });
 
   test('placement and step have no control of their own: their messages say what to write, for the link banner', () => {

@@ -1,0 +1,29 @@
+// The rank mesh the page's settings ask for, and its rules placed at their controls (pure, no DOM).
+import { checkMeshLayout, isMesh, type MeshLayout } from '../../mesh/mesh-check.ts';
+import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
+import type { Settings } from './state.ts';
+
+/** The mesh layout of some settings: every MeshLayout key is a Settings key of the same meaning. */
+export const meshLayoutOf = (s: Settings): MeshLayout => ({
+  tp: s.tp,
+  pp: s.pp,
+  vpp: s.vpp,
+  dp: s.dp,
+  m: s.m,
+  schedule: s.schedule,
+  layers: s.layers,
+  b: s.b,
+  gbatch: s.gbatch,
+  vocab: s.vocab,
+});
+
+/** True when the settings run a mesh (p > 1 or d > 1) beside the TP layer. */
+export const runsMesh = (s: Settings): boolean => isMesh(s);
+
+/**
+ * The mesh's rules broken by `s`, each at its control (the one just changed when it is involved).
+ * They stop the mesh run only: the TP layer and the cluster panel's projection still run.
+ */
+export function meshIssues(s: Settings, changed?: ControlField): FieldIssue[] {
+  return runsMesh(s) ? placeIssues(checkMeshLayout(meshLayoutOf(s)), changed) : [];
+}
