@@ -58,6 +58,16 @@ export interface DpSyncInfo {
 }
 
 /**
+ * What a rank's routed-expert GEMMs add to their compute event (an MoE block's grouped GEMMs, forward
+ * or backward): the global index of the rank's first local expert and the token rows each local
+ * expert processed, local expert l being global expert firstExpert + l.
+ */
+export interface ExpertGemmInfo {
+  readonly firstExpert: number;
+  readonly tokens: readonly number[];
+}
+
+/**
  * One slice of a rank's timeline: [t0, t1] in ms on the shared clock (`sharedNow`).
  * `shape` is the rank-local input shape; `bytes` the payload (for collectives, the nccl-tests
  * size: all-reduce/broadcast = tensor, reduce-scatter = input, all-gather = output).
@@ -75,6 +85,8 @@ export interface TraceEvent {
   readonly comm?: CommInfo;
   /** Set on a data-parallel sync's collective (src/ranks/dp-train-programs.ts). */
   readonly dpSync?: DpSyncInfo;
+  /** Set on an MoE block's expert GEMMs (src/parallel/moe-ep.ts). */
+  readonly experts?: ExpertGemmInfo;
 }
 
 /** Duration of the phases named `name` (summed), in ms. */

@@ -1,9 +1,11 @@
 import type { AllToAll } from '../comm/all-to-all.ts';
 import type { Collectives } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
+import { sharedNow } from '../core/clock.ts';
+import type { TraceSink } from '../core/trace-recorder.ts';
 import { denseProblem } from '../reference/gemm.ts';
 import type { MoeWeights } from '../reference/moe/block.ts';
-import { checkMoeConfig, type MoeConfig } from '../reference/moe/config.ts';
+import { addRouterBias, checkMoeConfig, type MoeConfig } from '../reference/moe/config.ts';
 import { auxLoss, auxLossCounts, zLoss } from '../reference/moe/losses.ts';
 import {
   moeCombineProbGradKernel,
@@ -23,7 +25,7 @@ import { moeExpertsBackward, moeExpertsForward } from './moe-experts.ts';
 // a dropped pick is neither sent nor combined (permutationOf leaves it out). The rank holds its own
 // T tokens x [T, h] (the group's batch is the ranks' tokens concatenated in rank order) and the
 // E/ep experts [rank·E/ep, (rank + 1)·E/ep):
-//   logits = x · Wr (backend GEMM) → routeTokens, permutationOf on the host (the tie rule)
+//   logits = x · Wr (backend GEMM) + the router skew (host) → routeTokens, permutationOf on the host (the tie rule)
 //   tokens_per_expert all-gathered (moe.tokens_per_expert); xp = permute(x) (moePermute)
 //   all-to-all (moe.dispatch) → sort_chunks_by_idxs → moeExpertsForward → unsort → all-to-all (moe.combine)
 //   y = Σ_j p_j · yp(pick j) (moeUnpermute)
@@ -48,8 +50,12 @@ export interface MoeEpResult {
   readonly logits: Float32Array;
   /** Expert of pick j of token t at t·k + j ([T, k]). */
   readonly topIdx: Int32Array;
-  /** Every EP rank's tokens per expert [ep][E]. */
+  /** Every EP rank's tokens per expert [ep][E], after capacity. */
   readonly counts: readonly (readonly number[])[];
+  /** Picks of this rank's tokens dropped by capacity. */
+  readonly dropped: number;
+  /** Rows each of this rank's local experts processed (from every EP rank) [E/ep]. */
+  readonly expertRows: readonly number[];
   /** y [T, h]. */
   readonly y: Float32Array;
   /** The group's aux and z losses (the concatenated tokens'), the same on every rank. */
@@ -76,6 +82,44 @@ export function moeEpErrors(c: MoeConfig, ep: number): string[] {
   return errors;
 }
 
+/** Where a rank's expert GEMMs are recorded: its trace and its global rank. */
+export interface MoeTrace {
+  readonly sink: TraceSink;
+  readonly rank: number;
+}
+
+/**
+ * Runs the local experts' GEMMs (`body`) between two flushes and records them as one compute event
+ * `op` with their token rows; flops per row: forward 2·h·2f + 2·f·h = 6hf, backward twice that.
+ */
+async function timedExperts<R>(
+  be: Pick<Backend<unknown>, 'flush'>,
+  trace: MoeTrace | undefined,
+  op: 'moe.experts' | 'moe.experts.backward',
+  info: { firstExpert: number; tokens: readonly number[]; h: number; f: number },
+  body: () => R,
+): Promise<R> {
+  if (!trace) return body();
+  await be.flush();
+  const t0 = sharedNow();
+  const out = body();
+  await be.flush();
+  const rows = info.tokens.reduce((a, n) => a + n, 0);
+  trace.sink.record({
+    rank: trace.rank,
+    stream: 'compute',
+    op,
+    shape: [rows, info.h],
+    bytes: 0,
+    t0,
+    t1: sharedNow(),
+    phases: [],
+    flops: (op === 'moe.experts' ? 6 : 12) * rows * info.h * info.f,
+    experts: { firstExpert: info.firstExpert, tokens: info.tokens },
+  });
+  return out;
+}
+
 /**
  * The MoE block on one EP rank (see the header): `w` holds the logical weights (every rank the
  * same, seededMoeWeights), of which the rank uses the router and its own experts; x and dy [T, h].
@@ -88,6 +132,7 @@ export async function moeEpBlock<T>(
   x: Float32Array | Float64Array,
   dy: Float32Array | Float64Array,
   w: MoeWeights,
+  trace?: MoeTrace,
 ): Promise<MoeEpResult> {
   checkMoeConfig(c);
   const errors = moeEpErrors(c, comm.size);
@@ -108,13 +153,15 @@ export async function moeEpBlock<T>(
   const wr = be.tensor('router.weight', [h, E], w.router);
   const logitsT = be.tensor('moe.logits', [T, E]);
   be.gemm(op('moe.router'), denseProblem(T, E, h), xt, wr, logitsT);
-  const logits = await be.read(logitsT);
+  const logits = addRouterBias(c, await be.read(logitsT));
   const routing = routeTokens(c, logits, T);
   const perm = permutationOf(routing);
   const N = perm.rowToken.length;
   const plan = await epPlan(comm, routing.tokensPerExpert);
   const L = E / comm.size;
   const R = plan.offsets[L]!;
+  const expertRows = Array.from({ length: L }, (_, l) => plan.offsets[l + 1]! - plan.offsets[l]!);
+  const gemms = { firstExpert: plan.firstExpert, tokens: expertRows, h, f };
 
   // dispatch, experts, combine
   const rowToken = be.tensor('moe.rowToken', [N], Float64Array.from(perm.rowToken));
@@ -138,7 +185,10 @@ export async function moeEpBlock<T>(
     [L, f, h],
     w.fc2.subarray(plan.firstExpert * f * h, (plan.firstExpert + L) * f * h),
   );
-  const { yp, saved } = moeExpertsForward(be, be.tensor('moe.received', [R, h], received.data), fc1, fc2, offsets, f);
+  const receivedT = be.tensor('moe.received', [R, h], received.data);
+  const { yp, saved } = await timedExperts(be, trace, 'moe.experts', gemms, () =>
+    moeExpertsForward(be, receivedT, fc1, fc2, offsets, f),
+  );
   const back = be.tensor('moe.yp', [N, h], (await epReturnRows(comm, plan, await host(yp), 'moe.combine')).data);
   const probs = be.tensor(
     'moe.probs',
@@ -173,15 +223,9 @@ export async function moeEpBlock<T>(
   const dReceived = await epDispatchRows(comm, plan, await host(dyp), 'moe.combine.grad');
   const dfc1 = be.tensor('d.moe.fc1.weight', [L, h, 2 * f]);
   const dfc2 = be.tensor('d.moe.fc2.weight', [L, f, h]);
-  const dxLocal = moeExpertsBackward(
-    be,
-    be.tensor('d.moe.received', [R, h], dReceived.data),
-    saved,
-    fc1,
-    fc2,
-    offsets,
-    dfc1,
-    dfc2,
+  const dReceivedT = be.tensor('d.moe.received', [R, h], dReceived.data);
+  const dxLocal = await timedExperts(be, trace, 'moe.experts.backward', gemms, () =>
+    moeExpertsBackward(be, dReceivedT, saved, fc1, fc2, offsets, dfc1, dfc2),
   );
   const dxp = be.tensor(
     'd.moe.xp',
@@ -206,6 +250,8 @@ export async function moeEpBlock<T>(
     logits,
     topIdx: routing.topIdx,
     counts: plan.counts,
+    dropped: routing.dropped,
+    expertRows,
     y,
     aux: losses.data[0]!,
     z: losses.data[1]!,

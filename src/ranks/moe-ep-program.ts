@@ -20,7 +20,8 @@ export interface MoeEpArgs {
 /**
  * The MoE block with the alltoall dispatcher on this rank's GPU over its EP group
  * (parallel/moe-ep.ts): every rank builds the same logical weights from the seed
- * (seededMoeWeights) and keeps the router and its own experts' shards.
+ * (seededMoeWeights) and keeps the router and its own experts' shards. Its expert GEMMs go on the
+ * rank's trace as compute events with their token rows (`experts`).
  */
 export async function moeEpProgram(ctx: RankContext, a: MoeEpArgs): Promise<MoeEpResult> {
   const be = new GpuBackend(kernelContext(ctx.device));
@@ -33,6 +34,7 @@ export async function moeEpProgram(ctx: RankContext, a: MoeEpArgs): Promise<MoeE
       a.x,
       a.dy,
       seededMoeWeights(a.config, a.h, a.seed),
+      { sink: ctx.trace, rank: ctx.mesh.rank },
     );
   } finally {
     be.releaseAll();

@@ -1,6 +1,6 @@
 import { denseProblem, gemmRef } from '../gemm.ts';
 import { swigluBackwardRef, swigluRef } from '../swiglu.ts';
-import { checkMoeConfig, type MoeConfig } from './config.ts';
+import { addRouterBias, checkMoeConfig, type MoeConfig } from './config.ts';
 import { groupedGemmRef, groupedGemmWgradRef } from './grouped-gemm.ts';
 import { auxLoss, zLoss } from './losses.ts';
 import { combineProbGradRef, permuteRef, permutationOf, unpermuteRef, type MoePermutation } from './permute.ts';
@@ -8,7 +8,8 @@ import { routeTokens, routerBackward, type MoeRouting } from './routing.ts';
 
 // The MoE block on one device in float64, forward and backward (Megatron-Core core_v0.19.0
 // moe_layer.py MoELayer.forward): T tokens x [T, h], E experts of SwiGLU width f, top-k.
-//   logits = x · Wr                          Wr [h, E] (Megatron's router.weight [E, h], transposed)
+//   logits = x · Wr + b                      Wr [h, E] (Megatron's router.weight [E, h], transposed);
+//                                            b the router skew (config.ts routerBias; 0 by default)
 //   routing, capacity                        routing.ts
 //   xp = permute(x)                          [N, h], N kept picks grouped by expert (permute.ts)
 //   H = xp · fc1_e;  a = silu(H[:, :f]) ⊙ H[:, f:];  yp = a · fc2_e     fc1 [E, h, 2f], fc2 [E, f, h]
@@ -122,7 +123,7 @@ export function moeForward(c: MoeConfig, h: number, T: number, x: ArrayLike<numb
   const E = c.numMoeExperts;
   const f = c.moeFfnHiddenSize;
   const k = c.moeRouterTopk;
-  const logits = matmul(x, w.router, T, E, h);
+  const logits = addRouterBias(c, matmul(x, w.router, T, E, h));
   const routing = routeTokens(c, logits, T);
   const perm = permutationOf(routing);
   const N = perm.rowToken.length;

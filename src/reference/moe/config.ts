@@ -33,6 +33,12 @@ export interface MoeConfig {
   readonly moePadExpertInputToCapacity: boolean;
   /** moe_shared_expert_intermediate_size: the shared expert's SwiGLU width; null: no shared expert. */
   readonly moeSharedExpertIntermediateSize: number | null;
+  /**
+   * Not Megatron's: a fixed bias on the router logits that makes imbalance and drops visible,
+   * logit[t, e] += routerSkew · (E − 1 − 2e) / (E − 1) (routerBias): expert 0 gains routerSkew,
+   * expert E − 1 loses it, linear between. 0: none. Not trained (it has no gradient).
+   */
+  readonly routerSkew: number;
 }
 
 /** Megatron-Core's defaults (transformer_config.py) for everything but E, k and f_moe. */
@@ -45,6 +51,7 @@ export const moeConfigDefaults = {
   moeTokenDropPolicy: 'probs',
   moePadExpertInputToCapacity: false,
   moeSharedExpertIntermediateSize: null,
+  routerSkew: 0,
 } as const satisfies Partial<MoeConfig>;
 
 /** A full MoE config from E, k, f_moe and any overrides of the defaults. */
@@ -107,6 +114,10 @@ export function moeConfigErrors(c: MoeConfig): string[] {
     errors.push(
       `moeSharedExpertIntermediateSize (moe_shared_expert_intermediate_size) is ${fs}; write an integer ≥ 1, or null for no shared expert.`,
     );
+  if (!Number.isFinite(c.routerSkew))
+    errors.push(
+      `routerSkew is ${c.routerSkew}; write a finite number (0: no skew; 2: expert 0's logits +2, expert E − 1's −2).`,
+    );
   return errors;
 }
 
@@ -125,4 +136,19 @@ export function checkMoeConfig(c: MoeConfig): MoeConfig {
 export function expertCapacity(c: MoeConfig, tokens: number): number | null {
   const cf = c.moeExpertCapacityFactor;
   return cf === null ? null : Math.ceil(((tokens * c.moeRouterTopk) / c.numMoeExperts) * cf);
+}
+
+/** The router skew's bias per expert [E]: b_e = routerSkew · (E − 1 − 2e) / (E − 1) (0 when E = 1). */
+export function routerBias(c: MoeConfig): Float64Array {
+  const E = c.numMoeExperts;
+  return Float64Array.from({ length: E }, (_, e) => (E > 1 ? (c.routerSkew * (E - 1 - 2 * e)) / (E - 1) : 0));
+}
+
+/** logits [T, E] += routerBias(c) on every row, in place; returns them. */
+export function addRouterBias<A extends Float32Array | Float64Array>(c: MoeConfig, logits: A): A {
+  if (c.routerSkew === 0) return logits;
+  const b = routerBias(c);
+  const E = b.length;
+  for (let i = 0; i < logits.length; i++) logits[i] += b[i % E]!;
+  return logits;
 }

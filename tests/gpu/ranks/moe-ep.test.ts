@@ -1,20 +1,30 @@
 import { describe, expect, test } from 'vitest';
+import { moeLayout, moeWorld } from '../../../src/parallel/moe-layout.ts';
+import { moeConfig } from '../../../src/reference/moe/config.ts';
+import { moePoolMesh, moeRankTolerance, runMoe, type MoeRunArgs } from '../../../src/session/moe-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
-import { expectMoeEpMatches, moeEpProblem, rankRows, type MoeEpCase } from '../../moe-ep-cases.ts';
 import { poolTransports } from './helpers.ts';
 
-// The MoE block with expert parallelism on rank workers (GPU backend: router GEMM, permute, the
-// grouped GEMMs, combine and their backward in WGSL; the all-to-alls over the pool's transport)
-// equals moeForward/moeBackward of the concatenated tokens (dropless) or of each rank's tokens
-// (capacity, dropped per routing call as Megatron's router does: tests/moe-ep-cases.ts). Tolerance as the one-device GPU block
-// (tests/gpu/kernels/moe/moe-block.test.ts): float32 through three GEMM-like stages over O(1)
-// values, 1e-4 absolute. The rank's router GEMM is float32: error ≤ γ_h·Σ|x_i w_i| ≤ h·2^-24·h·0.5
-// ≈ 7.6e-6 (|x| < 1, |w| < 0.5); the oracle's routing margin is asserted above 1e-5, so equal
-// picks follow from the bound.
-const [T, h] = [8, 16];
-const tol = 1e-4;
+// The MoE block with expert parallelism on rank workers through the runner (src/session/moe-run.ts;
+// GPU backend: router GEMM, permute, the grouped GEMMs, combine and their backward in WGSL; the
+// all-to-alls over the pool's transport) equals the single-device block (src/parallel/moe-oracle.ts):
+// dropless of all the ranks' tokens, with capacity of each rank's (Megatron drops per routing call),
+// aux 0.01 and z 0.001 over the group. Tolerance moeRankTolerance (1e-4: float32 through three
+// GEMM-like stages over O(1) values, as tests/gpu/kernels/moe/moe-block.test.ts); the routing
+// margin is held above the float32 router's logit error bound (moeLogitError), so equal picks
+// follow from the bound.
+const h = 16;
 
-const cases: MoeEpCase[] = [
+interface Case {
+  readonly ep: number;
+  readonly E: number;
+  readonly k: number;
+  readonly capacity?: number;
+  readonly skew?: number;
+  readonly T?: number;
+}
+
+const cases: Case[] = [
   { ep: 2, E: 4, k: 1 },
   { ep: 2, E: 8, k: 2 },
   { ep: 4, E: 8, k: 1 },
@@ -23,53 +33,80 @@ const cases: MoeEpCase[] = [
   { ep: 4, E: 8, k: 1, capacity: 1 },
 ];
 
-describe.each(poolTransports)('the MoE block with expert parallelism on rank workers over %s', (transport) => {
-  test.each(cases)(
-    "at %o equals the single-device block (dropless: of the concatenated tokens; capacity: of each rank's)",
-    async (cs) => {
-      const p = moeEpProblem(cs, T, h);
-      const degrees = { dp: cs.ep, ep: cs.ep };
-      // The layer's rank workers: the MoE program runs WGSL kernels (the collectives-only worker has none).
-      const pool = await createLayerPool(cs.ep, transport, 10_000, { degrees });
-      const results = await pool.run('moeEp', (q) => ({
-        config: p.c,
-        h,
-        seed: 41,
-        x: Float32Array.from(rankRows(p.x, q, T, h)),
-        dy: Float32Array.from(rankRows(p.dy, q, T, h)),
-      }));
-      expectMoeEpMatches(p, results, T, h, tol, 1e-5);
-      const events = await pool.traces();
-      for (let r = 0; r < cs.ep; r++)
-        expect(events.filter((e) => e.rank === r && e.stream === 'comm').map((e) => e.op)).toEqual([
-          'allGather',
-          'allToAll',
-          'allToAll',
-          'allReduce',
-          'allReduce',
-          'allToAll',
-          'allToAll',
-          'allReduce',
-        ]);
-      await pool.dispose();
+const args = ({ ep, E, k, capacity, skew = 0, T = 8 }: Case): MoeRunArgs => ({
+  config: moeConfig(
+    { numMoeExperts: E, moeRouterTopk: k, moeFfnHiddenSize: 6 },
+    {
+      moeRouterPreSoftmax: k === 1,
+      moeExpertCapacityFactor: capacity ?? null,
+      moeAuxLossCoeff: 0.01,
+      moeZLossCoeff: 0.001,
+      routerSkew: skew,
     },
-  );
+  ),
+  h,
+  tokens: T,
+  seed: 41,
+  layout: moeLayout(ep),
+});
+
+/** Every rank's collectives in order: counts, dispatch, combine, aux counts, losses, the two backward all-to-alls, dWr. */
+const commOrder = ['allGather', 'allToAll', 'allToAll', 'allReduce', 'allReduce', 'allToAll', 'allToAll', 'allReduce'];
+
+describe.each(poolTransports)('the MoE block with expert parallelism on rank workers over %s', (transport) => {
+  test.each(cases)('at %o equals the single-device block', async (cs) => {
+    const a = args(cs);
+    const pool = await createLayerPool(moeWorld(a.layout), transport, 10_000, moePoolMesh(a.layout));
+    try {
+      const run = await runMoe(pool, a);
+      expect(run.oracle.failures).toEqual([]);
+      expect(run.oracle.tolerance).toBe(moeRankTolerance);
+      if (cs.capacity !== undefined) expect(run.dropped, 'the capacity drops picks').toBeGreaterThan(0);
+      for (let r = 0; r < cs.ep; r++) {
+        const mine = run.trace.filter((e) => e.rank === r);
+        expect(mine.filter((e) => e.stream === 'comm').map((e) => e.op)).toEqual(commOrder);
+        // the expert GEMMs: one forward and one backward event carrying the rows of each local expert
+        const gemms = mine.filter((e) => e.experts);
+        expect(gemms.map((e) => e.op)).toEqual(['moe.experts', 'moe.experts.backward']);
+        for (const g of gemms) expect(g.experts!.tokens).toEqual(run.ranks[r]!.expertRows);
+        // the dispatch's bytes per peer: rows this rank sent to each EP peer × h × 4 bytes
+        const dispatch = mine.find((e) => e.comm?.tensor === 'moe.dispatch')!;
+        const L = cs.E / cs.ep;
+        const sent = Array.from({ length: cs.ep }, (_, j) =>
+          run.ranks[r]!.tokensPerExpert.slice(j * L, (j + 1) * L).reduce((n, v) => n + v, 0),
+        );
+        expect(dispatch.comm!.peers!.sentBytes).toEqual(sent.map((n) => n * h * 4));
+      }
+    } finally {
+      await pool.dispose();
+    }
+  });
 });
 
 test('a rank whose experts receive no token (one token per rank, E 8 top-1 over EP 4) still takes part and gives zero gradients', async () => {
-  const cs = { ep: 4, E: 8, k: 1 };
-  const p = moeEpProblem(cs, 1, h);
-  const counts = new Array<number>(cs.E).fill(0);
-  p.want.topIdx.forEach((e) => counts[e]!++);
-  expect(counts.slice(6)).toEqual([0, 0]);
-  const pool = await createLayerPool(4, 'sab-ring', 10_000, { degrees: { dp: 4, ep: 4 } });
-  const results = await pool.run('moeEp', (q) => ({
-    config: p.c,
-    h,
-    seed: 41,
-    x: Float32Array.from(rankRows(p.x, q, 1, h)),
-    dy: Float32Array.from(rankRows(p.dy, q, 1, h)),
-  }));
-  expectMoeEpMatches(p, results, 1, h, tol, 1e-5);
-  await pool.dispose();
+  const a = args({ ep: 4, E: 8, k: 1, T: 1 });
+  const pool = await createLayerPool(4, 'sab-ring', 10_000, moePoolMesh(a.layout));
+  try {
+    const run = await runMoe(pool, a);
+    expect(run.expertLoad.slice(6)).toEqual([0, 0]);
+    expect(run.ranks[3]!.expertRows).toEqual([0, 0]);
+    expect(run.oracle.failures).toEqual([]);
+  } finally {
+    await pool.dispose();
+  }
+});
+
+test('a skewed router (skew 3, E 8 top-2, capacity 1, EP 4) drops tokens and loads the low experts, and still equals one device', async () => {
+  const a = args({ ep: 4, E: 8, k: 2, capacity: 1, skew: 3 });
+  const plain = args({ ep: 4, E: 8, k: 2, capacity: 1 });
+  const pool = await createLayerPool(4, 'sab-ring', 10_000, moePoolMesh(a.layout));
+  try {
+    const skewed = await runMoe(pool, a);
+    const even = await runMoe(pool, plain);
+    expect(skewed.oracle.failures).toEqual([]);
+    expect(skewed.dropped).toBeGreaterThan(even.dropped);
+    expect(skewed.straggler.rank).toBe(0);
+  } finally {
+    await pool.dispose();
+  }
 });

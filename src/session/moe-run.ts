@@ -1,0 +1,143 @@
+import type { TraceEvent } from '../core/trace-event.ts';
+import type { MeshCoords } from '../mesh/rank-layout.ts';
+import type { MoeEpResult } from '../parallel/moe-ep.ts';
+import { moeLayoutErrors, moeMeshDegrees, moeWorld, type MoeLayout } from '../parallel/moe-layout.ts';
+import { moeOracle, moeProblem, moeWant, rankRows, type MoeOracleReport } from '../parallel/moe-oracle.ts';
+import { checkMoeConfig, type MoeConfig } from '../reference/moe/config.ts';
+import type { PoolMesh, RankPool } from '../ranks/pool.ts';
+import type { LayerWorkerPrograms } from './layer-run.ts';
+
+/** What an MoE run takes: the block's config (the router skew in it), hidden size h, tokens per rank, the seed of weights and tokens, the layout. */
+export interface MoeRunArgs {
+  readonly config: MoeConfig;
+  readonly h: number;
+  /** Tokens each rank routes (its sequence shard). */
+  readonly tokens: number;
+  readonly seed: number;
+  readonly layout: MoeLayout;
+}
+
+/** One rank's part of the run. */
+export interface MoeRankReport {
+  /** Global rank. */
+  readonly rank: number;
+  readonly coords: MeshCoords;
+  /** Picks of this rank's tokens per expert after capacity [E]. */
+  readonly tokensPerExpert: readonly number[];
+  /** Picks of this rank's tokens dropped by capacity. */
+  readonly dropped: number;
+  /** Global index of the rank's first local expert. */
+  readonly firstExpert: number;
+  /** Rows each local expert processed, from every rank of the EP group [E/ep]. */
+  readonly expertRows: readonly number[];
+}
+
+/** What an MoE run measured and checked. */
+export interface MoeRun {
+  readonly layout: MoeLayout;
+  /** Per global rank. */
+  readonly ranks: readonly MoeRankReport[];
+  /** Tokens per expert summed over the ranks, after capacity [E]. */
+  readonly expertLoad: readonly number[];
+  /** Picks dropped by capacity over all ranks. */
+  readonly dropped: number;
+  /** The group's aux and z losses (rank 0's; every rank has them). */
+  readonly aux: number;
+  readonly z: number;
+  /** The rank whose local experts processed the most rows, and how many. */
+  readonly straggler: { readonly rank: number; readonly rows: number };
+  /** The ranks against one device (src/parallel/moe-oracle.ts). */
+  readonly oracle: MoeOracleReport;
+  /** Every rank's trace events: the all-to-alls with bytes per peer (`comm.peers`), the expert GEMMs with their rows (`experts`). */
+  readonly trace: TraceEvent[];
+}
+
+/**
+ * Tolerance of the ranks' float32 block against the float64 oracle: float32 through three
+ * GEMM-like stages over O(1) values (tests/gpu/kernels/moe/moe-block.test.ts), 1e-4 absolute.
+ */
+export const moeRankTolerance = 1e-4;
+
+/**
+ * Bound on the ranks' logit error: the router GEMM in float32, error ≤ γ_h·Σ|x_i w_i| ≤ h·2^-24·h·0.5
+ * (|x| < 1, |w| < 0.5: 7.6e-6 at h 16), at least 1e-5; the oracle's routing margin must exceed it.
+ */
+export function moeLogitError(h: number): number {
+  return Math.max(1e-5, h * h * 0.5 * 2 ** -24);
+}
+
+/** The pool's mesh for a layout (createLayerPool(moeWorld(l), transport, timeout, moePoolMesh(l))). */
+export function moePoolMesh(l: MoeLayout): PoolMesh {
+  return { degrees: moeMeshDegrees(l) };
+}
+
+/** Every reason `a` cannot run, one message each (the config's and the layout's); empty when it runs. */
+export function moeRunErrors(a: MoeRunArgs): string[] {
+  const errors: string[] = [];
+  try {
+    checkMoeConfig(a.config);
+  } catch (e) {
+    errors.push((e as Error).message);
+  }
+  if (!Number.isInteger(a.h) || a.h < 1) errors.push(`h is ${a.h}; write a whole number ≥ 1.`);
+  if (!Number.isInteger(a.tokens) || a.tokens < 1)
+    errors.push(`tokens per rank is ${a.tokens}; write a whole number ≥ 1.`);
+  return [...errors, ...moeLayoutErrors(a.config, a.layout)];
+}
+
+/**
+ * Runs the MoE block forward and backward on a pool laid out for `a.layout` (moePoolMesh): every
+ * rank routes its own `tokens` rows of the group's batch (moeProblem: rank q's rows q·T…), the
+ * alltoall dispatcher moves them over the EP group, each rank's experts run on the GPU; then checks
+ * every rank against the single-device block (moeOracle) and reads the trace.
+ */
+export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs): Promise<MoeRun> {
+  const errors = moeRunErrors(a);
+  if (errors.length > 0) throw new Error(`MoE run: ${errors.join(' ')}`);
+  const l = a.layout;
+  const N = moeWorld(l);
+  const deg = pool.mesh.spec.degrees;
+  if (pool.size !== N || deg.tp !== l.tp || deg.ep !== l.ep || deg.etp !== l.etp)
+    throw new Error(
+      `MoE run: the pool is ${pool.size} ranks, tp ${deg.tp} × dp ${deg.dp}, ep ${deg.ep}, etp ${deg.etp}; the layout needs ${N} ranks laid out as moePoolMesh gives (tp ${l.tp}, ep ${l.ep}, etp ${l.etp}).`,
+    );
+  const { h, tokens: T } = a;
+  const p = moeProblem(a.config, h, T, N, a.seed);
+  await pool.traces();
+  const results: MoeEpResult[] = await pool.run('moeEp', (q) => ({
+    config: a.config,
+    h,
+    seed: a.seed,
+    x: Float32Array.from(rankRows(p.x, q, T, h)),
+    dy: Float32Array.from(rankRows(p.dy, q, T, h)),
+  }));
+  const trace = await pool.traces();
+  const oracle = moeOracle(p, moeWant(p), results, moeRankTolerance, moeLogitError(h));
+  const E = a.config.numMoeExperts;
+  const L = E / l.ep;
+  const ranks = results.map((r, q) => {
+    const coords = pool.mesh.coords(q);
+    return {
+      rank: q,
+      coords,
+      tokensPerExpert: r.counts[coords.ep]!,
+      dropped: r.dropped,
+      firstExpert: coords.ep * L,
+      expertRows: r.expertRows,
+    };
+  });
+  const expertLoad = Array.from({ length: E }, (_, e) => ranks.reduce((n, r) => n + r.tokensPerExpert[e]!, 0));
+  const rows = ranks.map((r) => r.expertRows.reduce((n, v) => n + v, 0));
+  const top = rows.indexOf(Math.max(...rows));
+  return {
+    layout: l,
+    ranks,
+    expertLoad,
+    dropped: ranks.reduce((n, r) => n + r.dropped, 0),
+    aux: results[0]!.aux,
+    z: results[0]!.z,
+    straggler: { rank: top, rows: rows[top]! },
+    oracle,
+    trace,
+  };
+}
