@@ -10,9 +10,10 @@ import {
   type MoeLayout,
 } from '../parallel/moe-layout.ts';
 import { moeHolding, moeOracle, moeProblem, moeWant, rankRows, type MoeOracleReport } from '../parallel/moe-oracle.ts';
-import { checkMoeConfig, type MoeConfig } from '../reference/moe/config.ts';
+import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
 import type { PoolMesh, RankPool } from '../ranks/pool.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
+import { createLayerPool } from './pools.ts';
 
 /** What an MoE run takes: the block's config (the router skew in it), hidden size h, tokens per rank, the seed of weights and tokens, the layout. */
 export interface MoeRunArgs {
@@ -96,12 +97,7 @@ export function moePoolMesh(l: MoeLayout): PoolMesh {
 
 /** Every reason `a` cannot run, one message each (the config's and the layout's); empty when it runs. */
 export function moeRunErrors(a: MoeRunArgs): string[] {
-  const errors: string[] = [];
-  try {
-    checkMoeConfig(a.config);
-  } catch (e) {
-    errors.push((e as Error).message);
-  }
+  const errors = moeConfigErrors(a.config);
   if (!Number.isInteger(a.h) || a.h < 1) errors.push(`h is ${a.h}; write a whole number ≥ 1.`);
   if (!Number.isInteger(a.tokens) || a.tokens < 1)
     errors.push(`tokens per rank is ${a.tokens}; write a whole number ≥ 1.`);
@@ -177,4 +173,72 @@ export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs)
     oracle,
     trace,
   };
+}
+
+/** One rank in the sweep's report. */
+export interface MoeSweepRank extends MoeRankReport {
+  /** From the rank's first event's start to its last event's end, ms. */
+  readonly stepMs: number;
+  /** Bytes the rank's all-to-alls sent to each rank of their group, by tensor (moe.dispatch, moe.combine, …; the own share included). */
+  readonly allToAll: Readonly<Record<string, readonly number[]>>;
+}
+
+/** What `npm run sweep -- --experts …` prints: the run without its trace, per rank its step and traffic. */
+export interface MoeSweepReport {
+  readonly adapter: string;
+  readonly args: MoeRunArgs;
+  readonly world: number;
+  readonly ranks: readonly MoeSweepRank[];
+  readonly expertLoad: readonly number[];
+  readonly dropped: number;
+  readonly aux: number;
+  readonly z: number;
+  readonly straggler: MoeRun['straggler'];
+  readonly copies: number;
+  readonly refusal: MegatronRefusal | null;
+  readonly oracle: MoeOracleReport;
+}
+
+/** The sweep's report of a run: per rank its span on the trace and its all-to-all bytes per peer. */
+export function moeSweepReport(run: MoeRun, args: MoeRunArgs, adapter: string): MoeSweepReport {
+  const ranks = run.ranks.map((r) => {
+    const mine = run.trace.filter((e) => e.rank === r.rank);
+    const allToAll: Record<string, readonly number[]> = {};
+    for (const e of mine) if (e.comm?.peers && e.comm.tensor) allToAll[e.comm.tensor] = e.comm.peers.sentBytes;
+    const stepMs = mine.length ? Math.max(...mine.map((e) => e.t1)) - Math.min(...mine.map((e) => e.t0)) : 0;
+    return { ...r, stepMs, allToAll };
+  });
+  const { layout: _l, trace: _t, ranks: _r, ...rest } = run;
+  return { adapter, args, world: run.ranks.length, ranks, ...rest };
+}
+
+/**
+ * The sweep's entry in the browser (scripts/bench/sweep-moe.ts): a pool laid out for the args,
+ * one run, the report; the pool is disposed afterwards.
+ */
+export async function runMoeSweep(
+  a: MoeRunArgs & { readonly onProgress?: (line: string) => void },
+): Promise<MoeSweepReport> {
+  const say = a.onProgress ?? (() => {});
+  const N = moeWorld(a.layout);
+  say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
+  const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
+  try {
+    say('running the MoE block forward and backward…');
+    const run = await runMoe(pool, a);
+    return moeSweepReport(
+      run,
+      {
+        config: a.config,
+        h: a.h,
+        tokens: a.tokens,
+        seed: a.seed,
+        layout: a.layout,
+        demonstration: a.demonstration ?? false,
+      },
+      pool.adapters[0] ?? 'unknown adapter',
+    );
+  } finally {
+    await pool.dispose();
+  }
 }

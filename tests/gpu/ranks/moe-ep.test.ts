@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { moeWorld } from '../../../src/parallel/moe-layout.ts';
 import { moeConfig } from '../../../src/reference/moe/config.ts';
-import { moePoolMesh, moeRankTolerance, runMoe, type MoeRunArgs } from '../../../src/session/moe-run.ts';
+import { moePoolMesh, moeRankTolerance, runMoe, runMoeSweep, type MoeRunArgs } from '../../../src/session/moe-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
 import { caseLayout, type MoeEpCase } from '../../moe-ep-cases.ts';
 import { poolTransports } from './helpers.ts';
@@ -99,12 +99,14 @@ test('a rank whose experts receive no token (one token per rank, E 8 top-1 over 
   expect(r.oracle.failures).toEqual([]);
 });
 
-test('a skewed router (skew 3, E 8 top-2, capacity 1, EP 4) drops more tokens, loads rank 0 most, and still equals one device', async () => {
-  const skewed = await run({ ep: 4, E: 8, k: 2, capacity: 1, skew: 3 });
+test('a skewed router (skew 3, E 8 top-2, capacity 1, EP 4) drops more tokens, loads rank 0 most, and still equals one device (the sweep’s entry, runMoeSweep)', async () => {
+  const skewed = await runMoeSweep(args({ ep: 4, E: 8, k: 2, capacity: 1, skew: 3 }));
   const even = await run({ ep: 4, E: 8, k: 2, capacity: 1 });
   expect(skewed.oracle.failures).toEqual([]);
   expect(skewed.dropped).toBeGreaterThan(even.dropped);
   expect(skewed.straggler.rank).toBe(0);
+  expect(skewed.ranks.map((r) => r.allToAll['moe.dispatch']!.length)).toEqual([4, 4, 4, 4]);
+  expect(skewed.ranks.every((r) => r.stepMs > 0)).toBe(true);
 });
 
 test('M036 on rank workers: TP 2 without SP routes every token twice (duplicates named, dispatch bytes doubled) and carries Megatron’s refusal', async () => {
