@@ -1,4 +1,5 @@
 // npm run sweep -- --tp 1,2,4,8 [--sp] [--preset NAME | --s N --h N --heads N …] [--net NAME] [--json] [--trace FILE]
+// npm run sweep -- --experts E --topk K [--ep N] [--etp N] [--tp N] [--sp] … : one MoE layer (sweep-moe.ts)
 // Runs the layer at each TP degree across real rank workers in headless Chromium, checks every
 // run against TP=1, and prints per degree the local GEMM shapes and speed, the collectives,
 // exposed communication, per-rank memory and the oracle's verdict.
@@ -19,7 +20,8 @@ const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|g
        [--net pcie-gen3|nvlink-a100|nvswitch-h100|custom:<alpha µs>:<GB/s>] [--json] [--trace FILE]
        [--dump FILE]   (weights, inputs, output, loss, gradients as .safetensors; FILE.tp<t>.safetensors for several t)
        [--skip-sp-norm-grad-allreduce]   (demonstration: with --sp the oracle then flags dg1, dg2)
-       [--tp-overlap C]   (chunked TP overlap: the MLP pair's GEMMs in C ≥ 2 chunks in ring order; under SP C divides t or is t·m with m dividing s/t; 1 = off)`;
+       [--tp-overlap C]   (chunked TP overlap: the MLP pair's GEMMs in C ≥ 2 chunks in ring order; under SP C divides t or is t·m with m dividing s/t; 1 = off)
+       npm run sweep -- --experts E … runs one MoE layer instead (npm run sweep -- --experts 8 --help)`;
 
 /** FILE itself for one degree; else FILE with .tp<t>[-sp] before its extension. */
 function dumpFile(file: string, c: LayerConfig, degrees: number): string {
@@ -47,6 +49,11 @@ const options = {
   'tp-overlap': { type: 'string', default: '1' },
   help: { type: 'boolean', default: false },
 } as const;
+
+// --experts: the MoE block instead of the dense layer (its own flags, sweep-moe-args.ts).
+const argv = process.argv.slice(2);
+if (argv.some((a) => a === '--experts' || a.startsWith('--experts=')))
+  await (await import('./sweep-moe.ts')).sweepMoe(argv);
 
 const values = cliValues(options, usage, fail);
 

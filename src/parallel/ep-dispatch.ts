@@ -22,6 +22,9 @@ import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { permutationOf, permuteRef, unpermuteRef } from '../reference/moe/permute.ts';
 import type { MoeRouting } from '../reference/moe/routing.ts';
 
+/** A rank's communicator in one group, on host arrays. */
+export type EpComm = Collectives<HostTensor> & AllToAll<HostTensor>;
+
 /** One EP rank's routed tokens: x [T, h]; pick j of token t went to expert topIdx[t·k + j] with weight topProb[t·k + j]. */
 export interface EpDispatchInput {
   readonly experts: number;
@@ -78,7 +81,7 @@ export function expertMajorOrder(chunks: readonly (readonly number[])[]): number
 }
 
 /** Rows of x [n, h] taken in `order` (y[i] = x[order[i]]), or scattered back (y[order[i]] = x[i]). */
-function reorder(x: HostTensor, order: readonly number[], scatter: boolean): HostTensor {
+export function reorder(x: HostTensor, order: readonly number[], scatter: boolean): HostTensor {
   const h = x.shape[1]!;
   const y = new Float32Array(x.data.length);
   order.forEach((o, i) => {
@@ -107,10 +110,7 @@ export interface EpPlan {
  * The dispatcher's preprocess: this rank's tokens per expert [E] all-gathered over the EP group
  * (`moe.tokens_per_expert`), then the splits and chunk order. Throws unless E splits evenly.
  */
-export async function epPlan(
-  comm: Collectives<HostTensor> & AllToAll<HostTensor>,
-  tokensPerExpert: ArrayLike<number>,
-): Promise<EpPlan> {
+export async function epPlan(comm: EpComm, tokensPerExpert: ArrayLike<number>): Promise<EpPlan> {
   const E = tokensPerExpert.length;
   if (E % comm.size !== 0)
     throw new Error(`epDispatch: ${E} experts do not split over an EP group of ${comm.size}; pick E divisible by ep.`);
@@ -172,7 +172,7 @@ function droplessRouting(
  * pick is sent. Throws unless the experts split evenly over the group (epPlan checks it).
  */
 export async function epDispatch(
-  comm: Collectives<HostTensor> & AllToAll<HostTensor>,
+  comm: EpComm,
   input: EpDispatchInput,
   experts: LocalExperts,
 ): Promise<EpDispatchResult> {

@@ -1,5 +1,3 @@
-import type { AllToAll } from '../comm/all-to-all.ts';
-import type { Collectives } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { sharedNow } from '../core/clock.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
@@ -13,68 +11,79 @@ import {
   moeUnpermuteKernel,
   permutationOf,
 } from '../reference/moe/permute.ts';
-import { routeTokens, routerBackward } from '../reference/moe/routing.ts';
+import { routeTokens, routerBackward, type MoeRouting } from '../reference/moe/routing.ts';
+import { backwardSplits } from '../comm/all-to-all.ts';
 import { opSpec, type Backend } from './backend.ts';
-import { epDispatchRows, epPlan, epReturnRows } from './ep-dispatch.ts';
+import { epPlan, reorder, type EpComm } from './ep-dispatch.ts';
+import { etpExpertShard, etpGatherRows, etpPlan, etpReduceRows } from './moe-etp.ts';
+import type { MoeDispatcher } from './moe-layout.ts';
 import { moeExpertsBackward, moeExpertsForward } from './moe-experts.ts';
 
-// One EP rank's MoE block, forward and backward, with the alltoall token dispatcher
+// One rank's MoE block, forward and backward, with either Megatron token dispatcher
 // (Megatron-Core core_v0.19.0 moe_layer.py MoELayer.forward, token_dispatcher.py
-// MoEAlltoAllTokenDispatcher; tp = etp = 1, no shared expert). Capacity, when set, is applied
-// per routing call — over the rank's own T tokens, as Megatron's router does (apply_router_token_dropping);
-// a dropped pick is neither sent nor combined (permutationOf leaves it out). The rank holds its own
-// T tokens x [T, h] (the group's batch is the ranks' tokens concatenated in rank order) and the
-// E/ep experts [rank·E/ep, (rank + 1)·E/ep):
-//   logits = x · Wr (backend GEMM) + the router skew (host) → routeTokens, permutationOf on the host (the tie rule)
-//   tokens_per_expert all-gathered (moe.tokens_per_expert); xp = permute(x) (moePermute)
-//   all-to-all (moe.dispatch) → sort_chunks_by_idxs → moeExpertsForward → unsort → all-to-all (moe.combine)
+// MoEAlltoAllTokenDispatcher, MoEAllGatherTokenDispatcher), under expert parallelism (ep), expert
+// tensor parallelism (etp) and the attention mesh's tp·dp folded over the same ranks (moe-layout.ts);
+// no shared expert. The rank holds T tokens x [T, h] (its sequence shard under SP; without SP its
+// TP peers hold the same ones), the router, and of the E/ep experts [ep_rank·E/ep, …) the ETP
+// shard etp_rank (moe-etp.ts etpExpertShard). Capacity, when set, is applied per routing call — over
+// the rank's own T tokens, as Megatron's router does (apply_router_token_dropping); a dropped pick
+// is neither sent nor combined (permutationOf leaves it out).
+//   logits = x · Wr (backend GEMM) + the router skew (host) → routeTokens (the tie rule)
+//   alltoall: permute, counts all-gathered over EP, all-to-all over EP, rows all-gathered over ETP,
+//     sorted by local expert → experts → back the same way (ETP partials summed) → combine
+//   allgather: tokens, picks and probs all-gathered over the tp_ep group (EP then ETP); the local
+//     experts' picks permuted, run and combined into [G, h]; reduce-scattered over the same ranks
 //   y = Σ_j p_j · yp(pick j) (moeUnpermute)
-//   aux: c_e and the token count all-reduced (moe.aux.counts); each rank's share of the group's
-//     loss coeff · E / (k · T_g²) · Σ_e c_e · Σ_t S[t, e], and of z = coeff_z / T_g · Σ_t lse_t²,
-//     all-reduced (moe.losses): the single-device losses of the concatenated tokens
+//   aux: c_e and the token count summed over every rank's distinct tokens (TP under SP, then DP:
+//     Megatron's global_aux_loss over tp·dp·cp) (moe.aux.counts); each rank's share of the loss
+//     coeff · E / (k · T_g²) · Σ_e c_e · Σ_t S[t, e], and of z = coeff_z / T_g · Σ_t lse_t², summed
+//     the same way (moe.losses): the single-device losses of all the distinct tokens
 // Backward of L = ⟨dy, y⟩ + aux + z:
-//   dp = ⟨dy_t, yp(pick)⟩ (moeCombineProbGrad); dyp = p · dy permuted (moePermute)
-//   all-to-all with the dispatch splits (moe.combine.grad) → moeExpertsBackward → all-to-all back
-//   (moe.dispatch.grad) → dx = Σ_j dxp(pick j) (moeUnpermute, w = 1)
+//   dp = ⟨dy_t, yp(pick)⟩ (moeCombineProbGrad); dyp = p · dy permuted; the dispatch reversed
+//   (moe.combine.grad, moe.dispatch.grad); dx = Σ_j dxp(pick j) (moeUnpermute, w = 1)
 //   dlogits = routerBackward + ∂aux + ∂z (host); dWr = xᵀ · dlogits, dx += dlogits · Wrᵀ (backend),
-//   dWr all-reduced over the group (moe.router.grad): the router is replicated, so its gradient is
-//   the sum of the ranks'.
-// The expert weights' gradients are whole on their owner: every row routed to an expert reaches it.
+//   dWr summed like the aux counts (moe.router.grad): the router is replicated.
+// An expert shard's gradient is whole over the tp_ep group's tokens (every row routed to the expert
+// from those ranks reaches the shard); summed over edp (moe.experts.grad.*), the ranks holding it.
 
-/** A rank's EP group communicator on host arrays. */
-export type EpComm = Collectives<HostTensor> & AllToAll<HostTensor>;
-
-/** One EP rank's block: the forward's outputs and every gradient, read back. */
+/** One rank's block: the forward's outputs and every gradient, read back. */
 export interface MoeEpResult {
-  /** The rank's logits [T, E] from the backend's router GEMM (float32 on a GPU). */
+  /** The rank's logits [T, E] from the backend's router GEMM (float32 on a GPU), the skew added. */
   readonly logits: Float32Array;
   /** Expert of pick j of token t at t·k + j ([T, k]). */
   readonly topIdx: Int32Array;
-  /** Every EP rank's tokens per expert [ep][E], after capacity. */
-  readonly counts: readonly (readonly number[])[];
+  /** Picks of this rank's tokens per expert after capacity [E]. */
+  readonly tokensPerExpert: readonly number[];
   /** Picks of this rank's tokens dropped by capacity. */
   readonly dropped: number;
-  /** Rows each of this rank's local experts processed (from every EP rank) [E/ep]. */
+  /** The global index of the rank's first local expert, and its ETP rank (which f/etp shard it holds). */
+  readonly firstExpert: number;
+  readonly etpRank: number;
+  /** Rows each of this rank's local experts processed [E/ep]. */
   readonly expertRows: readonly number[];
   /** y [T, h]. */
   readonly y: Float32Array;
-  /** The group's aux and z losses (the concatenated tokens'), the same on every rank. */
+  /** The aux and z losses of every rank's distinct tokens, the same on every rank. */
   readonly aux: number;
   readonly z: number;
   /** dx [T, h]. */
   readonly dx: Float32Array;
-  /** dWr [h, E], summed over the group. */
+  /** dWr [h, E], summed over the ranks. */
   readonly router: Float32Array;
-  /** The local experts' dfc1 [E/ep, h, 2f] and dfc2 [E/ep, f, h]. */
+  /** The local experts' ETP shard's dfc1 [E/ep, h, 2f/etp] and dfc2 [E/ep, f/etp, h], summed over edp. */
   readonly fc1: Float32Array;
   readonly fc2: Float32Array;
 }
 
-/** What moeEpBlock refuses (no shared expert under EP yet): one message per problem, none when it runs. */
-export function moeEpErrors(c: MoeConfig, ep: number): string[] {
+/** What moeEpBlock refuses: one message per problem, none when it runs. */
+export function moeEpErrors(c: MoeConfig, ep: number, etp = 1): string[] {
   const errors: string[] = [];
   if (c.numMoeExperts % ep !== 0)
     errors.push(`${c.numMoeExperts} experts do not split over ${ep} EP ranks; pick numMoeExperts divisible by ep.`);
+  if (c.moeFfnHiddenSize % etp !== 0)
+    errors.push(
+      `moeFfnHiddenSize ${c.moeFfnHiddenSize} does not split over ${etp} ETP ranks; pick it divisible by etp.`,
+    );
   if (c.moeSharedExpertIntermediateSize !== null)
     errors.push(
       'moeSharedExpertIntermediateSize: the shared expert is not implemented under expert parallelism; set it to null.',
@@ -120,33 +129,73 @@ async function timedExperts<R>(
   return out;
 }
 
+/** A rank's groups as the MoE block uses them (a group of one rank where a degree is 1). */
+export interface MoeGroups {
+  /** The experts are spread over it; the alltoall dispatcher's all-to-alls. */
+  readonly ep: EpComm;
+  /** Expert tensor parallel: ranks sharing the EP coordinate, each with f/etp of every local expert. */
+  readonly etp: EpComm;
+  /** The attention mesh's TP and DP groups: their product is every rank. */
+  readonly tp: EpComm;
+  readonly dp: EpComm;
+  /** Expert data parallel: ranks holding the same expert shard (their gradients summed). */
+  readonly edp: EpComm;
+}
+
+/** How the block runs: the dispatcher, whether TP ranks hold their own tokens (SP), where its expert GEMMs are recorded. */
+export interface MoeBlockOptions {
+  readonly dispatcher: MoeDispatcher;
+  /**
+   * sequence_parallel in the MoE region: each TP rank routes tokens of its own (true), or every TP
+   * rank the same tokens (false: the M036 demonstration; each token routed tp times).
+   */
+  readonly sp: boolean;
+  readonly trace?: MoeTrace;
+}
+
+/** The experts' part of the block, either dispatcher: y's routed part, and its backward. */
+interface ExpertsPath {
+  readonly y: Float32Array;
+  readonly expertRows: readonly number[];
+  readonly firstExpert: number;
+  /** From dy [T, h]: dx through the experts [T, h], dL/dp of every pick [T, k], the local shard's weight gradients. */
+  backward(
+    dy: Float32Array | Float64Array,
+  ): Promise<{ dx: Float32Array; dTopProb: Float32Array; fc1: Float32Array; fc2: Float32Array }>;
+}
+
+/** Sums over a group, skipped when it is one rank. */
+const sumOver = async (g: EpComm, t: HostTensor, tensor: string): Promise<HostTensor> =>
+  g.size === 1 ? t : g.allReduce(t, 'sum', tensor);
+
 /**
- * The MoE block on one EP rank (see the header): `w` holds the logical weights (every rank the
- * same, seededMoeWeights), of which the rank uses the router and its own experts; x and dy [T, h].
+ * The MoE block on one rank (see the header): `w` holds the logical weights (every rank the same,
+ * seededMoeWeights), of which the rank uses the router and its shard of its local experts; x and
+ * dy [T, h] its tokens.
  */
 export async function moeEpBlock<T>(
   be: Backend<T>,
-  comm: EpComm,
+  groups: MoeGroups,
   c: MoeConfig,
   h: number,
   x: Float32Array | Float64Array,
   dy: Float32Array | Float64Array,
   w: MoeWeights,
-  trace?: MoeTrace,
+  opts: MoeBlockOptions = { dispatcher: 'alltoall', sp: true },
 ): Promise<MoeEpResult> {
   checkMoeConfig(c);
-  const errors = moeEpErrors(c, comm.size);
+  const errors = moeEpErrors(c, groups.ep.size, groups.etp.size);
   if (errors.length > 0) throw new Error(`MoE under expert parallelism: ${errors.join(' ')}`);
   const E = c.numMoeExperts;
-  const k = c.moeRouterTopk;
-  const f = c.moeFfnHiddenSize;
   const T = x.length / h;
   if (!Number.isInteger(T) || dy.length !== x.length)
     throw new Error(
       `MoE under expert parallelism: x and dy must both be [T, h] with h = ${h}; got ${x.length} and ${dy.length} values.`,
     );
   const op = (label: string) => opSpec(label, 'replicated', { megatron: 'MoELayer' });
-  const host = async (t: T): Promise<HostTensor> => hostTensor(be.shapeOf(t), await be.read(t));
+  // Ranks whose tokens are distinct: every rank under SP; without it, TP peers hold the same ones.
+  const distinct = async (t: HostTensor, tensor: string) =>
+    sumOver(groups.dp, opts.sp ? await sumOver(groups.tp, t, tensor) : t, tensor);
 
   // router and routing
   const xt = be.tensor('x', [T, h], x);
@@ -155,15 +204,127 @@ export async function moeEpBlock<T>(
   be.gemm(op('moe.router'), denseProblem(T, E, h), xt, wr, logitsT);
   const logits = addRouterBias(c, await be.read(logitsT));
   const routing = routeTokens(c, logits, T);
+  const path =
+    opts.dispatcher === 'alltoall'
+      ? await alltoallExperts(be, groups, c, h, xt, routing, w, opts.trace)
+      : await allgatherExperts(be, groups, c, h, x, routing, w, opts.trace);
+
+  // losses over every rank's distinct tokens (Megatron's global_aux_loss: counts over tp·dp·cp)
+  const local = auxLossCounts(c, logits, T);
+  const summed = await distinct(hostTensor([E + 1], Float32Array.from([...local, T])), 'moe.aux.counts');
+  const group = { counts: summed.data.subarray(0, E), tokens: summed.data[E]! };
+  const auxL = auxLoss(c, logits, T, group);
+  const zL = zLoss(c, logits, T, group.tokens);
+  const losses = await distinct(hostTensor([2], Float32Array.from([auxL.loss, zL.loss])), 'moe.losses');
+
+  // backward
+  be.phase = 'backward';
+  const back = await path.backward(dy);
+  const dLogits = routerBackward(c, logits, routing, back.dTopProb);
+  dLogits.forEach((_, i) => (dLogits[i] += auxL.dLogits[i]! + zL.dLogits[i]!));
+  const dl = be.tensor('d.moe.logits', [T, E], dLogits);
+  const dWr = be.tensor('d.router.weight', [h, E]);
+  be.gemm(op('moe.router.wgrad'), denseProblem(h, E, T, { transA: true }), xt, dl, dWr);
+  const dxT = be.tensor('dx', [T, h], back.dx);
+  be.gemm(op('moe.router.dgrad'), denseProblem(T, h, E, { transB: true, accumulate: true }), dl, wr, dxT);
+  // The router is replicated: its gradient summed over every rank's distinct tokens (TP for SP
+  // parameters, then DP, as finalize_model_grads and DDP do).
+  const router = await distinct(hostTensor([h, E], await be.read(dWr)), 'moe.router.grad');
+  // Each expert shard's gradient summed over the ranks holding it (expert DDP over edp).
+  const L = E / groups.ep.size;
+  const fs = c.moeFfnHiddenSize / groups.etp.size;
+  const fc1 = await sumOver(groups.edp, hostTensor([L, h, 2 * fs], back.fc1), 'moe.experts.grad.fc1');
+  const fc2 = await sumOver(groups.edp, hostTensor([L, fs, h], back.fc2), 'moe.experts.grad.fc2');
+  return {
+    logits,
+    topIdx: routing.topIdx,
+    tokensPerExpert: Array.from(routing.tokensPerExpert),
+    dropped: routing.dropped,
+    firstExpert: path.firstExpert,
+    etpRank: groups.etp.rank,
+    expertRows: path.expertRows,
+    y: path.y,
+    aux: losses.data[0]!,
+    z: losses.data[1]!,
+    dx: await be.read(dxT),
+    router: router.data,
+    fc1: fc1.data,
+    fc2: fc2.data,
+  };
+}
+
+/** The rank's shard of its local experts on the backend, the GEMMs' record, and the experts run forward and backward on expert-major rows. */
+function localExperts<T>(
+  be: Backend<T>,
+  c: MoeConfig,
+  h: number,
+  w: MoeWeights,
+  groups: MoeGroups,
+  trace: MoeTrace | undefined,
+) {
+  const L = c.numMoeExperts / groups.ep.size;
+  const firstExpert = groups.ep.rank * L;
+  const etp = groups.etp.size;
+  const fs = c.moeFfnHiddenSize / etp;
+  const shard = etpExpertShard(w, h, c.moeFfnHiddenSize, firstExpert, L, etp, groups.etp.rank);
+  const fc1 = be.tensor('moe.fc1.weight', [L, h, 2 * fs], shard.fc1);
+  const fc2 = be.tensor('moe.fc2.weight', [L, fs, h], shard.fc2);
+  return {
+    L,
+    firstExpert,
+    fs,
+    /** rows [R, h] expert-major at `offsets` → partial outputs [R, h] (summed over ETP by the caller) and the backward. */
+    async forward(rows: HostTensor, offsets: Int32Array) {
+      const tokens = Array.from({ length: L }, (_, l) => offsets[l + 1]! - offsets[l]!);
+      const gemms = { firstExpert, tokens, h, f: fs };
+      const R = offsets[L]!;
+      const off = be.tensor('moe.offsets', [L + 1], Float64Array.from(offsets));
+      const inT = be.tensor('moe.received', [R, h], rows.data);
+      const { yp, saved } = await timedExperts(be, trace, 'moe.experts', gemms, () =>
+        moeExpertsForward(be, inT, fc1, fc2, off, fs),
+      );
+      return {
+        tokens,
+        yp: hostTensor([R, h], await be.read(yp)),
+        backward: async (dRows: HostTensor) => {
+          const dfc1 = be.tensor('d.moe.fc1.weight', [L, h, 2 * fs]);
+          const dfc2 = be.tensor('d.moe.fc2.weight', [L, fs, h]);
+          const dIn = be.tensor('d.moe.received', [R, h], dRows.data);
+          const dxp = await timedExperts(be, trace, 'moe.experts.backward', gemms, () =>
+            moeExpertsBackward(be, dIn, saved, fc1, fc2, off, dfc1, dfc2),
+          );
+          return { dx: hostTensor([R, h], await be.read(dxp)), fc1: await be.read(dfc1), fc2: await be.read(dfc2) };
+        },
+      };
+    },
+  };
+}
+
+/**
+ * The alltoall dispatcher (MoEAlltoAllTokenDispatcher): permute → counts all-gathered over EP →
+ * all-to-all over EP → (ETP > 1: rows all-gathered over ETP, moe-etp.ts) → chunks sorted by local
+ * expert → experts → unsort → (ETP: partials reduce-scattered) → all-to-all back → combine.
+ */
+async function alltoallExperts<T>(
+  be: Backend<T>,
+  groups: MoeGroups,
+  c: MoeConfig,
+  h: number,
+  xt: T,
+  routing: MoeRouting,
+  w: MoeWeights,
+  trace: MoeTrace | undefined,
+): Promise<ExpertsPath> {
+  const op = (label: string) => opSpec(label, 'replicated', { megatron: 'MoEAlltoAllTokenDispatcher' });
+  const k = c.moeRouterTopk;
+  const T = routing.tokens;
+  const { ep, etp } = groups;
   const perm = permutationOf(routing);
   const N = perm.rowToken.length;
-  const plan = await epPlan(comm, routing.tokensPerExpert);
-  const L = E / comm.size;
-  const R = plan.offsets[L]!;
-  const expertRows = Array.from({ length: L }, (_, l) => plan.offsets[l + 1]! - plan.offsets[l]!);
-  const gemms = { firstExpert: plan.firstExpert, tokens: expertRows, h, f };
-
-  // dispatch, experts, combine
+  const plan = await epPlan(ep, routing.tokensPerExpert);
+  const ePlan = await etpPlan(etp, plan);
+  const experts = localExperts(be, c, h, w, groups, trace);
+  const host = async (t: T): Promise<HostTensor> => hostTensor(be.shapeOf(t), await be.read(t));
   const rowToken = be.tensor('moe.rowToken', [N], Float64Array.from(perm.rowToken));
   const pickRow = be.tensor('moe.pickRow', [T, k], Float64Array.from(perm.pickRow));
   const xp = be.tensor('moe.xp', [N, h]);
@@ -173,91 +334,173 @@ export async function moeEpBlock<T>(
     [xt, rowToken, be.tensor('ones', [N], new Float64Array(N).fill(1)), xp],
     {},
   );
-  const received = await epDispatchRows(comm, plan, await host(xp), 'moe.dispatch');
-  const offsets = be.tensor('moe.offsets', [L + 1], Float64Array.from(plan.offsets));
-  const fc1 = be.tensor(
-    'moe.fc1.weight',
-    [L, h, 2 * f],
-    w.fc1.subarray(plan.firstExpert * h * 2 * f, (plan.firstExpert + L) * h * 2 * f),
-  );
-  const fc2 = be.tensor(
-    'moe.fc2.weight',
-    [L, f, h],
-    w.fc2.subarray(plan.firstExpert * f * h, (plan.firstExpert + L) * f * h),
-  );
-  const receivedT = be.tensor('moe.received', [R, h], received.data);
-  const { yp, saved } = await timedExperts(be, trace, 'moe.experts', gemms, () =>
-    moeExpertsForward(be, receivedT, fc1, fc2, offsets, f),
-  );
-  const back = be.tensor('moe.yp', [N, h], (await epReturnRows(comm, plan, await host(yp), 'moe.combine')).data);
+  // rows to the experts' ranks (source-major), to the whole ETP group, sorted by local expert
+  const toExperts = async (rows: HostTensor, tensor: string): Promise<HostTensor> => {
+    const received = await ep.allToAll(rows, plan.splits, tensor);
+    return reorder(await etpGatherRows(etp, ePlan, received, `${tensor}.etp`), ePlan.order, false);
+  };
+  // expert-major rows back: unsorted, ETP partials summed, all-to-all to the tokens' ranks
+  const fromExperts = async (rows: HostTensor, tensor: string): Promise<HostTensor> => {
+    const own = await etpReduceRows(etp, ePlan, reorder(rows, ePlan.order, true), `${tensor}.etp`);
+    return ep.allToAll(own, backwardSplits(plan.splits), tensor);
+  };
+  const run = await experts.forward(await toExperts(await host(xp), 'moe.dispatch'), ePlan.offsets);
+  const backT = be.tensor('moe.yp', [N, h], (await fromExperts(run.yp, 'moe.combine')).data);
   const probs = be.tensor(
     'moe.probs',
     [T, k],
     routing.topProb.map((p, i) => p * routing.kept[i]!),
   );
   const yT = be.tensor('y', [T, h]);
-  be.kernel(op('moe.combine'), moeUnpermuteKernel, [back, pickRow, probs, yT], {});
-  const y = await be.read(yT);
-
-  // losses over the group's tokens
-  const local = auxLossCounts(c, logits, T);
-  const summed = await comm.allReduce(hostTensor([E + 1], Float32Array.from([...local, T])), 'sum', 'moe.aux.counts');
-  const group = { counts: summed.data.subarray(0, E), tokens: summed.data[E]! };
-  const auxL = auxLoss(c, logits, T, group);
-  const zL = zLoss(c, logits, T, group.tokens);
-  const losses = await comm.allReduce(hostTensor([2], Float32Array.from([auxL.loss, zL.loss])), 'sum', 'moe.losses');
-
-  // backward
-  be.phase = 'backward';
-  const dyT = be.tensor('dy', [T, h], dy);
-  const dw = be.tensor('d.moe.probs', [T, k]);
-  be.kernel(op('moe.combine.prob.grad'), moeCombineProbGradKernel, [dyT, back, pickRow, dw], {});
-  const permutedProbs = Float64Array.from(perm.rowPick, (i) => routing.topProb[i]!);
-  const dyp = be.tensor('d.moe.yp', [N, h]);
-  be.kernel(
-    op('moe.combine.grad'),
-    moePermuteKernel,
-    [dyT, rowToken, be.tensor('moe.rowProbs', [N], permutedProbs), dyp],
-    {},
-  );
-  const dReceived = await epDispatchRows(comm, plan, await host(dyp), 'moe.combine.grad');
-  const dfc1 = be.tensor('d.moe.fc1.weight', [L, h, 2 * f]);
-  const dfc2 = be.tensor('d.moe.fc2.weight', [L, f, h]);
-  const dReceivedT = be.tensor('d.moe.received', [R, h], dReceived.data);
-  const dxLocal = await timedExperts(be, trace, 'moe.experts.backward', gemms, () =>
-    moeExpertsBackward(be, dReceivedT, saved, fc1, fc2, offsets, dfc1, dfc2),
-  );
-  const dxp = be.tensor(
-    'd.moe.xp',
-    [N, h],
-    (await epReturnRows(comm, plan, await host(dxLocal), 'moe.dispatch.grad')).data,
-  );
-  const dxT = be.tensor('dx', [T, h]);
-  be.kernel(
-    op('moe.permute.grad'),
-    moeUnpermuteKernel,
-    [dxp, pickRow, be.tensor('ones.tk', [T, k], new Float64Array(T * k).fill(1)), dxT],
-    {},
-  );
-  const dLogits = routerBackward(c, logits, routing, await be.read(dw));
-  dLogits.forEach((_, i) => (dLogits[i] += auxL.dLogits[i]! + zL.dLogits[i]!));
-  const dl = be.tensor('d.moe.logits', [T, E], dLogits);
-  const dWr = be.tensor('d.router.weight', [h, E]);
-  be.gemm(op('moe.router.wgrad'), denseProblem(h, E, T, { transA: true }), xt, dl, dWr);
-  be.gemm(op('moe.router.dgrad'), denseProblem(T, h, E, { transB: true, accumulate: true }), dl, wr, dxT);
-  const router = await comm.allReduce(await host(dWr), 'sum', 'moe.router.grad');
+  be.kernel(op('moe.combine'), moeUnpermuteKernel, [backT, pickRow, probs, yT], {});
   return {
-    logits,
-    topIdx: routing.topIdx,
-    counts: plan.counts,
-    dropped: routing.dropped,
-    expertRows,
-    y,
-    aux: losses.data[0]!,
-    z: losses.data[1]!,
-    dx: await be.read(dxT),
-    router: router.data,
-    fc1: await be.read(dfc1),
-    fc2: await be.read(dfc2),
+    y: await be.read(yT),
+    expertRows: run.tokens,
+    firstExpert: experts.firstExpert,
+    backward: async (dy) => {
+      const dyT = be.tensor('dy', [T, h], dy);
+      const dw = be.tensor('d.moe.probs', [T, k]);
+      be.kernel(op('moe.combine.prob.grad'), moeCombineProbGradKernel, [dyT, backT, pickRow, dw], {});
+      const rowProbs = Float64Array.from(perm.rowPick, (i) => routing.topProb[i]!);
+      const dyp = be.tensor('d.moe.yp', [N, h]);
+      be.kernel(
+        op('moe.combine.grad'),
+        moePermuteKernel,
+        [dyT, rowToken, be.tensor('moe.rowProbs', [N], rowProbs), dyp],
+        {},
+      );
+      const g = await run.backward(await toExperts(await host(dyp), 'moe.combine.grad'));
+      const dxp = be.tensor('d.moe.xp', [N, h], (await fromExperts(g.dx, 'moe.dispatch.grad')).data);
+      const dxT = be.tensor('d.moe.x', [T, h]);
+      be.kernel(
+        op('moe.permute.grad'),
+        moeUnpermuteKernel,
+        [dxp, pickRow, be.tensor('ones.tk', [T, k], new Float64Array(T * k).fill(1)), dxT],
+        {},
+      );
+      return { dx: await be.read(dxT), dTopProb: await be.read(dw), fc1: g.fc1, fc2: g.fc2 };
+    },
+  };
+}
+
+/** all-gather over EP then ETP (the tp_ep group, ETP fastest in its rank order): [T, n] → [etp·ep·T, n], [j][q][t]. */
+async function gatherTpEp(g: MoeGroups, t: HostTensor, tensor: string): Promise<HostTensor> {
+  const overEp = g.ep.size === 1 ? t : await g.ep.allGather(t, 0, tensor);
+  return g.etp.size === 1 ? overEp : g.etp.allGather(overEp, 0, `${tensor}.etp`);
+}
+
+/** Its reverse, summing: reduce-scatter over ETP then EP: [etp·ep·T, n] → this rank's [T, n]. */
+async function scatterTpEp(g: MoeGroups, t: HostTensor, tensor: string): Promise<HostTensor> {
+  const overEtp = g.etp.size === 1 ? t : await g.etp.reduceScatter(t, 0, 'sum', `${tensor}.etp`);
+  return g.ep.size === 1 ? overEtp : g.ep.reduceScatter(overEtp, 0, 'sum', tensor);
+}
+
+/**
+ * The allgather dispatcher (MoEAllGatherTokenDispatcher): every rank of the tp_ep group (etp·ep
+ * ranks) all-gathers the tokens, their picks and probs; each rank permutes the gathered picks of
+ * its local experts, runs them, and unpermutes weighted into [G, h]; a reduce-scatter over the same
+ * ranks sums every rank's (and every ETP shard's) part of each token back onto its owner.
+ */
+async function allgatherExperts<T>(
+  be: Backend<T>,
+  groups: MoeGroups,
+  c: MoeConfig,
+  h: number,
+  x: Float32Array | Float64Array,
+  routing: MoeRouting,
+  w: MoeWeights,
+  trace: MoeTrace | undefined,
+): Promise<ExpertsPath> {
+  const op = (label: string) => opSpec(label, 'replicated', { megatron: 'MoEAllGatherTokenDispatcher' });
+  const E = c.numMoeExperts;
+  const k = c.moeRouterTopk;
+  const T = routing.tokens;
+  const experts = localExperts(be, c, h, w, groups, trace);
+  const { L, firstExpert } = experts;
+  const xg = await gatherTpEp(groups, hostTensor([T, h], Float32Array.from(x)), 'moe.dispatch');
+  const picks = await gatherTpEp(groups, hostTensor([T, k], Float32Array.from(routing.topIdx)), 'moe.dispatch.map');
+  const kept = routing.topProb.map((p, i) => p * routing.kept[i]!);
+  // [T, 2k]: (kept, prob · kept) of every pick
+  const pairs = Float32Array.from({ length: 2 * T * k }, (_, i) =>
+    i % 2 === 0 ? routing.kept[i >> 1]! : kept[i >> 1]!,
+  );
+  const keptMap = await gatherTpEp(groups, hostTensor([T, 2 * k], pairs), 'moe.dispatch.probs');
+  const G = xg.shape[0]!;
+  // the gathered picks of this rank's experts: a routing whose other picks count as dropped
+  const topIdx = Int32Array.from(picks.data);
+  const local = new Uint8Array(G * k);
+  const probs = new Float64Array(G * k);
+  const tokensPerExpert = new Int32Array(E);
+  for (let i = 0; i < G * k; i++) {
+    const e = topIdx[i]!;
+    if (keptMap.data[2 * i] === 1 && e >= firstExpert && e < firstExpert + L) {
+      local[i] = 1;
+      probs[i] = keptMap.data[2 * i + 1]!;
+      tokensPerExpert[e]++;
+    }
+  }
+  const mine: MoeRouting = {
+    tokens: G,
+    experts: E,
+    topk: k,
+    topIdx,
+    topProb: probs,
+    kept: local,
+    capacity: null,
+    tokensPerExpert,
+    dropped: 0,
+  };
+  const perm = permutationOf(mine);
+  const N = perm.rowToken.length;
+  const offsets = perm.offsets.slice(firstExpert, firstExpert + L + 1);
+  const xgT = be.tensor('moe.gathered', [G, h], xg.data);
+  const rowToken = be.tensor('moe.rowToken', [N], Float64Array.from(perm.rowToken));
+  const pickRow = be.tensor('moe.pickRow', [G, k], Float64Array.from(perm.pickRow));
+  const xp = be.tensor('moe.xp', [N, h]);
+  be.kernel(
+    op('moe.permute'),
+    moePermuteKernel,
+    [xgT, rowToken, be.tensor('ones', [N], new Float64Array(N).fill(1)), xp],
+    {},
+  );
+  const run = await experts.forward(hostTensor([N, h], await be.read(xp)), offsets);
+  const ypT = be.tensor('moe.yp', [N, h], run.yp.data);
+  const yg = be.tensor('moe.y.gathered', [G, h]);
+  be.kernel(op('moe.combine'), moeUnpermuteKernel, [ypT, pickRow, be.tensor('moe.probs', [G, k], probs), yg], {});
+  const y = await scatterTpEp(groups, hostTensor([G, h], await be.read(yg)), 'moe.combine');
+  return {
+    y: y.data,
+    expertRows: run.tokens,
+    firstExpert,
+    backward: async (dy) => {
+      const dyg = await gatherTpEp(groups, hostTensor([T, h], Float32Array.from(dy)), 'moe.combine.grad');
+      const dygT = be.tensor('d.moe.y.gathered', [G, h], dyg.data);
+      const dw = be.tensor('d.moe.probs', [G, k]);
+      be.kernel(op('moe.combine.prob.grad'), moeCombineProbGradKernel, [dygT, ypT, pickRow, dw], {});
+      const rowProbs = Float64Array.from(perm.rowPick, (i) => probs[i]!);
+      const dyp = be.tensor('d.moe.yp', [N, h]);
+      be.kernel(
+        op('moe.combine.grad'),
+        moePermuteKernel,
+        [dygT, rowToken, be.tensor('moe.rowProbs', [N], rowProbs), dyp],
+        {},
+      );
+      const g = await run.backward(hostTensor([N, h], await be.read(dyp)));
+      const dxg = be.tensor('d.moe.x.gathered', [G, h]);
+      be.kernel(
+        op('moe.permute.grad'),
+        moeUnpermuteKernel,
+        [
+          be.tensor('d.moe.xp', [N, h], g.dx.data),
+          pickRow,
+          be.tensor('ones.gk', [G, k], new Float64Array(G * k).fill(1)),
+          dxg,
+        ],
+        {},
+      );
+      const dx = await scatterTpEp(groups, hostTensor([G, h], await be.read(dxg)), 'moe.dispatch.grad');
+      const dTopProb = await scatterTpEp(groups, hostTensor([G, k], await be.read(dw)), 'moe.combine.prob.grad');
+      return { dx: dx.data, dTopProb: dTopProb.data, fc1: g.fc1, fc2: g.fc2 };
+    },
   };
 }

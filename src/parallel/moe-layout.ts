@@ -38,13 +38,38 @@ export function moeMeshDegrees(l: MoeLayout): Partial<MeshDegrees> {
   return { tp: l.tp, dp: moeWorld(l) / l.tp, ep: l.ep, etp: l.etp };
 }
 
+/** A refusal of Megatron-LM's, as data: where it is raised, the exception, its message. */
+export interface MegatronRefusal {
+  /** File and lines at core_v0.19.0. */
+  readonly source: string;
+  readonly error: 'ValueError' | 'AssertionError';
+  readonly message: string;
+}
+
+/**
+ * Why Megatron refuses the layout in training, or null: MoE with TP > 1 and no sequence
+ * parallelism (moe_layer.py MoELayer.forward) — without SP every TP rank holds the same tokens, so
+ * each is routed, dispatched and computed tp times (seed 002 M036).
+ */
+export function moeTrainingRefusal(l: MoeLayout): MegatronRefusal | null {
+  if (!(l.tp > 1 && !l.sp)) return null;
+  return {
+    source: 'megatron/core/transformer/moe/moe_layer.py:629-633',
+    error: 'ValueError',
+    message:
+      'During training, performance may degrade if MoE and tensor parallelism are enabled without also enabling sequence parallelism.',
+  };
+}
+
 const whole = (v: number): boolean => Number.isInteger(v) && v >= 1;
 
 /**
  * Every reason the layout cannot run `c`, one message each naming the setting and its legal
- * values; empty when it runs. Megatron's refusals cite their line at core_v0.19.0.
+ * values; empty when it runs. Megatron's refusals cite their line at core_v0.19.0. With
+ * `demonstration`, TP > 1 without SP runs (the M036 demonstration; moeTrainingRefusal says why
+ * Megatron would not).
  */
-export function moeLayoutErrors(c: MoeConfig, l: MoeLayout): string[] {
+export function moeLayoutErrors(c: MoeConfig, l: MoeLayout, opts: { readonly demonstration?: boolean } = {}): string[] {
   const errors: string[] = [];
   for (const k of ['tp', 'ep', 'etp'] as const)
     if (!whole(l[k])) errors.push(`${k} is ${l[k]}; write a whole number ≥ 1.`);
@@ -66,13 +91,10 @@ export function moeLayoutErrors(c: MoeConfig, l: MoeLayout): string[] {
     );
   if (l.dispatcher !== 'alltoall' && l.dispatcher !== 'allgather')
     errors.push(`dispatcher is "${String(l.dispatcher)}"; write "alltoall" or "allgather".`);
-  if (l.tp > 1 && !l.sp)
+  const refusal = moeTrainingRefusal(l);
+  if (refusal && !opts.demonstration)
     errors.push(
-      `tp ${l.tp} without sequence parallelism: Megatron refuses MoE with TP > 1 and no SP in training (megatron/core/transformer/moe/moe_layer.py:629-633, ValueError); turn sp on, or run the M036 demonstration.`,
-    );
-  if (l.tp > 1 || l.etp > 1 || l.dispatcher === 'allgather')
-    errors.push(
-      `tp ${l.tp}, etp ${l.etp}, dispatcher ${l.dispatcher}: the ranks run expert parallelism alone so far; write tp 1, etp 1, dispatcher "alltoall".`,
+      `tp ${l.tp} without sequence parallelism: Megatron refuses it in training (${refusal.source}, ${refusal.error}: "${refusal.message}"); turn sp on, or run it as the M036 demonstration.`,
     );
   if (c.moeSharedExpertIntermediateSize !== null)
     errors.push('moeSharedExpertIntermediateSize: the shared expert is not implemented on the ranks; set it to null.');

@@ -6,6 +6,8 @@ import { routingMargin } from '../reference/moe/routing.ts';
 import { seededMoeWeights } from '../reference/moe/weights.ts';
 import { randomArray } from '../reference/random.ts';
 import type { MoeEpResult } from './moe-ep.ts';
+import { etpExpertShard } from './moe-etp.ts';
+import type { MoeLayout } from './moe-layout.ts';
 
 // The MoE block under expert parallelism checked against one device. The group's batch is the
 // ranks' tokens concatenated in rank order: rank q holds rows [q·T, (q + 1)·T) of x and dy.
@@ -18,7 +20,7 @@ import type { MoeEpResult } from './moe-ep.ts';
 //     aux counts are the picks before dropping), their dlogits taken through logits = x·Wr + b:
 //     dWr += xᵀ·dl, dx += dl·Wrᵀ.
 
-/** An MoE block's problem on a group: its config, the seeded logical weights, the group's tokens x and upstream gradient dy [ranks·T, h]. */
+/** An MoE block's problem on a group: its config, the seeded logical weights, the group's tokens x and upstream gradient dy [ranks·T, h] (`ranks` blocks of T distinct tokens). */
 export interface MoeProblem {
   readonly c: MoeConfig;
   readonly h: number;
@@ -170,10 +172,32 @@ function compare(what: string, got: ArrayLike<number>, want: ArrayLike<number>, 
   return { what, worst, at, tolerance: tol, ok: worst <= tol };
 }
 
+/** How the ranks hold the problem: which token block each rank routes, the ETP degree, how often each token is routed. */
+export interface MoeHolding {
+  /** holder[r]: the token block rank r holds (r itself under SP; its DP replica's without it). */
+  readonly holder: readonly number[];
+  readonly etp: number;
+  /** Copies of each token that reach the experts (tp without SP, the M036 demonstration; else 1): the experts' gradients are that many times one device's. */
+  readonly copies: number;
+}
+
 /**
- * The EP group's results (rank q's at q, each holding E/ranks experts) against the single-device
- * answers: the same picks; logits within `logitError`; y and dx row blocks, the aux and z losses,
- * dWr on every rank, each expert's dfc1 and dfc2 on its owner within `tolerance`.
+ * The holding of a layout over ranks whose dense DP coordinates are `dp` (rank r's at r; cp = pp = 1):
+ * under SP (or tp 1) rank r holds block r; without SP a TP group holds its DP replica's block, routed
+ * tp times.
+ */
+export function moeHolding(l: MoeLayout, dp: readonly number[]): MoeHolding {
+  const copies = l.sp ? 1 : l.tp;
+  return { holder: dp.map((d, r) => (copies === 1 ? r : d)), etp: l.etp, copies };
+}
+
+/** Every rank its own block, no ETP: the EP-only holding of `ranks` ranks. */
+export const ownTokens = (ranks: number): MoeHolding => ({ holder: [...Array(ranks).keys()], etp: 1, copies: 1 });
+
+/**
+ * The ranks' results (rank r's at r) against the single-device answers: the same picks; logits
+ * within `logitError`; y and dx row blocks of the block each rank holds, the aux and z losses,
+ * dWr on every rank, each expert shard's dfc1 and dfc2 (× copies) on its holders within `tolerance`.
  */
 export function moeOracle(
   p: MoeProblem,
@@ -181,18 +205,20 @@ export function moeOracle(
   results: readonly MoeEpResult[],
   tolerance: number,
   logitError: number,
+  holding: MoeHolding = ownTokens(results.length),
 ): MoeOracleReport {
   const { c, h, T } = p;
   const E = c.numMoeExperts;
   const k = c.moeRouterTopk;
   const f = c.moeFfnHiddenSize;
-  const L = E / results.length;
   const checks: MoeOracleCheck[] = [];
   const failures: string[] = [];
   let sameRouting = true;
+  const grads = { fc1: want.fc1.map((v) => v * holding.copies), fc2: want.fc2.map((v) => v * holding.copies) };
   results.forEach((r, q) => {
-    checks.push(compare(`rank ${q} logits`, r.logits, rankRows(want.logits, q, T, E), logitError));
-    const picks = rankRows(want.topIdx, q, T, k);
+    const b = holding.holder[q]!;
+    checks.push(compare(`rank ${q} logits`, r.logits, rankRows(want.logits, b, T, E), logitError));
+    const picks = rankRows(want.topIdx, b, T, k);
     const bad = picks.findIndex((e, i) => r.topIdx[i] !== e);
     if (bad >= 0 || r.topIdx.length !== picks.length) {
       sameRouting = false;
@@ -200,24 +226,17 @@ export function moeOracle(
         `rank ${q} pick ${bad} (token ${Math.floor(bad / k)}): expert ${r.topIdx[bad]}, one device ${picks[bad]}`,
       );
     }
-    const e0 = q * L;
+    const L = r.expertRows.length;
+    const e0 = r.firstExpert;
+    const shard = etpExpertShard(grads, h, f, e0, L, holding.etp, r.etpRank);
+    const which = `experts ${e0}…${e0 + L - 1}${holding.etp > 1 ? `, ETP shard ${r.etpRank}/${holding.etp}` : ''}`;
     checks.push(
-      compare(`rank ${q} y`, r.y, rankRows(want.y, q, T, h), tolerance),
-      compare(`rank ${q} dx`, r.dx, rankRows(want.dx, q, T, h), tolerance),
+      compare(`rank ${q} y`, r.y, rankRows(want.y, b, T, h), tolerance),
+      compare(`rank ${q} dx`, r.dx, rankRows(want.dx, b, T, h), tolerance),
       compare(`rank ${q} aux, z`, [r.aux, r.z], [want.aux, want.z], tolerance),
       compare(`rank ${q} dWr`, r.router, want.router, tolerance),
-      compare(
-        `rank ${q} dfc1 (experts ${e0}…${e0 + L - 1})`,
-        r.fc1,
-        want.fc1.subarray(e0 * h * 2 * f, (e0 + L) * h * 2 * f),
-        tolerance,
-      ),
-      compare(
-        `rank ${q} dfc2 (experts ${e0}…${e0 + L - 1})`,
-        r.fc2,
-        want.fc2.subarray(e0 * f * h, (e0 + L) * f * h),
-        tolerance,
-      ),
+      compare(`rank ${q} dfc1 (${which})`, r.fc1, shard.fc1, tolerance),
+      compare(`rank ${q} dfc2 (${which})`, r.fc2, shard.fc2, tolerance),
     );
   });
   for (const x of checks) if (!x.ok) failures.push(`${x.what}: worst |Δ| ${x.worst} at ${x.at} > ${x.tolerance}`);

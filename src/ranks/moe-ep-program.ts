@@ -1,40 +1,42 @@
-import { moeEpBlock, type MoeEpResult } from '../parallel/moe-ep.ts';
+import { moeEpBlock, type MoeEpResult, type MoeGroups } from '../parallel/moe-ep.ts';
+import type { MoeDispatcher } from '../parallel/moe-layout.ts';
 import type { MoeConfig } from '../reference/moe/config.ts';
 import { seededMoeWeights } from '../reference/moe/weights.ts';
-import type { GroupKind } from '../mesh/rank-layout.ts';
 import { GpuBackend } from './backend-gpu.ts';
 import type { RankContext } from './context.ts';
 import { kernelContext } from './layer-programs.ts';
 
-/** One EP rank's MoE block: its tokens x and dy [T, h], the config and the seed of the logical weights. */
+/** One rank's MoE block: its tokens x and dy [T, h], the config, the seed of the logical weights, the dispatcher and SP. */
 export interface MoeEpArgs {
-  /** The group the experts are spread over (default 'ep'). */
-  readonly group?: GroupKind;
   readonly config: MoeConfig;
   readonly h: number;
   readonly seed: number;
   readonly x: Float32Array;
   readonly dy: Float32Array;
+  readonly dispatcher: MoeDispatcher;
+  /** Each TP rank holds tokens of its own (sequence parallel), or the TP group the same ones (M036). */
+  readonly sp: boolean;
 }
 
 /**
- * The MoE block with the alltoall dispatcher on this rank's GPU over its EP group
+ * The MoE block on this rank's GPU over its mesh's ep, etp, tp, dp and edp groups
  * (parallel/moe-ep.ts): every rank builds the same logical weights from the seed
- * (seededMoeWeights) and keeps the router and its own experts' shards. Its expert GEMMs go on the
- * rank's trace as compute events with their token rows (`experts`).
+ * (seededMoeWeights) and keeps the router and its shard of its own experts. Its expert GEMMs go on
+ * the rank's trace as compute events with their token rows (`experts`).
  */
 export async function moeEpProgram(ctx: RankContext, a: MoeEpArgs): Promise<MoeEpResult> {
   const be = new GpuBackend(kernelContext(ctx.device));
+  const g = (kind: keyof MoeGroups) => ctx.mesh.group(kind).comm;
   try {
     return await moeEpBlock(
       be,
-      ctx.mesh.group(a.group ?? 'ep').comm,
+      { ep: g('ep'), etp: g('etp'), tp: g('tp'), dp: g('dp'), edp: g('edp') },
       a.config,
       a.h,
       a.x,
       a.dy,
       seededMoeWeights(a.config, a.h, a.seed),
-      { sink: ctx.trace, rank: ctx.mesh.rank },
+      { dispatcher: a.dispatcher, sp: a.sp, trace: { sink: ctx.trace, rank: ctx.mesh.rank } },
     );
   } finally {
     be.releaseAll();

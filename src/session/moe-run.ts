@@ -1,11 +1,19 @@
 import type { TraceEvent } from '../core/trace-event.ts';
-import type { MeshCoords } from '../mesh/rank-layout.ts';
+import { groupKinds, type MeshCoords } from '../mesh/rank-layout.ts';
 import type { MoeEpResult } from '../parallel/moe-ep.ts';
-import { moeLayoutErrors, moeMeshDegrees, moeWorld, type MoeLayout } from '../parallel/moe-layout.ts';
-import { moeOracle, moeProblem, moeWant, rankRows, type MoeOracleReport } from '../parallel/moe-oracle.ts';
-import { checkMoeConfig, type MoeConfig } from '../reference/moe/config.ts';
+import {
+  moeLayoutErrors,
+  moeMeshDegrees,
+  moeTrainingRefusal,
+  moeWorld,
+  type MegatronRefusal,
+  type MoeLayout,
+} from '../parallel/moe-layout.ts';
+import { moeHolding, moeOracle, moeProblem, moeWant, rankRows, type MoeOracleReport } from '../parallel/moe-oracle.ts';
+import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
 import type { PoolMesh, RankPool } from '../ranks/pool.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
+import { createLayerPool } from './pools.ts';
 
 /** What an MoE run takes: the block's config (the router skew in it), hidden size h, tokens per rank, the seed of weights and tokens, the layout. */
 export interface MoeRunArgs {
@@ -15,6 +23,11 @@ export interface MoeRunArgs {
   readonly tokens: number;
   readonly seed: number;
   readonly layout: MoeLayout;
+  /**
+   * Run TP > 1 without SP anyway, as the M036 demonstration (every TP rank routes the same tokens;
+   * Megatron refuses it in training: MoeRun.refusal). Default false: such a layout is refused.
+   */
+  readonly demonstration?: boolean;
 }
 
 /** One rank's part of the run. */
@@ -28,8 +41,14 @@ export interface MoeRankReport {
   readonly dropped: number;
   /** Global index of the rank's first local expert. */
   readonly firstExpert: number;
-  /** Rows each local expert processed, from every rank of the EP group [E/ep]. */
+  /** Rows each local expert processed (its ETP shard's), from every rank of the tp_ep group [E/ep]. */
   readonly expertRows: readonly number[];
+  /** The block of logical tokens the rank routes: its own under SP, its TP group's without. */
+  readonly tokenBlock: number;
+  /** The lowest rank routing the same logical tokens when that is not this rank (without SP: a duplicate), else null. */
+  readonly duplicateOf: number | null;
+  /** Bytes this rank's forward dispatch sent to each rank of its group (its all-to-all or all-gather; own share included). */
+  readonly dispatchBytes: number;
 }
 
 /** What an MoE run measured and checked. */
@@ -46,7 +65,11 @@ export interface MoeRun {
   readonly z: number;
   /** The rank whose local experts processed the most rows, and how many. */
   readonly straggler: { readonly rank: number; readonly rows: number };
-  /** The ranks against one device (src/parallel/moe-oracle.ts). */
+  /** Copies of each logical token routed: tp without SP (M036), else 1. */
+  readonly copies: number;
+  /** Why Megatron refuses this layout in training (TP > 1 without SP), or null. */
+  readonly refusal: MegatronRefusal | null;
+  /** The ranks against one device (src/parallel/moe-oracle.ts); without SP the experts' gradients are `copies` times one device's. */
   readonly oracle: MoeOracleReport;
   /** Every rank's trace events: the all-to-alls with bytes per peer (`comm.peers`), the expert GEMMs with their rows (`experts`). */
   readonly trace: TraceEvent[];
@@ -68,28 +91,25 @@ export function moeLogitError(h: number): number {
 
 /** The pool's mesh for a layout (createLayerPool(moeWorld(l), transport, timeout, moePoolMesh(l))). */
 export function moePoolMesh(l: MoeLayout): PoolMesh {
-  return { degrees: moeMeshDegrees(l) };
+  // every kind, the expert ones too: the block asks for ep, etp and edp even where they are one rank
+  return { degrees: moeMeshDegrees(l), groups: groupKinds };
 }
 
 /** Every reason `a` cannot run, one message each (the config's and the layout's); empty when it runs. */
 export function moeRunErrors(a: MoeRunArgs): string[] {
-  const errors: string[] = [];
-  try {
-    checkMoeConfig(a.config);
-  } catch (e) {
-    errors.push((e as Error).message);
-  }
+  const errors = moeConfigErrors(a.config);
   if (!Number.isInteger(a.h) || a.h < 1) errors.push(`h is ${a.h}; write a whole number ≥ 1.`);
   if (!Number.isInteger(a.tokens) || a.tokens < 1)
     errors.push(`tokens per rank is ${a.tokens}; write a whole number ≥ 1.`);
-  return [...errors, ...moeLayoutErrors(a.config, a.layout)];
+  return [...errors, ...moeLayoutErrors(a.config, a.layout, { demonstration: a.demonstration ?? false })];
 }
 
 /**
  * Runs the MoE block forward and backward on a pool laid out for `a.layout` (moePoolMesh): every
- * rank routes its own `tokens` rows of the group's batch (moeProblem: rank q's rows q·T…), the
- * alltoall dispatcher moves them over the EP group, each rank's experts run on the GPU; then checks
- * every rank against the single-device block (moeOracle) and reads the trace.
+ * rank routes `tokens` rows of the batch (moeProblem: block b is rows b·T…; rank q holds block q
+ * under SP, its TP group's block without), the layout's dispatcher moves them over the expert
+ * mesh, each rank's expert shard runs on its GPU; then checks every rank against the
+ * single-device block (moeOracle) and reads the trace.
  */
 export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs): Promise<MoeRun> {
   const errors = moeRunErrors(a);
@@ -102,30 +122,41 @@ export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs)
       `MoE run: the pool is ${pool.size} ranks, tp ${deg.tp} × dp ${deg.dp}, ep ${deg.ep}, etp ${deg.etp}; the layout needs ${N} ranks laid out as moePoolMesh gives (tp ${l.tp}, ep ${l.ep}, etp ${l.etp}).`,
     );
   const { h, tokens: T } = a;
-  const p = moeProblem(a.config, h, T, N, a.seed);
+  const coords = Array.from({ length: N }, (_, q) => pool.mesh.coords(q));
+  const holding = moeHolding(
+    l,
+    coords.map((x) => x.dp),
+  );
+  const copies = holding.copies;
+  const p = moeProblem(a.config, h, T, N / copies, a.seed);
   await pool.traces();
   const results: MoeEpResult[] = await pool.run('moeEp', (q) => ({
     config: a.config,
     h,
     seed: a.seed,
-    x: Float32Array.from(rankRows(p.x, q, T, h)),
-    dy: Float32Array.from(rankRows(p.dy, q, T, h)),
+    x: Float32Array.from(rankRows(p.x, holding.holder[q]!, T, h)),
+    dy: Float32Array.from(rankRows(p.dy, holding.holder[q]!, T, h)),
+    dispatcher: l.dispatcher,
+    sp: l.sp,
   }));
   const trace = await pool.traces();
-  const oracle = moeOracle(p, moeWant(p), results, moeRankTolerance, moeLogitError(h));
+  const oracle = moeOracle(p, moeWant(p), results, moeRankTolerance, moeLogitError(h), holding);
   const E = a.config.numMoeExperts;
-  const L = E / l.ep;
-  const ranks = results.map((r, q) => {
-    const coords = pool.mesh.coords(q);
-    return {
-      rank: q,
-      coords,
-      tokensPerExpert: r.counts[coords.ep]!,
-      dropped: r.dropped,
-      firstExpert: coords.ep * L,
-      expertRows: r.expertRows,
-    };
-  });
+  const sent = (q: number) =>
+    trace
+      .filter((e) => e.rank === q && e.comm?.tensor === 'moe.dispatch')
+      .reduce((n, e) => n + (e.comm?.peers ? e.comm.peers.sentBytes.reduce((a, b) => a + b, 0) : e.bytes), 0);
+  const ranks = results.map((r, q) => ({
+    rank: q,
+    coords: coords[q]!,
+    tokensPerExpert: r.tokensPerExpert,
+    dropped: r.dropped,
+    firstExpert: r.firstExpert,
+    expertRows: r.expertRows,
+    tokenBlock: holding.holder[q]!,
+    duplicateOf: ((d) => (d === q ? null : d))(holding.holder.indexOf(holding.holder[q]!)),
+    dispatchBytes: sent(q),
+  }));
   const expertLoad = Array.from({ length: E }, (_, e) => ranks.reduce((n, r) => n + r.tokensPerExpert[e]!, 0));
   const rows = ranks.map((r) => r.expertRows.reduce((n, v) => n + v, 0));
   const top = rows.indexOf(Math.max(...rows));
@@ -137,7 +168,77 @@ export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs)
     aux: results[0]!.aux,
     z: results[0]!.z,
     straggler: { rank: top, rows: rows[top]! },
+    copies,
+    refusal: moeTrainingRefusal(l),
     oracle,
     trace,
   };
+}
+
+/** One rank in the sweep's report. */
+export interface MoeSweepRank extends MoeRankReport {
+  /** From the rank's first event's start to its last event's end, ms. */
+  readonly stepMs: number;
+  /** Bytes the rank's all-to-alls sent to each rank of their group, by tensor (moe.dispatch, moe.combine, …; the own share included). */
+  readonly allToAll: Readonly<Record<string, readonly number[]>>;
+}
+
+/** What `npm run sweep -- --experts …` prints: the run without its trace, per rank its step and traffic. */
+export interface MoeSweepReport {
+  readonly adapter: string;
+  readonly args: MoeRunArgs;
+  readonly world: number;
+  readonly ranks: readonly MoeSweepRank[];
+  readonly expertLoad: readonly number[];
+  readonly dropped: number;
+  readonly aux: number;
+  readonly z: number;
+  readonly straggler: MoeRun['straggler'];
+  readonly copies: number;
+  readonly refusal: MegatronRefusal | null;
+  readonly oracle: MoeOracleReport;
+}
+
+/** The sweep's report of a run: per rank its span on the trace and its all-to-all bytes per peer. */
+export function moeSweepReport(run: MoeRun, args: MoeRunArgs, adapter: string): MoeSweepReport {
+  const ranks = run.ranks.map((r) => {
+    const mine = run.trace.filter((e) => e.rank === r.rank);
+    const allToAll: Record<string, readonly number[]> = {};
+    for (const e of mine) if (e.comm?.peers && e.comm.tensor) allToAll[e.comm.tensor] = e.comm.peers.sentBytes;
+    const stepMs = mine.length ? Math.max(...mine.map((e) => e.t1)) - Math.min(...mine.map((e) => e.t0)) : 0;
+    return { ...r, stepMs, allToAll };
+  });
+  const { layout: _l, trace: _t, ranks: _r, ...rest } = run;
+  return { adapter, args, world: run.ranks.length, ranks, ...rest };
+}
+
+/**
+ * The sweep's entry in the browser (scripts/bench/sweep-moe.ts): a pool laid out for the args,
+ * one run, the report; the pool is disposed afterwards.
+ */
+export async function runMoeSweep(
+  a: MoeRunArgs & { readonly onProgress?: (line: string) => void },
+): Promise<MoeSweepReport> {
+  const say = a.onProgress ?? (() => {});
+  const N = moeWorld(a.layout);
+  say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
+  const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
+  try {
+    say('running the MoE block forward and backward…');
+    const run = await runMoe(pool, a);
+    return moeSweepReport(
+      run,
+      {
+        config: a.config,
+        h: a.h,
+        tokens: a.tokens,
+        seed: a.seed,
+        layout: a.layout,
+        demonstration: a.demonstration ?? false,
+      },
+      pool.adapters[0] ?? 'unknown adapter',
+    );
+  } finally {
+    await pool.dispose();
+  }
 }

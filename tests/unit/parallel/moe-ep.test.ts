@@ -1,65 +1,126 @@
 import { describe, expect, test } from 'vitest';
 import { CpuBackend, float64Alloc } from '../../../src/parallel/backend-cpu.ts';
-import { moeEpBlock } from '../../../src/parallel/moe-ep.ts';
+import { moeEpBlock, type MoeGroups } from '../../../src/parallel/moe-ep.ts';
+import { moeMeshDegrees, moeWorld } from '../../../src/parallel/moe-layout.ts';
+import { moeHolding, rankRows } from '../../../src/parallel/moe-oracle.ts';
 import { moeConfig } from '../../../src/reference/moe/config.ts';
 import { seededMoeWeights } from '../../../src/reference/moe/weights.ts';
-import { expectMoeEpMatches, moeEpProblem, rankRows, type MoeEpCase } from '../../moe-ep-cases.ts';
+import { caseLayout, expectMoeEpMatches, moeEpProblem, type MoeEpCase } from '../../moe-ep-cases.ts';
 import { makeMesh } from '../comm/mesh-groups.ts';
 
-// The MoE block under expert parallelism on the CPU backend (float64 twins) over in-process and
-// MessagePort EP groups equals moeForward/moeBackward of the concatenated tokens (dropless) or of
-// each rank's tokens (capacity factor 1, dropping by probability: tests/moe-ep-cases.ts). What is not
-// float64: the all-to-alls, all-reduces and Backend.read carry float32, so O(1) values (|y|, the
-// gradients ≤ 4 here) are rounded a few times by 2^-24 relative: tolerance 1e-6; logits are
-// rounded once (|l| < 4: < 3e-7), so a routing margin above 1e-6 keeps every decision.
+// The MoE block on in-process and MessagePort meshes, CPU backend (float64 twins), equals the
+// single-device block (src/parallel/moe-oracle.ts: dropless of all the ranks' tokens, with capacity
+// of each rank's; aux and z over every rank's distinct tokens) over the grid EP {1, 2, 4} × ETP
+// {1, 2} × TP {1, 2} with SP × E {4, 8} × k {1, 2} × {dropless, capacity 1} × {alltoall, allgather}.
+// What is not float64: the collectives and Backend.read carry float32, so O(1) values (|y|, the
+// gradients ≤ 4 here) are rounded a few times by 2^-24 relative (plus the ETP partial sums, each
+// rounded once): tolerance 1e-6; logits are rounded once (|l| < 4: < 3e-7), so a routing margin
+// above 1e-6 keeps every decision.
 const [T, h] = [8, 8];
 const tol = 1e-6;
 
-const sizes = (capacity?: number): MoeEpCase[] =>
-  [1, 2, 4].flatMap((ep) => [4, 8].flatMap((E) => [1, 2].map((k) => ({ ep, E, k, capacity }))));
-const grid: MoeEpCase[] = [
-  ...sizes(),
-  ...sizes(1),
-  { ep: 2, E: 8, k: 2, score: 'sigmoid' },
-  { ep: 4, E: 4, k: 1, score: 'sigmoid' },
-  { ep: 4, E: 8, k: 2, capacity: 1, skew: 3 },
-];
-
-describe.each(['in-process', 'message-port'] as const)('the MoE block with expert parallelism over %s', (kind) => {
-  test.each(grid)(
-    "at %o equals the single-device block (dropless: of the concatenated tokens; capacity: of each rank's)",
-    async (cs) => {
-      const p = moeEpProblem(cs, T, h);
-      const m = makeMesh(kind, cs.ep > 1 ? { dp: cs.ep, ep: cs.ep } : {});
-      const results = await Promise.all(
-        [...Array(cs.ep).keys()].map((q) =>
-          moeEpBlock(
-            new CpuBackend(float64Alloc),
-            m.comm(q, 'ep'),
-            p.c,
-            h,
-            rankRows(p.x, q, T, h),
-            rankRows(p.dy, q, T, h),
-            p.w,
+const grid: MoeEpCase[] = [1, 2, 4].flatMap((ep) =>
+  [1, 2].flatMap((etp) =>
+    [1, 2].flatMap((tp) =>
+      [4, 8].flatMap((E) =>
+        [1, 2].flatMap((k) =>
+          [undefined, 1].flatMap((capacity) =>
+            (['alltoall', 'allgather'] as const).map((dispatcher) => ({ ep, etp, tp, E, k, capacity, dispatcher })),
           ),
         ),
-      );
-      expectMoeEpMatches(p, results, tol, 1e-6);
-      // each rank: counts, dispatch, combine, aux counts, losses, the two backward all-to-alls, dWr
-      if (cs.ep > 1)
-        expect(m.recorders[0]!.peek().map((e) => e.comm?.tensor)).toEqual([
-          'moe.tokens_per_expert',
-          'moe.dispatch',
-          'moe.combine',
-          'moe.aux.counts',
-          'moe.losses',
-          'moe.combine.grad',
-          'moe.dispatch.grad',
-          'moe.router.grad',
-        ]);
-      m.close();
-    },
+      ),
+    ),
+  ),
+);
+
+/** Every rank's block on a mesh of `kind` for case `cs`; the problem, its holding and the results. */
+async function runCase(kind: 'in-process' | 'message-port', cs: MoeEpCase) {
+  const l = caseLayout(cs);
+  const p = moeEpProblem(cs, T, h);
+  const m = makeMesh(kind, moeMeshDegrees(l));
+  const N = moeWorld(l);
+  const holding = moeHolding(
+    l,
+    Array.from({ length: N }, (_, r) => m.mesh.coords(r).dp),
   );
+  const groups = (r: number): MoeGroups => ({
+    ep: m.comm(r, 'ep'),
+    etp: m.comm(r, 'etp'),
+    tp: m.comm(r, 'tp'),
+    dp: m.comm(r, 'dp'),
+    edp: m.comm(r, 'edp'),
+  });
+  const results = await Promise.all(
+    Array.from({ length: N }, (_, r) =>
+      moeEpBlock(
+        new CpuBackend(float64Alloc),
+        groups(r),
+        p.c,
+        h,
+        rankRows(p.x, holding.holder[r]!, T, h),
+        rankRows(p.dy, holding.holder[r]!, T, h),
+        p.w,
+        { dispatcher: l.dispatcher, sp: l.sp },
+      ),
+    ),
+  );
+  return { p, m, holding, results };
+}
+
+describe('the MoE block on in-process ranks over the whole grid', () => {
+  test.each(grid)('at %o equals the single-device block', async (cs) => {
+    const { p, m, holding, results } = await runCase('in-process', cs);
+    expectMoeEpMatches(p, results, tol, 1e-6, holding);
+    m.close();
+  });
+});
+
+describe('the MoE block over MessagePort ranks', () => {
+  const some: MoeEpCase[] = [
+    { ep: 4, E: 8, k: 2 },
+    { ep: 2, etp: 2, tp: 2, E: 8, k: 2, capacity: 1, dispatcher: 'allgather' },
+    { ep: 2, E: 8, k: 2, score: 'sigmoid' },
+    { ep: 4, E: 4, k: 1, score: 'sigmoid' },
+    { ep: 4, E: 8, k: 2, capacity: 1, skew: 3 },
+  ];
+  test.each(some)('at %o equals the single-device block', async (cs) => {
+    const { p, m, holding, results } = await runCase('message-port', cs);
+    expectMoeEpMatches(p, results, tol, 1e-6, holding);
+    m.close();
+  });
+});
+
+test('EP alone, alltoall: each rank calls counts, dispatch, combine, aux counts, losses, the two backward all-to-alls, dWr', async () => {
+  const { m } = await runCase('in-process', { ep: 4, E: 8, k: 2 });
+  expect(m.recorders[0]!.peek().map((e) => e.comm?.tensor)).toEqual([
+    'moe.tokens_per_expert',
+    'moe.dispatch',
+    'moe.combine',
+    'moe.aux.counts',
+    'moe.losses',
+    'moe.combine.grad',
+    'moe.dispatch.grad',
+    'moe.router.grad',
+  ]);
+  m.close();
+});
+
+test('without SP at TP 2 (M036) every token is routed twice: y and dx as one device, the experts’ gradients twice one device’s, the dispatch twice the bytes', async () => {
+  const withSp = await runCase('in-process', { ep: 2, tp: 2, E: 4, k: 2 });
+  const noSp = await runCase('in-process', { ep: 2, tp: 2, sp: false, E: 4, k: 2 });
+  expect(noSp.holding.copies).toBe(2);
+  expectMoeEpMatches(noSp.p, noSp.results, tol, 1e-6, noSp.holding);
+  // the same logical batch: with SP 2 ranks × 8 tokens each; without, 1 block of 8 on both ranks
+  const dispatched = (run: typeof withSp) =>
+    run.m.recorders
+      .flatMap((r) => r.peek())
+      .filter((e) => e.comm?.tensor === 'moe.dispatch')
+      .reduce((n, e) => n + e.comm!.peers!.sentBytes.reduce((a, b) => a + b, 0), 0);
+  const rows = (run: typeof withSp) => run.results.reduce((n, r) => n + r.expertRows.reduce((a, b) => a + b, 0), 0);
+  expect(rows(noSp)).toBe(2 * 8 * 2); // 8 tokens × k 2, twice
+  expect(dispatched(noSp)).toBe(rows(noSp) * h * 4);
+  withSp.m.close();
+  noSp.m.close();
 });
 
 test('a shared expert and E not divisible by ep are refused before anything moves', async () => {
@@ -69,8 +130,15 @@ test('a shared expert and E not divisible by ep are refused before anything move
     { moeExpertCapacityFactor: 1, moeSharedExpertIntermediateSize: 4 },
   );
   const x = new Float64Array(2 * 4);
-  await expect(
-    moeEpBlock(new CpuBackend(float64Alloc), m.comm(0, 'ep'), c, 4, x, x, seededMoeWeights(c, 4, 1)),
-  ).rejects.toThrow(/6 experts do not split over 4 EP ranks.*shared expert is not implemented/);
+  const g = {
+    ep: m.comm(0, 'ep'),
+    etp: m.comm(0, 'etp'),
+    tp: m.comm(0, 'tp'),
+    dp: m.comm(0, 'dp'),
+    edp: m.comm(0, 'edp'),
+  };
+  await expect(moeEpBlock(new CpuBackend(float64Alloc), g, c, 4, x, x, seededMoeWeights(c, 4, 1))).rejects.toThrow(
+    /6 experts do not split over 4 EP ranks.*shared expert is not implemented/,
+  );
   m.close();
 });

@@ -1,5 +1,11 @@
 import { expect, test } from 'vitest';
-import { moeLayout, moeLayoutErrors, moeMeshDegrees, moeWorld } from '../../../src/parallel/moe-layout.ts';
+import {
+  moeLayout,
+  moeLayoutErrors,
+  moeMeshDegrees,
+  moeTrainingRefusal,
+  moeWorld,
+} from '../../../src/parallel/moe-layout.ts';
 import { moeConfig, moeConfigErrors, routerBias } from '../../../src/reference/moe/config.ts';
 
 const c = moeConfig({ numMoeExperts: 8, moeRouterTopk: 2, moeFfnHiddenSize: 6 });
@@ -20,8 +26,11 @@ test('each bad layout is named with its legal values', () => {
   expect(both).toMatch(/etp 4 does not divide moeFfnHiddenSize 6.*\{1, 2, 3, 6\}/);
   expect(both).toMatch(/etp 4 × ep 8 fold onto 32 ranks, more than the 16 here/);
   expect(moeLayoutErrors(c, moeLayout(2, { tp: 2 })).join(' ')).toMatch(
-    /moe_layer\.py:629-633, ValueError\); turn sp on/,
+    /tp 2 without sequence parallelism: Megatron refuses it in training \(megatron\/core\/transformer\/moe\/moe_layer\.py:629-633, ValueError: .*\); turn sp on, or run it as the M036 demonstration/,
   );
+  expect(moeLayoutErrors(c, moeLayout(2, { tp: 2 }), { demonstration: true })).toEqual([]);
+  expect(moeTrainingRefusal(moeLayout(2, { tp: 2, sp: true }))).toBeNull();
+  expect(moeTrainingRefusal(moeLayout(2, { tp: 2 }))?.error).toBe('ValueError');
   expect(moeLayoutErrors({ ...c, moeSharedExpertIntermediateSize: 4 }, moeLayout(2)).join(' ')).toMatch(
     /shared expert is not implemented on the ranks/,
   );

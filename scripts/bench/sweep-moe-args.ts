@@ -1,0 +1,161 @@
+// `npm run sweep -- --experts E …`: the MoE block's flags, parsed and checked before a browser
+// starts. Each refusal names its flag and the legal values (the run's own checks, moeRunErrors,
+// worded with the flag that sets each field).
+import { parseArgs } from 'node:util';
+import { moeLayout, type MoeDispatcher } from '../../src/parallel/moe-layout.ts';
+import { moeConfig, type MoeConfig } from '../../src/reference/moe/config.ts';
+import { moeRunErrors, type MoeRunArgs } from '../../src/session/moe-run.ts';
+
+export const moeUsage = `usage: npm run sweep -- --experts E --topk K [--ep N] [--etp N] [--tp N] [--sp] [--m036]
+       [--dispatcher alltoall|allgather] [--capacity F] [--drop-policy probs|position]
+       [--score softmax|sigmoid] [--pre-softmax] [--aux-coeff C] [--z-coeff C] [--skew S]
+       [--shared-expert FS] [--h N] [--ffn N] [--tokens N] [--seed N] [--json]
+  Runs one MoE layer forward and backward on lcm(tp, etp·ep) rank workers in headless Chromium and
+  checks every rank against one device. --etp defaults to --tp and --dispatcher to allgather, as
+  Megatron-LM's (arguments.py:569-570, transformer_config.py:862); --tokens is per rank; --m036 runs
+  TP > 1 without --sp anyway (every TP rank routes the same tokens), which Megatron refuses in training.`;
+
+export const moeOptions = {
+  experts: { type: 'string' },
+  topk: { type: 'string', default: '2' },
+  ep: { type: 'string', default: '1' },
+  etp: { type: 'string' },
+  tp: { type: 'string', default: '1' },
+  sp: { type: 'boolean', default: false },
+  m036: { type: 'boolean', default: false },
+  dispatcher: { type: 'string', default: 'allgather' },
+  capacity: { type: 'string' },
+  'drop-policy': { type: 'string', default: 'probs' },
+  score: { type: 'string', default: 'softmax' },
+  'pre-softmax': { type: 'boolean', default: false },
+  'aux-coeff': { type: 'string', default: '0.01' },
+  'z-coeff': { type: 'string' },
+  skew: { type: 'string', default: '0' },
+  'shared-expert': { type: 'string' },
+  h: { type: 'string', default: '32' },
+  ffn: { type: 'string', default: '16' },
+  tokens: { type: 'string', default: '16' },
+  seed: { type: 'string', default: '41' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', default: false },
+} as const;
+
+/** The flag that sets each field, for the run's own messages. */
+const flagOf: readonly [RegExp, string][] = [
+  [/^numMoeExperts\b/, '--experts'],
+  [/^moeRouterTopk\b/, '--topk'],
+  [/^moeFfnHiddenSize\b/, '--ffn'],
+  [/^moeRouterScoreFunction\b/, '--score'],
+  [/^moeRouterPreSoftmax\b/, '--pre-softmax'],
+  [/^moeAuxLossCoeff\b/, '--aux-coeff'],
+  [/^moeZLossCoeff\b/, '--z-coeff'],
+  [/^moeExpertCapacityFactor\b/, '--capacity'],
+  [/^moeTokenDropPolicy\b/, '--drop-policy'],
+  [/^moeSharedExpertIntermediateSize\b/, '--shared-expert'],
+  [/^routerSkew\b/, '--skew'],
+  [/^tp \d+ without sequence parallelism/, '--sp'],
+  [/^tp and etp|^tp \d+ and etp/, '--ep/--etp'],
+  [/^etp\b/, '--etp'],
+  [/^ep\b/, '--ep'],
+  [/^tp\b/, '--tp'],
+  [/^dispatcher\b/, '--dispatcher'],
+  [/^h is/, '--h'],
+  [/^tokens per rank/, '--tokens'],
+];
+
+/** A refusal with its flag in front. */
+function withFlag(message: string): string {
+  const flag = flagOf.find(([re]) => re.test(message))?.[1];
+  return flag ? `${flag}: ${message}` : message;
+}
+
+/** A number flag: finite, and within what `ok` allows (`legal` says what). */
+function num(flag: string, text: string, ok: (v: number) => boolean, legal: string, whole = false): number {
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v) || (whole && !Number.isInteger(v)) || !ok(v))
+    throw new Error(`${flag} is "${text}"; write ${legal}.`);
+  return v;
+}
+
+/** The run's arguments from the command line, or every reason they are refused (one per problem). */
+export function parseMoeSweep(
+  argv: readonly string[],
+): { args: MoeRunArgs; json: boolean } | { errors: string[] } | { help: true } {
+  let values: ReturnType<typeof parseArgs<{ options: typeof moeOptions }>>['values'];
+  try {
+    values = parseArgs({ args: [...argv], options: moeOptions }).values;
+  } catch (e) {
+    return { errors: [(e as Error).message] };
+  }
+  if (values.help) return { help: true };
+  const errors: string[] = [];
+  const read = <T>(f: () => T, fallback: T): T => {
+    try {
+      return f();
+    } catch (e) {
+      errors.push((e as Error).message);
+      return fallback;
+    }
+  };
+  const whole = (flag: string, text: string | undefined, min: number) =>
+    read(() => num(flag, text ?? '', (v) => v >= min, `a whole number ≥ ${min}`, true), min);
+  if (values.experts === undefined)
+    errors.push('--experts is missing; write the number of routed experts E (e.g. --experts 8).');
+  const E = whole('--experts', values.experts ?? '1', 1);
+  const tp = whole('--tp', values.tp, 1);
+  const dispatcher = values.dispatcher as MoeDispatcher;
+  if (dispatcher !== 'alltoall' && dispatcher !== 'allgather')
+    errors.push(`--dispatcher is "${values.dispatcher}"; write alltoall or allgather.`);
+  const policy = values['drop-policy'];
+  if (policy !== 'probs' && policy !== 'position')
+    errors.push(`--drop-policy is "${policy}"; write probs or position.`);
+  const score = values.score;
+  if (score !== 'softmax' && score !== 'sigmoid') errors.push(`--score is "${score}"; write softmax or sigmoid.`);
+  const config: MoeConfig = moeConfig(
+    {
+      numMoeExperts: E,
+      moeRouterTopk: whole('--topk', values.topk, 1),
+      moeFfnHiddenSize: whole('--ffn', values.ffn, 1),
+    },
+    {
+      moeRouterScoreFunction: score === 'sigmoid' ? 'sigmoid' : 'softmax',
+      moeRouterPreSoftmax: values['pre-softmax'],
+      moeAuxLossCoeff: read(() => num('--aux-coeff', values['aux-coeff'], (v) => v >= 0, 'a number ≥ 0 (0: off)'), 0),
+      moeZLossCoeff:
+        values['z-coeff'] === undefined
+          ? null
+          : read(() => num('--z-coeff', values['z-coeff']!, (v) => v >= 0, 'a number ≥ 0, or leave it out'), null),
+      moeExpertCapacityFactor:
+        values.capacity === undefined
+          ? null
+          : read(
+              () => num('--capacity', values.capacity!, (v) => v > 0, 'a number > 0, or leave it out for dropless'),
+              null,
+            ),
+      moeTokenDropPolicy: policy === 'position' ? 'position' : 'probs',
+      moeSharedExpertIntermediateSize:
+        values['shared-expert'] === undefined ? null : whole('--shared-expert', values['shared-expert'], 1),
+      routerSkew: read(() => num('--skew', values.skew, () => true, 'a finite number (0: none)'), 0),
+    },
+  );
+  const args: MoeRunArgs = {
+    config,
+    h: whole('--h', values.h, 1),
+    tokens: whole('--tokens', values.tokens, 1),
+    seed: whole('--seed', values.seed, 0),
+    layout: moeLayout(whole('--ep', values.ep, 1), {
+      tp,
+      sp: values.sp,
+      // arguments.py:569-570: expert_tensor_parallel_size defaults to tensor_model_parallel_size
+      etp: values.etp === undefined ? tp : whole('--etp', values.etp, 1),
+      dispatcher,
+    }),
+    demonstration: values.m036,
+  };
+  if (values.m036 && !(tp > 1 && !values.sp))
+    errors.push('--m036 shows TP > 1 without SP; give --tp 2 (or more) and leave --sp out.');
+  if (errors.length > 0) return { errors };
+  const refused = moeRunErrors(args);
+  if (refused.length > 0) return { errors: refused.map(withFlag) };
+  return { args, json: values.json };
+}
