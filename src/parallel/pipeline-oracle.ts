@@ -84,6 +84,24 @@ interface ShardAdam {
 export type StageOptimizer = Map<string, ShardAdam>;
 
 /**
+ * One Adam step of the parameters `w` (float32, updated in place) with gradient `g`: the float64
+ * main parameters and moments kept in `state` under `key`, made from `w` at the first step.
+ */
+export function adamInPlace(
+  state: StageOptimizer,
+  key: string,
+  w: Float32Array,
+  g: ArrayLike<number>,
+  adam: AdamHyper,
+): void {
+  let st = state.get(key);
+  const n = w.length;
+  if (!st) state.set(key, (st = { p: Float64Array.from(w), m: new Float64Array(n), v: new Float64Array(n), step: 0 }));
+  adamRef(st.p, g, st.m, st.v, adam, ++st.step);
+  w.set(st.p);
+}
+
+/**
  * One Adam step (reference/adam.ts adamRef, element-wise: a TP rank stepping its shard with its
  * shard's gradient steps its part of the logical parameter as one device would) of every shard in
  * `arrays`, in place (rounded to float32 from the float64 main parameters) with the gradients `out`.
@@ -98,16 +116,7 @@ export function stepStage(
     for (const [name, w] of Object.entries(shards) as [WeightName, ShardData][]) {
       const g = grads?.[name];
       if (!g) throw new Error(`the optimizer step found no gradient for ${l < 0 ? name : `block ${l}'s ${name}`}.`);
-      const key = `${l}.${name}`;
-      let st = state.get(key);
-      const n = w.data.length;
-      if (!st)
-        state.set(
-          key,
-          (st = { p: Float64Array.from(w.data), m: new Float64Array(n), v: new Float64Array(n), step: 0 }),
-        );
-      adamRef(st.p, g, st.m, st.v, adam, ++st.step);
-      w.data.set(st.p);
+      adamInPlace(state, `${l}.${name}`, w.data, g, adam);
     }
   };
   for (const [l, shards] of arrays.blocks) step(l, shards, out.blockGrads.find(([i]) => i === l)?.[1]);
@@ -193,12 +202,14 @@ export function stageWeightArrays(model: PipelineModel, stage: number, tpRank: n
 /**
  * The oracle's side: the same L blocks on one device (TP = 1, the CPU twins in float64 rounded to
  * float32 per op), micro-batch after micro-batch, each forward then backward, the gradients summed on
- * the host in float64 — no schedule, no stage, no point-to-point.
+ * the host in float64 — no schedule, no stage, no point-to-point. Data parallel's oracle runs the
+ * global batch, m·d micro-batches, with `gradScale` 1/d: the replicas' sums averaged over d.
  */
 export async function pipelineReference(
   model: PipelineModel,
   training: PipelineTraining = { steps: 1 },
   microBatches = model.m,
+  gradScale = 1,
 ): Promise<PipelineLogical> {
   const c = referenceConfig(model.layer);
   const own = rankOwnership(c)[0]!;
@@ -215,7 +226,7 @@ export async function pipelineReference(
   };
   const optimizer: StageOptimizer = new Map();
   const f32 = (r: Record<string, Float64Array>): Grads =>
-    Object.fromEntries(Object.entries(r).map(([n, a]) => [n, Float32Array.from(a)]));
+    Object.fromEntries(Object.entries(r).map(([n, a]) => [n, Float32Array.from(a, (x) => x * gradScale)]));
   let last: PipelineLogical | undefined;
   for (let step = 0; step < training.steps; step++) {
     const head = upload(arrays.head);
@@ -275,11 +286,12 @@ export async function pipelineReference(
  * (oracleTolerance: 16·ε·(K + 1)·max|ref|, K the layer's longest reduction) per block the error
  * passes through — L blocks chained forward and backward, to first order their rounding adds —
  * plus one per micro-batch summed (each float32 addition of the running sum rounds by ≤ ε·|sum|,
- * far below the bound): (L + m)·oracleTolerance. A micro-batch lost or counted twice, a gradient sent
+ * far below the bound): (L + m)·oracleTolerance; with d replicas the m·d micro-batches of the global
+ * batch, (L + m·d)·oracleTolerance (the DP sum's d float32 additions are d more of them). A micro-batch lost or counted twice, a gradient sent
  * to the wrong stage or chunk, or a W run on the wrong micro-batch errs by O(max|ref| / m), far above.
  */
-export function pipelineTolerance(model: PipelineModel, refMax: number): number {
-  return (model.layers + model.m) * oracleTolerance(model.layer, refMax);
+export function pipelineTolerance(model: PipelineModel, refMax: number, microBatches = model.m): number {
+  return (model.layers + microBatches) * oracleTolerance(model.layer, refMax);
 }
 
 /**
@@ -301,6 +313,7 @@ export function comparePipeline(
   ref: PipelineLogical,
   got: PipelineLogical,
   training: PipelineTraining = { steps: 1 },
+  microBatches = model.m,
 ): OracleReport {
   const pairs: [string, Float32Array | undefined, Float32Array | undefined][] = [
     ...ref.losses.map((r, j): [string, Float32Array, Float32Array | undefined] => [`loss[${j}]`, r, got.losses[j]]),
@@ -333,7 +346,9 @@ export function comparePipeline(
     const maxAbs = s.nonFinite ? Infinity : s.maxAbs;
     return { tensor, maxAbs, maxRel: s.maxRel, refMax, tol, pass: s.nonFinite === 0 && s.maxAbs <= tol };
   };
-  const entries: OracleEntry[] = pairs.map(([tensor, r, g]) => entry(tensor, r, g, (m) => pipelineTolerance(model, m)));
+  const entries: OracleEntry[] = pairs.map(([tensor, r, g]) =>
+    entry(tensor, r, g, (m) => pipelineTolerance(model, m, microBatches)),
+  );
   if (training.adam) {
     if (!ref.weights || !got.weights) throw new Error('oracle: the weights after the optimizer steps are missing.');
     const weight = (
@@ -343,7 +358,9 @@ export function comparePipeline(
       grad: Float32Array | undefined,
     ) =>
       entries.push(
-        entry(tensor, r, g, (m) => weightTolerance(training, pipelineTolerance(model, grad ? maxOf(grad) : 0), m)),
+        entry(tensor, r, g, (m) =>
+          weightTolerance(training, pipelineTolerance(model, grad ? maxOf(grad) : 0, microBatches), m),
+        ),
       );
     ref.weights.blocks.forEach((w, l) =>
       blockWeightNames.forEach((n) =>

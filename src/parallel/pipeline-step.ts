@@ -56,6 +56,13 @@ export interface StageObserver {
   readonly liveBytes?: () => number;
 }
 
+/** A step's options: what to observe, and (data parallel) the replica's first micro-batch of the global batch. */
+export interface StageStepOptions {
+  readonly observe?: StageObserver;
+  /** Replica q of d runs micro-batches q·m … q·m + m − 1 of the global batch (microBatchInputs); default 0. */
+  readonly firstMicroBatch?: number;
+}
+
 /** How a stage reaches its neighbours: point-to-point in its PP group (group rank = stage). */
 export interface StageLink<T> {
   readonly p2p: PointToPoint<T>;
@@ -105,8 +112,10 @@ export async function pipelineStageStep<T>(
   own: RankOwnership,
   weights: StageWeights<T>,
   now: () => number,
-  observe: StageObserver = {},
+  opts: StageStepOptions = {},
 ): Promise<StageStepResult<T>> {
+  const observe = opts.observe ?? {};
+  const firstMicroBatch = opts.firstMicroBatch ?? 0;
   const { p, v, m } = model;
   const c = model.layer;
   const { s, b, h, sl } = localDims(c);
@@ -191,7 +200,7 @@ export async function pipelineStageStep<T>(
     const k = chunk * p + stage;
     const ids = blocks[chunk]!;
     if (op.pass === 'F') {
-      const data = k === 0 || k === last ? microBatchInputs(model, j) : undefined;
+      const data = k === 0 || k === last ? microBatchInputs(model, firstMicroBatch + j) : undefined;
       const input = k === 0 ? undefined : await recv((stage - 1 + p) % p, `act.${k - 1}.${j}`);
       const t0 = now();
       let tokens: T | undefined;

@@ -7,3 +7,10 @@ export const weightNames = ['wqkv', 'wo', 'g1', 'g2', 'wfc1', 'wdown', 'emb', 'w
 
 /** One parameter's name. */
 export type WeightName = (typeof weightNames)[number];
+
+/**
+ * The layer's parameters in Megatron's registration order (embedding; TransformerLayer:
+ * input_layernorm, self_attention linear_qkv, linear_proj, pre_mlp_layernorm, mlp linear_fc1,
+ * linear_fc2; output_layer). A gradient buffer places them reversed, as backward produces them.
+ */
+export const registrationOrder: readonly WeightName[] = ['emb', 'g1', 'wqkv', 'wo', 'g2', 'wfc1', 'wdown', 'wout'];

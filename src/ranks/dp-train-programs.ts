@@ -19,7 +19,7 @@ import { LayerComm } from '../parallel/layer-comm.ts';
 import { layerStep, type StepInputs } from '../parallel/layer.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import { rankWeightArrays, uploadWeights } from '../parallel/step-data.ts';
-import type { WeightName } from '../parallel/weight-names.ts';
+import { registrationOrder, type WeightName } from '../parallel/weight-names.ts';
 import type { WeightSet } from '../parallel/weights.ts';
 import { defaultBucketSize } from '../projection/links/data-parallel.ts';
 import { adamHyper } from '../reference/adam.ts';
@@ -30,13 +30,6 @@ import type { RankContext } from './context.ts';
 import { GroupTurns } from './group-turns.ts';
 import { kernelContext, type GemmChoices } from './layer-programs.ts';
 import { adoptInto, ResultTensors } from './result-tensors.ts';
-
-/**
- * The layer's parameters in Megatron's registration order (embedding; TransformerLayer:
- * input_layernorm, self_attention linear_qkv, linear_proj, pre_mlp_layernorm, mlp linear_fc1,
- * linear_fc2; output_layer). The buffer places them reversed, as backward produces them.
- */
-export const registrationOrder: readonly WeightName[] = ['emb', 'g1', 'wqkv', 'wo', 'g2', 'wfc1', 'wdown', 'wout'];
 
 /** One bucket on this rank: its full gradient and parameter buffers and, with the distributed optimizer, its shard. */
 interface BucketTensors {

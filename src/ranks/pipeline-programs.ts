@@ -1,18 +1,22 @@
 import { sharedNow } from '../core/clock.ts';
 import { numel } from '../core/shape.ts';
-import type { TraceEvent } from '../core/trace-event.ts';
+import type { DpSyncInfo, TraceEvent } from '../core/trace-event.ts';
 import { importGemmChoices } from '../kernels/gemm-choice.ts';
 import type { GpuTensor } from '../kernels/tensor.ts';
 import { LayerComm } from '../parallel/layer-comm.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import { assertPipelineModel, type PipelineModel } from '../parallel/pipeline-model.ts';
+import type { DpSyncMode } from '../parallel/dp-options.ts';
 import {
-  readStageOutput,
-  stageWeightArrays,
-  stepStage,
-  type StageOptimizer,
-  type StageOutput,
-} from '../parallel/pipeline-oracle.ts';
+  endStageStep,
+  stageGradBuffer,
+  stageGradSyncName,
+  stageParamSyncName,
+  type StageDp,
+  type StageDpOutput,
+  type StageGradBuffer,
+} from '../parallel/pipeline-dp.ts';
+import { stageWeightArrays, type StageOptimizer } from '../parallel/pipeline-oracle.ts';
 import type { AdamHyper } from '../reference/adam.ts';
 import { pipelineStageStep, type PassSpan, type StageObserver } from '../parallel/pipeline-step.ts';
 import { uploadWeights } from '../parallel/step-data.ts';
@@ -29,16 +33,20 @@ import { kernelContext, type GemmChoices } from './layer-programs.ts';
  * (core/clock.ts sharedNow, ms). Without `adam` every step starts from the seeded weights (a repeat:
  * the first compiles the pipelines); with it each step is followed by Adam on this rank's shards
  * (host, fp32), the next step runs on the updated weights, and the shards after the last are returned.
+ * With `dp` the mesh's d replicas of the pipeline run micro-batches q·m … q·m + m − 1 each and
+ * synchronise their gradients over their DP group on GPU tensors before the optimizer
+ * (parallel/pipeline-dp.ts endStageStep: all-reduce, or the distributed optimizer's reduce-scatter,
+ * sharded Adam and all-gather); the syncs' collectives carry `dpSync` on the trace.
  */
 export async function pipelineStepProgram(
   ctx: RankContext,
-  a: { model: PipelineModel; choices?: GemmChoices; steps?: number; adam?: AdamHyper },
-): Promise<StageOutput> {
+  a: { model: PipelineModel; choices?: GemmChoices; steps?: number; adam?: AdamHyper; dp?: DpSyncMode },
+): Promise<StageDpOutput> {
   const { model } = a;
   assertPipelineModel(model);
-  if (ctx.size !== model.layer.tp || ctx.mesh.spec.degrees.pp !== model.p)
+  if (ctx.size !== model.layer.tp || ctx.mesh.spec.degrees.pp !== model.p || (!a.dp && ctx.mesh.spec.degrees.dp > 1))
     throw new Error(
-      `rank ${ctx.mesh.rank}: the model wants t = ${model.layer.tp}, p = ${model.p}; this mesh has tp ${ctx.size}, pp ${ctx.mesh.spec.degrees.pp ?? 1}.`,
+      `rank ${ctx.mesh.rank}: the model wants t = ${model.layer.tp}, p = ${model.p}${a.dp ? '' : ', no data parallel'}; this mesh has tp ${ctx.size}, pp ${ctx.mesh.spec.degrees.pp}, dp ${ctx.mesh.spec.degrees.dp}.`,
     );
   importGemmChoices(ctx.device, a.choices ?? []);
   const stage = ctx.mesh.coords.pp;
@@ -46,7 +54,12 @@ export async function pipelineStepProgram(
   const own = rankOwnership(model.layer)[ctx.rank]!;
   const arrays = stageWeightArrays(model, stage, ctx.rank);
   const optimizer: StageOptimizer = new Map();
-  let out: StageOutput | undefined;
+  const dpGroup = a.dp ? ctx.mesh.group('dp') : undefined;
+  const dp: StageDp<GpuTensor> | undefined =
+    a.dp && dpGroup
+      ? { comm: dpGroup.gpuComm, rank: ctx.mesh.coords.dp, size: dpGroup.gpuComm.size, mode: a.dp }
+      : undefined;
+  let out: StageDpOutput | undefined;
   const steps = Math.max(1, a.steps ?? 1);
   for (let i = 0; i < steps; i++) {
     const be = new GpuBackend(k);
@@ -69,10 +82,22 @@ export async function pipelineStepProgram(
       const lastStep = i === steps - 1;
       if (lastStep) ctx.trace.drain(); // the trace keeps the returned step's events
       const observe = lastStep ? traceObserver(ctx, pp.view?.members ?? [], stage, () => be.liveBytes) : {};
-      const r = await pipelineStageStep(be, lc, link, model, stage, own, weights, sharedNow, observe);
+      const r = await pipelineStageStep(be, lc, link, model, stage, own, weights, sharedNow, {
+        observe,
+        ...(dp && { firstMicroBatch: dp.rank * model.m }),
+      });
       if (lastStep) for (const s of r.spans) ctx.trace.record(passEvent(ctx.mesh.rank, stage, s));
-      out = { ...(await readStageOutput((t: GpuTensor) => be.read(t), ctx.rank, stage, r)), peakBytes: be.peakBytes };
-      if (a.adam) stepStage(arrays, out, optimizer, a.adam);
+      const traceFrom = ctx.trace.peek().length;
+      const ended = await endStageStep(be, r, {
+        tpRank: ctx.rank,
+        stage,
+        arrays,
+        optimizer,
+        ...(a.adam && { adam: a.adam }),
+        ...(dp && { dp }),
+      });
+      if (dp) tagDpSyncs(ctx, traceFrom, stageGradBuffer(arrays, dp.size, dp.mode), i + 1);
+      out = { ...ended, peakBytes: be.peakBytes };
     } finally {
       be.releaseAll();
     }
@@ -123,6 +148,30 @@ function traceObserver(
       });
     },
   };
+}
+
+/** Marks the DP syncs recorded since `from` (their collectives' tensor names) as the timeline's DP sync blocks. */
+function tagDpSyncs(ctx: RankContext, from: number, buf: StageGradBuffer, step: number): void {
+  const b = buf.layout.buckets[0]!;
+  const info = (sync: DpSyncInfo['sync']): DpSyncInfo => ({
+    sync,
+    bucket: 0,
+    buckets: 1,
+    params: b.params,
+    numel: b.end - b.start,
+    overlapped: false,
+    gradsToCome: 0,
+    step,
+  });
+  const distributed = buf.layout.distributedOptimizer;
+  const tags = new Map<string, DpSyncInfo>([
+    [stageGradSyncName, info(distributed ? 'grad-reduce-scatter' : 'grad-all-reduce')],
+    [stageParamSyncName, info('param-all-gather')],
+  ]);
+  ctx.trace.annotate(from, (e) => {
+    const t = e.stream === 'comm' && e.comm?.tensor !== undefined ? tags.get(e.comm.tensor) : undefined;
+    return t ? { ...e, dpSync: t } : e;
+  });
 }
 
 /** A pass's span as a trace event on the compute stream (TraceEvent.pipelinePass). */

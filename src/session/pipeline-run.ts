@@ -10,6 +10,8 @@ import {
   type PipelineTraining,
   type StageOutput,
 } from '../parallel/pipeline-oracle.ts';
+import type { DpSyncMode } from '../parallel/dp-options.ts';
+import { pipelineReplicasOracle, type StageDpOutput } from '../parallel/pipeline-dp.ts';
 import { simulatePipeline } from '../projection/pipeline/pipeline-schedule.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
@@ -19,6 +21,12 @@ export interface PipelineRunArgs {
   readonly model: PipelineModel;
   /** `steps` steps, Adam after each with `adam`; the last is measured and returned (the first compiles the pipelines). */
   readonly training: PipelineTraining;
+  /**
+   * How the mesh's d replicas synchronise their gradients (needed when the mesh's dp > 1; allowed at
+   * d = 1): all-reduce, or the distributed optimizer (parallel/pipeline-dp.ts). Replica q runs
+   * micro-batches q·m … q·m + m − 1 of the global batch of m·d.
+   */
+  readonly dp?: DpSyncMode;
 }
 
 /** The bubble the projection gives the same layout. */
@@ -45,10 +53,16 @@ export interface StageMemoryPeak {
 /** What a pipeline run measured and checked. */
 export interface PipelineRunResult {
   readonly model: PipelineModel;
+  /** d, and the sync (absent: no data parallel). */
+  readonly replicas: number;
+  readonly dp?: DpSyncMode;
   /** Per global rank: its coordinates and its step's outputs (losses, gradient shards, pass spans, weights after Adam). */
   readonly places: readonly MeshCoords[];
-  readonly outputs: readonly StageOutput[];
-  /** Loss, every gradient and (with Adam) every weight against one device on the same micro-batches. */
+  readonly outputs: readonly StageDpOutput[];
+  /**
+   * Loss, every gradient and (with Adam) every weight against one device on the same micro-batches
+   * (with d replicas: each replica's against the global batch's, entries "replica q: …").
+   */
   readonly oracle: OracleReport;
   readonly measured: MeasuredBubble;
   readonly projected: ProjectedBubble;
@@ -98,35 +112,39 @@ export function stageMemoryPeaks(p: number, outs: readonly StageOutput[]): Stage
 }
 
 /**
- * Runs a pipeline model on a mesh pool of tp × pp ranks (src/ranks/pipeline-programs.ts; each rank
+ * Runs a pipeline model on a mesh pool of tp × pp (× dp) ranks (src/ranks/pipeline-programs.ts; each rank
  * a worker with its own GPUDevice, activations and gradients moved stage to stage on GPU tensors),
  * checks the last step against one device (pipelineReference on the CPU twins, comparePipeline:
- * tolerance pipelineTolerance / weightTolerance) and measures its bubble beside the projection's.
+ * tolerance pipelineTolerance / weightTolerance; with d replicas pipelineReplicasOracle over the
+ * global batch) and measures its bubble beside the projection's. The measured bubble and the
+ * memory peaks are over every replica's ranks (a stage's idle share: the mean over its ranks).
  */
 export async function runPipeline(pool: RankPool<LayerWorkerPrograms>, a: PipelineRunArgs): Promise<PipelineRunResult> {
   const { model, training } = a;
   assertPipelineModel(model);
   const deg = pool.mesh.spec.degrees;
-  if (deg.tp !== model.layer.tp || deg.pp !== model.p || deg.cp !== 1 || deg.dp !== 1)
+  if (deg.tp !== model.layer.tp || deg.pp !== model.p || deg.cp !== 1 || (deg.dp > 1 && !a.dp))
     throw new Error(
-      `runPipeline: the pool's mesh is tp ${deg.tp} × cp ${deg.cp} × dp ${deg.dp} × pp ${deg.pp}; this model needs tp = t = ${model.layer.tp}, pp = p = ${model.p}, cp 1, dp 1.`,
+      `runPipeline: the pool's mesh is tp ${deg.tp} × cp ${deg.cp} × dp ${deg.dp} × pp ${deg.pp}; this model needs tp = t = ${model.layer.tp}, pp = p = ${model.p}, cp 1${a.dp ? '' : ', and dp 1 unless a DP sync is given'}.`,
     );
+  const places = Array.from({ length: pool.size }, (_, r) => pool.mesh.coords(r));
   await pool.traces(); // drop what earlier runs left
   const outputs = await pool.run('pipelineStep', {
     model,
     steps: training.steps,
     ...(training.adam && { adam: training.adam }),
+    ...(a.dp && { dp: a.dp }),
   });
   const trace = await pool.traces();
-  const oracle = comparePipeline(
-    model,
-    await pipelineReference(model, training),
-    gatherPipeline(model, outputs),
-    training,
-  );
+  const replicas = Array.from({ length: deg.dp }, (_, q) => outputs.filter((_, r) => places[r]!.dp === q));
+  const oracle = a.dp
+    ? await pipelineReplicasOracle(model, training, a.dp, replicas)
+    : comparePipeline(model, await pipelineReference(model, training), gatherPipeline(model, outputs), training);
   return {
     model,
-    places: Array.from({ length: pool.size }, (_, r) => pool.mesh.coords(r)),
+    replicas: deg.dp,
+    ...(a.dp && { dp: a.dp }),
+    places,
     outputs,
     oracle,
     measured: measuredBubble(model.p, outputs),
