@@ -14,6 +14,7 @@ import { printSweep } from './sweep-print.ts';
 import { checkOutputPaths } from '../cli/output-path.ts';
 import { cliValues, rawSizeSettings, sizeFlagOptions } from '../cli/size-flags.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
+import { pipelineFlagsGiven, sweepPipeline } from './sweep-pipeline.ts';
 
 const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|gpt2-layer|llama-gqa]
        [--s N] [--b N] [--h N] [--heads N] [--groups N] [--ffn N] [--vocab N] [--seed N]
@@ -21,7 +22,10 @@ const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|g
        [--dump FILE]   (weights, inputs, output, loss, gradients as .safetensors; FILE.tp<t>.safetensors for several t)
        [--skip-sp-norm-grad-allreduce]   (demonstration: with --sp the oracle then flags dg1, dg2)
        [--tp-overlap C]   (chunked TP overlap: the MLP pair's GEMMs in C ≥ 2 chunks in ring order; under SP C divides t or is t·m with m dividing s/t; 1 = off)
-       npm run sweep -- --experts E … runs one MoE layer instead (npm run sweep -- --experts 8 --help)`;
+       npm run sweep -- --experts E … runs one MoE layer instead (npm run sweep -- --experts 8 --help)
+   a pipeline × data-parallel run on a mesh of tp·pp·dp ≤ 16 workers (one TP degree), when any of these is given:
+       [--pp P] [--dp D] [--micro-batches M] [--schedule afab|1f1b|interleaved|zb-h1] [--vpp V]
+       [--layers L] [--global-batch G] [--distributed-optimizer] [--baseline]   (--baseline: also the same model on one worker)`;
 
 /** FILE itself for one degree; else FILE with .tp<t>[-sp] before its extension. */
 function dumpFile(file: string, c: LayerConfig, degrees: number): string {
@@ -47,6 +51,15 @@ const options = {
   dump: { type: 'string' },
   'skip-sp-norm-grad-allreduce': { type: 'boolean', default: false },
   'tp-overlap': { type: 'string', default: '1' },
+  pp: { type: 'string' },
+  dp: { type: 'string' },
+  'micro-batches': { type: 'string' },
+  schedule: { type: 'string' },
+  vpp: { type: 'string' },
+  layers: { type: 'string' },
+  'global-batch': { type: 'string' },
+  'distributed-optimizer': { type: 'boolean', default: false },
+  baseline: { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
 } as const;
 
@@ -59,6 +72,8 @@ const values = cliValues(options, usage, fail);
 
 // Everything is parsed and validated before a browser starts.
 const raw = rawSizeSettings(values);
+// A pipeline run (sweep-pipeline.ts) exits with its oracle's verdict.
+if (pipelineFlagsGiven(values)) await sweepPipeline(values, raw, fail);
 let configs: LayerConfig[] = [];
 try {
   parseInterconnect(values.net);
