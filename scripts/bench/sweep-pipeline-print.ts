@@ -24,7 +24,7 @@ export function printPipelineSweep(r: PipelineSweepReport): void {
   console.log(`adapter: ${r.adapter}`);
   console.log(r.note);
   console.log(
-    `\nstep: ${r.stepMs.toFixed(1)} ms (the measured step's first to last event on any rank), ${r.tokensPerSecond.toFixed(0)} tokens/s`,
+    `\nstep: ${r.stepMs.toFixed(1)} ms (the measured step's first pass on any rank to its last event, DP syncs included), ${r.tokensPerSecond.toFixed(0)} tokens/s`,
   );
   console.log(
     `bubble: measured ${share(r.bubbleShare)} (the busiest stage's idle share of the passes' ${r.passSpanMs.toFixed(1)} ms); ` +
@@ -70,6 +70,6 @@ export function printPipelineSweep(r: PipelineSweepReport): void {
   );
   if (r.baseline)
     console.log(
-      `one worker (t 1, p 1, the same ${m.microBatches * m.dp} micro-batches): step ${r.baseline.stepMs.toFixed(1)} ms, ${r.baseline.tokensPerSecond.toFixed(0)} tokens/s (oracle ${r.baseline.oraclePass ? 'PASS' : 'FAIL'}); this mesh: ${r.baseline.speedup.toFixed(3)}× its throughput`,
+      `${m.tp === 1 ? 'one worker' : `tp ${m.tp} alone`} (p 1, d 1, the same ${m.microBatches * m.dp} micro-batches): step ${r.baseline.stepMs.toFixed(1)} ms, ${r.baseline.tokensPerSecond.toFixed(0)} tokens/s (oracle ${r.baseline.oraclePass ? 'PASS' : 'FAIL'}); this mesh: ${r.baseline.speedup.toFixed(3)}× its throughput`,
     );
 }

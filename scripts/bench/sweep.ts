@@ -25,7 +25,7 @@ const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|g
        npm run sweep -- --experts E … runs one MoE layer instead (npm run sweep -- --experts 8 --help)
    a pipeline × data-parallel run on a mesh of tp·pp·dp ≤ 16 workers (one TP degree), when any of these is given:
        [--pp P] [--dp D] [--micro-batches M] [--schedule afab|1f1b|interleaved|zb-h1] [--vpp V]
-       [--layers L] [--global-batch G] [--distributed-optimizer] [--baseline]   (--baseline: also the same model on one worker)`;
+       [--layers L] [--global-batch G] [--distributed-optimizer] [--baseline]   (--baseline: also the same model on its TP group alone, p 1 d 1)`;
 
 /** FILE itself for one degree; else FILE with .tp<t>[-sp] before its extension. */
 function dumpFile(file: string, c: LayerConfig, degrees: number): string {

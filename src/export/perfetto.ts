@@ -82,6 +82,22 @@ function argsOf(e: TraceEvent): PerfettoEvent['args'] {
       overlapped: e.dpSync.overlapped,
       optimizerStep: e.dpSync.step,
     }),
+    ...(e.p2p && {
+      p2p: `${e.p2p.kind} of ${e.p2p.carries}`,
+      fromRank: e.p2p.from,
+      toRank: e.p2p.to,
+      fromStage: e.p2p.fromStage,
+      toStage: e.p2p.toStage,
+      microBatch: e.p2p.microBatch,
+      tensor: e.p2p.tensor,
+    }),
+    ...(e.pipelinePass && {
+      pass: e.pipelinePass.pass,
+      stage: e.pipelinePass.stage,
+      chunk: e.pipelinePass.chunk,
+      microBatch: e.pipelinePass.microBatch,
+      ...(e.pipelinePass.liveBytes !== undefined && { liveBytes: e.pipelinePass.liveBytes }),
+    }),
     ...(s.waitMs !== undefined && e.stream === 'comm' && { waitMs: s.waitMs }),
   };
 }

@@ -1,3 +1,4 @@
+import { sharedNow } from '../core/clock.ts';
 import { outputShape, resolveDim } from '../comm/call.ts';
 import type { CollectiveOp, Collectives, ReduceOp } from '../comm/collectives.ts';
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
@@ -265,6 +266,47 @@ export async function p2p(
   return out;
 }
 
+/**
+ * A timed ping-pong of `elems` float32 between ranks 0 and 1 of the pool's TP group, on host arrays
+ * or GPU tensors (a GPU send reads its tensor back, a receive uploads into a new tensor, freed
+ * here): rank 0 sends and waits for the same tensor back, rank 1 receives and sends it back. Returns
+ * on rank 0 each timed round trip's half, ms (one message's time); other ranks return nothing.
+ * `warmup` untimed round trips first.
+ */
+export async function benchP2P(
+  ctx: RankContext,
+  a: { readonly device: 'cpu' | 'gpu'; readonly elems: number; readonly iters: number; readonly warmup: number },
+): Promise<number[]> {
+  if (ctx.rank > 1) return [];
+  const shape = [a.elems];
+  const peer = 1 - ctx.rank;
+  const data = new Float32Array(a.elems).fill(ctx.rank + 1);
+  const g = a.device === 'gpu' ? createTensor(ctx.device, 'p2p.bench', shape, data) : undefined;
+  const x = hostTensor(shape, data);
+  const hop = async (send: boolean): Promise<void> => {
+    if (g) {
+      if (send) await ctx.gpuComm.send(g, peer, 'p2p.bench');
+      else (await ctx.gpuComm.recv(shape, peer, 'p2p.bench')).buffer.destroy();
+    } else if (send) await ctx.comm.send(x, peer, 'p2p.bench');
+    else await ctx.comm.recv(shape, peer, 'p2p.bench');
+  };
+  const times: number[] = [];
+  for (let i = 0; i < a.warmup + a.iters; i++) {
+    const t0 = sharedNow();
+    if (ctx.rank === 0) {
+      await hop(true);
+      await hop(false);
+    } else {
+      await hop(false);
+      await hop(true);
+    }
+    if (ctx.rank === 0 && i >= a.warmup) times.push((sharedNow() - t0) / 2);
+  }
+  g?.buffer.destroy();
+  ctx.trace.drain();
+  return times;
+}
+
 /** Where this rank sits: its global rank, coordinates, and the members of each group the pool wired. */
 export function meshPlace(
   ctx: RankContext,
@@ -280,6 +322,7 @@ export function meshPlace(
 
 /** The programs of the default rank worker. */
 export const commPrograms = {
+  benchP2P,
   collective,
   benchCollective,
   mapRoundTrip,

@@ -34,7 +34,7 @@ export interface PipelineSweepStage {
   readonly peakBytes: number;
 }
 
-/** A step of the same model on one worker (t 1, p 1, the global batch's m·d micro-batches): throughput's yardstick. */
+/** A step of the same model on its TP group alone (t ranks, p 1, d 1, the global batch's m·d micro-batches): throughput's yardstick; one worker at t = 1. */
 export interface PipelineSweepBaseline {
   readonly stepMs: number;
   readonly tokensPerSecond: number;
@@ -59,7 +59,7 @@ export interface PipelineSweepReport {
     readonly ranks: number;
     readonly globalBatch: number;
   };
-  /** The measured step: from its first event on any rank to its last (passes, p2p, TP and DP syncs), ms. */
+  /** The measured step: from its first pass's start on any rank to its last event's end (DP syncs included), ms. */
   readonly stepMs: number;
   readonly tokensPerSecond: number;
   /** The passes' span (first pass start → last pass end), ms, and the busiest stage's idle share of it. */
@@ -88,7 +88,7 @@ export interface PipelineSweepArgs {
   readonly settings: PipelineSettings;
   /** Steps run; the last is measured (default 2: the first compiles the pipelines). */
   readonly steps?: number;
-  /** Also run the model on one worker for the throughput ratio. */
+  /** Also run the model on its TP group alone (one worker at t = 1) for the throughput ratio. */
   readonly baseline?: boolean;
   readonly onProgress?: (line: string) => void;
 }
@@ -96,10 +96,15 @@ export interface PipelineSweepArgs {
 // Megatron's β1 and β2; lr 1e-2 and ε 1e-2 as the pipeline's oracle tests (weightTolerance).
 const adam = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-2 };
 
-/** The span of a step's trace events, ms (0 for none). */
+/**
+ * The measured step, ms: from its first pass's start on any rank to its last event's end (the DP
+ * syncs after the last backward included); a receive posted earlier, while its sender still
+ * uploads its weights, is the workers' start-up skew and not counted. 0 without passes.
+ */
 function traceSpanMs(trace: readonly TraceEvent[]): number {
-  if (!trace.length) return 0;
-  return Math.max(...trace.map((e) => e.t1)) - Math.min(...trace.map((e) => e.t0));
+  const passes = trace.filter((e) => e.pipelinePass);
+  if (!passes.length) return 0;
+  return Math.max(...trace.map((e) => e.t1)) - Math.min(...passes.map((e) => e.t0));
 }
 
 /** Stage i's parameters in the logical (TP = 1) model: its blocks' and the embedding / output layer it holds. */
@@ -196,8 +201,8 @@ export function pipelineSweepReport(
 
 /**
  * Runs the settings' pipeline on a mesh of t·p·d rank workers (runPipeline: `steps` steps with Adam,
- * the last measured and checked against one device) and, with `baseline`, the same L blocks on one
- * worker over the same global batch, for the throughput ratio.
+ * the last measured and checked against one device) and, with `baseline`, the same L blocks on t
+ * workers alone (p 1, d 1) over the same global batch, for the throughput ratio.
  */
 export async function runPipelineSweep(args: PipelineSweepArgs): Promise<PipelineSweepReport> {
   const say = args.onProgress ?? (() => {});
@@ -206,7 +211,7 @@ export async function runPipelineSweep(args: PipelineSweepArgs): Promise<Pipelin
   const training: PipelineTraining = { steps: Math.max(1, args.steps ?? 2), adam };
   const n = model.layer.tp * model.p * s.dp;
   say(`starting ${n} rank workers (tp ${model.layer.tp} × pp ${model.p} × dp ${s.dp})…`);
-  const pool = await createLayerPool(n, 'auto', 120_000, { degrees: { tp: model.layer.tp, pp: model.p, dp: s.dp } });
+  const pool = await createLayerPool(n, 'auto', 300_000, { degrees: { tp: model.layer.tp, pp: model.p, dp: s.dp } });
   let run: PipelineRunResult;
   let adapter: string;
   try {
@@ -218,16 +223,15 @@ export async function runPipelineSweep(args: PipelineSweepArgs): Promise<Pipelin
   }
   let baseline: PipelineSweepBaseline | undefined;
   if (args.baseline) {
-    say('running the same model on one worker…');
+    say(`running the same model on tp ${model.layer.tp} alone…`);
     const one: PipelineModel = {
       ...model,
-      layer: { ...model.layer, tp: 1, sp: false },
       p: 1,
       v: 1,
       m: model.m * s.dp,
       schedule: '1f1b',
     };
-    const solo = await createLayerPool(1, 'auto', 120_000, { degrees: { tp: 1 } });
+    const solo = await createLayerPool(model.layer.tp, 'auto', 300_000, { degrees: { tp: model.layer.tp } });
     try {
       const r = await runPipeline(solo, { model: one, training });
       const stepMs = traceSpanMs(r.trace);

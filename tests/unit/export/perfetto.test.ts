@@ -143,3 +143,27 @@ test('a data-parallel sync exports its bucket beside its collective', () => {
     optimizerStep: 1,
   });
 });
+
+test("a pipeline's p2p message and pass export their ends, stage and micro-batch", () => {
+  const send: TraceEvent = {
+    ...slice(2, 'comm', 'p2p.send', 1, 2),
+    p2p: {
+      kind: 'send',
+      carries: 'activation',
+      from: 2,
+      to: 4,
+      fromStage: 1,
+      toStage: 2,
+      virtualStage: 1,
+      microBatch: 3,
+      tensor: 'act.1.3',
+    },
+  };
+  const pass: TraceEvent = {
+    ...slice(2, 'compute', 'pipeline.B', 3, 4),
+    pipelinePass: { pass: 'B', stage: 1, chunk: 0, microBatch: 3, liveBytes: 4096 },
+  };
+  const [a, b] = toPerfetto([send, pass]).traceEvents.filter((t) => t.ph === 'X');
+  expect(a!.args).toMatchObject({ p2p: 'send of activation', fromRank: 2, toRank: 4, toStage: 2, microBatch: 3 });
+  expect(b!.args).toMatchObject({ pass: 'B', stage: 1, microBatch: 3, liveBytes: 4096 });
+});
