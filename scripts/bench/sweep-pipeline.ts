@@ -52,11 +52,11 @@ export function pipelineFromFlags(v: PipelineFlagValues, raw: RawSettings): Pipe
     {
       ...(v.pp !== undefined && { pp: v.pp }),
       ...(v.dp !== undefined && { dp: v.dp }),
-      ...(v['micro-batches'] !== undefined && { microBatches: v['micro-batches'] }),
+      ...(v['micro-batches'] !== undefined && { m: v['micro-batches'] }),
       ...(v.schedule !== undefined && { schedule: v.schedule }),
       ...(v.vpp !== undefined && { vpp: v.vpp }),
       ...(v.layers !== undefined && { layers: v.layers }),
-      ...(v['global-batch'] !== undefined && { globalBatch: v['global-batch'] }),
+      ...(v['global-batch'] !== undefined && { gbatch: v['global-batch'] }),
       distributedOptimizer: v['distributed-optimizer'],
     },
     layer,

@@ -28,10 +28,16 @@ describe('the sweep in pipeline mode', () => {
 
   it('refuses bad input with the rule and the legal values, exit code 2', async () => {
     const cases: [string[], RegExp][] = [
-      [['--tp', '1', '--pp', '4', '--layers', '6'], /--layers: .*legal L for p 4 × v 1: 4, 8, 12, 16, …/],
+      [['--tp', '1', '--pp', '4', '--layers', '6'], /--layers: .*legal L up to 64 at this p and v: 4, 8, 12/],
       [['--tp', '1', '--pp', '4', '--vpp', '2', '--micro-batches', '6'], /--micro-batches: .*Legal m: 4, 8, 12, 16/],
-      [['--tp', '2', '--pp', '4', '--dp', '4'], /--dp: tp 2 × pp 4 × dp 4 = 32 ranks.*dp may be 1, 2\./],
-      [['--tp', '1', '--dp', '2', '--global-batch', '3'], /--global-batch: .*legal G: 2, 4, 6, 8, …/],
+      [
+        ['--tp', '2', '--pp', '4', '--dp', '4'],
+        /--dp: t × p × d = 2 × 4 × 4 = 32 rank workers.*legal d at t = 2, p = 4: 1, 2\./,
+      ],
+      [
+        ['--tp', '1', '--dp', '2', '--global-batch', '3'],
+        /--micro-batches: the global batch G = 3 sequences must be a multiple of b·d = 1·2 = 2/,
+      ],
     ];
     for (const [args, message] of cases) {
       const r = await runCli('scripts/bench/sweep.ts', ...args);
