@@ -8,6 +8,7 @@ import { kernelClassOf } from '../kineto/kernel-class.ts';
 import type { GpuSlice, MeasuredTrace } from '../kineto/kineto-types.ts';
 import type { NcclCollective } from '../kineto/nccl-kernel.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
+import { defaultKernelOptions, type KernelOptions } from '../projection/layer/kernel-options.ts';
 import { projectStep, type StepProjection } from '../projection/step/cluster-projection.ts';
 import { ringTerms } from './collective-fit.ts';
 
@@ -16,6 +17,8 @@ export interface Layout {
   readonly label: string;
   readonly setup: TrainingSetup;
   readonly dtype: TrainDtype;
+  /** How the job ran its kernels (absent: the projection's defaults, eager). */
+  readonly kernels?: KernelOptions;
 }
 
 /** One kernel class: Σ kernel time per step measured on the busiest rank, the model's for the job, and their ratio. */
@@ -94,8 +97,10 @@ const measuredOp: Partial<Record<NcclCollective, MeasuredCollectiveOp>> = {
 };
 
 /** The projected compute of the busiest stage in one step (all micro-batches, recompute, embedding and output) plus the optimizer, ms. */
-async function computeMs(setup: TrainingSetup, system: SystemSpec, dtype: TrainDtype): Promise<number> {
-  const p = await projectStep(setup, { system, dtype });
+async function computeMs(layout: Layout, system: SystemSpec): Promise<number> {
+  // Inside CUDA graphs: no host-dispatch gaps, which shrink as kernels grow and would hide part of them.
+  const kernels: KernelOptions = { ...(layout.kernels ?? defaultKernelOptions), cudaGraphImpl: 'local' };
+  const p = await projectStep(layout.setup, { system, dtype: layout.dtype, kernels });
   return Math.max(...p.pipeline.busyMs) + p.optimizerMs;
 }
 
@@ -119,17 +124,17 @@ function withoutCommunication(base: SystemSpec): SystemSpec {
 /**
  * Σ model time per step of each kernel class on the busiest stage (every micro-batch, recomputed
  * forwards, embedding and output, the optimizer), ms: on `base` without communication
- * (withoutCommunication), every kernel of the class priced at 2× its time (`kernelScale`) less
- * every kernel at 1×. Exact: the class's kernels add into the stage's busy time and nothing else
- * changes with them.
+ * (withoutCommunication) and inside CUDA graphs (no host-dispatch gaps), every kernel of the class
+ * priced at 2× its time (`kernelScale`) less every kernel at 1×. Exact: the class's kernels add
+ * into the stage's busy time and nothing else changes with them.
  */
 export async function modelClassMs(layout: Layout, base: SystemSpec): Promise<Record<KernelClass, number>> {
   const plain: SystemSpec = { ...withoutCommunication(base), kernelScale: { gemm: 1, attention: 1, memory: 1 } };
-  const at1 = await computeMs(layout.setup, plain, layout.dtype);
+  const at1 = await computeMs(layout, plain);
   const out = { gemm: 0, attention: 0, memory: 0 };
   for (const cls of classes) {
     const twice = { ...plain, kernelScale: { ...plain.kernelScale!, [cls]: 2 } };
-    out[cls] = (await computeMs(layout.setup, twice, layout.dtype)) - at1;
+    out[cls] = (await computeMs(layout, twice)) - at1;
   }
   return out;
 }
@@ -356,8 +361,9 @@ export async function traceRates(trace: MeasuredTrace, job: Layout, base: System
 
 async function projectRow(layout: Layout, base: SystemSpec, rated: SystemSpec): Promise<WhatIfRow> {
   try {
-    const nominal = await projectStep(layout.setup, { system: base, dtype: layout.dtype });
-    const reprojected = await projectStep(layout.setup, { system: rated, dtype: layout.dtype });
+    const machine = { dtype: layout.dtype, ...(layout.kernels && { kernels: layout.kernels }) };
+    const nominal = await projectStep(layout.setup, { ...machine, system: base });
+    const reprojected = await projectStep(layout.setup, { ...machine, system: rated });
     return { layout, ok: true, nominal, reprojected };
   } catch (e) {
     return { layout, ok: false, reason: (e as Error).message };
