@@ -29,6 +29,21 @@ export interface FittedCollective {
   readonly source: string;
 }
 
+/** The classes a step's compute kernels are priced in: GEMMs (by FLOPs), FlashAttention, memory-bound kernels (by bytes). */
+export type KernelClass = 'gemm' | 'attention' | 'memory';
+
+/**
+ * Measured / modelled kernel time per class, from one job's trace (projection/studies/trace-what-if.ts):
+ * every kernel of the class is priced at the model's time × the factor, so a class keeps the
+ * model's dependence on shape (GEMM tiles, FLOPs, bytes) at the level the trace measured.
+ */
+export type KernelScale = Readonly<Record<KernelClass, number>>;
+
+/** `us` of a kernel of `cls` on a system that may carry a trace's kernel scale. */
+export function scaledKernelUs(system: { readonly kernelScale?: KernelScale }, cls: KernelClass, us: number): number {
+  return system.kernelScale ? us * system.kernelScale[cls] : us;
+}
+
 /** One GEMM timed on the cluster: [M,K]·[K,N] × batch in `precision`, µs per call (the launch included). */
 export interface MeasuredGemm extends GemmShape {
   readonly precision: GemmPrecision;

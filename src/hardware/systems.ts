@@ -1,7 +1,7 @@
 import { quoted } from '../core/quote.ts';
 import { gpus, type GpuName, type GpuSpec } from './gpus.ts';
 import { interconnectPresets, type Interconnect } from './interconnect.ts';
-import type { FittedCollective, MeasuredGemm } from './calibrated-rates.ts';
+import type { FittedCollective, KernelScale, MeasuredGemm } from './calibrated-rates.ts';
 
 /**
  * One machine of a cluster: GPUs per node, the link between GPUs of a node (an alpha-beta ring
@@ -26,6 +26,8 @@ export interface SystemSpec {
   readonly source: string;
   /** GEMMs timed on this machine (a calibrated system file): they replace the tile model for their exact shapes. */
   readonly measuredGemms?: readonly MeasuredGemm[];
+  /** Kernel time per class against the model's, measured in one job's trace (a what-if system). */
+  readonly kernelScale?: KernelScale;
 }
 
 /** The scale-out fabric's technology: InfiniBand, or RDMA over Converged Ethernet. */

@@ -142,8 +142,8 @@ test("#view=trace: a rank's memory snapshot dropped with the manifest is drawn, 
     for (const s of ['allocated', 'reserved', 'projected-peak'])
       expect(await memory.locator(`svg[data-memory-chart] [data-series="${s}"]`).count(), s).toBe(1);
     expect(await memory.locator('tr[data-line^="CUDA context"]').getAttribute('data-measured-bytes')).toBe('');
-    // The traces were read too.
-    expect(await page.locator('tp-trace-totals tr[data-rank]').count()).toBe(2);
+    // The traces were read too (in the reader worker: the snapshot is drawn before they land).
+    await expect.poll(() => page.locator('tp-trace-totals tr[data-rank]').count(), { timeout: 60_000 }).toBe(2);
     await memory.screenshot({ path: 'test-results/trace-view-memory.png' });
     expect(pageErrors).toEqual([]);
   });

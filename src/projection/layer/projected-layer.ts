@@ -5,7 +5,7 @@ import { flashAttentionUs } from '../../hardware/flash-attention.ts';
 import { dispatchGapsUs, hostDispatchModel } from '../../hardware/host-dispatch.ts';
 import { collectiveTimeUs, type Interconnect } from '../../hardware/interconnect.ts';
 import { kernelModel, memoryBoundUs, type GemmTime } from '../../hardware/kernel-time.ts';
-import { gemmTimeOn } from '../../hardware/calibrated-rates.ts';
+import { gemmTimeOn, scaledKernelUs } from '../../hardware/calibrated-rates.ts';
 import {
   commFootprint,
   commSms,
@@ -104,21 +104,25 @@ export function costUs(
   switch (p.cost.kind) {
     case 'gemm': {
       const g = gemmTimeOn(machine.system, p.cost.shape, p.cost.precision, 'sustained');
-      return { us: g.us, memoryBound: g.memoryBound, g };
+      return { us: scaledKernelUs(machine.system, 'gemm', g.us), memoryBound: g.memoryBound, g };
     }
     case 'memory':
-      return { us: memoryBoundUs(p.cost.bytes, gpu), memoryBound: true };
+      return { us: scaledKernelUs(machine.system, 'memory', memoryBoundUs(p.cost.bytes, gpu)), memoryBound: true };
     case 'flash':
       return {
-        us: flashAttentionUs(
-          p.cost.flops,
-          p.cost.headDim,
-          p.cost.pass,
-          gpu,
-          machine.dtype,
-          kernelModel,
-          { seq: p.cost.seq, kernel: p.cost.kernel },
-          'sustained',
+        us: scaledKernelUs(
+          machine.system,
+          'attention',
+          flashAttentionUs(
+            p.cost.flops,
+            p.cost.headDim,
+            p.cost.pass,
+            gpu,
+            machine.dtype,
+            kernelModel,
+            { seq: p.cost.seq, kernel: p.cost.kernel },
+            'sustained',
+          ),
         ),
         memoryBound: false,
       };

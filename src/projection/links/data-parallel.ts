@@ -37,6 +37,16 @@ export function gradBuckets(params: number, o: BucketOptions): number[] {
   return Array.from({ length: n }, (_, i) => Math.min(o.bucketSize, params - i * o.bucketSize));
 }
 
+/**
+ * A chunk's buckets in the order their parameters are all-gathered: the reverse of gradBuckets'
+ * (forward order). Megatron lays the buffer out from the model's last parameter
+ * (param_and_grad_buffer.py, parameters iterated `params[::-1]`, the remainder bucket last, holding
+ * the first layers) and chains each bucket group's gather to the one before it in that layout
+ * ("all-gathers happen in reverse order of buckets", distributed_data_parallel.py:304-315), so the
+ * first bucket gathered is the last one laid out. core_v0.19.0.
+ */
+export const gatherOrder = (buckets: readonly number[]): number[] => [...buckets].reverse();
+
 /** Bytes per parameter a GPU keeps: weights, gradients, optimizer state (÷ d with the distributed optimizer). */
 export function stateBytes(
   dtype: TrainDtype,

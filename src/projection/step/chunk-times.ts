@@ -13,7 +13,7 @@ import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
 import { ringAttention } from '../links/context-parallel.ts';
-import { bucketSyncUs, gradBuckets, stateBytes } from '../links/data-parallel.ts';
+import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, p2pUs } from '../links/group-links.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
@@ -237,7 +237,7 @@ function paramGatherStartDelays(setup: TrainingSetup, machine: Machine, ct: Chun
       chunk: 0,
       bucketSize: o.bucketSize,
     });
-    const ms = buckets.map(
+    const ms = gatherOrder(buckets).map(
       (params) => bucketSyncUs(params, machine.dtype, true, o.dpGroup, links.dpCp, machine.system).paramUs / 1e3,
     );
     return paramGatherStartWaitMs(ms, forwardMs(i, 0));

@@ -3,6 +3,7 @@ import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import {
   defaultBucketSize,
   gradBuckets,
+  gatherOrder,
   gradSync,
   paramGatherExposedMs,
   type ChunkGrads,
@@ -180,7 +181,7 @@ export function stageParamGather(
   if (!(o.distributedOptimizer && o.dpGroup > 1)) return { exposedMs: 0, overlapCostMs: 0 };
   const { t0, t1 } = ops;
   const first = g.firstForward;
-  const gather = g.chunks.flatMap((ch) => ch.buckets.map((p) => paramUs(p) / 1e3));
+  const gather = g.chunks.flatMap((ch) => gatherOrder(ch.buckets).map((p) => paramUs(p) / 1e3));
   // Without align_param_gather nothing is dispatched before the first forward's pre-hook: no idle hides it.
   const idleMs = first >= 0 && (o.alignParamGather ?? true) ? t0[first]! : 0;
   const waitMs = paramGatherExposedMs(gather, o.overlapParamGather, idleMs, first >= 0 ? t1[first]! - t0[first]! : 0);

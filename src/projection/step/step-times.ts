@@ -1,4 +1,5 @@
 import { gemmPeakFlops, peakFlops } from '../../hardware/gpus.ts';
+import { scaledKernelUs } from '../../hardware/calibrated-rates.ts';
 import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { Machine } from '../layer/projected-layer.ts';
@@ -177,7 +178,8 @@ export function stepTimes(
   const experts = ct.moe ? moeTail(setup, machine, ct.moe, ct.expertParams, ct.forwardMs, ct.backwardMs) : undefined;
   const expertMs = experts ? experts.gradSyncMs + experts.paramGatherMs : 0;
   const optimizer =
-    optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu) + (experts?.optimizerMs ?? 0);
+    scaledKernelUs(system, 'memory', optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu)) +
+    (experts?.optimizerMs ?? 0);
   const stepMs =
     dp.doneMs + embeddingAllReduceMs + finalizeMs + optimizer + dp.paramGatherMs + dp.paramGatherCostMs + expertMs;
   // A parameter gather in the schedule (dp-sync.ts gatherInSchedule) is what its waits add to the span.

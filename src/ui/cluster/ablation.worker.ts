@@ -1,14 +1,14 @@
 // Worker that runs the overlap ablation off the page's thread (up to 64 step projections over up to 8 layer pricings).
 import * as Comlink from 'comlink';
 import type { TrainDtype } from '../../hardware/dtype.ts';
-import { parseSystem } from '../../hardware/systems.ts';
+import type { SystemSpec } from '../../hardware/systems.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import { ablateOverlaps, type OverlapAblation } from '../../projection/studies/overlap-ablation.ts';
 
 /** What the panel asks: the setup (its overlap switches are ignored), a catalog or custom system by name, the dtype. */
 export interface AblationQuery {
   readonly setup: TrainingSetup;
-  readonly system: string;
+  readonly system: SystemSpec;
   readonly dtype: TrainDtype;
 }
 
@@ -21,7 +21,7 @@ const api = {
   /** The ablation of `q.setup` (src/projection/studies/overlap-ablation.ts, as `npm run project -- --ablate`). */
   async ablate(q: AblationQuery): Promise<AblationAnswer> {
     const started = performance.now();
-    const a = await ablateOverlaps(q.setup, { system: parseSystem(q.system), dtype: q.dtype });
+    const a = await ablateOverlaps(q.setup, { system: q.system, dtype: q.dtype });
     return { ...a, ms: performance.now() - started };
   },
 };

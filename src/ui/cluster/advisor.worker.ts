@@ -1,19 +1,19 @@
 // Worker that runs the advisor off the page's thread (tens of thousands of layouts; the page stays responsive).
 import * as Comlink from 'comlink';
 import type { TrainDtype } from '../../hardware/dtype.ts';
-import { parseSystem } from '../../hardware/systems.ts';
+import type { SystemSpec } from '../../hardware/systems.ts';
 import type { ClusterModel } from '../../megatron/parallel-layout.ts';
 import { advise, type AdvisorResult } from '../../projection/studies/advisor.ts';
 import { defaultSearchSpace } from '../../projection/studies/advisor-space.ts';
 import { usesFlashAttention, type KernelOptions } from '../../projection/layer/kernel-options.ts';
 
 /**
- * What the panel asks: the model, a catalog or custom system by name, the dtype, the page's kernel
+ * What the panel asks: the model, the system (a catalog, custom or loaded file's, resolved on the page), the dtype, the page's kernel
  * switches (the advisor sets --tp-comm-overlap per candidate), N, the global batch and k.
  */
 export interface AdvisorQuery {
   readonly model: ClusterModel;
-  readonly system: string;
+  readonly system: SystemSpec;
   readonly dtype: TrainDtype;
   readonly kernels: KernelOptions;
   readonly gpus: number;
@@ -30,7 +30,7 @@ const api = {
   /** Searches the default space; `progress(done, total)` every 2048 candidates and at the end. */
   async search(q: AdvisorQuery, progress: (done: number, total: number) => void): Promise<AdvisorAnswer> {
     const started = performance.now();
-    const system = parseSystem(q.system);
+    const { system } = q;
     const r = await advise(
       {
         model: q.model,

@@ -9,6 +9,7 @@ import type { AblationRow } from '../../projection/studies/overlap-ablation.ts';
 import { combinationLabel, overlapFlagInfo } from '../../projection/layer/overlap-flags.ts';
 import { describeSharing } from '../../projection/links/shared-link-label.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { systemOf } from '../settings/system-files.ts';
 import { formatBytes, formatMs, formatSignedMs } from '../../core/format.ts';
 import { clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
@@ -93,7 +94,11 @@ export class TpAblationPanel extends LitElement {
     this.worker = worker;
     this.running = true;
     try {
-      const answer = await Comlink.wrap<AblationWorker>(worker).ablate({ setup, system: s.system, dtype: s.dtype });
+      const answer = await Comlink.wrap<AblationWorker>(worker).ablate({
+        setup,
+        system: systemOf(s.system),
+        dtype: s.dtype,
+      });
       if (this.worker === worker) this.answer = answer;
     } catch (e) {
       if (this.worker === worker) this.error = e instanceof Error ? e.message : String(e);

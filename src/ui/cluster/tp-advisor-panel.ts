@@ -7,6 +7,8 @@ import { layoutFlags } from '../../megatron/parallel-layout.ts';
 import { defaultKernelOptions, type KernelOptions } from '../../projection/layer/kernel-options.ts';
 import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/studies/advisor.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { systemOf } from '../settings/system-files.ts';
+import type { SystemSpec } from '../../hardware/systems.ts';
 import { formatMs } from '../../core/format.ts';
 import { clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
@@ -69,7 +71,9 @@ export class TpAdvisorPanel extends LitElement {
     const kernels = kernelsOf(s);
     const { b, ...sizes } = clusterSizes(s.cmodel, s);
     let globalBatch: number;
+    let system: SystemSpec;
     try {
+      system = systemOf(s.system);
       globalBatch = resolveGlobalBatch(s.gbatch, b, s.gpus, budgetDegrees(s.gpus));
     } catch (e) {
       this.error = e instanceof Error ? e.message : String(e);
@@ -83,7 +87,7 @@ export class TpAdvisorPanel extends LitElement {
       const answer = await api.search(
         {
           model: { sizes, layers: s.layers },
-          system: s.system,
+          system,
           dtype: s.dtype,
           kernels,
           gpus: s.gpus,
@@ -158,6 +162,7 @@ export class TpAdvisorPanel extends LitElement {
             data-sp=${String(r.layout.sp)}
             data-pp=${r.layout.pp}
             data-vpp=${r.layout.vpp}
+            data-tokens=${r.tokensPerS}
           >
             <td>${i + 1}</td>
             <td class="flags">${layoutFlags(r.layout).join(' ')}</td>

@@ -3,7 +3,8 @@ import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
-import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
+import type { SystemSpec } from '../../hardware/systems.ts';
+import { systemOf } from '../settings/system-files.ts';
 import { modelSizesOf, type LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/step/cluster-projection.ts';
 import {
@@ -132,7 +133,7 @@ export class TpClusterPanel extends LitElement {
         // Some 7 step projections (each two plans and a schedule): after the page's first frame, not before it.
         await afterNextPaint();
         req.signal.throwIfAborted();
-        const system = parseSystem(this.system);
+        const system = systemOf(this.system);
         const kernels: KernelOptions = {
           ...defaultKernelOptions,
           layerArch: this.layerArch,

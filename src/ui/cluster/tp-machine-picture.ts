@@ -1,7 +1,6 @@
 // <tp-machine-picture>: the machine's topology with the ranks placed on it, each link's load per step, placements switchable.
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
-import { parseSystem } from '../../hardware/systems.ts';
 import { systemTopology } from '../../hardware/topology-catalog.ts';
 import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { projectStep } from '../../projection/step/cluster-projection.ts';
@@ -10,6 +9,7 @@ import { kindLabels } from '../../projection/links/placement-links.ts';
 import { placementStep, type PlacementStep } from '../../projection/studies/placement-step.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { systemOf } from '../settings/system-files.ts';
 import { formatMs } from '../../core/format.ts';
 import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import { LatestWins } from '../../session/latest-wins.ts';
@@ -100,7 +100,7 @@ export class TpMachinePicture extends LitElement {
         await afterNextPaint();
         req.signal.throwIfAborted();
         const sizes = clusterSizes(s.cmodel, s);
-        const system = parseSystem(s.system);
+        const system = systemOf(s.system);
         const node = systemTopology(system);
         const machine = { system, dtype: s.dtype };
         const { tp: t, gpus } = s;

@@ -11,7 +11,8 @@ import { gemmDegrees, gemmEfficiency, type GemmEfficiency, type GemmRow } from '
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import { gemmTime } from '../../hardware/kernel-time.ts';
-import { parseSystem, type SystemSpec } from '../../hardware/systems.ts';
+import type { SystemSpec } from '../../hardware/systems.ts';
+import { systemOf } from '../settings/system-files.ts';
 
 const fmt = (v: number, digits = 3): string => (Number.isFinite(v) ? Number(v.toPrecision(digits)).toString() : '—');
 
@@ -197,7 +198,7 @@ export class TpGemmView extends LitElement {
   /** The GPU of the chosen system, or undefined when the system does not parse (the machine control names it). */
   private get target(): SystemSpec | undefined {
     try {
-      return parseSystem(this.system);
+      return systemOf(this.system);
     } catch {
       return undefined;
     }

@@ -1,12 +1,12 @@
 // Which machine the page's timeline describes, from the settings (pure, no DOM).
 import { peakFlops } from '../../hardware/gpus.ts';
 import type { Interconnect } from '../../hardware/interconnect.ts';
-import { parseSystem } from '../../hardware/systems.ts';
 import { systemTopology } from '../../hardware/topology-catalog.ts';
 import { parsePlacement } from '../../projection/links/placement.ts';
 import { machineOnPlacement } from '../../projection/studies/placement-step.ts';
 import type { Machine } from '../../projection/layer/projected-layer.ts';
 import type { FieldIssue } from './field-issues.ts';
+import { systemOf } from './system-files.ts';
 import { commOf, type MachineMode, type Settings } from './state.ts';
 
 /** Names of the machine modes, as the caption and the controls say them. */
@@ -41,7 +41,7 @@ export function machineChoice(s: Settings): MachineChoice {
   }
   let system;
   try {
-    system = parseSystem(s.system);
+    system = systemOf(s.system);
   } catch (e) {
     return { comm: 'measured', label: machineNames.cluster, issues: [{ field: 'system', message: message(e) }] };
   }

@@ -16,6 +16,7 @@ import { quoted } from '../../core/quote.ts';
 import { parseDtype, type TrainDtype } from '../../hardware/dtype.ts';
 import { parseGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { defaultSystem, parseSystem } from '../../hardware/systems.ts';
+import { systemFilePrefix } from './system-files.ts';
 import { clusterModelChoices, type ClusterModelChoice } from './cluster-model-choice.ts';
 import {
   attentionBackends,
@@ -341,7 +342,8 @@ export const settingsTable: SettingsTable = {
   machine: choice('machine', machineModes, 'cluster', { inHash: 'unless-default', reruns: true, control: 'machine' }),
   system: {
     key: 'system',
-    parse: (t) => (parseSystem(t), t),
+    // A loaded system file is checked where it is used (system-files.ts systemOf): this tab may not have it.
+    parse: (t) => (t.startsWith(systemFilePrefix) && t.length > systemFilePrefix.length ? t : (parseSystem(t), t)),
     format: String,
     fallback: defaultSystem,
     inHash: 'unless-default',

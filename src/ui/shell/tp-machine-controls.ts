@@ -9,6 +9,8 @@ import { systemNames, systems } from '../../hardware/systems.ts';
 import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
 import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
 import { machineNames } from '../settings/machine-choice.ts';
+import { loadSystemFile, loadedSystemFile, systemFilePrefix } from '../settings/system-files.ts';
+import { parseSystemFile } from '../../calibrate/system-file.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { clusterModelChoices, clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
 import { machineModes, settingsTable, type Settings } from '../settings/state.ts';
@@ -46,6 +48,23 @@ export class TpMachineControls extends LitElement {
         this.emit({ ...s, [field]: parse((e.target as HTMLInputElement).value) }, field);
       } catch (err) {
         this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
+      }
+    };
+  }
+
+  /**
+   * A system file chosen (or dropped on the control): read as `npm run project -- --system file:PATH`
+   * reads it (calibrate/system-file.ts), kept for this tab, and chosen as the system.
+   */
+  private onSystemFile(s: Settings) {
+    return async (e: Event): Promise<void> => {
+      const file = (e.target as HTMLInputElement).files?.[0];
+      if (!file) return;
+      try {
+        const system = parseSystemFile(await file.text(), file.name);
+        this.emit({ ...s, system: loadSystemFile(file.name, system) }, 'system');
+      } catch (err) {
+        this.local = { ...this.local, system: err instanceof Error ? err.message : String(err) };
       }
     };
   }
@@ -153,9 +172,21 @@ export class TpMachineControls extends LitElement {
           @change=${(e: Event) => this.emit({ ...s, system: (e.target as HTMLSelectElement).value }, 'system')}
         >
           ${systemNames.map((n) => html`<option value=${n} ?selected=${n === s.system}>${systems[n].label}</option>`)}
-          ${custom ? html`<option value=${s.system} selected>${s.system}</option>` : nothing}
+          ${
+            custom
+              ? html`<option value=${s.system} selected>
+                  ${loadedSystemFile(s.system)?.label ?? s.system}${
+                    s.system.startsWith(systemFilePrefix) ? ` (${s.system})` : ''
+                  }
+                </option>`
+              : nothing
+          }
         </select></label
       >
+      <label
+        >system file
+        <input type="file" accept=".json,application/json" data-control="system-file" @change=${this.onSystemFile(s)}
+      /></label>
       ${this.errorsFor('system')}
       <label
         >projected dtype

@@ -15,6 +15,7 @@ import { formatBytes, formatMs } from '../../core/format.ts';
 import type { TraceLoad, TraceReader, TraceReadProgress } from './trace-read.worker.ts';
 import '../timeline/tp-timeline.ts';
 import './tp-trace-projection.ts';
+import './tp-trace-what-if.ts';
 import './tp-trace-totals.ts';
 
 /** Kernels drawn at most per window (SVG blocks; the tables count every kernel). */
@@ -260,6 +261,7 @@ export class TpTraceView extends LitElement {
                 .job=${this.job}
                 .calibrated=${this.calibrated}
               ></tp-trace-projection>
+              <tp-trace-what-if .trace=${load.trace} .job=${this.job} .calibrated=${this.calibrated}></tp-trace-what-if>
               ${
                 notes.length
                   ? html`<h3>Notes</h3>

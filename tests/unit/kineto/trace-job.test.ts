@@ -10,6 +10,8 @@ import { jobManifestFile, manifestProjection, readJobManifest } from '../../../s
 import { projectStep } from '../../../src/projection/step/cluster-projection.ts';
 import { compareWithProjection } from '../../../src/projection/studies/measured-vs-projected.ts';
 import { formatMs } from '../../../src/core/format.ts';
+import { whatIfFromTrace } from '../../../src/calibrate/trace-what-if.ts';
+import { changedSetup, layoutLabel } from '../../../src/calibrate/what-if-layout.ts';
 import { runCli } from '../cli/run-cli.ts';
 import { fixture, loadJob, tp2JobSpec } from './kineto-fixtures.ts';
 
@@ -60,5 +62,39 @@ describe('npm run trace on a job bundle’s traces', () => {
     const b = await runCli('scripts/trace/trace.ts', fixture('tp2-rank0.json'), '--job', bad);
     expect(b.code).toBe(2);
     expect(b.stderr).toMatch(/bad\.json: kind is "something-else"/);
+  }, 60_000);
+
+  test('--what-if: the job re-projected on its own rates and each layout asked for; bad specs exit 2 naming them', async () => {
+    const r = await runCli('scripts/trace/trace.ts', traces, '--what-if', 't=1,gpus=1', '--what-if', 'recompute=full');
+    expect(r.code, r.stderr).toBe(0);
+    const manifest = readJobManifest(readFileSync(join(traces, jobManifestFile), 'utf8'));
+    const { parsed, system } = manifestProjection(manifest);
+    const job = { label: 'job', setup: parsed.setup, dtype: parsed.dtype };
+    const one = changedSetup(parsed.setup, { tp: 1, gpus: 1 });
+    const w = await whatIfFromTrace(await loadJob('tp2-rank0.json', 'tp2-rank1.json'), job, system, [
+      { label: 't1', setup: one, dtype: parsed.dtype },
+    ]);
+    expect(w.job.ok && w.rows[0]!.ok).toBe(true);
+    if (!w.job.ok || !w.rows[0]!.ok) return;
+    const cell = (ms: number): string => formatMs(ms).replace('.', '\\.');
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^the job: ${layoutLabel(parsed.setup)}\\s+${cell(w.job.nominal.stepMs)}\\s+${cell(w.job.reprojected.stepMs)}\\s`,
+        'm',
+      ),
+    );
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^t=1,gpus=1: ${layoutLabel(one)}\\s+${cell(w.rows[0]!.nominal.stepMs)}\\s+${cell(w.rows[0]!.reprojected.stepMs)}\\s`,
+        'm',
+      ),
+    );
+    expect(r.stdout).toMatch(/^recompute=full: t2 p1 v1 cp1 d1 mb1 m1 recompute full\s/m);
+    const bad = await runCli('scripts/trace/trace.ts', traces, '--what-if', 't=1');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--what-if t=1: the global batch must be a multiple of b · DP');
+    const alone = await runCli('scripts/trace/trace.ts', fixture('tp2-rank0.json'), '--what-if', 't=1');
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain("--what-if needs the job's manifest");
   }, 60_000);
 });

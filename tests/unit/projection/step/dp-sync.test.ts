@@ -149,3 +149,17 @@ describe('the parameter gather without align_param_gather (1F1B)', () => {
     expect(stageParamGather(g, late, { ...over, alignParamGather: false }, us, 2, undefined, true).exposedMs).toBe(0);
   });
 });
+
+describe('the gather order: forward, the reverse of the buckets’ backward order', () => {
+  it('the first bucket gathered is the last laid out, the remainder holding the first layers', () => {
+    // 120 parameters in buckets of 50 (backward order 50, 50, 20): the 20-parameter bucket is waited
+    // for first, 0.2 ms, and the 1 ms rest hides under the 1 ms forward.
+    const over = o({ distributedOptimizer: true, overlapGradReduce: true, overlapParamGather: true });
+    const g = stageGradSync(0, ops, [120], over, us, 2);
+    expect(g.chunks[0]!.buckets).toEqual([50, 50, 20]);
+    expect(stageParamGather(g, ops, { ...over, alignParamGather: false }, us, 2, undefined).exposedMs).toBeCloseTo(
+      0.2,
+      12,
+    );
+  });
+});
