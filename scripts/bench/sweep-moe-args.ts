@@ -56,6 +56,7 @@ const flagOf: readonly [RegExp, string][] = [
   [/^moeSharedExpertIntermediateSize\b/, '--shared-expert'],
   [/^routerSkew\b/, '--skew'],
   [/^tp \d+ without sequence parallelism/, '--sp'],
+  [/^tp \d+ does not divide moeSharedExpertIntermediateSize/, '--shared-expert'],
   [/^tp and etp|^tp \d+ and etp/, '--ep/--etp'],
   [/^etp\b/, '--etp'],
   [/^ep\b/, '--ep'],
