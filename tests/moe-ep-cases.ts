@@ -32,6 +32,8 @@ export interface MoeEpCase {
   /** moe_expert_capacity_factor, dropping by probability; absent: dropless. */
   readonly capacity?: number;
   readonly skew?: number;
+  /** moe_shared_expert_intermediate_size; absent: no shared expert. */
+  readonly shared?: number;
 }
 
 /** A case's layout. */
@@ -56,6 +58,7 @@ export function moeEpProblem(
       moeAuxLossCoeff: 0.01,
       moeZLossCoeff: 0.001,
       routerSkew: skew,
+      moeSharedExpertIntermediateSize: cs.shared ?? null,
     },
   );
   const l = caseLayout(cs);

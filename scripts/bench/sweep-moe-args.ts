@@ -9,11 +9,12 @@ import { moeRunErrors, type MoeRunArgs } from '../../src/session/moe-run.ts';
 export const moeUsage = `usage: npm run sweep -- --experts E --topk K [--ep N] [--etp N] [--tp N] [--sp] [--m036]
        [--dispatcher alltoall|allgather] [--capacity F] [--drop-policy probs|position]
        [--score softmax|sigmoid] [--pre-softmax] [--aux-coeff C] [--z-coeff C] [--skew S]
-       [--shared-expert FS] [--h N] [--ffn N] [--tokens N] [--seed N] [--json]
+       [--shared-expert FS] [--h N] [--ffn N] [--tokens N] [--seed N] [--repeat N] [--json]
   Runs one MoE layer forward and backward on lcm(tp, etp·ep) rank workers in headless Chromium and
   checks every rank against one device. --etp defaults to --tp and --dispatcher to allgather, as
   Megatron-LM's (arguments.py:569-570, transformer_config.py:862); --tokens is per rank; --m036 runs
-  TP > 1 without --sp anyway (every TP rank routes the same tokens), which Megatron refuses in training.`;
+  TP > 1 without --sp anyway (every TP rank routes the same tokens), which Megatron refuses in training;
+  --repeat N runs it N more times after the first (which compiles the pipelines): the step is their median.`;
 
 export const moeOptions = {
   experts: { type: 'string' },
@@ -36,6 +37,7 @@ export const moeOptions = {
   ffn: { type: 'string', default: '16' },
   tokens: { type: 'string', default: '16' },
   seed: { type: 'string', default: '41' },
+  repeat: { type: 'string', default: '0' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
 } as const;
@@ -54,6 +56,7 @@ const flagOf: readonly [RegExp, string][] = [
   [/^moeSharedExpertIntermediateSize\b/, '--shared-expert'],
   [/^routerSkew\b/, '--skew'],
   [/^tp \d+ without sequence parallelism/, '--sp'],
+  [/^tp \d+ does not divide moeSharedExpertIntermediateSize/, '--shared-expert'],
   [/^tp and etp|^tp \d+ and etp/, '--ep/--etp'],
   [/^etp\b/, '--etp'],
   [/^ep\b/, '--ep'],
@@ -80,7 +83,7 @@ function num(flag: string, text: string, ok: (v: number) => boolean, legal: stri
 /** The run's arguments from the command line, or every reason they are refused (one per problem). */
 export function parseMoeSweep(
   argv: readonly string[],
-): { args: MoeRunArgs; json: boolean } | { errors: string[] } | { help: true } {
+): { args: MoeRunArgs; repeats: number; json: boolean } | { errors: string[] } | { help: true } {
   let values: ReturnType<typeof parseArgs<{ options: typeof moeOptions }>>['values'];
   try {
     values = parseArgs({ args: [...argv], options: moeOptions }).values;
@@ -152,10 +155,11 @@ export function parseMoeSweep(
     }),
     demonstration: values.m036,
   };
+  const repeats = whole('--repeat', values.repeat, 0);
   if (values.m036 && !(tp > 1 && !values.sp))
     errors.push('--m036 shows TP > 1 without SP; give --tp 2 (or more) and leave --sp out.');
   if (errors.length > 0) return { errors };
   const refused = moeRunErrors(args);
   if (refused.length > 0) return { errors: refused.map(withFlag) };
-  return { args, json: values.json };
+  return { args, repeats, json: values.json };
 }

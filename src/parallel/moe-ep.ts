@@ -73,10 +73,14 @@ export interface MoeEpResult {
   /** The local experts' ETP shard's dfc1 [E/ep, h, 2f/etp] and dfc2 [E/ep, f/etp, h], summed over edp. */
   readonly fc1: Float32Array;
   readonly fc2: Float32Array;
+  /** The shared expert's TP shard's dfc1 [h, 2fs/tp] and dfc2 [fs/tp, h], summed over DP; null without one. */
+  readonly shared: { readonly fc1: Float32Array; readonly fc2: Float32Array } | null;
+  /** The rank's TP rank (which fs/tp shard of the shared expert it holds). */
+  readonly tpRank: number;
 }
 
 /** What moeEpBlock refuses: one message per problem, none when it runs. */
-export function moeEpErrors(c: MoeConfig, ep: number, etp = 1): string[] {
+export function moeEpErrors(c: MoeConfig, ep: number, etp = 1, tp = 1): string[] {
   const errors: string[] = [];
   if (c.numMoeExperts % ep !== 0)
     errors.push(`${c.numMoeExperts} experts do not split over ${ep} EP ranks; pick numMoeExperts divisible by ep.`);
@@ -84,9 +88,10 @@ export function moeEpErrors(c: MoeConfig, ep: number, etp = 1): string[] {
     errors.push(
       `moeFfnHiddenSize ${c.moeFfnHiddenSize} does not split over ${etp} ETP ranks; pick it divisible by etp.`,
     );
-  if (c.moeSharedExpertIntermediateSize !== null)
+  const fs = c.moeSharedExpertIntermediateSize;
+  if (fs !== null && fs % tp !== 0)
     errors.push(
-      'moeSharedExpertIntermediateSize: the shared expert is not implemented under expert parallelism; set it to null.',
+      `moeSharedExpertIntermediateSize ${fs} does not split over ${tp} TP ranks (the shared expert is tensor parallel); pick it divisible by tp.`,
     );
   return errors;
 }
@@ -184,7 +189,7 @@ export async function moeEpBlock<T>(
   opts: MoeBlockOptions = { dispatcher: 'alltoall', sp: true },
 ): Promise<MoeEpResult> {
   checkMoeConfig(c);
-  const errors = moeEpErrors(c, groups.ep.size, groups.etp.size);
+  const errors = moeEpErrors(c, groups.ep.size, groups.etp.size, groups.tp.size);
   if (errors.length > 0) throw new Error(`MoE under expert parallelism: ${errors.join(' ')}`);
   const E = c.numMoeExperts;
   const T = x.length / h;
@@ -208,6 +213,8 @@ export async function moeEpBlock<T>(
     opts.dispatcher === 'alltoall'
       ? await alltoallExperts(be, groups, c, h, xt, routing, w, opts.trace)
       : await allgatherExperts(be, groups, c, h, x, routing, w, opts.trace);
+  const shared = await sharedExpert(be, groups, c, h, x, w, opts.sp);
+  const y = shared ? path.y.map((v, i) => v + shared.y[i]!) : path.y;
 
   // losses over every rank's distinct tokens (Megatron's global_aux_loss: counts over tp·dp·cp)
   const local = auxLossCounts(c, logits, T);
@@ -220,6 +227,8 @@ export async function moeEpBlock<T>(
   // backward
   be.phase = 'backward';
   const back = await path.backward(dy);
+  const sharedBack = await shared?.backward(dy);
+  if (sharedBack) back.dx.forEach((_, i) => (back.dx[i] += sharedBack.dx[i]!));
   const dLogits = routerBackward(c, logits, routing, back.dTopProb);
   dLogits.forEach((_, i) => (dLogits[i] += auxL.dLogits[i]! + zL.dLogits[i]!));
   const dl = be.tensor('d.moe.logits', [T, E], dLogits);
@@ -243,13 +252,15 @@ export async function moeEpBlock<T>(
     firstExpert: path.firstExpert,
     etpRank: groups.etp.rank,
     expertRows: path.expertRows,
-    y: path.y,
+    y,
     aux: losses.data[0]!,
     z: losses.data[1]!,
     dx: await be.read(dxT),
     router: router.data,
     fc1: fc1.data,
     fc2: fc2.data,
+    shared: sharedBack ? { fc1: sharedBack.fc1, fc2: sharedBack.fc2 } : null,
+    tpRank: groups.tp.rank,
   };
 }
 
@@ -501,6 +512,63 @@ async function allgatherExperts<T>(
       const dx = await scatterTpEp(groups, hostTensor([G, h], await be.read(dxg)), 'moe.dispatch.grad');
       const dTopProb = await scatterTpEp(groups, hostTensor([G, k], await be.read(dw)), 'moe.combine.prob.grad');
       return { dx: dx.data, dTopProb: dTopProb.data, fc1: g.fc1, fc2: g.fc2 };
+    },
+  };
+}
+
+/**
+ * The shared expert (shared_experts.py SharedExpertMLP: a SwiGLU MLP of width fs on every token,
+ * tensor parallel like the dense MLP): the rank's TP shard (fc1's gate and up columns [j·fs/tp, …),
+ * fc2's rows; etpExpertShard of one expert) on the TP group's tokens — under SP all-gathered
+ * (`moe.shared.gather`) and the partial outputs reduce-scattered (`moe.shared.reduce`), without SP
+ * the partials all-reduced; run as one expert of the grouped GEMM. Its gradients are summed over DP.
+ */
+async function sharedExpert<T>(
+  be: Backend<T>,
+  groups: MoeGroups,
+  c: MoeConfig,
+  h: number,
+  x: Float32Array | Float64Array,
+  w: MoeWeights,
+  sp: boolean,
+) {
+  const fs0 = c.moeSharedExpertIntermediateSize;
+  if (fs0 === null || !w.shared) return null;
+  const { tp, dp } = groups;
+  const fs = fs0 / tp.size;
+  const shard = etpExpertShard(w.shared, h, fs0, 0, 1, tp.size, tp.rank);
+  const fc1 = be.tensor('moe.shared.fc1.weight', [1, h, 2 * fs], shard.fc1);
+  const fc2 = be.tensor('moe.shared.fc2.weight', [1, fs, h], shard.fc2);
+  const T = x.length / h;
+  const split = sp && tp.size > 1;
+  const gather = async (t: Float32Array | Float64Array, tensor: string): Promise<Float32Array> =>
+    split ? (await tp.allGather(hostTensor([T, h], Float32Array.from(t)), 0, tensor)).data : Float32Array.from(t);
+  const reduce = async (t: Float32Array, tensor: string): Promise<Float32Array> => {
+    if (tp.size === 1) return t;
+    const ht = hostTensor([t.length / h, h], t);
+    return (split ? await tp.reduceScatter(ht, 0, 'sum', tensor) : await tp.allReduce(ht, 'sum', tensor)).data;
+  };
+  const xs = await gather(x, 'moe.shared.gather');
+  const Ts = xs.length / h;
+  const off = be.tensor('moe.shared.offsets', [2], Float64Array.from([0, Ts]));
+  const xsT = be.tensor('moe.shared.x', [Ts, h], xs);
+  const { yp, saved } = moeExpertsForward(be, xsT, fc1, fc2, off, fs);
+  const y = await reduce(await be.read(yp), 'moe.shared.reduce');
+  return {
+    y,
+    backward: async (dy: Float32Array | Float64Array) => {
+      const dys = be.tensor('d.moe.shared.y', [Ts, h], await gather(dy, 'moe.shared.grad.gather'));
+      const dfc1 = be.tensor('d.moe.shared.fc1.weight', [1, h, 2 * fs]);
+      const dfc2 = be.tensor('d.moe.shared.fc2.weight', [1, fs, h]);
+      const dxs = moeExpertsBackward(be, dys, saved, fc1, fc2, off, dfc1, dfc2);
+      const dx = await reduce(await be.read(dxs), 'moe.shared.grad.reduce');
+      const sum = async (t: T, shape: number[], tensor: string) =>
+        (await sumOver(dp, hostTensor(shape, await be.read(t)), tensor)).data;
+      return {
+        dx,
+        fc1: await sum(dfc1, [h, 2 * fs], 'moe.shared.grad.fc1'),
+        fc2: await sum(dfc2, [fs, h], 'moe.shared.grad.fc2'),
+      };
     },
   };
 }

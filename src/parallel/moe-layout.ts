@@ -96,8 +96,11 @@ export function moeLayoutErrors(c: MoeConfig, l: MoeLayout, opts: { readonly dem
     errors.push(
       `tp ${l.tp} without sequence parallelism: Megatron refuses it in training (${refusal.source}, ${refusal.error}: "${refusal.message}"); turn sp on, or run it as the M036 demonstration.`,
     );
-  if (c.moeSharedExpertIntermediateSize !== null)
-    errors.push('moeSharedExpertIntermediateSize: the shared expert is not implemented on the ranks; set it to null.');
+  const fs = c.moeSharedExpertIntermediateSize;
+  if (fs !== null && fs % l.tp !== 0)
+    errors.push(
+      `tp ${l.tp} does not divide moeSharedExpertIntermediateSize ${fs} (the shared expert is split like the dense MLP); pick a shared expert width divisible by ${l.tp}.`,
+    );
   return errors;
 }
 

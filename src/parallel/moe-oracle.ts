@@ -62,6 +62,8 @@ export interface MoeWant {
   /** Every expert's dfc1 [E, h, 2f] and dfc2 [E, f, h]. */
   readonly fc1: Float64Array;
   readonly fc2: Float64Array;
+  /** The shared expert's dfc1 [h, 2fs] and dfc2 [fs, h], or null without one. */
+  readonly shared: { readonly fc1: Float64Array; readonly fc2: Float64Array } | null;
   /** Tokens per expert after dropping, per rank [ranks][E]. */
   readonly tokensPerExpert: readonly (readonly number[])[];
   /** Picks dropped by capacity, per rank. */
@@ -120,6 +122,12 @@ export function moeWant(p: MoeProblem): MoeWant {
     router,
     fc1: sum(runs.map((r) => r.grads.fc1)),
     fc2: sum(runs.map((r) => r.grads.fc2)),
+    shared: runs[0]!.grads.shared
+      ? {
+          fc1: sum(runs.map((r) => r.grads.shared!.fc1)),
+          fc2: sum(runs.map((r) => r.grads.shared!.fc2)),
+        }
+      : null,
     tokensPerExpert,
     dropped: Array.from({ length: ranks }, (_, q) => perRank(q)?.dropped ?? 0),
     margin: Math.min(...runs.map((r) => routingMargin(noLoss, r.ref.logits, r.ref.routing))),
@@ -177,6 +185,8 @@ export interface MoeHolding {
   /** holder[r]: the token block rank r holds (r itself under SP; its DP replica's without it). */
   readonly holder: readonly number[];
   readonly etp: number;
+  /** The TP degree: the shared expert is split over it. */
+  readonly tp: number;
   /** Copies of each token that reach the experts (tp without SP, the M036 demonstration; else 1): the experts' gradients are that many times one device's. */
   readonly copies: number;
 }
@@ -188,16 +198,22 @@ export interface MoeHolding {
  */
 export function moeHolding(l: MoeLayout, dp: readonly number[]): MoeHolding {
   const copies = l.sp ? 1 : l.tp;
-  return { holder: dp.map((d, r) => (copies === 1 ? r : d)), etp: l.etp, copies };
+  return { holder: dp.map((d, r) => (copies === 1 ? r : d)), etp: l.etp, tp: l.tp, copies };
 }
 
 /** Every rank its own block, no ETP: the EP-only holding of `ranks` ranks. */
-export const ownTokens = (ranks: number): MoeHolding => ({ holder: [...Array(ranks).keys()], etp: 1, copies: 1 });
+export const ownTokens = (ranks: number): MoeHolding => ({
+  holder: [...Array(ranks).keys()],
+  etp: 1,
+  tp: 1,
+  copies: 1,
+});
 
 /**
  * The ranks' results (rank r's at r) against the single-device answers: the same picks; logits
  * within `logitError`; y and dx row blocks of the block each rank holds, the aux and z losses,
- * dWr on every rank, each expert shard's dfc1 and dfc2 (× copies) on its holders within `tolerance`.
+ * dWr on every rank, each expert shard's dfc1 and dfc2 (× copies) on its holders, each rank's TP
+ * shard of the shared expert's within `tolerance`.
  */
 export function moeOracle(
   p: MoeProblem,
@@ -238,6 +254,17 @@ export function moeOracle(
       compare(`rank ${q} dfc1 (${which})`, r.fc1, shard.fc1, tolerance),
       compare(`rank ${q} dfc2 (${which})`, r.fc2, shard.fc2, tolerance),
     );
+    const fs = c.moeSharedExpertIntermediateSize;
+    if (fs !== null && want.shared) {
+      const mine = etpExpertShard(want.shared, h, fs, 0, 1, holding.tp, r.tpRank);
+      const of = holding.tp > 1 ? ` (TP shard ${r.tpRank}/${holding.tp})` : '';
+      if (!r.shared) failures.push(`rank ${q} gave no shared expert gradients`);
+      else
+        checks.push(
+          compare(`rank ${q} shared dfc1${of}`, r.shared.fc1, mine.fc1, tolerance),
+          compare(`rank ${q} shared dfc2${of}`, r.shared.fc2, mine.fc2, tolerance),
+        );
+    }
   });
   for (const x of checks) if (!x.ok) failures.push(`${x.what}: worst |Δ| ${x.worst} at ${x.at} > ${x.tolerance}`);
   if (!(want.margin > logitError))

@@ -177,7 +177,7 @@ export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs)
 
 /** One rank in the sweep's report. */
 export interface MoeSweepRank extends MoeRankReport {
-  /** From the rank's first event's start to its last event's end, ms. */
+  /** From the rank's first event's start to its last event's end, ms: the median over the repeats. */
   readonly stepMs: number;
   /** Bytes the rank's all-to-alls sent to each rank of their group, by tensor (moe.dispatch, moe.combine, …; the own share included). */
   readonly allToAll: Readonly<Record<string, readonly number[]>>;
@@ -199,14 +199,28 @@ export interface MoeSweepReport {
   readonly oracle: MoeOracleReport;
 }
 
-/** The sweep's report of a run: per rank its span on the trace and its all-to-all bytes per peer. */
-export function moeSweepReport(run: MoeRun, args: MoeRunArgs, adapter: string): MoeSweepReport {
+/** A rank's span on a trace: its first event's start to its last event's end, ms (0 without events). */
+function stepSpan(trace: readonly TraceEvent[], rank: number): number {
+  const mine = trace.filter((e) => e.rank === rank);
+  return mine.length ? Math.max(...mine.map((e) => e.t1)) - Math.min(...mine.map((e) => e.t0)) : 0;
+}
+
+/**
+ * The sweep's report of a run (the last of `traces.length` repeats of the same run): per rank its
+ * median span over the repeats' traces and its all-to-all bytes per peer.
+ */
+export function moeSweepReport(
+  run: MoeRun,
+  args: MoeRunArgs,
+  adapter: string,
+  traces: readonly (readonly TraceEvent[])[] = [run.trace],
+): MoeSweepReport {
+  const median = (v: number[]): number => v.sort((a, b) => a - b)[v.length >> 1]!;
   const ranks = run.ranks.map((r) => {
-    const mine = run.trace.filter((e) => e.rank === r.rank);
     const allToAll: Record<string, readonly number[]> = {};
-    for (const e of mine) if (e.comm?.peers && e.comm.tensor) allToAll[e.comm.tensor] = e.comm.peers.sentBytes;
-    const stepMs = mine.length ? Math.max(...mine.map((e) => e.t1)) - Math.min(...mine.map((e) => e.t0)) : 0;
-    return { ...r, stepMs, allToAll };
+    for (const e of run.trace)
+      if (e.rank === r.rank && e.comm?.peers && e.comm.tensor) allToAll[e.comm.tensor] = e.comm.peers.sentBytes;
+    return { ...r, stepMs: median(traces.map((t) => stepSpan(t, r.rank))), allToAll };
   });
   const { layout: _l, trace: _t, ranks: _r, ...rest } = run;
   return { adapter, args, world: run.ranks.length, ranks, ...rest };
@@ -214,18 +228,22 @@ export function moeSweepReport(run: MoeRun, args: MoeRunArgs, adapter: string): 
 
 /**
  * The sweep's entry in the browser (scripts/bench/sweep-moe.ts): a pool laid out for the args,
- * one run, the report; the pool is disposed afterwards.
+ * one run and `repeats` more (the step their median), the report; the pool is disposed afterwards.
  */
 export async function runMoeSweep(
-  a: MoeRunArgs & { readonly onProgress?: (line: string) => void },
+  a: MoeRunArgs & { readonly repeats?: number; readonly onProgress?: (line: string) => void },
 ): Promise<MoeSweepReport> {
   const say = a.onProgress ?? (() => {});
   const N = moeWorld(a.layout);
   say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
   const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
   try {
-    say('running the MoE block forward and backward…');
-    const run = await runMoe(pool, a);
+    // repeats after a first run that compiles the pipelines: the step is the median of theirs
+    const repeats = a.repeats ?? 0;
+    say(`running the MoE block forward and backward${repeats ? `, then ${repeats} more times` : ''}…`);
+    let run = await runMoe(pool, a);
+    const traces: TraceEvent[][] = [];
+    for (let i = 0; i < repeats; i++) traces.push((run = await runMoe(pool, a)).trace);
     return moeSweepReport(
       run,
       {
@@ -237,6 +255,7 @@ export async function runMoeSweep(
         demonstration: a.demonstration ?? false,
       },
       pool.adapters[0] ?? 'unknown adapter',
+      repeats ? traces : [run.trace],
     );
   } finally {
     await pool.dispose();

@@ -12,7 +12,7 @@ import { poolTransports } from './helpers.ts';
 // ranks' tokens, with capacity of each rank's (Megatron drops per routing call), aux 0.01 and z
 // 0.001 over every rank's distinct tokens. The subset covers every value of the grid the Node test
 // runs whole (tests/unit/parallel/moe-ep.test.ts): EP {1, 2, 4}, ETP {1, 2}, TP {1, 2} with SP,
-// E {4, 8}, k {1, 2}, capacity or not, both dispatchers. Tolerance moeRankTolerance (1e-4: float32
+// E {4, 8}, k {1, 2}, capacity or not, both dispatchers, a shared expert once. Tolerance moeRankTolerance (1e-4: float32
 // through three GEMM-like stages over O(1) values, as tests/gpu/kernels/moe/moe-block.test.ts); the
 // routing margin is held above the float32 router's logit error bound (moeLogitError), so equal
 // picks follow from the bound.
@@ -27,6 +27,7 @@ const args = (cs: MoeEpCase, T = 8): MoeRunArgs => ({
       moeAuxLossCoeff: 0.01,
       moeZLossCoeff: 0.001,
       routerSkew: cs.skew ?? 0,
+      moeSharedExpertIntermediateSize: cs.shared ?? null,
     },
   ),
   h,
@@ -84,13 +85,16 @@ test.each<MoeEpCase>([
   { ep: 2, etp: 2, E: 4, k: 2, capacity: 1, dispatcher: 'allgather' },
   { ep: 4, E: 8, k: 1, capacity: 1, dispatcher: 'allgather' },
   { ep: 2, tp: 2, E: 8, k: 2, capacity: 1, dispatcher: 'alltoall' },
-  { ep: 1, etp: 2, tp: 2, E: 8, k: 2, dispatcher: 'alltoall' },
-])('TP with SP, ETP and the allgather dispatcher on rank workers: %o equals one device', async (cs) => {
-  const r = await run(cs);
-  expect(r.oracle.failures).toEqual([]);
-  expect(r.copies).toBe(1);
-  expect(r.refusal).toBeNull();
-});
+  { ep: 1, etp: 2, tp: 2, E: 8, k: 2, dispatcher: 'alltoall', shared: 4 },
+])(
+  'TP with SP, ETP, the allgather dispatcher and a shared expert on rank workers: %o equals one device',
+  async (cs) => {
+    const r = await run(cs);
+    expect(r.oracle.failures).toEqual([]);
+    expect(r.copies).toBe(1);
+    expect(r.refusal).toBeNull();
+  },
+);
 
 test('a rank whose experts receive no token (one token per rank, E 8 top-1 over EP 4) still takes part and gives zero gradients', async () => {
   const r = await run({ ep: 4, E: 8, k: 1 }, 'sab-ring', 1);

@@ -52,6 +52,9 @@ describe('the MoE sweep flags', () => {
     expect(refusal(['--experts', '8', '--capacity', '0'])).toMatch(/^--capacity is "0"; write a number > 0/);
     expect(refusal(['--experts', '8', '--tp', '2', '--ep', '2'])).toMatch(/^--sp: .*moe_layer\.py:629-633, ValueError/);
     expect(refusal(['--experts', '8', '--m036'])).toMatch(/^--m036 shows TP > 1 without SP/);
+    expect(refusal(['--experts', '8', '--tp', '2', '--sp', '--shared-expert', '3'])).toMatch(
+      /^--shared-expert: tp 2 does not divide moeSharedExpertIntermediateSize 3/,
+    );
     expect(refusal(['--topk', '2'])).toMatch(/^--experts is missing/);
     expect(refusal(['--experts', '8', '--dispatcher', 'flex'])).toMatch(
       /--dispatcher is "flex"; write alltoall or allgather/,

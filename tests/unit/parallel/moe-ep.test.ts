@@ -75,6 +75,23 @@ describe('the MoE block on in-process ranks over the whole grid', () => {
   });
 });
 
+describe('the MoE block with a shared expert (tensor parallel over TP) on in-process ranks', () => {
+  const shared: MoeEpCase[] = [
+    { ep: 2, E: 4, k: 1, shared: 4 },
+    { ep: 4, E: 8, k: 2, capacity: 1, shared: 4, dispatcher: 'allgather' },
+    { ep: 2, etp: 2, tp: 2, E: 8, k: 2, shared: 4 },
+    { ep: 2, etp: 2, tp: 2, E: 8, k: 2, shared: 4, dispatcher: 'allgather' },
+    { ep: 1, tp: 2, E: 4, k: 2, shared: 6, capacity: 1 },
+    { ep: 2, tp: 2, sp: false, E: 4, k: 2, shared: 4 },
+  ];
+  test.each(shared)('at %o equals the single-device block, the shared expert’s gradients too', async (cs) => {
+    const { p, m, holding, results } = await runCase('in-process', cs);
+    expect(p.want.shared).not.toBeNull();
+    expectMoeEpMatches(p, results, tol, 1e-6, holding);
+    m.close();
+  });
+});
+
 describe('the MoE block over MessagePort ranks', () => {
   const some: MoeEpCase[] = [
     { ep: 4, E: 8, k: 2 },
@@ -123,11 +140,11 @@ test('without SP at TP 2 (M036) every token is routed twice: y and dx as one dev
   noSp.m.close();
 });
 
-test('a shared expert and E not divisible by ep are refused before anything moves', async () => {
-  const m = makeMesh('in-process', { dp: 4, ep: 4 });
+test('E not divisible by ep and a shared expert not divisible by tp are refused before anything moves', async () => {
+  const m = makeMesh('in-process', { tp: 2, dp: 2, ep: 4, etp: 1 });
   const c = moeConfig(
     { numMoeExperts: 6, moeRouterTopk: 2, moeFfnHiddenSize: 4 },
-    { moeExpertCapacityFactor: 1, moeSharedExpertIntermediateSize: 4 },
+    { moeExpertCapacityFactor: 1, moeSharedExpertIntermediateSize: 3 },
   );
   const x = new Float64Array(2 * 4);
   const g = {
@@ -138,7 +155,7 @@ test('a shared expert and E not divisible by ep are refused before anything move
     edp: m.comm(0, 'edp'),
   };
   await expect(moeEpBlock(new CpuBackend(float64Alloc), g, c, 4, x, x, seededMoeWeights(c, 4, 1))).rejects.toThrow(
-    /6 experts do not split over 4 EP ranks.*shared expert is not implemented/,
+    /6 experts do not split over 4 EP ranks.*moeSharedExpertIntermediateSize 3 does not split over 2 TP ranks/,
   );
   m.close();
 });

@@ -31,9 +31,10 @@ test('each bad layout is named with its legal values', () => {
   expect(moeLayoutErrors(c, moeLayout(2, { tp: 2 }), { demonstration: true })).toEqual([]);
   expect(moeTrainingRefusal(moeLayout(2, { tp: 2, sp: true }))).toBeNull();
   expect(moeTrainingRefusal(moeLayout(2, { tp: 2 }))?.error).toBe('ValueError');
-  expect(moeLayoutErrors({ ...c, moeSharedExpertIntermediateSize: 4 }, moeLayout(2)).join(' ')).toMatch(
-    /shared expert is not implemented on the ranks/,
-  );
+  expect(moeLayoutErrors({ ...c, moeSharedExpertIntermediateSize: 4 }, moeLayout(2))).toEqual([]);
+  expect(
+    moeLayoutErrors({ ...c, moeSharedExpertIntermediateSize: 3 }, moeLayout(2, { tp: 2, sp: true })).join(' '),
+  ).toMatch(/tp 2 does not divide moeSharedExpertIntermediateSize 3.*divisible by 2/);
 });
 
 test('the router skew biases expert 0 by +skew and expert E − 1 by −skew, linear between, and must be finite', () => {
