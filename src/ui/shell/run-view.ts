@@ -9,6 +9,7 @@ import type { PageRunState } from './page-runs.ts';
 import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
+import { moeExportCaveats, moeSetupOf } from '../settings/moe-settings.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import type { TimelineZoomDetail } from '../timeline/tp-timeline.ts';
@@ -193,6 +194,8 @@ export function renderRun(
           .layers=${s.layers}
           .gpus=${s.gpus}
           .gbatch=${s.gbatch}
+          .moe=${moeSetupOf(s)}
+          .moeCaveats=${moeExportCaveats(s)}
         ></tp-exports>
       </section>
     </div>
