@@ -148,15 +148,17 @@ export interface MegatronLaunch {
 }
 
 /**
- * The full launch on one node of t GPUs (data-parallel size 1): env, torchrun, pretrain_gpt.py,
- * arguments; with `moe`, its MoE block's flags (the experts folded over the same t ranks).
+ * The full launch on one node of `gpus` GPUs (default t: data-parallel size 1): env, torchrun,
+ * pretrain_gpt.py, arguments; DP = gpus / t replicas of one micro-batch each. With `moe`, its MoE
+ * block's flags (the expert mesh ETP·EP·EDP folded over the same GPUs).
  */
-export function megatronLaunch(c: LayerConfig, moe?: MoeSetup): MegatronLaunch {
+export function megatronLaunch(c: LayerConfig, moe?: MoeSetup, gpus = c.tp): MegatronLaunch {
+  const run: MegatronRun = { ...playgroundRun(c), globalBatch: c.b * (gpus / c.tp) };
   return {
     env: { CUDA_DEVICE_MAX_CONNECTIONS: '1' },
-    launcher: ['torchrun', '--nproc-per-node', String(c.tp)],
+    launcher: ['torchrun', '--nproc-per-node', String(gpus)],
     script: 'pretrain_gpt.py',
-    args: megatronArgs(c, playgroundRun(c), moe),
+    args: megatronArgs(c, run, moe),
   };
 }
 

@@ -2,7 +2,11 @@
 // carry, each setting's issue at its control with the values that would pass, and the MoE presets.
 import { moeRefusals, type MoeRuleFlag, type MoeSetup } from '../../megatron/moe.ts';
 import { withPreset, type Settings } from './state.ts';
-import type { PresetName } from '../../parallel/config.ts';
+import { configDefaults, type PresetName } from '../../parallel/config.ts';
+import { moeWorld, type MoeLayout } from '../../parallel/moe-layout.ts';
+import { maxMeshRanks } from '../../mesh/rank-layout.ts';
+import { moeConfig } from '../../reference/moe/config.ts';
+import { moeRunErrors, type MoeRunArgs } from '../../session/moe-run.ts';
 
 /** Whether the page's layer has an MoE block (E > 0) in place of the dense MLP. */
 export const moeOn = (s: Pick<Settings, 'experts'>): boolean => s.experts > 0;
@@ -37,6 +41,43 @@ export function moeSetupOf(s: Settings): MoeSetup | undefined {
   };
 }
 
+/** The MoE block's layout on the ranks: the attention's t with SP (off in the M036 demonstration), EP, ETP, the dispatcher. */
+export const moeLayoutOf = (s: Settings): MoeLayout => ({
+  tp: s.tp,
+  sp: s.sp && !s.moeNoSp,
+  ep: s.ep,
+  etp: s.etp,
+  dispatcher: s.dispatcher,
+});
+
+/** GPUs (ranks) the page's MoE layer runs on: both meshes folded, lcm(t, ETP·EP) (moe-layout.ts moeWorld); t without MoE. */
+export const moeRanks = (s: Settings): number => (moeOn(s) ? moeWorld(moeLayoutOf(s)) : s.tp);
+
+/**
+ * What the ranks run for the page's MoE block: the Megatron-named config with the router skew, h,
+ * the tokens each rank routes (its sequence shard s·b/t under SP, else all s·b), the layer's seed.
+ */
+export function moeRunArgsOf(s: Settings): MoeRunArgs {
+  const l = moeLayoutOf(s);
+  return {
+    config: moeConfig(
+      { numMoeExperts: s.experts, moeRouterTopk: s.topk, moeFfnHiddenSize: expertFfn(s) },
+      {
+        moeRouterScoreFunction: s.score,
+        moeRouterPreSoftmax: s.topk === 1 && s.score === 'softmax',
+        moeAuxLossCoeff: s.aux,
+        moeExpertCapacityFactor: s.capacity,
+        moeSharedExpertIntermediateSize: s.sharedFfn > 0 ? s.sharedFfn : null,
+        routerSkew: s.skew,
+      },
+    ),
+    h: s.h,
+    tokens: l.sp && l.tp > 1 ? (s.s * s.b) / l.tp : s.s * s.b,
+    seed: configDefaults.seed,
+    layout: l,
+  };
+}
+
 /** A message for one control; `fields` every control involved (the page prefers the one just changed). */
 export interface MoeIssue {
   readonly field: keyof Settings;
@@ -58,15 +99,20 @@ const flagField: Partial<Record<MoeRuleFlag, keyof Settings>> = {
   '--moe-expert-capacity-factor': 'capacity',
 };
 
-const divisors = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
+/** Divisors of n up to maxMeshRanks (the degrees a select offers). */
+const divisors = (n: number): number[] =>
+  Array.from({ length: Math.min(n, maxMeshRanks) }, (_, i) => i + 1).filter((d) => n % d === 0);
 
-/** EP degrees that split E and, with ETP, fit the t ranks (ETP·EP divides t). */
+/** The ranks of a layout with EP and ETP replaced, lcm(t, ETP·EP). */
+const ranksWith = (s: Settings, ep: number, etp: number): number => moeWorld({ ...moeLayoutOf(s), ep, etp });
+
+/** EP degrees that split E and, with ETP and t, fold onto at most maxMeshRanks ranks. */
 export const legalEp = (s: Settings): number[] =>
-  divisors(s.tp).filter((ep) => s.experts % ep === 0 && s.tp % (ep * s.etp) === 0);
+  divisors(s.experts).filter((ep) => ranksWith(s, ep, s.etp) <= maxMeshRanks);
 
-/** ETP degrees that, with EP, fit the t ranks and split f_moe. */
+/** ETP degrees that split f_moe and, with EP and t, fold onto at most maxMeshRanks ranks. */
 export const legalEtp = (s: Settings): number[] =>
-  divisors(s.tp).filter((etp) => s.tp % (etp * s.ep) === 0 && expertFfn(s) % etp === 0);
+  divisors(expertFfn(s)).filter((etp) => etp <= maxMeshRanks && ranksWith(s, s.ep, etp) <= maxMeshRanks);
 
 /** The values of `field` that would pass, in words that follow "legal here:". */
 function legalText(field: keyof Settings, s: Settings): string {
@@ -77,9 +123,9 @@ function legalText(field: keyof Settings, s: Settings): string {
     case 'topk':
       return `1 to ${s.experts}`;
     case 'ep':
-      return `EP ${list(legalEp(s))}`;
+      return list(legalEp(s));
     case 'etp':
-      return `ETP ${list(legalEtp(s))}`;
+      return list(legalEtp(s));
     case 'moeFfn':
       return `a multiple of ETP = ${s.etp}`;
     case 'tp':
@@ -123,7 +169,7 @@ export function moeIssues(s: Settings): { issues: MoeIssue[]; notes: MoeIssue[] 
     sp: s.sp && !s.moeNoSp,
     pp: 1,
     vpp: 1,
-    gpus: s.tp,
+    gpus: moeRanks(s),
     layers: 1,
     fullRecompute: false,
     halfPrecision: true,
@@ -142,8 +188,15 @@ export function moeIssues(s: Settings): { issues: MoeIssue[]; notes: MoeIssue[] 
       continue;
     }
     const legal = legalText(field, s);
-    issues.push({ field, fields, message: `${r.message} (${r.source}) Legal here: ${legal}.` });
+    const name = field === 'ep' || field === 'etp' ? `${field.toUpperCase()} ` : '';
+    issues.push({ field, fields, message: `${r.message} (${r.source}) Legal here: ${name}${legal}.` });
   }
+  if (moeRanks(s) > maxMeshRanks)
+    issues.push({
+      field: 'ep',
+      fields: ['ep', 'etp', 'tp'],
+      message: `t = ${s.tp} and ETP·EP = ${s.etp}·${s.ep} fold onto lcm = ${moeRanks(s)} ranks, more than the ${maxMeshRanks} the page runs. Legal here: EP ${legalText('ep', s)}; ETP ${legalText('etp', s)}.`,
+    });
   if (s.moeNoSp && s.tp === 1)
     issues.push({
       field: 'moeNoSp',
@@ -151,6 +204,10 @@ export function moeIssues(s: Settings): { issues: MoeIssue[]; notes: MoeIssue[] 
       message:
         'The M036 demonstration needs t ≥ 2: at t = 1 each token is routed once with or without SP. Pick t = 2 or more.',
     });
+  // What the ranks cannot run yet (session/moe-run.ts): a note, not an issue, so the rest of the layer still runs.
+  if (!issues.length)
+    for (const message of moeRunErrors(moeRunArgsOf(s)))
+      notes.push({ field: 'ep', fields: ['ep'], message: `The ranks cannot run this MoE block yet: ${message}` });
   const h = s.h;
   const weights = s.experts * 3 * h * expertFfn(s) + 3 * h * s.sharedFfn;
   if (weights > expertWeightsCap)
@@ -206,39 +263,41 @@ const denseMoe: MoeFields = {
 
 /**
  * The MoE presets, each small enough to run on the page's ranks:
- * - classroom: the classroom layer at s = 16 on t = 4 with SP (4 tokens a rank), 8 experts of width 16,
- *   top-2, EP 4 (2 experts a rank), aux loss 0.01 — every routing decision fits on a slide;
+ * - classroom: the classroom layer (8 tokens a rank) at t = 1, 8 experts of width 16, top-2, EP 4 over
+ *   4 ranks (2 experts a rank, attention data-parallel over them), aux loss 0.01 — every routing
+ *   decision fits on a slide;
  * - Mixtral-shaped (Mixtral 8x7B, config.json: 8 experts, top-2, expert width 14336 = 3.5·h,
  *   32 heads over 8 KV groups, router_aux_loss_coef 0.02): the llama-gqa layer (h 256, 8 heads over
- *   2 groups, the same 4:1) with 8 experts of 3.5·256 = 896, top-2, EP 2 on t = 2;
+ *   2 groups, the same 4:1) with 8 experts of 3.5·256 = 896, top-2, EP 2;
  * - DeepSeek-shaped (DeepSeek-V3, config.json: 256 routed experts of 2048 at h 7168 = 0.29·h, top-8,
  *   one shared expert of 2048, sigmoid scores, seq_aux 1e-4): the llama-gqa layer with 32 experts of 64
- *   (0.25·h), top-4, a shared expert of 64, sigmoid, EP 4 on t = 4 (8 experts a rank).
+ *   (0.25·h), top-4, a shared expert of 64, sigmoid, EP 4 (8 experts a rank).
+ * All at t = 1: the ranks run the MoE block under expert parallelism alone so far (moe-layout.ts).
  */
 export const moePresets = {
   dense: { label: 'dense MLP (no experts)', preset: 'classroom', sizes: {}, tp: 2, sp: false, moe: denseMoe },
   classroom: {
     label: 'classroom MoE (8 experts, top-2, EP 4)',
     preset: 'classroom',
-    sizes: { s: 16 },
-    tp: 4,
-    sp: true,
+    sizes: {},
+    tp: 1,
+    sp: false,
     moe: { ...denseMoe, experts: 8, topk: 2, moeFfn: 16, ep: 4, aux: 0.01 },
   },
   mixtral: {
     label: 'Mixtral-shaped, scaled (8 experts of 3.5h, top-2, EP 2)',
     preset: 'llama-gqa',
     sizes: {},
-    tp: 2,
-    sp: true,
+    tp: 1,
+    sp: false,
     moe: { ...denseMoe, experts: 8, topk: 2, moeFfn: 896, ep: 2, aux: 0.02 },
   },
   deepseek: {
     label: 'DeepSeek-shaped, scaled (32 small experts, top-4, shared expert, EP 4)',
     preset: 'llama-gqa',
     sizes: {},
-    tp: 4,
-    sp: true,
+    tp: 1,
+    sp: false,
     moe: { ...denseMoe, experts: 32, topk: 4, moeFfn: 64, sharedFfn: 64, ep: 4, score: 'sigmoid', aux: 1e-4 },
   },
 } as const satisfies Record<string, MoePreset>;

@@ -6,6 +6,7 @@ import {
   legalEp,
   legalEtp,
   moeOn,
+  moeRanks,
   moePresetNames,
   moePresetOf,
   moePresets,
@@ -32,7 +33,7 @@ const numberRows: readonly { field: 'experts' | 'topk' | 'moeFfn' | 'sharedFfn' 
   { field: 'skew', label: 'router skew (not Megatron)' },
 ];
 
-/** A select of degrees 1 … t, each marked when it would not pass here. */
+/** A select of the usual degrees and the legal ones, each marked when it would not pass here. */
 function degreeSelect(
   host: MoeControlsHost,
   s: Settings,
@@ -91,7 +92,10 @@ export function renderMoeControls(host: MoeControlsHost, s: Settings): TemplateR
           ${host.errorsFor('ep')}
           <label>ETP ${degreeSelect(host, s, 'etp', legalEtp(s))}</label>
           ${host.errorsFor('etp')}
-          <p class="hint">ETP·EP = ${s.etp * s.ep} of the t = ${s.tp} ranks; ${s.experts / s.ep} experts a rank</p>
+          <p class="hint" data-note-for="moe-ranks">
+            ${moeRanks(s)} ranks: attention t = ${s.tp} × DP ${moeRanks(s) / s.tp}, experts ETP ${s.etp} × EP ${s.ep} ×
+            EDP ${moeRanks(s) / (s.etp * s.ep)}; ${s.experts / s.ep} experts a rank
+          </p>
           <label class="check"
             ><input
               type="checkbox"

@@ -9,7 +9,7 @@ import type { PageRunState } from './page-runs.ts';
 import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
-import { moeExportCaveats, moeSetupOf } from '../settings/moe-settings.ts';
+import { moeExportCaveats, moeRanks, moeSetupOf } from '../settings/moe-settings.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import type { TimelineZoomDetail } from '../timeline/tp-timeline.ts';
@@ -196,6 +196,7 @@ export function renderRun(
           .gbatch=${s.gbatch}
           .moe=${moeSetupOf(s)}
           .moeCaveats=${moeExportCaveats(s)}
+          .ranks=${moeRanks(s)}
         ></tp-exports>
       </section>
     </div>

@@ -104,6 +104,8 @@ export class TpExports extends LitElement {
   /** The MoE block's Megatron flags (absent: the dense MLP) and how Megatron's run of them differs from the page's. */
   @property({ attribute: false }) moe: MoeSetup | undefined;
   @property({ attribute: false }) moeCaveats: readonly string[] = [];
+  /** GPUs of the exported command: t, or with MoE both meshes folded (moe-settings.ts moeRanks). */
+  @property({ type: Number }) ranks = 0;
   @state() private copied = '';
   @state() private bundleError = '';
 
@@ -156,11 +158,12 @@ export class TpExports extends LitElement {
     const tl = this.timeline;
     const c = this.config;
     if (!tl || !c) return html`<p class="note">Nothing to export yet.</p>`;
-    const launch = megatronLaunch(c, this.moe);
+    const ranks = this.ranks || c.tp;
+    const launch = megatronLaunch(c, this.moe, ranks);
     const args = formatMegatronCommand(launch);
     const caveats = [...megatronCaveats(c), ...this.moeCaveats];
-    // The ported start-up checks (megatron-check.ts) on an NGC container of t Hopper GPUs.
-    const refused = checkMegatronLaunch(launch.args, ngcEnvironment(c.tp, launch.env));
+    // The ported start-up checks (megatron-check.ts) on an NGC container of Hopper GPUs.
+    const refused = checkMegatronLaunch(launch.args, ngcEnvironment(ranks, launch.env));
     return html`
       <h2>Export</h2>
       <div class="buttons">
@@ -204,7 +207,7 @@ export class TpExports extends LitElement {
               ${refused.map((f) => html`<li>Megatron-LM would refuse it: ${f.message} (${f.source})</li>`)}
             </ul>`
           : html`<p class="note" data-export="megatron-checked">
-              Passes the ported start-up checks of Megatron-LM ${megatronRelease.tag} on t = ${c.tp} Hopper GPUs.
+              Passes the ported start-up checks of Megatron-LM ${megatronRelease.tag} on ${ranks} Hopper GPUs.
             </p>`
       }
       <button

@@ -10,7 +10,9 @@ import {
   moeExportCaveats,
   moeIssues,
   moePresetNames,
+  moeRanks,
   moePresetOf,
+  moeRunArgsOf,
   moeSetupOf,
   withMoePreset,
 } from '../../../../src/ui/settings/moe-settings.ts';
@@ -37,8 +39,10 @@ const known = new Set(
 
 /** The exported command's failures under the ported checks, on an NGC container of t Hopper GPUs. */
 function refused(s: Settings): string[] {
-  const launch = megatronLaunch(configOf(s), moeSetupOf(s));
-  return checkMegatronLaunch(launch.args, ngcEnvironment(s.tp, launch.env)).map((f) => `${f.source}: ${f.message}`);
+  const launch = megatronLaunch(configOf(s), moeSetupOf(s), moeRanks(s));
+  return checkMegatronLaunch(launch.args, ngcEnvironment(moeRanks(s), launch.env)).map(
+    (f) => `${f.source}: ${f.message}`,
+  );
 }
 
 const classroom = withMoePreset(defaultSettings, 'classroom');
@@ -47,7 +51,11 @@ describe('MoE presets', () => {
   test.each(moePresetNames)('%s: valid here, a link round-trips it, and its command passes the ported checks', (n) => {
     const s = withMoePreset(defaultSettings, n);
     expect(validateConfig(configOf(s)).errors).toEqual([]);
-    expect(moeIssues(s)).toEqual({ issues: [], notes: [] });
+    expect(moeIssues(s).issues).toEqual([]);
+    // The ranks run all but the shared expert (session/moe-run.ts): the DeepSeek shape's note says so.
+    expect(moeIssues(s).notes.map((x) => x.message)).toEqual(
+      n === 'deepseek' ? [expect.stringMatching(/^The ranks cannot run this MoE block yet: .*shared expert/)] : [],
+    );
     const back = settingsFromHash(hashFromSettings(s));
     expect(back.messages).toEqual([]);
     expect(back.settings).toEqual(s);
@@ -55,8 +63,9 @@ describe('MoE presets', () => {
     expect(refused(s)).toEqual([]);
   });
 
-  test('the classroom MoE: 8 experts, top-2, EP 4 over t = 4 with SP; the DeepSeek shape: k > 2, a shared expert, sigmoid', () => {
-    expect([classroom.experts, classroom.topk, classroom.ep, classroom.tp, classroom.sp]).toEqual([8, 2, 4, 4, true]);
+  test('the classroom MoE: 8 experts, top-2, EP 4 over 4 ranks; the DeepSeek shape: k > 2, a shared expert, sigmoid', () => {
+    expect([classroom.experts, classroom.topk, classroom.ep, moeRanks(classroom)]).toEqual([8, 2, 4, 4]);
+    expect(moeRunArgsOf(classroom)).toMatchObject({ h: 16, tokens: 8, layout: { tp: 1, ep: 4, etp: 1 } });
     const d = withMoePreset(defaultSettings, 'deepseek');
     expect(d.topk).toBeGreaterThan(2);
     expect(d.sharedFfn).toBeGreaterThan(0);
@@ -71,7 +80,7 @@ describe('MoE presets', () => {
 
 describe('the exported command and job bundle carry the MoE flags', () => {
   test('flags in Megatron spelling, read back as the same setup', () => {
-    const s = { ...withMoePreset(defaultSettings, 'deepseek'), capacity: 1.25, etp: 1 };
+    const s = { ...withMoePreset(defaultSettings, 'deepseek'), capacity: 1.25, tp: 2, sp: true, etp: 1 };
     const args = megatronLaunch(configOf(s), moeSetupOf(s)).args;
     for (const f of args.filter((x) => x.startsWith('--'))) expect(known.has(f), f).toBe(true);
     const value = (f: string): string | undefined => args[args.indexOf(f) + 1];
@@ -80,6 +89,11 @@ describe('the exported command and job bundle carry the MoE flags', () => {
     expect(value('--moe-ffn-hidden-size')).toBe('64');
     expect(value('--expert-model-parallel-size')).toBe('4');
     expect(value('--expert-tensor-parallel-size')).toBe('1');
+    expect(megatronLaunch(configOf(s), moeSetupOf(s), moeRanks(s)).launcher).toEqual([
+      'torchrun',
+      '--nproc-per-node',
+      '4',
+    ]);
     expect(value('--moe-token-dispatcher-type')).toBe('alltoall');
     expect(value('--moe-aux-loss-coeff')).toBe('0.0001');
     expect(value('--moe-expert-capacity-factor')).toBe('1.25');
@@ -112,7 +126,7 @@ describe('the exported command and job bundle carry the MoE flags', () => {
         sp: c.sp,
         layers: 2,
         gpus: 8,
-        globalBatch: 2,
+        globalBatch: 8,
         overlap: true,
         moe: moeSetupOf(classroom)!,
       },
@@ -126,7 +140,7 @@ describe('the exported command and job bundle carry the MoE flags', () => {
   });
 
   test("caveats: the skew is not Megatron's, and M036 is refused in training", () => {
-    const c = moeExportCaveats({ ...classroom, skew: 2, moeNoSp: true });
+    const c = moeExportCaveats({ ...classroom, tp: 2, skew: 2, moeNoSp: true });
     expect(c.some((x) => /Router skew 2: .* Megatron has no such flag/.test(x))).toBe(true);
     expect(c.some((x) => /M036 .*moe_layer\.py:629-632/.test(x))).toBe(true);
     expect(moeExportCaveats(defaultSettings)).toEqual([]);
@@ -142,12 +156,13 @@ describe('bad MoE settings: a message at the control, with the legal values', ()
       {
         field: 'ep',
         message: expect.stringMatching(
-          /^Number of experts should be a multiple of expert model parallel_size \(6 experts, EP 4\)\. \(megatron\/training\/arguments\.py:1602-1603\) Legal here: EP 1, 2\.$/,
+          /^Number of experts should be a multiple of expert model parallel_size \(6 experts, EP 4\)\. \(megatron\/training\/arguments\.py:1602-1603\) Legal here: EP 1, 2, 3, 6\.$/,
         ),
       },
     ]);
     // The user changed E: the message sits under E, and names E's legal values.
-    expect(at({ ...classroom, experts: 6 }, 'experts')[0]!.field).toBe('experts');
+    const byE = at({ ...classroom, experts: 6 }, 'experts');
+    expect(byE[0]!.field).toBe('experts');
   });
 
   test('k > E: at top-k, naming 1 to E', () => {
@@ -156,18 +171,20 @@ describe('bad MoE settings: a message at the control, with the legal values', ()
     ]);
   });
 
-  test('ETP·EP not fitting the t ranks: at ETP, naming the ETP that fit', () => {
-    const issues = at({ ...classroom, etp: 2 });
-    expect(issues.map((i) => i.field)).toEqual(['etp']);
-    expect(issues[0]!.message).toMatch(
-      /world_size \(4\) is not divisible by .*ETP·EP·p = 2·4·1 = 8.* Legal here: ETP 1\.$/,
+  test('ETP·EP not fitting the mesh: t and ETP·EP folding onto more ranks than the page runs, at EP, naming what fits', () => {
+    const s = { ...classroom, tp: 3, sp: true, s: 9, ep: 8 };
+    expect(moeRanks(s)).toBe(24);
+    const issues = at(s);
+    expect(issues.map((i) => i.field)).toEqual(['ep']);
+    expect(issues[0]!.message).toBe(
+      't = 3 and ETP·EP = 1·8 fold onto lcm = 24 ranks, more than the 16 the page runs. Legal here: EP 1, 2, 4; ETP none at t = 3.',
     );
   });
 
-  test('the expert FFN not divisible by ETP: at ETP', () => {
+  test('the expert FFN not divisible by ETP: at ETP, naming the ETP that split it', () => {
     const s = { ...classroom, ep: 1, etp: 4, moeFfn: 18 };
     expect(at(s).map((i) => i.field)).toEqual(['etp']);
-    expect(at(s)[0]!.message).toMatch(/Legal here: ETP 1, 2\.$/);
+    expect(at(s)[0]!.message).toMatch(/Legal here: ETP 1, 2, 3, 6, 9\.$/);
   });
 
   test('a capacity factor ≤ 0 or not a number is refused by the hash with what to write', () => {
@@ -186,8 +203,8 @@ describe('bad MoE settings: a message at the control, with the legal values', ()
     expect(settingsFromHash('#experts=8&capacity=1.5').settings.capacity).toBe(1.5);
   });
 
-  test('MoE at t > 1 without SP is refused at SP; with the M036 demonstration it runs with a note citing Megatron', () => {
-    const noSp = { ...classroom, sp: false };
+  test('MoE at t > 1 without SP is refused at SP; with the M036 demonstration it is a note citing Megatron', () => {
+    const noSp = { ...classroom, tp: 2, sp: false };
     expect(at(noSp)).toEqual([
       {
         field: 'sp',
@@ -198,21 +215,19 @@ describe('bad MoE settings: a message at the control, with the legal values', ()
     ]);
     const demo = moeIssues({ ...noSp, moeNoSp: true });
     expect(demo.issues).toEqual([]);
-    expect(demo.notes).toEqual([
-      {
-        field: 'moeNoSp',
-        fields: ['moeNoSp'],
-        message: expect.stringMatching(
-          /^Megatron refuses this in training \(megatron\/core\/transformer\/moe\/moe_layer\.py:629-632\)/,
-        ),
-      },
-    ]);
+    expect(demo.notes[0]).toEqual({
+      field: 'moeNoSp',
+      fields: ['moeNoSp'],
+      message: expect.stringMatching(
+        /^Megatron refuses this in training \(megatron\/core\/transformer\/moe\/moe_layer\.py:629-632\)/,
+      ),
+    });
     // With SP on for attention, the switch still takes the MoE region off SP: the same note.
-    expect(moeIssues({ ...classroom, moeNoSp: true }).notes).toHaveLength(1);
+    expect(moeIssues({ ...noSp, sp: true, moeNoSp: true }).notes[0]!.field).toBe('moeNoSp');
   });
 
   test('the M036 switch needs t ≥ 2 and experts', () => {
-    expect(at({ ...classroom, tp: 1, sp: false, ep: 1, moeNoSp: true }).map((i) => i.field)).toEqual(['moeNoSp']);
+    expect(at({ ...classroom, tp: 1, moeNoSp: true }).map((i) => i.field)).toEqual(['moeNoSp']);
     expect(at({ ...defaultSettings, moeNoSp: true })).toEqual([
       {
         field: 'moeNoSp',
@@ -280,9 +295,9 @@ describe('MoE config fuzzing', () => {
     preset: ['classroom', 'llama-gqa'],
   } as const;
 
-  test('2000 random hashes: never a throw; an issue at a control, or a command Megatron starts', () => {
+  test('1000 random hashes: never a throw; an issue at a control, or a command Megatron starts', () => {
     let runs = 0;
-    for (let i = 0; i < 2000; i++) {
+    for (let i = 0; i < 1000; i++) {
       const hash =
         '#' +
         Object.entries(texts)
@@ -301,8 +316,10 @@ describe('MoE config fuzzing', () => {
       expect(
         refused(s).map((r) => r.split(':')[0]),
         hash,
-      ).toEqual(notes.length && !s.sp ? ['megatron/core/transformer/moe/moe_layer.py'] : []);
+      ).toEqual(
+        notes.some((n) => n.field === 'moeNoSp') && !s.sp ? ['megatron/core/transformer/moe/moe_layer.py'] : [],
+      );
     }
-    expect(runs).toBeGreaterThan(100);
-  });
+    expect(runs).toBeGreaterThan(50);
+  }, 30_000);
 });
