@@ -275,9 +275,9 @@ const denseMoe: MoeFields = {
  * All at t = 1: the ranks run the MoE block under expert parallelism alone so far (moe-layout.ts).
  */
 export const moePresets = {
-  dense: { label: 'dense MLP (no experts)', preset: 'classroom', sizes: {}, tp: 2, sp: false, moe: denseMoe },
+  dense: { label: 'dense MLP', preset: 'classroom', sizes: {}, tp: 2, sp: false, moe: denseMoe },
   classroom: {
-    label: 'classroom MoE (8 experts, top-2, EP 4)',
+    label: 'classroom MoE',
     preset: 'classroom',
     sizes: {},
     tp: 1,
@@ -285,7 +285,7 @@ export const moePresets = {
     moe: { ...denseMoe, experts: 8, topk: 2, moeFfn: 16, ep: 4, aux: 0.01 },
   },
   mixtral: {
-    label: 'Mixtral-shaped, scaled (8 experts of 3.5h, top-2, EP 2)',
+    label: 'Mixtral-shaped',
     preset: 'llama-gqa',
     sizes: {},
     tp: 1,
@@ -293,7 +293,7 @@ export const moePresets = {
     moe: { ...denseMoe, experts: 8, topk: 2, moeFfn: 896, ep: 2, aux: 0.02 },
   },
   deepseek: {
-    label: 'DeepSeek-shaped, scaled (32 small experts, top-4, shared expert, EP 4)',
+    label: 'DeepSeek-shaped',
     preset: 'llama-gqa',
     sizes: {},
     tp: 1,
