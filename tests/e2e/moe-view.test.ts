@@ -62,6 +62,19 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
           .map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent!.replace(/[()]/g, '')))),
       );
     expect(a2a.map((row) => row.reduce((a, b) => a + b, 0))).toEqual([1024, 1024, 1024, 1024]);
+    // The classroom steps (the float64 block on the same tokens): each EP rank's grouped-GEMM rows equal the
+    // ranks' measured load of its two experts (the heat map's totals).
+    const load = (await view.locator('table[data-moe="heatmap"] tr:last-child th').allTextContents())
+      .slice(1, 9)
+      .map(Number);
+    await view.locator('details[data-moe="steps"] summary').click();
+    const gemmRows = view.locator('section[data-step="grouped-gemm"] tr td:nth-child(3)');
+    await expect.poll(() => gemmRows.count(), { timeout: 30_000 }).toBe(4);
+    expect((await gemmRows.allTextContents()).map(Number)).toEqual(
+      [0, 1, 2, 3].map((j) => load[2 * j]! + load[2 * j + 1]!),
+    );
+    expect(await view.locator('section[data-step]').count()).toBe(7);
+    await view.locator('section[data-step="aux"]').screenshot({ path: 'test-results/moe-step-aux-1280.png' });
     // The exported command carries the MoE flags and passes the ported checks.
     const command = await page.locator('tp-exports pre[data-export="megatron"]').textContent();
     expect(command).toMatch(/torchrun --nproc-per-node 4 /);

@@ -8,6 +8,7 @@ import { createLayerPool } from '../../session/pools.ts';
 import { moePoolMesh, moeRunErrors, runMoe, type MoeRun, type MoeRunArgs } from '../../session/moe-run.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { allToAllBytes, moeHeat, moeSlices, moeStragglerText } from './moe-view-model.ts';
+import { moeSteps, type MoeStep } from './moe-steps.ts';
 
 /** Lane height and the drawing's width in px. */
 const laneH = 22;
@@ -54,6 +55,8 @@ export class TpMoeView extends LitElement {
   @state() private run: MoeRun | undefined;
   @state() private error = '';
   @state() private running = false;
+  /** The classroom steps, computed when their section is first opened (the float64 block on every token). */
+  @state() private steps: readonly MoeStep[] | undefined;
   private asked = '';
 
   override disconnectedCallback(): void {
@@ -66,6 +69,7 @@ export class TpMoeView extends LitElement {
     const key = JSON.stringify(this.args);
     if (key === this.asked) return;
     this.asked = key;
+    this.steps = undefined;
     void this.start(this.args, key);
   }
 
@@ -115,7 +119,33 @@ export class TpMoeView extends LitElement {
       return html`${head}
         <p class="note" role="alert" data-moe="error">${this.error}</p>`;
     if (!r) return head;
-    return html`${head} ${this.renderSummary(r)} ${this.renderLanes(r)} ${this.renderHeat(r)} ${this.renderAllToAll(r)}`;
+    return html`${head} ${this.renderSummary(r)} ${this.renderLanes(r)} ${this.renderHeat(r)} ${this.renderAllToAll(r)}
+    ${this.renderSteps(a)}`;
+  }
+
+  /** The classroom steps with real tensors, computed on first opening. */
+  private renderSteps(a: MoeRunArgs): TemplateResult {
+    return html`<details
+      data-moe="steps"
+      @toggle=${(e: Event) => {
+        if ((e.target as HTMLDetailsElement).open && !this.steps) this.steps = moeSteps(a);
+      }}
+    >
+      <summary><strong>Classroom: the MoE block step by step, with these tokens' real values</strong></summary>
+      ${(this.steps ?? []).map(
+        (s) =>
+          html`<section data-step=${s.id}>
+            <h3>${s.title}</h3>
+            <p>${s.text}</p>
+            <table class="heat">
+              <tr>
+                ${s.head.map((x) => html`<th>${x}</th>`)}
+              </tr>
+              ${s.rows.map((row) => html`<tr>${row.map((v) => html`<td>${v}</td>`)}</tr>`)}
+            </table>
+          </section>`,
+      )}
+    </details>`;
   }
 
   private renderSummary(r: MoeRun): TemplateResult {
