@@ -121,6 +121,34 @@ test('a skewed router with capacity factor 1 drops tokens, and the page counts t
   }
 }, 300_000);
 
+test('M036 at t = 2 without SP: each token routed twice, the duplicate rank marked, Megatron’s refusal named', async () => {
+  const { page, errors } = await pageAt('#preset=classroom&tp=2&sp=0&experts=8&moeffn=16&ep=2&m036=1');
+  try {
+    const view = page.locator('tp-moe-view');
+    await expect.poll(() => view.getAttribute('data-state'), { timeout: 120_000 }).toBe('done');
+    const m036 = view.locator('[data-moe="m036"]');
+    expect(await m036.getAttribute('data-copies')).toBe('2');
+    expect(await m036.textContent()).toMatch(
+      /each logical token is routed 2 times.*× 2.*moe_layer\.py:629-633,\s+ValueError/s,
+    );
+    expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').count()).toBe(1);
+    expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').getAttribute('data-duplicate-of')).toBe('0');
+    expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
+    // The switch's note cites Megatron instead of an issue under SP; the command is flagged as refused.
+    expect(await page.locator('tp-controls [data-error-for="sp"]').count()).toBe(0);
+    expect(await page.locator('tp-controls [data-note-for="moeNoSp"]').textContent()).toMatch(
+      /Megatron refuses this in training/,
+    );
+    expect(await page.locator('tp-exports [data-export="megatron-refused"]').textContent()).toMatch(
+      /moe_layer\.py:629-632/,
+    );
+    await page.locator('[data-moe-card]').screenshot({ path: 'test-results/moe-m036-1280.png' });
+    expect(errors).toEqual([]);
+  } finally {
+    await page.close();
+  }
+}, 300_000);
+
 test('E not divisible by EP is named under EP with the legal values, and nothing runs', async () => {
   const { page, errors } = await pageAt('#preset=classroom&tp=1&sp=0&experts=6&ep=4');
   try {

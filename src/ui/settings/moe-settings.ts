@@ -75,6 +75,7 @@ export function moeRunArgsOf(s: Settings): MoeRunArgs {
     tokens: l.sp && l.tp > 1 ? (s.s * s.b) / l.tp : s.s * s.b,
     seed: configDefaults.seed,
     layout: l,
+    demonstration: s.moeNoSp,
   };
 }
 
@@ -272,7 +273,7 @@ const denseMoe: MoeFields = {
  * - DeepSeek-shaped (DeepSeek-V3, config.json: 256 routed experts of 2048 at h 7168 = 0.29·h, top-8,
  *   one shared expert of 2048, sigmoid scores, seq_aux 1e-4): the llama-gqa layer with 32 experts of 64
  *   (0.25·h), top-4, a shared expert of 64, sigmoid, EP 4 (8 experts a rank).
- * All at t = 1: the ranks run the MoE block under expert parallelism alone so far (moe-layout.ts).
+ * All at t = 1, so the attention is data-parallel over the experts' ranks; t, SP and ETP are the user's to add.
  */
 export const moePresets = {
   dense: { label: 'dense MLP', preset: 'classroom', sizes: {}, tp: 2, sp: false, moe: denseMoe },

@@ -23,13 +23,17 @@ const listMax = 16;
 const p3 = (v: number): string => v.toFixed(3);
 
 /**
- * The steps of `a`'s MoE block. Token g of the group is rank ⌊g/T⌋'s token g mod T; expert e lives on
- * EP rank ⌊e/(E/EP)⌋. Assumes a layout the ranks run (moeRunErrors empty).
+ * The steps of `a`'s MoE block. Token g of the group is token g mod T of block ⌊g/T⌋ (rank ⌊g/T⌋
+ * under SP or at t = 1); expert e lives on EP rank ⌊e/(E/EP)⌋. Assumes a layout the ranks run
+ * (moeRunErrors empty).
  */
 export function moeSteps(a: MoeRunArgs): MoeStep[] {
   const c = a.config;
   const { h, tokens: T } = a;
-  const N = moeWorld(a.layout);
+  // Blocks of T logical tokens: one a rank, or under M036 (no SP at t > 1) one a TP group, every rank of it routing it again.
+  const copies = a.layout.sp ? 1 : a.layout.tp;
+  const N = moeWorld(a.layout) / copies;
+  const holder = copies > 1 ? 'block' : 'rank';
   const E = c.numMoeExperts;
   const k = c.moeRouterTopk;
   const L = E / a.layout.ep;
@@ -51,7 +55,7 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
   const topIdx = (i: number): number => pick((x) => x.topIdx, i);
   const topProb = (i: number): number => pick((x) => x.topProb, i);
   const kept = (i: number): boolean => pick((x) => x.kept, i) === 1;
-  const tokenName = (g: number): string => `${g} (rank ${Math.floor(g / T)})`;
+  const tokenName = (g: number): string => `${g} (${holder} ${Math.floor(g / T)})`;
   const shown = Math.min(G, listMax);
   const more = G > shown ? ` The first ${shown} of ${G} tokens are listed.` : '';
 
@@ -163,12 +167,12 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     }),
   };
 
-  const t = Math.max(2, a.layout.tp);
+  const t = Math.max(2, a.layout.tp); // the t the demonstration shows (at t = 1, what t = 2 would do)
   const rows = r.tokensPerExpert.reduce((s, v) => s + v, 0);
   const m036: MoeStep = {
     id: 'm036',
     title: `7. M036: the MoE region with and without SP (t = ${t})`,
-    text: `With SP each of the t = ${t} TP ranks routes its own 1/t of the tokens, so every logical token is dispatched once: ${rows} rows, ${rows * h * 4} B in all. Without SP every TP rank holds all of them and routes them again: each token is sent t = ${t} times, ${t * rows} rows, ${t * rows * h * 4} B — the duplicates are pure waste, which is why Megatron refuses MoE with TP > 1 and no SP in training (moe_layer.py:629-632). The rows are the picks above; the bytes counted, not run on the ranks.`,
+    text: `With SP each of the t = ${t} TP ranks routes its own 1/t of the tokens, so every logical token is dispatched once: ${rows} rows, ${rows * h * 4} B in all. Without SP every TP rank holds all of them and routes them again: each token is sent t = ${t} times, ${t * rows} rows, ${t * rows * h * 4} B — the duplicates are pure waste, which is why Megatron refuses MoE with TP > 1 and no SP in training (moe_layer.py:629-632). The rows are the picks above, counted; switch on m036 to measure them on the ranks.`,
     head: ['', 'rows dispatched', 'bytes', 'copies of each token'],
     rows: [
       ['with SP', rows, rows * h * 4, 1],

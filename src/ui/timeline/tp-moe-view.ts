@@ -48,6 +48,11 @@ export class TpMoeView extends LitElement {
       .dropped {
         font-weight: 700;
       }
+      tr.duplicate th,
+      tr.duplicate td {
+        outline: 2px dashed #b3261e;
+        outline-offset: -2px;
+      }
     `,
   ];
 
@@ -86,18 +91,19 @@ export class TpMoeView extends LitElement {
     const pool = await createLayerPool(moeWorld(a.layout), 'auto', 60_000, moePoolMesh(a.layout));
     try {
       const run = await runMoe(pool, a);
-      if (key !== this.asked) return;
-      this.run = run;
-      this.error = '';
-      this.dataset.state = 'done';
+      if (key === this.asked) {
+        this.run = run;
+        this.error = '';
+        this.dataset.state = 'done';
+      }
     } catch (e) {
-      if (key !== this.asked) return;
-      this.error = e instanceof Error ? e.message : String(e);
-      this.dataset.state = 'failed';
-    } finally {
-      await pool.dispose();
-      if (key === this.asked) this.running = false;
+      if (key === this.asked) {
+        this.error = e instanceof Error ? e.message : String(e);
+        this.dataset.state = 'failed';
+      }
     }
+    if (key === this.asked) this.running = false;
+    await pool.dispose();
   }
 
   protected override render(): TemplateResult {
@@ -150,7 +156,19 @@ export class TpMoeView extends LitElement {
 
   private renderSummary(r: MoeRun): TemplateResult {
     const o = r.oracle;
-    return html`<p>
+    const sent = r.ranks.reduce((a, q) => a + q.dispatchBytes, 0);
+    return html`${
+      r.copies > 1
+        ? html`<p class="note" role="note" data-moe="m036" data-copies=${r.copies}>
+            <strong>M036: each logical token is routed ${r.copies} times.</strong> Without SP the
+            ${r.layout.tp} ranks of a TP group hold the same tokens and each routes and dispatches them again: the
+            forward dispatch sent ${sent} B where one copy is ${sent / r.copies} B (× ${r.copies}); the duplicate ranks are
+            marked in the heat map. Megatron refuses this in training (${r.refusal?.source ?? 'moe_layer.py'},
+            ${r.refusal?.error ?? 'ValueError'}: "${r.refusal?.message ?? ''}").
+          </p>`
+        : nothing
+    }
+      <p>
         Straggler: <strong data-moe="straggler" data-rank=${r.straggler.rank}>${moeStragglerText(r)}</strong>.
       </p>
       <p>
@@ -222,8 +240,8 @@ export class TpMoeView extends LitElement {
         </tr>
         ${h.tokens.map(
           (row, q) =>
-            html`<tr>
-              <th>${q}</th>
+            html`<tr class=${r.ranks[q]!.duplicateOf === null ? '' : 'duplicate'} data-duplicate-of=${r.ranks[q]!.duplicateOf ?? ''}>
+              <th>${q}${r.ranks[q]!.duplicateOf === null ? '' : ` = ${r.ranks[q]!.duplicateOf}'s tokens again`}</th>
               ${row.map((v, e) => html`<td style=${cell(v)} data-rank=${q} data-expert=${e}>${v}</td>`)}
               <td>${r.ranks[q]!.dropped}</td>
             </tr>`,
