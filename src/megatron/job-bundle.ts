@@ -14,7 +14,7 @@ import {
   transformerImpl,
   type MegatronRun,
 } from './megatron-args.ts';
-import { moeFlags } from './moe.ts';
+import { moeArgv } from './moe.ts';
 import { setupConfig, type TrainingSetup } from './training-setup.ts';
 import {
   memoryHistoryArgs,
@@ -134,7 +134,7 @@ export function jobArgs(spec: JobSpec): { config: LayerConfig; run: MegatronRun;
   const args = [
     ...megatronModelArgs(config, run),
     // MoE (moe.ts): Megatron's MoE flags, shared with the expert-parallel job's command.
-    ...(s.moe ? moeFlags(s.moe, config.tp).flatMap((f) => f.split(' ')) : []),
+    ...(s.moe ? moeArgv(s.moe, config.tp) : []),
     ...megatronScheduleArgs(run),
     '--profile',
     '--use-pytorch-profiler',

@@ -1,5 +1,6 @@
 import type { TrainDtype } from '../hardware/dtype.ts';
 import type { LayerConfig } from '../parallel/config.ts';
+import { moeArgv, type MoeSetup } from './moe.ts';
 
 /**
  * The Megatron-LM release the launch command is written for, and checked against
@@ -128,8 +129,13 @@ export function megatronScheduleArgs(run: Pick<MegatronRun, 'trainIters'>): stri
  * model and TP/SP layout, on the mock dataset: model, parallel, tokenizer, data, schedule and the
  * switches that let the spec start without fused kernels it does not need.
  */
-export function megatronArgs(c: LayerConfig, run: MegatronRun = playgroundRun(c)): string[] {
-  return [...megatronModelArgs(c, run), ...a('--mock-data'), ...megatronScheduleArgs(run)];
+export function megatronArgs(c: LayerConfig, run: MegatronRun = playgroundRun(c), moe?: MoeSetup): string[] {
+  return [
+    ...megatronModelArgs(c, run),
+    ...(moe ? moeArgv(moe, c.tp) : []),
+    ...a('--mock-data'),
+    ...megatronScheduleArgs(run),
+  ];
 }
 
 /** The environment, the launcher and its script: what precedes the arguments. */
@@ -141,13 +147,18 @@ export interface MegatronLaunch {
   readonly args: readonly string[];
 }
 
-/** The full launch on one node of t GPUs (data-parallel size 1): env, torchrun, pretrain_gpt.py, arguments. */
-export function megatronLaunch(c: LayerConfig): MegatronLaunch {
+/**
+ * The full launch on one node of `gpus` GPUs (default t: data-parallel size 1): env, torchrun,
+ * pretrain_gpt.py, arguments; DP = gpus / t replicas of one micro-batch each. With `moe`, its MoE
+ * block's flags (the expert mesh ETP·EP·EDP folded over the same GPUs).
+ */
+export function megatronLaunch(c: LayerConfig, moe?: MoeSetup, gpus = c.tp): MegatronLaunch {
+  const run: MegatronRun = { ...playgroundRun(c), globalBatch: c.b * (gpus / c.tp) };
   return {
     env: { CUDA_DEVICE_MAX_CONNECTIONS: '1' },
-    launcher: ['torchrun', '--nproc-per-node', String(c.tp)],
+    launcher: ['torchrun', '--nproc-per-node', String(gpus)],
     script: 'pretrain_gpt.py',
-    args: megatronArgs(c),
+    args: megatronArgs(c, run, moe),
   };
 }
 

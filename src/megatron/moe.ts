@@ -30,6 +30,10 @@ export interface MoeSetup {
   readonly dispatcher: TokenDispatcher;
   /** --moe-grouped-gemm: one grouped GEMM over the local experts (else one GEMM per expert, SequentialMLP). */
   readonly groupedGemm: boolean;
+  /** --moe-router-score-function (transformer_config.py default softmax; absent: softmax). */
+  readonly scoreFunction?: 'softmax' | 'sigmoid';
+  /** --moe-router-pre-softmax: softmax over all E before top-k (Megatron requires it at k = 1 with softmax). */
+  readonly preSoftmax?: boolean;
   /** --moe-aux-loss-coeff (carried to the command; its loss is a few small kernels, not priced). */
   readonly auxLossCoeff: number;
   /** EP: --expert-model-parallel-size. */
@@ -171,11 +175,31 @@ export interface MoeJob {
   readonly biases: boolean;
 }
 
-/** One Megatron refusal: its source line at core_v0.19.0 and its reason. */
+/** One Megatron refusal: its source line at core_v0.19.0, its reason and the flags it involves (the one to change first first). */
 export interface MoeRefusal {
   readonly source: string;
   readonly message: string;
+  readonly flags: readonly MoeRuleFlag[];
 }
+
+/** A flag a MoE rule reads ('--moe-imbalance' is the projection's what-if, not Megatron's). */
+export type MoeRuleFlag =
+  | '--num-experts'
+  | '--moe-router-topk'
+  | '--moe-ffn-hidden-size'
+  | '--moe-shared-expert-intermediate-size'
+  | '--expert-model-parallel-size'
+  | '--expert-tensor-parallel-size'
+  | '--tensor-model-parallel-size'
+  | '--pipeline-model-parallel-size'
+  | '--sequence-parallel'
+  | '--add-bias-linear'
+  | '--moe-shared-expert-overlap'
+  | '--moe-token-dispatcher-type'
+  | '--moe-expert-capacity-factor'
+  | '--moe-imbalance'
+  | '--overlap-moe-expert-parallel-comm'
+  | '--moe-layer-freq';
 
 const A = 'megatron/training/arguments.py';
 const TC = 'megatron/core/transformer/transformer_config.py';
@@ -186,82 +210,150 @@ const TC = 'megatron/core/transformer/transformer_config.py';
  */
 export function moeRefusals(moe: MoeSetup, job: MoeJob): MoeRefusal[] {
   const out: MoeRefusal[] = [];
-  const fail = (source: string, message: string): void => void out.push({ source, message });
+  const fail = (source: string, message: string, ...flags: MoeRuleFlag[]): void =>
+    void out.push({ source, message, flags });
   const whole = (x: number, min: number): boolean => Number.isInteger(x) && x >= min;
   const etp = moe.etp ?? job.tp;
   if (!whole(moe.experts, 1))
-    fail(`${TC}:1531`, `num_moe_experts must be non-negative (--num-experts ${moe.experts}).`);
+    fail(`${TC}:1531`, `num_moe_experts must be non-negative (--num-experts ${moe.experts}).`, '--num-experts');
   if (!whole(moe.topk, 1) || moe.topk > moe.experts)
     fail(
       'megatron/core/transformer/moe/router.py:171',
       `--moe-router-topk (${moe.topk}) must be a whole number between 1 and --num-experts (${moe.experts}): torch.topk picks k of E scores.`,
+      '--moe-router-topk',
+      '--num-experts',
     );
-  if (!whole(moe.ffn, 1)) fail(`${A}:1595`, `--moe-ffn-hidden-size (${moe.ffn}) must be a whole number ≥ 1.`);
+  if (!whole(moe.ffn, 1))
+    fail(`${A}:1595`, `--moe-ffn-hidden-size (${moe.ffn}) must be a whole number ≥ 1.`, '--moe-ffn-hidden-size');
   if (moe.sharedFfn !== undefined && !whole(moe.sharedFfn, 1))
     fail(
       `${TC}:1638`,
       `moe_shared_expert_intermediate_size must be num_shared_experts * ffn_size_of_each_shared_expert, but got ${moe.sharedFfn}.`,
+      '--moe-shared-expert-intermediate-size',
     );
   if (!whole(moe.ep, 1) || !whole(etp, 1))
     fail(
       `${A}:1600`,
       `--expert-model-parallel-size (${moe.ep}) and --expert-tensor-parallel-size (${etp}) are whole numbers ≥ 1.`,
+      '--expert-model-parallel-size',
+      '--expert-tensor-parallel-size',
     );
   if (moe.experts % moe.ep !== 0)
     fail(
       `${A}:1602-1603`,
       `Number of experts should be a multiple of expert model parallel_size (${moe.experts} experts, EP ${moe.ep}).`,
+      '--expert-model-parallel-size',
+      '--num-experts',
     );
   if (job.gpus % (etp * moe.ep * job.pp) !== 0)
     fail(
       'megatron/core/parallel_state.py:881-883',
       `world_size (${job.gpus}) is not divisible by expert_tensor_model_pipeline_parallel size (ETP·EP·p = ${etp}·${moe.ep}·${job.pp} = ${etp * moe.ep * job.pp}).`,
+      '--expert-tensor-parallel-size',
+      '--expert-model-parallel-size',
+      '--pipeline-model-parallel-size',
     );
   if (moe.ffn % etp !== 0)
     fail(
       'megatron/core/tensor_parallel/layers.py:965',
       `the expert FFN (${moe.ffn}) is not divisible by ETP (${etp}).`,
+      '--expert-tensor-parallel-size',
+      '--moe-ffn-hidden-size',
     );
   if (job.tp > 1 && !job.sp)
     fail(
       'megatron/core/transformer/moe/moe_layer.py:629-632',
       'During training, performance may degrade if MoE and tensor parallelism are enabled without also enabling sequence parallelism (give --sequence-parallel).',
+      '--sequence-parallel',
+      '--tensor-model-parallel-size',
     );
-  if (job.biases && etp !== 1) fail(`${TC}:2279-2282`, 'Bias in Moe is only supported when ETP==1.');
+  if (job.biases && etp !== 1)
+    fail(
+      `${TC}:2279-2282`,
+      'Bias in Moe is only supported when ETP==1.',
+      '--expert-tensor-parallel-size',
+      '--add-bias-linear',
+    );
   if (moe.sharedFfn !== undefined && moe.sharedExpertOverlap && moe.dispatcher === 'allgather')
-    fail(`${TC}:1644-1649`, 'moe_shared_expert_overlap only works with alltoall or flex token dispatcher.');
+    fail(
+      `${TC}:1644-1649`,
+      'moe_shared_expert_overlap only works with alltoall or flex token dispatcher.',
+      '--moe-shared-expert-overlap',
+      '--moe-token-dispatcher-type',
+    );
   if (moe.sharedExpertOverlap && moe.sharedFfn === undefined)
-    fail(`${TC}:1637`, '--moe-shared-expert-overlap needs shared experts (--moe-shared-expert-intermediate-size).');
+    fail(
+      `${TC}:1637`,
+      '--moe-shared-expert-overlap needs shared experts (--moe-shared-expert-intermediate-size).',
+      '--moe-shared-expert-overlap',
+      '--moe-shared-expert-intermediate-size',
+    );
   if (moe.dispatcher === 'flex' && etp * moe.ep <= 1)
-    fail('megatron/core/transformer/moe/token_dispatcher.py:1770', 'DeepEP dispatcher requires TPxEP > 1.');
+    fail(
+      'megatron/core/transformer/moe/token_dispatcher.py:1770',
+      'DeepEP dispatcher requires TPxEP > 1.',
+      '--moe-token-dispatcher-type',
+      '--expert-model-parallel-size',
+      '--expert-tensor-parallel-size',
+    );
   if (moe.capacityFactor !== undefined && !(moe.capacityFactor > 0))
     fail(
       `${TC}:1660-1661`,
       `--moe-expert-capacity-factor (${moe.capacityFactor}) must be > 0 (a negative one means dropless).`,
+      '--moe-expert-capacity-factor',
     );
   if (!(moe.imbalance >= 1))
-    fail('projection', `the load imbalance (${moe.imbalance}) is the busiest rank's tokens over the mean: ≥ 1.`);
+    fail(
+      'projection',
+      `the load imbalance (${moe.imbalance}) is the busiest rank's tokens over the mean: ≥ 1.`,
+      '--moe-imbalance',
+    );
   if (moe.overlapEpComm) {
     if (job.pp > 1 && job.vpp === 1)
       fail(
         `${TC}:2674-2678`,
         'If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1.',
+        '--overlap-moe-expert-parallel-comm',
+        '--pipeline-model-parallel-size',
       );
     if (moe.ep <= 1)
-      fail(`${TC}:2680-2682`, 'overlap_moe_expert_parallel_comm is only supported with expert model parallelism.');
+      fail(
+        `${TC}:2680-2682`,
+        'overlap_moe_expert_parallel_comm is only supported with expert model parallelism.',
+        '--overlap-moe-expert-parallel-comm',
+        '--expert-model-parallel-size',
+      );
     if (moe.dispatcher === 'allgather')
-      fail(`${TC}:2683-2686`, 'overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher.');
+      fail(
+        `${TC}:2683-2686`,
+        'overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher.',
+        '--overlap-moe-expert-parallel-comm',
+        '--moe-token-dispatcher-type',
+      );
     if (job.fullRecompute)
-      fail(`${TC}:2688-2690`, 'disable full recomputation when enabling overlap_moe_expert_parallel_comm.');
+      fail(
+        `${TC}:2688-2690`,
+        'disable full recomputation when enabling overlap_moe_expert_parallel_comm.',
+        '--overlap-moe-expert-parallel-comm',
+      );
     if (!job.halfPrecision)
-      fail(`${TC}:2701-2704`, 'overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model.');
+      fail(
+        `${TC}:2701-2704`,
+        'overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model.',
+        '--overlap-moe-expert-parallel-comm',
+      );
     if (moe.sharedExpertOverlap)
-      fail(`${TC}:2706-2708`, 'disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm.');
+      fail(
+        `${TC}:2706-2708`,
+        'disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm.',
+        '--overlap-moe-expert-parallel-comm',
+        '--moe-shared-expert-overlap',
+      );
   }
   try {
     moeLayerPattern(moe.layerFreq, job.layers);
   } catch (e) {
-    fail('megatron/core/models/gpt/gpt_layer_specs.py:653', (e as Error).message);
+    fail('megatron/core/models/gpt/gpt_layer_specs.py:653', (e as Error).message, '--moe-layer-freq');
   }
   return out;
 }
@@ -281,10 +373,16 @@ export function moeFlags(moe: MoeSetup, tp: number): string[] {
   if (moe.sharedFfn !== undefined) f.push(`--moe-shared-expert-intermediate-size ${moe.sharedFfn}`);
   if (moe.capacityFactor !== undefined) f.push(`--moe-expert-capacity-factor ${moe.capacityFactor}`);
   if (moe.groupedGemm) f.push('--moe-grouped-gemm');
+  if (moe.scoreFunction !== undefined && moe.scoreFunction !== 'softmax')
+    f.push(`--moe-router-score-function ${moe.scoreFunction}`);
+  if (moe.preSoftmax) f.push('--moe-router-pre-softmax');
   if (moe.overlapEpComm) f.push('--overlap-moe-expert-parallel-comm');
   if (moe.sharedExpertOverlap) f.push('--moe-shared-expert-overlap');
   return f;
 }
+
+/** The MoE flags as argv (flag, value, flag, …). */
+export const moeArgv = (moe: MoeSetup, tp: number): string[] => moeFlags(moe, tp).flatMap((f) => f.split(' '));
 
 /**
  * The MoE flags of a launch's arguments (`get` reads one flag: its value, true for a switch,
@@ -313,6 +411,8 @@ export function moeFromFlags(get: (flag: string) => string | true | undefined, f
       ? (dispatcher as TokenDispatcher)
       : 'allgather',
     groupedGemm: get('--moe-grouped-gemm') !== undefined,
+    ...(text('--moe-router-score-function') === 'sigmoid' && { scoreFunction: 'sigmoid' as const }),
+    ...(get('--moe-router-pre-softmax') !== undefined && { preSoftmax: true }),
     auxLossCoeff: num('--moe-aux-loss-coeff') ?? 0,
     ep: num('--expert-model-parallel-size') ?? 1,
     ...(num('--expert-tensor-parallel-size') !== undefined && { etp: num('--expert-tensor-parallel-size') }),

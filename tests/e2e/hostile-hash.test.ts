@@ -59,6 +59,10 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
     says: /the interleaved schedule needs m to be a multiple of p = 2.* Legal m: 2, 4, 6, 8/,
   },
   { hash: 'dp=2&gbatch=7', where: 'm', says: /the global batch G = 7 sequences must be a multiple of b·d = 1·2 = 2/ },
+  // Mixture of Experts (src/ui/settings/state.ts): capped or refused at its control, with what to write.
+  { hash: 'experts=1000000', where: 'experts', says: /^experts = 1000000 is more than 256 \(DeepSeek-V3's/ },
+  { hash: 'capacity=-1', where: 'capacity', says: /^capacity must be off \(dropless\) or a capacity factor > 0/ },
+  { hash: 'experts=8&topk=9&ep=1', where: 'topk', says: /--moe-router-topk \(9\) .* Legal here: 1 to 8\./ },
   // Keys without a control of their own: named in the link banner.
   {
     hash: 'placement=nowhere',

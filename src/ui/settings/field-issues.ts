@@ -1,6 +1,4 @@
 // Which control each validation message is shown next to (pure, no DOM).
-import type { ValidationIssue } from '../../parallel/validate.ts';
-import type { MeshIssue } from '../../mesh/mesh-check.ts';
 import { hasControl, type Settings } from './state.ts';
 
 /** A control of <tp-controls>: a settings key. */
@@ -18,11 +16,11 @@ export interface FieldIssue {
  * issue's own `field`; fields without a control (seed, ε, RoPE base) go to the preset.
  */
 export function placeIssues(
-  issues: readonly (Pick<ValidationIssue, 'field' | 'fields' | 'message'> | MeshIssue)[],
+  issues: readonly { readonly field: string; readonly fields: readonly string[]; readonly message: string }[],
   changed?: ControlField,
 ): FieldIssue[] {
   return issues.map((i) => {
-    const involved = changed !== undefined && (i.fields as readonly string[]).includes(changed);
+    const involved = changed !== undefined && i.fields.includes(changed);
     const field = involved ? changed : hasControl(i.field) ? i.field : 'preset';
     return { field, message: i.message };
   });

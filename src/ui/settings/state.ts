@@ -32,6 +32,8 @@ import { formatRankSlowdown, parseRankSlowdown, type RankSlowdown } from '../../
 import { checkPlacementText } from '../../projection/links/placement.ts';
 import { pipelineScheduleNames, type PipelineScheduleName } from '../../mesh/pipeline-schedules.ts';
 import { maxMeshRanks } from '../../mesh/rank-layout.ts';
+import type { MoeScoreFunction } from '../../reference/moe/config.ts';
+import { maxSize } from '../../parallel/validate.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -103,7 +105,39 @@ export interface Settings extends ModelSizes {
   readonly slowlink: RankSlowdown | null;
   /** Where the ranks sit on the machine's topology (placement.ts): a named placement or custom:<GPU list>. */
   readonly placement: string;
+  // Mixture of Experts (docs/moe-view.md): the MoE block in place of the dense MLP, on the page's t ranks.
+  /** E: routed experts (--num-experts); 0: the dense MLP. */
+  readonly experts: number;
+  /** k: experts per token (--moe-router-topk). */
+  readonly topk: number;
+  /** f_moe: each expert's SwiGLU width (--moe-ffn-hidden-size); 0: the layer's ffn, Megatron's default. */
+  readonly moeFfn: number;
+  /** EP (--expert-model-parallel-size): the experts split over EP of the t ranks. */
+  readonly ep: number;
+  /** ETP (--expert-tensor-parallel-size): each expert's FFN split over ETP ranks; ETP·EP divides t. */
+  readonly etp: number;
+  /** --moe-expert-capacity-factor; null: dropless. */
+  readonly capacity: number | null;
+  /** --moe-token-dispatcher-type (flex, DeepEP's, needs NVLink/RDMA GPUs and is not offered). */
+  readonly dispatcher: PageDispatcher;
+  /** The shared expert's SwiGLU width (--moe-shared-expert-intermediate-size); 0: none. */
+  readonly sharedFfn: number;
+  /** --moe-router-score-function. */
+  readonly score: MoeScoreFunction;
+  /** --moe-aux-loss-coeff: the switch load-balancing loss's coefficient; 0: off. */
+  readonly aux: number;
+  /** Not Megatron's: a bias on the router logits, expert 0 +skew … expert E − 1 −skew, so imbalance and drops show. */
+  readonly skew: number;
+  /** Demonstration (seed 002 M036): the MoE region without SP at t > 1, each token routed t times; Megatron refuses it in training. */
+  readonly moeNoSp: boolean;
 }
+
+/** The token dispatchers the ranks run (Megatron's alltoall and allgather). */
+export type PageDispatcher = 'alltoall' | 'allgather';
+/** Every page dispatcher, in display order. */
+export const pageDispatchers: readonly PageDispatcher[] = ['alltoall', 'allgather'];
+/** Every router score function, in display order. */
+export const scoreFunctions: readonly MoeScoreFunction[] = ['softmax', 'sigmoid'];
 
 /** A hash key that could not be used, and what the page did instead. */
 export interface HashMessage {
@@ -281,6 +315,38 @@ const size = (key: (typeof sizeKeys)[number]): SettingField<number> =>
 /** A kernel switch of the cluster panel: in a link only where it differs from the projection's default. */
 const kernelRow = { inHash: 'unless-default', reruns: false, control: 'machine' } as const;
 
+/** Every MoE row: in a link only where it differs from Megatron's default; re-runs; in <tp-moe-controls>. */
+const moeRow = { inHash: 'unless-default', reruns: true, control: 'controls' } as const;
+
+/** E: DeepSeek-V3's 256 routed experts, the most of the configs in src/megatron/hf-config.ts. */
+export const expertsCap: WholeCap = {
+  max: 256,
+  why: "DeepSeek-V3's 256 routed experts are the most of a published model here",
+};
+
+/** EP and ETP: the page runs at most 64 ranks (the TP select's "any t" input). */
+const meshCap: WholeCap = { max: 64, why: 'the page runs at most 64 ranks' };
+
+/** The router skew's largest value: at 20 expert 0's logit leads expert E − 1's by 40, a softmax ratio of e^40. */
+export const skewMax = 20;
+
+/** A finite number in [min, max]; `zero` says what 0 means. */
+function boundedNumber(key: string, text: string, min: number, max: number, zero: string): number {
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v) || v < min || v > max)
+    throw new Error(`${key} must be a number from ${min} (${zero}) to ${max}, got ${quoted(text)}.`);
+  return v;
+}
+
+/** --moe-expert-capacity-factor as the hash writes it: 'off' (dropless) or a finite number > 0. */
+export function parseCapacity(text: string): number | null {
+  if (text === 'off') return null;
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v) || v <= 0)
+    throw new Error(`capacity must be off (dropless) or a capacity factor > 0 such as 1 or 1.25, got ${quoted(text)}.`);
+  return v;
+}
+
 /** The default preset: every number of the classroom layer fits on a slide. */
 const defaultPreset: PresetName = 'classroom';
 
@@ -414,6 +480,37 @@ export const settingsTable: SettingsTable = {
     reruns: true,
     control: 'none',
   },
+  // Mixture of Experts: one block, every row re-runs and sits in <tp-moe-controls>; defaults are Megatron's (dense, k 2, EP = ETP = 1, dropless, softmax, no aux loss).
+  experts: whole('experts', 0, moeRow, 0, expertsCap),
+  topk: whole('topk', 2, moeRow),
+  moeFfn: whole('moeffn', 0, moeRow, 0, { max: maxSize, why: "the playground's largest size" }),
+  ep: whole('ep', 1, moeRow, 1, meshCap),
+  etp: whole('etp', 1, moeRow, 1, meshCap),
+  capacity: {
+    key: 'capacity',
+    parse: parseCapacity,
+    format: (c) => (c === null ? 'off' : String(c)),
+    fallback: null,
+    ...moeRow,
+  },
+  dispatcher: choice('dispatcher', pageDispatchers, 'alltoall', moeRow),
+  sharedFfn: whole('shared', 0, moeRow, 0, { max: maxSize, why: "the playground's largest size" }),
+  score: choice('score', scoreFunctions, 'softmax', moeRow),
+  aux: {
+    key: 'aux',
+    parse: (t) => boundedNumber('aux', t, 0, 1, 'no aux loss'),
+    format: String,
+    fallback: 0,
+    ...moeRow,
+  },
+  skew: {
+    key: 'skew',
+    parse: (t) => boundedNumber('skew', t, 0, skewMax, 'no skew'),
+    format: String,
+    fallback: 0,
+    ...moeRow,
+  },
+  moeNoSp: onOff('m036', false, moeRow),
 };
 
 /** The fields of Settings in hash order. */

@@ -14,6 +14,7 @@ import { afterNextPaint } from '../shared/next-paint.ts';
 import { slowdownRankIssue } from '../../core/rank-slowdown.ts';
 import { formatMs } from '../../core/format.ts';
 import { placeIssues, type FieldIssue } from '../settings/field-issues.ts';
+import { moeIssues } from '../settings/moe-settings.ts';
 import { machineChoice } from '../settings/machine-choice.ts';
 import { configOf, hashFromSettings, runKey, sizeKeys, type MainView, type Settings } from '../settings/state.ts';
 
@@ -146,6 +147,7 @@ export class PageRuns {
     const config = configOf(s);
     const v = validateConfig(config);
     const machine = machineChoice(s);
+    const moe = moeIssues(s);
     const slow = (['slow', 'slowlink'] as const).flatMap((field) => {
       const message = slowdownRankIssue(field, s[field], s.tp);
       return message ? [{ field, message }] : [];
@@ -153,9 +155,9 @@ export class PageRuns {
     return {
       config,
       machine,
-      issues: [...placeIssues(v.errors, changed), ...machine.issues, ...slow],
+      issues: [...placeIssues([...v.errors, ...moe.issues], changed), ...machine.issues, ...slow],
       // notes stay by their own control: moving them would shift the controls under the pointer
-      notes: placeIssues(v.notes),
+      notes: placeIssues([...v.notes, ...moe.notes]),
     };
   }
 

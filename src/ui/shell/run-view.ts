@@ -9,10 +9,12 @@ import type { PageRunState } from './page-runs.ts';
 import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
+import { moeExportCaveats, moeOn, moeRanks, moeRunArgsOf, moeSetupOf } from '../settings/moe-settings.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import type { TimelineZoomDetail } from '../timeline/tp-timeline.ts';
 import '../timeline/tp-timeline.ts';
+import '../timeline/tp-moe-view.ts';
 import { bufferClassViews, rankMemoryLanes } from '../../session/memory-lanes.ts';
 import { timelineStragglers } from '../timeline/timeline-waits.ts';
 
@@ -150,6 +152,11 @@ export function renderRun(
           : renderWorkerView(s, runner)
       }
     </section>
+    ${
+      s.view === 'timeline' && moeOn(s)
+        ? html`<section class="card" data-moe-card><tp-moe-view .args=${moeRunArgsOf(s)}></tp-moe-view></section>`
+        : nothing
+    }
     <section class="card ${stale ? 'stale' : ''}">
       <tp-cluster-panel
         .config=${{ ...configOf(s), ...clusterSizes(s.cmodel, s) }}
@@ -193,6 +200,9 @@ export function renderRun(
           .layers=${s.layers}
           .gpus=${s.gpus}
           .gbatch=${s.gbatch}
+          .moe=${moeSetupOf(s)}
+          .moeCaveats=${moeExportCaveats(s)}
+          .ranks=${moeRanks(s)}
         ></tp-exports>
       </section>
     </div>

@@ -9,7 +9,8 @@ import { customInterconnect, interconnectNames, interconnectPresets } from '../.
 import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
-import { passViews, sizeKeys, withPreset, type Settings } from '../settings/state.ts';
+import { passViews, settingsTable, sizeKeys, withPreset, type Settings } from '../settings/state.ts';
+import { renderMoeControls } from './moe-controls.ts';
 
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 
@@ -65,6 +66,16 @@ export class TpControls extends LitElement {
     }
   }
 
+  /** Parses an input with its settings row; on failure shows the message under it and returns undefined. */
+  private parsed<K extends keyof Settings>(field: K, text: string): Settings[K] | undefined {
+    try {
+      return settingsTable[field].parse(text);
+    } catch (e) {
+      this.local = { ...this.local, [field]: e instanceof Error ? e.message : String(e) };
+      return undefined;
+    }
+  }
+
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
     const notes = this.notes.filter((n) => n.field === field).map((n) => this.note(field, n.message));
     const msgs = fieldMessages(field, this.issues, this.local);
@@ -90,7 +101,17 @@ export class TpControls extends LitElement {
     const s = this.settings;
     if (!s) return nothing;
     return html`
-      ${this.renderDegree(s)} ${this.renderModel(s)} ${this.renderComm(s)}
+      ${this.renderDegree(s)} ${this.renderModel(s)}
+      ${renderMoeControls(
+        {
+          emit: (x, f) => this.emit(x, f),
+          parsed: (f, t) => this.parsed(f, t),
+          errorsFor: (f) => this.errorsFor(f),
+          invalid: (f) => this.invalid(f),
+        },
+        s,
+      )}
+      ${this.renderComm(s)}
       <fieldset>
         <legend>Show</legend>
         <label

@@ -13,6 +13,8 @@ import type { TrainDtype } from '../../hardware/dtype.ts';
 import { parseSystem } from '../../hardware/systems.ts';
 import { resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { jobBundle } from '../../megatron/job-bundle.ts';
+import { checkMegatronLaunch, ngcEnvironment } from '../../megatron/megatron-check.ts';
+import type { MoeSetup } from '../../megatron/moe.ts';
 import type { LogicalOutput } from '../../parallel/gather.ts';
 import { tarArchive } from '../../export/tar.ts';
 import { layerTensors, layerTensorsMetadata } from '../../parallel/layer-tensors.ts';
@@ -99,6 +101,11 @@ export class TpExports extends LitElement {
   @property({ type: Number }) layers = 1;
   @property({ type: Number }) gpus = 1;
   @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
+  /** The MoE block's Megatron flags (absent: the dense MLP) and how Megatron's run of them differs from the page's. */
+  @property({ attribute: false }) moe: MoeSetup | undefined;
+  @property({ attribute: false }) moeCaveats: readonly string[] = [];
+  /** GPUs of the exported command: t, or with MoE both meshes folded (moe-settings.ts moeRanks). */
+  @property({ type: Number }) ranks = 0;
   @state() private copied = '';
   @state() private bundleError = '';
 
@@ -118,6 +125,7 @@ export class TpExports extends LitElement {
           gpus: this.gpus,
           globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, [c.tp]),
           overlap: true,
+          ...(this.moe && { moe: this.moe }),
         },
         dtype: this.dtype,
         system: system.name,
@@ -150,8 +158,12 @@ export class TpExports extends LitElement {
     const tl = this.timeline;
     const c = this.config;
     if (!tl || !c) return html`<p class="note">Nothing to export yet.</p>`;
-    const args = formatMegatronCommand(megatronLaunch(c));
-    const caveats = megatronCaveats(c);
+    const ranks = this.ranks || c.tp;
+    const launch = megatronLaunch(c, this.moe, ranks);
+    const args = formatMegatronCommand(launch);
+    const caveats = [...megatronCaveats(c), ...this.moeCaveats];
+    // The ported start-up checks (megatron-check.ts) on an NGC container of Hopper GPUs.
+    const refused = checkMegatronLaunch(launch.args, ngcEnvironment(ranks, launch.env));
     return html`
       <h2>Export</h2>
       <div class="buttons">
@@ -189,6 +201,15 @@ export class TpExports extends LitElement {
       />
       <h3>The same layer on Megatron-LM (${megatronRelease.tag})</h3>
       <pre data-export="megatron">${args}</pre>
+      ${
+        refused.length
+          ? html`<ul class="note" role="alert" data-export="megatron-refused">
+              ${refused.map((f) => html`<li>Megatron-LM would refuse it: ${f.message} (${f.source})</li>`)}
+            </ul>`
+          : html`<p class="note" data-export="megatron-checked">
+              Passes the ported start-up checks of Megatron-LM ${megatronRelease.tag} on ${ranks} Hopper GPUs.
+            </p>`
+      }
       <button
         data-export="megatron-copy"
         @click=${() => void this.copy('command', args.replace(/ \\\n\s*/g, ' ').trim())}

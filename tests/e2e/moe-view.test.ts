@@ -1,0 +1,165 @@
+// The MoE settings on the built page: the classroom MoE preset at EP 4 runs on the rank workers and draws
+// the all-to-alls with bytes per peer, the expert GEMMs with their token rows, the heat map, and names the
+// straggler; a skewed router with a capacity factor drops tokens the page counts; a bad value is named
+// under its control with the legal values; the exported command carries the MoE flags.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { type OpenPage } from '../../scripts/device/browser-run.ts';
+import { openE2ePage } from './built-page.ts';
+
+let open: OpenPage;
+beforeAll(async () => {
+  open = await openE2ePage('/#tp=1', { viewport: { width: 1280, height: 800 } });
+}, 180_000);
+afterAll(async () => {
+  await open?.close();
+});
+
+/** A fresh page at `hash` of the given size. */
+async function pageAt(hash: string, width = 1280, height = 800) {
+  const page = await open.page.context().browser()!.newPage({ viewport: { width, height } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${open.base}${hash}`);
+  return { page, errors };
+}
+
+/** The classroom MoE preset's hash: 8 experts of 16, top-2, EP 4, aux loss 0.01, at t = 1. */
+const classroomMoe = '#preset=classroom&tp=1&sp=0&experts=8&moeffn=16&ep=4&aux=0.01';
+
+test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs with token rows, the heat map, the straggler', async () => {
+  const { page, errors } = await pageAt(classroomMoe);
+  try {
+    const view = page.locator('tp-moe-view');
+    await expect.poll(() => view.getAttribute('data-state'), { timeout: 120_000 }).toBe('done');
+    // Four ranks, each with its dispatch and combine all-to-alls (forward) drawn, labelled with bytes per peer.
+    for (const r of [0, 1, 2, 3]) {
+      const a2a = view.locator(`svg[data-moe="timeline"] rect[data-rank="${r}"][data-op="allToAll"]`);
+      expect(await a2a.count(), `rank ${r} all-to-alls`).toBeGreaterThanOrEqual(2);
+      const gemms = view.locator(`svg[data-moe="timeline"] rect[data-rank="${r}"][data-op="moe.experts"]`);
+      expect(await gemms.count(), `rank ${r} expert GEMMs`).toBe(1);
+    }
+    const titles = await view.locator('svg[data-moe="timeline"] rect title').allTextContents();
+    expect(titles.some((t) => /moe\.dispatch: .* sent →0 .*, →1 .*, →2 .*, →3 /.test(t))).toBe(true);
+    expect(titles.some((t) => /experts 0…1 processed \d+, \d+ token rows/.test(t))).toBe(true);
+    // The heat map: 4 ranks × 8 experts, each rank's 8 tokens × top-2 = 16 picks, none dropped.
+    const cells = view.locator('table[data-moe="heatmap"] td[data-expert]');
+    expect(await cells.count()).toBe(32);
+    const values = (await cells.allTextContents()).map(Number);
+    expect(values.reduce((a, b) => a + b, 0)).toBe(4 * 8 * 2);
+    expect(await view.locator('[data-moe="dropped"]').getAttribute('data-count')).toBe('0');
+    // The straggler: the rank whose two experts processed the most rows.
+    const straggler = view.locator('[data-moe="straggler"]');
+    expect(await straggler.textContent()).toMatch(
+      /^rank \d: its experts \d–\d processed \d+ token rows \([\d.]+× the mean of 16\.0\)/,
+    );
+    expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
+    // The dispatch matrix: every rank's row sums to its kept picks' bytes (16 rows of h = 16 float32 = 1024 B).
+    const a2a = await view
+      .locator('table[data-moe="alltoall"] tr')
+      .evaluateAll((rows) =>
+        rows
+          .slice(1)
+          .map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent!.replace(/[()]/g, '')))),
+      );
+    expect(a2a.map((row) => row.reduce((a, b) => a + b, 0))).toEqual([1024, 1024, 1024, 1024]);
+    // The classroom steps (the float64 block on the same tokens): each EP rank's grouped-GEMM rows equal the
+    // ranks' measured load of its two experts (the heat map's totals).
+    const load = (await view.locator('table[data-moe="heatmap"] tr:last-child th').allTextContents())
+      .slice(1, 9)
+      .map(Number);
+    await view.locator('details[data-moe="steps"] summary').click();
+    const gemmRows = view.locator('section[data-step="grouped-gemm"] tr td:nth-child(3)');
+    await expect.poll(() => gemmRows.count(), { timeout: 30_000 }).toBe(4);
+    expect((await gemmRows.allTextContents()).map(Number)).toEqual(
+      [0, 1, 2, 3].map((j) => load[2 * j]! + load[2 * j + 1]!),
+    );
+    expect(await view.locator('section[data-step]').count()).toBe(7);
+    await view.locator('section[data-step="aux"]').screenshot({ path: 'test-results/moe-step-aux-1280.png' });
+    // The exported command carries the MoE flags and passes the ported checks.
+    const command = await page.locator('tp-exports pre[data-export="megatron"]').textContent();
+    expect(command).toMatch(/torchrun --nproc-per-node 4 /);
+    for (const flag of [
+      '--num-experts 8',
+      '--moe-router-topk 2',
+      '--expert-model-parallel-size 4',
+      '--moe-token-dispatcher-type alltoall',
+      '--moe-grouped-gemm',
+      '--moe-aux-loss-coeff 0.01',
+    ])
+      expect(command).toContain(flag);
+    expect(await page.locator('tp-exports [data-export="megatron-checked"]').count()).toBe(1);
+    await page.locator('tp-moe-view').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: 'test-results/moe-view-1280.png' });
+    await page.locator('[data-moe-card]').screenshot({ path: 'test-results/moe-card-1280.png' });
+    await page.locator('tp-controls fieldset[data-moe]').screenshot({ path: 'test-results/moe-controls-1280.png' });
+    expect(errors).toEqual([]);
+  } finally {
+    await page.close();
+  }
+}, 300_000);
+
+test('a skewed router with capacity factor 1 drops tokens, and the page counts them', async () => {
+  const { page, errors } = await pageAt(`${classroomMoe}&capacity=1&skew=4`, 1920, 1080);
+  try {
+    const view = page.locator('tp-moe-view');
+    await expect.poll(() => view.getAttribute('data-state'), { timeout: 120_000 }).toBe('done');
+    const dropped = Number(await view.locator('[data-moe="dropped"]').getAttribute('data-count'));
+    expect(dropped).toBeGreaterThan(0);
+    // The heat map's dropped column sums to the count; kept + dropped = every pick.
+    const perRank = (await view.locator('table[data-moe="heatmap"] tr td:last-child').allTextContents()).map(Number);
+    expect(perRank.reduce((a, b) => a + b, 0)).toBe(dropped);
+    const kept = (await view.locator('table[data-moe="heatmap"] td[data-expert]').allTextContents()).map(Number);
+    expect(kept.reduce((a, b) => a + b, 0) + dropped).toBe(4 * 8 * 2);
+    // Skew favours expert 0: its owner is the straggler.
+    expect(await view.locator('[data-moe="straggler"]').getAttribute('data-rank')).toBe('0');
+    await page.locator('tp-moe-view').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: 'test-results/moe-view-1920.png' });
+    await page.locator('[data-moe-card]').screenshot({ path: 'test-results/moe-card-1920.png' });
+    expect(errors).toEqual([]);
+  } finally {
+    await page.close();
+  }
+}, 300_000);
+
+test('M036 at t = 2 without SP: each token routed twice, the duplicate rank marked, Megatron’s refusal named', async () => {
+  const { page, errors } = await pageAt('#preset=classroom&tp=2&sp=0&experts=8&moeffn=16&ep=2&m036=1');
+  try {
+    const view = page.locator('tp-moe-view');
+    await expect.poll(() => view.getAttribute('data-state'), { timeout: 120_000 }).toBe('done');
+    const m036 = view.locator('[data-moe="m036"]');
+    expect(await m036.getAttribute('data-copies')).toBe('2');
+    expect(await m036.textContent()).toMatch(
+      /each logical token is routed 2 times.*× 2.*moe_layer\.py:629-633,\s+ValueError/s,
+    );
+    expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').count()).toBe(1);
+    expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').getAttribute('data-duplicate-of')).toBe('0');
+    expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
+    // The switch's note cites Megatron instead of an issue under SP; the command is flagged as refused.
+    expect(await page.locator('tp-controls [data-error-for="sp"]').count()).toBe(0);
+    expect(await page.locator('tp-controls [data-note-for="moeNoSp"]').textContent()).toMatch(
+      /Megatron refuses this in training/,
+    );
+    expect(await page.locator('tp-exports [data-export="megatron-refused"]').textContent()).toMatch(
+      /moe_layer\.py:629-632/,
+    );
+    await page.locator('[data-moe-card]').screenshot({ path: 'test-results/moe-m036-1280.png' });
+    expect(errors).toEqual([]);
+  } finally {
+    await page.close();
+  }
+}, 300_000);
+
+test('E not divisible by EP is named under EP with the legal values, and nothing runs', async () => {
+  const { page, errors } = await pageAt('#preset=classroom&tp=1&sp=0&experts=6&ep=4');
+  try {
+    const msg = page.locator('tp-controls [data-error-for="ep"]');
+    await expect.poll(() => msg.count(), { timeout: 30_000 }).toBeGreaterThan(0);
+    expect(await msg.first().textContent()).toMatch(
+      /Number of experts should be a multiple of expert model parallel_size \(6 experts, EP 4\).*Legal here: EP 1, 2, 3, 6\./,
+    );
+    expect(await page.locator('tp-controls select[data-control="ep"]').getAttribute('aria-invalid')).toBe('true');
+    expect(errors).toEqual([]);
+  } finally {
+    await page.close();
+  }
+}, 120_000);

@@ -1,0 +1,66 @@
+// The MoE classroom steps read the single-device block on the ranks' tokens: every count agrees across
+// the steps, the aux loss's gradient pushes load from the busiest expert to the idlest, and M036 counts t copies.
+import { describe, expect, test } from 'vitest';
+import { defaultSettings, type Settings } from '../../../../src/ui/settings/state.ts';
+import { moeRunArgsOf, withMoePreset } from '../../../../src/ui/settings/moe-settings.ts';
+import { moeSteps, type MoeStep } from '../../../../src/ui/timeline/moe-steps.ts';
+
+const classroom: Settings = withMoePreset(defaultSettings, 'classroom');
+const step = (steps: readonly MoeStep[], id: MoeStep['id']): MoeStep => steps.find((s) => s.id === id)!;
+
+describe('MoE classroom steps on the classroom preset (4 ranks × 8 tokens, 8 experts, top-2, EP 4)', () => {
+  const steps = moeSteps(moeRunArgsOf(classroom));
+
+  test('seven steps in order, the router listing 16 of the 32 tokens with their two picks', () => {
+    expect(steps.map((s) => s.id)).toEqual(['router', 'permute', 'dispatch', 'grouped-gemm', 'combine', 'aux', 'm036']);
+    const r = step(steps, 'router');
+    expect(r.rows).toHaveLength(16);
+    expect(r.rows[0]![0]).toBe('0 (rank 0)');
+    expect(r.rows[8]![0]).toBe('8 (rank 1)');
+    for (const row of r.rows) for (const pick of row.slice(1)) expect(String(pick)).toMatch(/^[0-7] \(0\.\d{3}\)$/);
+  });
+
+  test('the permutation, the dispatch and the grouped GEMM count the same 64 rows', () => {
+    const perm = step(steps, 'permute').rows.map((row) => Number(row[1]));
+    expect(perm.reduce((a, b) => a + b, 0)).toBe(64);
+    const sent = step(steps, 'dispatch').rows.map((row) =>
+      row.slice(1).reduce<number>((a, cell) => a + Number(/^(\d+) rows/.exec(String(cell))![1]), 0),
+    );
+    expect(sent).toEqual([16, 16, 16, 16]);
+    const gemm = step(steps, 'grouped-gemm').rows;
+    expect(gemm.map((row) => row[2])).toEqual([0, 1, 2, 3].map((j) => perm[2 * j]! + perm[2 * j + 1]!));
+  });
+
+  test('the combine: y is the sum of the weighted expert rows it lists', () => {
+    const rows = step(steps, 'combine').rows;
+    const y = rows.at(-1)!.slice(1).map(Number);
+    const parts = rows.slice(0, -1).map((row) => row.slice(1).map(Number));
+    y.forEach((v, i) => expect(parts.reduce((a, p) => a + p[i]!, 0)).toBeCloseTo(v, 2)); // each term printed to 3 decimals
+  });
+
+  test('the aux gradient is positive on the most-picked expert and negative on the least-picked', () => {
+    const rows = step(steps, 'aux').rows.map((row) => ({ c: Number(row[1]), g: Number(row[2]) }));
+    const most = rows.reduce((a, b) => (b.c > a.c ? b : a));
+    const least = rows.reduce((a, b) => (b.c < a.c ? b : a));
+    expect(most.c).toBeGreaterThan(least.c);
+    expect(most.g).toBeGreaterThan(0);
+    expect(least.g).toBeLessThan(0);
+  });
+
+  test('M036: without SP at t = 2 each of the 64 rows is dispatched twice', () => {
+    expect(step(steps, 'm036').rows).toEqual([
+      ['with SP', 64, 64 * 16 * 4, 1],
+      ['without SP (M036)', 128, 128 * 16 * 4, 2],
+    ]);
+  });
+
+  test('a skewed router with capacity 1 marks the dropped picks', () => {
+    const s = moeSteps(moeRunArgsOf({ ...classroom, skew: 4, capacity: 1 }));
+    expect(step(s, 'router').text).toMatch(/Capacity 2 tokens per expert: \d+ picks dropped/);
+    expect(
+      step(s, 'router')
+        .rows.flat()
+        .some((v) => String(v).endsWith('✗')),
+    ).toBe(true);
+  });
+});
