@@ -1,6 +1,9 @@
 // npm run sweep -- --experts E --topk K [--ep N] [--etp N] [--tp N] [--sp] … (sweep-moe-args.ts)
+// npm run sweep -- --moe-grid: every point of the MoE oracle grid (src/parallel/moe-grid.ts) on rank workers
 // One MoE layer forward and backward on rank workers in headless Chromium, checked against one
 // device; prints per rank the step, tokens per expert, drops, all-to-all bytes, and the oracle.
+import { parseArgs } from 'node:util';
+import type { MoeGridReport } from '../../src/session/moe-grid-run.ts';
 import type { MoeSweepReport } from '../../src/session/moe-run.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 import { moeUsage, parseMoeSweep } from './sweep-moe-args.ts';
@@ -69,4 +72,73 @@ export async function sweepMoe(argv: readonly string[]): Promise<never> {
   if (parsed.json) console.log(JSON.stringify(report, null, 2));
   else printMoeSweep(report);
   return exitAfterFlush(report.oracle.ok ? 0 : 1);
+}
+
+const gridUsage = `usage: npm run sweep -- --moe-grid [--h N] [--tokens N] [--ffn N] [--seed N] [--json]
+   the MoE block on rank workers at every point of EP {1, 2, 4} × ETP {1, 2} × TP {1, 2} with SP × E {4, 8}
+   × k {1, 2} × {dropless, capacity 1} × {alltoall, allgather} (192 points), each against one device`;
+
+/** The grid's verdicts as text: one line per point, then the count that passed. */
+export function printMoeGrid(r: MoeGridReport): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  const z = r.sizes;
+  out(`MoE grid: h ${z.h}, ${z.tokens} tokens per rank, f ${z.ffn}, seed ${z.seed} — ${r.adapter}`);
+  out('tp etp ep dispatcher  E  k  capacity  ranks  dropped  routing  margin/bound  worst ÷ tolerance  verdict');
+  for (const x of r.rows) {
+    const p = x.point;
+    out(
+      `${String(p.tp).padStart(2)} ${String(p.etp).padStart(3)} ${String(p.ep).padStart(2)} ${p.dispatcher.padEnd(10)} ${String(p.E).padStart(2)} ${String(p.k).padStart(2)}  ${(p.capacity === undefined ? 'dropless' : String(p.capacity)).padEnd(8)}  ${String(x.ranks).padStart(5)}  ${String(x.dropped).padStart(7)}  ${(x.sameRouting ? 'same' : 'DIFFERS').padEnd(7)}  ${(x.margin / x.logitError).toFixed(0).padStart(12)}  ${x.worstRatio.toFixed(3).padStart(17)}  ${x.ok ? 'pass' : `FAIL ${x.failures.join('; ')}`}`,
+    );
+  }
+  const passed = r.rows.filter((x) => x.ok).length;
+  out(
+    `${passed} of ${r.rows.length} points equal one device; worst ${Math.max(...r.rows.map((x) => x.worstRatio)).toFixed(3)} of the tolerance`,
+  );
+}
+
+/** Runs the whole MoE grid and exits: 0 when every point passes, 1 when not, 2 on bad input. */
+export async function sweepMoeGrid(argv: readonly string[]): Promise<never> {
+  let values;
+  try {
+    values = parseArgs({
+      args: argv.filter((a) => a !== '--moe-grid'),
+      options: {
+        h: { type: 'string', default: '16' },
+        tokens: { type: 'string', default: '8' },
+        ffn: { type: 'string', default: '6' },
+        seed: { type: 'string', default: '41' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+    }).values;
+  } catch (e) {
+    process.stderr.write(`sweep: ${(e as Error).message}\n${gridUsage}\n`);
+    return exitAfterFlush(2);
+  }
+  if (values.help) {
+    console.log(gridUsage);
+    return exitAfterFlush(0);
+  }
+  const sizes: Record<'h' | 'tokens' | 'ffn' | 'seed', number> = { h: 0, tokens: 0, ffn: 0, seed: 0 };
+  const errors: string[] = [];
+  for (const key of ['h', 'tokens', 'ffn', 'seed'] as const) {
+    const v = Number(values[key]);
+    const min = key === 'seed' ? 0 : 1;
+    if (!Number.isInteger(v) || v < min) errors.push(`--${key} is "${values[key]}"; write a whole number ≥ ${min}.`);
+    else sizes[key] = v;
+  }
+  if (sizes.ffn % 2 !== 0 && errors.length === 0)
+    errors.push(`--ffn is ${sizes.ffn}; ETP 2 splits it, so write an even width (e.g. --ffn 6).`);
+  if (errors.length > 0) {
+    for (const e of errors) process.stderr.write(`sweep: ${e}\n`);
+    process.stderr.write(`${gridUsage}\n`);
+    return exitAfterFlush(2);
+  }
+  const { runInBrowser } = await import('../device/browser-run.ts');
+  const report = await runInBrowser<MoeGridReport>('/src/session/moe-grid-run.ts', 'runMoeGrid', sizes, {
+    onProgress: (line) => process.stderr.write(`${line}\n`),
+  });
+  if (values.json) console.log(JSON.stringify(report, null, 2));
+  else printMoeGrid(report);
+  return exitAfterFlush(report.rows.every((x) => x.ok) ? 0 : 1);
 }

@@ -1,6 +1,9 @@
 // `npm run sweep -- --experts …`: the MoE flags' parser, and the CLI refusing bad input as a user runs it.
 import { describe, expect, it } from 'vitest';
 import { parseMoeSweep } from '../../../scripts/bench/sweep-moe-args.ts';
+import { moeGrid, moeGridArgs, type MoeGridPoint } from '../../../src/parallel/moe-grid.ts';
+import { moeLayoutErrors, moeWorld } from '../../../src/parallel/moe-layout.ts';
+import { moeConfigErrors } from '../../../src/reference/moe/config.ts';
 import { runCli } from './run-cli.ts';
 
 const refusal = (argv: string[]): string => {
@@ -74,3 +77,35 @@ it('npm run sweep -- --experts with E not divisible by EP exits 2 with the messa
   expect(r.stderr).toMatch(/sweep: --ep: ep 4 does not divide 6 experts/);
   expect(r.stdout).toBe('');
 }, 60_000);
+
+describe('npm run sweep -- --moe-grid', () => {
+  it('covers the issue grid: 192 distinct points, each a layout and config the ranks accept', () => {
+    expect(moeGrid).toHaveLength(192);
+    expect(new Set(moeGrid.map((p) => JSON.stringify(p))).size).toBe(192);
+    const sizes = { h: 16, tokens: 8, ffn: 6, seed: 41 };
+    for (const p of moeGrid) {
+      const a = moeGridArgs(p, sizes);
+      expect([...moeConfigErrors(a.config), ...moeLayoutErrors(a.config, a.layout)], JSON.stringify(p)).toEqual([]);
+      expect(moeWorld(a.layout)).toBeLessThanOrEqual(8);
+    }
+    for (const [key, values] of [
+      ['ep', [1, 2, 4]],
+      ['etp', [1, 2]],
+      ['tp', [1, 2]],
+      ['E', [4, 8]],
+      ['k', [1, 2]],
+      ['capacity', [undefined, 1]],
+      ['dispatcher', ['alltoall', 'allgather']],
+    ] as const satisfies readonly (readonly [keyof MoeGridPoint, readonly unknown[]])[])
+      expect(new Set<unknown>(moeGrid.map((p) => p[key])), key).toEqual(new Set<unknown>(values));
+  });
+
+  it('refuses an odd expert width (ETP 2 splits it) and a bad number before a browser starts, exit 2', async () => {
+    const odd = await runCli('scripts/bench/sweep.ts', '--moe-grid', '--ffn', '5');
+    expect(odd.code).toBe(2);
+    expect(odd.stderr).toMatch(/--ffn is 5; ETP 2 splits it, so write an even width/);
+    const bad = await runCli('scripts/bench/sweep.ts', '--moe-grid', '--h', 'x');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--h is "x"; write a whole number ≥ 1/);
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { CpuBackend, float64Alloc } from '../../../src/parallel/backend-cpu.ts';
 import { moeEpBlock, type MoeGroups } from '../../../src/parallel/moe-ep.ts';
+import { moeGrid } from '../../../src/parallel/moe-grid.ts';
 import { moeMeshDegrees, moeWorld } from '../../../src/parallel/moe-layout.ts';
 import { moeHolding, rankRows } from '../../../src/parallel/moe-oracle.ts';
 import { moeConfig } from '../../../src/reference/moe/config.ts';
@@ -19,19 +20,7 @@ import { makeMesh } from '../comm/mesh-groups.ts';
 const [T, h] = [8, 8];
 const tol = 1e-6;
 
-const grid: MoeEpCase[] = [1, 2, 4].flatMap((ep) =>
-  [1, 2].flatMap((etp) =>
-    [1, 2].flatMap((tp) =>
-      [4, 8].flatMap((E) =>
-        [1, 2].flatMap((k) =>
-          [undefined, 1].flatMap((capacity) =>
-            (['alltoall', 'allgather'] as const).map((dispatcher) => ({ ep, etp, tp, E, k, capacity, dispatcher })),
-          ),
-        ),
-      ),
-    ),
-  ),
-);
+const grid: readonly MoeEpCase[] = moeGrid;
 
 /** Every rank's block on a mesh of `kind` for case `cs`; the problem, its holding and the results. */
 async function runCase(kind: 'in-process' | 'message-port', cs: MoeEpCase) {
