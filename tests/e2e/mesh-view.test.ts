@@ -63,6 +63,8 @@ describe(`a mesh of t ${t} × p ${p} rank workers on the page (built page)`, () 
     await expect.poll(() => view().locator('g[data-stage="1"]').count()).toBe(t);
     expect(await view().locator('g[data-stage="0"]').count()).toBe(1);
     expect(await view().locator('g[data-stage="1"] rect[data-kind="tp-comm"]').count()).toBeGreaterThan(0);
+    await view().locator('button[data-stage-button="1"]').click(); // closes it again
+    await expect.poll(() => view().locator('g[data-stage="1"]').count()).toBe(1);
     expect(open.pageErrors).toEqual([]);
   });
 
