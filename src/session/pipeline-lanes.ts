@@ -168,3 +168,30 @@ export function measuredChart(run: MeasuredPipeline, open?: number): PipelineCha
   const ends = [...rows.flatMap((r) => [...r.blocks, ...r.syncs]), ...arrows];
   return { p: run.p, v: run.v, rows, arrows, spanMs: Math.max(0, ...ends.map((x) => x.t1)) };
 }
+
+/** One stage's live GPU bytes over the step (its TP rank 0 of replica `replica`), sampled at each pass's end. */
+export interface StageMemoryLane {
+  readonly stage: number;
+  readonly replica: number;
+  /** (ms from the step's first pass, live bytes), in time order. */
+  readonly points: readonly { readonly t: number; readonly bytes: number }[];
+}
+
+/**
+ * The live bytes each stage's rank held at the end of each of its passes (PassSpan.liveBytes: every
+ * GPU buffer the rank's backend holds — weights, gradients made so far, the activations kept for
+ * the backwards still to come, ZB-H1's inputs kept for the deferred W). Under 1F1B stage i keeps
+ * up to min(p − i, m) micro-batches' activations at once, so stage 0's curve climbs highest through
+ * the warm-up; lanes without samples are left out.
+ */
+export function stageMemoryLanes(run: MeasuredPipeline): StageMemoryLane[] {
+  const all = run.spans.flat();
+  const origin = all.length ? Math.min(...all.map((s) => s.t0)) : 0;
+  return run.places.flatMap((c, r) => {
+    if (c.tp !== 0) return [];
+    const points = (run.spans[r] ?? []).flatMap((s) =>
+      s.liveBytes === undefined ? [] : [{ t: s.t1 - origin, bytes: s.liveBytes }],
+    );
+    return points.length ? [{ stage: c.pp, replica: c.dp, points }] : [];
+  });
+}

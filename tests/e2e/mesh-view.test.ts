@@ -53,6 +53,12 @@ describe(`a mesh of t ${t} × p ${p} rank workers on the page (built page)`, () 
     expect(await view().locator('rect[data-kind="bubble"]').count()).toBeGreaterThan(0);
     for (const x of [b.measured, b.projected, b.formula]) expect(x).toBeGreaterThan(0);
     expect(b.formula).toBeCloseTo((p - 1) / (m + p - 1), 12);
+    // Live memory per stage: a curve each; under 1F1B stage 0 holds p micro-batches' activations at once, the last
+    // stage one, so stage 0's peak is the higher (bytes, not times: the same every run).
+    expect(await view().locator('path[data-kind="stage-memory"]').count()).toBe(p);
+    const peak = async (i: number) =>
+      Number(await view().locator(`[data-stage-peak="${i}"]`).getAttribute('data-bytes'));
+    expect(await peak(0)).toBeGreaterThan(await peak(p - 1));
     console.log(
       `t ${t} × p ${p}, m ${m}, 1f1b: measured bubble ${b.measured.toFixed(3)}, projected ${b.projected.toFixed(3)}, formula ${b.formula.toFixed(3)}`,
     );

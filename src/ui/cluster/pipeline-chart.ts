@@ -1,6 +1,12 @@
 // D3 drawing of a simulated pipeline schedule: stages × time, micro-batch blocks, the bubble, p2p arrows.
 import * as d3 from 'd3';
-import { idleGaps, type ChartPass, type ChartRow, type PipelineChartData } from '../../session/pipeline-lanes.ts';
+import {
+  idleGaps,
+  type ChartPass,
+  type ChartRow,
+  type PipelineChartData,
+  type StageMemoryLane,
+} from '../../session/pipeline-lanes.ts';
 
 /** Blocks above which the p2p arrows are left out (each op has one; past this they hide the blocks). */
 export const maxArrowBlocks = 600;
@@ -213,3 +219,66 @@ export function drawPipelineChart(svg: SVGSVGElement, spec: PipelineChartSpec): 
     .attr('font-size', 13)
     .text('ms from the step’s first forward');
 }
+
+/**
+ * Draws each stage's live bytes over the step under the schedule, in its time columns
+ * (`path[data-kind="stage-memory"][data-stage][data-replica]`, a step curve: the bytes held from one
+ * pass's end to the next), one colour per stage, MiB on the left axis.
+ */
+export function drawStageMemory(
+  svg: SVGSVGElement,
+  lanes: readonly StageMemoryLane[],
+  spanMs: number,
+  width: number,
+): void {
+  const height = 150;
+  const root = d3.select(svg);
+  root.selectAll('*').remove();
+  root.attr('width', width).attr('height', height).attr('viewBox', `0 0 ${width} ${height}`);
+  const mib = 2 ** 20;
+  const top = Math.max(1, ...lanes.flatMap((l) => l.points.map((p) => p.bytes))) / mib;
+  const x = d3
+    .scaleLinear()
+    .domain([0, spanMs || 1])
+    .range([M.left, width - M.right]);
+  const y = d3
+    .scaleLinear()
+    .domain([0, top * 1.05])
+    .range([height - 24, 22]);
+  for (const l of lanes) {
+    const line = d3
+      .line<{ t: number; bytes: number }>()
+      .x((p) => x(p.t))
+      .y((p) => y(p.bytes / mib))
+      .curve(d3.curveStepAfter);
+    root
+      .append('path')
+      .attr('data-kind', 'stage-memory')
+      .attr('data-stage', l.stage)
+      .attr('data-replica', l.replica)
+      .attr('d', line(l.points))
+      .attr('fill', 'none')
+      .attr('stroke', stageMemoryColor(l.stage))
+      .attr('stroke-width', 1.8)
+      .append('title')
+      .text(
+        `stage ${l.stage}${l.replica ? `, replica ${l.replica}` : ''}: up to ${(Math.max(...l.points.map((p) => p.bytes)) / mib).toFixed(2)} MiB at a pass's end`,
+      );
+  }
+  root
+    .append('g')
+    .attr('transform', `translate(${M.left},0)`)
+    .call(d3.axisLeft(y).ticks(4))
+    .selectAll('text')
+    .attr('font-size', 11);
+  root
+    .append('g')
+    .attr('transform', `translate(0,${height - 24})`)
+    .call(d3.axisBottom(x).ticks(Math.max(2, Math.floor(width / 110))))
+    .selectAll('text')
+    .attr('font-size', 11);
+  root.append('text').attr('x', 4).attr('y', 12).attr('font-size', 12).text('MiB live');
+}
+
+/** The colour drawStageMemory gives stage i (for a legend). */
+export const stageMemoryColor = (stage: number): string => d3.schemeTableau10[stage % 10]!;

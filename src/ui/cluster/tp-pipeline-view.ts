@@ -6,10 +6,33 @@ import { holdsEmbedding, holdsOutput } from '../../mesh/pipeline-split.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import '../timeline/tp-timeline.ts';
-import { blockColor, drawPipelineChart, maxArrowBlocks, syncColor, tpCommColor } from './pipeline-chart.ts';
-import { measuredChart, projectedChart, type PipelineChartData } from '../../session/pipeline-lanes.ts';
+import {
+  blockColor,
+  drawPipelineChart,
+  drawStageMemory,
+  maxArrowBlocks,
+  stageMemoryColor,
+  syncColor,
+  tpCommColor,
+} from './pipeline-chart.ts';
+import {
+  measuredChart,
+  projectedChart,
+  stageMemoryLanes,
+  type MeasuredPipeline,
+  type PipelineChartData,
+} from '../../session/pipeline-lanes.ts';
 import type { PipelineRunResult } from '../../session/pipeline-run.ts';
 import { observeWidth } from '../shared/width-observer.ts';
+
+/** The lanes' view of a run's result. */
+const measuredPipeline = (r: PipelineRunResult): MeasuredPipeline => ({
+  p: r.model.p,
+  v: r.model.v,
+  places: r.places,
+  spans: r.outputs.map((o) => o.spans),
+  trace: r.trace,
+});
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
@@ -28,7 +51,8 @@ export class TpPipelineView extends LitElement {
   static override styles = [
     panelStyles,
     css`
-      svg.pipeline {
+      svg.pipeline,
+      svg.memory {
         display: block;
         max-width: none;
       }
@@ -60,6 +84,7 @@ export class TpPipelineView extends LitElement {
   /** The stage whose TP lanes are shown (none until one is clicked). */
   @state() private stage: number | undefined;
   @query('svg.pipeline') private svgEl: SVGSVGElement | undefined;
+  @query('svg.memory') private memoryEl: SVGSVGElement | undefined;
   private width = 0;
   private observer: ResizeObserver | undefined;
 
@@ -99,11 +124,7 @@ export class TpPipelineView extends LitElement {
 
   private chart(): PipelineChartData | undefined {
     const r = this.measured;
-    if (r)
-      return measuredChart(
-        { p: r.model.p, v: r.model.v, places: r.places, spans: r.outputs.map((o) => o.spans), trace: r.trace },
-        this.stage,
-      );
+    if (r) return measuredChart(measuredPipeline(r), this.stage);
     return this.step && projectedChart(this.step.pipeline);
   }
 
@@ -111,6 +132,8 @@ export class TpPipelineView extends LitElement {
     const data = this.chart();
     if (!data || !this.svgEl) return;
     const width = Math.max(480, this.width || Math.round(this.getBoundingClientRect().width));
+    const r = this.measured;
+    if (r && this.memoryEl) drawStageMemory(this.memoryEl, stageMemoryLanes(measuredPipeline(r)), data.spanMs, width);
     drawPipelineChart(this.svgEl, {
       data,
       width,
@@ -197,7 +220,21 @@ export class TpPipelineView extends LitElement {
       </p>
       ${this.legend(v, schedule === 'zb-h1', dp > 1, blocks, this.stage !== undefined)}
       <svg class="pipeline" data-pipeline data-measured></svg>
-      ${this.stageButtons(p)}`;
+      ${this.stageButtons(p)}
+      <h4>Live memory per stage over the step</h4>
+      <p class="note" data-stage-memory>
+        Each stage's rank (TP rank 0) live GPU bytes at the end of each pass: its weights, the gradients made so
+        far, the activations kept for the backwards still to come${schedule === 'zb-h1' ? ' and the inputs kept for each deferred W' : ''}.
+        Under 1F1B stage i keeps up to min(p − i, m) micro-batches' activations, so stage 0 climbs highest. Peak at
+        any moment:
+        ${r.memory.map(
+          (x, i) =>
+            html`<span data-stage-peak=${x.stage} data-bytes=${x.peakBytes} style="color:${stageMemoryColor(x.stage)}"
+              >${i ? ', ' : ''}stage ${x.stage} ${(x.peakBytes / 2 ** 20).toFixed(2)} MiB</span
+            >`,
+        )}.
+      </p>
+      <svg class="memory" data-live-memory></svg>`;
   }
 
   protected override render() {
