@@ -1,11 +1,12 @@
 /**
  * The page's mesh run: the settings' layout (mesh/mesh-check.ts MeshLayout) as a pipeline model,
- * run on a pool of t·p·d rank workers kept while the degrees stay (session/pipeline-run.ts runs it
- * and checks it against one device).
+ * run on a pool of t·p·d rank workers kept while the degrees stay (session/pipeline-run.ts runs it,
+ * its d replicas synced over their DP groups, and checks it against one device).
  */
 import type { MeshLayout } from '../mesh/mesh-check.ts';
 import { checkMeshLayout } from '../mesh/mesh-check.ts';
 import type { LayerConfig } from '../parallel/config.ts';
+import type { DpSyncMode } from '../parallel/dp-options.ts';
 import type { PipelineModel } from '../parallel/pipeline-model.ts';
 import type { PipelineTraining } from '../parallel/pipeline-oracle.ts';
 import type { RankPool } from '../ranks/pool.ts';
@@ -36,14 +37,18 @@ export class MeshRunner {
 
   constructor(private readonly say: (line: string) => void = () => {}) {}
 
-  /** Runs `layout` (checked first: a layout the rules refuse throws their messages, before any worker starts). */
-  async run(config: LayerConfig, layout: MeshLayout, signal?: AbortSignal): Promise<PipelineRunResult> {
+  /**
+   * Runs `layout` (checked first: a layout the rules refuse throws their messages, before any worker
+   * starts); with d > 1 the replicas sync by all-reduce, or with `distopt` by the distributed optimizer.
+   */
+  async run(
+    config: LayerConfig,
+    layout: MeshLayout,
+    distopt: boolean,
+    signal?: AbortSignal,
+  ): Promise<PipelineRunResult> {
     const issues = checkMeshLayout(layout);
     if (issues.length) throw new Error(issues.map((i) => i.message).join(' '));
-    if (layout.dp > 1)
-      throw new Error(
-        `d = ${layout.dp}: the pipeline runner runs one replica (dp 1) on the ranks here; write dp=1 to run the pipeline.`,
-      );
     const degrees = { tp: layout.tp, pp: layout.pp, dp: layout.dp };
     const key = JSON.stringify(degrees);
     if (this.pool?.failure || this.degrees !== key) await this.dispose();
@@ -55,7 +60,9 @@ export class MeshRunner {
     }
     signal?.throwIfAborted();
     this.say(`running ${layout.schedule} on ${n} rank workers…`);
-    return runPipeline(this.pool, { model: meshModel(config, layout), training: pageTraining });
+    const dp: DpSyncMode | undefined =
+      layout.dp > 1 || distopt ? (distopt ? 'distributed-optimizer' : 'all-reduce') : undefined;
+    return runPipeline(this.pool, { model: meshModel(config, layout), training: pageTraining, ...(dp && { dp }) });
   }
 
   /** Terminates the workers; the next run starts a fresh pool. */

@@ -11,7 +11,7 @@ import {
 /** Blocks above which the p2p arrows are left out (each op has one; past this they hide the blocks). */
 export const maxArrowBlocks = 600;
 
-const M = { left: 78, right: 16, top: 8, bottom: 40 };
+const M = { left: 120, right: 16, top: 8, bottom: 40 };
 const rowH = 34;
 const blockPad = 3;
 const labelPx = 12;

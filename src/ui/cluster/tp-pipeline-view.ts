@@ -201,7 +201,7 @@ export class TpPipelineView extends LitElement {
     const blocks = r.outputs.reduce((a, o) => a + o.spans.length, 0);
     const projected = r.projected.simulated?.bubbleShare;
     return html`<h3>
-        Pipeline on the ranks: t = ${r.model.layer.tp}, p = ${p}, v = ${v}, d = ${dp}, m = ${m}, ${schedule}
+        Pipeline on the ranks: t = ${r.model.layer.tp}, p = ${p}, v = ${v}, d = ${dp}, m = ${m}, ${schedule}${r.dp === 'distributed-optimizer' ? ', distributed optimizer' : r.dp ? ', DP all-reduce' : ''}
       </h3>
       <p class="note" data-pipeline-caption>
         The step the ${r.places.length} rank workers ran (the second of two; the first compiles), span

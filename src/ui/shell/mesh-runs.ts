@@ -72,7 +72,7 @@ export class MeshRuns {
     try {
       await this.before();
       signal.throwIfAborted();
-      const result = await this.runner.run(configOf(s), meshLayoutOf(s), signal);
+      const result = await this.runner.run(configOf(s), meshLayoutOf(s), s.distopt, signal);
       if (signal.aborted) return;
       this.shownKey = meshKey(s);
       this.set({ result, shownHash: hashFromSettings(s), progress: '' });

@@ -33,7 +33,13 @@ export function renderMesh(m: MeshRunState, s: Settings, gpu: boolean): Template
   const refused = meshIssues(s).length > 0;
   const n = s.tp * s.pp * s.dp;
   const r = m.result;
-  return html`<section class="card" data-mesh data-busy=${String(m.busy)} data-mesh-shown=${m.shownHash}>
+  return html`<section
+    class="card"
+    data-mesh
+    data-busy=${String(m.busy)}
+    data-mesh-shown=${m.shownHash}
+    data-mesh-ranks=${r?.places.length ?? 0}
+  >
     <h2>Rank mesh: t ${s.tp} × p ${s.pp} × d ${s.dp} = ${n} rank workers</h2>
     ${
       refused
