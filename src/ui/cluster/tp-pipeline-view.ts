@@ -1,30 +1,58 @@
 // <tp-pipeline-view>: the projected step's pipeline schedule (stages × time) and, on a click, one stage's TP lanes.
-import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
+import { LitElement, css, html, nothing, type PropertyValues, type TemplateResult } from 'lit';
 import { customElement, property, query, state } from 'lit/decorators.js';
 import type { StepProjection } from '../../projection/step/cluster-projection.ts';
 import { holdsEmbedding, holdsOutput } from '../../mesh/pipeline-split.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import '../timeline/tp-timeline.ts';
-import { blockColor, drawPipelineChart, maxArrowBlocks } from './pipeline-chart.ts';
+import {
+  blockColor,
+  drawPipelineChart,
+  drawStageMemory,
+  maxArrowBlocks,
+  stageMemoryColor,
+  syncColor,
+  tpCommColor,
+} from './pipeline-chart.ts';
+import {
+  measuredChart,
+  projectedChart,
+  stageMemoryLanes,
+  type MeasuredPipeline,
+  type PipelineChartData,
+} from '../../session/pipeline-lanes.ts';
+import type { PipelineRunResult } from '../../session/pipeline-run.ts';
 import { observeWidth } from '../shared/width-observer.ts';
+
+/** The lanes' view of a run's result. */
+const measuredPipeline = (r: PipelineRunResult): MeasuredPipeline => ({
+  p: r.model.p,
+  v: r.model.v,
+  places: r.places,
+  spans: r.outputs.map((o) => o.spans),
+  trace: r.trace,
+});
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
 /**
- * `<tp-pipeline-view>`: the simulated schedule of `step` (src/projection/pipeline/pipeline-schedule.ts):
- * one row per stage, a block per forward or backward of a micro-batch's model chunk (m·v of each
- * per stage), the idle time hatched (the bubble; its share of the busiest stage is the
- * projection's `bubbleShare`), arrows for the p2p sends between stages. Clicking a stage (its row
- * or its button) shows that stage's TP lanes below: one micro-batch of its layer on its t ranks
- * (with the embedding or the output layer and loss where the stage holds them).
+ * `<tp-pipeline-view>`: a pipeline schedule, one row per stage (and replica), a block per forward
+ * or backward of a micro-batch's model chunk (m·v of each per stage; ZB-H1's weight passes too),
+ * the idle time hatched (the bubble), arrows for the p2p messages between stages. Either the
+ * simulated schedule of `step` (src/projection/pipeline/pipeline-schedule.ts; its bubble is the
+ * projection's `bubbleShare`), or, with `measured`, the step the rank workers ran
+ * (session/pipeline-run.ts), its DP syncs and its bubble beside the projected one of the same layout.
+ * Clicking a stage (its row or its button) shows that stage's TP lanes: projected, one micro-batch
+ * of its layer on its t ranks below the chart; measured, each TP rank's own lane in the chart.
  */
 @customElement('tp-pipeline-view')
 export class TpPipelineView extends LitElement {
   static override styles = [
     panelStyles,
     css`
-      svg.pipeline {
+      svg.pipeline,
+      svg.memory {
         display: block;
         max-width: none;
       }
@@ -51,9 +79,12 @@ export class TpPipelineView extends LitElement {
 
   /** The projected step whose schedule is drawn. */
   @property({ attribute: false }) step: StepProjection | undefined;
+  /** The step the ranks ran, drawn instead of `step` when set. */
+  @property({ attribute: false }) measured: PipelineRunResult | undefined;
   /** The stage whose TP lanes are shown (none until one is clicked). */
   @state() private stage: number | undefined;
   @query('svg.pipeline') private svgEl: SVGSVGElement | undefined;
+  @query('svg.memory') private memoryEl: SVGSVGElement | undefined;
   private width = 0;
   private observer: ResizeObserver | undefined;
 
@@ -75,7 +106,7 @@ export class TpPipelineView extends LitElement {
   }
 
   protected override willUpdate(changed: PropertyValues<this>): void {
-    if (changed.has('step') && this.stage !== undefined && this.stage >= (this.step?.degrees.pp ?? 0))
+    if ((changed.has('step') || changed.has('measured')) && this.stage !== undefined && this.stage >= this.stages())
       this.stage = undefined;
   }
 
@@ -87,11 +118,28 @@ export class TpPipelineView extends LitElement {
     this.stage = this.stage === stage ? undefined : stage;
   }
 
+  private stages(): number {
+    return this.measured?.model.p ?? this.step?.degrees.pp ?? 0;
+  }
+
+  private chart(): PipelineChartData | undefined {
+    const r = this.measured;
+    if (r) return measuredChart(measuredPipeline(r), this.stage);
+    return this.step && projectedChart(this.step.pipeline);
+  }
+
   private draw(): void {
-    const run = this.step?.pipeline;
-    if (!run || !this.svgEl) return;
+    const data = this.chart();
+    if (!data || !this.svgEl) return;
     const width = Math.max(480, this.width || Math.round(this.getBoundingClientRect().width));
-    drawPipelineChart(this.svgEl, { run, width, selected: this.stage, onStage: (i) => this.choose(i) });
+    const r = this.measured;
+    if (r && this.memoryEl) drawStageMemory(this.memoryEl, stageMemoryLanes(measuredPipeline(r)), data.spanMs, width);
+    drawPipelineChart(this.svgEl, {
+      data,
+      width,
+      selected: this.stage,
+      onStage: (i) => this.choose(i),
+    });
   }
 
   private lanes(step: StepProjection, stage: number) {
@@ -112,13 +160,90 @@ export class TpPipelineView extends LitElement {
       ></tp-timeline>`;
   }
 
+  private legend(v: number, weight: boolean, sync: boolean, blocks: number, comm = false): TemplateResult {
+    const chunks = Array.from({ length: v }, (_, c) => c);
+    const item = (pass: 'forward' | 'backward' | 'weight', words: string) =>
+      chunks.map(
+        (c) =>
+          html`<span><i style="background:${blockColor(pass, c, v)}"></i>${words}${v > 1 ? `, chunk ${c}` : ''}</span>`,
+      );
+    return html`<div class="legend">
+      ${item('forward', 'forward')} ${item('backward', weight ? 'backward, input gradient (B)' : 'backward')}
+      ${weight ? item('weight', 'weight gradients (W)') : nothing}
+      ${sync ? html`<span><i style="background:${syncColor}"></i>DP gradient sync</span>` : nothing}
+      ${comm ? html`<span><i style="background:${tpCommColor};height:4px"></i>TP collective (the opened stage's lanes)</span>` : nothing}
+      <span><i style="background:repeating-linear-gradient(135deg,#9aa3ad 0 2px,#fff 2px 6px)"></i>idle (bubble)</span>
+      <span>→ p2p send of the activation or its gradient${blocks > maxArrowBlocks ? ` (arrows left out above ${maxArrowBlocks} blocks)` : ''}</span>
+    </div>`;
+  }
+
+  private stageButtons(pp: number): TemplateResult {
+    return html`<p class="stages">
+      TP lanes of
+      ${Array.from(
+        { length: pp },
+        (_, i) =>
+          html`<button
+            type="button"
+            data-stage-button=${i}
+            aria-pressed=${String(this.stage === i)}
+            @click=${() => this.choose(i)}
+          >
+            stage ${i}
+          </button> `,
+      )}
+    </p>`;
+  }
+
+  private renderMeasured(r: PipelineRunResult): TemplateResult {
+    const { p, v, m, schedule } = r.model;
+    const dp = Math.max(...r.places.map((c) => c.dp)) + 1;
+    const blocks = r.outputs.reduce((a, o) => a + o.spans.length, 0);
+    const projected = r.projected.simulated?.bubbleShare;
+    return html`<h3>
+        Pipeline on the ranks: t = ${r.model.layer.tp}, p = ${p}, v = ${v}, d = ${dp}, m = ${m}, ${schedule}${r.dp === 'distributed-optimizer' ? ', distributed optimizer' : r.dp ? ', DP all-reduce' : ''}
+      </h3>
+      <p class="note" data-pipeline-caption>
+        The step the ${r.places.length} rank workers ran (the second of two; the first compiles), span
+        ${formatMs(r.measured.spanMs)}. Bubble measured on the ranks (idle share of the busiest stage):
+        <strong data-measured-bubble=${r.measured.bubbleShare}>${pct(r.measured.bubbleShare)}</strong>; projected
+        for the same layout:
+        ${
+          projected === undefined
+            ? nothing
+            : html`<strong data-projected-bubble=${projected}>${pct(projected)}</strong> (the projection's simulation
+                on these measured pass times, no p2p time) and `
+        }<span data-formula-bubble=${r.projected.formulaShare}>${pct(r.projected.formulaShare)}</span>
+        (${r.projected.formula}, equal stages). Idle share per stage:
+        ${r.measured.idleShare.map((x, i) => html`<span data-stage-idle=${i}>${i ? ', ' : ''}${pct(x)}</span>`)}.
+        Click a stage for its TP ranks' own lanes.
+      </p>
+      ${this.legend(v, schedule === 'zb-h1', dp > 1, blocks, this.stage !== undefined)}
+      <svg class="pipeline" data-pipeline data-measured></svg>
+      ${this.stageButtons(p)}
+      <h4>Live memory per stage over the step</h4>
+      <p class="note" data-stage-memory>
+        Each stage's rank (TP rank 0) live GPU bytes at the end of each pass: its weights, the gradients made so
+        far, the activations kept for the backwards still to come${schedule === 'zb-h1' ? ' and the inputs kept for each deferred W' : ''}.
+        Under 1F1B stage i keeps up to min(p − i, m) micro-batches' activations, so stage 0 climbs highest${schedule === 'zb-h1' ? '; ZB-H1 keeps the same activations and, on stage i, the inputs of up to i deferred W passes besides' : ''}. Peak at
+        any moment:
+        ${r.memory.map(
+          (x, i) =>
+            html`<span data-stage-peak=${x.stage} data-bytes=${x.peakBytes} style="color:${stageMemoryColor(x.stage)}"
+              >${i ? ', ' : ''}stage ${x.stage} ${(x.peakBytes / 2 ** 20).toFixed(2)} MiB</span
+            >`,
+        )}.
+      </p>
+      <svg class="memory" data-live-memory></svg>`;
+  }
+
   protected override render() {
+    if (this.measured) return this.renderMeasured(this.measured);
     const step = this.step;
     if (!step) return nothing;
     const run = step.pipeline;
     const { pp, vpp, tp } = step.degrees;
     const blocks = run.ops.reduce((a, o) => a + o.length, 0);
-    const chunks = Array.from({ length: vpp }, (_, c) => c);
     return html`<h3>Pipeline schedule: t = ${tp}, p = ${pp}, v = ${vpp}, m = ${run.m}</h3>
       <p class="note" data-pipeline-caption>
         ${vpp > 1 ? "Megatron's interleaved schedule" : '1F1B'} simulated op by op; span
@@ -127,35 +252,9 @@ export class TpPipelineView extends LitElement {
         ${vpp > 1 ? `(≈ (p−1)/(v·m+p−1) with equal stages)` : '(≈ (p−1)/(m+p−1) with equal stages)'}; p2p sends per step:
         ${run.p2pSends}. Click a stage for its TP lanes.
       </p>
-      <div class="legend">
-        ${chunks.map(
-          (c) =>
-            html`<span><i style="background:${blockColor('forward', c, vpp)}"></i>forward${vpp > 1 ? `, chunk ${c}` : ''}</span>`,
-        )}
-        ${chunks.map(
-          (c) =>
-            html`<span><i style="background:${blockColor('backward', c, vpp)}"></i>backward${vpp > 1 ? `, chunk ${c}` : ''}</span>`,
-        )}
-        <span><i style="background:repeating-linear-gradient(135deg,#9aa3ad 0 2px,#fff 2px 6px)"></i>idle (bubble)</span>
-        <span>→ p2p send of the activation or its gradient${blocks > maxArrowBlocks ? ` (arrows left out above ${maxArrowBlocks} blocks)` : ''}</span>
-      </div>
+      ${this.legend(vpp, false, false, blocks)}
       <svg class="pipeline" data-pipeline></svg>
-      <p class="stages">
-        TP lanes of
-        ${Array.from(
-          { length: pp },
-          (_, i) =>
-            html`<button
-              type="button"
-              data-stage-button=${i}
-              aria-pressed=${String(this.stage === i)}
-              @click=${() => this.choose(i)}
-            >
-              stage ${i}
-            </button> `,
-        )}
-      </p>
-      ${this.stage !== undefined ? this.lanes(step, this.stage) : nothing}`;
+      ${this.stageButtons(pp)} ${this.stage !== undefined ? this.lanes(step, this.stage) : nothing}`;
   }
 }
 

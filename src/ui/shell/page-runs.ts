@@ -16,6 +16,7 @@ import { formatMs } from '../../core/format.ts';
 import { placeIssues, type FieldIssue } from '../settings/field-issues.ts';
 import { moeIssues } from '../settings/moe-settings.ts';
 import { machineChoice } from '../settings/machine-choice.ts';
+import { runsMesh } from '../settings/mesh-settings.ts';
 import { configOf, hashFromSettings, runKey, sizeKeys, type MainView, type Settings } from '../settings/state.ts';
 
 /** What the browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
@@ -117,6 +118,11 @@ export class PageRuns {
   /** Runs `settings` (coalesced with other changes; a run of other settings in flight is aborted). */
   request(settings: Settings, changed?: keyof Settings): void {
     this.queue.request({ settings, changed });
+  }
+
+  /** Resolves once no layer run is in flight or pending (the mesh run waits for it: they would share the cores). */
+  idle(): Promise<void> {
+    return this.queue.idle();
   }
 
   /** Terminates the rank workers. */
@@ -249,7 +255,8 @@ export class PageRuns {
         runError: '',
         progress: `ran t = ${s.tp} in ${formatMs(performance.now() - started)}`,
       });
-      this.prewarm(s);
+      // A mesh run follows (mesh-runs.ts): warming other degrees now would share the cores with it.
+      if (!runsMesh(s)) this.prewarm(s);
     } catch (e) {
       const stopped = this.state.ranks === 'running' ? { ranks: 'stopped' as const } : {};
       if (signal.aborted) this.set({ ...stopped, progress: `stopped t = ${s.tp}: the settings changed` });

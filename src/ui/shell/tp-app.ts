@@ -20,7 +20,9 @@ import {
 import './tp-machine-controls.ts';
 import './tp-controls.ts';
 import './tp-mesh-controls.ts';
-import { meshIssues } from '../settings/mesh-settings.ts';
+import { meshIssues, runsMesh } from '../settings/mesh-settings.ts';
+import { MeshRuns, type MeshRunState } from './mesh-runs.ts';
+import { renderMesh } from './mesh-view.ts';
 
 const viewNames: Record<MainView, string> = {
   timeline: 'Timeline',
@@ -45,14 +47,22 @@ export class TpApp extends LitElement {
   /** Messages about hash keys with no control to show them beside (unknown keys, placement, step): a banner names them. */
   @state() private unknownKeys: readonly string[] = [];
   @state() private run: PageRunState;
+  @state() private mesh: MeshRunState;
   private changed: keyof Settings | undefined;
   private readonly runs: PageRuns;
+  private readonly meshRuns: MeshRuns;
   private readonly onHash = (): void => this.apply();
 
   constructor() {
     super();
     this.runs = new PageRuns((s) => (this.run = s));
     this.run = this.runs.current;
+    this.meshRuns = new MeshRuns(
+      (s) => (this.mesh = s),
+      this.run.gpu === 'ok',
+      () => this.runs.idle(),
+    );
+    this.mesh = this.meshRuns.current;
   }
 
   override connectedCallback(): void {
@@ -64,6 +74,7 @@ export class TpApp extends LitElement {
   override disconnectedCallback(): void {
     window.removeEventListener('hashchange', this.onHash);
     void this.runs.dispose();
+    void this.meshRuns.dispose();
     super.disconnectedCallback();
   }
 
@@ -76,6 +87,7 @@ export class TpApp extends LitElement {
     this.hashIssues = messages.flatMap((m) => (hasControl(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (hasControl(m.key) ? [] : [m.message]));
     if (settings.view !== 'trace') this.runs.request(settings, this.changed);
+    if (settings.view === 'timeline') this.meshRuns.request(settings);
     void loadLaterElements(settings.view);
   }
 
@@ -139,6 +151,7 @@ export class TpApp extends LitElement {
             s.view === 'trace'
               ? html`<tp-trace-view class="card"></tp-trace-view>`
               : html`${renderBanners(run, this.unknownKeys, stale)}
+                ${s.view === 'timeline' && runsMesh(s) ? renderMesh(this.mesh, s, run.gpu === 'ok') : nothing}
                 ${
                   r
                     ? renderRun(r, s, run, this.runs.runner, stale, this.onChange)
