@@ -25,20 +25,32 @@ export interface RouterLoss {
   readonly dLogits: Float64Array;
 }
 
-/** The aux loss's scores S [T, E]: softmax over E, or σ(l) / (Σ_e σ(l) + 1e-20) (sigmoid). */
-function auxScores(c: MoeConfig, logits: ArrayLike<number>, T: number): Float64Array {
+/**
+ * The aux loss's scores S [T, E]: softmax over E, or σ(l) / (Σ_e σ(l) + 1e-20) (sigmoid); with
+ * the sigmoid router also σ(l) [T, E] itself (its backward needs it), else null.
+ */
+function auxScores(
+  c: MoeConfig,
+  logits: ArrayLike<number>,
+  T: number,
+): { readonly S: Float64Array; readonly sig: Float64Array | null } {
   const E = c.numMoeExperts;
-  if (c.moeRouterScoreFunction === 'sigmoid') return normalizedRows(Float64Array.from(logits, sigmoid), E);
-  return softmaxRef(logits, [T, E]);
+  if (c.moeRouterScoreFunction !== 'sigmoid') return { S: softmaxRef(logits, [T, E]), sig: null };
+  const sig = Float64Array.from(logits, sigmoid);
+  return { S: normalizedRows(sig, E), sig };
+}
+
+/** c_e: tokens whose top-k of scores S [T, E] holds e ([E]). */
+function topkCounts(c: MoeConfig, S: Float64Array, T: number): Float64Array {
+  const E = c.numMoeExperts;
+  const counts = new Float64Array(E);
+  for (let t = 0; t < T; t++) for (const e of topkIndices(S, E, c.moeRouterTopk, t * E)) counts[e]++;
+  return counts;
 }
 
 /** c_e of the aux loss: tokens whose top-k of S (before capacity) holds e ([E]). */
 export function auxLossCounts(c: MoeConfig, logits: ArrayLike<number>, T: number): Float64Array {
-  const E = c.numMoeExperts;
-  const S = auxScores(c, logits, T);
-  const counts = new Float64Array(E);
-  for (let t = 0; t < T; t++) for (const e of topkIndices(S, E, c.moeRouterTopk, t * E)) counts[e]++;
-  return counts;
+  return topkCounts(c, auxScores(c, logits, T).S, T);
 }
 
 /**
@@ -59,9 +71,8 @@ export function auxLoss(
   const coeff = c.moeAuxLossCoeff;
   const dLogits = new Float64Array(T * E);
   if (coeff === 0 || T === 0) return { loss: 0, dLogits };
-  const sig = c.moeRouterScoreFunction === 'sigmoid' ? Float64Array.from(logits, sigmoid) : null;
-  const S = auxScores(c, logits, T);
-  const counts = group?.counts ?? auxLossCounts(c, logits, T);
+  const { S, sig } = auxScores(c, logits, T);
+  const counts = group?.counts ?? topkCounts(c, S, T);
   const Tg = group?.tokens ?? T;
   const scale = (coeff * E) / (k * Tg * Tg);
   let loss = 0;
