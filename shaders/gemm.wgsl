@@ -6,8 +6,9 @@
 // bindings: 0 params (uniform), 1 A (read), 2 B (read), 3 C (read_write), 4 bias [N] (read)
 // Entry points (the tuner picks one per adapter and shape class; gemm-subgroup.wgsl adds more):
 //   gemm_naive  one invocation per C element; 8×8 workgroup; grid (⌈N/8⌉, ⌈M/8⌉, batch). Baseline.
-//   gemm_rb4    4×4 C elements per invocation in registers, no workgroup memory; workgroup
-//               RX×RY; grid (⌈N/4RX⌉, ⌈M/4RY⌉, batch). Loads are clamped to the matrix, stores masked.
+//   gemm_rb4    4×4 C elements per invocation in registers (rb4_tile of shaders/rb4-tile.wgsl,
+//               prepended at module creation), no workgroup memory; workgroup RX×RY;
+//               grid (⌈N/4RX⌉, ⌈M/4RY⌉, batch). Loads are clamped to the matrix, stores masked.
 //   gemm_tiled  64×64 C tile per 16×16 workgroup staged through workgroup memory in k-slices of
 //               16, 4×4 per invocation; grid (⌈N/64⌉, ⌈M/64⌉, batch). For GPUs with fast shared memory.
 
@@ -66,17 +67,7 @@ fn gemm_rb4(@builtin(global_invocation_id) g: vec3u) {
   let lastN = vec4u(p.N - 1u);
   let rows = baseA(z) + min(vec4u(m0) + vec4u(0u, 1u, 2u, 3u), lastM) * p.sAm;
   let cols = baseB(z) + min(vec4u(n0) + vec4u(0u, 1u, 2u, 3u), lastN) * p.sBn;
-  var acc = mat4x4f();  // acc[r] = row m0 + r, columns n0..n0+3
-  for (var k = 0u; k < p.K; k++) {
-    let ka = k * p.sAk;
-    let kb = k * p.sBk;
-    let a = vec4f(A[rows.x + ka], A[rows.y + ka], A[rows.z + ka], A[rows.w + ka]);
-    let b = vec4f(B[cols.x + kb], B[cols.y + kb], B[cols.z + kb], B[cols.w + kb]);
-    acc[0] += a.x * b;
-    acc[1] += a.y * b;
-    acc[2] += a.z * b;
-    acc[3] += a.w * b;
-  }
+  let acc = rb4_tile(rows, p.sAk, cols, p.sBk, p.K);  // acc[r] = row m0 + r, columns n0..n0+3
   for (var r = 0u; r < 4u; r++) {
     if (m0 + r < p.M) {
       for (var c = 0u; c < 4u; c++) {

@@ -10,11 +10,12 @@
 //                       counted over the experts in order (expert e has ⌈rows_e / 4RY⌉ tiles);
 //                       Σ_e ⌈rows_e / 4RY⌉ ≤ ⌈N / 4RY⌉ + E, and workgroups past the last tile exit.
 //   grouped_gemm_wgrad: dB[e, k, j] = Σ_{n in e's rows} A[n, k] · G[n, j]
-//                       bindings: 0 params, 1 A (read) [N, K], 2 G (read) [N, Nc], 3 off (read),
-//                                 4 dB (read_write) [E, K, Nc]   (an expert with no rows gets 0)
+//                       bindings: 0 params, 1 A (read) [N, K], 2 G (read) [N, Nc] (the B binding),
+//                                 3 off (read), 4 dB (read_write) [E, K, Nc]   (an expert with no rows gets 0)
 //                       grid (⌈Nc / 4RX⌉, ⌈K / 4RY⌉, E)
-// Both are gemm.wgsl's gemm_rb4 tiling (docs/gemm.md): 4×4 outputs per invocation in registers,
-// workgroup RX×RY, loads clamped to the block, stores masked; no workgroup memory, no subgroups.
+// Both are gemm.wgsl's gemm_rb4 tiling (docs/gemm.md): 4×4 outputs per invocation in registers
+// (rb4_tile of shaders/rb4-tile.wgsl, prepended at module creation), workgroup RX×RY, loads clamped
+// to the block, stores masked; no workgroup memory, no subgroups.
 
 struct Params { N: u32, K: u32, Nc: u32, E: u32, sBk: u32, sBn: u32, bsB: u32, _pad0: u32 }
 
@@ -50,16 +51,7 @@ fn grouped_gemm(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) 
   let lastN = vec4u(p.Nc - 1u);
   let rows = min(vec4u(m0) + vec4u(0u, 1u, 2u, 3u), lastM) * p.K;
   let cols = e * p.bsB + min(vec4u(n0) + vec4u(0u, 1u, 2u, 3u), lastN) * p.sBn;
-  var acc = mat4x4f();  // acc[r] = row m0 + r, columns n0..n0+3
-  for (var k = 0u; k < p.K; k++) {
-    let kb = k * p.sBk;
-    let a = vec4f(A[rows.x + k], A[rows.y + k], A[rows.z + k], A[rows.w + k]);
-    let b = vec4f(B[cols.x + kb], B[cols.y + kb], B[cols.z + kb], B[cols.w + kb]);
-    acc[0] += a.x * b;
-    acc[1] += a.y * b;
-    acc[2] += a.z * b;
-    acc[3] += a.w * b;
-  }
+  let acc = rb4_tile(rows, 1u, cols, p.sBk, p.K);  // acc[r] = row m0 + r, columns n0..n0+3
   for (var r = 0u; r < 4u; r++) {
     if (m0 + r < end) {
       for (var c = 0u; c < 4u; c++) {
@@ -69,7 +61,6 @@ fn grouped_gemm(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) 
   }
 }
 
-@group(0) @binding(2) var<storage, read> G: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dB: array<f32>;
 
 @compute @workgroup_size(RX, RY)
@@ -82,17 +73,8 @@ fn grouped_gemm_wgrad(@builtin(global_invocation_id) g: vec3u) {
   let end = row0(e + 1u);
   let ks = min(vec4u(k0) + vec4u(0u, 1u, 2u, 3u), vec4u(p.K - 1u));
   let js = min(vec4u(n0) + vec4u(0u, 1u, 2u, 3u), vec4u(p.Nc - 1u));
-  var acc = mat4x4f();  // acc[r] = dB row k0 + r, columns n0..n0+3
-  for (var n = first; n < end; n++) {
-    let ra = n * p.K;
-    let rg = n * p.Nc;
-    let a = vec4f(A[ra + ks.x], A[ra + ks.y], A[ra + ks.z], A[ra + ks.w]);
-    let b = vec4f(G[rg + js.x], G[rg + js.y], G[rg + js.z], G[rg + js.w]);
-    acc[0] += a.x * b;
-    acc[1] += a.y * b;
-    acc[2] += a.z * b;
-    acc[3] += a.w * b;
-  }
+  // Σ over the expert's rows n = first + t: A[n·K + k] · G[n·Nc + j], G read through B.
+  let acc = rb4_tile(first * p.K + ks, p.K, first * p.Nc + js, p.Nc, end - first);  // acc[r] = dB row k0 + r
   for (var r = 0u; r < 4u; r++) {
     if (k0 + r < p.K) {
       for (var c = 0u; c < 4u; c++) {

@@ -1,9 +1,12 @@
-import portable from '../../shaders/gemm.wgsl?raw';
 import subgroup from '../../shaders/gemm-subgroup.wgsl?raw';
 import pack from '../../shaders/gemm-pack.wgsl?raw';
 
 import { byCompileCost, type GemmVariant } from './gemm-variant-names.ts';
+import { shaderFile } from './shader-source.ts';
 import type { GemmProblem } from '../reference/gemm.ts';
+
+/** gemm.wgsl after the snippet its gemm_rb4 calls (shaders/rb4-tile.wgsl; WGSL has no #include). */
+const portable = ['rb4-tile', 'gemm'].map(shaderFile).join('\n');
 
 export { byCompileCost, type GemmVariant };
 

@@ -58,6 +58,7 @@ export function groupedGemmWgradRef(
 /** shaders/moe-grouped-gemm.wgsl: Params { N, K, Nc, E, sBk, sBn, bsB } padded to 32 bytes. */
 export const moeGroupedGemmShader: ShaderSpec = {
   file: 'moe-grouped-gemm',
+  include: ['rb4-tile'],
   params: [
     { name: 'N', type: 'u32' },
     { name: 'K', type: 'u32' },

@@ -16,7 +16,7 @@ const stems = readdirSync(shaderDir)
 // The GEMM shaders have no descriptor (their tuned variants live in src/kernels/gemm*.ts); gemm.ts packs
 // their uniforms by member name into the layout parsed from each variant's WGSL.
 const gemmShaders = ['gemm', 'gemm-subgroup', 'gemm-pack'];
-const snippets = ['row-reduce'];
+const snippets = ['row-reduce', 'rb4-tile'];
 
 const specs: readonly KernelSpec[] = Object.values(kernelSpecs);
 
@@ -108,5 +108,15 @@ describe('the shared row reduction', () => {
     expect(stems.filter((s) => s !== 'row-reduce' && reduction.test(wgsl(s)))).toEqual([]);
     for (const s of ['rmsnorm', 'softmax', 'cross-entropy'])
       expect(shaderSpecs.find((spec) => spec.file === s)?.include).toEqual(['row-reduce']);
+  });
+});
+
+describe('the shared 4×4 register tile', () => {
+  test('is written once, in shaders/rb4-tile.wgsl, and the rb4 GEMMs include it', () => {
+    const tile = /fn\s+rb4_tile\s*\(|let a = vec4f\(A\[/;
+    expect(wgsl('rb4-tile')).toMatch(tile);
+    expect(stems.filter((s) => s !== 'rb4-tile' && tile.test(wgsl(s)))).toEqual([]);
+    for (const s of ['gemm', 'moe-grouped-gemm']) expect(wgsl(s)).toMatch(/\brb4_tile\(/);
+    expect(shaderSpecs.find((spec) => spec.file === 'moe-grouped-gemm')?.include).toEqual(['rb4-tile']);
   });
 });
