@@ -315,8 +315,7 @@ export async function blockBackward<T>(
   ready: GradsReady = () => {},
 ): Promise<{ dx: T; dx2: T }> {
   const D = localDims(c);
-  const { sl, b, h } = D;
-  const { sp, enter, leave, tokens } = regionOf(c);
+  const { sp, enter, leave } = regionOf(c);
   const { wq, wo, g1, g2, wfc1, wdown } = blockWeights(w);
   const { x, ln1, rstd1, attn, gathered, x2, ln2, rstd2, mlp, chunks } = saved;
   const grad = gradOf(be, grads);
@@ -332,18 +331,8 @@ export async function blockBackward<T>(
   ready('wdown', 'wfc1');
   freeAll(be, ln2, mlp.input, mlp.mlp.gate, mlp.mlp.up, mlp.mlp.act);
   if (dOut !== dy) be.release(dOut); // SP: dY all-gathered
-  const dx2 = be.tensor('d.residual.attn', [sl, b, h]);
-  const eps = { eps: c.eps };
-  be.kernel(opSpec('ln2.backward', tokens, { weight: 'g2' }), rmsnormBackwardKernel, [x2, g2, rstd2, dln2, dx2], eps);
-  be.kernel(opSpec('residual.mlp.backward', tokens), addInPlaceKernel, [dx2, dy], {});
-  be.kernel(
-    opSpec('ln2.wgrad', tokens, { weight: 'g2' }),
-    rmsnormWeightGradKernel,
-    [x2, rstd2, dln2, grad('g2', [h])],
-    eps,
-  );
-  if (!normsFinalized(c)) ready('g2');
-  freeAll(be, x2, rstd2, dln2, dy);
+  const dx2 = normBackward(be, c, grad, ready, blockNorms.ln2, { x: x2, g: g2, rstd: rstd2, dn: dln2, dOut: dy });
+  be.release(dy);
 
   // ---- backward: attention block (x2 = x + g(attn)) ----
   const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
@@ -372,18 +361,49 @@ export async function blockBackward<T>(
   freeAll(be, ln1, ln1Full); // under SP ln1Full is the re-gathered copy
   const dln1 = await dln1Pending;
   if (dln1 !== ab.dx) be.release(ab.dx);
-  const dx = be.tensor('d.x', [sl, b, h]);
-  be.kernel(opSpec('ln1.backward', tokens, { weight: 'g1' }), rmsnormBackwardKernel, [x, g1, rstd1, dln1, dx], eps);
-  be.kernel(opSpec('residual.attn.backward', tokens), addInPlaceKernel, [dx, dx2], {});
+  return { dx: normBackward(be, c, grad, ready, blockNorms.ln1, { x, g: g1, rstd: rstd1, dn: dln1, dOut: dx2 }), dx2 };
+}
+
+/** The block's two pre-norms: op and gain names, the residual add each backward passes, its dx's tensor name. */
+const blockNorms = {
+  ln1: { norm: 'ln1', weight: 'g1', residual: 'residual.attn', dx: 'd.x' },
+  ln2: { norm: 'ln2', weight: 'g2', residual: 'residual.mlp', dx: 'd.residual.attn' },
+} as const;
+
+/**
+ * Backward of one pre-norm and its residual, out = x + f(n), n = rmsnorm(x; g), tensors [sl, b, h]:
+ *   dx = rmsnorm backward(x, g, rstd; dn) + dOut,   d<g> = Σ_tokens dn ⊙ x·rstd (into grads),
+ * the gain reported ready unless SP finalizes it later (normsFinalized). Frees x, rstd and dn (dOut
+ * stays the caller's); returns dx.
+ */
+function normBackward<T>(
+  be: Backend<T>,
+  c: LayerConfig,
+  grad: ReturnType<typeof gradOf<T>>,
+  ready: GradsReady,
+  site: (typeof blockNorms)[keyof typeof blockNorms],
+  t: { readonly x: T; readonly g: T; readonly rstd: T; readonly dn: T; readonly dOut: T },
+): T {
+  const { tokens } = regionOf(c);
+  const { weight } = site;
+  const eps = { eps: c.eps };
+  const dx = be.tensor(site.dx, be.shapeOf(t.x));
   be.kernel(
-    opSpec('ln1.wgrad', tokens, { weight: 'g1' }),
-    rmsnormWeightGradKernel,
-    [x, rstd1, dln1, grad('g1', [h])],
+    opSpec(`${site.norm}.backward`, tokens, { weight }),
+    rmsnormBackwardKernel,
+    [t.x, t.g, t.rstd, t.dn, dx],
     eps,
   );
-  if (!normsFinalized(c)) ready('g1');
-  freeAll(be, x, rstd1, dln1);
-  return { dx, dx2 };
+  be.kernel(opSpec(`${site.residual}.backward`, tokens), addInPlaceKernel, [dx, t.dOut], {});
+  be.kernel(
+    opSpec(`${site.norm}.wgrad`, tokens, { weight }),
+    rmsnormWeightGradKernel,
+    [t.x, t.rstd, t.dn, grad(weight, be.shapeOf(t.g))],
+    eps,
+  );
+  if (!normsFinalized(c)) ready(weight);
+  freeAll(be, t.x, t.rstd, t.dn);
+  return dx;
 }
 
 /**
