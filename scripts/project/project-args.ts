@@ -18,6 +18,7 @@ import {
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
+import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
 import { checkDataParallelFlags, type Recompute, type TrainingSetup } from '../../src/megatron/training-setup.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
@@ -99,6 +100,8 @@ export function usage(): string {
        [--pp P] [--vpp V | --num-layers-per-virtual-pipeline-stage N]
        [--decoder-first-pipeline-num-layers N] [--decoder-last-pipeline-num-layers N] [--cp CP]
        [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
+       [--use-megatron-fsdp [--data-parallel-sharding-strategy ${shardingStrategies.join('|')}]]
+       [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
@@ -203,6 +206,10 @@ const options = {
   'overlap-grad-reduce': { type: 'boolean', default: false },
   'overlap-param-gather': { type: 'boolean', default: false },
   'ddp-bucket-size': { type: 'string' },
+  'use-megatron-fsdp': { type: 'boolean', default: false },
+  'data-parallel-sharding-strategy': { type: 'string' },
+  'use-torch-fsdp2': { type: 'boolean', default: false },
+  'torch-fsdp2-no-reshard-after-forward': { type: 'boolean', default: false },
   'recompute-granularity': { type: 'string' },
   'recompute-method': { type: 'string' },
   'recompute-num-layers': { type: 'string' },
@@ -290,6 +297,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   };
   const moe = parseMoeFlags(v, sizes.ffn);
   if (moe) Object.assign(setup, { moe });
+  const fsdp = parseFsdpFlags(v);
+  if (fsdp) Object.assign(setup, { fsdp });
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
@@ -312,7 +321,10 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     );
   const recomputation = recomputeFlags(v, v.recompute);
   if (recomputation) Object.assign(setup, { recomputation });
-  checkDataParallelFlags(setup);
+  checkDataParallelFlags(setup, {
+    fp16: (v.dtype !== undefined ? parseDtype(v.dtype) : scenario.dtype) === 'fp16',
+    gradAccumulationFusion: kernels.gradAccumulationFusion ?? false,
+  });
   return {
     help: v.help,
     json: v.json,
@@ -461,4 +473,28 @@ function recomputeFlags(v: Values, legacy: boolean): Recompute | undefined {
     throw new Error('--recompute-granularity full needs --recompute-method uniform or block.');
   if (n === undefined) throw new Error('--recompute-granularity full needs --recompute-num-layers N.');
   return { granularity: 'full', method, layers: parseWhole('--recompute-num-layers', n, 1) };
+}
+
+/**
+ * FSDP from the flags (fsdp.ts fsdpFromFlags): --use-megatron-fsdp with
+ * --data-parallel-sharding-strategy (default optim_grads_params), or --use-torch-fsdp2 with
+ * --torch-fsdp2-no-reshard-after-forward; a strategy or FSDP2 option without its switch is refused.
+ */
+function parseFsdpFlags(v: {
+  readonly 'use-megatron-fsdp': boolean;
+  readonly 'data-parallel-sharding-strategy'?: string;
+  readonly 'use-torch-fsdp2': boolean;
+  readonly 'torch-fsdp2-no-reshard-after-forward': boolean;
+}): FsdpSetup | undefined {
+  if (v['data-parallel-sharding-strategy'] !== undefined && !v['use-megatron-fsdp'])
+    throw new Error('--data-parallel-sharding-strategy is a Megatron-FSDP option: add --use-megatron-fsdp.');
+  if (v['torch-fsdp2-no-reshard-after-forward'] && !v['use-torch-fsdp2'])
+    throw new Error('--torch-fsdp2-no-reshard-after-forward is an FSDP2 option: add --use-torch-fsdp2.');
+  const flags: Record<string, string | true | undefined> = {
+    '--use-megatron-fsdp': v['use-megatron-fsdp'] || undefined,
+    '--data-parallel-sharding-strategy': v['data-parallel-sharding-strategy'],
+    '--use-torch-fsdp2': v['use-torch-fsdp2'] || undefined,
+    '--torch-fsdp2-no-reshard-after-forward': v['torch-fsdp2-no-reshard-after-forward'] || undefined,
+  };
+  return fsdpFromFlags((name) => flags[name]);
 }

@@ -1,5 +1,6 @@
 import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
+import { fsdpRefusals, type FsdpSetup } from './fsdp.ts';
 import type { MoeSetup } from './moe.ts';
 
 /**
@@ -72,6 +73,8 @@ export interface TrainingSetup {
   readonly flashAttention?: boolean;
   /** Mixture of Experts with expert parallelism (moe.ts); absent: every layer's MLP is dense. */
   readonly moe?: MoeSetup;
+  /** Fully sharded data parallelism (fsdp.ts: --use-megatron-fsdp with its strategy, or --use-torch-fsdp2); absent: DDP. */
+  readonly fsdp?: FsdpSetup;
 }
 
 /** The degrees of a setup with their defaults, and DP = N / (t · p · cp). */
@@ -162,19 +165,47 @@ export const maxPipelinePasses = 2 ** 17;
 
 /**
  * The rules of the data-parallel flags alone (part of setupConfig): --overlap-param-gather needs
- * --use-distributed-optimizer and --overlap-grad-reduce (arguments.py:990-995, core_v0.19.0);
- * --ddp-bucket-size is a whole number ≥ 1.
+ * --use-distributed-optimizer or --use-megatron-fsdp, and --overlap-grad-reduce (arguments.py:990-995,
+ * core_v0.19.0); --ddp-bucket-size is a whole number ≥ 1; FSDP's rules on the layout (fsdp.ts
+ * fsdpRefusals: FSDP2 with p > 1, EP > 1, the distributed optimizer or tied embeddings, and with
+ * `run`'s fp16 or gradient accumulation fusion).
  */
 export function checkDataParallelFlags(
-  s: Pick<TrainingSetup, 'overlapParamGather' | 'overlapGradReduce' | 'distributedOptimizer' | 'bucketSize'>,
+  s: Pick<
+    TrainingSetup,
+    | 'overlapParamGather'
+    | 'overlapGradReduce'
+    | 'distributedOptimizer'
+    | 'bucketSize'
+    | 'fsdp'
+    | 'pp'
+    | 'moe'
+    | 'tiedEmbeddings'
+  >,
+  run: { readonly fp16: boolean; readonly gradAccumulationFusion: boolean } = {
+    fp16: false,
+    gradAccumulationFusion: false,
+  },
 ): void {
-  if (s.overlapParamGather && !s.distributedOptimizer)
-    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  if (s.overlapParamGather && !s.distributedOptimizer && s.fsdp?.impl !== 'megatron')
+    throw new Error(
+      '--overlap-param-gather needs --use-distributed-optimizer or --use-megatron-fsdp (Megatron asserts it, arguments.py:990-993).',
+    );
   if (s.overlapParamGather && !s.overlapGradReduce)
     throw new Error(
       '--overlap-param-gather needs --overlap-grad-reduce: Megatron asserts it ("Must use --overlap-param-gather with --overlap-grad-reduce", arguments.py:994-995); add --overlap-grad-reduce.',
     );
   if (s.bucketSize !== undefined) whole('--ddp-bucket-size', s.bucketSize, 1);
+  if (s.fsdp) {
+    const refusal = fsdpRefusals(s.fsdp, {
+      pp: s.pp ?? 1,
+      ep: s.moe?.ep ?? 1,
+      distributedOptimizer: s.distributedOptimizer ?? false,
+      tiedEmbeddings: s.tiedEmbeddings ?? false,
+      ...run,
+    })[0];
+    if (refusal) throw new Error(`${refusal.message} (${refusal.source})`);
+  }
 }
 
 /** m = global batch / (b · DP), or an error naming a global batch that divides. */

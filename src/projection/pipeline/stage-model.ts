@@ -22,6 +22,8 @@ export interface StageModel {
   /** chunkParams[i][c]. */
   readonly chunkParams: readonly (readonly number[])[];
   readonly stageParams: readonly number[];
+  /** One transformer layer's parameters (its TP shard): an FSDP unit. */
+  readonly layerParams: number;
   readonly embeddingParams: number;
   /** One layer's activations (flash attention applied). */
   readonly layer: LayerActivations;
@@ -98,6 +100,7 @@ export function stageModel(
   return {
     chunkParams,
     stageParams: chunkParams.map((row) => row.reduce((a, x) => a + x, 0)),
+    layerParams,
     embeddingParams,
     layer: {
       full: flash ? layerAll - core + lse : layerAll,

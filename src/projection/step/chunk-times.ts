@@ -19,6 +19,8 @@ import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '..
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { dpOptionsOf, gatherInSchedule, paramGatherStartWaitMs } from './dp-sync.ts';
 import { moeStepModel, type MoeStepModel } from './moe-step.ts';
+import { fsdpLayerTimes } from '../links/fsdp.ts';
+import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 
 /** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
@@ -79,7 +81,7 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   if (!byKey) byMachine.set(machine, (byKey = new Map()));
   const key = JSON.stringify(setup, (k: string, v: unknown) => (dataParallelFlags.has(k) ? undefined : v));
   let value = byKey.get(key);
-  if (value) checkDataParallelFlags(setup);
+  if (value) checkDataParallelFlags(setup, fsdpRunFacts(machine));
   else byKey.set(key, (value = computeChunkTimes(setup, machine, pricing)));
   chunkTimesMemo.set(setup, { machine, pricing, value });
   return value;
@@ -88,6 +90,11 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 /** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
 function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
   const c = setupConfig(setup);
+  checkDataParallelFlags(setup, fsdpRunFacts(machine));
+  if (setup.fsdp && setup.moe)
+    throw new Error(
+      'FSDP with MoE layers is not priced yet (the expert units shard over expert-DP): project it with the distributed optimizer instead.',
+    );
   const deg = degreesOf(setup);
   const { system, dtype } = machine;
   const m = microBatchesOf(setup);
@@ -117,8 +124,25 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const layerF = pieces.layer.forward.ms + ring.forwardMs;
   const layerB = pieces.layer.backward.ms + ring.backwardMs;
   const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
+  // FSDP's per-unit collectives (links/fsdp.ts), on each layer's pass and once per chunk pass.
+  const fsdp = setup.fsdp
+    ? fsdpLayerTimes(
+        setup.fsdp,
+        dtype,
+        model.layerParams,
+        deg.dp * deg.cp,
+        links.dpCp,
+        system,
+        system.gpu,
+        layerF,
+        layerB,
+      )
+    : undefined;
+  const fsdpF = (n: number): number => (fsdp && n > 0 ? n * fsdp.layerForwardMs + fsdp.chunkForwardMs : 0);
+  const fsdpB = (n: number): number => (fsdp && n > 0 ? n * fsdp.layerBackwardMs + fsdp.chunkBackwardMs : 0);
   const forwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerF +
+    fsdpF(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeF +
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
@@ -129,6 +153,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     rec[i]![ch]!.recomputedCoreAttention * coreF;
   const backwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerB +
+    fsdpB(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeB +
     redoMs(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
@@ -153,6 +178,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     redoMs,
     moe,
     expertParams,
+    fsdp,
   };
 }
 
@@ -179,7 +205,7 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
       row.reduce((a, _, ch) => a + forwardMs(i, ch) + backwardMs(i, ch), 0),
     );
   });
-  const per = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, deg.dp * deg.cp);
+  const per = setupStateBytes(setup, machine.dtype, deg.dp * deg.cp);
   const perExpert = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, moe?.degrees.edp ?? 1);
   const memoryBytes = Math.max(
     ...model.stageParams.map(
@@ -227,10 +253,10 @@ export function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkT
  * on the DP × CP group's link.
  */
 function paramGatherStartDelays(setup: TrainingSetup, machine: Machine, ct: ChunkTimes): number[] | undefined {
-  const { deg, model, links, forwardMs } = ct;
+  const { deg, model, links, forwardMs, split } = ct;
   const o = dpOptionsOf(setup, deg);
   if (!gatherInSchedule(o, deg.pp)) return undefined;
-  return model.chunkParams.map((row, i) => {
+  return dpTailChunkParams(setup, model, split).map((row, i) => {
     const buckets = gradBuckets(row[0]!, {
       overlapGradReduce: o.overlapGradReduce,
       stage: i,
