@@ -18,6 +18,7 @@ import {
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
+import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
 import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
 import { checkDataParallelFlags, type Recompute, type TrainingSetup } from '../../src/megatron/training-setup.ts';
 import { presets } from '../../src/parallel/config.ts';
@@ -103,6 +104,7 @@ export function usage(): string {
        [--use-megatron-fsdp [--data-parallel-sharding-strategy ${shardingStrategies.join('|')}]]
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
+       [--recompute-modules "core_attn mlp layernorm"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
@@ -213,6 +215,7 @@ const options = {
   'recompute-granularity': { type: 'string' },
   'recompute-method': { type: 'string' },
   'recompute-num-layers': { type: 'string' },
+  'recompute-modules': { type: 'string' },
   'use-flash-attn': { type: 'boolean', default: false },
   'tied-embeddings': { type: 'boolean', default: false },
   'untie-embeddings-and-output-weights': { type: 'boolean', default: false },
@@ -457,6 +460,11 @@ function recomputeFlags(v: Values, legacy: boolean): Recompute | undefined {
   const g = v['recompute-granularity'];
   const method = v['recompute-method'];
   const n = v['recompute-num-layers'];
+  const modules = v['recompute-modules'];
+  if (modules !== undefined && g !== 'selective')
+    throw new Error(
+      '--recompute-modules applies with --recompute-granularity selective (transformer_layer.py reads it only there): add it.',
+    );
   if (g === undefined) {
     if (method !== undefined || n !== undefined)
       throw new Error('--recompute-method and --recompute-num-layers need --recompute-granularity full.');
@@ -466,7 +474,7 @@ function recomputeFlags(v: Values, legacy: boolean): Recompute | undefined {
   if (g === 'selective') {
     if (method !== undefined || n !== undefined)
       throw new Error('--recompute-granularity selective takes no --recompute-method or --recompute-num-layers.');
-    return { granularity: 'selective' };
+    return { granularity: 'selective', ...(modules !== undefined && { modules: parseRecomputeModules(modules) }) };
   }
   if (g !== 'full') throw new Error(`--recompute-granularity must be full or selective, got "${g}".`);
   if (method !== 'uniform' && method !== 'block')

@@ -2,16 +2,21 @@ import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/c
 import { validateConfig } from '../parallel/validate.ts';
 import { fsdpRefusals, type FsdpSetup } from './fsdp.ts';
 import type { MoeSetup } from './moe.ts';
+import { pricedRecomputeModules, recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
 
 /**
  * Activation recomputation as Megatron-Core does it (transformer_config.py, core_v0.19.0):
- * `selective` recomputes core attention only (--recompute-granularity selective, default
- * --recompute-modules core_attn; Korthikanti et al. 2022 §5); `full` checkpoints whole layers,
+ * `selective` recomputes the submodules of --recompute-modules (default core_attn; Korthikanti et
+ * al. 2022 §5; recompute-modules.ts); `full` checkpoints whole layers,
  * `uniform` in units of `layers` consecutive layers (each unit keeps its input only), `block`
  * the first `layers` layers of every pipeline (virtual) stage, one checkpoint each.
  */
 export type Recompute =
-  | { readonly granularity: 'selective' }
+  | {
+      readonly granularity: 'selective';
+      /** --recompute-modules (recompute-modules.ts; absent: core_attn, Megatron's default). */
+      readonly modules?: readonly RecomputeModule[];
+    }
   | { readonly granularity: 'full'; readonly method: 'uniform' | 'block'; readonly layers: number };
 
 /** What a training run on a real cluster is: the layer's sizes, degrees, depth, budget and batch. */
@@ -146,6 +151,15 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     );
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
+  if (r?.granularity === 'selective' && r.modules) {
+    const refusal = recomputeModuleRefusals(r.modules, { moe: s.moe, mla: false })[0];
+    if (refusal) throw new Error(refusal);
+    const unpriced = r.modules.filter((x) => !pricedRecomputeModules.has(x));
+    if (unpriced.length)
+      throw new Error(
+        `--recompute-modules ${unpriced.join(' ')}: not priced yet (the projection prices ${[...pricedRecomputeModules].join(', ')}); leave ${unpriced.length > 1 ? 'them' : 'it'} out.`,
+      );
+  }
   const m = microBatchesOf(s);
   if (pp * vpp * m > maxPipelinePasses)
     throw new Error(

@@ -9,6 +9,8 @@ import {
   setupConfig,
   type TrainingSetup,
 } from '../../megatron/training-setup.ts';
+import type { LayerPlan } from '../../parallel/plan-types.ts';
+import type { Timeline } from '../../schedule/schedule.ts';
 import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
@@ -18,7 +20,7 @@ import { groupLinks, p2pUs } from '../links/group-links.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { dpOptionsOf, gatherInSchedule, paramGatherStartWaitMs } from './dp-sync.ts';
-import { moeStepModel, type MoeStepModel } from './moe-step.ts';
+import { denseMlpSpan, moeStepModel, type MoeStepModel } from './moe-step.ts';
 import { fsdpLayerTimes } from '../links/fsdp.ts';
 import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
@@ -119,7 +121,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const moeB = moe ? moe.backwardMs - moe.denseMlp.backwardMs : 0;
   const model = withMoeParams(stageModelOf(pricing, split, machine, setup), moe);
   const rec: ChunkRecompute[][] = split.layers.map((row, i) =>
-    row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc)),
+    row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp)),
   );
   const layerF = pieces.layer.forward.ms + ring.forwardMs;
   const layerB = pieces.layer.backward.ms + ring.backwardMs;
@@ -147,10 +149,15 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
   // Full recomputation re-runs every layer of the chunk, its MoE layers' forwards included.
+  // --recompute-modules mlp and layernorm: the dense MLP's forward span and the two norms' forward kernels again.
+  const mlpF = rc?.granularity === 'selective' ? denseMlpSpan(block, pricing.blockT).forwardMs : 0;
+  const normF = rc?.granularity === 'selective' ? normForwardMs(block, pricing.blockT) : 0;
   const redoMs = (i: number, ch: number): number =>
     rec[i]![ch]!.recomputedLayers * layerF +
     Math.min(rec[i]![ch]!.recomputedLayers, moeIn(i, ch)) * moeF +
-    rec[i]![ch]!.recomputedCoreAttention * coreF;
+    rec[i]![ch]!.recomputedCoreAttention * coreF +
+    (rec[i]![ch]!.recomputedMlp ?? 0) * mlpF +
+    (rec[i]![ch]!.recomputedNorms ?? 0) * normF;
   const backwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerB +
     fsdpB(split.layers[i]![ch]!) +
@@ -297,9 +304,24 @@ function withMoeActivations(
   moe: MoeStepModel | undefined,
   nMoe: number,
   rc: ReturnType<typeof recomputeOf>,
+  mlpDropped?: number,
 ): ChunkRecompute {
   if (!moe || nMoe === 0) return r;
   if (rc?.granularity === 'full')
     return { ...r, backwardTransientBytes: r.backwardTransientBytes + Math.min(rc.layers, nMoe) * moe.keptDelta };
-  return { ...r, keptBytes: r.keptBytes + nMoe * moe.keptDelta };
+  // --recompute-modules mlp leaves MoE layers alone (transformer_layer.py:512-514): their MLP keeps what it keeps.
+  const mlpBack = r.recomputedMlp ? Math.min(nMoe, r.recomputedMlp) : 0;
+  return {
+    ...r,
+    keptBytes: r.keptBytes + nMoe * moe.keptDelta + mlpBack * (mlpDropped ?? 0),
+    ...(r.recomputedMlp !== undefined && { recomputedMlp: r.recomputedMlp - mlpBack }),
+  };
+}
+
+/** The two norms' forward kernels of one layer on rank 0 (ops of weight g1, g2), ms: what layernorm recompute runs again. */
+function normForwardMs(block: LayerPlan, t: Timeline): number {
+  const norms = new Set(
+    block.ops.filter((o) => o.phase === 'forward' && (o.weight === 'g1' || o.weight === 'g2')).map((o) => o.index),
+  );
+  return t.events.filter((e) => e.rank === 0 && norms.has(e.opIndex)).reduce((a, e) => a + (e.t1 - e.t0), 0);
 }
