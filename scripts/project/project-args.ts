@@ -20,7 +20,13 @@ import {
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
 import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
 import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
-import { checkDataParallelFlags, type Recompute, type TrainingSetup } from '../../src/megatron/training-setup.ts';
+import {
+  checkDataParallelFlags,
+  type OptimizerCpuOffload,
+  type Recompute,
+  type TrainingSetup,
+} from '../../src/megatron/training-setup.ts';
+import { checkOptimizerCpuOffload } from '../../src/projection/step/optimizer-offload.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
@@ -103,6 +109,7 @@ export function usage(): string {
        [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
        [--use-megatron-fsdp [--data-parallel-sharding-strategy ${shardingStrategies.join('|')}]]
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
+       [--optimizer-cpu-offload --use-precision-aware-optimizer [--optimizer-offload-fraction F] [--overlap-cpu-optimizer-d2h-h2d]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
        [--recompute-modules "core_attn mlp layernorm"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
@@ -208,6 +215,10 @@ const options = {
   'overlap-grad-reduce': { type: 'boolean', default: false },
   'overlap-param-gather': { type: 'boolean', default: false },
   'ddp-bucket-size': { type: 'string' },
+  'optimizer-cpu-offload': { type: 'boolean', default: false },
+  'optimizer-offload-fraction': { type: 'string' },
+  'overlap-cpu-optimizer-d2h-h2d': { type: 'boolean', default: false },
+  'use-precision-aware-optimizer': { type: 'boolean', default: false },
   'use-megatron-fsdp': { type: 'boolean', default: false },
   'data-parallel-sharding-strategy': { type: 'string' },
   'use-torch-fsdp2': { type: 'boolean', default: false },
@@ -302,6 +313,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   if (moe) Object.assign(setup, { moe });
   const fsdp = parseFsdpFlags(v);
   if (fsdp) Object.assign(setup, { fsdp });
+  const offload = parseOffloadFlags(v);
+  if (offload) Object.assign(setup, { optimizerCpuOffload: offload });
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
@@ -505,4 +518,28 @@ function parseFsdpFlags(v: {
     '--torch-fsdp2-no-reshard-after-forward': v['torch-fsdp2-no-reshard-after-forward'] || undefined,
   };
   return fsdpFromFlags((name) => flags[name]);
+}
+
+/**
+ * --optimizer-cpu-offload with its fraction (Megatron's default 1.0, arguments.py:2785) and overlap;
+ * Megatron's rule that it needs --use-precision-aware-optimizer (optimizer-offload.ts).
+ */
+function parseOffloadFlags(v: {
+  readonly 'optimizer-cpu-offload': boolean;
+  readonly 'optimizer-offload-fraction'?: string;
+  readonly 'overlap-cpu-optimizer-d2h-h2d': boolean;
+  readonly 'use-precision-aware-optimizer': boolean;
+}): OptimizerCpuOffload | undefined {
+  if (!v['optimizer-cpu-offload']) {
+    if (v['optimizer-offload-fraction'] !== undefined || v['overlap-cpu-optimizer-d2h-h2d'])
+      throw new Error('--optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d need --optimizer-cpu-offload.');
+    return undefined;
+  }
+  const text = v['optimizer-offload-fraction'];
+  const fraction = text === undefined ? 1 : Number(text);
+  if (text !== undefined && !/^\s*[\d.]+\s*$/.test(text))
+    throw new Error(`--optimizer-offload-fraction "${text}": give a number between 0 and 1.`);
+  const o = { fraction, overlapD2hH2d: v['overlap-cpu-optimizer-d2h-h2d'] };
+  checkOptimizerCpuOffload(o, v['use-precision-aware-optimizer']);
+  return o;
 }

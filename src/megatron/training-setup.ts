@@ -80,6 +80,16 @@ export interface TrainingSetup {
   readonly moe?: MoeSetup;
   /** Fully sharded data parallelism (fsdp.ts: --use-megatron-fsdp with its strategy, or --use-torch-fsdp2); absent: DDP. */
   readonly fsdp?: FsdpSetup;
+  /** --optimizer-cpu-offload (projection/step/optimizer-offload.ts): part of the optimizer state and step on the host. */
+  readonly optimizerCpuOffload?: OptimizerCpuOffload;
+}
+
+/** --optimizer-cpu-offload with --optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d (arguments.py:2781-2790). */
+export interface OptimizerCpuOffload {
+  /** f: the share of this GPU's optimizer parameters whose state and step move to the CPU (Megatron's default 1.0). */
+  readonly fraction: number;
+  /** --overlap-cpu-optimizer-d2h-h2d: the copies and the CPU step run concurrently. */
+  readonly overlapD2hH2d: boolean;
 }
 
 /** The degrees of a setup with their defaults, and DP = N / (t · p · cp). */

@@ -7,6 +7,7 @@ import type { PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stateBytes } from '../links/data-parallel.ts';
 import { fsdpStateBytes } from '../links/fsdp.ts';
 import type { StageModel } from '../pipeline/stage-model.ts';
+import { gpuOptimizerShare } from './optimizer-offload.ts';
 
 /** What a setup shards over its DP·cp group: FSDP's sharding, or DDP's (the distributed optimizer shards the optimizer). */
 export function dpSharding(setup: Pick<TrainingSetup, 'fsdp' | 'distributedOptimizer'>): FsdpSharding {
@@ -18,16 +19,18 @@ export function dpSharding(setup: Pick<TrainingSetup, 'fsdp' | 'distributedOptim
 /**
  * Bytes per parameter a GPU keeps of a setup's dense (non-expert) parameters: fsdpStateBytes with
  * FSDP, else Megatron's DDP buffers (stateBytes: fp32 main gradients for bf16, the optimizer state
- * sharded by the distributed optimizer).
+ * sharded by the distributed optimizer); the optimizer's share on the host with --optimizer-cpu-offload left out.
  */
 export function setupStateBytes(
-  setup: Pick<TrainingSetup, 'fsdp' | 'distributedOptimizer'>,
+  setup: Pick<TrainingSetup, 'fsdp' | 'distributedOptimizer' | 'optimizerCpuOffload'>,
   dtype: TrainDtype,
   d: number,
 ): { weights: number; grads: number; optimizer: number } {
-  return setup.fsdp
+  const per = setup.fsdp
     ? fsdpStateBytes(dtype, fsdpSharding(setup.fsdp), d)
     : stateBytes(dtype, setup.distributedOptimizer ?? false, d);
+  // --optimizer-cpu-offload keeps the offloaded share of the main weights and moments in host memory.
+  return { ...per, optimizer: per.optimizer * gpuOptimizerShare(setup) };
 }
 
 /**

@@ -16,6 +16,7 @@ import { dpSharding, dpTailChunkParams, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 import { moeStepFlops, moeTail } from './moe-step.ts';
 import { optimizerMs } from './optimizer.ts';
+import { gpuOptimizerShare, offloadedStepMs } from './optimizer-offload.ts';
 import { pipelineP2p } from './pp-exposure.ts';
 import { stepFlops } from './step-flops.ts';
 import { tiedEmbeddingAllReduceMs } from './tied-embedding.ts';
@@ -181,8 +182,14 @@ export function stepTimes(
   const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
   const experts = ct.moe ? moeTail(setup, machine, ct.moe, ct.expertParams, ct.forwardMs, ct.backwardMs) : undefined;
   const expertMs = experts ? experts.gradSyncMs + experts.paramGatherMs : 0;
+  // --optimizer-cpu-offload: the GPU steps its share, the host the rest (optimizer-offload.ts).
+  const offload = setup.optimizerCpuOffload;
   const optimizer =
-    scaledKernelUs(system, 'memory', optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu)) +
+    scaledKernelUs(system, 'memory', optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu)) *
+      gpuOptimizerShare(setup) +
+    (offload
+      ? offloadedStepMs(Math.max(...model.stageParams) / (distOpt ? deg.dp * deg.cp : 1), offload, system).addedMs
+      : 0) +
     (experts?.optimizerMs ?? 0);
   // Megatron-FSDP's ZeRO-2 gathers the stage's updated layers once after the optimizer (links/fsdp.ts).
   const fsdpSetup = setup.fsdp;
