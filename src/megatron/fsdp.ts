@@ -60,6 +60,22 @@ export function fsdpSharding(f: FsdpSetup): FsdpSharding {
   };
 }
 
+/**
+ * The overlaps Megatron-FSDP turns on by itself (megatron_fsdp.py:328-333): the parameter gather
+ * for optim_grads_params, the gradient reduce-scatter for optim_grads and optim_grads_params.
+ * FSDP2 has no such flags (its prefetch is always on).
+ */
+export function fsdpForcedOverlaps(f: FsdpSetup | undefined): {
+  overlapGradReduce: boolean;
+  overlapParamGather: boolean;
+} {
+  if (f?.impl !== 'megatron') return { overlapGradReduce: false, overlapParamGather: false };
+  return {
+    overlapGradReduce: f.strategy === 'optim_grads' || f.strategy === 'optim_grads_params',
+    overlapParamGather: f.strategy === 'optim_grads_params',
+  };
+}
+
 /** The launch flags of `f` (Megatron-FSDP needs the fsdp_dtensor checkpoint format, arguments.py:1146-1147). */
 export function fsdpFlags(f: FsdpSetup): string[] {
   if (f.impl === 'torch')

@@ -73,7 +73,7 @@ export const layoutRejectionText: Readonly<Record<LayoutRejection, string>> = {
   'flag-needs':
     '--overlap-param-gather needs --use-distributed-optimizer (or --use-megatron-fsdp) and --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel',
   moe: "Megatron's MoE rules (moe.ts moeRefusals: E a multiple of EP, ETP·EP·p dividing N, SP with t > 1, the dispatcher's and overlaps' needs)",
-  fsdp: "Megatron's FSDP2 rules (fsdp.ts fsdpRefusals: --use-torch-fsdp2 with p > 1, EP > 1 or the distributed optimizer, arguments.py:1000-1005)",
+  fsdp: "Megatron's FSDP2 rules (fsdp.ts fsdpRefusals: --use-torch-fsdp2 with p > 1, EP > 1, the distributed optimizer, fp16, tied embeddings or gradient accumulation fusion, arguments.py:1000-1013)",
 };
 
 /** The MoE flags of `model` under layout `l` (its EP and ETP), or undefined for a dense model. */

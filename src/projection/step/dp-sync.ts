@@ -1,4 +1,5 @@
 import { overlapLossMs } from '../../hardware/overlap-cost.ts';
+import { fsdpForcedOverlaps } from '../../megatron/fsdp.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import {
   defaultBucketSize,
@@ -52,10 +53,12 @@ export function dpOptionsOf(
   deg: Pick<Degrees, 'dp' | 'cp' | 'vpp'>,
 ): DpOptions {
   const dpGroup = deg.dp * deg.cp;
-  const overlapGradReduce = setup.overlapGradReduce ?? false;
+  // Megatron-FSDP turns its overlaps on by itself (fsdp.ts fsdpForcedOverlaps).
+  const forced = fsdpForcedOverlaps(setup.fsdp);
+  const overlapGradReduce = (setup.overlapGradReduce ?? false) || forced.overlapGradReduce;
   return {
     overlapGradReduce,
-    overlapParamGather: setup.overlapParamGather ?? false,
+    overlapParamGather: (setup.overlapParamGather ?? false) || forced.overlapParamGather,
     // FSDP: a sharded optimizer syncs the tail's gradients by reduce-scatter and gathers its parameters (fsdp-step.ts).
     distributedOptimizer: dpSharding(setup).optimizer,
     dpGroup,

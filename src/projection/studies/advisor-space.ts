@@ -1,5 +1,5 @@
 import type { SystemSpec } from '../../hardware/systems.ts';
-import type { FsdpSetup } from '../../megatron/fsdp.ts';
+import { fsdpForcedOverlaps, type FsdpSetup } from '../../megatron/fsdp.ts';
 import type { MoeSetup } from '../../megatron/moe.ts';
 import { recomputeChoices, type ParallelLayout, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 
@@ -117,8 +117,14 @@ export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout>
                             for (const fsdp of fsdps) {
                               // ETP 1 and ETP = t are one layout at t = 1.
                               if (etpChoice === 1 && tp === 1 && etps.includes('t')) continue;
-                              // Megatron-FSDP without --use-distributed-optimizer is the same job with it.
-                              if (fsdp !== 'none' && fsdp.impl === 'megatron' && !distributedOptimizer) continue;
+                              // Megatron-FSDP turns the distributed optimizer (arguments.py:1106-1111) and, by strategy, the
+                              // overlaps on itself (megatron_fsdp.py:328-333): those flags off are the same job.
+                              if (fsdp !== 'none' && fsdp.impl === 'megatron') {
+                                const forced = fsdpForcedOverlaps(fsdp);
+                                if (!distributedOptimizer) continue;
+                                if (forced.overlapGradReduce && !overlapGradReduce) continue;
+                                if (forced.overlapParamGather && !overlapParamGather) continue;
+                              }
                               yield {
                                 tp,
                                 pp,

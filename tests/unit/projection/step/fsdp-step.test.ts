@@ -104,6 +104,15 @@ describe('an FSDP step', () => {
     expect(four.exposedByGroup.dp).toBeGreaterThanOrEqual(four.fsdp!.exposedMs);
   });
 
+  it('Megatron-FSDP turns its overlaps on itself (megatron_fsdp.py:328-333): the flags change nothing', async () => {
+    const off = await projectStep(with_(zero3), h100);
+    const on = await projectStep(with_(zero3, { overlapGradReduce: true, overlapParamGather: true }), h100);
+    expect(on.stepMs).toBe(off.stepMs);
+    const z2 = { impl: 'megatron', strategy: 'optim_grads' } as const;
+    const z2on = await projectStep(with_(z2, { overlapGradReduce: true }), h100);
+    expect((await projectStep(with_(z2), h100)).stepMs).toBe(z2on.stepMs);
+  });
+
   it('FSDP2 refuses what Megatron refuses: p > 1, fp16', async () => {
     await expect(projectStep(with_({ impl: 'torch', reshardAfterForward: true }, { pp: 2 }), h100)).rejects.toThrow(
       /arguments.py:1000-1001/,
@@ -138,6 +147,11 @@ describe('the advisor searches FSDP', () => {
     expect([...kinds].sort()).toEqual(['megatron', 'none', 'torch']);
     const row = r.top.find((x) => x.layout.fsdp?.impl === 'megatron')!;
     expect(row.layout.distributedOptimizer).toBe(true);
+    // ZeRO-3 rows carry the overlaps Megatron-FSDP forces on; no row repeats one with them off.
+    for (const x of r.top.filter(
+      (y) => y.layout.fsdp?.impl === 'megatron' && y.layout.fsdp.strategy === 'optim_grads_params',
+    ))
+      expect([x.layout.overlapGradReduce, x.layout.overlapParamGather]).toEqual([true, true]);
     expect(layoutFlags(row.layout)).toContain('--use-megatron-fsdp');
   });
 });
