@@ -6,10 +6,12 @@
 // fused_layer_norm.py, transformer_block.py, attention.py, dot_product_attention.py,
 // tensor_parallel/layers.py), and the MoE rules the MoE flags reach (moe.ts moeRefusals, with
 // arguments.py's grouped-GEMM check), FSDP's (fsdp.ts fsdpRefusals and the checkpoint formats it
-// asserts), and Transformer Engine's GPU floor. Each rule cites its file and line at the pin. Not
-// ported: checks on flags the project never emits (MLA, RL, CUDA graphs, fp8/fp4).
+// asserts), --recompute-modules' (recompute-modules.ts) and Transformer Engine's GPU floor. Each
+// rule cites its file and line at the pin. Not ported: checks on flags the project never emits
+// (MLA, RL, CUDA graphs, fp8/fp4).
 import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
 import { flagMap } from './megatron-command.ts';
+import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
 
 /** Where the job runs: what is installed, the GPU, the environment variables and the world size. */
@@ -307,6 +309,20 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
       biases: !a.has('--disable-bias-linear'),
     };
     for (const r of moeRefusals(moe, job)) fail(r.source, r.message);
+  }
+  // --recompute-modules (a list: the words after the flag), read with selective granularity
+  // (transformer_config.py:1766-1818).
+  const at = argv.indexOf('--recompute-modules');
+  if (at >= 0 && granularity === 'selective') {
+    const words: string[] = [];
+    for (let i = at + 1; i < argv.length && !argv[i]!.startsWith('--'); i++) words.push(argv[i]!);
+    try {
+      const modules = parseRecomputeModules(words.join(' '));
+      for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention') }))
+        fail(r.source, r.message);
+    } catch (e) {
+      fail(`${TC}:1778-1782`, (e as Error).message);
+    }
   }
   return out;
 }

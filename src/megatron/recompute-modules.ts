@@ -41,14 +41,23 @@ export function parseRecomputeModules(text: string): RecomputeModule[] {
 export function recomputeModuleRefusals(
   modules: readonly RecomputeModule[],
   job: { readonly moe?: Pick<MoeSetup, 'groupedGemm' | 'sharedFfn' | 'sharedExpertOverlap'>; readonly mla: boolean },
-): string[] {
+): { source: string; message: string }[] {
   const T = 'megatron/core/transformer/transformer_config.py';
-  const out: string[] = [];
+  const out: { source: string; message: string }[] = [];
   if (modules.includes('moe_act') && !job.moe?.groupedGemm)
-    out.push(`moe_act in recompute_modules is only supported with moe_grouped_gemm (${T}:1784-1787).`);
+    out.push({
+      source: `${T}:1784-1787`,
+      message: 'moe_act in recompute_modules is only supported with moe_grouped_gemm.',
+    });
   if (modules.includes('mla_up_proj') && !job.mla)
-    out.push(`mla_up_proj in recompute_modules is only supported with multi_latent_attention (${T}:1789-1793).`);
+    out.push({
+      source: `${T}:1789-1793`,
+      message: 'mla_up_proj in recompute_modules is only supported with multi_latent_attention.',
+    });
   if (modules.includes('shared_experts') && job.moe?.sharedFfn !== undefined && job.moe.sharedExpertOverlap)
-    out.push(`shared_experts recompute cannot work with --moe-shared-expert-overlap (${T}:1812-1818).`);
+    out.push({
+      source: `${T}:1812-1818`,
+      message: 'shared_experts recompute cannot work with --moe-shared-expert-overlap.',
+    });
   return out;
 }

@@ -163,7 +163,7 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
   if (r?.granularity === 'selective' && r.modules) {
     const refusal = recomputeModuleRefusals(r.modules, { moe: s.moe, mla: false })[0];
-    if (refusal) throw new Error(refusal);
+    if (refusal) throw new Error(`${refusal.message} (${refusal.source})`);
     const unpriced = r.modules.filter((x) => !pricedRecomputeModules.has(x));
     if (unpriced.length)
       throw new Error(

@@ -271,3 +271,23 @@ describe("FSDP on the launch line: the port of Megatron's asserts (fsdp.ts)", ()
     expect(bad.map((f) => f.message).join(' ')).toMatch(/use no_shard, optim, optim_grads, optim_grads_params/);
   });
 });
+
+describe('--recompute-modules on the launch line (transformer_config.py)', () => {
+  const c = configFromPreset('llama-gqa', { tp: 2, sp: true });
+  const run: MegatronRun = { layers: 4, globalBatch: 8, dtype: 'bf16', recompute: false, trainIters: 10 };
+  const env = ngcEnvironment(8, { CUDA_DEVICE_MAX_CONNECTIONS: '1' }, 9);
+  const T = 'megatron/core/transformer/transformer_config.py';
+  const selective = (...modules: string[]) => [
+    ...megatronArgs(c, run),
+    '--recompute-granularity',
+    'selective',
+    '--recompute-modules',
+    ...modules,
+  ];
+
+  test('a list of known modules passes; moe_act without grouped GEMM and an unknown name fail with their lines', () => {
+    expect(sources(selective('core_attn', 'mlp', 'layernorm'), env)).toEqual([]);
+    expect(sources(selective('core_attn', 'moe_act'), env)).toEqual([`${T}:1784-1787`]);
+    expect(sources(selective('attention'), env)).toEqual([`${T}:1778-1782`]);
+  });
+});
