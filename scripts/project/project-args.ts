@@ -18,7 +18,15 @@ import {
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
-import { checkDataParallelFlags, type Recompute, type TrainingSetup } from '../../src/megatron/training-setup.ts';
+import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
+import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
+import {
+  checkDataParallelFlags,
+  type OptimizerCpuOffload,
+  type Recompute,
+  type TrainingSetup,
+} from '../../src/megatron/training-setup.ts';
+import { checkOptimizerCpuOffload } from '../../src/projection/step/optimizer-offload.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
@@ -99,7 +107,11 @@ export function usage(): string {
        [--pp P] [--vpp V | --num-layers-per-virtual-pipeline-stage N]
        [--decoder-first-pipeline-num-layers N] [--decoder-last-pipeline-num-layers N] [--cp CP]
        [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
+       [--use-megatron-fsdp [--data-parallel-sharding-strategy ${shardingStrategies.join('|')}]]
+       [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
+       [--optimizer-cpu-offload --use-precision-aware-optimizer [--optimizer-offload-fraction F] [--overlap-cpu-optimizer-d2h-h2d]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
+       [--recompute-modules "core_attn mlp layernorm"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
@@ -203,9 +215,18 @@ const options = {
   'overlap-grad-reduce': { type: 'boolean', default: false },
   'overlap-param-gather': { type: 'boolean', default: false },
   'ddp-bucket-size': { type: 'string' },
+  'optimizer-cpu-offload': { type: 'boolean', default: false },
+  'optimizer-offload-fraction': { type: 'string' },
+  'overlap-cpu-optimizer-d2h-h2d': { type: 'boolean', default: false },
+  'use-precision-aware-optimizer': { type: 'boolean', default: false },
+  'use-megatron-fsdp': { type: 'boolean', default: false },
+  'data-parallel-sharding-strategy': { type: 'string' },
+  'use-torch-fsdp2': { type: 'boolean', default: false },
+  'torch-fsdp2-no-reshard-after-forward': { type: 'boolean', default: false },
   'recompute-granularity': { type: 'string' },
   'recompute-method': { type: 'string' },
   'recompute-num-layers': { type: 'string' },
+  'recompute-modules': { type: 'string' },
   'use-flash-attn': { type: 'boolean', default: false },
   'tied-embeddings': { type: 'boolean', default: false },
   'untie-embeddings-and-output-weights': { type: 'boolean', default: false },
@@ -290,6 +311,10 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   };
   const moe = parseMoeFlags(v, sizes.ffn);
   if (moe) Object.assign(setup, { moe });
+  const fsdp = parseFsdpFlags(v);
+  if (fsdp) Object.assign(setup, { fsdp });
+  const offload = parseOffloadFlags(v);
+  if (offload) Object.assign(setup, { optimizerCpuOffload: offload });
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
@@ -312,7 +337,10 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     );
   const recomputation = recomputeFlags(v, v.recompute);
   if (recomputation) Object.assign(setup, { recomputation });
-  checkDataParallelFlags(setup);
+  checkDataParallelFlags(setup, {
+    fp16: (v.dtype !== undefined ? parseDtype(v.dtype) : scenario.dtype) === 'fp16',
+    gradAccumulationFusion: kernels.gradAccumulationFusion ?? false,
+  });
   return {
     help: v.help,
     json: v.json,
@@ -445,6 +473,11 @@ function recomputeFlags(v: Values, legacy: boolean): Recompute | undefined {
   const g = v['recompute-granularity'];
   const method = v['recompute-method'];
   const n = v['recompute-num-layers'];
+  const modules = v['recompute-modules'];
+  if (modules !== undefined && g !== 'selective')
+    throw new Error(
+      '--recompute-modules applies with --recompute-granularity selective (transformer_layer.py reads it only there): add it.',
+    );
   if (g === undefined) {
     if (method !== undefined || n !== undefined)
       throw new Error('--recompute-method and --recompute-num-layers need --recompute-granularity full.');
@@ -454,11 +487,59 @@ function recomputeFlags(v: Values, legacy: boolean): Recompute | undefined {
   if (g === 'selective') {
     if (method !== undefined || n !== undefined)
       throw new Error('--recompute-granularity selective takes no --recompute-method or --recompute-num-layers.');
-    return { granularity: 'selective' };
+    return { granularity: 'selective', ...(modules !== undefined && { modules: parseRecomputeModules(modules) }) };
   }
   if (g !== 'full') throw new Error(`--recompute-granularity must be full or selective, got "${g}".`);
   if (method !== 'uniform' && method !== 'block')
     throw new Error('--recompute-granularity full needs --recompute-method uniform or block.');
   if (n === undefined) throw new Error('--recompute-granularity full needs --recompute-num-layers N.');
   return { granularity: 'full', method, layers: parseWhole('--recompute-num-layers', n, 1) };
+}
+
+/**
+ * FSDP from the flags (fsdp.ts fsdpFromFlags): --use-megatron-fsdp with
+ * --data-parallel-sharding-strategy (default optim_grads_params), or --use-torch-fsdp2 with
+ * --torch-fsdp2-no-reshard-after-forward; a strategy or FSDP2 option without its switch is refused.
+ */
+function parseFsdpFlags(v: {
+  readonly 'use-megatron-fsdp': boolean;
+  readonly 'data-parallel-sharding-strategy'?: string;
+  readonly 'use-torch-fsdp2': boolean;
+  readonly 'torch-fsdp2-no-reshard-after-forward': boolean;
+}): FsdpSetup | undefined {
+  if (v['data-parallel-sharding-strategy'] !== undefined && !v['use-megatron-fsdp'])
+    throw new Error('--data-parallel-sharding-strategy is a Megatron-FSDP option: add --use-megatron-fsdp.');
+  if (v['torch-fsdp2-no-reshard-after-forward'] && !v['use-torch-fsdp2'])
+    throw new Error('--torch-fsdp2-no-reshard-after-forward is an FSDP2 option: add --use-torch-fsdp2.');
+  const flags: Record<string, string | true | undefined> = {
+    '--use-megatron-fsdp': v['use-megatron-fsdp'] || undefined,
+    '--data-parallel-sharding-strategy': v['data-parallel-sharding-strategy'],
+    '--use-torch-fsdp2': v['use-torch-fsdp2'] || undefined,
+    '--torch-fsdp2-no-reshard-after-forward': v['torch-fsdp2-no-reshard-after-forward'] || undefined,
+  };
+  return fsdpFromFlags((name) => flags[name]);
+}
+
+/**
+ * --optimizer-cpu-offload with its fraction (Megatron's default 1.0, arguments.py:2785) and overlap;
+ * Megatron's rule that it needs --use-precision-aware-optimizer (optimizer-offload.ts).
+ */
+function parseOffloadFlags(v: {
+  readonly 'optimizer-cpu-offload': boolean;
+  readonly 'optimizer-offload-fraction'?: string;
+  readonly 'overlap-cpu-optimizer-d2h-h2d': boolean;
+  readonly 'use-precision-aware-optimizer': boolean;
+}): OptimizerCpuOffload | undefined {
+  if (!v['optimizer-cpu-offload']) {
+    if (v['optimizer-offload-fraction'] !== undefined || v['overlap-cpu-optimizer-d2h-h2d'])
+      throw new Error('--optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d need --optimizer-cpu-offload.');
+    return undefined;
+  }
+  const text = v['optimizer-offload-fraction'];
+  const fraction = text === undefined ? 1 : Number(text);
+  if (text !== undefined && !/^\s*[\d.]+\s*$/.test(text))
+    throw new Error(`--optimizer-offload-fraction "${text}": give a number between 0 and 1.`);
+  const o = { fraction, overlapD2hH2d: v['overlap-cpu-optimizer-d2h-h2d'] };
+  checkOptimizerCpuOffload(o, v['use-precision-aware-optimizer']);
+  return o;
 }

@@ -8,12 +8,13 @@ import {
 } from '../../src/projection/studies/advisor.ts';
 import { defaultSearchSpace } from '../../src/projection/studies/advisor-space.ts';
 import { formatMs } from '../../src/core/format.ts';
+import { fsdpLabel } from '../../src/megatron/fsdp.ts';
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 const yes = (b: boolean): string => (b ? 'y' : '·');
 
 /** Columns of the advisor's table and each row's cells. */
-const columns = ['t', 'p', 'v', 'cp', 'DP', 'b', 'm', 'SP', 'recompute', 'DO', 'OGR', 'OPG', 'TPO'];
+const columns = ['t', 'p', 'v', 'cp', 'DP', 'b', 'm', 'SP', 'recompute', 'DO', 'OGR', 'OPG', 'TPO', 'FSDP'];
 const rowCells = (r: AdvisorRow, moe: boolean): string[] => {
   const l = r.layout;
   return [
@@ -31,6 +32,7 @@ const rowCells = (r: AdvisorRow, moe: boolean): string[] => {
     yes(l.overlapGradReduce),
     yes(l.overlapParamGather),
     yes(l.tpCommOverlap),
+    fsdpLabel(l.fsdp),
     formatMs(r.stepMs),
     Math.round(r.tokensPerS).toLocaleString('en-US'),
     r.tflopsPerGpu.toFixed(1),
@@ -108,7 +110,7 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
   const table = [head, ...r.top.map((row) => rowCells(row, moe !== undefined))];
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   console.log(
-    `top ${r.top.length} by step time (DO distributed optimizer, OGR/OPG overlap grad reduce/param gather, TPO TP comm overlap):`,
+    `top ${r.top.length} by step time (DO distributed optimizer, OGR/OPG overlap grad reduce/param gather, TPO TP comm overlap, FSDP Megatron-FSDP strategy or FSDP2):`,
   );
   for (const row of table) console.log(row.map((c, i) => c.padStart(widths[i]!)).join('  '));
 }

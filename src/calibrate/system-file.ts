@@ -4,7 +4,7 @@ import { quoted } from '../core/quote.ts';
 import type { FittedCollective, MeasuredCollectiveOp, MeasuredGemm } from '../hardware/calibrated-rates.ts';
 import { gpus, type GemmPrecision, type GpuName } from '../hardware/gpus.ts';
 import type { Interconnect } from '../hardware/interconnect.ts';
-import type { FabricKind, InterNode, SystemSpec } from '../hardware/systems.ts';
+import type { FabricKind, HostSide, InterNode, SystemSpec } from '../hardware/systems.ts';
 
 /** The name `npm run project -- --calibrate DIR` writes the system file under, and the trace view takes it by. */
 export const calibratedSystemFile = 'calibrated-system.json';
@@ -153,5 +153,16 @@ export function parseSystemFile(text: string, source = 'system file'): SystemSpe
     collectiveBaseUs: r.num(o, 'collectiveBaseUs', 'file', 0),
     source: r.str(o, 'source', 'file'),
     ...(measuredGemms && { measuredGemms }),
+    ...(o.host !== undefined && { host: hostOf(r, o.host) }),
+  };
+}
+
+/** A system file's optional host side (SystemSpec.host): link and DRAM bandwidth per GPU > 0, and a source. */
+function hostOf(r: ReturnType<typeof reader>, v: unknown): HostSide {
+  const h = r.obj(v, 'file.host');
+  return {
+    linkGBps: r.num(h, 'linkGBps', 'host', 0, true),
+    dramGBps: r.num(h, 'dramGBps', 'host', 0, true),
+    source: r.str(h, 'source', 'host'),
   };
 }

@@ -28,7 +28,28 @@ export interface SystemSpec {
   readonly measuredGemms?: readonly MeasuredGemm[];
   /** Kernel time per class against the model's, measured in one job's trace (a what-if system). */
   readonly kernelScale?: KernelScale;
+  /** The host side of one GPU: its link to the CPU and its share of the CPU's memory bandwidth (absent: not known). */
+  readonly host?: HostSide;
 }
+
+/**
+ * One GPU's host: `linkGBps` its link to the CPU per direction (PCIe, or NVLink-C2C on Grace), and
+ * `dramGBps` its share of the CPU sockets' DRAM bandwidth (channels × transfer rate × 8 bytes per
+ * socket, all sockets over the node's GPUs): datasheet peaks, what an offloaded optimizer can reach
+ * at best.
+ */
+export interface HostSide {
+  readonly linkGBps: number;
+  readonly dramGBps: number;
+  readonly source: string;
+}
+
+/** A PCIe generation's x16 link per direction, GB/s: the GPU datasheets' bidirectional figure halved. */
+const pcieX16 = { gen3: 16, gen4: 32, gen5: 64 } as const;
+
+/** DRAM peak of `sockets` CPUs of `channels` channels at `mts` MT/s, over `gpus` GPUs, GB/s each. */
+const dramPerGpu = (sockets: number, channels: number, mts: number, gpus: number): number =>
+  (sockets * channels * mts * 8) / 1e3 / gpus;
 
 /** The scale-out fabric's technology: InfiniBand, or RDMA over Converged Ethernet. */
 export type FabricKind = 'infiniband' | 'roce';
@@ -147,6 +168,11 @@ export const systems = {
     inter: ib('EDR', 12.5, 4, 'DGX-1 datasheet: 4× EDR'),
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA DGX-1 datasheet',
+    host: {
+      linkGBps: pcieX16.gen3,
+      dramGBps: dramPerGpu(2, 4, 2400, 8),
+      source: 'DGX-1 datasheet: 2× Xeon E5-2698 v4 (4 channels DDR4-2400 each); V100: PCIe Gen3 32 GB/s',
+    },
   },
   /** NVIDIA DGX-2 datasheet: 16× V100 SXM3 32 GB (V100 peaks) on 12 NVSwitches, 8× IB EDR 100 Gb/s. */
   'dgx2-v100': {
@@ -158,6 +184,11 @@ export const systems = {
     inter: ib('EDR', 12.5, 8, 'DGX-2 datasheet: 8× EDR'),
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA DGX-2 datasheet',
+    host: {
+      linkGBps: pcieX16.gen3,
+      dramGBps: dramPerGpu(2, 6, 2666, 16),
+      source: 'DGX-2 datasheet: 2× Xeon Platinum 8168 (6 channels DDR4-2666 each); V100: PCIe Gen3 32 GB/s',
+    },
   },
   /** NVIDIA DGX A100 datasheet: 8× A100 80 GB, NVSwitch (NVLink 3, 600 GB/s bidirectional), 8× HDR 200 Gb/s. */
   'dgx-a100': {
@@ -169,6 +200,11 @@ export const systems = {
     inter: ib('HDR', 25, 8, 'DGX A100 datasheet: 8× HDR'),
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA DGX A100 datasheet',
+    host: {
+      linkGBps: pcieX16.gen4,
+      dramGBps: dramPerGpu(2, 8, 3200, 8),
+      source: 'DGX A100 datasheet: 2× AMD EPYC 7742 (8 channels DDR4-3200 each); A100: PCIe Gen4 64 GB/s',
+    },
   },
   /** NVIDIA DGX H100 datasheet: 8× H100 SXM, NVSwitch (NVLink 4, 900 GB/s bidirectional), 8× NDR 400 Gb/s. */
   'dgx-h100': {
@@ -180,6 +216,11 @@ export const systems = {
     inter: ib('NDR', 50, 8, 'DGX H100 datasheet: 8× NDR (ConnectX-7)'),
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA DGX H100 datasheet',
+    host: {
+      linkGBps: pcieX16.gen5,
+      dramGBps: dramPerGpu(2, 8, 4800, 8),
+      source: 'DGX H100 datasheet: 2× Xeon Platinum 8480C (8 channels DDR5-4800 each); H100 SXM: PCIe Gen5 128 GB/s',
+    },
   },
   /**
    * The 2020 DGX A100 (DGX A100 datasheet, first edition): 8× A100 SXM 40 GB, six NVSwitches
@@ -206,6 +247,11 @@ export const systems = {
     inter: ib('NDR', 50, 8, 'DGX H200 datasheet: 8× ConnectX-7 NDR'),
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA DGX H200 datasheet',
+    host: {
+      linkGBps: pcieX16.gen5,
+      dramGBps: dramPerGpu(2, 8, 4800, 8),
+      source: 'DGX H200 datasheet: 2× Xeon Platinum 8480C (8 channels DDR5-4800 each); H200 SXM: PCIe Gen5 128 GB/s',
+    },
   },
   /**
    * NVIDIA DGX B200 datasheet: 8× B200 (1,440 GB), NVSwitch (NVLink 5, 1.8 TB/s per GPU,
@@ -220,6 +266,11 @@ export const systems = {
     inter: ib('NDR', 50, 8, 'DGX B200 datasheet: 8× ConnectX-7 400 Gb/s'),
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA DGX B200 datasheet',
+    host: {
+      linkGBps: pcieX16.gen5,
+      dramGBps: dramPerGpu(2, 8, 5600, 8),
+      source: 'DGX B200 datasheet: 2× Xeon Platinum 8570 (8 channels DDR5-5600 each), PCIe Gen5',
+    },
   },
   /**
    * NVIDIA GB200 NVL72 spec and DGX GB200 datasheet: one rack, 36 Grace CPUs and 72 Blackwell
@@ -236,6 +287,12 @@ export const systems = {
     inter: ib('NDR', 50, 72, 'DGX GB200 datasheet: one ConnectX-7 400 Gb/s per GPU'),
     collectiveBaseUs: ncclBaseUs,
     source: 'NVIDIA GB200 NVL72 spec; DGX GB200 datasheet',
+    host: {
+      linkGBps: 450,
+      dramGBps: 512 / 2,
+      source:
+        'GB200 NVL72 spec: NVLink-C2C 900 GB/s bidirectional Grace ↔ Blackwell; one Grace (LPDDR5X, up to 512 GB/s) per two GPUs',
+    },
   },
 } as const satisfies Record<string, SystemSpec>;
 

@@ -1,6 +1,7 @@
 // A job bundle: the directory a cluster user runs to train the playground's configuration with
 // Megatron-LM at the pinned release, on one node or N, with the PyTorch profiler writing Kineto
 // traces for a few steps and a manifest beside them so the trace view finds the projection.
+import { fsdpFlags } from './fsdp.ts';
 import type { TrainDtype } from '../hardware/dtype.ts';
 import { parseSystem } from '../hardware/systems.ts';
 import type { LayerConfig } from '../parallel/config.ts';
@@ -135,6 +136,8 @@ export function jobArgs(spec: JobSpec): { config: LayerConfig; run: MegatronRun;
     ...megatronModelArgs(config, run),
     // MoE (moe.ts): Megatron's MoE flags, shared with the expert-parallel job's command.
     ...(s.moe ? moeArgv(s.moe, config.tp) : []),
+    // FSDP (fsdp.ts), with the checkpoint format Megatron-FSDP asserts.
+    ...(s.fsdp ? fsdpFlags(s.fsdp) : []),
     ...megatronScheduleArgs(run),
     '--profile',
     '--use-pytorch-profiler',
@@ -162,7 +165,9 @@ export const realDataArgs = ['--data-path', '$DATA_PATH', '--split', '969,30,1']
 export function jobBundle(spec: JobSpec): BundleFile[] {
   const { config, run, args } = jobArgs(spec);
   const { nodes, perNode } = jobNodes(spec.setup.gpus, spec.gpusPerNode);
-  const env = { CUDA_DEVICE_MAX_CONNECTIONS: '1' };
+  // FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 (fsdp.ts); with it t > 1 only warns (arguments.py:1416-1424).
+  const fsdp = spec.setup.fsdp;
+  const env: Record<string, string> = fsdp ? {} : { CUDA_DEVICE_MAX_CONNECTIONS: '1' };
   const manifest: JobManifest = {
     kind: jobManifestKind,
     name: spec.name,
@@ -190,8 +195,13 @@ git -C Megatron-LM fetch --tags origin
 git -C Megatron-LM checkout --detach ${megatronRelease.commit}   # ${megatronRelease.tag}
 `;
   const envSh = `# Environment of the job; sourced by launch.sh. Override any of these before launching.
-# One hardware queue, so the tensor-parallel collectives run in issue order (arguments.py:1437 requires it for t > 1 before Blackwell).
-export CUDA_DEVICE_MAX_CONNECTIONS=1
+${
+  fsdp
+    ? `# FSDP: CUDA_DEVICE_MAX_CONNECTIONS must not be 1 (arguments.py:${fsdp.impl === 'torch' ? '1014-1015' : '1143-1144'}); with FSDP, t > 1 only warns (:1416-1424).
+unset CUDA_DEVICE_MAX_CONNECTIONS`
+    : `# One hardware queue, so the tensor-parallel collectives run in issue order (arguments.py:1437 requires it for t > 1 before Blackwell).
+export CUDA_DEVICE_MAX_CONNECTIONS=1`
+}
 export NNODES="\${NNODES:-${nodes}}"
 export GPUS_PER_NODE="\${GPUS_PER_NODE:-${perNode}}"
 export NODE_RANK="\${NODE_RANK:-0}"
@@ -302,7 +312,7 @@ ${spec.dtype}${spec.setup.recompute ? ', full recompute' : ''}, on ${nodes} node
 3. Data: the mock dataset by default. Real data: \`DATA_PATH=/path/to/prefix ./launch.sh\` adds
    \`${realDataArgs.join(' ')}\` (a Megatron \`.bin\`/\`.idx\` prefix whose token ids are below
    ${config.vocab > 0 ? config.vocab : 1}; the tokenizer stays NullTokenizer with this vocabulary size).
-4. Environment (\`env.sh\`): \`CUDA_DEVICE_MAX_CONNECTIONS=1\`, \`NNODES\`, \`GPUS_PER_NODE\`,
+4. Environment (\`env.sh\`): \`CUDA_DEVICE_MAX_CONNECTIONS=1\` (unset with FSDP), \`NNODES\`, \`GPUS_PER_NODE\`,
    \`NODE_RANK\`, \`MASTER_ADDR\`, \`MASTER_PORT\`, \`MEGATRON_LM\`, \`RUN_DIR\` (default \`./run\`),
    \`DATA_PATH\`.
 

@@ -5,9 +5,13 @@
 // (gpt_builders.py, models/backends.py) and the modules the spec builds (torch_norm.py,
 // fused_layer_norm.py, transformer_block.py, attention.py, dot_product_attention.py,
 // tensor_parallel/layers.py), and the MoE rules the MoE flags reach (moe.ts moeRefusals, with
-// arguments.py's grouped-GEMM check). Each rule cites its file and line at the pin. Not ported:
-// checks on flags the project never emits (MLA, FSDP, RL, checkpoint formats, CUDA graphs, fp8/fp4).
+// arguments.py's grouped-GEMM check), FSDP's (fsdp.ts fsdpRefusals and the checkpoint formats it
+// asserts), --recompute-modules' (recompute-modules.ts) and Transformer Engine's GPU floor. Each
+// rule cites its file and line at the pin. Not ported: checks on flags the project never emits
+// (MLA, RL, CUDA graphs, fp8/fp4).
+import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
 import { flagMap } from './megatron-command.ts';
+import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
 
 /** Where the job runs: what is installed, the GPU, the environment variables and the world size. */
@@ -22,6 +26,8 @@ export interface MegatronEnvironment {
   readonly torch: readonly [number, number];
   /** CUDA compute capability major (get_device_arch_version): 7 V100, 8 A100, 9 H100, 10 B200. */
   readonly computeCapability: number;
+  /** The minor of the compute capability (absent: 0; 5 on Turing, sm_75). */
+  readonly computeCapabilityMinor?: number;
   readonly env: Readonly<Record<string, string>>;
 }
 
@@ -120,10 +126,56 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
     fail(`${A}:1386`, 'recompute method is not yet supported for selective recomputing granularity.');
   // arguments.py:1393-1399 turns --sequence-parallel off at t = 1.
   const sp = a.has('--sequence-parallel') && tp > 1;
-  if ((tp > 1 || cp > 1) && env.computeCapability < 10 && env.env.CUDA_DEVICE_MAX_CONNECTIONS !== '1')
+  let fsdp;
+  try {
+    fsdp = fsdpFromFlags((f) => a.flags.get(f));
+  } catch (e) {
+    fail(`${A}:3023-3025`, (e as Error).message);
+  }
+  // :1413-1439: before Blackwell, t > 1 or cp > 1 asserts CUDA_DEVICE_MAX_CONNECTIONS=1, except with
+  // FSDP or --overlap-moe-expert-parallel-comm, which only warn (they want more connections).
+  if (
+    (tp > 1 || cp > 1) &&
+    env.computeCapability < 10 &&
+    !fsdp &&
+    !a.has('--overlap-moe-expert-parallel-comm') &&
+    env.env.CUDA_DEVICE_MAX_CONNECTIONS !== '1'
+  )
     fail(
       `${A}:1437`,
       'Using tensor model parallelism or context parallelism require setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1.',
+    );
+  if (fsdp) {
+    const job = {
+      pp,
+      ep: a.num('--expert-model-parallel-size', 1),
+      distributedOptimizer: a.has('--use-distributed-optimizer'),
+      tiedEmbeddings: !a.has('--untie-embeddings-and-output-weights'),
+      fp16: a.has('--fp16'),
+      // --no-gradient-accumulation-fusion is store_false: fusion is on by default.
+      gradAccumulationFusion: !a.has('--no-gradient-accumulation-fusion'),
+      cudaDeviceMaxConnections: env.env.CUDA_DEVICE_MAX_CONNECTIONS,
+    };
+    for (const r of fsdpRefusals(fsdp, job)) fail(r.source, r.message);
+    // --ckpt-format defaults to torch_dist (training_config.py:486).
+    const ckpt = a.str('--ckpt-format', 'torch_dist');
+    if (fsdp.impl === 'megatron' && ckpt !== 'fsdp_dtensor')
+      fail(
+        `${A}:1146-1147`,
+        'Megatron-FSDP requires the `fsdp_dtensor` checkpointing format: give --ckpt-format fsdp_dtensor.',
+      );
+    if (fsdp.impl === 'torch' && ckpt !== 'torch_dist' && ckpt !== 'torch_dcp')
+      fail(`${A}:1008-1009`, '--use-torch-fsdp2 requires --ckpt-format torch_dist or torch_dcp.');
+  }
+  // Transformer Engine's CUDA 13 builds, which the tag's `te` extra installs (pyproject.toml:126),
+  // compile for sm_75 and newer (TransformerEngine CMakeLists.txt:25-31): installed on an older GPU
+  // its kernels have no image to run, and Megatron uses it wherever it is installed (the TE spec,
+  // and TENorm as the final norm of the local spec, transformer_block.py:53-64).
+  const sm = 10 * env.computeCapability + (env.computeCapabilityMinor ?? 0);
+  if (env.transformerEngine && sm < 75)
+    fail(
+      'TransformerEngine CMakeLists.txt:25-31',
+      `Transformer Engine's CUDA 13 builds start at sm_75; this GPU is sm_${sm}: run without Transformer Engine installed (--transformer-impl local, no --sequence-parallel), or on a Turing or newer GPU.`,
     );
   const sources = [
     a.has('--mock-data'),
@@ -257,6 +309,20 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
       biases: !a.has('--disable-bias-linear'),
     };
     for (const r of moeRefusals(moe, job)) fail(r.source, r.message);
+  }
+  // --recompute-modules (a list: the words after the flag), read with selective granularity
+  // (transformer_config.py:1766-1818).
+  const at = argv.indexOf('--recompute-modules');
+  if (at >= 0 && granularity === 'selective') {
+    const words: string[] = [];
+    for (let i = at + 1; i < argv.length && !argv[i]!.startsWith('--'); i++) words.push(argv[i]!);
+    try {
+      const modules = parseRecomputeModules(words.join(' '));
+      for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention') }))
+        fail(r.source, r.message);
+    } catch (e) {
+      fail(`${TC}:1778-1782`, (e as Error).message);
+    }
   }
   return out;
 }

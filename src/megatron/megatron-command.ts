@@ -1,6 +1,7 @@
 // Reads a pasted Megatron-LM launch (torchrun … pretrain_gpt.py --flag value …) back into a training
 // setup, so a measured job can be compared with the projection of the configuration it ran.
 // Flags and defaults as megatron/training/arguments.py has them at megatronRelease (megatron-args.ts).
+import { fsdpFromFlags } from './fsdp.ts';
 import type { TrainDtype } from '../hardware/dtype.ts';
 import type { LayerArch } from './layer-arch.ts';
 import type { TrainingSetup } from './training-setup.ts';
@@ -199,6 +200,8 @@ export function parseMegatronCommand(text: string, gpus?: number): ParsedCommand
     },
     transformerImpl: text_('--transformer-impl', 'transformer_engine'),
   };
+  // FSDP (fsdp.ts): --use-megatron-fsdp with its strategy, or --use-torch-fsdp2.
+  const fsdp = fsdpFromFlags((f) => flags.get(f));
   if (pp > 1)
     throw new Error(`--pipeline-model-parallel-size ${pp}: the projection models tensor and data parallelism only.`);
   if (cp > 1) throw new Error(`--context-parallel-size ${cp}: the projection models tensor and data parallelism only.`);
@@ -213,6 +216,7 @@ export function parseMegatronCommand(text: string, gpus?: number): ParsedCommand
     // (allreduce_dgrad in layers.py); the removed --no-async-tensor-model-parallel-allreduce still turns it off here.
     overlap: !has('--no-async-tensor-model-parallel-allreduce'),
     recompute: granularity === 'full',
+    ...(fsdp && { fsdp }),
   };
   const dtype: TrainDtype = has('--bf16') ? 'bf16' : has('--fp16') ? 'fp16' : 'fp32';
   if (dtype === 'fp32') defaulted.push('fp32 (no --bf16 or --fp16)');

@@ -1,4 +1,5 @@
 import type { ModelSizes } from '../parallel/config.ts';
+import { fsdpFlags, type FsdpSetup } from './fsdp.ts';
 import { moeRefusals, type MoeSetup } from './moe.ts';
 
 /** Megatron's --recompute-granularity: none, selective (core attention), full (whole blocks). */
@@ -31,6 +32,8 @@ export interface ParallelLayout {
   /** MoE models: EP (--expert-model-parallel-size) and ETP (--expert-tensor-parallel-size); absent: 1 and t. */
   readonly ep?: number;
   readonly etp?: number;
+  /** FSDP (fsdp.ts: --use-megatron-fsdp with its strategy, or --use-torch-fsdp2); absent: DDP. */
+  readonly fsdp?: FsdpSetup;
 }
 
 /** A model a cluster trains: the layer's sizes (the micro-batch comes from the layout) and depth. */
@@ -53,7 +56,8 @@ export type LayoutRejection =
   | 'batch'
   | 'interleave-batch'
   | 'flag-needs'
-  | 'moe';
+  | 'moe'
+  | 'fsdp';
 
 /** What each rejection means, with the rule's source (Megatron-LM core_v0.19.0). */
 export const layoutRejectionText: Readonly<Record<LayoutRejection, string>> = {
@@ -67,8 +71,9 @@ export const layoutRejectionText: Readonly<Record<LayoutRejection, string>> = {
   'interleave-batch':
     'the interleaved schedule needs m a multiple of p (schedules.py: microbatch_group_size_per_vp_stage defaults to p)',
   'flag-needs':
-    '--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel',
+    '--overlap-param-gather needs --use-distributed-optimizer (or --use-megatron-fsdp) and --overlap-grad-reduce; --tp-comm-overlap needs --sequence-parallel',
   moe: "Megatron's MoE rules (moe.ts moeRefusals: E a multiple of EP, ETP·EP·p dividing N, SP with t > 1, the dispatcher's and overlaps' needs)",
+  fsdp: "Megatron's FSDP2 rules (fsdp.ts fsdpRefusals: --use-torch-fsdp2 with p > 1, EP > 1, the distributed optimizer, fp16, tied embeddings or gradient accumulation fusion, arguments.py:1000-1013)",
 };
 
 /** The MoE flags of `model` under layout `l` (its EP and ETP), or undefined for a dense model. */
@@ -100,7 +105,9 @@ export function layoutRejection(
   const m = layoutMicroBatches(l, gpus, globalBatch);
   if (!(Number.isInteger(m) && m >= 1)) return 'batch';
   if (l.vpp > 1 && m % l.pp !== 0) return 'interleave-batch';
-  if (l.overlapParamGather && !(l.distributedOptimizer && l.overlapGradReduce)) return 'flag-needs';
+  if (l.overlapParamGather && !((l.distributedOptimizer || l.fsdp?.impl === 'megatron') && l.overlapGradReduce))
+    return 'flag-needs';
+  if (l.fsdp?.impl === 'torch' && (l.pp > 1 || (l.ep ?? 1) > 1 || l.distributedOptimizer)) return 'fsdp';
   if (l.tpCommOverlap && !l.sp) return 'flag-needs';
   const moe = layoutMoe(model, l);
   if (
@@ -138,5 +145,16 @@ export function layoutFlags(l: ParallelLayout): string[] {
   if (l.tpCommOverlap) flags.push('--tp-comm-overlap');
   if (l.ep !== undefined) flags.push(`--expert-model-parallel-size ${l.ep}`);
   if (l.etp !== undefined && l.etp !== l.tp) flags.push(`--expert-tensor-parallel-size ${l.etp}`);
+  if (l.fsdp) flags.push(...fsdpFlagLines(l.fsdp));
   return flags;
+}
+
+/** fsdpFlags as launch-line entries, each flag with its value. */
+function fsdpFlagLines(f: FsdpSetup): string[] {
+  const out: string[] = [];
+  for (const x of fsdpFlags(f)) {
+    if (x.startsWith('--') || !out.length) out.push(x);
+    else out[out.length - 1] += ` ${x}`;
+  }
+  return out;
 }

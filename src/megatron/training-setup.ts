@@ -1,16 +1,22 @@
 import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
+import { fsdpRefusals, type FsdpSetup } from './fsdp.ts';
 import type { MoeSetup } from './moe.ts';
+import { pricedRecomputeModules, recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
 
 /**
  * Activation recomputation as Megatron-Core does it (transformer_config.py, core_v0.19.0):
- * `selective` recomputes core attention only (--recompute-granularity selective, default
- * --recompute-modules core_attn; Korthikanti et al. 2022 §5); `full` checkpoints whole layers,
+ * `selective` recomputes the submodules of --recompute-modules (default core_attn; Korthikanti et
+ * al. 2022 §5; recompute-modules.ts); `full` checkpoints whole layers,
  * `uniform` in units of `layers` consecutive layers (each unit keeps its input only), `block`
  * the first `layers` layers of every pipeline (virtual) stage, one checkpoint each.
  */
 export type Recompute =
-  | { readonly granularity: 'selective' }
+  | {
+      readonly granularity: 'selective';
+      /** --recompute-modules (recompute-modules.ts; absent: core_attn, Megatron's default). */
+      readonly modules?: readonly RecomputeModule[];
+    }
   | { readonly granularity: 'full'; readonly method: 'uniform' | 'block'; readonly layers: number };
 
 /** What a training run on a real cluster is: the layer's sizes, degrees, depth, budget and batch. */
@@ -72,6 +78,18 @@ export interface TrainingSetup {
   readonly flashAttention?: boolean;
   /** Mixture of Experts with expert parallelism (moe.ts); absent: every layer's MLP is dense. */
   readonly moe?: MoeSetup;
+  /** Fully sharded data parallelism (fsdp.ts: --use-megatron-fsdp with its strategy, or --use-torch-fsdp2); absent: DDP. */
+  readonly fsdp?: FsdpSetup;
+  /** --optimizer-cpu-offload (projection/step/optimizer-offload.ts): part of the optimizer state and step on the host. */
+  readonly optimizerCpuOffload?: OptimizerCpuOffload;
+}
+
+/** --optimizer-cpu-offload with --optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d (arguments.py:2781-2790). */
+export interface OptimizerCpuOffload {
+  /** f: the share of this GPU's optimizer parameters whose state and step move to the CPU (Megatron's default 1.0). */
+  readonly fraction: number;
+  /** --overlap-cpu-optimizer-d2h-h2d: the copies and the CPU step run concurrently. */
+  readonly overlapD2hH2d: boolean;
 }
 
 /** The degrees of a setup with their defaults, and DP = N / (t · p · cp). */
@@ -143,6 +161,15 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     );
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
+  if (r?.granularity === 'selective' && r.modules) {
+    const refusal = recomputeModuleRefusals(r.modules, { moe: s.moe, mla: false })[0];
+    if (refusal) throw new Error(`${refusal.message} (${refusal.source})`);
+    const unpriced = r.modules.filter((x) => !pricedRecomputeModules.has(x));
+    if (unpriced.length)
+      throw new Error(
+        `--recompute-modules ${unpriced.join(' ')}: not priced yet (the projection prices ${[...pricedRecomputeModules].join(', ')}); leave ${unpriced.length > 1 ? 'them' : 'it'} out.`,
+      );
+  }
   const m = microBatchesOf(s);
   if (pp * vpp * m > maxPipelinePasses)
     throw new Error(
@@ -162,19 +189,47 @@ export const maxPipelinePasses = 2 ** 17;
 
 /**
  * The rules of the data-parallel flags alone (part of setupConfig): --overlap-param-gather needs
- * --use-distributed-optimizer and --overlap-grad-reduce (arguments.py:990-995, core_v0.19.0);
- * --ddp-bucket-size is a whole number ≥ 1.
+ * --use-distributed-optimizer or --use-megatron-fsdp, and --overlap-grad-reduce (arguments.py:990-995,
+ * core_v0.19.0); --ddp-bucket-size is a whole number ≥ 1; FSDP's rules on the layout (fsdp.ts
+ * fsdpRefusals: FSDP2 with p > 1, EP > 1, the distributed optimizer or tied embeddings, and with
+ * `run`'s fp16 or gradient accumulation fusion).
  */
 export function checkDataParallelFlags(
-  s: Pick<TrainingSetup, 'overlapParamGather' | 'overlapGradReduce' | 'distributedOptimizer' | 'bucketSize'>,
+  s: Pick<
+    TrainingSetup,
+    | 'overlapParamGather'
+    | 'overlapGradReduce'
+    | 'distributedOptimizer'
+    | 'bucketSize'
+    | 'fsdp'
+    | 'pp'
+    | 'moe'
+    | 'tiedEmbeddings'
+  >,
+  run: { readonly fp16: boolean; readonly gradAccumulationFusion: boolean } = {
+    fp16: false,
+    gradAccumulationFusion: false,
+  },
 ): void {
-  if (s.overlapParamGather && !s.distributedOptimizer)
-    throw new Error('--overlap-param-gather needs --use-distributed-optimizer (Megatron asserts it).');
+  if (s.overlapParamGather && !s.distributedOptimizer && s.fsdp?.impl !== 'megatron')
+    throw new Error(
+      '--overlap-param-gather needs --use-distributed-optimizer or --use-megatron-fsdp (Megatron asserts it, arguments.py:990-993).',
+    );
   if (s.overlapParamGather && !s.overlapGradReduce)
     throw new Error(
       '--overlap-param-gather needs --overlap-grad-reduce: Megatron asserts it ("Must use --overlap-param-gather with --overlap-grad-reduce", arguments.py:994-995); add --overlap-grad-reduce.',
     );
   if (s.bucketSize !== undefined) whole('--ddp-bucket-size', s.bucketSize, 1);
+  if (s.fsdp) {
+    const refusal = fsdpRefusals(s.fsdp, {
+      pp: s.pp ?? 1,
+      ep: s.moe?.ep ?? 1,
+      distributedOptimizer: s.distributedOptimizer ?? false,
+      tiedEmbeddings: s.tiedEmbeddings ?? false,
+      ...run,
+    })[0];
+    if (refusal) throw new Error(`${refusal.message} (${refusal.source})`);
+  }
 }
 
 /** m = global batch / (b · DP), or an error naming a global batch that divides. */

@@ -1,3 +1,4 @@
+import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
 import type { Recompute } from '../../megatron/training-setup.ts';
 
 /**
@@ -10,6 +11,10 @@ export interface LayerActivations {
   readonly full: number;
   readonly coreAttention: number;
   readonly input: number;
+  /** What the dense MLP keeps inside it (fc1's and the activation's outputs), dropped by --recompute-modules mlp. */
+  readonly mlp: number;
+  /** The two norms' outputs the linears after them keep, dropped by --recompute-modules layernorm (0 where the norm is fused into the linear). */
+  readonly normOutputs: number;
 }
 
 /** What a model chunk of n layers keeps, holds again in backward, and runs again, under a policy. */
@@ -22,25 +27,37 @@ export interface ChunkRecompute {
   readonly recomputedLayers: number;
   /** Layers whose core attention forward runs again (selective recomputation). */
   readonly recomputedCoreAttention: number;
+  /** Layers whose dense MLP forward, and whose two norms' forwards, run again (--recompute-modules mlp, layernorm). */
+  readonly recomputedMlp?: number;
+  readonly recomputedNorms?: number;
 }
 
 /**
  * Megatron-Core's policies (transformer_block.py _checkpointed_forward, core_v0.19.0; Korthikanti
  * et al. 2022 §5) on a chunk of n layers with per-layer activations `a`:
- * none: keeps n·full · selective: keeps n·(full − coreAttention), recomputes n core attentions ·
+ * none: keeps n·full · selective: keeps n·(full − what its modules drop: coreAttention for core_attn,
+ * mlp, normOutputs for layernorm), recomputes those modules' forwards n times ·
  * full uniform k: one checkpoint per k consecutive layers, keeps ⌈n/k⌉·input, recomputes n layers,
  * holds min(k, n)·full while a unit's backward runs · full block k: the first j = min(k, n) layers
  * each checkpointed, keeps j·input + (n − j)·full, recomputes j layers, holds one layer's full.
  */
 export function chunkRecompute(n: number, a: LayerActivations, r: Recompute | undefined): ChunkRecompute {
   if (!r) return { keptBytes: n * a.full, backwardTransientBytes: 0, recomputedLayers: 0, recomputedCoreAttention: 0 };
-  if (r.granularity === 'selective')
+  if (r.granularity === 'selective') {
+    const on = new Set(r.modules ?? defaultRecomputeModules);
+    const core = on.has('core_attn') ? a.coreAttention : 0;
+    const mlp = on.has('mlp') ? a.mlp : 0;
+    const norms = on.has('layernorm') ? a.normOutputs : 0;
     return {
-      keptBytes: n * (a.full - a.coreAttention),
-      backwardTransientBytes: n > 0 ? a.coreAttention : 0,
+      keptBytes: n * (a.full - core - mlp - norms),
+      // One module is recomputed at a time, just before its backward: the largest is the transient.
+      backwardTransientBytes: n > 0 ? Math.max(core, mlp, norms) : 0,
       recomputedLayers: 0,
-      recomputedCoreAttention: n,
+      recomputedCoreAttention: on.has('core_attn') ? n : 0,
+      recomputedMlp: on.has('mlp') ? n : 0,
+      recomputedNorms: norms > 0 ? n : 0,
     };
+  }
   if (r.method === 'uniform')
     return {
       keptBytes: Math.ceil(n / r.layers) * a.input,

@@ -57,7 +57,11 @@ export function stateBytes(
   return { ...per, optimizer: distributedOptimizer ? per.optimizer / d : per.optimizer };
 }
 
-/** The DP group's collectives for one bucket, µs: the gradient sync and (distributed optimizer) the parameter all-gather. */
+/**
+ * The DP group's collectives for one bucket, µs: the gradient sync and (distributed optimizer) the
+ * parameter all-gather; the gradients in `gradBytes` per parameter (Megatron's DDP: its main_grad
+ * buffer's, stateBytesPerParam; Megatron-FSDP and FSDP2: the parameters' dtype, fsdpStateBytes).
+ */
 export function bucketSyncUs(
   params: number,
   dtype: TrainDtype,
@@ -65,14 +69,15 @@ export function bucketSyncUs(
   group: number,
   link: Interconnect,
   system: SystemSpec,
+  gradBytes = stateBytesPerParam[dtype].grads,
 ): { gradUs: number; paramUs: number } {
   if (group <= 1) return { gradUs: 0, paramUs: 0 };
   const per = stateBytesPerParam[dtype];
   const call = (op: 'allReduce' | 'reduceScatter' | 'allGather', bytes: number): number =>
     system.collectiveBaseUs + collectiveTimeUs(op, bytes, group, link);
   return distributedOptimizer
-    ? { gradUs: call('reduceScatter', params * per.grads), paramUs: call('allGather', params * per.weights) }
-    : { gradUs: call('allReduce', params * per.grads), paramUs: 0 };
+    ? { gradUs: call('reduceScatter', params * gradBytes), paramUs: call('allGather', params * per.weights) }
+    : { gradUs: call('allReduce', params * gradBytes), paramUs: 0 };
 }
 
 /** One chunk's gradients: its buckets and the window (its last backward) in which they complete. */

@@ -22,6 +22,8 @@ export interface StageModel {
   /** chunkParams[i][c]. */
   readonly chunkParams: readonly (readonly number[])[];
   readonly stageParams: readonly number[];
+  /** One transformer layer's parameters (its TP shard): an FSDP unit. */
+  readonly layerParams: number;
   readonly embeddingParams: number;
   /** One layer's activations (flash attention applied). */
   readonly layer: LayerActivations;
@@ -48,6 +50,11 @@ export interface StageModel {
    */
   readonly logitsGradient: number;
 }
+
+/** The ops whose saved tensors live inside the dense MLP (Llama's and GPT's tables). */
+const mlpInternalOps: ReadonlySet<string> = new Set(['mlp.swiglu', 'mlp.down', 'mlp.gelu', 'mlp.fc2']);
+/** The linears whose saved input is a norm's output (QKV after the first norm, fc1 after the second). */
+const normOutputOps: ReadonlySet<string> = new Set(['qkv', 'mlp.gate/up', 'mlp.fc1']);
 
 /** Parameters, per chunk and stage, and activations by part (see StageModel). */
 export function stageModel(
@@ -98,11 +105,17 @@ export function stageModel(
   return {
     chunkParams,
     stageParams: chunkParams.map((row) => row.reduce((a, x) => a + x, 0)),
+    layerParams,
     embeddingParams,
     layer: {
       full: flash ? layerAll - core + lse : layerAll,
       coreAttention: flash ? lse : core,
       input: (own.tokens[1] - own.tokens[0]) * c.b * c.h * b,
+      // Inside the dense MLP checkpoint: fc1's output and the activation's (SwiGLU's gate and up, GeLU's input, fc2's input).
+      mlp: sum((t) => mlpInternalOps.has(t.op)),
+      // Under SP the command uses Transformer Engine's spec, whose norms are fused into the linear after
+      // them (IdentityOp): layernorm recompute has nothing to drop there (transformer_layer.py:451, :498-499).
+      normOutputs: c.sp && c.tp > 1 ? 0 : sum((t) => normOutputOps.has(t.op) && t.tensor === 'input'),
     },
     embeddingActivation: sum((t) => t.part === 'embedding'),
     outputActivation:

@@ -9,6 +9,8 @@ import {
   setupConfig,
   type TrainingSetup,
 } from '../../megatron/training-setup.ts';
+import type { LayerPlan } from '../../parallel/plan-types.ts';
+import type { Timeline } from '../../schedule/schedule.ts';
 import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
@@ -18,7 +20,9 @@ import { groupLinks, p2pUs } from '../links/group-links.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { dpOptionsOf, gatherInSchedule, paramGatherStartWaitMs } from './dp-sync.ts';
-import { moeStepModel, type MoeStepModel } from './moe-step.ts';
+import { denseMlpSpan, moeStepModel, type MoeStepModel } from './moe-step.ts';
+import { fsdpLayerTimes } from '../links/fsdp.ts';
+import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 
 /** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
@@ -79,7 +83,7 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   if (!byKey) byMachine.set(machine, (byKey = new Map()));
   const key = JSON.stringify(setup, (k: string, v: unknown) => (dataParallelFlags.has(k) ? undefined : v));
   let value = byKey.get(key);
-  if (value) checkDataParallelFlags(setup);
+  if (value) checkDataParallelFlags(setup, fsdpRunFacts(machine));
   else byKey.set(key, (value = computeChunkTimes(setup, machine, pricing)));
   chunkTimesMemo.set(setup, { machine, pricing, value });
   return value;
@@ -88,6 +92,15 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 /** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
 function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
   const c = setupConfig(setup);
+  checkDataParallelFlags(setup, fsdpRunFacts(machine));
+  if (setup.optimizerCpuOffload && setup.moe)
+    throw new Error(
+      '--optimizer-cpu-offload with MoE layers is not priced yet (the expert state is held apart): project it without the offload.',
+    );
+  if (setup.fsdp && setup.moe)
+    throw new Error(
+      'FSDP with MoE layers is not priced yet (the expert units shard over expert-DP): project it with the distributed optimizer instead.',
+    );
   const deg = degreesOf(setup);
   const { system, dtype } = machine;
   const m = microBatchesOf(setup);
@@ -112,23 +125,46 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const moeB = moe ? moe.backwardMs - moe.denseMlp.backwardMs : 0;
   const model = withMoeParams(stageModelOf(pricing, split, machine, setup), moe);
   const rec: ChunkRecompute[][] = split.layers.map((row, i) =>
-    row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc)),
+    row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp)),
   );
   const layerF = pieces.layer.forward.ms + ring.forwardMs;
   const layerB = pieces.layer.backward.ms + ring.backwardMs;
   const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
+  // FSDP's per-unit collectives (links/fsdp.ts), on each layer's pass and once per chunk pass.
+  const fsdp = setup.fsdp
+    ? fsdpLayerTimes(
+        setup.fsdp,
+        dtype,
+        model.layerParams,
+        deg.dp * deg.cp,
+        links.dpCp,
+        system,
+        system.gpu,
+        layerF,
+        layerB,
+      )
+    : undefined;
+  const fsdpF = (n: number): number => (fsdp && n > 0 ? n * fsdp.layerForwardMs + fsdp.chunkForwardMs : 0);
+  const fsdpB = (n: number): number => (fsdp && n > 0 ? n * fsdp.layerBackwardMs + fsdp.chunkBackwardMs : 0);
   const forwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerF +
+    fsdpF(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeF +
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
   // Full recomputation re-runs every layer of the chunk, its MoE layers' forwards included.
+  // --recompute-modules mlp and layernorm: the dense MLP's forward span and the two norms' forward kernels again.
+  const mlpF = rc?.granularity === 'selective' ? denseMlpSpan(block, pricing.blockT).forwardMs : 0;
+  const normF = rc?.granularity === 'selective' ? normForwardMs(block, pricing.blockT) : 0;
   const redoMs = (i: number, ch: number): number =>
     rec[i]![ch]!.recomputedLayers * layerF +
     Math.min(rec[i]![ch]!.recomputedLayers, moeIn(i, ch)) * moeF +
-    rec[i]![ch]!.recomputedCoreAttention * coreF;
+    rec[i]![ch]!.recomputedCoreAttention * coreF +
+    (rec[i]![ch]!.recomputedMlp ?? 0) * mlpF +
+    (rec[i]![ch]!.recomputedNorms ?? 0) * normF;
   const backwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerB +
+    fsdpB(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeB +
     redoMs(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
@@ -153,6 +189,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     redoMs,
     moe,
     expertParams,
+    fsdp,
   };
 }
 
@@ -179,7 +216,7 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
       row.reduce((a, _, ch) => a + forwardMs(i, ch) + backwardMs(i, ch), 0),
     );
   });
-  const per = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, deg.dp * deg.cp);
+  const per = setupStateBytes(setup, machine.dtype, deg.dp * deg.cp);
   const perExpert = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, moe?.degrees.edp ?? 1);
   const memoryBytes = Math.max(
     ...model.stageParams.map(
@@ -227,10 +264,10 @@ export function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkT
  * on the DP × CP group's link.
  */
 function paramGatherStartDelays(setup: TrainingSetup, machine: Machine, ct: ChunkTimes): number[] | undefined {
-  const { deg, model, links, forwardMs } = ct;
+  const { deg, model, links, forwardMs, split } = ct;
   const o = dpOptionsOf(setup, deg);
   if (!gatherInSchedule(o, deg.pp)) return undefined;
-  return model.chunkParams.map((row, i) => {
+  return dpTailChunkParams(setup, model, split).map((row, i) => {
     const buckets = gradBuckets(row[0]!, {
       overlapGradReduce: o.overlapGradReduce,
       stage: i,
@@ -271,9 +308,24 @@ function withMoeActivations(
   moe: MoeStepModel | undefined,
   nMoe: number,
   rc: ReturnType<typeof recomputeOf>,
+  mlpDropped?: number,
 ): ChunkRecompute {
   if (!moe || nMoe === 0) return r;
   if (rc?.granularity === 'full')
     return { ...r, backwardTransientBytes: r.backwardTransientBytes + Math.min(rc.layers, nMoe) * moe.keptDelta };
-  return { ...r, keptBytes: r.keptBytes + nMoe * moe.keptDelta };
+  // --recompute-modules mlp leaves MoE layers alone (transformer_layer.py:512-514): their MLP keeps what it keeps.
+  const mlpBack = r.recomputedMlp ? Math.min(nMoe, r.recomputedMlp) : 0;
+  return {
+    ...r,
+    keptBytes: r.keptBytes + nMoe * moe.keptDelta + mlpBack * (mlpDropped ?? 0),
+    ...(r.recomputedMlp !== undefined && { recomputedMlp: r.recomputedMlp - mlpBack }),
+  };
+}
+
+/** The two norms' forward kernels of one layer on rank 0 (ops of weight g1, g2), ms: what layernorm recompute runs again. */
+function normForwardMs(block: LayerPlan, t: Timeline): number {
+  const norms = new Set(
+    block.ops.filter((o) => o.phase === 'forward' && (o.weight === 'g1' || o.weight === 'g2')).map((o) => o.index),
+  );
+  return t.events.filter((e) => e.rank === 0 && norms.has(e.opIndex)).reduce((a, e) => a + (e.t1 - e.t0), 0);
 }

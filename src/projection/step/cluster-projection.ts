@@ -3,7 +3,7 @@ import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
 import type { OverlapBuffer } from '../layer/overlap-buffers.ts';
 import type { Machine } from '../layer/projected-layer.ts';
-import { stateBytes } from '../links/data-parallel.ts';
+import { setupStateBytes } from './fsdp-step.ts';
 import type { LinkSharingCost } from '../links/link-sharing.ts';
 import { stageMemory, stagePeakBytes, type MemoryClass, type StageMemory } from '../pipeline/memory-timeline.ts';
 import { pipelineRun, pipelineTimes, type PipelineRun } from '../pipeline/pipeline-schedule.ts';
@@ -89,6 +89,8 @@ export interface StepProjection {
   readonly stageParams: readonly number[];
   /** With MoE: the MoE layer's terms, the expert state per stage and the expert-DP tail. */
   readonly moe?: MoeStep;
+  /** With FSDP: one unit's all-gather and reduce-scatter (ms) and what its collectives leave exposed per step (in exposedByGroup.dp). */
+  readonly fsdp?: { readonly gatherMs: number; readonly reduceScatterMs: number; readonly exposedMs: number };
 }
 
 /** A MoE step's own figures (moe-step.ts). */
@@ -170,7 +172,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
 
   // Memory by lifetime per stage; what the overlaps hold is resident.
   const dpGroup = deg.dp * deg.cp;
-  const per = stateBytes(dtype, setup.distributedOptimizer ?? false, dpGroup);
+  const per = setupStateBytes(setup, dtype, dpGroup);
   const { buffers, of: allocations } = stageAllocations(setup, machine, ct);
   const stageMem = split.layers.map((_, i) => stageMemory(pipeline, i, allocations(i), t.stepMs));
   const worst = stageMem.reduce((a, s) => (s.peakBytes > a.peakBytes ? s : a));
@@ -241,6 +243,9 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
             tail: t.moeTail,
           }
         : undefined,
+    fsdp: ct.fsdp
+      ? { gatherMs: ct.fsdp.gatherMs, reduceScatterMs: ct.fsdp.reduceScatterMs, exposedMs: t.fsdpExposedMs }
+      : undefined,
   };
 }
 

@@ -1,4 +1,5 @@
 import { overlapLossMs } from '../../hardware/overlap-cost.ts';
+import { fsdpForcedOverlaps } from '../../megatron/fsdp.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import {
   defaultBucketSize,
@@ -10,6 +11,7 @@ import {
   type GradSync,
 } from '../links/data-parallel.ts';
 import type { TpUnderSharing } from '../links/link-sharing.ts';
+import { dpSharding } from './fsdp-step.ts';
 
 /** One stage's simulated ops in run order (pipelineTimes' orders[i], t0[i], t1[i]): chunk, forward (≠ 0) or backward, ms. */
 export interface StageOps {
@@ -42,17 +44,23 @@ export interface DpOptions {
   readonly alignParamGather?: boolean;
 }
 
-/** The DP options of a setup with t, p, v, cp (`deg`): Megatron's defaults for the bucket and the alignments. */
+/** The DP options of a setup with t, p, v, cp (`deg`): Megatron's defaults for the bucket and the alignments; with FSDP, its optimizer sharding. */
 export function dpOptionsOf(
-  setup: Pick<TrainingSetup, 'overlapGradReduce' | 'overlapParamGather' | 'distributedOptimizer' | 'bucketSize'>,
+  setup: Pick<
+    TrainingSetup,
+    'overlapGradReduce' | 'overlapParamGather' | 'distributedOptimizer' | 'bucketSize' | 'fsdp'
+  >,
   deg: Pick<Degrees, 'dp' | 'cp' | 'vpp'>,
 ): DpOptions {
   const dpGroup = deg.dp * deg.cp;
-  const overlapGradReduce = setup.overlapGradReduce ?? false;
+  // Megatron-FSDP turns its overlaps on by itself (fsdp.ts fsdpForcedOverlaps).
+  const forced = fsdpForcedOverlaps(setup.fsdp);
+  const overlapGradReduce = (setup.overlapGradReduce ?? false) || forced.overlapGradReduce;
   return {
     overlapGradReduce,
-    overlapParamGather: setup.overlapParamGather ?? false,
-    distributedOptimizer: setup.distributedOptimizer ?? false,
+    overlapParamGather: (setup.overlapParamGather ?? false) || forced.overlapParamGather,
+    // FSDP: a sharded optimizer syncs the tail's gradients by reduce-scatter and gathers its parameters (fsdp-step.ts).
+    distributedOptimizer: dpSharding(setup).optimizer,
     dpGroup,
     bucketSize: setup.bucketSize ?? defaultBucketSize(dpGroup),
     alignGradReduce: overlapGradReduce && deg.vpp > 1,

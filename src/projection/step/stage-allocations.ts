@@ -4,6 +4,8 @@ import { overlapsOf } from '../layer/overlap-flags.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import { stateBytes } from '../links/data-parallel.ts';
+import { fsdpUnshardedBytes } from '../links/fsdp.ts';
+import { dpSharding, setupStateBytes } from './fsdp-step.ts';
 import type { StageAllocations } from '../pipeline/memory-timeline.ts';
 import { holdsEmbedding, holdsOutput } from '../../mesh/pipeline-split.ts';
 import type { ChunkTimes } from './chunk-times.ts';
@@ -25,7 +27,19 @@ export function stageAllocations(
   const { deg, split, own, model, rec } = ct;
   const dpGroup = deg.dp * deg.cp;
   const distOpt = setup.distributedOptimizer ?? false;
-  const per = stateBytes(dtype, distOpt, dpGroup);
+  const per = setupStateBytes(setup, dtype, dpGroup);
+  const sharding = dpSharding(setup);
+  const shard = (what: string, sharded: boolean): string => (sharded ? `${what} (1/${dpGroup} shard)` : what);
+  // FSDP's unsharded units beside the shards (links/fsdp.ts fsdpUnshardedBytes).
+  const unsharded = (i: number) =>
+    setup.fsdp
+      ? fsdpUnshardedBytes(
+          dtype,
+          sharding,
+          model.layerParams,
+          split.layers[i]!.reduce((a, n) => a + n, 0),
+        )
+      : { weights: 0, grads: 0 };
   const kernels = machine.kernels ?? defaultKernelOptions;
   const buffers = overlapBuffers(
     overlapsOf(setup, kernels),
@@ -54,16 +68,18 @@ export function stageAllocations(
   const moeIn = (i: number, ch: number): number => (ct.moe ? ct.moe.layersPerChunk[i]![ch]! : 0);
   const of = (i: number): StageAllocations => ({
     resident: [
-      { label: 'weights', bytes: model.stageParams[i]! * per.weights },
+      { label: shard('weights', sharding.params), bytes: model.stageParams[i]! * per.weights },
       {
-        label: distOpt ? `main weights and Adam moments (1/${dpGroup} shard)` : 'main weights and Adam moments',
+        label: shard('main weights and Adam moments', sharding.optimizer),
         bytes: model.stageParams[i]! * per.optimizer,
       },
+      ...(unsharded(i).weights > 0 ? [{ label: 'FSDP gathered layer weights', bytes: unsharded(i).weights }] : []),
       ...expertState(i),
       ...buffers.filter((b) => b.bytes > 0).map((b) => ({ label: b.label, bytes: b.bytes })),
     ],
     perStep: [
-      { label: 'gradient buffer', bytes: model.stageParams[i]! * per.grads },
+      { label: shard('gradient buffer', sharding.grads), bytes: model.stageParams[i]! * per.grads },
+      ...(unsharded(i).grads > 0 ? [{ label: 'FSDP unsharded layer gradients', bytes: unsharded(i).grads }] : []),
       ...(experts(i) > 0 ? [{ label: 'expert gradient buffer', bytes: experts(i) * perExpert.grads }] : []),
     ],
     keptBytes: (ch) =>

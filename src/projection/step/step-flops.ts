@@ -16,6 +16,7 @@ interface ReferenceFlops {
   readonly block: number;
   readonly fwdLayer: number;
   readonly fwdCore: number;
+  readonly fwdMlp: number;
 }
 
 /** ReferenceFlops per reference plans and machine (they read only the plans, dtype and kernels): exact reuse. */
@@ -32,6 +33,7 @@ function referenceFlops(ref: LayerPricing['ref'], machine: Machine): ReferenceFl
       block: flops(ref.block),
       fwdLayer: gemmFlops(ref.block, (o) => o.phase === 'forward'),
       fwdCore: gemmFlops(ref.block, (o) => o.phase === 'forward' && isCoreAttention(o)),
+      fwdMlp: gemmFlops(ref.block, (o) => o.phase === 'forward' && (o.weight === 'wfc1' || o.weight === 'wdown')),
     };
     byMachine.set(machine, x);
   }
@@ -49,20 +51,25 @@ export interface StepFlops {
 /**
  * A step's FLOPs from the reference plans: per micro-batch F = F_full + (L − 1)·F_block (model
  * FLOPs of the transformed op list, priced-ops.ts: GPT has no gate GEMMs), the recomputed
- * Σ_ic r_ic·F_fwdLayer + q_ic·F_fwdCore, times DP replicas and m micro-batches.
+ * Σ_ic r_ic·F_fwdLayer + q_ic·F_fwdCore + u_ic·F_fwdMlp (--recompute-modules mlp; the norms have no
+ * GEMM), times DP replicas and m micro-batches.
  */
 export function stepFlops(
   ref: LayerPricing['ref'],
   machine: Machine,
   layers: number,
-  rec: readonly (readonly Pick<ChunkRecompute, 'recomputedLayers' | 'recomputedCoreAttention'>[])[],
+  rec: readonly (readonly Pick<ChunkRecompute, 'recomputedLayers' | 'recomputedCoreAttention' | 'recomputedMlp'>[])[],
   replicas: number,
   m: number,
 ): StepFlops {
-  const { full: fullFlops, block: blockFlops, fwdLayer, fwdCore } = referenceFlops(ref, machine);
+  const { full: fullFlops, block: blockFlops, fwdLayer, fwdCore, fwdMlp } = referenceFlops(ref, machine);
   const perMicroBatch = fullFlops + (layers - 1) * blockFlops;
   const redoFlops = rec
     .flat()
-    .reduce((a, r) => a + r.recomputedLayers * fwdLayer + r.recomputedCoreAttention * fwdCore, 0);
+    .reduce(
+      (a, r) =>
+        a + r.recomputedLayers * fwdLayer + r.recomputedCoreAttention * fwdCore + (r.recomputedMlp ?? 0) * fwdMlp,
+      0,
+    );
   return { model: replicas * m * perMicroBatch, executed: replicas * m * (perMicroBatch + redoFlops) };
 }

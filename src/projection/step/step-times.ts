@@ -11,9 +11,12 @@ import type { ChunkTimes, P2pInput } from './chunk-times.ts';
 import { stageLinkSharing } from './dp-link-sharing.ts';
 import { dpOptionsOf, gatherInSchedule, stageGradSync, stageParamGather } from './dp-sync.ts';
 import { finalizeTimeOf } from './finalize.ts';
+import { fsdpGatherAfterStepMs } from '../links/fsdp.ts';
+import { dpSharding, dpTailChunkParams, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 import { moeStepFlops, moeTail } from './moe-step.ts';
 import { optimizerMs } from './optimizer.ts';
+import { gpuOptimizerShare, offloadedStepMs } from './optimizer-offload.ts';
 import { pipelineP2p } from './pp-exposure.ts';
 import { stepFlops } from './step-flops.ts';
 import { tiedEmbeddingAllReduceMs } from './tied-embedding.ts';
@@ -62,7 +65,9 @@ function dataParallelTail(
   const o = dpOptionsOf(setup, deg);
   const { dpGroup, distributedOptimizer: distOpt } = o;
   const inSchedule = gatherInSchedule(o, deg.pp);
-  const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system);
+  const gradBytes = setupStateBytes(setup, dtype, 1).grads;
+  const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system, gradBytes);
+  const tailParams = dpTailChunkParams(setup, model, split);
   // What the DP collectives beside compute cost it (NCCL's SMs; backward and forward taken as GEMM-bound).
   const dpSlowdown = (op: 'allReduce' | 'reduceScatter' | 'allGather'): number =>
     overlapSlowdown(false, system.gpu, ncclFootprint(op, links.dpCp));
@@ -98,7 +103,7 @@ function dataParallelTail(
   split.layers.forEach((_, i) => {
     const order = pipeline.orders[i]!;
     const ops = { chunk: order.chunk, forward: order.forward, t0: pipeline.t0[i]!, t1: pipeline.t1[i]! };
-    const g = stageGradSync(i, ops, model.chunkParams[i]!, o, (p) => sync(p).gradUs, gradSlowdown);
+    const g = stageGradSync(i, ops, tailParams[i]!, o, (p) => sync(p).gradUs, gradSlowdown);
     const { stageEndMs: stageEnd, sync: s, overlapCostMs: gradCost } = g;
     if (dpGroup > 1) dpBuckets = Math.max(dpBuckets, s.buckets);
     let computeDelay = 0;
@@ -164,7 +169,7 @@ export function stepTimes(
   const maxStageLayers = Math.max(...split.layers.map((row) => row.reduce((a, n) => a + n, 0)));
   const cpExposed = cpExposedMs(split, rec, ring, m);
   const dp = dataParallelTail(setup, machine, pricing, ct, input, pipeline);
-  const distOpt = setup.distributedOptimizer ?? false;
+  const distOpt = dpSharding(setup).optimizer;
   const embeddingAllReduceMs = tiedEmbeddingAllReduceMs(
     setup.tiedEmbeddings ?? false,
     deg.pp,
@@ -177,17 +182,46 @@ export function stepTimes(
   const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
   const experts = ct.moe ? moeTail(setup, machine, ct.moe, ct.expertParams, ct.forwardMs, ct.backwardMs) : undefined;
   const expertMs = experts ? experts.gradSyncMs + experts.paramGatherMs : 0;
+  // --optimizer-cpu-offload: the GPU steps its share, the host the rest (optimizer-offload.ts).
+  const offload = setup.optimizerCpuOffload;
   const optimizer =
-    scaledKernelUs(system, 'memory', optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu)) +
+    scaledKernelUs(system, 'memory', optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu)) *
+      gpuOptimizerShare(setup) +
+    (offload
+      ? offloadedStepMs(Math.max(...model.stageParams) / (distOpt ? deg.dp * deg.cp : 1), offload, system).addedMs
+      : 0) +
     (experts?.optimizerMs ?? 0);
+  // Megatron-FSDP's ZeRO-2 gathers the stage's updated layers once after the optimizer (links/fsdp.ts).
+  const fsdpSetup = setup.fsdp;
+  const fsdpGatherMs = fsdpSetup
+    ? Math.max(
+        ...split.layers.map((row) =>
+          fsdpGatherAfterStepMs(
+            fsdpSetup,
+            dtype,
+            row.reduce((a, n) => a + n, 0) * model.layerParams,
+            deg.dp * deg.cp,
+            links.dpCp,
+            system,
+          ),
+        ),
+      )
+    : 0;
   const stepMs =
-    dp.doneMs + embeddingAllReduceMs + finalizeMs + optimizer + dp.paramGatherMs + dp.paramGatherCostMs + expertMs;
+    dp.doneMs +
+    embeddingAllReduceMs +
+    finalizeMs +
+    optimizer +
+    dp.paramGatherMs +
+    dp.paramGatherCostMs +
+    expertMs +
+    fsdpGatherMs;
   // A parameter gather in the schedule (dp-sync.ts gatherInSchedule) is what its waits add to the span.
   const gatherInScheduleMs = input.pipeIn.startDelayMs
     ? pipeline.spanMs -
       pipelineTimes({ ...input.pipeIn, startDelayMs: undefined, senderBusyMs: input.senderBusyMs }).spanMs
     : 0;
-  const paramGatherMs = dp.paramGatherMs + gatherInScheduleMs;
+  const paramGatherMs = dp.paramGatherMs + gatherInScheduleMs + fsdpGatherMs;
 
   const flops = stepFlops(ref, machine, setup.layers, rec, deg.dp, m);
   const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m) : { model: 0, executed: 0 };
@@ -198,11 +232,12 @@ export function stepTimes(
   const dtypePeak = peakFlops(system.gpu, dtype);
   const tflopsPerGpu = modelFlopsPerStep / (setup.gpus * stepMs * 1e-3) / 1e12;
 
+  const fsdpExposedMs = fsdpStageExposedMs(ct);
   const exposedByGroup: ExposedByGroup = {
     tp: tpExposed,
     cp: cpExposed,
     pp: pp.exposedMs,
-    dp: dp.exposedMs + paramGatherMs + embeddingAllReduceMs + finalizeMs + expertMs,
+    dp: dp.exposedMs + paramGatherMs + embeddingAllReduceMs + finalizeMs + expertMs + fsdpExposedMs,
   };
   const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
   return {
@@ -230,7 +265,22 @@ export function stepTimes(
     exposedMs,
     exposedShare: exposedMs / stepMs,
     moeTail: experts,
+    fsdpExposedMs,
   };
+}
+
+/**
+ * FSDP's per-unit collectives past the compute of the busiest stage in them, all micro-batches
+ * (inside the chunks' times, chunk-times.ts): m · max_i Σ_c [n_ic · exposed per layer + the first
+ * unit's forward and backward]; 0 without FSDP.
+ */
+function fsdpStageExposedMs(ct: ChunkTimes): number {
+  const f = ct.fsdp;
+  if (!f) return 0;
+  const perStage = ct.split.layers.map((row) =>
+    row.reduce((a, n) => a + (n > 0 ? n * f.layerExposedMs + f.chunkForwardMs + f.chunkBackwardMs : 0), 0),
+  );
+  return ct.m * Math.max(...perStage);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { SystemSpec } from '../../hardware/systems.ts';
+import { fsdpForcedOverlaps, type FsdpSetup } from '../../megatron/fsdp.ts';
 import type { MoeSetup } from '../../megatron/moe.ts';
 import { recomputeChoices, type ParallelLayout, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 
@@ -18,7 +19,24 @@ export interface SearchSpace {
   /** MoE models: EP values, and ETP as 1 or t (`'t'`); a dense model's space has ep [1] and etp ['t'] and sets neither on its layouts. */
   readonly ep?: readonly number[];
   readonly etp?: readonly (1 | 't')[];
+  /**
+   * FSDP choices ('none': DDP, as the other flags set it); absent: ['none']. Megatron-FSDP turns the
+   * distributed optimizer on itself (arguments.py:1106-1111), so it is enumerated with
+   * distributedOptimizer true only.
+   */
+  readonly fsdp?: readonly FsdpChoice[];
 }
+
+/** An FSDP setup the advisor tries, or 'none' (DDP). */
+export type FsdpChoice = FsdpSetup | 'none';
+
+/** The FSDP choices of the default space: DDP, Megatron-FSDP's ZeRO-3 (its default strategy) and ZeRO-2, FSDP2. */
+export const defaultFsdpChoices: readonly FsdpChoice[] = [
+  'none',
+  { impl: 'megatron', strategy: 'optim_grads_params' },
+  { impl: 'megatron', strategy: 'optim_grads' },
+  { impl: 'torch', reshardAfterForward: true },
+];
 
 /** The dimensions of a search space, in enumeration order (the last varies fastest). */
 export const searchDimensions = [
@@ -49,7 +67,8 @@ const both = [false, true] as const;
  * GPUs of one node (TP stays on NVLink, as Megatron's guidance has it), p up to min(16, L),
  * v ∈ {1, 2, 4}, cp ∈ {1, 2, 4}, b ∈ {1, 2, 4, 8}, every recompute choice and every switch;
  * with MoE, EP in the powers of two that divide E (up to 64) and ETP ∈ {1, t} (Megatron's default
- * ETP is t; 1 keeps each expert whole, the layouts the Model Zoo runs).
+ * ETP is t; 1 keeps each expert whole, the layouts the Model Zoo runs); a dense model also tries
+ * defaultFsdpChoices (the projection does not price FSDP with MoE layers).
  */
 export function defaultSearchSpace(system: SystemSpec, layers: number, moe?: MoeSetup): SearchSpace {
   return {
@@ -65,18 +84,23 @@ export function defaultSearchSpace(system: SystemSpec, layers: number, moe?: Moe
     overlapParamGather: both,
     tpCommOverlap: both,
     ...(moe && { ep: powersOfTwo(Math.min(64, moe.experts)).filter((e) => moe.experts % e === 0), etp: [1, 't'] }),
+    ...(!moe && { fsdp: defaultFsdpChoices }),
   };
 }
 
 /** How many candidates `space` holds (the product of its dimensions' sizes). */
 export const spaceSize = (space: SearchSpace): number =>
-  searchDimensions.reduce((n, d) => n * space[d].length, 1) * (space.ep?.length ?? 1) * (space.etp?.length ?? 1);
+  searchDimensions.reduce((n, d) => n * space[d].length, 1) *
+  (space.ep?.length ?? 1) *
+  (space.etp?.length ?? 1) *
+  (space.fsdp?.length ?? 1);
 
 /** Every layout of `space`, each combination once, in odometer order over searchDimensions. */
 export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout> {
   const moe = space.ep !== undefined;
   const eps = space.ep ?? [1];
   const etps = space.etp ?? ['t'];
+  const fsdps = space.fsdp ?? ['none'];
   for (const tp of space.tp)
     for (const pp of space.pp)
       for (const vpp of space.vpp)
@@ -89,22 +113,32 @@ export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout>
                     for (const overlapParamGather of space.overlapParamGather)
                       for (const tpCommOverlap of space.tpCommOverlap)
                         for (const ep of eps)
-                          for (const etpChoice of etps) {
-                            // ETP 1 and ETP = t are one layout at t = 1.
-                            if (etpChoice === 1 && tp === 1 && etps.includes('t')) continue;
-                            yield {
-                              tp,
-                              pp,
-                              vpp,
-                              cp,
-                              microBatch,
-                              sp,
-                              recompute,
-                              distributedOptimizer,
-                              overlapGradReduce,
-                              overlapParamGather,
-                              tpCommOverlap,
-                              ...(moe && { ep, etp: etpChoice === 't' ? tp : 1 }),
-                            };
-                          }
+                          for (const etpChoice of etps)
+                            for (const fsdp of fsdps) {
+                              // ETP 1 and ETP = t are one layout at t = 1.
+                              if (etpChoice === 1 && tp === 1 && etps.includes('t')) continue;
+                              // Megatron-FSDP turns the distributed optimizer (arguments.py:1106-1111) and, by strategy, the
+                              // overlaps on itself (megatron_fsdp.py:328-333): those flags off are the same job.
+                              if (fsdp !== 'none' && fsdp.impl === 'megatron') {
+                                const forced = fsdpForcedOverlaps(fsdp);
+                                if (!distributedOptimizer) continue;
+                                if (forced.overlapGradReduce && !overlapGradReduce) continue;
+                                if (forced.overlapParamGather && !overlapParamGather) continue;
+                              }
+                              yield {
+                                tp,
+                                pp,
+                                vpp,
+                                cp,
+                                microBatch,
+                                sp,
+                                recompute,
+                                distributedOptimizer,
+                                overlapGradReduce,
+                                overlapParamGather,
+                                tpCommOverlap,
+                                ...(moe && { ep, etp: etpChoice === 't' ? tp : 1 }),
+                                ...(fsdp !== 'none' && { fsdp }),
+                              };
+                            }
 }

@@ -13,6 +13,8 @@ import { type LayerPlans, type LayerPricing } from '../step/layer-pricing.ts';
 import { LayerPricingCache } from '../step/layer-pricing-cache.ts';
 import { layoutSetup, type SetupExtras } from './layout-setup.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
+import { fsdpRefusals } from '../../megatron/fsdp.ts';
+import { fsdpJobOf } from '../step/fsdp-step.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { defaultKernelOptions } from '../layer/kernel-options.ts';
 
@@ -81,6 +83,7 @@ const noRejections = (): Record<AdvisorRejection, number> => ({
   'interleave-batch': 0,
   'flag-needs': 0,
   moe: 0,
+  fsdp: 0,
   unexpressed: 0,
   oom: 0,
   slower: 0,
@@ -150,6 +153,11 @@ export async function advise(
     const { setup, unexpressed, tpCommOverlap } = layoutSetup(model, layout, gpus, globalBatch, problem.extras);
     if (unexpressed.length) {
       rejected.unexpressed++;
+      continue;
+    }
+    // FSDP's rules on the run beside the layout: FSDP2 refuses fp16, tied embeddings, gradient accumulation fusion.
+    if (layout.fsdp && fsdpRefusals(layout.fsdp, fsdpJobOf(setup, machine)).length) {
+      rejected.fsdp++;
       continue;
     }
     const v = variants[tpCommOverlap ? 1 : 0]!;

@@ -40,6 +40,11 @@ export function layoutSetup(
       flag: '--tp-comm-overlap',
       reason: 'it needs --sequence-parallel (Megatron asserts it)',
     });
+  if (l.fsdp && model.moe)
+    unexpressed.push({
+      flag: l.fsdp.impl === 'torch' ? '--use-torch-fsdp2' : '--use-megatron-fsdp',
+      reason: 'FSDP with MoE layers is not priced yet',
+    });
   const setup: TrainingSetup = {
     sizes: { ...model.sizes, b: l.microBatch },
     tp: l.tp,
@@ -57,6 +62,7 @@ export function layoutSetup(
     overlapGradReduce: l.overlapGradReduce,
     overlapParamGather: l.overlapParamGather,
     ...(model.moe && { moe: layoutMoe(model, l) }),
+    ...(l.fsdp && { fsdp: l.fsdp }),
     ...extras,
   };
   return { setup, tpCommOverlap: l.tpCommOverlap && l.sp, unexpressed };

@@ -98,11 +98,13 @@ describe.each([
       expect(argv.includes('--mock-data')).toBe(data === '');
       if (data)
         expect(argv.slice(argv.indexOf('--data-path'), argv.indexOf('--data-path') + 2)).toEqual(['--data-path', data]);
-      const env = ngcEnvironment(
-        spec.setup.gpus,
-        { CUDA_DEVICE_MAX_CONNECTIONS: '1' },
-        spec.system === 'dgx-h100' ? 9 : 7,
-      );
+      // On a V100 the job runs without Transformer Engine (its builds start at sm_75) and without Apex
+      // (whose FusedLayerNorm rejects RMSNorm as the final norm): the bundle's README says so.
+      const h100 = spec.system === 'dgx-h100';
+      const env = {
+        ...ngcEnvironment(spec.setup.gpus, { CUDA_DEVICE_MAX_CONNECTIONS: '1' }, h100 ? 9 : 7),
+        ...(!h100 && { transformerEngine: false, apex: false }),
+      };
       expect(checkMegatronLaunch(argv, env)).toEqual([]);
       for (const f of ['--profile', '--use-pytorch-profiler']) expect(argv).toContain(f);
       expect(argv[argv.indexOf('--profile-step-start') + 1]).toBe(String(bundleProfile.stepStart));
@@ -318,5 +320,45 @@ pickle.dump({"segments": [seg], "device_traces": [[ev("segment_alloc", 4096), ev
     const s = readMemorySnapshot(json, 'memory-rank-15.json');
     expect(s.rank).toBe(15);
     expect(memoryHistory(s)).toMatchObject({ peakAllocated: 512, peakReserved: 4096 });
+  });
+});
+
+describe('job bundle: an FSDP job (Megatron-FSDP, ZeRO-3)', () => {
+  const spec: JobSpec = {
+    ...twoNodeJobSpec,
+    name: 'fsdp-2x8',
+    setup: { ...twoNodeJobSpec.setup, fsdp: { impl: 'megatron', strategy: 'optim_grads_params' } },
+  };
+  const dir = write(spec);
+
+  test('carries the FSDP flags, which exist in the pinned release and pass its checks with CUDA_DEVICE_MAX_CONNECTIONS unset', () => {
+    const argv = bundleArgv(dir, { RUN_DIR: '/scratch/run' }, ['MEGATRON_ARGS']);
+    expect(argv.slice(argv.indexOf('--use-megatron-fsdp'), argv.indexOf('--use-megatron-fsdp') + 5)).toEqual([
+      '--use-megatron-fsdp',
+      '--data-parallel-sharding-strategy',
+      'optim_grads_params',
+      '--ckpt-format',
+      'fsdp_dtensor',
+    ]);
+    expect(argv.filter((x) => x.startsWith('--') && !known.has(x))).toEqual([]);
+    expect(checkMegatronLaunch(argv, ngcEnvironment(spec.setup.gpus, {}))).toEqual([]);
+    // The DDP bundle's CUDA_DEVICE_MAX_CONNECTIONS=1 would fail Megatron-FSDP's assert.
+    expect(
+      checkMegatronLaunch(argv, ngcEnvironment(spec.setup.gpus, { CUDA_DEVICE_MAX_CONNECTIONS: '1' })).map(
+        (f) => f.source,
+      ),
+    ).toEqual(['megatron/training/arguments.py:1143-1144']);
+  });
+
+  test('env.sh unsets CUDA_DEVICE_MAX_CONNECTIONS, and the manifest reads back to the same setup', () => {
+    const shown = execFileSync(
+      'bash',
+      ['-c', `source "${join(dir, 'env.sh')}"; printf '%s' "\${CUDA_DEVICE_MAX_CONNECTIONS-unset}"`],
+      { env: { ...process.env, BUNDLE_DIR: dir, CUDA_DEVICE_MAX_CONNECTIONS: '1' }, encoding: 'utf8' },
+    );
+    expect(shown).toBe('unset');
+    const manifest = readJobManifest(readFileSync(join(dir, jobManifestFile), 'utf8'));
+    expect(manifest.command).not.toContain('CUDA_DEVICE_MAX_CONNECTIONS');
+    expect(manifestProjection(manifest).parsed.setup.fsdp).toEqual(spec.setup.fsdp);
   });
 });

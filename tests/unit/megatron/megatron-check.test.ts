@@ -43,12 +43,17 @@ describe("the emitted command passes the pinned release's start-up checks (TypeS
     },
   );
 
-  test('the seeds-like full job (10 layers, fp16, recompute, DP 2) passes at 8 GPUs', () => {
+  test('the seeds-like full job (10 layers, fp16, recompute, DP 2) passes at 8 V100s without Transformer Engine or Apex', () => {
     const c = configFromPreset('llama-gqa', { tp: 4 });
     const run: MegatronRun = { layers: 10, globalBatch: 16, dtype: 'fp16', recompute: true, trainIters: 10 };
-    expect(
-      checkMegatronLaunch(megatronArgs(c, run), ngcEnvironment(8, { CUDA_DEVICE_MAX_CONNECTIONS: '1' }, 7)),
-    ).toEqual([]);
+    const v100 = ngcEnvironment(8, { CUDA_DEVICE_MAX_CONNECTIONS: '1' }, 7);
+    expect(checkMegatronLaunch(megatronArgs(c, run), { ...v100, transformerEngine: false, apex: false })).toEqual([]);
+    // Transformer Engine installed on sm_70: its CUDA 13 builds start at sm_75 (the rule jobBundle refuses by).
+    expect(checkMegatronLaunch(megatronArgs(c, run), v100).map((f) => f.source)).toEqual([
+      'TransformerEngine CMakeLists.txt:25-31',
+    ]);
+    // Turing (sm_75) is the floor: the same job with Transformer Engine passes there.
+    expect(checkMegatronLaunch(megatronArgs(c, run), { ...v100, computeCapabilityMinor: 5 })).toEqual([]);
   });
 });
 
@@ -230,5 +235,59 @@ describe('each ported assertion trips on a launch that breaks it, and on nothing
         envFor(c, { worldSize: 4 }),
       ),
     ).toContain('megatron/core/transformer/attention.py:358');
+  });
+});
+
+describe("FSDP on the launch line: the port of Megatron's asserts (fsdp.ts)", () => {
+  const c = configFromPreset('llama-gqa', { tp: 2, sp: true });
+  const run: MegatronRun = { layers: 4, globalBatch: 8, dtype: 'bf16', recompute: false, trainIters: 10 };
+  const base = megatronArgs(c, run);
+  const unset = ngcEnvironment(8, {}, 9);
+  const A = 'megatron/training/arguments.py';
+  const mfsdp = ['--use-megatron-fsdp', '--data-parallel-sharding-strategy', 'optim_grads_params'];
+
+  test('Megatron-FSDP passes with CUDA_DEVICE_MAX_CONNECTIONS unset (t > 1 only warns then) and fsdp_dtensor', () => {
+    expect(sources([...base, ...mfsdp, '--ckpt-format', 'fsdp_dtensor'], unset)).toEqual([]);
+    // Without FSDP the same environment fails the t > 1 rule.
+    expect(sources(base, unset)).toEqual([`${A}:1437`]);
+  });
+
+  test('Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 and another checkpoint format', () => {
+    expect(sources([...base, ...mfsdp], ngcEnvironment(8, { CUDA_DEVICE_MAX_CONNECTIONS: '1' }, 9))).toEqual([
+      `${A}:1143-1144`,
+      `${A}:1146-1147`,
+    ]);
+  });
+
+  test('FSDP2 refuses p > 1 and tied embeddings, and a strategy Megatron does not list is named', () => {
+    const untied = base.filter((x) => x !== '--untie-embeddings-and-output-weights');
+    expect(
+      sources([...untied, '--use-torch-fsdp2', '--pipeline-model-parallel-size', '2'], ngcEnvironment(16, {}, 9)),
+    ).toEqual([`${A}:1000-1001`, `${A}:1010-1011`]);
+    const bad = checkMegatronLaunch(
+      [...base, '--use-megatron-fsdp', '--data-parallel-sharding-strategy', 'zero3'],
+      unset,
+    );
+    expect(bad.map((f) => f.message).join(' ')).toMatch(/use no_shard, optim, optim_grads, optim_grads_params/);
+  });
+});
+
+describe('--recompute-modules on the launch line (transformer_config.py)', () => {
+  const c = configFromPreset('llama-gqa', { tp: 2, sp: true });
+  const run: MegatronRun = { layers: 4, globalBatch: 8, dtype: 'bf16', recompute: false, trainIters: 10 };
+  const env = ngcEnvironment(8, { CUDA_DEVICE_MAX_CONNECTIONS: '1' }, 9);
+  const T = 'megatron/core/transformer/transformer_config.py';
+  const selective = (...modules: string[]) => [
+    ...megatronArgs(c, run),
+    '--recompute-granularity',
+    'selective',
+    '--recompute-modules',
+    ...modules,
+  ];
+
+  test('a list of known modules passes; moe_act without grouped GEMM and an unknown name fail with their lines', () => {
+    expect(sources(selective('core_attn', 'mlp', 'layernorm'), env)).toEqual([]);
+    expect(sources(selective('core_attn', 'moe_act'), env)).toEqual([`${T}:1784-1787`]);
+    expect(sources(selective('attention'), env)).toEqual([`${T}:1778-1782`]);
   });
 });

@@ -43,6 +43,22 @@ describe('reading a pasted Megatron-LM command', () => {
     expect(p.defaulted).toContain('--ffn-hidden-size 16384');
   });
 
+  test('FSDP flags reach the setup: Megatron-FSDP with its strategy, FSDP2 with or without resharding', () => {
+    const cmd =
+      'torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 --num-attention-heads 8 --seq-length 512 --micro-batch-size 1';
+    expect(
+      parseMegatronCommand(`${cmd} --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads`).setup.fsdp,
+    ).toEqual({
+      impl: 'megatron',
+      strategy: 'optim_grads',
+    });
+    expect(parseMegatronCommand(`${cmd} --use-torch-fsdp2 --torch-fsdp2-no-reshard-after-forward`).setup.fsdp).toEqual({
+      impl: 'torch',
+      reshardAfterForward: false,
+    });
+    expect(parseMegatronCommand(cmd).setup.fsdp).toBeUndefined();
+  });
+
   test('what is missing or wrong is named', () => {
     expect(() => parseMegatronCommand('pretrain_gpt.py --hidden-size 1024 --seq-length 128')).toThrow(
       /no --num-attention-heads/,

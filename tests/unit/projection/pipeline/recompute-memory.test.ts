@@ -3,7 +3,7 @@ import { chunkRecompute } from '../../../../src/projection/layer/recompute.ts';
 import { peakOf, stageMemory } from '../../../../src/projection/pipeline/memory-timeline.ts';
 import { simulatePipeline } from '../../../../src/projection/pipeline/pipeline-schedule.ts';
 
-const a = { full: 100, coreAttention: 40, input: 5 };
+const a = { full: 100, coreAttention: 40, input: 5, mlp: 30, normOutputs: 8 };
 
 describe('recomputation policies', () => {
   it('selective keeps everything but core attention and recomputes n core attentions', () => {
@@ -12,7 +12,25 @@ describe('recomputation policies', () => {
       backwardTransientBytes: 40,
       recomputedLayers: 0,
       recomputedCoreAttention: 4,
+      recomputedMlp: 0,
+      recomputedNorms: 0,
     });
+  });
+
+  it('--recompute-modules: each module drops what it keeps inside and runs again; the largest is the transient', () => {
+    expect(chunkRecompute(4, a, { granularity: 'selective', modules: ['mlp', 'layernorm'] })).toEqual({
+      keptBytes: 4 * (100 - 30 - 8),
+      backwardTransientBytes: 30,
+      recomputedLayers: 0,
+      recomputedCoreAttention: 0,
+      recomputedMlp: 4,
+      recomputedNorms: 4,
+    });
+    const all = chunkRecompute(4, a, { granularity: 'selective', modules: ['core_attn', 'mlp', 'layernorm'] });
+    expect([all.keptBytes, all.backwardTransientBytes]).toEqual([4 * (100 - 40 - 30 - 8), 40]);
+    // Fused norms (Transformer Engine's spec) leave layernorm nothing to drop and nothing to rerun.
+    const fused = chunkRecompute(4, { ...a, normOutputs: 0 }, { granularity: 'selective', modules: ['layernorm'] });
+    expect([fused.keptBytes, fused.recomputedNorms]).toEqual([400, 0]);
   });
 
   it('full uniform keeps one input per unit of k layers and recomputes every layer', () => {
