@@ -107,5 +107,5 @@ describe('npm run sweep -- --moe-grid', () => {
     const bad = await runCli('scripts/bench/sweep.ts', '--moe-grid', '--h', 'x');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--h is "x"; write a whole number ≥ 1/);
-  });
+  }, 60_000);
 });
