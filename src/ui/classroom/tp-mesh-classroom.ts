@@ -26,6 +26,9 @@ export class TpMeshClassroom extends LitElement {
         font-variant-numeric: tabular-nums;
         font-family: ui-monospace, monospace;
       }
+      table.facts {
+        font-size: 0.8em;
+      }
       table.facts td {
         padding: 0.15em 0.6em 0.15em 0;
         vertical-align: top;
