@@ -152,6 +152,53 @@ async function syncGrads<T>(be: Backend<T>, dp: StageDp<T>, buf: StageGradBuffer
 export interface StageDpOutput extends StageOutput {
   /** With the distributed optimizer: this rank's shard of the averaged gradient buffer, elements [start, start + data.length). */
   readonly gradShard?: { readonly start: number; readonly data: Float32Array };
+  /** With the distributed optimizer and Adam: what each shard of the last step went through, sampled (the classroom's ZeRO-1 steps). */
+  readonly zero?: ZeroShardSample;
+  /** The first step's micro-batch 0 messages as this rank received them (the classroom's pipeline steps). */
+  readonly boundaries?: readonly BoundarySample[];
+}
+
+/** How many elements a sample keeps. */
+export const sampleElems = 8;
+
+/** A received boundary tensor: its wire name ("act.k.j" / "grad.k.j"), shape, and its first sampleElems values. */
+export interface BoundarySample {
+  readonly tensor: string;
+  readonly shape: readonly number[];
+  readonly values: Float32Array;
+}
+
+/** Where shard q's sample sits: its first element inside a parameter (a shard may open on padding), and that parameter's layout name. */
+export interface ShardSampleAt {
+  readonly at: number;
+  readonly param: string;
+}
+
+/**
+ * One rank's distributed-optimizer step on its stage's flat buffer of `numel` elements (d shards of
+ * `end − start`): `local[q]` this replica's own gradient (before the 1/d scale) at shard q's sample,
+ * for every q — the reduce-scatter's inputs —, and at this rank's shard's sample the averaged
+ * gradient it received, its float32 weight before and after Adam and Adam's moments after.
+ */
+export interface ZeroShardSample {
+  readonly numel: number;
+  readonly start: number;
+  readonly end: number;
+  readonly samples: readonly ShardSampleAt[];
+  readonly local: readonly Float32Array[];
+  readonly grad: Float32Array;
+  readonly paramBefore: Float32Array;
+  readonly paramAfter: Float32Array;
+  readonly m: Float32Array;
+  readonly v: Float32Array;
+}
+
+/** Shard q's sample position in a distributed-optimizer layout (pure: the same on every rank). */
+export function shardSampleAt(layout: GradBufferLayout, q: number): ShardSampleAt {
+  const { start, end } = bucketShard(layout, 0, q);
+  const r = [...layout.params].sort((a, b) => a.start - b.start).find((x) => x.end > start && x.start < end);
+  if (!r) throw new Error(`grad buffer: shard ${q} [${start}, ${end}) holds only padding.`);
+  return { at: Math.max(start, r.start), param: r.name };
 }
 
 /**
@@ -195,7 +242,9 @@ export async function endStageStep<T>(
   if (!s.adam) return synced0;
   const weights = flattenParams(buf.layout, byKey(buf, weightsOf(s.arrays), headWeightsOf(s.arrays)));
   const mine = weights.slice(shard.start, shard.end);
+  const before = mine.slice();
   adamInPlace(s.optimizer, 'dp.shard', mine, flat, s.adam);
+  const zero = zeroSample(buf, out, shard, flat, before, mine, s.optimizer.get('dp.shard')!, s.dp.rank);
   const x = be.tensor(stageParamSyncName, [mine.length], mine);
   await be.flush();
   const gathered = await s.dp.comm.allGather(x, 0, stageParamSyncName);
@@ -208,7 +257,37 @@ export async function endStageStep<T>(
       w.data.set(updated.blockGrads.find(([i]) => i === l)![1][name]!);
   for (const [name, w] of Object.entries(s.arrays.head) as [WeightName, ShardData][])
     w.data.set(updated.headGrads[name]!);
-  return synced0;
+  return { ...synced0, zero };
+}
+
+/** The sampled record of one distributed-optimizer step (ZeroShardSample): `local` from the rank's unsynced gradients. */
+function zeroSample(
+  buf: StageGradBuffer,
+  out: StageOutput,
+  shard: { start: number; end: number },
+  grad: Float32Array,
+  before: Float32Array,
+  after: Float32Array,
+  moments: { readonly m: Float64Array; readonly v: Float64Array },
+  q: number,
+): ZeroShardSample {
+  const { layout } = buf;
+  const local = flattenParams(layout, byKey(buf, out.blockGrads, out.headGrads));
+  const samples = Array.from({ length: layout.dp }, (_, r) => shardSampleAt(layout, r));
+  const cut = (a: ArrayLike<number>, from: number) =>
+    Float32Array.from({ length: sampleElems }, (_, i) => a[from + i] ?? 0);
+  const o = samples[q]!.at - shard.start;
+  return {
+    numel: layout.numel,
+    ...shard,
+    samples,
+    local: samples.map((x) => cut(local, x.at)),
+    grad: cut(grad, o),
+    paramBefore: cut(before, o),
+    paramAfter: cut(after, o),
+    m: cut(moments.m, o),
+    v: cut(moments.v, o),
+  };
 }
 
 const weightsOf = (a: StageArrays): [number, Grads][] =>

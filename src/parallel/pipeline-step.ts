@@ -51,14 +51,16 @@ export interface StageMessage {
 }
 
 /** What a caller may watch of a stage's step: each p2p message, and the live bytes sampled at each pass's end. */
-export interface StageObserver {
+export interface StageObserver<T = unknown> {
   readonly message?: (m: StageMessage) => void;
   readonly liveBytes?: () => number;
+  /** Each received tensor ("act.k.j" / "grad.k.j"), awaited before the pass that consumes it (a read-back here adds to that pass). */
+  readonly received?: (tensor: string, t: T) => Promise<void>;
 }
 
 /** A step's options: what to observe, and (data parallel) the replica's first micro-batch of the global batch. */
-export interface StageStepOptions {
-  readonly observe?: StageObserver;
+export interface StageStepOptions<T = unknown> {
+  readonly observe?: StageObserver<T>;
   /** Replica q of d runs micro-batches q·m … q·m + m − 1 of the global batch (microBatchInputs); default 0. */
   readonly firstMicroBatch?: number;
 }
@@ -112,7 +114,7 @@ export async function pipelineStageStep<T>(
   own: RankOwnership,
   weights: StageWeights<T>,
   now: () => number,
-  opts: StageStepOptions = {},
+  opts: StageStepOptions<T> = {},
 ): Promise<StageStepResult<T>> {
   const observe = opts.observe ?? {};
   const firstMicroBatch = opts.firstMicroBatch ?? 0;
@@ -154,6 +156,7 @@ export async function pipelineStageStep<T>(
     const t = await link.p2p.recv(actShape, peer, tensor);
     message('recv', peer, tensor, t0);
     link.adopt?.(t);
+    await observe.received?.(tensor, t);
     return t;
   };
   const send = async (x: T, peer: number, tensor: string): Promise<void> => {

@@ -15,6 +15,8 @@ import {
   type StageDp,
   type StageDpOutput,
   type StageGradBuffer,
+  sampleElems,
+  type BoundarySample,
 } from '../parallel/pipeline-dp.ts';
 import { stageWeightArrays, type StageOptimizer } from '../parallel/pipeline-oracle.ts';
 import type { AdamHyper } from '../reference/adam.ts';
@@ -60,6 +62,7 @@ export async function pipelineStepProgram(
       ? { comm: dpGroup.gpuComm, rank: ctx.mesh.coords.dp, size: dpGroup.gpuComm.size, mode: a.dp }
       : undefined;
   let out: StageDpOutput | undefined;
+  const boundaries: BoundarySample[] = [];
   const steps = Math.max(1, a.steps ?? 1);
   for (let i = 0; i < steps; i++) {
     const be = new GpuBackend(k);
@@ -81,7 +84,15 @@ export async function pipelineStepProgram(
       const link = { p2p: pp.gpuComm, adopt };
       const lastStep = i === steps - 1;
       if (lastStep) ctx.trace.drain(); // the trace keeps the returned step's events
-      const observe = lastStep ? traceObserver(ctx, pp.view?.members ?? [], stage, () => be.liveBytes) : {};
+      // The first step reads back its micro-batch 0 messages (the classroom's boundary tensors); the measured last step reads none.
+      const observe: StageObserver<GpuTensor> = lastStep
+        ? traceObserver(ctx, pp.view?.members ?? [], stage, () => be.liveBytes)
+        : {
+            received: async (tensor, t) => {
+              if (tensor.endsWith('.0'))
+                boundaries.push({ tensor, shape: t.shape, values: (await be.read(t)).slice(0, sampleElems) });
+            },
+          };
       const r = await pipelineStageStep(be, lc, link, model, stage, own, weights, sharedNow, {
         observe,
         ...(dp && { firstMicroBatch: dp.rank * model.m }),
@@ -97,7 +108,7 @@ export async function pipelineStepProgram(
         ...(dp && { dp }),
       });
       if (dp) tagDpSyncs(ctx, traceFrom, stageGradBuffer(arrays, dp.size, dp.mode), i + 1);
-      out = { ...ended, peakBytes: be.peakBytes };
+      out = { ...ended, peakBytes: be.peakBytes, ...(boundaries.length && { boundaries }) };
     } finally {
       be.releaseAll();
     }

@@ -23,6 +23,7 @@ import './tp-mesh-controls.ts';
 import { meshIssues, runsMesh } from '../settings/mesh-settings.ts';
 import { MeshRuns, type MeshRunState } from './mesh-runs.ts';
 import { renderMesh } from './mesh-view.ts';
+import { renderMeshClassroom } from './mesh-classroom-card.ts';
 
 const viewNames: Record<MainView, string> = {
   timeline: 'Timeline',
@@ -87,7 +88,7 @@ export class TpApp extends LitElement {
     this.hashIssues = messages.flatMap((m) => (hasControl(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (hasControl(m.key) ? [] : [m.message]));
     if (settings.view !== 'trace') this.runs.request(settings, this.changed);
-    if (settings.view === 'timeline') this.meshRuns.request(settings);
+    if (settings.view === 'timeline' || settings.view === 'classroom') this.meshRuns.request(settings);
     void loadLaterElements(settings.view);
   }
 
@@ -152,6 +153,7 @@ export class TpApp extends LitElement {
               ? html`<tp-trace-view class="card"></tp-trace-view>`
               : html`${renderBanners(run, this.unknownKeys, stale)}
                 ${s.view === 'timeline' && runsMesh(s) ? renderMesh(this.mesh, s, run.gpu === 'ok') : nothing}
+                ${s.view === 'classroom' && runsMesh(s) ? renderMeshClassroom(this.mesh, s, run.gpu === 'ok') : nothing}
                 ${
                   r
                     ? renderRun(r, s, run, this.runs.runner, stale, this.onChange)

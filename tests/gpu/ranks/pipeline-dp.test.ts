@@ -59,6 +59,30 @@ for (const { tp, cases } of grids)
         // Each rank synced once over its DP group: one gradient sync, and with the distributed optimizer one all-gather.
         const syncs = run.trace.filter((e) => e.dpSync);
         expect(syncs.length).toBe(run.outputs.length * (dp === 'distributed-optimizer' ? 2 : 1));
+        // The classroom's records (parallel/pipeline-dp.ts): micro-batch 0's received boundary tensors of the
+        // first step on every rank, and with the distributed optimizer each shard's sample, whose received
+        // gradient is the mean of the replicas' own gradients there (float32 sums of d = 2 terms: ≤ 2 ulp).
+        for (const o of run.outputs) {
+          // Virtual stage k's activation goes to stage (k + 1) mod p, its gradient back to stage k mod p.
+          const ks = Array.from({ length: 2 * mdl.v - 1 }, (_, k) => k);
+          const want = [
+            ...ks.filter((k) => (k + 1) % 2 === o.stage).map((k) => `act.${k}.0`),
+            ...ks.filter((k) => k % 2 === o.stage).map((k) => `grad.${k}.0`),
+          ];
+          expect(o.boundaries?.map((b) => b.tensor).sort()).toEqual(want.sort());
+          expect(o.boundaries![0]!.values.some((x) => x !== 0)).toBe(true);
+        }
+        if (dp === 'distributed-optimizer')
+          run.outputs.forEach((o, r) => {
+            const q = run.places[r]!.dp;
+            const peers = run.outputs.filter((x, k) => x.stage === o.stage && x.tpRank === o.tpRank && k !== r);
+            const all = [o, ...peers].map((x) => x.zero!.local[q]!);
+            o.zero!.grad.forEach((g, i) => {
+              const mean = all.reduce((a, l) => a + l[i]!, 0) / all.length;
+              expect(Math.abs(g - mean)).toBeLessThanOrEqual(2 * 2 ** -23 * Math.abs(mean) + 1e-30);
+            });
+            expect(o.zero!.paramAfter.some((x, i) => x !== o.zero!.paramBefore[i])).toBe(true);
+          });
         const w = run.oracle.worst;
         console.log(
           `t ${tp} × p 2 × d 2 ${schedule} ${dp}: step ${run.measured.spanMs.toFixed(1)} ms, idle share per stage ${run.measured.idleShare.map((x) => x.toFixed(3)).join(' ')}; worst ${w.tensor} ${w.maxAbs.toExponential(2)} (tol ${w.tol.toExponential(2)})`,
