@@ -13,6 +13,7 @@ import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
 import { moeGroupedGemmKernel, moeGroupedGemmWgradKernel } from './moe/grouped-gemm.ts';
 import { moeCombineProbGradKernel, moePermuteKernel, moeUnpermuteKernel } from './moe/permute.ts';
 import { moeAuxLossKernel, moeZLossKernel } from './moe/router-loss.ts';
+import { moeNormalizeRowsKernel, moeSigmoidKernel } from './moe/scores.ts';
 import { moeTopkKernel } from './moe/topk.ts';
 import { scaleKernel } from './scale.ts';
 import { rmsnormBackwardKernel, rmsnormKernel, rmsnormWeightGradKernel } from './rmsnorm.ts';
@@ -55,6 +56,8 @@ export const kernelSpecs = {
   moeGroupedGemmWgrad: moeGroupedGemmWgradKernel,
   moeZLoss: moeZLossKernel,
   moeAuxLoss: moeAuxLossKernel,
+  moeSigmoid: moeSigmoidKernel,
+  moeNormalizeRows: moeNormalizeRowsKernel,
 } as const satisfies Readonly<Record<string, KernelSpec>>;
 
 /** A non-GEMM compute kernel's name (a key of kernelSpecs). */
