@@ -40,7 +40,7 @@ export async function routerLosses<T>(
   if (auxArgs !== null) {
     const rows = be.tensor('moe.aux.rows', [T]);
     const d = be.tensor('d.moe.logits.aux', [T, E]);
-    const counts = be.tensor('moe.aux.counts', [E], Float64Array.from(group.counts));
+    const counts = be.tensor('moe.aux.group.counts', [E], Float64Array.from(group.counts));
     be.kernel(op('moe.aux.loss'), moeAuxLossKernel, [logits, counts, rows, d], auxArgs);
     aux = sum(await be.read(rows));
     grads.push(d);

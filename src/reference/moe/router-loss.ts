@@ -1,4 +1,5 @@
 import type { GridDims, GridKernelSpec, ShaderSpec } from '../kernel-spec.ts';
+import { softmaxRef } from '../softmax.ts';
 import { sigmoid } from '../swiglu.ts';
 import type { MoeConfig, MoeScoreFunction } from './config.ts';
 
@@ -6,7 +7,7 @@ import type { MoeConfig, MoeScoreFunction } from './config.ts';
 // losses.ts; Megatron-Core core_v0.19.0 moe_utils.py z_loss_func, switch_load_balancing_loss_func):
 //   z-loss:  z_t = a · lse_t²,  lse_t = log Σ_e exp(l[t, e]);  ∂z_t/∂l[t, e] = 2a · lse_t · softmax(l_t)_e
 //            with a = coeff_z / T_g (the mean over the group's T_g tokens).
-//   aux:     u_e = exp(l_e − max l) (softmax) or σ(l_e) (sigmoid), D = Σ_e u_e (+ 1e-20 for sigmoid),
+//   aux:     u_e = exp(l_e − max l) or softmax(l)_e (softmax) or σ(l_e) (sigmoid), D = Σ_e u_e (+ 1e-20 for sigmoid),
 //            S_e = u_e / D;  aux_t = b · Σ_e c_e · S_e  with b = coeff · E / (k · T_g²) and c_e the
 //            group's per-expert counts (no gradient);
 //            ∂aux_t/∂S_e = b·c_e, so with g_e = (b·c_e − aux_t) / D:
@@ -46,26 +47,38 @@ export function auxLossRows(
   b: number,
   score: MoeScoreFunction,
 ): RowLoss {
-  const T = E === 0 ? 0 : logits.length / E;
+  const u = score === 'sigmoid' ? Float64Array.from(logits, sigmoid) : softmaxRef(logits, [logits.length / E, E]);
+  return auxLossRowsOf(u, E, counts, b, score);
+}
+
+/**
+ * auxLossRows from the scores' numerators u [T, E]: the softmax probabilities (D = Σ_e u_e, 1 up
+ * to rounding) or σ(l) (D = Σ_e u_e + 1e-20).
+ */
+export function auxLossRowsOf(
+  u: ArrayLike<number>,
+  E: number,
+  counts: ArrayLike<number>,
+  b: number,
+  score: MoeScoreFunction,
+): RowLoss {
+  const T = E === 0 ? 0 : u.length / E;
   const rows = new Float64Array(T);
   const dLogits = new Float64Array(T * E);
-  const u = new Float64Array(E);
   for (let t = 0; t < T; t++) {
     const base = t * E;
-    let m = -Infinity;
-    for (let e = 0; e < E; e++) m = Math.max(m, logits[base + e]);
     let D = score === 'sigmoid' ? 1e-20 : 0;
     let cu = 0;
     for (let e = 0; e < E; e++) {
-      u[e] = score === 'sigmoid' ? sigmoid(logits[base + e]) : Math.exp(logits[base + e] - m);
-      D += u[e];
-      cu += counts[e] * u[e];
+      D += u[base + e];
+      cu += counts[e] * u[base + e];
     }
     const loss = (b * cu) / D;
     rows[t] = loss;
     for (let e = 0; e < E; e++) {
       const g = (b * counts[e] - loss) / D;
-      dLogits[base + e] = score === 'sigmoid' ? g * u[e] * (1 - u[e]) : g * u[e];
+      const v = u[base + e];
+      dLogits[base + e] = score === 'sigmoid' ? g * v * (1 - v) : g * v;
     }
   }
   return { rows, dLogits };

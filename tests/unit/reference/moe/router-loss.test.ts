@@ -6,9 +6,9 @@ import { randomArray } from '../../../../src/reference/random.ts';
 import { expectNear, finiteDiffVjp } from '../../finite-diff.ts';
 
 // The row-wise twins of the moeZLoss and moeAuxLoss kernels, float64: their gradients against
-// central differences (h = 1e-5, O(1) functions: error ≈ 1e-10, tolerance 1e-8), and their rows'
-// sum and gradient against the whole-batch references auxLoss and zLoss (the same formulas summed
-// in another order: float64 rounding, tolerance 1e-13).
+// central differences (h = 1e-5, O(1) functions: error ≈ 1e-10, tolerance 1e-8), and, with the
+// config's arguments, their rows' sum and gradient against auxLoss and zLoss — which sum these rows
+// after scoring the logits themselves (auxScores) — within float64 rounding (1e-13).
 
 const T = 5;
 const E = 6;
