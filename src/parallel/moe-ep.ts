@@ -4,7 +4,7 @@ import type { TraceSink } from '../core/trace-recorder.ts';
 import { denseProblem } from '../reference/gemm.ts';
 import type { MoeWeights } from '../reference/moe/block.ts';
 import { addRouterBias, checkMoeConfig, type MoeConfig } from '../reference/moe/config.ts';
-import { auxLoss, auxLossCounts, zLoss } from '../reference/moe/losses.ts';
+import { auxLossCounts } from '../reference/moe/losses.ts';
 import {
   moeCombineProbGradKernel,
   moePermuteKernel,
@@ -13,11 +13,13 @@ import {
 } from '../reference/moe/permute.ts';
 import { routeTokens, routerBackward, type MoeRouting } from '../reference/moe/routing.ts';
 import { backwardSplits } from '../comm/all-to-all.ts';
+import { addInPlaceKernel } from '../reference/add.ts';
 import { opSpec, type Backend } from './backend.ts';
 import { epPlan, reorder, type EpComm } from './ep-dispatch.ts';
 import { etpExpertShard, etpGatherRows, etpPlan, etpReduceRows } from './moe-etp.ts';
 import type { MoeDispatcher } from './moe-layout.ts';
 import { moeExpertsBackward, moeExpertsForward } from './moe-experts.ts';
+import { routerLosses } from './moe-router-loss.ts';
 
 // One rank's MoE block, forward and backward, with either Megatron token dispatcher
 // (Megatron-Core core_v0.19.0 moe_layer.py MoELayer.forward, token_dispatcher.py
@@ -36,12 +38,13 @@ import { moeExpertsBackward, moeExpertsForward } from './moe-experts.ts';
 //   y = Σ_j p_j · yp(pick j) (moeUnpermute)
 //   aux: c_e and the token count summed over every rank's distinct tokens (TP under SP, then DP:
 //     Megatron's global_aux_loss over tp·dp·cp) (moe.aux.counts); each rank's share of the loss
-//     coeff · E / (k · T_g²) · Σ_e c_e · Σ_t S[t, e], and of z = coeff_z / T_g · Σ_t lse_t², summed
-//     the same way (moe.losses): the single-device losses of all the distinct tokens
+//     coeff · E / (k · T_g²) · Σ_e c_e · Σ_t S[t, e], and of z = coeff_z / T_g · Σ_t lse_t² (kernels
+//     moeAuxLoss, moeZLoss; moe-router-loss.ts), summed the same way (moe.losses): the single-device
+//     losses of all the distinct tokens
 // Backward of L = ⟨dy, y⟩ + aux + z:
 //   dp = ⟨dy_t, yp(pick)⟩ (moeCombineProbGrad); dyp = p · dy permuted; the dispatch reversed
 //   (moe.combine.grad, moe.dispatch.grad); dx = Σ_j dxp(pick j) (moeUnpermute, w = 1)
-//   dlogits = routerBackward + ∂aux + ∂z (host); dWr = xᵀ · dlogits, dx += dlogits · Wrᵀ (backend),
+//   dlogits = routerBackward (host) + ∂aux + ∂z (moeAuxLoss, moeZLoss in the forward; moe-router-loss.ts); dWr = xᵀ · dlogits, dx += dlogits · Wrᵀ (backend),
 //   dWr summed like the aux counts (moe.router.grad): the router is replicated.
 // An expert shard's gradient is whole over the tp_ep group's tokens (every row routed to the expert
 // from those ranks reaches the shard); summed over edp (moe.experts.grad.*), the ranks holding it.
@@ -220,18 +223,18 @@ export async function moeEpBlock<T>(
   const local = auxLossCounts(c, logits, T);
   const summed = await distinct(hostTensor([E + 1], Float32Array.from([...local, T])), 'moe.aux.counts');
   const group = { counts: summed.data.subarray(0, E), tokens: summed.data[E]! };
-  const auxL = auxLoss(c, logits, T, group);
-  const zL = zLoss(c, logits, T, group.tokens);
-  const losses = await distinct(hostTensor([2], Float32Array.from([auxL.loss, zL.loss])), 'moe.losses');
+  // the kernels read the logits the routing saw: the GEMM's, or with the router skew added here
+  const routed = c.routerSkew === 0 ? logitsT : be.tensor('moe.logits.skewed', [T, E], logits);
+  const rl = await routerLosses(be, c, routed, group);
+  const losses = await distinct(hostTensor([2], Float32Array.from([rl.aux, rl.z])), 'moe.losses');
 
   // backward
   be.phase = 'backward';
   const back = await path.backward(dy);
   const sharedBack = await shared?.backward(dy);
   if (sharedBack) back.dx.forEach((_, i) => (back.dx[i] += sharedBack.dx[i]!));
-  const dLogits = routerBackward(c, logits, routing, back.dTopProb);
-  dLogits.forEach((_, i) => (dLogits[i] += auxL.dLogits[i]! + zL.dLogits[i]!));
-  const dl = be.tensor('d.moe.logits', [T, E], dLogits);
+  const dl = be.tensor('d.moe.logits', [T, E], routerBackward(c, logits, routing, back.dTopProb));
+  for (const g of rl.grads) be.kernel(op('moe.router.loss.grad'), addInPlaceKernel, [dl, g], {});
   const dWr = be.tensor('d.router.weight', [h, E]);
   be.gemm(op('moe.router.wgrad'), denseProblem(h, E, T, { transA: true }), xt, dl, dWr);
   const dxT = be.tensor('dx', [T, h], back.dx);

@@ -12,6 +12,8 @@ import { embeddingBackwardKernel, embeddingKernel } from './embedding.ts';
 import type { KernelSpec, ShaderSpec } from './kernel-spec.ts';
 import { moeGroupedGemmKernel, moeGroupedGemmWgradKernel } from './moe/grouped-gemm.ts';
 import { moeCombineProbGradKernel, moePermuteKernel, moeUnpermuteKernel } from './moe/permute.ts';
+import { moeAuxLossKernel, moeZLossKernel } from './moe/router-loss.ts';
+import { moeNormalizeRowsKernel, moeSigmoidKernel } from './moe/scores.ts';
 import { moeTopkKernel } from './moe/topk.ts';
 import { scaleKernel } from './scale.ts';
 import { rmsnormBackwardKernel, rmsnormKernel, rmsnormWeightGradKernel } from './rmsnorm.ts';
@@ -52,6 +54,10 @@ export const kernelSpecs = {
   moeCombineProbGrad: moeCombineProbGradKernel,
   moeGroupedGemm: moeGroupedGemmKernel,
   moeGroupedGemmWgrad: moeGroupedGemmWgradKernel,
+  moeZLoss: moeZLossKernel,
+  moeAuxLoss: moeAuxLossKernel,
+  moeSigmoid: moeSigmoidKernel,
+  moeNormalizeRows: moeNormalizeRowsKernel,
 } as const satisfies Readonly<Record<string, KernelSpec>>;
 
 /** A non-GEMM compute kernel's name (a key of kernelSpecs). */

@@ -1,6 +1,8 @@
-import { softmaxBackwardRef, softmaxRef } from '../softmax.ts';
+import { softmaxRef } from '../softmax.ts';
 import { sigmoid } from '../swiglu.ts';
 import type { MoeConfig } from './config.ts';
+import { auxLossArgs, auxLossRowsOf, zLossArgs, zLossRows } from './router-loss.ts';
+import { normalizedRows } from './scores.ts';
 import { topkIndices } from './topk.ts';
 
 // The router's two auxiliary losses on one device (Megatron-Core core_v0.19.0), logits [T, E]:
@@ -15,6 +17,8 @@ import { topkIndices } from './topk.ts';
 //
 // Z-loss (moe_utils.py z_loss_func, router.py apply_z_loss; ST-MoE, arXiv:2202.08906):
 //   z = coeff_z · (1/T) Σ_t (logsumexp_e l[t, e])²,   ∂z/∂l[t, e] = coeff_z · 2 · lse_t · softmax(l_t)_e / T.
+//
+// Row by row (each token's terms, the kernels' twins) in router-loss.ts; the losses here sum them.
 //
 // Both reach the router through MoEAuxLossAutoScaler with backward scale 1 (its default,
 // main_loss_backward_scale), so the block's objective is ⟨dy, y⟩ + aux + z.
@@ -66,46 +70,19 @@ export function auxLoss(
   T: number,
   group?: { readonly counts: ArrayLike<number>; readonly tokens: number },
 ): RouterLoss {
-  const E = c.numMoeExperts;
-  const k = c.moeRouterTopk;
-  const coeff = c.moeAuxLossCoeff;
-  const dLogits = new Float64Array(T * E);
-  if (coeff === 0 || T === 0) return { loss: 0, dLogits };
+  const args = T === 0 ? null : auxLossArgs(c, group?.tokens ?? T);
+  if (args === null) return { loss: 0, dLogits: new Float64Array(T * c.numMoeExperts) };
   const { S, sig } = auxScores(c, logits, T);
   const counts = group?.counts ?? topkCounts(c, S, T);
-  const Tg = group?.tokens ?? T;
-  const scale = (coeff * E) / (k * Tg * Tg);
-  let loss = 0;
-  for (let t = 0; t < T; t++) for (let e = 0; e < E; e++) loss += S[t * E + e] * counts[e];
-  loss *= scale;
-  const dS = new Float64Array(T * E);
-  for (let i = 0; i < T * E; i++) dS[i] = scale * counts[i % E];
-  if (sig === null) return { loss, dLogits: softmaxBackwardRef(S, dS, E) };
-  // S_e = σ_e / D, D = Σ σ + 1e-20: dσ_e = dS_e / D − Σ_i dS_i σ_i / D²; dl = dσ · σ(1 − σ)
-  for (let t = 0; t < T; t++) {
-    let D = 1e-20;
-    let dot = 0;
-    for (let e = 0; e < E; e++) {
-      D += sig[t * E + e];
-      dot += dS[t * E + e] * sig[t * E + e];
-    }
-    for (let e = 0; e < E; e++) {
-      const s = sig[t * E + e];
-      dLogits[t * E + e] = (dS[t * E + e] / D - dot / (D * D)) * s * (1 - s);
-    }
-  }
-  return { loss, dLogits };
+  const { rows, dLogits } = auxLossRowsOf(sig ?? S, c.numMoeExperts, counts, args.b, args.score);
+  return { loss: sum(rows), dLogits };
 }
 
-/** Rows of [., E] divided by their sum + 1e-20 (the sigmoid scores' normalisation). */
-function normalizedRows(v: Float64Array, E: number): Float64Array {
-  const out = new Float64Array(v.length);
-  for (let base = 0; base < v.length; base += E) {
-    let d = 1e-20;
-    for (let e = 0; e < E; e++) d += v[base + e];
-    for (let e = 0; e < E; e++) out[base + e] = v[base + e] / d;
-  }
-  return out;
+/** Σ v in float64. */
+function sum(v: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += v[i];
+  return s;
 }
 
 /**
@@ -113,20 +90,8 @@ function normalizedRows(v: Float64Array, E: number): Float64Array {
  * (the group's count when tokens are split over ranks), the mean is over those: this rank's share.
  */
 export function zLoss(c: MoeConfig, logits: ArrayLike<number>, T: number, tokens = T): RouterLoss {
-  const E = c.numMoeExperts;
-  const coeff = c.moeZLossCoeff;
-  const dLogits = new Float64Array(T * E);
-  if (coeff === null || T === 0) return { loss: 0, dLogits };
-  const p = softmaxRef(logits, [T, E]);
-  let loss = 0;
-  for (let t = 0; t < T; t++) {
-    let m = -Infinity;
-    for (let e = 0; e < E; e++) m = Math.max(m, logits[t * E + e]);
-    let s = 0;
-    for (let e = 0; e < E; e++) s += Math.exp(logits[t * E + e] - m);
-    const lse = m + Math.log(s);
-    loss += lse * lse;
-    for (let e = 0; e < E; e++) dLogits[t * E + e] = (coeff * 2 * lse * p[t * E + e]) / tokens;
-  }
-  return { loss: (coeff * loss) / tokens, dLogits };
+  const args = T === 0 ? null : zLossArgs(c, tokens);
+  if (args === null) return { loss: 0, dLogits: new Float64Array(T * c.numMoeExperts) };
+  const { rows, dLogits } = zLossRows(logits, c.numMoeExperts, args.a);
+  return { loss: sum(rows), dLogits };
 }

@@ -21,7 +21,12 @@ const snippets = ['row-reduce', 'rb4-tile'];
 const specs: readonly KernelSpec[] = Object.values(kernelSpecs);
 
 /** Sample arguments of the grid kernels whose Params take some. */
-const sampleArgs: Readonly<Record<string, object>> = { rmsnorm: { eps: 1e-5 }, scale: { factor: 0.5 } };
+const sampleArgs: Readonly<Record<string, object>> = {
+  rmsnorm: { eps: 1e-5 },
+  scale: { factor: 0.5 },
+  moeZLoss: { a: 0.1 },
+  moeAuxLoss: { b: 0.2, score: 'sigmoid' },
+};
 
 describe('kernel descriptors against their WGSL', () => {
   test('every shader is described (or is a GEMM shader or a shared snippet)', () => {

@@ -26,6 +26,13 @@ describe('the MoE block on the GPU kernels equals the float64 block', () => {
       ),
     ],
     [
+      'E 8, top-2 sigmoid, capacity 1, aux and z losses',
+      moeConfig(
+        { numMoeExperts: 8, moeRouterTopk: 2, moeFfnHiddenSize: 24 },
+        { moeRouterScoreFunction: 'sigmoid', moeExpertCapacityFactor: 1, moeAuxLossCoeff: 0.01, moeZLossCoeff: 0.001 },
+      ),
+    ],
+    [
       'E 4, top-1 pre-softmax, capacity 1 dropping by probability',
       moeConfig(
         { numMoeExperts: 4, moeRouterTopk: 1, moeFfnHiddenSize: 16 },
@@ -51,6 +58,7 @@ describe('the MoE block on the GPU kernels equals the float64 block', () => {
         expect(Array.from(r.topIdx)).toEqual(Array.from(ref.routing.topIdx));
         expectClose('probs', r.topProb, ref.routing.topProb, tol);
         expectClose('y', r.y, ref.y, tol);
+        expectClose('aux, z', Float32Array.from([r.aux, r.z]), [ref.aux, ref.z], tol);
         expectClose('dfc1', r.fc1, grads.fc1, tol);
         expectClose('dfc2', r.fc2, grads.fc2, tol);
         expectClose('dx', Float32Array.from(r.dx), grads.dx, tol);

@@ -3,7 +3,9 @@ import { moeExpertsBackward, moeExpertsForward } from '../../../../src/parallel/
 import { gemmRef, denseProblem } from '../../../../src/reference/gemm.ts';
 import type { MoeForward, MoeWeights } from '../../../../src/reference/moe/block.ts';
 import type { MoeConfig } from '../../../../src/reference/moe/config.ts';
-import { auxLoss, zLoss } from '../../../../src/reference/moe/losses.ts';
+import { auxLossCounts } from '../../../../src/reference/moe/losses.ts';
+import { moeNormalizeRowsKernel, moeSigmoidKernel } from '../../../../src/reference/moe/scores.ts';
+import { routerLosses } from '../../../../src/parallel/moe-router-loss.ts';
 import {
   moeCombineProbGradKernel,
   moePermuteKernel,
@@ -23,15 +25,19 @@ export interface ChainResult {
   readonly router: Float64Array;
   readonly fc1: Float32Array;
   readonly fc2: Float32Array;
+  /** The aux and z losses from the kernels. */
+  readonly aux: number;
+  readonly z: number;
 }
 
 /**
  * The MoE block (no shared expert) through the registered kernels on backend `be`, from the
  * reference's logits and routing (its router GEMM and capacity decisions are the host's):
- * softmax scores and top-k (checked by the caller against the routing), permute, the experts'
- * grouped GEMMs (moeExpertsForward), the weighted combine; then the combine's prob gradient,
- * permute with the probs, the experts' backward, unpermute with weights 1 — and, on the host,
- * dlogits = routerBackward + aux + z, dWr = xᵀ·dlogits, dx += dlogits·Wrᵀ.
+ * softmax or sigmoid scores and top-k (checked by the caller against the routing), permute, the
+ * experts' grouped GEMMs (moeExpertsForward), the weighted combine; then the combine's prob
+ * gradient, permute with the probs, the experts' backward, unpermute with weights 1, the aux and
+ * z losses' logits gradients (routerLosses) — and, on the host, dlogits = routerBackward + those,
+ * dWr = xᵀ·dlogits, dx += dlogits·Wrᵀ.
  */
 export async function moeChain<T>(
   be: Backend<T>,
@@ -52,10 +58,17 @@ export async function moeChain<T>(
   const logits = be.tensor('logits', [T, E], ref.logits);
   const idx = be.tensor('topIdx', [T, k]);
   const vals = be.tensor('topVal', [T, k]);
-  // softmax scores (the only score function with a kernel here): before the top-k over E, or after it over the k picks
+  // scores: softmax before the top-k over E, or after it over the k picks; or σ, its picks normalised (k > 1)
   const gpuProbs = be.tensor('topProb', [T, k]);
-  if (c.moeRouterScoreFunction !== 'softmax') throw new Error('moeChain: the kernel chain scores with softmax only.');
-  if (c.moeRouterPreSoftmax) {
+  if (c.moeRouterScoreFunction === 'sigmoid') {
+    const scores = be.tensor('scores', [T, E]);
+    be.kernel(op, moeSigmoidKernel, [logits, scores], {});
+    if (k === 1) be.kernel(op, moeTopkKernel, [scores, idx, gpuProbs], { k });
+    else {
+      be.kernel(op, moeTopkKernel, [scores, idx, vals], { k });
+      be.kernel(op, moeNormalizeRowsKernel, [vals, gpuProbs], {});
+    }
+  } else if (c.moeRouterPreSoftmax) {
     const scores = be.tensor('scores', [T, E]);
     be.kernel(op, softmaxKernel, [logits, scores], {});
     be.kernel(op, moeTopkKernel, [scores, idx, gpuProbs], { k });
@@ -99,9 +112,8 @@ export async function moeChain<T>(
 
   const dTopProb = await be.read(dw);
   const dLogits = routerBackward(c, ref.logits, routing, dTopProb);
-  const aux = auxLoss(c, ref.logits, T).dLogits;
-  const z = zLoss(c, ref.logits, T).dLogits;
-  dLogits.forEach((_, i) => (dLogits[i] += aux[i] + z[i]));
+  const losses = await routerLosses(be, c, logits, { counts: auxLossCounts(c, ref.logits, T), tokens: T });
+  for (const g of losses.grads) (await be.read(g)).forEach((v, i) => (dLogits[i] += v));
   const router = gemmRef(denseProblem(h, E, T, { transA: true }), x, dLogits, new Float64Array(h * E));
   const dx = Float64Array.from(await be.read(dxe));
   gemmRef(denseProblem(T, h, E, { transB: true, accumulate: true }), dLogits, w.router, dx);
@@ -113,5 +125,7 @@ export async function moeChain<T>(
     router,
     fc1: await be.read(dfc1),
     fc2: await be.read(dfc2),
+    aux: losses.aux,
+    z: losses.z,
   };
 }
