@@ -60,7 +60,9 @@ export function fsdpJobOf(setup: TrainingSetup, machine: Machine): FsdpJob {
 }
 
 /** What the FSDP rules read of the machine: fp16 training and gradient accumulation fusion (FSDP2 refuses both). */
-export const fsdpRunFacts = (machine: Machine): { fp16: boolean; gradAccumulationFusion: boolean } => ({
+export const fsdpRunFacts = (
+  machine: Pick<Machine, 'dtype' | 'kernels'>,
+): { fp16: boolean; gradAccumulationFusion: boolean } => ({
   fp16: machine.dtype === 'fp16',
   gradAccumulationFusion: (machine.kernels ?? defaultKernelOptions).gradAccumulationFusion ?? false,
 });

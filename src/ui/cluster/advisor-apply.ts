@@ -1,6 +1,7 @@
 import type { ParallelLayout } from '../../megatron/parallel-layout.ts';
 import { legalTpOverlapChunks, tpOverlapProblem } from '../../parallel/tp-overlap.ts';
-import type { Settings } from '../settings/state.ts';
+import { settingsTable, type Settings } from '../settings/state.ts';
+import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
 
 /** What applying an advisor row does to the page: the new settings and each flag of the row the page cannot set, with why. */
 export interface AdvisorApply {
@@ -20,12 +21,14 @@ function chunksFor(s: Settings, tp: number): number | undefined {
 }
 
 /**
- * The page's settings with every field of `l` the page has a setting for: t, SP, p, v, the
- * async dgrad overlap (on: the advisor's layouts assume it, as Megatron runs it),
- * `--tp-comm-overlap` as the page's chunked TP overlap (`tpoverlap`: kept if on and legal, else t
- * chunks, one per rank's shard; off when the row has none) and the micro-batch when the
- * cluster model is the page's own layer. Context parallelism, recompute, the distributed optimizer
- * and the gradient and parameter overlaps have no page setting: they are listed in `notApplied`.
+ * The page's settings with every field of `l` the page has a setting for: t, SP, p, v, cp,
+ * recompute (selective: Megatron's default module, core_attn, as the advisor prices it), the
+ * distributed optimizer (`distopt`), the gradient and parameter overlaps, FSDP, the async dgrad
+ * overlap (on: the advisor's layouts assume it, as Megatron runs it), `--tp-comm-overlap` as the
+ * page's chunked TP overlap (`tpoverlap`: kept if on and legal, else t chunks, one per rank's shard;
+ * off when the row has none) and the micro-batch when the cluster model is the page's own layer.
+ * EP and ETP (rows of an MoE cluster model; the page's cluster models are dense) are listed in
+ * `notApplied`: the page's ep and etp are its own MoE layer's, on its t ranks.
  */
 export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
   const notApplied: string[] = [];
@@ -40,18 +43,22 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
     notApplied.push(
       `--micro-batch-size ${l.microBatch} (the page's b is its own layer's; the cluster model is not it)`,
     );
-  const none = 'no page setting';
-  if (l.cp > 1) notApplied.push(`--context-parallel-size ${l.cp} (${none})`);
-  if (l.recompute !== 'none') notApplied.push(`--recompute-granularity ${l.recompute} (${none})`);
-  if (l.distributedOptimizer) notApplied.push(`--use-distributed-optimizer (${none})`);
-  if (l.overlapGradReduce) notApplied.push(`--overlap-grad-reduce (${none})`);
-  if (l.overlapParamGather) notApplied.push(`--overlap-param-gather (${none})`);
+  const moe = "the page's ep and etp are its own MoE layer's";
+  if (l.ep !== undefined && l.ep > 1) notApplied.push(`--expert-model-parallel-size ${l.ep} (${moe})`);
+  if (l.etp !== undefined && l.etp !== l.tp) notApplied.push(`--expert-tensor-parallel-size ${l.etp} (${moe})`);
   const settings: Settings = {
     ...s,
     tp: l.tp,
     sp: l.sp,
     pp: l.pp,
     vpp: l.vpp,
+    cp: l.cp,
+    recompute: l.recompute,
+    ...(l.recompute === 'selective' && { rmodules: defaultRecomputeModules }),
+    distopt: l.distributedOptimizer,
+    ogr: l.overlapGradReduce,
+    opg: l.overlapParamGather,
+    fsdp: l.fsdp ?? null,
     overlap: true,
     tpOverlapChunks,
     ...(s.cmodel === 'layer' && { b: l.microBatch }),
@@ -62,13 +69,25 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
 /** True when the page already runs `l` as far as it can (every field applyAdvisorRow sets is as the row has it). */
 export function rowOnPage(s: Settings, l: ParallelLayout): boolean {
   const next = applyAdvisorRow(s, l).settings;
-  return (
-    next.tp === s.tp &&
-    next.sp === s.sp &&
-    next.pp === s.pp &&
-    next.vpp === s.vpp &&
-    next.overlap === s.overlap &&
-    next.tpOverlapChunks === s.tpOverlapChunks &&
-    next.b === s.b
-  );
+  const same = <K extends keyof Settings>(k: K): boolean =>
+    settingsTable[k].format(next[k]) === settingsTable[k].format(s[k]);
+  return appliedFields.every(same);
 }
+
+/** The fields applyAdvisorRow sets. */
+const appliedFields = [
+  'tp',
+  'sp',
+  'pp',
+  'vpp',
+  'cp',
+  'recompute',
+  'rmodules',
+  'distopt',
+  'ogr',
+  'opg',
+  'fsdp',
+  'overlap',
+  'tpOverlapChunks',
+  'b',
+] as const satisfies readonly (keyof Settings)[];

@@ -40,8 +40,7 @@ const api = {
         // One switch, two effects (as the cluster panel and npm run project have it): FlashAttention's time and no s×s activations.
         extras: { flashAttention: usesFlashAttention(q.kernels, system.gpu.arch) },
       },
-      // The page has no FSDP setting yet, so its search leaves FSDP out (a row it could not apply).
-      { ...defaultSearchSpace(system, q.model.layers), fsdp: ['none'] },
+      defaultSearchSpace(system, q.model.layers),
       { k: q.k, onProgress: progress, progressEvery: 2048 },
     );
     return { ...r, ms: performance.now() - started };

@@ -24,11 +24,11 @@ const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 /**
  * `<tp-advisor-panel>`: for the cluster panel's model on the page's system, dtype, N and global
  * batch, the advisor (src/projection/studies/advisor.ts, as `npm run project -- --search`) enumerates
- * t, p, v, cp, b, SP, recompute, the distributed optimizer and the overlaps in a Web Worker,
+ * t, p, v, cp, b, SP, recompute, the distributed optimizer, the overlaps and FSDP in a Web Worker,
  * with the page's kernel switches (layerArch, attn, fp8, graphs), shows its progress, the rejections by
  * reason and the fastest layouts; a row's Apply sets every page setting the row has
- * (applyAdvisorRow: t, SP, p, v, the overlaps the page has, b for the page's own layer) and its
- * tooltip names the flags the page has no setting for. Events up: `settings-change`.
+ * (applyAdvisorRow: t, SP, p, v, cp, recompute, distopt, the overlaps, FSDP, b for the page's own layer)
+ * and its tooltip names any flag it cannot set. Events up: `settings-change`.
  */
 @customElement('tp-advisor-panel')
 export class TpAdvisorPanel extends LitElement {
@@ -122,7 +122,7 @@ export class TpAdvisorPanel extends LitElement {
   /** The apply button's tooltip: what it sets, and each flag of the row the page cannot set. */
   private applyTitle(s: Settings, row: AdvisorRow): string {
     const { notApplied } = applyAdvisorRow(s, row.layout);
-    const sets = `Sets t, SP, p, v, the async dgrad overlap and tpoverlap${s.cmodel === 'layer' ? ', b' : ''}.`;
+    const sets = `Sets t, SP, p, v, cp, recompute, the distributed optimizer, the gradient and parameter overlaps, FSDP, the async dgrad overlap and tpoverlap${s.cmodel === 'layer' ? ', b' : ''}.`;
     return notApplied.length ? `${sets} Not set (the page has no setting): ${notApplied.join('; ')}.` : sets;
   }
 
@@ -201,7 +201,9 @@ export class TpAdvisorPanel extends LitElement {
         chosen system in ${s.dtype}: t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and the overlaps,
         each checked against Megatron-LM's rules and the GPU's memory, ranked by projected step time (the same search
         as <code>npm run project -- --search</code>), with the page's kernel switches: ${kernelText(kernelsOf(s))}.
-        Apply sets every page setting the row has a control for (t, SP, p, v, the overlaps; its tooltip names the rest).
+        The search includes Megatron-FSDP (its ZeRO-3 and ZeRO-2 strategies) and FSDP2. Apply sets every flag the row
+        names (t, SP, p, v, cp, recompute, the distributed optimizer, the overlaps, FSDP; the micro-batch when the
+        cluster model is this page's layer; its tooltip names any it cannot set), and the cluster panel projects them.
       </p>
       <button type="button" data-advisor-search ?disabled=${p !== undefined} @click=${() => void this.search()}>
         search layouts

@@ -27,6 +27,8 @@ import { formatBytes, formatMs } from '../../core/format.ts';
 import { clusterModelNames } from '../settings/cluster-model-choice.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
+import type { ClusterFlags } from '../settings/cluster-flags.ts';
+import { fsdpLabel } from '../../megatron/fsdp.ts';
 import './tp-pipeline-view.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
@@ -76,6 +78,8 @@ export class TpClusterPanel extends LitElement {
    * --tp-comm-overlap (kernel-options.ts tpCommOverlap); the rows without SP cannot have it.
    */
   @property({ type: Number }) tpOverlapChunks = 1;
+  /** cp, recompute, the distributed optimizer, the gradient and parameter overlaps and FSDP of every row (cluster-flags.ts). */
+  @property({ attribute: false }) flags: ClusterFlags = {};
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
   /** The projected rows (with their steps), for the pipeline schedule. */
@@ -90,14 +94,18 @@ export class TpClusterPanel extends LitElement {
   private readonly projections = new LatestWins();
   /** The config's model sizes (JSON) the last projection was asked for. */
   private projectedSizes: string | undefined;
+  /** The flags (JSON) the last projection was asked for: a new object arrives on every render of the page. */
+  private projectedFlags: string | undefined;
 
   protected override willUpdate(changed: PropertyValues<this>): void {
     // The projection covers every degree of the budget, so the page's own t only picks the row
     // whose memory is drawn; the config arrives as a new object on every render of the page
     // (4–5 times per TP change), so its sizes are compared by value.
     const sizes = this.config && JSON.stringify(modelSizesOf(this.config));
-    const resized = sizes !== this.projectedSizes;
+    const flags = JSON.stringify(this.flags);
+    const resized = sizes !== this.projectedSizes || flags !== this.projectedFlags;
     this.projectedSizes = sizes;
+    this.projectedFlags = flags;
     const inputs = [
       'system',
       'dtype',
@@ -143,18 +151,20 @@ export class TpClusterPanel extends LitElement {
         };
         const machine = { system, dtype: this.dtype, kernels };
         const sizes = modelSizesOf(c);
-        const degrees = budgetDegrees(this.gpus, this.pp);
+        const pcp = this.pp * (this.flags.cp ?? 1);
+        const degrees = budgetDegrees(this.gpus, pcp);
         if (!degrees.length)
-          throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p = ${this.pp}: t × p × DP = N.`);
+          throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p·cp = ${pcp}: t × p × cp × DP = N.`);
         const setup = {
           sizes,
           sp: false,
           layers: this.layers,
           gpus: this.gpus,
-          globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees, this.pp),
+          globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees, pcp),
           overlap: this.overlap,
           pp: this.pp,
           vpp: this.vpp,
+          ...this.flags,
           // One switch, two effects (as npm run project has it): FlashAttention's time and no s×s activations.
           flashAttention: usesFlashAttention(kernels, system.gpu.arch),
         };
@@ -275,6 +285,27 @@ export class TpClusterPanel extends LitElement {
     return flags.length ? `kernels ${flags.join(' ')};` : '';
   }
 
+  /** The data-parallel and memory flags of every row, as Megatron's flags (cluster-flags.ts), or DDP's default in words. */
+  private flagWords(): string {
+    const f = this.flags;
+    const r = f.recomputation;
+    const flags = [
+      (f.cp ?? 1) > 1 ? `--context-parallel-size ${f.cp}` : '',
+      r ? `--recompute-granularity ${r.granularity}` : '',
+      r?.granularity === 'selective' && r.modules ? `--recompute-modules ${r.modules.join(' ')}` : '',
+      f.distributedOptimizer ? '--use-distributed-optimizer' : '',
+      f.overlapGradReduce ? '--overlap-grad-reduce' : '',
+      f.overlapParamGather ? '--overlap-param-gather' : '',
+      f.fsdp ? fsdpLabel(f.fsdp) : '',
+    ].filter(Boolean);
+    const grads = f.fsdp
+      ? 'gradients synced as the FSDP strategy has it'
+      : f.overlapGradReduce
+        ? 'gradient buckets reduced during backward'
+        : 'DP gradients all-reduced in one bucket after backward (no --overlap-grad-reduce)';
+    return `${flags.length ? `flags ${flags.join(' ')}; ` : ''}${grads}`;
+  }
+
   /** The step whose pipeline is drawn: the page's t (with SP if the page has it), else the first row that runs. */
   private pipelineStep(): StepProjection | undefined {
     const t = this.settings?.tp;
@@ -318,8 +349,7 @@ export class TpClusterPanel extends LitElement {
             ? `global batch b·N = ${c.b * this.gpus} sequences (each replica accumulates t micro-batches)`
             : `global batch ${this.gbatch} sequences (gbatch; each replica accumulates m = ${this.gbatch}/(b·DP) micro-batches)`
         };
-        DP gradients all-reduced in one bucket after backward (Megatron without --overlap-grad-reduce; the advisor
-        below and npm run project model the overlaps). A projection from datasheet figures and the alpha-beta
+        <span data-cluster-flags>${this.flagWords()}</span>. A projection from datasheet figures and the alpha-beta
         link model, not a measurement; the WebGPU run on this page is fp32 on this browser's adapter.
       </p>
       ${

@@ -34,6 +34,14 @@ import { pipelineScheduleNames, type PipelineScheduleName } from '../../mesh/pip
 import { maxMeshRanks } from '../../mesh/rank-layout.ts';
 import type { MoeScoreFunction } from '../../reference/moe/config.ts';
 import { maxSize } from '../../parallel/validate.ts';
+import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
+import {
+  defaultRecomputeModules,
+  parseRecomputeModules,
+  type RecomputeModule,
+} from '../../megatron/recompute-modules.ts';
+import type { FsdpSetup } from '../../megatron/fsdp.ts';
+import { formatFsdpSetting, parseFsdpSetting } from './fsdp-setting.ts';
 
 /** Which pass the timeline shows. */
 export type PassView = 'forward' | 'backward' | 'both';
@@ -130,6 +138,19 @@ export interface Settings extends ModelSizes {
   readonly skew: number;
   /** Demonstration (seed 002 M036): the MoE region without SP at t > 1, each token routed t times; Megatron refuses it in training. */
   readonly moeNoSp: boolean;
+  // The cluster panel's data-parallel and memory flags (docs/hf-config.md, "The page"): every flag the advisor searches has one.
+  /** cp: context-parallel ranks of the cluster panel (--context-parallel-size); t × p × cp × DP = N. */
+  readonly cp: number;
+  /** --recompute-granularity of the cluster panel (full: uniform, one layer per checkpoint). */
+  readonly recompute: RecomputeChoice;
+  /** --recompute-modules under selective recompute (recompute-modules.ts; Megatron's default core_attn). */
+  readonly rmodules: readonly RecomputeModule[];
+  /** --overlap-grad-reduce on the cluster panel. */
+  readonly ogr: boolean;
+  /** --overlap-param-gather on the cluster panel (needs the distributed optimizer, `distopt`, or Megatron-FSDP, and `ogr`). */
+  readonly opg: boolean;
+  /** FSDP on the cluster panel (--use-megatron-fsdp with its strategy, or --use-torch-fsdp2); null: DDP. */
+  readonly fsdp: FsdpSetup | null;
 }
 
 /** The token dispatchers the ranks run (Megatron's alltoall and allgather). */
@@ -327,6 +348,12 @@ export const expertsCap: WholeCap = {
 /** EP and ETP: the page runs at most 64 ranks (the TP select's "any t" input). */
 const meshCap: WholeCap = { max: 64, why: 'the page runs at most 64 ranks' };
 
+/** cp: a divisor of the GPU budget N (t × p × cp × DP = N), so at most gpusCap.max; setupConfig checks s against 2·cp. */
+export const cpCap: WholeCap = {
+  max: gpusCap.max,
+  why: `t × p × cp × DP = N and the GPU budget N is at most ${gpusCap.max}`,
+};
+
 /** The router skew's largest value: at 20 expert 0's logit leads expert E − 1's by 40, a softmax ratio of e^40. */
 export const skewMax = 20;
 
@@ -511,6 +538,19 @@ export const settingsTable: SettingsTable = {
     ...moeRow,
   },
   moeNoSp: onOff('m036', false, moeRow),
+  // The cluster panel's flags: one block, in <tp-machine-controls>, in a link only where not Megatron's default (all off, cp 1).
+  cp: whole('cp', 1, kernelRow, 1, cpCap),
+  recompute: choice('recompute', recomputeChoices, 'none', kernelRow),
+  rmodules: {
+    key: 'rmodules',
+    parse: parseRecomputeModules,
+    format: (m) => m.join(','),
+    fallback: defaultRecomputeModules,
+    ...kernelRow,
+  },
+  ogr: onOff('ogr', false, kernelRow),
+  opg: onOff('opg', false, kernelRow),
+  fsdp: { key: 'fsdp', parse: parseFsdpSetting, format: formatFsdpSetting, fallback: null, ...kernelRow },
 };
 
 /** The fields of Settings in hash order. */
@@ -597,7 +637,7 @@ export function hashFromSettings(s: Settings): string {
     const { key, format, inHash } = settingsTable[k];
     const v = s[k];
     const skip =
-      (inHash === 'unless-default' && v === defaultSettings[k]) ||
+      (inHash === 'unless-default' && format(v) === format(defaultSettings[k])) ||
       (inHash === 'unless-preset' && isSizeKey(k) && v === presets[s.preset][k]);
     if (!skip) p.set(key, format(v));
   };

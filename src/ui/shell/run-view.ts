@@ -17,6 +17,7 @@ import '../timeline/tp-timeline.ts';
 import '../timeline/tp-moe-view.ts';
 import { bufferClassViews, rankMemoryLanes } from '../../session/memory-lanes.ts';
 import { timelineStragglers } from '../timeline/timeline-waits.ts';
+import { clusterFlagsOf } from '../settings/cluster-flags.ts';
 
 const transportWords: Record<string, string> = {
   'sab-ring': 'the SharedArrayBuffer ring (shared memory + Atomics)',
@@ -175,6 +176,7 @@ export function renderRun(
         fp8=${s.fp8}
         graphs=${s.graphs}
         .tpOverlapChunks=${s.tpOverlapChunks}
+        .flags=${clusterFlagsOf(s)}
       ></tp-cluster-panel>
     </section>
     <section class="card ${stale ? 'stale' : ''}">

@@ -21,6 +21,7 @@ import './tp-machine-controls.ts';
 import './tp-controls.ts';
 import './tp-mesh-controls.ts';
 import { meshIssues, runsMesh } from '../settings/mesh-settings.ts';
+import { clusterIssues } from '../settings/cluster-flags.ts';
 import { MeshRuns, type MeshRunState } from './mesh-runs.ts';
 import { renderMesh } from './mesh-view.ts';
 import { renderMeshClassroom } from './mesh-classroom-card.ts';
@@ -114,7 +115,12 @@ export class TpApp extends LitElement {
     const run = this.run;
     const r = run.result;
     const stale = run.issues.length > 0 || !!run.runError || (r !== undefined && runKey(s) !== run.shownKey);
-    const issues = [...this.hashIssues, ...run.issues, ...meshIssues(s, this.changed)];
+    const issues = [
+      ...this.hashIssues,
+      ...run.issues,
+      ...meshIssues(s, this.changed),
+      ...clusterIssues(s, this.changed),
+    ];
     return html`
       <header>
         <h1>Tensor-parallel playground</h1>

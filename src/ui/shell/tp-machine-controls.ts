@@ -14,6 +14,8 @@ import { parseSystemFile } from '../../calibrate/system-file.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { clusterModelChoices, clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
 import { machineModes, settingsTable, type Settings } from '../settings/state.ts';
+import { recomputeChoices } from '../../megatron/parallel-layout.ts';
+import { fsdpSettingWords } from '../settings/fsdp-setting.ts';
 import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
 
 /**
@@ -69,7 +71,7 @@ export class TpMachineControls extends LitElement {
     };
   }
 
-  private number(s: Settings, field: 'layers' | 'gpus', label: string): TemplateResult {
+  private number(s: Settings, field: 'layers' | 'gpus' | 'cp', label: string): TemplateResult {
     return html`<label
         >${label}
         <input
@@ -128,6 +130,57 @@ export class TpMachineControls extends LitElement {
       /></label>
       ${this.errorsFor('gbatch')}
       ${invalid && !this.local.gbatch ? html`<p class="error" role="alert" data-error-for="gbatch">${invalid}</p>` : nothing}`;
+  }
+
+  /** A word of a fixed list, parsed by its settings row (so the hash and the control say the same). */
+  private words<F extends 'recompute' | 'fsdp'>(s: Settings, field: F, label: string, words: readonly string[]) {
+    const { format, parse } = settingsTable[field];
+    const now = (format as (v: Settings[F]) => string)(s[field]);
+    return html`<label
+        >${label}
+        <select data-control=${field} @change=${this.onParsed(s, field, parse as (t: string) => Settings[F])}>
+          ${words.map((w) => html`<option value=${w} ?selected=${w === now}>${w}</option>`)}
+        </select></label
+      >
+      ${this.errorsFor(field)}`;
+  }
+
+  /** An on/off flag of the cluster panel. */
+  private flag(s: Settings, field: 'ogr' | 'opg', label: string): TemplateResult {
+    return html`<label class="check"
+        ><input
+          type="checkbox"
+          data-control=${field}
+          .checked=${s[field]}
+          @change=${(e: Event) => this.emit({ ...s, [field]: (e.target as HTMLInputElement).checked }, field)}
+        />
+        ${label}</label
+      >
+      ${this.errorsFor(field)}`;
+  }
+
+  /**
+   * The cluster panel's data-parallel and memory flags (cluster-flags.ts): every flag the advisor
+   * searches has one here or in the mesh controls (p, v, the distributed optimizer).
+   */
+  private clusterFlags(s: Settings): TemplateResult {
+    return html`${this.number(s, 'cp', 'context parallel cp (--context-parallel-size)')}
+      ${this.words(s, 'recompute', '--recompute-granularity', recomputeChoices)}
+      ${
+        s.recompute === 'selective'
+          ? html`<label
+                >--recompute-modules
+                <input
+                  type="text"
+                  data-control="rmodules"
+                  .value=${settingsTable.rmodules.format(s.rmodules)}
+                  @change=${this.onParsed(s, 'rmodules', settingsTable.rmodules.parse)}
+              /></label>
+              ${this.errorsFor('rmodules')}`
+          : nothing
+      }
+      ${this.flag(s, 'ogr', '--overlap-grad-reduce')} ${this.flag(s, 'opg', '--overlap-param-gather')}
+      ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}`;
   }
 
   /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */
@@ -219,6 +272,7 @@ export class TpMachineControls extends LitElement {
       ${this.kernelChoice(s, 'attn', 'attention backend', attentionBackends)}
       ${this.kernelChoice(s, 'fp8', 'fp8 format', fp8Formats)}
       ${this.kernelChoice(s, 'graphs', 'CUDA graphs (--cuda-graph-impl)', cudaGraphImpls)}
+      ${this.clusterFlags(s)}
       ${this.slowdown(s, 'slow', 'straggler: slow rank (each kernel f×)')}
       ${this.slowdown(s, 'slowlink', 'slow link out of rank (each chunk sent f×)')}
     </fieldset>`;

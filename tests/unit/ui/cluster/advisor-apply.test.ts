@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ParallelLayout } from '../../../../src/megatron/parallel-layout.ts';
 import { applyAdvisorRow, rowOnPage } from '../../../../src/ui/cluster/advisor-apply.ts';
-import { defaultSettings, settingsFromHash } from '../../../../src/ui/settings/state.ts';
+import { defaultSettings, hashFromSettings, settingsFromHash } from '../../../../src/ui/settings/state.ts';
 
 /** A pipelined, interleaved row with every flag the page has no setting for. */
 const row: ParallelLayout = {
@@ -19,21 +19,48 @@ const row: ParallelLayout = {
 };
 
 describe("applying an advisor row to the page's settings", () => {
-  it('sets t, SP, p, v, the async overlap and tpoverlap, and names every flag it cannot set', () => {
+  it('sets every flag the row names (t, SP, p, v, cp, recompute, distopt, the overlaps, FSDP, tpoverlap)', () => {
     // The classroom layer: s = 8 at t = 4 with SP and tpoverlap off: t = 4 chunks, each rank's shard one chunk.
-    const page = { ...defaultSettings, overlap: false };
+    const page = { ...defaultSettings, overlap: false, rmodules: ['mlp' as const] };
     const { settings, notApplied } = applyAdvisorRow(page, row);
-    expect(settings).toEqual({ ...page, tp: 4, sp: true, pp: 2, vpp: 2, overlap: true, tpOverlapChunks: 4 });
-    expect(notApplied).toEqual([
-      "--micro-batch-size 4 (the page's b is its own layer's; the cluster model is not it)",
-      '--context-parallel-size 2 (no page setting)',
-      '--recompute-granularity selective (no page setting)',
-      '--use-distributed-optimizer (no page setting)',
-      '--overlap-grad-reduce (no page setting)',
-      '--overlap-param-gather (no page setting)',
-    ]);
+    expect(settings).toEqual({
+      ...page,
+      tp: 4,
+      sp: true,
+      pp: 2,
+      vpp: 2,
+      cp: 2,
+      recompute: 'selective',
+      // The advisor prices selective recompute with Megatron's default module.
+      rmodules: ['core_attn'],
+      distopt: true,
+      ogr: true,
+      opg: true,
+      fsdp: null,
+      overlap: true,
+      tpOverlapChunks: 4,
+    });
+    expect(notApplied).toEqual(["--micro-batch-size 4 (the page's b is its own layer's; the cluster model is not it)"]);
     expect(rowOnPage(settings, row)).toBe(true);
     expect(rowOnPage(page, row)).toBe(false);
+    // The link carries every applied flag and reads back to the same settings.
+    expect(settingsFromHash(hashFromSettings(settings)).settings).toEqual(settings);
+  });
+
+  it('sets FSDP from the row and clears it for a DDP row; names EP and ETP, which the page cannot set', () => {
+    const zero3 = { ...row, fsdp: { impl: 'megatron', strategy: 'optim_grads_params' } as const };
+    const on = applyAdvisorRow(defaultSettings, zero3).settings;
+    expect(on.fsdp).toEqual(zero3.fsdp);
+    expect(rowOnPage(on, row)).toBe(false);
+    expect(applyAdvisorRow(on, row).settings.fsdp).toBeNull();
+    const torch = { ...row, fsdp: { impl: 'torch', reshardAfterForward: false } as const };
+    expect(hashFromSettings(applyAdvisorRow(defaultSettings, torch).settings)).toContain('fsdp=fsdp2-no-reshard');
+    const moe = applyAdvisorRow(defaultSettings, { ...row, ep: 8, etp: 1 });
+    expect(moe.notApplied.slice(1)).toEqual([
+      "--expert-model-parallel-size 8 (the page's ep and etp are its own MoE layer's)",
+      "--expert-tensor-parallel-size 1 (the page's ep and etp are its own MoE layer's)",
+    ]);
+    expect(moe.settings.ep).toBe(defaultSettings.ep);
   });
 
   it("sets b when the cluster model is the page's own layer, and turns tpoverlap off for a row without it", () => {

@@ -1,0 +1,45 @@
+// The cluster panel's data-parallel and memory flags as the projection takes them, and Megatron's rules on them placed at their controls (pure, no DOM).
+import { checkDataParallelFlags, type TrainingSetup } from '../../megatron/training-setup.ts';
+import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
+import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
+import type { Settings } from './state.ts';
+
+/** The TrainingSetup fields the page's cluster flags set. */
+export type ClusterFlags = Pick<
+  TrainingSetup,
+  'cp' | 'recomputation' | 'distributedOptimizer' | 'overlapGradReduce' | 'overlapParamGather' | 'fsdp'
+>;
+
+/**
+ * The cluster flags of some settings, as layoutSetup (projection/studies/layout-setup.ts) maps an
+ * advisor row: full recompute is uniform with one layer per checkpoint; selective recomputes
+ * `rmodules`; `distopt` is the mesh run's and the cluster's --use-distributed-optimizer.
+ */
+export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
+  cp: s.cp,
+  ...(s.recompute === 'full' && { recomputation: { granularity: 'full', method: 'uniform', layers: 1 } }),
+  ...(s.recompute === 'selective' && { recomputation: { granularity: 'selective', modules: s.rmodules } }),
+  distributedOptimizer: s.distopt,
+  overlapGradReduce: s.ogr,
+  overlapParamGather: s.opg,
+  ...(s.fsdp && { fsdp: s.fsdp }),
+});
+
+/** The settings each data-parallel rule involves (checkDataParallelFlags). */
+const dataParallelFields: readonly ControlField[] = ['opg', 'ogr', 'distopt', 'fsdp', 'pp', 'dtype'];
+
+/**
+ * Megatron's rules on the data-parallel flags broken by `s` (checkDataParallelFlags: the parameter
+ * gather's needs, FSDP2 with p > 1, the distributed optimizer or fp16, …), at the control just changed
+ * when it is involved, else at fsdp or opg. The cluster panel's rows say the same per row.
+ */
+export function clusterIssues(s: Settings, changed?: ControlField): FieldIssue[] {
+  try {
+    // The page's kernel switches leave gradient accumulation fusion at the projection's default.
+    checkDataParallelFlags({ ...clusterFlagsOf(s), pp: s.pp }, fsdpRunFacts({ dtype: s.dtype }));
+    return [];
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    return placeIssues([{ field: s.fsdp ? 'fsdp' : 'opg', fields: dataParallelFields, message }], changed);
+  }
+}

@@ -1,0 +1,177 @@
+import { describe, expect, test } from 'vitest';
+import {
+  cpCap,
+  defaultSettings,
+  hashFromSettings,
+  hasControl,
+  settingsFromHash,
+} from '../../../../src/ui/settings/state.ts';
+import { clusterFlagsOf, clusterIssues } from '../../../../src/ui/settings/cluster-flags.ts';
+import { fsdpSettingWords, formatFsdpSetting, parseFsdpSetting } from '../../../../src/ui/settings/fsdp-setting.ts';
+import { clusterSizes } from '../../../../src/ui/settings/cluster-model-choice.ts';
+import { rng } from '../../../../src/reference/random.ts';
+import { defaultSystem, systems } from '../../../../src/hardware/systems.ts';
+import { defaultKernelOptions } from '../../../../src/projection/layer/kernel-options.ts';
+import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
+
+describe("the cluster panel's flags in the hash", () => {
+  test('every key round-trips, and the default link states none of them', () => {
+    const hash = '#cp=2&recompute=selective&rmodules=core_attn,mlp&ogr=1&opg=1&distopt=1&fsdp=optim_grads';
+    const { settings, messages } = settingsFromHash(hash);
+    expect(messages).toEqual([]);
+    expect(settings).toMatchObject({
+      cp: 2,
+      recompute: 'selective',
+      rmodules: ['core_attn', 'mlp'],
+      ogr: true,
+      opg: true,
+      distopt: true,
+      fsdp: { impl: 'megatron', strategy: 'optim_grads' },
+    });
+    expect(settingsFromHash(hashFromSettings(settings)).settings).toEqual(settings);
+    for (const key of ['cp', 'recompute', 'rmodules', 'ogr', 'opg', 'fsdp']) {
+      expect(hashFromSettings(defaultSettings)).not.toMatch(new RegExp(`[#&]${key}=`));
+      expect(hasControl(key)).toBe(true);
+    }
+  });
+
+  test('every FSDP word parses and formats back to itself, and a wrong word names them all', () => {
+    for (const w of fsdpSettingWords) expect(formatFsdpSetting(parseFsdpSetting(w))).toBe(w);
+    expect(parseFsdpSetting('fsdp2')).toEqual({ impl: 'torch', reshardAfterForward: true });
+    expect(() => parseFsdpSetting('zero3')).toThrow(
+      'fsdp must be one of off, no_shard, optim, optim_grads, optim_grads_params, fsdp2, fsdp2-no-reshard, got "zero3".',
+    );
+  });
+
+  test('hostile values: each refused with what to write, keeping the default', () => {
+    const hash =
+      '#cp=0&recompute=__proto__&rmodules=core_attn,rm -rf&ogr=maybe&opg=2&fsdp=constructor&' +
+      `x=1&cp=${'9'.repeat(400)}`;
+    const { settings, messages } = settingsFromHash(hash);
+    for (const k of ['cp', 'recompute', 'rmodules', 'ogr', 'opg', 'fsdp'] as const)
+      expect(settings[k]).toEqual(defaultSettings[k]);
+    expect(messages.map((m) => m.key)).toEqual(['x', 'cp', 'recompute', 'rmodules', 'ogr', 'opg', 'fsdp']);
+    expect(messages[1]!.message).toBe('cp must be a whole number ≥ 1, got "0". Using cp=1.');
+    expect(messages[2]!.message).toBe(
+      'recompute must be one of none, selective, full, got "__proto__". Using recompute=none.',
+    );
+    expect(messages[3]!.message).toMatch(/^--recompute-modules "rm": Megatron asserts the choices .*core_attn, mlp/);
+    expect(messages[6]!.message).toMatch(/^fsdp must be one of off, .* got "constructor"\. Using fsdp=off\.$/);
+    expect(settingsFromHash(`#cp=${cpCap.max + 1}`).messages[0]!.message).toMatch(
+      /^cp = 8193 is more than 8192 \(t × p × cp × DP = N/,
+    );
+  });
+});
+
+describe("Megatron's rules on the cluster flags, at their controls", () => {
+  test('--overlap-param-gather without the distributed optimizer or --overlap-grad-reduce', () => {
+    const s = { ...defaultSettings, opg: true };
+    expect(clusterIssues(s)).toEqual([
+      { field: 'opg', message: expect.stringMatching(/^--overlap-param-gather needs --use-distributed-optimizer/) },
+    ]);
+    expect(clusterIssues(s, 'distopt')[0]!.field).toBe('distopt');
+    expect(clusterIssues({ ...s, distopt: true })[0]!.message).toMatch(/needs --overlap-grad-reduce/);
+    expect(clusterIssues({ ...s, distopt: true, ogr: true })).toEqual([]);
+    // Megatron-FSDP stands in for the distributed optimizer's parameter gather.
+    expect(clusterIssues({ ...s, ogr: true, fsdp: { impl: 'megatron', strategy: 'optim_grads_params' } })).toEqual([]);
+  });
+
+  test('FSDP2 with fp16, p > 1 or the distributed optimizer is refused at fsdp with its source line', () => {
+    const fsdp2 = {
+      ...defaultSettings,
+      dtype: 'bf16' as const,
+      fsdp: { impl: 'torch', reshardAfterForward: true } as const,
+    };
+    expect(clusterIssues(fsdp2)).toEqual([]);
+    expect(clusterIssues({ ...fsdp2, dtype: 'fp16' }, 'dtype')).toEqual([
+      {
+        field: 'dtype',
+        message: expect.stringMatching(/^--use-torch-fsdp2 not supported with fp16 yet: train in bf16\./),
+      },
+    ]);
+    expect(clusterIssues({ ...fsdp2, pp: 2 })).toEqual([
+      { field: 'fsdp', message: expect.stringMatching(/arguments\.py/) },
+    ]);
+    expect(clusterIssues({ ...fsdp2, distopt: true }, 'distopt')[0]!.field).toBe('distopt');
+  });
+
+  test('the flags as the projection takes them: selective recomputes rmodules, full is uniform one layer per checkpoint', () => {
+    expect(clusterFlagsOf(defaultSettings)).toEqual({
+      cp: 1,
+      distributedOptimizer: false,
+      overlapGradReduce: false,
+      overlapParamGather: false,
+    });
+    const sel = clusterFlagsOf({ ...defaultSettings, recompute: 'selective', rmodules: ['mlp'] });
+    expect(sel.recomputation).toEqual({ granularity: 'selective', modules: ['mlp'] });
+    const full = clusterFlagsOf({ ...defaultSettings, recompute: 'full' });
+    expect(full.recomputation).toEqual({ granularity: 'full', method: 'uniform', layers: 1 });
+  });
+});
+
+describe('cluster flag fuzzing', () => {
+  /**
+   * Seeded property test: the page's rules (clusterIssues) and the projection agree. A hash the page
+   * finds nothing wrong with projects at t = 1 or fails on a rule that is not a data-parallel flag's;
+   * one it refuses fails in the projection, with the same message unless a layer rule comes first. Values mix legal ones and hostile text.
+   */
+  const next = rng(20261208);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
+  const texts = {
+    cp: ['1', '2', '4', '3', '0', 'x'],
+    recompute: ['none', 'selective', 'full', 'block'],
+    rmodules: ['core_attn', 'mlp', 'core_attn,layernorm', 'moe_act', 'nope'],
+    ogr: ['0', '1'],
+    opg: ['0', '1'],
+    distopt: ['0', '1'],
+    fsdp: [...fsdpSettingWords, 'zero3'],
+    pp: ['1', '2'],
+  } as const;
+  const system = systems[defaultSystem];
+  const machine = { system, dtype: 'fp16' as const, kernels: defaultKernelOptions };
+  const sizes = clusterSizes('seeds-v100', defaultSettings);
+
+  test('150 random hashes: never a throw from the hash; the page refuses exactly what the projection refuses for the flags', async () => {
+    let projected = 0;
+    let agreed = 0;
+    for (let i = 0; i < 150; i++) {
+      const hash =
+        '#' +
+        Object.entries(texts)
+          .filter(() => next() < 0.7)
+          .map(([k, vs]) => `${k}=${pick(vs)}`)
+          .join('&');
+      const { settings: s, messages } = settingsFromHash(hash);
+      for (const m of messages) expect(hasControl(m.key), hash).toBe(true);
+      const issues = clusterIssues(s);
+      for (const x of issues) expect(hasControl(x.field), hash).toBe(true);
+      const setup = {
+        sizes,
+        tp: 1,
+        sp: false,
+        layers: 4,
+        gpus: 8,
+        globalBatch: 8 * sizes.b,
+        overlap: true,
+        pp: s.pp,
+        ...clusterFlagsOf(s),
+      };
+      const error = await projectStep(setup, machine).then(
+        () => '',
+        (e: unknown) => (e instanceof Error ? e.message : String(e)),
+      );
+      // The projection checks the layer (s against 2·cp, the recompute modules) before the data-parallel flags.
+      const flagRule = /overlap-param-gather|fsdp|FSDP/;
+      if (issues.length) {
+        expect(error, hash).not.toBe('');
+        if (flagRule.test(error)) {
+          expect(error, hash).toBe(issues[0]!.message);
+          agreed++;
+        }
+      } else if (error) expect(error, hash).not.toMatch(flagRule);
+      else projected++;
+    }
+    expect(projected).toBeGreaterThan(20);
+    expect(agreed).toBeGreaterThan(10);
+  }, 60_000);
+});
