@@ -52,7 +52,7 @@ describe('the cluster model and the advisor (built page)', () => {
     const rows = advisor().locator('table[data-advisor-table] tbody tr');
     await expect.poll(() => rows.count(), { timeout: runTimeout, interval: 250 }).toBe(10);
     expect(await advisor().locator('[data-advisor-summary]').textContent()).toMatch(
-      /55,296 candidates in .* in a worker/,
+      /131,328 candidates in .* in a worker/,
     );
     expect(await advisor().locator('[data-advisor-rejected] li[data-reason="gpus"]').textContent()).toMatch(
       /^[\d,]+ × gpus/,
@@ -69,23 +69,40 @@ describe('the cluster model and the advisor (built page)', () => {
     await expect.poll(() => first.locator('button[data-apply]').textContent()).toMatch(/on the page/);
   });
 
-  test('a pipelined row applies p and v: the hash and the pipeline view follow; the tooltip names what the page cannot set', async () => {
-    // The seeds' tiny GPT × 12 layers: rows 9 and 10 pipeline over p = 2 stages × v = 2 (npm run project -- --search --layers 12).
-    const piped = advisor().locator('table[data-advisor-table] tbody tr:not([data-pp="1"])').first();
-    expect(await piped.getAttribute('data-pp')).toBe('2');
-    expect(await piped.getAttribute('data-vpp')).toBe('2');
-    const button = piped.locator('button[data-apply]');
-    expect(await button.getAttribute('title')).toMatch(
-      /Not set \(the page has no setting\): .*--use-distributed-optimizer/,
+  test("apply sets every flag the row names (FSDP, the distributed optimizer, the overlaps) and the cluster panel projects the row's step", async () => {
+    // The seeds' tiny GPT × 12 layers on 8 V100s: the fastest row is DP 8 under Megatron-FSDP ZeRO-3 with both overlaps,
+    // b 8 (the model's own), 48 ms (npm run project -- --search --layers 12).
+    const first = advisor().locator('table[data-advisor-table] tbody tr').first();
+    expect(await first.locator('td.flags').textContent()).toMatch(
+      /--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params/,
     );
-    await button.click();
-    await expect.poll(() => page.evaluate(() => location.hash)).toMatch(/pp=2&vpp=2/);
-    await shownRun('tp=1', 'sp=0');
-    const view = cluster().locator('tp-pipeline-view');
-    await expect.poll(() => view.locator('g[data-stage="1"]').count(), { timeout: runTimeout }).toBe(1);
-    expect(await view.locator('g[data-stage="2"]').count()).toBe(0);
-    expect(await view.locator('rect[data-pass="forward"][data-chunk="1"]').count()).toBeGreaterThan(0);
-    await expect.poll(() => button.textContent()).toMatch(/on the page/);
+    // The previous test applied this row (its t = 1 and SP off were all it could check then).
+    const rowStep = await first.locator('td:nth-child(5)').textContent();
+    await expect
+      .poll(() => page.evaluate(() => location.hash))
+      .toMatch(/distopt=1&.*ogr=1&opg=1&fsdp=optim_grads_params/);
+    for (const [control, on] of [
+      ['ogr', true],
+      ['opg', true],
+    ] as const)
+      expect(await page.locator(`tp-machine-controls [data-control="${control}"]`).isChecked()).toBe(on);
+    expect(await page.locator('tp-machine-controls [data-control="fsdp"]').inputValue()).toBe('optim_grads_params');
+    await expect
+      .poll(() => cluster().locator('[data-cluster-flags]').textContent(), { timeout: runTimeout })
+      .toMatch(/--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather M-FSDP optim_grads_params/);
+    // The panel's t = 1 row without SP is the applied layout: the same step as the advisor's row.
+    await expect
+      .poll(() => cluster().locator('tr[data-tp="1"][data-sp="false"] td:nth-child(4)').textContent(), {
+        timeout: runTimeout,
+      })
+      .toBe(rowStep);
+    await expect.poll(() => first.locator('button[data-apply]').textContent()).toMatch(/on the page/);
+    // Megatron's rule at its control: the parameter gather without --overlap-grad-reduce is refused there.
+    await page.locator('tp-machine-controls [data-control="fsdp"]').selectOption('off');
+    await page.locator('tp-machine-controls [data-control="ogr"]').uncheck();
+    await expect
+      .poll(() => page.locator('tp-machine-controls [data-error-for="ogr"]').textContent())
+      .toMatch(/--overlap-param-gather needs --overlap-grad-reduce/);
   });
 
   test('a kernel switch reaches the search: --arch gpt is in the caption and changes the result', async () => {

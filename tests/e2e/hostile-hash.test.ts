@@ -63,6 +63,12 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   { hash: 'experts=1000000', where: 'experts', says: /^experts = 1000000 is more than 256 \(DeepSeek-V3's/ },
   { hash: 'capacity=-1', where: 'capacity', says: /^capacity must be off \(dropless\) or a capacity factor > 0/ },
   { hash: 'experts=8&topk=9&ep=1', where: 'topk', says: /--moe-router-topk \(9\) .* Legal here: 1 to 8\./ },
+  // The cluster panel's flags (src/ui/settings/state.ts cpCap; cluster-flags.ts): refused at their control in the machine panel.
+  { hash: 'cp=10000000', where: 'cp', says: /^cp = 10000000 is more than 8192 \(t × p × cp × DP = N/ },
+  { hash: 'fsdp=%3Cscript%3E', where: 'fsdp', says: /^fsdp must be one of off, .* got "<script>"/ },
+  { hash: 'recompute=constructor', where: 'recompute', says: /^recompute must be one of none, selective, full/ },
+  { hash: 'opg=1', where: 'opg', says: /^--overlap-param-gather needs --use-distributed-optimizer/ },
+  { hash: 'fsdp=fsdp2&dtype=bf16&pp=2', where: 'fsdp', says: /--use-torch-fsdp2 .*arguments\.py:/ },
   // Keys without a control of their own: named in the link banner.
   {
     hash: 'placement=nowhere',

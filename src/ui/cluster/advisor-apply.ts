@@ -1,6 +1,7 @@
 import type { ParallelLayout } from '../../megatron/parallel-layout.ts';
 import { legalTpOverlapChunks, tpOverlapProblem } from '../../parallel/tp-overlap.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
+import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
 
 /** What applying an advisor row does to the page: the new settings and each flag of the row the page cannot set, with why. */
@@ -39,9 +40,10 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
       notApplied.push(`--tp-comm-overlap (the page layer's s = ${s.s} tokens do not split into t = ${l.tp} shards)`);
     else tpOverlapChunks = k;
   }
-  if (s.cmodel !== 'layer' && l.microBatch !== s.b)
+  const modelB = clusterSizes(s.cmodel, s).b;
+  if (s.cmodel !== 'layer' && l.microBatch !== modelB)
     notApplied.push(
-      `--micro-batch-size ${l.microBatch} (the page's b is its own layer's; the cluster model is not it)`,
+      `--micro-batch-size ${l.microBatch} (the cluster model keeps its own b = ${modelB}; the page's b is its own layer's)`,
     );
   const moe = "the page's ep and etp are its own MoE layer's";
   if (l.ep !== undefined && l.ep > 1) notApplied.push(`--expert-model-parallel-size ${l.ep} (${moe})`);

@@ -40,7 +40,9 @@ describe("applying an advisor row to the page's settings", () => {
       overlap: true,
       tpOverlapChunks: 4,
     });
-    expect(notApplied).toEqual(["--micro-batch-size 4 (the page's b is its own layer's; the cluster model is not it)"]);
+    expect(notApplied).toEqual([
+      "--micro-batch-size 4 (the cluster model keeps its own b = 8; the page's b is its own layer's)",
+    ]);
     expect(rowOnPage(settings, row)).toBe(true);
     expect(rowOnPage(page, row)).toBe(false);
     // The link carries every applied flag and reads back to the same settings.
@@ -68,6 +70,8 @@ describe("applying an advisor row to the page's settings", () => {
     const plain = { ...row, tpCommOverlap: false, cp: 1, recompute: 'none' as const };
     const { settings, notApplied } = applyAdvisorRow(page, plain);
     expect(settings.b).toBe(4);
+    // The seeds' tiny GPT runs b = 8: a row at b = 8 is applied whole.
+    expect(applyAdvisorRow(defaultSettings, { ...plain, microBatch: 8 }).notApplied).toEqual([]);
     expect(settings.tpOverlapChunks).toBe(1);
     expect(notApplied.some((f) => f.startsWith('--micro-batch-size'))).toBe(false);
   });
