@@ -1,0 +1,52 @@
+import type { StageUnitBytes } from '../mesh/pipeline-memory.ts';
+import { rankOwnership } from '../parallel/ownership.ts';
+import { blockWeightNames, chunkBlocks, type PipelineModel } from '../parallel/pipeline-model.ts';
+import { activationTerms, type ActivationPart } from './activations.ts';
+import { parameterShards } from './parameters.ts';
+
+/**
+ * What one micro-batch and the resident state cost on TP rank `tpRank` of pipeline stage `stage`,
+ * from the layer's accounting (activations.ts, parameters.ts; float32): a chunk's saved activations
+ * are its blocks' layer terms (input, RMSNorm rstd, Q, K, V, probabilities, the MLP's inputs), plus the
+ * token ids on virtual stage 0 and the output layer's input and the loss's logits, max, Σexp and
+ * targets on the last; weights are the held blocks' shards plus the embedding on stage 0 and the
+ * output layer on stage p − 1; the gradient sums one float per weight element. A backward deferred
+ * by ZB-H1 keeps its micro-batch's saved activations (W reads them) and its gradient buffers (W
+ * writes them) until W: deferredPerMicroBatch is that sum — the executor also keeps what the backward
+ * itself made and freed (its releases wait for W, deferred-wgrad.ts), which this does not count.
+ */
+export function stageUnitBytes(model: PipelineModel, stage: number, tpRank: number): StageUnitBytes {
+  const { p, v } = model;
+  const plan = { config: model.layer, ranks: rankOwnership(model.layer) };
+  const terms = activationTerms(plan, tpRank);
+  const bytesOf = (parts: readonly ActivationPart[]) =>
+    terms.filter((t) => parts.includes(t.part)).reduce((a, t) => a + t.bytes, 0);
+  const perBlock = bytesOf(['layer', 'coreAttention']);
+  const shards = parameterShards(plan, tpRank);
+  const weightBytes = (names: readonly string[]) =>
+    shards.filter((s) => names.includes(s.weight)).reduce((a, s) => a + s.bytes, 0);
+  const blockWeights = weightBytes(blockWeightNames);
+  const blocks = chunkBlocks(model)[stage]!;
+  const last = p * v - 1;
+  const chunkWeights = (c: number) => {
+    const k = c * p + stage;
+    return (
+      blocks[c]!.length * blockWeights + (k === 0 ? weightBytes(['emb']) : 0) + (k === last ? weightBytes(['wout']) : 0)
+    );
+  };
+  const saved = (c: number) => {
+    const k = c * p + stage;
+    return (
+      blocks[c]!.length * perBlock +
+      (k === 0 ? bytesOf(['embedding']) : 0) +
+      (k === last ? bytesOf(['output', 'loss']) : 0)
+    );
+  };
+  const weights = Array.from({ length: v }, (_, c) => chunkWeights(c)).reduce((a, x) => a + x, 0);
+  return {
+    weights,
+    gradients: weights,
+    savedPerMicroBatch: saved,
+    deferredPerMicroBatch: (c) => saved(c) + chunkWeights(c),
+  };
+}
