@@ -1,4 +1,6 @@
-import type { StageUnitBytes } from '../mesh/pipeline-memory.ts';
+import { stageClassBytes, stageHeld, type StageClassBytes, type StageUnitBytes } from '../mesh/pipeline-memory.ts';
+import { formatPasses, type ScheduledPass } from '../mesh/pipeline-schedules.ts';
+import type { PassSpan } from '../parallel/pipeline-step.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import { blockWeightNames, chunkBlocks, type PipelineModel } from '../parallel/pipeline-model.ts';
 import { activationTerms, type ActivationPart } from './activations.ts';
@@ -49,4 +51,62 @@ export function stageUnitBytes(model: PipelineModel, stage: number, tpRank: numb
     savedPerMicroBatch: saved,
     deferredPerMicroBatch: (c) => saved(c) + chunkWeights(c),
   };
+}
+
+/** One pass's classes: what the rank recorded (PassSpan.classes) and what the accounting says. */
+export interface PassMemoryCheck {
+  readonly pass: ScheduledPass;
+  readonly measured: StageClassBytes;
+  readonly accounted: StageClassBytes;
+}
+
+/** A stage rank's live memory by class after each pass against the accounting. */
+export interface StageMemoryCheck {
+  readonly stage: number;
+  readonly tpRank: number;
+  readonly passes: readonly PassMemoryCheck[];
+  /** "F2: activations 7520 ≠ 7776", for weights, gradients and activations (exact: sums of float32 tensor sizes). */
+  readonly mismatches: readonly string[];
+  /**
+   * Per backward waiting for its W (ZB-H1), what the rank holds beyond the accounting's saved
+   * activations and gradient buffers: the tensors that backward made and freed, whose releases wait for
+   * W (deferred-wgrad.ts). The distinct values over the passes: one when every waiting backward holds the same.
+   */
+  readonly backwardHeld: readonly number[];
+}
+
+/**
+ * Checks TP rank `tpRank` of stage `stage`: its passes must be the schedule's, and after each the
+ * weights, gradient sums and saved activations equal the accounting (stageUnitBytes × stageHeld).
+ */
+export function stageMemoryCheck(
+  model: PipelineModel,
+  stage: number,
+  tpRank: number,
+  spans: readonly PassSpan[],
+): StageMemoryCheck {
+  const held = stageHeld(model.schedule, model, stage);
+  const accounted = stageClassBytes(held, stageUnitBytes(model, stage, tpRank));
+  const mismatches: string[] = [];
+  const passes: PassMemoryCheck[] = [];
+  const extra = new Set<number>();
+  if (
+    formatPasses(spans, model.v) !==
+    formatPasses(
+      held.map((h) => h.pass),
+      model.v,
+    )
+  )
+    mismatches.push(`the passes ran ${formatPasses(spans, model.v)}, not the schedule's order`);
+  else
+    spans.forEach((s, i) => {
+      if (!s.classes) return;
+      const a = accounted[i]!;
+      for (const c of ['weights', 'gradients', 'activations'] as const)
+        if (s.classes[c] !== a[c]) mismatches.push(`${s.pass}${s.microBatch}: ${c} ${s.classes[c]} ≠ ${a[c]}`);
+      const waiting = held[i]!.deferredW.reduce((x, n) => x + n, 0);
+      if (waiting) extra.add((s.classes.deferredW - a.deferredW) / waiting);
+      passes.push({ pass: held[i]!.pass, measured: s.classes, accounted: a });
+    });
+  return { stage, tpRank, passes, mismatches, backwardHeld: [...extra] };
 }
