@@ -16,7 +16,7 @@ export const stageClassStyle: Readonly<Record<StageMemoryClass, { readonly label
 const counted = (b: StageClassBytes): number => b.weights + b.gradients + b.activations + b.deferredW;
 
 /**
- * One band per stage (`g[data-stage-classes][data-stage]`): the classes stacked as step areas from
+ * One band per stage (`g[data-stage-classes]`, its value the stage): the classes stacked as step areas from
  * one pass's end to the next (`path[data-class]`), and the accounting's weights + gradients + saved
  * activations + deferred W as a dashed step line (`path[data-kind="accounted"]`), KiB on each band's axis.
  */
@@ -50,7 +50,7 @@ export function drawStageClasses(
       .scaleLinear()
       .domain([0, top * 1.05])
       .range([y0 + band - 8, y0 + 4]);
-    const g = root.append('g').attr('data-stage-classes', '').attr('data-stage', l.stage);
+    const g = root.append('g').attr('data-stage-classes', l.stage);
     // The last pass's level runs on to the step's end.
     const pts = [
       ...l.points,

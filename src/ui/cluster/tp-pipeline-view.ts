@@ -232,7 +232,7 @@ export class TpPipelineView extends LitElement {
       <p class="note" data-stage-memory>
         Each stage's rank (TP rank 0) live GPU bytes at the end of each pass: its weights, the gradients made so
         far, the activations kept for the backwards still to come${schedule === 'zb-h1' ? ' and the inputs kept for each deferred W' : ''}.
-        Under 1F1B stage i keeps up to min(p − i, m) micro-batches' activations, so stage 0 climbs highest${schedule === 'zb-h1' ? '; ZB-H1 keeps the same activations and, on stage i, the inputs of up to i deferred W passes besides' : ''}. Peak at
+        Under 1F1B stage i keeps up to min(p − i, m) micro-batches' activations, so stage 0 climbs highest${schedule === 'zb-h1' ? '; ZB-H1 keeps the same activations and, on stage i, what up to i + 1 deferred W passes need besides' : ''}. Peak at
         any moment:
         ${r.memory.map(
           (x, i) =>
