@@ -52,6 +52,20 @@ describe('what a stage holds after each pass, counted from the order', () => {
     });
   });
 
+  it('counted F to W as Qi et al. do, every ZB-H1 stage holds at most p micro-batches; stage 0 exactly p, as under 1F1B', () => {
+    for (const [p, m] of [
+      [2, 4],
+      [4, 4],
+      [4, 8],
+    ] as const) {
+      const most = Array.from({ length: p }, (_, i) =>
+        Math.max(...stageHeld('zb-h1', { p, v: 1, m }, i).map((h) => h.inFlight[0]! + h.deferredW[0]!)),
+      );
+      expect(most[0], `p ${p}, m ${m}`).toBe(p);
+      for (const n of most) expect(n, `p ${p}, m ${m}: ${most.join(' ')}`).toBeLessThanOrEqual(p);
+    }
+  });
+
   it('the gradient sums exist after the first whole backward, or under ZB-H1 the first W', () => {
     expect(stageHeld('1f1b', { p: 2, v: 1, m: 4 }, 0).map((h) => h.gradients)).toEqual([
       false,
