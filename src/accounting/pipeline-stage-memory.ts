@@ -65,7 +65,10 @@ export interface StageMemoryCheck {
   readonly stage: number;
   readonly tpRank: number;
   readonly passes: readonly PassMemoryCheck[];
-  /** "F2: activations 7520 ≠ 7776", for weights, gradients and activations (exact: sums of float32 tensor sizes). */
+  /**
+   * "F2: activations 7520 ≠ 7776", for weights, gradients and activations (exact: sums of float32
+   * tensor sizes), and any deferred-W bytes while no backward waits for its W.
+   */
   readonly mismatches: readonly string[];
   /**
    * Per backward waiting for its W (ZB-H1), what the rank holds beyond the accounting's saved
@@ -106,6 +109,8 @@ export function stageMemoryCheck(
         if (s.classes[c] !== a[c]) mismatches.push(`${s.pass}${s.microBatch}: ${c} ${s.classes[c]} ≠ ${a[c]}`);
       const waiting = held[i]!.deferredW.reduce((x, n) => x + n, 0);
       if (waiting) extra.add((s.classes.deferredW - a.deferredW) / waiting);
+      else if (s.classes.deferredW !== 0)
+        mismatches.push(`${s.pass}${s.microBatch}: deferredW ${s.classes.deferredW} with no backward waiting for W`);
       passes.push({ pass: held[i]!.pass, measured: s.classes, accounted: a });
     });
   return { stage, tpRank, passes, mismatches, backwardHeld: [...extra] };
