@@ -48,9 +48,15 @@ export class LayerComm<T> {
   /** The layer's communication stream: collectives issued through it start in issue order, each once the previous has finished. */
   readonly stream = new CommStream();
 
+  /** Also told of every new tensor a collective returns (a pipeline stage's memory record, stage-memory.ts). */
+  onResult: ((t: T) => void) | undefined;
+
   private async issued(x: T, result: Promise<T>): Promise<T> {
     const y = await result;
-    if (y !== x) this.adopt?.(y);
+    if (y !== x) {
+      this.adopt?.(y);
+      this.onResult?.(y);
+    }
     return y;
   }
 

@@ -2,7 +2,9 @@ import type { PointToPoint } from '../comm/p2p.ts';
 import { splitsBackward, stagePasses, type PipelinePass, type ScheduledPass } from '../mesh/pipeline-schedules.ts';
 import { addInPlaceKernel } from '../reference/add.ts';
 import { opSpec, type Backend } from './backend.ts';
+import type { StageClassBytes } from '../mesh/pipeline-memory.ts';
 import { DeferringBackend, type DeferredWgrad } from './deferred-wgrad.ts';
+import { StageMemoryTracker } from './stage-memory.ts';
 import { localDims } from './dims.ts';
 import {
   blockBackward,
@@ -29,6 +31,11 @@ export interface PassSpan {
   readonly t1: number;
   /** The rank's live buffer bytes at the pass's end (StageObserver.liveBytes), when observed. */
   readonly liveBytes?: number;
+  /**
+   * The stage's live bytes by class at the pass's end (after its output's send is posted), from its
+   * own tensors (stage-memory.ts StageMemoryTracker); workspace is liveBytes less the others when observed.
+   */
+  readonly classes?: StageClassBytes;
 }
 
 /**
@@ -106,7 +113,7 @@ interface InFlight<T> {
  * ops set aside (DeferringBackend) and its W issues them.
  */
 export async function pipelineStageStep<T>(
-  inner: Backend<T>,
+  backend: Backend<T>,
   lc: LayerComm<T>,
   link: StageLink<T>,
   model: PipelineModel,
@@ -121,7 +128,10 @@ export async function pipelineStageStep<T>(
   const { p, v, m } = model;
   const c = model.layer;
   const { s, b, h, sl } = localDims(c);
+  const tracker = new StageMemoryTracker<T>((t) => backend.shapeOf(t));
+  const inner = tracker.backend(backend);
   const be = new DeferringBackend(inner);
+  lc.onResult = (t) => tracker.made(t);
   const blocks = chunkBlocks(model)[stage]!;
   const last = p * v - 1;
   const actShape = [sl, b, h];
@@ -134,6 +144,7 @@ export async function pipelineStageStep<T>(
   const headGrads: WeightSet<T> = {};
   const spans: PassSpan[] = [];
   const sends: Promise<void>[] = [];
+  const sending = new Set<T>();
 
   const key = (chunk: number, j: number) => `${chunk}.${j}`;
   // "act.k.j": virtual stage k's output for micro-batch j; "grad.k.j": its gradient.
@@ -156,22 +167,36 @@ export async function pipelineStageStep<T>(
     const t = await link.p2p.recv(actShape, peer, tensor);
     message('recv', peer, tensor, t0);
     link.adopt?.(t);
+    tracker.made(t);
     await observe.received?.(tensor, t);
     return t;
   };
   const send = async (x: T, peer: number, tensor: string): Promise<void> => {
     await inner.flush(); // the kernels that wrote x have run before it is read back
     const t0 = now();
+    sending.add(x);
     sends.push(
       link.p2p.send(x, peer, tensor).then(() => {
         message('send', peer, tensor, t0);
+        sending.delete(x);
         inner.release(x);
       }),
     );
   };
-  const span = (op: ScheduledPass, t0: number): PassSpan => {
+  const allWeights = (): T[] => [...weights.blocks.values(), weights.head].flatMap((w) => Object.values(w) as T[]);
+  const allSums = (): T[] => [...blockGrads.values(), headGrads].flatMap((w) => Object.values(w) as T[]);
+  // A pass's span ends at its last kernel; its live bytes and classes are read once its output's send is posted.
+  const span = (op: ScheduledPass, t0: number, t1: number): PassSpan => {
     const live = observe.liveBytes?.();
-    return { ...op, t0, t1: now(), ...(live !== undefined && { liveBytes: live }) };
+    const classes = tracker.sample({
+      weights: allWeights(),
+      sums: allSums(),
+      sending,
+      outputs: losses,
+      state: (k) => (inFlight.has(k) ? 'inFlight' : pendingW.has(k) ? 'awaitingW' : 'done'),
+      ...(live !== undefined && { liveBytes: live }),
+    });
+    return { ...op, t0, t1, ...(live !== undefined && { liveBytes: live }), classes };
   };
   // Σ over micro-batches: the first micro-batch's gradient becomes the sum, later ones are added in.
   const accumulate = (into: WeightSet<T>, from: WeightSet<T>): void => {
@@ -202,6 +227,7 @@ export async function pipelineStageStep<T>(
     const { chunk, microBatch: j } = op;
     const k = chunk * p + stage;
     const ids = blocks[chunk]!;
+    tracker.enter(op.pass, key(chunk, j));
     if (op.pass === 'F') {
       const data = k === 0 || k === last ? microBatchInputs(model, firstMicroBatch + j) : undefined;
       const input = k === 0 ? undefined : await recv((stage - 1 + p) % p, `act.${k - 1}.${j}`);
@@ -226,9 +252,10 @@ export async function pipelineStageStep<T>(
         loss = r.saved;
       }
       await inner.flush();
-      spans.push(span(op, t0));
+      const t1 = now();
       inFlight.set(key(chunk, j), { ...(tokens !== undefined && { ids: tokens }), saved, ...(loss && { loss }) });
       if (k < last) await send(x, (stage + 1) % p, `act.${k}.${j}`);
+      spans.push(span(op, t0, t1));
     } else if (op.pass === 'B') {
       const f = inFlight.get(key(chunk, j));
       if (!f) throw new Error(`stage ${stage}: backward of micro-batch ${j}, chunk ${chunk} before its forward.`);
@@ -255,8 +282,9 @@ export async function pipelineStageStep<T>(
       if (split) pendingW.set(key(chunk, j), { w: be.take(), grads, head });
       else accumulateAll(grads, head);
       await inner.flush();
-      spans.push(span(op, t0));
+      const t1 = now();
       if (k > 0) await send(dy, (stage - 1 + p) % p, `grad.${k - 1}.${j}`);
+      spans.push(span(op, t0, t1));
     } else {
       const pending = pendingW.get(key(chunk, j));
       if (!pending) throw new Error(`stage ${stage}: W of micro-batch ${j}, chunk ${chunk} before its B.`);
@@ -265,10 +293,11 @@ export async function pipelineStageStep<T>(
       pending.w.run();
       accumulateAll(pending.grads, pending.head);
       await inner.flush();
-      spans.push(span(op, t0));
+      spans.push(span(op, t0, now()));
     }
   }
   await Promise.all(sends);
+  lc.onResult = undefined;
   inner.phase = lc.phase = 'finalize';
   for (const [l, g] of blockGrads) await finalizeBlockGrads(inner, lc, blockConfig(model, l), g);
   await inner.flush();

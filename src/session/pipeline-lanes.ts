@@ -8,6 +8,7 @@ import type { TraceEvent } from '../core/trace-event.ts';
 import type { MeshCoords } from '../mesh/rank-layout.ts';
 import type { PassSpan } from '../parallel/pipeline-step.ts';
 import type { PipelineRun } from '../projection/pipeline/pipeline-schedule.ts';
+import type { StageClassBytes } from '../mesh/pipeline-memory.ts';
 
 /** A block's pass: forward, backward (with no weight pass in the schedule, the whole backward), or ZB-H1's deferred weight gradients. */
 export type ChartPass = 'forward' | 'backward' | 'weight';
@@ -193,5 +194,44 @@ export function stageMemoryLanes(run: MeasuredPipeline): StageMemoryLane[] {
       s.liveBytes === undefined ? [] : [{ t: s.t1 - origin, bytes: s.liveBytes }],
     );
     return points.length ? [{ stage: c.pp, replica: c.dp, points }] : [];
+  });
+}
+
+/** One stage's live bytes by class at each pass's end (its TP rank 0 of replica 0), beside the accounting's. */
+export interface StageClassLane {
+  readonly stage: number;
+  /** (ms from the step's first pass, the pass, measured and accounted bytes per class), in time order. */
+  readonly points: readonly {
+    readonly t: number;
+    readonly pass: string;
+    readonly measured: StageClassBytes;
+    readonly accounted: StageClassBytes;
+  }[];
+}
+
+/**
+ * Each stage's classes after each pass (session/pipeline-run.ts memoryClasses: the rank's own record
+ * and the accounting), placed at the pass's end on the measured clock; stages whose rank recorded no
+ * classes are left out.
+ */
+export function stageClassLanes(
+  run: MeasuredPipeline,
+  checks: readonly {
+    readonly passes: readonly { readonly measured: StageClassBytes; readonly accounted: StageClassBytes }[];
+  }[],
+): StageClassLane[] {
+  const all = run.spans.flat();
+  const origin = all.length ? Math.min(...all.map((s) => s.t0)) : 0;
+  return run.places.flatMap((c, r) => {
+    const spans = run.spans[r] ?? [];
+    const passes = checks[r]?.passes ?? [];
+    if (c.tp !== 0 || c.dp !== 0 || passes.length !== spans.length || !spans.length) return [];
+    const points = spans.map((s, i) => ({
+      t: s.t1 - origin,
+      pass: `${s.pass}${s.microBatch}${run.v > 1 ? `.${s.chunk}` : ''}`,
+      measured: passes[i]!.measured,
+      accounted: passes[i]!.accounted,
+    }));
+    return [{ stage: c.pp, points }];
   });
 }

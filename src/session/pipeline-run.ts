@@ -1,3 +1,4 @@
+import { stageMemoryCheck, type StageMemoryCheck } from '../accounting/pipeline-stage-memory.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 import type { MeshCoords } from '../mesh/rank-layout.ts';
 import type { OracleReport } from '../parallel/oracle.ts';
@@ -67,6 +68,8 @@ export interface PipelineRunResult {
   readonly measured: MeasuredBubble;
   readonly projected: ProjectedBubble;
   readonly memory: readonly StageMemoryPeak[];
+  /** Per global rank: its live memory by class after each pass against the accounting (accounting/pipeline-stage-memory.ts). */
+  readonly memoryClasses: readonly StageMemoryCheck[];
   /**
    * The ranks' trace events of the measured step: the TP collectives, every p2p send and receive
    * (TraceEvent.p2p, both ends) and every pass's span (TraceEvent.pipelinePass).
@@ -150,6 +153,7 @@ export async function runPipeline(pool: RankPool<LayerWorkerPrograms>, a: Pipeli
     measured: measuredBubble(model.p, outputs),
     projected: projectedBubble(model, outputs),
     memory: stageMemoryPeaks(model.p, outputs),
+    memoryClasses: outputs.map((o) => stageMemoryCheck(model, o.stage, o.tpRank, o.spans)),
     trace,
   };
 }

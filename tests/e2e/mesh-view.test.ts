@@ -63,6 +63,11 @@ describe(`a mesh of t ${t} × p ${p} × d ${d} rank workers on the page (built p
     const peak = async (i: number) =>
       Number(await view().locator(`[data-stage-peak="${i}"]`).getAttribute('data-bytes'));
     expect(await peak(0)).toBeGreaterThan(await peak(p - 1));
+    // By class: every rank's weights, gradient sums and saved activations after every pass equal the accounting.
+    expect(await view().locator('p[data-stage-classes]').getAttribute('data-check')).toBe('pass');
+    expect(await view().locator('g[data-stage-classes]').count()).toBe(p);
+    expect(await view().locator('g[data-stage-classes] path[data-class="activations"]').count()).toBe(p);
+    expect(await view().locator('g[data-stage-classes] path[data-class="deferredW"]').count()).toBe(0);
     console.log(
       `t ${t} × p ${p} × d ${d}, m ${m}, 1f1b: measured bubble ${b.measured.toFixed(3)}, projected ${b.projected.toFixed(3)}, formula ${b.formula.toFixed(3)}`,
     );
@@ -86,6 +91,9 @@ describe(`a mesh of t ${t} × p ${p} × d ${d} rank workers on the page (built p
     expect(await card().locator('[data-mesh-oracle]').getAttribute('data-mesh-oracle')).toBe('pass');
     for (let i = 0; i < p; i++)
       expect(await view().locator(`g[data-stage="${i}"] rect[data-pass="weight"]`).count()).toBe(m * d);
+    // The deferred W passes hold their backward's tensors on every stage, and the classes still equal the accounting.
+    expect(await view().locator('p[data-stage-classes]').getAttribute('data-check')).toBe('pass');
+    expect(await view().locator('g[data-stage-classes] path[data-class="deferredW"]').count()).toBe(p);
     console.log(
       `t ${t} × p ${p} × d ${d}, m ${m}, zb-h1: measured bubble ${b.measured.toFixed(3)}, formula ${b.formula.toFixed(3)}`,
     );

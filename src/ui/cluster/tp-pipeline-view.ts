@@ -18,12 +18,15 @@ import {
 import {
   measuredChart,
   projectedChart,
+  stageClassLanes,
   stageMemoryLanes,
   type MeasuredPipeline,
   type PipelineChartData,
 } from '../../session/pipeline-lanes.ts';
 import type { PipelineRunResult } from '../../session/pipeline-run.ts';
 import { observeWidth } from '../shared/width-observer.ts';
+import { drawStageClasses, stageClassStyle } from './stage-class-chart.ts';
+import { stageMemoryClasses } from '../../mesh/pipeline-memory.ts';
 
 /** The lanes' view of a run's result. */
 const measuredPipeline = (r: PipelineRunResult): MeasuredPipeline => ({
@@ -52,7 +55,8 @@ export class TpPipelineView extends LitElement {
     panelStyles,
     css`
       svg.pipeline,
-      svg.memory {
+      svg.memory,
+      svg.classes {
         display: block;
         max-width: none;
       }
@@ -85,6 +89,7 @@ export class TpPipelineView extends LitElement {
   @state() private stage: number | undefined;
   @query('svg.pipeline') private svgEl: SVGSVGElement | undefined;
   @query('svg.memory') private memoryEl: SVGSVGElement | undefined;
+  @query('svg.classes') private classesEl: SVGSVGElement | undefined;
   private width = 0;
   private observer: ResizeObserver | undefined;
 
@@ -134,6 +139,8 @@ export class TpPipelineView extends LitElement {
     const width = Math.max(480, this.width || Math.round(this.getBoundingClientRect().width));
     const r = this.measured;
     if (r && this.memoryEl) drawStageMemory(this.memoryEl, stageMemoryLanes(measuredPipeline(r)), data.spanMs, width);
+    if (r && this.classesEl)
+      drawStageClasses(this.classesEl, stageClassLanes(measuredPipeline(r), r.memoryClasses), data.spanMs, width);
     drawPipelineChart(this.svgEl, {
       data,
       width,
@@ -225,7 +232,7 @@ export class TpPipelineView extends LitElement {
       <p class="note" data-stage-memory>
         Each stage's rank (TP rank 0) live GPU bytes at the end of each pass: its weights, the gradients made so
         far, the activations kept for the backwards still to come${schedule === 'zb-h1' ? ' and the inputs kept for each deferred W' : ''}.
-        Under 1F1B stage i keeps up to min(p − i, m) micro-batches' activations, so stage 0 climbs highest${schedule === 'zb-h1' ? '; ZB-H1 keeps the same activations and, on stage i, the inputs of up to i deferred W passes besides' : ''}. Peak at
+        Under 1F1B stage i keeps up to min(p − i, m) micro-batches' activations, so stage 0 climbs highest${schedule === 'zb-h1' ? '; ZB-H1 keeps the same activations and, on stage i, what up to i + 1 deferred W passes need besides' : ''}. Peak at
         any moment:
         ${r.memory.map(
           (x, i) =>
@@ -234,7 +241,39 @@ export class TpPipelineView extends LitElement {
             >`,
         )}.
       </p>
-      <svg class="memory" data-live-memory></svg>`;
+      <svg class="memory" data-live-memory></svg>
+      ${this.classCaption(r)}
+      <svg class="classes" data-stage-classes-chart></svg>`;
+  }
+
+  /** What the by-class chart shows, and whether every rank's classes equal the accounting. */
+  private classCaption(r: PipelineRunResult): TemplateResult {
+    const bad = r.memoryClasses.flatMap((c) => c.mismatches.map((m) => `stage ${c.stage} TP rank ${c.tpRank} ${m}`));
+    const held = r.memoryClasses.filter((c) => c.tpRank === 0 && c.backwardHeld.length);
+    const kib = (b: number) => `${(b / 1024).toFixed(1)} KiB`;
+    return html`<p class="note" data-stage-classes data-check=${bad.length ? 'fail' : 'pass'}>
+        By class, each stage's TP rank 0 after each pass, from the rank's own record of its GPU tensors; dashed:
+        the accounting (the schedule's count of micro-batches in flight${r.model.schedule === 'zb-h1' ? ' and waiting for W' : ''}
+        × each micro-batch's saved bytes from the layer's accounting, plus weights and gradient sums). Weights,
+        gradient sums and saved activations equal the accounting after every pass of every rank:
+        ${
+          bad.length
+            ? html`<strong class="error">no</strong> — ${bad.slice(0, 4).join('; ')}${bad.length > 4 ? ` (${bad.length} in all)` : ''}.`
+            : html`<strong>exact</strong> (${r.memoryClasses.reduce((a, c) => a + c.passes.length, 0)} passes).`
+        }
+        ${
+          held.length
+            ? html`Each backward waiting for its W also holds what it made and freed (its releases wait for W), beyond
+              the saved activations and gradient buffers counted:
+              ${held.map((c) => html`<span data-backward-held=${c.stage}>stage ${c.stage} ${c.backwardHeld.map(kib).join(' / ')}</span> `)}.`
+            : nothing
+        }
+      </p>
+      <div class="legend">
+        ${stageMemoryClasses.map(
+          (c) => html`<span><i style="background:${stageClassStyle[c].color}"></i>${stageClassStyle[c].label}</span>`,
+        )}
+      </div>`;
   }
 
   protected override render() {

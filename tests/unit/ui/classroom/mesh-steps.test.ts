@@ -110,6 +110,7 @@ function run(d: number, dp?: DpSyncMode): PipelineRunResult {
     measured: { spanMs: 7, busyMs: [4, 4], idleShare: [3 / 7, 3 / 7], bubbleShare: 3 / 7 },
     projected: { formulaShare: 1 / 3, formula: '(p − 1)/(m + p − 1)' },
     memory: [],
+    memoryClasses: [],
     trace: sends,
   };
 }
