@@ -30,7 +30,8 @@ import { checkOptimizerCpuOffload } from '../../src/projection/step/optimizer-of
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
-import { moeOptions, moeUsage, parseMoeFlags } from './moe-args.ts';
+import { mlaOptions, mlaUsage, parseMlaFlags } from './mla-args.ts';
+import { moeOptions, moeUsage, parseMoeFlags, type MoeValues } from './moe-args.ts';
 
 /** Size flags, as `npm run sweep` has them. */
 const sizeFlags = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const;
@@ -142,8 +143,8 @@ Megatron; --no-overlap-p2p-communication makes them block there too.
 
 --hf-config reads the model from a Hugging Face config.json (Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE and
 DeepSeek-V3 field names: hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, intermediate_size,
-vocab_size, tie_word_embeddings, rope_theta; the experts' and multi-latent attention's fields are read and named, not
-priced yet) or takes a built-in public config by name; size flags and --layers given beside it win.
+vocab_size, tie_word_embeddings, rope_theta; the experts' and multi-latent attention's fields fill the MoE and MLA
+flags not given) or takes a built-in public config by name; size flags and --layers given beside it win.
 
 Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the models and sources):
   --arch gpt|llama          llama (default): the playground's layer (RMSNorm, SwiGLU, RoPE, no biases, no dropout);
@@ -183,6 +184,8 @@ Calibration (docs/calibrate.md):
   --system file:PATH        a system file (written by --calibrate, or edited by hand).
 
 ${moeUsage}
+
+${mlaUsage}
 
 systems (--system, or custom:<gpu>:<GPUs per node>:<α µs>:<GB/s>, or file:PATH):
 ${sys}
@@ -253,6 +256,7 @@ const options = {
   'topo-file': { type: 'string' },
   calibrate: { type: 'string' },
   ...moeOptions,
+  ...mlaOptions,
   'hf-config': { type: 'string' },
 } as const;
 
@@ -309,8 +313,10 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
     ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
   };
-  const moe = parseMoeFlags(v, sizes.ffn);
+  const moe = parseMoeFlags(hf ? withHfMoe(v, hf.model) : v, sizes.ffn);
   if (moe) Object.assign(setup, { moe });
+  const mla = parseMlaFlags(v, hf?.model);
+  if (mla) Object.assign(setup, { mla });
   const fsdp = parseFsdpFlags(v);
   if (fsdp) Object.assign(setup, { fsdp });
   const offload = parseOffloadFlags(v);
@@ -361,6 +367,30 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     ...(v['topo-file'] !== undefined && { topoFile: v['topo-file'] }),
     ...(v.calibrate !== undefined && { calibrate: v.calibrate }),
     ...(hf && { hfConfig: hf }),
+  };
+}
+
+/**
+ * The MoE flags with --hf-config's experts filling those not given (hf-config.ts HfMoe): the
+ * experts, top-k, expert FFN, the shared experts as one MLP of sharedExperts × the expert FFN
+ * (DeepseekV3MoE's shared_experts) and the first dense layers as --moe-layer-freq's list
+ * (first_k_dense_replace). The router's scoring and group limits are not read.
+ */
+function withHfMoe(v: MoeValues, model: HfModel): MoeValues {
+  const x = model.moe;
+  if (!x || v.experts !== undefined || v['num-experts'] !== undefined) return v;
+  const given = (short: keyof MoeValues, long: keyof MoeValues): boolean =>
+    v[short] !== undefined || v[long] !== undefined;
+  const L = model.model.layers;
+  return {
+    ...v,
+    'num-experts': String(x.experts),
+    ...(!given('topk', 'moe-router-topk') && { 'moe-router-topk': String(x.topK) }),
+    ...(v['moe-ffn-hidden-size'] === undefined && { 'moe-ffn-hidden-size': String(x.expertFfn) }),
+    ...(v['moe-shared-expert-intermediate-size'] === undefined &&
+      x.sharedExperts > 0 && { 'moe-shared-expert-intermediate-size': String(x.sharedExperts * x.expertFfn) }),
+    ...(v['moe-layer-freq'] === undefined &&
+      x.denseLayers > 0 && { 'moe-layer-freq': `([0]*${x.denseLayers}+[1]*${L - x.denseLayers})` }),
   };
 }
 

@@ -225,8 +225,8 @@ export function parseHfConfig(input: string | Json): HfModel {
       expertFfn,
       denseLayers: whole(c, 'first_k_dense_replace', 0) ?? 0,
     };
-    cannot.push(
-      `a mixture of experts (${experts} experts, top-${topK}, expert FFN ${expertFfn}${moe.sharedExperts ? `, ${moe.sharedExperts} shared` : ''}): --hf-config does not pass experts to the projection's MoE setup yet; give the sizes with --num-experts ${experts} --moe-router-topk ${topK} --moe-ffn-hidden-size ${expertFfn}${moe.sharedExperts ? ` --moe-shared-expert-intermediate-size ${moe.sharedExperts * expertFfn}` : ''} instead.`,
+    notes.push(
+      `a mixture of experts (${experts} experts, top-${topK}, expert FFN ${expertFfn}${moe.sharedExperts ? `, ${moe.sharedExperts} shared` : ''}${moe.denseLayers ? `, the first ${moe.denseLayers} layers dense` : ''}): priced as Megatron's --num-experts ${experts} --moe-router-topk ${topK} --moe-ffn-hidden-size ${expertFfn}${moe.sharedExperts ? ` --moe-shared-expert-intermediate-size ${moe.sharedExperts * expertFfn}` : ''}${moe.denseLayers ? ` --moe-layer-freq "([0]*${moe.denseLayers}+[1]*${layers - moe.denseLayers})"` : ''} (--hf-config fills the MoE flags not given); the router's scoring and group limits are not read.`,
     );
   } else if (denseFfn === undefined)
     throw new Error('config.json lacks intermediate_size (the FFN width): a dense model needs it.');
@@ -247,7 +247,9 @@ export function parseHfConfig(input: string | Json): HfModel {
       qkRopeHeadDim: need('qk_rope_head_dim'),
       vHeadDim: need('v_head_dim'),
     };
-    cannot.push(`multi-latent attention (kv_lora_rank ${kvLoraRank}): not priced by the projection yet, carried here.`);
+    notes.push(
+      `multi-latent attention (kv_lora_rank ${kvLoraRank}): priced as Megatron's --multi-latent-attention${mla.qLoraRank !== undefined ? ` --q-lora-rank ${mla.qLoraRank}` : ''} --kv-lora-rank ${kvLoraRank} --qk-head-dim ${mla.qkNopeHeadDim} --qk-pos-emb-head-dim ${mla.qkRopeHeadDim} --v-head-dim ${mla.vHeadDim} --qk-layernorm (mlaFromHf).`,
+    );
   }
   if (modelType === 'qwen2')
     notes.push("Qwen2's q, k, v projections have biases; the Llama layer prices none (3 vectors per layer).");

@@ -1,6 +1,7 @@
 import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import { fsdpRefusals, type FsdpSetup } from './fsdp.ts';
+import type { MlaSetup } from './mla.ts';
 import type { MoeSetup } from './moe.ts';
 import { pricedRecomputeModules, recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
 
@@ -78,6 +79,8 @@ export interface TrainingSetup {
   readonly flashAttention?: boolean;
   /** Mixture of Experts with expert parallelism (moe.ts); absent: every layer's MLP is dense. */
   readonly moe?: MoeSetup;
+  /** Multi-latent attention (mla.ts: --multi-latent-attention and its ranks); absent: dense attention. */
+  readonly mla?: MlaSetup;
   /** Fully sharded data parallelism (fsdp.ts: --use-megatron-fsdp with its strategy, or --use-torch-fsdp2); absent: DDP. */
   readonly fsdp?: FsdpSetup;
   /** --optimizer-cpu-offload (projection/step/optimizer-offload.ts): part of the optimizer state and step on the host. */
@@ -162,9 +165,9 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
   if (r?.granularity === 'selective' && r.modules) {
-    const refusal = recomputeModuleRefusals(r.modules, { moe: s.moe, mla: false })[0];
+    const refusal = recomputeModuleRefusals(r.modules, { moe: s.moe, mla: s.mla !== undefined })[0];
     if (refusal) throw new Error(`${refusal.message} (${refusal.source})`);
-    const unpriced = r.modules.filter((x) => !pricedRecomputeModules.has(x));
+    const unpriced = r.modules.filter((x) => !pricedRecomputeModules.has(x) && !(x === 'mla_up_proj' && s.mla));
     if (unpriced.length)
       throw new Error(
         `--recompute-modules ${unpriced.join(' ')}: not priced yet (the projection prices ${[...pricedRecomputeModules].join(', ')}); leave ${unpriced.length > 1 ? 'them' : 'it'} out.`,

@@ -14,6 +14,7 @@ import type { Timeline } from '../../schedule/schedule.ts';
 import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
+import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
 import { ringAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, p2pUs } from '../links/group-links.ts';
@@ -24,6 +25,7 @@ import { denseMlpSpan, moeStepModel, type MoeStepModel } from './moe-step.ts';
 import { fsdpLayerTimes } from '../links/fsdp.ts';
 import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
+import { mlaStepModel, type MlaStepModel } from './mla-step.ts';
 
 /** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
 const stageModels = new WeakMap<LayerPricing, Map<string, ReturnType<typeof stageModel>>>();
@@ -123,12 +125,24 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const moeIn = (i: number, ch: number): number => (moe ? moe.layersPerChunk[i]![ch]! : 0);
   const moeF = moe ? moe.forwardMs - moe.denseMlp.forwardMs : 0;
   const moeB = moe ? moe.backwardMs - moe.denseMlp.backwardMs : 0;
-  const model = withMoeParams(stageModelOf(pricing, split, machine, setup), moe);
+  // Multi-latent attention (mla-step.ts): its layer replaces the dense attention's span in every layer.
+  const mla = mlaStepModel(
+    setup,
+    machine,
+    deg,
+    block,
+    pricing.blockT,
+    links.tp,
+    rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [],
+  );
+  const model = withMlaLayers(withMoeParams(stageModelOf(pricing, split, machine, setup), moe), mla, split.layers);
   const rec: ChunkRecompute[][] = split.layers.map((row, i) =>
     row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp)),
   );
-  const layerF = pieces.layer.forward.ms + ring.forwardMs;
-  const layerB = pieces.layer.backward.ms + ring.backwardMs;
+  const mlaF = mla ? mla.forwardMs - mla.denseAttention.forwardMs : 0;
+  const mlaB = mla ? mla.backwardMs - mla.denseAttention.backwardMs + mla.upProjRecomputeMs : 0;
+  const layerF = pieces.layer.forward.ms + ring.forwardMs + mlaF;
+  const layerB = pieces.layer.backward.ms + ring.backwardMs + mlaB;
   const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
   // FSDP's per-unit collectives (links/fsdp.ts), on each layer's pass and once per chunk pass.
   const fsdp = setup.fsdp
@@ -188,8 +202,29 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     backwardMs,
     redoMs,
     moe,
+    mla,
     expertParams,
     fsdp,
+  };
+}
+
+/**
+ * The stage model with every layer's attention multi-latent (mla-step.ts): each layer's
+ * parameters and kept activations changed by MLA's over the dense attention's.
+ */
+function withMlaLayers(
+  model: StageModel,
+  mla: MlaStepModel | undefined,
+  layers: readonly (readonly number[])[],
+): StageModel {
+  if (!mla) return model;
+  const chunkParams = model.chunkParams.map((row, i) => row.map((p, ch) => p + layers[i]![ch]! * mla.paramDelta));
+  return {
+    ...model,
+    chunkParams,
+    stageParams: chunkParams.map((row) => row.reduce((a, x) => a + x, 0)),
+    layerParams: model.layerParams + mla.paramDelta,
+    layer: { ...model.layer, full: model.layer.full + mla.keptDelta },
   };
 }
 

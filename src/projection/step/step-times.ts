@@ -14,6 +14,7 @@ import { finalizeTimeOf } from './finalize.ts';
 import { fsdpGatherAfterStepMs } from '../links/fsdp.ts';
 import { dpSharding, dpTailChunkParams, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
+import { mlaStepFlops } from './mla-step.ts';
 import { moeStepFlops, moeTail } from './moe-step.ts';
 import { optimizerMs } from './optimizer.ts';
 import { gpuOptimizerShare, offloadedStepMs } from './optimizer-offload.ts';
@@ -225,8 +226,9 @@ export function stepTimes(
 
   const flops = stepFlops(ref, machine, setup.layers, rec, deg.dp, m);
   const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m) : { model: 0, executed: 0 };
-  const modelFlopsPerStep = flops.model + moeFlops.model;
-  const executedFlopsPerStep = flops.executed + moeFlops.executed;
+  const mlaFlops = mlaStepFlops(ct.mla, rec, setup.layers, deg.dp, m);
+  const modelFlopsPerStep = flops.model + moeFlops.model + mlaFlops.model;
+  const executedFlopsPerStep = flops.executed + moeFlops.executed + mlaFlops.executed;
   const tokensPerStep = deg.dp * m * setup.sizes.b * setup.sizes.s;
   const peak = mfuPeakFlops(machine);
   const dtypePeak = peakFlops(system.gpu, dtype);

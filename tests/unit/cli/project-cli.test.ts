@@ -264,8 +264,26 @@ describe('npm run project', () => {
   }, 60_000);
 });
 
+describe('--multi-latent-attention', () => {
+  it('reads the MLA flags with their defaults, and refuses a width without the switch', () => {
+    const a = parseProjectArgs(['--multi-latent-attention', '--kv-lora-rank', '512', '--q-lora-rank', '1536']);
+    expect(a.setup.mla).toEqual({
+      qLoraRank: 1536,
+      kvLoraRank: 512,
+      qkHeadDim: 128,
+      qkPosEmbHeadDim: 64,
+      vHeadDim: 128,
+      qkLayernorm: false,
+    });
+    expect(parseProjectArgs([]).setup.mla).toBeUndefined();
+    expect(() => parseProjectArgs(['--kv-lora-rank', '512'])).toThrow(
+      /--kv-lora-rank is a multi-latent attention flag: give --multi-latent-attention too/,
+    );
+  });
+});
+
 describe('--hf-config', () => {
-  it('takes the model from a built-in config or a config.json file; size flags beside it win; MoE is refused with the reason', async () => {
+  it('takes the model from a built-in config or a config.json file; size flags beside it win; MoE and MLA fill their flags', async () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
@@ -294,9 +312,23 @@ describe('--hf-config', () => {
     const f = parseProjectArgs(['--hf-config', file]);
     expect(f.setup.sizes).toMatchObject({ h: 1024, heads: 16, groups: 4, ffn: 2816, vocab: 32000 });
     expect([f.setup.layers, f.setup.tiedEmbeddings]).toEqual([6, true]);
-    expect(() => parseProjectArgs(['--hf-config', 'mixtral-8x7b-v0.1'])).toThrow(
-      /cannot price this model yet: a mixture of experts \(8 experts, top-2/,
-    );
+    expect(parseProjectArgs(['--hf-config', 'mixtral-8x7b-v0.1']).setup.moe).toMatchObject({
+      experts: 8,
+      topk: 2,
+      ffn: 14336,
+    });
+    // DeepSeek-V3: its experts with the first 3 layers dense, MLA; a MoE flag given beside it wins.
+    const ds = parseProjectArgs(['--hf-config', 'deepseek-v3', '--ep', '8', '--moe-router-topk', '4']).setup;
+    expect(ds.moe).toMatchObject({ experts: 256, topk: 4, ffn: 2048, sharedFfn: 2048, ep: 8 });
+    expect((ds.moe!.layerFreq as readonly number[]).slice(0, 4)).toEqual([0, 0, 0, 1]);
+    expect(ds.mla).toEqual({
+      qLoraRank: 1536,
+      kvLoraRank: 512,
+      qkHeadDim: 128,
+      qkPosEmbHeadDim: 64,
+      vHeadDim: 128,
+      qkLayernorm: true,
+    });
     expect(() => parseProjectArgs(['--hf-config', join(dir, 'none.json')])).toThrow(
       /not a readable file \(ENOENT\) nor a built-in config \(llama-3\.1-8b/,
     );

@@ -39,11 +39,12 @@ describe('a model from its Hugging Face config.json', () => {
     expect([qwen3.model.layers, qwen3.model.sizes.ffn, qwen3.cannotProject]).toEqual([36, 12288, []]);
   });
 
-  it('carries the MoE and MLA fields of Mixtral, Qwen3-MoE and DeepSeek-V3 and says the projection cannot price them yet', () => {
+  it('carries the MoE and MLA fields of Mixtral, Qwen3-MoE and DeepSeek-V3 and names the Megatron flags they are priced as', () => {
     const mixtral = parseHfConfig(cfg('mixtral-8x7b-v0.1'));
     expect(mixtral.moe).toEqual({ experts: 8, topK: 2, sharedExperts: 0, expertFfn: 14336, denseLayers: 0 });
-    expect(mixtral.cannotProject.join(' ')).toMatch(
-      /8 experts, top-2, expert FFN 14336.*--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 14336 instead/,
+    expect(mixtral.cannotProject).toEqual([]);
+    expect(mixtral.notes.join(' ')).toMatch(
+      /8 experts, top-2, expert FFN 14336.*--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 14336 \(--hf-config/,
     );
     const qwen = parseHfConfig(cfg('qwen3-30b-a3b'));
     expect(qwen.moe).toEqual({ experts: 128, topK: 8, sharedExperts: 0, expertFfn: 768, denseLayers: 0 });
@@ -53,7 +54,11 @@ describe('a model from its Hugging Face config.json', () => {
     expect(ds.moe).toEqual({ experts: 256, topK: 8, sharedExperts: 1, expertFfn: 2048, denseLayers: 3 });
     expect(ds.mla).toEqual({ qLoraRank: 1536, kvLoraRank: 512, qkNopeHeadDim: 128, qkRopeHeadDim: 64, vHeadDim: 128 });
     expect(ds.model.sizes.ffn).toBe(18432);
-    expect(ds.cannotProject).toHaveLength(2);
+    expect(ds.cannotProject).toEqual([]);
+    expect(ds.notes.join(' ')).toMatch(/--moe-layer-freq "\(\[0\]\*3\+\[1\]\*58\)"/);
+    expect(ds.notes.join(' ')).toMatch(
+      /--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 .*--qk-layernorm/,
+    );
   });
 
   it('refuses what is missing or malformed, saying what to write, and names fields it does not know', () => {

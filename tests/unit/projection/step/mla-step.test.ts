@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { systems } from '../../../../src/hardware/systems.ts';
+import { mlaParams, type MlaSetup } from '../../../../src/megatron/mla.ts';
+import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
+import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
+
+const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+// MHA (groups = heads): MLA refuses GQA. d = h/heads = 128.
+const dense: TrainingSetup = {
+  sizes: { s: 2048, b: 1, h: 2048, heads: 16, groups: 16, ffn: 5632, vocab: 32000 },
+  tp: 2,
+  sp: true,
+  layers: 4,
+  gpus: 8,
+  globalBatch: 16,
+  overlap: true,
+  distributedOptimizer: true,
+};
+const mla: MlaSetup = {
+  qLoraRank: 512,
+  kvLoraRank: 256,
+  qkHeadDim: 128,
+  qkPosEmbHeadDim: 64,
+  vHeadDim: 128,
+  qkLayernorm: true,
+};
+const withMla: TrainingSetup = { ...dense, mla };
+
+describe('a step with multi-latent attention', () => {
+  it("changes the parameters by MLA's over the dense attention's, per layer and TP rank", async () => {
+    const d = await projectStep(dense, h100);
+    const m = await projectStep(withMla, h100);
+    const { h, heads } = dense.sizes;
+    const p = mlaParams(mla, h, heads);
+    // The down projections and latent norms are duplicated on both TP ranks; the rest split over t = 2.
+    const perRank = p.qDown + p.kvDown + p.norms + (p.qUp + p.kvUp + p.proj) / 2;
+    const densePerRank = (4 * h * h) / 2;
+    expect(m.stageParams[0]! - d.stageParams[0]!).toBe(dense.layers * (perRank - densePerRank));
+  });
+
+  it('counts the model FLOPs of its GEMMs and its wider attention', async () => {
+    const d = await projectStep(dense, h100);
+    const m = await projectStep(withMla, h100);
+    const { s, h, heads } = dense.sizes;
+    const p = mlaParams(mla, h, heads);
+    const perSeq = (w: number, qk: number, v: number): number => 3 * (2 * s * w + 2 * s * s * heads * (qk + v));
+    const delta = perSeq(p.total - p.norms, 192, 128) - perSeq(4 * h * h, 128, 128);
+    expect(m.modelFlopsPerStep - d.modelFlopsPerStep).toBeCloseTo(dense.layers * dense.globalBatch * delta, -6);
+  });
+
+  it('with --recompute-modules mla_up_proj keeps less and runs the up projections again', async () => {
+    const sel = (modules: ('core_attn' | 'mla_up_proj')[]): TrainingSetup => ({
+      ...withMla,
+      recomputation: { granularity: 'selective', modules },
+    });
+    const base = await projectStep(sel(['core_attn']), h100);
+    const up = await projectStep(sel(['core_attn', 'mla_up_proj']), h100);
+    expect(up.memory.totalBytes).toBeLessThan(base.memory.totalBytes);
+    expect(up.stepMs).toBeGreaterThan(base.stepMs);
+    await expect(
+      projectStep({ ...dense, recomputation: { granularity: 'selective', modules: ['mla_up_proj'] } }, h100),
+    ).rejects.toThrow(/mla_up_proj in recompute_modules is only supported with multi_latent_attention/);
+  });
+
+  it("refuses GQA with Megatron's line, and context parallelism as not priced", async () => {
+    await expect(projectStep({ ...withMla, sizes: { ...dense.sizes, groups: 4 } }, h100)).rejects.toThrow(
+      /mutually exclusive.*arguments\.py:1892-1893/,
+    );
+    await expect(projectStep({ ...withMla, cp: 2 }, h100)).rejects.toThrow(/context parallelism is not priced yet/);
+  });
+});
