@@ -15,6 +15,7 @@ import {
   transformerImpl,
   type MegatronRun,
 } from './megatron-args.ts';
+import { mlaArgv } from './mla.ts';
 import { moeArgv } from './moe.ts';
 import { setupConfig, type TrainingSetup } from './training-setup.ts';
 import {
@@ -136,6 +137,8 @@ export function jobArgs(spec: JobSpec): { config: LayerConfig; run: MegatronRun;
     ...megatronModelArgs(config, run),
     // MoE (moe.ts): Megatron's MoE flags, shared with the expert-parallel job's command.
     ...(s.moe ? moeArgv(s.moe, config.tp) : []),
+    // Multi-latent attention (mla.ts).
+    ...(s.mla ? mlaArgv(s.mla) : []),
     // FSDP (fsdp.ts), with the checkpoint format Megatron-FSDP asserts.
     ...(s.fsdp ? fsdpFlags(s.fsdp) : []),
     ...megatronScheduleArgs(run),

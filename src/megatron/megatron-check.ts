@@ -12,6 +12,7 @@
 import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
 import { flagMap } from './megatron-command.ts';
 import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
+import { mlaFromFlags, mlaRefusals } from './mla.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
 
 /** Where the job runs: what is installed, the GPU, the environment variables and the world size. */
@@ -309,6 +310,13 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
       biases: !a.has('--disable-bias-linear'),
     };
     for (const r of moeRefusals(moe, job)) fail(r.source, r.message);
+  }
+  // Multi-latent attention (mla.ts: each rule with its line).
+  try {
+    const mla = mlaFromFlags((f) => a.flags.get(f));
+    if (mla) for (const r of mlaRefusals(mla, { heads, groups })) fail(r.source, r.message);
+  } catch (e) {
+    fail('megatron/training/arguments.py:3379-3390', (e as Error).message);
   }
   // --recompute-modules (a list: the words after the flag), read with selective granularity
   // (transformer_config.py:1766-1818).

@@ -128,6 +128,9 @@ export function mlaFlags(x: MlaSetup): string[] {
   return f;
 }
 
+/** The MLA flags as argv (flag, value, flag, …). */
+export const mlaArgv = (x: MlaSetup): string[] => mlaFlags(x).flatMap((f) => f.split(' '));
+
 /**
  * The MLA flags of a launch's arguments (`get`: a flag's value, true for a switch, undefined when
  * absent) as arguments.py defaults them; undefined without --multi-latent-attention. A width that

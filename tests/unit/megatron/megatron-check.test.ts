@@ -291,3 +291,29 @@ describe('--recompute-modules on the launch line (transformer_config.py)', () =>
     expect(sources(selective('attention'), env)).toEqual([`${T}:1778-1782`]);
   });
 });
+
+describe('--multi-latent-attention on the launch line (mla.ts)', () => {
+  const run: MegatronRun = { layers: 4, globalBatch: 8, dtype: 'bf16', recompute: false, trainIters: 10 };
+  const env = ngcEnvironment(8, { CUDA_DEVICE_MAX_CONNECTIONS: '1' }, 9);
+  const mla = ['--multi-latent-attention', '--q-lora-rank', '64', '--kv-lora-rank', '32', '--qk-layernorm'];
+
+  test('refuses it with group-query attention (arguments.py:1892-1893), passes it without', () => {
+    const gqa = configFromPreset('llama-gqa', { tp: 2, sp: true });
+    expect(sources([...megatronArgs(gqa, run), ...mla], env)).toEqual(['megatron/training/arguments.py:1892-1893']);
+    const mha = configs.find((c) => c.groups === c.heads && c.tp === 2)!;
+    expect(sources([...megatronArgs(mha, run), ...mla], env)).toEqual([]);
+    expect(
+      sources(
+        [
+          ...megatronArgs(mha, run),
+          ...mla,
+          '--recompute-granularity',
+          'selective',
+          '--recompute-modules',
+          'mla_up_proj',
+        ],
+        env,
+      ),
+    ).toEqual([]);
+  });
+});
