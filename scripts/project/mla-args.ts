@@ -1,4 +1,6 @@
 import type { HfModel } from '../../src/megatron/hf-config.ts';
+import type { MlaTerm } from '../../src/projection/layer/mla-layer.ts';
+import type { MlaStepModel } from '../../src/projection/step/mla-step.ts';
 import { mlaFromFlags, mlaFromHf, type MlaSetup } from '../../src/megatron/mla.ts';
 
 /** The multi-latent attention flags of `npm run project` (Megatron-LM core_v0.19.0 spellings). */
@@ -40,4 +42,17 @@ export function parseMlaFlags(v: MlaValues, hf?: HfModel): MlaSetup | undefined 
     const x = v[flag.slice(2) as keyof typeof mlaOptions];
     return x === false ? undefined : x;
   });
+}
+
+/** The report lines of a step's MLA layer (mla-step.ts), ms per layer and micro-batch. */
+export function mlaLines(tp: number, x: MlaStepModel): string[] {
+  const ms = (v: number): string => `${v.toFixed(3)} ms`;
+  const terms = (t: readonly MlaTerm[]): string => t.map((k) => `${k.term} ${(k.us / 1e3).toFixed(3)}`).join(', ');
+  const mib = (b: number): string => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  return [
+    `MLA at t=${tp}: per layer and micro-batch forward ${ms(x.forwardMs)} in place of the dense attention's ${ms(x.denseAttention.forwardMs)}; backward ${ms(x.backwardMs)} in place of ${ms(x.denseAttention.backwardMs)}${x.upProjRecomputeMs > 0 ? ` (+ ${ms(x.upProjRecomputeMs)} mla_up_proj recompute)` : ''}`,
+    `  forward compute: ${terms(x.compute.forward)}`,
+    `  backward compute: ${terms(x.compute.backward)}`,
+    `  per layer on one rank: parameters ${x.paramDelta >= 0 ? '+' : '−'}${(Math.abs(x.paramDelta) / 1e6).toFixed(2)} M, kept activations ${x.keptDelta >= 0 ? '+' : '−'}${mib(Math.abs(x.keptDelta))} against the dense attention`,
+  ];
 }

@@ -13,6 +13,7 @@ import { topologyReport } from './project-topology.ts';
 import { runAblation } from './project-ablate.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 import { runCalibration } from './project-calibrate.ts';
+import { mlaLines } from './mla-args.ts';
 import { moeLines, moeSummary } from './moe-report.ts';
 
 function fail(message: string): never {
@@ -207,4 +208,5 @@ for (const r of table) console.log(r.length > 2 ? r.map((c, i) => c.padStart(wid
 for (const r of rows) {
   const m = r.ok ? moeSummary(r.step) : undefined;
   if (m) for (const line of moeLines(r.tp, m)) console.log(line);
+  if (r.ok && r.step.mla) for (const line of mlaLines(r.tp, r.step.mla)) console.log(line);
 }

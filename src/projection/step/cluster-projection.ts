@@ -10,6 +10,7 @@ import { pipelineRun, pipelineTimes, type PipelineRun } from '../pipeline/pipeli
 import type { PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { chunkTimes, pipelineInput } from './chunk-times.ts';
 import { priceLayers, type LayerPricing } from './layer-pricing.ts';
+import type { MlaStepModel } from './mla-step.ts';
 import type { MoeStepModel, MoeTail } from './moe-step.ts';
 import { stageAllocations } from './stage-allocations.ts';
 import { stepTimes, type ExposedByGroup } from './step-times.ts';
@@ -89,6 +90,8 @@ export interface StepProjection {
   readonly stageParams: readonly number[];
   /** With MoE: the MoE layer's terms, the expert state per stage and the expert-DP tail. */
   readonly moe?: MoeStep;
+  /** With multi-latent attention: the MLA layer's terms and what it changes over the dense attention (mla-step.ts). */
+  readonly mla?: MlaStepModel;
   /** With FSDP: one unit's all-gather and reduce-scatter (ms) and what its collectives leave exposed per step (in exposedByGroup.dp). */
   readonly fsdp?: { readonly gatherMs: number; readonly reduceScatterMs: number; readonly exposedMs: number };
 }
@@ -243,6 +246,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
             tail: t.moeTail,
           }
         : undefined,
+    mla: ct.mla,
     fsdp: ct.fsdp
       ? { gatherMs: ct.fsdp.gatherMs, reduceScatterMs: ct.fsdp.reduceScatterMs, exposedMs: t.fsdpExposedMs }
       : undefined,
