@@ -55,6 +55,7 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
   const extras = {
     flashAttention: args.setup.flashAttention ?? false,
     tiedEmbeddings: args.setup.tiedEmbeddings ?? false,
+    ...(args.setup.mla && { mla: args.setup.mla }),
   };
   const r = await advise({ model: { sizes: model, layers, moe }, machine, gpus, globalBatch, extras }, space, {
     k: args.top,

@@ -17,7 +17,7 @@ export interface Unexpressed {
 }
 
 /** Kernel and weight choices that are not part of a layout (flash attention, tied embeddings). */
-export type SetupExtras = Pick<TrainingSetup, 'flashAttention' | 'tiedEmbeddings'>;
+export type SetupExtras = Pick<TrainingSetup, 'flashAttention' | 'tiedEmbeddings' | 'mla'>;
 
 /**
  * Maps a Megatron layout of `model` on N GPUs at `globalBatch` flag by flag onto the projection's
@@ -39,6 +39,11 @@ export function layoutSetup(
     unexpressed.push({
       flag: '--tp-comm-overlap',
       reason: 'it needs --sequence-parallel (Megatron asserts it)',
+    });
+  if (extras.mla && l.cp > 1)
+    unexpressed.push({
+      flag: '--context-parallel-size',
+      reason: 'multi-latent attention with context parallelism is not priced yet',
     });
   if (l.fsdp && model.moe)
     unexpressed.push({

@@ -3,6 +3,7 @@ import { systems } from '../../../../src/hardware/systems.ts';
 import { mlaParams, type MlaSetup } from '../../../../src/megatron/mla.ts';
 import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
+import { layoutSetup } from '../../../../src/projection/studies/layout-setup.ts';
 
 const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
 // MHA (groups = heads): MLA refuses GQA. d = h/heads = 128.
@@ -67,5 +68,27 @@ describe('a step with multi-latent attention', () => {
       /mutually exclusive.*arguments\.py:1892-1893/,
     );
     await expect(projectStep({ ...withMla, cp: 2 }, h100)).rejects.toThrow(/context parallelism is not priced yet/);
+  });
+
+  it('reaches the advisor through its setup extras; a layout with cp > 1 is unexpressed, not thrown', () => {
+    const { b: _b, ...sizes } = dense.sizes;
+    const layout = {
+      tp: 2,
+      pp: 1,
+      vpp: 1,
+      cp: 1,
+      microBatch: 1,
+      sp: true,
+      recompute: 'none' as const,
+      distributedOptimizer: true,
+      overlapGradReduce: false,
+      overlapParamGather: false,
+      tpCommOverlap: false,
+    };
+    const model = { sizes, layers: dense.layers };
+    expect(layoutSetup(model, layout, 8, 16, { mla }).setup.mla).toEqual(mla);
+    expect(layoutSetup(model, { ...layout, cp: 2 }, 8, 16, { mla }).unexpressed.map((u) => u.flag)).toEqual([
+      '--context-parallel-size',
+    ]);
   });
 });
