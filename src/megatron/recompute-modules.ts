@@ -18,7 +18,7 @@ export type RecomputeModule = (typeof recomputeModuleNames)[number];
 /** The default of --recompute-modules: core attention alone (transformer_config.py:1763-1764). */
 export const defaultRecomputeModules: readonly RecomputeModule[] = ['core_attn'];
 
-/** The modules the projection prices: the dense layer's (the MoE and MLA ones are refused with what to give instead). */
+/** The modules the projection prices for every layer: the dense layer's (mla_up_proj too with MLA, mla-step.ts; the MoE ones are refused with what to give instead). */
 export const pricedRecomputeModules: ReadonlySet<RecomputeModule> = new Set(['core_attn', 'mlp', 'layernorm']);
 
 /** Parses a --recompute-modules list ("core_attn mlp" or "core_attn,mlp"), naming an unknown module and the choices. */
