@@ -1,5 +1,6 @@
 // Megatron-Core's --recompute-modules (transformer_config.py:546-562, core_v0.19.0): which submodules
 // selective recomputation runs again in backward, and the rules the config refuses them by.
+import { quoted } from '../core/quote.ts';
 import type { MoeSetup } from './moe.ts';
 
 /** --recompute-modules choices of the tag (transformer_config.py:1768-1777), less gdn_norm_out (no GatedDeltaNet here). */
@@ -28,7 +29,7 @@ export function parseRecomputeModules(text: string): RecomputeModule[] {
   for (const n of names)
     if (!(recomputeModuleNames as readonly string[]).includes(n))
       throw new Error(
-        `--recompute-modules "${n}": Megatron asserts the choices (transformer_config.py:1778-1782): ${recomputeModuleNames.join(', ')}.`,
+        `--recompute-modules ${quoted(n)}: Megatron asserts the choices (transformer_config.py:1778-1782): ${recomputeModuleNames.join(', ')}.`,
       );
   return [...new Set(names)] as RecomputeModule[];
 }
