@@ -21,7 +21,8 @@
  * - zb-h1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §3.1 and Fig. 3): at step x = 0, 1, …,
  *   m + p − 2 stage i runs F_x, then B_{x − (p − 1 − i)}, then W_{x − (p − 1)}, each only if its
  *   micro-batch is in [0, m). The F/B part is exactly 1F1B's (same warm-up, same in-flight
- *   activations: ZB-H1 keeps 1F1B's peak memory); each W trails its B by i steps, so stage i
+ *   activations; what W reads is held besides, for up to i + 1 backwards on stage i, see
+ *   mesh/pipeline-memory.ts); each W trails its B by i steps, so stage i
  *   enters the cool-down with i weight gradients left, which fill the idle time 1F1B leaves there.
  */
 export const pipelineScheduleNames = ['afab', '1f1b', 'interleaved', 'zb-h1'] as const;
