@@ -11,6 +11,7 @@ import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
 import { passViews, settingsTable, sizeKeys, withPreset, type Settings } from '../settings/state.ts';
 import { renderMoeControls } from './moe-controls.ts';
+import { fieldErrorParagraphs } from './field-errors.ts';
 
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 
@@ -80,7 +81,7 @@ export class TpControls extends LitElement {
     const notes = this.notes.filter((n) => n.field === field).map((n) => this.note(field, n.message));
     const msgs = fieldMessages(field, this.issues, this.local);
     if (!msgs.length && !notes.length) return nothing;
-    return html`${notes}${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`;
+    return html`${notes}${fieldErrorParagraphs(field, msgs)}`;
   }
 
   /** A note folded after its first clause ("2 query groups < t = 8: …"), so long notes do not push the controls down. */

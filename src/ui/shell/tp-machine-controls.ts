@@ -12,11 +12,12 @@ import { machineNames } from '../settings/machine-choice.ts';
 import { loadSystemFile, loadedSystemFile, systemFilePrefix } from '../settings/system-files.ts';
 import { parseSystemFile } from '../../calibrate/system-file.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
+import { fieldErrors } from './field-errors.ts';
 import { clusterModelChoices, clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
 import { machineModes, settingsTable, type Settings } from '../settings/state.ts';
 import { recomputeChoices } from '../../megatron/parallel-layout.ts';
 import { fsdpSettingWords } from '../settings/fsdp-setting.ts';
-import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
+import { settingsChangeEvent } from '../settings/settings-change.ts';
 
 /**
  * `<tp-machine-controls>`: the machine of the timeline and of the cluster panel. Properties down:
@@ -37,10 +38,7 @@ export class TpMachineControls extends LitElement {
   }
 
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
-    const msgs = fieldMessages(field, this.issues, this.local);
-    return msgs.length
-      ? html`${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`
-      : nothing;
+    return fieldErrors(field, this.issues, this.local);
   }
 
   /** A control's change handler: its value parsed into `field`, or the parser's message kept under the control. */

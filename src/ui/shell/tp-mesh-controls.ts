@@ -4,9 +4,10 @@ import { customElement, property, state } from 'lit/decorators.js';
 import { pipelineScheduleNames } from '../../mesh/pipeline-schedules.ts';
 import { maxMeshRanks } from '../../mesh/rank-layout.ts';
 import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
-import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
+import { settingsChangeEvent } from '../settings/settings-change.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
+import { fieldErrors } from './field-errors.ts';
 
 /** How each schedule is named beside its key. */
 const scheduleNames: Record<Settings['schedule'], string> = {
@@ -35,10 +36,7 @@ export class TpMeshControls extends LitElement {
   }
 
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
-    const msgs = fieldMessages(field, this.issues, this.local);
-    return msgs.length
-      ? html`${msgs.map((m) => html`<p class="error" role="alert" data-error-for=${field}>${m}</p>`)}`
-      : nothing;
+    return fieldErrors(field, this.issues, this.local);
   }
 
   private invalid(field: ControlField): 'true' | 'false' {
