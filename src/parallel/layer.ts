@@ -133,14 +133,18 @@ function blockWeights<T>(w: WeightSet<T>) {
   };
 }
 
-/** What blockForward keeps for blockBackward (x: the block's input, freed by its backward). */
-export interface BlockSaved<T> {
+/** What attentionHalfForward keeps for attentionHalfBackward (x: the block's input, freed by its backward). */
+export interface AttentionSaved<T> {
   readonly x: T;
   readonly ln1: T;
   readonly rstd1: T;
   readonly ln1Full: T;
   readonly attn: Awaited<ReturnType<typeof attentionForward<T>>>['saved'];
   readonly gathered: ReturnType<typeof gatheredQkv> | undefined;
+}
+
+/** What blockForward keeps for blockBackward. */
+export interface BlockSaved<T> extends AttentionSaved<T> {
   readonly x2: T;
   readonly ln2: T;
   readonly rstd2: T;
@@ -177,9 +181,57 @@ export async function embedForward<T>(
 }
 
 /**
- * One pre-norm transformer block on one TP rank, forward (layout [s, b, h]; SP = sequence parallel):
- *   a = x + g(Attention(f(RMSNorm(x))))        f: identity, or all-gather dim 0 with SP
+ * The attention half of a pre-norm block on one TP rank, forward (layout [s, b, h]):
+ *   x2 = x + g(Attention(f(RMSNorm(x))))      f: identity, or all-gather dim 0 with SP
  *                                              (groups < t: QKV all-gathered along the last dim inside)
+ *                                              g: all-reduce, or reduce-scatter dim 0 with SP
+ * x [sl, b, h] is kept for the backward (freed there); x2 [sl, b, h] is the caller's.
+ */
+export async function attentionHalfForward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  x: T,
+): Promise<{ x2: T; saved: AttentionSaved<T> }> {
+  const D = localDims(c);
+  const { sl, b, h } = D;
+  const { sp, enter, leave, tokens } = regionOf(c);
+  const wq = need(w.wqkv, 'wqkv');
+  const wo = need(w.wo, 'wo');
+  be.phase = lc.phase = 'forward';
+  const { n: ln1, rstd: rstd1 } = preNorm(be, c, 'ln1', x, need(w.g1, 'g1'));
+  const ln1Full = sp ? await lc.forward(opSpec('ln1.gather', 'sequence'), enter, ln1) : ln1;
+  const gathered = gathersQkv(c) ? gatheredQkv(c, own.rank) : undefined;
+  const attn = await attentionForward(be, lc, D, gathered, ln1Full, wq, wo, c.ropeBase);
+  if (sp) be.release(ln1Full);
+  const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
+  const x2 = be.tensor('residual.attn', [sl, b, h]);
+  be.kernel(opSpec('residual.attn', tokens), addKernel, [x, attnOut, x2], {});
+  freeAll(be, attn.out, attnOut);
+  return { x2, saved: { x, ln1, rstd1, ln1Full, attn: attn.saved, gathered } };
+}
+
+/** A pre-norm of the block on this rank's tokens: n = RMSNorm(x; g) [sl, b, h] and its 1/rms [sl, b]. */
+export function preNorm<T>(
+  be: Backend<T>,
+  c: LayerConfig,
+  site: keyof typeof blockNorms,
+  x: T,
+  g: T,
+): { n: T; rstd: T } {
+  const { sl, b, h } = localDims(c);
+  const { norm, weight } = blockNorms[site];
+  const n = be.tensor(norm, [sl, b, h]);
+  const rstd = be.tensor(`${norm}.rstd`, [sl, b]);
+  be.kernel(opSpec(norm, regionOf(c).tokens, { weight }), rmsnormKernel, [x, g, n, rstd], { eps: c.eps });
+  return { n, rstd };
+}
+
+/**
+ * One pre-norm transformer block on one TP rank, forward (layout [s, b, h]; SP = sequence parallel):
+ *   a = x + g(Attention(f(RMSNorm(x))))        attentionHalfForward
  *   y = a + g(MLP(f(RMSNorm(a))))              g: all-reduce, or reduce-scatter dim 0 with SP
  * x [sl, b, h] is kept for the backward (freed there); y [sl, b, h] is the caller's.
  */
@@ -193,23 +245,11 @@ export async function blockForward<T>(
 ): Promise<{ y: T; saved: BlockSaved<T> }> {
   const D = localDims(c);
   const { sl, b, h } = D;
-  const { sp, enter, leave, tokens } = regionOf(c);
-  const { wq, wo, g1, g2, wfc1, wdown } = blockWeights(w);
-  be.phase = lc.phase = 'forward';
-  const ln1 = be.tensor('ln1', [sl, b, h]);
-  const rstd1 = be.tensor('ln1.rstd', [sl, b]);
-  be.kernel(opSpec('ln1', tokens, { weight: 'g1' }), rmsnormKernel, [x, g1, ln1, rstd1], { eps: c.eps });
-  const ln1Full = sp ? await lc.forward(opSpec('ln1.gather', 'sequence'), enter, ln1) : ln1;
-  const gathered = gathersQkv(c) ? gatheredQkv(c, own.rank) : undefined;
-  const attn = await attentionForward(be, lc, D, gathered, ln1Full, wq, wo, c.ropeBase);
-  if (sp) be.release(ln1Full);
-  const attnOut = await lc.forward(opSpec('attn.reduce', 'row'), leave, attn.out);
-  const x2 = be.tensor('residual.attn', [sl, b, h]);
-  be.kernel(opSpec('residual.attn', tokens), addKernel, [x, attnOut, x2], {});
-  freeAll(be, attn.out, attnOut);
-  const ln2 = be.tensor('ln2', [sl, b, h]);
-  const rstd2 = be.tensor('ln2.rstd', [sl, b]);
-  be.kernel(opSpec('ln2', tokens, { weight: 'g2' }), rmsnormKernel, [x2, g2, ln2, rstd2], { eps: c.eps });
+  const { sp, tokens } = regionOf(c);
+  const { g2, wfc1, wdown } = blockWeights(w);
+  const half = await attentionHalfForward(be, lc, c, own, w, x);
+  const { x2 } = half;
+  const { n: ln2, rstd: rstd2 } = preNorm(be, c, 'ln2', x2, g2);
   const chunks = c.tp > 1 ? tpOverlapChunks(c) : 1;
   const mlp =
     chunks > 1
@@ -218,10 +258,7 @@ export async function blockForward<T>(
   const y = be.tensor('y', [sl, b, h]);
   be.kernel(opSpec('residual.mlp', tokens), addKernel, [x2, mlp.out, y], {});
   be.release(mlp.out);
-  return {
-    y,
-    saved: { x, ln1, rstd1, ln1Full, attn: attn.saved, gathered, x2, ln2, rstd2, mlp: mlp.saved, chunks },
-  };
+  return { y, saved: { ...half.saved, x2, ln2, rstd2, mlp: mlp.saved, chunks } };
 }
 
 /** What lossForward keeps for lossBackward. */
@@ -315,9 +352,9 @@ export async function blockBackward<T>(
   ready: GradsReady = () => {},
 ): Promise<{ dx: T; dx2: T }> {
   const D = localDims(c);
-  const { sp, enter, leave } = regionOf(c);
-  const { wq, wo, g1, g2, wfc1, wdown } = blockWeights(w);
-  const { x, ln1, rstd1, attn, gathered, x2, ln2, rstd2, mlp, chunks } = saved;
+  const { sp } = regionOf(c);
+  const { wfc1, wdown } = blockWeights(w);
+  const { x2, ln2, rstd2, mlp, chunks } = saved;
   const grad = gradOf(be, grads);
   be.phase = lc.phase = 'backward';
 
@@ -331,10 +368,56 @@ export async function blockBackward<T>(
   ready('wdown', 'wfc1');
   freeAll(be, ln2, mlp.input, mlp.mlp.gate, mlp.mlp.up, mlp.mlp.act);
   if (dOut !== dy) be.release(dOut); // SP: dY all-gathered
-  const dx2 = normBackward(be, c, grad, ready, blockNorms.ln2, { x: x2, g: g2, rstd: rstd2, dn: dln2, dOut: dy });
+  const dx2 = mlpNormBackward(be, c, w, { x2, rstd2, dln2, dy }, grads, ready);
   be.release(dy);
+  return { dx: await attentionHalfBackward(be, lc, c, w, saved, dx2, grads, ready), dx2 };
+}
 
-  // ---- backward: attention block (x2 = x + g(attn)) ----
+/**
+ * Backward of the MLP half's pre-norm and residual, y = x2 + MLP(RMSNorm(x2; g2)): from dln2 (the
+ * MLP's input gradient) and dy, dx2 = RMSNorm backward + dy and dg2 into `grads`. Frees x2, rstd2
+ * and dln2 (dy stays the caller's); returns dx2.
+ */
+export function mlpNormBackward<T>(
+  be: Backend<T>,
+  c: LayerConfig,
+  w: WeightSet<T>,
+  t: { readonly x2: T; readonly rstd2: T; readonly dln2: T; readonly dy: T },
+  grads: WeightSet<T>,
+  ready: GradsReady = () => {},
+): T {
+  const g = need(w.g2, 'g2');
+  return normBackward(be, c, gradOf(be, grads), ready, blockNorms.ln2, {
+    x: t.x2,
+    g,
+    rstd: t.rstd2,
+    dn: t.dln2,
+    dOut: t.dy,
+  });
+}
+
+/**
+ * Backward of attentionHalfForward with the conjugate collectives (f ↔ g) and the re-gather of ln1
+ * for wgrad under SP: dx2 [sl, b, h] → dx [sl, b, h], dW_qkv, dW_o and dg1 written into `grads`.
+ * Frees what the forward saved; dx2 stays the caller's.
+ */
+export async function attentionHalfBackward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  w: WeightSet<T>,
+  saved: AttentionSaved<T>,
+  dx2: T,
+  grads: WeightSet<T>,
+  ready: GradsReady = () => {},
+): Promise<T> {
+  const D = localDims(c);
+  const { sp, enter, leave } = regionOf(c);
+  const wq = need(w.wqkv, 'wqkv');
+  const wo = need(w.wo, 'wo');
+  const { x, ln1, rstd1, attn, gathered } = saved;
+  const grad = gradOf(be, grads);
+  be.phase = lc.phase = 'backward';
   const dattn = sp ? await lc.backward(opSpec('attn.reduce.backward', 'sequence'), leave, dx2) : dx2;
   const ln1Again = regather(lc, 'ln1.regather', enter, ln1);
   const ab = await attentionBackward(
@@ -361,7 +444,7 @@ export async function blockBackward<T>(
   freeAll(be, ln1, ln1Full); // under SP ln1Full is the re-gathered copy
   const dln1 = await dln1Pending;
   if (dln1 !== ab.dx) be.release(ab.dx);
-  return { dx: normBackward(be, c, grad, ready, blockNorms.ln1, { x, g: g1, rstd: rstd1, dn: dln1, dOut: dx2 }), dx2 };
+  return normBackward(be, c, grad, ready, blockNorms.ln1, { x, g: need(w.g1, 'g1'), rstd: rstd1, dn: dln1, dOut: dx2 });
 }
 
 /** The block's two pre-norms: op and gain names, the residual add each backward passes, its dx's tensor name. */

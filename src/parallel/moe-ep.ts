@@ -1,5 +1,6 @@
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { sharedNow } from '../core/clock.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
 import { denseProblem } from '../reference/gemm.ts';
 import type { MoeWeights } from '../reference/moe/block.ts';
@@ -106,35 +107,47 @@ export interface MoeTrace {
 }
 
 /**
- * Runs the local experts' GEMMs (`body`) between two flushes and records them as one compute event
- * `op` with their token rows; flops per row: forward 2·h·2f + 2·f·h = 6hf, backward twice that.
+ * Runs `body` (kernels, and collectives it awaits) between two flushes and records it as one
+ * compute event on the rank's trace: `op`, its shape, flops and extra fields (an expert GEMM's rows).
  */
-async function timedExperts<R>(
+export async function timedSpan<R>(
+  be: Pick<Backend<unknown>, 'flush'>,
+  trace: MoeTrace | undefined,
+  event: Pick<TraceEvent, 'op' | 'shape' | 'flops' | 'experts'>,
+  body: () => R | Promise<R>,
+): Promise<R> {
+  if (!trace) return body();
+  await be.flush();
+  const t0 = sharedNow();
+  const out = await body();
+  await be.flush();
+  trace.sink.record({ rank: trace.rank, stream: 'compute', bytes: 0, t0, t1: sharedNow(), phases: [], ...event });
+  return out;
+}
+
+/**
+ * Runs the local experts' GEMMs (`body`) as one timed compute event `op` with their token rows;
+ * flops per row: forward 2·h·2f + 2·f·h = 6hf, backward twice that.
+ */
+function timedExperts<R>(
   be: Pick<Backend<unknown>, 'flush'>,
   trace: MoeTrace | undefined,
   op: 'moe.experts' | 'moe.experts.backward',
   info: { firstExpert: number; tokens: readonly number[]; h: number; f: number },
   body: () => R,
 ): Promise<R> {
-  if (!trace) return body();
-  await be.flush();
-  const t0 = sharedNow();
-  const out = body();
-  await be.flush();
   const rows = info.tokens.reduce((a, n) => a + n, 0);
-  trace.sink.record({
-    rank: trace.rank,
-    stream: 'compute',
-    op,
-    shape: [rows, info.h],
-    bytes: 0,
-    t0,
-    t1: sharedNow(),
-    phases: [],
-    flops: (op === 'moe.experts' ? 6 : 12) * rows * info.h * info.f,
-    experts: { firstExpert: info.firstExpert, tokens: info.tokens },
-  });
-  return out;
+  return timedSpan(
+    be,
+    trace,
+    {
+      op,
+      shape: [rows, info.h],
+      flops: (op === 'moe.experts' ? 6 : 12) * rows * info.h * info.f,
+      experts: { firstExpert: info.firstExpert, tokens: info.tokens },
+    },
+    body,
+  );
 }
 
 /** A rank's groups as the MoE block uses them (a group of one rank where a degree is 1). */

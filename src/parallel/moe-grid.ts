@@ -1,4 +1,5 @@
 import { moeConfig, type MoeConfig } from '../reference/moe/config.ts';
+import { configDefaults, type LayerConfig } from './config.ts';
 import { moeLayout, type MoeDispatcher, type MoeLayout } from './moe-layout.ts';
 
 /** One point of the grid the MoE block on the ranks is checked over against one device. */
@@ -63,4 +64,28 @@ export function moeGridArgs(pt: MoeGridPoint, z: MoeGridSizes): MoeGridArgs {
     ...z,
     layout: moeLayout(pt.ep, { etp: pt.etp, tp: pt.tp, sp: true, dispatcher: pt.dispatcher }),
   };
+}
+
+/** The sizes of the MoE layer's grid: the attention half's (vocab 0) and the block's width (ffn) and seed. */
+export type MoeLayerGridSizes = Pick<LayerConfig, 's' | 'b' | 'h' | 'heads' | 'groups' | 'ffn' | 'seed'>;
+
+/** A point's MoE layer: the attention config at the point's TP with SP (vocab 0, no dense MLP run), and the block's args. */
+export function moeLayerGridArgs(
+  pt: MoeGridPoint,
+  z: MoeLayerGridSizes,
+): MoeGridArgs & { readonly layer: LayerConfig } {
+  const layer: LayerConfig = {
+    ...configDefaults,
+    s: z.s,
+    b: z.b,
+    h: z.h,
+    heads: z.heads,
+    groups: z.groups,
+    ffn: z.ffn,
+    vocab: 0,
+    tp: pt.tp,
+    sp: pt.tp > 1,
+    seed: z.seed,
+  };
+  return { ...moeGridArgs(pt, { h: z.h, tokens: (z.s / pt.tp) * z.b, ffn: z.ffn, seed: z.seed }), layer };
 }

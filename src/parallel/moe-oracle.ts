@@ -162,7 +162,12 @@ export interface MoeOracleReport {
 }
 
 /** |a − b| ≤ tol element by element: the worst element and whether it passes (lengths must match). */
-function compare(what: string, got: ArrayLike<number>, want: ArrayLike<number>, tol: number): MoeOracleCheck {
+export function compareWithin(
+  what: string,
+  got: ArrayLike<number>,
+  want: ArrayLike<number>,
+  tol: number,
+): MoeOracleCheck {
   if (got.length !== want.length)
     return {
       what: `${what}: ${got.length} values, want ${want.length}`,
@@ -233,7 +238,7 @@ export function moeOracle(
   const grads = { fc1: want.fc1.map((v) => v * holding.copies), fc2: want.fc2.map((v) => v * holding.copies) };
   results.forEach((r, q) => {
     const b = holding.holder[q]!;
-    checks.push(compare(`rank ${q} logits`, r.logits, rankRows(want.logits, b, T, E), logitError));
+    checks.push(compareWithin(`rank ${q} logits`, r.logits, rankRows(want.logits, b, T, E), logitError));
     const picks = rankRows(want.topIdx, b, T, k);
     const bad = picks.findIndex((e, i) => r.topIdx[i] !== e);
     if (bad >= 0 || r.topIdx.length !== picks.length) {
@@ -247,12 +252,12 @@ export function moeOracle(
     const shard = etpExpertShard(grads, h, f, e0, L, holding.etp, r.etpRank);
     const which = `experts ${e0}…${e0 + L - 1}${holding.etp > 1 ? `, ETP shard ${r.etpRank}/${holding.etp}` : ''}`;
     checks.push(
-      compare(`rank ${q} y`, r.y, rankRows(want.y, b, T, h), tolerance),
-      compare(`rank ${q} dx`, r.dx, rankRows(want.dx, b, T, h), tolerance),
-      compare(`rank ${q} aux, z`, [r.aux, r.z], [want.aux, want.z], tolerance),
-      compare(`rank ${q} dWr`, r.router, want.router, tolerance),
-      compare(`rank ${q} dfc1 (${which})`, r.fc1, shard.fc1, tolerance),
-      compare(`rank ${q} dfc2 (${which})`, r.fc2, shard.fc2, tolerance),
+      compareWithin(`rank ${q} y`, r.y, rankRows(want.y, b, T, h), tolerance),
+      compareWithin(`rank ${q} dx`, r.dx, rankRows(want.dx, b, T, h), tolerance),
+      compareWithin(`rank ${q} aux, z`, [r.aux, r.z], [want.aux, want.z], tolerance),
+      compareWithin(`rank ${q} dWr`, r.router, want.router, tolerance),
+      compareWithin(`rank ${q} dfc1 (${which})`, r.fc1, shard.fc1, tolerance),
+      compareWithin(`rank ${q} dfc2 (${which})`, r.fc2, shard.fc2, tolerance),
     );
     const fs = c.moeSharedExpertIntermediateSize;
     if (fs !== null && want.shared) {
@@ -261,8 +266,8 @@ export function moeOracle(
       if (!r.shared) failures.push(`rank ${q} gave no shared expert gradients`);
       else
         checks.push(
-          compare(`rank ${q} shared dfc1${of}`, r.shared.fc1, mine.fc1, tolerance),
-          compare(`rank ${q} shared dfc2${of}`, r.shared.fc2, mine.fc2, tolerance),
+          compareWithin(`rank ${q} shared dfc1${of}`, r.shared.fc1, mine.fc1, tolerance),
+          compareWithin(`rank ${q} shared dfc2${of}`, r.shared.fc2, mine.fc2, tolerance),
         );
     }
   });

@@ -5,6 +5,7 @@ import { dpTrainPrograms } from './dp-train-programs.ts';
 import { gradAccumPrograms } from './grad-accum-programs.ts';
 import { layerPrograms } from './layer-programs.ts';
 import { moeEpPrograms } from './moe-ep-program.ts';
+import { moeLayerPrograms } from './moe-layer-program.ts';
 import { pipelinePrograms } from './pipeline-programs.ts';
 import { serveRank } from './serve.ts';
 
@@ -17,4 +18,5 @@ serveRank({
   ...gradAccumPrograms,
   ...pipelinePrograms,
   ...moeEpPrograms,
+  ...moeLayerPrograms,
 });

@@ -18,6 +18,7 @@ import type { TransferTimes } from '../schedule/transfer-slowdown.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import type { pipelinePrograms } from '../ranks/pipeline-programs.ts';
 import type { moeEpPrograms } from '../ranks/moe-ep-program.ts';
+import type { moeLayerPrograms } from '../ranks/moe-layer-program.ts';
 import { RecentMap } from '../core/recent-map.ts';
 import { cpuTwinsSkipped } from '../accounting/budget.ts';
 import type { StepMemoryRecord } from '../parallel/memory-record.ts';
@@ -31,7 +32,8 @@ export type LayerWorkerPrograms = typeof commPrograms &
   typeof dpTrainPrograms &
   typeof gradAccumPrograms &
   typeof pipelinePrograms &
-  typeof moeEpPrograms;
+  typeof moeEpPrograms &
+  typeof moeLayerPrograms;
 
 /** Lends a pool of layer rank workers, re-formed for degree t, to `fn` (the page's PlaygroundRunner does). */
 export interface PoolLender {

@@ -9,7 +9,15 @@ import {
   type MegatronRefusal,
   type MoeLayout,
 } from '../parallel/moe-layout.ts';
-import { moeHolding, moeOracle, moeProblem, moeWant, rankRows, type MoeOracleReport } from '../parallel/moe-oracle.ts';
+import {
+  moeHolding,
+  moeOracle,
+  moeProblem,
+  moeWant,
+  rankRows,
+  type MoeHolding,
+  type MoeOracleReport,
+} from '../parallel/moe-oracle.ts';
 import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
 import type { PoolMesh, RankPool } from '../ranks/pool.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
@@ -141,7 +149,25 @@ export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs)
   }));
   const trace = await pool.traces();
   const oracle = moeOracle(p, moeWant(p), results, moeRankTolerance, moeLogitError(h), holding);
-  const E = a.config.numMoeExperts;
+  return moeRunReport(l, a.config, coords, holding, results, oracle, trace);
+}
+
+/**
+ * What a run of the block on the ranks measured (`results` rank q's at q, `coords` its mesh
+ * coordinates, `trace` every rank's events): per rank its tokens per expert, drops, experts and
+ * rows, token block, duplicate and dispatch bytes; the load per expert, the drops, the losses, the
+ * busiest rank; with the oracle's report.
+ */
+export function moeRunReport(
+  l: MoeLayout,
+  c: MoeConfig,
+  coords: readonly MeshCoords[],
+  holding: MoeHolding,
+  results: readonly MoeEpResult[],
+  oracle: MoeOracleReport,
+  trace: TraceEvent[],
+): MoeRun {
+  const E = c.numMoeExperts;
   const sent = (q: number) =>
     trace
       .filter((e) => e.rank === q && e.comm?.tensor === 'moe.dispatch')
@@ -168,7 +194,7 @@ export async function runMoe(pool: RankPool<LayerWorkerPrograms>, a: MoeRunArgs)
     aux: results[0]!.aux,
     z: results[0]!.z,
     straggler: { rank: top, rows: rows[top]! },
-    copies,
+    copies: holding.copies,
     refusal: moeTrainingRefusal(l),
     oracle,
     trace,

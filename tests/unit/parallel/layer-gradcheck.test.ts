@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { Collectives } from '../../../src/comm/collectives.ts';
+import { soloCollectives } from '../../../src/comm/solo.ts';
 import { CpuBackend, float64Alloc, type Float64Tensor } from '../../../src/parallel/backend-cpu.ts';
 import { configFromPreset, type LayerConfig } from '../../../src/parallel/config.ts';
 import { LayerComm } from '../../../src/parallel/layer-comm.ts';
@@ -23,18 +23,7 @@ import { randomArray } from '../../../src/reference/random.ts';
  */
 
 /** t = 1 issues no collective: any call is a bug in the layer. */
-const single: Collectives<Float64Tensor> = {
-  rank: 0,
-  size: 1,
-  transport: 'in-process',
-  allReduce: () => Promise.reject(new Error('t = 1 issued an all-reduce')),
-  reduceScatter: () => Promise.reject(new Error('t = 1 issued a reduce-scatter')),
-  allGather: () => Promise.reject(new Error('t = 1 issued an all-gather')),
-  broadcast: () => Promise.reject(new Error('t = 1 issued a broadcast')),
-  barrier: () => Promise.reject(new Error('t = 1 issued a barrier')),
-  ringExchange: () => Promise.reject(new Error('t = 1 issued a ring exchange')),
-  shard: async (x) => x,
-};
+const single = soloCollectives<Float64Tensor>();
 
 type Params = Partial<Record<WeightName, Float64Array>>;
 

@@ -1,0 +1,225 @@
+import { soloCollectives } from '../comm/solo.ts';
+import { addKernel } from '../reference/add.ts';
+import type { MoeWeights } from '../reference/moe/block.ts';
+import type { MoeConfig } from '../reference/moe/config.ts';
+import { seededMoeWeights } from '../reference/moe/weights.ts';
+import { randomArray } from '../reference/random.ts';
+import { CpuBackend, float64Alloc, type Float64Tensor } from './backend-cpu.ts';
+import type { LayerConfig } from './config.ts';
+import { localDims } from './dims.ts';
+import { LayerComm } from './layer-comm.ts';
+import { attentionHalfBackward, attentionHalfForward, mlpNormBackward, preNorm } from './layer.ts';
+import { moeLayerDenseWeights, type MoeLayerDenseWeight, type MoeLayerRankResult } from './moe-layer.ts';
+import { moeWorld, type MoeLayout } from './moe-layout.ts';
+import {
+  compareWithin,
+  moeHolding,
+  moeOracle,
+  moeWant,
+  type MoeOracleCheck,
+  type MoeOracleReport,
+  type MoeProblem,
+  type MoeWant,
+} from './moe-oracle.ts';
+import { referenceConfig } from './oracle.ts';
+import { rankOwnership } from './ownership.ts';
+import { opSpec } from './backend.ts';
+import { rankWeightArrays } from './step-data.ts';
+import { cutShard, logicalShape, shardLayout, tensorSeed, type WeightSet } from './weights.ts';
+
+// The MoE layer on the ranks (moe-layer.ts) checked against one device. The layout folds tp·dp
+// attention ranks and etp·ep·edp expert ranks onto N = lcm(tp, etp·ep) (moe-layout.ts); DP replica
+// d (of N/tp) runs its own micro-batch x_d, dy_d [s, b, h]; rank q at (tp j, dp d) holds rows
+// [j·s/t, (j + 1)·s/t) of replica d's (its SP shard). One device runs, in float64 (CPU twins,
+// float64 storage):
+//   per replica: x2_d = the attention half at t = 1, ln2_d = RMSNorm(x2_d; g2)
+//   the MoE block on the ranks' ln2 shards in rank order (moe-oracle.ts moeWant: dropless, one
+//     routing call over all of them; with capacity, one per rank's shard, as each rank routes)
+//   per replica: y_d = x2_d + MoE rows; backward from dy_d through the block's dln2, the ln2 norm
+//     and the attention half; the attention half's gradients summed over replicas (DDP).
+
+/** The MoE layer's problem: the attention config (vocab 0), the block's config and weights, each DP replica's data. */
+export interface MoeLayerProblem {
+  readonly c: LayerConfig;
+  readonly layout: MoeLayout;
+  readonly mc: MoeConfig;
+  readonly mw: MoeWeights;
+  /** Layer input x_d and upstream gradient dy_d [s, b, h] of each DP replica (N/tp of them). */
+  readonly x: readonly Float32Array[];
+  readonly dy: readonly Float32Array[];
+}
+
+/** Where a rank sits in the attention mesh: its TP and DP coordinates. */
+export interface AttentionCoords {
+  readonly tp: number;
+  readonly dp: number;
+}
+
+/**
+ * The problem of `c` (its attention weights from c.seed) with the block `mc` under `layout`: MoE
+ * weights seededMoeWeights(mc, h, c.seed), replica d's x and dy uniform in [−1, 1) from
+ * tensorSeed(c.seed, `moe.x.${d}`) and `moe.dy.${d}`.
+ */
+export function moeLayerProblem(c: LayerConfig, mc: MoeConfig, layout: MoeLayout): MoeLayerProblem {
+  const dp = moeWorld(layout) / layout.tp;
+  const n = c.s * c.b * c.h;
+  const data = (what: string) =>
+    Array.from({ length: dp }, (_, d) => randomArray(n, tensorSeed(c.seed, `moe.${what}.${d}`)));
+  return { c, layout, mc, mw: seededMoeWeights(mc, c.h, c.seed), x: data('x'), dy: data('dy') };
+}
+
+/** Rank (tp j, dp d)'s rows of replica d's [s, b, h] array: its SP shard [s/t, b, h] (the whole array at t = 1). */
+export function rankShard<A extends Float32Array | Float64Array>(c: LayerConfig, a: A, j: number): A {
+  const rows = a.length / c.tp;
+  return a.subarray(j * rows, (j + 1) * rows) as A;
+}
+
+/** One device's answers: per replica y, dx and the MoE input [s, b, h]; the attention gradients summed over replicas; the block's. */
+export interface MoeLayerWant {
+  readonly y: readonly Float64Array[];
+  readonly dx: readonly Float64Array[];
+  readonly moeInput: readonly Float64Array[];
+  readonly grads: Readonly<Record<MoeLayerDenseWeight, Float64Array>>;
+  /** The block's problem over the ranks' shards in rank order, and its single-device answers. */
+  readonly block: MoeProblem;
+  readonly moe: MoeWant;
+}
+
+const concat = (parts: readonly Float64Array[]): Float64Array => {
+  const out = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  return out;
+};
+
+/** The single-device layer (see the header) for ranks at `coords` (rank q's at q). */
+export async function moeLayerWant(p: MoeLayerProblem, coords: readonly AttentionCoords[]): Promise<MoeLayerWant> {
+  const { c, mc, mw } = p;
+  const c1 = referenceConfig(c);
+  const own = rankOwnership(c1)[0]!;
+  const { s, b, h } = localDims(c1);
+  const shape = [s, b, h];
+  const shards = rankWeightArrays(c1, own);
+  const replicas = await Promise.all(
+    p.x.map(async (x) => {
+      const be = new CpuBackend(float64Alloc);
+      const lc = new LayerComm(soloCollectives<Float64Tensor>(), (t: Float64Tensor) => t.shape);
+      const w: WeightSet<Float64Tensor> = {};
+      for (const n of moeLayerDenseWeights) w[n] = be.tensor(n, shards[n]!.shape, shards[n]!.data);
+      const { x2, saved } = await attentionHalfForward(be, lc, c1, own, w, be.tensor('x', shape, x));
+      const ln2 = preNorm(be, c1, 'ln2', x2, w.g2!);
+      return { be, lc, w, x2, saved, ln2 };
+    }),
+  );
+  const T = (s / c.tp) * b;
+  const block: MoeProblem = {
+    c: mc,
+    h,
+    T,
+    ranks: coords.length,
+    w: mw,
+    x: concat(coords.map((q) => rankShard(c, replicas[q.dp]!.ln2.n.data, q.tp))),
+    dy: concat(coords.map((q) => rankShard(c, Float64Array.from(p.dy[q.dp]!), q.tp))),
+  };
+  const moe = moeWant(block);
+  // rank q's rows of the block's [ranks·T, h] answers, placed into its replica's [s, b, h]
+  const perReplica = (a: Float64Array) =>
+    replicas.map((_, d) => {
+      const out = new Float64Array(s * b * h);
+      coords.forEach((q, r) => {
+        if (q.dp === d) out.set(a.subarray(r * T * h, (r + 1) * T * h), q.tp * T * h);
+      });
+      return out;
+    });
+  const moeY = perReplica(moe.y);
+  const moeDx = perReplica(moe.dx);
+  const ys: Float64Array[] = [];
+  const dxs: Float64Array[] = [];
+  const grads = Object.fromEntries(
+    moeLayerDenseWeights.map((n) => [n, new Float64Array(shards[n]!.data.length)]),
+  ) as Record<MoeLayerDenseWeight, Float64Array>;
+  for (const [d, r] of replicas.entries()) {
+    const { be, lc, w, x2, saved, ln2 } = r;
+    const y = be.tensor('y', shape);
+    be.kernel(opSpec('residual.mlp', 'replicated'), addKernel, [x2, be.tensor('moe.y', shape, moeY[d]), y], {});
+    ys.push(y.data);
+    const g: WeightSet<Float64Tensor> = {};
+    const dy = be.tensor('dy', shape, p.dy[d]);
+    const dx2 = mlpNormBackward(be, c1, w, { x2, rstd2: ln2.rstd, dln2: be.tensor('d.ln2', shape, moeDx[d]), dy }, g);
+    dxs.push((await attentionHalfBackward(be, lc, c1, w, saved, dx2, g)).data);
+    for (const n of moeLayerDenseWeights) grads[n].forEach((_, i, a) => (a[i] += g[n]!.data[i]!));
+  }
+  return { y: ys, dx: dxs, moeInput: replicas.map((r) => r.ln2.n.data), grads, block, moe };
+}
+
+/** The MoE layer's ranks against one device: the layer's own checks, the block's (moeOracle), every failure in words. */
+export interface MoeLayerOracleReport {
+  readonly ok: boolean;
+  /** |rank − oracle| allowed, relative to max(1, max|oracle|) of each compared tensor. */
+  readonly tolerance: number;
+  /** y, dx, the MoE input and the attention half's gradients of every rank. */
+  readonly checks: readonly MoeOracleCheck[];
+  /** The block inside the layer: routing, losses (aux, z), the router's, experts' and shared expert's gradients. */
+  readonly moe: MoeOracleReport;
+  readonly failures: readonly string[];
+}
+
+function maxAbs(a: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]!));
+  return m;
+}
+
+/**
+ * The ranks' results (rank q's at q, at `coords`) against `want`: y, dx and the MoE input of the
+ * rank's shard, each attention shard's gradient within tolerance · max(1, max|oracle|); the block
+ * through moeOracle, with the logit error bound widened by the ranks' MoE input error:
+ * |Δ(x·W_r)| ≤ h · max|Δx| · max|W_r| + logitError (the router GEMM's own rounding).
+ */
+export function moeLayerOracle(
+  p: MoeLayerProblem,
+  want: MoeLayerWant,
+  results: readonly MoeLayerRankResult[],
+  coords: readonly AttentionCoords[],
+  tolerance: number,
+  logitError: number,
+): MoeLayerOracleReport {
+  const { c } = p;
+  const D = localDims(c);
+  const owners = rankOwnership(c);
+  const checks: MoeOracleCheck[] = [];
+  const within = (what: string, got: ArrayLike<number>, ref: Float64Array) =>
+    compareWithin(what, got, ref, tolerance * Math.max(1, maxAbs(ref)));
+  let inputErr = 0;
+  results.forEach((r, q) => {
+    const { tp: j, dp: d } = coords[q]!;
+    const input = within(`rank ${q} MoE input`, r.moeInput, rankShard(c, want.moeInput[d]!, j));
+    inputErr = Math.max(inputErr, input.worst);
+    checks.push(
+      within(`rank ${q} y`, r.y, rankShard(c, want.y[d]!, j)),
+      within(`rank ${q} dx`, r.dx, rankShard(c, want.dx[d]!, j)),
+      input,
+    );
+    for (const n of moeLayerDenseWeights) {
+      const shape = logicalShape(c, n);
+      const shard = cutShard(Float32Array.from(want.grads[n]), shape, shardLayout(c, D, owners[j]!, n));
+      checks.push(within(`rank ${q} d${n}`, r.grads[n], Float64Array.from(shard)));
+    }
+  });
+  const bound = c.h * inputErr * maxAbs(p.mw.router) + logitError;
+  const moe = moeOracle(
+    want.block,
+    want.moe,
+    results.map((r) => r.moe),
+    tolerance,
+    bound,
+    moeHolding(
+      p.layout,
+      coords.map((x) => x.dp),
+    ),
+  );
+  const failures = [
+    ...checks.filter((x) => !x.ok).map((x) => `${x.what}: worst |Δ| ${x.worst} at ${x.at} > ${x.tolerance}`),
+    ...moe.failures,
+  ];
+  return { ok: failures.length === 0, tolerance, checks, moe, failures };
+}

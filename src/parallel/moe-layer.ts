@@ -1,0 +1,137 @@
+import { hostTensor } from '../comm/host-tensor.ts';
+import { addKernel } from '../reference/add.ts';
+import type { MoeWeights } from '../reference/moe/block.ts';
+import type { MoeConfig } from '../reference/moe/config.ts';
+import { opSpec, type Backend } from './backend.ts';
+import type { LayerConfig } from './config.ts';
+import { localDims } from './dims.ts';
+import type { LayerComm } from './layer-comm.ts';
+import { attentionHalfBackward, attentionHalfForward, finalizeBlockGrads, mlpNormBackward, preNorm } from './layer.ts';
+import { moeEpBlock, timedSpan, type MoeEpResult, type MoeGroups, type MoeTrace } from './moe-ep.ts';
+import type { MoeDispatcher } from './moe-layout.ts';
+import type { RankOwnership } from './plan-types.ts';
+import type { WeightSet } from './weights.ts';
+
+// One rank's transformer layer with an MoE block in place of the dense MLP (Megatron-Core
+// core_v0.19.0 gpt_layer_specs.py get_gpt_layer_with_transformer_engine_spec with num_experts:
+// mlp = MoELayer; transformer_layer.py TransformerLayer.forward), layout [s, b, h], t = TP degree:
+//   x2 = x + g(Attention(f(RMSNorm(x))))           the TP attention half, SP as the dense layer
+//   y  = x2 + MoE(RMSNorm(x2; g2))                  the MoE block on the rank's SP shard [s/t·b, h]
+// Under SP the MoE layer's input is the sequence shard [s/t, b, h] (moe_layer.py MoELayer.forward
+// takes hidden_states as the SP region leaves them; the router sees s/t·b tokens per rank); the
+// block (moe-ep.ts moeEpBlock) dispatches them over the expert mesh and hands back [s/t·b, h],
+// so neither f nor g surrounds it. Without a vocabulary the step's loss is
+//   L = ⟨dy, y⟩ + aux + z                          (MoEAuxLossAutoScaler scale 1)
+// and its backward: dy → the block's input gradient dln2 (with the router's aux and z terms) →
+// dx2 = RMSNorm backward + dy → the attention half's backward → dx. After it, the replicated norm
+// gains' gradients are summed over TP under SP (finalize_model_grads), then the attention half's
+// gradients over DP (DDP; the ranks of a DP group hold the same attention shards and their own tokens).
+
+/** The attention half's weights: what a rank of the MoE layer uploads of the dense layer's. */
+export const moeLayerDenseWeights = ['wqkv', 'wo', 'g1', 'g2'] as const;
+
+/** One of moeLayerDenseWeights. */
+export type MoeLayerDenseWeight = (typeof moeLayerDenseWeights)[number];
+
+/** One rank's MoE layer, read back. */
+export interface MoeLayerRankResult {
+  /** y [sl, b, h] of the rank's tokens. */
+  readonly y: Float32Array;
+  /** dx [sl, b, h]. */
+  readonly dx: Float32Array;
+  /** The MoE block's input, RMSNorm(x2; g2) [sl·b, h] (the oracle bounds the routing's logit error with it). */
+  readonly moeInput: Float32Array;
+  /** The attention half's gradients of the rank's TP shards (g1, g2 whole), summed over DP. */
+  readonly grads: Readonly<Record<MoeLayerDenseWeight, Float32Array>>;
+  /** The MoE block's results: its y is the block's output, its dx the gradient of its input. */
+  readonly moe: MoeEpResult;
+}
+
+/** What moeLayerStep refuses: one message per problem, none when it runs. */
+export function moeLayerErrors(c: LayerConfig, h: number): string[] {
+  const errors: string[] = [];
+  if (c.vocab !== 0)
+    errors.push(`vocab is ${c.vocab}; the MoE layer runs from a layer input and an upstream gradient: write vocab 0.`);
+  if (c.tp > 1 && !c.sp)
+    errors.push(
+      `tp ${c.tp} without sequence parallelism: Megatron refuses MoE with TP and no SP in training (moe_layer.py:629-633); turn sp on.`,
+    );
+  if (c.h !== h) errors.push(`the layer's h is ${c.h} but the MoE block's is ${h}; give both the same hidden size.`);
+  return errors;
+}
+
+/**
+ * The MoE layer on one rank (see the header): `lc` over its attention TP group, `groups` its expert
+ * mesh's (moe-ep.ts), `w` its attention shards (moeLayerDenseWeights), `mw` the logical MoE weights
+ * (every rank the same), x and dy [sl, b, h] its tokens. The attention passes go on the trace as
+ * compute events `attention` and `attention.backward` (with `trace`), beside the block's.
+ */
+export async function moeLayerStep<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  groups: MoeGroups,
+  mc: MoeConfig,
+  mw: MoeWeights,
+  x: Float32Array | Float64Array,
+  dy: Float32Array | Float64Array,
+  opts: { readonly dispatcher: MoeDispatcher; readonly trace?: MoeTrace },
+): Promise<MoeLayerRankResult> {
+  const errors = moeLayerErrors(c, c.h);
+  if (errors.length > 0) throw new Error(`MoE layer: ${errors.join(' ')}`);
+  const { sl, b, h } = localDims(c);
+  const tokens = c.sp && c.tp > 1 ? 'sequence' : 'replicated';
+  const shape = [sl, b, h];
+  const grads: WeightSet<T> = {};
+  const span = (op: string) => ({ op, shape: [sl * b, h] });
+  const xt = be.tensor('x', shape, x);
+  const { x2, saved } = await timedSpan(be, opts.trace, span('attention'), () =>
+    attentionHalfForward(be, lc, c, own, w, xt),
+  );
+  const { n: ln2, rstd: rstd2 } = preNorm(be, c, 'ln2', x2, w.g2!);
+  const moeInput = await be.read(ln2);
+  be.release(ln2);
+  const moe = await moeEpBlock(be, groups, mc, h, moeInput, dy, mw, {
+    dispatcher: opts.dispatcher,
+    sp: true,
+    ...(opts.trace && { trace: opts.trace }),
+  });
+  be.phase = lc.phase = 'forward';
+  const y = be.tensor('y', shape);
+  const moeOut = be.tensor('moe.y', shape, moe.y);
+  be.kernel(opSpec('residual.mlp', tokens), addKernel, [x2, moeOut, y], {});
+  be.release(moeOut);
+
+  be.phase = lc.phase = 'backward';
+  const dyT = be.tensor('dy', shape, dy);
+  const dln2 = be.tensor('d.ln2', shape, moe.dx);
+  const dx2 = mlpNormBackward(be, c, w, { x2, rstd2, dln2, dy: dyT }, grads);
+  const dx = await timedSpan(be, opts.trace, span('attention.backward'), () =>
+    attentionHalfBackward(be, lc, c, w, saved, dx2, grads),
+  );
+  be.release(dx2);
+  be.release(dyT);
+  await finalizeBlockGrads(be, lc, c, grads);
+  // one at a time: a group's collectives are issued in the same order on every rank
+  const summed: Float32Array[] = [];
+  for (const name of moeLayerDenseWeights) {
+    const g = grads[name]!;
+    const t = hostTensor(be.shapeOf(g), await be.read(g));
+    summed.push(groups.dp.size === 1 ? t.data : (await groups.dp.allReduce(t, 'sum', `dp.grads.${name}`)).data);
+  }
+  const out = {
+    y: await be.read(y),
+    dx: await be.read(dx),
+    moeInput,
+    grads: Object.fromEntries(moeLayerDenseWeights.map((n, i) => [n, summed[i]!])) as Record<
+      MoeLayerDenseWeight,
+      Float32Array
+    >,
+    moe,
+  };
+  be.release(y);
+  be.release(dx);
+  return out;
+}

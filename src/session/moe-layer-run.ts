@@ -1,0 +1,101 @@
+import type { LayerConfig } from '../parallel/config.ts';
+import { moeLayerErrors } from '../parallel/moe-layer.ts';
+import {
+  moeLayerOracle,
+  moeLayerProblem,
+  moeLayerWant,
+  rankShard,
+  type MoeLayerOracleReport,
+} from '../parallel/moe-layer-oracle.ts';
+import { moeLayoutErrors, moeWorld, type MoeLayout } from '../parallel/moe-layout.ts';
+import { moeHolding } from '../parallel/moe-oracle.ts';
+import { validateConfig } from '../parallel/validate.ts';
+import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
+import type { RankPool } from '../ranks/pool.ts';
+import type { NamedCollective } from '../parallel/layer-comm.ts';
+import type { LayerWorkerPrograms } from './layer-run.ts';
+import { moeLogitError, moeRankTolerance, moeRunReport, type MoeRun } from './moe-run.ts';
+
+/** What an MoE layer run takes: the attention half's config (vocab 0; its seed seeds every tensor), the block's config, the layout. */
+export interface MoeLayerRunArgs {
+  readonly layer: LayerConfig;
+  readonly config: MoeConfig;
+  readonly layout: MoeLayout;
+}
+
+/**
+ * What an MoE layer run measured and checked: the block's fields as runMoe gives them (tokens per
+ * expert per rank, drops, straggler, aux and z, the trace with the all-to-alls' bytes per peer and
+ * the expert GEMMs' rows, `oracle` the block's part of the check), the attention collectives and
+ * the attention passes (compute events `attention`, `attention.backward`) on the same trace.
+ */
+export interface MoeLayerRun extends MoeRun {
+  readonly layer: LayerConfig;
+  /** The whole layer against one device: y, dx, the block's input, the attention half's gradients, and the block (`moe`, the same as `oracle`). */
+  readonly layerOracle: MoeLayerOracleReport;
+  /** Per rank, its attention group's collectives as the layer named them, in issue order. */
+  readonly named: readonly (readonly NamedCollective[])[];
+}
+
+/** Every reason `a` cannot run, one message each; empty when it runs. */
+export function moeLayerRunErrors(a: MoeLayerRunArgs): string[] {
+  const c = a.layer;
+  const errors = [
+    ...validateConfig(c).errors.map((e) => e.message),
+    ...moeConfigErrors(a.config),
+    ...moeLayoutErrors(a.config, a.layout),
+    ...moeLayerErrors(c, c.h),
+  ];
+  // SP matters at tp > 1 only
+  const sp = (x: { tp: number; sp: boolean }) => (x.tp > 1 && x.sp ? ' with SP' : '');
+  if (c.tp !== a.layout.tp || sp(c) !== sp(a.layout))
+    errors.push(`the layer has tp ${c.tp}${sp(c)}, the layout tp ${a.layout.tp}${sp(a.layout)}; give both the same.`);
+  return errors;
+}
+
+/**
+ * Runs the transformer layer with the MoE block forward and backward on a pool laid out for
+ * `a.layout` (moePoolMesh): DP replica d of the attention mesh runs its own micro-batch (rank at
+ * tp j, dp d holds its SP shard; moe-layer-oracle.ts moeLayerProblem), then checks every rank
+ * against one device (moeLayerOracle; tolerance moeRankTolerance relative to max(1, max|oracle|),
+ * the routing's logit bound moeLogitError widened by the rank's MoE input error) and reads the trace.
+ */
+export async function runMoeLayer(pool: RankPool<LayerWorkerPrograms>, a: MoeLayerRunArgs): Promise<MoeLayerRun> {
+  const errors = moeLayerRunErrors(a);
+  if (errors.length > 0) throw new Error(`MoE layer run: ${errors.join(' ')}`);
+  const l = a.layout;
+  const c = a.layer;
+  const N = moeWorld(l);
+  const deg = pool.mesh.spec.degrees;
+  if (pool.size !== N || deg.tp !== l.tp || deg.ep !== l.ep || deg.etp !== l.etp)
+    throw new Error(
+      `MoE layer run: the pool is ${pool.size} ranks, tp ${deg.tp} × dp ${deg.dp}, ep ${deg.ep}, etp ${deg.etp}; the layout needs ${N} ranks laid out as moePoolMesh gives (tp ${l.tp}, ep ${l.ep}, etp ${l.etp}).`,
+    );
+  const coords = Array.from({ length: N }, (_, q) => pool.mesh.coords(q));
+  const p = moeLayerProblem(c, a.config, l);
+  await pool.traces();
+  const replies = await pool.run('moeLayer', (q) => ({
+    layer: c,
+    config: a.config,
+    x: Float32Array.from(rankShard(c, p.x[coords[q]!.dp]!, coords[q]!.tp)),
+    dy: Float32Array.from(rankShard(c, p.dy[coords[q]!.dp]!, coords[q]!.tp)),
+    dispatcher: l.dispatcher,
+  }));
+  const trace = await pool.traces();
+  const want = await moeLayerWant(p, coords);
+  const layerOracle = moeLayerOracle(p, want, replies, coords, moeRankTolerance, moeLogitError(c.h));
+  const holding = moeHolding(
+    l,
+    coords.map((x) => x.dp),
+  );
+  const moe = moeRunReport(
+    l,
+    a.config,
+    coords,
+    holding,
+    replies.map((r) => r.moe),
+    layerOracle.moe,
+    trace,
+  );
+  return { ...moe, layer: c, layerOracle, named: replies.map((r) => r.named) };
+}
