@@ -4,6 +4,7 @@ import { megatronFlops } from './megatron-flops.ts';
 import type { ParallelLayout } from './parallel-layout.ts';
 import { narayananFlops } from './scenarios.ts';
 import type { LayerArch } from './layer-arch.ts';
+import type { MegatronRelease } from './megatron-release.ts';
 
 /** How a source counted the FLOPs behind its per-GPU figure (so its step time can be recovered). */
 export type FlopsCount = 'narayanan-eq3' | 'megatron-core-r0.8';
@@ -36,6 +37,8 @@ export interface PublishedRun {
   readonly assumed: readonly string[];
   /** The published per-GPU throughput and how it was counted. */
   readonly published: { readonly tflopsPerGpu: number; readonly flops: FlopsCount };
+  /** The Megatron-Core release the run's code behaves as, where it matters (megatron-release.ts), and why. */
+  readonly release?: { readonly megatronRelease: MegatronRelease; readonly why: string };
 }
 
 /** FLOPs of one iteration of `run` by its source's own count. */
@@ -196,6 +199,13 @@ const h100: readonly PublishedRun[] = h100Rows.map(([size, heads, h, layers, tp,
     'multi-head attention (groups = heads; the table gives heads only)',
   ],
   published: { tflopsPerGpu: tf, flops: 'megatron-core-r0.8' },
+  release: {
+    megatronRelease: 'core_r0.8',
+    why:
+      'the table was committed on 2024-07-15 (ADLR/megatron-lm!1732, "New scaling figures on H100 GPUs"); ' +
+      '--overlap-param-gather, which it names, came on 2023-11-17 with the first gather dispatched in ' +
+      'optimizer.zero_grad(), which stayed until ADLR/megatron-lm!1975 (2024-09-07)',
+  },
 }));
 
 /** Every published run the projection is validated against (never fitted to). */

@@ -1,6 +1,7 @@
 import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import { fsdpRefusals, type FsdpSetup } from './fsdp.ts';
+import type { MegatronRelease } from './megatron-release.ts';
 import type { MlaSetup } from './mla.ts';
 import type { MoeSetup } from './moe.ts';
 import { pricedRecomputeModules, recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
@@ -85,6 +86,8 @@ export interface TrainingSetup {
   readonly fsdp?: FsdpSetup;
   /** --optimizer-cpu-offload (projection/step/optimizer-offload.ts): part of the optimizer state and step on the host. */
   readonly optimizerCpuOffload?: OptimizerCpuOffload;
+  /** The Megatron-Core release the run used where its behaviour differs (megatron-release.ts); absent: core_v0.19. */
+  readonly megatronRelease?: MegatronRelease;
 }
 
 /** --optimizer-cpu-offload with --optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d (arguments.py:2781-2790). */

@@ -38,6 +38,11 @@ export interface PipelineInput {
    * (dp-sync.ts paramGatherStartWaitMs). Later stages receive their first input that much later.
    */
   readonly startDelayMs?: (stage: number) => number;
+  /**
+   * The earliest time stage i's first op may start, ms (default 0): its parameters' first bucket
+   * landing where the gather was dispatched at the step's start (megatron-release.ts `step-start`).
+   */
+  readonly startReadyMs?: (stage: number) => number;
 }
 
 /** One scheduled forward or backward of one chunk for one micro-batch. */
@@ -158,6 +163,7 @@ export function pipelineTimes(x: PipelineInput): PipelineTimes {
     }
   const busy = x.senderBusyMs ?? 0;
   const startDelay = Array.from({ length: p }, (_, i) => x.startDelayMs?.(i) ?? 0);
+  const startReady = Array.from({ length: p }, (_, i) => x.startReadyMs?.(i) ?? 0);
   const t0s = orders.map((o) => new Float64Array(o.chunk.length));
   const t1s = orders.map((o) => new Float64Array(o.chunk.length));
   const next = new Array<number>(p).fill(0);
@@ -182,7 +188,7 @@ export function pipelineTimes(x: PipelineInput): PipelineTimes {
             ? doneForward[k * m + mb]!
             : doneBackward[(k + 1) * m + mb]! + x.p2pMs;
         if (Number.isNaN(r)) break;
-        const t0 = Math.max(free[i]!, r) + (j === 0 ? startDelay[i]! : 0);
+        const t0 = j === 0 ? Math.max(free[i]!, r, startReady[i]!) + startDelay[i]! : Math.max(free[i]!, r);
         const t1 = t0 + (forward ? fwdMs[i * v + chunk]! : bwdMs[i * v + chunk]!);
         (forward ? doneForward : doneBackward)[k * m + mb] = t1;
         t0s[i]![j] = t0;

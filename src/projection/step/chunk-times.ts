@@ -20,7 +20,8 @@ import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/dat
 import { groupLinks, p2pUs } from '../links/group-links.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
-import { dpOptionsOf, gatherInSchedule, paramGatherStartWaitMs } from './dp-sync.ts';
+import { dpOptionsOf, gatherInSchedule, paramGatherStart } from './dp-sync.ts';
+import { paramGatherDispatchOf } from '../../megatron/megatron-release.ts';
 import { denseMlpSpan, moeStepModel, type MoeStepModel } from './moe-step.ts';
 import { fsdpLayerTimes } from '../links/fsdp.ts';
 import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
@@ -287,21 +288,29 @@ export function pipelineInput(setup: TrainingSetup, machine: Machine, ct: ChunkT
     forwardMs,
     backwardMs,
     p2pMs,
-    ...(startDelays && { startDelayMs: (i: number) => startDelays[i]! }),
+    ...(startDelays && {
+      startDelayMs: (i: number) => startDelays[i]!.waitMs,
+      startReadyMs: (i: number) => startDelays[i]!.readyMs,
+    }),
   };
   return { pipeIn, senderBusyMs: p2pOverlapped ? p2pLossMs : p2pMs, p2pLossMs, p2pBlocks: !p2pOverlapped };
 }
 
 /**
- * Each stage's wait for its parameters before its first forward where the gather is part of the
- * schedule (dp-sync.ts gatherInSchedule: --overlap-param-gather with 1F1B and p > 1), else
- * undefined: paramGatherStartWaitMs over the stage's buckets (gradBuckets of its one chunk) priced
- * on the DP × CP group's link.
+ * Each stage's first forward under its parameter gather where the gather is part of the schedule
+ * (dp-sync.ts gatherInSchedule: --overlap-param-gather with 1F1B and p > 1), else undefined:
+ * paramGatherStart over the stage's buckets (gradBuckets of its one chunk) priced on the DP × CP
+ * group's link, dispatched as the run's Megatron release does (megatron-release.ts).
  */
-function paramGatherStartDelays(setup: TrainingSetup, machine: Machine, ct: ChunkTimes): number[] | undefined {
+function paramGatherStartDelays(
+  setup: TrainingSetup,
+  machine: Machine,
+  ct: ChunkTimes,
+): { readonly readyMs: number; readonly waitMs: number }[] | undefined {
   const { deg, model, links, forwardMs, split } = ct;
   const o = dpOptionsOf(setup, deg);
   if (!gatherInSchedule(o, deg.pp)) return undefined;
+  const dispatch = paramGatherDispatchOf(setup.megatronRelease ?? 'core_v0.19');
   return dpTailChunkParams(setup, model, split).map((row, i) => {
     const buckets = gradBuckets(row[0]!, {
       overlapGradReduce: o.overlapGradReduce,
@@ -312,7 +321,7 @@ function paramGatherStartDelays(setup: TrainingSetup, machine: Machine, ct: Chun
     const ms = gatherOrder(buckets).map(
       (params) => bucketSyncUs(params, machine.dtype, true, o.dpGroup, links.dpCp, machine.system).paramUs / 1e3,
     );
-    return paramGatherStartWaitMs(ms, forwardMs(i, 0));
+    return paramGatherStart(ms, forwardMs(i, 0), dispatch);
   });
 }
 

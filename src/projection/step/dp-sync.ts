@@ -1,5 +1,6 @@
 import { overlapLossMs } from '../../hardware/overlap-cost.ts';
 import { fsdpForcedOverlaps } from '../../megatron/fsdp.ts';
+import type { ParamGatherDispatch } from '../../megatron/megatron-release.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import {
   defaultBucketSize,
@@ -87,6 +88,23 @@ export const gatherInSchedule = (o: DpOptions, p: number): boolean =>
  */
 export function paramGatherStartWaitMs(bucketMs: readonly number[], firstForwardMs: number): number {
   return paramGatherExposedMs(bucketMs, true, 0, firstForwardMs);
+}
+
+/**
+ * Stage i's first forward under its release's dispatch (megatron-release.ts): `readyMs`, the
+ * earliest it may start, and `waitMs`, what it then waits. `first-forward` (core_v0.19):
+ * ready 0, wait paramGatherStartWaitMs. `step-start` (core_r0.8): the first bucket was dispatched
+ * at the step's start, so it lands at g_first however late the stage's input comes; the rest is
+ * dispatched from the pre-hooks as before: ready g_first, wait max(0, Σ rest − forward).
+ */
+export function paramGatherStart(
+  bucketMs: readonly number[],
+  firstForwardMs: number,
+  dispatch: ParamGatherDispatch,
+): { readonly readyMs: number; readonly waitMs: number } {
+  if (dispatch === 'first-forward') return { readyMs: 0, waitMs: paramGatherStartWaitMs(bucketMs, firstForwardMs) };
+  const rest = bucketMs.slice(1).reduce((a, x) => a + x, 0);
+  return { readyMs: bucketMs[0] ?? 0, waitMs: Math.max(0, rest - firstForwardMs) };
 }
 
 /** One stage's gradient sync on its DP stream (stageGradSync). */

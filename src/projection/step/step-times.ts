@@ -220,7 +220,12 @@ export function stepTimes(
   // A parameter gather in the schedule (dp-sync.ts gatherInSchedule) is what its waits add to the span.
   const gatherInScheduleMs = input.pipeIn.startDelayMs
     ? pipeline.spanMs -
-      pipelineTimes({ ...input.pipeIn, startDelayMs: undefined, senderBusyMs: input.senderBusyMs }).spanMs
+      pipelineTimes({
+        ...input.pipeIn,
+        startDelayMs: undefined,
+        startReadyMs: undefined,
+        senderBusyMs: input.senderBusyMs,
+      }).spanMs
     : 0;
   const paramGatherMs = dp.paramGatherMs + gatherInScheduleMs + fsdpGatherMs;
 

@@ -45,7 +45,9 @@ export function publishedSetup(run: PublishedRun): PublishedSetup {
     // Megatron's training default (--no-gradient-accumulation-fusion not given by any source).
     gradAccumulationFusion: true,
   };
-  return { ...laid, kernels, approximations };
+  // The run's Megatron-Core release where it behaves differently from core_v0.19.0 (megatron-release.ts).
+  const setup = run.release ? { ...laid.setup, megatronRelease: run.release.megatronRelease } : laid.setup;
+  return { ...laid, setup, kernels, approximations };
 }
 
 /** Projected against published for one run (projected without the flags `mapped.unexpressed` lists). */

@@ -51,3 +51,21 @@ describe('a wait before a stage’s first op (the parameter gather of its first 
     expect(run.spanMs).toBe(10 + 1.25);
   });
 });
+
+describe('a gather dispatched at the step’s start (core_r0.8’s zero_grad): a ready time, not a wait', () => {
+  const input = { p: 2, v: 1, m: 2, forwardMs: () => 1, backwardMs: () => 2, p2pMs: 0.5 };
+
+  it('hides in stage 1’s warm-up: ready at 1 ms ≤ its input at 1.5 ms moves nothing; ready at 2 moves its F0 to [2, 3]', () => {
+    const hidden = simulatePipeline({ ...input, startReadyMs: (i) => [0, 1][i]! });
+    expect(hidden.spanMs).toBe(10);
+    const late = simulatePipeline({ ...input, startReadyMs: (i) => [0, 2][i]! });
+    expect(late.ops[1]![0]).toMatchObject({ t0: 2, t1: 3 });
+    // Everything after stage 1's F0 moves by 0.5: span 10.5.
+    expect(late.spanMs).toBe(10.5);
+  });
+
+  it('with a wait after it, the wait adds past the ready time: ready 1, wait 0.25 on stage 1 gives F0 [1.75, 2.75]', () => {
+    const run = simulatePipeline({ ...input, startReadyMs: (i) => [0, 1][i]!, startDelayMs: (i) => [0, 0.25][i]! });
+    expect(run.ops[1]![0]).toMatchObject({ t0: 1.75, t1: 2.75 });
+  });
+});

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   dpOptionsOf,
   gatherInSchedule,
+  paramGatherStart,
   paramGatherStartWaitMs,
   stageGradSync,
   stageParamGather,
@@ -147,6 +148,21 @@ describe('the parameter gather without align_param_gather (1F1B)', () => {
     // Unaligned: 0.5 + max(0, 0.5 − 1) exposed, as the wait the schedule holds.
     expect(stageParamGather(g, late, { ...over, alignParamGather: false }, us, 2, undefined).exposedMs).toBe(0.5);
     expect(stageParamGather(g, late, { ...over, alignParamGather: false }, us, 2, undefined, true).exposedMs).toBe(0);
+  });
+});
+
+describe('the first gather by Megatron release (megatron-release.ts)', () => {
+  it('core_v0.19 dispatches it at the first forward (a wait); core_r0.8 at the step start (a ready time)', () => {
+    // Buckets 0.5, 0.5, 0.5 ms, forward 0.4 ms.
+    expect(paramGatherStart([0.5, 0.5, 0.5], 0.4, 'first-forward')).toEqual({
+      readyMs: 0,
+      waitMs: paramGatherStartWaitMs([0.5, 0.5, 0.5], 0.4),
+    });
+    const r08 = paramGatherStart([0.5, 0.5, 0.5], 0.4, 'step-start');
+    expect(r08.readyMs).toBe(0.5);
+    expect(r08.waitMs).toBeCloseTo(0.6, 12);
+    // A stage > 0 (one bucket of 2 ms): all of it a ready time, nothing waited after it.
+    expect(paramGatherStart([2], 10, 'step-start')).toEqual({ readyMs: 2, waitMs: 0 });
   });
 });
 

@@ -88,6 +88,8 @@ describe('published Megatron-LM runs', () => {
         gpus: c.run.gpus,
         globalBatch: c.run.globalBatch,
       });
+      // The run's Megatron-Core release where its behaviour differs (megatron-release.ts).
+      expect(c.mapped.setup.megatronRelease, c.run.id).toBe(c.run.release?.megatronRelease);
       if (!c.mapped.unexpressed.length) {
         expect(c.projectedStepS, c.run.id).toBeGreaterThan(0);
       }
