@@ -1,4 +1,5 @@
 import { gemmTime, memoryBoundUs, type GemmShape } from '../../hardware/kernel-time.ts';
+import type { KernelClock } from '../../hardware/sustained-clock.ts';
 import type { GemmPrecision, GpuSpec } from '../../hardware/gpus.ts';
 import type { TokenDispatcher } from '../../megatron/moe.ts';
 
@@ -113,14 +114,22 @@ const backwardShapes = (g: GemmShape): [GemmShape, GemmShape] => [
  * - shared experts (shared_experts.py): a dense MLP of F_s split over t on the TP group's T·t rows.
  * Backward: each GEMM's dgrad and wgrad; memory-bound terms move their bytes again (the
  * activation's backward reads g + 1 and writes g per element).
+ * Every GEMM (router, experts, shared experts) at `clock`: in a step the sustained one, as the
+ * dense and MLA layers' (sustained-clock.ts); `burst` for an isolated benchmark.
  */
-export function moeCompute(x: MoeShapes, gpu: GpuSpec, precision: GemmPrecision, bytes: number): MoeCompute {
+export function moeCompute(
+  x: MoeShapes,
+  gpu: GpuSpec,
+  precision: GemmPrecision,
+  bytes: number,
+  clock: KernelClock = 'burst',
+): MoeCompute {
   const rows = moeRows(x);
   const g = x.gated ? 2 : 1;
   const local = x.experts / x.ep;
   const f = x.ffn / x.etp;
   const gemm = (s: GemmShape): { us: number; efficiency: number } => {
-    const one = gemmTime(s, gpu, precision);
+    const one = gemmTime(s, gpu, precision, undefined, clock);
     return { us: one.us, efficiency: one.efficiency };
   };
   // SequentialMLP runs E/EP GEMMs of batch 1; TEGroupedMLP one grouped GEMM of batch E/EP.

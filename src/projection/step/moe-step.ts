@@ -168,7 +168,8 @@ export function moeStepModel(
   };
   const bytes = dtypeBytes[dtype];
   const precision = kernels.fp8 !== 'none' ? 'fp8' : dtype;
-  const compute = moeCompute(shapes, system.gpu, precision, bytes);
+  // At a training step's sustained clock, as the dense and MLA layers (sustained-clock.ts).
+  const compute = moeCompute(shapes, system.gpu, precision, bytes, 'sustained');
   const links = expertLinks(system, degrees.ep, degrees.etp);
   const dispatch = dispatchComm(system, links, moe.dispatcher, {
     tokens,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { gpus } from '../../../../src/hardware/gpus.ts';
-import { memoryBoundUs } from '../../../../src/hardware/kernel-time.ts';
+import { gemmTime, memoryBoundUs } from '../../../../src/hardware/kernel-time.ts';
 import {
   denseMlpFlops,
   moeCompute,
@@ -74,6 +74,22 @@ describe("a MoE layer's compute", () => {
     expect(
       termsUs(moeCompute({ ...x, sharedFfn: 2048 }, h100, 'bf16', 2).forward, (t) => t.term.startsWith('shared')),
     ).toBeGreaterThan(0);
+  });
+});
+
+describe('the clock the MoE GEMMs run at', () => {
+  it('is the one asked for: sustained in a step as the dense layer’s, the memory-bound terms unchanged', () => {
+    const burst = moeCompute(x, h100, 'bf16', 2);
+    const sustained = moeCompute(x, h100, 'bf16', 2, 'sustained');
+    // fc1 of 8,192 rows per expert: [8192, 4096]·[4096, 2·14336], one grouped GEMM of the 1 local expert.
+    const fc1 = { M: 8192, N: 2 * 14336, K: 4096, batch: 1 };
+    expect(term(sustained.forward, 'expert-fc1').us).toBe(gemmTime(fc1, h100, 'bf16', undefined, 'sustained').us);
+    expect(term(burst.forward, 'expert-fc1').us).toBe(gemmTime(fc1, h100, 'bf16').us);
+    // Compute-bound: slower by about 1/r, r = MSMF/MAMF = 0.887 on H100 (sustained-clock.ts).
+    const ratio = term(sustained.forward, 'expert-fc1').us / term(burst.forward, 'expert-fc1').us;
+    expect(ratio).toBeGreaterThan(1.05);
+    expect(ratio).toBeLessThanOrEqual(1 / 0.887 + 1e-9);
+    expect(term(sustained.forward, 'permute').us).toBe(term(burst.forward, 'permute').us);
   });
 });
 
