@@ -2,6 +2,7 @@ import { quoted } from '../core/quote.ts';
 import { gpus, type GpuName, type GpuSpec } from './gpus.ts';
 import { interconnectPresets, type Interconnect } from './interconnect.ts';
 import type { FittedCollective, KernelScale, MeasuredGemm } from './calibrated-rates.ts';
+import { ringNodeScale } from './ring-node-scaling.ts';
 
 /**
  * One machine of a cluster: GPUs per node, the link between GPUs of a node (an alpha-beta ring
@@ -353,12 +354,14 @@ export function parseSystem(text: string): SystemSpec {
  * are adjacent, Megatron's default rank order, so a TP group of t ≤ GPUs per node stays in one
  * node; a DP group is strided by t). Inside a node: the intra link. Across nodes the ring
  * crosses the network once per node: NCCL runs one ring per NIC, so bus bandwidth is
- * min(intra, min(perNode, NICs) × NIC bandwidth), α the network's.
+ * min(intra, min(perNode, NICs) × NIC bandwidth × ringNodeScale(nodes)), α the network's.
  */
 export function groupLink(system: SystemSpec, size: number, perNode: number): Interconnect {
   if (size <= perNode) return system.intra;
   const nics = Math.max(1, Math.min(perNode, system.inter.nicsPerNode));
-  const busGBps = Math.min(system.intra.busGBps, nics * system.inter.nicGBps);
+  // A ring across more nodes runs slower (ring-node-scaling.ts, measured reduce-scatter on H100 nodes).
+  const nodes = Math.ceil(size / perNode);
+  const busGBps = Math.min(system.intra.busGBps, nics * system.inter.nicGBps * ringNodeScale(nodes));
   // A fit measured with k ranks per node drove min(k, NICs) NICs: per NIC B/min(k, NICs), so this
   // group's rings get that times its own NIC count (capped by the intra link, as above).
   const fitted = system.inter.fitted?.map((f) => ({
