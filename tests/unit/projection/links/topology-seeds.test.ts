@@ -38,6 +38,15 @@ describe("the seeds' mapping row: TP across sockets against TP under one switch"
     expect(alone).toBeLessThan(seedsRatio);
   });
 
+  it('projects two pairs at once (4 GPUs, DP 2) 3.08× slower: two flows each way share the socket link', async () => {
+    // Each direction of the SMP link carries two TP hops: 7.6/2 GB/s each, so twice the one pair's ratio
+    // less what α and the base latency keep equal. The seeds do not say how many pairs ran.
+    const two = await tpPhaseRatio(4);
+    console.info(`TP phase, two pairs at once: SYS/PIX = ${two.toFixed(2)}× (seeds ${seedsRatio}×)`);
+    expect(two).toBeLessThan((2 * pcieGBps(3)) / box.smp.GBps);
+    expect(two).toBeCloseTo(3.08, 2);
+  });
+
   it('projects the full box (four TP pairs, DP 4) 6.1× slower: four pairs share the cross-socket link', async () => {
     const full = await tpPhaseRatio(8);
     console.info(`TP phase, four pairs at once: SYS/PIX = ${full.toFixed(2)}× (seeds ${seedsRatio}×)`);
