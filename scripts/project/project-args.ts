@@ -20,6 +20,8 @@ import {
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
 import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
 import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
+import { cpCommTypes, type CpCommType, type CpExchange } from '../../src/megatron/cp-comm-type.ts';
+import { quoted } from '../../src/core/quote.ts';
 import {
   checkDataParallelFlags,
   type OptimizerCpuOffload,
@@ -106,7 +108,7 @@ export function usage(): string {
        [--s N --b N --h N --heads N --groups N --ffn N --vocab N] [--layers L] [--gpus N] [--tp 1,2,4,8]
        [--global-batch SEQUENCES] [--sp] [--dtype ${trainDtypes.join('|')}] [--recompute] [--no-overlap] [--json]
        [--pp P] [--vpp V | --num-layers-per-virtual-pipeline-stage N]
-       [--decoder-first-pipeline-num-layers N] [--decoder-last-pipeline-num-layers N] [--cp CP]
+       [--decoder-first-pipeline-num-layers N] [--decoder-last-pipeline-num-layers N] [--cp CP [--cp-comm-type T]]
        [--use-distributed-optimizer] [--overlap-grad-reduce] [--overlap-param-gather] [--ddp-bucket-size PARAMS]
        [--use-megatron-fsdp [--data-parallel-sharding-strategy ${shardingStrategies.join('|')}]]
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
@@ -126,7 +128,8 @@ Projects a training step of the layer × L onto a real cluster (no browser): per
 N = t × p × cp × DP, the step time, tokens/s, model TFLOP/s per GPU, model and executed MFU, the pipeline
 bubble, exposed communication per group and the peak memory per GPU over the simulated schedule.
 Megatron's spellings: --pipeline-model-parallel-size = --pp, --num-virtual-stages-per-pipeline-rank = --vpp,
---context-parallel-size = --cp. --recompute is --recompute-granularity full --recompute-method uniform
+--context-parallel-size = --cp (--cp-comm-type p2p|a2a|allgather|a2a+p2p, one for every layer; a2a+p2p with
+--hierarchical-context-parallel-sizes A,R). --recompute is --recompute-granularity full --recompute-method uniform
 --recompute-num-layers 1. Embeddings are untied unless --tied-embeddings (Megatron ties them unless
 --untie-embeddings-and-output-weights; the scenarios keep them untied). With --json, --memory-timeline adds
 every stage's live memory intervals (lifetime class, bytes, start and end in ms) per row.
@@ -214,6 +217,8 @@ const options = {
   'decoder-last-pipeline-num-layers': { type: 'string' },
   cp: { type: 'string' },
   'context-parallel-size': { type: 'string' },
+  'cp-comm-type': { type: 'string' },
+  'hierarchical-context-parallel-sizes': { type: 'string' },
   'use-distributed-optimizer': { type: 'boolean', default: false },
   'overlap-grad-reduce': { type: 'boolean', default: false },
   'overlap-param-gather': { type: 'boolean', default: false },
@@ -313,6 +318,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     flashAttention: v['use-flash-attn'] || (base.flashAttention ?? false),
     ...(v['no-overlap-p2p-communication'] && { overlapP2pComm: false }),
   };
+  const cpExchange = parseCpExchange(v['cp-comm-type'], v['hierarchical-context-parallel-sizes']);
+  if (cpExchange) Object.assign(setup, { cpExchange });
   const moe = parseMoeFlags(hf ? withHfMoe(v, hf.model) : v, sizes.ffn);
   if (moe) Object.assign(setup, { moe });
   const mla = parseMlaFlags(v, hf?.model);
@@ -459,6 +466,24 @@ function optWhole(text: string | undefined, flag: string, min: number): number |
 }
 
 /** A degree given by its short or its Megatron spelling (not both). */
+/** --cp-comm-type and --hierarchical-context-parallel-sizes (cp-comm-type.ts); undefined when neither is given. */
+function parseCpExchange(type: string | undefined, sizes: string | undefined): CpExchange | undefined {
+  if (type === undefined && sizes === undefined) return undefined;
+  const t = type ?? 'p2p';
+  if (!(cpCommTypes as readonly string[]).includes(t))
+    throw new Error(
+      `--cp-comm-type ${quoted(t)} is not one of ${cpCommTypes.join(', ')} (one type for every layer; per-layer lists are not priced).`,
+    );
+  if (sizes === undefined) return { type: t as CpCommType };
+  const parts = sizes.split(',').map((x) => x.trim());
+  const ns = parts.map((x) => Number(x));
+  if (ns.length !== 2 || !ns.every((n) => Number.isInteger(n) && n >= 1))
+    throw new Error(
+      `--hierarchical-context-parallel-sizes ${quoted(sizes)} must be two whole numbers ≥ 1, inner a2a then outer ring, e.g. 2,4.`,
+    );
+  return { type: t as CpCommType, hierarchical: [ns[0]!, ns[1]!] };
+}
+
 function oneOf(
   v: Values,
   short: 'pp' | 'cp',

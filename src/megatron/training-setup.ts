@@ -1,6 +1,7 @@
 import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import { fsdpRefusals, type FsdpSetup } from './fsdp.ts';
+import { cpExchangeRefusals, type CpExchange } from './cp-comm-type.ts';
 import type { MegatronRelease } from './megatron-release.ts';
 import type { MlaSetup } from './mla.ts';
 import type { MoeSetup } from './moe.ts';
@@ -66,6 +67,8 @@ export interface TrainingSetup {
   readonly lastStageLayers?: number;
   /** cp: context-parallel ranks (--context-parallel-size), default 1. */
   readonly cp?: number;
+  /** --cp-comm-type (and --hierarchical-context-parallel-sizes for a2a+p2p), cp-comm-type.ts; absent: p2p, Megatron's default. */
+  readonly cpExchange?: CpExchange;
   /** --use-distributed-optimizer: main weights and Adam moments sharded over DP × CP. */
   readonly distributedOptimizer?: boolean;
   /** --overlap-grad-reduce: gradient buckets reduced during backward as they complete. */
@@ -148,6 +151,11 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
   const c: LayerConfig = { ...configDefaults, ...s.sizes, s: s.sizes.s / cp, tp: s.tp, sp: s.sp && s.tp > 1 };
   const v = validateConfig(c);
   if (!v.ok) throw new Error(v.errors.map((e) => e.message).join(' '));
+  if (s.cpExchange) {
+    // Per TP rank: heads / t query heads, max(1, groups / t) KV heads (a group is replicated when t > groups).
+    const refusals = cpExchangeRefusals(s.cpExchange, cp, c.heads / c.tp, Math.max(1, c.groups / c.tp));
+    if (refusals.length) throw new Error(refusals.join(' '));
+  }
   whole('layers', s.layers, 1);
   whole('--pipeline-model-parallel-size', pp, 1);
   whole('--num-virtual-stages-per-pipeline-rank', vpp, 1);

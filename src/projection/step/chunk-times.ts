@@ -15,9 +15,10 @@ import { defaultKernelOptions } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
 import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
-import { ringAttention } from '../links/context-parallel.ts';
+import { cpAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
-import { groupLinks, p2pUs } from '../links/group-links.ts';
+import { groupLinks, membersPerNode, p2pUs } from '../links/group-links.ts';
+import { groupLink } from '../../hardware/systems.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { dpOptionsOf, gatherInSchedule, paramGatherStart } from './dp-sync.ts';
@@ -116,10 +117,22 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const links = machine.placed ?? groupLinks(system, deg);
   const bytes = dtypeBytes[dtype];
 
-  // Context parallelism: the ring exchange of K, V per layer.
+  // Context parallelism: the exchange of K, V (and Q, O with all-to-alls) per layer, by --cp-comm-type.
   const own = block.ranks[0]!;
-  const kvBytes = 2 * c.s * c.b * own.kvGroups.length * (c.h / c.heads) * bytes;
-  const ring = ringAttention(deg.cp, core, kvBytes, links.cp, system);
+  const headDim = c.h / c.heads;
+  const kvBytes = 2 * c.s * c.b * own.kvGroups.length * headDim * bytes;
+  const qBytes = c.s * c.b * (own.heads[1] - own.heads[0]) * headDim * bytes;
+  const exchange = setup.cpExchange ?? { type: 'p2p' as const };
+  // a2a+p2p: the inner all-to-all group of a (CP ranks t apart), the outer ring of r (t·a apart); assumed consecutive.
+  const [a, r] = exchange.hierarchical ?? [1, deg.cp];
+  const cpLinks = machine.placed
+    ? { cp: links.cp }
+    : {
+        cp: links.cp,
+        inner: groupLink(system, a, membersPerNode(system, deg.tp, a)),
+        outer: groupLink(system, r, membersPerNode(system, deg.tp * a, r)),
+      };
+  const ring = cpAttention(exchange, deg.cp, core, { q: qBytes, kv: kvBytes }, cpLinks, system);
 
   // MoE layers (moe-step.ts): their MoE part replaces the dense MLP's span of the block.
   const moe = moeStepModel(setup, machine, deg, split, block, pricing.blockT, links.tp);

@@ -154,6 +154,19 @@ describe('parseProjectArgs: Megatron-Core flags', () => {
     expect(uneven.setup).toMatchObject({ pp: 8, firstStageLayers: 2, lastStageLayers: 2 });
   });
 
+  it('reads --cp-comm-type and --hierarchical-context-parallel-sizes, naming a bad value', () => {
+    expect(parseProjectArgs(['--cp', '2']).setup.cpExchange).toBeUndefined();
+    expect(parseProjectArgs(['--cp', '2', '--cp-comm-type', 'a2a']).setup.cpExchange).toEqual({ type: 'a2a' });
+    expect(
+      parseProjectArgs(['--cp', '4', '--cp-comm-type', 'a2a+p2p', '--hierarchical-context-parallel-sizes', '2,2']).setup
+        .cpExchange,
+    ).toEqual({ type: 'a2a+p2p', hierarchical: [2, 2] });
+    expect(() => parseProjectArgs(['--cp', '2', '--cp-comm-type', 'ring'])).toThrow(/not one of p2p, a2a/);
+    expect(() =>
+      parseProjectArgs(['--cp', '4', '--cp-comm-type', 'a2a+p2p', '--hierarchical-context-parallel-sizes', '2']),
+    ).toThrow(/two whole numbers/);
+  });
+
   it('says what to change on a contradictory or incomplete flag', () => {
     expect(() => parseProjectArgs(['--recompute-granularity', 'full'])).toThrow(
       /needs --recompute-method uniform or block/,

@@ -214,4 +214,20 @@ describe('data parallelism, tied embeddings and context parallelism', () => {
     expect(two.exposedByGroup.cp).toBeGreaterThanOrEqual(0);
     await expect(projectStep({ ...base, cp: 3, gpus: 24 }, h100)).rejects.toThrow(/multiple of 2·cp = 6/);
   });
+
+  it('prices --cp-comm-type a2a and allgather as exposed exchanges, and refuses a2a where the heads do not split', async () => {
+    const big = { s: 8192, b: 1, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 128256 };
+    const base = { sizes: big, tp: 2, sp: true, layers: 4, gpus: 8, globalBatch: 8, overlap: true, cp: 4 };
+    const ring = await projectStep(base, h100);
+    const a2a = await projectStep({ ...base, cpExchange: { type: 'a2a' } }, h100);
+    const ag = await projectStep({ ...base, cpExchange: { type: 'allgather' } }, h100);
+    // The ring hides its sends under blocks; the all-to-alls and all-gathers run alone.
+    expect(a2a.exposedByGroup.cp).toBeGreaterThan(ring.exposedByGroup.cp);
+    expect(ag.exposedByGroup.cp).toBeGreaterThan(ring.exposedByGroup.cp);
+    expect(a2a.stepMs).toBeGreaterThan(ring.stepMs);
+    // t 8: 4 query heads and 1 KV head per rank do not split over 4 all-to-all ranks (TE asserts it).
+    await expect(
+      projectStep({ ...base, tp: 8, gpus: 32, globalBatch: 8, cpExchange: { type: 'a2a' } }, h100),
+    ).rejects.toThrow(/multiples of it/);
+  });
 });
