@@ -156,6 +156,16 @@ const h100Rows: readonly (readonly [string, number, number, number, number, numb
     ['462B', 144, 18432, 112, 8, 16, 6144, 3072, 459.9, 47],
   ];
 
+/** Why the README's H100 runs are core_r0.8's (megatron-release.ts). */
+const readmeH100Release = {
+  megatronRelease: 'core_r0.8',
+  why:
+    "the README's scaling figures committed with the table (images/weak_scaling.png, images/strong_scaling.png) " +
+    'label the runs "Megatron-Core r0.8.0"; the table was committed on 2024-07-15 (ADLR/megatron-lm!1732, ' +
+    '"New scaling figures on H100 GPUs"), and --overlap-param-gather, which it names, dispatched the first ' +
+    'gather in optimizer.zero_grad() from 2023-11-17 until ADLR/megatron-lm!1975 (2024-09-07)',
+} as const;
+
 const h100: readonly PublishedRun[] = h100Rows.map(([size, heads, h, layers, tp, pp, gpus, batch, tf, mfu]) => ({
   id: `megatron-h100-${size.toLowerCase()}`,
   label: `GPT ${size} on ${gpus}×H100 (Megatron-LM README)`,
@@ -199,13 +209,7 @@ const h100: readonly PublishedRun[] = h100Rows.map(([size, heads, h, layers, tp,
     'multi-head attention (groups = heads; the table gives heads only)',
   ],
   published: { tflopsPerGpu: tf, flops: 'megatron-core-r0.8' },
-  release: {
-    megatronRelease: 'core_r0.8',
-    why:
-      'the table was committed on 2024-07-15 (ADLR/megatron-lm!1732, "New scaling figures on H100 GPUs"); ' +
-      '--overlap-param-gather, which it names, came on 2023-11-17 with the first gather dispatched in ' +
-      'optimizer.zero_grad(), which stayed until ADLR/megatron-lm!1975 (2024-09-07)',
-  },
+  release: readmeH100Release,
 }));
 
 /** Every published run the projection is validated against (never fitted to). */

@@ -13,7 +13,7 @@ describe('Megatron-Core releases', () => {
     expect(h100.length).toBe(9);
     for (const r of h100) {
       expect(r.release?.megatronRelease, r.id).toBe('core_r0.8');
-      expect(r.release?.why, r.id).toMatch(/2024-07-15/);
+      expect(r.release?.why, r.id).toMatch(/Megatron-Core r0\.8\.0.*2024-07-15/);
     }
     for (const r of publishedRuns.filter((x) => x.id.startsWith('narayanan21')))
       expect(r.release, r.id).toBeUndefined();
