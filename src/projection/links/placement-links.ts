@@ -1,3 +1,4 @@
+import { ringNodeScale } from '../../hardware/ring-node-scaling.ts';
 import type { Interconnect } from '../../hardware/interconnect.ts';
 import type { SystemSpec } from '../../hardware/systems.ts';
 import { hopAlphaUs, intelP2pOverhead, pcieGBps, type NodeTopology, type PathKind } from '../../hardware/topology.ts';
@@ -258,7 +259,10 @@ export function priceKind(
   for (const r of rings)
     for (const h of r.hops)
       for (const seg of h.segments) for (const { link, w } of seg) load.set(link.id, (load.get(link.id) ?? 0) + w);
+  const G = m.node.gpus;
   const priced: PricedRing[] = rings.map(({ members, hops }) => {
+    // A ring across n nodes runs its network hops at the bus bandwidth measured for n nodes (ring-node-scaling.ts), as groupLink does.
+    const netScale = ringNodeScale(new Set(hops.map((h) => Math.floor(h.from / G))).size);
     let busGBps = Infinity;
     let alphaUs = 0;
     let slowest: PricedRing['slowest'] = { from: -1, to: -1, kind: 'NV', sharedBy: 1 };
@@ -272,6 +276,7 @@ export function priceKind(
           sharedBy = Math.round(Math.max(...seg.map(({ link, w }) => load.get(link.id)! / w)));
         }
       }
+      if (h.kind === 'NET') hopGBps *= netScale;
       if (hopGBps < busGBps) {
         busGBps = hopGBps;
         slowest = { from: h.from, to: h.to, kind: h.kind, sharedBy };

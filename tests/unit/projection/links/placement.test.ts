@@ -94,6 +94,11 @@ describe('rings priced on the links they cross', () => {
     // DP with 4 members per node (t = 2, DP = 16 on 4 nodes): 4 NICs per ring, as groupLink says.
     const d2 = deg(2, 16);
     expect(price(d2, 'megatron', 'dgx-h100').dpCp.link.busGBps).toBeCloseTo(groupLinks(h100, d2).dpCp.busGBps, 9);
+    // DP across 16 nodes: the ring's network hops at the 16-node bus bandwidth (ring-node-scaling.ts), as groupLink's.
+    const d3 = deg(8, 16);
+    const placed = price(d3, 'megatron', 'dgx-h100').dpCp.link.busGBps;
+    expect(placed).toBeCloseTo(groupLinks(h100, d3).dpCp.busGBps, 9);
+    expect(placed).toBeCloseTo(h100.inter.nicGBps * (320 / 360), 9);
   });
 
   it('reaches NVLink pairs of the DGX-1 cube-mesh directly and the others over PCIe', () => {
