@@ -5,6 +5,7 @@ import { rankOwnership } from '../parallel/ownership.ts';
 import { blockWeightNames, chunkBlocks, type PipelineModel } from '../parallel/pipeline-model.ts';
 import { activationTerms, type ActivationPart } from './activations.ts';
 import { parameterShards } from './parameters.ts';
+import { blockWgradInputs, headWgradInputs, wgradInputBytes } from './wgrad-inputs.ts';
 
 /**
  * What one micro-batch and the resident state cost on TP rank `tpRank` of pipeline stage `stage`,
@@ -13,9 +14,10 @@ import { parameterShards } from './parameters.ts';
  * token ids on virtual stage 0 and the output layer's input and the loss's logits, max, Σexp and
  * targets on the last; weights are the held blocks' shards plus the embedding on stage 0 and the
  * output layer on stage p − 1; the gradient sums one float per weight element. A backward deferred
- * by ZB-H1 keeps its micro-batch's saved activations (W reads them) and its gradient buffers (W
- * writes them) until W: deferredPerMicroBatch is that sum — the executor also keeps what the backward
- * itself made and freed (its releases wait for W, deferred-wgrad.ts), which this does not count.
+ * by ZB-H1 keeps, until W, what its weight-gradient ops read (wgrad-inputs.ts: each linear's input
+ * and output gradient, each gain's x, rstd and dN, the embedding's ids and dX, the output layer's
+ * input and dLogits) and the gradient buffers they write: deferredPerMicroBatch is that sum. The
+ * unchunked MLP's (tpOverlapChunks ≤ 1): the chunked one re-gathers its input in rounds.
  */
 export function stageUnitBytes(model: PipelineModel, stage: number, tpRank: number): StageUnitBytes {
   const { p, v } = model;
@@ -44,12 +46,21 @@ export function stageUnitBytes(model: PipelineModel, stage: number, tpRank: numb
       (k === last ? bytesOf(['output', 'loss']) : 0)
     );
   };
+  const wIn = wgradInputBytes(blockWgradInputs(model.layer));
+  const wInputs = (c: number) => {
+    const k = c * p + stage;
+    return (
+      blocks[c]!.length * wIn +
+      (k === 0 && model.layer.vocab > 0 ? wgradInputBytes(headWgradInputs(model.layer, 'emb')) : 0) +
+      (k === last && model.layer.vocab > 0 ? wgradInputBytes(headWgradInputs(model.layer, 'wout')) : 0)
+    );
+  };
   const weights = Array.from({ length: v }, (_, c) => chunkWeights(c)).reduce((a, x) => a + x, 0);
   return {
     weights,
     gradients: weights,
     savedPerMicroBatch: saved,
-    deferredPerMicroBatch: (c) => saved(c) + chunkWeights(c),
+    deferredPerMicroBatch: (c) => wInputs(c) + chunkWeights(c),
   };
 }
 
@@ -65,22 +76,14 @@ export interface StageMemoryCheck {
   readonly stage: number;
   readonly tpRank: number;
   readonly passes: readonly PassMemoryCheck[];
-  /**
-   * "F2: activations 7520 ≠ 7776", for weights, gradients and activations (exact: sums of float32
-   * tensor sizes), and any deferred-W bytes while no backward waits for its W.
-   */
+  /** "F2: activations 7520 ≠ 7776", for weights, gradients, activations and deferredW (exact: sums of float32 tensor sizes). */
   readonly mismatches: readonly string[];
-  /**
-   * Per backward waiting for its W (ZB-H1), what the rank holds beyond the accounting's saved
-   * activations and gradient buffers: the tensors that backward made and freed, whose releases wait for
-   * W (deferred-wgrad.ts). The distinct values over the passes: one when every waiting backward holds the same.
-   */
-  readonly backwardHeld: readonly number[];
 }
 
 /**
  * Checks TP rank `tpRank` of stage `stage`: its passes must be the schedule's, and after each the
- * weights, gradient sums and saved activations equal the accounting (stageUnitBytes × stageHeld).
+ * weights, gradient sums, saved activations and (ZB-H1) what the backwards waiting for their W hold
+ * equal the accounting (stageUnitBytes × stageHeld).
  */
 export function stageMemoryCheck(
   model: PipelineModel,
@@ -92,7 +95,6 @@ export function stageMemoryCheck(
   const accounted = stageClassBytes(held, stageUnitBytes(model, stage, tpRank));
   const mismatches: string[] = [];
   const passes: PassMemoryCheck[] = [];
-  const extra = new Set<number>();
   if (
     formatPasses(spans, model.v) !==
     formatPasses(
@@ -105,13 +107,9 @@ export function stageMemoryCheck(
     spans.forEach((s, i) => {
       if (!s.classes) return;
       const a = accounted[i]!;
-      for (const c of ['weights', 'gradients', 'activations'] as const)
+      for (const c of ['weights', 'gradients', 'activations', 'deferredW'] as const)
         if (s.classes[c] !== a[c]) mismatches.push(`${s.pass}${s.microBatch}: ${c} ${s.classes[c]} ≠ ${a[c]}`);
-      const waiting = held[i]!.deferredW.reduce((x, n) => x + n, 0);
-      if (waiting) extra.add((s.classes.deferredW - a.deferredW) / waiting);
-      else if (s.classes.deferredW !== 0)
-        mismatches.push(`${s.pass}${s.microBatch}: deferredW ${s.classes.deferredW} with no backward waiting for W`);
       passes.push({ pass: held[i]!.pass, measured: s.classes, accounted: a });
     });
-  return { stage, tpRank, passes, mismatches, backwardHeld: [...extra] };
+  return { stage, tpRank, passes, mismatches };
 }

@@ -3,7 +3,7 @@ import type { GemmProblem } from '../reference/gemm.ts';
 import type { Backend, OpSpec } from './backend.ts';
 import type { KernelName, OpPhase } from './plan-types.ts';
 
-/** The weight-gradient ops and releases one backward set aside, in issue order. */
+/** The weight-gradient ops one backward set aside and the releases of the tensors they read, in issue order. */
 export interface DeferredWgrad {
   /** Issues them: ZB-H1's W pass of that backward. */
   run(): void;
@@ -16,13 +16,17 @@ export interface DeferredWgrad {
  * 'wgrad' (each linear's X^T·dY) and kernels whose spec or op is 'wgrad' (the RMSNorm gains',
  * the embedding's) — and every release, so that one backward splits into ZB-H1's B (the input
  * gradient: what the previous stage waits for) and W (Qi et al. 2023, §2: W = the weight gradients,
- * which nothing downstream reads). Releases wait too: a deferred op may read any tensor the backward
- * freed after it, so they are replayed after it, in their order. No op of B reads a weight gradient
- * (they are written only), so B's results are those of the whole backward.
+ * which nothing downstream reads). The release of a tensor a set-aside op reads or writes waits for
+ * W (it is replayed after that op, in order); every other release happens at once, so a backward
+ * waiting for its W holds what W needs and no more: W's inputs (the layers' inputs and output
+ * gradients, accounting/wgrad-inputs.ts) and the gradient buffers it writes. No op of B reads a
+ * weight gradient (they are written only), so B's results are those of the whole backward.
  */
 export class DeferringBackend<T> implements Backend<T> {
   private held: (() => void)[] | undefined;
   private heldOps = 0;
+  /** The tensors the set-aside ops touch: their releases wait for W. */
+  private readonly touched = new Set<T>();
 
   constructor(readonly inner: Backend<T>) {}
 
@@ -41,6 +45,7 @@ export class DeferringBackend<T> implements Backend<T> {
     if (this.held) throw new Error('DeferringBackend: already deferring.');
     this.held = [];
     this.heldOps = 0;
+    this.touched.clear();
   }
 
   /** Stops, returning what was set aside since defer(). */
@@ -49,6 +54,7 @@ export class DeferringBackend<T> implements Backend<T> {
     if (!held) throw new Error('DeferringBackend: take() without defer().');
     const ops = this.heldOps;
     this.held = undefined;
+    this.touched.clear();
     return { ops, run: () => held.forEach((f) => f()) };
   }
 
@@ -62,13 +68,14 @@ export class DeferringBackend<T> implements Backend<T> {
     return this.inner.read(t);
   }
   release(t: T): void {
-    if (this.held) this.held.push(() => this.inner.release(t));
+    if (this.held && this.touched.has(t)) this.held.push(() => this.inner.release(t));
     else this.inner.release(t);
   }
   kernel<A>(op: OpSpec, spec: KernelSpec<KernelName, A>, tensors: readonly T[], args: A): void {
     if (this.held && (spec.role === 'wgrad' || op.role === 'wgrad')) {
       const phase = this.inner.phase;
       this.heldOps++;
+      for (const t of tensors) this.touched.add(t);
       this.held.push(() => {
         this.inner.phase = phase;
         this.inner.kernel(op, spec, tensors, args);
@@ -79,6 +86,7 @@ export class DeferringBackend<T> implements Backend<T> {
     if (this.held && op.role === 'wgrad') {
       const phase = this.inner.phase;
       this.heldOps++;
+      for (const t of [a, b, c]) this.touched.add(t);
       this.held.push(() => {
         this.inner.phase = phase;
         this.inner.gemm(op, p, a, b, c);

@@ -249,24 +249,16 @@ export class TpPipelineView extends LitElement {
   /** What the by-class chart shows, and whether every rank's classes equal the accounting. */
   private classCaption(r: PipelineRunResult): TemplateResult {
     const bad = r.memoryClasses.flatMap((c) => c.mismatches.map((m) => `stage ${c.stage} TP rank ${c.tpRank} ${m}`));
-    const held = r.memoryClasses.filter((c) => c.tpRank === 0 && c.backwardHeld.length);
-    const kib = (b: number) => `${(b / 1024).toFixed(1)} KiB`;
     return html`<p class="note" data-stage-classes data-check=${bad.length ? 'fail' : 'pass'}>
         By class, each stage's TP rank 0 after each pass, from the rank's own record of its GPU tensors; dashed:
         the accounting (the schedule's count of micro-batches in flight${r.model.schedule === 'zb-h1' ? ' and waiting for W' : ''}
-        × each micro-batch's saved bytes from the layer's accounting, plus weights and gradient sums). Weights,
-        gradient sums and saved activations equal the accounting after every pass of every rank:
+        × each micro-batch's saved bytes from the layer's accounting${r.model.schedule === 'zb-h1' ? ' or, waiting for W, what its weight gradients read and write' : ''},
+        plus weights and gradient sums). Weights, gradient sums, saved activations${r.model.schedule === 'zb-h1' ? ' and what waits for W' : ''}
+        equal the accounting after every pass of every rank:
         ${
           bad.length
             ? html`<strong class="error">no</strong> — ${bad.slice(0, 4).join('; ')}${bad.length > 4 ? ` (${bad.length} in all)` : ''}.`
             : html`<strong>exact</strong> (${r.memoryClasses.reduce((a, c) => a + c.passes.length, 0)} passes).`
-        }
-        ${
-          held.length
-            ? html`Each backward waiting for its W also holds what it made and freed (its releases wait for W), beyond
-              the saved activations and gradient buffers counted:
-              ${held.map((c) => html`<span data-backward-held=${c.stage}>stage ${c.stage} ${c.backwardHeld.map(kib).join(' / ')}</span> `)}.`
-            : nothing
         }
       </p>
       <div class="legend">

@@ -44,3 +44,35 @@ it('a backward with its wgrad ops deferred: dx unchanged, gradients only after r
   for (const g of Object.values(split.before!)) expect(g.every((v) => v === 0)).toBe(true);
   expect(split.grads).toEqual(whole.grads);
 });
+
+// What a deferred backward holds until W: the tensors its weight-gradient ops read, and no others.
+it('a deferred backward frees at B what no weight gradient reads, and W’s inputs only at W', async () => {
+  const c = configFromPreset('classroom', { vocab: 0 });
+  const own = rankOwnership(c)[0]!;
+  const { x, dy } = stepInputs(c);
+  const released = new Set<HostTensor>();
+  const cpu = new CpuBackend();
+  // The CPU backend with each release recorded (CpuBackend's own release does nothing).
+  const inner = new Proxy(cpu, {
+    get: (target, key) => {
+      if (key === 'release') return (t: HostTensor) => void released.add(t);
+      const v: unknown = Reflect.get(target, key, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const be = new DeferringBackend(inner);
+  const lc = new LayerComm(createInProcessGroup(1)[0]!, (t: HostTensor) => t.shape);
+  const w = uploadWeights(rankWeightArrays(c, own), (n, shape, data) => be.tensor(n, shape, data));
+  const f = await blockForward(be, lc, c, own, w, be.tensor('x', [c.s, c.b, c.h], x!));
+  be.defer();
+  await blockBackward(be, lc, c, w, f.saved, be.tensor('dy', [c.s, c.b, c.h], dy!), {});
+  const held = be.take();
+  const { attn, mlp } = f.saved;
+  // B's own inputs: Q, K, V and the probabilities (attention's dgrad), gate and up (SwiGLU's backward).
+  for (const t of [attn.q, attn.k, attn.v, attn.p, mlp.mlp.gate, mlp.mlp.up]) expect(released.has(t)).toBe(true);
+  // W's: the block input and x2 (the gains'), the context (wo's), SwiGLU's output (wdown's).
+  const wInputs = [f.saved.x, f.saved.x2, attn.ctx, mlp.mlp.act];
+  for (const t of wInputs) expect(released.has(t)).toBe(false);
+  held.run();
+  for (const t of wInputs) expect(released.has(t)).toBe(true);
+});
