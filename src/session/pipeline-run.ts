@@ -150,7 +150,14 @@ export async function runPipeline(pool: RankPool<LayerWorkerPrograms>, a: Pipeli
     places,
     outputs,
     oracle,
-    measured: measuredBubble(model.p, outputs),
+    measured: measuredBubble(
+      model.p,
+      outputs.map((o, r) => ({
+        stage: o.stage,
+        spans: o.spans,
+        waits: trace.filter((e) => e.rank === r && e.p2p?.kind === 'recv'),
+      })),
+    ),
     projected: projectedBubble(model, outputs),
     memory: stageMemoryPeaks(model.p, outputs),
     memoryClasses: outputs.map((o) => stageMemoryCheck(model, o.stage, o.tpRank, o.spans)),

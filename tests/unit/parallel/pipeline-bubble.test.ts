@@ -4,17 +4,25 @@ import type { PassSpan } from '../../../src/parallel/pipeline-step.ts';
 
 const span = (pass: PassSpan['pass'], t0: number, t1: number): PassSpan => ({ pass, microBatch: 0, chunk: 0, t0, t1 });
 
-it("measures each stage's idle share of the step from its passes (mean over its TP ranks)", () => {
-  // p = 2, m = 1: stage 0 F [0, 1), B [3, 5); stage 1 F [1, 2), B [2, 3) on both TP ranks, one of them slower.
+it("measures each stage's waiting share of the step from its passes and receives (mean over its TP ranks)", () => {
+  // p = 2, m = 1, step [0, 5): stage 0 F [0, 1), its receive of the gradient [1.5, 3), B [3, 5): the gap
+  // [1, 1.5) is the executor's (overhead), the receive a wait. Stage 1 waits for its input [·, 1) (the
+  // part before the step's start is not the step's), then F and B on two TP ranks, one slower; after B it waits.
+  const wait = (t0: number, t1: number) => ({ t0, t1 });
   const b = measuredBubble(2, [
-    { stage: 0, spans: [span('F', 0, 1), span('B', 3, 5)] },
-    { stage: 1, spans: [span('F', 1, 2), span('B', 2, 3)] },
-    { stage: 1, spans: [span('F', 1, 2.5), span('B', 2.5, 3.5)] },
+    { stage: 0, spans: [span('F', 0, 1), span('B', 3, 5)], waits: [wait(1.5, 3)] },
+    { stage: 1, spans: [span('F', 1, 2), span('B', 2, 3)], waits: [wait(0, 1)] },
+    { stage: 1, spans: [span('F', 1, 2.5), span('B', 2.5, 3.5)], waits: [wait(-1, 1)] },
   ]);
   expect(b.spanMs).toBe(5);
   expect(b.busyMs).toEqual([3, 2.25]);
-  expect(b.idleShare).toEqual([0.4, 0.55]);
-  expect(b.bubbleShare).toBe(0.4);
+  expect(b.idleShare).toEqual([1.5 / 5, (3 / 5 + 2.5 / 5) / 2]);
+  expect(b.overheadShare).toEqual([0.5 / 5, 0]);
+  expect(b.bubbleShare).toBe(1.5 / 5);
+  // Without the receive, stage 0's whole gap [1, 3) is between passes: overhead, none of it bubble.
+  const none = measuredBubble(2, [{ stage: 0, spans: [span('F', 0, 1), span('B', 3, 5)], waits: [] }]);
+  expect(none.idleShare[0]).toBe(0);
+  expect(none.overheadShare[0]).toBe(2 / 5);
   expect(() => measuredBubble(2, [])).toThrow(/no passes/);
 });
 

@@ -107,7 +107,7 @@ function run(d: number, dp?: DpSyncMode): PipelineRunResult {
     places,
     outputs,
     oracle: { entries: [entry], worst: entry, pass: true },
-    measured: { spanMs: 7, busyMs: [4, 4], idleShare: [3 / 7, 3 / 7], bubbleShare: 3 / 7 },
+    measured: { spanMs: 7, busyMs: [4, 4], idleShare: [3 / 7, 3 / 7], overheadShare: [0, 0], bubbleShare: 3 / 7 },
     projected: { formulaShare: 1 / 3, formula: '(p − 1)/(m + p − 1)' },
     memory: [],
     memoryClasses: [],
