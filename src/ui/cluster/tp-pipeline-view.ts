@@ -212,7 +212,8 @@ export class TpPipelineView extends LitElement {
       </h3>
       <p class="note" data-pipeline-caption>
         The step the ${r.places.length} rank workers ran (the second of two; the first compiles), span
-        ${formatMs(r.measured.spanMs)}. Bubble measured on the ranks (idle share of the busiest stage):
+        ${formatMs(r.measured.spanMs)}. Bubble measured on the ranks (the busiest stage's share of the step spent
+        waiting: for a neighbour's tensor, before its first pass, after its last):
         <strong data-measured-bubble=${r.measured.bubbleShare}>${pct(r.measured.bubbleShare)}</strong>; projected
         for the same layout:
         ${
@@ -222,7 +223,9 @@ export class TpPipelineView extends LitElement {
                 on these measured pass times, no p2p time) and `
         }<span data-formula-bubble=${r.projected.formulaShare}>${pct(r.projected.formulaShare)}</span>
         (${r.projected.formula}, equal stages). Idle share per stage:
-        ${r.measured.idleShare.map((x, i) => html`<span data-stage-idle=${i}>${i ? ', ' : ''}${pct(x)}</span>`)}.
+        ${r.measured.idleShare.map((x, i) => html`<span data-stage-idle=${i}>${i ? ', ' : ''}${pct(x)}</span>`)};
+        between passes, neither computing nor waiting (the executor posting sends, sampling memory):
+        ${r.measured.overheadShare.map((x, i) => html`<span data-stage-overhead=${i}>${i ? ', ' : ''}${pct(x)}</span>`)}.
         Click a stage for its TP ranks' own lanes.
       </p>
       ${this.legend(v, schedule === 'zb-h1', dp > 1, blocks, this.stage !== undefined)}
