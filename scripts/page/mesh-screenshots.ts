@@ -1,5 +1,5 @@
-// npm run screenshots:mesh [-- --out docs/img --hash '#tp=2&pp=2&…']: the mesh card of the built page at 1280×800 and
-// 1920×1080, scrolled to its live memory (the curves per stage and the chart by class), with its layout faults listed.
+// npm run screenshots:mesh [-- --out docs/img --hash '#tp=2&pp=2&…']: the mesh card of the built page, whole (its
+// schedule, live memory per stage and the chart by class), in windows of 1280×800 and 1920×1080, with the layout faults listed.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -33,11 +33,10 @@ try {
   await open.page.waitForFunction(() => document.querySelector('tp-app')?.getAttribute('data-busy') === 'false');
   for (const size of sizes) {
     await resize(open.page, size);
-    // The live-memory heading at the window's top: the curves per stage and, below, the chart by class.
-    await view.locator('h4:has-text("Live memory per stage")').evaluate((e) => e.scrollIntoView());
     await settle(open.page);
+    // The whole card at this window's width: the schedule, the memory per stage and the chart by class.
     const path = join(values.out, `mesh-${size.width}x${size.height}.png`);
-    await open.page.screenshot({ path });
+    await open.page.locator('[data-mesh]').screenshot({ path });
     const found = await layoutFaults(open.page);
     faults += found.length;
     console.log(`${path}${found.length ? '' : ' (no layout faults)'}`);
