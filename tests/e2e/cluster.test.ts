@@ -35,7 +35,7 @@ describe('the machine choice and the cluster panel (built page)', () => {
     expect(await page.locator('tp-oracle-badge .badge').getAttribute('data-pass')).toBe('true');
   });
 
-  test('the cluster panel tabulates t × DP = 8 with and without SP and draws four charts with the OOM line', async () => {
+  test("the cluster panel tabulates the mesh's layout over t with and without SP and draws four charts with the OOM line", async () => {
     const rows = panel().locator('table[data-cluster-table] tbody tr');
     await expect.poll(() => rows.count(), { timeout: runTimeout }).toBeGreaterThan(4);
     // the page's layer (cmodel=layer), classroom: 4 heads, so t = 1, 2, 4 run and t = 8 is named illegal.
@@ -104,27 +104,27 @@ describe('the machine choice and the cluster panel (built page)', () => {
   });
   test('a TP group wider than a node is captioned on the network; the global batch is set and checked by its control', async () => {
     // 2 GPUs per node, t = 4: the TP group spans 2 nodes and the projection prices the network.
-    await page.goto(new URL('/#tp=4&system=custom:v100-pcie:2:5:10&gbatch=12&cmodel=layer', open.base).href);
+    await page.goto(new URL('/#tp=4&system=custom:v100-pcie:2:5:10&gbatch=16&cmodel=layer', open.base).href);
     await shownRun('tp=4');
     expect(await caption()).toMatch(
       /Communication: projected on 2× InfiniBand HDR .*: the TP group of 4 spans 2 nodes of 2 GPUs/,
     );
-    // the page's layer (cmodel=layer): classroom b = 1, N = 8: b·DP at t = 1 is 8, so 12 is refused by the control and by the panel.
-    const err = page.locator('tp-machine-controls [data-error-for="gbatch"]');
+    // The panel projects the mesh's d and m (G = b·d·m): gbatch=16 at d = 1, m = 4 (classroom b = 1) is refused at m's control.
+    const err = page.locator('tp-mesh-controls [data-error-for="m"]');
     await expect
       .poll(() => err.textContent(), { timeout: runTimeout })
-      .toMatch(/gbatch \(12 sequences\) must be a multiple of b·DP = 8.*use 8 or 16/);
-    await expect.poll(() => panel().locator('[data-cluster-error]').textContent()).toMatch(/use 8 or 16/);
-    await machineControl('gbatch').fill('64');
-    await machineControl('gbatch').dispatchEvent('change');
-    await expect.poll(() => page.evaluate(() => location.hash)).toContain('gbatch=64');
+      .toMatch(/the global batch G = 16 sequences is b·d·m .*m = 16, not 4: write m=16, or gbatch=4, or gbatch=auto/);
+    await page.locator('tp-mesh-controls [data-control="m"]').fill('16');
+    await page.locator('tp-mesh-controls [data-control="m"]').dispatchEvent('change');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('m=16');
     await expect.poll(() => err.count()).toBe(0);
+    expect(await page.locator('[data-error-for="gbatch"]').count()).toBe(0);
     await expect
       .poll(() => panel().locator('[data-cluster-caption]').textContent())
-      .toMatch(/global batch 64 sequences/);
-    // t = 1: DP = 8, m = 64 / (1 · 8) = 8 micro-batches.
-    await expect
-      .poll(() => panel().locator('tr[data-tp="1"][data-sp="false"] td:nth-child(3)').textContent())
-      .toBe('8');
+      .toMatch(/d = 1 replicas of m = 16 micro-batches \(dp, m\), global batch b·d·m = 16 sequences/);
+    // Every row runs the mesh's layout: DP = d = 1, m = 16 micro-batches.
+    const cell = (n: number) => panel().locator(`tr[data-tp="1"][data-sp="false"] td:nth-child(${n})`).textContent();
+    await expect.poll(() => cell(2)).toBe('1');
+    await expect.poll(() => cell(3)).toBe('16');
   });
 });

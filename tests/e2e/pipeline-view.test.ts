@@ -12,12 +12,12 @@ let open: OpenPage;
 let page: Page;
 
 // The seeds' tiny GPT (the panel's default model) on the 8×V100 box, 16 layers (4 per stage, 2
-// per chunk), p = 4, v = 2; global batch auto = b·N = 64, so at the page's t = 2, DP = 8/(2·4) = 1
-// and m = 64/(8·1) = 8 micro-batches (a multiple of p, as the interleaved schedule needs).
+// per chunk), p = 4, v = 2, the mesh's d = 1 and m = 8 micro-batches (a multiple of p, as the
+// interleaved schedule needs): at the page's t = 2, N = t·p·d = 8 GPUs, G = b·d·m = 64.
 const p = 4;
 const v = 2;
 const m = 8;
-const hash = `#tp=2&layers=16&pp=${p}&vpp=${v}`;
+const hash = `#tp=2&layers=16&pp=${p}&vpp=${v}&schedule=interleaved&m=${m}`;
 
 const view = () => page.locator('tp-cluster-panel tp-pipeline-view');
 

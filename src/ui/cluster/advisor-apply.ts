@@ -1,6 +1,7 @@
 import type { ParallelLayout } from '../../megatron/parallel-layout.ts';
 import { legalTpOverlapChunks, tpOverlapProblem } from '../../parallel/tp-overlap.ts';
-import { settingsTable, type Settings } from '../settings/state.ts';
+import { resolveGlobalBatch } from '../../megatron/global-batch.ts';
+import { dpCap, mCap, settingsTable, type Settings } from '../settings/state.ts';
 import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
 
@@ -27,7 +28,9 @@ function chunksFor(s: Settings, tp: number): number | undefined {
  * distributed optimizer (`distopt`), the gradient and parameter overlaps, FSDP, the async dgrad
  * overlap (on: the advisor's layouts assume it, as Megatron runs it), `--tp-comm-overlap` as the
  * page's chunked TP overlap (`tpoverlap`: kept if on and legal, else t chunks, one per rank's shard;
- * off when the row has none) and the micro-batch when the cluster model is the page's own layer.
+ * off when the row has none), the micro-batch when the cluster model is the page's own layer, and
+ * the row's DP and micro-batches as the mesh's d and m (DP = N/(t·p·cp) on the page's budget N,
+ * m = G/(b·DP); the cluster panel projects the mesh's d and m), each where its cap allows.
  * EP and ETP (rows of an MoE cluster model; the page's cluster models are dense) are listed in
  * `notApplied`: the page's ep and etp are its own MoE layer's, on its t ranks.
  */
@@ -48,8 +51,16 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
   const moe = "the page's ep and etp are its own MoE layer's";
   if (l.ep !== undefined && l.ep > 1) notApplied.push(`--expert-model-parallel-size ${l.ep} (${moe})`);
   if (l.etp !== undefined && l.etp !== l.tp) notApplied.push(`--expert-tensor-parallel-size ${l.etp} (${moe})`);
+  // The row's DP and m: the budget N = t·p·cp·DP and the global batch G = b·DP·m the advisor searched.
+  const dp = s.gpus / (l.tp * l.pp * l.cp);
+  const inBudget = Number.isInteger(dp) && dp >= 1;
+  const m = inBudget ? resolveGlobalBatch(s.gbatch, modelB, s.gpus, [l.tp], l.pp * l.cp) / (modelB * dp) : 0;
+  if (inBudget && dp > dpCap.max) notApplied.push(`DP ${dp} (${dpCap.why}: d stays ${s.dp})`);
+  if (inBudget && m > mCap.max) notApplied.push(`${m} micro-batches (m ≤ ${mCap.max}: ${mCap.why}; m stays ${s.m})`);
   const settings: Settings = {
     ...s,
+    ...(inBudget && dp <= dpCap.max && { dp }),
+    ...(inBudget && m <= mCap.max && { m }),
     tp: l.tp,
     sp: l.sp,
     pp: l.pp,
@@ -92,4 +103,6 @@ const appliedFields = [
   'overlap',
   'tpOverlapChunks',
   'b',
+  'dp',
+  'm',
 ] as const satisfies readonly (keyof Settings)[];

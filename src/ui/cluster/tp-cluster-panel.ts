@@ -1,8 +1,7 @@
-// <tp-cluster-panel>: the layer × L projected onto a real cluster at a fixed GPU budget, over t, with and without SP.
+// <tp-cluster-panel>: the layer × L projected onto a real cluster in the mesh's layout (p, d, m), over t, with and without SP.
 import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import type { TrainDtype } from '../../hardware/dtype.ts';
-import { budgetDegrees, resolveGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import type { SystemSpec } from '../../hardware/systems.ts';
 import { systemOf } from '../settings/system-files.ts';
 import { modelSizesOf, type LayerConfig } from '../../parallel/config.ts';
@@ -35,10 +34,14 @@ type Okay = Extract<BudgetLine, { ok: true }>;
 
 const colors = { plain: '#2f6fb0', sp: '#d0622b', capacity: '#b00020' };
 
+/** The t of the rows: powers of two up to a node of 8 GPUs, where Megatron keeps its TP groups. */
+const clusterDegrees = [1, 2, 4, 8] as const;
+
 /**
- * `<tp-cluster-panel>`: for the page's layer sizes, L layers and a budget of N GPUs on `system`
- * in `dtype`, the fixed-budget table (t × DP = N; global batch `gbatch`, b·N sequences by default, so each
- * replica runs m = gbatch/(b·DP) micro-batches, t by default) and D3 charts of tokens/s, MFU, exposed share and memory per GPU vs t,
+ * `<tp-cluster-panel>`: for the page's layer sizes and L layers on `system` in `dtype`, the mesh's
+ * layout projected at each t (clusterDegrees): p stages, cp, d replicas on N = t·p·cp·d GPUs, each
+ * replica running the mesh's m micro-batches (global batch G = b·d·m, Megatron's
+ * get_num_microbatches), and D3 charts of tokens/s, MFU, exposed share and memory per GPU vs t,
  * without and with SP, memory against the GPU's capacity (the OOM line). Pure projection: the
  * same code as `npm run project`.
  */
@@ -61,9 +64,9 @@ export class TpClusterPanel extends LitElement {
   @property() system = 'v100-pcie-8';
   @property() dtype: TrainDtype = 'fp16';
   @property({ type: Number }) layers = 12;
-  @property({ type: Number }) gpus = 8;
-  /** The global batch setting ('auto': b·N). */
-  @property({ attribute: false }) gbatch: GlobalBatchSetting = 'auto';
+  /** The mesh's d (settings dp) and m: every row runs d replicas of m micro-batches. */
+  @property({ type: Number }) dp = 1;
+  @property({ type: Number }) m = 1;
   @property({ type: Boolean }) overlap = true;
   /** p pipeline stages and v virtual stages per rank of every row (t × p × DP = N). */
   @property({ type: Number }) pp = 1;
@@ -110,8 +113,8 @@ export class TpClusterPanel extends LitElement {
       'system',
       'dtype',
       'layers',
-      'gpus',
-      'gbatch',
+      'dp',
+      'm',
       'overlap',
       'pp',
       'vpp',
@@ -152,15 +155,11 @@ export class TpClusterPanel extends LitElement {
         const machine = { system, dtype: this.dtype, kernels };
         const sizes = modelSizesOf(c);
         const pcp = this.pp * (this.flags.cp ?? 1);
-        const degrees = budgetDegrees(this.gpus, pcp);
-        if (!degrees.length)
-          throw new Error(`the GPU budget N (${this.gpus}) must be a multiple of p·cp = ${pcp}: t × p × cp × DP = N.`);
         const setup = {
           sizes,
           sp: false,
           layers: this.layers,
-          gpus: this.gpus,
-          globalBatch: resolveGlobalBatch(this.gbatch, c.b, this.gpus, degrees, pcp),
+          globalBatch: c.b * this.dp * this.m,
           overlap: this.overlap,
           pp: this.pp,
           vpp: this.vpp,
@@ -168,11 +167,14 @@ export class TpClusterPanel extends LitElement {
           // One switch, two effects (as npm run project has it): FlashAttention's time and no s×s activations.
           flashAttention: usesFlashAttention(kernels, system.gpu.arch),
         };
-        const plain = await fixedBudget(setup, degrees, machine);
+        // Each row on its own N = t·p·cp·d GPUs.
+        const rowsOf = async (ts: readonly number[], s: typeof setup, mc: typeof machine) =>
+          (await Promise.all(ts.map((t) => fixedBudget({ ...s, gpus: t * pcp * this.dp }, [t], mc)))).flat();
+        const plain = await rowsOf(clusterDegrees, setup, machine);
         // --tp-comm-overlap needs SP and t > 1 (Megatron asserts it): only the SP rows, all at t > 1, get it.
-        const sp = await fixedBudget(
+        const sp = await rowsOf(
+          clusterDegrees.filter((t) => t > 1),
           { ...setup, sp: true },
-          degrees.filter((t) => t > 1),
           { ...machine, kernels: { ...kernels, tpCommOverlap: this.tpOverlapChunks > 1 } },
         );
         return { system, plain, sp };
@@ -341,14 +343,10 @@ export class TpClusterPanel extends LitElement {
       <p class="note" data-cluster-caption>
         ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b})
         × ${this.layers} layers (embedding, output and loss once) on
-        ${s ? `${s.label}, ${this.gpus} GPUs` : this.system}, in ${this.dtype};
-        ${this.kernelWords()}
-        ${this.pp > 1 ? `p = ${this.pp} pipeline stages${this.vpp > 1 ? ` × v = ${this.vpp} virtual stages` : ''} (t × p × DP = N);` : ''}
-        ${
-          this.gbatch === 'auto'
-            ? `global batch b·N = ${c.b * this.gpus} sequences (each replica accumulates t micro-batches)`
-            : `global batch ${this.gbatch} sequences (gbatch; each replica accumulates m = ${this.gbatch}/(b·DP) micro-batches)`
-        };
+        ${s ? `${s.label}, t × p × cp × d GPUs` : this.system}, in ${this.dtype};
+        ${this.kernelWords()} the mesh's layout:
+        ${this.pp > 1 ? `p = ${this.pp} pipeline stages${this.vpp > 1 ? ` × v = ${this.vpp} virtual stages` : ''},` : ''}
+        d = ${this.dp} replicas of m = ${this.m} micro-batches (dp, m), global batch b·d·m = ${c.b * this.dp * this.m} sequences;
         <span data-cluster-flags>${this.flagWords()}</span>. A projection from datasheet figures and the alpha-beta
         link model, not a measurement; the WebGPU run on this page is fp32 on this browser's adapter.
       </p>

@@ -22,8 +22,11 @@ export const runsMesh = (s: Settings): boolean => isMesh(s);
 
 /**
  * The mesh's rules broken by `s`, each at its control (the one just changed when it is involved).
- * They stop the mesh run only: the TP layer and the cluster panel's projection still run.
+ * They stop the mesh run only: the TP layer and the cluster panel's projection still run. The
+ * cluster panel projects the mesh's d and m whether or not a mesh runs, so the global batch's rule
+ * (G = b·d·m unless `auto`) holds always; the others only when a mesh runs.
  */
 export function meshIssues(s: Settings, changed?: ControlField): FieldIssue[] {
-  return runsMesh(s) ? placeIssues(checkMeshLayout(meshLayoutOf(s)), changed) : [];
+  const all = checkMeshLayout(meshLayoutOf(s));
+  return placeIssues(runsMesh(s) ? all : all.filter((i) => i.fields.includes('gbatch')), changed);
 }

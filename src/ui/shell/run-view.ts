@@ -166,8 +166,8 @@ export function renderRun(
         .system=${s.system}
         .dtype=${s.dtype}
         .layers=${s.layers}
-        .gpus=${s.gpus}
-        .gbatch=${s.gbatch}
+        .dp=${s.dp}
+        .m=${s.m}
         .overlap=${s.overlap}
         .pp=${s.pp}
         .vpp=${s.vpp}

@@ -21,10 +21,13 @@ const row: ParallelLayout = {
 describe("applying an advisor row to the page's settings", () => {
   it('sets every flag the row names (t, SP, p, v, cp, recompute, distopt, the overlaps, FSDP, tpoverlap)', () => {
     // The classroom layer: s = 8 at t = 4 with SP and tpoverlap off: t = 4 chunks, each rank's shard one chunk.
-    const page = { ...defaultSettings, overlap: false, rmodules: ['mlp' as const] };
+    // 32 GPUs: DP = 32/(t·p·cp) = 2; G = b·N = 8·32 (gbatch auto) → m = 256/(8·2) = 16, the mesh's d and m.
+    const page = { ...defaultSettings, gpus: 32, overlap: false, rmodules: ['mlp' as const] };
     const { settings, notApplied } = applyAdvisorRow(page, row);
     expect(settings).toEqual({
       ...page,
+      dp: 2,
+      m: 16,
       tp: 4,
       sp: true,
       pp: 2,
