@@ -15,7 +15,7 @@ const card = () => page.locator('[data-mesh-classroom]');
 const values = async (label: string): Promise<number[]> =>
   JSON.parse((await card().locator(`tr[data-fact="${label}"]`).getAttribute('data-values')) ?? 'null') as number[];
 const printed = (label: string) => card().locator(`tr[data-fact="${label}"] td.v`).textContent();
-const open_ = (id: string) => card().locator(`button[data-mesh-step="${id}"]`).click();
+const open_ = (id: string) => card().locator(`button[data-outline="mesh"][data-step="${id}"]`).click();
 
 /** What the run returned, read off the element's `result` (the numbers the test checks the shown ones against). */
 interface RunNumbers {

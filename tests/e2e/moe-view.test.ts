@@ -31,16 +31,51 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
   try {
     const view = page.locator('tp-moe-view');
     await expect.poll(() => view.getAttribute('data-state'), { timeout: 120_000 }).toBe('done');
-    // Four ranks, each with its dispatch and combine all-to-alls (forward) drawn, labelled with bytes per peer.
+    // Four ranks in the card's <tp-timeline>, each with its dispatch and combine all-to-alls (forward and backward)
+    // labelled with the bytes sent to each peer, and its expert GEMMs (forward, backward) with their token rows.
+    const tl = view.locator('tp-timeline[data-moe="timeline"]');
     for (const r of [0, 1, 2, 3]) {
-      const a2a = view.locator(`svg[data-moe="timeline"] rect[data-rank="${r}"][data-op="allToAll"]`);
-      expect(await a2a.count(), `rank ${r} all-to-alls`).toBeGreaterThanOrEqual(2);
-      const gemms = view.locator(`svg[data-moe="timeline"] rect[data-rank="${r}"][data-op="moe.experts"]`);
-      expect(await gemms.count(), `rank ${r} expert GEMMs`).toBe(1);
+      const a2a = tl.locator(`g[data-lane="comm"][data-rank="${r}"] rect[data-kind="comm"][data-op="allToAll"]`);
+      expect(await a2a.count(), `rank ${r} all-to-alls`).toBeGreaterThanOrEqual(4);
+      const gemms = tl.locator(
+        `g[data-lane="compute"][data-rank="${r}"] rect[data-kind="compute"][data-op^="moe.experts"]`,
+      );
+      expect(await gemms.count(), `rank ${r} expert GEMMs`).toBe(2);
     }
-    const titles = await view.locator('svg[data-moe="timeline"] rect title').allTextContents();
-    expect(titles.some((t) => /moe\.dispatch: .* sent →0 .*, →1 .*, →2 .*, →3 /.test(t))).toBe(true);
-    expect(titles.some((t) => /experts 0…1 processed \d+, \d+ token rows/.test(t))).toBe(true);
+    // exposed communication, as for the layer's collectives
+    expect(await tl.locator('rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
+    // hovering an all-to-all names the bytes it sent and received per peer
+    await tl
+      .locator('g[data-lane="comm"][data-rank="2"] rect[data-kind="comm"][data-op="allToAll"]')
+      .first()
+      .hover({ force: true });
+    const tip = await tl.locator('.tip').textContent();
+    expect(tip).toMatch(/^moe\.dispatch — rank 2\n/);
+    for (const r of [0, 1, 3]) expect(tip).toMatch(new RegExp(`rank ${r}: sent \\d+ B, received \\d+ B\\n`));
+    expect(tip).toMatch(/rank 2: sent \d+ B, received \d+ B \(own rows, kept locally\)/);
+    // zoomed onto rank 2's first all-to-all, its label says the bytes to each other rank; the GEMMs say their rows
+    const labelsAt = async () =>
+      tl.locator('g.labels text').evaluateAll((ts) => ts.map((t) => t.getAttribute('data-text') ?? ''));
+    const zoomOnto = (rank: number, op: string) =>
+      tl.evaluate(
+        (el, [r, o]) => {
+          type E = { rank: number; op: string; t0: number; t1: number };
+          const t = el as unknown as { timeline: { events: E[] }; zoomTo(a: number, b: number): void };
+          const e = t.timeline.events.find((x) => x.rank === r && x.op === o)!;
+          t.zoomTo(e.t0, e.t1);
+        },
+        [rank, op] as const,
+      );
+    await zoomOnto(2, 'allToAll');
+    expect((await labelsAt()).some((t) => /^moe\.dispatch( |\n)→\d \d+ B →\d \d+ B →\d \d+ B$/.test(t))).toBe(true);
+    await zoomOnto(1, 'moe.experts');
+    expect((await labelsAt()).some((t) => /^experts 2–3 rows \d+·\d+$/.test(t))).toBe(true);
+    await tl.evaluate((el) => (el as unknown as { resetZoom(): void }).resetZoom());
+    // the expert straggler named above the lanes and its lanes framed
+    const named = tl.locator('p[data-moe-straggler]');
+    expect(await named.textContent()).toMatch(/Expert straggler: rank \d — its experts \d–\d processed \d+ token rows/);
+    const stragglerRank = await named.getAttribute('data-moe-straggler');
+    expect(await tl.locator(`rect.moe-straggler[data-moe-straggler="${stragglerRank}"]`).count()).toBe(1);
     // The heat map: 4 ranks × 8 experts, each rank's 8 tokens × top-2 = 16 picks, none dropped.
     const cells = view.locator('table[data-moe="heatmap"] td[data-expert]');
     expect(await cells.count()).toBe(32);
@@ -52,6 +87,7 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
     expect(await straggler.textContent()).toMatch(
       /^rank \d: its experts \d–\d processed \d+ token rows \([\d.]+× the mean of 16\.0\)/,
     );
+    expect(await straggler.getAttribute('data-rank')).toBe(stragglerRank);
     expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
     // The dispatch matrix: every rank's row sums to its kept picks' bytes (16 rows of h = 16 float32 = 1024 B).
     const a2a = await view
@@ -62,19 +98,41 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
           .map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent!.replace(/[()]/g, '')))),
       );
     expect(a2a.map((row) => row.reduce((a, b) => a + b, 0))).toEqual([1024, 1024, 1024, 1024]);
-    // The classroom steps (the float64 block on the same tokens): each EP rank's grouped-GEMM rows equal the
-    // ranks' measured load of its two experts (the heat map's totals).
+    // The classroom view steps through the same run: seven MoE steps, every count equal to what the ranks measured.
     const load = (await view.locator('table[data-moe="heatmap"] tr:last-child th').allTextContents())
       .slice(1, 9)
       .map(Number);
-    await view.locator('details[data-moe="steps"] summary').click();
-    const gemmRows = view.locator('section[data-step="grouped-gemm"] tr td:nth-child(3)');
-    await expect.poll(() => gemmRows.count(), { timeout: 30_000 }).toBe(4);
-    expect((await gemmRows.allTextContents()).map(Number)).toEqual(
-      [0, 1, 2, 3].map((j) => load[2 * j]! + load[2 * j + 1]!),
-    );
-    expect(await view.locator('section[data-step]').count()).toBe(7);
-    await view.locator('section[data-step="aux"]').screenshot({ path: 'test-results/moe-step-aux-1280.png' });
+    await page.evaluate(() => (location.hash = location.hash.replace(/^#/, '#view=classroom&')));
+    const moe = page.locator('tp-classroom-moe');
+    await expect.poll(() => moe.locator('nav.outline button').count(), { timeout: 60_000 }).toBe(7);
+    const checksOf = async (id: string) => {
+      await moe.locator(`button[data-outline="moe"][data-step="${id}"]`).click();
+      const c = moe.locator(`section[data-step-id="${id}"] div.check`);
+      return c.evaluateAll((els) =>
+        els.map((e) => ({
+          pass: e.getAttribute('data-pass'),
+          run: e.getAttribute('data-run')!.split(' ').map(Number),
+        })),
+      );
+    };
+    const dispatch = await checksOf('dispatch');
+    expect(dispatch.map((c) => c.run)).toEqual(a2a); // bytes to each EP rank = the card's dispatch matrix
+    const gemm = await checksOf('grouped-gemm');
+    expect(gemm.map((c) => c.run)).toEqual([0, 1, 2, 3].map((j) => [load[2 * j]!, load[2 * j + 1]!]));
+    const all = [
+      ...dispatch,
+      ...gemm,
+      ...(await checksOf('router')),
+      ...(await checksOf('aux')),
+      ...(await checksOf('m036')),
+    ];
+    expect(all.length).toBe(4 + 4 + 4 + 1 + 1);
+    expect(all.every((c) => c.pass === 'true')).toBe(true);
+    await page.locator('[data-moe-classroom]').screenshot({ path: 'test-results/moe-classroom-1280.png' });
+    await page.evaluate(() => (location.hash = location.hash.replace('view=classroom&', '')));
+    await expect
+      .poll(() => page.locator('tp-exports pre[data-export="megatron"]').count(), { timeout: 60_000 })
+      .toBe(1);
     // The exported command carries the MoE flags and passes the ported checks.
     const command = await page.locator('tp-exports pre[data-export="megatron"]').textContent();
     expect(command).toMatch(/torchrun --nproc-per-node 4 /);

@@ -1,11 +1,12 @@
 // <tp-mesh-classroom>: the classroom's pipeline and ZeRO-1 steps, one at a time, with the numbers the page's mesh run returned.
-import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
+import { LitElement, css, html, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { AdamHyper } from '../../reference/adam.ts';
 import type { PipelineRunResult } from '../../session/pipeline-run.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { classroomStyles } from './classroom-style.ts';
 import { meshSteps, type MeshFact, type MeshStep } from './mesh-steps.ts';
+import { stepSlides } from './step-slides.ts';
 
 const printed = (f: MeshFact, x: number): string =>
   f.format === 'count' ? String(x) : f.format === 'share' ? x.toFixed(3) : x.toPrecision(4);
@@ -66,31 +67,21 @@ export class TpMeshClassroom extends LitElement {
       </p>`;
     const i = Math.min(this.step, steps.length - 1);
     const s = steps[i]!;
-    return html`<div class="nav">
-        <button id="mesh-prev" @click=${() => this.jump(i - 1, steps.length)} ?disabled=${i === 0}>← Previous</button>
-        <button id="mesh-next" @click=${() => this.jump(i + 1, steps.length)} ?disabled=${i >= steps.length - 1}>
-          Next →
-        </button>
-        <span class="count">mesh step ${i + 1} of ${steps.length}</span>
-        ${this.status ? html`<span class="status">${this.status}</span>` : nothing}
-      </div>
-      <div class="layout">
-        <nav class="outline" aria-label="mesh steps">
-          ${steps.map(
-            (x, k) =>
-              html`<button data-mesh-step=${x.id} class=${k === i ? 'current' : ''} @click=${() => (this.step = k)}>
-                ${x.title}
-              </button>`,
-          )}
-        </nav>
-        <section data-step-id=${s.id}>
-          <h2 class="step-title">${s.title}</h2>
-          <p class="text">${s.text}</p>
-          <table class="facts">
-            ${s.facts.map((f) => this.fact(f))}
-          </table>
-        </section>
-      </div>`;
+    return stepSlides({
+      name: 'mesh',
+      noun: 'mesh step',
+      steps,
+      i,
+      status: this.status,
+      go: (k) => this.jump(k, steps.length),
+      body: html`<section data-step-id=${s.id}>
+        <h2 class="step-title">${s.title}</h2>
+        <p class="text">${s.text}</p>
+        <table class="facts">
+          ${s.facts.map((f) => this.fact(f))}
+        </table>
+      </section>`,
+    });
   }
 }
 

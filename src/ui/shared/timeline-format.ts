@@ -4,6 +4,7 @@ import type { PlannedGemm } from '../../parallel/plan-types.ts';
 import type { ScheduledEvent } from '../../schedule/schedule.ts';
 import { transferSlowdown, type TransferEvent } from '../../schedule/transfer-slowdown.ts';
 import { formatBytes, formatFlops, formatMs, gflopsPerSecond, trim } from '../../core/format.ts';
+import { expertRange, expertRows, expertRowsWords, peerSentWords, peerTableWords } from './moe-format.ts';
 
 const collectiveNames: Record<CollectiveOp, string> = {
   allReduce: 'all-reduce',
@@ -44,17 +45,24 @@ export function localShape(e: {
  * Label candidates of a block, each a list of lines, most informative first (the view draws the
  * first that fits): compute "qkv.q [32,768]·[768,192]", then the name over the shape, then the
  * name, then the name without its first part ("down.dgrad"); a collective "all-reduce ×4 96 KiB", then "all-reduce ×4", then "all-reduce".
+ * An all-to-all that recorded its bytes per peer leads with them ("all-to-all →1 2 KiB →2 1 KiB"),
+ * an expert GEMM with its rows per local expert ("experts 2–3 rows 12·7").
  */
-export function labelCandidates(e: Pick<ScheduledEvent, 'op' | 'gemm' | 'inShapes' | 'collective'>): string[][] {
+export function labelCandidates(
+  e: Pick<ScheduledEvent, 'op' | 'gemm' | 'inShapes' | 'collective' | 'rank' | 'comm' | 'experts'>,
+): string[][] {
   const c = e.collective;
   if (c) {
     const name = collectiveName(c.op);
-    return [[`${name} ×${c.groupSize} ${formatBytes(c.payloadBytes)}`], [`${name} ×${c.groupSize}`], [name]];
+    const peers = e.comm?.peers ? [[`${name} ${peerSentWords(e.comm.peers, e.rank)}`]] : [];
+    return [...peers, [`${name} ×${c.groupSize} ${formatBytes(c.payloadBytes)}`], [`${name} ×${c.groupSize}`], [name]];
   }
+  const x = e.experts;
+  const rows = x ? [[`${e.op} ${expertRange(x)} ${expertRowsWords(x)}`], [e.op, expertRowsWords(x)]] : [];
   const shape = localShape(e);
   const parts = e.op.split('.');
   const short = parts.length > 2 ? [[parts.slice(1).join('.')]] : [];
-  return [[`${e.op} ${shape}`], [e.op, shape], [e.op], ...short];
+  return [...rows, [`${e.op} ${shape}`], [e.op, shape], [e.op], ...short];
 }
 
 /** Tooltip lines of an event: name, kind, shape, M/N/K, FLOPs, GFLOP/s, bytes, duration, wait, exposed. */
@@ -66,10 +74,15 @@ export function tooltipLines(e: ScheduledEvent): string[] {
     lines.push(`${collectiveName(c.op)} over ${c.groupSize} ranks — ${c.mapping}`);
     lines.push(`payload ${formatBytes(c.payloadBytes)} · ring sends ${formatBytes(c.ringBytesSent)} per rank`);
     lines.push(`duration ${formatMs(ms)} (wait ${formatMs(e.waitMs)}, transfer ${formatMs(ms - e.waitMs)})`);
+    if (e.comm?.peers) lines.push(...peerTableWords(e.comm.peers, e.rank));
     lines.push(`exposed ${formatMs(e.exposedMs)}${e.overlapped ? ' · overlapped with wgrad' : ''}`);
     return lines;
   }
   lines.push(`${e.kernel ?? e.kind} ${e.shapeLabel}`);
+  if (e.experts)
+    lines.push(
+      `${expertRange(e.experts)}: ${expertRows(e.experts)} token rows (${e.experts.tokens.join(', ')} per expert)`,
+    );
   if (e.gemm) {
     const g = e.gemm;
     lines.push(`M ${g.M} · N ${g.N} · K ${g.K}${g.batch > 1 ? ` · batch ${g.batch}` : ''}`);

@@ -9,12 +9,13 @@ import type { PageRunState } from './page-runs.ts';
 import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
-import { moeExportCaveats, moeOn, moeRanks, moeRunArgsOf, moeSetupOf } from '../settings/moe-settings.ts';
+import { moeExportCaveats, moeOn, moeRanks, moeSetupOf } from '../settings/moe-settings.ts';
+import { renderMoeCard } from './moe-cards.ts';
+import type { MoeRunState } from './moe-runs.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
 import type { TimelineZoomDetail } from '../timeline/tp-timeline.ts';
 import '../timeline/tp-timeline.ts';
-import '../timeline/tp-moe-view.ts';
 import { bufferClassViews, rankMemoryLanes } from '../../session/memory-lanes.ts';
 import { timelineStragglers } from '../timeline/timeline-waits.ts';
 import { clusterFlagsOf } from '../settings/cluster-flags.ts';
@@ -106,6 +107,7 @@ export function renderRun(
   runner: PlaygroundRunner,
   stale: boolean,
   onChange: (e: CustomEvent<SettingsChangeDetail>) => void,
+  moe: MoeRunState,
 ): TemplateResult {
   const tl = r.timeline;
   const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
@@ -153,11 +155,7 @@ export function renderRun(
           : renderWorkerView(s, runner)
       }
     </section>
-    ${
-      s.view === 'timeline' && moeOn(s)
-        ? html`<section class="card" data-moe-card><tp-moe-view .args=${moeRunArgsOf(s)}></tp-moe-view></section>`
-        : nothing
-    }
+    ${s.view === 'timeline' && moeOn(s) ? renderMoeCard(moe, s) : nothing}
     <section class="card ${stale ? 'stale' : ''}">
       <tp-cluster-panel
         .config=${{ ...configOf(s), ...clusterSizes(s.cmodel, s) }}

@@ -25,6 +25,9 @@ import { clusterIssues } from '../settings/cluster-flags.ts';
 import { MeshRuns, type MeshRunState } from './mesh-runs.ts';
 import { renderMesh } from './mesh-view.ts';
 import { renderMeshClassroom } from './mesh-classroom-card.ts';
+import { MoeRuns, type MoeRunState } from './moe-runs.ts';
+import { renderMoeClassroom } from './moe-cards.ts';
+import { moeOn } from '../settings/moe-settings.ts';
 
 const viewNames: Record<MainView, string> = {
   timeline: 'Timeline',
@@ -50,9 +53,11 @@ export class TpApp extends LitElement {
   @state() private unknownKeys: readonly string[] = [];
   @state() private run: PageRunState;
   @state() private mesh: MeshRunState;
+  @state() private moe: MoeRunState;
   private changed: keyof Settings | undefined;
   private readonly runs: PageRuns;
   private readonly meshRuns: MeshRuns;
+  private readonly moeRuns: MoeRuns;
   private readonly onHash = (): void => this.apply();
 
   constructor() {
@@ -65,6 +70,8 @@ export class TpApp extends LitElement {
       () => this.runs.idle(),
     );
     this.mesh = this.meshRuns.current;
+    this.moeRuns = new MoeRuns((s) => (this.moe = s), this.run.gpu === 'ok');
+    this.moe = this.moeRuns.current;
   }
 
   override connectedCallback(): void {
@@ -89,7 +96,10 @@ export class TpApp extends LitElement {
     this.hashIssues = messages.flatMap((m) => (hasControl(m.key) ? [{ field: m.key, message: m.message }] : []));
     this.unknownKeys = messages.flatMap((m) => (hasControl(m.key) ? [] : [m.message]));
     if (settings.view !== 'trace') this.runs.request(settings, this.changed);
-    if (settings.view === 'timeline' || settings.view === 'classroom') this.meshRuns.request(settings);
+    if (settings.view === 'timeline' || settings.view === 'classroom') {
+      this.meshRuns.request(settings);
+      this.moeRuns.request(settings);
+    }
     void loadLaterElements(settings.view);
   }
 
@@ -160,9 +170,10 @@ export class TpApp extends LitElement {
               : html`${renderBanners(run, this.unknownKeys, stale)}
                 ${s.view === 'timeline' && runsMesh(s) ? renderMesh(this.mesh, s, run.gpu === 'ok') : nothing}
                 ${s.view === 'classroom' && runsMesh(s) ? renderMeshClassroom(this.mesh, s, run.gpu === 'ok') : nothing}
+                ${s.view === 'classroom' && moeOn(s) ? renderMoeClassroom(this.moe, s, run.gpu === 'ok') : nothing}
                 ${
                   r
-                    ? renderRun(r, s, run, this.runs.runner, stale, this.onChange)
+                    ? renderRun(r, s, run, this.runs.runner, stale, this.onChange, this.moe)
                     : html`<div class="card"><p class="note">${run.issues.length ? 'Fix the setting marked in red to run the layer.' : s.view === 'timeline' ? 'Planning the layer…' : 'The layer runs on the rank workers when the timeline is shown.'}</p></div>
                       ${s.view === 'timeline' || run.issues.length ? nothing : html`<section class="card">${renderWorkerView(s, this.runs.runner)}</section>`}`
                 }`

@@ -1,7 +1,8 @@
 // What the MoE view draws of one run on the ranks (pure, no DOM): the tokens-per-expert-per-rank
-// grid, who owns which expert, the all-to-all bytes between ranks, each rank's lanes of events, and
-// the straggler in words.
-import type { TraceEvent } from '../../core/trace-event.ts';
+// grid, who owns which expert, the all-to-all bytes between ranks, and the straggler (from the run,
+// or from any timeline's expert GEMM events) in words.
+import type { ExpertGemmInfo, TraceEvent } from '../../core/trace-event.ts';
+import { expertRange, expertRows } from '../shared/moe-format.ts';
 import type { MoeRun } from '../../session/moe-run.ts';
 
 /** The heat map: tokens[r][e] = picks of rank r's tokens routed to expert e (after capacity); owners[e] the ranks holding expert e. */
@@ -44,36 +45,37 @@ export function allToAllBytes(trace: readonly TraceEvent[], tensor: string, rank
   return out;
 }
 
-/** One drawn slice of a rank's lane: [t0, t1] ms from the run's first event, its label and its words on hover. */
-export interface MoeSlice {
+/** The rank whose expert GEMMs processed the most token rows, read from a timeline's events. */
+export interface ExpertStraggler {
   readonly rank: number;
-  readonly stream: TraceEvent['stream'];
-  readonly op: string;
-  readonly t0: number;
-  readonly t1: number;
-  /** Short text inside the slice: token rows per local expert, or bytes sent per peer. */
-  readonly label: string;
-  readonly title: string;
+  readonly rows: number;
+  /** Mean rows over the ranks that ran expert GEMMs. */
+  readonly meanRows: number;
+  /** Its GEMM's experts. */
+  readonly experts: ExpertGemmInfo;
 }
 
-const kib = (b: number): string => (b < 1024 ? `${b} B` : `${(b / 1024).toFixed(1)} KiB`);
+/**
+ * The expert straggler of `events` (null when none ran expert GEMMs): per rank, the rows of its
+ * expert GEMM events (forward and backward run the same rows, so the largest is the rank's), the
+ * rank with the most (the lowest on ties). The others wait for it in the combine all-to-all.
+ */
+export function expertStraggler(events: readonly Pick<TraceEvent, 'rank' | 'experts'>[]): ExpertStraggler | null {
+  const best = new Map<number, ExpertGemmInfo>();
+  for (const e of events) {
+    if (!e.experts) continue;
+    const had = best.get(e.rank);
+    if (!had || expertRows(e.experts) > expertRows(had)) best.set(e.rank, e.experts);
+  }
+  if (best.size === 0) return null;
+  const ranks = [...best.entries()].sort((a, b) => a[0] - b[0]);
+  const [rank, experts] = ranks.reduce((m, x) => (expertRows(x[1]) > expertRows(m[1]) ? x : m));
+  const meanRows = ranks.reduce((a, x) => a + expertRows(x[1]), 0) / ranks.length;
+  return { rank, rows: expertRows(experts), meanRows, experts };
+}
 
-/** Every event of the run as a slice on its rank's lane, labelled with expert rows or bytes per peer. */
-export function moeSlices(trace: readonly TraceEvent[]): MoeSlice[] {
-  const origin = Math.min(...trace.map((e) => e.t0));
-  return trace.map((e) => {
-    const peers = e.comm?.peers;
-    const name = e.comm?.tensor ?? e.op;
-    let label = name;
-    let title = `rank ${e.rank} ${name}: ${(e.t1 - e.t0).toFixed(2)} ms`;
-    if (e.experts) {
-      label = `${name} rows ${e.experts.tokens.join('·')}`;
-      title += `; experts ${e.experts.firstExpert}…${e.experts.firstExpert + e.experts.tokens.length - 1} processed ${e.experts.tokens.join(', ')} token rows`;
-    } else if (peers) {
-      const sent = peers.ranks.map((r, j) => `→${r} ${kib(peers.sentBytes[j]!)}`);
-      label = `${name} ${sent.join(' ')}`;
-      title += `; sent ${sent.join(', ')} (own rank: rows kept locally)`;
-    }
-    return { rank: e.rank, stream: e.stream, op: e.op, t0: e.t0 - origin, t1: e.t1 - origin, label, title };
-  });
+/** The expert straggler in words: "Expert straggler: rank 1 — its experts 2–3 processed 19 token rows (1.19× the mean of 16.0); …". */
+export function expertStragglerSentence(s: ExpertStraggler): string {
+  const ratio = s.meanRows > 0 ? ` (${(s.rows / s.meanRows).toFixed(2)}× the mean of ${s.meanRows.toFixed(1)})` : '';
+  return `Expert straggler: rank ${s.rank} — its ${expertRange(s.experts)} processed ${s.rows} token rows${ratio}; the other ranks wait for it in the combine all-to-all.`;
 }

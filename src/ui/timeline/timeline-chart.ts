@@ -2,6 +2,7 @@
 import * as d3 from 'd3';
 import { measuredLabels, measuredTooltip } from '../shared/measured-format.ts';
 import { labelCandidates, tooltipLines } from '../shared/timeline-format.ts';
+import { tracedLabels, tracedTooltip } from '../shared/traced-format.ts';
 import { formatMs, msTickFormat } from '../../core/format.ts';
 import {
   fitLabel,
@@ -34,6 +35,7 @@ import {
 } from './timeline-style.ts';
 import { timelineStragglers } from './timeline-waits.ts';
 import { drawLaneNames, drawTotals, textMeasure } from './timeline-text.ts';
+import { expertStraggler } from './moe-view-model.ts';
 
 /** Callbacks of a chart. */
 export interface ChartHooks {
@@ -54,8 +56,10 @@ const lineH = fontPx.block + 2;
 
 let nextId = 0;
 
-const labelsOf = (e: ChartEvent): string[][] => ('slice' in e ? measuredLabels(e) : labelCandidates(e));
-const tooltipOf = (e: ChartEvent): string[] => ('slice' in e ? measuredTooltip(e) : tooltipLines(e));
+const labelsOf = (e: ChartEvent): string[][] =>
+  'slice' in e ? measuredLabels(e) : 'opIndex' in e ? labelCandidates(e) : tracedLabels(e);
+const tooltipOf = (e: ChartEvent): string[] =>
+  'slice' in e ? measuredTooltip(e) : 'opIndex' in e ? tooltipLines(e) : tracedTooltip(e);
 
 /** Draws one Timeline (or measured window) into `svgEl`; zoom and pan change only transforms and the visible labels. */
 export class TimelineChart {
@@ -131,7 +135,9 @@ export class TimelineChart {
     this.svg.attr('width', this.plotW + margin.left + right).attr('height', this.lanesH + margin.top + margin.bottom);
     this.skeleton();
     this.drawBlocks();
-    drawLaneNames(this.svg.append('g').attr('transform', `translate(0,${margin.top})`), this.lanes);
+    const straggler = expertStraggler(tl.events)?.rank ?? null;
+    this.outlineLane(straggler);
+    drawLaneNames(this.svg.append('g').attr('transform', `translate(0,${margin.top})`), this.lanes, straggler);
     drawTotals(
       this.svg.append('g').attr('transform', `translate(${margin.left + this.plotW + 14},${margin.top})`),
       this.lanes,
@@ -301,6 +307,27 @@ export class TimelineChart {
       .attr('stroke', '#111')
       .attr('stroke-width', 2.5)
       .attr('vector-effect', 'non-scaling-stroke');
+  }
+
+  /** A dashed frame around both lanes of `rank` (the expert straggler), under the blocks' labels; none for null. */
+  private outlineLane(rank: number | null): void {
+    const mine = this.lanes.filter((l) => l.rank === rank);
+    if (!mine.length) return;
+    const y0 = Math.min(...mine.map((l) => l.y)) - 3;
+    const y1 = Math.max(...mine.map((l) => l.y + l.height)) + 3;
+    this.plot
+      .append('rect')
+      .attr('class', 'moe-straggler')
+      .attr('data-moe-straggler', rank)
+      .attr('x', -2)
+      .attr('y', y0)
+      .attr('width', this.plotW + 4)
+      .attr('height', y1 - y0)
+      .attr('fill', 'none')
+      .attr('stroke', exposedColor)
+      .attr('stroke-width', 2)
+      .attr('stroke-dasharray', '6 4')
+      .attr('pointer-events', 'none');
   }
 
   private apply(t: d3.ZoomTransform): void {

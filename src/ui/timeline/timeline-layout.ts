@@ -4,11 +4,15 @@ import type { MeasuredEvent, MeasuredTimeline } from '../../kineto/measured-time
 import { passOf, type OpPhase, type StepPass } from '../../parallel/plan-types.ts';
 import type { ScheduledEvent, Timeline } from '../../schedule/schedule.ts';
 import { slowedPart, type TransferEvent } from '../../schedule/transfer-slowdown.ts';
+import type { TracedEvent, TracedTimeline } from '../../schedule/traced-timeline.ts';
 
-/** What the timeline draws: a scheduled step of the playground, or a window of a measured (Kineto) job. */
-export type ChartTimeline = Timeline | MeasuredTimeline;
-/** An event of either. */
-export type ChartEvent = ScheduledEvent | MeasuredEvent;
+/** What the timeline draws: a scheduled step of the playground, a window of a measured (Kineto) job, or the ranks' own trace. */
+export type ChartTimeline = Timeline | MeasuredTimeline | TracedTimeline;
+/** An event of any of them. */
+export type ChartEvent = ScheduledEvent | MeasuredEvent | TracedEvent;
+
+/** True for a scheduled step (its events have passes); a measured or traced window has none. */
+export const isScheduled = (tl: ChartTimeline): tl is Timeline => !('measured' in tl) && !('traced' in tl);
 
 /** The pass an event is shown in (the finalize reductions with backward); a measured kernel has none. */
 export function eventPass(e: ChartEvent): StepPass | undefined {
@@ -17,7 +21,7 @@ export function eventPass(e: ChartEvent): StepPass | undefined {
 
 /** The rank of every lane pair, in order: 0…t−1 for a scheduled step, the loaded ranks for a measured job. */
 export function rankIdsOf(tl: ChartTimeline): readonly number[] {
-  return 'measured' in tl ? tl.rankIds : Array.from({ length: tl.ranks }, (_, r) => r);
+  return isScheduled(tl) ? Array.from({ length: tl.ranks }, (_, r) => r) : tl.rankIds;
 }
 
 /** Which pass the timeline shows. */
@@ -132,7 +136,7 @@ export interface ShownTotals {
  * after another, so sums equal unions).
  */
 export function shownTotals(tl: ChartTimeline, phase: PhaseView): ShownTotals[] {
-  if (phase === 'both' || 'measured' in tl)
+  if (phase === 'both' || !isScheduled(tl))
     return tl.totals.map(({ rank, computeMs, commMs, exposedMs, endMs }) => ({
       rank,
       computeMs,
@@ -155,7 +159,7 @@ export function shownTotals(tl: ChartTimeline, phase: PhaseView): ShownTotals[] 
 
 /** The shown span [t0, t1] in ms, the end of the shown pass and the rank that ends last (the lowest on ties). */
 export function shownSpan(tl: ChartTimeline, phase: PhaseView): { t0: number; t1: number; endRank: number } {
-  if (phase === 'both' || 'measured' in tl) return { t0: 0, t1: tl.stepMs, endRank: tl.slowestRank };
+  if (phase === 'both' || !isScheduled(tl)) return { t0: 0, t1: tl.stepMs, endRank: tl.slowestRank };
   const evs = shownEvents(tl, phase);
   if (evs.length === 0) return { t0: 0, t1: 0, endRank: 0 };
   const t0 = Math.min(...evs.map((e) => e.t0));

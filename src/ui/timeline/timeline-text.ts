@@ -19,10 +19,14 @@ export function textMeasure(px: number): (text: string) => number {
   };
 }
 
-/** "rank r · compute" / "rank r · comm" left of each lane, right-aligned. */
-export function drawLaneNames(g: G, lanes: readonly Lane[]): void {
+/**
+ * "rank r · compute" / "rank r · comm" left of each lane, right-aligned; the compute lane of the
+ * expert straggler `marked` (if any) reads "▶ rank r · compute" in the exposed colour.
+ */
+export function drawLaneNames(g: G, lanes: readonly Lane[], marked: number | null = null): void {
   g.attr('font-size', fontPx.lane).attr('fill', '#111');
   for (const lane of lanes) {
+    const mark = lane.kind === 'compute' && lane.rank === marked;
     g.append('text')
       .attr('class', 'lane-name')
       .attr('x', margin.left - 10)
@@ -30,7 +34,9 @@ export function drawLaneNames(g: G, lanes: readonly Lane[]): void {
       .attr('dy', '0.35em')
       .attr('text-anchor', 'end')
       .attr('font-weight', lane.kind === 'compute' ? 600 : 400)
-      .text(`rank ${lane.rank} · ${lane.kind}`);
+      .attr('fill', mark ? exposedColor : null)
+      .attr('data-moe-straggler', mark ? lane.rank : null)
+      .text(`${mark ? '▶ ' : ''}rank ${lane.rank} · ${lane.kind}`);
   }
 }
 

@@ -1,7 +1,8 @@
 // Who waits for whom inside the collectives of a drawn timeline (pure, no DOM): the one straggler
-// analysis (schedule/stragglers.ts), through the scheduled step's or the measured job's pairing.
+// analysis (schedule/stragglers.ts), through the scheduled step's, the measured job's or the ranks' trace's pairing.
 import { measuredStragglers } from '../../kineto/measured-stragglers.ts';
 import { stepStragglers } from '../../schedule/step-stragglers.ts';
+import { tracedStragglers } from '../../schedule/traced-timeline.ts';
 import type { StragglerVerdict } from '../../schedule/stragglers.ts';
 import { formatMs } from '../../core/format.ts';
 import type { ChartEvent, ChartTimeline } from './timeline-layout.ts';
@@ -25,7 +26,8 @@ export interface TimelineStragglers {
 
 /**
  * The waits of `tl`: a scheduled step's collectives by plan op (stepStragglers), a measured
- * window's NCCL kernels paired in each group's order (measuredStragglers).
+ * window's NCCL kernels paired in each group's order (measuredStragglers), a traced window's
+ * all-to-alls by group and sequence number (tracedStragglers).
  */
 export function timelineStragglers(tl: ChartTimeline): TimelineStragglers {
   let out = analysed.get(tl);
@@ -38,6 +40,17 @@ const analysed = new WeakMap<ChartTimeline, TimelineStragglers>();
 
 function analyse(tl: ChartTimeline): TimelineStragglers {
   const waits: WaitPart[] = [];
+  if ('traced' in tl) {
+    const byStart = new Map<string, ChartEvent>();
+    for (const e of tl.events) if (e.comm?.peers) byStart.set(`${e.rank}:${e.t0}`, e);
+    const a = tracedStragglers(tl);
+    for (const c of a.calls)
+      for (const w of c.result.waits) {
+        const event = byStart.get(`${w.rank}:${w.t0}`);
+        if (event && c.result.straggler !== null) waits.push({ ...w, straggler: c.result.straggler, event });
+      }
+    return { waits, verdict: a.verdict };
+  }
   if ('measured' in tl) {
     const byStart = new Map<string, ChartEvent>();
     for (const e of tl.events) if (e.stream === 'comm') byStart.set(`${e.rank}:${e.slice.t0}`, e);

@@ -1,23 +1,30 @@
-// <tp-moe-view>: the page's MoE block run on the rank workers (session/moe-run.ts): each rank's lanes with
-// the all-to-alls' bytes per peer and the expert GEMMs' token rows, the tokens-per-expert-per-rank heat
-// map, the straggler, the dropped tokens and the check against one device.
-import { LitElement, css, html, nothing, svg, type TemplateResult } from 'lit';
-import { customElement, property, state } from 'lit/decorators.js';
+// <tp-moe-view>: the page's MoE run on the rank workers (shell/moe-runs.ts): its trace in a <tp-timeline> (the
+// all-to-alls' bytes per peer, the expert GEMMs' token rows, the straggler), the tokens-per-expert-per-rank heat
+// map, the dropped tokens, the check against one device and the dispatch matrix; the classroom view steps through it.
+import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
+import { customElement, property } from 'lit/decorators.js';
 import { moeWorld } from '../../parallel/moe-layout.ts';
-import { createLayerPool } from '../../session/pools.ts';
-import { moePoolMesh, moeRunErrors, runMoe, type MoeRun, type MoeRunArgs } from '../../session/moe-run.ts';
+import { tracedTimeline, type TracedTimeline } from '../../schedule/traced-timeline.ts';
+import type { MoeRun, MoeRunArgs } from '../../session/moe-run.ts';
 import { panelStyles } from '../shared/page-style.ts';
-import { allToAllBytes, moeHeat, moeSlices, moeStragglerText } from './moe-view-model.ts';
-import { moeSteps, type MoeStep } from './moe-steps.ts';
+import { allToAllBytes, moeHeat, moeStragglerText } from './moe-view-model.ts';
+import './tp-timeline.ts';
 
-/** Lane height and the drawing's width in px. */
-const laneH = 22;
-const drawW = 860;
+/** The traced timeline of each run (drawn again on every render otherwise). */
+const traced = new WeakMap<MoeRun, TracedTimeline>();
+const timelineOf = (r: MoeRun): TracedTimeline => {
+  let tl = traced.get(r);
+  if (!tl) traced.set(r, (tl = tracedTimeline(r.trace)));
+  return tl;
+};
+
+/** What the card is showing: nothing asked, the run in flight, its result, or why there is none. */
+export type MoeViewState = 'idle' | 'running' | 'done' | 'refused' | 'failed';
 
 /**
- * `<tp-moe-view .args=${moeRunArgsOf(settings)}>`: runs the MoE block forward and backward on
- * lcm(t, ETP·EP) rank workers whenever `args` change (the latest request wins) and draws what the
- * run measured. `data-state` on the host: idle, running, done, refused or failed.
+ * `<tp-moe-view .args=${a} .run=${r} state="done">`: draws the page's MoE run (the shell runs it:
+ * shell/moe-runs.ts); `state` is reflected as `data-state` on the host, `error` is shown when
+ * refused or failed, `classroom` links to the classroom view's MoE steps.
  */
 @customElement('tp-moe-view')
 export class TpMoeView extends LitElement {
@@ -41,10 +48,6 @@ export class TpMoeView extends LitElement {
         font-weight: 400;
         color: #445;
       }
-      svg text {
-        font-size: 11px;
-        pointer-events: none;
-      }
       .dropped {
         font-weight: 700;
       }
@@ -57,59 +60,20 @@ export class TpMoeView extends LitElement {
   ];
 
   @property({ attribute: false }) args: MoeRunArgs | undefined;
-  @state() private run: MoeRun | undefined;
-  @state() private error = '';
-  @state() private running = false;
-  /** The classroom steps, computed when their section is first opened (the float64 block on every token). */
-  @state() private steps: readonly MoeStep[] | undefined;
-  private asked = '';
+  @property({ attribute: false }) run: MoeRun | undefined;
+  @property() state: MoeViewState = 'idle';
+  @property() error = '';
+  /** The page's link to the classroom view (its MoE steps), or '' for none. */
+  @property() classroom = '';
 
-  override disconnectedCallback(): void {
-    super.disconnectedCallback();
-    this.asked = '';
-  }
-
-  protected override willUpdate(changed: Map<string, unknown>): void {
-    if (!changed.has('args') || !this.args) return;
-    const key = JSON.stringify(this.args);
-    if (key === this.asked) return;
-    this.asked = key;
-    this.steps = undefined;
-    void this.start(this.args, key);
-  }
-
-  private async start(a: MoeRunArgs, key: string): Promise<void> {
-    const errors = moeRunErrors(a);
-    if (errors.length) {
-      this.run = undefined;
-      this.error = errors.join(' ');
-      this.dataset.state = 'refused';
-      return;
-    }
-    this.running = true;
-    this.dataset.state = 'running';
-    const pool = await createLayerPool(moeWorld(a.layout), 'auto', 60_000, moePoolMesh(a.layout));
-    try {
-      const run = await runMoe(pool, a);
-      if (key === this.asked) {
-        this.run = run;
-        this.error = '';
-        this.dataset.state = 'done';
-      }
-    } catch (e) {
-      if (key === this.asked) {
-        this.error = e instanceof Error ? e.message : String(e);
-        this.dataset.state = 'failed';
-      }
-    }
-    if (key === this.asked) this.running = false;
-    await pool.dispose();
+  protected override willUpdate(): void {
+    this.dataset.state = this.state;
   }
 
   protected override render(): TemplateResult {
     const a = this.args;
     if (!a) return html``;
-    const r = this.run;
+    const r = this.state === 'refused' || this.state === 'failed' ? undefined : this.run;
     const l = a.layout;
     const head = html`<h2>Mixture of Experts on the ranks</h2>
       <p class="note">
@@ -119,39 +83,21 @@ export class TpMoeView extends LitElement {
             ? ', dropless'
             : `, capacity factor ${a.config.moeExpertCapacityFactor}`
         }${a.config.routerSkew ? `, router skew ${a.config.routerSkew}` : ''}.
-        ${this.running ? html`<strong data-moe="running">running…</strong>` : nothing}
+        ${this.state === 'running' ? html`<strong data-moe="running">running…</strong>` : nothing}
       </p>`;
-    if (this.error)
+    if (this.state === 'refused' || this.state === 'failed')
       return html`${head}
         <p class="note" role="alert" data-moe="error">${this.error}</p>`;
     if (!r) return head;
     return html`${head} ${this.renderSummary(r)} ${this.renderLanes(r)} ${this.renderHeat(r)} ${this.renderAllToAll(r)}
-    ${this.renderSteps(a)}`;
-  }
-
-  /** The classroom steps with real tensors, computed on first opening. */
-  private renderSteps(a: MoeRunArgs): TemplateResult {
-    return html`<details
-      data-moe="steps"
-      @toggle=${(e: Event) => {
-        if ((e.target as HTMLDetailsElement).open && !this.steps) this.steps = moeSteps(a);
-      }}
-    >
-      <summary><strong>Classroom: the MoE block step by step, with these tokens' real values</strong></summary>
-      ${(this.steps ?? []).map(
-        (s) =>
-          html`<section data-step=${s.id}>
-            <h3>${s.title}</h3>
-            <p>${s.text}</p>
-            <table class="heat">
-              <tr>
-                ${s.head.map((x) => html`<th>${x}</th>`)}
-              </tr>
-              ${s.rows.map((row) => html`<tr>${row.map((v) => html`<td>${v}</td>`)}</tr>`)}
-            </table>
-          </section>`,
-      )}
-    </details>`;
+    ${
+      this.classroom
+        ? html`<p class="note">
+            Step by step, with these tokens' values:
+            <a data-moe="classroom-link" href=${this.classroom}>the MoE steps in the classroom view</a>.
+          </p>`
+        : nothing
+    }`;
   }
 
   private renderSummary(r: MoeRun): TemplateResult {
@@ -186,40 +132,15 @@ export class TpMoeView extends LitElement {
       </p>`;
   }
 
-  /** Each rank's compute and comm lanes: the expert GEMMs with their token rows, the all-to-alls with bytes per peer. */
+  /** Each rank's compute and comm lanes in the page's timeline: the expert GEMMs with their token rows, the all-to-alls with bytes per peer. */
   private renderLanes(r: MoeRun): TemplateResult {
-    const slices = moeSlices(r.trace);
-    const end = Math.max(1e-6, ...slices.map((s) => s.t1));
-    const ranks = r.ranks.length;
-    const x = (t: number): number => 60 + (t / end) * (drawW - 70);
-    const y = (rank: number, stream: string): number => rank * 2 * laneH + (stream === 'comm' ? laneH : 0);
-    const colour = (op: string, stream: string): string =>
-      op.startsWith('moe.experts') ? '#d9822b' : stream === 'comm' ? '#2b6cb0' : '#8aa0b8';
-    return html`<h3>Timeline of the MoE block (forward and backward, ${end.toFixed(1)} ms)</h3>
-      <svg data-moe="timeline" width=${drawW} height=${ranks * 2 * laneH + 4} role="img" aria-label="MoE timeline">
-        ${r.ranks.map(
-          (q) =>
-            svg`<text x="2" y=${y(q.rank, 'compute') + 15}>rank ${q.rank}</text>
-              <text x="2" y=${y(q.rank, 'comm') + 15} fill="#2b6cb0">comm</text>`,
-        )}
-        ${slices.map((s) => {
-          const w = Math.max(1, x(s.t1) - x(s.t0));
-          return svg`<g>
-            <rect
-              data-op=${s.op}
-              data-rank=${s.rank}
-              x=${x(s.t0)}
-              y=${y(s.rank, s.stream) + 2}
-              width=${w}
-              height=${laneH - 4}
-              fill=${colour(s.op, s.stream)}
-            >
-              <title>${s.title}</title>
-            </rect>
-            ${w > 60 ? svg`<text x=${x(s.t0) + 2} y=${y(s.rank, s.stream) + 15} fill="#fff">${s.label.slice(0, Math.floor(w / 6))}</text>` : nothing}
-          </g>`;
-        })}
-      </svg>`;
+    const tl = timelineOf(r);
+    return html`<h3>Timeline of the MoE block on the ${tl.ranks} ranks (forward and backward, as they recorded it)</h3>
+      <tp-timeline
+        data-moe="timeline"
+        .timeline=${tl}
+        caption="Times the ranks recorded: each expert GEMM (forward and backward) timed between two flushes of its GPU, each collective from its call to its return on the rank's transport; the gaps between are the host's routing and the kernels not timed one by one. Zoom in for the all-to-alls' bytes per peer; hover for every peer's."
+      ></tp-timeline>`;
   }
 
   /** Tokens per expert per rank: rows the ranks whose tokens were routed, columns the experts under their owners. */

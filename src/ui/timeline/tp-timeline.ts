@@ -6,6 +6,7 @@ import { TimelineChart } from './timeline-chart.ts';
 import type { ChartTimeline, PhaseView } from './timeline-layout.ts';
 import { blockFill, exposedColor, slowedFill, timelineStyles, waitColor } from './timeline-style.ts';
 import { stragglerSentence, timelineStragglers } from './timeline-waits.ts';
+import { expertStraggler, expertStragglerSentence } from './moe-view-model.ts';
 import { observeWidth } from '../shared/width-observer.ts';
 
 /** Detail of the `timeline-zoom` event: the visible window, ms from the step's start, and where the plot draws it. */
@@ -98,20 +99,38 @@ export class TpTimeline extends LitElement {
   protected override render() {
     const verdict = this.timeline ? timelineStragglers(this.timeline).verdict : undefined;
     const straggler = verdict ? stragglerSentence(verdict) : null;
+    const experts = this.timeline ? expertStraggler(this.timeline.events) : null;
     return html`
       <div class="head">
         ${this.caption ? html`<p class="caption">${this.caption}</p>` : null}
+        ${
+          experts
+            ? html`<p class="caption" data-moe-straggler=${experts.rank} data-rows=${experts.rows}>
+                ${expertStragglerSentence(experts)}
+              </p>`
+            : null
+        }
         ${straggler ? html`<p class="caption" data-straggler=${verdict!.straggler!}>${straggler}</p>` : null}
         <div class="legend" role="list" aria-label="legend">
           ${
             this.timeline && 'measured' in this.timeline
               ? html`<span role="listitem">${swatch(blockFill.compute.forward)} compute kernel (any stream)</span>
                   <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} NCCL kernel</span>`
-              : html`<span role="listitem">${swatch(blockFill.compute.forward)} compute, forward</span>
+              : this.timeline && 'traced' in this.timeline
+                ? html`<span role="listitem">${swatch(blockFill.compute.forward)} kernel the ranks timed (expert GEMMs: rows per expert)</span>
+                  <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} collective (all-to-all: bytes per peer)</span>`
+                : html`<span role="listitem">${swatch(blockFill.compute.forward)} compute, forward</span>
                   <span role="listitem">${swatch(blockFill.compute.backward)} compute, backward</span>
                   <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} collective</span>`
           }
           <span role="listitem">${hatchSwatch} exposed (not hidden by compute)</span>
+          ${
+            experts
+              ? html`<span role="listitem" data-legend="moe-straggler"
+                  >${swatch('none', exposedColor)} the expert straggler's lanes (most token rows)</span
+                >`
+              : null
+          }
           ${
             this.timeline?.events.some((e) => 'transfer' in e)
               ? html`<span role="listitem" data-legend="slowed"

@@ -67,3 +67,19 @@ describe('labels of blocks', () => {
     expect(reduce).toMatch(/exposed 37\.4 µs/);
   });
 });
+
+describe('an MoE block in a scheduled step', () => {
+  test('an all-to-all with bytes per peer leads with them; an expert GEMM with its rows per expert', async () => {
+    const tl = await gpt2(2);
+    const coll = tl.events.find((e) => e.stream === 'comm')!;
+    const peers = { ranks: [0, 1], sentBytes: [512, 2048], receivedBytes: [512, 1024] };
+    const a2a = { ...coll, rank: 0, comm: { ...coll.comm!, peers } };
+    expect(labelCandidates(a2a)[0]).toEqual([`${collectiveName(coll.collective!.op)} →1 2 KiB`]);
+    expect(tooltipLines(a2a)).toContain('rank 1: sent 2 KiB, received 1 KiB');
+    const gemm = tl.events.find((e) => e.gemm)!;
+    const experts = { ...gemm, experts: { firstExpert: 4, tokens: [9, 3] } };
+    expect(labelCandidates(experts)[0]).toEqual([`${gemm.op} experts 4–5 rows 9·3`]);
+    expect(tooltipLines(experts)).toContain('experts 4–5: 12 token rows (9, 3 per expert)');
+    expect(labelCandidates(gemm)[0]).toEqual([`${gemm.op} ${localShape(gemm)}`]);
+  });
+});

@@ -1,9 +1,15 @@
 // What the MoE view draws of a run: owners of each expert (with EDP > 1 two ranks hold it), the
-// all-to-all matrix from the trace's bytes per peer, the straggler against the mean, the slices' labels.
+// all-to-all matrix from the trace's bytes per peer, the straggler against the mean (from the run and from the events).
 import { describe, expect, test } from 'vitest';
 import type { TraceEvent } from '../../../../src/core/trace-event.ts';
 import type { MoeRun } from '../../../../src/session/moe-run.ts';
-import { allToAllBytes, moeHeat, moeSlices, moeStragglerText } from '../../../../src/ui/timeline/moe-view-model.ts';
+import {
+  allToAllBytes,
+  expertStraggler,
+  expertStragglerSentence,
+  moeHeat,
+  moeStragglerText,
+} from '../../../../src/ui/timeline/moe-view-model.ts';
 
 const coords = { tp: 0, cp: 0, dp: 0, pp: 0, etp: 0, ep: 0, edp: 0 };
 
@@ -93,22 +99,18 @@ describe('the MoE view model', () => {
     ]);
   });
 
-  test('slices start at the run’s first event and say the bytes per peer or the rows per expert', () => {
-    const gemm: TraceEvent = {
-      rank: 1,
-      stream: 'compute',
-      op: 'moe.experts',
-      shape: [2, 16],
-      bytes: 0,
-      t0: 12,
-      t1: 15,
-      phases: [],
-      experts: { firstExpert: 2, tokens: [1, 1] },
-    };
-    const [a, g] = moeSlices([a2a(0, 'moe.dispatch', [64, 2048], 10), gemm]);
-    expect([a!.t0, a!.t1, g!.t0, g!.t1]).toEqual([0, 1, 2, 5]);
-    expect(a!.label).toBe('moe.dispatch →0 64 B →1 2.0 KiB');
-    expect(g!.label).toBe('moe.experts rows 1·1');
-    expect(g!.title).toMatch(/experts 2…3 processed 1, 1 token rows$/);
+  test('the expert straggler of a timeline: the rank whose expert GEMMs ran the most rows, against the mean', () => {
+    const gemm = (rank: number, firstExpert: number, tokens: number[]): Pick<TraceEvent, 'rank' | 'experts'> => ({
+      rank,
+      experts: { firstExpert, tokens },
+    });
+    // forward and backward carry the same rows; rank 1's 5 + 4 = 9 against the mean (3 + 9 + 6) / 3 = 6
+    const events = [gemm(0, 0, [2, 1]), gemm(1, 2, [5, 4]), gemm(2, 4, [6, 0]), gemm(1, 2, [5, 4]), { rank: 3 }];
+    const s = expertStraggler(events)!;
+    expect([s.rank, s.rows, s.meanRows]).toEqual([1, 9, 6]);
+    expect(expertStragglerSentence(s)).toBe(
+      'Expert straggler: rank 1 — its experts 2–3 processed 9 token rows (1.50× the mean of 6.0); the other ranks wait for it in the combine all-to-all.',
+    );
+    expect(expertStraggler([{ rank: 0 }, { rank: 1 }])).toBeNull();
   });
 });

@@ -1,12 +1,22 @@
 // The MoE block's classroom steps with real tensors (pure, no DOM): the single-device float64 block
 // (reference/moe) on the very tokens the ranks route (moeProblem: rank q's rows q·T…), read step by step —
 // the router and top-k, the permutation, who sends which tokens to whom, the grouped GEMM, the combine,
-// the aux loss pushing load back, and M036's duplicates without SP.
+// the aux loss pushing load back, and M036's duplicates without SP — each count checked against what the
+// ranks' run of the same block measured (tokens per expert, bytes per peer, expert rows, the aux loss).
 import { moeForward } from '../../reference/moe/block.ts';
 import { auxLoss, auxLossCounts } from '../../reference/moe/losses.ts';
 import { moeProblem, rankRows } from '../../parallel/moe-oracle.ts';
 import { moeWorld } from '../../parallel/moe-layout.ts';
-import type { MoeRunArgs } from '../../session/moe-run.ts';
+import { moeRankTolerance, type MoeRun, type MoeRunArgs } from '../../session/moe-run.ts';
+import { allToAllBytes } from '../timeline/moe-view-model.ts';
+
+/** A step's number against the ranks' run: what the float64 block says, what the run measured, equal or not. */
+export interface MoeStepCheck {
+  readonly label: string;
+  readonly step: readonly number[];
+  readonly run: readonly number[];
+  readonly pass: boolean;
+}
 
 /** One step: a title, what it says, and a table of real values. */
 export interface MoeStep {
@@ -15,6 +25,8 @@ export interface MoeStep {
   readonly text: string;
   readonly head: readonly string[];
   readonly rows: readonly (readonly (string | number)[])[];
+  /** The step's counts against the ranks' run (empty without a run). */
+  readonly checks: readonly MoeStepCheck[];
 }
 
 /** The most tokens a step lists row by row (the rest are counted). */
@@ -25,9 +37,11 @@ const p3 = (v: number): string => v.toFixed(3);
 /**
  * The steps of `a`'s MoE block. Token g of the group is token g mod T of block ⌊g/T⌋ (rank ⌊g/T⌋
  * under SP or at t = 1); expert e lives on EP rank ⌊e/(E/EP)⌋. Assumes a layout the ranks run
- * (moeRunErrors empty).
+ * (moeRunErrors empty). With `run` (the ranks' run of the same args) each step's counts are checked
+ * against what the ranks measured: tokens per expert per rank, bytes per EP peer of the dispatch
+ * all-to-all, rows per local expert, the aux loss (within moeRankTolerance).
  */
-export function moeSteps(a: MoeRunArgs): MoeStep[] {
+export function moeSteps(a: MoeRunArgs, run?: MoeRun): MoeStep[] {
   const c = a.config;
   const { h, tokens: T } = a;
   // Blocks of T logical tokens: one a rank, or under M036 (no SP at t > 1) one a TP group, every rank of it routing it again.
@@ -63,6 +77,11 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     id: 'router',
     title: '1. Router and top-k',
     text: `logits = x · W_r ([${G}, ${h}] · [${h}, ${E}]${c.routerSkew ? `, plus the skew's bias` : ''}); ${c.moeRouterScoreFunction} scores; each token keeps its ${k} best experts (ties: the lower index).${r.capacity === null ? '' : ` Capacity ${r.capacity} tokens per expert: ${r.dropped} picks dropped (marked ✗).`}${more}`,
+    checks: run
+      ? run.ranks.map((q) =>
+          equal(`rank ${q.rank}: picks per expert`, per[q.tokenBlock]!.routing.tokensPerExpert, q.tokensPerExpert),
+        )
+      : [],
     head: ['token', ...Array.from({ length: k }, (_, j) => `pick ${j + 1}: expert (weight)`)],
     rows: Array.from({ length: shown }, (_, g) => [
       tokenName(g),
@@ -82,6 +101,7 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     id: 'permute',
     title: '2. The permutation',
     text: `Each rank sorts its kept picks by expert (stable: token order within an expert), so each expert's rows are contiguous: ${r.tokensPerExpert.reduce((s, v) => s + v, 0)} rows over the ${N} ranks.`,
+    checks: [],
     head: ['expert', 'rows', 'tokens (rank by rank, in row order)'],
     rows: Array.from({ length: E }, (_, e) => {
       const ts = rowsOf(e);
@@ -101,6 +121,7 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     id: 'dispatch',
     title: '3. Who sends which tokens to whom (the dispatch all-to-all)',
     text: `Each rank sends a token's row to the EP rank that holds its expert (E/EP = ${L} experts a rank), ${h}·4 = ${h * 4} bytes a row; the counts go first (an all-gather of tokens per expert), so every rank knows its uneven splits. The combine all-to-all sends the expert outputs back the same way.`,
+    checks: run && a.layout.dispatcher === 'alltoall' ? dispatchChecks(run, sends, h) : [],
     head: [
       'from rank',
       ...Array.from({ length: ep }, (_, j) => `to EP rank ${j} (experts ${j * L}–${(j + 1) * L - 1})`),
@@ -118,6 +139,17 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     id: 'grouped-gemm',
     title: '4. The grouped GEMM',
     text: `Each EP rank runs its ${L} experts in one dispatch over uneven row counts: fc1 [rows, ${h}] · [${h}, ${2 * fMoe}], SwiGLU, fc2 [rows, ${fMoe}] · [${fMoe}, ${h}]; 6·rows·h·f FLOPs forward.`,
+    // every EDP replica of EP rank j runs its experts on its own tp_ep group's tokens; ETP peers run the same rows
+    checks: run
+      ? Array.from({ length: ep }, (_, j) => {
+          const held = run.ranks.filter((x) => x.coords.ep === j && x.coords.etp === 0);
+          return equal(
+            `EP rank ${j} (ranks ${held.map((x) => x.rank).join(', ')}): rows per local expert${run.copies > 1 ? ` ÷ ${run.copies} copies` : ''}`,
+            r.tokensPerExpert.slice(j * L, (j + 1) * L),
+            Array.from({ length: L }, (_, l) => held.reduce((n, x) => n + x.expertRows[l]!, 0) / run.copies),
+          );
+        })
+      : [],
     head: ['EP rank', 'rows per local expert', 'rows', 'forward FLOPs'],
     rows: Array.from({ length: ep }, (_, j) => {
       const rows = Array.from({ length: L }, (_, l) => r.tokensPerExpert[j * L + l]!);
@@ -143,6 +175,7 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     text: `Back on its rank, token ${tokenName(g0)}'s output is the weighted sum of its experts' rows: y = ${picks
       .map((x) => `${p3(x.p)}·yp(expert ${x.e})`)
       .join(' + ')}. Its first values:`,
+    checks: [],
     head: ['', ...Array.from({ length: cols }, (_, i) => `y[${i}]`)],
     rows: [
       ...picks.map((x) => [
@@ -159,6 +192,16 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     id: 'aux',
     title: '6. The aux loss pushes load back',
     text: `aux = coeff · E/(k·T²) · Σ_e c_e · Σ_t S[t, e] = ${f.aux.toPrecision(4)} (coeff ${c.moeAuxLossCoeff}${c.moeAuxLossCoeff ? '' : ': off, the column below is at coeff 1'}). Its gradient on logit[t, e] is K·S[t, e]·(c_e − Σ_e' c_e'·S[t, e']): positive for an expert picked more often than the score-weighted mean, negative for one picked less, so a descent step lowers the busy experts' logits, raises the idle ones', and the next step routes load back.`,
+    checks: run
+      ? [
+          {
+            label: `aux loss (float32 ranks against the float64 block, within ${moeRankTolerance})`,
+            step: [f.aux],
+            run: [run.aux],
+            pass: Math.abs(f.aux - run.aux) <= moeRankTolerance,
+          },
+        ]
+      : [],
     head: ['expert', 'c_e (picks before capacity)', 'Σ_t ∂aux/∂logit[t, e]'],
     rows: Array.from({ length: E }, (_, e) => {
       let s = 0;
@@ -173,6 +216,16 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     id: 'm036',
     title: `7. M036: the MoE region with and without SP (t = ${t})`,
     text: `With SP each of the t = ${t} TP ranks routes its own 1/t of the tokens, so every logical token is dispatched once: ${rows} rows, ${rows * h * 4} B in all. Without SP every TP rank holds all of them and routes them again: each token is sent t = ${t} times, ${t * rows} rows, ${t * rows * h * 4} B — the duplicates are pure waste, which is why Megatron refuses MoE with TP > 1 and no SP in training (moe_layer.py:629-632). The rows are the picks above, counted; switch on m036 to measure them on the ranks.`,
+    checks:
+      run && a.layout.dispatcher === 'alltoall'
+        ? [
+            equal(
+              `rows dispatched on the ranks (× ${run.copies} cop${run.copies > 1 ? 'ies' : 'y'})`,
+              [rows * run.copies],
+              [run.ranks.reduce((n, q) => n + q.dispatchBytes, 0) / (h * 4)],
+            ),
+          ]
+        : [],
     head: ['', 'rows dispatched', 'bytes', 'copies of each token'],
     rows: [
       ['with SP', rows, rows * h * 4, 1],
@@ -180,4 +233,27 @@ export function moeSteps(a: MoeRunArgs): MoeStep[] {
     ],
   };
   return [router, permute, dispatch, gemm, combine, aux, m036];
+}
+
+/** A check of counts that must be equal. */
+function equal(label: string, step: ArrayLike<number>, run: ArrayLike<number>): MoeStepCheck {
+  const a = Array.from(step);
+  const b = Array.from(run);
+  return { label, step: a, run: b, pass: a.length === b.length && a.every((v, i) => v === b[i]) };
+}
+
+/**
+ * The dispatch step's bytes against the run's dispatch all-to-alls: rank q's rows to EP rank j
+ * (sends[q][j], h float32 each) and the bytes its all-to-all sent EP group rank j.
+ */
+function dispatchChecks(run: MoeRun, sends: readonly (readonly number[][])[], h: number): MoeStepCheck[] {
+  const bytes = allToAllBytes(run.trace, 'moe.dispatch', run.ranks.length);
+  return run.ranks.map((q) => {
+    const peers = run.trace.find((e) => e.rank === q.rank && e.comm?.tensor === 'moe.dispatch')?.comm?.peers;
+    return equal(
+      `rank ${q.rank}: bytes to each EP rank`,
+      sends[q.tokenBlock]!.map((ts) => ts.length * h * 4),
+      (peers?.ranks ?? []).map((to) => bytes[q.rank]![to]!),
+    );
+  });
 }

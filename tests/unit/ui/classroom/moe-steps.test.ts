@@ -1,9 +1,13 @@
 // The MoE classroom steps read the single-device block on the ranks' tokens: every count agrees across
-// the steps, the aux loss's gradient pushes load from the busiest expert to the idlest, and M036 counts t copies.
+// the steps, the aux loss's gradient pushes load from the busiest expert to the idlest, and M036 counts t copies;
+// against a run, a count that differs fails its check.
 import { describe, expect, test } from 'vitest';
 import { defaultSettings, type Settings } from '../../../../src/ui/settings/state.ts';
 import { moeRunArgsOf, withMoePreset } from '../../../../src/ui/settings/moe-settings.ts';
-import { moeSteps, type MoeStep } from '../../../../src/ui/timeline/moe-steps.ts';
+import { moeSteps, type MoeStep } from '../../../../src/ui/classroom/moe-steps.ts';
+import { moeProblem, rankRows } from '../../../../src/parallel/moe-oracle.ts';
+import { moeForward } from '../../../../src/reference/moe/block.ts';
+import type { MoeRun } from '../../../../src/session/moe-run.ts';
 
 const classroom: Settings = withMoePreset(defaultSettings, 'classroom');
 const step = (steps: readonly MoeStep[], id: MoeStep['id']): MoeStep => steps.find((s) => s.id === id)!;
@@ -62,5 +66,52 @@ describe('MoE classroom steps on the classroom preset (4 ranks × 8 tokens, 8 ex
         .rows.flat()
         .some((v) => String(v).endsWith('✗')),
     ).toBe(true);
+  });
+});
+
+describe('the MoE steps checked against a run', () => {
+  const a = moeRunArgsOf(classroom);
+  const T = a.tokens;
+  // What the ranks would report if they routed as the float64 block does (rank q: block q under SP).
+  const p = moeProblem(a.config, a.h, T, 4, a.seed);
+  const per = [0, 1, 2, 3].map((q) => moeForward(a.config, a.h, T, rankRows(p.x, q, T, a.h), p.w).routing);
+  const load = Array.from({ length: 8 }, (_, e) => per.reduce((n, r) => n + r.tokensPerExpert[e]!, 0));
+  const coords = { tp: 0, cp: 0, dp: 0, pp: 0, etp: 0, ep: 0, edp: 0 };
+  const run = (tokensPerExpert: (q: number) => number[]): MoeRun =>
+    ({
+      ranks: per.map((_, q) => ({
+        rank: q,
+        coords: { ...coords, ep: q },
+        tokensPerExpert: tokensPerExpert(q),
+        firstExpert: 2 * q,
+        expertRows: load.slice(2 * q, 2 * q + 2),
+        tokenBlock: q,
+        dispatchBytes: 0,
+      })),
+      aux: 0,
+      copies: 1,
+      trace: [],
+    }) as unknown as MoeRun; // the fields the checks read
+
+  test('equal counts pass; one pick moved to another expert on rank 2 fails that rank only', () => {
+    const ok = step(
+      moeSteps(
+        a,
+        run((q) => Array.from(per[q]!.tokensPerExpert)),
+      ),
+      'router',
+    ).checks;
+    expect(ok.map((c) => c.pass)).toEqual([true, true, true, true]);
+    const moved = (q: number) => {
+      const c = Array.from(per[q]!.tokensPerExpert);
+      if (q === 2) [c[0], c[1]] = [c[0]! - 1, c[1]! + 1];
+      return c;
+    };
+    expect(step(moeSteps(a, run(moved)), 'router').checks.map((c) => c.pass)).toEqual([true, true, false, true]);
+    expect(step(moeSteps(a, run(moved)), 'grouped-gemm').checks.every((c) => c.pass)).toBe(true);
+  });
+
+  test('without a run the steps carry no checks', () => {
+    expect(moeSteps(a).every((s) => s.checks.length === 0)).toBe(true);
   });
 });

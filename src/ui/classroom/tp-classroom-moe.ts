@@ -1,0 +1,95 @@
+// <tp-classroom-moe>: the classroom's MoE steps, one at a time, with the float64 block's values on the ranks' own tokens and each count checked against the ranks' run.
+import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
+import { customElement, property } from 'lit/decorators.js';
+import type { MoeRun, MoeRunArgs } from '../../session/moe-run.ts';
+import { panelStyles } from '../shared/page-style.ts';
+import { classroomStyles } from './classroom-style.ts';
+import { moeSteps, type MoeStep, type MoeStepCheck } from './moe-steps.ts';
+import { stepSlides } from './step-slides.ts';
+
+/**
+ * `<tp-classroom-moe .args=${a} .run=${r}>`: steps through moeSteps(a, r) — router and top-k,
+ * permutation, who sends what, the grouped GEMM, the combine, the aux loss, M036 — each with its
+ * table and its checks against the run (`div.check[data-pass]`, the two sides in `data-step` and
+ * `data-run`). `status` is shown while there is no run.
+ */
+@customElement('tp-classroom-moe')
+export class TpClassroomMoe extends LitElement {
+  static override styles = [
+    panelStyles,
+    classroomStyles,
+    css`
+      table.values {
+        border-collapse: collapse;
+        font-size: 0.8em;
+        margin: 0.4em 0;
+      }
+      table.values td,
+      table.values th {
+        border: 1px solid #c7d0dc;
+        padding: 0.15em 0.5em;
+        text-align: right;
+        font-variant-numeric: tabular-nums;
+      }
+      table.values td:last-child {
+        text-align: left;
+      }
+    `,
+  ];
+
+  @property({ attribute: false }) args?: MoeRunArgs;
+  @property({ attribute: false }) run?: MoeRun;
+  /** Zero-based step. */
+  @property({ type: Number, reflect: true }) step = 0;
+  @property() status = '';
+
+  private memo: { run: MoeRun; steps: MoeStep[] } | undefined;
+
+  /** The steps of the current run (empty without one); computed once per run (the float64 block on every token). */
+  get steps(): MoeStep[] {
+    const r = this.run;
+    if (!r || !this.args) return [];
+    if (this.memo?.run !== r) this.memo = { run: r, steps: moeSteps(this.args, r) };
+    return this.memo.steps;
+  }
+
+  private check(k: MoeStepCheck): TemplateResult {
+    return html`<div class="check" data-pass=${String(k.pass)} data-step=${k.step.join(' ')} data-run=${k.run.join(' ')}>
+      <span class=${k.pass ? 'pass' : 'fail'}>${k.pass ? '✓' : '✗'}</span> ${k.label}: block ${k.step.join(' · ')}
+      ${k.pass ? '=' : '≠'} ranks ${k.run.join(' · ')}
+    </div>`;
+  }
+
+  override render(): TemplateResult {
+    const steps = this.steps;
+    if (steps.length === 0)
+      return html`<p class="status" aria-live="polite">${this.status || 'waiting for the MoE run…'}</p>`;
+    const i = Math.max(0, Math.min(this.step, steps.length - 1));
+    const s = steps[i]!;
+    return stepSlides({
+      name: 'moe',
+      noun: 'MoE step',
+      steps,
+      i,
+      status: this.status,
+      go: (k) => void (this.step = Math.max(0, Math.min(steps.length - 1, k))),
+      body: html`<section data-step-id=${s.id}>
+        <h2 class="step-title">${s.title}</h2>
+        <p class="text">${s.text}</p>
+        ${s.checks.length ? html`<div class="checks">${s.checks.map((k) => this.check(k))}</div>` : nothing}
+        <table class="values">
+          <tr>
+            ${s.head.map((x) => html`<th>${x}</th>`)}
+          </tr>
+          ${s.rows.map((row) => html`<tr>${row.map((v) => html`<td>${v}</td>`)}</tr>`)}
+        </table>
+      </section>`,
+    });
+  }
+}
+
+declare global {
+  interface HTMLElementTagNameMap {
+    'tp-classroom-moe': TpClassroomMoe;
+  }
+}
