@@ -31,9 +31,11 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
   try {
     const view = page.locator('tp-moe-view');
     await expect.poll(() => view.getAttribute('data-state'), { timeout: 120_000 }).toBe('done');
-    // Four ranks in the card's <tp-timeline>, each with its dispatch and combine all-to-alls (forward and backward)
-    // labelled with the bytes sent to each peer, and its expert GEMMs (forward, backward) with their token rows.
-    const tl = view.locator('tp-timeline[data-moe="timeline"]');
+    // The page's <tp-timeline> is the layer with its MoE block: four ranks, each with its attention passes, its
+    // dispatch and combine all-to-alls (forward and backward) labelled with the bytes sent to each peer, and its
+    // expert GEMMs (forward, backward) with their token rows.
+    const tl = page.locator('section[data-sources] tp-timeline[data-moe="timeline"]');
+    expect(await page.locator('tp-timeline').count()).toBe(1);
     for (const r of [0, 1, 2, 3]) {
       const a2a = tl.locator(`g[data-lane="comm"][data-rank="${r}"] rect[data-kind="comm"][data-op="allToAll"]`);
       expect(await a2a.count(), `rank ${r} all-to-alls`).toBeGreaterThanOrEqual(4);
@@ -41,6 +43,8 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
         `g[data-lane="compute"][data-rank="${r}"] rect[data-kind="compute"][data-op^="moe.experts"]`,
       );
       expect(await gemms.count(), `rank ${r} expert GEMMs`).toBe(2);
+      const attention = tl.locator(`g[data-lane="compute"][data-rank="${r}"] rect[data-op^="attention"]`);
+      expect(await attention.count(), `rank ${r} attention passes`).toBe(2);
     }
     // exposed communication, as for the layer's collectives
     expect(await tl.locator('rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
@@ -89,6 +93,7 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
     );
     expect(await straggler.getAttribute('data-rank')).toBe(stragglerRank);
     expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
+    expect(await view.locator('[data-moe="layer-oracle"]').getAttribute('data-ok')).toBe('true');
     // The dispatch matrix: every rank's row sums to its kept picks' bytes (16 rows of h = 16 float32 = 1024 B).
     const a2a = await view
       .locator('table[data-moe="alltoall"] tr')

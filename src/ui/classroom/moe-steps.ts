@@ -5,9 +5,11 @@
 // ranks' run of the same block measured (tokens per expert, bytes per peer, expert rows, the aux loss).
 import { moeForward } from '../../reference/moe/block.ts';
 import { auxLoss, auxLossCounts } from '../../reference/moe/losses.ts';
-import { moeProblem, rankRows } from '../../parallel/moe-oracle.ts';
-import { moeWorld } from '../../parallel/moe-layout.ts';
+import { moeProblem, rankRows, type MoeProblem } from '../../parallel/moe-oracle.ts';
+import { moeWorld, type MoeLayout } from '../../parallel/moe-layout.ts';
 import { moeRankTolerance, type MoeRun, type MoeRunArgs } from '../../session/moe-run.ts';
+import type { MoeLayerRun } from '../../session/moe-layer-run.ts';
+import { moeLayerProblem, moeLayerWant } from '../../parallel/moe-layer-oracle.ts';
 import { allToAllBytes } from '../timeline/moe-view-model.ts';
 
 /** A step's number against the ranks' run: what the float64 block says, what the run measured, equal or not. */
@@ -35,23 +37,51 @@ const listMax = 16;
 const p3 = (v: number): string => v.toFixed(3);
 
 /**
- * The steps of `a`'s MoE block. Token g of the group is token g mod T of block ⌊g/T⌋ (rank ⌊g/T⌋
- * under SP or at t = 1); expert e lives on EP rank ⌊e/(E/EP)⌋. Assumes a layout the ranks run
- * (moeRunErrors empty). With `run` (the ranks' run of the same args) each step's counts are checked
- * against what the ranks measured: tokens per expert per rank, bytes per EP peer of the dispatch
- * all-to-all, rows per local expert, the aux loss (within moeRankTolerance).
+ * The steps of a run of the page: inside the layer (runMoeLayer) the block's tokens are the ranks'
+ * ln2 outputs, recomputed in float64 by the layer's oracle (moeLayerWant's `block`); the block run
+ * alone (the M036 demonstration) routes moeProblem's tokens (moeSteps).
+ */
+export async function moeRunSteps(a: MoeRunArgs, run: MoeRun | MoeLayerRun): Promise<MoeStep[]> {
+  if (!('layer' in run)) return moeSteps(a, run);
+  const p = moeLayerProblem(run.layer, a.config, a.layout);
+  return moeProblemSteps(
+    (
+      await moeLayerWant(
+        p,
+        run.ranks.map((q) => q.coords),
+      )
+    ).block,
+    a.layout,
+    run,
+  );
+}
+
+/**
+ * The steps of `a`'s MoE block run alone (runMoe): its problem is moeProblem's tokens, N/copies
+ * blocks of T (under M036 a TP group routes one block t times). See moeProblemSteps.
  */
 export function moeSteps(a: MoeRunArgs, run?: MoeRun): MoeStep[] {
-  const c = a.config;
-  const { h, tokens: T } = a;
-  // Blocks of T logical tokens: one a rank, or under M036 (no SP at t > 1) one a TP group, every rank of it routing it again.
   const copies = a.layout.sp ? 1 : a.layout.tp;
-  const N = moeWorld(a.layout) / copies;
-  const holder = copies > 1 ? 'block' : 'rank';
+  return moeProblemSteps(moeProblem(a.config, a.h, a.tokens, moeWorld(a.layout) / copies, a.seed), a.layout, run);
+}
+
+/**
+ * The steps of the MoE block on problem `p` (p.ranks blocks of p.T tokens: the block's own
+ * tokens, or inside the layer the ranks' ln2 outputs, moeLayerWant's `block`) under `layout`.
+ * Token g of the group is token g mod T of block ⌊g/T⌋ (rank ⌊g/T⌋ under SP or at t = 1); expert
+ * e lives on EP rank ⌊e/(E/EP)⌋. Assumes a layout the ranks run. With `run` (the ranks' run of
+ * the same problem) each step's counts are checked against what the ranks measured: tokens per
+ * expert per rank, bytes per EP peer of the dispatch all-to-all, rows per local expert, the aux
+ * loss (within moeRankTolerance).
+ */
+export function moeProblemSteps(p: MoeProblem, layout: MoeLayout, run?: MoeRun): MoeStep[] {
+  const { c, h, T } = p;
+  // Blocks of T logical tokens: one a rank, or under M036 (no SP at t > 1) one a TP group, every rank of it routing it again.
+  const N = p.ranks;
+  const holder = layout.sp || layout.tp === 1 ? 'rank' : 'block';
   const E = c.numMoeExperts;
   const k = c.moeRouterTopk;
-  const L = E / a.layout.ep;
-  const p = moeProblem(c, h, T, N, a.seed);
+  const L = E / layout.ep;
   const G = N * T;
   // The group's block (its logits and aux loss: Megatron's global aux over the EP group) and each rank's
   // own routing call (capacity is sized from the rank's T tokens, apply_router_token_dropping).
@@ -110,7 +140,7 @@ export function moeSteps(a: MoeRunArgs, run?: MoeRun): MoeStep[] {
   };
 
   // Rows rank q sends to EP rank j: its kept picks of experts [j·L, (j+1)·L).
-  const ep = a.layout.ep;
+  const ep = layout.ep;
   const sends = Array.from({ length: N }, () => Array.from({ length: ep }, () => [] as number[]));
   for (let g = 0; g < G; g++)
     for (let j = 0; j < k; j++) {
@@ -120,8 +150,8 @@ export function moeSteps(a: MoeRunArgs, run?: MoeRun): MoeStep[] {
   const dispatch: MoeStep = {
     id: 'dispatch',
     title: '3. Who sends which tokens to whom (the dispatch all-to-all)',
-    text: `Each rank sends a token's row to the EP rank that holds its expert (E/EP = ${L} experts a rank), ${h}·4 = ${h * 4} bytes a row; the counts go first (an all-gather of tokens per expert), so every rank knows its uneven splits. The combine all-to-all sends the expert outputs back the same way.`,
-    checks: run && a.layout.dispatcher === 'alltoall' ? dispatchChecks(run, sends, h) : [],
+    text: `Each rank sends a token's row to the EP rank that holds its expert (E/EP = ${L} experts a rank), ${h}·4 = ${h * 4} bytes a row; the counts go first (an all-gather of tokens per expert), so every rank knows its uneven splits. A row is one pick: a token whose experts sit on one EP rank goes there once for each (listed twice). The combine all-to-all sends the expert outputs back the same way.`,
+    checks: run && layout.dispatcher === 'alltoall' ? dispatchChecks(run, sends, h) : [],
     head: [
       'from rank',
       ...Array.from({ length: ep }, (_, j) => `to EP rank ${j} (experts ${j * L}–${(j + 1) * L - 1})`),
@@ -129,7 +159,8 @@ export function moeSteps(a: MoeRunArgs, run?: MoeRun): MoeStep[] {
     rows: sends.map((row, q) => [
       q,
       ...row.map(
-        (ts) => `${ts.length} rows, ${ts.length * h * 4} B: ${ts.slice(0, 8).join(', ')}${ts.length > 8 ? ', …' : ''}`,
+        (ts) =>
+          `${ts.length} row${ts.length === 1 ? '' : 's'}, ${ts.length * h * 4} B: ${ts.slice(0, 8).join(', ')}${ts.length > 8 ? ', …' : ''}`,
       ),
     ]),
   };
@@ -210,14 +241,14 @@ export function moeSteps(a: MoeRunArgs, run?: MoeRun): MoeStep[] {
     }),
   };
 
-  const t = Math.max(2, a.layout.tp); // the t the demonstration shows (at t = 1, what t = 2 would do)
+  const t = Math.max(2, layout.tp); // the t the demonstration shows (at t = 1, what t = 2 would do)
   const rows = r.tokensPerExpert.reduce((s, v) => s + v, 0);
   const m036: MoeStep = {
     id: 'm036',
     title: `7. M036: the MoE region with and without SP (t = ${t})`,
     text: `With SP each of the t = ${t} TP ranks routes its own 1/t of the tokens, so every logical token is dispatched once: ${rows} rows, ${rows * h * 4} B in all. Without SP every TP rank holds all of them and routes them again: each token is sent t = ${t} times, ${t * rows} rows, ${t * rows * h * 4} B — the duplicates are pure waste, which is why Megatron refuses MoE with TP > 1 and no SP in training (moe_layer.py:629-632). The rows are the picks above, counted; switch on m036 to measure them on the ranks.`,
     checks:
-      run && a.layout.dispatcher === 'alltoall'
+      run && layout.dispatcher === 'alltoall'
         ? [
             equal(
               `rows dispatched on the ranks (× ${run.copies} cop${run.copies > 1 ? 'ies' : 'y'})`,

@@ -1,14 +1,15 @@
 // <tp-classroom-moe>: the classroom's MoE steps, one at a time, with the float64 block's values on the ranks' own tokens and each count checked against the ranks' run.
 import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
-import { customElement, property } from 'lit/decorators.js';
+import { customElement, property, state } from 'lit/decorators.js';
 import type { MoeRun, MoeRunArgs } from '../../session/moe-run.ts';
+import type { MoeLayerRun } from '../../session/moe-layer-run.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { classroomStyles } from './classroom-style.ts';
-import { moeSteps, type MoeStep, type MoeStepCheck } from './moe-steps.ts';
+import { moeRunSteps, type MoeStep, type MoeStepCheck } from './moe-steps.ts';
 import { stepSlides } from './step-slides.ts';
 
 /**
- * `<tp-classroom-moe .args=${a} .run=${r}>`: steps through moeSteps(a, r) — router and top-k,
+ * `<tp-classroom-moe .args=${a} .run=${r}>`: steps through moeRunSteps(a, r) — router and top-k,
  * permutation, who sends what, the grouped GEMM, the combine, the aux loss, M036 — each with its
  * table and its checks against the run (`div.check[data-pass]`, the two sides in `data-step` and
  * `data-run`). `status` is shown while there is no run.
@@ -38,19 +39,29 @@ export class TpClassroomMoe extends LitElement {
   ];
 
   @property({ attribute: false }) args?: MoeRunArgs;
-  @property({ attribute: false }) run?: MoeRun;
+  @property({ attribute: false }) run?: MoeRun | MoeLayerRun;
   /** Zero-based step. */
   @property({ type: Number, reflect: true }) step = 0;
   @property() status = '';
 
-  private memo: { run: MoeRun; steps: MoeStep[] } | undefined;
+  @state() private shown: { run: MoeRun | MoeLayerRun; steps: readonly MoeStep[] } | undefined;
+  @state() private error = '';
+  private asked: MoeRun | MoeLayerRun | undefined;
 
-  /** The steps of the current run (empty without one); computed once per run (the float64 block on every token). */
-  get steps(): MoeStep[] {
+  /** The steps of the shown run (empty while they are computed: the float64 layer or block on every token). */
+  get steps(): readonly MoeStep[] {
+    return this.shown && this.shown.run === this.run ? this.shown.steps : [];
+  }
+
+  protected override willUpdate(): void {
     const r = this.run;
-    if (!r || !this.args) return [];
-    if (this.memo?.run !== r) this.memo = { run: r, steps: moeSteps(this.args, r) };
-    return this.memo.steps;
+    if (!r || !this.args || r === this.asked) return;
+    this.asked = r;
+    this.error = '';
+    moeRunSteps(this.args, r).then(
+      (steps) => void (this.asked === r && (this.shown = { run: r, steps })),
+      (e: unknown) => void (this.asked === r && (this.error = e instanceof Error ? e.message : String(e))),
+    );
   }
 
   private check(k: MoeStepCheck): TemplateResult {
@@ -63,7 +74,9 @@ export class TpClassroomMoe extends LitElement {
   override render(): TemplateResult {
     const steps = this.steps;
     if (steps.length === 0)
-      return html`<p class="status" aria-live="polite">${this.status || 'waiting for the MoE run…'}</p>`;
+      return html`<p class="status" aria-live="polite" role=${this.error ? 'alert' : 'status'}>
+        ${this.error ? `The MoE steps failed: ${this.error}` : this.status || (this.run ? 'computing the steps in float64…' : 'waiting for the MoE run…')}
+      </p>`;
     const i = Math.max(0, Math.min(this.step, steps.length - 1));
     const s = steps[i]!;
     return stepSlides({

@@ -1,10 +1,13 @@
-// The page's MoE cards (templates of <tp-app>): the timeline view's card and the classroom view's steps, both from the one MoE run of the settings.
+// The page's MoE templates (of <tp-app>): the timeline of the layer with its MoE block, the timeline view's MoE card and the classroom view's steps, all from the one MoE run of the settings.
 import { html, type TemplateResult } from 'lit';
 import '../classroom/tp-classroom-moe.ts';
 import '../timeline/tp-moe-view.ts';
 import { moeRunArgsOf } from '../settings/moe-settings.ts';
 import { hashFromSettings, type Settings } from '../settings/state.ts';
 import type { MoeRunState } from './moe-runs.ts';
+import { tracedTimeline, type TracedTimeline } from '../../schedule/traced-timeline.ts';
+import type { MoeRun } from '../../session/moe-run.ts';
+import '../timeline/tp-timeline.ts';
 
 /** The run shown for `s`: the state's run when it ran these settings' args, else none yet. */
 function shownRun(m: MoeRunState, s: Settings) {
@@ -12,7 +15,7 @@ function shownRun(m: MoeRunState, s: Settings) {
   return m.args && JSON.stringify(m.args) === key ? m : undefined;
 }
 
-/** The timeline view's MoE card: the run's trace on a <tp-timeline>, the heat map, the straggler, the dispatch matrix, M036; a link to the classroom's steps. */
+/** The timeline view's MoE card: the straggler, the heat map, the checks, the dispatch matrix, M036; a link to the classroom's steps. */
 export function renderMoeCard(m: MoeRunState, s: Settings): TemplateResult {
   const mine = shownRun(m, s);
   return html`<section class="card" data-moe-card>
@@ -40,4 +43,39 @@ export function renderMoeClassroom(m: MoeRunState, s: Settings, gpu: boolean): T
     <h2>Mixture of Experts, step by step: E ${s.experts}, top-${s.topk}, EP ${s.ep}, ETP ${s.etp}</h2>
     <tp-classroom-moe .args=${mine?.args} .run=${mine?.state === 'done' ? mine.run : undefined} .status=${status}></tp-classroom-moe>
   </section>`;
+}
+
+/** The traced timeline of each run (drawn again on every render otherwise). */
+const traced = new WeakMap<MoeRun, TracedTimeline>();
+const timelineOf = (r: MoeRun): TracedTimeline => {
+  let tl = traced.get(r);
+  if (!tl) traced.set(r, (tl = tracedTimeline(r.trace)));
+  return tl;
+};
+
+/**
+ * The timeline view's timeline with experts set: the layer with its MoE block as the ranks
+ * recorded it (the attention passes, its collectives, the all-to-alls with bytes per peer, the
+ * expert GEMMs with their rows, the straggler framed), in place of the dense layer's.
+ */
+export function renderMoeTimeline(m: MoeRunState, s: Settings): TemplateResult {
+  const mine = shownRun(m, s);
+  const r = mine?.state === 'done' || mine?.state === 'running' ? mine.run : undefined;
+  if (!r)
+    return html`<p class="note" data-moe-timeline=${mine?.state ?? m.state}>
+      ${
+        mine?.state === 'refused' || mine?.state === 'failed'
+          ? `The layer with its MoE block ${mine.state === 'refused' ? 'cannot run' : 'failed'}: ${mine.error}`
+          : 'The rank workers are running the layer with its MoE block…'
+      }
+    </p>`;
+  const what =
+    'layer' in r
+      ? `the layer with its MoE block in place of the dense MLP on ${r.ranks.length} rank workers`
+      : `the MoE block alone (the M036 demonstration) on ${r.ranks.length} rank workers`;
+  return html`<tp-timeline
+    data-moe="timeline"
+    .timeline=${timelineOf(r)}
+    caption=${`Recorded on the ranks: ${what}, forward and backward. Each compute block (the attention passes, the expert GEMMs) is timed between two flushes of its GPU, each collective from its call to its return on the rank's transport; the gaps are the host's routing and the kernels not timed one by one. Zoom in for the all-to-alls' bytes per peer; hover for every peer's.`}
+  ></tp-timeline>`;
 }

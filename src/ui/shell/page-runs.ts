@@ -14,10 +14,10 @@ import { afterNextPaint } from '../shared/next-paint.ts';
 import { slowdownRankIssue } from '../../core/rank-slowdown.ts';
 import { formatMs } from '../../core/format.ts';
 import { placeIssues, type FieldIssue } from '../settings/field-issues.ts';
-import { moeIssues } from '../settings/moe-settings.ts';
+import { moeIssues, moeOn } from '../settings/moe-settings.ts';
 import { machineChoice } from '../settings/machine-choice.ts';
 import { runsMesh } from '../settings/mesh-settings.ts';
-import { configOf, hashFromSettings, runKey, sizeKeys, type MainView, type Settings } from '../settings/state.ts';
+import { configOf, hashFromSettings, runKey, sizeKeys, type Settings } from '../settings/state.ts';
 
 /** What the browser offers: WebGPU with an adapter, none at all, or navigator.gpu without an adapter. */
 export type GpuState = 'ok' | 'none' | 'no-adapter';
@@ -33,10 +33,16 @@ export type RanksState =
   /** No WebGPU: nothing runs, the timeline is modeled. */
   | 'none'
   /** The view on screen (classroom, GEMM) runs its own programs on the workers; the layer runs when the timeline is shown again. */
-  | 'deferred';
+  | 'deferred'
+  /** Experts are set: the workers run the layer with its MoE block (moe-runs.ts), not the dense layer. */
+  | 'moe';
 
-/** The views that run the page's layer on the rank workers; the others borrow the workers for their own programs. */
-const layerOnRanks = (view: MainView): boolean => view === 'timeline';
+/**
+ * Whether the page's dense layer runs on the rank workers: in the timeline view without experts.
+ * With experts the layer with its MoE block runs instead (moe-runs.ts); the other views borrow
+ * the workers for their own programs.
+ */
+const layerOnRanks = (s: Settings): boolean => s.view === 'timeline' && !moeOn(s);
 
 /** Everything the page shows about its runs. */
 export interface PageRunState {
@@ -101,7 +107,7 @@ export class PageRuns {
     };
     this.queue = runLatest<PageRequest>({
       // A switch to a view that borrows the workers aborts the layer run it would otherwise queue behind.
-      key: (r) => `${runKey(r.settings)}\u0000${layerOnRanks(r.settings.view)}`,
+      key: (r) => `${runKey(r.settings)}\u0000${layerOnRanks(r.settings)}`,
       run: (r, signal) => this.runOnce(r, signal),
       onError: (e) => this.set({ runError: e instanceof Error ? e.message : String(e), progress: 'run failed' }),
     });
@@ -203,8 +209,19 @@ export class PageRuns {
     if (issues.length) return; // keep the last good view
     const key = runKey(s);
     const ranks = this.state.ranks;
-    if (key === this.state.shownKey && this.state.result && ranks !== 'running' && ranks !== 'deferred') return;
-    if (key === this.state.shownKey && this.state.result && !layerOnRanks(s.view)) return;
+    if (
+      key === this.state.shownKey &&
+      this.state.result &&
+      ranks !== 'running' &&
+      ranks !== 'deferred' &&
+      ranks !== 'moe'
+    )
+      return;
+    if (key === this.state.shownKey && this.state.result && !layerOnRanks(s)) {
+      // the same result in another view: say why the workers do not run it in this one
+      if (ranks === 'moe' || ranks === 'deferred') this.set({ ranks: s.view === 'timeline' ? 'moe' : 'deferred' });
+      return;
+    }
     const started = performance.now();
     this.set({ busy: true, progress: `running t = ${s.tp}${s.sp ? ' with SP' : ''}…` });
     try {
@@ -230,10 +247,13 @@ export class PageRuns {
         });
         await afterNextPaint(); // the workers' start-up must not hold the first frame
       }
-      if (!layerOnRanks(s.view) && this.state.gpu === 'ok') {
+      if (!layerOnRanks(s) && this.state.gpu === 'ok') {
+        const moe = s.view === 'timeline';
         this.set({
-          ranks: 'deferred',
-          progress: `t = ${s.tp} planned; the layer runs on the rank workers when the timeline is shown`,
+          ranks: moe ? 'moe' : 'deferred',
+          progress: moe
+            ? `t = ${s.tp} planned; the rank workers run the layer with its MoE block`
+            : `t = ${s.tp} planned; the layer runs on the rank workers when the timeline is shown`,
         });
         return;
       }

@@ -10,7 +10,7 @@ import { clusterSizes } from '../settings/cluster-model-choice.ts';
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
 import { moeExportCaveats, moeOn, moeRanks, moeSetupOf } from '../settings/moe-settings.ts';
-import { renderMoeCard } from './moe-cards.ts';
+import { renderMoeCard, renderMoeTimeline } from './moe-cards.ts';
 import type { MoeRunState } from './moe-runs.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
@@ -32,6 +32,7 @@ const oracleReason: Record<PageRunState['ranks'], string> = {
   stopped: 'the settings changed before the rank workers finished',
   none: 'no WebGPU here: the layer did not run',
   deferred: 'the rank workers run this view’s programs; the layer runs against TP=1 when the timeline is shown',
+  moe: 'the rank workers run the layer with its MoE block in place of this dense MLP; its check against one device is in the MoE card below',
 };
 
 /** The banners above a run: no WebGPU, no cross-origin isolation, unknown link keys, a failed run, settings that cannot run. */
@@ -150,8 +151,10 @@ export function renderRun(
     <section class="card ${stale ? 'stale' : ''}" data-sources @timeline-zoom=${followZoom}>
       ${
         s.view === 'timeline'
-          ? html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>
-              ${r.memory ? liveMemory(r) : nothing}`
+          ? moeOn(s)
+            ? renderMoeTimeline(moe, s)
+            : html`<tp-timeline .timeline=${tl} .phase=${s.pass} caption=${sources}></tp-timeline>
+                ${r.memory ? liveMemory(r) : nothing}`
           : renderWorkerView(s, runner)
       }
     </section>

@@ -26,7 +26,7 @@ import { MeshRuns, type MeshRunState } from './mesh-runs.ts';
 import { renderMesh } from './mesh-view.ts';
 import { renderMeshClassroom } from './mesh-classroom-card.ts';
 import { MoeRuns, type MoeRunState } from './moe-runs.ts';
-import { renderMoeClassroom } from './moe-cards.ts';
+import { renderMoeCard, renderMoeClassroom, renderMoeTimeline } from './moe-cards.ts';
 import { moeOn } from '../settings/moe-settings.ts';
 
 const viewNames: Record<MainView, string> = {
@@ -174,7 +174,9 @@ export class TpApp extends LitElement {
                 ${
                   r
                     ? renderRun(r, s, run, this.runs.runner, stale, this.onChange, this.moe)
-                    : html`<div class="card"><p class="note">${run.issues.length ? 'Fix the setting marked in red to run the layer.' : s.view === 'timeline' ? 'Planning the layer…' : 'The layer runs on the rank workers when the timeline is shown.'}</p></div>
+                    : s.view === 'timeline' && moeOn(s) && !run.issues.length
+                      ? html`<section class="card">${renderMoeTimeline(this.moe, s)}</section>${renderMoeCard(this.moe, s)}`
+                      : html`<div class="card"><p class="note">${run.issues.length ? 'Fix the setting marked in red to run the layer.' : s.view === 'timeline' ? 'Planning the layer…' : 'The layer runs on the rank workers when the timeline is shown.'}</p></div>
                       ${s.view === 'timeline' || run.issues.length ? nothing : html`<section class="card">${renderWorkerView(s, this.runs.runner)}</section>`}`
                 }`
           }

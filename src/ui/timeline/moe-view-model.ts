@@ -74,8 +74,8 @@ export function expertStraggler(events: readonly Pick<TraceEvent, 'rank' | 'expe
   return { rank, rows: expertRows(experts), meanRows, experts };
 }
 
-/** The expert straggler in words: "Expert straggler: rank 1 — its experts 2–3 processed 19 token rows (1.19× the mean of 16.0); …". */
+/** The expert straggler in words: "Expert straggler: rank 1 — its experts 2–3 processed 19 token rows (1.19× the mean of 16.0): …". */
 export function expertStragglerSentence(s: ExpertStraggler): string {
   const ratio = s.meanRows > 0 ? ` (${(s.rows / s.meanRows).toFixed(2)}× the mean of ${s.meanRows.toFixed(1)})` : '';
-  return `Expert straggler: rank ${s.rank} — its ${expertRange(s.experts)} processed ${s.rows} token rows${ratio}; the other ranks wait for it in the combine all-to-all.`;
+  return `Expert straggler: rank ${s.rank} — its ${expertRange(s.experts)} processed ${s.rows} token rows${ratio}: the most work before the combine all-to-all, which no rank of its group can finish before it.`;
 }

@@ -1,22 +1,13 @@
-// <tp-moe-view>: the page's MoE run on the rank workers (shell/moe-runs.ts): its trace in a <tp-timeline> (the
-// all-to-alls' bytes per peer, the expert GEMMs' token rows, the straggler), the tokens-per-expert-per-rank heat
-// map, the dropped tokens, the check against one device and the dispatch matrix; the classroom view steps through it.
+// <tp-moe-view>: what the page's MoE run on the rank workers (shell/moe-runs.ts: the layer with its MoE block)
+// measured of the block: the straggler, the tokens-per-expert-per-rank heat map, the dropped tokens, the checks
+// against one device and the dispatch matrix. Its lanes are the page's <tp-timeline>; the classroom steps through it.
 import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import { moeWorld } from '../../parallel/moe-layout.ts';
-import { tracedTimeline, type TracedTimeline } from '../../schedule/traced-timeline.ts';
 import type { MoeRun, MoeRunArgs } from '../../session/moe-run.ts';
+import type { MoeLayerRun } from '../../session/moe-layer-run.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { allToAllBytes, moeHeat, moeStragglerText } from './moe-view-model.ts';
-import './tp-timeline.ts';
-
-/** The traced timeline of each run (drawn again on every render otherwise). */
-const traced = new WeakMap<MoeRun, TracedTimeline>();
-const timelineOf = (r: MoeRun): TracedTimeline => {
-  let tl = traced.get(r);
-  if (!tl) traced.set(r, (tl = tracedTimeline(r.trace)));
-  return tl;
-};
 
 /** What the card is showing: nothing asked, the run in flight, its result, or why there is none. */
 export type MoeViewState = 'idle' | 'running' | 'done' | 'refused' | 'failed';
@@ -60,7 +51,7 @@ export class TpMoeView extends LitElement {
   ];
 
   @property({ attribute: false }) args: MoeRunArgs | undefined;
-  @property({ attribute: false }) run: MoeRun | undefined;
+  @property({ attribute: false }) run: MoeRun | MoeLayerRun | undefined;
   @property() state: MoeViewState = 'idle';
   @property() error = '';
   /** The page's link to the classroom view (its MoE steps), or '' for none. */
@@ -89,7 +80,7 @@ export class TpMoeView extends LitElement {
       return html`${head}
         <p class="note" role="alert" data-moe="error">${this.error}</p>`;
     if (!r) return head;
-    return html`${head} ${this.renderSummary(r)} ${this.renderLanes(r)} ${this.renderHeat(r)} ${this.renderAllToAll(r)}
+    return html`${head} ${this.renderSummary(r)} ${this.renderHeat(r)} ${this.renderAllToAll(r)}
     ${
       this.classroom
         ? html`<p class="note">
@@ -100,8 +91,18 @@ export class TpMoeView extends LitElement {
     }`;
   }
 
-  private renderSummary(r: MoeRun): TemplateResult {
+  private renderSummary(r: MoeRun | MoeLayerRun): TemplateResult {
     const o = r.oracle;
+    const layer =
+      'layerOracle' in r
+        ? html`<span data-moe="layer-oracle" data-ok=${String(r.layerOracle.ok)}
+            >${
+              r.layerOracle.ok
+                ? `the whole layer (output, input gradient, the block's input, the attention's gradients) matches one device within ${r.layerOracle.tolerance}`
+                : `the layer differs from one device: ${r.layerOracle.failures.join('; ')}`
+            }</span
+          >`
+        : html`the block ran alone (the M036 demonstration: the layer refuses t > 1 without SP)`;
     const sent = r.ranks.reduce((a, q) => a + q.dispatchBytes, 0);
     return html`${
       r.copies > 1
@@ -129,18 +130,8 @@ export class TpMoeView extends LitElement {
               : `differs from one device: ${o.failures.join('; ')}`
           }</span
         >
+        · ${layer}
       </p>`;
-  }
-
-  /** Each rank's compute and comm lanes in the page's timeline: the expert GEMMs with their token rows, the all-to-alls with bytes per peer. */
-  private renderLanes(r: MoeRun): TemplateResult {
-    const tl = timelineOf(r);
-    return html`<h3>Timeline of the MoE block on the ${tl.ranks} ranks (forward and backward, as they recorded it)</h3>
-      <tp-timeline
-        data-moe="timeline"
-        .timeline=${tl}
-        caption="Times the ranks recorded: each expert GEMM (forward and backward) timed between two flushes of its GPU, each collective from its call to its return on the rank's transport; the gaps between are the host's routing and the kernels not timed one by one. Zoom in for the all-to-alls' bytes per peer; hover for every peer's."
-      ></tp-timeline>`;
   }
 
   /** Tokens per expert per rank: rows the ranks whose tokens were routed, columns the experts under their owners. */

@@ -28,7 +28,7 @@ describe('MoE classroom steps on the classroom preset (4 ranks × 8 tokens, 8 ex
     const perm = step(steps, 'permute').rows.map((row) => Number(row[1]));
     expect(perm.reduce((a, b) => a + b, 0)).toBe(64);
     const sent = step(steps, 'dispatch').rows.map((row) =>
-      row.slice(1).reduce<number>((a, cell) => a + Number(/^(\d+) rows/.exec(String(cell))![1]), 0),
+      row.slice(1).reduce<number>((a, cell) => a + Number(/^(\d+) rows?/.exec(String(cell))![1]), 0),
     );
     expect(sent).toEqual([16, 16, 16, 16]);
     const gemm = step(steps, 'grouped-gemm').rows;

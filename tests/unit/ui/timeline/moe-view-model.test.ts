@@ -109,7 +109,7 @@ describe('the MoE view model', () => {
     const s = expertStraggler(events)!;
     expect([s.rank, s.rows, s.meanRows]).toEqual([1, 9, 6]);
     expect(expertStragglerSentence(s)).toBe(
-      'Expert straggler: rank 1 — its experts 2–3 processed 9 token rows (1.50× the mean of 6.0); the other ranks wait for it in the combine all-to-all.',
+      'Expert straggler: rank 1 — its experts 2–3 processed 9 token rows (1.50× the mean of 6.0): the most work before the combine all-to-all, which no rank of its group can finish before it.',
     );
     expect(expertStraggler([{ rank: 0 }, { rank: 1 }])).toBeNull();
   });
