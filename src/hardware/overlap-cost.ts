@@ -25,8 +25,9 @@ export interface CommFootprint {
  * SMs a communicator takes:
  *   NCCL: one CTA per channel. NCCL's topology search settles on 16 or more channels on an
  *   NVSwitch node (NCCL's MAXCHANNELS is 32; NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS bound it);
- *   16 assumed for NVLink and the network; a link may say otherwise (Interconnect.ncclChannels:
- *   2 for the PCIe box, whose rings through a PCIe switch rarely get more).
+ *   16 assumed for NVLink; a link may say otherwise (Interconnect.ncclChannels: 2 for the PCIe
+ *   box, whose rings through a PCIe switch rarely get more; a ring across nodes the count NCCL's
+ *   search and duplication give its ranks per node, nccl-ring-channels.ts).
  *   Userbuffers (Transformer Engine's comm+GEMM overlap, transformer_engine/pytorch/module/base.py
  *   `initialize_ub` defaults): ring_exchange (the all-gathers before qkv/fc1 fprop and the dgrads
  *   of proj/fc2) num_sm 1 with copy engines; pipeline (the reduce-scatters after proj/fc2 fprop)

@@ -3,6 +3,7 @@ import { gpus, type GpuName, type GpuSpec } from './gpus.ts';
 import { interconnectPresets, type Interconnect } from './interconnect.ts';
 import type { FittedCollective, KernelScale, MeasuredGemm } from './calibrated-rates.ts';
 import { ringNodeScale } from './ring-node-scaling.ts';
+import { ncclRingChannels } from './nccl-ring-channels.ts';
 
 /**
  * One machine of a cluster: GPUs per node, the link between GPUs of a node (an alpha-beta ring
@@ -354,7 +355,8 @@ export function parseSystem(text: string): SystemSpec {
  * are adjacent, Megatron's default rank order, so a TP group of t ≤ GPUs per node stays in one
  * node; a DP group is strided by t). Inside a node: the intra link. Across nodes the ring
  * crosses the network once per node: NCCL runs one ring per NIC, so bus bandwidth is
- * min(intra, min(perNode, NICs) × NIC bandwidth × ringNodeScale(nodes)), α the network's.
+ * min(intra, min(perNode, NICs) × NIC bandwidth × ringNodeScale(nodes)), α the network's, on
+ * the channels (SMs) NCCL gives such a ring (nccl-ring-channels.ts).
  */
 export function groupLink(system: SystemSpec, size: number, perNode: number): Interconnect {
   if (size <= perNode) return system.intra;
@@ -376,6 +378,7 @@ export function groupLink(system: SystemSpec, size: number, perNode: number): In
     label: `${system.inter.label} (${nics} NIC${nics > 1 ? 's' : ''} per node in the ring)`,
     alphaUs: system.inter.alphaUs,
     busGBps,
+    ncclChannels: ncclRingChannels(system.gpu.arch, perNode, system.inter.nicsPerNode, system.inter.nicGBps),
     source: system.inter.source,
     ...(fitted && { fitted }),
   };

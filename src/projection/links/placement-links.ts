@@ -1,4 +1,5 @@
 import { ringNodeScale } from '../../hardware/ring-node-scaling.ts';
+import { ncclRingChannels } from '../../hardware/nccl-ring-channels.ts';
 import type { Interconnect } from '../../hardware/interconnect.ts';
 import type { SystemSpec } from '../../hardware/systems.ts';
 import { hopAlphaUs, intelP2pOverhead, pcieGBps, type NodeTopology, type PathKind } from '../../hardware/topology.ts';
@@ -286,8 +287,19 @@ export function priceKind(
     return { members, gpus: members.map((r) => p.gpuOf[r]!), busGBps, alphaUs, slowest, hops };
   });
   const worst = priced.reduce<PricedRing | undefined>((a, r) => (!a || r.busGBps < a.busGBps ? r : a), undefined);
+  // A ring across nodes runs on the channels NCCL gives its ranks per node (nccl-ring-channels.ts), as groupLink's.
+  const nodes = worst ? new Set(worst.gpus.map((g) => Math.floor(g / G))).size : 1;
+  const { inter } = m.system;
   const link: Interconnect = worst
     ? {
+        ...(nodes > 1 && {
+          ncclChannels: ncclRingChannels(
+            m.system.gpu.arch,
+            Math.ceil(worst.members.length / nodes),
+            inter.nicsPerNode,
+            inter.nicGBps,
+          ),
+        }),
         name: `placed-${kind}`,
         label: `${kindLabels[kind]} ring on ${p.name}: slowest hop GPU${worst.slowest.from}→GPU${worst.slowest.to} (${worst.slowest.kind}${worst.slowest.sharedBy > 1 ? `, link shared by ${worst.slowest.sharedBy}` : ''}), ${fmt(worst.busGBps)} GB/s`,
         alphaUs: Math.max(...priced.map((r) => r.alphaUs)),

@@ -101,6 +101,20 @@ describe('rings priced on the links they cross', () => {
     expect(placed).toBeCloseTo(h100.inter.nicGBps * (320 / 360), 9);
   });
 
+  it("gives a placed ring across nodes groupLink's NCCL channels (nccl-ring-channels.ts): 4 at one rank per node on H100, 16 at four", () => {
+    const h100 = systems['dgx-h100'];
+    for (const [d, channels] of [
+      [deg(8, 4), 4],
+      [deg(2, 16), 16],
+    ] as const) {
+      const placed = price(d, 'megatron', 'dgx-h100').dpCp.link;
+      expect(placed.ncclChannels).toBe(channels);
+      expect(placed.ncclChannels).toBe(groupLinks(h100, d).dpCp.ncclChannels);
+    }
+    // A group inside one node keeps the NVLink default.
+    expect(price(deg(8, 1), 'megatron', 'dgx-h100').tp.link.ncclChannels).toBeUndefined();
+  });
+
   it('reaches NVLink pairs of the DGX-1 cube-mesh directly and the others over PCIe', () => {
     expect(price(deg(2, 1), 'megatron', 'dgx1-v100').tp.link.busGBps).toBeCloseTo(2 * 20, 9); // GPU0–GPU1 NV2
     expect(price(deg(2, 1), 'custom:0,5,1,2,3,4,6,7', 'dgx1-v100').tp.rings[0]!.slowest.kind).toBe('SYS');
