@@ -2,6 +2,7 @@ import { quoted } from '../core/quote.ts';
 import type { CollectiveOp } from '../comm/collectives.ts';
 import { busFactor } from '../comm/ring-bytes.ts';
 import { fittedFor, type FittedCollective } from './calibrated-rates.ts';
+import { ncclNvlsChannels, ncclNvswitchRingChannels } from './nccl-ring-channels.ts';
 
 /**
  * The alpha-beta ring cost model of DESIGN.md.
@@ -66,6 +67,8 @@ export const interconnectPresets = {
     label: 'NVLink 3 (8×A100 SXM)',
     alphaUs: 1,
     busGBps: 240,
+    // NCCL's ring through the six NVSwitches: 24 channels (nccl-ring-channels.ts; no NVLink SHARP before Hopper).
+    ncclChannels: ncclNvswitchRingChannels('ampere', 12),
     source: `300 GB/s per direction line rate less ~20% NCCL protocol overhead (nccl-tests#212) ≈ 240 GB/s; measured 200–250 (nccl-tests#149); ${alphaNote}`,
   },
   /**
@@ -80,6 +83,8 @@ export const interconnectPresets = {
     label: 'NVSwitch, NVLink 4 (8×H100 SXM)',
     alphaUs: 1,
     busGBps: 370,
+    // NVLink SHARP's 16 channels, which NCCL runs an all-reduce on here (a ring would take 24: nccl-ring-channels.ts).
+    ncclChannels: ncclNvlsChannels,
     source: `450 GB/s per direction line rate, ~370 GB/s effective ring bus bandwidth (nccl-tests#212, NCCL maintainer); ${alphaNote}`,
   },
 } as const satisfies Record<string, Interconnect>;

@@ -55,3 +55,28 @@ export function ncclRingChannels(arch: GpuArch, ranksPerNode: number, nics: numb
   const connected = Math.min(32, 2 * searched);
   return arch === 'hopper' && bw > 45 && connected < 16 ? 2 * connected : connected;
 }
+
+/** NCCL_NVLS_NCHANNELS' default: the channels of an NVLink SHARP collective on Hopper (src/transport/nvls.cc:232, v2.21.5-1). */
+export const ncclNvlsChannels = 16;
+
+/**
+ * Channels of a ring inside one NVSwitch node (NCCL v2.21.5-1): the search (search.cc) runs
+ * channels at the first listed speed ≤ the GPU's NVLink bandwidth L = links × per-link (topo.h:
+ * SM80_NVLINK_BW 20, SM90_NVLINK_BW 20.6; A100 12 links 240, H100 18 links 370.8) — speedArrayIntra
+ * {40, 30, 20, …}, sm90SpeedArrayIntra {60, 50, 40, 30, …} (:850, :855) — ⌊L/s⌋ of them (each
+ * ring passes every GPU's switch link once each way), keeping that count where slower speeds give
+ * no more bandwidth (A100 6 × 40 = 240, H100 6 × 60 = 360); ncclTopoDupChannels doubles them at
+ * half speed (12); connect.cc doubles again (24). A 2-GPU H20 node (18 links, NCCL 2.27.5) prints
+ * "Channel 00/24" (NVIDIA/nccl #1781). On Hopper an all-reduce (and, by the tuner's choice, an
+ * all-gather or reduce-scatter) may run NVLink SHARP instead, on NCCL_NVLS_NCHANNELS = 16
+ * channels by default (src/transport/nvls.cc:232).
+ */
+export function ncclNvswitchRingChannels(arch: GpuArch, nvlinks: number): number {
+  const sm90 = arch === 'hopper' || arch === 'blackwell';
+  const speeds = sm90 ? [60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3] : [40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3];
+  const l = nvlinks * (sm90 ? 20.6 : 20);
+  const s = speeds.find((x) => x <= l) ?? speeds[speeds.length - 1]!;
+  const k = Math.max(1, Math.min(16, Math.floor(l / s)));
+  const dup = s >= 25 && !(sm90 && s < 50 && k > 4);
+  return Math.min(32, 2 * (dup ? Math.min(2 * k, 16) : k));
+}

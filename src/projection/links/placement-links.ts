@@ -287,19 +287,16 @@ export function priceKind(
     return { members, gpus: members.map((r) => p.gpuOf[r]!), busGBps, alphaUs, slowest, hops };
   });
   const worst = priced.reduce<PricedRing | undefined>((a, r) => (!a || r.busGBps < a.busGBps ? r : a), undefined);
-  // A ring across nodes runs on the channels NCCL gives its ranks per node (nccl-ring-channels.ts), as groupLink's.
+  // NCCL's channels as groupLink's: a ring across nodes those its ranks per node get (nccl-ring-channels.ts), one inside a node the intra link's.
   const nodes = worst ? new Set(worst.gpus.map((g) => Math.floor(g / G))).size : 1;
-  const { inter } = m.system;
+  const { inter, intra } = m.system;
+  const channels =
+    nodes > 1
+      ? ncclRingChannels(m.system.gpu.arch, Math.ceil(worst!.members.length / nodes), inter.nicsPerNode, inter.nicGBps)
+      : intra.ncclChannels;
   const link: Interconnect = worst
     ? {
-        ...(nodes > 1 && {
-          ncclChannels: ncclRingChannels(
-            m.system.gpu.arch,
-            Math.ceil(worst.members.length / nodes),
-            inter.nicsPerNode,
-            inter.nicGBps,
-          ),
-        }),
+        ...(channels !== undefined && { ncclChannels: channels }),
         name: `placed-${kind}`,
         label: `${kindLabels[kind]} ring on ${p.name}: slowest hop GPU${worst.slowest.from}→GPU${worst.slowest.to} (${worst.slowest.kind}${worst.slowest.sharedBy > 1 ? `, link shared by ${worst.slowest.sharedBy}` : ''}), ${fmt(worst.busGBps)} GB/s`,
         alphaUs: Math.max(...priced.map((r) => r.alphaUs)),

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ncclRingChannels, ncclSearchSpeed } from '../../../src/hardware/nccl-ring-channels.ts';
+import {
+  ncclNvlsChannels,
+  ncclNvswitchRingChannels,
+  ncclRingChannels,
+  ncclSearchSpeed,
+} from '../../../src/hardware/nccl-ring-channels.ts';
+import { interconnectPresets } from '../../../src/hardware/interconnect.ts';
 import { ncclFootprint } from '../../../src/hardware/overlap-cost.ts';
 import { groupLink, systems } from '../../../src/hardware/systems.ts';
 
@@ -37,7 +43,17 @@ describe("NCCL's channels for a ring across nodes (NCCL v2.21.5-1 search.cc, con
     expect(ncclFootprint('reduceScatter', dp48).sms).toBe(4);
     expect(groupLink(systems['dgx-a100-40gb'], 64, 1).ncclChannels).toBe(2);
     expect(groupLink(h100, 96, 2).ncclChannels).toBe(8);
-    // Inside a node the intra link keeps its own (absent: overlap-cost.ts's NVLink default).
-    expect(groupLink(h100, 8, 8).ncclChannels).toBeUndefined();
+    // Inside a node the intra link keeps its own (NVLink SHARP's 16 on H100).
+    expect(groupLink(h100, 8, 8).ncclChannels).toBe(ncclNvlsChannels);
+  });
+
+  it('inside an NVSwitch node: 24 ring channels on A100 (6 × 40 of 240) and H100 (6 × 60 of 370.8), 16 for NVLink SHARP', () => {
+    expect(ncclNvswitchRingChannels('ampere', 12)).toBe(24);
+    expect(ncclNvswitchRingChannels('hopper', 18)).toBe(24);
+    expect(ncclNvlsChannels).toBe(16);
+    expect(interconnectPresets['nvlink-a100'].ncclChannels).toBe(24);
+    expect(interconnectPresets['nvswitch-h100'].ncclChannels).toBe(16);
+    // Fewer links: 4 NVLinks of an A100 pair (80) run 2 × 40 → dup 4 → 8.
+    expect(ncclNvswitchRingChannels('ampere', 4)).toBe(8);
   });
 });

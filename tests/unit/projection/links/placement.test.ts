@@ -111,8 +111,9 @@ describe('rings priced on the links they cross', () => {
       expect(placed.ncclChannels).toBe(channels);
       expect(placed.ncclChannels).toBe(groupLinks(h100, d).dpCp.ncclChannels);
     }
-    // A group inside one node keeps the NVLink default.
-    expect(price(deg(8, 1), 'megatron', 'dgx-h100').tp.link.ncclChannels).toBeUndefined();
+    // A group inside one node keeps the intra link's (NVLink SHARP's 16 on H100, the PCIe box's 2).
+    expect(price(deg(8, 1), 'megatron', 'dgx-h100').tp.link.ncclChannels).toBe(h100.intra.ncclChannels);
+    expect(price(deg(8, 1), 'megatron').tp.link.ncclChannels).toBe(2);
   });
 
   it('reaches NVLink pairs of the DGX-1 cube-mesh directly and the others over PCIe', () => {
