@@ -4,17 +4,23 @@
 import { parseArgs } from 'node:util';
 import { moeLayout, type MoeDispatcher } from '../../src/parallel/moe-layout.ts';
 import { moeConfig, type MoeConfig } from '../../src/reference/moe/config.ts';
+import { configDefaults, type LayerConfig } from '../../src/parallel/config.ts';
+import { moeLayerRunErrors } from '../../src/session/moe-layer-run.ts';
 import { moeRunErrors, type MoeRunArgs } from '../../src/session/moe-run.ts';
 
 export const moeUsage = `usage: npm run sweep -- --experts E --topk K [--ep N] [--etp N] [--tp N] [--sp] [--m036]
        [--dispatcher alltoall|allgather] [--capacity F] [--drop-policy probs|position]
        [--score softmax|sigmoid] [--pre-softmax] [--aux-coeff C] [--z-coeff C] [--skew S]
        [--shared-expert FS] [--h N] [--ffn N] [--tokens N] [--seed N] [--repeat N] [--json]
+       [--layer [--heads N] [--groups N]]
   Runs one MoE layer forward and backward on lcm(tp, etp·ep) rank workers in headless Chromium and
   checks every rank against one device. --etp defaults to --tp and --dispatcher to allgather, as
   Megatron-LM's (arguments.py:569-570, transformer_config.py:862); --tokens is per rank; --m036 runs
   TP > 1 without --sp anyway (every TP rank routes the same tokens), which Megatron refuses in training;
-  --repeat N runs it N more times after the first (which compiles the pipelines): the step is their median.`;
+  --repeat N runs it N more times after the first (which compiles the pipelines): the step is their median.
+  --layer runs the whole transformer layer with the MoE block as its MLP (ln1, attention over TP with SP,
+  residual, ln2, the block, residual; s = tokens·tp, b 1, --heads in --groups KV groups, vocab 0) and checks
+  it against one device; without it the block alone runs.`;
 
 export const moeOptions = {
   experts: { type: 'string' },
@@ -40,6 +46,9 @@ export const moeOptions = {
   repeat: { type: 'string', default: '0' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
+  layer: { type: 'boolean', default: false },
+  heads: { type: 'string', default: '4' },
+  groups: { type: 'string', default: '2' },
 } as const;
 
 /** The flag that sets each field, for the run's own messages. */
@@ -64,6 +73,11 @@ const flagOf: readonly [RegExp, string][] = [
   [/^dispatcher\b/, '--dispatcher'],
   [/^h is/, '--h'],
   [/^tokens per rank/, '--tokens'],
+  [/^the layer has tp/, '--tp/--sp'],
+  [/must be divisible by query groups|^query groups/, '--groups'],
+  [/^hidden size h|^head width/, '--heads'],
+  [/^heads \(/, '--heads'],
+  [/^with sequence parallel the sequence length/, '--tokens'],
 ];
 
 /** A refusal with its flag in front. */
@@ -83,7 +97,7 @@ function num(flag: string, text: string, ok: (v: number) => boolean, legal: stri
 /** The run's arguments from the command line, or every reason they are refused (one per problem). */
 export function parseMoeSweep(
   argv: readonly string[],
-): { args: MoeRunArgs; repeats: number; json: boolean } | { errors: string[] } | { help: true } {
+): { args: MoeRunArgs; layer?: LayerConfig; repeats: number; json: boolean } | { errors: string[] } | { help: true } {
   let values: ReturnType<typeof parseArgs<{ options: typeof moeOptions }>>['values'];
   try {
     values = parseArgs({ args: [...argv], options: moeOptions }).values;
@@ -158,8 +172,24 @@ export function parseMoeSweep(
   const repeats = whole('--repeat', values.repeat, 0);
   if (values.m036 && !(tp > 1 && !values.sp))
     errors.push('--m036 shows TP > 1 without SP; give --tp 2 (or more) and leave --sp out.');
+  if (values.layer && values.m036) errors.push('--m036 runs the block alone; leave out --layer (or --m036).');
+  const layer: LayerConfig | undefined = values.layer
+    ? {
+        ...configDefaults,
+        s: args.tokens * tp,
+        b: 1,
+        h: args.h,
+        heads: whole('--heads', values.heads, 1),
+        groups: whole('--groups', values.groups, 1),
+        ffn: tp, // the dense MLP is not run: its width only has to pass the layer's validation
+        vocab: 0,
+        tp,
+        sp: values.sp,
+        seed: args.seed,
+      }
+    : undefined;
   if (errors.length > 0) return { errors };
-  const refused = moeRunErrors(args);
-  if (refused.length > 0) return { errors: refused.map(withFlag) };
-  return { args, repeats, json: values.json };
+  const refused = layer ? moeLayerRunErrors({ layer, config, layout: args.layout }) : moeRunErrors(args);
+  if (refused.length > 0) return { errors: [...new Set(refused.map(withFlag))] };
+  return { args, ...(layer && { layer }), repeats, json: values.json };
 }

@@ -1,9 +1,11 @@
 // npm run sweep -- --experts E --topk K [--ep N] [--etp N] [--tp N] [--sp] … (sweep-moe-args.ts)
+// npm run sweep -- --experts E … --layer: the transformer layer with that block as its MLP
 // npm run sweep -- --moe-grid: every point of the MoE oracle grid (src/parallel/moe-grid.ts) on rank workers
 // One MoE layer forward and backward on rank workers in headless Chromium, checked against one
 // device; prints per rank the step, tokens per expert, drops, all-to-all bytes, and the oracle.
 import { parseArgs } from 'node:util';
 import type { MoeGridReport } from '../../src/session/moe-grid-run.ts';
+import type { MoeLayerSweepReport } from '../../src/session/moe-layer-run.ts';
 import type { MoeSweepReport } from '../../src/session/moe-run.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 import { moeUsage, parseMoeSweep } from './sweep-moe-args.ts';
@@ -61,17 +63,44 @@ export async function sweepMoe(argv: readonly string[]): Promise<never> {
   }
   // Loaded only now: Vite and Playwright take seconds to import, and a refusal above needs neither.
   const { runInBrowser } = await import('../device/browser-run.ts');
+  const onProgress = (line: string) => process.stderr.write(`${line}\n`);
+  if (parsed.layer) {
+    const { layer, args } = parsed;
+    const report = await runInBrowser<MoeLayerSweepReport>(
+      '/src/session/moe-layer-run.ts',
+      'runMoeLayerSweep',
+      { layer, config: args.config, layout: args.layout, repeats: parsed.repeats },
+      { onProgress },
+    );
+    if (parsed.json) console.log(JSON.stringify(report, null, 2));
+    else printMoeLayerSweep(report);
+    return exitAfterFlush(report.layerOracle.ok ? 0 : 1);
+  }
   const report = await runInBrowser<MoeSweepReport>(
     '/src/session/moe-run.ts',
     'runMoeSweep',
-    { ...parsed.args },
-    {
-      onProgress: (line) => process.stderr.write(`${line}\n`),
-    },
+    { ...parsed.args, repeats: parsed.repeats },
+    { onProgress },
   );
   if (parsed.json) console.log(JSON.stringify(report, null, 2));
   else printMoeSweep(report);
   return exitAfterFlush(report.oracle.ok ? 0 : 1);
+}
+
+/** The layer's report as text: the block's (printMoeSweep), then the layer and its oracle. */
+export function printMoeLayerSweep(r: MoeLayerSweepReport): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  const c = r.layer;
+  out(
+    `layer: ln1 → attention (s ${c.s}, b ${c.b}, ${c.heads} heads in ${c.groups} KV groups, tp ${c.tp}${c.sp && c.tp > 1 ? ' SP' : ''}) → residual → ln2 → the MoE block below → residual`,
+  );
+  printMoeSweep(r);
+  const o = r.layerOracle;
+  const worst = o.checks.reduce((a, x) => (x.worst / x.tolerance > a.worst / a.tolerance ? x : a));
+  out(
+    `layer oracle: ${o.ok ? 'pass' : 'FAIL'} — y, dx, the block's input, dW_qkv, dW_o, dg1, dg2 of every rank; worst ${worst.what} ${worst.worst.toExponential(2)} ≤ ${worst.tolerance.toExponential(2)}`,
+  );
+  for (const f of o.failures) out(`  ${f}`);
 }
 
 const gridUsage = `usage: npm run sweep -- --moe-grid [--h N] [--tokens N] [--ffn N] [--seed N] [--json]

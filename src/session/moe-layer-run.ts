@@ -14,7 +14,17 @@ import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import type { NamedCollective } from '../parallel/layer-comm.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
-import { moeLogitError, moeRankTolerance, moeRunReport, type MoeRun } from './moe-run.ts';
+import { createLayerPool } from './pools.ts';
+import {
+  moeLogitError,
+  moePoolMesh,
+  moeRankTolerance,
+  moeRunReport,
+  moeSweepReport,
+  type MoeRun,
+  type MoeSweepReport,
+} from './moe-run.ts';
+import type { TraceEvent } from '../core/trace-event.ts';
 
 /** What an MoE layer run takes: the attention half's config (vocab 0; its seed seeds every tensor), the block's config, the layout. */
 export interface MoeLayerRunArgs {
@@ -40,12 +50,10 @@ export interface MoeLayerRun extends MoeRun {
 /** Every reason `a` cannot run, one message each; empty when it runs. */
 export function moeLayerRunErrors(a: MoeLayerRunArgs): string[] {
   const c = a.layer;
-  const errors = [
-    ...validateConfig(c).errors.map((e) => e.message),
-    ...moeConfigErrors(a.config),
-    ...moeLayoutErrors(a.config, a.layout),
-    ...moeLayerErrors(c, c.h),
-  ];
+  const layout = moeLayoutErrors(a.config, a.layout);
+  // TP without SP: the layout's refusal (Megatron's, cited) says it once for both
+  const layer = moeLayerErrors(c, c.h).filter((m) => !(m.startsWith(`tp ${c.tp} without`) && !a.layout.sp));
+  const errors = [...validateConfig(c).errors.map((e) => e.message), ...moeConfigErrors(a.config), ...layout, ...layer];
   // SP matters at tp > 1 only
   const sp = (x: { tp: number; sp: boolean }) => (x.tp > 1 && x.sp ? ' with SP' : '');
   if (c.tp !== a.layout.tp || sp(c) !== sp(a.layout))
@@ -98,4 +106,38 @@ export async function runMoeLayer(pool: RankPool<LayerWorkerPrograms>, a: MoeLay
     trace,
   );
   return { ...moe, layer: c, layerOracle, named: replies.map((r) => r.named) };
+}
+
+/** What `npm run sweep -- --experts … --layer` prints: the block's sweep report, the layer and its oracle. */
+export interface MoeLayerSweepReport extends MoeSweepReport {
+  readonly layer: LayerConfig;
+  readonly layerOracle: MoeLayerOracleReport;
+}
+
+/**
+ * The sweep's entry for the whole layer (scripts/bench/sweep-moe.ts --layer): a pool laid out for
+ * the layout, one run and `repeats` more (the step their median), the report; the pool is disposed
+ * afterwards.
+ */
+export async function runMoeLayerSweep(
+  a: MoeLayerRunArgs & { readonly repeats?: number; readonly onProgress?: (line: string) => void },
+): Promise<MoeLayerSweepReport> {
+  const say = a.onProgress ?? (() => {});
+  const N = moeWorld(a.layout);
+  say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
+  const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
+  try {
+    const repeats = a.repeats ?? 0;
+    const args = { layer: a.layer, config: a.config, layout: a.layout };
+    say(`running the MoE layer forward and backward${repeats ? `, then ${repeats} more times` : ''}…`);
+    let run = await runMoeLayer(pool, args);
+    const traces: TraceEvent[][] = [];
+    for (let i = 0; i < repeats; i++) traces.push((run = await runMoeLayer(pool, args)).trace);
+    const c = a.layer;
+    const block = { config: a.config, h: c.h, tokens: (c.s / c.tp) * c.b, seed: c.seed, layout: a.layout };
+    const report = moeSweepReport(run, block, pool.adapters[0] ?? 'unknown adapter', repeats ? traces : [run.trace]);
+    return { ...report, layer: c, layerOracle: run.layerOracle };
+  } finally {
+    await pool.dispose();
+  }
 }

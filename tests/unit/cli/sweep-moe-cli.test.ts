@@ -78,6 +78,36 @@ it('npm run sweep -- --experts with E not divisible by EP exits 2 with the messa
   expect(r.stdout).toBe('');
 }, 60_000);
 
+describe('npm run sweep -- --experts … --layer', () => {
+  it('builds the whole layer: s = tokens·tp, b 1, the heads and groups given, vocab 0, the layout’s tp and SP', () => {
+    const p = parseMoeSweep(['--experts', '8', '--topk', '2', '--ep', '4', '--tp', '2', '--sp', '--layer']);
+    if (!('args' in p)) throw new Error(JSON.stringify(p));
+    expect(p.layer).toMatchObject({ s: 32, b: 1, h: 32, heads: 4, groups: 2, vocab: 0, tp: 2, sp: true, seed: 41 });
+    expect(parseMoeSweep(['--experts', '8', '--ep', '4'])).not.toHaveProperty('layer');
+  });
+
+  it('refuses bad heads and groups, TP without SP once, and --m036 with --layer, each naming its flag', () => {
+    const heads = refusal(['--experts', '8', '--tp', '2', '--sp', '--layer', '--heads', '3']);
+    expect(heads).toMatch(
+      /^--heads: hidden size h \(32\) must be divisible by heads \(3\).*legal heads for h = 32 are 1, 2, 4, 8, 16, 32/m,
+    );
+    expect(heads).toMatch(/^--groups: heads \(3\) must be divisible by query groups \(2\)/m);
+    const noSp = refusal(['--experts', '8', '--tp', '2', '--layer']);
+    expect(noSp.match(/moe_layer\.py:629-633/g)).toHaveLength(1);
+    expect(noSp).toMatch(/^--sp: /m);
+    expect(refusal(['--experts', '8', '--tp', '2', '--layer', '--m036'])).toMatch(
+      /--m036 runs the block alone; leave out --layer/,
+    );
+  });
+
+  it('exits 2 on a bad --heads before any browser starts', async () => {
+    const r = await runCli('scripts/bench/sweep.ts', '--experts', '8', '--layer', '--heads', '5');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/sweep: --heads: hidden size h \(32\) must be divisible by heads \(5\)/);
+    expect(r.stdout).toBe('');
+  }, 60_000);
+});
+
 describe('npm run sweep -- --moe-grid', () => {
   it('covers the issue grid: 192 distinct points, each a layout and config the ranks accept', () => {
     expect(moeGrid).toHaveLength(192);
