@@ -204,15 +204,38 @@ export async function moeEpBlock<T>(
   w: MoeWeights,
   opts: MoeBlockOptions = { dispatcher: 'alltoall', sp: true },
 ): Promise<MoeEpResult> {
+  if (dy.length !== x.length)
+    throw new Error(
+      `MoE under expert parallelism: x and dy must both be [T, h]; got ${x.length} and ${dy.length} values.`,
+    );
+  return (await moeEpForward(be, groups, c, h, x, w, opts)).backward(dy);
+}
+
+/** The block's forward on one rank: its output y [T, h], the losses, and the backward from dy [T, h] to every result. */
+export interface MoeEpForward {
+  readonly y: Float32Array;
+  readonly aux: number;
+  readonly z: number;
+  backward(dy: Float32Array | Float64Array): Promise<MoeEpResult>;
+}
+
+/** The forward half of moeEpBlock (the same arguments but dy); its `backward` runs the rest once. */
+export async function moeEpForward<T>(
+  be: Backend<T>,
+  groups: MoeGroups,
+  c: MoeConfig,
+  h: number,
+  x: Float32Array | Float64Array,
+  w: MoeWeights,
+  opts: MoeBlockOptions = { dispatcher: 'alltoall', sp: true },
+): Promise<MoeEpForward> {
   checkMoeConfig(c);
   const errors = moeEpErrors(c, groups.ep.size, groups.etp.size, groups.tp.size);
   if (errors.length > 0) throw new Error(`MoE under expert parallelism: ${errors.join(' ')}`);
   const E = c.numMoeExperts;
   const T = x.length / h;
-  if (!Number.isInteger(T) || dy.length !== x.length)
-    throw new Error(
-      `MoE under expert parallelism: x and dy must both be [T, h] with h = ${h}; got ${x.length} and ${dy.length} values.`,
-    );
+  if (!Number.isInteger(T))
+    throw new Error(`MoE under expert parallelism: x must be [T, h] with h = ${h}; got ${x.length} values.`);
   const op = (label: string) => opSpec(label, 'replicated', { megatron: 'MoELayer' });
   // Ranks whose tokens are distinct: every rank under SP; without it, TP peers hold the same ones.
   const distinct = async (t: HostTensor, tensor: string) =>
@@ -241,43 +264,49 @@ export async function moeEpBlock<T>(
   const rl = await routerLosses(be, c, routed, group);
   const losses = await distinct(hostTensor([2], Float32Array.from([rl.aux, rl.z])), 'moe.losses');
 
-  // backward
-  be.phase = 'backward';
-  const back = await path.backward(dy);
-  const sharedBack = await shared?.backward(dy);
-  if (sharedBack) back.dx.forEach((_, i) => (back.dx[i] += sharedBack.dx[i]!));
-  const dl = be.tensor('d.moe.logits', [T, E], routerBackward(c, logits, routing, back.dTopProb));
-  for (const g of rl.grads) be.kernel(op('moe.router.loss.grad'), addInPlaceKernel, [dl, g], {});
-  const dWr = be.tensor('d.router.weight', [h, E]);
-  be.gemm(op('moe.router.wgrad'), denseProblem(h, E, T, { transA: true }), xt, dl, dWr);
-  const dxT = be.tensor('dx', [T, h], back.dx);
-  be.gemm(op('moe.router.dgrad'), denseProblem(T, h, E, { transB: true, accumulate: true }), dl, wr, dxT);
-  // The router is replicated: its gradient summed over every rank's distinct tokens (TP for SP
-  // parameters, then DP, as finalize_model_grads and DDP do).
-  const router = await distinct(hostTensor([h, E], await be.read(dWr)), 'moe.router.grad');
-  // Each expert shard's gradient summed over the ranks holding it (expert DDP over edp).
-  const L = E / groups.ep.size;
-  const fs = c.moeFfnHiddenSize / groups.etp.size;
-  const fc1 = await sumOver(groups.edp, hostTensor([L, h, 2 * fs], back.fc1), 'moe.experts.grad.fc1');
-  const fc2 = await sumOver(groups.edp, hostTensor([L, fs, h], back.fc2), 'moe.experts.grad.fc2');
-  return {
-    logits,
-    topIdx: routing.topIdx,
-    tokensPerExpert: Array.from(routing.tokensPerExpert),
-    dropped: routing.dropped,
-    firstExpert: path.firstExpert,
-    etpRank: groups.etp.rank,
-    expertRows: path.expertRows,
-    y,
-    aux: losses.data[0]!,
-    z: losses.data[1]!,
-    dx: await be.read(dxT),
-    router: router.data,
-    fc1: fc1.data,
-    fc2: fc2.data,
-    shared: sharedBack ? { fc1: sharedBack.fc1, fc2: sharedBack.fc2 } : null,
-    tpRank: groups.tp.rank,
+  const aux = losses.data[0]!;
+  const z = losses.data[1]!;
+  const backward = async (dy: Float32Array | Float64Array): Promise<MoeEpResult> => {
+    if (dy.length !== x.length)
+      throw new Error(`MoE under expert parallelism: dy must be [T, h] as x; got ${dy.length} values, x ${x.length}.`);
+    be.phase = 'backward';
+    const back = await path.backward(dy);
+    const sharedBack = await shared?.backward(dy);
+    if (sharedBack) back.dx.forEach((_, i) => (back.dx[i] += sharedBack.dx[i]!));
+    const dl = be.tensor('d.moe.logits', [T, E], routerBackward(c, logits, routing, back.dTopProb));
+    for (const g of rl.grads) be.kernel(op('moe.router.loss.grad'), addInPlaceKernel, [dl, g], {});
+    const dWr = be.tensor('d.router.weight', [h, E]);
+    be.gemm(op('moe.router.wgrad'), denseProblem(h, E, T, { transA: true }), xt, dl, dWr);
+    const dxT = be.tensor('dx', [T, h], back.dx);
+    be.gemm(op('moe.router.dgrad'), denseProblem(T, h, E, { transB: true, accumulate: true }), dl, wr, dxT);
+    // The router is replicated: its gradient summed over every rank's distinct tokens (TP for SP
+    // parameters, then DP, as finalize_model_grads and DDP do).
+    const router = await distinct(hostTensor([h, E], await be.read(dWr)), 'moe.router.grad');
+    // Each expert shard's gradient summed over the ranks holding it (expert DDP over edp).
+    const L = E / groups.ep.size;
+    const fs = c.moeFfnHiddenSize / groups.etp.size;
+    const fc1 = await sumOver(groups.edp, hostTensor([L, h, 2 * fs], back.fc1), 'moe.experts.grad.fc1');
+    const fc2 = await sumOver(groups.edp, hostTensor([L, fs, h], back.fc2), 'moe.experts.grad.fc2');
+    return {
+      logits,
+      topIdx: routing.topIdx,
+      tokensPerExpert: Array.from(routing.tokensPerExpert),
+      dropped: routing.dropped,
+      firstExpert: path.firstExpert,
+      etpRank: groups.etp.rank,
+      expertRows: path.expertRows,
+      y,
+      aux,
+      z,
+      dx: await be.read(dxT),
+      router: router.data,
+      fc1: fc1.data,
+      fc2: fc2.data,
+      shared: sharedBack ? { fc1: sharedBack.fc1, fc2: sharedBack.fc2 } : null,
+      tpRank: groups.tp.rank,
+    };
   };
+  return { y, aux, z, backward };
 }
 
 /** The rank's shard of its local experts on the backend, the GEMMs' record, and the experts run forward and backward on expert-major rows. */

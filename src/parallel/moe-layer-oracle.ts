@@ -13,6 +13,7 @@ import { moeLayerDenseWeights, type MoeLayerDenseWeight, type MoeLayerRankResult
 import { moeWorld, type MoeLayout } from './moe-layout.ts';
 import {
   compareWithin,
+  concat,
   moeHolding,
   moeOracle,
   moeWant,
@@ -25,6 +26,7 @@ import { referenceConfig } from './oracle.ts';
 import { rankOwnership } from './ownership.ts';
 import { opSpec } from './backend.ts';
 import { rankWeightArrays } from './step-data.ts';
+import type { WeightName } from './weight-names.ts';
 import { cutShard, logicalShape, shardLayout, tensorSeed, type WeightSet } from './weights.ts';
 
 // The MoE layer on the ranks (moe-layer.ts) checked against one device. The layout folds tp·dp
@@ -84,12 +86,6 @@ export interface MoeLayerWant {
   readonly block: MoeProblem;
   readonly moe: MoeWant;
 }
-
-const concat = (parts: readonly Float64Array[]): Float64Array => {
-  const out = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
-  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
-  return out;
-};
 
 /** The single-device layer (see the header) for ranks at `coords` (rank q's at q). */
 export async function moeLayerWant(p: MoeLayerProblem, coords: readonly AttentionCoords[]): Promise<MoeLayerWant> {
@@ -163,10 +159,35 @@ export interface MoeLayerOracleReport {
   readonly failures: readonly string[];
 }
 
-function maxAbs(a: ArrayLike<number>): number {
+/** max |a_i|. */
+export function maxAbs(a: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]!));
   return m;
+}
+
+/** A comparison within tolerance · max(1, max|oracle|). */
+export const scaledCompare =
+  (tolerance: number) =>
+  (what: string, got: ArrayLike<number>, ref: Float64Array): MoeOracleCheck =>
+    compareWithin(what, got, ref, tolerance * Math.max(1, maxAbs(ref)));
+
+/** Rank q's (TP rank j) gradient shards `got` against the logical ones `want`, each scaled as scaledCompare. */
+export function gradShardChecks(
+  c: LayerConfig,
+  q: number,
+  j: number,
+  want: Partial<Record<WeightName, Float64Array>>,
+  got: Partial<Record<WeightName, Float32Array>>,
+  tolerance: number,
+  prefix = '',
+): MoeOracleCheck[] {
+  const D = localDims(c);
+  const own = rankOwnership(c)[j]!;
+  return (Object.entries(want) as [WeightName, Float64Array][]).map(([n, g]) => {
+    const shard = cutShard(Float32Array.from(g), logicalShape(c, n), shardLayout(c, D, own, n));
+    return scaledCompare(tolerance)(`rank ${q} ${prefix}d${n}`, got[n] ?? [], Float64Array.from(shard));
+  });
 }
 
 /**
@@ -184,11 +205,8 @@ export function moeLayerOracle(
   logitError: number,
 ): MoeLayerOracleReport {
   const { c } = p;
-  const D = localDims(c);
-  const owners = rankOwnership(c);
   const checks: MoeOracleCheck[] = [];
-  const within = (what: string, got: ArrayLike<number>, ref: Float64Array) =>
-    compareWithin(what, got, ref, tolerance * Math.max(1, maxAbs(ref)));
+  const within = scaledCompare(tolerance);
   let inputErr = 0;
   results.forEach((r, q) => {
     const { tp: j, dp: d } = coords[q]!;
@@ -199,11 +217,7 @@ export function moeLayerOracle(
       within(`rank ${q} dx`, r.dx, rankShard(c, want.dx[d]!, j)),
       input,
     );
-    for (const n of moeLayerDenseWeights) {
-      const shape = logicalShape(c, n);
-      const shard = cutShard(Float32Array.from(want.grads[n]), shape, shardLayout(c, D, owners[j]!, n));
-      checks.push(within(`rank ${q} d${n}`, r.grads[n], Float64Array.from(shard)));
-    }
+    checks.push(...gradShardChecks(c, q, j, want.grads, r.grads, tolerance));
   });
   const bound = c.h * inputErr * maxAbs(p.mw.router) + logitError;
   const moe = moeOracle(

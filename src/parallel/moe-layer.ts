@@ -7,9 +7,17 @@ import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
 import { attentionHalfBackward, attentionHalfForward, finalizeBlockGrads, mlpNormBackward, preNorm } from './layer.ts';
-import { moeEpBlock, timedSpan, type MoeEpResult, type MoeGroups, type MoeTrace } from './moe-ep.ts';
+import {
+  moeEpForward,
+  timedSpan,
+  type MoeEpForward,
+  type MoeEpResult,
+  type MoeGroups,
+  type MoeTrace,
+} from './moe-ep.ts';
 import type { MoeDispatcher } from './moe-layout.ts';
 import type { RankOwnership } from './plan-types.ts';
+import type { WeightName } from './weight-names.ts';
 import type { WeightSet } from './weights.ts';
 
 // One rank's transformer layer with an MoE block in place of the dense MLP (Megatron-Core
@@ -60,11 +68,97 @@ export function moeLayerErrors(c: LayerConfig, h: number): string[] {
   return errors;
 }
 
+/** A layer's forward on one rank: its output y [sl, b, h] (the caller's), the block's input and forward, and its backward. */
+export interface MoeLayerForward<T> {
+  readonly y: T;
+  readonly moeInput: Float32Array;
+  readonly moe: MoeEpForward;
+  /**
+   * From dy [sl, b, h] (freed here): dx [sl, b, h] (the caller's), the attention half's gradients
+   * written into `grads` (summed over TP for the norm gains by the caller's finalizeBlockGrads, not
+   * over DP), the block's results.
+   */
+  backward(dy: T, grads: WeightSet<T>): Promise<{ dx: T; moe: MoeEpResult }>;
+}
+
 /**
- * The MoE layer on one rank (see the header): `lc` over its attention TP group, `groups` its expert
- * mesh's (moe-ep.ts), `w` its attention shards (moeLayerDenseWeights), `mw` the logical MoE weights
- * (every rank the same), x and dy [sl, b, h] its tokens. The attention passes go on the trace as
- * compute events `attention` and `attention.backward` (with `trace`), beside the block's.
+ * The MoE layer's forward on one rank (see the header): x [sl, b, h] (kept for the backward, freed
+ * there); `w` its attention shards, `mw` the logical MoE weights. The attention passes go on the
+ * trace as compute events `attention` and `attention.backward` (with `opts.trace`).
+ */
+export async function moeLayerForward<T>(
+  be: Backend<T>,
+  lc: LayerComm<T>,
+  c: LayerConfig,
+  own: RankOwnership,
+  w: WeightSet<T>,
+  groups: MoeGroups,
+  mc: MoeConfig,
+  mw: MoeWeights,
+  x: T,
+  opts: { readonly dispatcher: MoeDispatcher; readonly trace?: MoeTrace },
+): Promise<MoeLayerForward<T>> {
+  const errors = moeLayerErrors(c, c.h);
+  if (errors.length > 0) throw new Error(`MoE layer: ${errors.join(' ')}`);
+  const { sl, b, h } = localDims(c);
+  const tokens = c.sp && c.tp > 1 ? 'sequence' : 'replicated';
+  const shape = [sl, b, h];
+  const span = (op: string) => ({ op, shape: [sl * b, h] });
+  const { x2, saved } = await timedSpan(be, opts.trace, span('attention'), () =>
+    attentionHalfForward(be, lc, c, own, w, x),
+  );
+  const { n: ln2, rstd: rstd2 } = preNorm(be, c, 'ln2', x2, w.g2!);
+  const moeInput = await be.read(ln2);
+  be.release(ln2);
+  const moe = await moeEpForward(be, groups, mc, h, moeInput, mw, {
+    dispatcher: opts.dispatcher,
+    sp: true,
+    ...(opts.trace && { trace: opts.trace }),
+  });
+  be.phase = lc.phase = 'forward';
+  const y = be.tensor('y', shape);
+  const moeOut = be.tensor('moe.y', shape, moe.y);
+  be.kernel(opSpec('residual.mlp', tokens), addKernel, [x2, moeOut, y], {});
+  be.release(moeOut);
+  return {
+    y,
+    moeInput,
+    moe,
+    backward: async (dy, grads) => {
+      const result = await moe.backward(await be.read(dy));
+      be.phase = lc.phase = 'backward';
+      const dln2 = be.tensor('d.ln2', shape, result.dx);
+      const dx2 = mlpNormBackward(be, c, w, { x2, rstd2, dln2, dy }, grads);
+      be.release(dy);
+      const dx = await timedSpan(be, opts.trace, span('attention.backward'), () =>
+        attentionHalfBackward(be, lc, c, w, saved, dx2, grads),
+      );
+      be.release(dx2);
+      return { dx, moe: result };
+    },
+  };
+}
+
+/** Sums a rank's gradients over its DP group (DDP), one at a time (a group's collectives go in the same order on every rank), read back. */
+export async function sumOverDp<T>(
+  be: Backend<T>,
+  dp: MoeGroups['dp'],
+  grads: WeightSet<T>,
+  names: readonly WeightName[],
+): Promise<Partial<Record<WeightName, Float32Array>>> {
+  const out: Partial<Record<WeightName, Float32Array>> = {};
+  for (const name of names) {
+    const g = grads[name]!;
+    const t = hostTensor(be.shapeOf(g), await be.read(g));
+    out[name] = dp.size === 1 ? t.data : (await dp.allReduce(t, 'sum', `dp.grads.${name}`)).data;
+  }
+  return out;
+}
+
+/**
+ * The MoE layer on one rank, forward and backward (see the header): `lc` over its attention TP
+ * group, `groups` its expert mesh's (moe-ep.ts), `w` its attention shards (moeLayerDenseWeights),
+ * `mw` the logical MoE weights (every rank the same), x and dy [sl, b, h] its tokens.
  */
 export async function moeLayerStep<T>(
   be: Backend<T>,
@@ -79,59 +173,21 @@ export async function moeLayerStep<T>(
   dy: Float32Array | Float64Array,
   opts: { readonly dispatcher: MoeDispatcher; readonly trace?: MoeTrace },
 ): Promise<MoeLayerRankResult> {
-  const errors = moeLayerErrors(c, c.h);
-  if (errors.length > 0) throw new Error(`MoE layer: ${errors.join(' ')}`);
   const { sl, b, h } = localDims(c);
-  const tokens = c.sp && c.tp > 1 ? 'sequence' : 'replicated';
   const shape = [sl, b, h];
   const grads: WeightSet<T> = {};
-  const span = (op: string) => ({ op, shape: [sl * b, h] });
-  const xt = be.tensor('x', shape, x);
-  const { x2, saved } = await timedSpan(be, opts.trace, span('attention'), () =>
-    attentionHalfForward(be, lc, c, own, w, xt),
-  );
-  const { n: ln2, rstd: rstd2 } = preNorm(be, c, 'ln2', x2, w.g2!);
-  const moeInput = await be.read(ln2);
-  be.release(ln2);
-  const moe = await moeEpBlock(be, groups, mc, h, moeInput, dy, mw, {
-    dispatcher: opts.dispatcher,
-    sp: true,
-    ...(opts.trace && { trace: opts.trace }),
-  });
-  be.phase = lc.phase = 'forward';
-  const y = be.tensor('y', shape);
-  const moeOut = be.tensor('moe.y', shape, moe.y);
-  be.kernel(opSpec('residual.mlp', tokens), addKernel, [x2, moeOut, y], {});
-  be.release(moeOut);
-
-  be.phase = lc.phase = 'backward';
-  const dyT = be.tensor('dy', shape, dy);
-  const dln2 = be.tensor('d.ln2', shape, moe.dx);
-  const dx2 = mlpNormBackward(be, c, w, { x2, rstd2, dln2, dy: dyT }, grads);
-  const dx = await timedSpan(be, opts.trace, span('attention.backward'), () =>
-    attentionHalfBackward(be, lc, c, w, saved, dx2, grads),
-  );
-  be.release(dx2);
-  be.release(dyT);
+  const f = await moeLayerForward(be, lc, c, own, w, groups, mc, mw, be.tensor('x', shape, x), opts);
+  const { dx, moe } = await f.backward(be.tensor('dy', shape, dy), grads);
   await finalizeBlockGrads(be, lc, c, grads);
-  // one at a time: a group's collectives are issued in the same order on every rank
-  const summed: Float32Array[] = [];
-  for (const name of moeLayerDenseWeights) {
-    const g = grads[name]!;
-    const t = hostTensor(be.shapeOf(g), await be.read(g));
-    summed.push(groups.dp.size === 1 ? t.data : (await groups.dp.allReduce(t, 'sum', `dp.grads.${name}`)).data);
-  }
+  const summed = await sumOverDp(be, groups.dp, grads, moeLayerDenseWeights);
   const out = {
-    y: await be.read(y),
+    y: await be.read(f.y),
     dx: await be.read(dx),
-    moeInput,
-    grads: Object.fromEntries(moeLayerDenseWeights.map((n, i) => [n, summed[i]!])) as Record<
-      MoeLayerDenseWeight,
-      Float32Array
-    >,
+    moeInput: f.moeInput,
+    grads: summed as Record<MoeLayerDenseWeight, Float32Array>,
     moe,
   };
-  be.release(y);
+  be.release(f.y);
   be.release(dx);
   return out;
 }

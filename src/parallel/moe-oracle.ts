@@ -72,7 +72,8 @@ export interface MoeWant {
   readonly margin: number;
 }
 
-const concat = (parts: readonly Float64Array[]): Float64Array => {
+/** Arrays end to end. */
+export const concat = (parts: readonly Float64Array[]): Float64Array => {
   const out = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
   parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
   return out;
@@ -82,17 +83,39 @@ const sum = (parts: readonly Float64Array[]): Float64Array =>
 
 /** The single-device block's answers for `p` (see the header), in float64. */
 export function moeWant(p: MoeProblem): MoeWant {
-  const { c, h, T, ranks, w, x, dy } = p;
-  const E = c.numMoeExperts;
+  return moeWantForward(p).backward(p.dy);
+}
+
+/** The single-device block's forward for `p` (its dy unused): y [ranks·T, h], and the backward from dy [ranks·T, h] to every answer. */
+export function moeWantForward(p: Omit<MoeProblem, 'dy'>): {
+  readonly y: Float64Array;
+  backward(dy: Float64Array): MoeWant;
+} {
+  const { c, h, T, ranks, w, x } = p;
   const noLoss: MoeConfig = { ...c, moeAuxLossCoeff: 0, moeZLossCoeff: null };
   const perCall = c.moeExpertCapacityFactor !== null;
   const calls = !perCall
-    ? [{ x, dy, n: ranks * T }]
-    : Array.from({ length: ranks }, (_, q) => ({ x: rankRows(x, q, T, h), dy: rankRows(dy, q, T, h), n: T }));
-  const runs = calls.map((r) => {
-    const ref = moeForward(noLoss, h, r.n, r.x, w);
-    return { ref, grads: moeBackward(noLoss, h, r.x, w, ref, r.dy) };
-  });
+    ? [{ x, n: ranks * T, q: 0 }]
+    : Array.from({ length: ranks }, (_, q) => ({ x: rankRows(x, q, T, h), n: T, q }));
+  const fwd = calls.map((r) => ({ r, ref: moeForward(noLoss, h, r.n, r.x, w) }));
+  const y = concat(fwd.map((f) => f.ref.y));
+  return { y, backward: (dy) => wantBackward(p, perCall, fwd, dy) };
+}
+
+/** The rest of moeWant once dy [ranks·T, h] is known. */
+function wantBackward(
+  p: Omit<MoeProblem, 'dy'>,
+  perCall: boolean,
+  fwd: readonly { r: { x: Float64Array; n: number; q: number }; ref: ReturnType<typeof moeForward> }[],
+  dy: Float64Array,
+): MoeWant {
+  const { c, h, T, ranks, w, x } = p;
+  const E = c.numMoeExperts;
+  const noLoss: MoeConfig = { ...c, moeAuxLossCoeff: 0, moeZLossCoeff: null };
+  const runs = fwd.map(({ r, ref }) => ({
+    ref,
+    grads: moeBackward(noLoss, h, r.x, w, ref, perCall ? rankRows(dy, r.q, T, h) : dy),
+  }));
   const logits = concat(runs.map((r) => r.ref.logits));
   const Tg = ranks * T;
   const aux = auxLoss(c, logits, Tg);
