@@ -2,6 +2,7 @@
 // starts. Each refusal names its flag and the legal values (the run's own checks, moeRunErrors,
 // worded with the flag that sets each field).
 import { parseArgs } from 'node:util';
+import { moeLayerPattern, parseMoeLayerFreq } from '../../src/parallel/moe-layer-freq.ts';
 import { moeLayout, type MoeDispatcher } from '../../src/parallel/moe-layout.ts';
 import { moeConfig, type MoeConfig } from '../../src/reference/moe/config.ts';
 import { configDefaults, type LayerConfig } from '../../src/parallel/config.ts';
@@ -12,7 +13,7 @@ export const moeUsage = `usage: npm run sweep -- --experts E --topk K [--ep N] [
        [--dispatcher alltoall|allgather] [--capacity F] [--drop-policy probs|position]
        [--score softmax|sigmoid] [--pre-softmax] [--aux-coeff C] [--z-coeff C] [--skew S]
        [--shared-expert FS] [--h N] [--ffn N] [--tokens N] [--seed N] [--repeat N] [--json]
-       [--layer [--heads N] [--groups N]]
+       [--layer [--heads N] [--groups N] [--layers L] [--moe-layer-freq N|PATTERN]]
   Runs one MoE layer forward and backward on lcm(tp, etp·ep) rank workers in headless Chromium and
   checks every rank against one device. --etp defaults to --tp and --dispatcher to allgather, as
   Megatron-LM's (arguments.py:569-570, transformer_config.py:862); --tokens is per rank; --m036 runs
@@ -20,7 +21,9 @@ export const moeUsage = `usage: npm run sweep -- --experts E --topk K [--ep N] [
   --repeat N runs it N more times after the first (which compiles the pipelines): the step is their median.
   --layer runs the whole transformer layer with the MoE block as its MLP (ln1, attention over TP with SP,
   residual, ln2, the block, residual; s = tokens·tp, b 1, --heads in --groups KV groups, vocab 0) and checks
-  it against one device; without it the block alone runs.`;
+  it against one device; without it the block alone runs. --layers L (default 1) stacks L such layers
+  (pipeline p = 1), --moe-layer-freq (Megatron's, default 1) marks which get the MoE block and which the
+  dense MLP: an integer N (layer i when i % N = 0) or a list like "([1]*3+[0]*1)*3" of L entries.`;
 
 export const moeOptions = {
   experts: { type: 'string' },
@@ -47,6 +50,8 @@ export const moeOptions = {
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
   layer: { type: 'boolean', default: false },
+  layers: { type: 'string' },
+  'moe-layer-freq': { type: 'string' },
   heads: { type: 'string', default: '4' },
   groups: { type: 'string', default: '2' },
 } as const;
@@ -97,7 +102,10 @@ function num(flag: string, text: string, ok: (v: number) => boolean, legal: stri
 /** The run's arguments from the command line, or every reason they are refused (one per problem). */
 export function parseMoeSweep(
   argv: readonly string[],
-): { args: MoeRunArgs; layer?: LayerConfig; repeats: number; json: boolean } | { errors: string[] } | { help: true } {
+):
+  | { args: MoeRunArgs; layer?: LayerConfig; pattern?: boolean[]; repeats: number; json: boolean }
+  | { errors: string[] }
+  | { help: true } {
   let values: ReturnType<typeof parseArgs<{ options: typeof moeOptions }>>['values'];
   try {
     values = parseArgs({ args: [...argv], options: moeOptions }).values;
@@ -181,15 +189,25 @@ export function parseMoeSweep(
         h: args.h,
         heads: whole('--heads', values.heads, 1),
         groups: whole('--groups', values.groups, 1),
-        ffn: tp, // the dense MLP is not run: its width only has to pass the layer's validation
+        ffn: 4 * args.h, // the dense layers' MLP (--layers): Megatron's default 4h (transformer_config.py:1330)
         vocab: 0,
         tp,
         sp: values.sp,
         seed: args.seed,
       }
     : undefined;
+  let pattern: boolean[] | undefined;
+  if ((values.layers !== undefined || values['moe-layer-freq'] !== undefined) && !values.layer)
+    errors.push('--layers and --moe-layer-freq stack whole layers; add --layer.');
+  else if (values.layer && (values.layers !== undefined || values['moe-layer-freq'] !== undefined)) {
+    const L = whole('--layers', values.layers ?? '1', 1);
+    const freq = parseMoeLayerFreq(values['moe-layer-freq'] ?? '1');
+    const made = 'freq' in freq ? moeLayerPattern(freq.freq, L) : freq;
+    if ('error' in made) errors.push(made.error);
+    else pattern = made.pattern;
+  }
   if (errors.length > 0) return { errors };
   const refused = layer ? moeLayerRunErrors({ layer, config, layout: args.layout }) : moeRunErrors(args);
   if (refused.length > 0) return { errors: [...new Set(refused.map(withFlag))] };
-  return { args, ...(layer && { layer }), repeats, json: values.json };
+  return { args, ...(layer && { layer }), ...(pattern && { pattern }), repeats, json: values.json };
 }

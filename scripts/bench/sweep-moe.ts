@@ -5,7 +5,7 @@
 // device; prints per rank the step, tokens per expert, drops, all-to-all bytes, and the oracle.
 import { parseArgs } from 'node:util';
 import type { MoeGridReport } from '../../src/session/moe-grid-run.ts';
-import type { MoeLayerSweepReport } from '../../src/session/moe-layer-run.ts';
+import type { MoeLayerSweepReport, MoeModelSweepReport } from '../../src/session/moe-layer-run.ts';
 import type { MoeSweepReport } from '../../src/session/moe-run.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 import { moeUsage, parseMoeSweep } from './sweep-moe-args.ts';
@@ -64,6 +64,18 @@ export async function sweepMoe(argv: readonly string[]): Promise<never> {
   // Loaded only now: Vite and Playwright take seconds to import, and a refusal above needs neither.
   const { runInBrowser } = await import('../device/browser-run.ts');
   const onProgress = (line: string) => process.stderr.write(`${line}\n`);
+  if (parsed.layer && parsed.pattern) {
+    const { layer, args, pattern } = parsed;
+    const report = await runInBrowser<MoeModelSweepReport>(
+      '/src/session/moe-layer-run.ts',
+      'runMoeModelSweep',
+      { layer, config: args.config, layout: args.layout, pattern },
+      { onProgress },
+    );
+    if (parsed.json) console.log(JSON.stringify(report, null, 2));
+    else printMoeModelSweep(report);
+    return exitAfterFlush(report.oracle.ok ? 0 : 1);
+  }
   if (parsed.layer) {
     const { layer, args } = parsed;
     const report = await runInBrowser<MoeLayerSweepReport>(
@@ -85,6 +97,28 @@ export async function sweepMoe(argv: readonly string[]): Promise<never> {
   if (parsed.json) console.log(JSON.stringify(report, null, 2));
   else printMoeSweep(report);
   return exitAfterFlush(report.oracle.ok ? 0 : 1);
+}
+
+/** L layers' report as text: per layer dense, or the block's load, drops, busiest rank, losses and check; then the whole check. */
+export function printMoeModelSweep(r: MoeModelSweepReport): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  const c = r.layer;
+  out(
+    `${r.pattern.length} layers (p 1): s ${c.s}, b ${c.b}, h ${c.h}, ${c.heads} heads in ${c.groups} KV groups, tp ${c.tp}${c.sp && c.tp > 1 ? ' SP' : ''} — ${r.adapter}`,
+  );
+  r.pattern.forEach((moe, i) => {
+    const x = r.layers[i];
+    if (!moe || !x) return out(`layer ${i}: dense MLP`);
+    out(
+      `layer ${i}: MoE — load per expert ${x.expertLoad.join(' ')}; dropped ${x.dropped}; busiest rank ${x.straggler.rank} (${x.straggler.rows} rows); aux ${x.aux.toExponential(4)}, z ${x.z.toExponential(4)}; block ${x.oracle.ok ? 'pass' : 'FAIL'}`,
+    );
+  });
+  const o = r.oracle;
+  const worst = o.checks.reduce((a, x) => (x.worst / x.tolerance > a.worst / a.tolerance ? x : a));
+  out(
+    `oracle over ${r.pattern.length} layers: ${o.ok ? 'pass' : 'FAIL'} — worst ${worst.what} ${worst.worst.toExponential(2)} ≤ ${worst.tolerance.toExponential(2)}`,
+  );
+  for (const f of o.failures) out(`  ${f}`);
 }
 
 /** The layer's report as text: the block's (printMoeSweep), then the layer and its oracle. */

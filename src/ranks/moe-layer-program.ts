@@ -4,6 +4,7 @@ import { LayerComm, type NamedCollective } from '../parallel/layer-comm.ts';
 import type { MoeGroups } from '../parallel/moe-ep.ts';
 import { moeLayerDenseWeights, moeLayerStep, type MoeLayerRankResult } from '../parallel/moe-layer.ts';
 import type { MoeDispatcher } from '../parallel/moe-layout.ts';
+import { moeModelStep, type MoeModelRankResult } from '../parallel/moe-model.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
 import { rankWeightArrays } from '../parallel/step-data.ts';
 import type { WeightSet } from '../parallel/weights.ts';
@@ -22,6 +23,17 @@ export interface MoeLayerArgs {
   readonly dispatcher: MoeDispatcher;
 }
 
+/** The rank's TP group as the layer uses it; as the layer's step (layer-programs.ts), the kernels queued so far run before each collective. */
+function tpComm(ctx: RankContext, k: ReturnType<typeof kernelContext>, be: GpuBackend): LayerComm<GpuTensor> {
+  return new LayerComm(
+    ctx.gpuComm,
+    (t: GpuTensor) => t.shape,
+    (named) => (named.chunk ? k.submit() : k.flush()),
+    (t) => be.adopt(t),
+    () => k.submit(),
+  );
+}
+
 /** The rank's results and its attention group's collectives as the layer named them, in issue order. */
 export interface MoeLayerReply extends MoeLayerRankResult {
   readonly named: readonly NamedCollective[];
@@ -38,14 +50,7 @@ export async function moeLayerProgram(ctx: RankContext, a: MoeLayerArgs): Promis
   const be = new GpuBackend(k);
   const c = a.layer;
   const own = rankOwnership(c)[ctx.rank]!;
-  // As the layer's step (layer-programs.ts): the kernels queued so far run before each collective.
-  const lc = new LayerComm(
-    ctx.gpuComm,
-    (t: GpuTensor) => t.shape,
-    (named) => (named.chunk ? k.submit() : k.flush()),
-    (t) => be.adopt(t),
-    () => k.submit(),
-  );
+  const lc = tpComm(ctx, k, be);
   const g = (kind: keyof MoeGroups) => ctx.mesh.group(kind).comm;
   try {
     const shards = rankWeightArrays(c, own);
@@ -70,5 +75,35 @@ export async function moeLayerProgram(ctx: RankContext, a: MoeLayerArgs): Promis
   }
 }
 
-/** The MoE layer's program of the layer's rank workers. */
-export const moeLayerPrograms = { moeLayer: moeLayerProgram };
+/** One rank's L layers: the base config, the block's config, the per-layer pattern (true: MoE), the rank's x and dy, the dispatcher. */
+export interface MoeModelArgs extends MoeLayerArgs {
+  readonly pattern: readonly boolean[];
+}
+
+/** The L layers on this rank's GPU (parallel/moe-model.ts), as moeLayerProgram runs one. */
+export async function moeModelProgram(ctx: RankContext, a: MoeModelArgs): Promise<MoeModelRankResult> {
+  const k = kernelContext(ctx.device);
+  const be = new GpuBackend(k);
+  const c = a.layer;
+  const lc = tpComm(ctx, k, be);
+  const g = (kind: keyof MoeGroups) => ctx.mesh.group(kind).comm;
+  try {
+    return await moeModelStep(
+      be,
+      lc,
+      c,
+      rankOwnership(c)[ctx.rank]!,
+      { ep: g('ep'), etp: g('etp'), tp: g('tp'), dp: g('dp'), edp: g('edp') },
+      a.config,
+      a.pattern,
+      a.x,
+      a.dy,
+      { dispatcher: a.dispatcher, trace: { sink: ctx.trace, rank: ctx.mesh.rank } },
+    );
+  } finally {
+    be.releaseAll();
+  }
+}
+
+/** The MoE layer's programs of the layer's rank workers: one layer, and L layers. */
+export const moeLayerPrograms = { moeLayer: moeLayerProgram, moeModel: moeModelProgram };

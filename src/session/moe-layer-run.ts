@@ -9,6 +9,7 @@ import {
 } from '../parallel/moe-layer-oracle.ts';
 import { moeLayoutErrors, moeWorld, type MoeLayout } from '../parallel/moe-layout.ts';
 import { moeHolding } from '../parallel/moe-oracle.ts';
+import { moeModelOracle, moeModelWant, type MoeModelOracleReport } from '../parallel/moe-model-oracle.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
 import type { RankPool } from '../ranks/pool.ts';
@@ -137,6 +138,106 @@ export async function runMoeLayerSweep(
     const block = { config: a.config, h: c.h, tokens: (c.s / c.tp) * c.b, seed: c.seed, layout: a.layout };
     const report = moeSweepReport(run, block, pool.adapters[0] ?? 'unknown adapter', repeats ? traces : [run.trace]);
     return { ...report, layer: c, layerOracle: run.layerOracle };
+  } finally {
+    await pool.dispose();
+  }
+}
+
+/** What an L-layer run takes: the one-layer run's, L and the per-layer pattern (moe-layer-freq.ts moeLayerPattern). */
+export interface MoeModelRunArgs extends MoeLayerRunArgs {
+  readonly pattern: readonly boolean[];
+}
+
+/** One MoE layer's part of an L-layer run: the block's figures (runMoe's, without the trace). */
+export type MoeModelLayerReport = Omit<MoeRun, 'trace'>;
+
+/** What an L-layer run measured and checked. */
+export interface MoeModelRun {
+  readonly layer: LayerConfig;
+  readonly pattern: readonly boolean[];
+  /** y, dx, every layer's gradients and every MoE layer's block against one device over L layers. */
+  readonly oracle: MoeModelOracleReport;
+  /** Per layer: the block's figures for an MoE layer, null for a dense one. */
+  readonly layers: readonly (MoeModelLayerReport | null)[];
+  /** Every rank's events: per layer its attention (dense: its collectives only), the MoE layers' all-to-alls and expert GEMMs. */
+  readonly trace: TraceEvent[];
+}
+
+/**
+ * Runs L layers (pattern[ℓ]: MoE or dense) forward and backward on a pool laid out for the
+ * layout, as runMoeLayer one; checks them against one device over L layers (moeModelOracle).
+ */
+export async function runMoeModel(pool: RankPool<LayerWorkerPrograms>, a: MoeModelRunArgs): Promise<MoeModelRun> {
+  const errors = moeLayerRunErrors(a);
+  if (a.pattern.length < 1) errors.push('the model has no layer; give --layers ≥ 1.');
+  if (errors.length > 0) throw new Error(`MoE model run: ${errors.join(' ')}`);
+  const l = a.layout;
+  const c = a.layer;
+  const N = moeWorld(l);
+  if (pool.size !== N) throw new Error(`MoE model run: the pool has ${pool.size} ranks, the layout needs ${N}.`);
+  const coords = Array.from({ length: N }, (_, q) => pool.mesh.coords(q));
+  const p = moeLayerProblem(c, a.config, l);
+  await pool.traces();
+  const results = await pool.run('moeModel', (q) => ({
+    layer: c,
+    config: a.config,
+    pattern: a.pattern,
+    x: Float32Array.from(rankShard(c, p.x[coords[q]!.dp]!, coords[q]!.tp)),
+    dy: Float32Array.from(rankShard(c, p.dy[coords[q]!.dp]!, coords[q]!.tp)),
+    dispatcher: l.dispatcher,
+  }));
+  const trace = await pool.traces();
+  const problem = { c, mc: a.config, layout: l, pattern: a.pattern, x: p.x, dy: p.dy };
+  const want = await moeModelWant(problem, coords);
+  const oracle = moeModelOracle(problem, want, results, coords, moeRankTolerance, moeLogitError(c.h));
+  const holding = moeHolding(
+    l,
+    coords.map((x) => x.dp),
+  );
+  // the m-th MoE layer's forward dispatch is each rank's m-th 'moe.dispatch' event
+  const dispatches = trace.filter((e) => e.comm?.tensor === 'moe.dispatch');
+  let m = 0;
+  const layers = a.pattern.map((moe, i) => {
+    const block = oracle.moe[i];
+    if (!moe || !block) return null;
+    const own = coords.flatMap((_, q) => dispatches.filter((e) => e.rank === q).slice(m, m + 1));
+    m++;
+    const { trace: _t, ...r } = moeRunReport(
+      l,
+      a.config,
+      coords,
+      holding,
+      results.map((x) => x.layers[i]!.moe!),
+      block,
+      own,
+    );
+    return r;
+  });
+  return { layer: c, pattern: a.pattern, oracle, layers, trace };
+}
+
+/** What `npm run sweep -- --experts … --layer --layers L --moe-layer-freq F` prints: the run without its trace. */
+export type MoeModelSweepReport = Omit<MoeModelRun, 'trace'> & { readonly adapter: string };
+
+/** The sweep's entry for L layers: a pool laid out for the layout, one run, its report; the pool disposed afterwards. */
+export async function runMoeModelSweep(
+  a: MoeModelRunArgs & { readonly onProgress?: (line: string) => void },
+): Promise<MoeModelSweepReport> {
+  const say = a.onProgress ?? (() => {});
+  const N = moeWorld(a.layout);
+  say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
+  const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
+  try {
+    say(
+      `running ${a.pattern.length} layers (${a.pattern.map((m) => (m ? 'MoE' : 'dense')).join(', ')}) forward and backward…`,
+    );
+    const { trace: _t, ...run } = await runMoeModel(pool, {
+      layer: a.layer,
+      config: a.config,
+      layout: a.layout,
+      pattern: a.pattern,
+    });
+    return { ...run, adapter: pool.adapters[0] ?? 'unknown adapter' };
   } finally {
     await pool.dispose();
   }

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { moeLayerGridArgs, type MoeGridPoint } from '../../../src/parallel/moe-grid.ts';
 import { moeWorld } from '../../../src/parallel/moe-layout.ts';
-import { runMoeLayer, type MoeLayerRunArgs } from '../../../src/session/moe-layer-run.ts';
+import { runMoeLayer, runMoeModel, type MoeLayerRunArgs } from '../../../src/session/moe-layer-run.ts';
+import { moeLayerPattern } from '../../../src/parallel/moe-layer-freq.ts';
 import { moePoolMesh, moeRankTolerance } from '../../../src/session/moe-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
 
@@ -75,4 +76,25 @@ test('the MoE layer’s trace carries the attention passes and collectives, the 
   }
   expect(r.named[0]!.map((n) => n.name)).toContain('attn.reduce');
   expect(r.straggler.rows).toBe(Math.max(...r.ranks.map((x) => x.expertRows.reduce((a, b) => a + b, 0))));
+});
+
+test('three layers with --moe-layer-freq 2 (MoE, dense, MoE) on rank workers equal one device over the three layers (EP 2, TP 2 with SP, capacity 1)', async () => {
+  const g = moeLayerGridArgs({ ep: 2, etp: 1, tp: 2, dispatcher: 'alltoall', E: 8, k: 2, capacity: 1 }, sizes);
+  const pat = moeLayerPattern(2, 3);
+  if (!('pattern' in pat)) throw new Error(pat.error);
+  const pool = await createLayerPool(moeWorld(g.layout), 'sab-ring', 10_000, moePoolMesh(g.layout));
+  try {
+    const r = await runMoeModel(pool, { layer: g.layer, config: g.config, layout: g.layout, pattern: pat.pattern });
+    expect(r.oracle.failures).toEqual([]);
+    expect(r.layers.map((x) => x !== null)).toEqual([true, false, true]);
+    for (const x of [r.layers[0]!, r.layers[2]!]) {
+      expect(x.oracle.sameRouting).toBe(true);
+      expect(x.dropped).toBeGreaterThan(0);
+      expect(x.ranks.every((q) => q.dispatchBytes > 0)).toBe(true);
+    }
+    const gemms = r.trace.filter((e) => e.rank === 0 && e.experts).map((e) => e.op);
+    expect(gemms).toEqual(['moe.experts', 'moe.experts', 'moe.experts.backward', 'moe.experts.backward']);
+  } finally {
+    await pool.dispose();
+  }
 });

@@ -84,6 +84,24 @@ describe('npm run sweep -- --experts … --layer', () => {
     if (!('args' in p)) throw new Error(JSON.stringify(p));
     expect(p.layer).toMatchObject({ s: 32, b: 1, h: 32, heads: 4, groups: 2, vocab: 0, tp: 2, sp: true, seed: 41 });
     expect(parseMoeSweep(['--experts', '8', '--ep', '4'])).not.toHaveProperty('layer');
+    expect(p).not.toHaveProperty('pattern');
+  });
+
+  it('stacks --layers L with --moe-layer-freq as Megatron reads it, refusing a pattern of another length', () => {
+    const p = parseMoeSweep(['--experts', '8', '--layer', '--layers', '4', '--moe-layer-freq', '([1]+[0])*2']);
+    if (!('args' in p)) throw new Error(JSON.stringify(p));
+    expect(p.pattern).toEqual([true, false, true, false]);
+    const q = parseMoeSweep(['--experts', '8', '--layer', '--layers', '3', '--moe-layer-freq', '2']);
+    expect(q).toMatchObject({ pattern: [true, false, true] });
+    expect(refusal(['--experts', '8', '--layer', '--layers', '3', '--moe-layer-freq', '[1,0]'])).toMatch(
+      /^--moe-layer-freq gives 2 layers, the model has 3 .*gpt_layer_specs\.py:653-657/,
+    );
+    expect(refusal(['--experts', '8', '--layers', '3'])).toMatch(
+      /--layers and --moe-layer-freq stack whole layers; add --layer/,
+    );
+    expect(refusal(['--experts', '8', '--layer', '--moe-layer-freq', '[1,2]'])).toMatch(
+      /^--moe-layer-freq is "\[1,2\]": 2 is neither 0/,
+    );
   });
 
   it('refuses bad heads and groups, TP without SP once, and --m036 with --layer, each naming its flag', () => {
