@@ -13,15 +13,15 @@ export const moeUsage = `usage: npm run sweep -- --experts E --topk K [--ep N] [
        [--dispatcher alltoall|allgather] [--capacity F] [--drop-policy probs|position]
        [--score softmax|sigmoid] [--pre-softmax] [--aux-coeff C] [--z-coeff C] [--skew S]
        [--shared-expert FS] [--h N] [--ffn N] [--tokens N] [--seed N] [--repeat N] [--json]
-       [--layer [--heads N] [--groups N] [--layers L] [--moe-layer-freq N|PATTERN]]
+       [--layer [--heads N] [--groups N] [--vocab V] [--layers L] [--moe-layer-freq N|PATTERN]]
   Runs one MoE layer forward and backward on lcm(tp, etp·ep) rank workers in headless Chromium and
   checks every rank against one device. --etp defaults to --tp and --dispatcher to allgather, as
   Megatron-LM's (arguments.py:569-570, transformer_config.py:862); --tokens is per rank; --m036 runs
   TP > 1 without --sp anyway (every TP rank routes the same tokens), which Megatron refuses in training;
   --repeat N runs it N more times after the first (which compiles the pipelines): the step is their median.
   --layer runs the whole transformer layer with the MoE block as its MLP (ln1, attention over TP with SP,
-  residual, ln2, the block, residual; s = tokens·tp, b 1, --heads in --groups KV groups, vocab 0) and checks
-  it against one device; without it the block alone runs. --layers L (default 1) stacks L such layers
+  residual, ln2, the block, residual; s = tokens·tp, b 1, --heads in --groups KV groups; --vocab V > 0 adds
+  the embedding, output layer and cross entropy, one layer only) and checks it against one device; without it the block alone runs. --layers L (default 1) stacks L such layers
   (pipeline p = 1), --moe-layer-freq (Megatron's, default 1) marks which get the MoE block and which the
   dense MLP: an integer N (layer i when i % N = 0) or a list like "([1]*3+[0]*1)*3" of L entries.`;
 
@@ -51,6 +51,7 @@ export const moeOptions = {
   help: { type: 'boolean', default: false },
   layer: { type: 'boolean', default: false },
   layers: { type: 'string' },
+  vocab: { type: 'string', default: '0' },
   'moe-layer-freq': { type: 'string' },
   heads: { type: 'string', default: '4' },
   groups: { type: 'string', default: '2' },
@@ -190,7 +191,7 @@ export function parseMoeSweep(
         heads: whole('--heads', values.heads, 1),
         groups: whole('--groups', values.groups, 1),
         ffn: 4 * args.h, // the dense layers' MLP (--layers): Megatron's default 4h (transformer_config.py:1330)
-        vocab: 0,
+        vocab: whole('--vocab', values.vocab, 0),
         tp,
         sp: values.sp,
         seed: args.seed,
@@ -205,7 +206,10 @@ export function parseMoeSweep(
     const made = 'freq' in freq ? moeLayerPattern(freq.freq, L) : freq;
     if ('error' in made) errors.push(made.error);
     else pattern = made.pattern;
+    if (values.vocab !== '0')
+      errors.push('--vocab runs one layer; leave out --layers and --moe-layer-freq, or --vocab.');
   }
+  if (values.vocab !== '0' && !values.layer) errors.push('--vocab is for the whole layer; add --layer.');
   if (errors.length > 0) return { errors };
   const refused = layer ? moeLayerRunErrors({ layer, config, layout: args.layout }) : moeRunErrors(args);
   if (refused.length > 0) return { errors: [...new Set(refused.map(withFlag))] };

@@ -126,13 +126,14 @@ export function printMoeLayerSweep(r: MoeLayerSweepReport): void {
   const out = (s: string) => process.stdout.write(`${s}\n`);
   const c = r.layer;
   out(
-    `layer: ln1 → attention (s ${c.s}, b ${c.b}, ${c.heads} heads in ${c.groups} KV groups, tp ${c.tp}${c.sp && c.tp > 1 ? ' SP' : ''}) → residual → ln2 → the MoE block below → residual`,
+    `layer: ln1 → attention (s ${c.s}, b ${c.b}, ${c.heads} heads in ${c.groups} KV groups, tp ${c.tp}${c.sp && c.tp > 1 ? ' SP' : ''}) → residual → ln2 → the MoE block below → residual${c.vocab > 0 ? `, vocab ${c.vocab} (embedding, output layer, cross entropy)` : ''}`,
   );
   printMoeSweep(r);
+  if (r.loss !== undefined) out(`cross entropy ${r.loss.toFixed(4)} (mean over every replica's tokens), + aux + z`);
   const o = r.layerOracle;
   const worst = o.checks.reduce((a, x) => (x.worst / x.tolerance > a.worst / a.tolerance ? x : a));
   out(
-    `layer oracle: ${o.ok ? 'pass' : 'FAIL'} — y, dx, the block's input, dW_qkv, dW_o, dg1, dg2 of every rank; worst ${worst.what} ${worst.worst.toExponential(2)} ≤ ${worst.tolerance.toExponential(2)}`,
+    `layer oracle: ${o.ok ? 'pass' : 'FAIL'} — y, ${c.vocab > 0 ? 'the loss' : 'dx'}, the block's input, dW_qkv, dW_o, dg1, dg2${c.vocab > 0 ? ', dEmb, dW_out' : ''} of every rank; worst ${worst.what} ${worst.worst.toExponential(2)} ≤ ${worst.tolerance.toExponential(2)}`,
   );
   for (const f of o.failures) out(`  ${f}`);
 }

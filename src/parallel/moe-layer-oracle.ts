@@ -8,15 +8,25 @@ import { CpuBackend, float64Alloc, type Float64Tensor } from './backend-cpu.ts';
 import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import { LayerComm } from './layer-comm.ts';
-import { attentionHalfBackward, attentionHalfForward, mlpNormBackward, preNorm } from './layer.ts';
-import { moeLayerDenseWeights, type MoeLayerDenseWeight, type MoeLayerRankResult } from './moe-layer.ts';
+import {
+  attentionHalfBackward,
+  attentionHalfForward,
+  embedBackward,
+  embedForward,
+  lossBackward,
+  lossForward,
+  mlpNormBackward,
+  preNorm,
+  type StepInputs,
+} from './layer.ts';
+import { moeLayerWeights, type MoeLayerRankResult } from './moe-layer.ts';
 import { moeWorld, type MoeLayout } from './moe-layout.ts';
 import {
   compareWithin,
   concat,
   moeHolding,
   moeOracle,
-  moeWant,
+  moeWantForward,
   type MoeOracleCheck,
   type MoeOracleReport,
   type MoeProblem,
@@ -25,7 +35,7 @@ import {
 import { referenceConfig } from './oracle.ts';
 import { rankOwnership } from './ownership.ts';
 import { opSpec } from './backend.ts';
-import { rankWeightArrays } from './step-data.ts';
+import { rankWeightArrays, stepInputs } from './step-data.ts';
 import type { WeightName } from './weight-names.ts';
 import { cutShard, logicalShape, shardLayout, tensorSeed, type WeightSet } from './weights.ts';
 
@@ -39,16 +49,20 @@ import { cutShard, logicalShape, shardLayout, tensorSeed, type WeightSet } from 
 //     routing call over all of them; with capacity, one per rank's shard, as each rank routes)
 //   per replica: y_d = x2_d + MoE rows; backward from dy_d through the block's dln2, the ln2 norm
 //     and the attention half; the attention half's gradients summed over replicas (DDP).
+// With a vocabulary x_d = embed(ids_d) and dy_d the gradient of the mean cross entropy of y_d·W_out
+// against targets_d (layer.ts embedForward, lossForward, lossBackward at t = 1).
 
-/** The MoE layer's problem: the attention config (vocab 0), the block's config and weights, each DP replica's data. */
+/** The MoE layer's problem: the layer's config, the block's config and weights, each DP replica's data. */
 export interface MoeLayerProblem {
   readonly c: LayerConfig;
   readonly layout: MoeLayout;
   readonly mc: MoeConfig;
   readonly mw: MoeWeights;
-  /** Layer input x_d and upstream gradient dy_d [s, b, h] of each DP replica (N/tp of them). */
+  /** Layer input x_d and upstream gradient dy_d [s, b, h] of each DP replica (N/tp of them); empty with a vocabulary. */
   readonly x: readonly Float32Array[];
   readonly dy: readonly Float32Array[];
+  /** With a vocabulary, each replica's token ids and targets [s, b] (step-data.ts stepInputs). */
+  readonly batches?: readonly StepInputs[];
 }
 
 /** Where a rank sits in the attention mesh: its TP and DP coordinates. */
@@ -60,14 +74,35 @@ export interface AttentionCoords {
 /**
  * The problem of `c` (its attention weights from c.seed) with the block `mc` under `layout`: MoE
  * weights seededMoeWeights(mc, h, c.seed), replica d's x and dy uniform in [−1, 1) from
- * tensorSeed(c.seed, `moe.x.${d}`) and `moe.dy.${d}`.
+ * tensorSeed(c.seed, `moe.x.${d}`) and `moe.dy.${d}`; with a vocabulary its ids and targets
+ * (stepInputs with the seed tensorSeed(c.seed, `moe.batch.${d}`)).
  */
 export function moeLayerProblem(c: LayerConfig, mc: MoeConfig, layout: MoeLayout): MoeLayerProblem {
   const dp = moeWorld(layout) / layout.tp;
   const n = c.s * c.b * c.h;
-  const data = (what: string) =>
-    Array.from({ length: dp }, (_, d) => randomArray(n, tensorSeed(c.seed, `moe.${what}.${d}`)));
-  return { c, layout, mc, mw: seededMoeWeights(mc, c.h, c.seed), x: data('x'), dy: data('dy') };
+  const mw = seededMoeWeights(mc, c.h, c.seed);
+  const replicas = Array.from({ length: dp }, (_, d) => d);
+  if (c.vocab > 0)
+    return {
+      c,
+      layout,
+      mc,
+      mw,
+      x: [],
+      dy: [],
+      batches: replicas.map((d) => stepInputs({ ...c, seed: tensorSeed(c.seed, `moe.batch.${d}`) })),
+    };
+  const data = (what: string) => replicas.map((d) => randomArray(n, tensorSeed(c.seed, `moe.${what}.${d}`)));
+  return { c, layout, mc, mw, x: data('x'), dy: data('dy') };
+}
+
+/** The data rank (tp j, dp d) runs: its replica's ids and targets with a vocabulary, else its SP shard of the replica's x and dy. */
+export function rankData(p: MoeLayerProblem, q: AttentionCoords): StepInputs {
+  if (p.batches) return p.batches[q.dp]!;
+  return {
+    x: Float32Array.from(rankShard(p.c, p.x[q.dp]!, q.tp)),
+    dy: Float32Array.from(rankShard(p.c, p.dy[q.dp]!, q.tp)),
+  };
 }
 
 /** Rank (tp j, dp d)'s rows of replica d's [s, b, h] array: its SP shard [s/t, b, h] (the whole array at t = 1). */
@@ -76,12 +111,13 @@ export function rankShard<A extends Float32Array | Float64Array>(c: LayerConfig,
   return a.subarray(j * rows, (j + 1) * rows) as A;
 }
 
-/** One device's answers: per replica y, dx and the MoE input [s, b, h]; the attention gradients summed over replicas; the block's. */
+/** One device's answers: per replica y, dx (none with a vocabulary), the loss [s, b] (with one) and the MoE input [s, b, h]; the gradients summed over replicas; the block's. */
 export interface MoeLayerWant {
   readonly y: readonly Float64Array[];
   readonly dx: readonly Float64Array[];
+  readonly loss: readonly Float64Array[];
   readonly moeInput: readonly Float64Array[];
-  readonly grads: Readonly<Record<MoeLayerDenseWeight, Float64Array>>;
+  readonly grads: Readonly<Partial<Record<WeightName, Float64Array>>>;
   /** The block's problem over the ranks' shards in rank order, and its single-device answers. */
   readonly block: MoeProblem;
   readonly moe: MoeWant;
@@ -95,28 +131,27 @@ export async function moeLayerWant(p: MoeLayerProblem, coords: readonly Attentio
   const { s, b, h } = localDims(c1);
   const shape = [s, b, h];
   const shards = rankWeightArrays(c1, own);
+  const names = moeLayerWeights(c1);
+  const dp = moeWorld(p.layout) / p.layout.tp;
   const replicas = await Promise.all(
-    p.x.map(async (x) => {
+    Array.from({ length: dp }, async (_, d) => {
       const be = new CpuBackend(float64Alloc);
       const lc = new LayerComm(soloCollectives<Float64Tensor>(), (t: Float64Tensor) => t.shape);
       const w: WeightSet<Float64Tensor> = {};
-      for (const n of moeLayerDenseWeights) w[n] = be.tensor(n, shards[n]!.shape, shards[n]!.data);
-      const { x2, saved } = await attentionHalfForward(be, lc, c1, own, w, be.tensor('x', shape, x));
+      for (const n of names) w[n] = be.tensor(n, shards[n]!.shape, shards[n]!.data);
+      const batch = p.batches?.[d];
+      const ids = batch ? be.tensor('ids', [s, b], batch.ids!) : undefined;
+      const x = ids ? await embedForward(be, lc, c1, own, w, ids) : be.tensor('x', shape, p.x[d]!);
+      const { x2, saved } = await attentionHalfForward(be, lc, c1, own, w, x);
       const ln2 = preNorm(be, c1, 'ln2', x2, w.g2!);
-      return { be, lc, w, x2, saved, ln2 };
+      return { be, lc, w, x2, saved, ln2, ids, batch };
     }),
   );
+  const grads = replicas.map((): WeightSet<Float64Tensor> => ({}));
   const T = (s / c.tp) * b;
-  const block: MoeProblem = {
-    c: mc,
-    h,
-    T,
-    ranks: coords.length,
-    w: mw,
-    x: concat(coords.map((q) => rankShard(c, replicas[q.dp]!.ln2.n.data, q.tp))),
-    dy: concat(coords.map((q) => rankShard(c, Float64Array.from(p.dy[q.dp]!), q.tp))),
-  };
-  const moe = moeWant(block);
+  const inRankOrder = (per: readonly Float64Array[]) => concat(coords.map((q) => rankShard(c, per[q.dp]!, q.tp)));
+  const blockX = { c: mc, h, T, ranks: coords.length, w: mw, x: inRankOrder(replicas.map((r) => r.ln2.n.data)) };
+  const fwd = moeWantForward(blockX);
   // rank q's rows of the block's [ranks·T, h] answers, placed into its replica's [s, b, h]
   const perReplica = (a: Float64Array) =>
     replicas.map((_, d) => {
@@ -126,25 +161,40 @@ export async function moeLayerWant(p: MoeLayerProblem, coords: readonly Attentio
       });
       return out;
     });
-  const moeY = perReplica(moe.y);
-  const moeDx = perReplica(moe.dx);
+  const moeY = perReplica(fwd.y);
   const ys: Float64Array[] = [];
+  const losses: Float64Array[] = [];
+  const dys = await Promise.all(
+    replicas.map(async (r, d) => {
+      const y = r.be.tensor('y', shape);
+      r.be.kernel(opSpec('residual.mlp', 'replicated'), addKernel, [r.x2, r.be.tensor('moe.y', shape, moeY[d]), y], {});
+      ys.push(y.data);
+      if (!r.batch) return r.be.tensor('dy', shape, p.dy[d]);
+      const head = await lossForward(r.be, r.lc, c1, own, r.w, y, r.be.tensor('targets', [s, b], r.batch.targets!));
+      losses[d] = head.loss.data;
+      return lossBackward(r.be, r.lc, c1, own, r.w, head.saved, grads[d]!);
+    }),
+  );
+  const block: MoeProblem = { ...blockX, dy: inRankOrder(dys.map((t: Float64Tensor) => t.data)) };
+  const moe = fwd.backward(block.dy);
+  const moeDx = perReplica(moe.dx);
   const dxs: Float64Array[] = [];
-  const grads = Object.fromEntries(
-    moeLayerDenseWeights.map((n) => [n, new Float64Array(shards[n]!.data.length)]),
-  ) as Record<MoeLayerDenseWeight, Float64Array>;
   for (const [d, r] of replicas.entries()) {
     const { be, lc, w, x2, saved, ln2 } = r;
-    const y = be.tensor('y', shape);
-    be.kernel(opSpec('residual.mlp', 'replicated'), addKernel, [x2, be.tensor('moe.y', shape, moeY[d]), y], {});
-    ys.push(y.data);
-    const g: WeightSet<Float64Tensor> = {};
-    const dy = be.tensor('dy', shape, p.dy[d]);
-    const dx2 = mlpNormBackward(be, c1, w, { x2, rstd2: ln2.rstd, dln2: be.tensor('d.ln2', shape, moeDx[d]), dy }, g);
-    dxs.push((await attentionHalfBackward(be, lc, c1, w, saved, dx2, g)).data);
-    for (const n of moeLayerDenseWeights) grads[n].forEach((_, i, a) => (a[i] += g[n]!.data[i]!));
+    const g = grads[d]!;
+    const dln2 = be.tensor('d.ln2', shape, moeDx[d]);
+    const dx2 = mlpNormBackward(be, c1, w, { x2, rstd2: ln2.rstd, dln2, dy: dys[d]! }, g);
+    const dx = await attentionHalfBackward(be, lc, c1, w, saved, dx2, g);
+    if (r.ids) await embedBackward(be, lc, c1, own, w, r.ids, dx, g);
+    else dxs.push(dx.data);
   }
-  return { y: ys, dx: dxs, moeInput: replicas.map((r) => r.ln2.n.data), grads, block, moe };
+  const summed = Object.fromEntries(
+    names.map((n) => [
+      n,
+      grads.reduce((acc, g) => acc.map((v, i) => v + g[n]!.data[i]!), new Float64Array(shards[n]!.data.length)),
+    ]),
+  );
+  return { y: ys, dx: dxs, loss: losses, moeInput: replicas.map((r) => r.ln2.n.data), grads: summed, block, moe };
 }
 
 /** The MoE layer's ranks against one device: the layer's own checks, the block's (moeOracle), every failure in words. */
@@ -212,11 +262,9 @@ export function moeLayerOracle(
     const { tp: j, dp: d } = coords[q]!;
     const input = within(`rank ${q} MoE input`, r.moeInput, rankShard(c, want.moeInput[d]!, j));
     inputErr = Math.max(inputErr, input.worst);
-    checks.push(
-      within(`rank ${q} y`, r.y, rankShard(c, want.y[d]!, j)),
-      within(`rank ${q} dx`, r.dx, rankShard(c, want.dx[d]!, j)),
-      input,
-    );
+    checks.push(within(`rank ${q} y`, r.y, rankShard(c, want.y[d]!, j)), input);
+    if (c.vocab > 0) checks.push(within(`rank ${q} loss`, r.loss ?? [], want.loss[d]!));
+    else checks.push(within(`rank ${q} dx`, r.dx, rankShard(c, want.dx[d]!, j)));
     checks.push(...gradShardChecks(c, q, j, want.grads, r.grads, tolerance));
   });
   const bound = c.h * inputErr * maxAbs(p.mw.router) + logitError;

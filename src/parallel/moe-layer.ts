@@ -6,7 +6,18 @@ import { opSpec, type Backend } from './backend.ts';
 import type { LayerConfig } from './config.ts';
 import { localDims } from './dims.ts';
 import type { LayerComm } from './layer-comm.ts';
-import { attentionHalfBackward, attentionHalfForward, finalizeBlockGrads, mlpNormBackward, preNorm } from './layer.ts';
+import {
+  attentionHalfBackward,
+  attentionHalfForward,
+  embedBackward,
+  embedForward,
+  finalizeBlockGrads,
+  lossBackward,
+  lossForward,
+  mlpNormBackward,
+  preNorm,
+  type StepInputs,
+} from './layer.ts';
 import {
   moeEpForward,
   timedSpan,
@@ -30,8 +41,9 @@ import type { WeightSet } from './weights.ts';
 // block (moe-ep.ts moeEpBlock) dispatches them over the expert mesh and hands back [s/t·b, h],
 // so neither f nor g surrounds it. Without a vocabulary the step's loss is
 //   L = ⟨dy, y⟩ + aux + z                          (MoEAuxLossAutoScaler scale 1)
-// and its backward: dy → the block's input gradient dln2 (with the router's aux and z terms) →
-// dx2 = RMSNorm backward + dy → the attention half's backward → dx. After it, the replicated norm
+// with one, x = embed(ids) and L = mean CE(y·W_out; targets) + aux + z (layer.ts embedForward,
+// lossForward); the backward: dy → the block's input gradient dln2 (with the router's aux and z
+// terms) → dx2 = RMSNorm backward + dy → the attention half's backward → dx (→ dEmb). After it, the replicated norm
 // gains' gradients are summed over TP under SP (finalize_model_grads), then the attention half's
 // gradients over DP (DDP; the ranks of a DP group hold the same attention shards and their own tokens).
 
@@ -41,16 +53,22 @@ export const moeLayerDenseWeights = ['wqkv', 'wo', 'g1', 'g2'] as const;
 /** One of moeLayerDenseWeights. */
 export type MoeLayerDenseWeight = (typeof moeLayerDenseWeights)[number];
 
+/** The weights a rank of the MoE layer uploads: the attention half's, with a vocabulary the embedding and the output layer too. */
+export const moeLayerWeights = (c: LayerConfig): readonly WeightName[] =>
+  c.vocab > 0 ? [...moeLayerDenseWeights, 'emb', 'wout'] : moeLayerDenseWeights;
+
 /** One rank's MoE layer, read back. */
 export interface MoeLayerRankResult {
   /** y [sl, b, h] of the rank's tokens. */
   readonly y: Float32Array;
-  /** dx [sl, b, h]. */
+  /** dx [sl, b, h] (empty with a vocabulary: the input gradient goes into dEmb). */
   readonly dx: Float32Array;
+  /** With a vocabulary, the per-token cross entropy [s, b] (the same on every TP rank). */
+  readonly loss?: Float32Array;
   /** The MoE block's input, RMSNorm(x2; g2) [sl·b, h] (the oracle bounds the routing's logit error with it). */
   readonly moeInput: Float32Array;
-  /** The attention half's gradients of the rank's TP shards (g1, g2 whole), summed over DP. */
-  readonly grads: Readonly<Record<MoeLayerDenseWeight, Float32Array>>;
+  /** The gradients of the rank's TP shards (g1, g2 whole; with a vocabulary emb and wout too), summed over DP. */
+  readonly grads: Readonly<Record<MoeLayerDenseWeight, Float32Array>> & Partial<Record<WeightName, Float32Array>>;
   /** The MoE block's results: its y is the block's output, its dx the gradient of its input. */
   readonly moe: MoeEpResult;
 }
@@ -58,8 +76,6 @@ export interface MoeLayerRankResult {
 /** What moeLayerStep refuses: one message per problem, none when it runs. */
 export function moeLayerErrors(c: LayerConfig, h: number): string[] {
   const errors: string[] = [];
-  if (c.vocab !== 0)
-    errors.push(`vocab is ${c.vocab}; the MoE layer runs from a layer input and an upstream gradient: write vocab 0.`);
   if (c.tp > 1 && !c.sp)
     errors.push(
       `tp ${c.tp} without sequence parallelism: Megatron refuses MoE with TP and no SP in training (moe_layer.py:629-633); turn sp on.`,
@@ -157,8 +173,9 @@ export async function sumOverDp<T>(
 
 /**
  * The MoE layer on one rank, forward and backward (see the header): `lc` over its attention TP
- * group, `groups` its expert mesh's (moe-ep.ts), `w` its attention shards (moeLayerDenseWeights),
- * `mw` the logical MoE weights (every rank the same), x and dy [sl, b, h] its tokens.
+ * group, `groups` its expert mesh's (moe-ep.ts), `w` its shards (moeLayerWeights), `mw` the
+ * logical MoE weights (every rank the same); `data` its replica's ids and targets [s, b] (with a
+ * vocabulary), else its own tokens' x and dy [sl, b, h].
  */
 export async function moeLayerStep<T>(
   be: Backend<T>,
@@ -169,25 +186,40 @@ export async function moeLayerStep<T>(
   groups: MoeGroups,
   mc: MoeConfig,
   mw: MoeWeights,
-  x: Float32Array | Float64Array,
-  dy: Float32Array | Float64Array,
+  data: StepInputs,
   opts: { readonly dispatcher: MoeDispatcher; readonly trace?: MoeTrace },
 ): Promise<MoeLayerRankResult> {
-  const { sl, b, h } = localDims(c);
+  const { s, sl, b, h } = localDims(c);
   const shape = [sl, b, h];
   const grads: WeightSet<T> = {};
-  const f = await moeLayerForward(be, lc, c, own, w, groups, mc, mw, be.tensor('x', shape, x), opts);
-  const { dx, moe } = await f.backward(be.tensor('dy', shape, dy), grads);
+  const need = <V>(v: V | undefined, what: string): V => {
+    if (v === undefined) throw new Error(`MoE layer: missing ${what} (vocab ${c.vocab}).`);
+    return v;
+  };
+  const vocab = c.vocab > 0;
+  const ids = vocab ? be.tensor('ids', [s, b], need(data.ids, 'ids')) : undefined;
+  const x = ids ? await embedForward(be, lc, c, own, w, ids) : be.tensor('x', shape, need(data.x, 'x'));
+  const f = await moeLayerForward(be, lc, c, own, w, groups, mc, mw, x, opts);
+  let loss: T | undefined;
+  let dy: T;
+  if (vocab) {
+    const head = await lossForward(be, lc, c, own, w, f.y, be.tensor('targets', [s, b], need(data.targets, 'targets')));
+    loss = head.loss;
+    dy = await lossBackward(be, lc, c, own, w, head.saved, grads);
+  } else dy = be.tensor('dy', shape, need(data.dy, 'dy'));
+  const { dx, moe } = await f.backward(dy, grads);
+  if (ids) await embedBackward(be, lc, c, own, w, ids, dx, grads);
   await finalizeBlockGrads(be, lc, c, grads);
-  const summed = await sumOverDp(be, groups.dp, grads, moeLayerDenseWeights);
+  const summed = await sumOverDp(be, groups.dp, grads, moeLayerWeights(c));
   const out = {
     y: await be.read(f.y),
-    dx: await be.read(dx),
+    dx: ids ? new Float32Array(0) : await be.read(dx),
+    ...(loss !== undefined && { loss: await be.read(loss) }),
     moeInput: f.moeInput,
     grads: summed as Record<MoeLayerDenseWeight, Float32Array>,
     moe,
   };
   be.release(f.y);
-  be.release(dx);
+  if (!ids) be.release(dx);
   return out;
 }

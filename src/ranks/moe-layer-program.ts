@@ -1,8 +1,9 @@
 import type { GpuTensor } from '../kernels/tensor.ts';
 import type { LayerConfig } from '../parallel/config.ts';
+import type { StepInputs } from '../parallel/layer.ts';
 import { LayerComm, type NamedCollective } from '../parallel/layer-comm.ts';
 import type { MoeGroups } from '../parallel/moe-ep.ts';
-import { moeLayerDenseWeights, moeLayerStep, type MoeLayerRankResult } from '../parallel/moe-layer.ts';
+import { moeLayerWeights, moeLayerStep, type MoeLayerRankResult } from '../parallel/moe-layer.ts';
 import type { MoeDispatcher } from '../parallel/moe-layout.ts';
 import { moeModelStep, type MoeModelRankResult } from '../parallel/moe-model.ts';
 import { rankOwnership } from '../parallel/ownership.ts';
@@ -14,12 +15,11 @@ import { GpuBackend } from './backend-gpu.ts';
 import type { RankContext } from './context.ts';
 import { kernelContext } from './layer-programs.ts';
 
-/** One rank's MoE layer: the attention config (vocab 0; its seed also seeds the MoE weights), the block's config, the rank's x and dy [s/t, b, h], the dispatcher. */
+/** One rank's MoE layer: the layer's config (its seed also seeds the MoE weights), the block's config, the rank's data (StepInputs: ids and targets [s, b] of its replica with a vocabulary, else its x and dy [s/t, b, h]), the dispatcher. */
 export interface MoeLayerArgs {
   readonly layer: LayerConfig;
   readonly config: MoeConfig;
-  readonly x: Float32Array;
-  readonly dy: Float32Array;
+  readonly data: StepInputs;
   readonly dispatcher: MoeDispatcher;
 }
 
@@ -55,7 +55,7 @@ export async function moeLayerProgram(ctx: RankContext, a: MoeLayerArgs): Promis
   try {
     const shards = rankWeightArrays(c, own);
     const w: WeightSet<GpuTensor> = {};
-    for (const n of moeLayerDenseWeights) w[n] = be.tensor(n, shards[n]!.shape, shards[n]!.data);
+    for (const n of moeLayerWeights(c)) w[n] = be.tensor(n, shards[n]!.shape, shards[n]!.data);
     const r = await moeLayerStep(
       be,
       lc,
@@ -65,8 +65,7 @@ export async function moeLayerProgram(ctx: RankContext, a: MoeLayerArgs): Promis
       { ep: g('ep'), etp: g('etp'), tp: g('tp'), dp: g('dp'), edp: g('edp') },
       a.config,
       seededMoeWeights(a.config, c.h, c.seed),
-      a.x,
-      a.dy,
+      a.data,
       { dispatcher: a.dispatcher, trace: { sink: ctx.trace, rank: ctx.mesh.rank } },
     );
     return { ...r, named: lc.log };
@@ -76,8 +75,10 @@ export async function moeLayerProgram(ctx: RankContext, a: MoeLayerArgs): Promis
 }
 
 /** One rank's L layers: the base config, the block's config, the per-layer pattern (true: MoE), the rank's x and dy, the dispatcher. */
-export interface MoeModelArgs extends MoeLayerArgs {
+export interface MoeModelArgs extends Omit<MoeLayerArgs, 'data'> {
   readonly pattern: readonly boolean[];
+  readonly x: Float32Array;
+  readonly dy: Float32Array;
 }
 
 /** The L layers on this rank's GPU (parallel/moe-model.ts), as moeLayerProgram runs one. */

@@ -4,6 +4,7 @@ import {
   moeLayerOracle,
   moeLayerProblem,
   moeLayerWant,
+  rankData,
   rankShard,
   type MoeLayerOracleReport,
 } from '../parallel/moe-layer-oracle.ts';
@@ -27,7 +28,7 @@ import {
 } from './moe-run.ts';
 import type { TraceEvent } from '../core/trace-event.ts';
 
-/** What an MoE layer run takes: the attention half's config (vocab 0; its seed seeds every tensor), the block's config, the layout. */
+/** What an MoE layer run takes: the layer's config (with a vocabulary: embedding, output layer and loss around it; its seed seeds every tensor), the block's config, the layout. */
 export interface MoeLayerRunArgs {
   readonly layer: LayerConfig;
   readonly config: MoeConfig;
@@ -46,6 +47,8 @@ export interface MoeLayerRun extends MoeRun {
   readonly layerOracle: MoeLayerOracleReport;
   /** Per rank, its attention group's collectives as the layer named them, in issue order. */
   readonly named: readonly (readonly NamedCollective[])[];
+  /** With a vocabulary: the mean cross entropy over every DP replica's tokens (the aux and z losses are `aux` and `z`). */
+  readonly loss?: number;
 }
 
 /** Every reason `a` cannot run, one message each; empty when it runs. */
@@ -86,8 +89,7 @@ export async function runMoeLayer(pool: RankPool<LayerWorkerPrograms>, a: MoeLay
   const replies = await pool.run('moeLayer', (q) => ({
     layer: c,
     config: a.config,
-    x: Float32Array.from(rankShard(c, p.x[coords[q]!.dp]!, coords[q]!.tp)),
-    dy: Float32Array.from(rankShard(c, p.dy[coords[q]!.dp]!, coords[q]!.tp)),
+    data: rankData(p, coords[q]!),
     dispatcher: l.dispatcher,
   }));
   const trace = await pool.traces();
@@ -106,13 +108,23 @@ export async function runMoeLayer(pool: RankPool<LayerWorkerPrograms>, a: MoeLay
     layerOracle.moe,
     trace,
   );
-  return { ...moe, layer: c, layerOracle, named: replies.map((r) => r.named) };
+  // with a vocabulary: the mean cross entropy over every replica's tokens (TP rank 0 of each)
+  const ce = replies.filter((_, q) => coords[q]!.tp === 0).flatMap((r) => (r.loss ? Array.from(r.loss) : []));
+  return {
+    ...moe,
+    layer: c,
+    layerOracle,
+    named: replies.map((r) => r.named),
+    ...(ce.length > 0 && { loss: ce.reduce((a, v) => a + v, 0) / ce.length }),
+  };
 }
 
 /** What `npm run sweep -- --experts … --layer` prints: the block's sweep report, the layer and its oracle. */
 export interface MoeLayerSweepReport extends MoeSweepReport {
   readonly layer: LayerConfig;
   readonly layerOracle: MoeLayerOracleReport;
+  /** With a vocabulary, the mean cross entropy (MoeLayerRun.loss). */
+  readonly loss?: number;
 }
 
 /**
@@ -137,7 +149,7 @@ export async function runMoeLayerSweep(
     const c = a.layer;
     const block = { config: a.config, h: c.h, tokens: (c.s / c.tp) * c.b, seed: c.seed, layout: a.layout };
     const report = moeSweepReport(run, block, pool.adapters[0] ?? 'unknown adapter', repeats ? traces : [run.trace]);
-    return { ...report, layer: c, layerOracle: run.layerOracle };
+    return { ...report, layer: c, layerOracle: run.layerOracle, ...(run.loss !== undefined && { loss: run.loss }) };
   } finally {
     await pool.dispose();
   }

@@ -19,10 +19,10 @@ import { createLayerPool } from '../../../src/session/pools.ts';
 // bound widened by the rank's MoE input error, so equal picks follow from the bound.
 const sizes = { s: 16, b: 1, h: 16, heads: 4, groups: 2, ffn: 6, seed: 40 };
 
-async function run(pt: MoeGridPoint, shared?: number) {
+async function run(pt: MoeGridPoint, shared?: number, vocab = 0) {
   const g = moeLayerGridArgs(pt, sizes);
   const a: MoeLayerRunArgs = {
-    layer: g.layer,
+    layer: { ...g.layer, vocab },
     config: shared ? { ...g.config, moeSharedExpertIntermediateSize: shared } : g.config,
     layout: g.layout,
   };
@@ -49,6 +49,13 @@ describe('the MoE transformer layer on rank workers', () => {
     if (pt.capacity !== undefined) expect(r.dropped, 'the capacity drops picks').toBeGreaterThan(0);
     if (shared) expect(r.oracle.checks.some((x) => x.what.includes('shared dfc1'))).toBe(true);
   });
+});
+
+test('with a vocabulary (embedding, output layer, cross entropy) the layer equals one device, the loss too (EP 2, TP 2 with SP)', async () => {
+  const r = await run({ ep: 2, etp: 1, tp: 2, dispatcher: 'alltoall', E: 8, k: 2 }, undefined, 30);
+  expect(r.layerOracle.failures).toEqual([]);
+  expect(r.layerOracle.checks.filter((x) => x.what.endsWith(' loss'))).toHaveLength(2);
+  expect(r.loss).toBeGreaterThan(0);
 });
 
 test('the MoE layer’s trace carries the attention passes and collectives, the all-to-alls with bytes per peer and the expert GEMMs with their rows (EP 2, TP 2 with SP)', async () => {

@@ -96,6 +96,9 @@ describe('npm run sweep -- --experts … --layer', () => {
     expect(refusal(['--experts', '8', '--layer', '--layers', '3', '--moe-layer-freq', '[1,0]'])).toMatch(
       /^--moe-layer-freq gives 2 layers, the model has 3 .*gpt_layer_specs\.py:653-657/,
     );
+    expect(parseMoeSweep(['--experts', '8', '--layer', '--vocab', '64'])).toMatchObject({ layer: { vocab: 64 } });
+    expect(refusal(['--experts', '8', '--vocab', '64'])).toMatch(/--vocab is for the whole layer; add --layer/);
+    expect(refusal(['--experts', '8', '--layer', '--layers', '2', '--vocab', '64'])).toMatch(/--vocab runs one layer/);
     expect(refusal(['--experts', '8', '--layers', '3'])).toMatch(
       /--layers and --moe-layer-freq stack whole layers; add --layer/,
     );

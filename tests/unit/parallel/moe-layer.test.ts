@@ -3,12 +3,12 @@ import type { HostTensor } from '../../../src/comm/host-tensor.ts';
 import { CpuBackend } from '../../../src/parallel/backend-cpu.ts';
 import { LayerComm } from '../../../src/parallel/layer-comm.ts';
 import { moeGrid, moeLayerGridArgs, type MoeGridPoint } from '../../../src/parallel/moe-grid.ts';
-import { moeLayerDenseWeights, moeLayerStep, type MoeLayerRankResult } from '../../../src/parallel/moe-layer.ts';
+import { moeLayerWeights, moeLayerStep, type MoeLayerRankResult } from '../../../src/parallel/moe-layer.ts';
 import {
   moeLayerOracle,
   moeLayerProblem,
   moeLayerWant,
-  rankShard,
+  rankData,
   type MoeLayerOracleReport,
 } from '../../../src/parallel/moe-layer-oracle.ts';
 import { moeMeshDegrees, moeWorld } from '../../../src/parallel/moe-layout.ts';
@@ -34,12 +34,12 @@ const tol = 1e-5;
 /** Every rank's MoE layer at grid point `pt` on an in-process mesh; the oracle's report and the results. */
 async function runPoint(
   pt: MoeGridPoint,
-  opts: { shared?: number; skipResidual?: boolean } = {},
+  opts: { shared?: number; vocab?: number } = {},
 ): Promise<{ report: MoeLayerOracleReport; results: MoeLayerRankResult[] }> {
   const a = moeLayerGridArgs(pt, sizes);
   const mc = opts.shared ? { ...a.config, moeSharedExpertIntermediateSize: opts.shared } : a.config;
   const l = a.layout;
-  const c = a.layer;
+  const c = { ...a.layer, vocab: opts.vocab ?? 0 };
   const p = moeLayerProblem(c, mc, l);
   const m = makeMesh('in-process', moeMeshDegrees(l));
   const N = moeWorld(l);
@@ -50,7 +50,7 @@ async function runPoint(
       const own = rankOwnership(c)[q.tp]!;
       const shards = rankWeightArrays(c, own);
       const w: WeightSet<HostTensor> = {};
-      for (const n of moeLayerDenseWeights) w[n] = be.tensor(n, shards[n]!.shape, shards[n]!.data);
+      for (const n of moeLayerWeights(c)) w[n] = be.tensor(n, shards[n]!.shape, shards[n]!.data);
       const lc = new LayerComm(m.comm(r, 'tp'), (t: HostTensor) => t.shape);
       const groups = {
         ep: m.comm(r, 'ep'),
@@ -59,19 +59,7 @@ async function runPoint(
         dp: m.comm(r, 'dp'),
         edp: m.comm(r, 'edp'),
       };
-      return moeLayerStep(
-        be,
-        lc,
-        c,
-        own,
-        w,
-        groups,
-        mc,
-        p.mw,
-        rankShard(c, p.x[q.dp]!, q.tp),
-        rankShard(c, p.dy[q.dp]!, q.tp),
-        { dispatcher: l.dispatcher },
-      );
+      return moeLayerStep(be, lc, c, own, w, groups, mc, p.mw, rankData(p, q), { dispatcher: l.dispatcher });
     }),
   );
   m.close();
@@ -108,13 +96,26 @@ describe('the MoE transformer layer with a shared expert', () => {
 
 describe('the MoE layer refuses what it cannot run', () => {
   const a = moeLayerGridArgs({ ep: 2, etp: 1, tp: 2, dispatcher: 'alltoall', E: 4, k: 2 }, sizes);
-  test('a vocabulary, TP without SP and a layer whose TP is not the layout’s, each named', () => {
-    expect(moeLayerRunErrors({ layer: { ...a.layer, vocab: 32 }, config: a.config, layout: a.layout })).toEqual([
-      expect.stringMatching(/^vocab is 32; .*write vocab 0/),
-    ]);
+  test('TP without SP and a layer whose TP is not the layout’s, each named', () => {
     const noSp = moeLayerRunErrors({ layer: { ...a.layer, sp: false }, config: a.config, layout: a.layout });
     expect(noSp).toContainEqual(expect.stringMatching(/moe_layer\.py:629-633/));
     expect(noSp).toContainEqual(expect.stringMatching(/^the layer has tp 2, the layout tp 2 with SP/));
     expect(moeLayerRunErrors({ layer: a.layer, config: a.config, layout: a.layout })).toEqual([]);
+  });
+});
+
+describe('the MoE transformer layer with a vocabulary (embedding, output layer, cross entropy)', () => {
+  const points: MoeGridPoint[] = [
+    { ep: 2, etp: 1, tp: 2, dispatcher: 'alltoall', E: 8, k: 2, capacity: 1 },
+    { ep: 4, etp: 2, tp: 2, dispatcher: 'allgather', E: 4, k: 1 },
+    { ep: 1, etp: 1, tp: 1, dispatcher: 'alltoall', E: 4, k: 2 },
+  ];
+  test.each(points)('at %o equals one device: the loss, dEmb and dW_out too', async (pt) => {
+    const { report, results } = await runPoint(pt, { vocab: 30 });
+    expect(report.failures).toEqual([]);
+    expect(report.checks.some((x) => x.what.endsWith(' loss'))).toBe(true);
+    expect(report.checks.some((x) => x.what.endsWith(' demb'))).toBe(true);
+    expect(report.checks.some((x) => x.what.endsWith(' dwout'))).toBe(true);
+    expect(results.every((r) => r.loss !== undefined && r.dx.length === 0)).toBe(true);
   });
 });
