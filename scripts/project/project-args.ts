@@ -114,7 +114,7 @@ export function usage(): string {
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
        [--optimizer-cpu-offload --use-precision-aware-optimizer [--optimizer-offload-fraction F] [--overlap-cpu-optimizer-d2h-h2d]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
-       [--recompute-modules "core_attn mlp layernorm"]   (with selective; default core_attn)
+       [--recompute-modules "core_attn mlp layernorm moe moe_act shared_experts mla_up_proj"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]

@@ -12,6 +12,7 @@
 import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
 import { flagMap } from './megatron-command.ts';
 import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
+import { defaultFp8Recipe, type Fp8Recipe } from './low-precision.ts';
 import { mlaFromFlags, mlaRefusals } from './mla.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
 
@@ -326,7 +327,8 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
     for (let i = at + 1; i < argv.length && !argv[i]!.startsWith('--'); i++) words.push(argv[i]!);
     try {
       const modules = parseRecomputeModules(words.join(' '));
-      for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention') }))
+      const fp8Recipe = a.has('--fp8-format') ? (a.str('--fp8-recipe', defaultFp8Recipe) as Fp8Recipe) : undefined;
+      for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention'), fp8Recipe }))
         fail(r.source, r.message);
     } catch (e) {
       fail(`${TC}:1778-1782`, (e as Error).message);

@@ -5,7 +5,7 @@ import { cpExchangeRefusals, type CpExchange } from './cp-comm-type.ts';
 import type { MegatronRelease } from './megatron-release.ts';
 import type { MlaSetup } from './mla.ts';
 import type { MoeSetup } from './moe.ts';
-import { pricedRecomputeModules, recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
+import { recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
 
 /**
  * Activation recomputation as Megatron-Core does it (transformer_config.py, core_v0.19.0):
@@ -178,11 +178,6 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
   if (r?.granularity === 'selective' && r.modules) {
     const refusal = recomputeModuleRefusals(r.modules, { moe: s.moe, mla: s.mla !== undefined })[0];
     if (refusal) throw new Error(`${refusal.message} (${refusal.source})`);
-    const unpriced = r.modules.filter((x) => !pricedRecomputeModules.has(x) && !(x === 'mla_up_proj' && s.mla));
-    if (unpriced.length)
-      throw new Error(
-        `--recompute-modules ${unpriced.join(' ')}: not priced yet (the projection prices ${[...pricedRecomputeModules].join(', ')}); leave ${unpriced.length > 1 ? 'them' : 'it'} out.`,
-      );
   }
   const m = microBatchesOf(s);
   if (pp * vpp * m > maxPipelinePasses)

@@ -1,6 +1,7 @@
 import { quoted } from '../../core/quote.ts';
 import type { GpuArch } from '../../hardware/gpus.ts';
 import type { LayerArch } from '../../megatron/layer-arch.ts';
+import { defaultFp8Recipe, type Fp8Recipe } from '../../megatron/low-precision.ts';
 
 /**
  * How the projected cluster runs its kernels: the switches a Megatron launch line sets that
@@ -28,6 +29,8 @@ export interface KernelOptions {
   readonly attentionBackend: AttentionBackend;
   readonly layerArch: LayerArch;
   readonly fp8: Fp8Format;
+  /** --fp8-recipe with --fp8-format (low-precision.ts; absent: Megatron's default, delayed). */
+  readonly fp8Recipe?: Fp8Recipe;
   readonly cudaGraphImpl: CudaGraphImpl;
   readonly tpCommOverlap: boolean;
   /**
@@ -78,6 +81,10 @@ export const resolveKernels = (k: KernelOptions, arch: GpuArch): KernelOptions =
 export const fp8Formats = ['none', 'hybrid', 'e4m3'] as const;
 /** Transformer Engine's fp8 format (hybrid: e4m3 forward, e5m2 gradients), or none. */
 export type Fp8Format = (typeof fp8Formats)[number];
+
+/** The fp8 recipe `k` runs (undefined without --fp8-format). */
+export const fp8RecipeOf = (k: Pick<KernelOptions, 'fp8' | 'fp8Recipe'>): Fp8Recipe | undefined =>
+  k.fp8 === 'none' ? undefined : (k.fp8Recipe ?? defaultFp8Recipe);
 
 /** --cuda-graph-impl values. */
 export const cudaGraphImpls = ['none', 'local', 'transformer_engine', 'full_iteration'] as const;

@@ -11,10 +11,10 @@ import {
 } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, fp8RecipeOf } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
-import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
+import { defaultRecomputeModules, fp8RecomputeRefusal } from '../../megatron/recompute-modules.ts';
 import { cpAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, membersPerNode, p2pUs } from '../links/group-links.ts';
@@ -23,7 +23,7 @@ import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '..
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { dpOptionsOf, gatherInSchedule, paramGatherStart } from './dp-sync.ts';
 import { paramGatherDispatchOf } from '../../megatron/megatron-release.ts';
-import { denseMlpSpan, moeStepModel, type MoeStepModel } from './moe-step.ts';
+import { denseMlpSpan, moeRecomputeOf, moeStepModel, type MoeStepModel } from './moe-step.ts';
 import { fsdpLayerTimes } from '../links/fsdp.ts';
 import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
@@ -109,6 +109,9 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const { system, dtype } = machine;
   const m = microBatchesOf(setup);
   const rc = recomputeOf(setup);
+  const modules = rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [];
+  const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(machine.kernels ?? defaultKernelOptions));
+  if (fp8Refusal) throw new Error(`${fp8Refusal.message} (${fp8Refusal.source})`);
   const split = splitLayers(setup.layers, deg.pp, deg.vpp, {
     first: setup.firstStageLayers,
     last: setup.lastStageLayers,
@@ -140,18 +143,13 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const moeF = moe ? moe.forwardMs - moe.denseMlp.forwardMs : 0;
   const moeB = moe ? moe.backwardMs - moe.denseMlp.backwardMs : 0;
   // Multi-latent attention (mla-step.ts): its layer replaces the dense attention's span in every layer.
-  const mla = mlaStepModel(
-    setup,
-    machine,
-    deg,
-    block,
-    pricing.blockT,
-    links.tp,
-    rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [],
-  );
+  const mla = mlaStepModel(setup, machine, deg, block, pricing.blockT, links.tp, modules);
   const model = withMlaLayers(withMoeParams(stageModelOf(pricing, split, machine, setup), moe), mla, split.layers);
+  const moeRedo = moe ? moeRecomputeOf(moe, modules) : undefined;
   const rec: ChunkRecompute[][] = split.layers.map((row, i) =>
-    row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp)),
+    row.map((n, ch) =>
+      withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp, moeRedo),
+    ),
   );
   const mlaF = mla ? mla.forwardMs - mla.denseAttention.forwardMs : 0;
   const mlaB = mla ? mla.backwardMs - mla.denseAttention.backwardMs + mla.upProjRecomputeMs : 0;
@@ -181,7 +179,8 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
   // Full recomputation re-runs every layer of the chunk, its MoE layers' forwards included.
-  // --recompute-modules mlp and layernorm: the dense MLP's forward span and the two norms' forward kernels again.
+  // --recompute-modules mlp and layernorm: the dense MLP's forward span and the two norms' forward kernels again;
+  // moe, moe_act, shared_experts: their forwards in each MoE layer (moeRecomputeOf).
   const mlpF = rc?.granularity === 'selective' ? denseMlpSpan(block, pricing.blockT).forwardMs : 0;
   const normF = rc?.granularity === 'selective' ? normForwardMs(block, pricing.blockT) : 0;
   const redoMs = (i: number, ch: number): number =>
@@ -189,7 +188,8 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     Math.min(rec[i]![ch]!.recomputedLayers, moeIn(i, ch)) * moeF +
     rec[i]![ch]!.recomputedCoreAttention * coreF +
     (rec[i]![ch]!.recomputedMlp ?? 0) * mlpF +
-    (rec[i]![ch]!.recomputedNorms ?? 0) * normF;
+    (rec[i]![ch]!.recomputedNorms ?? 0) * normF +
+    (rec[i]![ch]!.recomputedMoeModules ?? 0) * (moeRedo?.redoMs ?? 0);
   const backwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerB +
     fsdpB(split.layers[i]![ch]!) +
@@ -203,6 +203,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     deg,
     m,
     rc,
+    modules,
     split,
     links,
     bytes,
@@ -357,8 +358,9 @@ function withMoeParams(model: StageModel, moe: MoeStepModel | undefined): StageM
 /**
  * A chunk's activations with its n_moe MoE layers' change over the dense MLP (moe-step.ts
  * keptDelta: the routed rows × k in place of the dense FFN's): kept per micro-batch without
- * recomputation or with selective (core attention) recomputation; with full recomputation held
- * only while a unit's backward runs, min(unit, n_moe) layers of it.
+ * recomputation or with selective recomputation, less what the MoE submodules recomputed drop
+ * (moeRecomputeOf: n_moe · dropped kept no more, the largest held again while its backward runs);
+ * with full recomputation held only while a unit's backward runs, min(unit, n_moe) layers of it.
  */
 function withMoeActivations(
   r: ChunkRecompute,
@@ -366,15 +368,21 @@ function withMoeActivations(
   nMoe: number,
   rc: ReturnType<typeof recomputeOf>,
   mlpDropped?: number,
+  redo?: ReturnType<typeof moeRecomputeOf>,
 ): ChunkRecompute {
   if (!moe || nMoe === 0) return r;
   if (rc?.granularity === 'full')
     return { ...r, backwardTransientBytes: r.backwardTransientBytes + Math.min(rc.layers, nMoe) * moe.keptDelta };
   // --recompute-modules mlp leaves MoE layers alone (transformer_layer.py:512-514): their MLP keeps what it keeps.
   const mlpBack = r.recomputedMlp ? Math.min(nMoe, r.recomputedMlp) : 0;
+  const on = redo?.on === true;
   return {
     ...r,
-    keptBytes: r.keptBytes + nMoe * moe.keptDelta + mlpBack * (mlpDropped ?? 0),
+    keptBytes: r.keptBytes + nMoe * moe.keptDelta + mlpBack * (mlpDropped ?? 0) - (on ? nMoe * redo.droppedBytes : 0),
+    ...(on && {
+      backwardTransientBytes: Math.max(r.backwardTransientBytes, redo.transientBytes),
+      recomputedMoeModules: nMoe,
+    }),
     ...(r.recomputedMlp !== undefined && { recomputedMlp: r.recomputedMlp - mlpBack }),
   };
 }

@@ -230,7 +230,7 @@ export function stepTimes(
   const paramGatherMs = dp.paramGatherMs + gatherInScheduleMs + fsdpGatherMs;
 
   const flops = stepFlops(ref, machine, setup.layers, rec, deg.dp, m);
-  const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m) : { model: 0, executed: 0 };
+  const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m, ct.modules) : { model: 0, executed: 0 };
   const mlaFlops = mlaStepFlops(ct.mla, rec, setup.layers, deg.dp, m);
   const modelFlopsPerStep = flops.model + moeFlops.model + mlaFlops.model;
   const executedFlopsPerStep = flops.executed + moeFlops.executed + mlaFlops.executed;

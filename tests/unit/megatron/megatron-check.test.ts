@@ -290,6 +290,13 @@ describe('--recompute-modules on the launch line (transformer_config.py)', () =>
     expect(sources(selective('core_attn', 'moe_act'), env)).toEqual([`${T}:1784-1787`]);
     expect(sources(selective('attention'), env)).toEqual([`${T}:1778-1782`]);
   });
+
+  test('layernorm under fp8 fails with delayed scaling, the default recipe (:1821-1827), and passes with tensorwise', () => {
+    expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid'], env)).toEqual([`${T}:1821-1827`]);
+    expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid', '--fp8-recipe', 'tensorwise'], env)).toEqual(
+      [],
+    );
+  });
 });
 
 describe('--multi-latent-attention on the launch line (mla.ts)', () => {
