@@ -13,11 +13,13 @@ import {
   cudaGraphImpls,
   defaultKernelOptions,
   fp8Formats,
+  lowPrecisionRefusals,
   parseChoice,
   usesFlashAttention,
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
+import { fp4Formats, fp8Recipes } from '../../src/megatron/low-precision.ts';
 import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
 import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
 import { cpCommTypes, type CpCommType, type CpExchange } from '../../src/megatron/cp-comm-type.ts';
@@ -118,7 +120,8 @@ export function usage(): string {
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
-       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
+       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')} [--fp8-recipe ${fp8Recipes.join('|')}]] [--fp4-format e2m1 [--fp4-recipe nvfp4]]
+       [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
@@ -157,6 +160,10 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
                             unfused (s×s scores and softmax in HBM), flash or fused (one FlashAttention kernel per
                             pass; Ampere or newer).
   --fp8-format F            hybrid or e4m3: the linear layers' GEMMs in fp8 (H100, H200, B200, GB200), with casts.
+  --fp8-recipe R            delayed (default), tensorwise, blockwise (Hopper and newer) or mxfp8 (Blackwell): the
+                            casts' scaling work per element (docs/projection-memory-levers.md).
+  --fp4-format e2m1         NVFP4 (--fp4-recipe nvfp4): the linear layers' GEMMs at Blackwell's fp4 rate, with
+                            the amax, Hadamard-transform and casts' passes.
   --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
                             full_iteration: kernels replayed from CUDA graphs, no host dispatch.
   --enable-cuda-graph       Megatron's deprecated spelling of --cuda-graph-impl local.
@@ -250,6 +257,9 @@ const options = {
   arch: { type: 'string' },
   'attention-backend': { type: 'string' },
   'fp8-format': { type: 'string' },
+  'fp8-recipe': { type: 'string' },
+  'fp4-format': { type: 'string' },
+  'fp4-recipe': { type: 'string' },
   'cuda-graph-impl': { type: 'string' },
   'enable-cuda-graph': { type: 'boolean', default: false },
   'tp-comm-overlap': { type: 'boolean', default: false },
@@ -344,6 +354,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     throw new Error(
       `--fp8-format ${kernels.fp8}: ${system.gpu.label} has no fp8 tensor cores; choose an H100, H200, B200 or GB200 system.`,
     );
+  const lowPrecision = lowPrecisionRefusals(kernels, system.gpu.arch);
+  if (lowPrecision.length) throw new Error(`${lowPrecision.join(' ')} (${system.gpu.label})`);
   if (usesFlashAttention(kernels, system.gpu.arch) && system.gpu.arch === 'volta')
     throw new Error(
       `FlashAttention (--attention-backend ${kernels.attentionBackend}, --use-flash-attn) needs an Ampere or newer GPU, not ${system.gpu.label}; use --attention-backend unfused.`,
@@ -423,6 +435,9 @@ function parseKernelFlags(
     arch?: string;
     'attention-backend'?: string;
     'fp8-format'?: string;
+    'fp8-recipe'?: string;
+    'fp4-format'?: string;
+    'fp4-recipe'?: string;
     'cuda-graph-impl'?: string;
     'enable-cuda-graph': boolean;
     'tp-comm-overlap': boolean;
@@ -438,6 +453,14 @@ function parseKernelFlags(
     throw new Error(
       '--tp-comm-overlap needs --sp: Megatron overlaps TP communication only under sequence parallelism.',
     );
+  if (v['fp8-recipe'] !== undefined && v['fp8-format'] === undefined)
+    throw new Error('--fp8-recipe chooses the scaling of --fp8-format: give --fp8-format hybrid or e4m3 with it.');
+  if (v['fp4-recipe'] !== undefined) {
+    parseChoice('--fp4-recipe', v['fp4-recipe'], ['nvfp4'] as const);
+    if (v['fp4-format'] === undefined)
+      throw new Error('--fp4-recipe chooses the scaling of --fp4-format: give --fp4-format e2m1 with it.');
+  }
+  const fp4 = v['fp4-format'] !== undefined ? parseChoice('--fp4-format', v['fp4-format'], fp4Formats) : 'none';
   return {
     layerArch: v.arch !== undefined ? parseChoice('--arch', v.arch, layerArchs) : d.layerArch,
     attentionBackend:
@@ -445,6 +468,8 @@ function parseKernelFlags(
         ? parseChoice('--attention-backend', v['attention-backend'], attentionBackends)
         : d.attentionBackend,
     fp8: v['fp8-format'] !== undefined ? parseChoice('--fp8-format', v['fp8-format'], fp8Formats) : d.fp8,
+    ...(v['fp8-recipe'] !== undefined && { fp8Recipe: parseChoice('--fp8-recipe', v['fp8-recipe'], fp8Recipes) }),
+    ...(fp4 !== 'none' && { fp4 }),
     cudaGraphImpl: v['enable-cuda-graph']
       ? 'local'
       : v['cuda-graph-impl'] !== undefined

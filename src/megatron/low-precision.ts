@@ -15,23 +15,63 @@ export const fp4Formats = ['none', 'e2m1'] as const;
 export type Fp4Format = (typeof fp4Formats)[number];
 
 /** The CUDA compute capability of a GPU generation here (V100 7.0, A100 8.0, H100/H200 9.0, B200/GB200 10.0). */
-const capability: Readonly<Record<GpuArch, number>> = { volta: 7.0, ampere: 8.0, hopper: 9.0, blackwell: 10.0 };
+export const computeCapabilityOf: Readonly<Record<GpuArch, number>> = {
+  volta: 7.0,
+  ampere: 8.0,
+  hopper: 9.0,
+  blackwell: 10.0,
+};
 
 /**
- * Why a GPU of generation `arch` cannot run `recipe` (undefined: it can), in Transformer Engine's
+ * Why a GPU of compute capability `cc` (major.minor) cannot run `recipe` (undefined: it can), in Transformer Engine's
  * words (quantization.py, TE v2.9): delayed and tensorwise need compute capability ≥ 8.9 (:47-58);
  * blockwise ≥ 9.0 with CUDA ≥ 12.9 (:79-86); mxfp8 ≥ 10.0 and < 12.0 (:61-67); nvfp4 ≥ 10.0 (:71-75).
  */
-export function lowPrecisionRefusal(recipe: Fp8Recipe | 'nvfp4', arch: GpuArch): string | undefined {
-  const cc = capability[arch];
+export function lowPrecisionRefusal(recipe: LinearRecipe, cc: number): string | undefined {
   const Q = 'transformer_engine/pytorch/quantization.py';
   if ((recipe === 'delayed' || recipe === 'tensorwise') && cc < 8.9)
-    return `Device compute capability 8.9 or higher required for FP8 execution (Transformer Engine ${Q}:47-58).`;
+    return `Device compute capability 8.9 or higher required for FP8 execution (Transformer Engine ${Q}:47-58): choose a Hopper or Blackwell system.`;
   if (recipe === 'blockwise' && cc < 9.0)
-    return `FP8 block scaled GEMM requires compute capability 9.0 or higher and CUDA >= 12.9 (Transformer Engine ${Q}:79-86).`;
+    return `FP8 block scaled GEMM requires compute capability 9.0 or higher and CUDA >= 12.9 (Transformer Engine ${Q}:79-86): choose a Hopper or Blackwell system.`;
   if (recipe === 'mxfp8' && cc < 10.0)
-    return `Device compute capability 10.0 or higher required for MXFP8 execution (Transformer Engine ${Q}:61-67).`;
+    return `Device compute capability 10.0 or higher required for MXFP8 execution (Transformer Engine ${Q}:61-67): choose a Blackwell system (B200, GB200) or --fp8-recipe blockwise, tensorwise or delayed.`;
   if (recipe === 'nvfp4' && cc < 10.0)
-    return `Device compute capability 10.0 or higher required for NVFP4 execution (Transformer Engine ${Q}:71-75).`;
+    return `Device compute capability 10.0 or higher required for NVFP4 execution (Transformer Engine ${Q}:71-75): choose a Blackwell system (B200, GB200) or --fp8-format.`;
   return undefined;
+}
+
+/** A low-precision GEMM recipe of Transformer Engine's linear layers: an fp8 recipe, or NVFP4. */
+export type LinearRecipe = Fp8Recipe | 'nvfp4';
+
+/**
+ * HBM bytes per element of one quantization of a 16-bit activation or gradient operand (`src`
+ * bytes each) into what the GEMMs of its forward and backward read — the row-major copy and the
+ * transposed (columnwise) one — with their scales (TE v2.9,
+ * transformer_engine/common/recipe/__init__.py and pytorch/csrc/quantizer.cpp):
+ * - delayed (DelayedScaling, :121): the scale is last step's amax history; one fused cast-transpose
+ *   with amax reads src and writes 1 + 1: src + 2.
+ * - tensorwise (Float8CurrentScaling, :224): the amax of this tensor first (quantizer.cpp:518,
+ *   nvte_compute_amax), then the cast (:535): 2·src + 2.
+ * - blockwise (Float8BlockScaling, :306; 1×128 blocks for activations and gradients): one read,
+ *   both copies and an fp32 scale per 128 elements each way: src + 2 + 2·4/128.
+ * - mxfp8 (MXFP8BlockScaling, :265): 32-element blocks, an E8M0 scale (1 byte) each way:
+ *   src + 2 + 2/32.
+ * - nvfp4 (NVFP4BlockScaling, :387): the per-tensor amax first (quantizer.cpp:1481-1508, after the
+ *   random Hadamard transform for inputs and gradients), then the rowwise cast and the columnwise
+ *   one with the Hadamard transform (each reads the input where the fused path does not apply,
+ *   :1545-1612): 3·src + ½ + ½ + an E4M3 scale per 16 elements each way (2/16).
+ */
+export function castBytesPerElement(recipe: LinearRecipe, src: number): number {
+  switch (recipe) {
+    case 'delayed':
+      return src + 2;
+    case 'tensorwise':
+      return 2 * src + 2;
+    case 'blockwise':
+      return src + 2 + (2 * 4) / 128;
+    case 'mxfp8':
+      return src + 2 + 2 / 32;
+    case 'nvfp4':
+      return 3 * src + 1 + 2 / 16;
+  }
 }

@@ -11,7 +11,7 @@ import {
 } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions, fp8RecipeOf } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, fp8RecipeOf, lowPrecisionRefusals } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
 import { defaultRecomputeModules, fp8RecomputeRefusal } from '../../megatron/recompute-modules.ts';
@@ -110,7 +110,10 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const m = microBatchesOf(setup);
   const rc = recomputeOf(setup);
   const modules = rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [];
-  const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(machine.kernels ?? defaultKernelOptions));
+  const kernels = machine.kernels ?? defaultKernelOptions;
+  const lowPrecision = lowPrecisionRefusals(kernels, system.gpu.arch);
+  if (lowPrecision.length) throw new Error(`${lowPrecision.join(' ')} (${system.gpu.label})`);
+  const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(kernels));
   if (fp8Refusal) throw new Error(`${fp8Refusal.message} (${fp8Refusal.source})`);
   const split = splitLayers(setup.layers, deg.pp, deg.vpp, {
     first: setup.firstStageLayers,

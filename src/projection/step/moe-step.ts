@@ -7,7 +7,7 @@ import type { RecomputeModule } from '../../megatron/recompute-modules.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
 import {
   denseMlpFlops,
   isSharedTerm,
@@ -184,7 +184,7 @@ export function moeStepModel(
     imbalance: moe.imbalance,
   };
   const bytes = dtypeBytes[dtype];
-  const precision = kernels.fp8 !== 'none' ? 'fp8' : dtype;
+  const precision = linearPrecisionOf(kernels, dtype);
   // At a training step's sustained clock, as the dense and MLA layers (sustained-clock.ts).
   const compute = moeCompute(shapes, system.gpu, precision, bytes, 'sustained');
   const links = expertLinks(system, degrees.ep, degrees.etp);
