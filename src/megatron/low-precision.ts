@@ -75,3 +75,60 @@ export function castBytesPerElement(recipe: LinearRecipe, src: number): number {
       return 3 * src + 1 + 2 / 16;
   }
 }
+
+/**
+ * Bytes per linear-layer parameter of its quantized copies, held from the first micro-batch's
+ * forward to the optimizer step (Transformer Engine casts each weight once per step,
+ * `is_first_microbatch`, and keeps the copy and its transpose for the dgrad): fp8 rowwise and
+ * columnwise, 1 + 1, with their scales — none per tensor for delayed and tensorwise; blockwise's
+ * 128×128 weight blocks (Float8BlockScaling w_block_scaling_dim 2) an fp32 scale each way, 2·4/128²;
+ * mxfp8 an E8M0 byte per 32 each way, 2/32; nvfp4 ½ + ½ with an E4M3 byte per 16×16 block each
+ * way, 2/256. With --fp8-param-gather (`fp8_param`, transformer_config.py:581-586) these copies are
+ * the parameters themselves: the 16-bit model weight (2 bytes) is not kept.
+ */
+export function weightCopyBytes(recipe: LinearRecipe): number {
+  switch (recipe) {
+    case 'delayed':
+    case 'tensorwise':
+      return 2;
+    case 'blockwise':
+      return 2 + (2 * 4) / (128 * 128);
+    case 'mxfp8':
+      return 2 + 2 / 32;
+    case 'nvfp4':
+      return 1 + 2 / 256;
+  }
+}
+
+/**
+ * Megatron's refusals of --fp8-param-gather: it needs --fp8-format (transformer_config.py:1439-1440),
+ * the distributed optimizer or FSDP (arguments.py:1060-1062), and under --optimizer-cpu-offload the
+ * delayed recipe (arguments.py:1808-1810). With FSDP it is refused as not priced here (the
+ * quantized shards and gathered units are not modelled; Megatron turns it off with
+ * --use-torch-fsdp2 under Transformer Engine 2.x, arguments.py:1017-1022).
+ */
+export function fp8ParamGatherRefusals(job: {
+  readonly fp8Recipe?: Fp8Recipe;
+  readonly shardedOptimizer: boolean;
+  readonly fsdp: boolean;
+  readonly optimizerCpuOffload: boolean;
+}): string[] {
+  const out: string[] = [];
+  if (job.fsdp)
+    out.push(
+      '--fp8-param-gather with FSDP is not priced yet (its fp8 shards and gathered units): project it with --use-distributed-optimizer.',
+    );
+  if (job.fp8Recipe === undefined)
+    out.push(
+      'fp8_param must be used together with fp8 mode (megatron/core/transformer/transformer_config.py:1439-1440): give --fp8-format with --fp8-param-gather.',
+    );
+  if (!job.shardedOptimizer)
+    out.push(
+      '--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode (megatron/training/arguments.py:1060-1062).',
+    );
+  if (job.optimizerCpuOffload && job.fp8Recipe !== undefined && job.fp8Recipe !== 'delayed')
+    out.push(
+      'When `--fp8-param-gather` is enabled, the optimizer cpu offload must be used in conjunction with `--fp8-recipe delayed` (megatron/training/arguments.py:1808-1810).',
+    );
+  return out;
+}

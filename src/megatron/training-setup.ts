@@ -91,6 +91,8 @@ export interface TrainingSetup {
   readonly optimizerCpuOffload?: OptimizerCpuOffload;
   /** The Megatron-Core release the run used where its behaviour differs (megatron-release.ts); absent: core_v0.19. */
   readonly megatronRelease?: MegatronRelease;
+  /** --fp8-param-gather (with --fp8-format): the linear layers' parameters held in fp8, no 16-bit copy (low-precision.ts weightCopyBytes). */
+  readonly fp8ParamGather?: boolean;
 }
 
 /** --optimizer-cpu-offload with --optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d (arguments.py:2781-2790). */

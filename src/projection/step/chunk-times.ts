@@ -15,6 +15,7 @@ import { defaultKernelOptions, fp8RecipeOf, lowPrecisionRefusals } from '../laye
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
 import { defaultRecomputeModules, fp8RecomputeRefusal } from '../../megatron/recompute-modules.ts';
+import { fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
 import { cpAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, membersPerNode, p2pUs } from '../links/group-links.ts';
@@ -115,6 +116,15 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   if (lowPrecision.length) throw new Error(`${lowPrecision.join(' ')} (${system.gpu.label})`);
   const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(kernels));
   if (fp8Refusal) throw new Error(`${fp8Refusal.message} (${fp8Refusal.source})`);
+  if (setup.fp8ParamGather) {
+    const why = fp8ParamGatherRefusals({
+      fp8Recipe: fp8RecipeOf(kernels),
+      shardedOptimizer: (setup.distributedOptimizer ?? false) || setup.fsdp !== undefined,
+      fsdp: setup.fsdp !== undefined,
+      optimizerCpuOffload: setup.optimizerCpuOffload !== undefined,
+    });
+    if (why.length) throw new Error(why.join(' '));
+  }
   const split = splitLayers(setup.layers, deg.pp, deg.vpp, {
     first: setup.firstStageLayers,
     last: setup.lastStageLayers,
