@@ -20,6 +20,12 @@ import {
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
 import { fp4Formats, fp8Recipes } from '../../src/megatron/low-precision.ts';
+import {
+  defaultActivationOffload,
+  offloadModuleNames,
+  parseOffloadModules,
+  type ActivationOffload,
+} from '../../src/megatron/activation-offload.ts';
 import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
 import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
 import { cpCommTypes, type CpCommType, type CpExchange } from '../../src/megatron/cp-comm-type.ts';
@@ -115,6 +121,8 @@ export function usage(): string {
        [--use-megatron-fsdp [--data-parallel-sharding-strategy ${shardingStrategies.join('|')}]]
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
        [--optimizer-cpu-offload --use-precision-aware-optimizer [--optimizer-offload-fraction F] [--overlap-cpu-optimizer-d2h-h2d]]
+       [--fine-grained-activation-offloading --offload-modules "${offloadModuleNames.join(' ')}"
+        [--activation-offload-fraction F] [--min-offloaded-tensor-size ELEMENTS]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
        [--recompute-modules "core_attn mlp layernorm moe moe_act shared_experts mla_up_proj"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
@@ -234,6 +242,10 @@ const options = {
   'ddp-bucket-size': { type: 'string' },
   'optimizer-cpu-offload': { type: 'boolean', default: false },
   'optimizer-offload-fraction': { type: 'string' },
+  'fine-grained-activation-offloading': { type: 'boolean', default: false },
+  'offload-modules': { type: 'string' },
+  'activation-offload-fraction': { type: 'string' },
+  'min-offloaded-tensor-size': { type: 'string' },
   'overlap-cpu-optimizer-d2h-h2d': { type: 'boolean', default: false },
   'use-precision-aware-optimizer': { type: 'boolean', default: false },
   'use-megatron-fsdp': { type: 'boolean', default: false },
@@ -341,6 +353,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   if (fsdp) Object.assign(setup, { fsdp });
   const offload = parseOffloadFlags(v);
   if (offload) Object.assign(setup, { optimizerCpuOffload: offload });
+  const activationOffload = parseActivationOffloadFlags(v);
+  if (activationOffload) Object.assign(setup, { activationOffload });
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
@@ -601,6 +615,34 @@ function parseFsdpFlags(v: {
     '--torch-fsdp2-no-reshard-after-forward': v['torch-fsdp2-no-reshard-after-forward'] || undefined,
   };
   return fsdpFromFlags((name) => flags[name]);
+}
+
+/** --fine-grained-activation-offloading with --offload-modules and its tuning flags (Megatron's defaults otherwise). */
+function parseActivationOffloadFlags(v: {
+  readonly 'fine-grained-activation-offloading': boolean;
+  readonly 'offload-modules'?: string;
+  readonly 'activation-offload-fraction'?: string;
+  readonly 'min-offloaded-tensor-size'?: string;
+}): ActivationOffload | undefined {
+  const tuning = [v['offload-modules'], v['activation-offload-fraction'], v['min-offloaded-tensor-size']];
+  if (!v['fine-grained-activation-offloading']) {
+    if (tuning.some((x) => x !== undefined))
+      throw new Error(
+        '--offload-modules, --activation-offload-fraction and --min-offloaded-tensor-size need --fine-grained-activation-offloading.',
+      );
+    return undefined;
+  }
+  const text = v['activation-offload-fraction'];
+  if (text !== undefined && !/^\s*[\d.]+\s*$/.test(text))
+    throw new Error(`--activation-offload-fraction "${text}": give a number between 0 and 1.`);
+  return {
+    modules: parseOffloadModules(v['offload-modules'] ?? ''),
+    fraction: text === undefined ? defaultActivationOffload.fraction : Number(text),
+    minTensorElements:
+      v['min-offloaded-tensor-size'] === undefined
+        ? defaultActivationOffload.minTensorElements
+        : parseWhole('--min-offloaded-tensor-size', v['min-offloaded-tensor-size'], 0),
+  };
 }
 
 /**

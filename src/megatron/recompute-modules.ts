@@ -1,6 +1,6 @@
 // Megatron-Core's --recompute-modules (transformer_config.py:546-562, core_v0.19.0): which submodules
 // selective recomputation runs again in backward, and the rules the config refuses them by.
-import { quoted } from '../core/quote.ts';
+import { parseModuleList } from './module-list.ts';
 import type { Fp8Recipe } from './low-precision.ts';
 import type { MoeSetup } from './moe.ts';
 
@@ -21,16 +21,14 @@ export type RecomputeModule = (typeof recomputeModuleNames)[number];
 export const defaultRecomputeModules: readonly RecomputeModule[] = ['core_attn'];
 
 /** Parses a --recompute-modules list ("core_attn mlp" or "core_attn,mlp"), naming an unknown module and the choices. */
-export function parseRecomputeModules(text: string): RecomputeModule[] {
-  const names = text.split(/[\s,]+/).filter(Boolean);
-  if (!names.length) throw new Error(`--recompute-modules needs one or more of ${recomputeModuleNames.join(', ')}.`);
-  for (const n of names)
-    if (!(recomputeModuleNames as readonly string[]).includes(n))
-      throw new Error(
-        `--recompute-modules ${quoted(n)}: Megatron asserts the choices (transformer_config.py:1778-1782): ${recomputeModuleNames.join(', ')}.`,
-      );
-  return [...new Set(names)] as RecomputeModule[];
-}
+export const parseRecomputeModules = (text: string): RecomputeModule[] =>
+  parseModuleList(
+    '--recompute-modules',
+    text,
+    recomputeModuleNames,
+    'transformer_config.py:1778-1782',
+    `--recompute-modules needs one or more of ${recomputeModuleNames.join(', ')}.`,
+  );
 
 /**
  * Megatron's refusals of a module list (transformer_config.py, core_v0.19.0), each with its line:

@@ -5,6 +5,7 @@ import { cpExchangeRefusals, type CpExchange } from './cp-comm-type.ts';
 import type { MegatronRelease } from './megatron-release.ts';
 import type { MlaSetup } from './mla.ts';
 import type { MoeSetup } from './moe.ts';
+import type { ActivationOffload } from './activation-offload.ts';
 import { recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
 
 /**
@@ -93,6 +94,8 @@ export interface TrainingSetup {
   readonly megatronRelease?: MegatronRelease;
   /** --fp8-param-gather (with --fp8-format): the linear layers' parameters held in fp8, no 16-bit copy (low-precision.ts weightCopyBytes). */
   readonly fp8ParamGather?: boolean;
+  /** --fine-grained-activation-offloading with --offload-modules (activation-offload.ts; projection/step/activation-offload.ts). */
+  readonly activationOffload?: ActivationOffload;
 }
 
 /** --optimizer-cpu-offload with --optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d (arguments.py:2781-2790). */

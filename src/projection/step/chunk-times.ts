@@ -11,10 +11,16 @@ import {
 } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions, fp8RecipeOf, lowPrecisionRefusals } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, fp8RecipeOf, lowPrecisionRefusals, usesCudaGraphs } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
-import { defaultRecomputeModules, fp8RecomputeRefusal } from '../../megatron/recompute-modules.ts';
+import {
+  defaultRecomputeModules,
+  fp8RecomputeRefusal,
+  type RecomputeModule,
+} from '../../megatron/recompute-modules.ts';
+import { activationOffloadRefusals } from '../../megatron/activation-offload.ts';
+import { layerOffload, offloadTensors } from './activation-offload.ts';
 import { fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
 import { cpAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
@@ -159,7 +165,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const mla = mlaStepModel(setup, machine, deg, block, pricing.blockT, links.tp, modules);
   const model = withMlaLayers(withMoeParams(stageModelOf(pricing, split, machine, setup), moe), mla, split.layers);
   const moeRedo = moe ? moeRecomputeOf(moe, modules) : undefined;
-  const rec: ChunkRecompute[][] = split.layers.map((row, i) =>
+  const recomputed: ChunkRecompute[][] = split.layers.map((row, i) =>
     row.map((n, ch) =>
       withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp, moeRedo),
     ),
@@ -168,6 +174,27 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const mlaB = mla ? mla.backwardMs - mla.denseAttention.backwardMs + mla.upProjRecomputeMs : 0;
   const layerF = pieces.layer.forward.ms + ring.forwardMs + mlaF;
   const layerB = pieces.layer.backward.ms + ring.backwardMs + mlaB;
+  // --fine-grained-activation-offloading (activation-offload.ts): the modules' inputs on the host
+  // between each layer's passes, the copies' time beyond the layer's compute exposed.
+  const off = offloadOf(setup, machine, pricing.block, rc, modules, moe, mla !== undefined, layerF, layerB);
+  const rec: ChunkRecompute[][] = off
+    ? recomputed.map((row, i) =>
+        row.map((r, ch) => {
+          const nMoe = moeIn(i, ch);
+          const out = split.layers[i]![ch]! * off.dense.bytes + nMoe * off.moe.bytes;
+          return {
+            ...r,
+            keptBytes: r.keptBytes - out,
+            // One layer's offloaded tensors back on the GPU ahead of its backward.
+            backwardTransientBytes: Math.max(r.backwardTransientBytes, off.dense.bytes + (nMoe ? off.moe.bytes : 0)),
+          };
+        }),
+      )
+    : recomputed;
+  const offF = (i: number, ch: number): number =>
+    off ? split.layers[i]![ch]! * off.dense.exposedForwardMs + moeIn(i, ch) * off.moe.exposedForwardMs : 0;
+  const offB = (i: number, ch: number): number =>
+    off ? split.layers[i]![ch]! * off.dense.exposedBackwardMs + moeIn(i, ch) * off.moe.exposedBackwardMs : 0;
   const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
   // FSDP's per-unit collectives (links/fsdp.ts), on each layer's pass and once per chunk pass.
   const fsdp = setup.fsdp
@@ -189,6 +216,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     split.layers[i]![ch]! * layerF +
     fsdpF(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeF +
+    offF(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
   // Full recomputation re-runs every layer of the chunk, its MoE layers' forwards included.
@@ -207,6 +235,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     split.layers[i]![ch]! * layerB +
     fsdpB(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeB +
+    offB(i, ch) +
     redoMs(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.backward.ms : 0);
@@ -233,6 +262,45 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     mla,
     expertParams,
     fsdp,
+  };
+}
+
+/**
+ * The offload of every dense layer and MoE layer under --fine-grained-activation-offloading
+ * (projection/step/activation-offload.ts), or undefined without it; Megatron's refusals
+ * (activationOffloadRefusals) and what is not priced (MLA's attention inputs, full recomputation,
+ * where the layers save nothing to offload) thrown with the reason.
+ */
+function offloadOf(
+  setup: TrainingSetup,
+  machine: Machine,
+  block: LayerPlan,
+  rc: ReturnType<typeof recomputeOf>,
+  modules: readonly RecomputeModule[],
+  moe: MoeStepModel | undefined,
+  mla: boolean,
+  layerF: number,
+  layerB: number,
+) {
+  const o = setup.activationOffload;
+  if (!o) return undefined;
+  const kernels = machine.kernels ?? defaultKernelOptions;
+  const why = activationOffloadRefusals(o, { recomputeModules: modules, cudaGraphs: usesCudaGraphs(kernels) });
+  if (rc?.granularity === 'full')
+    why.push(
+      '--fine-grained-activation-offloading with --recompute-granularity full is not priced (the checkpointed layers save no module inputs): use selective recomputation.',
+    );
+  if (mla)
+    why.push(
+      '--fine-grained-activation-offloading with multi-latent attention is not priced (its attention inputs differ): project it without the offload.',
+    );
+  if (why.length) throw new Error(why.join(' '));
+  const tensors = offloadTensors(block, machine.dtype, setup.flashAttention ?? false, moe);
+  return {
+    dense: layerOffload(tensors.dense, o, machine.system, layerF, layerB),
+    moe: moe
+      ? layerOffload(tensors.moe, o, machine.system, moe.forwardMs, moe.backwardMs)
+      : { bytes: 0, exposedForwardMs: 0, exposedBackwardMs: 0 },
   };
 }
 
