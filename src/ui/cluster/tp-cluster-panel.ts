@@ -299,6 +299,10 @@ export class TpClusterPanel extends LitElement {
       f.overlapGradReduce ? '--overlap-grad-reduce' : '',
       f.overlapParamGather ? '--overlap-param-gather' : '',
       f.fsdp ? fsdpLabel(f.fsdp) : '',
+      f.fp8ParamGather ? '--fp8-param-gather' : '',
+      f.activationOffload
+        ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
+        : '',
     ].filter(Boolean);
     const grads = f.fsdp
       ? 'gradients synced as the FSDP strategy has it'

@@ -35,6 +35,7 @@ import { maxMeshRanks } from '../../mesh/rank-layout.ts';
 import type { MoeScoreFunction } from '../../reference/moe/config.ts';
 import { maxSize } from '../../parallel/validate.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
+import { parseOffloadModules, type OffloadModule } from '../../megatron/activation-offload.ts';
 import {
   defaultRecomputeModules,
   parseRecomputeModules,
@@ -151,6 +152,10 @@ export interface Settings extends ModelSizes {
   readonly opg: boolean;
   /** FSDP on the cluster panel (--use-megatron-fsdp with its strategy, or --use-torch-fsdp2); null: DDP. */
   readonly fsdp: FsdpSetup | null;
+  /** --fp8-param-gather on the cluster panel (needs the fp8 format and the distributed optimizer). */
+  readonly fp8pg: boolean;
+  /** --fine-grained-activation-offloading's --offload-modules on the cluster panel; empty: off. */
+  readonly offload: readonly OffloadModule[];
 }
 
 /** The token dispatchers the ranks run (Megatron's alltoall and allgather). */
@@ -551,6 +556,14 @@ export const settingsTable: SettingsTable = {
   ogr: onOff('ogr', false, kernelRow),
   opg: onOff('opg', false, kernelRow),
   fsdp: { key: 'fsdp', parse: parseFsdpSetting, format: formatFsdpSetting, fallback: null, ...kernelRow },
+  fp8pg: onOff('fp8pg', false, kernelRow),
+  offload: {
+    key: 'offload',
+    parse: (t) => (t.trim() === '' || t.trim() === 'off' ? [] : parseOffloadModules(t)),
+    format: (m) => (m.length ? m.join(',') : 'off'),
+    fallback: [],
+    ...kernelRow,
+  },
 };
 
 /** The fields of Settings in hash order. */

@@ -144,7 +144,7 @@ export class TpMachineControls extends LitElement {
   }
 
   /** An on/off flag of the cluster panel. */
-  private flag(s: Settings, field: 'ogr' | 'opg', label: string): TemplateResult {
+  private flag(s: Settings, field: 'ogr' | 'opg' | 'fp8pg', label: string): TemplateResult {
     return html`<label class="check"
         ><input
           type="checkbox"
@@ -178,7 +178,18 @@ export class TpMachineControls extends LitElement {
           : nothing
       }
       ${this.flag(s, 'ogr', '--overlap-grad-reduce')} ${this.flag(s, 'opg', '--overlap-param-gather')}
-      ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}`;
+      ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}
+      ${this.flag(s, 'fp8pg', '--fp8-param-gather')}
+      <label
+        >--offload-modules (fine-grained activation offloading)
+        <input
+          type="text"
+          placeholder="off or core_attn,attn_proj"
+          data-control="offload"
+          .value=${settingsTable.offload.format(s.offload)}
+          @change=${this.onParsed(s, 'offload', settingsTable.offload.parse)}
+      /></label>
+      ${this.errorsFor('offload')}`;
   }
 
   /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */

@@ -175,3 +175,46 @@ describe('cluster flag fuzzing', () => {
     expect(agreed).toBeGreaterThan(10);
   }, 60_000);
 });
+
+describe('the memory levers on the page: --fp8-param-gather and --offload-modules', () => {
+  const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+  const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
+  // t 2 SP, 4 layers on one H100 node (DP 4).
+  const job = { sizes: llama, tp: 2, sp: true, layers: 4, gpus: 8, globalBatch: 8, overlap: true } as const;
+  const setup = (s: typeof defaultSettings) => ({ ...job, ...clusterFlagsOf(s) });
+
+  test('round-trip through the hash and reach the projection as its flags', () => {
+    const { settings, messages } = settingsFromHash('#fp8pg=1&offload=core_attn,attn_proj&distopt=1');
+    expect(messages).toEqual([]);
+    expect(clusterFlagsOf(settings)).toMatchObject({
+      fp8ParamGather: true,
+      activationOffload: { modules: ['core_attn', 'attn_proj'], fraction: 1, minTensorElements: 1 << 20 },
+    });
+    expect(hashFromSettings(settings)).toContain('offload=core_attn%2Cattn_proj');
+    expect(clusterFlagsOf(defaultSettings).activationOffload).toBeUndefined();
+    expect(settingsFromHash('#offload=mlp').messages[0]!.message).toMatch(/"mlp".*1863-1867/);
+  });
+
+  test("Megatron's rules show at their control with the message the projection throws", async () => {
+    const noFp8 = { ...defaultSettings, fp8pg: true, distopt: true };
+    const [issue] = clusterIssues(noFp8);
+    expect(issue).toMatchObject({ field: 'fp8pg' });
+    await expect(projectStep(setup(noFp8), h100)).rejects.toThrow(issue!.message);
+    const alone = { ...defaultSettings, offload: ['attn_proj'] as const };
+    const [off] = clusterIssues(alone);
+    expect(off).toMatchObject({ field: 'offload' });
+    expect(off!.message).toMatch(/1868-1873/);
+    await expect(projectStep(setup(alone), h100)).rejects.toThrow(off!.message);
+    const fine = {
+      ...defaultSettings,
+      fp8: 'hybrid' as const,
+      fp8pg: true,
+      distopt: true,
+      offload: ['core_attn'] as const,
+    };
+    expect(clusterIssues(fine)).toEqual([]);
+    await expect(
+      projectStep(setup(fine), { ...h100, kernels: { ...defaultKernelOptions, fp8: 'hybrid' } }),
+    ).resolves.toBeDefined();
+  });
+});
