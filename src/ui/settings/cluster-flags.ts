@@ -2,7 +2,9 @@
 import { checkDataParallelFlags, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
 import { activationOffloadRefusals, defaultActivationOffload } from '../../megatron/activation-offload.ts';
-import { defaultFp8Recipe, fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
+import { fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
+import { systemNames, systems, type SystemName } from '../../hardware/systems.ts';
+import { defaultKernelOptions, lowPrecisionRefusals } from '../../projection/layer/kernel-options.ts';
 import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
 import type { Settings } from './state.ts';
 
@@ -56,15 +58,35 @@ export function clusterIssues(s: Settings, changed?: ControlField): FieldIssue[]
 }
 
 /**
- * Megatron's rules on the memory levers (low-precision.ts fp8ParamGatherRefusals at fp8pg, with the
- * page's fp8 format under Megatron's default recipe; activation-offload.ts activationOffloadRefusals at
+ * Megatron's and Transformer Engine's rules on the low-precision switches (kernel-options.ts
+ * lowPrecisionRefusals, at fp4 or fp8recipe) and the memory levers (low-precision.ts fp8ParamGatherRefusals at fp8pg, with the
+ * page's fp8 format and recipe; activation-offload.ts activationOffloadRefusals at
  * offload), as the projection checks them (chunk-times.ts).
  */
 function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly ControlField[]; message: string }[] {
   const out: { field: ControlField; fields: readonly ControlField[]; message: string }[] = [];
+  // The fp8 recipe or NVFP4 on a catalog GPU that lacks it (a loaded system file's GPU: its rows say so).
+  const gpu = (systemNames as readonly string[]).includes(s.system) ? systems[s.system as SystemName].gpu : undefined;
+  const lowPrecision = gpu
+    ? lowPrecisionRefusals(
+        {
+          ...defaultKernelOptions,
+          fp8: s.fp8,
+          ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
+          ...(s.fp4 !== 'none' && { fp4: s.fp4 }),
+        },
+        gpu.arch,
+      )
+    : [];
+  if (lowPrecision.length)
+    out.push({
+      field: s.fp4 !== 'none' ? 'fp4' : 'fp8recipe',
+      fields: ['fp4', 'fp8', 'fp8recipe', 'system'],
+      message: `${lowPrecision.join(' ')} (${gpu!.label})`,
+    });
   if (s.fp8pg) {
     const why = fp8ParamGatherRefusals({
-      ...(s.fp8 !== 'none' && { fp8Recipe: defaultFp8Recipe }),
+      ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
       shardedOptimizer: s.distopt || s.fsdp !== null,
       fsdp: s.fsdp !== null,
       optimizerCpuOffload: false,

@@ -37,6 +37,13 @@ import { maxSize } from '../../parallel/validate.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 import { parseOffloadModules, type OffloadModule } from '../../megatron/activation-offload.ts';
 import {
+  defaultFp8Recipe,
+  fp4Formats,
+  fp8Recipes,
+  type Fp4Format,
+  type Fp8Recipe,
+} from '../../megatron/low-precision.ts';
+import {
   defaultRecomputeModules,
   parseRecomputeModules,
   type RecomputeModule,
@@ -107,6 +114,9 @@ export interface Settings extends ModelSizes {
   readonly layerArch: LayerArch;
   readonly attn: AttentionBackend;
   readonly fp8: Fp8Format;
+  /** --fp8-recipe with the fp8 format, and --fp4-format (NVFP4) in its place (megatron/low-precision.ts). */
+  readonly fp8recipe: Fp8Recipe;
+  readonly fp4: Fp4Format;
   readonly graphs: CudaGraphImpl;
   /** #slow=r:f (seed 004 M108): rank r dispatches each kernel f times, a straggler; null: off. */
   readonly slow: RankSlowdown | null;
@@ -483,6 +493,8 @@ export const settingsTable: SettingsTable = {
   layerArch: choice('arch', layerArchs, defaultKernelOptions.layerArch, kernelRow),
   attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),
   fp8: choice('fp8', fp8Formats, defaultKernelOptions.fp8, kernelRow),
+  fp8recipe: choice('fp8recipe', fp8Recipes, defaultFp8Recipe, kernelRow),
+  fp4: choice('fp4', fp4Formats, 'none', kernelRow),
   graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),
   slow: {
     key: 'slow',

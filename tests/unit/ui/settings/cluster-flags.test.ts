@@ -207,6 +207,7 @@ describe('the memory levers on the page: --fp8-param-gather and --offload-module
     await expect(projectStep(setup(alone), h100)).rejects.toThrow(off!.message);
     const fine = {
       ...defaultSettings,
+      system: 'dgx-h100',
       fp8: 'hybrid' as const,
       fp8pg: true,
       distopt: true,
@@ -216,5 +217,27 @@ describe('the memory levers on the page: --fp8-param-gather and --offload-module
     await expect(
       projectStep(setup(fine), { ...h100, kernels: { ...defaultKernelOptions, fp8: 'hybrid' } }),
     ).resolves.toBeDefined();
+  });
+});
+
+describe('the fp8 recipe and NVFP4 on the page', () => {
+  test('round-trip through the hash; a GPU that lacks the format is refused at its control in the projection’s words', async () => {
+    const { settings, messages } = settingsFromHash('#system=dgx-h100&fp8=e4m3&fp8recipe=mxfp8');
+    expect(messages).toEqual([]);
+    const [issue] = clusterIssues(settings);
+    expect(issue).toMatchObject({ field: 'fp8recipe' });
+    expect(issue!.message).toMatch(/MXFP8.*H100/);
+    const machine = {
+      system: systems['dgx-h100'],
+      dtype: 'bf16' as const,
+      kernels: { ...defaultKernelOptions, fp8: 'e4m3' as const, fp8Recipe: 'mxfp8' as const },
+    };
+    const sizes = { s: 1024, b: 1, h: 1024, heads: 8, groups: 8, ffn: 2816, vocab: 32000 };
+    await expect(
+      projectStep({ sizes, tp: 1, sp: false, layers: 2, gpus: 8, globalBatch: 8, overlap: true }, machine),
+    ).rejects.toThrow(issue!.message);
+    const fp4 = settingsFromHash('#system=dgx-h100&fp4=e2m1').settings;
+    expect(clusterIssues(fp4)[0]).toMatchObject({ field: 'fp4' });
+    expect(clusterIssues(settingsFromHash('#system=dgx-b200&fp4=e2m1').settings)).toEqual([]);
   });
 });
