@@ -1,5 +1,6 @@
 import type { StepProjection } from '../../src/projection/step/cluster-projection.ts';
 import type { MoeTerm } from '../../src/projection/layer/moe-layer.ts';
+import type { MoeModuleRecompute } from '../../src/projection/step/moe-step.ts';
 
 /** A projected step's MoE terms as plain data (the JSON's `moe` per row), ms per MoE layer and micro-batch unless said. */
 export interface MoeSummary {
@@ -26,6 +27,8 @@ export interface MoeSummary {
   readonly expertGradSyncMs: number;
   readonly expertParamGatherMs: number;
   readonly expertOptimizerMs: number;
+  /** What --recompute-modules moe, moe_act and shared_experts would each drop (bytes) and run again (ms) per MoE layer and micro-batch. */
+  readonly recompute: MoeModuleRecompute;
 }
 
 const byTerm = (terms: readonly MoeTerm[]): Record<string, number> => {
@@ -63,6 +66,7 @@ export function moeSummary(p: StepProjection): MoeSummary | undefined {
     expertGradSyncMs: x.tail.gradSyncMs,
     expertParamGatherMs: x.tail.paramGatherMs,
     expertOptimizerMs: x.tail.optimizerMs,
+    recompute: m.recompute,
   };
 }
 
@@ -83,6 +87,15 @@ export function moeLines(tp: number, s: MoeSummary): string[] {
     `  backward compute: ${terms(s.backward)}`,
     `  grouped GEMM rate: fc1 ${(100 * s.expertGemmEfficiency.fc1).toFixed(1)}%, fc2 ${(100 * s.expertGemmEfficiency.fc2).toFixed(1)}% of the dense peak`,
     `  token exchange per direction: EP ${ms(s.dispatchMs)}${s.etp > 1 ? `, ETP gather ${ms(s.etpMs)}` : ''}; per pass ${ms(s.commMs.forward)} (exposed ${ms(s.exposedCommMs.forward)}) forward, ${ms(s.commMs.backward)} (exposed ${ms(s.exposedCommMs.backward)}) backward`,
+    `  --recompute-modules per MoE layer and micro-batch: ${(
+      [
+        ['moe', s.recompute.moe],
+        ['moe_act', s.recompute.moeAct],
+        ['shared_experts', s.recompute.sharedExperts],
+      ] as const
+    )
+      .map(([n, u]) => `${n} −${(u.droppedBytes / 2 ** 20).toFixed(1)} MiB kept, +${ms(u.redoMs)}`)
+      .join('; ')}`,
     `  expert parameters per stage (M): ${s.stageExpertParams.map((p) => (p / 1e6).toFixed(1)).join(', ')}; expert-DP grad sync exposed ${ms(s.expertGradSyncMs)}, param gather ${ms(s.expertParamGatherMs)}, expert optimizer ${ms(s.expertOptimizerMs)}`,
   ];
 }

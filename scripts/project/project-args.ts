@@ -13,11 +13,19 @@ import {
   cudaGraphImpls,
   defaultKernelOptions,
   fp8Formats,
+  lowPrecisionRefusals,
   parseChoice,
   usesFlashAttention,
   type KernelOptions,
 } from '../../src/projection/layer/kernel-options.ts';
 import { layerArchs } from '../../src/megatron/layer-arch.ts';
+import { fp4Formats, fp8Recipes } from '../../src/megatron/low-precision.ts';
+import {
+  defaultActivationOffload,
+  offloadModuleNames,
+  parseOffloadModules,
+  type ActivationOffload,
+} from '../../src/megatron/activation-offload.ts';
 import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
 import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
 import { cpCommTypes, type CpCommType, type CpExchange } from '../../src/megatron/cp-comm-type.ts';
@@ -113,12 +121,15 @@ export function usage(): string {
        [--use-megatron-fsdp [--data-parallel-sharding-strategy ${shardingStrategies.join('|')}]]
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
        [--optimizer-cpu-offload --use-precision-aware-optimizer [--optimizer-offload-fraction F] [--overlap-cpu-optimizer-d2h-h2d]]
+       [--fine-grained-activation-offloading --offload-modules "${offloadModuleNames.join(' ')}"
+        [--activation-offload-fraction F] [--min-offloaded-tensor-size ELEMENTS]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
-       [--recompute-modules "core_attn mlp layernorm"]   (with selective; default core_attn)
+       [--recompute-modules "core_attn mlp layernorm moe moe_act shared_experts mla_up_proj"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
-       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')}] [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
+       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')} [--fp8-recipe ${fp8Recipes.join('|')}] [--fp8-param-gather]] [--fp4-format e2m1 [--fp4-recipe nvfp4]]
+       [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--cross-entropy plan|megatron] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
@@ -157,6 +168,11 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
                             unfused (s×s scores and softmax in HBM), flash or fused (one FlashAttention kernel per
                             pass; Ampere or newer).
   --fp8-format F            hybrid or e4m3: the linear layers' GEMMs in fp8 (H100, H200, B200, GB200), with casts.
+  --fp8-recipe R            delayed (default), tensorwise, blockwise (Hopper and newer) or mxfp8 (Blackwell): the
+                            casts' scaling work per element (docs/projection-memory-levers.md).
+  --fp8-param-gather        the linear layers' parameters held in fp8 (no 16-bit copy; needs the distributed optimizer).
+  --fp4-format e2m1         NVFP4 (--fp4-recipe nvfp4): the linear layers' GEMMs at Blackwell's fp4 rate, with
+                            the amax, Hadamard-transform and casts' passes.
   --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
                             full_iteration: kernels replayed from CUDA graphs, no host dispatch.
   --enable-cuda-graph       Megatron's deprecated spelling of --cuda-graph-impl local.
@@ -222,9 +238,14 @@ const options = {
   'use-distributed-optimizer': { type: 'boolean', default: false },
   'overlap-grad-reduce': { type: 'boolean', default: false },
   'overlap-param-gather': { type: 'boolean', default: false },
+  'fp8-param-gather': { type: 'boolean', default: false },
   'ddp-bucket-size': { type: 'string' },
   'optimizer-cpu-offload': { type: 'boolean', default: false },
   'optimizer-offload-fraction': { type: 'string' },
+  'fine-grained-activation-offloading': { type: 'boolean', default: false },
+  'offload-modules': { type: 'string' },
+  'activation-offload-fraction': { type: 'string' },
+  'min-offloaded-tensor-size': { type: 'string' },
   'overlap-cpu-optimizer-d2h-h2d': { type: 'boolean', default: false },
   'use-precision-aware-optimizer': { type: 'boolean', default: false },
   'use-megatron-fsdp': { type: 'boolean', default: false },
@@ -250,6 +271,9 @@ const options = {
   arch: { type: 'string' },
   'attention-backend': { type: 'string' },
   'fp8-format': { type: 'string' },
+  'fp8-recipe': { type: 'string' },
+  'fp4-format': { type: 'string' },
+  'fp4-recipe': { type: 'string' },
   'cuda-graph-impl': { type: 'string' },
   'enable-cuda-graph': { type: 'boolean', default: false },
   'tp-comm-overlap': { type: 'boolean', default: false },
@@ -312,6 +336,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     overlapGradReduce: v['overlap-grad-reduce'] || (base.overlapGradReduce ?? false),
     overlapParamGather: v['overlap-param-gather'] || (base.overlapParamGather ?? false),
     ...(bucket !== undefined && { bucketSize: bucket }),
+    ...(v['fp8-param-gather'] && { fp8ParamGather: true }),
     tiedEmbeddings:
       v['tied-embeddings'] ||
       (!v['untie-embeddings-and-output-weights'] && (hf?.model.tiedEmbeddings ?? base.tiedEmbeddings ?? false)),
@@ -328,6 +353,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   if (fsdp) Object.assign(setup, { fsdp });
   const offload = parseOffloadFlags(v);
   if (offload) Object.assign(setup, { optimizerCpuOffload: offload });
+  const activationOffload = parseActivationOffloadFlags(v);
+  if (activationOffload) Object.assign(setup, { activationOffload });
   const base0 = systemOf(v.system ?? scenario.system);
   const system = v.fabric !== undefined ? withFabric(base0, v.fabric) : base0;
   let kernels = parseKernelFlags(v, setup.sp);
@@ -344,6 +371,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     throw new Error(
       `--fp8-format ${kernels.fp8}: ${system.gpu.label} has no fp8 tensor cores; choose an H100, H200, B200 or GB200 system.`,
     );
+  const lowPrecision = lowPrecisionRefusals(kernels, system.gpu.arch);
+  if (lowPrecision.length) throw new Error(`${lowPrecision.join(' ')} (${system.gpu.label})`);
   if (usesFlashAttention(kernels, system.gpu.arch) && system.gpu.arch === 'volta')
     throw new Error(
       `FlashAttention (--attention-backend ${kernels.attentionBackend}, --use-flash-attn) needs an Ampere or newer GPU, not ${system.gpu.label}; use --attention-backend unfused.`,
@@ -423,6 +452,9 @@ function parseKernelFlags(
     arch?: string;
     'attention-backend'?: string;
     'fp8-format'?: string;
+    'fp8-recipe'?: string;
+    'fp4-format'?: string;
+    'fp4-recipe'?: string;
     'cuda-graph-impl'?: string;
     'enable-cuda-graph': boolean;
     'tp-comm-overlap': boolean;
@@ -438,6 +470,14 @@ function parseKernelFlags(
     throw new Error(
       '--tp-comm-overlap needs --sp: Megatron overlaps TP communication only under sequence parallelism.',
     );
+  if (v['fp8-recipe'] !== undefined && v['fp8-format'] === undefined)
+    throw new Error('--fp8-recipe chooses the scaling of --fp8-format: give --fp8-format hybrid or e4m3 with it.');
+  if (v['fp4-recipe'] !== undefined) {
+    parseChoice('--fp4-recipe', v['fp4-recipe'], ['nvfp4'] as const);
+    if (v['fp4-format'] === undefined)
+      throw new Error('--fp4-recipe chooses the scaling of --fp4-format: give --fp4-format e2m1 with it.');
+  }
+  const fp4 = v['fp4-format'] !== undefined ? parseChoice('--fp4-format', v['fp4-format'], fp4Formats) : 'none';
   return {
     layerArch: v.arch !== undefined ? parseChoice('--arch', v.arch, layerArchs) : d.layerArch,
     attentionBackend:
@@ -445,6 +485,8 @@ function parseKernelFlags(
         ? parseChoice('--attention-backend', v['attention-backend'], attentionBackends)
         : d.attentionBackend,
     fp8: v['fp8-format'] !== undefined ? parseChoice('--fp8-format', v['fp8-format'], fp8Formats) : d.fp8,
+    ...(v['fp8-recipe'] !== undefined && { fp8Recipe: parseChoice('--fp8-recipe', v['fp8-recipe'], fp8Recipes) }),
+    ...(fp4 !== 'none' && { fp4 }),
     cudaGraphImpl: v['enable-cuda-graph']
       ? 'local'
       : v['cuda-graph-impl'] !== undefined
@@ -573,6 +615,34 @@ function parseFsdpFlags(v: {
     '--torch-fsdp2-no-reshard-after-forward': v['torch-fsdp2-no-reshard-after-forward'] || undefined,
   };
   return fsdpFromFlags((name) => flags[name]);
+}
+
+/** --fine-grained-activation-offloading with --offload-modules and its tuning flags (Megatron's defaults otherwise). */
+function parseActivationOffloadFlags(v: {
+  readonly 'fine-grained-activation-offloading': boolean;
+  readonly 'offload-modules'?: string;
+  readonly 'activation-offload-fraction'?: string;
+  readonly 'min-offloaded-tensor-size'?: string;
+}): ActivationOffload | undefined {
+  const tuning = [v['offload-modules'], v['activation-offload-fraction'], v['min-offloaded-tensor-size']];
+  if (!v['fine-grained-activation-offloading']) {
+    if (tuning.some((x) => x !== undefined))
+      throw new Error(
+        '--offload-modules, --activation-offload-fraction and --min-offloaded-tensor-size need --fine-grained-activation-offloading.',
+      );
+    return undefined;
+  }
+  const text = v['activation-offload-fraction'];
+  if (text !== undefined && !/^\s*[\d.]+\s*$/.test(text))
+    throw new Error(`--activation-offload-fraction "${text}": give a number between 0 and 1.`);
+  return {
+    modules: parseOffloadModules(v['offload-modules'] ?? ''),
+    fraction: text === undefined ? defaultActivationOffload.fraction : Number(text),
+    minTensorElements:
+      v['min-offloaded-tensor-size'] === undefined
+        ? defaultActivationOffload.minTensorElements
+        : parseWhole('--min-offloaded-tensor-size', v['min-offloaded-tensor-size'], 0),
+  };
 }
 
 /**

@@ -27,7 +27,7 @@ const rowCells = (r: AdvisorRow, moe: boolean): string[] => {
     String(l.microBatch),
     String(r.microBatches),
     yes(l.sp),
-    l.recompute,
+    l.recompute === 'selective' && l.recomputeModules ? `selective (${l.recomputeModules.join(' ')})` : l.recompute,
     yes(l.distributedOptimizer),
     yes(l.overlapGradReduce),
     yes(l.overlapParamGather),

@@ -3,6 +3,7 @@
 import { alignedTable } from '../cli/text-table.ts';
 import { fixedBudget } from '../../src/projection/step/cluster-projection.ts';
 import { gemmTable } from '../../src/projection/layer/gemm-table.ts';
+import { linearPrecisionOf } from '../../src/projection/layer/kernel-options.ts';
 import { budgetLines, type BudgetLine } from '../../src/projection/step/cluster-summary.ts';
 import { recomputeOf } from '../../src/megatron/training-setup.ts';
 import { formatMs } from '../../src/core/format.ts';
@@ -51,7 +52,7 @@ if (args.exportJob !== undefined) {
 }
 
 if (args.gemmTable) {
-  const precision = args.kernels.fp8 !== 'none' ? 'fp8' : args.dtype;
+  const precision = linearPrecisionOf(args.kernels, args.dtype);
   console.log(`GEMM model on ${args.system.gpu.label} in ${precision} (docs/projection-kernels.md)`);
   const rows = gemmTable(args.system.gpu, precision).map((r) => [
     r.label,
@@ -168,8 +169,9 @@ if (first?.ok && first.pp > 1)
   console.log(
     `pipeline: layers per stage ${first.stageLayers.join(', ')}; parameters per stage (M) ${first.stageParams.map((p) => (p / 1e6).toFixed(1)).join(', ')}`,
   );
-/** fp8 GEMMs: MFU against the fp8 peak, and beside it against the training dtype's. */
-const fp8Gemms = args.kernels.fp8 !== 'none';
+/** fp8 or fp4 GEMMs: MFU against that peak, and beside it against the training dtype's. */
+const lowPrecision = linearPrecisionOf(args.kernels, args.dtype);
+const fp8Gemms = lowPrecision !== args.dtype;
 const cols = [
   't',
   'DP',
@@ -177,7 +179,7 @@ const cols = [
   'step',
   'tokens/s',
   'TFLOP/s/GPU',
-  ...(fp8Gemms ? ['MFU (fp8)', `MFU (${args.dtype})`] : ['MFU']),
+  ...(fp8Gemms ? [`MFU (${lowPrecision})`, `MFU (${args.dtype})`] : ['MFU']),
   'exec MFU',
   'bubble',
   'exposed',

@@ -14,13 +14,15 @@ export interface GpuSpec {
     readonly fp16: number;
     readonly bf16?: number;
     readonly fp8?: number;
+    /** NVFP4 (e2m1 with block scales) on Blackwell's tensor cores. */
+    readonly fp4?: number;
   };
   /**
    * Measured maximum achievable matmul TFLOP/s (MAMF: the best of a brute-force search over
    * shapes, torch.matmul, no sparsity) and the shape it was reached at, per tensor-core format,
    * where published; kernel-time.ts derives the main loop's efficiency η from it.
    */
-  readonly mamf?: { readonly bf16?: Mamf; readonly fp16?: Mamf; readonly fp8?: Mamf };
+  readonly mamf?: { readonly bf16?: Mamf; readonly fp16?: Mamf; readonly fp8?: Mamf; readonly fp4?: Mamf };
   /**
    * The sustained matmul rate against the boost-burst one, measured in one run on a full node
    * (sustained-clock.ts); absent where none is published.
@@ -190,7 +192,7 @@ export const gpus = {
   },
   /**
    * NVIDIA DGX B200 datasheet: 8 GPUs, 72 PFLOP/s fp8 training and 144 PFLOP/s fp4 (sparse),
-   * 1,440 GB HBM3e, 64 TB/s: per GPU 4.5 PFLOP/s fp8 and 2.25 bf16 dense, 180 GB, 8 TB/s.
+   * 1,440 GB HBM3e, 64 TB/s: per GPU 4.5 PFLOP/s fp8, 9 fp4 and 2.25 bf16 dense, 180 GB, 8 TB/s.
    * fp32 80 TFLOP/s and tf32 1125 dense (HGX B200 spec, as tabled by ml-engineering). SMs: NVIDIA
    * does not print them; 148 is what CUDA reports (device attribute multiProcessorCount, quoted
    * in FlashAttention and CUTLASS Blackwell examples). L2 bandwidth unpublished: A100's per SM
@@ -200,7 +202,7 @@ export const gpus = {
   b200: {
     name: 'b200',
     label: 'B200 SXM 180 GB',
-    peakTflops: { fp32: 80, tf32: 1125, fp16: 2250, bf16: 2250, fp8: 4500 },
+    peakTflops: { fp32: 80, tf32: 1125, fp16: 2250, bf16: 2250, fp8: 4500, fp4: 9000 },
     mamf: { bf16: b200Mamf, fp16: b200Mamf, fp8: { tflops: 3432.5, shape: [15360, 4096, 3072] } },
     sustained: b200Sustained,
     hbmGBps: 8000,
@@ -208,17 +210,18 @@ export const gpus = {
     sms: 148,
     memoryGiB: 180e9 / 2 ** 30,
     arch: 'blackwell',
-    source: `NVIDIA DGX B200 datasheet (per GPU: 4.5 PF fp8, 2.25 PF bf16 dense, 180 GB, 8 TB/s); 148 SMs as CUDA reports; L2 assumed; ${mamfSource} (bf16 1745, fp8 3432.5)`,
+    source: `NVIDIA DGX B200 datasheet (per GPU: 9 PF fp4, 4.5 PF fp8, 2.25 PF bf16 dense, 180 GB, 8 TB/s); 148 SMs as CUDA reports; L2 assumed; ${mamfSource} (bf16 1745, fp8 3432.5)`,
   },
   /**
-   * One Blackwell GPU of a GB200 superchip (NVIDIA GB200 NVL72 spec: 72 GPUs, 360 PF fp8 dense …
-   * 13.4 TB HBM3e, 576 TB/s): per GPU 5 PF fp8 and 2.5 bf16 dense, 186 GB, 8 TB/s; it clocks
+   * One Blackwell GPU of a GB200 superchip (NVIDIA GB200 NVL72 spec: 72 GPUs, 360 PF fp8 dense,
+   * 1,440 PF fp4 sparse … 13.4 TB HBM3e, 576 TB/s): per GPU 10 PF fp4, 5 PF fp8 and 2.5 bf16 dense,
+   * 186 GB, 8 TB/s; it clocks
    * higher than the HGX B200 (2.062 GHz device-reported max, ml-engineering). 148 SMs as B200.
    */
   'gb200-gpu': {
     name: 'gb200-gpu',
     label: 'GB200 (one Blackwell GPU) 186 GB',
-    peakTflops: { fp32: 80, tf32: 1250, fp16: 2500, bf16: 2500, fp8: 5000 },
+    peakTflops: { fp32: 80, tf32: 1250, fp16: 2500, bf16: 2500, fp8: 5000, fp4: 10000 },
     mamf: { bf16: gb200Mamf, fp16: gb200Mamf, fp8: { tflops: 3615.6, shape: [19456, 5120, 1536] } },
     sustained: b200Sustained,
     hbmGBps: 8000,
@@ -226,7 +229,7 @@ export const gpus = {
     sms: 148,
     memoryGiB: 186e9 / 2 ** 30,
     arch: 'blackwell',
-    source: `NVIDIA GB200 NVL72 spec (per GPU: 5 PF fp8, 2.5 PF bf16 dense, 186 GB, 8 TB/s); 148 SMs; L2 assumed (×2.0 of A100 by SMs × clock); ${mamfSource} (bf16 1822, fp8 3615.6)`,
+    source: `NVIDIA GB200 NVL72 spec (per GPU: 10 PF fp4, 5 PF fp8, 2.5 PF bf16 dense, 186 GB, 8 TB/s); 148 SMs; L2 assumed (×2.0 of A100 by SMs × clock); ${mamfSource} (bf16 1822, fp8 3615.6)`,
   },
 } as const satisfies Record<string, GpuSpec>;
 
@@ -236,11 +239,16 @@ export type GpuName = keyof typeof gpus;
 /** Every catalog GPU, in display order. */
 export const gpuNames = Object.keys(gpus) as GpuName[];
 
-/** A GEMM's operand format: the training dtype, or fp8 where Transformer Engine's fp8 recipe applies. */
-export type GemmPrecision = TrainDtype | 'fp8';
+/** A GEMM's operand format: the training dtype, or fp8 / fp4 where Transformer Engine's fp8 or NVFP4 recipe applies. */
+export type GemmPrecision = TrainDtype | 'fp8' | 'fp4';
 
-/** Dense peak FLOP/s of `gpu`'s tensor cores in fp8; throws for GPUs without fp8 (V100, A100). */
+/** Dense peak FLOP/s of `gpu`'s tensor cores in `precision`; throws for GPUs without the format (fp8: V100, A100; fp4: all but Blackwell). */
 export function gemmPeakFlops(gpu: GpuSpec, precision: GemmPrecision): number {
+  if (precision === 'fp4') {
+    const tf = gpu.peakTflops.fp4;
+    if (tf === undefined) throw new Error(`${gpu.label} has no fp4 tensor cores: NVFP4 needs Blackwell (B200, GB200).`);
+    return tf * 1e12;
+  }
   if (precision !== 'fp8') return peakFlops(gpu, precision);
   const tf = gpu.peakTflops.fp8;
   if (tf === undefined)

@@ -156,8 +156,9 @@ export function mainLoopEfficiency(gpu: GpuSpec, precision: GemmPrecision, m: Ke
   return value;
 }
 
-/** Bytes per operand element in `precision` (fp8: 1). */
-export const precisionBytes = (precision: GemmPrecision): number => (precision === 'fp8' ? 1 : dtypeBytes[precision]);
+/** Bytes per operand element in `precision` (fp8: 1, fp4: ½; their block scales are the cast's, low-precision.ts). */
+export const precisionBytes = (precision: GemmPrecision): number =>
+  precision === 'fp8' ? 1 : precision === 'fp4' ? 0.5 : dtypeBytes[precision];
 
 /**
  * Projected time of one GEMM on `gpu` with operands in `precision` (formula above), at the boost
@@ -203,9 +204,10 @@ function tiledGemm(
   const perSmFlops = (clock * eta * gemmPeakFlops(gpu, precision)) / gpu.sms;
   const perSmL2 = (clock * l2GBpsOf(gpu, m) * 1e9) / gpu.sms;
   const perSmHbm = (m.hbmEfficiency * gpu.hbmGBps * 1e9) / gpu.sms;
-  // fp8 GEMMs read fp8 operands and write C in bf16 (Transformer Engine's fp8 GEMM output); an
-  // accumulating GEMM reads and writes C in its accumulation format.
-  const outBytes = g.accumulateBytes !== undefined ? 2 * g.accumulateBytes : precision === 'fp8' ? 2 : bytes;
+  // fp8 and fp4 GEMMs read low-precision operands and write C in bf16 (Transformer Engine's GEMM
+  // output); an accumulating GEMM reads and writes C in its accumulation format.
+  const outBytes =
+    g.accumulateBytes !== undefined ? 2 * g.accumulateBytes : precision === 'fp8' || precision === 'fp4' ? 2 : bytes;
   const c = m.clusterMulticast[gpu.arch];
   let best = { us: Infinity, tile: m.tiles[0]!, tiles: 0, waves: 0 };
   for (const tile of m.tiles)

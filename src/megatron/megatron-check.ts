@@ -7,11 +7,13 @@
 // tensor_parallel/layers.py), and the MoE rules the MoE flags reach (moe.ts moeRefusals, with
 // arguments.py's grouped-GEMM check), FSDP's (fsdp.ts fsdpRefusals and the checkpoint formats it
 // asserts), --recompute-modules' (recompute-modules.ts) and Transformer Engine's GPU floor. Each
-// rule cites its file and line at the pin. Not ported: checks on flags the project never emits
-// (MLA, RL, CUDA graphs, fp8/fp4).
+// rule cites its file and line at the pin, and the fp8/fp4 recipes' (low-precision.ts: Megatron's
+// exclusions, Transformer Engine's GPU floors). Not ported: checks on flags the project never emits
+// (RL, CUDA graphs).
 import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
 import { flagMap } from './megatron-command.ts';
 import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
+import { defaultFp8Recipe, lowPrecisionRefusal, type Fp8Recipe, type LinearRecipe } from './low-precision.ts';
 import { mlaFromFlags, mlaRefusals } from './mla.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
 
@@ -122,6 +124,25 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
   if (a.num('--max-position-embeddings', 0) < s) fail(`${A}:1314`, 'max_position_embeddings must be ≥ seq_length.');
   if (a.has('--lr') && a.num('--min-lr', 0) > a.num('--lr', 0)) fail(`${A}:1320`, 'min_lr must be ≤ lr.');
   if (a.has('--fp16') && a.has('--bf16')) fail(`${A}:1173`, '--fp16 and --bf16 are exclusive.');
+  // Low precision (low-precision.ts): fp4 and fp8 exclusive; each recipe on the GPUs Transformer Engine runs it on.
+  if (a.has('--fp4-format') && a.has('--fp8-format'))
+    fail(`${A}:1065-1066`, '--fp4-format and --fp8-format cannot be used simultaneously. Please choose one.');
+  if (
+    a.has('--fp8-param-gather') &&
+    !(a.has('--use-distributed-optimizer') || a.has('--use-torch-fsdp2') || a.has('--use-megatron-fsdp'))
+  )
+    fail(
+      `${A}:1060-1062`,
+      '--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode',
+    );
+  const recipe: LinearRecipe | undefined = a.has('--fp4-format')
+    ? 'nvfp4'
+    : a.has('--fp8-format')
+      ? (a.str('--fp8-recipe', defaultFp8Recipe) as Fp8Recipe)
+      : undefined;
+  const lowPrecision =
+    recipe && lowPrecisionRefusal(recipe, env.computeCapability + (env.computeCapabilityMinor ?? 0) / 10);
+  if (lowPrecision) fail('transformer_engine/pytorch/quantization.py', lowPrecision);
   const granularity = a.has('--recompute-activations') ? 'selective' : a.str('--recompute-granularity', '');
   if (granularity === 'selective' && a.has('--recompute-method'))
     fail(`${A}:1386`, 'recompute method is not yet supported for selective recomputing granularity.');
@@ -326,7 +347,8 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
     for (let i = at + 1; i < argv.length && !argv[i]!.startsWith('--'); i++) words.push(argv[i]!);
     try {
       const modules = parseRecomputeModules(words.join(' '));
-      for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention') }))
+      const fp8Recipe = a.has('--fp8-format') ? (a.str('--fp8-recipe', defaultFp8Recipe) as Fp8Recipe) : undefined;
+      for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention'), fp8Recipe }))
         fail(r.source, r.message);
     } catch (e) {
       fail(`${TC}:1778-1782`, (e as Error).message);

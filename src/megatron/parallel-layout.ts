@@ -1,6 +1,7 @@
 import type { ModelSizes } from '../parallel/config.ts';
 import { fsdpFlags, type FsdpSetup } from './fsdp.ts';
 import { moeRefusals, type MoeSetup } from './moe.ts';
+import type { RecomputeModule } from './recompute-modules.ts';
 
 /** Megatron's --recompute-granularity: none, selective (core attention), full (whole blocks). */
 export type RecomputeChoice = 'none' | 'selective' | 'full';
@@ -25,6 +26,8 @@ export interface ParallelLayout {
   readonly microBatch: number;
   readonly sp: boolean;
   readonly recompute: RecomputeChoice;
+  /** With selective recompute, --recompute-modules (absent: Megatron's default, core_attn). */
+  readonly recomputeModules?: readonly RecomputeModule[];
   readonly distributedOptimizer: boolean;
   readonly overlapGradReduce: boolean;
   readonly overlapParamGather: boolean;
@@ -139,6 +142,8 @@ export function layoutFlags(l: ParallelLayout): string[] {
   if (l.cp > 1) flags.push(`--context-parallel-size ${l.cp}`);
   if (l.sp) flags.push('--sequence-parallel');
   if (l.recompute !== 'none') flags.push(`--recompute-granularity ${l.recompute}`);
+  if (l.recompute === 'selective' && l.recomputeModules)
+    flags.push(`--recompute-modules ${l.recomputeModules.join(' ')}`);
   if (l.distributedOptimizer) flags.push('--use-distributed-optimizer');
   if (l.overlapGradReduce) flags.push('--overlap-grad-reduce');
   if (l.overlapParamGather) flags.push('--overlap-param-gather');

@@ -5,7 +5,8 @@ import { cpExchangeRefusals, type CpExchange } from './cp-comm-type.ts';
 import type { MegatronRelease } from './megatron-release.ts';
 import type { MlaSetup } from './mla.ts';
 import type { MoeSetup } from './moe.ts';
-import { pricedRecomputeModules, recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
+import type { ActivationOffload } from './activation-offload.ts';
+import { recomputeModuleRefusals, type RecomputeModule } from './recompute-modules.ts';
 
 /**
  * Activation recomputation as Megatron-Core does it (transformer_config.py, core_v0.19.0):
@@ -91,6 +92,10 @@ export interface TrainingSetup {
   readonly optimizerCpuOffload?: OptimizerCpuOffload;
   /** The Megatron-Core release the run used where its behaviour differs (megatron-release.ts); absent: core_v0.19. */
   readonly megatronRelease?: MegatronRelease;
+  /** --fp8-param-gather (with --fp8-format): the linear layers' parameters held in fp8, no 16-bit copy (low-precision.ts weightCopyBytes). */
+  readonly fp8ParamGather?: boolean;
+  /** --fine-grained-activation-offloading with --offload-modules (activation-offload.ts; projection/step/activation-offload.ts). */
+  readonly activationOffload?: ActivationOffload;
 }
 
 /** --optimizer-cpu-offload with --optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d (arguments.py:2781-2790). */
@@ -178,11 +183,6 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
   if (r?.granularity === 'selective' && r.modules) {
     const refusal = recomputeModuleRefusals(r.modules, { moe: s.moe, mla: s.mla !== undefined })[0];
     if (refusal) throw new Error(`${refusal.message} (${refusal.source})`);
-    const unpriced = r.modules.filter((x) => !pricedRecomputeModules.has(x) && !(x === 'mla_up_proj' && s.mla));
-    if (unpriced.length)
-      throw new Error(
-        `--recompute-modules ${unpriced.join(' ')}: not priced yet (the projection prices ${[...pricedRecomputeModules].join(', ')}); leave ${unpriced.length > 1 ? 'them' : 'it'} out.`,
-      );
   }
   const m = microBatchesOf(s);
   if (pp * vpp * m > maxPipelinePasses)

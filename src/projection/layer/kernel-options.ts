@@ -1,6 +1,16 @@
 import { quoted } from '../../core/quote.ts';
 import type { GpuArch } from '../../hardware/gpus.ts';
 import type { LayerArch } from '../../megatron/layer-arch.ts';
+import type { GemmPrecision } from '../../hardware/gpus.ts';
+import type { TrainDtype } from '../../hardware/dtype.ts';
+import {
+  computeCapabilityOf,
+  defaultFp8Recipe,
+  lowPrecisionRefusal,
+  type Fp4Format,
+  type Fp8Recipe,
+  type LinearRecipe,
+} from '../../megatron/low-precision.ts';
 
 /**
  * How the projected cluster runs its kernels: the switches a Megatron launch line sets that
@@ -28,6 +38,10 @@ export interface KernelOptions {
   readonly attentionBackend: AttentionBackend;
   readonly layerArch: LayerArch;
   readonly fp8: Fp8Format;
+  /** --fp8-recipe with --fp8-format (low-precision.ts; absent: Megatron's default, delayed). */
+  readonly fp8Recipe?: Fp8Recipe;
+  /** --fp4-format e2m1 (--fp4-recipe nvfp4, its only priced recipe): the linear layers' GEMMs in NVFP4 (absent: none). */
+  readonly fp4?: Fp4Format;
   readonly cudaGraphImpl: CudaGraphImpl;
   readonly tpCommOverlap: boolean;
   /**
@@ -78,6 +92,35 @@ export const resolveKernels = (k: KernelOptions, arch: GpuArch): KernelOptions =
 export const fp8Formats = ['none', 'hybrid', 'e4m3'] as const;
 /** Transformer Engine's fp8 format (hybrid: e4m3 forward, e5m2 gradients), or none. */
 export type Fp8Format = (typeof fp8Formats)[number];
+
+/** The fp8 recipe `k` runs (undefined without --fp8-format). */
+export const fp8RecipeOf = (k: Pick<KernelOptions, 'fp8' | 'fp8Recipe'>): Fp8Recipe | undefined =>
+  k.fp8 === 'none' ? undefined : (k.fp8Recipe ?? defaultFp8Recipe);
+
+/** The recipe of the linear layers' low-precision GEMMs under `k` (undefined: they run in the training dtype). */
+export const linearRecipeOf = (k: Pick<KernelOptions, 'fp8' | 'fp8Recipe' | 'fp4'>): LinearRecipe | undefined =>
+  k.fp4 === 'e2m1' ? 'nvfp4' : fp8RecipeOf(k);
+
+/** The format the linear layers' GEMMs run in: fp4 under NVFP4, fp8 under an fp8 recipe, else the training dtype. */
+export const linearPrecisionOf = (k: Pick<KernelOptions, 'fp8' | 'fp4'>, dtype: TrainDtype): GemmPrecision =>
+  k.fp4 === 'e2m1' ? 'fp4' : k.fp8 !== 'none' ? 'fp8' : dtype;
+
+/**
+ * Megatron's and Transformer Engine's refusals of `k`'s low-precision flags on a GPU of generation
+ * `arch`, with the reason: --fp4-format with --fp8-format (arguments.py:1065-1066), and a recipe the
+ * GPU cannot run (low-precision.ts lowPrecisionRefusal).
+ */
+export function lowPrecisionRefusals(k: KernelOptions, arch: GpuArch): string[] {
+  const out: string[] = [];
+  if (k.fp4 === 'e2m1' && k.fp8 !== 'none')
+    out.push(
+      '--fp4-format and --fp8-format cannot be used simultaneously. Please choose one. (megatron/training/arguments.py:1065-1066)',
+    );
+  const recipe = linearRecipeOf(k);
+  const why = recipe && lowPrecisionRefusal(recipe, computeCapabilityOf[arch]);
+  if (why) out.push(`${recipe === 'nvfp4' ? '--fp4-format e2m1' : `--fp8-recipe ${recipe}`}: ${why}`);
+  return out;
+}
 
 /** --cuda-graph-impl values. */
 export const cudaGraphImpls = ['none', 'local', 'transformer_engine', 'full_iteration'] as const;

@@ -6,7 +6,8 @@ import type { GemmPrecision } from '../../hardware/gpus.ts';
 import type { GemmShape } from '../../hardware/kernel-time.ts';
 import { headDim } from '../../parallel/config.ts';
 import type { GemmProduct, LayerPlan, PlannedGemmOp, PlannedKernelOp, PlannedOp } from '../../parallel/plan-types.ts';
-import type { KernelOptions } from './kernel-options.ts';
+import { castBytesPerElement } from '../../megatron/low-precision.ts';
+import { linearPrecisionOf, linearRecipeOf, type KernelOptions } from './kernel-options.ts';
 
 /**
  * The ops the projection prices, made from the playground's plan by a typed transform: the
@@ -23,12 +24,14 @@ import type { KernelOptions } from './kernel-options.ts';
  *                    mask); each backward dP GEMM (context dA) the FlashAttention backward (2.5·F);
  *                    the P·V GEMMs, the other backward attention GEMMs and the softmaxes price as
  *                    nothing (inside the fused kernels).
- *   fp8-cast         --fp8-format: the linear layers' GEMMs (q, k, v, qkv, proj, gate, up, down:
- *                    fprop, dgrad and wgrad — Transformer Engine's Linear/LayerNormLinear) run in
- *                    fp8; the output layer (logits) and the attention BMMs stay in the training
- *                    dtype. Each fp8 fprop and dgrad first casts its activation operand A with a
- *                    fused cast-transpose and amax (read 2 B, write 1 B row-major and 1 B transposed
- *                    per element; the wgrad reuses them); weight casts, once per step, are not priced.
+ *   fp8-cast         --fp8-format (or --fp4-format): the linear layers' GEMMs (q, k, v, qkv, proj,
+ *                    gate, up, down: fprop, dgrad and wgrad — Transformer Engine's
+ *                    Linear/LayerNormLinear) run in fp8 (fp4 under NVFP4); the output layer
+ *                    (logits) and the attention BMMs stay in the training dtype. Each fprop and
+ *                    dgrad first quantizes its activation operand A into its row-major and
+ *                    transposed copies with their scales, castBytesPerElement(recipe) per element
+ *                    (low-precision.ts: delayed, read 2 B and write 1 + 1; the wgrad reuses them);
+ *                    weight casts, once per step, are not priced.
  *   gpt-gelu         --arch gpt: the MLP is GeLU over one up-projection: the gate GEMMs price as
  *                    nothing, SwiGLU as GeLU (forward reads x and writes y: 2 elements per output;
  *                    backward reads x and dy, writes dx: 3).
@@ -184,18 +187,23 @@ function gemmRules(
   }
   if (gpt && site.product === 'gate') return;
   const linear = linearProducts.has(site.product);
-  const fp8 = kernels.fp8 !== 'none' && linear;
-  if (fp8 && site.computes !== 'dB') {
+  const recipe = linear ? linearRecipeOf(kernels) : undefined;
+  const precision = recipe ? linearPrecisionOf(kernels, dtype) : dtype;
+  if (recipe && site.computes !== 'dB') {
     const a = op.inShapes[0] ?? [];
-    out.push({ planIndex: i, rule: 'fp8-cast', cost: { kind: 'memory', bytes: numel(a) * (dtypeBytes[dtype] + 2) } });
+    out.push({
+      planIndex: i,
+      rule: 'fp8-cast',
+      cost: { kind: 'memory', bytes: numel(a) * castBytesPerElement(recipe, dtypeBytes[dtype]) },
+    });
   }
   if (linear && site.computes === 'dB' && kernels.gradAccumulationFusion)
     out.push({
       planIndex: i,
       rule: 'grad-accumulation',
-      cost: gemmCost(op, fp8 ? 'fp8' : dtype, stateBytesPerParam[dtype].grads),
+      cost: gemmCost(op, precision, stateBytesPerParam[dtype].grads),
     });
-  else out.push({ planIndex: i, rule: 'plan', cost: gemmCost(op, fp8 ? 'fp8' : dtype) });
+  else out.push({ planIndex: i, rule: 'plan', cost: gemmCost(op, precision) });
   if (gpt && linear && site.computes === 'dB')
     out.push({
       planIndex: i,

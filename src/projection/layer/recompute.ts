@@ -30,6 +30,8 @@ export interface ChunkRecompute {
   /** Layers whose dense MLP forward, and whose two norms' forwards, run again (--recompute-modules mlp, layernorm). */
   readonly recomputedMlp?: number;
   readonly recomputedNorms?: number;
+  /** MoE layers whose --recompute-modules moe / moe_act / shared_experts run again (moe-step.ts moeRecomputeOf). */
+  readonly recomputedMoeModules?: number;
 }
 
 /**

@@ -11,10 +11,17 @@ import {
 } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, fp8RecipeOf, lowPrecisionRefusals, usesCudaGraphs } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
-import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
+import {
+  defaultRecomputeModules,
+  fp8RecomputeRefusal,
+  type RecomputeModule,
+} from '../../megatron/recompute-modules.ts';
+import { activationOffloadRefusals } from '../../megatron/activation-offload.ts';
+import { layerOffload, offloadTensors } from './activation-offload.ts';
+import { fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
 import { cpAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, membersPerNode, p2pUs } from '../links/group-links.ts';
@@ -23,7 +30,7 @@ import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '..
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { dpOptionsOf, gatherInSchedule, paramGatherStart } from './dp-sync.ts';
 import { paramGatherDispatchOf } from '../../megatron/megatron-release.ts';
-import { denseMlpSpan, moeStepModel, type MoeStepModel } from './moe-step.ts';
+import { denseMlpSpan, moeRecomputeOf, moeStepModel, type MoeStepModel } from './moe-step.ts';
 import { fsdpLayerTimes } from '../links/fsdp.ts';
 import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
@@ -109,6 +116,21 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const { system, dtype } = machine;
   const m = microBatchesOf(setup);
   const rc = recomputeOf(setup);
+  const modules = rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [];
+  const kernels = machine.kernels ?? defaultKernelOptions;
+  const lowPrecision = lowPrecisionRefusals(kernels, system.gpu.arch);
+  if (lowPrecision.length) throw new Error(`${lowPrecision.join(' ')} (${system.gpu.label})`);
+  const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(kernels));
+  if (fp8Refusal) throw new Error(`${fp8Refusal.message} (${fp8Refusal.source})`);
+  if (setup.fp8ParamGather) {
+    const why = fp8ParamGatherRefusals({
+      fp8Recipe: fp8RecipeOf(kernels),
+      shardedOptimizer: (setup.distributedOptimizer ?? false) || setup.fsdp !== undefined,
+      fsdp: setup.fsdp !== undefined,
+      optimizerCpuOffload: setup.optimizerCpuOffload !== undefined,
+    });
+    if (why.length) throw new Error(why.join(' '));
+  }
   const split = splitLayers(setup.layers, deg.pp, deg.vpp, {
     first: setup.firstStageLayers,
     last: setup.lastStageLayers,
@@ -140,23 +162,39 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const moeF = moe ? moe.forwardMs - moe.denseMlp.forwardMs : 0;
   const moeB = moe ? moe.backwardMs - moe.denseMlp.backwardMs : 0;
   // Multi-latent attention (mla-step.ts): its layer replaces the dense attention's span in every layer.
-  const mla = mlaStepModel(
-    setup,
-    machine,
-    deg,
-    block,
-    pricing.blockT,
-    links.tp,
-    rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [],
-  );
+  const mla = mlaStepModel(setup, machine, deg, block, pricing.blockT, links.tp, modules);
   const model = withMlaLayers(withMoeParams(stageModelOf(pricing, split, machine, setup), moe), mla, split.layers);
-  const rec: ChunkRecompute[][] = split.layers.map((row, i) =>
-    row.map((n, ch) => withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp)),
+  const moeRedo = moe ? moeRecomputeOf(moe, modules) : undefined;
+  const recomputed: ChunkRecompute[][] = split.layers.map((row, i) =>
+    row.map((n, ch) =>
+      withMoeActivations(chunkRecompute(n, model.layer, rc), moe, moeIn(i, ch), rc, model.layer.mlp, moeRedo),
+    ),
   );
   const mlaF = mla ? mla.forwardMs - mla.denseAttention.forwardMs : 0;
   const mlaB = mla ? mla.backwardMs - mla.denseAttention.backwardMs + mla.upProjRecomputeMs : 0;
   const layerF = pieces.layer.forward.ms + ring.forwardMs + mlaF;
   const layerB = pieces.layer.backward.ms + ring.backwardMs + mlaB;
+  // --fine-grained-activation-offloading (activation-offload.ts): the modules' inputs on the host
+  // between each layer's passes, the copies' time beyond the layer's compute exposed.
+  const off = offloadOf(setup, machine, pricing.block, rc, modules, moe, mla !== undefined, layerF, layerB);
+  const rec: ChunkRecompute[][] = off
+    ? recomputed.map((row, i) =>
+        row.map((r, ch) => {
+          const nMoe = moeIn(i, ch);
+          const out = split.layers[i]![ch]! * off.dense.bytes + nMoe * off.moe.bytes;
+          return {
+            ...r,
+            keptBytes: r.keptBytes - out,
+            // One layer's offloaded tensors back on the GPU ahead of its backward.
+            backwardTransientBytes: Math.max(r.backwardTransientBytes, off.dense.bytes + (nMoe ? off.moe.bytes : 0)),
+          };
+        }),
+      )
+    : recomputed;
+  const offF = (i: number, ch: number): number =>
+    off ? split.layers[i]![ch]! * off.dense.exposedForwardMs + moeIn(i, ch) * off.moe.exposedForwardMs : 0;
+  const offB = (i: number, ch: number): number =>
+    off ? split.layers[i]![ch]! * off.dense.exposedBackwardMs + moeIn(i, ch) * off.moe.exposedBackwardMs : 0;
   const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
   // FSDP's per-unit collectives (links/fsdp.ts), on each layer's pass and once per chunk pass.
   const fsdp = setup.fsdp
@@ -178,10 +216,12 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     split.layers[i]![ch]! * layerF +
     fsdpF(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeF +
+    offF(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.forward.ms : 0);
   // Full recomputation re-runs every layer of the chunk, its MoE layers' forwards included.
-  // --recompute-modules mlp and layernorm: the dense MLP's forward span and the two norms' forward kernels again.
+  // --recompute-modules mlp and layernorm: the dense MLP's forward span and the two norms' forward kernels again;
+  // moe, moe_act, shared_experts: their forwards in each MoE layer (moeRecomputeOf).
   const mlpF = rc?.granularity === 'selective' ? denseMlpSpan(block, pricing.blockT).forwardMs : 0;
   const normF = rc?.granularity === 'selective' ? normForwardMs(block, pricing.blockT) : 0;
   const redoMs = (i: number, ch: number): number =>
@@ -189,11 +229,13 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     Math.min(rec[i]![ch]!.recomputedLayers, moeIn(i, ch)) * moeF +
     rec[i]![ch]!.recomputedCoreAttention * coreF +
     (rec[i]![ch]!.recomputedMlp ?? 0) * mlpF +
-    (rec[i]![ch]!.recomputedNorms ?? 0) * normF;
+    (rec[i]![ch]!.recomputedNorms ?? 0) * normF +
+    (rec[i]![ch]!.recomputedMoeModules ?? 0) * (moeRedo?.redoMs ?? 0);
   const backwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerB +
     fsdpB(split.layers[i]![ch]!) +
     moeIn(i, ch) * moeB +
+    offB(i, ch) +
     redoMs(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.backward.ms : 0) +
     (holdsOutput(split, i, ch) ? pieces.output.backward.ms : 0);
@@ -203,6 +245,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     deg,
     m,
     rc,
+    modules,
     split,
     links,
     bytes,
@@ -219,6 +262,45 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     mla,
     expertParams,
     fsdp,
+  };
+}
+
+/**
+ * The offload of every dense layer and MoE layer under --fine-grained-activation-offloading
+ * (projection/step/activation-offload.ts), or undefined without it; Megatron's refusals
+ * (activationOffloadRefusals) and what is not priced (MLA's attention inputs, full recomputation,
+ * where the layers save nothing to offload) thrown with the reason.
+ */
+function offloadOf(
+  setup: TrainingSetup,
+  machine: Machine,
+  block: LayerPlan,
+  rc: ReturnType<typeof recomputeOf>,
+  modules: readonly RecomputeModule[],
+  moe: MoeStepModel | undefined,
+  mla: boolean,
+  layerF: number,
+  layerB: number,
+) {
+  const o = setup.activationOffload;
+  if (!o) return undefined;
+  const kernels = machine.kernels ?? defaultKernelOptions;
+  const why = activationOffloadRefusals(o, { recomputeModules: modules, cudaGraphs: usesCudaGraphs(kernels) });
+  if (rc?.granularity === 'full')
+    why.push(
+      '--fine-grained-activation-offloading with --recompute-granularity full is not priced (the checkpointed layers save no module inputs): use selective recomputation.',
+    );
+  if (mla)
+    why.push(
+      '--fine-grained-activation-offloading with multi-latent attention is not priced (its attention inputs differ): project it without the offload.',
+    );
+  if (why.length) throw new Error(why.join(' '));
+  const tensors = offloadTensors(block, machine.dtype, setup.flashAttention ?? false, moe);
+  return {
+    dense: layerOffload(tensors.dense, o, machine.system, layerF, layerB),
+    moe: moe
+      ? layerOffload(tensors.moe, o, machine.system, moe.forwardMs, moe.backwardMs)
+      : { bytes: 0, exposedForwardMs: 0, exposedBackwardMs: 0 },
   };
 }
 
@@ -357,8 +439,9 @@ function withMoeParams(model: StageModel, moe: MoeStepModel | undefined): StageM
 /**
  * A chunk's activations with its n_moe MoE layers' change over the dense MLP (moe-step.ts
  * keptDelta: the routed rows × k in place of the dense FFN's): kept per micro-batch without
- * recomputation or with selective (core attention) recomputation; with full recomputation held
- * only while a unit's backward runs, min(unit, n_moe) layers of it.
+ * recomputation or with selective recomputation, less what the MoE submodules recomputed drop
+ * (moeRecomputeOf: n_moe · dropped kept no more, the largest held again while its backward runs);
+ * with full recomputation held only while a unit's backward runs, min(unit, n_moe) layers of it.
  */
 function withMoeActivations(
   r: ChunkRecompute,
@@ -366,15 +449,21 @@ function withMoeActivations(
   nMoe: number,
   rc: ReturnType<typeof recomputeOf>,
   mlpDropped?: number,
+  redo?: ReturnType<typeof moeRecomputeOf>,
 ): ChunkRecompute {
   if (!moe || nMoe === 0) return r;
   if (rc?.granularity === 'full')
     return { ...r, backwardTransientBytes: r.backwardTransientBytes + Math.min(rc.layers, nMoe) * moe.keptDelta };
   // --recompute-modules mlp leaves MoE layers alone (transformer_layer.py:512-514): their MLP keeps what it keeps.
   const mlpBack = r.recomputedMlp ? Math.min(nMoe, r.recomputedMlp) : 0;
+  const on = redo?.on === true;
   return {
     ...r,
-    keptBytes: r.keptBytes + nMoe * moe.keptDelta + mlpBack * (mlpDropped ?? 0),
+    keptBytes: r.keptBytes + nMoe * moe.keptDelta + mlpBack * (mlpDropped ?? 0) - (on ? nMoe * redo.droppedBytes : 0),
+    ...(on && {
+      backwardTransientBytes: Math.max(r.backwardTransientBytes, redo.transientBytes),
+      recomputedMoeModules: nMoe,
+    }),
     ...(r.recomputedMlp !== undefined && { recomputedMlp: r.recomputedMlp - mlpBack }),
   };
 }

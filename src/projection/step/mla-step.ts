@@ -6,7 +6,7 @@ import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import { headDim } from '../../parallel/config.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { attentionKernelOf, defaultKernelOptions } from '../layer/kernel-options.ts';
+import { attentionKernelOf, defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
 import {
   mlaActivations,
   mlaCollectives,
@@ -97,7 +97,7 @@ export function mlaStepModel(
       'multi-latent attention on the unfused attention path is not priced: give --attention-backend fused or flash (Hopper or Ampere).',
     );
   const shapes: MlaShapes = { seq: c.s, batch: c.b, hidden: c.h, heads: c.heads, tp: deg.tp, sp: setup.sp, mla };
-  const precision = kernels.fp8 !== 'none' ? 'fp8' : dtype;
+  const precision = linearPrecisionOf(kernels, dtype);
   const compute = mlaCompute(shapes, system.gpu, dtype, precision, choice, 'sustained');
   const bytes = dtypeBytes[dtype];
   const coll = mlaCollectives(shapes);

@@ -3,10 +3,11 @@ import { commFootprint, ncclFootprint, overlapLossMs, overlapSlowdown } from '..
 import { collectiveTimeUs, type Interconnect } from '../../hardware/interconnect.ts';
 import { groupLink } from '../../hardware/systems.ts';
 import { expertDegrees, moeLayerPattern, moeRefusals, type ExpertDegrees, type MoeSetup } from '../../megatron/moe.ts';
+import type { RecomputeModule } from '../../megatron/recompute-modules.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
 import {
   denseMlpFlops,
   isSharedTerm,
@@ -100,6 +101,22 @@ export interface MoeStepModel {
   readonly permutationBytes: number;
   /** Model FLOPs a MoE layer adds over the dense layer, per micro-batch at TP = 1 (active experts: k of E). */
   readonly modelFlopsDelta: number;
+  /** What --recompute-modules moe, moe_act and shared_experts drop and run again per MoE layer and micro-batch (moeModuleRecompute). */
+  readonly recompute: MoeModuleRecompute;
+}
+
+/** One recomputed MoE submodule per MoE layer and micro-batch: bytes no longer kept, time and model FLOPs (all ranks at TP = 1) run again. */
+export interface MoeRecomputeUnit {
+  readonly droppedBytes: number;
+  readonly redoMs: number;
+  readonly redoFlops: number;
+}
+
+/** --recompute-modules' MoE submodules (transformer_config.py:546-562). */
+export interface MoeModuleRecompute {
+  readonly moe: MoeRecomputeUnit;
+  readonly moeAct: MoeRecomputeUnit;
+  readonly sharedExperts: MoeRecomputeUnit;
 }
 
 /**
@@ -167,7 +184,7 @@ export function moeStepModel(
     imbalance: moe.imbalance,
   };
   const bytes = dtypeBytes[dtype];
-  const precision = kernels.fp8 !== 'none' ? 'fp8' : dtype;
+  const precision = linearPrecisionOf(kernels, dtype);
   // At a training step's sustained clock, as the dense and MLA layers (sustained-clock.ts).
   const compute = moeCompute(shapes, system.gpu, precision, bytes, 'sustained');
   const links = expertLinks(system, degrees.ep, degrees.etp);
@@ -226,11 +243,27 @@ export function moeStepModel(
   const rows = compute.rows;
   const fPer = moe.ffn / degrees.etp;
   const dense = (tokens * deg.tp * (g * c.ffn) * bytes) / deg.tp;
-  const moeKept =
-    2 * tokens * moe.experts * 4 +
-    rows.computed * (c.h + g * fPer) * bytes +
-    tokens * deg.tp * g * (shapes.sharedFfn / deg.tp) * bytes;
+  // Kept per MoE layer: the router's fp32 scores and probabilities; per routed row the experts'
+  // input, fc1's output ((g − 1)·F/ETP) and the activation's (F/ETP); the shared experts' fc1 and
+  // activation outputs on the TP group's T·t rows.
+  const actKept = rows.computed * fPer * bytes;
+  const sharedKept = tokens * deg.tp * g * (shapes.sharedFfn / deg.tp) * bytes;
+  const moeKept = 2 * tokens * moe.experts * 4 + rows.computed * (c.h + g * fPer) * bytes + sharedKept;
   const S = c.s * deg.cp * c.b;
+  const sharedForwardFlops = 2 * S * g * c.h * shapes.sharedFfn;
+  const recompute: MoeModuleRecompute = {
+    moe: { droppedBytes: moeKept, redoMs: forwardMs, redoFlops: moeModelFlops(shapes, S) / 3 },
+    moeAct: {
+      droppedBytes: actKept,
+      redoMs: termsUs(compute.forward, (t) => t.term === 'expert-act') / 1e3,
+      redoFlops: 0,
+    },
+    sharedExperts: {
+      droppedBytes: sharedKept,
+      redoMs: f.sharedMs + sharedTpUs.forward / 1e3,
+      redoFlops: sharedForwardFlops,
+    },
+  };
   return {
     moe,
     degrees,
@@ -250,6 +283,41 @@ export function moeStepModel(
     keptDelta: moeKept - dense,
     permutationBytes: (rows.sent + rows.computed) * c.h * bytes,
     modelFlopsDelta: moeModelFlops(shapes, S) - denseMlpFlops(c.h, c.ffn, gated, S),
+    recompute,
+  };
+}
+
+/**
+ * What a MoE layer's selective recomputation does per micro-batch under `modules`
+ * (transformer_config.py:546-562, core_v0.19.0):
+ * - moe: the whole MoE forward (router, dispatch, experts, combine, shared experts:
+ *   moe_layer.py:246-250, :690-700) in a checkpoint; drops all it keeps, runs its forward span again
+ *   (the exchanges included), and holds its activations again while its backward runs.
+ * - moe_act: the experts' activation in an output-discarding checkpoint (experts.py:268-271,
+ *   :882-894): drops the activation's output (F/ETP per routed row), runs the activation again.
+ * - shared_experts: the shared experts in a checkpoint (moe_layer.py:251-254, :510-523): drops
+ *   their fc1 and activation outputs, runs their forward (and TP collectives) again.
+ * Nested under moe, moe_act's and shared_experts' checkpoints run again inside moe's recomputed
+ * forward and again before their own backward: their times and FLOPs add, their bytes do not.
+ */
+export function moeRecomputeOf(
+  x: MoeStepModel,
+  modules: readonly RecomputeModule[],
+): MoeRecomputeUnit & { readonly transientBytes: number; readonly on: boolean } {
+  const r = x.recompute;
+  const units = [
+    modules.includes('moe') ? r.moe : undefined,
+    modules.includes('moe_act') ? r.moeAct : undefined,
+    modules.includes('shared_experts') && x.shapes.sharedFfn > 0 ? r.sharedExperts : undefined,
+  ].filter((u): u is MoeRecomputeUnit => u !== undefined);
+  const whole = modules.includes('moe');
+  const parts = units.filter((u) => u !== r.moe);
+  return {
+    on: units.length > 0,
+    droppedBytes: whole ? r.moe.droppedBytes : parts.reduce((a, u) => a + u.droppedBytes, 0),
+    transientBytes: whole ? r.moe.droppedBytes : Math.max(0, ...parts.map((u) => u.droppedBytes)),
+    redoMs: units.reduce((a, u) => a + u.redoMs, 0),
+    redoFlops: units.reduce((a, u) => a + u.redoFlops, 0),
   };
 }
 
@@ -318,19 +386,23 @@ export function moeTail(
  * The FLOPs the MoE layers change, all GPUs per step: each MoE layer's modelFlopsDelta per
  * micro-batch (k active experts, router and shared experts in place of the dense MLP), times
  * DP replicas and m micro-batches; executed adds the forward third of it for every MoE layer
- * full recomputation runs again (min(recomputed, MoE) layers of a chunk).
+ * full recomputation runs again (min(recomputed, MoE) layers of a chunk), and the forward FLOPs
+ * of the MoE submodules selective recomputation runs again (moeRecomputeOf) for each MoE layer.
  */
 export function moeStepFlops(
   x: MoeStepModel,
-  rec: readonly (readonly { readonly recomputedLayers: number }[])[],
+  rec: readonly (readonly { readonly recomputedLayers: number; readonly recomputedMoeModules?: number }[])[],
   replicas: number,
   m: number,
+  modules: readonly RecomputeModule[] = [],
 ): { model: number; executed: number } {
   const model = replicas * m * x.moeLayers * x.modelFlopsDelta;
+  const perModules = moeRecomputeOf(x, modules).redoFlops;
   let redo = 0;
   rec.forEach((row, i) =>
     row.forEach((r, ch) => {
       redo += Math.min(r.recomputedLayers, x.layersPerChunk[i]![ch]!) * (x.modelFlopsDelta / 3);
+      redo += (r.recomputedMoeModules ?? 0) * perModules;
     }),
   );
   return { model, executed: model + replicas * m * redo };

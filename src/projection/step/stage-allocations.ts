@@ -1,4 +1,5 @@
-import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import { weightCopyBytes } from '../../megatron/low-precision.ts';
+import { defaultKernelOptions, linearRecipeOf } from '../layer/kernel-options.ts';
 import { overlapBuffers, type OverlapBuffer } from '../layer/overlap-buffers.ts';
 import { overlapsOf } from '../layer/overlap-flags.ts';
 import type { Machine } from '../layer/projected-layer.ts';
@@ -56,7 +57,7 @@ export function stageAllocations(
   const expertState = (i: number) =>
     experts(i) > 0
       ? [
-          { label: 'expert weights', bytes: experts(i) * perExpert.weights },
+          ...(setup.fp8ParamGather ? [] : [{ label: 'expert weights', bytes: experts(i) * perExpert.weights }]),
           {
             label: distOpt
               ? `expert main weights and Adam moments (1/${edp} shard)`
@@ -66,9 +67,33 @@ export function stageAllocations(
         ]
       : [];
   const moeIn = (i: number, ch: number): number => (ct.moe ? ct.moe.layersPerChunk[i]![ch]! : 0);
+  // The linear layers' quantized weight copies under an fp8 or fp4 recipe (low-precision.ts
+  // weightCopyBytes) on the stage's layer parameters (norm gains included) and experts, without
+  // FSDP (whose gathered units are not modelled in low precision); with --fp8-param-gather
+  // (refused with FSDP) they replace those parameters' 16-bit weights.
+  const recipe = setup.fsdp ? undefined : linearRecipeOf(kernels);
+  const layerLinear = (i: number): number =>
+    split.layers[i]!.reduce(
+      (a, n, ch) => a + n * model.layerParams + moeIn(i, ch) * (ct.moe?.nonExpertParamDelta ?? 0),
+      0,
+    );
+  const fp8Params = recipe !== undefined && setup.fp8ParamGather === true;
+  const copies = (i: number) =>
+    recipe
+      ? [
+          {
+            label: fp8Params ? 'fp8 parameters (rowwise and transposed)' : 'quantized weight copies',
+            bytes: (layerLinear(i) + experts(i)) * weightCopyBytes(recipe),
+          },
+        ]
+      : [];
   const of = (i: number): StageAllocations => ({
     resident: [
-      { label: shard('weights', sharding.params), bytes: model.stageParams[i]! * per.weights },
+      {
+        label: shard('weights', sharding.params),
+        bytes: (model.stageParams[i]! - (fp8Params ? layerLinear(i) : 0)) * per.weights,
+      },
+      ...copies(i),
       {
         label: shard('main weights and Adam moments', sharding.optimizer),
         bytes: model.stageParams[i]! * per.optimizer,

@@ -3,7 +3,7 @@ import { scaledKernelUs } from '../../hardware/calibrated-rates.ts';
 import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { Machine } from '../layer/projected-layer.ts';
-import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
 import { bucketSyncUs } from '../links/data-parallel.ts';
 import { dpSharedLinks, tpUnderSharing, type LinkSharingCost, type SharedLink } from '../links/link-sharing.ts';
 import { pipelineTimes, type PipelineTimes } from '../pipeline/pipeline-schedule.ts';
@@ -230,7 +230,7 @@ export function stepTimes(
   const paramGatherMs = dp.paramGatherMs + gatherInScheduleMs + fsdpGatherMs;
 
   const flops = stepFlops(ref, machine, setup.layers, rec, deg.dp, m);
-  const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m) : { model: 0, executed: 0 };
+  const moeFlops = ct.moe ? moeStepFlops(ct.moe, rec, deg.dp, m, ct.modules) : { model: 0, executed: 0 };
   const mlaFlops = mlaStepFlops(ct.mla, rec, setup.layers, deg.dp, m);
   const modelFlopsPerStep = flops.model + moeFlops.model + mlaFlops.model;
   const executedFlopsPerStep = flops.executed + moeFlops.executed + mlaFlops.executed;
@@ -292,10 +292,10 @@ function fsdpStageExposedMs(ct: ChunkTimes): number {
 
 /**
  * The dense peak MFU is taken against: that of the format the linear layers' GEMMs run in — fp8
- * under Transformer Engine's fp8 recipe (--fp8-format), else the training dtype. (Against the
- * bf16 peak an fp8 run reads 105–116% on Blackwell: `trainDtypeMfu` keeps that figure beside it.)
+ * under Transformer Engine's fp8 recipe (--fp8-format), fp4 under NVFP4 (--fp4-format), else the
+ * training dtype. (Against the bf16 peak an fp8 run reads 105–116% on Blackwell: `trainDtypeMfu`
+ * keeps that figure beside it.)
  */
 export function mfuPeakFlops(machine: Machine): number {
-  const fp8 = (machine.kernels ?? defaultKernelOptions).fp8 !== 'none';
-  return fp8 ? gemmPeakFlops(machine.system.gpu, 'fp8') : peakFlops(machine.system.gpu, machine.dtype);
+  return gemmPeakFlops(machine.system.gpu, linearPrecisionOf(machine.kernels ?? defaultKernelOptions, machine.dtype));
 }

@@ -2,6 +2,7 @@ import type { SystemSpec } from '../../hardware/systems.ts';
 import { fsdpForcedOverlaps, type FsdpSetup } from '../../megatron/fsdp.ts';
 import type { MoeSetup } from '../../megatron/moe.ts';
 import { recomputeChoices, type ParallelLayout, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
+import type { RecomputeModule } from '../../megatron/recompute-modules.ts';
 
 /** The values the advisor tries for each flag of a ParallelLayout (every combination is a candidate). */
 export interface SearchSpace {
@@ -25,7 +26,20 @@ export interface SearchSpace {
    * distributedOptimizer true only.
    */
   readonly fsdp?: readonly FsdpChoice[];
+  /** The --recompute-modules lists tried with selective recompute (absent: Megatron's default alone). */
+  readonly recomputeModules?: readonly (readonly RecomputeModule[])[];
 }
+
+/**
+ * The module lists a MoE model's search tries with selective recompute: core attention alone,
+ * with the experts' activation (moe_act, only with the grouped GEMM: transformer_config.py:1784-1787),
+ * and with the whole MoE layer (moe); recompute-modules.ts, moe-step.ts moeRecomputeOf.
+ */
+export const moeRecomputeChoices = (moe: Pick<MoeSetup, 'groupedGemm'>): (readonly RecomputeModule[])[] => [
+  ['core_attn'],
+  ...(moe.groupedGemm ? [['core_attn', 'moe_act'] as const] : []),
+  ['core_attn', 'moe'],
+];
 
 /** An FSDP setup the advisor tries, or 'none' (DDP). */
 export type FsdpChoice = FsdpSetup | 'none';
@@ -67,8 +81,9 @@ const both = [false, true] as const;
  * GPUs of one node (TP stays on NVLink, as Megatron's guidance has it), p up to min(16, L),
  * v ∈ {1, 2, 4}, cp ∈ {1, 2, 4}, b ∈ {1, 2, 4, 8}, every recompute choice and every switch;
  * with MoE, EP in the powers of two that divide E (up to 64) and ETP ∈ {1, t} (Megatron's default
- * ETP is t; 1 keeps each expert whole, the layouts the Model Zoo runs); a dense model also tries
- * defaultFsdpChoices (the projection does not price FSDP with MoE layers).
+ * ETP is t; 1 keeps each expert whole, the layouts the Model Zoo runs) and, with selective recompute,
+ * moeRecomputeChoices; a dense model also tries defaultFsdpChoices (the projection does not price
+ * FSDP with MoE layers).
  */
 export function defaultSearchSpace(system: SystemSpec, layers: number, moe?: MoeSetup): SearchSpace {
   return {
@@ -83,14 +98,19 @@ export function defaultSearchSpace(system: SystemSpec, layers: number, moe?: Moe
     overlapGradReduce: both,
     overlapParamGather: both,
     tpCommOverlap: both,
-    ...(moe && { ep: powersOfTwo(Math.min(64, moe.experts)).filter((e) => moe.experts % e === 0), etp: [1, 't'] }),
+    ...(moe && {
+      ep: powersOfTwo(Math.min(64, moe.experts)).filter((e) => moe.experts % e === 0),
+      etp: [1, 't'],
+      recomputeModules: moeRecomputeChoices(moe),
+    }),
     ...(!moe && { fsdp: defaultFsdpChoices }),
   };
 }
 
 /** How many candidates `space` holds (the product of its dimensions' sizes). */
 export const spaceSize = (space: SearchSpace): number =>
-  searchDimensions.reduce((n, d) => n * space[d].length, 1) *
+  (searchDimensions.reduce((n, d) => n * space[d].length, 1) / space.recompute.length) *
+  space.recompute.reduce((n, r) => n + (r === 'selective' ? (space.recomputeModules?.length ?? 1) : 1), 0) *
   (space.ep?.length ?? 1) *
   (space.etp?.length ?? 1) *
   (space.fsdp?.length ?? 1);
@@ -101,6 +121,8 @@ export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout>
   const eps = space.ep ?? [1];
   const etps = space.etp ?? ['t'];
   const fsdps = space.fsdp ?? ['none'];
+  const moduleLists = (r: RecomputeChoice): readonly (readonly RecomputeModule[] | undefined)[] =>
+    r === 'selective' && space.recomputeModules ? space.recomputeModules : [undefined];
   for (const tp of space.tp)
     for (const pp of space.pp)
       for (const vpp of space.vpp)
@@ -108,37 +130,39 @@ export function* enumerateLayouts(space: SearchSpace): Generator<ParallelLayout>
           for (const microBatch of space.microBatch)
             for (const sp of space.sp)
               for (const recompute of space.recompute)
-                for (const distributedOptimizer of space.distributedOptimizer)
-                  for (const overlapGradReduce of space.overlapGradReduce)
-                    for (const overlapParamGather of space.overlapParamGather)
-                      for (const tpCommOverlap of space.tpCommOverlap)
-                        for (const ep of eps)
-                          for (const etpChoice of etps)
-                            for (const fsdp of fsdps) {
-                              // ETP 1 and ETP = t are one layout at t = 1.
-                              if (etpChoice === 1 && tp === 1 && etps.includes('t')) continue;
-                              // Megatron-FSDP turns the distributed optimizer (arguments.py:1106-1111) and, by strategy, the
-                              // overlaps on itself (megatron_fsdp.py:328-333): those flags off are the same job.
-                              if (fsdp !== 'none' && fsdp.impl === 'megatron') {
-                                const forced = fsdpForcedOverlaps(fsdp);
-                                if (!distributedOptimizer) continue;
-                                if (forced.overlapGradReduce && !overlapGradReduce) continue;
-                                if (forced.overlapParamGather && !overlapParamGather) continue;
+                for (const recomputeModules of moduleLists(recompute))
+                  for (const distributedOptimizer of space.distributedOptimizer)
+                    for (const overlapGradReduce of space.overlapGradReduce)
+                      for (const overlapParamGather of space.overlapParamGather)
+                        for (const tpCommOverlap of space.tpCommOverlap)
+                          for (const ep of eps)
+                            for (const etpChoice of etps)
+                              for (const fsdp of fsdps) {
+                                // ETP 1 and ETP = t are one layout at t = 1.
+                                if (etpChoice === 1 && tp === 1 && etps.includes('t')) continue;
+                                // Megatron-FSDP turns the distributed optimizer (arguments.py:1106-1111) and, by strategy, the
+                                // overlaps on itself (megatron_fsdp.py:328-333): those flags off are the same job.
+                                if (fsdp !== 'none' && fsdp.impl === 'megatron') {
+                                  const forced = fsdpForcedOverlaps(fsdp);
+                                  if (!distributedOptimizer) continue;
+                                  if (forced.overlapGradReduce && !overlapGradReduce) continue;
+                                  if (forced.overlapParamGather && !overlapParamGather) continue;
+                                }
+                                yield {
+                                  tp,
+                                  pp,
+                                  vpp,
+                                  cp,
+                                  microBatch,
+                                  sp,
+                                  recompute,
+                                  ...(recomputeModules && { recomputeModules }),
+                                  distributedOptimizer,
+                                  overlapGradReduce,
+                                  overlapParamGather,
+                                  tpCommOverlap,
+                                  ...(moe && { ep, etp: etpChoice === 't' ? tp : 1 }),
+                                  ...(fsdp !== 'none' && { fsdp }),
+                                };
                               }
-                              yield {
-                                tp,
-                                pp,
-                                vpp,
-                                cp,
-                                microBatch,
-                                sp,
-                                recompute,
-                                distributedOptimizer,
-                                overlapGradReduce,
-                                overlapParamGather,
-                                tpCommOverlap,
-                                ...(moe && { ep, etp: etpChoice === 't' ? tp : 1 }),
-                                ...(fsdp !== 'none' && { fsdp }),
-                              };
-                            }
 }

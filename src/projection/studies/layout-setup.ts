@@ -62,7 +62,9 @@ export function layoutSetup(
     vpp: l.vpp,
     cp: l.cp,
     ...(l.recompute === 'full' && { recomputation: { granularity: 'full', method: 'uniform', layers: 1 } }),
-    ...(l.recompute === 'selective' && { recomputation: { granularity: 'selective' } }),
+    ...(l.recompute === 'selective' && {
+      recomputation: { granularity: 'selective', ...(l.recomputeModules && { modules: l.recomputeModules }) },
+    }),
     distributedOptimizer: l.distributedOptimizer,
     overlapGradReduce: l.overlapGradReduce,
     overlapParamGather: l.overlapParamGather,

@@ -237,6 +237,8 @@ const kernelsOf = (s: Settings): KernelOptions => ({
   layerArch: s.layerArch,
   attentionBackend: s.attn,
   fp8: s.fp8,
+  ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
+  ...(s.fp4 !== 'none' && { fp4: s.fp4 }),
   cudaGraphImpl: s.graphs,
 });
 

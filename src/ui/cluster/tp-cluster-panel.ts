@@ -4,6 +4,7 @@ import { customElement, property, state } from 'lit/decorators.js';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import type { SystemSpec } from '../../hardware/systems.ts';
 import { systemOf } from '../settings/system-files.ts';
+import { defaultFp8Recipe, type Fp4Format, type Fp8Recipe } from '../../megatron/low-precision.ts';
 import { modelSizesOf, type LayerConfig } from '../../parallel/config.ts';
 import { fixedBudget, type BudgetRow, type StepProjection } from '../../projection/step/cluster-projection.ts';
 import {
@@ -76,6 +77,8 @@ export class TpClusterPanel extends LitElement {
   @property() attn: AttentionBackend = defaultKernelOptions.attentionBackend;
   @property() fp8: Fp8Format = defaultKernelOptions.fp8;
   @property() graphs: CudaGraphImpl = defaultKernelOptions.cudaGraphImpl;
+  @property() fp8recipe: Fp8Recipe = defaultFp8Recipe;
+  @property() fp4: Fp4Format = 'none';
   /**
    * The page's chunked TP overlap (1 = off): when on, the SP rows are priced with Megatron's
    * --tp-comm-overlap (kernel-options.ts tpCommOverlap); the rows without SP cannot have it.
@@ -121,6 +124,8 @@ export class TpClusterPanel extends LitElement {
       'layerArch',
       'attn',
       'fp8',
+      'fp8recipe',
+      'fp4',
       'graphs',
       'tpOverlapChunks',
     ] as const;
@@ -150,6 +155,8 @@ export class TpClusterPanel extends LitElement {
           layerArch: this.layerArch,
           attentionBackend: this.attn,
           fp8: this.fp8,
+          ...(this.fp8 !== 'none' && { fp8Recipe: this.fp8recipe }),
+          ...(this.fp4 !== 'none' && { fp4: this.fp4 }),
           cudaGraphImpl: this.graphs,
         };
         const machine = { system, dtype: this.dtype, kernels };
@@ -282,6 +289,8 @@ export class TpClusterPanel extends LitElement {
       this.layerArch !== d.layerArch ? `--arch ${this.layerArch}` : '',
       this.attn !== d.attentionBackend ? `--attention-backend ${this.attn}` : '',
       this.fp8 !== d.fp8 ? `--fp8-format ${this.fp8}` : '',
+      this.fp8 !== d.fp8 && this.fp8recipe !== defaultFp8Recipe ? `--fp8-recipe ${this.fp8recipe}` : '',
+      this.fp4 !== 'none' ? `--fp4-format ${this.fp4}` : '',
       this.graphs !== d.cudaGraphImpl ? `--cuda-graph-impl ${this.graphs}` : '',
     ].filter(Boolean);
     return flags.length ? `kernels ${flags.join(' ')};` : '';
@@ -299,6 +308,10 @@ export class TpClusterPanel extends LitElement {
       f.overlapGradReduce ? '--overlap-grad-reduce' : '',
       f.overlapParamGather ? '--overlap-param-gather' : '',
       f.fsdp ? fsdpLabel(f.fsdp) : '',
+      f.fp8ParamGather ? '--fp8-param-gather' : '',
+      f.activationOffload
+        ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
+        : '',
     ].filter(Boolean);
     const grads = f.fsdp
       ? 'gradients synced as the FSDP strategy has it'

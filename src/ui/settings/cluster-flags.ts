@@ -1,13 +1,24 @@
 // The cluster panel's data-parallel and memory flags as the projection takes them, and Megatron's rules on them placed at their controls (pure, no DOM).
 import { checkDataParallelFlags, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
+import { activationOffloadRefusals, defaultActivationOffload } from '../../megatron/activation-offload.ts';
+import { fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
+import { systemNames, systems, type SystemName } from '../../hardware/systems.ts';
+import { defaultKernelOptions, lowPrecisionRefusals } from '../../projection/layer/kernel-options.ts';
 import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
 import type { Settings } from './state.ts';
 
 /** The TrainingSetup fields the page's cluster flags set. */
 export type ClusterFlags = Pick<
   TrainingSetup,
-  'cp' | 'recomputation' | 'distributedOptimizer' | 'overlapGradReduce' | 'overlapParamGather' | 'fsdp'
+  | 'cp'
+  | 'recomputation'
+  | 'distributedOptimizer'
+  | 'overlapGradReduce'
+  | 'overlapParamGather'
+  | 'fsdp'
+  | 'fp8ParamGather'
+  | 'activationOffload'
 >;
 
 /**
@@ -23,6 +34,8 @@ export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
   overlapGradReduce: s.ogr,
   overlapParamGather: s.opg,
   ...(s.fsdp && { fsdp: s.fsdp }),
+  ...(s.fp8pg && { fp8ParamGather: true }),
+  ...(s.offload.length > 0 && { activationOffload: { modules: s.offload, ...defaultActivationOffload } }),
 });
 
 /** The settings each data-parallel rule involves (checkDataParallelFlags). */
@@ -37,9 +50,55 @@ export function clusterIssues(s: Settings, changed?: ControlField): FieldIssue[]
   try {
     // The page's kernel switches leave gradient accumulation fusion at the projection's default.
     checkDataParallelFlags({ ...clusterFlagsOf(s), pp: s.pp }, fsdpRunFacts({ dtype: s.dtype }));
-    return [];
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     return placeIssues([{ field: s.fsdp ? 'fsdp' : 'opg', fields: dataParallelFields, message }], changed);
   }
+  return placeIssues(memoryLeverIssues(s), changed);
+}
+
+/**
+ * Megatron's and Transformer Engine's rules on the low-precision switches (kernel-options.ts
+ * lowPrecisionRefusals, at fp4 or fp8recipe) and the memory levers (low-precision.ts fp8ParamGatherRefusals at fp8pg, with the
+ * page's fp8 format and recipe; activation-offload.ts activationOffloadRefusals at
+ * offload), as the projection checks them (chunk-times.ts).
+ */
+function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly ControlField[]; message: string }[] {
+  const out: { field: ControlField; fields: readonly ControlField[]; message: string }[] = [];
+  // The fp8 recipe or NVFP4 on a catalog GPU that lacks it (a loaded system file's GPU: its rows say so).
+  const gpu = (systemNames as readonly string[]).includes(s.system) ? systems[s.system as SystemName].gpu : undefined;
+  const lowPrecision = gpu
+    ? lowPrecisionRefusals(
+        {
+          ...defaultKernelOptions,
+          fp8: s.fp8,
+          ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
+          ...(s.fp4 !== 'none' && { fp4: s.fp4 }),
+        },
+        gpu.arch,
+      )
+    : [];
+  if (lowPrecision.length)
+    out.push({
+      field: s.fp4 !== 'none' ? 'fp4' : 'fp8recipe',
+      fields: ['fp4', 'fp8', 'fp8recipe', 'system'],
+      message: `${lowPrecision.join(' ')} (${gpu!.label})`,
+    });
+  if (s.fp8pg) {
+    const why = fp8ParamGatherRefusals({
+      ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
+      shardedOptimizer: s.distopt || s.fsdp !== null,
+      fsdp: s.fsdp !== null,
+      optimizerCpuOffload: false,
+    });
+    if (why.length) out.push({ field: 'fp8pg', fields: ['fp8pg', 'fp8', 'distopt', 'fsdp'], message: why.join(' ') });
+  }
+  if (s.offload.length) {
+    const why = activationOffloadRefusals(
+      { modules: s.offload, ...defaultActivationOffload },
+      { recomputeModules: s.recompute === 'selective' ? s.rmodules : [], cudaGraphs: s.graphs !== 'none' },
+    );
+    if (why.length) out.push({ field: 'offload', fields: ['offload', 'rmodules', 'graphs'], message: why.join(' ') });
+  }
+  return out;
 }

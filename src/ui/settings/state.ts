@@ -35,6 +35,14 @@ import { maxMeshRanks } from '../../mesh/rank-layout.ts';
 import type { MoeScoreFunction } from '../../reference/moe/config.ts';
 import { maxSize } from '../../parallel/validate.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
+import { parseOffloadModules, type OffloadModule } from '../../megatron/activation-offload.ts';
+import {
+  defaultFp8Recipe,
+  fp4Formats,
+  fp8Recipes,
+  type Fp4Format,
+  type Fp8Recipe,
+} from '../../megatron/low-precision.ts';
 import {
   defaultRecomputeModules,
   parseRecomputeModules,
@@ -106,6 +114,9 @@ export interface Settings extends ModelSizes {
   readonly layerArch: LayerArch;
   readonly attn: AttentionBackend;
   readonly fp8: Fp8Format;
+  /** --fp8-recipe with the fp8 format, and --fp4-format (NVFP4) in its place (megatron/low-precision.ts). */
+  readonly fp8recipe: Fp8Recipe;
+  readonly fp4: Fp4Format;
   readonly graphs: CudaGraphImpl;
   /** #slow=r:f (seed 004 M108): rank r dispatches each kernel f times, a straggler; null: off. */
   readonly slow: RankSlowdown | null;
@@ -151,6 +162,10 @@ export interface Settings extends ModelSizes {
   readonly opg: boolean;
   /** FSDP on the cluster panel (--use-megatron-fsdp with its strategy, or --use-torch-fsdp2); null: DDP. */
   readonly fsdp: FsdpSetup | null;
+  /** --fp8-param-gather on the cluster panel (needs the fp8 format and the distributed optimizer). */
+  readonly fp8pg: boolean;
+  /** --fine-grained-activation-offloading's --offload-modules on the cluster panel; empty: off. */
+  readonly offload: readonly OffloadModule[];
 }
 
 /** The token dispatchers the ranks run (Megatron's alltoall and allgather). */
@@ -478,6 +493,8 @@ export const settingsTable: SettingsTable = {
   layerArch: choice('arch', layerArchs, defaultKernelOptions.layerArch, kernelRow),
   attn: choice('attn', attentionBackends, defaultKernelOptions.attentionBackend, kernelRow),
   fp8: choice('fp8', fp8Formats, defaultKernelOptions.fp8, kernelRow),
+  fp8recipe: choice('fp8recipe', fp8Recipes, defaultFp8Recipe, kernelRow),
+  fp4: choice('fp4', fp4Formats, 'none', kernelRow),
   graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),
   slow: {
     key: 'slow',
@@ -551,6 +568,14 @@ export const settingsTable: SettingsTable = {
   ogr: onOff('ogr', false, kernelRow),
   opg: onOff('opg', false, kernelRow),
   fsdp: { key: 'fsdp', parse: parseFsdpSetting, format: formatFsdpSetting, fallback: null, ...kernelRow },
+  fp8pg: onOff('fp8pg', false, kernelRow),
+  offload: {
+    key: 'offload',
+    parse: (t) => (t.trim() === '' || t.trim() === 'off' ? [] : parseOffloadModules(t)),
+    format: (m) => (m.length ? m.join(',') : 'off'),
+    fallback: [],
+    ...kernelRow,
+  },
 };
 
 /** The fields of Settings in hash order. */

@@ -175,6 +175,8 @@ export function renderRun(
         .layerArch=${s.layerArch}
         attn=${s.attn}
         fp8=${s.fp8}
+        fp8recipe=${s.fp8recipe}
+        fp4=${s.fp4}
         graphs=${s.graphs}
         .tpOverlapChunks=${s.tpOverlapChunks}
         .flags=${clusterFlagsOf(s)}

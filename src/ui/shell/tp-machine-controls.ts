@@ -3,6 +3,7 @@ import { LitElement, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { trainDtypes } from '../../hardware/dtype.ts';
 import { attentionBackends, cudaGraphImpls, fp8Formats } from '../../projection/layer/kernel-options.ts';
+import { fp4Formats, fp8Recipes } from '../../megatron/low-precision.ts';
 import { layerArchs } from '../../megatron/layer-arch.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
@@ -84,7 +85,7 @@ export class TpMachineControls extends LitElement {
   }
 
   /** A select of one kernel switch of the cluster panel (src/projection/layer/kernel-options.ts). */
-  private kernelChoice<K extends 'layerArch' | 'attn' | 'fp8' | 'graphs'>(
+  private kernelChoice<K extends 'layerArch' | 'attn' | 'fp8' | 'fp8recipe' | 'fp4' | 'graphs'>(
     s: Settings,
     field: K,
     label: string,
@@ -144,7 +145,7 @@ export class TpMachineControls extends LitElement {
   }
 
   /** An on/off flag of the cluster panel. */
-  private flag(s: Settings, field: 'ogr' | 'opg', label: string): TemplateResult {
+  private flag(s: Settings, field: 'ogr' | 'opg' | 'fp8pg', label: string): TemplateResult {
     return html`<label class="check"
         ><input
           type="checkbox"
@@ -178,7 +179,18 @@ export class TpMachineControls extends LitElement {
           : nothing
       }
       ${this.flag(s, 'ogr', '--overlap-grad-reduce')} ${this.flag(s, 'opg', '--overlap-param-gather')}
-      ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}`;
+      ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}
+      ${this.flag(s, 'fp8pg', '--fp8-param-gather')}
+      <label
+        >--offload-modules (fine-grained activation offloading)
+        <input
+          type="text"
+          placeholder="off or core_attn,attn_proj"
+          data-control="offload"
+          .value=${settingsTable.offload.format(s.offload)}
+          @change=${this.onParsed(s, 'offload', settingsTable.offload.parse)}
+      /></label>
+      ${this.errorsFor('offload')}`;
   }
 
   /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */
@@ -269,6 +281,8 @@ export class TpMachineControls extends LitElement {
       ${this.kernelChoice(s, 'layerArch', 'architecture (--arch)', layerArchs)}
       ${this.kernelChoice(s, 'attn', 'attention backend', attentionBackends)}
       ${this.kernelChoice(s, 'fp8', 'fp8 format', fp8Formats)}
+      ${this.kernelChoice(s, 'fp8recipe', 'fp8 recipe (--fp8-recipe)', fp8Recipes)}
+      ${this.kernelChoice(s, 'fp4', 'fp4 format (--fp4-format, NVFP4)', fp4Formats)}
       ${this.kernelChoice(s, 'graphs', 'CUDA graphs (--cuda-graph-impl)', cudaGraphImpls)}
       ${this.clusterFlags(s)}
       ${this.slowdown(s, 'slow', 'straggler: slow rank (each kernel f×)')}

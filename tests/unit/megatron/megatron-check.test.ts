@@ -290,6 +290,27 @@ describe('--recompute-modules on the launch line (transformer_config.py)', () =>
     expect(sources(selective('core_attn', 'moe_act'), env)).toEqual([`${T}:1784-1787`]);
     expect(sources(selective('attention'), env)).toEqual([`${T}:1778-1782`]);
   });
+
+  test('fp4 with fp8, mxfp8 below Blackwell and --fp8-param-gather without a sharded optimizer fail with their lines', () => {
+    const base = selective('core_attn');
+    expect(sources([...base, '--fp4-format', 'e2m1', '--fp8-format', 'hybrid'], ngcEnvironment(8, {}, 10))).toEqual([
+      'megatron/training/arguments.py:1065-1066',
+    ]);
+    expect(sources([...base, '--fp8-format', 'e4m3', '--fp8-recipe', 'mxfp8'], env)).toEqual([
+      'transformer_engine/pytorch/quantization.py',
+    ]);
+    expect(sources([...base, '--fp8-format', 'e4m3', '--fp8-recipe', 'mxfp8'], ngcEnvironment(8, {}, 10))).toEqual([]);
+    expect(sources([...base, '--fp8-format', 'hybrid', '--fp8-param-gather'], env)).toEqual([
+      'megatron/training/arguments.py:1060-1062',
+    ]);
+  });
+
+  test('layernorm under fp8 fails with delayed scaling, the default recipe (:1821-1827), and passes with tensorwise', () => {
+    expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid'], env)).toEqual([`${T}:1821-1827`]);
+    expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid', '--fp8-recipe', 'tensorwise'], env)).toEqual(
+      [],
+    );
+  });
 });
 
 describe('--multi-latent-attention on the launch line (mla.ts)', () => {

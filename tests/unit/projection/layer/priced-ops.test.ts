@@ -133,6 +133,23 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     expect(fp8Gemms).toBeGreaterThan(0);
     expect(priced.filter((x) => x.rule === 'fp8-cast').length).toBe(castsNeeded);
   });
+
+  it("each recipe's casts move castBytesPerElement per element; NVFP4 runs the linear GEMMs in fp4", async () => {
+    const p = await plan({ tp: 1 });
+    const castBytes = (o: Partial<KernelOptions>): number =>
+      pricedOps(p, 'bf16', k(o)).reduce(
+        (a, x) => a + (x.rule === 'fp8-cast' && x.cost.kind === 'memory' ? x.cost.bytes : 0),
+        0,
+      );
+    const delayed = castBytes({ fp8: 'hybrid' });
+    // bf16 source (2 B): delayed 2 + 2; tensorwise 2·2 + 2 (amax pass first); mxfp8 2 + 2 + 2/32; nvfp4 3·2 + 1 + 2/16.
+    expect(castBytes({ fp8: 'hybrid', fp8Recipe: 'tensorwise' }) / delayed).toBeCloseTo(6 / 4, 12);
+    expect(castBytes({ fp8: 'e4m3', fp8Recipe: 'mxfp8' }) / delayed).toBeCloseTo((4 + 2 / 32) / 4, 12);
+    expect(castBytes({ fp4: 'e2m1' }) / delayed).toBeCloseTo((7 + 2 / 16) / 4, 12);
+    const fp4 = pricedOps(p, 'bf16', k({ fp4: 'e2m1' }));
+    const precisions = new Set(fp4.flatMap((x) => (x.cost.kind === 'gemm' ? [x.cost.precision] : [])));
+    expect([...precisions].sort()).toEqual(['bf16', 'fp4']);
+  });
 });
 
 describe('projectOps with kernel options', () => {

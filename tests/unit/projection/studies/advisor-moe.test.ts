@@ -37,6 +37,20 @@ const plain: ParallelLayout = {
   etp: 1,
 };
 
+/** One dense layout (t = p = v = cp = b = 1, no SP, the distributed optimizer, no overlaps) under the MoE dimensions. */
+const oneDense = {
+  tp: [1],
+  pp: [1],
+  vpp: [1],
+  cp: [1],
+  microBatch: [1],
+  sp: [false],
+  distributedOptimizer: [true],
+  overlapGradReduce: [false],
+  overlapParamGather: [false],
+  tpCommOverlap: [false],
+} satisfies Partial<SearchSpace>;
+
 describe('the advisor with MoE', () => {
   it('searches EP over the divisors of E and ETP ∈ {1, t}, one layout for both at t = 1', () => {
     const space = defaultSearchSpace(systems['dgx-h100'], 4, model.moe);
@@ -73,17 +87,9 @@ describe('the advisor with MoE', () => {
   it('ranks MoE layouts by their projected step', async () => {
     const space: SearchSpace = {
       ...defaultSearchSpace(systems['dgx-h100'], 4, model.moe),
-      tp: [1],
-      pp: [1],
-      vpp: [1],
-      cp: [1],
-      microBatch: [1],
-      sp: [false],
+      ...oneDense,
       recompute: ['none'],
-      distributedOptimizer: [true],
       overlapGradReduce: [true],
-      overlapParamGather: [false],
-      tpCommOverlap: [false],
     };
     const r = await advise(
       { model, machine: { system: systems['dgx-h100'], dtype: 'bf16' }, gpus: 8, globalBatch: 8 },
@@ -93,5 +99,40 @@ describe('the advisor with MoE', () => {
     expect(r.top.length).toBe(4);
     expect(new Set(r.top.map((x) => x.layout.ep)).size).toBe(4);
     for (let i = 1; i < r.top.length; i++) expect(r.top[i]!.stepMs).toBeGreaterThanOrEqual(r.top[i - 1]!.stepMs);
+  }, 30_000);
+  it('tries each MoE recompute module list with selective recompute, and writes it as --recompute-modules', async () => {
+    const space = defaultSearchSpace(systems['dgx-h100'], 4, model.moe);
+    expect(space.recomputeModules).toEqual([['core_attn'], ['core_attn', 'moe_act'], ['core_attn', 'moe']]);
+    const small: SearchSpace = {
+      ...space,
+      ...oneDense,
+      recompute: ['none', 'selective', 'full'],
+      ep: [8],
+      etp: [1],
+    };
+    const layouts = [...enumerateLayouts(small)];
+    expect(layouts.length).toBe(spaceSize(small));
+    expect(layouts.length).toBe(1 + 3 + 1);
+    const moeAct = layouts.find((l) => l.recomputeModules?.includes('moe_act'))!;
+    expect(layoutFlags(moeAct)).toContain('--recompute-modules core_attn moe_act');
+    expect(layoutSetup(model, moeAct, 8, 8).setup.recomputation).toEqual({
+      granularity: 'selective',
+      modules: ['core_attn', 'moe_act'],
+    });
+    const r = await advise(
+      { model, machine: { system: systems['dgx-h100'], dtype: 'bf16' }, gpus: 8, globalBatch: 8 },
+      { ...small, recompute: ['selective'] },
+      { k: 3 },
+    );
+    // Recomputing more never lowers the step or raises the memory.
+    const by = (m: string) => r.top.find((x) => x.layout.recomputeModules?.at(-1) === m)!;
+    expect(by('moe').stepMs).toBeGreaterThan(by('moe_act').stepMs);
+    expect(by('moe_act').stepMs).toBeGreaterThan(by('core_attn').stepMs);
+    expect(by('moe').memoryGiB).toBeLessThan(by('moe_act').memoryGiB);
+    expect(by('moe_act').memoryGiB).toBeLessThan(by('core_attn').memoryGiB);
+    expect(defaultSearchSpace(systems['dgx-h100'], 4, { ...model.moe!, groupedGemm: false }).recomputeModules).toEqual([
+      ['core_attn'],
+      ['core_attn', 'moe'],
+    ]);
   }, 30_000);
 });

@@ -175,3 +175,69 @@ describe('cluster flag fuzzing', () => {
     expect(agreed).toBeGreaterThan(10);
   }, 60_000);
 });
+
+describe('the memory levers on the page: --fp8-param-gather and --offload-modules', () => {
+  const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+  const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
+  // t 2 SP, 4 layers on one H100 node (DP 4).
+  const job = { sizes: llama, tp: 2, sp: true, layers: 4, gpus: 8, globalBatch: 8, overlap: true } as const;
+  const setup = (s: typeof defaultSettings) => ({ ...job, ...clusterFlagsOf(s) });
+
+  test('round-trip through the hash and reach the projection as its flags', () => {
+    const { settings, messages } = settingsFromHash('#fp8pg=1&offload=core_attn,attn_proj&distopt=1');
+    expect(messages).toEqual([]);
+    expect(clusterFlagsOf(settings)).toMatchObject({
+      fp8ParamGather: true,
+      activationOffload: { modules: ['core_attn', 'attn_proj'], fraction: 1, minTensorElements: 1 << 20 },
+    });
+    expect(hashFromSettings(settings)).toContain('offload=core_attn%2Cattn_proj');
+    expect(clusterFlagsOf(defaultSettings).activationOffload).toBeUndefined();
+    expect(settingsFromHash('#offload=mlp').messages[0]!.message).toMatch(/"mlp".*1863-1867/);
+  });
+
+  test("Megatron's rules show at their control with the message the projection throws", async () => {
+    const noFp8 = { ...defaultSettings, fp8pg: true, distopt: true };
+    const [issue] = clusterIssues(noFp8);
+    expect(issue).toMatchObject({ field: 'fp8pg' });
+    await expect(projectStep(setup(noFp8), h100)).rejects.toThrow(issue!.message);
+    const alone = { ...defaultSettings, offload: ['attn_proj'] as const };
+    const [off] = clusterIssues(alone);
+    expect(off).toMatchObject({ field: 'offload' });
+    expect(off!.message).toMatch(/1868-1873/);
+    await expect(projectStep(setup(alone), h100)).rejects.toThrow(off!.message);
+    const fine = {
+      ...defaultSettings,
+      system: 'dgx-h100',
+      fp8: 'hybrid' as const,
+      fp8pg: true,
+      distopt: true,
+      offload: ['core_attn'] as const,
+    };
+    expect(clusterIssues(fine)).toEqual([]);
+    await expect(
+      projectStep(setup(fine), { ...h100, kernels: { ...defaultKernelOptions, fp8: 'hybrid' } }),
+    ).resolves.toBeDefined();
+  });
+});
+
+describe('the fp8 recipe and NVFP4 on the page', () => {
+  test('round-trip through the hash; a GPU that lacks the format is refused at its control in the projection’s words', async () => {
+    const { settings, messages } = settingsFromHash('#system=dgx-h100&fp8=e4m3&fp8recipe=mxfp8');
+    expect(messages).toEqual([]);
+    const [issue] = clusterIssues(settings);
+    expect(issue).toMatchObject({ field: 'fp8recipe' });
+    expect(issue!.message).toMatch(/MXFP8.*H100/);
+    const machine = {
+      system: systems['dgx-h100'],
+      dtype: 'bf16' as const,
+      kernels: { ...defaultKernelOptions, fp8: 'e4m3' as const, fp8Recipe: 'mxfp8' as const },
+    };
+    const sizes = { s: 1024, b: 1, h: 1024, heads: 8, groups: 8, ffn: 2816, vocab: 32000 };
+    await expect(
+      projectStep({ sizes, tp: 1, sp: false, layers: 2, gpus: 8, globalBatch: 8, overlap: true }, machine),
+    ).rejects.toThrow(issue!.message);
+    const fp4 = settingsFromHash('#system=dgx-h100&fp4=e2m1').settings;
+    expect(clusterIssues(fp4)[0]).toMatchObject({ field: 'fp4' });
+    expect(clusterIssues(settingsFromHash('#system=dgx-b200&fp4=e2m1').settings)).toEqual([]);
+  });
+});
