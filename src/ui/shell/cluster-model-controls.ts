@@ -110,7 +110,7 @@ export function renderClusterModelControls(host: ClusterModelHost, s: Settings):
           .map((c) => html`<option value=${c} ?selected=${c === s.cmodel}>${clusterModelName(c)}</option>`)}
       </select></label
     >
-    <label
+    <label class="block"
       >paste a Hugging Face config.json (or drop the file here)
       <textarea
         rows="3"
@@ -128,8 +128,8 @@ export function renderClusterModelControls(host: ClusterModelHost, s: Settings):
         }}
       ></textarea>
     </label>
-    <label
-      >config.json file
+    <label class="block"
+      >or pick the config.json file
       <input
         type="file"
         accept=".json,application/json"
@@ -146,11 +146,11 @@ export function renderClusterModelControls(host: ClusterModelHost, s: Settings):
     ${
       model?.moe && s.cmodel !== 'layer'
         ? html`<p class="hint">
-              The cluster's EP and ETP are the page's ep and etp (the MoE block's on the ranks too, one setting each);
-              the advisor's apply sets them.
+              EP and ETP of every row (--expert-model-parallel-size, --expert-tensor-parallel-size): the page's ep and
+              etp, the MoE block's on the ranks too (one setting each); the advisor's apply sets them.
             </p>
-            ${degree(host, s, 'ep', 'expert parallel EP (--expert-model-parallel-size)')}
-            ${degree(host, s, 'etp', 'expert tensor parallel ETP (--expert-tensor-parallel-size)')}`
+            ${degree(host, s, 'ep', 'expert parallel EP')}
+            ${degree(host, s, 'etp', 'expert tensor parallel ETP')}`
         : nothing
     }
   </fieldset>`;
