@@ -14,7 +14,7 @@ let page: Page;
  * Mixtral 8x7B's widths (h 4096, 32 heads, 8 KV groups, experts of FFN 14336, 8 experts top-2) over 8 layers
  * instead of 32, so the advisor's 387,072 candidates on 8 GPUs take seconds; one field the reader does not know.
  * On 8 H100s the fastest layout is EP 2, ETP 1, t 1 (npm run project -- --hf-config FILE --system dgx-h100
- * --gpus 8 --search: 1.07 s, 66.1% MFU).
+ * --gpus 8 --search: 1.16 s, 61.0% MFU).
  */
 const config = JSON.stringify({
   architectures: ['MixtralForCausalLM'],
