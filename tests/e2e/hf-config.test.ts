@@ -57,6 +57,15 @@ describe('a config.json pasted on the page (built page)', () => {
 
   test('pasted, it becomes the cluster model: its experts at the page’s EP, its unknown field named, s and b sourced', async () => {
     await waitShownRun(page, runTimeout, 'tp=2');
+    // A file over the cap is refused by its size before it is read (pasted-hf-config.ts pastedConfigMaxChars; a
+    // 10 MB paste in tests/unit/ui/settings/cluster-model.test.ts; 1 MiB here, as sending 10 MB to the browser takes ~30 s).
+    await controls()
+      .locator('input[data-control="hf-config-file"]')
+      .setInputFiles({ name: 'config.json', mimeType: 'application/json', buffer: Buffer.alloc(2 ** 20, 32) });
+    await expect
+      .poll(() => controls().locator('[data-error-for="cmodel"]').textContent())
+      .toMatch(/the file "config\.json" has 1,048,576 characters, more than the 65,536 taken here/);
+    expect(await hash()).not.toContain('cmodel=');
     const area = controls().locator('textarea[data-control="hf-config"]');
     await area.fill('{"hidden_size": 4096');
     await area.dispatchEvent('change');
