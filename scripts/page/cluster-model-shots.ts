@@ -1,4 +1,4 @@
-// npm run screenshots:cluster-model [-- --out docs/img]: the cluster panel with Mixtral 8x7B pasted as its config.json (64 H100, bf16, EP 8, the distributed optimizer, --overlap-grad-reduce) and the config control, at 1280×800 and 1920×1080.
+// npm run screenshots:cluster-model [-- --out docs/img]: the cluster panel with Mixtral 8x7B pasted as its config.json (rows on t × d = 8 replicas of H100s, bf16, EP 8, the distributed optimizer, --overlap-grad-reduce) and the config control, at 1280×800 and 1920×1080.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -13,7 +13,7 @@ const sizes = [
   { width: 1920, height: 1080 },
 ] as const;
 
-const open = await openBuiltPage('/#tp=2&system=dgx-h100&dtype=bf16&gpus=64&ep=8&distopt=1&ogr=1', {
+const open = await openBuiltPage('/#tp=1&dp=8&system=dgx-h100&dtype=bf16&ep=8&distopt=1&ogr=1', {
   outDir: 'test-results/screenshots-dist',
   viewport: sizes[0],
 });

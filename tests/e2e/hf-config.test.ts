@@ -85,20 +85,21 @@ describe('a config.json pasted on the page (built page)', () => {
     await expect
       .poll(() => cluster().locator('tr[data-tp="2"][data-sp="false"]').textContent(), { timeout: runTimeout })
       .toMatch(/sequence parallelism/);
-    const ep1 = await tokensAt(2, true);
+    // Each row on its own t·p·cp·d GPUs (d = 1 here): t = 8 with SP holds ETP·EP = 8 of them.
+    const ep1 = await tokensAt(8, true);
 
     const ep = controls().locator('input[data-control="cluster-ep"]');
     await ep.fill('3');
     await ep.dispatchEvent('change');
     await expect
       .poll(() => controls().locator('[data-error-for="ep"]').first().textContent())
-      .toMatch(/multiple of expert model parallel_size \(8 experts, EP 3\).*Legal here: EP 1, 2, 4 at ETP 2/);
+      .toMatch(/multiple of expert model parallel_size \(8 experts, EP 3\).*Legal here: EP 1, 2, 4, 8 at ETP 2\./);
     await ep.fill('4');
     await ep.dispatchEvent('change');
     await expect.poll(hash).toContain('ep=4');
     await expect.poll(moeOf, { timeout: runTimeout }).toBe('8:2:4:2');
     // EP 4 puts two experts a rank instead of eight: another step, priced through the same projection as the CLI.
-    await expect.poll(() => tokensAt(2, true), { timeout: runTimeout }).not.toBe(ep1);
+    await expect.poll(() => tokensAt(8, true), { timeout: runTimeout }).not.toBe(ep1);
   });
 
   test("the advisor searches EP and ETP for it, and applying its fastest row sets the row's EP and ETP", async () => {

@@ -81,7 +81,7 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   {
     hash: 'cmodel=hf:deepseek-v3&ep=3',
     where: 'ep',
-    says: /\(256 experts, EP 3\).* Legal here: EP 1, 2, 4, 8 at ETP 1/,
+    says: /\(256 experts, EP 3\).* Legal here: EP 1, 2, 4, 8, 16, 32, 64 at ETP 1\./,
   },
   // Keys without a control of their own: named in the link banner.
   {

@@ -114,6 +114,9 @@ export const clusterModelSetup = (
   ...(m.tiedEmbeddings !== undefined && { tiedEmbeddings: m.tiedEmbeddings }),
 });
 
+/** The largest EP offered in the legal list: the page's ep cap (state.ts, 64 ranks). */
+const maxEp = 64;
+
 /** The settings a MoE rule's flag is set by on the page. */
 const flagField: Partial<Record<MoeRuleFlag, ControlField>> = {
   '--expert-model-parallel-size': 'ep',
@@ -123,9 +126,9 @@ const flagField: Partial<Record<MoeRuleFlag, ControlField>> = {
 
 /**
  * The cluster model's issues at their controls: why it cannot be projected (at cmodel), and, for a
- * config's experts, Megatron's MoE rules that hold for every row of the panel whatever its t (E a
- * multiple of EP, ETP·EP·p dividing N, the expert FFN divisible by ETP; moe.ts moeRefusals) at ep,
- * etp or pp with the EP values that pass. The rules that depend on t (SP with t > 1) are the rows'.
+ * config's experts, Megatron's MoE rules that hold for every row of the panel whatever its t and N
+ * (E a multiple of EP, the expert FFN divisible by ETP; moe.ts moeRefusals) at ep or etp with the EP
+ * values that pass. The rules that depend on the row (SP with t > 1, ETP·EP·p dividing its N) are the rows'.
  * The page layer's own MoE block has its issues from moeIssues (moe-settings.ts).
  */
 export function clusterModelIssues(s: Settings, changed?: ControlField): FieldIssue[] {
@@ -142,21 +145,22 @@ export function clusterModelIssues(s: Settings, changed?: ControlField): FieldIs
     sp: false,
     pp: s.pp,
     vpp: s.vpp,
-    gpus: s.gpus,
+    // Each row has its own N = t·p·cp·d (and the advisor its budget): the rule on N is the rows'.
+    gpus: s.etp * s.ep * s.pp,
     layers: model.layers,
     fullRecompute: false,
     halfPrecision: true,
     biases: false,
   };
-  const passes = (ep: number): boolean => moeRefusals({ ...moe, ep }, job).length === 0;
-  const legal = Array.from({ length: Math.min(moe.experts, s.gpus) }, (_, i) => i + 1).filter(passes);
+  const passes = (ep: number): boolean => moeRefusals({ ...moe, ep }, { ...job, gpus: s.etp * ep * s.pp }).length === 0;
+  const legal = Array.from({ length: Math.min(moe.experts, maxEp) }, (_, i) => i + 1).filter(passes);
   const legalText = legal.length ? `EP ${legal.join(', ')} at ETP ${s.etp}` : `none at ETP ${s.etp}: change ETP or N`;
   return placeIssues(
     moeRefusals(moe, job).map((r) => {
       const fields = r.flags.flatMap((f) => (flagField[f] ? [flagField[f]] : []));
       return {
         field: fields[0] ?? 'cmodel',
-        fields: [...fields, 'cmodel', 'gpus'],
+        fields: [...fields, 'cmodel'],
         message: `${clusterModelName(s.cmodel)} on the cluster: ${r.message} (${r.source}) Legal here: ${legalText}.`,
       };
     }),
