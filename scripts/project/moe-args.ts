@@ -62,17 +62,19 @@ function positive(flag: string, text: string): number {
 /**
  * The MoE setup of the flags (undefined without --experts / --num-experts; a MoE flag without it
  * is refused), `ffn` the dense FFN (--moe-ffn-hidden-size's default, arguments.py:1595-1596).
+ * `base` (--hf-config's experts, moe.ts moeFromHf) stands in for --num-experts and the flags it
+ * fills; a flag given overrides it, and --num-experts replaces it whole.
  */
-export function parseMoeFlags(v: MoeValues, ffn: number): MoeSetup | undefined {
+export function parseMoeFlags(v: MoeValues, ffn: number, base?: MoeSetup): MoeSetup | undefined {
   const experts = either(v, 'experts', 'num-experts');
-  if (experts === undefined) {
+  if (experts === undefined && !base) {
     const given = (Object.keys(moeOptions) as (keyof typeof moeOptions)[]).filter(
       (k) => v[k] !== undefined && v[k] !== false,
     );
     if (given.length > 0) throw new Error(`--${given[0]} is a MoE flag: give --num-experts E (or --experts E) too.`);
     return undefined;
   }
-  const d = moeDefaults(parseWhole('--num-experts', experts, 1), ffn);
+  const d = experts !== undefined ? moeDefaults(parseWhole('--num-experts', experts, 1), ffn) : base!;
   const topk = either(v, 'topk', 'moe-router-topk');
   const ep = either(v, 'ep', 'expert-model-parallel-size');
   const etp = either(v, 'etp', 'expert-tensor-parallel-size');

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseSystemFile } from '../../src/calibrate/system-file.ts';
-import { parseHfConfig, type HfModel } from '../../src/megatron/hf-config.ts';
+import { hfJobSizes, moeFromHf, parseHfConfig, type HfModel } from '../../src/megatron/hf-config.ts';
 import { publicHfConfig, publicHfConfigs } from '../../src/megatron/hf-configs.ts';
 import { parseDtype, trainDtypes, type TrainDtype } from '../../src/hardware/dtype.ts';
 import { gpuNames, gpus } from '../../src/hardware/gpus.ts';
@@ -41,7 +41,7 @@ import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
 import { mlaOptions, mlaUsage, parseMlaFlags } from './mla-args.ts';
-import { moeOptions, moeUsage, parseMoeFlags, type MoeValues } from './moe-args.ts';
+import { moeOptions, moeUsage, parseMoeFlags } from './moe-args.ts';
 
 /** Size flags, as `npm run sweep` has them. */
 const sizeFlags = ['s', 'b', 'h', 'heads', 'groups', 'ffn', 'vocab'] as const;
@@ -302,6 +302,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   const hf = v['hf-config'] !== undefined ? readHfConfigFlag(v['hf-config']) : undefined;
   const sizes = {
     ...(v.preset !== undefined ? presets[parsePreset(v.preset)] : base.sizes),
+    // A config names no s or b: Megatron-LM's Mixtral example's (hfJobDefaults), as the page has them.
+    ...(hf && hfJobSizes(hf.model)),
     ...hf?.model.model.sizes,
   };
   for (const f of sizeFlags) {
@@ -345,7 +347,8 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
   };
   const cpExchange = parseCpExchange(v['cp-comm-type'], v['hierarchical-context-parallel-sizes']);
   if (cpExchange) Object.assign(setup, { cpExchange });
-  const moe = parseMoeFlags(hf ? withHfMoe(v, hf.model) : v, sizes.ffn);
+  // --hf-config's experts (moeFromHf) fill the MoE flags not given; --num-experts replaces them.
+  const moe = parseMoeFlags(v, sizes.ffn, hf?.model.moe && moeFromHf(hf.model.moe, hf.model.model.layers));
   if (moe) Object.assign(setup, { moe });
   const mla = parseMlaFlags(v, hf?.model);
   if (mla) Object.assign(setup, { mla });
@@ -403,30 +406,6 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     ...(v['topo-file'] !== undefined && { topoFile: v['topo-file'] }),
     ...(v.calibrate !== undefined && { calibrate: v.calibrate }),
     ...(hf && { hfConfig: hf }),
-  };
-}
-
-/**
- * The MoE flags with --hf-config's experts filling those not given (hf-config.ts HfMoe): the
- * experts, top-k, expert FFN, the shared experts as one MLP of sharedExperts × the expert FFN
- * (DeepseekV3MoE's shared_experts) and the first dense layers as --moe-layer-freq's list
- * (first_k_dense_replace). The router's scoring and group limits are not read.
- */
-function withHfMoe(v: MoeValues, model: HfModel): MoeValues {
-  const x = model.moe;
-  if (!x || v.experts !== undefined || v['num-experts'] !== undefined) return v;
-  const given = (short: keyof MoeValues, long: keyof MoeValues): boolean =>
-    v[short] !== undefined || v[long] !== undefined;
-  const L = model.model.layers;
-  return {
-    ...v,
-    'num-experts': String(x.experts),
-    ...(!given('topk', 'moe-router-topk') && { 'moe-router-topk': String(x.topK) }),
-    ...(v['moe-ffn-hidden-size'] === undefined && { 'moe-ffn-hidden-size': String(x.expertFfn) }),
-    ...(v['moe-shared-expert-intermediate-size'] === undefined &&
-      x.sharedExperts > 0 && { 'moe-shared-expert-intermediate-size': String(x.sharedExperts * x.expertFfn) }),
-    ...(v['moe-layer-freq'] === undefined &&
-      x.denseLayers > 0 && { 'moe-layer-freq': `([0]*${x.denseLayers}+[1]*${L - x.denseLayers})` }),
   };
 }
 

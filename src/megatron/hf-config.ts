@@ -1,5 +1,6 @@
-import { quoted } from '../core/quote.ts';
+import { quoteMax, quoted } from '../core/quote.ts';
 import type { ClusterModel } from './parallel-layout.ts';
+import { moeDefaults, type MoeSetup } from './moe.ts';
 
 /**
  * A model read from a Hugging Face `config.json` (transformers' field names for Llama, Mistral,
@@ -132,12 +133,18 @@ const knownFields = new Set([
 
 type Json = Record<string, unknown>;
 
+/** A field's value in a message, cut as quoted() cuts it, so a 10 MB value never lands whole in one. */
+const shown = (x: unknown): string => {
+  const json = JSON.stringify(x) ?? String(x);
+  return json.length <= quoteMax ? json : quoted(json);
+};
+
 /** A whole number ≥ `min` from field `name`, or undefined when absent; throws on anything else. */
 function whole(cfg: Json, name: string, min: number): number | undefined {
   const x = cfg[name];
   if (x === undefined || x === null) return undefined;
   if (typeof x !== 'number' || !Number.isInteger(x) || x < min)
-    throw new Error(`config.json: ${name} is ${JSON.stringify(x)}; write a whole number ≥ ${min}.`);
+    throw new Error(`config.json: ${name} is ${shown(x)}; write a whole number ≥ ${min}.`);
   return x;
 }
 
@@ -196,13 +203,13 @@ export function parseHfConfig(input: string | Json): HfModel {
     );
   const act = c.hidden_act;
   if (act !== undefined && act !== 'silu')
-    cannot.push(`hidden_act ${JSON.stringify(act)}: the projection's Llama layer is SwiGLU (silu).`);
+    cannot.push(`hidden_act ${shown(act)}: the projection's Llama layer is SwiGLU (silu).`);
   const tie = c.tie_word_embeddings;
   if (tie !== undefined && typeof tie !== 'boolean')
-    throw new Error(`config.json: tie_word_embeddings is ${JSON.stringify(tie)}; write true or false.`);
+    throw new Error(`config.json: tie_word_embeddings is ${shown(tie)}; write true or false.`);
   const rope = c.rope_theta;
   if (rope !== undefined && !(typeof rope === 'number' && rope > 0))
-    throw new Error(`config.json: rope_theta is ${JSON.stringify(rope)}; write a positive number.`);
+    throw new Error(`config.json: rope_theta is ${shown(rope)}; write a positive number.`);
 
   const experts = whole(c, 'num_local_experts', 1) ?? whole(c, 'num_experts', 1) ?? whole(c, 'n_routed_experts', 1);
   const denseFfn = whole(c, 'intermediate_size', 1);
@@ -268,5 +275,42 @@ export function parseHfConfig(input: string | Json): HfModel {
     unknownFields,
     notes,
     cannotProject: cannot,
+  };
+}
+
+/**
+ * s and b of a model read from its config.json, which names neither: Megatron-LM's own MoE
+ * example at core_v0.19.0 (examples/mixtral/train_mixtral_8x7b_distributed.sh:30 --seq-length 4096,
+ * :69 --micro-batch-size 1; examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh:51 also 4096), s cut to
+ * max_position_embeddings where that is shorter.
+ */
+export const hfJobDefaults = {
+  s: 4096,
+  b: 1,
+  source:
+    'Megatron-LM core_v0.19.0 examples/mixtral/train_mixtral_8x7b_distributed.sh (--seq-length 4096, --micro-batch-size 1)',
+} as const;
+
+/** s and b of a config's model (hfJobDefaults): `npm run project -- --hf-config` and the page's cluster model. */
+export const hfJobSizes = (hf: Pick<HfModel, 'maxPositionEmbeddings'>): { s: number; b: number } => ({
+  s: Math.min(hfJobDefaults.s, hf.maxPositionEmbeddings ?? hfJobDefaults.s),
+  b: hfJobDefaults.b,
+});
+
+/**
+ * The MoE setup of a Hugging Face config's experts (hf-config.ts HfMoe) over L layers, Megatron's
+ * defaults elsewhere (EP 1): --num-experts, --moe-router-topk, --moe-ffn-hidden-size, the shared
+ * experts as one MLP of sharedExperts × the expert FFN (DeepseekV3MoE's shared_experts) and the first
+ * dense layers as --moe-layer-freq's list (first_k_dense_replace). The router's scoring and group
+ * limits are not read. `npm run project -- --hf-config` and the page's config control both use it.
+ */
+export function moeFromHf(x: HfMoe, layers: number): MoeSetup {
+  return {
+    ...moeDefaults(x.experts, x.expertFfn),
+    topk: x.topK,
+    ...(x.sharedExperts > 0 && { sharedFfn: x.sharedExperts * x.expertFfn }),
+    ...(x.denseLayers > 0 && {
+      layerFreq: Array.from({ length: layers }, (_, i): 0 | 1 => (i < x.denseLayers ? 0 : 1)),
+    }),
   };
 }

@@ -69,6 +69,20 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   { hash: 'recompute=constructor', where: 'recompute', says: /^recompute must be one of none, selective, full/ },
   { hash: 'opg=1', where: 'opg', says: /^--overlap-param-gather needs --use-distributed-optimizer/ },
   { hash: 'fsdp=fsdp2&dtype=bf16&pp=2', where: 'fsdp', says: /--use-torch-fsdp2 .*arguments\.py:/ },
+  // The cluster model (cluster-model-choice.ts, cluster-model.ts): refused or explained at the cmodel control; EP at its own.
+  {
+    hash: 'cmodel=hf:pasted',
+    where: 'cmodel',
+    says: /^cmodel=hf:pasted names a config\.json pasted in this tab, and this tab has none/,
+  },
+  { hash: 'cmodel=hf:%3Cscript%3E', where: 'cmodel', says: /^cmodel must be seeds-v100, .* got "hf:<script>"/ },
+  { hash: `cmodel=hf:${'x'.repeat(10_000)}`, where: 'cmodel', says: /got "hf:x{37}…" \(10003 characters\)/ },
+  { hash: 'cmodel=hf:qwen3-30b-a3b', where: 'cmodel', says: /cannot price this model yet: head_dim 128/ },
+  {
+    hash: 'cmodel=hf:deepseek-v3&ep=3',
+    where: 'ep',
+    says: /\(256 experts, EP 3\).* Legal here: EP 1, 2, 4, 8, 16, 32, 64 at ETP 1\./,
+  },
   // Keys without a control of their own: named in the link banner.
   {
     hash: 'placement=nowhere',

@@ -2,7 +2,7 @@ import type { ParallelLayout } from '../../megatron/parallel-layout.ts';
 import { legalTpOverlapChunks, tpOverlapProblem } from '../../parallel/tp-overlap.ts';
 import { resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { dpCap, mCap, settingsTable, type Settings } from '../settings/state.ts';
-import { clusterSizes } from '../settings/cluster-model-choice.ts';
+import { clusterModelOf } from '../settings/cluster-model.ts';
 import { defaultRecomputeModules } from '../../megatron/recompute-modules.ts';
 
 /** What applying an advisor row does to the page: the new settings and each flag of the row the page cannot set, with why. */
@@ -30,9 +30,10 @@ function chunksFor(s: Settings, tp: number): number | undefined {
  * page's chunked TP overlap (`tpoverlap`: kept if on and legal, else t chunks, one per rank's shard;
  * off when the row has none), the micro-batch when the cluster model is the page's own layer, and
  * the row's DP and micro-batches as the mesh's d and m (DP = N/(t·p·cp) on the page's budget N,
- * m = G/(b·DP); the cluster panel projects the mesh's d and m), each where its cap allows.
- * EP and ETP (rows of an MoE cluster model; the page's cluster models are dense) are listed in
- * `notApplied`: the page's ep and etp are its own MoE layer's, on its t ranks.
+ * m = G/(b·DP); the cluster panel projects the mesh's d and m), each where its cap allows, and
+ * EP and ETP when the row has them (an MoE cluster model): the page's `ep` and `etp` are the
+ * cluster's and its own MoE block's, one setting each, as p and v are (a value the ranks cannot
+ * run gets its message at the control, moe-settings.ts moeIssues).
  */
 export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
   const notApplied: string[] = [];
@@ -43,14 +44,11 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
       notApplied.push(`--tp-comm-overlap (the page layer's s = ${s.s} tokens do not split into t = ${l.tp} shards)`);
     else tpOverlapChunks = k;
   }
-  const modelB = clusterSizes(s.cmodel, s).b;
+  const modelB = clusterB(s);
   if (s.cmodel !== 'layer' && l.microBatch !== modelB)
     notApplied.push(
       `--micro-batch-size ${l.microBatch} (the cluster model keeps its own b = ${modelB}; the page's b is its own layer's)`,
     );
-  const moe = "the page's ep and etp are its own MoE layer's";
-  if (l.ep !== undefined && l.ep > 1) notApplied.push(`--expert-model-parallel-size ${l.ep} (${moe})`);
-  if (l.etp !== undefined && l.etp !== l.tp) notApplied.push(`--expert-tensor-parallel-size ${l.etp} (${moe})`);
   // The row's DP and m: the budget N = t·p·cp·DP and the global batch G = b·DP·m the advisor searched.
   const dp = s.gpus / (l.tp * l.pp * l.cp);
   const inBudget = Number.isInteger(dp) && dp >= 1;
@@ -75,8 +73,19 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
     overlap: true,
     tpOverlapChunks,
     ...(s.cmodel === 'layer' && { b: l.microBatch }),
+    // A dense row sets neither (ParallelLayout: absent on a dense model's layouts); ETP absent is t.
+    ...(l.ep !== undefined && { ep: l.ep, etp: l.etp ?? l.tp }),
   };
   return { settings, notApplied };
+}
+
+/** b of the cluster model, or the page's b where the model cannot be read (its message is at the cmodel control). */
+function clusterB(s: Settings): number {
+  try {
+    return clusterModelOf(s).sizes.b;
+  } catch {
+    return s.b;
+  }
 }
 
 /** True when the page already runs `l` as far as it can (every field applyAdvisorRow sets is as the row has it). */
@@ -105,4 +114,6 @@ const appliedFields = [
   'b',
   'dp',
   'm',
+  'ep',
+  'etp',
 ] as const satisfies readonly (keyof Settings)[];

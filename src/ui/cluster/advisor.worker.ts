@@ -6,9 +6,10 @@ import type { ClusterModel } from '../../megatron/parallel-layout.ts';
 import { advise, type AdvisorResult } from '../../projection/studies/advisor.ts';
 import { defaultSearchSpace } from '../../projection/studies/advisor-space.ts';
 import { usesFlashAttention, type KernelOptions } from '../../projection/layer/kernel-options.ts';
+import type { SetupExtras } from '../../projection/studies/layout-setup.ts';
 
 /**
- * What the panel asks: the model, the system (a catalog, custom or loaded file's, resolved on the page), the dtype, the page's kernel
+ * What the panel asks: the model (with its MoE flags), the system (a catalog, custom or loaded file's, resolved on the page), the dtype, the page's kernel
  * switches (the advisor sets --tp-comm-overlap per candidate), N, the global batch and k.
  */
 export interface AdvisorQuery {
@@ -19,6 +20,8 @@ export interface AdvisorQuery {
   readonly gpus: number;
   readonly globalBatch: number;
   readonly k: number;
+  /** The model's multi-latent attention and tied embeddings (layout-setup.ts SetupExtras). */
+  readonly extras?: Pick<SetupExtras, 'mla' | 'tiedEmbeddings'>;
 }
 
 /** The advisor's answer and its wall time here (ms). */
@@ -38,9 +41,9 @@ const api = {
         gpus: q.gpus,
         globalBatch: q.globalBatch,
         // One switch, two effects (as the cluster panel and npm run project have it): FlashAttention's time and no s×s activations.
-        extras: { flashAttention: usesFlashAttention(q.kernels, system.gpu.arch) },
+        extras: { ...q.extras, flashAttention: usesFlashAttention(q.kernels, system.gpu.arch) },
       },
-      defaultSearchSpace(system, q.model.layers),
+      defaultSearchSpace(system, q.model.layers, q.model.moe),
       { k: q.k, onProgress: progress, progressEvery: 2048 },
     );
     return { ...r, ms: performance.now() - started };

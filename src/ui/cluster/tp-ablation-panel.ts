@@ -11,7 +11,8 @@ import { describeSharing } from '../../projection/links/shared-link-label.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { systemOf } from '../settings/system-files.ts';
 import { formatBytes, formatMs, formatSignedMs } from '../../core/format.ts';
-import { clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
+import { clusterModelName } from '../settings/cluster-model-choice.ts';
+import { clusterModelLayers, clusterModelOf, clusterModelSetup } from '../settings/cluster-model.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
 import type { AblationAnswer, AblationWorker } from './ablation.worker.ts';
 
@@ -61,12 +62,12 @@ export class TpAblationPanel extends LitElement {
 
   /** The setup the ablation varies: the page's model, t and SP on its system, with this panel's p, v and optimizer. */
   private setup(s: Settings): TrainingSetup {
-    const sizes = clusterSizes(s.cmodel, s);
+    const model = clusterModelOf(s);
+    const sizes = model.sizes;
     return {
-      sizes,
+      ...clusterModelSetup(model),
       tp: s.tp,
       sp: s.sp,
-      layers: s.layers,
       gpus: s.gpus,
       globalBatch: resolveGlobalBatch(s.gbatch, sizes.b, s.gpus, budgetDegrees(s.gpus)),
       overlap: true,
@@ -206,8 +207,8 @@ export class TpAblationPanel extends LitElement {
     };
     return html`<h2>Overlap ablation</h2>
       <p class="note">
-        Every overlap the projection prices, alone, in pairs and all on, for ${clusterModelNames[s.cmodel]} ×
-        ${s.layers} layers on ${s.gpus} GPUs at the page's t = ${s.tp}${s.sp ? ' with SP' : ''}: what each hides
+        Every overlap the projection prices, alone, in pairs and all on, for ${clusterModelName(s.cmodel)} ×
+        ${clusterModelLayers(s)} layers on ${s.gpus} GPUs at the page's t = ${s.tp}${s.sp ? ' with SP' : ''}: what each hides
         (exposed communication per group), what it costs (SMs and HBM taken from the compute beside it, the memory it
         holds), and which combinations are slower than one of their subsets (seed 004 M102; the same as
         <code>npm run project -- --ablate</code>, docs/overlap-ablation.md).

@@ -10,7 +10,8 @@ import { panelStyles } from '../shared/page-style.ts';
 import { systemOf } from '../settings/system-files.ts';
 import type { SystemSpec } from '../../hardware/systems.ts';
 import { formatMs } from '../../core/format.ts';
-import { clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
+import { clusterModelName } from '../settings/cluster-model-choice.ts';
+import { clusterModelLayers, clusterModelOf, type ClusterModelSpec } from '../settings/cluster-model.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import { applyAdvisorRow, rowOnPage } from './advisor-apply.ts';
@@ -69,12 +70,13 @@ export class TpAdvisorPanel extends LitElement {
     this.answer = undefined;
     this.searched = undefined;
     const kernels = kernelsOf(s);
-    const { b, ...sizes } = clusterSizes(s.cmodel, s);
     let globalBatch: number;
     let system: SystemSpec;
+    let model: ClusterModelSpec;
     try {
+      model = clusterModelOf(s);
       system = systemOf(s.system);
-      globalBatch = resolveGlobalBatch(s.gbatch, b, s.gpus, budgetDegrees(s.gpus));
+      globalBatch = resolveGlobalBatch(s.gbatch, model.sizes.b, s.gpus, budgetDegrees(s.gpus));
     } catch (e) {
       this.error = e instanceof Error ? e.message : String(e);
       return;
@@ -86,7 +88,11 @@ export class TpAdvisorPanel extends LitElement {
     try {
       const answer = await api.search(
         {
-          model: { sizes, layers: s.layers },
+          model: { sizes: sizesWithoutB(model), layers: model.layers, ...(model.moe && { moe: model.moe }) },
+          extras: {
+            ...(model.mla && { mla: model.mla }),
+            ...(model.tiedEmbeddings !== undefined && { tiedEmbeddings: model.tiedEmbeddings }),
+          },
           system,
           dtype: s.dtype,
           kernels,
@@ -122,7 +128,7 @@ export class TpAdvisorPanel extends LitElement {
   /** The apply button's tooltip: what it sets, and each flag of the row the page cannot set. */
   private applyTitle(s: Settings, row: AdvisorRow): string {
     const { notApplied } = applyAdvisorRow(s, row.layout);
-    const sets = `Sets t, SP, p, v, cp, recompute, the distributed optimizer, the gradient and parameter overlaps, FSDP, the async dgrad overlap and tpoverlap${s.cmodel === 'layer' ? ', b' : ''}.`;
+    const sets = `Sets t, SP, p, v, cp, recompute, the distributed optimizer, the gradient and parameter overlaps, FSDP, the async dgrad overlap and tpoverlap${s.cmodel === 'layer' ? ', b' : ''}${row.layout.ep !== undefined ? ', EP and ETP' : ''}.`;
     return notApplied.length ? `${sets} Not set (the page has no setting): ${notApplied.join('; ')}.` : sets;
   }
 
@@ -162,6 +168,8 @@ export class TpAdvisorPanel extends LitElement {
             data-sp=${String(r.layout.sp)}
             data-pp=${r.layout.pp}
             data-vpp=${r.layout.vpp}
+            data-ep=${r.layout.ep ?? nothing}
+            data-etp=${r.layout.etp ?? nothing}
             data-tokens=${r.tokensPerS}
           >
             <td>${i + 1}</td>
@@ -197,13 +205,14 @@ export class TpAdvisorPanel extends LitElement {
     const a = this.answer;
     return html`<h2>Advisor</h2>
       <p class="note">
-        The fastest layouts of ${clusterModelNames[s.cmodel]} × ${s.layers} layers on ${s.gpus} GPUs of the
+        The fastest layouts of ${clusterModelName(s.cmodel)} × ${clusterModelLayers(s)} layers on ${s.gpus} GPUs of the
         chosen system in ${s.dtype}: t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and the overlaps,
         each checked against Megatron-LM's rules and the GPU's memory, ranked by projected step time (the same search
         as <code>npm run project -- --search</code>), with the page's kernel switches: ${kernelText(kernelsOf(s))}.
-        The search includes Megatron-FSDP (its ZeRO-3 and ZeRO-2 strategies) and FSDP2. Apply sets every flag the row
-        names (t, SP, p, v, cp, recompute, the distributed optimizer, the overlaps, FSDP; the micro-batch when the
-        cluster model is this page's layer; its tooltip names any it cannot set), and the cluster panel projects them.
+        The search includes Megatron-FSDP (its ZeRO-3 and ZeRO-2 strategies) and FSDP2 for a dense model, EP and ETP
+        (1 or t) for a mixture of experts. Apply sets every flag the row names (t, SP, p, v, cp, recompute, the
+        distributed optimizer, the overlaps, FSDP, EP and ETP; the micro-batch when the cluster model is this page's
+        layer; its tooltip names any it cannot set), and the cluster panel projects them.
       </p>
       <button type="button" data-advisor-search ?disabled=${p !== undefined} @click=${() => void this.search()}>
         search layouts
@@ -230,6 +239,12 @@ export class TpAdvisorPanel extends LitElement {
       }`;
   }
 }
+
+/** The model's sizes as the advisor takes them (b is the layout's). */
+const sizesWithoutB = (m: ClusterModelSpec): Omit<ClusterModelSpec['sizes'], 'b'> => {
+  const { b: _b, ...sizes } = m.sizes;
+  return sizes;
+};
 
 /** The page's kernel switches as the projection takes them (--tp-comm-overlap: the advisor's, per candidate). */
 const kernelsOf = (s: Settings): KernelOptions => ({

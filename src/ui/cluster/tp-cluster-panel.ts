@@ -24,7 +24,8 @@ import { drawLineChart, type ChartSeries } from '../shared/gemm-charts.ts';
 import { afterNextPaint } from '../shared/next-paint.ts';
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../../core/format.ts';
-import { clusterModelNames } from '../settings/cluster-model-choice.ts';
+import { clusterModelName } from '../settings/cluster-model-choice.ts';
+import { clusterModelSetup, type ClusterModelSpec } from '../settings/cluster-model.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import type { ClusterFlags } from '../settings/cluster-flags.ts';
@@ -86,6 +87,10 @@ export class TpClusterPanel extends LitElement {
   @property({ type: Number }) tpOverlapChunks = 1;
   /** cp, recompute, the distributed optimizer, the gradient and parameter overlaps and FSDP of every row (cluster-flags.ts). */
   @property({ attribute: false }) flags: ClusterFlags = {};
+  /** The cluster model (cluster-model.ts): sizes, L, MoE and MLA as the CLI has them; absent: `config`'s sizes over `layers`. */
+  @property({ attribute: false }) model: ClusterModelSpec | undefined;
+  /** Why the cluster model cannot be read (a pasted config this tab lacks, a config the projection cannot price). */
+  @property() modelError = '';
   @state() private plain: BudgetLine[] = [];
   @state() private sp: BudgetLine[] = [];
   /** The projected rows (with their steps), for the pipeline schedule. */
@@ -108,7 +113,7 @@ export class TpClusterPanel extends LitElement {
     // whose memory is drawn; the config arrives as a new object on every render of the page
     // (4–5 times per TP change), so its sizes are compared by value.
     const sizes = this.config && JSON.stringify(modelSizesOf(this.config));
-    const flags = JSON.stringify(this.flags);
+    const flags = JSON.stringify([this.flags, this.model && clusterModelSetup(this.model), this.modelError]);
     const resized = sizes !== this.projectedSizes || flags !== this.projectedFlags;
     this.projectedSizes = sizes;
     this.projectedFlags = flags;
@@ -143,12 +148,15 @@ export class TpClusterPanel extends LitElement {
   private async project(): Promise<void> {
     const c = this.config;
     if (!c) return;
+    const model = this.model;
+    const modelError = this.modelError;
     this.projecting = true;
     await this.projections.run({
       work: async (req) => {
         // Some 7 step projections (each two plans and a schedule): after the page's first frame, not before it.
         await afterNextPaint();
         req.signal.throwIfAborted();
+        if (modelError) throw new Error(modelError);
         const system = systemOf(this.system);
         const kernels: KernelOptions = {
           ...defaultKernelOptions,
@@ -164,8 +172,10 @@ export class TpClusterPanel extends LitElement {
         const pcp = this.pp * (this.flags.cp ?? 1);
         const setup = {
           sizes,
-          sp: false,
           layers: this.layers,
+          // A config's model: its L, MoE (with the page's EP and ETP) and MLA, as --hf-config fills them.
+          ...(model && clusterModelSetup(model)),
+          sp: false,
           globalBatch: c.b * this.dp * this.m,
           overlap: this.overlap,
           pp: this.pp,
@@ -282,6 +292,24 @@ export class TpClusterPanel extends LitElement {
     </tr>`;
   }
 
+  /** The cluster model's MoE and MLA as Megatron's flags (every row has the same EP and ETP), or nothing for a dense model. */
+  private modelWords() {
+    const moe = this.model?.moe;
+    const mla = this.model?.mla;
+    if (!moe && !mla) return nothing;
+    const shared = moe?.sharedFfn ? ` --moe-shared-expert-intermediate-size ${moe.sharedFfn}` : '';
+    const dense = Array.isArray(moe?.layerFreq)
+      ? (moe.layerFreq as readonly number[]).filter((x) => x === 0).length
+      : 0;
+    return html`<span data-cluster-moe=${moe ? `${moe.experts}:${moe.topk}:${moe.ep}:${moe.etp ?? 't'}` : nothing}
+      >${
+        moe
+          ? `, a mixture of experts: --num-experts ${moe.experts} --moe-router-topk ${moe.topk} --moe-ffn-hidden-size ${moe.ffn}${shared}${dense ? ` (the first ${dense} layers dense)` : ''}, EP ${moe.ep} and ETP ${moe.etp ?? 't'} on every row (the page's ep and etp; rows without SP at t > 1 are Megatron's refusal)`
+          : ''
+      }${mla ? `, multi-latent attention (--kv-lora-rank ${mla.kvLoraRank}${mla.qLoraRank !== undefined ? ` --q-lora-rank ${mla.qLoraRank}` : ''})` : ''}</span
+    >`;
+  }
+
   /** The kernel switches that differ from the projection's defaults, as Megatron's flags, or nothing. */
   private kernelWords(): string {
     const d = defaultKernelOptions;
@@ -336,27 +364,28 @@ export class TpClusterPanel extends LitElement {
     const page = this.settings;
     const model = page?.cmodel ?? 'layer';
     const other = model === 'layer' ? 'seeds-v100' : 'layer';
+    const layers = this.model?.layers ?? this.layers;
     return html`<h2>Cluster projection</h2>
       ${this.projecting && !this.plain.length ? html`<p class="note" data-cluster-projecting>projecting onto the cluster…</p>` : nothing}
       ${this.error ? html`<p class="error" role="alert" data-cluster-error>${this.error}</p>` : nothing}
       ${
         page
           ? html`<p class="note" data-cluster-model=${model}>
-              Model: ${clusterModelNames[model]}.
+              Model: ${clusterModelName(model)}.
               <button
                 type="button"
                 data-cluster-model-switch=${other}
                 @click=${() => this.dispatchEvent(settingsChangeEvent({ ...page, cmodel: other }, 'cmodel'))}
               >
-                use ${clusterModelNames[other]}
+                use ${clusterModelName(other)}
               </button>
             </p>`
           : nothing
       }
       <p class="note" data-cluster-caption>
         ${model === 'layer' ? 'This layer' : 'The model'} (h ${c.h}, ${c.heads} heads, s ${c.s}, b ${c.b})
-        × ${this.layers} layers (embedding, output and loss once) on
-        ${s ? `${s.label}, t × p × cp × d GPUs` : this.system}, in ${this.dtype};
+        × ${layers} layers (embedding, output and loss once${this.model && model !== 'layer' ? `; ${this.model.from}` : ''})${this.modelWords()}
+        on ${s ? `${s.label}, t × p × cp × d GPUs` : this.system}, in ${this.dtype};
         ${this.kernelWords()} the mesh's layout:
         ${this.pp > 1 ? `p = ${this.pp} pipeline stages${this.vpp > 1 ? ` × v = ${this.vpp} virtual stages` : ''},` : ''}
         d = ${this.dp} replicas of m = ${this.m} micro-batches (dp, m), global batch b·d·m = ${c.b * this.dp * this.m} sequences;

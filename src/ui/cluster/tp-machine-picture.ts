@@ -11,7 +11,7 @@ import { afterNextPaint } from '../shared/next-paint.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { systemOf } from '../settings/system-files.ts';
 import { formatMs } from '../../core/format.ts';
-import { clusterSizes } from '../settings/cluster-model-choice.ts';
+import { clusterModelOf, clusterModelSetup } from '../settings/cluster-model.ts';
 import { LatestWins } from '../../session/latest-wins.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
@@ -77,17 +77,13 @@ export class TpMachinePicture extends LitElement {
   protected override willUpdate(changed: PropertyValues<this>): void {
     const s = this.settings;
     if (!changed.has('settings') || !s) return;
-    const key = JSON.stringify([
-      clusterSizes(s.cmodel, s),
-      s.system,
-      s.dtype,
-      s.layers,
-      s.gpus,
-      s.gbatch,
-      s.overlap,
-      s.tp,
-      s.placement,
-    ]);
+    let model: unknown;
+    try {
+      model = clusterModelSetup(clusterModelOf(s));
+    } catch (e) {
+      model = String(e);
+    }
+    const key = JSON.stringify([model, s.system, s.dtype, s.gpus, s.gbatch, s.overlap, s.tp, s.placement]);
     if (key !== this.inputKey) {
       this.inputKey = key;
       void this.project(s);
@@ -99,16 +95,17 @@ export class TpMachinePicture extends LitElement {
       work: async (req) => {
         await afterNextPaint();
         req.signal.throwIfAborted();
-        const sizes = clusterSizes(s.cmodel, s);
+        const model = clusterModelOf(s);
+        const sizes = model.sizes;
         const system = systemOf(s.system);
         const node = systemTopology(system);
         const machine = { system, dtype: s.dtype };
         const { tp: t, gpus } = s;
         if (gpus % t !== 0) throw new Error(`t = ${t} does not divide the ${gpus} GPUs of the budget.`);
         const setup = {
-          sizes,
-          sp: false,
-          layers: s.layers,
+          ...clusterModelSetup(model),
+          // MoE with t > 1 needs SP (moe_layer.py:629-632): priced with it, as the cluster panel's SP rows are.
+          sp: model.moe !== undefined && t > 1,
           gpus,
           globalBatch: resolveGlobalBatch(s.gbatch, sizes.b, gpus, budgetDegrees(gpus)),
           overlap: s.overlap,

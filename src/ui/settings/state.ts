@@ -17,7 +17,7 @@ import { parseDtype, type TrainDtype } from '../../hardware/dtype.ts';
 import { parseGlobalBatch, type GlobalBatchSetting } from '../../megatron/global-batch.ts';
 import { defaultSystem, parseSystem } from '../../hardware/systems.ts';
 import { systemFilePrefix } from './system-files.ts';
-import { clusterModelChoices, type ClusterModelChoice } from './cluster-model-choice.ts';
+import { parseClusterModel, type ClusterModelChoice } from './cluster-model-choice.ts';
 import {
   attentionBackends,
   cudaGraphImpls,
@@ -96,7 +96,7 @@ export interface Settings extends ModelSizes {
   readonly gpus: number;
   /** The cluster panel's global batch (Megatron --global-batch-size): 'auto' is b·N. */
   readonly gbatch: GlobalBatchSetting;
-  /** The model of the cluster panel and the advisor: a scenario a cluster would train, or this page's layer. */
+  /** The model of the cluster panel and the advisor: a scenario a cluster would train, a Hugging Face config.json, or this page's layer. */
   readonly cmodel: ClusterModelChoice;
   /** p: pipeline stages of the cluster panel (Megatron --pipeline-model-parallel-size); t × p × DP = N. */
   readonly pp: number;
@@ -478,11 +478,16 @@ export const settingsTable: SettingsTable = {
     reruns: true,
     control: 'machine',
   },
-  cmodel: choice('cmodel', clusterModelChoices, 'seeds-v100', {
+  // A scenario, the page's layer, hf:NAME (a built-in config.json) or hf:pasted (the one pasted in this tab): cluster-model-choice.ts.
+  cmodel: {
+    key: 'cmodel',
+    parse: parseClusterModel,
+    format: String,
+    fallback: 'seeds-v100',
     inHash: 'unless-default',
     reruns: false,
     control: 'machine',
-  }),
+  },
   // The rank mesh: the cluster panel projects the same p and v.
   pp: whole('pp', 1, meshRow, 1, ppCap),
   vpp: whole('vpp', 1, meshRow),

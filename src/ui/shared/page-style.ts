@@ -137,6 +137,22 @@ export const controlStyles = css`
     font-size: 13.5px;
     color: #374151;
     margin: 2px 0;
+    /* A file path or a flag in a hint wraps rather than widening the sidebar. */
+    overflow-wrap: anywhere;
+  }
+  label.block {
+    display: block;
+  }
+  label.block input[type='file'] {
+    display: block;
+    max-width: 100%;
+  }
+  textarea {
+    display: block;
+    width: 100%;
+    box-sizing: border-box;
+    font: 12px ui-monospace, monospace;
+    margin-top: 2px;
   }
   [aria-invalid='true'] {
     border-color: #a3000f;

@@ -6,7 +6,7 @@ import { chooseTransport } from '../../ranks/transport.ts';
 import type { PlaygroundResult, PlaygroundRunner } from '../../session/playground-runner.ts';
 import { formatMs } from '../../core/format.ts';
 import type { PageRunState } from './page-runs.ts';
-import { clusterSizes } from '../settings/cluster-model-choice.ts';
+import { clusterModelOf, type ClusterModelSpec } from '../settings/cluster-model.ts';
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
 import { moeExportCaveats, moeOn, moeRanks, moeSetupOf } from '../settings/moe-settings.ts';
@@ -34,6 +34,15 @@ const oracleReason: Record<PageRunState['ranks'], string> = {
   deferred: 'the rank workers run this view’s programs; the layer runs against TP=1 when the timeline is shown',
   moe: 'the rank workers run the layer with its MoE block in place of this dense MLP; its check against one device is in the MoE card below',
 };
+
+/** The cluster model of the settings, or why it cannot be read (shown by the panel; the cmodel control says it too). */
+function clusterModelOrError(s: Settings): { model?: ClusterModelSpec; error: string } {
+  try {
+    return { model: clusterModelOf(s), error: '' };
+  } catch (e) {
+    return { error: e instanceof Error ? e.message : String(e) };
+  }
+}
 
 /** The banners above a run: no WebGPU, no cross-origin isolation, unknown link keys, a failed run, settings that cannot run. */
 export function renderBanners(run: PageRunState, unknownKeys: readonly string[], stale: boolean): TemplateResult {
@@ -115,6 +124,7 @@ export function renderRun(
   const straggler = timelineStragglers(tl).verdict.straggler;
   const transport = r.transport ?? (run.gpu === 'ok' ? chooseTransport() : undefined);
   const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
+  const cluster = clusterModelOrError(s);
   const sources = `Machine: ${run.shownMachine} · compute: ${r.computeSource}. Communication: ${r.commSource}.`;
   return html`
     <section class="card top ${stale ? 'stale' : ''}">
@@ -161,7 +171,9 @@ export function renderRun(
     ${s.view === 'timeline' && moeOn(s) ? renderMoeCard(moe, s) : nothing}
     <section class="card ${stale ? 'stale' : ''}">
       <tp-cluster-panel
-        .config=${{ ...configOf(s), ...clusterSizes(s.cmodel, s) }}
+        .config=${{ ...configOf(s), ...cluster.model?.sizes }}
+        .model=${cluster.model}
+        modelError=${cluster.error}
         .settings=${s}
         @settings-change=${onChange}
         .system=${s.system}

@@ -22,6 +22,7 @@ import './tp-controls.ts';
 import './tp-mesh-controls.ts';
 import { meshIssues, runsMesh } from '../settings/mesh-settings.ts';
 import { clusterIssues } from '../settings/cluster-flags.ts';
+import { clusterModelIssues } from '../settings/cluster-model.ts';
 import { MeshRuns, type MeshRunState } from './mesh-runs.ts';
 import { renderMesh } from './mesh-view.ts';
 import { renderMeshClassroom } from './mesh-classroom-card.ts';
@@ -130,6 +131,7 @@ export class TpApp extends LitElement {
       ...run.issues,
       ...meshIssues(s, this.changed),
       ...clusterIssues(s, this.changed),
+      ...clusterModelIssues(s, this.changed),
     ];
     return html`
       <header>

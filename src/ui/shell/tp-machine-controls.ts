@@ -14,7 +14,8 @@ import { loadSystemFile, loadedSystemFile, systemFilePrefix } from '../settings/
 import { parseSystemFile } from '../../calibrate/system-file.ts';
 import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { fieldErrors } from './field-errors.ts';
-import { clusterModelChoices, clusterModelNames, clusterSizes } from '../settings/cluster-model-choice.ts';
+import { clusterModelOf } from '../settings/cluster-model.ts';
+import { renderClusterModelControls, type ClusterModelHost } from './cluster-model-controls.ts';
 import { machineModes, settingsTable, type Settings } from '../settings/state.ts';
 import { recomputeChoices } from '../../megatron/parallel-layout.ts';
 import { fsdpSettingWords } from '../settings/fsdp-setting.ts';
@@ -41,6 +42,13 @@ export class TpMachineControls extends LitElement {
   private errorsFor(field: ControlField): TemplateResult | typeof nothing {
     return fieldErrors(field, this.issues, this.local);
   }
+
+  /** The cluster-model fieldset's view of this panel (cluster-model-controls.ts). */
+  private readonly clusterModelHost: ClusterModelHost = {
+    emit: (settings, field) => this.emit(settings, field),
+    refuse: (field, message) => (this.local = { ...this.local, [field]: message }),
+    errorsFor: (field) => this.errorsFor(field),
+  };
 
   /** A control's change handler: its value parsed into `field`, or the parser's message kept under the control. */
   private onParsed<F extends ControlField>(s: Settings, field: F, parse: (text: string) => Settings[F]) {
@@ -108,7 +116,7 @@ export class TpMachineControls extends LitElement {
   private globalBatch(s: Settings): TemplateResult {
     let invalid = '';
     try {
-      resolveGlobalBatch(s.gbatch, clusterSizes(s.cmodel, s).b, s.gpus, budgetDegrees(s.gpus, s.pp), s.pp);
+      resolveGlobalBatch(s.gbatch, clusterModelOf(s).sizes.b, s.gpus, budgetDegrees(s.gpus, s.pp), s.pp);
     } catch (err) {
       invalid = err instanceof Error ? err.message : String(err);
     }
@@ -263,20 +271,10 @@ export class TpMachineControls extends LitElement {
       >
       ${this.errorsFor('dtype')}
       <p class="hint">The WebGPU run on this page is always fp32; the dtype is the real cluster's.</p>
-      <label
-        >cluster model
-        <select
-          data-control="cmodel"
-          @change=${(e: Event) =>
-            this.emit({ ...s, cmodel: (e.target as HTMLSelectElement).value as Settings['cmodel'] }, 'cmodel')}
-        >
-          ${clusterModelChoices.map(
-            (c) => html`<option value=${c} ?selected=${c === s.cmodel}>${clusterModelNames[c]}</option>`,
-          )}
-        </select></label
-      >
-      ${this.errorsFor('cmodel')}
-      ${this.number(s, 'layers', 'layers L')} ${this.number(s, 'gpus', 'GPU budget N (t × p × DP)')}
+      ${renderClusterModelControls(this.clusterModelHost, s)}
+      ${this.number(s, 'layers', 'layers L')}
+      ${s.cmodel.startsWith('hf:') ? html`<p class="hint" data-note-for="layers">The cluster model takes its L from its config.json (num_hidden_layers); this L is the scenarios' and the page layer's.</p>` : nothing}
+      ${this.number(s, 'gpus', 'GPU budget N (t × p × DP)')}
       ${this.globalBatch(s)}
       ${this.kernelChoice(s, 'layerArch', 'architecture (--arch)', layerArchs)}
       ${this.kernelChoice(s, 'attn', 'attention backend', attentionBackends)}

@@ -5,7 +5,9 @@ import { configFromPreset, presetNames, type LayerConfig } from '../../../src/pa
 import { makePlan } from '../../../src/parallel/plan.ts';
 import { legalTpDegrees, maxHeads, maxSize, maxTp, validateConfig } from '../../../src/parallel/validate.ts';
 import { rng } from '../../../src/reference/random.ts';
-import { dpCap, gpusCap, hashKeys, mCap, ppCap, settingsFromHash } from '../../../src/ui/settings/state.ts';
+import { dpCap, gpusCap, hashKeys, hasControl, mCap, ppCap, settingsFromHash } from '../../../src/ui/settings/state.ts';
+import { clusterModelChoices } from '../../../src/ui/settings/cluster-model-choice.ts';
+import { clusterModelIssues, clusterModelOf, hfCaps } from '../../../src/ui/settings/cluster-model.ts';
 import { meshIssues } from '../../../src/ui/settings/mesh-settings.ts';
 import { pipelineScheduleNames } from '../../../src/mesh/pipeline-schedules.ts';
 
@@ -160,4 +162,41 @@ describe('URL hash fuzz', () => {
       expect(v.ok || v.errors.length > 0).toBe(true);
     }
   }, 60_000);
+
+  test('300 seeded hashes of the cluster model, EP, ETP, N and p: the model and its rules answer with short messages, within the caps', () => {
+    const own = rng(20261207);
+    const one = <T>(xs: readonly T[]): T => xs[Math.floor(own() * xs.length)];
+    const values = {
+      cmodel: [...clusterModelChoices, 'hf:', 'hf:x', `hf:${'x'.repeat(10_000)}`, 'hf:__proto__', 'HF:deepseek-v3'],
+      ep: ['1', '2', '3', '8', '64', '65', '0', '-1', '2.5', 'x'.repeat(10_000)],
+      etp: ['1', '2', '4', '7', '64', '1e9'],
+      gpus: ['8', '16', '24', '256', '8192', '8193'],
+      pp: ['1', '2', '3', '8'],
+    } as const;
+    for (let i = 0; i < 300; i++) {
+      const hash =
+        '#' +
+        Object.entries(values)
+          .filter(() => own() < 0.8)
+          .map(([k, vs]) => `${k}=${one(vs)}`)
+          .join('&');
+      const { settings, messages } = settingsFromHash(hash);
+      for (const m of messages) expect(m.message.length, m.message.slice(0, 200)).toBeLessThan(700);
+      expect(clusterModelChoices).toContain(settings.cmodel);
+      const issues = clusterModelIssues(settings);
+      for (const x of issues) {
+        expect(hasControl(x.field), hash.slice(0, 200)).toBe(true);
+        expect(x.message.length, x.message.slice(0, 200)).toBeLessThan(700);
+      }
+      let model: ReturnType<typeof clusterModelOf> | undefined;
+      try {
+        model = clusterModelOf(settings);
+      } catch (e) {
+        // hf:pasted with nothing kept, Qwen3-30B-A3B: said at cmodel.
+        expect(issues.some((x) => x.field === 'cmodel' && x.message === (e as Error).message)).toBe(true);
+      }
+      if (model?.moe) expect([model.moe.ep, model.moe.etp]).toEqual([settings.ep, settings.etp]);
+      if (model) expect(model.layers).toBeLessThanOrEqual(hfCaps.layers);
+    }
+  });
 });

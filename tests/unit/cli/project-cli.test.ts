@@ -325,6 +325,8 @@ describe('--hf-config', () => {
     const f = parseProjectArgs(['--hf-config', file]);
     expect(f.setup.sizes).toMatchObject({ h: 1024, heads: 16, groups: 4, ffn: 2816, vocab: 32000 });
     expect([f.setup.layers, f.setup.tiedEmbeddings]).toEqual([6, true]);
+    // A config names no s or b: Megatron-LM's Mixtral example's 4096 and 1 (hf-config.ts hfJobDefaults).
+    expect(parseProjectArgs(['--hf-config', 'mixtral-8x7b-v0.1']).setup.sizes).toMatchObject({ s: 4096, b: 1 });
     expect(parseProjectArgs(['--hf-config', 'mixtral-8x7b-v0.1']).setup.moe).toMatchObject({
       experts: 8,
       topk: 2,

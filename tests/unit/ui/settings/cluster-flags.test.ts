@@ -8,7 +8,7 @@ import {
 } from '../../../../src/ui/settings/state.ts';
 import { clusterFlagsOf, clusterIssues } from '../../../../src/ui/settings/cluster-flags.ts';
 import { fsdpSettingWords, formatFsdpSetting, parseFsdpSetting } from '../../../../src/ui/settings/fsdp-setting.ts';
-import { clusterSizes } from '../../../../src/ui/settings/cluster-model-choice.ts';
+import { scenarioSizes } from '../../../../src/ui/settings/cluster-model-choice.ts';
 import { rng } from '../../../../src/reference/random.ts';
 import { defaultSystem, systems } from '../../../../src/hardware/systems.ts';
 import { defaultKernelOptions } from '../../../../src/projection/layer/kernel-options.ts';
@@ -129,7 +129,7 @@ describe('cluster flag fuzzing', () => {
   } as const;
   const system = systems[defaultSystem];
   const machine = { system, dtype: 'fp16' as const, kernels: defaultKernelOptions };
-  const sizes = clusterSizes('seeds-v100', defaultSettings);
+  const sizes = scenarioSizes('seeds-v100');
 
   test('150 random hashes: never a throw from the hash; the page refuses exactly what the projection refuses for the flags', async () => {
     let projected = 0;

@@ -1,0 +1,187 @@
+import { afterEach, describe, expect, test } from 'vitest';
+import { publicHfConfig, publicHfConfigs } from '../../../../src/megatron/hf-configs.ts';
+import { hfJobDefaults } from '../../../../src/megatron/hf-config.ts';
+import { clusterModelChoices, hfPasted, parseClusterModel } from '../../../../src/ui/settings/cluster-model-choice.ts';
+import { clusterModelIssues, clusterModelOf, hfCaps } from '../../../../src/ui/settings/cluster-model.ts';
+import {
+  forgetPastedConfig,
+  keepPastedConfig,
+  pastedConfigMaxChars,
+  readPastedConfig,
+} from '../../../../src/ui/settings/pasted-hf-config.ts';
+import {
+  defaultSettings,
+  hashFromSettings,
+  settingsFromHash,
+  type Settings,
+} from '../../../../src/ui/settings/state.ts';
+import { applyAdvisorRow, rowOnPage } from '../../../../src/ui/cluster/advisor-apply.ts';
+import { parseProjectArgs } from '../../../../scripts/project/project-args.ts';
+import type { ParallelLayout } from '../../../../src/megatron/parallel-layout.ts';
+
+const mixtralText = JSON.stringify(publicHfConfig('mixtral-8x7b-v0.1')!.config);
+const page = (over: Partial<Settings>): Settings => ({ ...defaultSettings, ...over });
+
+afterEach(() => forgetPastedConfig());
+
+describe('the cluster model chosen in the hash', () => {
+  test('every built-in config is hf:NAME, and each choice round-trips through the hash while the default states none', () => {
+    expect(clusterModelChoices).toEqual([
+      'seeds-v100',
+      'megatron-1.7b',
+      ...publicHfConfigs.map((c) => `hf:${c.name}`),
+      'hf:pasted',
+      'layer',
+    ]);
+    for (const cmodel of clusterModelChoices) {
+      const s = page({ cmodel });
+      const { settings, messages } = settingsFromHash(hashFromSettings(s));
+      expect(messages).toEqual([]);
+      expect(settings.cmodel).toBe(cmodel);
+    }
+    expect(hashFromSettings(defaultSettings)).not.toMatch(/cmodel=/);
+    expect(hashFromSettings(page({ cmodel: 'hf:mixtral-8x7b-v0.1' }))).toMatch(/[#&]cmodel=hf:mixtral-8x7b-v0\.1(&|$)/);
+  });
+
+  test('an unknown name is refused with every legal one, and a 10 kB value is cut in the message', () => {
+    expect(() => parseClusterModel('hf:gpt-5')).toThrow(
+      /hf:NAME with NAME one of llama-3\.1-8b, .*deepseek-v3; got "hf:gpt-5"/,
+    );
+    const { settings, messages } = settingsFromHash(`#cmodel=${'x'.repeat(10_000)}`);
+    expect(settings.cmodel).toBe('seeds-v100');
+    expect(messages[0]!.message.length).toBeLessThan(600);
+    expect(messages[0]!.message).toMatch(/\(10000 characters\)/);
+  });
+});
+
+describe('the model a config.json gives the cluster panel and the advisor', () => {
+  test('Mixtral 8x7B: its sizes and L, s and b from Megatron-LM’s Mixtral example, its experts with the page’s EP and ETP', () => {
+    const m = clusterModelOf(page({ cmodel: 'hf:mixtral-8x7b-v0.1', ep: 4, etp: 1 }));
+    expect(m.sizes).toEqual({ s: 4096, b: 1, h: 4096, heads: 32, groups: 8, ffn: 14336, vocab: 32000 });
+    expect([hfJobDefaults.s, hfJobDefaults.b]).toEqual([4096, 1]);
+    expect(m.layers).toBe(32);
+    expect(m.moe).toMatchObject({ experts: 8, topk: 2, ffn: 14336, layerFreq: 1, ep: 4, etp: 1 });
+    expect(m.mla).toBeUndefined();
+    expect(m.from).toMatch(
+      /L 32 from its num_hidden_layers; s 4096 and b 1 from Megatron-LM core_v0\.19\.0 examples\/mixtral/,
+    );
+  });
+
+  test('DeepSeek-V3: the same MoE and MLA setup as npm run project -- --hf-config deepseek-v3 (the one reader)', () => {
+    const m = clusterModelOf(page({ cmodel: 'hf:deepseek-v3', ep: 8, etp: 1 }));
+    const cli = parseProjectArgs(['--hf-config', 'deepseek-v3', '--ep', '8', '--etp', '1']).setup;
+    expect(m.moe).toEqual(cli.moe);
+    expect(m.mla).toEqual(cli.mla);
+    expect(m.layers).toBe(cli.layers);
+    expect(m.tiedEmbeddings).toBe(cli.tiedEmbeddings);
+    expect(m.sizes).toEqual(cli.sizes);
+    expect((m.moe!.layerFreq as readonly number[]).slice(0, 4)).toEqual([0, 0, 0, 1]);
+  });
+
+  test('a config the projection cannot price (Qwen3-30B-A3B: head_dim ≠ h/heads) is refused at the cmodel control', () => {
+    const s = page({ cmodel: 'hf:qwen3-30b-a3b' });
+    expect(() => clusterModelOf(s)).toThrow(/qwen3-30b-a3b: the projection cannot price this model yet: head_dim 128/);
+    expect(clusterModelIssues(s)).toEqual([{ field: 'cmodel', message: expect.stringMatching(/head_dim 128/) }]);
+  });
+
+  test('hf:pasted names the config kept in this tab; without one the cmodel control says to paste it again', () => {
+    const s = page({ cmodel: hfPasted });
+    expect(() => clusterModelOf(s)).toThrow(/this tab has none .*paste or drop the config\.json/);
+    expect(clusterModelIssues(s)[0]!.field).toBe('cmodel');
+    const hf = keepPastedConfig(mixtralText.replace('{', '{"my_new_field": 3, '));
+    expect(hf.unknownFields).toEqual(['my_new_field']);
+    const m = clusterModelOf(s);
+    expect([m.layers, m.moe?.experts, m.hf?.unknownFields]).toEqual([32, 8, ['my_new_field']]);
+    expect(clusterModelIssues(s)).toEqual([]);
+  });
+
+  test('bad or hostile text is refused with what to change, quickly and with a short message, and is not kept', () => {
+    const cases: [string, RegExp][] = [
+      ['not json at all', /not JSON/],
+      ['[1, 2]', /one JSON object/],
+      ['{"hidden_size": 4096}', /lacks num_hidden_layers .*add them/],
+      [
+        mixtralText.replace('"hidden_size":4096', `"hidden_size":"${'9'.repeat(100_00)}"`),
+        /hidden_size is ".{40}…" \(10002 characters\); write a whole number/,
+      ],
+      [mixtralText.replace('"num_hidden_layers":32', '"num_hidden_layers":32.5'), /num_hidden_layers is 32\.5/],
+      [
+        mixtralText.replace('"hidden_act":"silu"', '"hidden_act":{"a":[1,2,3]}'),
+        /cannot price .*hidden_act \{"a":\[1,2,3\]\}/,
+      ],
+      ['x'.repeat(10 * 2 ** 20), /10,485,760 characters, more than the 65,536 taken here/],
+    ];
+    for (const [text, message] of cases) {
+      const t0 = performance.now();
+      let thrown = '';
+      try {
+        keepPastedConfig(text);
+      } catch (e) {
+        thrown = (e as Error).message;
+      }
+      expect(thrown, text.slice(0, 60)).toMatch(message);
+      expect(thrown.length).toBeLessThan(400);
+      // Not a timing assertion on speed: a hang would stop here, the bound is three orders above a parse.
+      expect(performance.now() - t0).toBeLessThan(5000);
+    }
+    expect(() => clusterModelOf(page({ cmodel: hfPasted }))).toThrow(/this tab has none/);
+    expect(pastedConfigMaxChars).toBe(65536);
+  });
+
+  test('a config past the caps (L, experts) is refused at the control, not laid out', () => {
+    keepPastedConfig(mixtralText.replace('"num_hidden_layers":32', '"num_hidden_layers":1000000000'));
+    expect(() => clusterModelOf(page({ cmodel: hfPasted }))).toThrow(
+      /num_hidden_layers 1000000000 is more than the 1024/,
+    );
+    keepPastedConfig(mixtralText.replace('"num_local_experts":8', `"num_local_experts":${hfCaps.experts + 1}`));
+    expect(() => clusterModelOf(page({ cmodel: hfPasted }))).toThrow(/4097 experts are more than the 4096/);
+    expect(readPastedConfig(mixtralText).model.layers).toBe(32);
+  });
+});
+
+describe("the cluster's EP and ETP: the page's ep and etp", () => {
+  test("Megatron's rules that hold for every row sit at ep with the EP values that pass", () => {
+    const s = page({ cmodel: 'hf:mixtral-8x7b-v0.1', ep: 3, etp: 1, gpus: 8 });
+    const [issue] = clusterModelIssues(s);
+    expect(issue!.field).toBe('ep');
+    expect(issue!.message).toMatch(
+      /multiple of expert model parallel_size \(8 experts, EP 3\).*Legal here: EP 1, 2, 4, 8 at ETP 1\./,
+    );
+    // ETP·EP·p dividing N is each row's own rule (N = t·p·cp·d per row): not an issue here.
+    expect(clusterModelIssues({ ...s, ep: 8, etp: 2 })).toEqual([]);
+    expect(clusterModelIssues({ ...s, ep: 8, etp: 3 })[0]).toMatchObject({
+      field: 'etp',
+      message: expect.stringMatching(/the expert FFN \(14336\) is not divisible by ETP \(3\)/),
+    });
+    expect(clusterModelIssues({ ...s, ep: 8 })).toEqual([]);
+    // A dense cluster model has no EP rule; the page layer's MoE block has its own (moeIssues).
+    expect(clusterModelIssues({ ...s, cmodel: 'hf:llama-3.1-8b' })).toEqual([]);
+  });
+
+  test("apply sets the row's EP and ETP (absent ETP is t), and leaves them on a dense row", () => {
+    const row: ParallelLayout = {
+      tp: 2,
+      pp: 1,
+      vpp: 1,
+      cp: 1,
+      microBatch: 1,
+      sp: true,
+      recompute: 'none',
+      distributedOptimizer: true,
+      overlapGradReduce: true,
+      overlapParamGather: false,
+      tpCommOverlap: false,
+      ep: 4,
+    };
+    const s = page({ cmodel: 'hf:mixtral-8x7b-v0.1', ep: 1, etp: 1 });
+    const { settings, notApplied } = applyAdvisorRow(s, row);
+    expect([settings.ep, settings.etp]).toEqual([4, 2]);
+    expect(notApplied).toEqual([]);
+    expect(rowOnPage(settings, row)).toBe(true);
+    expect(rowOnPage({ ...settings, etp: 1 }, row)).toBe(false);
+    expect(applyAdvisorRow(s, { ...row, etp: 1 }).settings.etp).toBe(1);
+    const { ep: _ep, ...dense } = row;
+    const d = applyAdvisorRow(page({ ep: 2, etp: 2 }), dense).settings;
+    expect([d.ep, d.etp]).toEqual([2, 2]);
+  });
+});
