@@ -149,7 +149,7 @@ export interface Settings extends ModelSizes {
   readonly skew: number;
   /** Demonstration (seed 002 M036): the MoE region without SP at t > 1, each token routed t times; Megatron refuses it in training. */
   readonly moeNoSp: boolean;
-  // The cluster panel's data-parallel and memory flags (docs/hf-config.md, "The page"): every flag the advisor searches has one.
+  // The cluster panel's data-parallel and memory flags (docs/projection.md, "On the page"): every flag the advisor searches has one.
   /** cp: context-parallel ranks of the cluster panel (--context-parallel-size); t × p × cp × DP = N. */
   readonly cp: number;
   /** --recompute-granularity of the cluster panel (full: uniform, one layer per checkpoint). */
