@@ -2,7 +2,7 @@
 
 /** One layout fault, with where it is and what was measured (CSS pixels). */
 export interface LayoutFault {
-  readonly rule: 'text-overflow' | 'svg-text-outside' | 'chart-font-size';
+  readonly rule: 'text-overflow' | 'svg-text-outside' | 'chart-font-size' | 'control-outside';
   /** A path of tags (with data-chart / class) from the page down to the element. */
   readonly where: string;
   readonly detail: string;
@@ -95,6 +95,33 @@ function svgTextOutside(): LayoutFault[] {
   return out;
 }
 
+/**
+ * A form control or fieldset whose box leaves its panel: the nearest enclosing fieldset (for a
+ * control) or the element's shadow host (for a fieldset) ends before it does. A fieldset sizes to
+ * its min-content by default, so one wide input widens a sidebar past its grid column.
+ */
+function controlOutside(): LayoutFault[] {
+  const out: LayoutFault[] = [];
+  for (const el of deepAll(document, 'fieldset, input, select, textarea')) {
+    if (!shown(el)) continue;
+    const panel =
+      el.tagName === 'FIELDSET'
+        ? ((el.getRootNode() as ShadowRoot).host ?? null)
+        : el.parentElement?.closest('fieldset');
+    if (!panel || !shown(panel)) continue;
+    const r = el.getBoundingClientRect();
+    const box = panel.getBoundingClientRect();
+    const right = r.right - box.right;
+    if (right > slack)
+      out.push({
+        rule: 'control-outside',
+        where: pathOf(el),
+        detail: `ends ${right.toFixed(0)} px right of its ${panel.tagName.toLowerCase()} (${box.width.toFixed(0)} px wide)`,
+      });
+  }
+  return out;
+}
+
 /** Median of a non-empty list. */
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -148,5 +175,5 @@ function chartFontSize(): LayoutFault[] {
 
 /** Every layout fault on the page as it is drawn now. */
 export function layoutFaults(): LayoutFault[] {
-  return [...textOverflow(), ...svgTextOutside(), ...chartFontSize()];
+  return [...textOverflow(), ...svgTextOutside(), ...chartFontSize(), ...controlOutside()];
 }

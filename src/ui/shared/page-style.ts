@@ -82,6 +82,8 @@ export const controlStyles = css`
     border-radius: 8px;
     margin: 0 0 10px;
     padding: 6px 10px 10px;
+    /* A fieldset's default min-inline-size is min-content: a wide control would widen the sidebar. */
+    min-inline-size: 0;
   }
   legend {
     font-weight: 700;
@@ -113,6 +115,15 @@ export const controlStyles = css`
   }
   input[type='number'] {
     width: 6.5em;
+  }
+  /* A text input's default size (20 characters) with its label's longest word outgrew the sidebar. */
+  label > input[type='text'] {
+    width: 8.5em;
+    min-width: 0;
+  }
+  label > input[type='file'] {
+    min-width: 0;
+    max-width: 70%;
   }
   input[type='checkbox'],
   input[type='radio'] {
