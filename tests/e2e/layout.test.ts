@@ -1,4 +1,4 @@
-// The page lays out right: the main views at three viewports, audited in the page (scripts/page/layout-audit.ts): text, SVG text, chart fonts, controls inside their panel.
+// The page lays out right: the main views at three viewports, audited in the page (scripts/page/layout-audit.ts).
 import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { OpenPage } from '../../scripts/device/browser-run.ts';
