@@ -24,6 +24,7 @@ const usage = `usage: npm run sweep -- --tp 1,2,4,8 [--sp] [--preset classroom|g
        [--tp-overlap C]   (chunked TP overlap: the MLP pair's GEMMs in C ≥ 2 chunks in ring order; under SP C divides t or is t·m with m dividing s/t; 1 = off)
        npm run sweep -- --experts E … runs one MoE layer instead (npm run sweep -- --experts 8 --help)
        npm run sweep -- --moe-grid runs the MoE block over its whole oracle grid (--moe-grid --help)
+       npm run sweep -- --pipeline-grid runs the pipeline over its whole oracle grid (--pipeline-grid --help)
    a pipeline × data-parallel run on a mesh of tp·pp·dp ≤ 16 workers (one TP degree), when any of these is given:
        [--pp P] [--dp D] [--micro-batches M] [--schedule afab|1f1b|interleaved|zb-h1] [--vpp V]
        [--layers L] [--global-batch G] [--distributed-optimizer] [--baseline]   (--baseline: also the same model on its TP group alone, p 1 d 1)`;
@@ -70,6 +71,8 @@ if (argv.some((a) => a === '--experts' || a.startsWith('--experts=')))
   await (await import('./sweep-moe.ts')).sweepMoe(argv);
 // --moe-grid: the MoE block at every point of its oracle grid (sweep-moe.ts).
 if (argv.includes('--moe-grid')) await (await import('./sweep-moe.ts')).sweepMoeGrid(argv);
+// --pipeline-grid: the pipeline at every point of its oracle grid (sweep-pipeline-grid.ts).
+if (argv.includes('--pipeline-grid')) await (await import('./sweep-pipeline-grid.ts')).sweepPipelineGrid(argv);
 
 const values = cliValues(options, usage, fail);
 
