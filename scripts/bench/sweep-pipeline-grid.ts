@@ -29,7 +29,7 @@ export function printPipelineGrid(r: PipelineGridReport): void {
   for (const x of r.rows) {
     const p = x.point;
     out(
-      `${p.schedule.padEnd(11)} ${String(p.tp).padStart(2)} ${String(p.pp).padStart(2)} ${String(p.dp).padStart(2)}  ${p.sync.padEnd(21)}  ${String(x.ranks).padStart(5)}  ${String(x.tensors).padStart(7)}  ${x.stepMs.toFixed(0).padStart(7)}  ${x.worst.slice(0, 22).padEnd(22)}  ${x.worstAbs.toExponential(1).padStart(7)}  ${x.worstTol.toExponential(1).padStart(6)}  ${x.worstRatio.toFixed(3).padStart(5)}  ${x.ok ? 'pass' : `FAIL ${x.failures.join('; ')}`}`,
+      `${p.schedule.padEnd(11)} ${String(p.tp).padStart(2)} ${String(p.pp).padStart(2)} ${String(p.dp).padStart(2)}  ${p.sync.padEnd(21)}  ${String(x.ranks).padStart(5)}  ${String(x.tensors).padStart(7)}  ${x.stepMs.toFixed(0).padStart(7)}  ${x.worst.slice(0, 22).padEnd(22)}  ${x.worstAbs.toExponential(1).padStart(7)}  ${x.worstTol.toExponential(1).padStart(6)}  ${x.worstRatio.toFixed(3).padStart(5)}  ${x.ok ? 'pass' : `FAIL ${x.failures.length} tensor${x.failures.length === 1 ? '' : 's'}: ${x.failures.slice(0, 3).join('; ')}${x.failures.length > 3 ? '; …' : ''}`}`,
     );
   }
   const passed = r.rows.filter((x) => x.ok).length;

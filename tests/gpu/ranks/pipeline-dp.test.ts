@@ -16,32 +16,49 @@ const failures = (r: OracleReport) =>
     .join('; ');
 
 // Pipeline × data parallel on the rank workers (SwiftShader here): d = 2 replicas of a pipeline of
-// L = 8 classroom blocks over p = 2 stages, m = 4 micro-batches each; each stage's gradients averaged
+// L = 8 classroom blocks over p stages, m = 4 micro-batches each; each stage's gradients averaged
 // over its DP group on GPU tensors (all-reduce, or the distributed optimizer's reduce-scatter → Adam
 // on the shard → all-gather). Oracle: every replica's losses, its averaged gradients and its weights
 // after two Adam steps against one device accumulating the global batch's m·d = 8 micro-batches
 // (pipelineReplicasOracle; tolerance (L + m·d)·oracleTolerance for gradients, weightTolerance for
 // weights). Grid: every schedule at t 1 × p 2 × d 2 (4 workers) and 1F1B at t 2 × p 2 × d 2 (8 workers),
-// each with and without the distributed optimizer.
+// each with and without the distributed optimizer; and on the largest mesh, t 2 × p 4 × d 2 (16 workers),
+// every schedule, afab and ZB-H1 with the all-reduce, 1F1B and interleaved with the distributed optimizer
+// (≈ 36 s more here). The whole grid (every schedule × t {1, 2} × p {2, 4} × d {1, 2} × both syncs) is
+// `npm run sweep -- --pipeline-grid`.
 const twoSteps = { steps: 2, adam: { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-2 } };
 
-const model = (tp: number, schedule: PipelineScheduleName): PipelineModel => ({
+const model = (tp: number, p: number, schedule: PipelineScheduleName): PipelineModel => ({
   layer: configFromPreset('classroom', { tp }),
   layers: 8,
-  p: 2,
+  p,
   v: schedule === 'interleaved' ? 2 : 1,
   m: 4,
   schedule,
 });
 
 const modes: DpSyncMode[] = ['all-reduce', 'distributed-optimizer'];
-const grids: { tp: number; cases: [PipelineScheduleName, DpSyncMode][] }[] = [
-  { tp: 1, cases: pipelineScheduleNames.flatMap((s) => modes.map((m): [PipelineScheduleName, DpSyncMode] => [s, m])) },
-  { tp: 2, cases: modes.map((m): [PipelineScheduleName, DpSyncMode] => ['1f1b', m]) },
+const grids: { tp: number; pp: number; cases: [PipelineScheduleName, DpSyncMode][] }[] = [
+  {
+    tp: 1,
+    pp: 2,
+    cases: pipelineScheduleNames.flatMap((s) => modes.map((m): [PipelineScheduleName, DpSyncMode] => [s, m])),
+  },
+  { tp: 2, pp: 2, cases: modes.map((m): [PipelineScheduleName, DpSyncMode] => ['1f1b', m]) },
+  {
+    tp: 2,
+    pp: 4,
+    cases: [
+      ['afab', 'all-reduce'],
+      ['1f1b', 'distributed-optimizer'],
+      ['interleaved', 'distributed-optimizer'],
+      ['zb-h1', 'all-reduce'],
+    ],
+  },
 ];
 
-for (const { tp, cases } of grids)
-  describe(`a pipeline with 2 replicas on t ${tp} × p 2 × d 2 rank workers`, () => {
+for (const { tp, pp, cases } of grids)
+  describe(`a pipeline with 2 replicas on t ${tp} × p ${pp} × d 2 rank workers`, () => {
     let pool: RankPool<LayerWorkerPrograms> | undefined;
     afterAll(async () => {
       await pool?.dispose();
@@ -51,8 +68,8 @@ for (const { tp, cases } of grids)
       '%s, %s: every replica equals one device on the global batch',
       { timeout: 600_000 },
       async (schedule, dp) => {
-        pool ??= await createLayerPool(tp * 4, 'auto', 60_000, { degrees: { tp, pp: 2, dp: 2 } });
-        const mdl = model(tp, schedule);
+        pool ??= await createLayerPool(tp * pp * 2, 'auto', 60_000, { degrees: { tp, pp, dp: 2 } });
+        const mdl = model(tp, pp, schedule);
         const run = await runPipeline(pool, { model: mdl, training: twoSteps, dp });
         expect(run.oracle.pass, failures(run.oracle)).toBe(true);
         expect(run.oracle.entries.filter((e) => e.tensor.startsWith('replica 1: loss')).length).toBe(mdl.m);
@@ -64,10 +81,10 @@ for (const { tp, cases } of grids)
         // gradient is the mean of the replicas' own gradients there (float32 sums of d = 2 terms: ≤ 2 ulp).
         for (const o of run.outputs) {
           // Virtual stage k's activation goes to stage (k + 1) mod p, its gradient back to stage k mod p.
-          const ks = Array.from({ length: 2 * mdl.v - 1 }, (_, k) => k);
+          const ks = Array.from({ length: pp * mdl.v - 1 }, (_, k) => k);
           const want = [
-            ...ks.filter((k) => (k + 1) % 2 === o.stage).map((k) => `act.${k}.0`),
-            ...ks.filter((k) => k % 2 === o.stage).map((k) => `grad.${k}.0`),
+            ...ks.filter((k) => (k + 1) % pp === o.stage).map((k) => `act.${k}.0`),
+            ...ks.filter((k) => k % pp === o.stage).map((k) => `grad.${k}.0`),
           ];
           expect(o.boundaries?.map((b) => b.tensor).sort()).toEqual(want.sort());
           expect(o.boundaries![0]!.values.some((x) => x !== 0)).toBe(true);
@@ -85,7 +102,7 @@ for (const { tp, cases } of grids)
           });
         const w = run.oracle.worst;
         console.log(
-          `t ${tp} × p 2 × d 2 ${schedule} ${dp}: step ${run.measured.spanMs.toFixed(1)} ms, idle share per stage ${run.measured.idleShare.map((x) => x.toFixed(3)).join(' ')}; worst ${w.tensor} ${w.maxAbs.toExponential(2)} (tol ${w.tol.toExponential(2)})`,
+          `t ${tp} × p ${pp} × d 2 ${schedule} ${dp}: step ${run.measured.spanMs.toFixed(1)} ms, idle share per stage ${run.measured.idleShare.map((x) => x.toFixed(3)).join(' ')}; worst ${w.tensor} ${w.maxAbs.toExponential(2)} (tol ${w.tol.toExponential(2)})`,
         );
       },
     );

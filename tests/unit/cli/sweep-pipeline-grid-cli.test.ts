@@ -59,7 +59,7 @@ describe('npm run sweep -- --pipeline-grid', () => {
       process.stdout.write = write;
     }
     const text = lines.join('');
-    expect(text).toMatch(/FAIL replica 0: block 1 dg2: 2\.00e-5 > 1\.00e-5/);
+    expect(text).toMatch(/FAIL 1 tensor: replica 0: block 1 dg2: 2\.00e-5 > 1\.00e-5$/m);
     expect(text).toMatch(/1 of 2 points equal one device in 3 s; worst 2\.000 of the tolerance/);
   });
 
