@@ -30,7 +30,10 @@ function classColors(classes: readonly MemoryClassView[]): Map<string, string> {
 }
 
 const laneHeight = 96;
+/** The plot's margins, px; the right one grows to half the last time label (drawLane). */
 const margin = { top: 8, right: 16, bottom: 22, left: 64 };
+/** The axes' tick labels, px. */
+const tickFontPx = 12;
 /** Tensors listed at most in the peak's tooltip. */
 const maxListed = 24;
 
@@ -149,10 +152,12 @@ export class TpLiveMemory extends LitElement {
     });
   }
 
-  /** The x range: the timeline's columns where they leave room for the y axis, else the chart's margins. */
-  private range(w: number): [number, number] {
+  /** The x range: the timeline's columns where they leave room for the y axis and `right` px after them, else the chart's margins. */
+  private range(w: number, right: number): [number, number] {
     const c = this.columns;
-    return c && c[0] >= margin.left && c[1] <= w && c[1] - c[0] >= 120 ? [c[0], c[1]] : [margin.left, w - margin.right];
+    return c && c[0] >= margin.left && c[1] <= w - right && c[1] - c[0] >= 120
+      ? [c[0], c[1]]
+      : [margin.left, w - right];
   }
 
   private drawLane(
@@ -168,10 +173,19 @@ export class TpLiveMemory extends LitElement {
     svg.selectAll('*').remove();
     const top = Math.max(lane.peak.peakBytes, lane.predicted?.bytes ?? 0) * 1.08 || 1;
     const [t0, t1] = this.domain ?? [0, lane.end || 1];
-    const x = d3
-      .scaleLinear()
-      .domain([t0, t1 > t0 ? t1 : t0 + 1])
-      .range(this.range(w));
+    const domain = [t0, t1 > t0 ? t1 : t0 + 1];
+    // Ticks and their labels depend on the domain alone. The last label is centred on a tick at most at
+    // the plot's right end, so the plot ends half that label's rendered width (+ 2 px) before the svg's.
+    const tickCount = Math.max(2, Math.floor(w / 110));
+    const ticks = d3.scaleLinear().domain(domain).ticks(tickCount);
+    const tickMs = msTickFormat(domain, ticks);
+    const probe = svg
+      .append('text')
+      .attr('font-size', tickFontPx)
+      .text(tickMs(ticks.at(-1) ?? domain[1]!));
+    const right = Math.max(margin.right, Math.ceil(probe.node()!.getComputedTextLength() / 2) + 2);
+    probe.remove();
+    const x = d3.scaleLinear().domain(domain).range(this.range(w, right));
     svg.attr('data-t0', x.domain()[0]!).attr('data-t1', x.domain()[1]!);
     const clip = `live-memory-clip-${el.dataset['lane']}`;
     svg
@@ -206,8 +220,6 @@ export class TpLiveMemory extends LitElement {
       .attr('data-class', (s) => s.key)
       .attr('fill', (s) => colors.get(s.key) ?? '#999')
       .attr('d', (s) => area(s) ?? '');
-    const tickCount = Math.max(2, Math.floor(w / 110));
-    const tickMs = msTickFormat(x.domain(), x.ticks(tickCount));
     svg
       .append('g')
       .attr('transform', `translate(0,${h - margin.bottom})`)
@@ -226,7 +238,7 @@ export class TpLiveMemory extends LitElement {
           .ticks(3)
           .tickFormat((v) => formatBytes(Number(v))),
       );
-    svg.selectAll('.tick text').attr('font-size', 12);
+    svg.selectAll('.tick text').attr('font-size', tickFontPx);
     if (lane.predicted) {
       plot
         .append('line')
