@@ -1,4 +1,4 @@
-// The global batch of a fixed-budget table: b·N by default, or a user's value that every row can run.
+// The global batch of a fixed GPU budget N: b·N by default, or a user's value that every t on N can run.
 import { parseWhole } from '../parallel/config-parse.ts';
 
 /** A global batch setting: 'auto' is b·N (one micro-batch per replica at t = 1), else sequences per step. */
@@ -38,7 +38,7 @@ export function resolveGlobalBatch(
   const above = below + unit;
   const nearest = below > 0 ? `${below} or ${above}` : `${above}`;
   throw new Error(
-    `gbatch (${setting} sequences) must be a multiple of b·DP = ${unit} for every t in the table ` +
-      `(${degrees.join(', ')}; b = ${b}, N = ${gpus}${pp > 1 ? `, p = ${pp}` : ''}): use ${nearest}, or change b or the GPU budget N.`,
+    `gbatch (${setting} sequences) must be a multiple of b·DP = ${unit} for every t of ${degrees.join(', ')} ` +
+      `on the GPU budget (b = ${b}, N = ${gpus}${pp > 1 ? `, p = ${pp}` : ''}): use ${nearest}, or change b or the GPU budget N.`,
   );
 }

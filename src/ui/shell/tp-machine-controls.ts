@@ -112,13 +112,17 @@ export class TpMachineControls extends LitElement {
       ${this.errorsFor(field)}`;
   }
 
-  /** The cluster panel's global batch: "auto" (b·N) or sequences per step that every t of the table divides. */
+  /**
+   * The global batch: "auto" or sequences per step. The cluster panel and the rank mesh take G = b·d·m
+   * (their rule is a message at m's control); the advisor, the machine picture and the overlap ablation
+   * split G over the GPU budget N at every t of budgetDegrees(N) with p = 1 (b·N when t = 1): that rule, as they check it, is this one.
+   */
   private globalBatch(s: Settings): TemplateResult {
     let invalid = '';
     try {
-      resolveGlobalBatch(s.gbatch, clusterModelOf(s).sizes.b, s.gpus, budgetDegrees(s.gpus, s.pp), s.pp);
+      resolveGlobalBatch(s.gbatch, clusterModelOf(s).sizes.b, s.gpus, budgetDegrees(s.gpus));
     } catch (err) {
-      invalid = err instanceof Error ? err.message : String(err);
+      invalid = `The advisor, the machine picture and the overlap ablation split the global batch over the GPU budget N = ${s.gpus} (the cluster panel and the rank mesh take G = b·d·m instead): ${err instanceof Error ? err.message : String(err)}`;
     }
     return html`<label
         >global batch (sequences; auto = b·N)

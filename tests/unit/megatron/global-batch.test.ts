@@ -24,7 +24,7 @@ describe('global batch of the fixed-budget table', () => {
   it('refuses a value some row cannot split into whole micro-batches, naming what to use', () => {
     // t = 1: DP = 8, b·DP = 32; 48 / 32 is not whole.
     expect(() => resolveGlobalBatch(48, 4, 8, budgetDegrees(8))).toThrow(
-      'gbatch (48 sequences) must be a multiple of b·DP = 32 for every t in the table (1, 2, 4, 8; b = 4, N = 8): use 32 or 64, or change b or the GPU budget N.',
+      'gbatch (48 sequences) must be a multiple of b·DP = 32 for every t of 1, 2, 4, 8 on the GPU budget (b = 4, N = 8): use 32 or 64, or change b or the GPU budget N.',
     );
     expect(() => resolveGlobalBatch(10, 4, 8, budgetDegrees(8))).toThrow(/use 32, or change b/);
   });
@@ -36,7 +36,7 @@ describe('global batch of the fixed-budget table', () => {
     expect(resolveGlobalBatch('auto', 8, 8, budgetDegrees(8, 4), 4)).toBe(64);
     expect(resolveGlobalBatch(16, 8, 8, budgetDegrees(8, 4), 4)).toBe(16);
     expect(() => resolveGlobalBatch(24, 8, 8, budgetDegrees(8, 4), 4)).toThrow(
-      'gbatch (24 sequences) must be a multiple of b·DP = 16 for every t in the table (1, 2; b = 8, N = 8, p = 4): use 16 or 32, or change b or the GPU budget N.',
+      'gbatch (24 sequences) must be a multiple of b·DP = 16 for every t of 1, 2 on the GPU budget (b = 8, N = 8, p = 4): use 16 or 32, or change b or the GPU budget N.',
     );
   });
 });
