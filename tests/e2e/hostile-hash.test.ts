@@ -59,6 +59,12 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
     says: /the interleaved schedule needs m to be a multiple of p = 2.* Legal m: 2, 4, 6, 8/,
   },
   { hash: 'dp=2&gbatch=7', where: 'm', says: /the global batch G = 7 sequences must be a multiple of b·d = 1·2 = 2/ },
+  // The GPU budget's rule on G, at gbatch's control: it names the views it guards.
+  {
+    hash: 'gbatch=12',
+    where: 'gbatch',
+    says: /^The advisor, the machine picture and the overlap ablation split the global batch over the GPU budget N = 8 \(the cluster panel and the rank mesh take G = b·d·m instead\): gbatch \(12 sequences\) must be a multiple of b·DP = \d+ for every t of 1, 2, 4, 8 on the GPU budget/,
+  },
   // Mixture of Experts (src/ui/settings/state.ts): capped or refused at its control, with what to write.
   { hash: 'experts=1000000', where: 'experts', says: /^experts = 1000000 is more than 256 \(DeepSeek-V3's/ },
   { hash: 'capacity=-1', where: 'capacity', says: /^capacity must be off \(dropless\) or a capacity factor > 0/ },
