@@ -24,18 +24,18 @@ export function printPipelineGrid(r: PipelineGridReport): void {
   const z = r.sizes;
   out(`pipeline grid: L ${z.layers} classroom blocks, m ${z.m} per replica, seed ${z.seed} — ${r.adapter}`);
   out(
-    'schedule     t  p  d  sync                   ranks  tensors  step ms  worst tensor            |err|     tol  ÷ tol  verdict',
+    'schedule     t  p  d  sync                   ranks  tensors  step ms  worst tensor                |err|     tol  ÷ tol  verdict',
   );
   for (const x of r.rows) {
     const p = x.point;
     out(
-      `${p.schedule.padEnd(11)} ${String(p.tp).padStart(2)} ${String(p.pp).padStart(2)} ${String(p.dp).padStart(2)}  ${p.sync.padEnd(21)}  ${String(x.ranks).padStart(5)}  ${String(x.tensors).padStart(7)}  ${x.stepMs.toFixed(0).padStart(7)}  ${x.worst.slice(0, 22).padEnd(22)}  ${x.worstAbs.toExponential(1).padStart(7)}  ${x.worstTol.toExponential(1).padStart(6)}  ${x.worstRatio.toFixed(3).padStart(5)}  ${x.ok ? 'pass' : `FAIL ${x.failures.length} tensor${x.failures.length === 1 ? '' : 's'}: ${x.failures.slice(0, 3).join('; ')}${x.failures.length > 3 ? '; …' : ''}`}`,
+      `${p.schedule.padEnd(11)} ${String(p.tp).padStart(2)} ${String(p.pp).padStart(2)} ${String(p.dp).padStart(2)}  ${p.sync.padEnd(21)}  ${String(x.ranks).padStart(5)}  ${String(x.tensors).padStart(7)}  ${x.stepMs.toFixed(0).padStart(7)}  ${x.worst.slice(0, 26).padEnd(26)}  ${x.worstAbs.toExponential(1).padStart(7)}  ${x.worstTol.toExponential(1).padStart(6)}  ${x.worstRatio.toFixed(3).padStart(5)}  ${x.ok ? 'pass' : `FAIL ${x.failures.length} tensor${x.failures.length === 1 ? '' : 's'}: ${x.failures.slice(0, 3).join('; ')}${x.failures.length > 3 ? '; …' : ''}`}`,
     );
   }
   const passed = r.rows.filter((x) => x.ok).length;
   const worst = r.rows.reduce((w, x) => (x.worstRatio > w.worstRatio ? x : w));
   out(
-    `${passed} of ${r.rows.length} points equal one device in ${r.seconds.toFixed(0)} s; worst ${worst.worstRatio.toFixed(3)} of the tolerance (${worst.worst} at ${worst.point.schedule} t ${worst.point.tp} × p ${worst.point.pp} × d ${worst.point.dp}, ${worst.point.sync})`,
+    `${passed} of ${r.rows.length} points equal one device in ${r.seconds.toFixed(0)} s; worst ${worst.worstRatio.toPrecision(2)} of the tolerance (${worst.worst} at ${worst.point.schedule} t ${worst.point.tp} × p ${worst.point.pp} × d ${worst.point.dp}, ${worst.point.sync})`,
   );
 }
 
