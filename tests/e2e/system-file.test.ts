@@ -23,11 +23,14 @@ const load = (page: Page, name: string, system: SystemSpec) =>
     .locator('tp-machine-controls input[data-control="system-file"]')
     .setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(systemFileText(system)) });
 
-/** The cluster panel's tokens/s at t = 1 without SP once its caption names `label`. */
+/**
+ * The cluster panel's tokens/s at t = 2 without SP once its caption names `label`: its TP
+ * all-reduces cross the node's link (the panel's d is the mesh's, 1 here, so t = 1 sends nothing).
+ */
 async function clusterTokens(page: Page, label: string): Promise<number> {
   const panel = page.locator('tp-cluster-panel');
   await expect.poll(() => panel.locator('[data-cluster-caption]').textContent(), { timeout: 60_000 }).toContain(label);
-  const cell = panel.locator('tr[data-tp="1"][data-sp="false"] td[data-tokens]');
+  const cell = panel.locator('tr[data-tp="2"][data-sp="false"] td[data-tokens]');
   await expect.poll(() => cell.count(), { timeout: 60_000 }).toBe(1);
   return Number(await cell.getAttribute('data-tokens'));
 }
