@@ -99,7 +99,8 @@ const measuredOp: Partial<Record<NcclCollective, MeasuredCollectiveOp>> = {
 /** The projected compute of the busiest stage in one step (all micro-batches, recompute, embedding and output) plus the optimizer, ms. */
 async function computeMs(layout: Layout, system: SystemSpec): Promise<number> {
   // Inside CUDA graphs: no host-dispatch gaps, which shrink as kernels grow and would hide part of them.
-  const kernels: KernelOptions = { ...(layout.kernels ?? defaultKernelOptions), cudaGraphImpl: 'local' };
+  // full_iteration: the impl Megatron allows with every recomputation (cuda-graph-rules.ts).
+  const kernels: KernelOptions = { ...(layout.kernels ?? defaultKernelOptions), cudaGraphImpl: 'full_iteration' };
   const p = await projectStep(layout.setup, { system, dtype: layout.dtype, kernels });
   return Math.max(...p.pipeline.busyMs) + p.optimizerMs;
 }

@@ -8,13 +8,15 @@
 // arguments.py's grouped-GEMM check), FSDP's (fsdp.ts fsdpRefusals and the checkpoint formats it
 // asserts), --recompute-modules' (recompute-modules.ts) and Transformer Engine's GPU floor. Each
 // rule cites its file and line at the pin, and the fp8/fp4 recipes' (low-precision.ts: Megatron's
-// exclusions, Transformer Engine's GPU floors). Not ported: checks on flags the project never emits
-// (RL, CUDA graphs).
+// exclusions, Transformer Engine's GPU floors), and --fine-grained-activation-offloading's
+// (activation-offload-launch.ts, with its CUDA-graph combinations). Not ported: checks on flags the
+// project never emits (RL, CUDA graphs on their own).
 import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
-import { flagMap } from './megatron-command.ts';
+import { flagMap, listAfter } from './megatron-command.ts';
 import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
 import { defaultFp8Recipe, lowPrecisionRefusal, type Fp8Recipe, type LinearRecipe } from './low-precision.ts';
 import { mlaFromFlags, mlaRefusals } from './mla.ts';
+import { offloadLaunchRefusals } from './activation-offload-launch.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
 
 /** Where the job runs: what is installed, the GPU, the environment variables and the world size. */
@@ -32,6 +34,8 @@ export interface MegatronEnvironment {
   /** The minor of the compute capability (absent: 0; 5 on Turing, sm_75). */
   readonly computeCapabilityMinor?: number;
   readonly env: Readonly<Record<string, string>>;
+  /** Transformer Engine's [major, minor] (absent: unknown; activation-offload-launch.ts says how that is read). */
+  readonly transformerEngineVersion?: readonly [number, number];
 }
 
 /**
@@ -341,12 +345,10 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
   }
   // --recompute-modules (a list: the words after the flag), read with selective granularity
   // (transformer_config.py:1766-1818).
-  const at = argv.indexOf('--recompute-modules');
-  if (at >= 0 && granularity === 'selective') {
-    const words: string[] = [];
-    for (let i = at + 1; i < argv.length && !argv[i]!.startsWith('--'); i++) words.push(argv[i]!);
+  const recomputeWords = listAfter(argv, '--recompute-modules');
+  if (recomputeWords && granularity === 'selective') {
     try {
-      const modules = parseRecomputeModules(words.join(' '));
+      const modules = parseRecomputeModules(recomputeWords.join(' '));
       const fp8Recipe = a.has('--fp8-format') ? (a.str('--fp8-recipe', defaultFp8Recipe) as Fp8Recipe) : undefined;
       for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention'), fp8Recipe }))
         fail(r.source, r.message);
@@ -354,5 +356,14 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
       fail(`${TC}:1778-1782`, (e as Error).message);
     }
   }
+  // --fine-grained-activation-offloading (activation-offload-launch.ts: each rule with its line).
+  out.push(
+    ...offloadLaunchRefusals({
+      flag: (f) => a.flags.get(f),
+      list: (f) => listAfter(argv, f),
+      env: env.env,
+      ...(env.transformerEngineVersion ? { transformerEngineVersion: env.transformerEngineVersion } : {}),
+    }),
+  );
   return out;
 }

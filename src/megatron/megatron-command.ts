@@ -97,6 +97,15 @@ export function flagMap(words: readonly string[]): Map<string, string | true> {
   return flags;
 }
 
+/** The words after a list-valued flag (argparse nargs="*": up to the next flag), or undefined when absent. */
+export function listAfter(words: readonly string[], flag: string): string[] | undefined {
+  const at = words.indexOf(flag);
+  if (at < 0) return undefined;
+  const list: string[] = [];
+  for (let i = at + 1; i < words.length && !words[i]!.startsWith('--'); i++) list.push(words[i]!);
+  return list;
+}
+
 /** Tokenizers whose vocabulary size Megatron knows without --vocab-size (GPT-2's BPE: 50257 tokens). */
 const knownVocab: Readonly<Record<string, number>> = { GPT2BPETokenizer: 50257 };
 

@@ -47,7 +47,9 @@ export interface KernelOptions {
   /**
    * The vocab-parallel cross entropy's kernels: absent or `plan`, the playground's own (the logits
    * read in 16 bits); `megatron`, Megatron's unfused default (--cross-entropy-loss-fusion off:
-   * the logits upcast to fp32, each pass over them in fp32; priced-ops.ts crossEntropyKernels).
+   * the logits upcast to fp32, each pass over them in fp32; priced-ops.ts crossEntropyKernels);
+   * `megatron-fused`, --cross-entropy-loss-fusion with its default native impl (fused_cross_entropy.py:
+   * each jit_fuser function one pass; priced-ops.ts fusedCrossEntropyKernels).
    */
   readonly crossEntropy?: CrossEntropyKernels;
   /**
@@ -61,8 +63,8 @@ export interface KernelOptions {
 }
 
 /** The cross-entropy pricings (`CrossEntropyKernels`). */
-export const crossEntropyKernelChoices = ['plan', 'megatron'] as const;
-/** Whose cross-entropy kernels are priced: the plan's, or Megatron's unfused fp32 passes. */
+export const crossEntropyKernelChoices = ['plan', 'megatron', 'megatron-fused'] as const;
+/** Whose cross-entropy kernels are priced: the plan's, Megatron's unfused fp32 passes, or its fused ones. */
 export type CrossEntropyKernels = (typeof crossEntropyKernelChoices)[number];
 
 /** --attention-backend values the projection prices. */

@@ -7,7 +7,7 @@ import type { GemmShape } from '../../hardware/kernel-time.ts';
 import { headDim } from '../../parallel/config.ts';
 import type { GemmProduct, LayerPlan, PlannedGemmOp, PlannedKernelOp, PlannedOp } from '../../parallel/plan-types.ts';
 import { castBytesPerElement } from '../../megatron/low-precision.ts';
-import { linearPrecisionOf, linearRecipeOf, type KernelOptions } from './kernel-options.ts';
+import { linearPrecisionOf, linearRecipeOf, type CrossEntropyKernels, type KernelOptions } from './kernel-options.ts';
 
 /**
  * The ops the projection prices, made from the playground's plan by a typed transform: the
@@ -139,7 +139,7 @@ export function pricedOps(plan: LayerPlan, dtype: TrainDtype, kernels: KernelOpt
           dtype,
           gpt,
           flash,
-          kernels.crossEntropy === 'megatron',
+          kernels.crossEntropy ?? 'plan',
           memory,
           dropoutBytes,
           plan.config.s * plan.config.h * b,
@@ -217,7 +217,7 @@ function kernelRules(
   dtype: TrainDtype,
   gpt: boolean,
   flash: boolean,
-  megatronCrossEntropy: boolean,
+  crossEntropy: CrossEntropyKernels,
   memory: (planIndex: number, rule: PricingRule, bytes: number) => void,
   dropoutBytes: (elems: number) => number,
   positionTableBytes: number,
@@ -282,8 +282,10 @@ function kernelRules(
     case 'ceLocalSumExp':
     case 'ceTargetLogit':
     case 'ceGrad':
-      if (!megatronCrossEntropy) planned();
-      else for (const bytes of crossEntropyKernels(op, dtype)) memory(i, 'megatron-cross-entropy', bytes);
+      if (crossEntropy === 'plan') planned();
+      else
+        for (const bytes of (crossEntropy === 'megatron' ? crossEntropyKernels : fusedCrossEntropyKernels)(op, dtype))
+          memory(i, 'megatron-cross-entropy', bytes);
       return;
     case 'copyCols':
     case 'ceLoss':
@@ -322,6 +324,42 @@ function crossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): number[] {
       return [numel(op.outShape) * 3 * f];
     case 'ceGrad':
       return [2 * f * logits, ...(cast ? [logits * (f + b)] : [])];
+    default:
+      return [kernelBytes(op, dtype)];
+  }
+}
+
+/**
+ * The kernels (bytes each) of Megatron's fused vocab-parallel cross entropy for one plan op
+ * (--cross-entropy-loss-fusion, cross_entropy_fusion_impl native: fused_cross_entropy.py,
+ * core_v0.19.0), each `jit_fuser` function (torch.compile from torch 2.2, jit.py) taken as one pass
+ * that reads its inputs and writes its outputs once over the E logits of [s, b, V/t]:
+ *   ceLocalMax      calculate_logits_max (:12-20): the 16-bit logits read, the fp32 copy written
+ *                   (an output: the later passes read it; in fp32 `.float()` is the tensor itself, read 4) and its
+ *                   row max (read b, write 4)
+ *   ceLocalSumExp   calculate_predicted_logits (:25-44): logits − max, exp in place, Σ exp
+ *                   (read 4, write 4); calculate_cross_entropy_loss (:47-59): exp ÷ Σ, the softmax
+ *                   kept for backward (read 4, write 4)
+ *   ceTargetLogit   the target logit gathered per row, as unfused (3·4 bytes per row)
+ *   ceGrad          calculate_gradients (:64-83): softmax read, the target's −1 scattered, × the
+ *                   loss gradient, `.to(torch.bfloat16)` written (:82; read 4, write 2)
+ * 28 bytes per logit in bf16 against the unfused 52 (crossEntropyKernels). Its memory is the
+ * unfused path's (the same fp32 softmax, mask and targets saved: :119). The one all-reduce of
+ * the predicted logits and Σ exp in place of two (:112-114) is not priced apart.
+ */
+function fusedCrossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): number[] {
+  const b = dtypeBytes[dtype];
+  const f = 4;
+  const logits = numel(op.inShapes[0] ?? []);
+  switch (op.kernel) {
+    case 'ceLocalMax':
+      return [logits * (b < f ? b + f : f) + numel(op.outShape) * f];
+    case 'ceLocalSumExp':
+      return [2 * f * logits + numel(op.outShape) * f, 2 * f * logits];
+    case 'ceTargetLogit':
+      return [numel(op.outShape) * 3 * f];
+    case 'ceGrad':
+      return [logits * (f + 2)];
     default:
       return [kernelBytes(op, dtype)];
   }

@@ -1,4 +1,5 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
+import { cudaGraphRecomputeRefusals } from '../../megatron/cuda-graph-rules.ts';
 import { overlapLossMs, overlapSlowdown, p2pFootprint } from '../../hardware/overlap-cost.ts';
 import {
   checkDataParallelFlags,
@@ -120,6 +121,14 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const kernels = machine.kernels ?? defaultKernelOptions;
   const lowPrecision = lowPrecisionRefusals(kernels, system.gpu.arch);
   if (lowPrecision.length) throw new Error(`${lowPrecision.join(' ')} (${system.gpu.label})`);
+  if (kernels.cudaGraphImpl !== 'none') {
+    const graphs = cudaGraphRecomputeRefusals(kernels.cudaGraphImpl, {
+      granularity: rc?.granularity,
+      modules,
+      dropout: kernels.layerArch === 'gpt',
+    });
+    if (graphs.length) throw new Error(graphs.join(' '));
+  }
   const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(kernels));
   if (fp8Refusal) throw new Error(`${fp8Refusal.message} (${fp8Refusal.source})`);
   if (setup.fp8ParamGather) {

@@ -1,4 +1,5 @@
 // The cluster panel's data-parallel and memory flags as the projection takes them, and Megatron's rules on them placed at their controls (pure, no DOM).
+import { cudaGraphRecomputeRefusals } from '../../megatron/cuda-graph-rules.ts';
 import { checkDataParallelFlags, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
 import { activationOffloadRefusals, defaultActivationOffload } from '../../megatron/activation-offload.ts';
@@ -61,7 +62,8 @@ export function clusterIssues(s: Settings, changed?: ControlField): FieldIssue[]
  * Megatron's and Transformer Engine's rules on the low-precision switches (kernel-options.ts
  * lowPrecisionRefusals, at fp4 or fp8recipe) and the memory levers (low-precision.ts fp8ParamGatherRefusals at fp8pg, with the
  * page's fp8 format and recipe; activation-offload.ts activationOffloadRefusals at
- * offload), as the projection checks them (chunk-times.ts).
+ * offload; cuda-graph-rules.ts cudaGraphRecomputeRefusals at graphs), as the projection checks them
+ * (chunk-times.ts).
  */
 function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly ControlField[]; message: string }[] {
   const out: { field: ControlField; fields: readonly ControlField[]; message: string }[] = [];
@@ -92,6 +94,15 @@ function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly
       optimizerCpuOffload: false,
     });
     if (why.length) out.push({ field: 'fp8pg', fields: ['fp8pg', 'fp8', 'distopt', 'fsdp'], message: why.join(' ') });
+  }
+  if (s.graphs !== 'none') {
+    const why = cudaGraphRecomputeRefusals(s.graphs, {
+      granularity: s.recompute === 'none' ? undefined : s.recompute,
+      modules: s.recompute === 'selective' ? s.rmodules : [],
+      dropout: s.layerArch === 'gpt',
+    });
+    if (why.length)
+      out.push({ field: 'graphs', fields: ['graphs', 'recompute', 'rmodules', 'layerArch'], message: why.join(' ') });
   }
   if (s.offload.length) {
     const why = activationOffloadRefusals(

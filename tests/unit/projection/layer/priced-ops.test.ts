@@ -67,6 +67,24 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     expect(pricedOps(p, 'bf16', plain).some((x) => x.rule === 'megatron-cross-entropy')).toBe(false);
   });
 
+  it("Megatron's fused cross entropy (--cross-entropy-loss-fusion): 28 bytes per logit in bf16 in five kernels", async () => {
+    // Same E and R. Each jit_fuser function one pass: .float() + max 2+4 (+ 4 per row);
+    // sub + exp + sum 4+4 (+ 4 per row); div 4+4; gather 12 per row; softmax read, mul, bf16 written 4+2:
+    // 28·E + 20·R in bf16; in fp32 .float() is the tensor itself (read 4) and the gradient still bf16: 26·E + 20·R.
+    const p = await plan({ tp: 2, vocab: 64 });
+    const logits = p.ops.find((o) => o.kind === 'kernel' && o.kernel === 'ceLocalMax')!;
+    const E = logits.inShapes[0]!.reduce((a, x) => a * x, 1);
+    const R = logits.outShape.reduce((a, x) => a * x, 1);
+    const bytes = (dtype: 'bf16' | 'fp32'): { bytes: number; kernels: number } => {
+      const ce = pricedOps(p, dtype, k({ crossEntropy: 'megatron-fused' })).filter(
+        (x) => x.rule === 'megatron-cross-entropy',
+      );
+      return { bytes: ce.reduce((a, x) => a + (x.cost.kind === 'memory' ? x.cost.bytes : 0), 0), kernels: ce.length };
+    };
+    expect(bytes('bf16')).toEqual({ bytes: 28 * E + 20 * R, kernels: 5 });
+    expect(bytes('fp32')).toEqual({ bytes: 26 * E + 20 * R, kernels: 5 });
+  });
+
   it('GPT: drops the gate GEMMs, prices GeLU, LayerNorm, learned positions, biases and dropout; no RoPE', async () => {
     const p = await plan({ tp: 2 });
     const gpt = pricedOps(p, 'bf16', k({ layerArch: 'gpt' }));

@@ -220,6 +220,42 @@ describe('the memory levers on the page: --fp8-param-gather and --offload-module
   });
 });
 
+describe("CUDA graphs with recomputation: Megatron's asserts at the graphs control", () => {
+  const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+  const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
+  const job = { sizes: llama, tp: 2, sp: true, layers: 4, gpus: 8, globalBatch: 8, overlap: true } as const;
+  const setup = (s: typeof defaultSettings) => ({ ...job, ...clusterFlagsOf(s) });
+  const machine = (s: typeof defaultSettings) => ({
+    ...h100,
+    kernels: { ...defaultKernelOptions, cudaGraphImpl: s.graphs, layerArch: s.layerArch },
+  });
+
+  test('full recomputation under local graphs is refused at graphs, as the projection refuses it; full_iteration passes', async () => {
+    const full = { ...defaultSettings, graphs: 'local' as const, recompute: 'full' as const };
+    const [issue] = clusterIssues(full);
+    expect(issue).toMatchObject({ field: 'graphs' });
+    expect(issue!.message).toMatch(/2522-2525/);
+    await expect(projectStep(setup(full), machine(full))).rejects.toThrow(issue!.message);
+    const whole = { ...full, graphs: 'full_iteration' as const };
+    expect(clusterIssues(whole)).toEqual([]);
+    await expect(projectStep(setup(whole), machine(whole))).resolves.toBeDefined();
+  });
+
+  test('GPT (dropout 0.1) with selective core_attn recomputation inside the graph is refused; the Llama layer passes', async () => {
+    const gpt = {
+      ...defaultSettings,
+      graphs: 'transformer_engine' as const,
+      recompute: 'selective' as const,
+      rmodules: ['core_attn'] as const,
+      layerArch: 'gpt' as const,
+    };
+    const [issue] = clusterIssues(gpt);
+    expect(issue!.message).toMatch(/attention dropout.*2545-2552/);
+    await expect(projectStep(setup(gpt), machine(gpt))).rejects.toThrow(issue!.message);
+    expect(clusterIssues({ ...gpt, layerArch: 'llama' })).toEqual([]);
+  });
+});
+
 describe('the fp8 recipe and NVFP4 on the page', () => {
   test('round-trip through the hash; a GPU that lacks the format is refused at its control in the projection’s words', async () => {
     const { settings, messages } = settingsFromHash('#system=dgx-h100&fp8=e4m3&fp8recipe=mxfp8');
