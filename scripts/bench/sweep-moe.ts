@@ -3,11 +3,11 @@
 // npm run sweep -- --moe-grid: every point of the MoE oracle grid (src/parallel/moe-grid.ts) on rank workers
 // One MoE layer forward and backward on rank workers in headless Chromium, checked against one
 // device; prints per rank the step, tokens per expert, drops, all-to-all bytes, and the oracle.
-import { parseArgs } from 'node:util';
 import type { MoeGridReport } from '../../src/session/moe-grid-run.ts';
 import type { MoeLayerSweepReport, MoeModelSweepReport } from '../../src/session/moe-layer-run.ts';
 import type { MoeSweepReport } from '../../src/session/moe-run.ts';
 import { exitAfterFlush } from '../cli/exit-after-flush.ts';
+import { parseGridArgs, refuseGrid, runGrid } from './grid-cli.ts';
 import { moeUsage, parseMoeSweep } from './sweep-moe-args.ts';
 
 const kib = (b: number): string => (b / 1024).toFixed(1);
@@ -162,47 +162,19 @@ export function printMoeGrid(r: MoeGridReport): void {
 
 /** Runs the whole MoE grid and exits: 0 when every point passes, 1 when not, 2 on bad input. */
 export async function sweepMoeGrid(argv: readonly string[]): Promise<never> {
-  let values;
-  try {
-    values = parseArgs({
-      args: argv.filter((a) => a !== '--moe-grid'),
-      options: {
-        h: { type: 'string', default: '16' },
-        tokens: { type: 'string', default: '8' },
-        ffn: { type: 'string', default: '6' },
-        seed: { type: 'string', default: '41' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-    }).values;
-  } catch (e) {
-    process.stderr.write(`sweep: ${(e as Error).message}\n${gridUsage}\n`);
-    return exitAfterFlush(2);
-  }
-  if (values.help) {
-    console.log(gridUsage);
-    return exitAfterFlush(0);
-  }
-  const sizes: Record<'h' | 'tokens' | 'ffn' | 'seed', number> = { h: 0, tokens: 0, ffn: 0, seed: 0 };
-  const errors: string[] = [];
-  for (const key of ['h', 'tokens', 'ffn', 'seed'] as const) {
-    const v = Number(values[key]);
-    const min = key === 'seed' ? 0 : 1;
-    if (!Number.isInteger(v) || v < min) errors.push(`--${key} is "${values[key]}"; write a whole number ≥ ${min}.`);
-    else sizes[key] = v;
-  }
+  const { sizes, json, errors } = await parseGridArgs(
+    argv,
+    '--moe-grid',
+    {
+      h: { default: 16, min: 1 },
+      tokens: { default: 8, min: 1 },
+      ffn: { default: 6, min: 1 },
+      seed: { default: 41, min: 0 },
+    },
+    gridUsage,
+  );
   if (sizes.ffn % 2 !== 0 && errors.length === 0)
     errors.push(`--ffn is ${sizes.ffn}; ETP 2 splits it, so write an even width (e.g. --ffn 6).`);
-  if (errors.length > 0) {
-    for (const e of errors) process.stderr.write(`sweep: ${e}\n`);
-    process.stderr.write(`${gridUsage}\n`);
-    return exitAfterFlush(2);
-  }
-  const { runInBrowser } = await import('../device/browser-run.ts');
-  const report = await runInBrowser<MoeGridReport>('/src/session/moe-grid-run.ts', 'runMoeGrid', sizes, {
-    onProgress: (line) => process.stderr.write(`${line}\n`),
-  });
-  if (values.json) console.log(JSON.stringify(report, null, 2));
-  else printMoeGrid(report);
-  return exitAfterFlush(report.rows.every((x) => x.ok) ? 0 : 1);
+  if (errors.length > 0) return refuseGrid(errors, gridUsage);
+  return runGrid<MoeGridReport>('/src/session/moe-grid-run.ts', 'runMoeGrid', sizes, json, printMoeGrid);
 }

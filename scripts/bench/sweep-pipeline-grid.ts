@@ -1,6 +1,5 @@
 // npm run sweep -- --pipeline-grid: every point of the pipeline oracle grid (src/parallel/pipeline-grid.ts)
 // on rank workers in headless Chromium, each against one device; a table, or --json; exit 1 if any fails.
-import { parseArgs } from 'node:util';
 import {
   pipelineGrid,
   pipelineGridDefaults,
@@ -9,7 +8,7 @@ import {
 } from '../../src/parallel/pipeline-grid.ts';
 import { assertPipelineModel } from '../../src/parallel/pipeline-model.ts';
 import type { PipelineGridReport } from '../../src/session/pipeline-grid-run.ts';
-import { exitAfterFlush } from '../cli/exit-after-flush.ts';
+import { parseGridArgs, refuseGrid, runGrid } from './grid-cli.ts';
 
 const d = pipelineGridDefaults;
 const gridUsage = `usage: npm run sweep -- --pipeline-grid [--layers N] [--micro-batches N] [--seed N] [--json]
@@ -41,38 +40,18 @@ export function printPipelineGrid(r: PipelineGridReport): void {
 
 /** Runs the whole pipeline grid and exits: 0 when every point passes, 1 when not, 2 on bad input. */
 export async function sweepPipelineGrid(argv: readonly string[]): Promise<never> {
-  let values;
-  try {
-    values = parseArgs({
-      args: argv.filter((a) => a !== '--pipeline-grid'),
-      options: {
-        layers: { type: 'string', default: String(d.layers) },
-        'micro-batches': { type: 'string', default: String(d.m) },
-        seed: { type: 'string', default: String(d.seed) },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-    }).values;
-  } catch (e) {
-    process.stderr.write(`sweep: ${(e as Error).message}\n${gridUsage}\n`);
-    return exitAfterFlush(2);
-  }
-  if (values.help) {
-    console.log(gridUsage);
-    return exitAfterFlush(0);
-  }
-  const errors: string[] = [];
-  const whole = (flag: string, raw: string, min: number): number => {
-    const v = Number(raw);
-    if (Number.isInteger(v) && v >= min) return v;
-    errors.push(`--${flag} is "${raw}"; write a whole number ≥ ${min}.`);
-    return min;
-  };
-  const sizes: PipelineGridSizes = {
-    layers: whole('layers', values.layers, 1),
-    m: whole('micro-batches', values['micro-batches'], 1),
-    seed: whole('seed', values.seed, 0),
-  };
+  const a = await parseGridArgs(
+    argv,
+    '--pipeline-grid',
+    {
+      layers: { default: d.layers, min: 1 },
+      'micro-batches': { default: d.m, min: 1 },
+      seed: { default: d.seed, min: 0 },
+    },
+    gridUsage,
+  );
+  const errors = a.errors;
+  const sizes: PipelineGridSizes = { layers: a.sizes.layers, m: a.sizes['micro-batches'], seed: a.sizes.seed };
   // Every point's model as the ranks will check it (Megatron's split of L, interleaved's rule on m), before a browser starts.
   if (errors.length === 0)
     for (const pt of pipelineGrid)
@@ -82,21 +61,12 @@ export async function sweepPipelineGrid(argv: readonly string[]): Promise<never>
         errors.push(`${pt.schedule} at t ${pt.tp} × p ${pt.pp}: ${(e as Error).message}`);
         break;
       }
-  if (errors.length > 0) {
-    for (const e of errors) process.stderr.write(`sweep: ${e}\n`);
-    process.stderr.write(`${gridUsage}\n`);
-    return exitAfterFlush(2);
-  }
-  const { runInBrowser } = await import('../device/browser-run.ts');
-  const report = await runInBrowser<PipelineGridReport>(
+  if (errors.length > 0) return refuseGrid(errors, gridUsage);
+  return runGrid<PipelineGridReport>(
     '/src/session/pipeline-grid-run.ts',
     'runPipelineGrid',
     { ...sizes },
-    {
-      onProgress: (line) => process.stderr.write(`${line}\n`),
-    },
+    a.json,
+    printPipelineGrid,
   );
-  if (values.json) console.log(JSON.stringify(report, null, 2));
-  else printPipelineGrid(report);
-  return exitAfterFlush(report.rows.every((x) => x.ok) ? 0 : 1);
 }
