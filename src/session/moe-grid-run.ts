@@ -1,7 +1,6 @@
 import { moeGrid, moeGridArgs, type MoeGridPoint, type MoeGridSizes } from '../parallel/moe-grid.ts';
 import { moeWorld, type MoeLayout } from '../parallel/moe-layout.ts';
-import { createLayerPool } from './pools.ts';
-import { moePoolMesh, runMoe } from './moe-run.ts';
+import { runMoe, withMoePool } from './moe-run.ts';
 
 /** One grid point's verdict against one device (src/parallel/moe-oracle.ts). */
 export interface MoeGridRow {
@@ -50,9 +49,8 @@ export async function runMoeGrid(
     say(
       `tp ${layout.tp} SP, etp ${layout.etp}, ep ${layout.ep}, ${layout.dispatcher}: ${points.length} points on ${N} rank workers…`,
     );
-    const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(layout));
-    adapter = pool.adapters[0] ?? adapter;
-    try {
+    await withMoePool(layout, async (pool) => {
+      adapter = pool.adapters[0] ?? adapter;
       for (const pt of points) {
         const run = await runMoe(pool, moeGridArgs(pt, sizes));
         const worst = run.oracle.checks.reduce((w, x) => (x.worst / x.tolerance > w.worst / w.tolerance ? x : w));
@@ -69,9 +67,7 @@ export async function runMoeGrid(
           failures: run.oracle.failures,
         });
       }
-    } finally {
-      await pool.dispose();
-    }
+    });
   }
   return { adapter, sizes, rows };
 }

@@ -16,13 +16,13 @@ import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
 import type { RankPool } from '../ranks/pool.ts';
 import type { NamedCollective } from '../parallel/layer-comm.ts';
 import type { LayerWorkerPrograms } from './layer-run.ts';
-import { createLayerPool } from './pools.ts';
 import {
   moeLogitError,
-  moePoolMesh,
   moeRankTolerance,
   moeRunReport,
   moeSweepReport,
+  repeatedRuns,
+  withMoePool,
   type MoeRun,
   type MoeSweepReport,
 } from './moe-run.ts';
@@ -138,21 +138,16 @@ export async function runMoeLayerSweep(
   const say = a.onProgress ?? (() => {});
   const N = moeWorld(a.layout);
   say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
-  const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
-  try {
+  return withMoePool(a.layout, async (pool) => {
     const repeats = a.repeats ?? 0;
     const args = { layer: a.layer, config: a.config, layout: a.layout };
     say(`running the MoE layer forward and backward${repeats ? `, then ${repeats} more times` : ''}…`);
-    let run = await runMoeLayer(pool, args);
-    const traces: TraceEvent[][] = [];
-    for (let i = 0; i < repeats; i++) traces.push((run = await runMoeLayer(pool, args)).trace);
+    const { run, traces } = await repeatedRuns(() => runMoeLayer(pool, args), repeats);
     const c = a.layer;
     const block = { config: a.config, h: c.h, tokens: (c.s / c.tp) * c.b, seed: c.seed, layout: a.layout };
-    const report = moeSweepReport(run, block, pool.adapters[0] ?? 'unknown adapter', repeats ? traces : [run.trace]);
+    const report = moeSweepReport(run, block, pool.adapters[0] ?? 'unknown adapter', traces);
     return { ...report, layer: c, layerOracle: run.layerOracle, ...(run.loss !== undefined && { loss: run.loss }) };
-  } finally {
-    await pool.dispose();
-  }
+  });
 }
 
 /** What an L-layer run takes: the one-layer run's, L and the per-layer pattern (moe-layer-freq.ts moeLayerPattern). */
@@ -238,8 +233,7 @@ export async function runMoeModelSweep(
   const say = a.onProgress ?? (() => {});
   const N = moeWorld(a.layout);
   say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
-  const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
-  try {
+  return withMoePool(a.layout, async (pool) => {
     say(
       `running ${a.pattern.length} layers (${a.pattern.map((m) => (m ? 'MoE' : 'dense')).join(', ')}) forward and backward…`,
     );
@@ -250,7 +244,5 @@ export async function runMoeModelSweep(
       pattern: a.pattern,
     });
     return { ...run, adapter: pool.adapters[0] ?? 'unknown adapter' };
-  } finally {
-    await pool.dispose();
-  }
+  });
 }

@@ -252,6 +252,33 @@ export function moeSweepReport(
   return { adapter, args, world: run.ranks.length, ranks, ...rest };
 }
 
+/** A pool of moeWorld(l) rank workers laid out for `l` (moePoolMesh), `body` run on it, the pool disposed afterwards. */
+export async function withMoePool<T>(
+  l: MoeLayout,
+  body: (pool: RankPool<LayerWorkerPrograms>) => Promise<T>,
+): Promise<T> {
+  const pool = await createLayerPool(moeWorld(l), 'auto', 30_000, moePoolMesh(l));
+  try {
+    return await body(pool);
+  } finally {
+    await pool.dispose();
+  }
+}
+
+/**
+ * A sweep's runs: a first that compiles the pipelines, then `repeats` more whose step is their median —
+ * the last run, and the traces to take the step from (the repeats', or the first's alone).
+ */
+export async function repeatedRuns<R extends { readonly trace: TraceEvent[] }>(
+  run: () => Promise<R>,
+  repeats: number,
+): Promise<{ readonly run: R; readonly traces: TraceEvent[][] }> {
+  let last = await run();
+  const traces: TraceEvent[][] = [];
+  for (let i = 0; i < repeats; i++) traces.push((last = await run()).trace);
+  return { run: last, traces: repeats ? traces : [last.trace] };
+}
+
 /**
  * The sweep's entry in the browser (scripts/bench/sweep-moe.ts): a pool laid out for the args,
  * one run and `repeats` more (the step their median), the report; the pool is disposed afterwards.
@@ -262,14 +289,10 @@ export async function runMoeSweep(
   const say = a.onProgress ?? (() => {});
   const N = moeWorld(a.layout);
   say(`starting ${N} rank worker${N > 1 ? 's' : ''}…`);
-  const pool = await createLayerPool(N, 'auto', 30_000, moePoolMesh(a.layout));
-  try {
-    // repeats after a first run that compiles the pipelines: the step is the median of theirs
+  return withMoePool(a.layout, async (pool) => {
     const repeats = a.repeats ?? 0;
     say(`running the MoE block forward and backward${repeats ? `, then ${repeats} more times` : ''}…`);
-    let run = await runMoe(pool, a);
-    const traces: TraceEvent[][] = [];
-    for (let i = 0; i < repeats; i++) traces.push((run = await runMoe(pool, a)).trace);
+    const { run, traces } = await repeatedRuns(() => runMoe(pool, a), repeats);
     return moeSweepReport(
       run,
       {
@@ -281,9 +304,7 @@ export async function runMoeSweep(
         demonstration: a.demonstration ?? false,
       },
       pool.adapters[0] ?? 'unknown adapter',
-      repeats ? traces : [run.trace],
+      traces,
     );
-  } finally {
-    await pool.dispose();
-  }
+  });
 }
