@@ -111,6 +111,33 @@ export function rankShard<A extends Float32Array | Float64Array>(c: LayerConfig,
   return a.subarray(j * rows, (j + 1) * rows) as A;
 }
 
+/**
+ * The block's rows [ranks·T, h] and the replicas' activations [s, b, h] (T = s/t·b), each way: rank r
+ * at coords[r] holds its SP shard (TP rank q.tp) of its replica's (q.dp) tokens.
+ */
+export function moeBlockRows(
+  c: LayerConfig,
+  coords: readonly AttentionCoords[],
+  replicas: number,
+  { s, b, h }: { readonly s: number; readonly b: number; readonly h: number },
+) {
+  const T = (s / c.tp) * b;
+  return {
+    /** Every rank's shard of its replica's [s, b, h], in rank order. */
+    inRankOrder: (per: readonly Float64Array[]): Float64Array =>
+      concat(coords.map((q) => rankShard(c, per[q.dp]!, q.tp))),
+    /** Each replica's [s, b, h] from the ranks' rows. */
+    perReplica: (a: Float64Array): Float64Array[] =>
+      Array.from({ length: replicas }, (_, d) => {
+        const out = new Float64Array(s * b * h);
+        coords.forEach((q, r) => {
+          if (q.dp === d) out.set(a.subarray(r * T * h, (r + 1) * T * h), q.tp * T * h);
+        });
+        return out;
+      }),
+  };
+}
+
 /** One device's answers: per replica y, dx (none with a vocabulary), the loss [s, b] (with one) and the MoE input [s, b, h]; the gradients summed over replicas; the block's. */
 export interface MoeLayerWant {
   readonly y: readonly Float64Array[];
@@ -149,18 +176,9 @@ export async function moeLayerWant(p: MoeLayerProblem, coords: readonly Attentio
   );
   const grads = replicas.map((): WeightSet<Float64Tensor> => ({}));
   const T = (s / c.tp) * b;
-  const inRankOrder = (per: readonly Float64Array[]) => concat(coords.map((q) => rankShard(c, per[q.dp]!, q.tp)));
+  const { inRankOrder, perReplica } = moeBlockRows(c, coords, replicas.length, { s, b, h });
   const blockX = { c: mc, h, T, ranks: coords.length, w: mw, x: inRankOrder(replicas.map((r) => r.ln2.n.data)) };
   const fwd = moeWantForward(blockX);
-  // rank q's rows of the block's [ranks·T, h] answers, placed into its replica's [s, b, h]
-  const perReplica = (a: Float64Array) =>
-    replicas.map((_, d) => {
-      const out = new Float64Array(s * b * h);
-      coords.forEach((q, r) => {
-        if (q.dp === d) out.set(a.subarray(r * T * h, (r + 1) * T * h), q.tp * T * h);
-      });
-      return out;
-    });
   const moeY = perReplica(fwd.y);
   const ys: Float64Array[] = [];
   const losses: Float64Array[] = [];

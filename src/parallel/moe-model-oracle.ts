@@ -15,11 +15,17 @@ import {
   preNorm,
 } from './layer.ts';
 import { moeLayerDenseWeights } from './moe-layer.ts';
-import { gradShardChecks, maxAbs, rankShard, scaledCompare, type AttentionCoords } from './moe-layer-oracle.ts';
+import {
+  gradShardChecks,
+  maxAbs,
+  moeBlockRows,
+  rankShard,
+  scaledCompare,
+  type AttentionCoords,
+} from './moe-layer-oracle.ts';
 import type { MoeLayout } from './moe-layout.ts';
 import { denseLayerWeights, moeModelLayer, type MoeModelRankResult } from './moe-model.ts';
 import {
-  concat,
   moeHolding,
   moeOracle,
   moeWantForward,
@@ -76,16 +82,7 @@ export async function moeModelWant(p: MoeModelProblem, coords: readonly Attentio
       act: be.tensor('x', shape, x),
     };
   });
-  // rows of [ranks·T, h] block answers placed into each replica's [s, b, h]
-  const perReplica = (a: Float64Array) =>
-    reps.map((_, d) => {
-      const out = new Float64Array(s * b * h);
-      coords.forEach((q, r) => {
-        if (q.dp === d) out.set(a.subarray(r * T * h, (r + 1) * T * h), q.tp * T * h);
-      });
-      return out;
-    });
-  const inRankOrder = (per: readonly Float64Array[]) => concat(coords.map((q) => rankShard(c, per[q.dp]!, q.tp)));
+  const { inRankOrder, perReplica } = moeBlockRows(c, coords, reps.length, { s, b, h });
   type Back = (dys: Float64Tensor[], grads: WeightSet<Float64Tensor>[]) => Promise<Float64Tensor[]>;
   const layers: { back: Back; names: readonly WeightName[]; moe: MoeModelWant['layers'][number]['moe'] }[] = [];
   for (let l = 0; l < pattern.length; l++) {
