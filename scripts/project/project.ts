@@ -16,6 +16,7 @@ import { exitAfterFlush } from '../cli/exit-after-flush.ts';
 import { runCalibration } from './project-calibrate.ts';
 import { mlaLines } from './mla-args.ts';
 import { moeLines, moeSummary } from './moe-report.ts';
+import { cudaGraphLine } from './cuda-graph-report.ts';
 
 function fail(message: string): never {
   process.stderr.write(`project: ${message}\n${usage()}\n`);
@@ -211,4 +212,5 @@ for (const r of rows) {
   const m = r.ok ? moeSummary(r.step) : undefined;
   if (m) for (const line of moeLines(r.tp, m)) console.log(line);
   if (r.ok && r.step.mla) for (const line of mlaLines(r.tp, r.step.mla)) console.log(line);
+  if (r.ok && r.step.cudaGraphs) console.log(cudaGraphLine(r.tp, r.step.cudaGraphs));
 }

@@ -13,6 +13,7 @@ import { priceLayers, type LayerPricing } from './layer-pricing.ts';
 import type { MlaStepModel } from './mla-step.ts';
 import type { MoeStepModel, MoeTail } from './moe-step.ts';
 import { stageAllocations } from './stage-allocations.ts';
+import type { CudaGraphStage } from './cuda-graph-memory.ts';
 import { stepTimes, type ExposedByGroup } from './step-times.ts';
 
 /** The projection of one training step (times in ms, per GPU unless said). */
@@ -94,6 +95,8 @@ export interface StepProjection {
   readonly mla?: MlaStepModel;
   /** With FSDP: one unit's all-gather and reduce-scatter (ms) and what its collectives leave exposed per step (in exposedByGroup.dp). */
   readonly fsdp?: { readonly gatherMs: number; readonly reduceScatterMs: number; readonly exposedMs: number };
+  /** With --cuda-graph-impl: per stage, the graphs captured and the static buffers they hold (cuda-graph-memory.ts). */
+  readonly cudaGraphs?: readonly CudaGraphStage[];
 }
 
 /** A MoE step's own figures (moe-step.ts). */
@@ -176,7 +179,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
   // Memory by lifetime per stage; what the overlaps hold is resident.
   const dpGroup = deg.dp * deg.cp;
   const per = setupStateBytes(setup, dtype, dpGroup);
-  const { buffers, of: allocations } = stageAllocations(setup, machine, ct);
+  const { buffers, of: allocations, graphs } = stageAllocations(setup, machine, ct);
   const stageMem = split.layers.map((_, i) => stageMemory(pipeline, i, allocations(i), t.stepMs));
   const worst = stageMem.reduce((a, s) => (s.peakBytes > a.peakBytes ? s : a));
   const wp = model.stageParams[worst.stage]!;
@@ -250,6 +253,7 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     fsdp: ct.fsdp
       ? { gatherMs: ct.fsdp.gatherMs, reduceScatterMs: ct.fsdp.reduceScatterMs, exposedMs: t.fsdpExposedMs }
       : undefined,
+    cudaGraphs: graphs(0) ? split.layers.map((_, i) => graphs(i)!) : undefined,
   };
 }
 

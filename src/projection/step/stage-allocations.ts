@@ -10,12 +10,15 @@ import { dpSharding, setupStateBytes } from './fsdp-step.ts';
 import type { StageAllocations } from '../pipeline/memory-timeline.ts';
 import { holdsEmbedding, holdsOutput } from '../../mesh/pipeline-split.ts';
 import type { ChunkTimes } from './chunk-times.ts';
+import { dtypeBytes } from '../../hardware/dtype.ts';
+import { cudaGraphStage, type CudaGraphStage } from './cuda-graph-memory.ts';
 
 /**
  * What stage i allocates, by lifetime (memory-timeline.ts): its weights, main weights and Adam
  * moments (a 1/(DP·cp) shard with the distributed optimizer) and what the overlaps hold,
  * resident; the gradient buffer per step; per micro-batch each chunk's kept activations (plus
- * the embedding's and the output's on the end stages); the recompute unit during a backward
+ * the embedding's and the output's on the end stages; local CUDA graphs' input copy); what CUDA
+ * graphs hold (cuda-graph-memory.ts), resident; the recompute unit during a backward
  * (on the last stage, or the 16-bit logits gradient, whichever is larger); the logits and the
  * fp32 softmax of cross entropy on the last stage.
  */
@@ -23,7 +26,11 @@ export function stageAllocations(
   setup: TrainingSetup,
   machine: Machine,
   ct: ChunkTimes,
-): { buffers: OverlapBuffer[]; of: (i: number) => StageAllocations } {
+): {
+  buffers: OverlapBuffer[];
+  of: (i: number) => StageAllocations;
+  graphs: (i: number) => CudaGraphStage | undefined;
+} {
   const { system, dtype } = machine;
   const { deg, split, own, model, rec } = ct;
   const dpGroup = deg.dp * deg.cp;
@@ -87,37 +94,64 @@ export function stageAllocations(
           },
         ]
       : [];
-  const of = (i: number): StageAllocations => ({
-    resident: [
-      {
-        label: shard('weights', sharding.params),
-        bytes: (model.stageParams[i]! - (fp8Params ? layerLinear(i) : 0)) * per.weights,
-      },
-      ...copies(i),
-      {
-        label: shard('main weights and Adam moments', sharding.optimizer),
-        bytes: model.stageParams[i]! * per.optimizer,
-      },
-      ...(unsharded(i).weights > 0 ? [{ label: 'FSDP gathered layer weights', bytes: unsharded(i).weights }] : []),
-      ...expertState(i),
-      ...buffers.filter((b) => b.bytes > 0).map((b) => ({ label: b.label, bytes: b.bytes })),
-    ],
-    perStep: [
-      { label: shard('gradient buffer', sharding.grads), bytes: model.stageParams[i]! * per.grads },
-      ...(unsharded(i).grads > 0 ? [{ label: 'FSDP unsharded layer gradients', bytes: unsharded(i).grads }] : []),
-      ...(experts(i) > 0 ? [{ label: 'expert gradient buffer', bytes: experts(i) * perExpert.grads }] : []),
-    ],
-    keptBytes: (ch) =>
-      rec[i]![ch]!.keptBytes +
-      (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
-      (holdsOutput(split, i, ch) ? model.outputActivation : 0),
-    // The output's backward (its 16-bit logits gradient) runs before the chunk's recomputed forwards: the larger of the two.
-    backwardTransientBytes: (ch) =>
-      Math.max(rec[i]![ch]!.backwardTransientBytes, holdsOutput(split, i, ch) ? model.logitsGradient : 0),
-    // A MoE layer's permutation buffers (its permuted rows and the exchange's output) live through its forward.
-    forwardTransientBytes: (ch) =>
-      (holdsOutput(split, i, ch) ? model.logitsForward : 0) + (moeIn(i, ch) > 0 ? (ct.moe?.permutationBytes ?? 0) : 0),
-    lossBytes: (ch) => (holdsOutput(split, i, ch) ? model.lossSoftmax : 0),
-  });
-  return { buffers, of };
+  const impl = kernels.cudaGraphImpl;
+  const graphs = (i: number): CudaGraphStage | undefined =>
+    impl === 'none'
+      ? undefined
+      : cudaGraphStage(
+          impl,
+          {
+            s: setup.sizes.s,
+            b: setup.sizes.b,
+            h: setup.sizes.h,
+            t: deg.tp,
+            sp: setup.sp,
+            cp: deg.cp,
+            p: deg.pp,
+            v: deg.vpp,
+            m: ct.m,
+            dtypeBytes: dtypeBytes[dtype],
+          },
+          i,
+          split.layers[i]!,
+        );
+  const of = (i: number): StageAllocations => {
+    const g = graphs(i);
+    return {
+      resident: [
+        {
+          label: shard('weights', sharding.params),
+          bytes: (model.stageParams[i]! - (fp8Params ? layerLinear(i) : 0)) * per.weights,
+        },
+        ...copies(i),
+        {
+          label: shard('main weights and Adam moments', sharding.optimizer),
+          bytes: model.stageParams[i]! * per.optimizer,
+        },
+        ...(unsharded(i).weights > 0 ? [{ label: 'FSDP gathered layer weights', bytes: unsharded(i).weights }] : []),
+        ...expertState(i),
+        ...buffers.filter((b) => b.bytes > 0).map((b) => ({ label: b.label, bytes: b.bytes })),
+        ...(g?.resident ?? []),
+      ],
+      perStep: [
+        { label: shard('gradient buffer', sharding.grads), bytes: model.stageParams[i]! * per.grads },
+        ...(unsharded(i).grads > 0 ? [{ label: 'FSDP unsharded layer gradients', bytes: unsharded(i).grads }] : []),
+        ...(experts(i) > 0 ? [{ label: 'expert gradient buffer', bytes: experts(i) * perExpert.grads }] : []),
+      ],
+      keptBytes: (ch) =>
+        rec[i]![ch]!.keptBytes +
+        (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
+        (holdsOutput(split, i, ch) ? model.outputActivation : 0) +
+        (g?.keptPerMicroBatch(ch) ?? 0),
+      // The output's backward (its 16-bit logits gradient) runs before the chunk's recomputed forwards: the larger of the two.
+      backwardTransientBytes: (ch) =>
+        Math.max(rec[i]![ch]!.backwardTransientBytes, holdsOutput(split, i, ch) ? model.logitsGradient : 0),
+      // A MoE layer's permutation buffers (its permuted rows and the exchange's output) live through its forward.
+      forwardTransientBytes: (ch) =>
+        (holdsOutput(split, i, ch) ? model.logitsForward : 0) +
+        (moeIn(i, ch) > 0 ? (ct.moe?.permutationBytes ?? 0) : 0),
+      lossBytes: (ch) => (holdsOutput(split, i, ch) ? model.lossSoftmax : 0),
+    };
+  };
+  return { buffers, of, graphs };
 }
