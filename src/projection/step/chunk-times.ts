@@ -12,7 +12,13 @@ import {
 } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions, fp8RecipeOf, lowPrecisionRefusals, usesCudaGraphs } from '../layer/kernel-options.ts';
+import {
+  defaultKernelOptions,
+  fp8RecipeOf,
+  lowPrecisionRefusals,
+  usesCudaGraphs,
+  type KernelOptions,
+} from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
 import {
@@ -102,6 +108,20 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 }
 
 /** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
+/**
+ * Megatron's refusals of the kernel options' CUDA graphs with the setup's recomputation
+ * (cuda-graph-rules.ts; dropout in the GPT layer, none in the classroom's): none without graphs.
+ */
+export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions): string[] {
+  if (kernels.cudaGraphImpl === 'none') return [];
+  const rc = recomputeOf(setup);
+  return cudaGraphRecomputeRefusals(kernels.cudaGraphImpl, {
+    granularity: rc?.granularity,
+    modules: rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [],
+    dropout: kernels.layerArch === 'gpt',
+  });
+}
+
 function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
   const c = setupConfig(setup);
   checkDataParallelFlags(setup, fsdpRunFacts(machine));
@@ -121,14 +141,8 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const kernels = machine.kernels ?? defaultKernelOptions;
   const lowPrecision = lowPrecisionRefusals(kernels, system.gpu.arch);
   if (lowPrecision.length) throw new Error(`${lowPrecision.join(' ')} (${system.gpu.label})`);
-  if (kernels.cudaGraphImpl !== 'none') {
-    const graphs = cudaGraphRecomputeRefusals(kernels.cudaGraphImpl, {
-      granularity: rc?.granularity,
-      modules,
-      dropout: kernels.layerArch === 'gpt',
-    });
-    if (graphs.length) throw new Error(graphs.join(' '));
-  }
+  const graphs = cudaGraphRefusalsOf(setup, kernels);
+  if (graphs.length) throw new Error(graphs.join(' '));
   const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(kernels));
   if (fp8Refusal) throw new Error(`${fp8Refusal.message} (${fp8Refusal.source})`);
   if (setup.fp8ParamGather) {

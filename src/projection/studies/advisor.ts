@@ -7,7 +7,7 @@ import {
   type ParallelLayout,
 } from '../../megatron/parallel-layout.ts';
 import { enumerateLayouts, spaceSize, type SearchSpace } from './advisor-space.ts';
-import { stepLowerBounds } from '../step/chunk-times.ts';
+import { cudaGraphRefusalsOf, stepLowerBounds } from '../step/chunk-times.ts';
 import { stepSummary, type StepSummary } from '../step/cluster-projection.ts';
 import { type LayerPlans, type LayerPricing } from '../step/layer-pricing.ts';
 import { LayerPricingCache } from '../step/layer-pricing-cache.ts';
@@ -30,12 +30,14 @@ export interface AdvisorProblem {
 }
 
 /** Why a candidate is not ranked: a Megatron rule, a flag the step model cannot express, or memory. */
-export type AdvisorRejection = LayoutRejection | 'unexpressed' | 'oom' | 'slower';
+export type AdvisorRejection = LayoutRejection | 'unexpressed' | 'graphs' | 'oom' | 'slower';
 
 /** What each advisor rejection means. */
 export const advisorRejectionText: Readonly<Record<AdvisorRejection, string>> = {
   ...layoutRejectionText,
   unexpressed: 'a flag the step model cannot express yet',
+  graphs:
+    "Megatron's CUDA graph rules with recomputation (cuda-graph-rules.ts: full recompute without full_iteration; with dropout, a recomputed core_attn, mlp or moe in the graph)",
   oom: 'the projected peak memory exceeds the GPU',
   slower:
     "provably slower than the k-th fastest: its busiest stage's compute alone exceeds that step (memory not checked)",
@@ -85,6 +87,7 @@ const noRejections = (): Record<AdvisorRejection, number> => ({
   moe: 0,
   fsdp: 0,
   unexpressed: 0,
+  graphs: 0,
   oom: 0,
   slower: 0,
 });
@@ -161,6 +164,10 @@ export async function advise(
       continue;
     }
     const v = variants[tpCommOverlap ? 1 : 0]!;
+    if (cudaGraphRefusalsOf(setup, v.machine.kernels!).length) {
+      rejected.graphs++;
+      continue;
+    }
     const pricing = await v.cache.price(setup);
     const bound = stepLowerBounds(setup, v.machine, pricing);
     if (bound.memoryBytes > machine.system.gpu.memoryGiB * 2 ** 30) {

@@ -326,6 +326,21 @@ describe('advise', () => {
     expect(oom.top).toEqual([]);
   });
 
+  it('with CUDA graphs: counts the recomputation Megatron refuses under them and ranks by the memory they take', async () => {
+    const graphs = { ...machine, kernels: { ...defaultKernelOptions, cudaGraphImpl: 'transformer_engine' as const } };
+    const space: SearchSpace = { ...point, tp: [1, 2], recompute: ['none', 'selective', 'full'] };
+    const r = await advise({ model, machine: graphs, gpus: 8, globalBatch: 64 }, space, { k: 10 });
+    // Full recompute at t 1 and 2 (transformer_config.py:2522-2525); the Llama layer has no dropout, so selective stays.
+    expect(r.rejected.graphs).toBe(2);
+    expect(r.ranked).toBe(4);
+    for (const row of r.top) {
+      const { setup } = layoutSetup(model, row.layout, 8, 64);
+      const want = await projectStep(setup, graphs);
+      expect(row.memoryGiB).toBe(want.memory.totalBytes / 2 ** 30);
+      expect(want.memory.totalBytes).toBeGreaterThan((await projectStep(setup, machine)).memory.totalBytes);
+    }
+  });
+
   it('refuses a k that is not a whole number ≥ 1', async () => {
     await expect(advise({ model, machine, gpus: 8, globalBatch: 64 }, point, { k: 0 })).rejects.toThrow(/k \(0\)/);
   });
