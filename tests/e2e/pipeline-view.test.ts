@@ -88,6 +88,18 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
     await expect
       .poll(() => page.locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"] td[data-tokens]').count())
       .toBe(1);
+    // CUDA graphs' static buffers (cuda-graph-memory.ts) move the row's memory per GPU.
+    const memory = async () =>
+      Number(
+        await page
+          .locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"] td[data-memory-bytes]')
+          .getAttribute('data-memory-bytes'),
+      );
+    const eager = await memory();
+    await control('graphs').selectOption('transformer_engine');
+    await expect.poll(memory).toBeGreaterThan(eager);
+    await control('graphs').selectOption('none');
+    await expect.poll(memory).toBe(eager);
     expect(open.pageErrors).toEqual([]);
   });
 });

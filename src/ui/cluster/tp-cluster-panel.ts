@@ -285,7 +285,7 @@ export class TpClusterPanel extends LitElement {
       <td data-exposed-ms=${l.exposedMs} data-exposed-tp-ms=${l.exposedByGroup.tp}>
         ${formatMs(l.exposedMs)} (${pct(l.exposedShare)})
       </td>
-      <td class=${l.oom ? 'oom' : ''}>
+      <td class=${l.oom ? 'oom' : ''} data-memory-bytes=${l.memoryGiB * 2 ** 30}>
         ${formatBytes(l.memoryGiB * 2 ** 30)}${l.oom ? ` — OOM (> ${l.capacityGiB} GiB)` : ''}
       </td>
       <td>${l.vsNoSp ? `${signed(l.vsNoSp.throughput)} tok/s, ${signed(l.vsNoSp.memory)} mem` : '—'}</td>
