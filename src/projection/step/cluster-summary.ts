@@ -39,6 +39,15 @@ export type BudgetLine =
       readonly stageLayers: readonly number[];
       readonly capacityGiB: number;
       readonly oom: boolean;
+      /**
+       * With --cuda-graph-impl, per stage (cuda-graph-memory.ts): graphs captured, GiB held for the run,
+       * and GiB kept per micro-batch in flight of its first chunk (local's input copy).
+       */
+      readonly cudaGraphs?: readonly {
+        readonly graphs: number;
+        readonly residentGiB: number;
+        readonly perMicroBatchGiB: number;
+      }[];
       /** With SP: relative change against the same t without SP (tokens/s, memory). */
       readonly vsNoSp?: { readonly throughput: number; readonly memory: number };
     }
@@ -90,6 +99,13 @@ export function budgetLines(rows: readonly BudgetRow[], baseline?: readonly Budg
       stageLayers: s.split.layers.map((row) => row.reduce((a, n) => a + n, 0)),
       capacityGiB: s.memory.capacityBytes / GiB,
       oom: s.memory.oom,
+      ...(s.cudaGraphs && {
+        cudaGraphs: s.cudaGraphs.map((g) => ({
+          graphs: g.graphs,
+          residentGiB: g.resident.reduce((a, r) => a + r.bytes, 0) / GiB,
+          perMicroBatchGiB: g.keptPerMicroBatch(0) / GiB,
+        })),
+      }),
       ...(vsNoSp && { vsNoSp }),
     };
   });

@@ -7,6 +7,7 @@ import { assembleStep, projectStep, stepSummary } from '../../../../src/projecti
 import { cudaGraphStage, layersInFlight } from '../../../../src/projection/step/cuda-graph-memory.ts';
 import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
 import { cudaGraphLine } from '../../../../scripts/project/cuda-graph-report.ts';
+import { budgetLines } from '../../../../src/projection/step/cluster-summary.ts';
 
 // One small model: s 2048, b 1, h 2048, t 2 with SP, 4 layers on 8 GPUs, global batch 8.
 // Rows per rank S = s/t = 1024: a layer input [S, b, h] in bf16 is 1024·2048·2 = 4 MiB; the
@@ -79,8 +80,15 @@ describe('the memory CUDA graphs take (cuda_graphs.py, TE graph.py, full_cuda_gr
     expect(stepSummary(p2, { ...machine, system: { ...machine.system, gpu } }, pricing)).toBeUndefined();
   });
 
-  it('the CLI line names the graphs and buffers per stage', async () => {
+  it('the CLI line and the JSON rows name the graphs and buffers per stage', async () => {
     const step = await projectStep(p2, on('transformer_engine'));
+    const [line] = budgetLines([{ tp: 2, ok: true, step }]);
+    expect(line?.ok && line.cudaGraphs).toEqual([
+      { graphs: 16, residentGiB: 36 / 1024, perMicroBatchGiB: 0 },
+      { graphs: 16, residentGiB: 20 / 1024, perMicroBatchGiB: 0 },
+    ]);
+    const [local] = budgetLines([{ tp: 2, ok: true, step: await projectStep(p2, on('local')) }]);
+    expect(local?.ok && local.cudaGraphs?.map((g) => g.perMicroBatchGiB)).toEqual([4 / 1024, 4 / 1024]);
     expect(cudaGraphLine(2, step.cudaGraphs!)).toBe(
       't 2: CUDA graphs (transformer_engine, in the memory/GPU column): stage 0: 16 graphs, 36.0 MiB static buffers (4 input sets); stage 1: 16 graphs, 20.0 MiB static buffers (2 input sets)',
     );
