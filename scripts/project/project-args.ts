@@ -128,7 +128,7 @@ export function usage(): string {
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
-       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')} [--fp8-recipe ${fp8Recipes.join('|')}] [--fp8-param-gather]] [--fp4-format e2m1 [--fp4-recipe nvfp4]]
+       [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')} [--fp8-recipe ${fp8Recipes.join('|')}] [--fp8-param-gather]] [--fp4-format e2m1 [--fp4-recipe nvfp4] [--fp4-param-gather]]
        [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
        [--tp-comm-overlap] [--cross-entropy plan|megatron|megatron-fused] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
@@ -170,7 +170,9 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
   --fp8-format F            hybrid or e4m3: the linear layers' GEMMs in fp8 (H100, H200, B200, GB200), with casts.
   --fp8-recipe R            delayed (default), tensorwise, blockwise (Hopper and newer) or mxfp8 (Blackwell): the
                             casts' scaling work per element (docs/projection-memory-levers.md).
-  --fp8-param-gather        the linear layers' parameters held in fp8 (no 16-bit copy; needs the distributed optimizer).
+  --fp8-param-gather        the linear layers' parameters held in fp8 (no 16-bit copy; needs the distributed optimizer):
+                            their all-gather at 1 byte per element (mxfp8: 2, the bf16 view Megatron gathers).
+  --fp4-param-gather        the same in NVFP4 under --fp4-format e2m1: the all-gather at ½ byte per element.
   --fp4-format e2m1         NVFP4 (--fp4-recipe nvfp4): the linear layers' GEMMs at Blackwell's fp4 rate, with
                             the amax, Hadamard-transform and casts' passes.
   --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
@@ -241,6 +243,7 @@ const options = {
   'overlap-grad-reduce': { type: 'boolean', default: false },
   'overlap-param-gather': { type: 'boolean', default: false },
   'fp8-param-gather': { type: 'boolean', default: false },
+  'fp4-param-gather': { type: 'boolean', default: false },
   'ddp-bucket-size': { type: 'string' },
   'optimizer-cpu-offload': { type: 'boolean', default: false },
   'optimizer-offload-fraction': { type: 'string' },
@@ -341,6 +344,7 @@ export function parseProjectArgs(argv: readonly string[]): ProjectArgs {
     overlapParamGather: v['overlap-param-gather'] || (base.overlapParamGather ?? false),
     ...(bucket !== undefined && { bucketSize: bucket }),
     ...(v['fp8-param-gather'] && { fp8ParamGather: true }),
+    ...(v['fp4-param-gather'] && { fp4ParamGather: true }),
     tiedEmbeddings:
       v['tied-embeddings'] ||
       (!v['untie-embeddings-and-output-weights'] && (hf?.model.tiedEmbeddings ?? base.tiedEmbeddings ?? false)),

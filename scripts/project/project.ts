@@ -7,6 +7,7 @@ import { linearPrecisionOf } from '../../src/projection/layer/kernel-options.ts'
 import { budgetLines, type BudgetLine } from '../../src/projection/step/cluster-summary.ts';
 import { recomputeOf } from '../../src/megatron/training-setup.ts';
 import { formatMs } from '../../src/core/format.ts';
+import { lowPrecisionLines } from './low-precision-report.ts';
 import { exportJobSpec, gemmSweepFiles, writeJobBundle } from './export-job.ts';
 import { parseProjectArgs, usage, type ProjectArgs } from './project-args.ts';
 import { runSearch } from './project-search.ts';
@@ -213,4 +214,5 @@ for (const r of rows) {
   if (m) for (const line of moeLines(r.tp, m)) console.log(line);
   if (r.ok && r.step.mla) for (const line of mlaLines(r.tp, r.step.mla)) console.log(line);
   if (r.ok && r.step.cudaGraphs) console.log(cudaGraphLine(r.tp, r.step.cudaGraphs));
+  if (r.ok) for (const line of lowPrecisionLines(r.tp, r.step)) console.log(line);
 }

@@ -132,3 +132,121 @@ export function fp8ParamGatherRefusals(job: {
     );
   return out;
 }
+
+/**
+ * Bytes per element of a quantized parameter in the distributed optimizer's parameter all-gather
+ * (--fp8-param-gather, --fp4-param-gather; core_v0.19.0 megatron/core/distributed/param_and_grad_buffer.py):
+ * a quantized parameter's buffer is uint8 (:914-916, group_params_for_buffers), so fp8 data moves
+ * 1 byte per element (delayed, tensorwise, blockwise: the rowwise data only, TE's replace_raw_data
+ * maps `_data` or `_rowwise_data` into it); NVFP4 packs two values per byte (the packed layout,
+ * :1093-1120, :1176): ½. MXFP8 parameters cannot be mapped into that buffer (Transformer Engine's
+ * replace_raw_data raises for MXFP8Tensor), so the buffer of a bucket holding them is the gradient
+ * buffer viewed as bf16 (:1153-1171) and the gather moves 2 bytes, re-quantized after it
+ * (_post_param_sync → copy_tensor_to_quantized_param, :301-329, fp8_utils.py:193-226). No scale
+ * travels beside the data: each rank derives the scales from amaxes all-reduced before the cast
+ * (amaxReduceBytesPerElement).
+ */
+export function quantizedGatherBytes(recipe: LinearRecipe): number {
+  switch (recipe) {
+    case 'delayed':
+    case 'tensorwise':
+    case 'blockwise':
+      return 1;
+    case 'mxfp8':
+      return 2;
+    case 'nvfp4':
+      return 0.5;
+  }
+}
+
+/**
+ * fp32 amax bytes per parameter element all-reduced (MAX) over the data-parallel group when the
+ * optimizer casts its fp32 master shards into the quantized parameters, once per step (Transformer
+ * Engine v2.17.1, the version core_v0.19.0's uv.lock pins, transformer_engine/pytorch/tensor/utils.py;
+ * Megatron's quantize_param_shard, fp8_utils.py:634-641, and quantize_nvfp4_param_shard,
+ * fp4_utils.py:135-173): delayed and tensorwise one fp32 per weight tensor (:273-282, :324-365),
+ * taken as 0 per element (the collective's latency remains); blockwise one per 128×128 block
+ * (:438-528): 4/128²; mxfp8 one per 1×32 block rowwise and one per 32×1 block columnwise
+ * (:836-883): 2·4/32; nvfp4 one per 16×16 block (:596-674, and one global amax per tensor): 4/16².
+ */
+export function amaxReduceBytesPerElement(recipe: LinearRecipe): number {
+  switch (recipe) {
+    case 'delayed':
+    case 'tensorwise':
+      return 0;
+    case 'blockwise':
+      return 4 / (128 * 128);
+    case 'mxfp8':
+      return (2 * 4) / 32;
+    case 'nvfp4':
+      return 4 / (16 * 16);
+  }
+}
+
+/** Whether the recipe's cast reads its source once more for a per-tensor amax of this tensor first (tensorwise; NVFP4's global amax). */
+const amaxPass = (recipe: LinearRecipe): boolean => recipe === 'tensorwise' || recipe === 'nvfp4';
+
+/**
+ * HBM bytes per weight element of Transformer Engine's weight cast from the 16-bit parameter
+ * (`src` bytes) into its quantized copies (weightCopyBytes), done once per step: Megatron's TE
+ * linear layers pass is_first_microbatch (core_v0.19.0 megatron/core/extensions/transformer_engine.py
+ * :1082-1089 TELinear, :1330-1338 TELayerNormColumnParallelLinear, :2424-2431 TEGroupedLinear; set
+ * by schedules.py:490-491) and TE caches the copies for the later micro-batches. Reads src (twice
+ * where the recipe takes this tensor's amax first, amaxPass) and writes the copies with their
+ * scales: delayed 2 + 2 = 4, tensorwise 2·2 + 2 = 6, blockwise 2 + 2 + 2·4/128², mxfp8 2 + 2 + 2/32,
+ * nvfp4 2·2 + 1 + 2/256 (bf16 source).
+ */
+export const weightCastBytes = (recipe: LinearRecipe, src: number): number =>
+  (amaxPass(recipe) ? 2 : 1) * src + weightCopyBytes(recipe);
+
+/**
+ * HBM bytes per weight element, per step, of keeping the parameters quantized (--fp8-param-gather,
+ * --fp4-param-gather), in two parts:
+ * - `shard`, on the 1/d of each weight this rank's optimizer owns, after the optimizer step:
+ *   Transformer Engine's master cast (utils.py, v2.17.1) reads the fp32 master (4), writes it in
+ *   the model dtype (src, `master_weight.to(model_weight.dtype)`, :144), reads that once for the partial
+ *   amax where the recipe takes one (all but delayed) and once for the cast, and writes the rowwise
+ *   quantized shard (quantizedGatherBytes): 4 + src + src + q, + src with the amax pass. MXFP8 in
+ *   Megatron's DDP buffers instead copies the fp32 master shard into the bf16 buffer (distrib_optimizer.py
+ *   _copy_main_params_to_param_buffer, :2894-2925): 4 + src.
+ * - `full`, on the whole weight after the all-gather: the columnwise (transposed) copy made from
+ *   the gathered rowwise data (Megatron's post_all_gather_processing, fp8_utils.py:649-670 → TE
+ *   utils.py:936; delayed scaling's transpose in the first forward): read q, write
+ *   weightCopyBytes − q, weightCopyBytes in all. MXFP8: the gathered bf16
+ *   weight re-quantized into both copies (copy_tensor_to_quantized_param): weightCastBytes.
+ */
+export function quantizedParamCastBytes(recipe: LinearRecipe, src: number): { shard: number; full: number } {
+  if (recipe === 'mxfp8') return { shard: 4 + src, full: weightCastBytes(recipe, src) };
+  const q = quantizedGatherBytes(recipe);
+  return {
+    shard: 4 + src + (recipe === 'delayed' ? 0 : src) + src + q,
+    full: weightCopyBytes(recipe),
+  };
+}
+
+/**
+ * Megatron's refusals of --fp4-param-gather: it needs --fp4-format (arguments.py:1069-1070,
+ * transformer_config.py:1451-1452). Without the distributed optimizer or with FSDP it is refused as
+ * not priced (Megatron asserts nothing there; the non-distributed optimizer holds no quantized-shard
+ * path at the tag and Megatron-FSDP's NVFP4 units are not modelled).
+ */
+export function fp4ParamGatherRefusals(job: {
+  readonly fp4: boolean;
+  readonly distributedOptimizer: boolean;
+  readonly fsdp: boolean;
+}): string[] {
+  const out: string[] = [];
+  if (!job.fp4)
+    out.push(
+      '--fp4-param-gather must be used together with --fp4-format (megatron/training/arguments.py:1069-1070): give --fp4-format e2m1.',
+    );
+  if (job.fsdp)
+    out.push(
+      '--fp4-param-gather with FSDP is not priced yet (its NVFP4 shards and gathered units): project it with --use-distributed-optimizer.',
+    );
+  else if (!job.distributedOptimizer)
+    out.push(
+      '--fp4-param-gather without the distributed optimizer is not priced (there is no parameter all-gather to make fp4): add --use-distributed-optimizer.',
+    );
+  return out;
+}

@@ -139,6 +139,23 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
       `${A}:1060-1062`,
       '--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode',
     );
+  if (a.has('--fp4-param-gather') && !a.has('--fp4-format'))
+    fail(`${A}:1069-1070`, '--fp4-param-gather must be used together with --fp4-format.');
+  // MXFP8 parameters cannot be remapped into the distributed optimizer's param buffer: TE's
+  // replace_raw_data raises for MXFP8Tensor (v2.17.1 transformer_engine/pytorch/tensor/utils.py:68-69,
+  // reached from param_and_grad_buffer.py:1284) unless the gather reuses the gradient buffer.
+  if (
+    a.has('--fp8-param-gather') &&
+    a.has('--fp8-format') &&
+    a.str('--fp8-recipe', defaultFp8Recipe) === 'mxfp8' &&
+    a.has('--use-distributed-optimizer') &&
+    !a.has('--use-megatron-fsdp') &&
+    !a.has('--reuse-grad-buf-for-mxfp8-param-ag')
+  )
+    fail(
+      'megatron/core/distributed/param_and_grad_buffer.py:1284',
+      'replace_raw_data for MXFP8Tensor is not supported yet: with --fp8-recipe mxfp8 and --fp8-param-gather add --reuse-grad-buf-for-mxfp8-param-ag.',
+    );
   const recipe: LinearRecipe | undefined = a.has('--fp4-format')
     ? 'nvfp4'
     : a.has('--fp8-format')

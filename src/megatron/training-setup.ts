@@ -94,6 +94,8 @@ export interface TrainingSetup {
   readonly megatronRelease?: MegatronRelease;
   /** --fp8-param-gather (with --fp8-format): the linear layers' parameters held in fp8, no 16-bit copy (low-precision.ts weightCopyBytes). */
   readonly fp8ParamGather?: boolean;
+  /** --fp4-param-gather (with --fp4-format): the linear layers' parameters held in NVFP4 and all-gathered packed, ½ byte (low-precision.ts quantizedGatherBytes). */
+  readonly fp4ParamGather?: boolean;
   /** --fine-grained-activation-offloading with --offload-modules (activation-offload.ts; projection/step/activation-offload.ts). */
   readonly activationOffload?: ActivationOffload;
 }

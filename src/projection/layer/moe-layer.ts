@@ -2,6 +2,7 @@ import { gemmTime, memoryBoundUs, type GemmShape } from '../../hardware/kernel-t
 import type { KernelClock } from '../../hardware/sustained-clock.ts';
 import type { GemmPrecision, GpuSpec } from '../../hardware/gpus.ts';
 import type { TokenDispatcher } from '../../megatron/moe.ts';
+import { castBytesPerElement, type LinearRecipe } from '../../megatron/low-precision.ts';
 
 /** One MoE layer's shapes on one rank, per micro-batch (see moeRows). */
 export interface MoeShapes {
@@ -71,10 +72,12 @@ export interface MoeTerm {
     | 'routing'
     | 'permute'
     | 'sort-chunks'
+    | 'expert-cast'
     | 'expert-fc1'
     | 'expert-act'
     | 'expert-fc2'
     | 'unpermute'
+    | 'shared-cast'
     | 'shared-fc1'
     | 'shared-act'
     | 'shared-fc2';
@@ -116,6 +119,13 @@ const backwardShapes = (g: GemmShape): [GemmShape, GemmShape] => [
  * activation's backward reads g + 1 and writes g per element).
  * Every GEMM (router, experts, shared experts) at `clock`: in a step the sustained one, as the
  * dense and MLA layers' (sustained-clock.ts); `burst` for an isolated benchmark.
+ * Under a low-precision `recipe` (the experts' TEGroupedLinear and the shared experts' TE linears
+ * quantize their inputs, transformer_engine.py TEGroupedLinear :2424-2431): before each fprop and
+ * dgrad its activation operand is cast, castBytesPerElement(recipe, bytes) per element (as the
+ * dense layer's fp8-cast rule, priced-ops.ts) — forward fc1's input [r·E/EP, h] and fc2's
+ * [r·E/EP, F/ETP], backward fc2's output gradient [r·E/EP, h] and fc1's [r·E/EP, g·F/ETP]; the
+ * shared experts' likewise on their T·t rows with F_s/t. The weights' casts are once per step
+ * (projection/step/quantized-params.ts).
  */
 export function moeCompute(
   x: MoeShapes,
@@ -123,6 +133,7 @@ export function moeCompute(
   precision: GemmPrecision,
   bytes: number,
   clock: KernelClock = 'burst',
+  recipe?: LinearRecipe,
 ): MoeCompute {
   const rows = moeRows(x);
   const g = x.gated ? 2 : 1;
@@ -159,21 +170,28 @@ export function moeCompute(
 
   const e1 = experts(fc1);
   const e2 = experts(fc2);
+  // The quantization of a GEMM's activation operand of `elements` (none in the training dtype).
+  const cast = (term: 'expert-cast' | 'shared-cast', elements: number): MoeTerm[] =>
+    recipe ? [{ term, us: memoryBoundUs(elements * castBytesPerElement(recipe, bytes), gpu) }] : [];
   const forward: MoeTerm[] = [
     { term: 'router', ...gemm(router) },
     { term: 'routing', us: routingUs },
     { term: 'permute', us: permuteUs },
     { term: 'sort-chunks', us: sortUs },
+    ...cast('expert-cast', rows.computed * x.hidden),
     { term: 'expert-fc1', ...e1 },
     { term: 'expert-act', us: mem(rows.computed * (g + 1) * f) },
+    ...cast('expert-cast', rows.computed * f),
     { term: 'expert-fc2', ...e2 },
     { term: 'sort-chunks', us: sortUs },
     { term: 'unpermute', us: permuteUs },
   ];
   if (shared)
     forward.push(
+      ...cast('shared-cast', sRows * x.hidden),
       { term: 'shared-fc1', ...gemm(sfc1) },
       { term: 'shared-act', us: mem(sRows * (g + 1) * sf) },
+      ...cast('shared-cast', sRows * sf),
       { term: 'shared-fc2', ...gemm(sfc2) },
     );
   const back = (term: MoeTerm['term'], s: GemmShape, each: (s: GemmShape) => { us: number; efficiency: number }) => {
@@ -186,8 +204,10 @@ export function moeCompute(
   const backward: MoeTerm[] = [
     { term: 'unpermute', us: permuteUs },
     { term: 'sort-chunks', us: sortUs },
+    ...cast('expert-cast', rows.computed * x.hidden),
     back('expert-fc2', fc2, experts),
     { term: 'expert-act', us: mem(rows.computed * (2 * g + 1) * f) },
+    ...cast('expert-cast', rows.computed * g * f),
     back('expert-fc1', fc1, experts),
     { term: 'sort-chunks', us: sortUs },
     { term: 'permute', us: permuteUs },
@@ -196,8 +216,10 @@ export function moeCompute(
   ];
   if (shared)
     backward.push(
+      ...cast('shared-cast', sRows * x.hidden),
       back('shared-fc2', sfc2, gemm),
       { term: 'shared-act', us: mem(sRows * (2 * g + 1) * sf) },
+      ...cast('shared-cast', sRows * g * sf),
       back('shared-fc1', sfc1, gemm),
     );
   return { rows, forward, backward };

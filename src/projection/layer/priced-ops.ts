@@ -31,7 +31,7 @@ import { linearPrecisionOf, linearRecipeOf, type CrossEntropyKernels, type Kerne
  *                    dgrad first quantizes its activation operand A into its row-major and
  *                    transposed copies with their scales, castBytesPerElement(recipe) per element
  *                    (low-precision.ts: delayed, read 2 B and write 1 + 1; the wgrad reuses them);
- *                    weight casts, once per step, are not priced.
+ *                    the weight casts, once per step, are quantized-params.ts's.
  *   gpt-gelu         --arch gpt: the MLP is GeLU over one up-projection: the gate GEMMs price as
  *                    nothing, SwiGLU as GeLU (forward reads x and writes y: 2 elements per output;
  *                    backward reads x and dy, writes dx: 3).

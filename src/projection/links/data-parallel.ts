@@ -60,7 +60,9 @@ export function stateBytes(
 /**
  * The DP group's collectives for one bucket, µs: the gradient sync and (distributed optimizer) the
  * parameter all-gather; the gradients in `gradBytes` per parameter (Megatron's DDP: its main_grad
- * buffer's, stateBytesPerParam; Megatron-FSDP and FSDP2: the parameters' dtype, fsdpStateBytes).
+ * buffer's, stateBytesPerParam; Megatron-FSDP and FSDP2: the parameters' dtype, fsdpStateBytes),
+ * the parameters in `paramBytes` (the training dtype's; quantized parameters less,
+ * projection/step/quantized-params.ts gatherBytesPerParam).
  */
 export function bucketSyncUs(
   params: number,
@@ -70,13 +72,13 @@ export function bucketSyncUs(
   link: Interconnect,
   system: SystemSpec,
   gradBytes = stateBytesPerParam[dtype].grads,
+  paramBytes = stateBytesPerParam[dtype].weights,
 ): { gradUs: number; paramUs: number } {
   if (group <= 1) return { gradUs: 0, paramUs: 0 };
-  const per = stateBytesPerParam[dtype];
   const call = (op: 'allReduce' | 'reduceScatter' | 'allGather', bytes: number): number =>
     system.collectiveBaseUs + collectiveTimeUs(op, bytes, group, link);
   return distributedOptimizer
-    ? { gradUs: call('reduceScatter', params * gradBytes), paramUs: call('allGather', params * per.weights) }
+    ? { gradUs: call('reduceScatter', params * gradBytes), paramUs: call('allGather', params * paramBytes) }
     : { gradUs: call('allReduce', params * gradBytes), paramUs: 0 };
 }
 

@@ -28,7 +28,7 @@ import {
 } from '../../megatron/recompute-modules.ts';
 import { activationOffloadRefusals } from '../../megatron/activation-offload.ts';
 import { layerOffload, offloadTensors } from './activation-offload.ts';
-import { fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
+import { gatherBytesPerParam, quantizedParamRefusals, quantizedWeightsOf } from './quantized-params.ts';
 import { cpAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, membersPerNode, p2pUs } from '../links/group-links.ts';
@@ -145,15 +145,8 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   if (graphs.length) throw new Error(graphs.join(' '));
   const fp8Refusal = fp8RecomputeRefusal(modules, fp8RecipeOf(kernels));
   if (fp8Refusal) throw new Error(`${fp8Refusal.message} (${fp8Refusal.source})`);
-  if (setup.fp8ParamGather) {
-    const why = fp8ParamGatherRefusals({
-      fp8Recipe: fp8RecipeOf(kernels),
-      shardedOptimizer: (setup.distributedOptimizer ?? false) || setup.fsdp !== undefined,
-      fsdp: setup.fsdp !== undefined,
-      optimizerCpuOffload: setup.optimizerCpuOffload !== undefined,
-    });
-    if (why.length) throw new Error(why.join(' '));
-  }
+  const quantizedParams = quantizedParamRefusals(setup, kernels);
+  if (quantizedParams.length) throw new Error(quantizedParams.join(' '));
   const split = splitLayers(setup.layers, deg.pp, deg.vpp, {
     first: setup.firstStageLayers,
     last: setup.lastStageLayers,
@@ -429,7 +422,9 @@ function paramGatherStartDelays(
   const o = dpOptionsOf(setup, deg);
   if (!gatherInSchedule(o, deg.pp)) return undefined;
   const dispatch = paramGatherDispatchOf(setup.megatronRelease ?? 'core_v0.19');
+  const q = quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions);
   return dpTailChunkParams(setup, model, split).map((row, i) => {
+    const paramBytes = gatherBytesPerParam(q, machine, ct, i);
     const buckets = gradBuckets(row[0]!, {
       overlapGradReduce: o.overlapGradReduce,
       stage: i,
@@ -437,7 +432,9 @@ function paramGatherStartDelays(
       bucketSize: o.bucketSize,
     });
     const ms = gatherOrder(buckets).map(
-      (params) => bucketSyncUs(params, machine.dtype, true, o.dpGroup, links.dpCp, machine.system).paramUs / 1e3,
+      (params) =>
+        bucketSyncUs(params, machine.dtype, true, o.dpGroup, links.dpCp, machine.system, undefined, paramBytes)
+          .paramUs / 1e3,
     );
     return paramGatherStart(ms, forwardMs(i, 0), dispatch);
   });

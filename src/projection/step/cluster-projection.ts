@@ -14,7 +14,8 @@ import type { MlaStepModel } from './mla-step.ts';
 import type { MoeStepModel, MoeTail } from './moe-step.ts';
 import { stageAllocations } from './stage-allocations.ts';
 import type { CudaGraphStage } from './cuda-graph-memory.ts';
-import { stepTimes, type ExposedByGroup } from './step-times.ts';
+import { stepTimes, type DpCommMs, type ExposedByGroup } from './step-times.ts';
+import type { WeightCast } from './quantized-params.ts';
 
 /** The projection of one training step (times in ms, per GPU unless said). */
 export interface StepProjection {
@@ -53,6 +54,10 @@ export interface StepProjection {
   readonly finalizeMs: number;
   /** Adam update (memory-bound) of this GPU's parameters (its shard with the distributed optimizer). */
   readonly optimizerMs: number;
+  /** The DP collectives per step, hidden or not: the gradient sync and the parameter all-gather (step-times.ts). */
+  readonly dpCommMs: DpCommMs;
+  /** Under an fp8 or fp4 recipe: the weights' casts per step and, with quantized parameters, the amax all-reduce (quantized-params.ts). */
+  readonly weightCast?: WeightCast;
   readonly stepMs: number;
   readonly tokensPerStep: number;
   readonly tokensPerS: number;
@@ -222,6 +227,8 @@ export function assembleStep(setup: TrainingSetup, machine: Machine, pricing: La
     embeddingAllReduceMs: t.embeddingAllReduceMs,
     finalizeMs: t.finalizeMs,
     optimizerMs: t.optimizerMs,
+    dpCommMs: t.dpCommMs,
+    ...(t.weightCast.castBytes > 0 && { weightCast: t.weightCast }),
     stepMs: t.stepMs,
     tokensPerStep: t.tokensPerStep,
     tokensPerS: t.tokensPerS,

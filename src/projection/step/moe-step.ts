@@ -7,7 +7,8 @@ import type { RecomputeModule } from '../../megatron/recompute-modules.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
-import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
+import { defaultKernelOptions, linearPrecisionOf, linearRecipeOf } from '../layer/kernel-options.ts';
+import { expertGatherBytesPerParam, quantizedWeightsOf } from './quantized-params.ts';
 import {
   denseMlpFlops,
   isSharedTerm,
@@ -186,7 +187,7 @@ export function moeStepModel(
   const bytes = dtypeBytes[dtype];
   const precision = linearPrecisionOf(kernels, dtype);
   // At a training step's sustained clock, as the dense and MLA layers (sustained-clock.ts).
-  const compute = moeCompute(shapes, system.gpu, precision, bytes, 'sustained');
+  const compute = moeCompute(shapes, system.gpu, precision, bytes, 'sustained', linearRecipeOf(kernels));
   const links = expertLinks(system, degrees.ep, degrees.etp);
   const dispatch = dispatchComm(system, links, moe.dispatcher, {
     tokens,
@@ -325,18 +326,20 @@ export function moeRecomputeOf(
  * The expert gradients' sync over the expert-data-parallel group (EDP ranks ETP·EP apart, the
  * expert rank generator of parallel_state.py), one bucket of the stage's expert parameters
  * priced as data-parallel.ts prices a bucket (all-reduce; with the distributed optimizer a
- * reduce-scatter of the gradients, and the parameters' all-gather), ms.
+ * reduce-scatter of the gradients, and the parameters' all-gather at `paramBytes` per parameter,
+ * quantized-params.ts expertGatherBytesPerParam), ms.
  */
 export function expertStateSync(
   machine: Machine,
   x: MoeStepModel,
   stageExpertParams: number,
   distributedOptimizer: boolean,
+  paramBytes?: number,
 ): { gradMs: number; paramMs: number } {
   const { system, dtype } = machine;
   const { edp, etp, ep } = x.degrees;
   const link = groupLink(system, edp, membersPerNode(system, etp * ep, edp));
-  const us = bucketSyncUs(stageExpertParams, dtype, distributedOptimizer, edp, link, system);
+  const us = bucketSyncUs(stageExpertParams, dtype, distributedOptimizer, edp, link, system, undefined, paramBytes);
   return { gradMs: us.gradUs / 1e3, paramMs: us.paramUs / 1e3 };
 }
 
@@ -365,13 +368,17 @@ export function moeTail(
   backwardMs: (i: number, ch: number) => number,
 ): MoeTail {
   const distOpt = setup.distributedOptimizer ?? false;
+  const paramBytes = expertGatherBytesPerParam(
+    quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions),
+    machine,
+  );
   let gradSyncMs = 0;
   let paramGatherMs = 0;
   let most = 0;
   expertParams.forEach((row, i) => {
     const params = row.reduce((a, p) => a + p, 0);
     most = Math.max(most, params);
-    const s = expertStateSync(machine, x, params, distOpt);
+    const s = expertStateSync(machine, x, params, distOpt, paramBytes);
     gradSyncMs = Math.max(gradSyncMs, setup.overlapGradReduce ? Math.max(0, s.gradMs - backwardMs(i, 0)) : s.gradMs);
     paramGatherMs = Math.max(
       paramGatherMs,

@@ -1,5 +1,6 @@
 import { weightCopyBytes } from '../../megatron/low-precision.ts';
-import { defaultKernelOptions, linearRecipeOf } from '../layer/kernel-options.ts';
+import { defaultKernelOptions } from '../layer/kernel-options.ts';
+import { quantizedWeightsOf, stageLayerParams } from './quantized-params.ts';
 import { overlapBuffers, type OverlapBuffer } from '../layer/overlap-buffers.ts';
 import { overlapsOf } from '../layer/overlap-flags.ts';
 import type { Machine } from '../layer/projected-layer.ts';
@@ -64,7 +65,9 @@ export function stageAllocations(
   const expertState = (i: number) =>
     experts(i) > 0
       ? [
-          ...(setup.fp8ParamGather ? [] : [{ label: 'expert weights', bytes: experts(i) * perExpert.weights }]),
+          ...(quantizedWeightsOf(setup, kernels)?.params
+            ? []
+            : [{ label: 'expert weights', bytes: experts(i) * perExpert.weights }]),
           {
             label: distOpt
               ? `expert main weights and Adam moments (1/${edp} shard)`
@@ -76,21 +79,17 @@ export function stageAllocations(
   const moeIn = (i: number, ch: number): number => (ct.moe ? ct.moe.layersPerChunk[i]![ch]! : 0);
   // The linear layers' quantized weight copies under an fp8 or fp4 recipe (low-precision.ts
   // weightCopyBytes) on the stage's layer parameters (norm gains included) and experts, without
-  // FSDP (whose gathered units are not modelled in low precision); with --fp8-param-gather
-  // (refused with FSDP) they replace those parameters' 16-bit weights.
-  const recipe = setup.fsdp ? undefined : linearRecipeOf(kernels);
-  const layerLinear = (i: number): number =>
-    split.layers[i]!.reduce(
-      (a, n, ch) => a + n * model.layerParams + moeIn(i, ch) * (ct.moe?.nonExpertParamDelta ?? 0),
-      0,
-    );
-  const fp8Params = recipe !== undefined && setup.fp8ParamGather === true;
+  // FSDP (whose gathered units are not modelled in low precision); with --fp8-param-gather or
+  // --fp4-param-gather (refused with FSDP) they replace those parameters' 16-bit weights.
+  const q = quantizedWeightsOf(setup, kernels);
+  const layerLinear = (i: number): number => stageLayerParams(ct, i);
+  const fp8Params = q?.params === true;
   const copies = (i: number) =>
-    recipe
+    q
       ? [
           {
-            label: fp8Params ? 'fp8 parameters (rowwise and transposed)' : 'quantized weight copies',
-            bytes: (layerLinear(i) + experts(i)) * weightCopyBytes(recipe),
+            label: fp8Params ? 'quantized parameters (rowwise and columnwise)' : 'quantized weight copies',
+            bytes: (layerLinear(i) + experts(i)) * weightCopyBytes(q.recipe),
           },
         ]
       : [];

@@ -4,6 +4,7 @@ import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
+import { gatherBytesPerParam, quantizedWeightsOf, weightCastOf } from './quantized-params.ts';
 import { bucketSyncUs } from '../links/data-parallel.ts';
 import { dpSharedLinks, tpUnderSharing, type LinkSharingCost, type SharedLink } from '../links/link-sharing.ts';
 import { pipelineTimes, type PipelineTimes } from '../pipeline/pipeline-schedule.ts';
@@ -45,6 +46,16 @@ interface DataParallelTail {
   readonly paramGatherCostMs: number;
   readonly linkSharing: LinkSharingCost[];
   readonly linkSharingMs: number;
+  /** The busiest stage's DP collectives per step, hidden or not: the gradient sync and the parameter all-gather, ms. */
+  readonly commMs: DpCommMs;
+}
+
+/** The DP collectives' time per step on the busiest stage, hidden or not (dataParallelTail). */
+export interface DpCommMs {
+  readonly gradMs: number;
+  readonly paramGatherMs: number;
+  /** Bytes per parameter the busiest stage's parameter all-gather moves (quantized-params.ts gatherBytesPerParam). */
+  readonly paramGatherBytesPerParam: number;
 }
 
 /**
@@ -67,7 +78,11 @@ function dataParallelTail(
   const { dpGroup, distributedOptimizer: distOpt } = o;
   const inSchedule = gatherInSchedule(o, deg.pp);
   const gradBytes = setupStateBytes(setup, dtype, 1).grads;
-  const sync = (params: number) => bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system, gradBytes);
+  // Quantized parameters (--fp8-param-gather, --fp4-param-gather) all-gather fewer bytes (quantized-params.ts).
+  const q = quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions);
+  const paramBytes = split.layers.map((_, i) => gatherBytesPerParam(q, machine, ct, i));
+  const sync = (params: number, i = 0) =>
+    bucketSyncUs(params, dtype, distOpt, dpGroup, links.dpCp, system, gradBytes, paramBytes[i]);
   const tailParams = dpTailChunkParams(setup, model, split);
   // What the DP collectives beside compute cost it (NCCL's SMs; backward and forward taken as GEMM-bound).
   const dpSlowdown = (op: 'allReduce' | 'reduceScatter' | 'allGather'): number =>
@@ -101,12 +116,16 @@ function dataParallelTail(
   let pipelineDoneNoCost = 0;
   let paramGatherMs = 0;
   let paramGatherCostMs = 0;
+  let commMs: DpCommMs = { gradMs: 0, paramGatherMs: 0, paramGatherBytesPerParam: paramBytes[0]! };
   split.layers.forEach((_, i) => {
     const order = pipeline.orders[i]!;
     const ops = { chunk: order.chunk, forward: order.forward, t0: pipeline.t0[i]!, t1: pipeline.t1[i]! };
     const g = stageGradSync(i, ops, tailParams[i]!, o, (p) => sync(p).gradUs, gradSlowdown);
     const { stageEndMs: stageEnd, sync: s, overlapCostMs: gradCost } = g;
     if (dpGroup > 1) dpBuckets = Math.max(dpBuckets, s.buckets);
+    const gatherComm = g.chunks.reduce((a, ch) => a + ch.buckets.reduce((b, p) => b + sync(p, i).paramUs / 1e3, 0), 0);
+    if (s.commMs + gatherComm > commMs.gradMs + commMs.paramGatherMs)
+      commMs = { gradMs: s.commMs, paramGatherMs: gatherComm, paramGatherBytesPerParam: paramBytes[i]! };
     let computeDelay = 0;
     let dpDelay = 0;
     for (const x of stageLinkSharing(i, ops, stageEnd, gradOverlap ? s.busy : [], shares, tpShare, p2p)) {
@@ -114,7 +133,7 @@ function dataParallelTail(
       computeDelay += x.computeDelayMs;
       noteSharing('overlapGradReduce', x.share, x.sharedMs, x.computeDelayMs);
     }
-    const gather = stageParamGather(g, ops, o, (p) => sync(p).paramUs, gatherSlowdown, tpShare, inSchedule);
+    const gather = stageParamGather(g, ops, o, (p) => sync(p, i).paramUs, gatherSlowdown, tpShare, inSchedule);
     paramGatherMs = Math.max(paramGatherMs, gather.exposedMs);
     paramGatherCostMs = Math.max(paramGatherCostMs, gather.overlapCostMs);
     let gatherShareMs = 0;
@@ -143,6 +162,7 @@ function dataParallelTail(
     paramGatherCostMs,
     linkSharing: [...sharing.values()],
     linkSharingMs: pipelineDone - pipelineDoneUnshared,
+    commMs,
   };
 }
 
@@ -152,7 +172,8 @@ function dataParallelTail(
  * (tpExposedMs, cpExposedMs), the pipeline's p2p (pipelineP2p), the gradient sync on each stage's
  * DP stream and the distributed optimizer's parameter all-gather (dataParallelTail), the
  * tied-embedding all-reduce, the finalize collectives and the optimizer:
- *   step = DP-stream end + embedding all-reduce + finalize + optimizer + param gather (+ its cost).
+ *   step = DP-stream end + embedding all-reduce + finalize + optimizer + param gather (+ its cost)
+ *          + the weights' casts and amax all-reduce under a low-precision recipe (weightCastOf).
  */
 export function stepTimes(
   setup: TrainingSetup,
@@ -208,7 +229,11 @@ export function stepTimes(
         ),
       )
     : 0;
+  // The weights' casts and, with quantized parameters, the amax all-reduce before the master cast (quantized-params.ts).
+  const weightCast = weightCastOf(setup, machine, ct);
   const stepMs =
+    weightCast.castMs +
+    weightCast.amaxReduceMs +
     dp.doneMs +
     embeddingAllReduceMs +
     finalizeMs +
@@ -244,7 +269,14 @@ export function stepTimes(
     tp: tpExposed,
     cp: cpExposed,
     pp: pp.exposedMs,
-    dp: dp.exposedMs + paramGatherMs + embeddingAllReduceMs + finalizeMs + expertMs + fsdpExposedMs,
+    dp:
+      dp.exposedMs +
+      paramGatherMs +
+      embeddingAllReduceMs +
+      finalizeMs +
+      expertMs +
+      fsdpExposedMs +
+      weightCast.amaxReduceMs,
   };
   const exposedMs = exposedByGroup.tp + exposedByGroup.cp + exposedByGroup.pp + exposedByGroup.dp;
   return {
@@ -256,6 +288,8 @@ export function stepTimes(
     embeddingAllReduceMs,
     finalizeMs,
     optimizerMs: optimizer,
+    weightCast,
+    dpCommMs: dp.commMs,
     stepMs,
     tokensPerStep,
     tokensPerS: tokensPerStep / (stepMs * 1e-3),

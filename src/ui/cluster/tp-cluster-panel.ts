@@ -337,6 +337,9 @@ export class TpClusterPanel extends LitElement {
       f.overlapParamGather ? '--overlap-param-gather' : '',
       f.fsdp ? fsdpLabel(f.fsdp) : '',
       f.fp8ParamGather ? '--fp8-param-gather' : '',
+      // MXFP8 parameters gather through the gradient buffer (low-precision.ts quantizedGatherBytes).
+      f.fp8ParamGather && this.fp8recipe === 'mxfp8' ? '--reuse-grad-buf-for-mxfp8-param-ag' : '',
+      f.fp4ParamGather ? '--fp4-param-gather' : '',
       f.activationOffload
         ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
         : '',

@@ -3,7 +3,7 @@ import { cudaGraphRecomputeRefusals } from '../../megatron/cuda-graph-rules.ts';
 import { checkDataParallelFlags, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
 import { activationOffloadRefusals, defaultActivationOffload } from '../../megatron/activation-offload.ts';
-import { fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
+import { fp4ParamGatherRefusals, fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
 import { systemNames, systems, type SystemName } from '../../hardware/systems.ts';
 import { defaultKernelOptions, lowPrecisionRefusals } from '../../projection/layer/kernel-options.ts';
 import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
@@ -19,6 +19,7 @@ export type ClusterFlags = Pick<
   | 'overlapParamGather'
   | 'fsdp'
   | 'fp8ParamGather'
+  | 'fp4ParamGather'
   | 'activationOffload'
 >;
 
@@ -35,7 +36,8 @@ export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
   overlapGradReduce: s.ogr,
   overlapParamGather: s.opg,
   ...(s.fsdp && { fsdp: s.fsdp }),
-  ...(s.fp8pg && { fp8ParamGather: true }),
+  // fp8pg is the quantized parameter gather of the page's low-precision format: --fp4-param-gather under fp4.
+  ...(s.fp8pg && (s.fp4 !== 'none' ? { fp4ParamGather: true } : { fp8ParamGather: true })),
   ...(s.offload.length > 0 && { activationOffload: { modules: s.offload, ...defaultActivationOffload } }),
 });
 
@@ -87,13 +89,17 @@ function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly
       message: `${lowPrecision.join(' ')} (${gpu!.label})`,
     });
   if (s.fp8pg) {
-    const why = fp8ParamGatherRefusals({
-      ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
-      shardedOptimizer: s.distopt || s.fsdp !== null,
-      fsdp: s.fsdp !== null,
-      optimizerCpuOffload: false,
-    });
-    if (why.length) out.push({ field: 'fp8pg', fields: ['fp8pg', 'fp8', 'distopt', 'fsdp'], message: why.join(' ') });
+    const why =
+      s.fp4 !== 'none'
+        ? fp4ParamGatherRefusals({ fp4: true, distributedOptimizer: s.distopt, fsdp: s.fsdp !== null })
+        : fp8ParamGatherRefusals({
+            ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
+            shardedOptimizer: s.distopt || s.fsdp !== null,
+            fsdp: s.fsdp !== null,
+            optimizerCpuOffload: false,
+          });
+    if (why.length)
+      out.push({ field: 'fp8pg', fields: ['fp8pg', 'fp8', 'fp4', 'distopt', 'fsdp'], message: why.join(' ') });
   }
   if (s.graphs !== 'none') {
     const why = cudaGraphRecomputeRefusals(s.graphs, {

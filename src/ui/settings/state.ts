@@ -162,7 +162,7 @@ export interface Settings extends ModelSizes {
   readonly opg: boolean;
   /** FSDP on the cluster panel (--use-megatron-fsdp with its strategy, or --use-torch-fsdp2); null: DDP. */
   readonly fsdp: FsdpSetup | null;
-  /** --fp8-param-gather on the cluster panel (needs the fp8 format and the distributed optimizer). */
+  /** --fp8-param-gather on the cluster panel (needs the fp8 format and the distributed optimizer); --fp4-param-gather under fp4. */
   readonly fp8pg: boolean;
   /** --fine-grained-activation-offloading's --offload-modules on the cluster panel; empty: off. */
   readonly offload: readonly OffloadModule[];

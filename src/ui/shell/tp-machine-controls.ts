@@ -192,7 +192,7 @@ export class TpMachineControls extends LitElement {
       }
       ${this.flag(s, 'ogr', '--overlap-grad-reduce')} ${this.flag(s, 'opg', '--overlap-param-gather')}
       ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}
-      ${this.flag(s, 'fp8pg', '--fp8-param-gather')}
+      ${this.flag(s, 'fp8pg', s.fp4 !== 'none' ? '--fp4-param-gather' : '--fp8-param-gather')}
       <label
         >--offload-modules (fine-grained activation offloading)
         <input

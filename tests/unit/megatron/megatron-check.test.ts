@@ -305,6 +305,16 @@ describe('--recompute-modules on the launch line (transformer_config.py)', () =>
     ]);
   });
 
+  test('--fp4-param-gather needs --fp4-format; mxfp8 parameters under the distributed optimizer need the gradient buffer for their gather', () => {
+    const base = [...selective('core_attn'), '--use-distributed-optimizer'];
+    const b200 = ngcEnvironment(8, {}, 10);
+    expect(sources([...base, '--fp4-param-gather'], b200)).toEqual(['megatron/training/arguments.py:1069-1070']);
+    expect(sources([...base, '--fp4-format', 'e2m1', '--fp4-param-gather'], b200)).toEqual([]);
+    const mx = [...base, '--fp8-format', 'e4m3', '--fp8-recipe', 'mxfp8', '--fp8-param-gather'];
+    expect(sources(mx, b200)).toEqual(['megatron/core/distributed/param_and_grad_buffer.py:1284']);
+    expect(sources([...mx, '--reuse-grad-buf-for-mxfp8-param-ag'], b200)).toEqual([]);
+  });
+
   test('layernorm under fp8 fails with delayed scaling, the default recipe (:1821-1827), and passes with tensorwise', () => {
     expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid'], env)).toEqual([`${T}:1821-1827`]);
     expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid', '--fp8-recipe', 'tensorwise'], env)).toEqual(

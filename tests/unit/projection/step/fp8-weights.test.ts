@@ -30,7 +30,7 @@ describe('fp8 weight copies and --fp8-param-gather (transformer_config.py:581-58
     const fp8 = await projectStep({ ...job, ...distOpt }, on({ fp8: 'hybrid' }));
     const params = await projectStep({ ...job, ...distOpt, fp8ParamGather: true }, on({ fp8: 'hybrid' }));
     expect(fp8.memory.totalBytes - params.memory.totalBytes).toBe(4 * layerParams * 2);
-    expect(params.stepMs).toBe(fp8.stepMs);
+    // Its time (the 1-byte gather, the casts) is quantized-params.test.ts's.
   });
 
   it("refuses it with Megatron's reasons: without fp8, without a sharded optimizer, with the offload off delayed", async () => {

@@ -195,6 +195,22 @@ describe('the memory levers on the page: --fp8-param-gather and --offload-module
     expect(settingsFromHash('#offload=mlp').messages[0]!.message).toMatch(/"mlp".*1863-1867/);
   });
 
+  test('fp8pg is --fp4-param-gather under fp4, refused at fp8pg without the distributed optimizer as the projection refuses it', async () => {
+    const fp4 = { ...defaultSettings, system: 'dgx-b200', fp4: 'e2m1' as const, fp8pg: true, distopt: true };
+    expect(clusterFlagsOf(fp4)).toMatchObject({ fp4ParamGather: true });
+    expect(clusterFlagsOf(fp4).fp8ParamGather).toBeUndefined();
+    expect(clusterIssues(fp4)).toEqual([]);
+    const noDistOpt = { ...fp4, distopt: false };
+    const [issue] = clusterIssues(noDistOpt);
+    expect(issue).toMatchObject({ field: 'fp8pg' });
+    const b200 = {
+      system: systems['dgx-b200'],
+      dtype: 'bf16' as const,
+      kernels: { ...defaultKernelOptions, fp4: 'e2m1' as const },
+    };
+    await expect(projectStep(setup(noDistOpt), b200)).rejects.toThrow(issue!.message);
+  });
+
   test("Megatron's rules show at their control with the message the projection throws", async () => {
     const noFp8 = { ...defaultSettings, fp8pg: true, distopt: true };
     const [issue] = clusterIssues(noFp8);
