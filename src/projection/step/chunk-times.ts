@@ -28,7 +28,13 @@ import {
 } from '../../megatron/recompute-modules.ts';
 import { activationOffloadRefusals } from '../../megatron/activation-offload.ts';
 import { layerOffload, offloadTensors } from './activation-offload.ts';
-import { gatherBytesPerParam, quantizedParamRefusals, quantizedWeightsOf } from './quantized-params.ts';
+import {
+  gatherBytesPerParam,
+  quantizedParamRefusals,
+  quantizedWeightsOf,
+  stageLayerParams,
+} from './quantized-params.ts';
+import { weightCopyBytes } from '../../megatron/low-precision.ts';
 import { cpAttention } from '../links/context-parallel.ts';
 import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
 import { groupLinks, membersPerNode, p2pUs } from '../links/group-links.ts';
@@ -355,7 +361,8 @@ export interface StepLowerBounds {
  * gradient buffer, live for the whole step under every peak.
  */
 export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing: LayerPricing): StepLowerBounds {
-  const { m, deg, split, model, forwardMs, backwardMs, moe, expertParams } = chunkTimes(setup, machine, pricing);
+  const ct = chunkTimes(setup, machine, pricing);
+  const { m, deg, split, model, forwardMs, backwardMs, moe, expertParams } = ct;
   let busiest = 0;
   split.layers.forEach((row, i) => {
     busiest = Math.max(
@@ -365,11 +372,15 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
   });
   const per = setupStateBytes(setup, machine.dtype, deg.dp * deg.cp);
   const perExpert = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, moe?.degrees.edp ?? 1);
+  // Quantized parameters hold their copies (weightCopyBytes) in place of the 16-bit weights: the smaller of the two bounds both.
+  const q = quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions);
+  const held = (w: number): number => (q?.params ? Math.min(w, weightCopyBytes(q.recipe)) : w);
   const memoryBytes = Math.max(
     ...model.stageParams.map(
       (p, i) =>
-        p * (per.weights + per.optimizer + per.grads) +
-        expertParams[i]!.reduce((a, x) => a + x, 0) * (perExpert.weights + perExpert.optimizer + perExpert.grads),
+        p * (per.weights + per.optimizer + per.grads) -
+        (q?.params ? stageLayerParams(ct, i) * (per.weights - held(per.weights)) : 0) +
+        expertParams[i]!.reduce((a, x) => a + x, 0) * (held(perExpert.weights) + perExpert.optimizer + perExpert.grads),
     ),
   );
   return { stepMs: m * busiest, memoryBytes };

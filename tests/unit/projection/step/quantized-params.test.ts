@@ -14,6 +14,8 @@ import { defaultKernelOptions, type KernelOptions } from '../../../../src/projec
 import { moeCompute, termsUs, type MoeShapes } from '../../../../src/projection/layer/moe-layer.ts';
 import { groupLinks } from '../../../../src/projection/links/group-links.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
+import { stepLowerBounds } from '../../../../src/projection/step/chunk-times.ts';
+import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
 
 // t 2 SP, 4 layers, 8 GPUs on one H100 node: DP 4, p 1, one bucket (no --overlap-grad-reduce).
 const sizes = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
@@ -97,6 +99,13 @@ describe('--fp8-param-gather and --fp4-param-gather in the step (quantized-param
     const pg = await projectStep({ ...job, fp4ParamGather: true }, on({ fp4: 'e2m1' }, 'dgx-b200'));
     const P = pg.stageParams[0]!;
     expect(pg.dpCommMs.paramGatherBytesPerParam).toBeCloseTo((L / 2 + 2 * (P - L)) / P, 12);
+    // The advisor's memory bound stays below the step's peak with the ½ + ½-byte NVFP4 parameters in place of bf16.
+    const machine = on({ fp4: 'e2m1' }, 'dgx-b200');
+    const setup = { ...job, fp4ParamGather: true };
+    const bound = stepLowerBounds(setup, machine, await priceLayers(setup, machine));
+    const plain = stepLowerBounds(job, machine, await priceLayers(job, machine));
+    expect(plain.memoryBytes - bound.memoryBytes).toBeCloseTo(L * (2 - 1 - 2 / 256), 3);
+    expect(bound.memoryBytes).toBeLessThanOrEqual(pg.memory.totalBytes);
     await expect(projectStep({ ...job, fp4ParamGather: true }, on({}, 'dgx-b200'))).rejects.toThrow(/1069-1070/);
     await expect(
       projectStep({ ...job, distributedOptimizer: false, fp4ParamGather: true }, on({ fp4: 'e2m1' }, 'dgx-b200')),

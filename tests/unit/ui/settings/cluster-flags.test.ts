@@ -211,6 +211,16 @@ describe('the memory levers on the page: --fp8-param-gather and --offload-module
     await expect(projectStep(setup(noDistOpt), b200)).rejects.toThrow(issue!.message);
   });
 
+  test("fp8pg moves the cluster panel's step: its parameter all-gather at 1 byte per layer parameter", async () => {
+    const fp8 = { ...defaultSettings, system: 'dgx-h100', fp8: 'hybrid' as const, distopt: true };
+    const kernels = { ...defaultKernelOptions, fp8: 'hybrid' as const };
+    const off = await projectStep(setup(fp8), { ...h100, kernels });
+    const on = await projectStep(setup({ ...fp8, fp8pg: true }), { ...h100, kernels });
+    expect(off.dpCommMs.paramGatherBytesPerParam).toBe(2);
+    expect(on.dpCommMs.paramGatherBytesPerParam).toBeLessThan(1.5);
+    expect(on.stepMs).not.toBe(off.stepMs);
+  });
+
   test("Megatron's rules show at their control with the message the projection throws", async () => {
     const noFp8 = { ...defaultSettings, fp8pg: true, distopt: true };
     const [issue] = clusterIssues(noFp8);
