@@ -1,6 +1,7 @@
 import { gemmTime, memoryBoundUs, type GemmShape } from '../../hardware/kernel-time.ts';
 import type { KernelClock } from '../../hardware/sustained-clock.ts';
 import type { GemmPrecision, GpuSpec } from '../../hardware/gpus.ts';
+import type { TrainDtype } from '../../hardware/dtype.ts';
 import type { TokenDispatcher } from '../../megatron/moe.ts';
 import { castBytesPerElement, type LinearRecipe } from '../../megatron/low-precision.ts';
 
@@ -119,13 +120,15 @@ const backwardShapes = (g: GemmShape): [GemmShape, GemmShape] => [
  * activation's backward reads g + 1 and writes g per element).
  * Every GEMM (router, experts, shared experts) at `clock`: in a step the sustained one, as the
  * dense and MLA layers' (sustained-clock.ts); `burst` for an isolated benchmark.
- * Under a low-precision `recipe` (the experts' TEGroupedLinear and the shared experts' TE linears
+ * Under a low-precision recipe (`lowPrecision`: the experts' TEGroupedLinear and the shared experts' TE linears
  * quantize their inputs, transformer_engine.py TEGroupedLinear :2424-2431): before each fprop and
  * dgrad its activation operand is cast, castBytesPerElement(recipe, bytes) per element (as the
  * dense layer's fp8-cast rule, priced-ops.ts) — forward fc1's input [r·E/EP, h] and fc2's
  * [r·E/EP, F/ETP], backward fc2's output gradient [r·E/EP, h] and fc1's [r·E/EP, g·F/ETP]; the
  * shared experts' likewise on their T·t rows with F_s/t. The weights' casts are once per step
- * (projection/step/quantized-params.ts).
+ * (projection/step/quantized-params.ts). The router stays in the training dtype `lowPrecision.dtype`
+ * (router.py:87-109: router_gating_linear, a matmul in the input's dtype or moe_router_dtype, not a
+ * Transformer Engine linear).
  */
 export function moeCompute(
   x: MoeShapes,
@@ -133,14 +136,19 @@ export function moeCompute(
   precision: GemmPrecision,
   bytes: number,
   clock: KernelClock = 'burst',
-  recipe?: LinearRecipe,
+  lowPrecision?: { readonly recipe: LinearRecipe; readonly dtype: TrainDtype },
 ): MoeCompute {
+  const recipe = lowPrecision?.recipe;
   const rows = moeRows(x);
   const g = x.gated ? 2 : 1;
   const local = x.experts / x.ep;
   const f = x.ffn / x.etp;
   const gemm = (s: GemmShape): { us: number; efficiency: number } => {
     const one = gemmTime(s, gpu, precision, undefined, clock);
+    return { us: one.us, efficiency: one.efficiency };
+  };
+  const routerGemm = (s: GemmShape): { us: number; efficiency: number } => {
+    const one = gemmTime(s, gpu, lowPrecision?.dtype ?? precision, undefined, clock);
     return { us: one.us, efficiency: one.efficiency };
   };
   // SequentialMLP runs E/EP GEMMs of batch 1; TEGroupedMLP one grouped GEMM of batch E/EP.
@@ -174,7 +182,7 @@ export function moeCompute(
   const cast = (term: 'expert-cast' | 'shared-cast', elements: number): MoeTerm[] =>
     recipe ? [{ term, us: memoryBoundUs(elements * castBytesPerElement(recipe, bytes), gpu) }] : [];
   const forward: MoeTerm[] = [
-    { term: 'router', ...gemm(router) },
+    { term: 'router', ...routerGemm(router) },
     { term: 'routing', us: routingUs },
     { term: 'permute', us: permuteUs },
     { term: 'sort-chunks', us: sortUs },
@@ -212,7 +220,7 @@ export function moeCompute(
     { term: 'sort-chunks', us: sortUs },
     { term: 'permute', us: permuteUs },
     { term: 'routing', us: routingUs },
-    back('router', router, gemm),
+    back('router', router, routerGemm),
   ];
   if (shared)
     backward.push(

@@ -187,7 +187,8 @@ export function moeStepModel(
   const bytes = dtypeBytes[dtype];
   const precision = linearPrecisionOf(kernels, dtype);
   // At a training step's sustained clock, as the dense and MLA layers (sustained-clock.ts).
-  const compute = moeCompute(shapes, system.gpu, precision, bytes, 'sustained', linearRecipeOf(kernels));
+  const recipe = linearRecipeOf(kernels);
+  const compute = moeCompute(shapes, system.gpu, precision, bytes, 'sustained', recipe && { recipe, dtype });
   const links = expertLinks(system, degrees.ep, degrees.etp);
   const dispatch = dispatchComm(system, links, moe.dispatcher, {
     tokens,
