@@ -85,6 +85,9 @@ describe('parseProjectArgs: kernel switches (Megatron spellings)', () => {
     expect(parseProjectArgs(['--cross-entropy', 'megatron']).kernels.crossEntropy).toBe('megatron');
     expect(parseProjectArgs(['--gradient-accumulation-fusion']).kernels.gradAccumulationFusion).toBe(true);
     expect(parseProjectArgs([]).kernels.gradAccumulationFusion).toBeUndefined();
+    const fp4 = parseProjectArgs(['--system', 'dgx-b200', '--fp4-format', 'e2m1', '--fp4-param-gather']);
+    expect(fp4.setup.fp4ParamGather).toBe(true);
+    expect(parseProjectArgs(['--system', 'dgx-b200', '--fp4-format', 'e2m1']).setup.fp4ParamGather).toBeUndefined();
   });
 
   it('names what is wrong', () => {
