@@ -1,5 +1,6 @@
 import { memoryAtPeak, type BudgetRow } from './cluster-projection.ts';
-import { type ExposedByGroup } from './step-times.ts';
+import { type DpCommMs, type ExposedByGroup } from './step-times.ts';
+import type { WeightCast } from './quantized-params.ts';
 import type { MemoryClass } from '../pipeline/memory-timeline.ts';
 
 /** One row of the fixed-budget table as the page and `npm run project` print it. */
@@ -26,6 +27,10 @@ export type BudgetLine =
       readonly bubbleShare: number;
       /** Exposed communication per group (TP, CP, PP p2p, DP), ms. */
       readonly exposedByGroup: ExposedByGroup;
+      /** The DP collectives per step, hidden or not, and the parameter all-gather's bytes per parameter. */
+      readonly dpCommMs: DpCommMs;
+      /** Under an fp8 or fp4 recipe: the weights' casts and amax all-reduce per step (quantized-params.ts). */
+      readonly weightCast?: WeightCast;
       /** Exposed communication per rank (TP exposed + DP all-reduce + finalize), ms and share of the step. */
       readonly exposedMs: number;
       readonly exposedShare: number;
@@ -91,6 +96,8 @@ export function budgetLines(rows: readonly BudgetRow[], baseline?: readonly Budg
       executedMfu: s.executedMfu,
       bubbleShare: s.bubbleShare,
       exposedByGroup: s.exposedByGroup,
+      dpCommMs: s.dpCommMs,
+      ...(s.weightCast && { weightCast: s.weightCast }),
       exposedMs: s.exposedMs,
       exposedShare: s.exposedShare,
       memoryGiB: s.memory.totalBytes / GiB,

@@ -16,6 +16,7 @@ import { groupLinks } from '../../../../src/projection/links/group-links.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { stepLowerBounds } from '../../../../src/projection/step/chunk-times.ts';
 import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
+import { budgetLines } from '../../../../src/projection/step/cluster-summary.ts';
 
 // t 2 SP, 4 layers, 8 GPUs on one H100 node: DP 4, p 1, one bucket (no --overlap-grad-reduce).
 const sizes = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
@@ -93,6 +94,9 @@ describe('--fp8-param-gather and --fp4-param-gather in the step (quantized-param
       9,
     );
     expect(pg.stepMs).toBeLessThan(fp8.stepMs);
+    // The table's rows (and npm run project --json) carry them.
+    const [line] = budgetLines([{ tp: 2, ok: true, step: pg }]);
+    expect(line).toMatchObject({ dpCommMs: pg.dpCommMs, weightCast: pg.weightCast });
   });
 
   it('gathers NVFP4 parameters at ½ byte; refuses --fp4-param-gather without --fp4-format (arguments.py:1069-1070) or the distributed optimizer', async () => {
