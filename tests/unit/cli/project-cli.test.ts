@@ -256,17 +256,6 @@ describe('npm run project', () => {
     expect(table.stdout).toContain(Math.round(doc.rows[0]!.tokensPerS).toLocaleString('en-US'));
   }, 60_000);
 
-  it('prints the weights line under an fp8 recipe: casts per step, amax all-reduce with quantized parameters', async () => {
-    const r = await run(
-      ...['--system', 'dgx-h100', '--dtype', 'bf16', '--tp', '8', '--use-distributed-optimizer'],
-      ...['--fp8-format', 'hybrid', '--fp8-param-gather'],
-    );
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(
-      /^weights at t=8 \(delayed, quantized parameters\): casts [\d.]+ ms per step .*amax all-reduce/m,
-    );
-  }, 60_000);
-
   it('--gemm-table prints the GEMM model for representative shapes', async () => {
     const r = await run('--system', 'dgx-h100', '--dtype', 'bf16', '--gemm-table');
     expect(r.code).toBe(0);

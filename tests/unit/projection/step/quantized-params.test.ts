@@ -17,6 +17,7 @@ import { projectStep } from '../../../../src/projection/step/cluster-projection.
 import { stepLowerBounds } from '../../../../src/projection/step/chunk-times.ts';
 import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
 import { budgetLines } from '../../../../src/projection/step/cluster-summary.ts';
+import { lowPrecisionLines } from '../../../../scripts/project/low-precision-report.ts';
 
 // t 2 SP, 4 layers, 8 GPUs on one H100 node: DP 4, p 1, one bucket (no --overlap-grad-reduce).
 const sizes = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
@@ -97,6 +98,14 @@ describe('--fp8-param-gather and --fp4-param-gather in the step (quantized-param
     // The table's rows (and npm run project --json) carry them.
     const [line] = budgetLines([{ tp: 2, ok: true, step: pg }]);
     expect(line).toMatchObject({ dpCommMs: pg.dpCommMs, weightCast: pg.weightCast });
+    // npm run project's weights line (scripts/project/low-precision-report.ts).
+    expect(lowPrecisionLines(2, pg)).toEqual([
+      `weights at t=2 (delayed, quantized parameters): casts ${pg.weightCast!.castMs.toFixed(2)} ms per step ` +
+        `(${(pg.weightCast!.castBytes / 2 ** 30).toFixed(2)} GiB through HBM), amax all-reduce ${amax.toFixed(2)} ms; ` +
+        `DP per step, hidden or not: gradient sync ${pg.dpCommMs.gradMs.toFixed(2)} ms, ` +
+        `parameter all-gather ${pg.dpCommMs.paramGatherMs.toFixed(2)} ms at ${((L + 2 * (P - L)) / P).toFixed(2)} B/parameter`,
+    ]);
+    expect(lowPrecisionLines(2, await projectStep(job, on({})))).toEqual([]);
   });
 
   it('gathers NVFP4 parameters at ½ byte; refuses --fp4-param-gather without --fp4-format (arguments.py:1069-1070) or the distributed optimizer', async () => {
