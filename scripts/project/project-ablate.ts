@@ -1,4 +1,5 @@
 // `npm run project -- --ablate --tp T`: the overlap ablation of one layout, printed or as JSON.
+import { modelSizesText } from './model-sizes-text.ts';
 import type { ProjectArgs } from './project-args.ts';
 import { alignedTable } from '../cli/text-table.ts';
 import { ablateOverlaps, type AblationRow } from '../../src/projection/studies/overlap-ablation.ts';
@@ -67,7 +68,7 @@ export async function runAblation(args: ProjectArgs): Promise<void> {
   const { sizes, layers, gpus, globalBatch } = setup;
   console.log(`${args.system.label} · ${args.dtype} · overlap ablation over the projection (not a measurement)`);
   console.log(
-    `model: s ${sizes.s}, b ${sizes.b}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers; ` +
+    `model: ${modelSizesText(sizes)}, ${layers} layers; ` +
       `${gpus} GPUs, t ${setup.tp}, p ${setup.pp ?? 1}, v ${setup.vpp ?? 1}, cp ${setup.cp ?? 1}${setup.sp ? ', SP' : ''}` +
       `${setup.distributedOptimizer ? ', distributed optimizer' : ''}, global batch ${globalBatch}`,
   );

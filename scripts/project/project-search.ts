@@ -1,4 +1,5 @@
 // `npm run project -- --search`: the advisor over the default search space, printed or as JSON.
+import { modelSizesText } from './model-sizes-text.ts';
 import type { ProjectArgs } from './project-args.ts';
 import {
   advise,
@@ -86,7 +87,7 @@ export async function runSearch(args: ProjectArgs): Promise<void> {
   }
   console.log(`${args.system.label} · ${args.dtype} · advisor over the projection (not a measurement)`);
   console.log(
-    `model: s ${sizes.s}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers${moe ? `, ${moe.experts} experts top-${moe.topk} of FFN ${moe.ffn} (${moe.dispatcher})` : ''}; ${gpus} GPUs, global batch ${globalBatch} sequences`,
+    `model: ${modelSizesText(model)}, ${layers} layers${moe ? `, ${moe.experts} experts top-${moe.topk} of FFN ${moe.ffn} (${moe.dispatcher})` : ''}; ${gpus} GPUs, global batch ${globalBatch} sequences`,
   );
   console.log(
     `${r.candidates.toLocaleString('en-US')} candidates in ${seconds.toFixed(2)} s wall, ${cpuSeconds.toFixed(2)} s CPU (${r.layersPriced} distinct layers planned and scheduled); ${r.ranked.toLocaleString('en-US')} ranked`,

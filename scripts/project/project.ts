@@ -1,5 +1,6 @@
 // npm run project -- --system NAME [--preset NAME] [size flags] --layers L --gpus N --tp 1,2,4,8 [--pp P --vpp V --cp CP] [--sp] [--dtype fp16|bf16|fp32] [--json] [--search [--top K]] [--ablate]
 // Projects the layer × L onto a real cluster, in Node (no browser): the fixed-budget table over t.
+import { modelSizesText } from './model-sizes-text.ts';
 import { alignedTable } from '../cli/text-table.ts';
 import { fixedBudget } from '../../src/projection/step/cluster-projection.ts';
 import { gemmTable } from '../../src/projection/layer/gemm-table.ts';
@@ -160,7 +161,7 @@ const recomputeLabel = !recomputation
 const signed = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`;
 console.log(`${header.system} · ${args.dtype} · ${header.note}`);
 console.log(
-  `model: s ${sizes.s}, b ${sizes.b}, h ${sizes.h}, heads ${sizes.heads}, groups ${sizes.groups}, ffn ${sizes.ffn}, vocab ${sizes.vocab}, ${layers} layers; ` +
+  `model: ${modelSizesText(sizes)}, ${layers} layers; ` +
     `${gpus} GPUs, global batch ${globalBatch} sequences${sp ? ', SP' : ''}${recomputeLabel}` +
     `${header.pp > 1 ? `, p ${header.pp}${header.vpp > 1 ? ` × v ${header.vpp}` : ''}` : ''}${header.cp > 1 ? `, cp ${header.cp}` : ''}` +
     `${header.distributedOptimizer ? ', distributed optimizer' : ''}${header.overlapGradReduce ? ', overlapped grad reduce' : ''}` +

@@ -161,6 +161,8 @@ export function activationBytes(
  * q, k, v are copied out; backward: the gradient until it is reduce-scattered): 4·s·b·W, W =
  * (heads + 2·groups)·d; 0 when groups ≥ t (nothing is gathered).
  */
-export function gatheredQkvBytes(c: Pick<LayerConfig, 's' | 'b' | 'h' | 'heads' | 'groups' | 'tp'>): number {
+export function gatheredQkvBytes(
+  c: Pick<LayerConfig, 's' | 'b' | 'h' | 'heads' | 'groups' | 'kvChannels' | 'tp'>,
+): number {
   return gathersQkv(c) ? c.s * c.b * qkvOutWidth(c) * bytesPerElement : 0;
 }

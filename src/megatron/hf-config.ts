@@ -10,7 +10,8 @@ import { moeDefaults, type MoeSetup } from './moe.ts';
  *   hidden_size h · num_hidden_layers L · num_attention_heads heads · num_key_value_heads groups
  *   (absent: = heads, as LlamaConfig defaults it) · intermediate_size the dense FFN · vocab_size ·
  *   tie_word_embeddings (absent: false, the default of every one of these config classes) ·
- *   rope_theta (absent: 10000, LlamaConfig's default) · head_dim (Qwen3; absent: h / heads).
+ *   rope_theta (absent: 10000, LlamaConfig's default) · head_dim (Qwen3: Megatron's --kv-channels,
+ *   kept in sizes.kvChannels where it is not h / heads; absent: h / heads).
  *   MoE: num_local_experts (Mixtral) / num_experts (Qwen3-MoE) / n_routed_experts (DeepSeek-V3),
  *   num_experts_per_tok top-k, n_shared_experts, moe_intermediate_size (Mixtral: intermediate_size),
  *   first_k_dense_replace (DeepSeek-V3's dense first layers).
@@ -194,12 +195,24 @@ export function parseHfConfig(input: string | Json): HfModel {
   const groups = kv ?? heads;
   if (heads % groups !== 0)
     throw new Error(`config.json: num_attention_heads ${heads} is not a multiple of num_key_value_heads ${groups}.`);
-  if (h % heads !== 0)
-    throw new Error(`config.json: hidden_size ${h} is not a multiple of num_attention_heads ${heads}.`);
+  // head_dim is Megatron's --kv-channels; without it d = h / heads, which arguments.py:1291-1293 asserts whole.
   const headDim = whole(c, 'head_dim', 1);
-  if (headDim !== undefined && headDim !== h / heads)
-    cannot.push(
-      `head_dim ${headDim} differs from hidden_size / num_attention_heads = ${h / heads}; the projection's layer has d = h / heads.`,
+  if (headDim === undefined && h % heads !== 0)
+    throw new Error(
+      `config.json: hidden_size ${h} is not a multiple of num_attention_heads ${heads}; give head_dim (the per-head width) or fix them.`,
+    );
+  if (headDim !== undefined && headDim % 2 !== 0)
+    throw new Error(
+      `config.json: head_dim is ${headDim}; RoPE pairs element k with k + head_dim/2, so write an even number.`,
+    );
+  const kvChannels = headDim !== undefined && headDim !== h / heads ? headDim : undefined;
+  if (kvChannels !== undefined)
+    notes.push(
+      `head_dim ${kvChannels} ≠ hidden_size / num_attention_heads = ${h / heads}: priced as Megatron's --kv-channels ${kvChannels} (Q ${heads}·${kvChannels} = ${heads * kvChannels} wide, K and V ${groups}·${kvChannels} each, linear_proj ${heads * kvChannels} → ${h}).`,
+    );
+  if (modelType === 'qwen3' || modelType === 'qwen3_moe')
+    notes.push(
+      "Qwen3's q_norm and k_norm (RMSNorm over each head's d, Megatron's --qk-layernorm) are not priced: 2·d weights and two memory-bound passes over Q and K per layer.",
     );
   const act = c.hidden_act;
   if (act !== undefined && act !== 'silu')
@@ -266,7 +279,17 @@ export function parseHfConfig(input: string | Json): HfModel {
   const maxPos = whole(c, 'max_position_embeddings', 1);
   return {
     ...(modelType !== undefined && { modelType }),
-    model: { sizes: { h, heads, groups, ffn: denseFfn ?? moe!.expertFfn, vocab }, layers },
+    model: {
+      sizes: {
+        h,
+        heads,
+        groups,
+        ffn: denseFfn ?? moe!.expertFfn,
+        vocab,
+        ...(kvChannels !== undefined && !mla && { kvChannels }),
+      },
+      layers,
+    },
     tiedEmbeddings: tie === true,
     ropeBase: typeof rope === 'number' ? rope : 10000,
     ...(maxPos !== undefined && { maxPositionEmbeddings: maxPos }),

@@ -138,6 +138,30 @@ export const publicHfConfigs: readonly PublicHfConfig[] = [
     },
   },
   {
+    // The same numbers as Megatron-LM core_v0.19.0 examples/post_training/modelopt/conf/Qwen/Qwen3-235B-A22B.sh
+    // (--num-layers 94 --hidden-size 4096 --ffn-hidden-size 12288 --num-attention-heads 64 --num-query-groups 4
+    // --kv-channels 128 --num-experts 128 --moe-ffn-hidden-size 1536 --moe-router-topk 8 --max-position-embeddings 40960).
+    name: 'qwen3-235b-a22b',
+    source: 'https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json',
+    config: {
+      model_type: 'qwen3_moe',
+      hidden_size: 4096,
+      intermediate_size: 12288,
+      moe_intermediate_size: 1536,
+      num_hidden_layers: 94,
+      num_attention_heads: 64,
+      num_key_value_heads: 4,
+      head_dim: 128,
+      num_experts: 128,
+      num_experts_per_tok: 8,
+      vocab_size: 151936,
+      max_position_embeddings: 40960,
+      rope_theta: 1000000.0,
+      tie_word_embeddings: false,
+      hidden_act: 'silu',
+    },
+  },
+  {
     name: 'deepseek-v3',
     source: 'https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json',
     config: {

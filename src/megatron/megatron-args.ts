@@ -81,6 +81,7 @@ export function megatronModelArgs(c: LayerConfig, run: MegatronRun = playgroundR
     ...a('--ffn-hidden-size', c.ffn),
     ...a('--num-attention-heads', c.heads),
     ...(c.groups < c.heads ? [...a('--group-query-attention'), ...a('--num-query-groups', c.groups)] : []),
+    ...(c.kvChannels !== undefined ? a('--kv-channels', c.kvChannels) : []),
     ...a('--seq-length', c.s),
     ...a('--max-position-embeddings', c.s),
     ...a('--micro-batch-size', c.b),

@@ -160,6 +160,8 @@ export function parseMegatronCommand(text: string, gpus?: number): ParsedCommand
   if (has('--num-query-groups') && !gqa)
     defaulted.push(`query groups = heads (${heads}): --num-query-groups counts only with --group-query-attention`);
   const groups = gqa ? whole('--num-query-groups', heads) : heads;
+  // arguments.py:1291-1293: --kv-channels (the head width d) defaults to h / heads.
+  const kvChannels = has('--kv-channels') ? whole('--kv-channels') : undefined;
   // vocab_utils.py calculate_padded_vocab_size: ⌈V / (d·t)⌉·d·t.
   const tokenizer = text_('--tokenizer-type', '');
   const vocabSize = has('--vocab-size') ? whole('--vocab-size') : (knownVocab[tokenizer] ?? 0);
@@ -215,7 +217,7 @@ export function parseMegatronCommand(text: string, gpus?: number): ParsedCommand
     throw new Error(`--pipeline-model-parallel-size ${pp}: the projection models tensor and data parallelism only.`);
   if (cp > 1) throw new Error(`--context-parallel-size ${cp}: the projection models tensor and data parallelism only.`);
   const setup: TrainingSetup = {
-    sizes: { s, b, h, heads, groups, ffn, vocab: paddedVocab },
+    sizes: { s, b, h, heads, groups, ffn, vocab: paddedVocab, ...(kvChannels !== undefined && { kvChannels }) },
     tp,
     sp: jobFlags.sp,
     layers,

@@ -20,7 +20,7 @@ export interface MoePublishedRun {
     readonly h: number;
     readonly heads: number;
     readonly groups: number;
-    /** --kv-channels where it differs from h / heads (the projection's layer has d = h / heads). */
+    /** --kv-channels where it differs from h / heads (priced as the layer's head width, config.ts kvChannels). */
     readonly kvChannels?: number;
     readonly ffn: number;
     readonly layers: number;
@@ -112,7 +112,6 @@ const qwen235 = {
   pricedLayers: 96,
 } as const;
 const qwenApprox = [
-  '--kv-channels 128 with h 4096 and 64 heads (query width 8192): the projection’s layer has d = h/heads = 64, so QKV, the output projection and core attention are priced at half their width',
   '94 layers with --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split (the embedding and the loss each take a layer’s place): priced as 96 layers split evenly',
   '--recompute-modules moe_act layernorm (recomputing the expert activation and the norms in backward): not applied to this comparison (priced on its own: docs/projection-memory-levers.md)',
   'qk-layernorm and the router’s fp32 dtype: not priced',

@@ -1,4 +1,4 @@
-import type { ModelSizes } from '../parallel/config.ts';
+import type { ModelShape } from '../parallel/config.ts';
 import { fsdpFlags, type FsdpSetup } from './fsdp.ts';
 import { moeRefusals, type MoeSetup } from './moe.ts';
 import type { RecomputeModule } from './recompute-modules.ts';
@@ -41,7 +41,7 @@ export interface ParallelLayout {
 
 /** A model a cluster trains: the layer's sizes (the micro-batch comes from the layout) and depth. */
 export interface ClusterModel {
-  readonly sizes: Omit<ModelSizes, 'b'>;
+  readonly sizes: Omit<ModelShape, 'b'>;
   /** L: transformer blocks (--num-layers). */
   readonly layers: number;
   /** Its MoE flags (absent: dense); a layout's ep and etp replace the ones here. */

@@ -1,4 +1,4 @@
-import { configDefaults, type LayerConfig, type ModelSizes } from '../parallel/config.ts';
+import { configDefaults, type LayerConfig, type ModelShape } from '../parallel/config.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import { fsdpRefusals, type FsdpSetup } from './fsdp.ts';
 import { cpExchangeRefusals, type CpExchange } from './cp-comm-type.ts';
@@ -25,7 +25,7 @@ export type Recompute =
 
 /** What a training run on a real cluster is: the layer's sizes, degrees, depth, budget and batch. */
 export interface TrainingSetup {
-  readonly sizes: ModelSizes;
+  readonly sizes: ModelShape;
   readonly tp: number;
   readonly sp: boolean;
   /** L: transformer blocks; the embedding, output layer and loss come once. */

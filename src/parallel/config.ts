@@ -32,6 +32,12 @@ export interface LayerConfig {
    * with the GEMM chunks. Absent or 1: off.
    */
   readonly tpOverlapChunks?: number;
+  /**
+   * Megatron's --kv-channels: the per-head width d when it is not h / heads (Qwen3-MoE's head_dim
+   * 128 at h = 2048, 32 heads). Q is [s, b, heads·d], K and V [s, b, groups·d], linear_proj reads
+   * heads·d and writes h (attention.py:333-334, 413-415, core_v0.19.0). Absent: h / heads.
+   */
+  readonly kvChannels?: number;
 }
 
 /** The sizes a preset fixes, in display order; tp, sp and the switches come from the user. */
@@ -47,6 +53,9 @@ export const modelSizeKeys = [
 
 /** The sizes a preset fixes (modelSizeKeys). */
 export type ModelSizes = Pick<LayerConfig, (typeof modelSizeKeys)[number]>;
+
+/** A projected job's model sizes: ModelSizes and the head width where it is not h / heads (--kv-channels). */
+export type ModelShape = ModelSizes & Pick<LayerConfig, 'kvChannels'>;
 
 /** The model sizes of a config (or of anything carrying them), nothing else. */
 export const modelSizesOf = (c: ModelSizes): ModelSizes =>
@@ -88,7 +97,7 @@ export function configFromPreset(name: PresetName, overrides: Partial<LayerConfi
   return { ...configDefaults, ...presets[name], ...overrides };
 }
 
-/** Per-head width d = h / heads. */
-export function headDim(c: Pick<LayerConfig, 'h' | 'heads'>): number {
-  return c.h / c.heads;
+/** Per-head width d: --kv-channels where set, else h / heads (arguments.py:1291-1293, core_v0.19.0). */
+export function headDim(c: Pick<LayerConfig, 'h' | 'heads' | 'kvChannels'>): number {
+  return c.kvChannels ?? c.h / c.heads;
 }

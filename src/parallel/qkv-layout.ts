@@ -19,14 +19,14 @@ export interface QkvPiece {
 }
 
 /** W = (heads + 2·groups)·d: the width of linear_qkv's output. */
-export const qkvOutWidth = (c: Pick<LayerConfig, 'h' | 'heads' | 'groups'>): number =>
+export const qkvOutWidth = (c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 'kvChannels'>): number =>
   (c.heads + 2 * c.groups) * headDim(c);
 
 /** With fewer KV groups than ranks Megatron-Core gathers the QKV activations (one group per rank after the gather). */
 export const gathersQkv = (c: Pick<LayerConfig, 'groups' | 'tp'>): boolean => c.groups < c.tp;
 
 /** The 3·groups contiguous runs of the interleaved layout, in its order (q, k, v of group 0, then group 1, …). */
-export function qkvPieces(c: Pick<LayerConfig, 'h' | 'heads' | 'groups'>): QkvPiece[] {
+export function qkvPieces(c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 'kvChannels'>): QkvPiece[] {
   const d = headDim(c);
   const qn = (c.heads / c.groups) * d;
   const block = qn + 2 * d;
@@ -38,7 +38,10 @@ export function qkvPieces(c: Pick<LayerConfig, 'h' | 'heads' | 'groups'>): QkvPi
 }
 
 /** Rank r's columns [r·W/t, (r+1)·W/t) of the interleaved layout (W % t = 0 on a valid config). */
-export function qkvColsOfRank(c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 'tp'>, r: number): [number, number] {
+export function qkvColsOfRank(
+  c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 'kvChannels' | 'tp'>,
+  r: number,
+): [number, number] {
   const w = qkvOutWidth(c) / c.tp;
   return [r * w, (r + 1) * w];
 }
@@ -48,7 +51,7 @@ export function qkvColsOfRank(c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 't
  * the rank's slice comes from in the [Q | K | V] weight (a slice may cut across heads and q/k/v).
  */
 export function logicalRuns(
-  c: Pick<LayerConfig, 'h' | 'heads' | 'groups'>,
+  c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 'kvChannels'>,
   [c0, c1]: readonly [number, number],
 ): { logical: number; local: number; n: number }[] {
   const runs: { logical: number; local: number; n: number }[] = [];
@@ -76,7 +79,10 @@ export interface GatheredQkv {
 }
 
 /** Rank r's group block, query heads and Q/K/V columns of the gathered QKV (groups < t, valid config). */
-export function gatheredQkv(c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 'tp'>, r: number): GatheredQkv {
+export function gatheredQkv(
+  c: Pick<LayerConfig, 'h' | 'heads' | 'groups' | 'kvChannels' | 'tp'>,
+  r: number,
+): GatheredQkv {
   const d = headDim(c);
   const perGroup = c.tp / c.groups; // ranks sharing one group
   const block = Math.floor(r / perGroup);

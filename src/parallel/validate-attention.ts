@@ -1,4 +1,4 @@
-import type { LayerConfig, ModelSizes } from './config.ts';
+import { headDim, type LayerConfig, type ModelShape } from './config.ts';
 import { gatheredQkv, qkvOutWidth } from './qkv-layout.ts';
 import { degreesWhere, list, type ConfigField, type ValidationIssue } from './validate-issue.ts';
 
@@ -16,12 +16,12 @@ function groupsFit(groups: number, t: number): boolean {
  * (Megatron's `divide(output_size, world_size)`), then all-gathered: W % t = 0. With groups ≥ t
  * heads % t = 0 and groups % t = 0 already make it so.
  */
-function qkvWidthFits(c: Pick<ModelSizes, 'h' | 'heads' | 'groups'>, t: number): boolean {
+function qkvWidthFits(c: Pick<ModelShape, 'h' | 'heads' | 'groups' | 'kvChannels'>, t: number): boolean {
   return c.groups >= t || qkvOutWidth(c) % t === 0;
 }
 
 /** Every attention rule on t: heads % t = 0, groups vs t, and W % t = 0 when groups < t. */
-export const attentionFits = (c: Pick<ModelSizes, 'h' | 'heads' | 'groups'>, t: number): boolean =>
+export const attentionFits = (c: Pick<ModelShape, 'h' | 'heads' | 'groups' | 'kvChannels'>, t: number): boolean =>
   c.heads % t === 0 && groupsFit(c.groups, t) && qkvWidthFits(c, t);
 
 /**
@@ -62,13 +62,13 @@ export function checkAttentionDegree(
     !bad.has('groups') &&
     !bad.has('heads') &&
     !bad.has('h') &&
-    c.h % c.heads === 0 &&
+    Number.isInteger(headDim(c)) &&
     c.heads % c.groups === 0 &&
     c.heads % t === 0 &&
     groupsFit(c.groups, t) &&
     !qkvWidthFits(c, t)
   ) {
-    const d = c.h / c.heads;
+    const d = headDim(c);
     const legal = degreesWhere((u) => attentionFits(c, u));
     errors.push({
       rule: 'qkv-width-divisible-by-tp',
@@ -84,7 +84,7 @@ export function checkAttentionDegree(
     !bad.has('heads') &&
     !bad.has('h') &&
     c.groups < t &&
-    c.h % c.heads === 0 &&
+    Number.isInteger(headDim(c)) &&
     attentionFits(c, t)
   ) {
     const per = t / c.groups;

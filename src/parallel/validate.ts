@@ -149,7 +149,19 @@ function checkIntegers(c: LayerConfig, errors: ValidationIssue[]): Set<ConfigFie
 
 /** Rules on the model's own shape (independent of t). */
 function checkShape(c: LayerConfig, bad: Set<ConfigField>, errors: ValidationIssue[]): void {
-  if (!bad.has('h') && !bad.has('heads')) {
+  if (c.kvChannels !== undefined) {
+    // --kv-channels sets d apart from h / heads (arguments.py:1291-1293 asserts h % heads only without it).
+    const d = c.kvChannels;
+    if (!(isPosInt(d) && d % 2 === 0 && d <= maxHeadDim)) {
+      bad.add('kvChannels');
+      errors.push({
+        rule: 'head-dim-even',
+        field: 'kvChannels',
+        fields: ['kvChannels'],
+        message: `head width d = --kv-channels (${d}) must be a whole even number ≤ ${maxHeadDim} (RoPE's rotate-half pairs element k with k + d/2; the kernel holds d/2 frequencies).`,
+      });
+    }
+  } else if (!bad.has('h') && !bad.has('heads')) {
     if (c.h % c.heads !== 0) {
       const legal = divisors(c.h);
       errors.push({

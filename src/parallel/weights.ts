@@ -1,6 +1,6 @@
 import { numel } from '../core/shape.ts';
 import { randomArray } from '../reference/random.ts';
-import type { LayerConfig } from './config.ts';
+import { headDim, type LayerConfig } from './config.ts';
 import type { LocalDims } from './dims.ts';
 import { paddedVocab } from './ownership.ts';
 import type { RankOwnership } from './plan-types.ts';
@@ -17,7 +17,7 @@ export function weightsOf(c: LayerConfig): WeightName[] {
 
 /** Logical (TP=1) shape of a parameter. */
 export function logicalShape(c: LayerConfig, name: WeightName): [number, number] | [number] {
-  const d = c.h / c.heads;
+  const d = headDim(c);
   const vp = paddedVocab(c);
   switch (name) {
     case 'wqkv':

@@ -83,7 +83,6 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
   },
   { hash: 'cmodel=hf:%3Cscript%3E', where: 'cmodel', says: /^cmodel must be seeds-v100, .* got "hf:<script>"/ },
   { hash: `cmodel=hf:${'x'.repeat(10_000)}`, where: 'cmodel', says: /got "hf:x{37}…" \(10003 characters\)/ },
-  { hash: 'cmodel=hf:qwen3-30b-a3b', where: 'cmodel', says: /cannot price this model yet: head_dim 128/ },
   {
     hash: 'cmodel=hf:deepseek-v3&ep=3',
     where: 'ep',

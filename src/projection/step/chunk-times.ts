@@ -10,6 +10,7 @@ import {
   setupConfig,
   type TrainingSetup,
 } from '../../megatron/training-setup.ts';
+import { headDim } from '../../parallel/config.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { Timeline } from '../../schedule/schedule.ts';
 import {
@@ -163,9 +164,9 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 
   // Context parallelism: the exchange of K, V (and Q, O with all-to-alls) per layer, by --cp-comm-type.
   const own = block.ranks[0]!;
-  const headDim = c.h / c.heads;
-  const kvBytes = 2 * c.s * c.b * own.kvGroups.length * headDim * bytes;
-  const qBytes = c.s * c.b * (own.heads[1] - own.heads[0]) * headDim * bytes;
+  const d = headDim(c);
+  const kvBytes = 2 * c.s * c.b * own.kvGroups.length * d * bytes;
+  const qBytes = c.s * c.b * (own.heads[1] - own.heads[0]) * d * bytes;
   const exchange = setup.cpExchange ?? { type: 'p2p' as const };
   // a2a+p2p: the inner all-to-all group of a (CP ranks t apart), the outer ring of r (t·a apart); assumed consecutive.
   const [a, r] = exchange.hierarchical ?? [1, deg.cp];

@@ -37,15 +37,10 @@ export class LayerPricingCache {
 
   /** The pricing of `setup`'s layer, computed once per key. */
   price(setup: TrainingSetup): Promise<LayerPricing> {
-    const { s, b, h, heads, groups, ffn, vocab } = setup.sizes;
+    const { s, b, h, heads, groups, ffn, vocab, kvChannels } = setup.sizes;
+    const sizesKey = [s, b, h, heads, groups, ffn, vocab, kvChannels].join(',');
     const key = [
-      s,
-      b,
-      h,
-      heads,
-      groups,
-      ffn,
-      vocab,
+      sizesKey,
       setup.tp,
       setup.sp && setup.tp > 1,
       setup.cp ?? 1,
@@ -54,7 +49,6 @@ export class LayerPricingCache {
     ].join(',');
     let p = this.byKey.get(key);
     if (!p) {
-      const sizesKey = [s, b, h, heads, groups, ffn, vocab].join(',');
       let ref = this.references.get(sizesKey);
       if (!ref) this.references.set(sizesKey, (ref = referencePlans(setup)));
       const c = setupConfig(setup);

@@ -15,7 +15,16 @@ import { projectStep, type StepProjection } from '../step/cluster-projection.ts'
 export function moePublishedSetup(run: MoePublishedRun): { setup: TrainingSetup; machine: Machine } {
   const m = run.model;
   const setup: TrainingSetup = {
-    sizes: { s: m.s, b: run.microBatch, h: m.h, heads: m.heads, groups: m.groups, ffn: m.ffn, vocab: m.vocab },
+    sizes: {
+      s: m.s,
+      b: run.microBatch,
+      h: m.h,
+      heads: m.heads,
+      groups: m.groups,
+      ffn: m.ffn,
+      vocab: m.vocab,
+      ...(m.kvChannels !== undefined && { kvChannels: m.kvChannels }),
+    },
     tp: run.tp,
     sp: run.tp > 1,
     layers: run.pricedLayers ?? m.layers,

@@ -4,6 +4,7 @@ import { bytesPerElement } from '../../accounting/parameters.ts';
 import { dtypeBytes } from '../../hardware/dtype.ts';
 import { collectiveTimeUs } from '../../hardware/interconnect.ts';
 import type { NodeTopology } from '../../hardware/topology.ts';
+import { headDim } from '../../parallel/config.ts';
 import { degreesOf, microBatchesOf, type Degrees, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { projectStep, type StepProjection } from '../step/cluster-projection.ts';
 import { stateBytes } from '../links/data-parallel.ts';
@@ -88,7 +89,7 @@ function callsOf(p: StepProjection): Record<GroupKind, Calls[]> {
   }
   const tp = [...tpCalls].map(([op, c]) => ({ op, bytes: c.bytes / c.calls, calls: c.calls * layers * m }));
   const { s: seq, b, h, heads, groups } = s.sizes;
-  const kv = (2 * (seq / d.cp) * b * (groups ?? heads) * (h / heads) * bytes) / d.tp;
+  const kv = (2 * (seq / d.cp) * b * (groups ?? heads) * headDim(s.sizes) * bytes) / d.tp;
   const cp: Calls[] = d.cp > 1 ? [{ op: 'broadcast', bytes: kv, calls: 3 * (d.cp - 1) * layers * m }] : [];
   const params = Math.max(...p.stageParams);
   const st = stateBytes(p.machine.dtype, false, 1);

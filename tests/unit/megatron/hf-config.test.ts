@@ -14,6 +14,7 @@ describe('a model from its Hugging Face config.json', () => {
       'qwen3-8b',
       'mixtral-8x7b-v0.1',
       'qwen3-30b-a3b',
+      'qwen3-235b-a22b',
       'deepseek-v3',
     ]);
     for (const c of publicHfConfigs) {
@@ -48,8 +49,16 @@ describe('a model from its Hugging Face config.json', () => {
     );
     const qwen = parseHfConfig(cfg('qwen3-30b-a3b'));
     expect(qwen.moe).toEqual({ experts: 128, topK: 8, sharedExperts: 0, expertFfn: 768, denseLayers: 0 });
-    // Qwen3-30B-A3B's heads are 128 wide over a 2048 hidden: not the layer's d = h/heads.
-    expect(qwen.cannotProject[0]).toMatch(/head_dim 128 differs from hidden_size \/ num_attention_heads = 64/);
+    // Qwen3-30B-A3B's heads are 128 wide over a 2048 hidden: Megatron's --kv-channels 128, not d = h/heads = 64.
+    expect(qwen.cannotProject).toEqual([]);
+    expect(qwen.model.sizes).toEqual({ h: 2048, heads: 32, groups: 4, ffn: 6144, vocab: 151936, kvChannels: 128 });
+    expect(qwen.notes.join(' ')).toMatch(
+      /head_dim 128 ≠ hidden_size \/ num_attention_heads = 64: priced as Megatron's --kv-channels 128 \(Q 32·128 = 4096 wide, K and V 4·128 each, linear_proj 4096 → 2048\)/,
+    );
+    const big = parseHfConfig(cfg('qwen3-235b-a22b'));
+    expect([big.model.layers, big.model.sizes.kvChannels, big.moe?.expertFfn, big.moe?.experts]).toEqual([
+      94, 128, 1536, 128,
+    ]);
     const ds = parseHfConfig(cfg('deepseek-v3'));
     expect(ds.moe).toEqual({ experts: 256, topK: 8, sharedExperts: 1, expertFfn: 2048, denseLayers: 3 });
     expect(ds.mla).toEqual({ qLoraRank: 1536, kvLoraRank: 512, qkNopeHeadDim: 128, qkRopeHeadDim: 64, vHeadDim: 128 });
@@ -85,6 +94,13 @@ describe('a model from its Hugging Face config.json', () => {
       'rope_theta absent: 10000 (LlamaConfig’s default).',
     ]);
     expect(parseHfConfig({ ...dense, hidden_act: 'gelu' }).cannotProject[0]).toMatch(/SwiGLU/);
+    // h % heads must be whole only without head_dim (arguments.py:1291-1293); head_dim must be even (RoPE).
+    expect(() => parseHfConfig({ ...dense, num_attention_heads: 6 })).toThrow(
+      /hidden_size 512 is not a multiple of num_attention_heads 6; give head_dim/,
+    );
+    expect(parseHfConfig({ ...dense, num_attention_heads: 6, head_dim: 96 }).model.sizes.kvChannels).toBe(96);
+    expect(parseHfConfig({ ...dense, head_dim: 64 }).model.sizes.kvChannels).toBeUndefined();
+    expect(() => parseHfConfig({ ...dense, head_dim: 63 })).toThrow(/head_dim is 63; .* write an even number/);
     expect(parseHfConfig({ ...dense, model_type: 'gemma' }).notes[0]).toMatch(/"gemma" is not one of/);
   });
 });

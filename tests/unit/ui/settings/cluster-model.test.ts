@@ -78,10 +78,29 @@ describe('the model a config.json gives the cluster panel and the advisor', () =
     expect((m.moe!.layerFreq as readonly number[]).slice(0, 4)).toEqual([0, 0, 0, 1]);
   });
 
-  test('a config the projection cannot price (Qwen3-30B-A3B: head_dim ≠ h/heads) is refused at the cmodel control', () => {
-    const s = page({ cmodel: 'hf:qwen3-30b-a3b' });
-    expect(() => clusterModelOf(s)).toThrow(/qwen3-30b-a3b: the projection cannot price this model yet: head_dim 128/);
-    expect(clusterModelIssues(s)).toEqual([{ field: 'cmodel', message: expect.stringMatching(/head_dim 128/) }]);
+  test('Qwen3-30B-A3B: head_dim 128 ≠ h/heads = 64 is priced as --kv-channels 128, the same sizes as the CLI’s', () => {
+    const m = clusterModelOf(page({ cmodel: 'hf:qwen3-30b-a3b', ep: 8, etp: 1 }));
+    const cli = parseProjectArgs(['--hf-config', 'qwen3-30b-a3b', '--ep', '8', '--etp', '1']).setup;
+    expect(m.sizes).toEqual({
+      s: 4096,
+      b: 1,
+      h: 2048,
+      heads: 32,
+      groups: 4,
+      ffn: 6144,
+      vocab: 151936,
+      kvChannels: 128,
+    });
+    expect(m.sizes).toEqual(cli.sizes);
+    expect(m.moe).toEqual(cli.moe);
+    expect(clusterModelIssues(page({ cmodel: 'hf:qwen3-30b-a3b', ep: 8, etp: 1 }))).toEqual([]);
+  });
+
+  test('a config the projection cannot price (an activation other than SwiGLU) is refused when pasted, and not kept', () => {
+    expect(() => keepPastedConfig(mixtralText.replace('"silu"', '"gelu"'))).toThrow(
+      /the projection cannot price this model yet: hidden_act "gelu"/,
+    );
+    expect(clusterModelIssues(page({ cmodel: hfPasted }))[0]!.message).toMatch(/this tab has none/);
   });
 
   test('hf:pasted names the config kept in this tab; without one the cmodel control says to paste it again', () => {
