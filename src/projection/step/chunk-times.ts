@@ -37,18 +37,18 @@ import {
 } from './quantized-params.ts';
 import { weightCopyBytes } from '../../megatron/low-precision.ts';
 import { cpAttention } from '../links/context-parallel.ts';
-import { bucketSyncUs, gatherOrder, gradBuckets, stateBytes } from '../links/data-parallel.ts';
+import { bucketSyncUs, gatherOrder, gradBuckets } from '../links/data-parallel.ts';
 import { groupLinks, membersPerNode, p2pUs } from '../links/group-links.ts';
 import { groupLink } from '../../hardware/systems.ts';
 import { holdsEmbedding, holdsOutput, splitLayers, type PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { stageModel, type StageModel } from '../pipeline/stage-model.ts';
 import { dpOptionsOf, gatherInSchedule, paramGatherStart } from './dp-sync.ts';
 import { paramGatherDispatchOf } from '../../megatron/megatron-release.ts';
-import { denseMlpSpan, moeRecomputeOf, moeStepModel, type MoeStepModel } from './moe-step.ts';
+import { denseMlpSpan, expertDpLink, moeRecomputeOf, moeStepModel, type MoeStepModel } from './moe-step.ts';
 import { fsdpLayerTimes } from '../links/fsdp.ts';
 import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
 import type { LayerPricing } from './layer-pricing.ts';
-import { mlaStepModel, type MlaStepModel } from './mla-step.ts';
+import { mlaCoreBlock, mlaCpBytes, mlaStepModel, type MlaStepModel } from './mla-step.ts';
 
 /** stageModel per pricing, by what it reads besides the plans (the split, dtype, tied, flash): exact reuse. */
 const stageModels = new WeakMap<LayerPricing, Map<string, ReturnType<typeof stageModel>>>();
@@ -136,10 +136,6 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     throw new Error(
       '--optimizer-cpu-offload with MoE layers is not priced yet (the expert state is held apart): project it without the offload.',
     );
-  if (setup.fsdp && setup.moe)
-    throw new Error(
-      'FSDP with MoE layers is not priced yet (the expert units shard over expert-DP): project it with the distributed optimizer instead.',
-    );
   const deg = degreesOf(setup);
   const { system, dtype } = machine;
   const m = microBatchesOf(setup);
@@ -177,15 +173,24 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
         inner: groupLink(system, a, membersPerNode(system, deg.tp, a)),
         outer: groupLink(system, r, membersPerNode(system, deg.tp * a, r)),
       };
-  const ring = cpAttention(exchange, deg.cp, core, { q: qBytes, kv: kvBytes }, cpLinks, system);
+  // Multi-latent attention (mla-step.ts): its layer replaces the dense attention's span in every
+  // layer; under CP its ring moves the up-projected K and V per head and steps MLA's core block.
+  const mla = mlaStepModel(setup, machine, deg, block, pricing.blockT, links.tp, modules);
+  const coreBlock = mla ? mlaCoreBlock(mla) : core;
+  const ring = cpAttention(
+    exchange,
+    deg.cp,
+    coreBlock,
+    mla ? mlaCpBytes(mla.shapes, bytes) : { q: qBytes, kv: kvBytes },
+    cpLinks,
+    system,
+  );
 
   // MoE layers (moe-step.ts): their MoE part replaces the dense MLP's span of the block.
   const moe = moeStepModel(setup, machine, deg, split, block, pricing.blockT, links.tp);
   const moeIn = (i: number, ch: number): number => (moe ? moe.layersPerChunk[i]![ch]! : 0);
   const moeF = moe ? moe.forwardMs - moe.denseMlp.forwardMs : 0;
   const moeB = moe ? moe.backwardMs - moe.denseMlp.backwardMs : 0;
-  // Multi-latent attention (mla-step.ts): its layer replaces the dense attention's span in every layer.
-  const mla = mlaStepModel(setup, machine, deg, block, pricing.blockT, links.tp, modules);
   const model = withMlaLayers(withMoeParams(stageModelOf(pricing, split, machine, setup), moe), mla, split.layers);
   const moeRedo = moe ? moeRecomputeOf(moe, modules) : undefined;
   const recomputed: ChunkRecompute[][] = split.layers.map((row, i) =>
@@ -218,7 +223,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     off ? split.layers[i]![ch]! * off.dense.exposedForwardMs + moeIn(i, ch) * off.moe.exposedForwardMs : 0;
   const offB = (i: number, ch: number): number =>
     off ? split.layers[i]![ch]! * off.dense.exposedBackwardMs + moeIn(i, ch) * off.moe.exposedBackwardMs : 0;
-  const coreF = deg.cp * core.forwardMs + (ring.forwardMs - (deg.cp - 1) * core.forwardMs);
+  const coreF = deg.cp * coreBlock.forwardMs + (ring.forwardMs - (deg.cp - 1) * coreBlock.forwardMs);
   // FSDP's per-unit collectives (links/fsdp.ts), on each layer's pass and once per chunk pass.
   const fsdp = setup.fsdp
     ? fsdpLayerTimes(
@@ -233,11 +238,33 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
         layerB,
       )
     : undefined;
+  // With MoE, FSDP shards each MoE layer's experts over the expert-DP group, dense parameters over DP·cp
+  // (mcore_fsdp_adapter.py:400-440, core_v0.19.0: expt_device_mesh over expt_dp_group): the expert
+  // unit's all-gather and reduce-scatter on the EDP link under the MoE part of the layer's passes.
+  const fsdpExperts =
+    setup.fsdp && moe
+      ? fsdpLayerTimes(
+          setup.fsdp,
+          dtype,
+          moe.expertParams,
+          moe.degrees.edp,
+          expertDpLink(system, moe.degrees),
+          system,
+          system.gpu,
+          moe.forwardMs,
+          moe.backwardMs,
+        )
+      : undefined;
   const fsdpF = (n: number): number => (fsdp && n > 0 ? n * fsdp.layerForwardMs + fsdp.chunkForwardMs : 0);
   const fsdpB = (n: number): number => (fsdp && n > 0 ? n * fsdp.layerBackwardMs + fsdp.chunkBackwardMs : 0);
+  const fsdpExpertF = (n: number): number =>
+    fsdpExperts && n > 0 ? n * fsdpExperts.layerForwardMs + fsdpExperts.chunkForwardMs : 0;
+  const fsdpExpertB = (n: number): number =>
+    fsdpExperts && n > 0 ? n * fsdpExperts.layerBackwardMs + fsdpExperts.chunkBackwardMs : 0;
   const forwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerF +
     fsdpF(split.layers[i]![ch]!) +
+    fsdpExpertF(moeIn(i, ch)) +
     moeIn(i, ch) * moeF +
     offF(i, ch) +
     (holdsEmbedding(i, ch) ? pieces.embedding.forward.ms : 0) +
@@ -257,6 +284,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const backwardMs = (i: number, ch: number): number =>
     split.layers[i]![ch]! * layerB +
     fsdpB(split.layers[i]![ch]!) +
+    fsdpExpertB(moeIn(i, ch)) +
     moeIn(i, ch) * moeB +
     offB(i, ch) +
     redoMs(i, ch) +
@@ -285,6 +313,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     mla,
     expertParams,
     fsdp,
+    fsdpExperts,
   };
 }
 
@@ -372,7 +401,7 @@ export function stepLowerBounds(setup: TrainingSetup, machine: Machine, pricing:
     );
   });
   const per = setupStateBytes(setup, machine.dtype, deg.dp * deg.cp);
-  const perExpert = stateBytes(machine.dtype, setup.distributedOptimizer ?? false, moe?.degrees.edp ?? 1);
+  const perExpert = setupStateBytes(setup, machine.dtype, moe?.degrees.edp ?? 1);
   // Quantized parameters hold their copies (weightCopyBytes) in place of the 16-bit weights: the smaller of the two bounds both.
   const q = quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions);
   const held = (w: number): number => (q?.params ? Math.min(w, weightCopyBytes(q.recipe)) : w);

@@ -6,23 +6,34 @@ import type { LayerPlan } from '../../parallel/plan-types.ts';
 import { isPerStep, tpGroupLink, type Machine } from '../layer/projected-layer.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 
-/** finalizeTime per pricing, machine and layer count: exact reuse. */
-const finalizeMemo = new WeakMap<LayerPricing, WeakMap<Machine, Map<number, number>>>();
-export function finalizeTimeOf(pricing: LayerPricing, L: number, machine: Machine): number {
+/** finalizeTime per pricing, machine, layer count and extra all-reduce bytes: exact reuse. */
+const finalizeMemo = new WeakMap<LayerPricing, WeakMap<Machine, Map<string, number>>>();
+export function finalizeTimeOf(pricing: LayerPricing, L: number, machine: Machine, extraAllReduceBytes = 0): number {
   let byMachine = finalizeMemo.get(pricing);
   if (!byMachine) finalizeMemo.set(pricing, (byMachine = new WeakMap()));
   let byL = byMachine.get(machine);
   if (!byL) byMachine.set(machine, (byL = new Map()));
-  let ms = byL.get(L);
-  if (ms === undefined) byL.set(L, (ms = finalizeTime(pricing.full, pricing.block, L, machine)));
+  const key = `${L},${extraAllReduceBytes}`;
+  let ms = byL.get(key);
+  if (ms === undefined) byL.set(key, (ms = finalizeTime(pricing.full, pricing.block, L, machine, extraAllReduceBytes)));
   return ms;
 }
 
 /**
  * The plan's finalize-phase collectives (e.g. the SP norm-gradient all-reduce in
  * finalize_model_grads), coalesced over the L layers into one call per collective kind.
+ * `extraAllReduceBytes`: gradients of other TP-replicated parameters Megatron sums over the TP
+ * group in the same call (finalize_model_grads.py:416-485 `_allreduce_non_tensor_model_parallel_grads`
+ * flattens every `sequence_parallel` or q/k-layernorm gradient into one all-reduce), e.g. MLA's
+ * duplicated down projections (mla-step.ts mlaTpGradElements).
  */
-export function finalizeTime(full: LayerPlan, block: LayerPlan, L: number, machine: Machine): number {
+export function finalizeTime(
+  full: LayerPlan,
+  block: LayerPlan,
+  L: number,
+  machine: Machine,
+  extraAllReduceBytes = 0,
+): number {
   const payload = new Map<CollectiveOp, { bytes: number; group: number }>();
   const add = (p: LayerPlan, times: number): void => {
     for (const op of p.ops) {
@@ -35,6 +46,10 @@ export function finalizeTime(full: LayerPlan, block: LayerPlan, L: number, machi
   };
   add(full, 1);
   if (block !== full) add(block, L - 1);
+  if (extraAllReduceBytes > 0 && block.config.tp > 1) {
+    const prev = payload.get('allReduce') ?? { bytes: 0, group: block.config.tp };
+    payload.set('allReduce', { bytes: prev.bytes + extraAllReduceBytes, group: prev.group });
+  }
   let ms = 0;
   const { system } = machine;
   for (const [op, { bytes, group }] of payload) {

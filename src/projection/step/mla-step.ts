@@ -1,6 +1,6 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
 import { collectiveTimeUs, type Interconnect } from '../../hardware/interconnect.ts';
-import { mlaParams, mlaRefusals, type MlaSetup } from '../../megatron/mla.ts';
+import { mlaParams, mlaQkHeadWidth, mlaRefusals, type MlaSetup } from '../../megatron/mla.ts';
 import type { RecomputeModule } from '../../megatron/recompute-modules.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
 import { headDim } from '../../parallel/config.ts';
@@ -61,6 +61,45 @@ export interface MlaStepModel {
   readonly keptDelta: number;
   /** Model FLOPs per layer and micro-batch at TP = 1, MLA's less the dense attention's. */
   readonly modelFlopsDelta: number;
+  /** Gradient elements per layer summed over TP once a step (mlaTpGradElements), in finalizeTime's all-reduce. */
+  readonly tpGradElements: number;
+}
+
+/**
+ * What MLA's context-parallel exchange moves per layer on one rank (TE's context_parallel.py, as the
+ * dense ring, context-parallel.ts cpAttention): after the up projections every local head has its own
+ * key [s/cp, b, n/t, d_q] (the shared rope part copied into each) and value [s/cp, b, n/t, d_v], so
+ *   kv = s/cp·b·(n/t)·(d_q + d_v)·bytes,   q = s/cp·b·(n/t)·d_q·bytes (the all-to-all types' Q and O).
+ * The latents are not what moves: the ring runs inside core attention, after the up projections.
+ */
+export function mlaCpBytes(x: MlaShapes, bytes: number): { q: number; kv: number } {
+  const rows = x.seq * x.batch * (x.heads / x.tp);
+  const dq = mlaQkHeadWidth(x.mla);
+  return { q: rows * dq * bytes, kv: rows * (dq + x.mla.vHeadDim) * bytes };
+}
+
+/** MLA's core-attention block on one rank (forward and backward, ms): one step of the CP ring. */
+export function mlaCoreBlock(x: Pick<MlaStepModel, 'compute'>): { forwardMs: number; backwardMs: number } {
+  const core = (t: readonly { term: string; us: number }[]): number =>
+    t.filter((k) => k.term === 'core-attention').reduce((a, k) => a + k.us, 0) / 1e3;
+  return { forwardMs: core(x.compute.forward), backwardMs: core(x.compute.backward) };
+}
+
+/**
+ * Gradient elements per layer of MLA's TP-replicated parameters that Megatron sums over the TP
+ * group once a step (finalize_model_grads.py:451-454, core_v0.19.0): the duplicated down
+ * projections (TELinear parallel_mode 'duplicated' marks its weights `sequence_parallel` =
+ * --sequence-parallel, transformer_engine.py:1057-1062) and the latent norms (TE's norms carry the
+ * same attribute) under SP, where each rank's gradients cover only its s/t tokens:
+ *   h·q_lora + h·(kv_lora + d_rope) + q_lora + kv_lora (the norms with --qk-layernorm).
+ * Without SP the replicas' gradients are equal and only the name rule `"q_layernorm" in name` with
+ * --qk-layernorm adds q_lora ("kv_layernorm" does not match "k_layernorm"). 0 at t = 1.
+ */
+export function mlaTpGradElements(mla: MlaSetup, h: number, heads: number, tp: number, sp: boolean): number {
+  if (tp <= 1) return 0;
+  const p = mlaParams(mla, h, heads);
+  if (sp) return p.qDown + p.kvDown + p.norms;
+  return mla.qkLayernorm ? (mla.qLoraRank ?? 0) : 0;
 }
 
 /**
@@ -68,8 +107,11 @@ export interface MlaStepModel {
  * (mlaRefusals) thrown with their lines. Every layer's dense attention span is replaced by the
  * MLA layer's compute (mlaCompute at the sustained clock) plus its TP collectives
  * (mlaCollectives, each collectiveBaseUs + collectiveTimeUs on the TP link, exposed: Megatron runs
- * them on the compute stream). Context parallelism is refused: its ring would exchange MLA's
- * key [s, n/t, d_q] and value [s, n/t, d_v], which the dense ring model does not price.
+ * them on the compute stream). With context parallelism (Megatron builds MLA's core attention with
+ * the CP group and k_channels d_q, v_channels d_v, multi_latent_attention.py:206-217; no assert
+ * refuses it at core_v0.19.0) the layer runs on its s/cp tokens and the ring exchanges the
+ * up-projected key and value of every local head (mlaCpBytes); chunk-times.ts prices the ring with
+ * MLA's core-attention block.
  */
 export function mlaStepModel(
   setup: TrainingSetup,
@@ -85,10 +127,6 @@ export function mlaStepModel(
   const c = block.config;
   const refusals = mlaRefusals(mla, { heads: c.heads, groups: c.groups });
   if (refusals.length) throw new Error(refusals.map((r) => `${r.message} (${r.source})`).join(' '));
-  if (deg.cp > 1)
-    throw new Error(
-      'multi-latent attention with context parallelism is not priced yet (its ring exchanges K of d_q and V of d_v): give --context-parallel-size 1.',
-    );
   const { system, dtype } = machine;
   const kernels = machine.kernels ?? defaultKernelOptions;
   const choice = attentionKernelOf(kernels, system.gpu.arch);
@@ -123,9 +161,12 @@ export function mlaStepModel(
   // The dense attention's kept tensors (activations.ts, Megatron's 'heads' K and V): QKV's input, Q, K, V, proj's input.
   const denseKept = (held * c.h + 4 * S * nq * d) * bytes;
   const mlaKept = a.downInput + a.latents + a.kPosEmb + (upProj ? 0 : a.qkv) + a.coreOut;
-  const model = mlaFlops({ ...shapes, tp: 1 }).model;
+  // Model FLOPs over the whole sequence (c.s is the s/cp a CP rank holds; the step counts DP replicas, not CP ranks).
+  const seq = c.s * deg.cp;
+  const model = mlaFlops({ ...shapes, seq, tp: 1 }).model;
   const denseModel =
-    3 * 2 * S * (c.h * (c.heads + 2 * c.groups) * d + c.heads * d * c.h) + 3 * 2 * 2 * c.b * c.s * c.s * c.heads * d;
+    3 * 2 * seq * c.b * (c.h * (c.heads + 2 * c.groups) * d + c.heads * d * c.h) +
+    3 * 2 * 2 * c.b * seq * seq * c.heads * d;
   return {
     mla,
     shapes,
@@ -137,6 +178,7 @@ export function mlaStepModel(
     paramDelta: mlaRankParams - denseParams,
     keptDelta: mlaKept - denseKept,
     modelFlopsDelta: model - denseModel,
+    tpGradElements: mlaTpGradElements(mla, c.h, c.heads, deg.tp, setup.sp),
   };
 }
 

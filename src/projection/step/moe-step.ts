@@ -1,7 +1,7 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
 import { commFootprint, ncclFootprint, overlapLossMs, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import { collectiveTimeUs, type Interconnect } from '../../hardware/interconnect.ts';
-import { groupLink } from '../../hardware/systems.ts';
+import { groupLink, type SystemSpec } from '../../hardware/systems.ts';
 import { expertDegrees, moeLayerPattern, moeRefusals, type ExpertDegrees, type MoeSetup } from '../../megatron/moe.ts';
 import type { RecomputeModule } from '../../megatron/recompute-modules.ts';
 import type { Degrees, TrainingSetup } from '../../megatron/training-setup.ts';
@@ -24,6 +24,7 @@ import { dispatchComm, expertLinks, type DispatchComm } from '../links/expert-pa
 import { membersPerNode } from '../links/group-links.ts';
 import type { PipelineSplit } from '../../mesh/pipeline-split.ts';
 import { optimizerMs } from './optimizer.ts';
+import { dpSharding } from './fsdp-step.ts';
 
 /** SMs DeepEP's normal kernels take (Megatron's moe_deepep_num_sms, historical default 20: transformer_config.py:931-933). */
 export const deepEpSms = 20;
@@ -323,6 +324,10 @@ export function moeRecomputeOf(
   };
 }
 
+/** The expert-data-parallel group's link: EDP ranks ETP·EP apart (parallel_state.py's expert rank generator). */
+export const expertDpLink = (system: SystemSpec, d: Pick<ExpertDegrees, 'edp' | 'etp' | 'ep'>): Interconnect =>
+  groupLink(system, d.edp, membersPerNode(system, d.etp * d.ep, d.edp));
+
 /**
  * The expert gradients' sync over the expert-data-parallel group (EDP ranks ETP·EP apart, the
  * expert rank generator of parallel_state.py), one bucket of the stage's expert parameters
@@ -338,9 +343,16 @@ export function expertStateSync(
   paramBytes?: number,
 ): { gradMs: number; paramMs: number } {
   const { system, dtype } = machine;
-  const { edp, etp, ep } = x.degrees;
-  const link = groupLink(system, edp, membersPerNode(system, etp * ep, edp));
-  const us = bucketSyncUs(stageExpertParams, dtype, distributedOptimizer, edp, link, system, undefined, paramBytes);
+  const us = bucketSyncUs(
+    stageExpertParams,
+    dtype,
+    distributedOptimizer,
+    x.degrees.edp,
+    expertDpLink(system, x.degrees),
+    system,
+    undefined,
+    paramBytes,
+  );
   return { gradMs: us.gradUs / 1e3, paramMs: us.paramUs / 1e3 };
 }
 
@@ -368,7 +380,11 @@ export function moeTail(
   forwardMs: (i: number, ch: number) => number,
   backwardMs: (i: number, ch: number) => number,
 ): MoeTail {
-  const distOpt = setup.distributedOptimizer ?? false;
+  // FSDP (fsdp-step.ts dpSharding): the optimizer sharded as the distributed optimizer shards it; with
+  // gradients (ZeRO-2/3) or weights (ZeRO-3) sharded, the expert units' reduce-scatters and gathers run
+  // per layer (chunk-times.ts fsdpExperts), and only ZeRO-2's gather after the step is left here.
+  const sharding = dpSharding(setup);
+  const distOpt = sharding.optimizer;
   const paramBytes = expertGatherBytesPerParam(
     quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions),
     machine,
@@ -380,10 +396,12 @@ export function moeTail(
     const params = row.reduce((a, p) => a + p, 0);
     most = Math.max(most, params);
     const s = expertStateSync(machine, x, params, distOpt, paramBytes);
-    gradSyncMs = Math.max(gradSyncMs, setup.overlapGradReduce ? Math.max(0, s.gradMs - backwardMs(i, 0)) : s.gradMs);
+    const gradMs = sharding.grads ? 0 : s.gradMs;
+    const paramMs = sharding.params ? 0 : s.paramMs;
+    gradSyncMs = Math.max(gradSyncMs, setup.overlapGradReduce ? Math.max(0, gradMs - backwardMs(i, 0)) : gradMs);
     paramGatherMs = Math.max(
       paramGatherMs,
-      setup.overlapParamGather ? Math.max(0, s.paramMs - forwardMs(i, 0)) : s.paramMs,
+      setup.overlapParamGather && !setup.fsdp ? Math.max(0, paramMs - forwardMs(i, 0)) : paramMs,
     );
   });
   const optimizer = optimizerMs([most], distOpt, x.degrees.edp, machine.dtype, machine.system.gpu);

@@ -5,7 +5,6 @@ import { overlapBuffers, type OverlapBuffer } from '../layer/overlap-buffers.ts'
 import { overlapsOf } from '../layer/overlap-flags.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
-import { stateBytes } from '../links/data-parallel.ts';
 import { fsdpUnshardedBytes } from '../links/fsdp.ts';
 import { dpSharding, setupStateBytes } from './fsdp-step.ts';
 import type { StageAllocations } from '../pipeline/memory-timeline.ts';
@@ -35,17 +34,17 @@ export function stageAllocations(
   const { system, dtype } = machine;
   const { deg, split, own, model, rec } = ct;
   const dpGroup = deg.dp * deg.cp;
-  const distOpt = setup.distributedOptimizer ?? false;
   const per = setupStateBytes(setup, dtype, dpGroup);
   const sharding = dpSharding(setup);
   const shard = (what: string, sharded: boolean): string => (sharded ? `${what} (1/${dpGroup} shard)` : what);
-  // FSDP's unsharded units beside the shards (links/fsdp.ts fsdpUnshardedBytes).
+  // FSDP's unsharded units beside the shards (links/fsdp.ts fsdpUnshardedBytes); a stage with MoE
+  // layers gathers a MoE layer's unit, its experts (E/EP, 1/ETP each) with it.
   const unsharded = (i: number) =>
     setup.fsdp
       ? fsdpUnshardedBytes(
           dtype,
           sharding,
-          model.layerParams,
+          model.layerParams + (ct.moe && ct.expertParams[i]!.some((x) => x > 0) ? ct.moe.expertParams : 0),
           split.layers[i]!.reduce((a, n) => a + n, 0),
         )
       : { weights: 0, grads: 0 };
@@ -60,7 +59,7 @@ export function stageAllocations(
   );
   // Expert parameters (E/EP experts, 1/ETP of each) keep their own state, sharded over expert-DP.
   const edp = ct.moe?.degrees.edp ?? 1;
-  const perExpert = stateBytes(dtype, distOpt, edp);
+  const perExpert = setupStateBytes(setup, dtype, edp);
   const experts = (i: number): number => ct.expertParams[i]!.reduce((a, x) => a + x, 0);
   const expertState = (i: number) =>
     experts(i) > 0
@@ -69,7 +68,7 @@ export function stageAllocations(
             ? []
             : [{ label: 'expert weights', bytes: experts(i) * perExpert.weights }]),
           {
-            label: distOpt
+            label: dpSharding(setup).optimizer
               ? `expert main weights and Adam moments (1/${edp} shard)`
               : 'expert main weights and Adam moments',
             bytes: experts(i) * perExpert.optimizer,

@@ -2,6 +2,7 @@ import { gemmPeakFlops, peakFlops } from '../../hardware/gpus.ts';
 import { scaledKernelUs } from '../../hardware/calibrated-rates.ts';
 import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
+import { stateBytesPerParam } from '../../accounting/training-memory.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
 import { gatherBytesPerParam, quantizedWeightsOf, weightCastOf } from './quantized-params.ts';
@@ -201,7 +202,9 @@ export function stepTimes(
     links.embedding,
     system,
   );
-  const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine);
+  // MLA's duplicated down projections join the SP norms' TP all-reduce (mla-step.ts mlaTpGradElements), in main_grad's format.
+  const mlaGradBytes = ct.mla ? maxStageLayers * ct.mla.tpGradElements * stateBytesPerParam[dtype].grads : 0;
+  const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine, mlaGradBytes);
   const experts = ct.moe ? moeTail(setup, machine, ct.moe, ct.expertParams, ct.forwardMs, ct.backwardMs) : undefined;
   const expertMs = experts ? experts.gradSyncMs + experts.paramGatherMs : 0;
   // --optimizer-cpu-offload: the GPU steps its share, the host the rest (optimizer-offload.ts).
@@ -318,8 +321,12 @@ export function stepTimes(
 function fsdpStageExposedMs(ct: ChunkTimes): number {
   const f = ct.fsdp;
   if (!f) return 0;
-  const perStage = ct.split.layers.map((row) =>
-    row.reduce((a, n) => a + (n > 0 ? n * f.layerExposedMs + f.chunkForwardMs + f.chunkBackwardMs : 0), 0),
+  const exposed = (x: typeof f, n: number): number =>
+    n > 0 ? n * x.layerExposedMs + x.chunkForwardMs + x.chunkBackwardMs : 0;
+  // With MoE, the expert units' collectives on the expert-DP link (chunk-times.ts fsdpExperts) in each MoE layer.
+  const e = ct.fsdpExperts;
+  const perStage = ct.split.layers.map((row, i) =>
+    row.reduce((a, n, ch) => a + exposed(f, n) + (e ? exposed(e, ct.moe?.layersPerChunk[i]![ch] ?? 0) : 0), 0),
   );
   return ct.m * Math.max(...perStage);
 }

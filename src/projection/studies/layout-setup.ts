@@ -40,16 +40,6 @@ export function layoutSetup(
       flag: '--tp-comm-overlap',
       reason: 'it needs --sequence-parallel (Megatron asserts it)',
     });
-  if (extras.mla && l.cp > 1)
-    unexpressed.push({
-      flag: '--context-parallel-size',
-      reason: 'multi-latent attention with context parallelism is not priced yet',
-    });
-  if (l.fsdp && model.moe)
-    unexpressed.push({
-      flag: l.fsdp.impl === 'torch' ? '--use-torch-fsdp2' : '--use-megatron-fsdp',
-      reason: 'FSDP with MoE layers is not priced yet',
-    });
   const setup: TrainingSetup = {
     sizes: { ...model.sizes, b: l.microBatch },
     tp: l.tp,

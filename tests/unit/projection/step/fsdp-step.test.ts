@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { collectiveTimeUs } from '../../../../src/hardware/interconnect.ts';
 import { systems } from '../../../../src/hardware/systems.ts';
 import type { FsdpSetup } from '../../../../src/megatron/fsdp.ts';
+import { moeDefaults } from '../../../../src/megatron/moe.ts';
 import { layoutFlags } from '../../../../src/megatron/parallel-layout.ts';
 import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
 import { fsdpLayerTimes } from '../../../../src/projection/links/fsdp.ts';
@@ -153,5 +154,40 @@ describe('the advisor searches FSDP', () => {
     ))
       expect([x.layout.overlapGradReduce, x.layout.overlapParamGather]).toEqual([true, true]);
     expect(layoutFlags(row.layout)).toContain('--use-megatron-fsdp');
+  });
+});
+
+describe('Megatron-FSDP with MoE layers (mcore_fsdp_adapter.py:400-440: experts sharded over expert-DP)', () => {
+  // 16 H100, t 1, EP 4: EDP = 16 / 4 = 4; dense parameters shard over DP 16.
+  const moeSetup: TrainingSetup = {
+    ...base,
+    tp: 1,
+    sp: false,
+    layers: 4,
+    gpus: 16,
+    globalBatch: 16,
+    moe: { ...moeDefaults(8, 1024), topk: 2, ep: 4, etp: 1, dispatcher: 'alltoall', groupedGemm: true },
+  };
+  const interval = (p: Awaited<ReturnType<typeof projectStep>>, label: string): number =>
+    p.stageMemory[0]!.intervals.find((x) => x.label === label)!.bytes;
+
+  it('ZeRO-3 keeps 1/EDP of each expert weight, gradient and optimizer state; the experts gather on the EDP link', async () => {
+    const p = await projectStep({ ...moeSetup, fsdp: zero3 }, h100);
+    // Per layer and rank: E/EP = 2 experts of SwiGLU (3·h·F) = 2·3·4096·1024; 4 MoE layers.
+    const experts = 4 * 2 * 3 * 4096 * 1024;
+    expect(p.moe!.stageExpertParams[0]).toBe(experts);
+    expect(interval(p, 'expert weights')).toBeCloseTo((experts * 2) / 4, 0);
+    expect(interval(p, 'expert main weights and Adam moments (1/4 shard)')).toBeCloseTo((experts * 12) / 4, 0);
+    expect(interval(p, 'expert gradient buffer')).toBeCloseTo((experts * 2) / 4, 0);
+    // The expert gradients are reduce-scattered unit by unit, so the step's expert tail has no sync left.
+    const noShard = await projectStep({ ...moeSetup, fsdp: { impl: 'megatron', strategy: 'no_shard' } }, h100);
+    expect(interval(noShard, 'expert main weights and Adam moments')).toBeCloseTo(experts * 12, 0);
+    expect(p.memory.totalBytes).toBeLessThan(noShard.memory.totalBytes);
+  });
+
+  it('FSDP2 with EP > 1 is refused with Megatron’s line', async () => {
+    await expect(
+      projectStep({ ...moeSetup, fsdp: { impl: 'torch', reshardAfterForward: true } }, h100),
+    ).rejects.toThrow(/expert parallelism/);
   });
 });
