@@ -122,7 +122,7 @@ export function usage(): string {
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
        [--optimizer-cpu-offload --use-precision-aware-optimizer [--optimizer-offload-fraction F] [--overlap-cpu-optimizer-d2h-h2d]]
        [--fine-grained-activation-offloading --offload-modules "${offloadModuleNames.join(' ')}"
-        [--activation-offload-fraction F] [--min-offloaded-tensor-size ELEMENTS]]
+        [--activation-offload-fraction F] [--min-offloaded-tensor-size ELEMENTS] [--delta-offload-bytes-across-pp-ranks BYTES]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
        [--recompute-modules "core_attn mlp layernorm moe moe_act shared_experts mla_up_proj"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
@@ -251,6 +251,7 @@ const options = {
   'offload-modules': { type: 'string' },
   'activation-offload-fraction': { type: 'string' },
   'min-offloaded-tensor-size': { type: 'string' },
+  'delta-offload-bytes-across-pp-ranks': { type: 'string' },
   'overlap-cpu-optimizer-d2h-h2d': { type: 'boolean', default: false },
   'use-precision-aware-optimizer': { type: 'boolean', default: false },
   'use-megatron-fsdp': { type: 'boolean', default: false },
@@ -608,12 +609,14 @@ function parseActivationOffloadFlags(v: {
   readonly 'offload-modules'?: string;
   readonly 'activation-offload-fraction'?: string;
   readonly 'min-offloaded-tensor-size'?: string;
+  readonly 'delta-offload-bytes-across-pp-ranks'?: string;
 }): ActivationOffload | undefined {
-  const tuning = [v['offload-modules'], v['activation-offload-fraction'], v['min-offloaded-tensor-size']];
+  const delta = v['delta-offload-bytes-across-pp-ranks'];
+  const tuning = [v['offload-modules'], v['activation-offload-fraction'], v['min-offloaded-tensor-size'], delta];
   if (!v['fine-grained-activation-offloading']) {
     if (tuning.some((x) => x !== undefined))
       throw new Error(
-        '--offload-modules, --activation-offload-fraction and --min-offloaded-tensor-size need --fine-grained-activation-offloading.',
+        '--offload-modules, --activation-offload-fraction, --min-offloaded-tensor-size and --delta-offload-bytes-across-pp-ranks need --fine-grained-activation-offloading.',
       );
     return undefined;
   }
@@ -627,6 +630,10 @@ function parseActivationOffloadFlags(v: {
       v['min-offloaded-tensor-size'] === undefined
         ? defaultActivationOffload.minTensorElements
         : parseWhole('--min-offloaded-tensor-size', v['min-offloaded-tensor-size'], 0),
+    deltaBytesPerPpRank:
+      delta === undefined
+        ? defaultActivationOffload.deltaBytesPerPpRank
+        : parseWhole('--delta-offload-bytes-across-pp-ranks', delta, 0),
   };
 }
 
