@@ -130,7 +130,7 @@ export function usage(): string {
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')} [--fp8-recipe ${fp8Recipes.join('|')}] [--fp8-param-gather]] [--fp4-format e2m1 [--fp4-recipe nvfp4] [--fp4-param-gather]]
        [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
-       [--tp-comm-overlap] [--cross-entropy plan|megatron|megatron-fused] [--gradient-accumulation-fusion] [--gemm-table]
+       [--tp-comm-overlap] [--cross-entropy plan|megatron|megatron-fused|te-fused] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
        [--hf-config FILE|${publicHfConfigs.map((c) => c.name).join('|')}]
@@ -183,7 +183,9 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
   --cross-entropy K         plan (default: the playground's vocab-parallel cross entropy, logits read in 16 bits) or
                             megatron (Megatron's unfused default: logits upcast to fp32, each pass in fp32) or
                             megatron-fused (--cross-entropy-loss-fusion: the fused passes, 28 bytes per logit in
-                            bf16 against 52).
+                            bf16 against 52) or te-fused (--cross-entropy-fusion-impl te: Transformer Engine's
+                            kernels, 22 bytes per logit; Megatron-LM's training refuses it at core_v0.19.0,
+                            arguments.py:1642-1647, for stability: a what-if for Megatron Core loops of one's own).
   --gradient-accumulation-fusion  each linear wgrad GEMM accumulates into the main_grad buffer (fp32 under bf16),
                             as Megatron's training does unless --no-gradient-accumulation-fusion; default: the plan's
                             wgrad, written once in 16 bits.
