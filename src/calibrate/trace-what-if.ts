@@ -7,7 +7,9 @@ import type { SystemSpec } from '../hardware/systems.ts';
 import { kernelClassOf } from '../kineto/kernel-class.ts';
 import type { GpuSlice, MeasuredTrace } from '../kineto/kineto-types.ts';
 import type { NcclCollective } from '../kineto/nccl-kernel.ts';
-import type { TrainingSetup } from '../megatron/training-setup.ts';
+import { cudaGraphRecomputeRefusals } from '../megatron/cuda-graph-rules.ts';
+import { defaultRecomputeModules } from '../megatron/recompute-modules.ts';
+import { recomputeOf, type TrainingSetup } from '../megatron/training-setup.ts';
 import { defaultKernelOptions, type KernelOptions } from '../projection/layer/kernel-options.ts';
 import { projectStep, type StepProjection } from '../projection/step/cluster-projection.ts';
 import { ringTerms } from './collective-fit.ts';
@@ -96,6 +98,25 @@ const measuredOp: Partial<Record<NcclCollective, MeasuredCollectiveOp>> = {
   allToAll: 'allToAll',
 };
 
+/**
+ * Why the class sums cannot be priced for `layout` (undefined: they can). They are priced inside a
+ * whole-layer CUDA graph (full_iteration), which Megatron refuses for a layer with dropout (GPT's
+ * 0.1) and selective core_attn, mlp or moe recompute (cuda-graph-rules.ts, transformer_config.py:2545-2566),
+ * though the job itself ran eager: eager, the host-dispatch gaps would hide part of each class's
+ * time and the sums would not be exact.
+ */
+export function classSumRefusal(layout: Layout): string | undefined {
+  const r = recomputeOf(layout.setup);
+  const why = cudaGraphRecomputeRefusals('full_iteration', {
+    granularity: r?.granularity,
+    modules: r?.granularity === 'selective' ? (r.modules ?? defaultRecomputeModules) : [],
+    dropout: (layout.kernels ?? defaultKernelOptions).layerArch === 'gpt',
+  });
+  return why.length
+    ? `the what-if prices the job's kernel classes inside a whole-layer CUDA graph (full_iteration, so that no host-dispatch gap hides kernel time), and Megatron refuses that graph for this job: ${why.join(' ')} Rate a trace of a job without that recompute, or of a layer without dropout (Llama).`
+    : undefined;
+}
+
 /** The projected compute of the busiest stage in one step (all micro-batches, recompute, embedding and output) plus the optimizer, ms. */
 async function computeMs(layout: Layout, system: SystemSpec): Promise<number> {
   // Inside CUDA graphs: no host-dispatch gaps, which shrink as kernels grow and would hide part of them.
@@ -127,9 +148,12 @@ function withoutCommunication(base: SystemSpec): SystemSpec {
  * forwards, embedding and output, the optimizer), ms: on `base` without communication
  * (withoutCommunication) and inside CUDA graphs (no host-dispatch gaps), every kernel of the class
  * priced at 2× its time (`kernelScale`) less every kernel at 1×. Exact: the class's kernels add
- * into the stage's busy time and nothing else changes with them.
+ * into the stage's busy time and nothing else changes with them. Refused with the reason where
+ * Megatron refuses that graph for the job (classSumRefusal).
  */
 export async function modelClassMs(layout: Layout, base: SystemSpec): Promise<Record<KernelClass, number>> {
+  const refusal = classSumRefusal(layout);
+  if (refusal) throw new Error(refusal);
   const plain: SystemSpec = { ...withoutCommunication(base), kernelScale: { gemm: 1, attention: 1, memory: 1 } };
   const at1 = await computeMs(layout, plain);
   const out = { gemm: 0, attention: 0, memory: 0 };
