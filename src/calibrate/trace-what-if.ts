@@ -7,10 +7,9 @@ import type { SystemSpec } from '../hardware/systems.ts';
 import { kernelClassOf } from '../kineto/kernel-class.ts';
 import type { GpuSlice, MeasuredTrace } from '../kineto/kineto-types.ts';
 import type { NcclCollective } from '../kineto/nccl-kernel.ts';
-import { cudaGraphRecomputeRefusals } from '../megatron/cuda-graph-rules.ts';
-import { defaultRecomputeModules } from '../megatron/recompute-modules.ts';
-import { recomputeOf, type TrainingSetup } from '../megatron/training-setup.ts';
+import type { TrainingSetup } from '../megatron/training-setup.ts';
 import { defaultKernelOptions, type KernelOptions } from '../projection/layer/kernel-options.ts';
+import { cudaGraphRefusalsOf } from '../projection/step/chunk-times.ts';
 import { projectStep, type StepProjection } from '../projection/step/cluster-projection.ts';
 import { ringTerms } from './collective-fit.ts';
 
@@ -99,6 +98,16 @@ const measuredOp: Partial<Record<NcclCollective, MeasuredCollectiveOp>> = {
 };
 
 /**
+ * The job's kernels inside CUDA graphs: no host-dispatch gaps, which shrink as kernels grow and
+ * would hide part of them. full_iteration: the impl Megatron allows with full recomputation
+ * (cuda-graph-rules.ts).
+ */
+const graphKernels = (layout: Layout): KernelOptions => ({
+  ...(layout.kernels ?? defaultKernelOptions),
+  cudaGraphImpl: 'full_iteration',
+});
+
+/**
  * Why the class sums cannot be priced for `layout` (undefined: they can). They are priced inside a
  * whole-layer CUDA graph (full_iteration), which Megatron refuses for a layer with dropout (GPT's
  * 0.1) and selective core_attn, mlp or moe recompute (cuda-graph-rules.ts, transformer_config.py:2545-2566),
@@ -106,12 +115,7 @@ const measuredOp: Partial<Record<NcclCollective, MeasuredCollectiveOp>> = {
  * time and the sums would not be exact.
  */
 export function classSumRefusal(layout: Layout): string | undefined {
-  const r = recomputeOf(layout.setup);
-  const why = cudaGraphRecomputeRefusals('full_iteration', {
-    granularity: r?.granularity,
-    modules: r?.granularity === 'selective' ? (r.modules ?? defaultRecomputeModules) : [],
-    dropout: (layout.kernels ?? defaultKernelOptions).layerArch === 'gpt',
-  });
+  const why = cudaGraphRefusalsOf(layout.setup, graphKernels(layout));
   return why.length
     ? `the what-if prices the job's kernel classes inside a whole-layer CUDA graph (full_iteration, so that no host-dispatch gap hides kernel time), and Megatron refuses that graph for this job: ${why.join(' ')} Rate a trace of a job without that recompute, or of a layer without dropout (Llama).`
     : undefined;
@@ -119,10 +123,7 @@ export function classSumRefusal(layout: Layout): string | undefined {
 
 /** The projected compute of the busiest stage in one step (all micro-batches, recompute, embedding and output) plus the optimizer, ms. */
 async function computeMs(layout: Layout, system: SystemSpec): Promise<number> {
-  // Inside CUDA graphs: no host-dispatch gaps, which shrink as kernels grow and would hide part of them.
-  // full_iteration: the impl Megatron allows with every recomputation (cuda-graph-rules.ts).
-  const kernels: KernelOptions = { ...(layout.kernels ?? defaultKernelOptions), cudaGraphImpl: 'full_iteration' };
-  const p = await projectStep(layout.setup, { system, dtype: layout.dtype, kernels });
+  const p = await projectStep(layout.setup, { system, dtype: layout.dtype, kernels: graphKernels(layout) });
   return Math.max(...p.pipeline.busyMs) + p.optimizerMs;
 }
 
