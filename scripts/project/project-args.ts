@@ -122,7 +122,7 @@ export function usage(): string {
        [--use-torch-fsdp2 [--torch-fsdp2-no-reshard-after-forward]]
        [--optimizer-cpu-offload --use-precision-aware-optimizer [--optimizer-offload-fraction F] [--overlap-cpu-optimizer-d2h-h2d]]
        [--fine-grained-activation-offloading --offload-modules "${offloadModuleNames.join(' ')}"
-        [--activation-offload-fraction F] [--min-offloaded-tensor-size ELEMENTS]]
+        [--activation-offload-fraction F] [--min-offloaded-tensor-size ELEMENTS] [--delta-offload-bytes-across-pp-ranks BYTES]]
        [--recompute-granularity full|selective] [--recompute-method uniform|block] [--recompute-num-layers N]
        [--recompute-modules "core_attn mlp layernorm moe moe_act shared_experts mla_up_proj"]   (with selective; default core_attn)
        [--use-flash-attn] [--tied-embeddings | --untie-embeddings-and-output-weights] [--memory-timeline]
@@ -130,7 +130,7 @@ export function usage(): string {
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')} [--fp8-recipe ${fp8Recipes.join('|')}] [--fp8-param-gather]] [--fp4-format e2m1 [--fp4-recipe nvfp4] [--fp4-param-gather]]
        [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
-       [--tp-comm-overlap] [--cross-entropy plan|megatron|megatron-fused] [--gradient-accumulation-fusion] [--gemm-table]
+       [--tp-comm-overlap] [--cross-entropy plan|megatron|megatron-fused|te-fused] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
        [--hf-config FILE|${publicHfConfigs.map((c) => c.name).join('|')}]
@@ -183,7 +183,9 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
   --cross-entropy K         plan (default: the playground's vocab-parallel cross entropy, logits read in 16 bits) or
                             megatron (Megatron's unfused default: logits upcast to fp32, each pass in fp32) or
                             megatron-fused (--cross-entropy-loss-fusion: the fused passes, 28 bytes per logit in
-                            bf16 against 52).
+                            bf16 against 52) or te-fused (--cross-entropy-fusion-impl te: Transformer Engine's
+                            kernels, 22 bytes per logit; Megatron-LM's training refuses it at core_v0.19.0,
+                            arguments.py:1642-1647, for stability: a what-if for Megatron Core loops of one's own).
   --gradient-accumulation-fusion  each linear wgrad GEMM accumulates into the main_grad buffer (fp32 under bf16),
                             as Megatron's training does unless --no-gradient-accumulation-fusion; default: the plan's
                             wgrad, written once in 16 bits.
@@ -251,6 +253,7 @@ const options = {
   'offload-modules': { type: 'string' },
   'activation-offload-fraction': { type: 'string' },
   'min-offloaded-tensor-size': { type: 'string' },
+  'delta-offload-bytes-across-pp-ranks': { type: 'string' },
   'overlap-cpu-optimizer-d2h-h2d': { type: 'boolean', default: false },
   'use-precision-aware-optimizer': { type: 'boolean', default: false },
   'use-megatron-fsdp': { type: 'boolean', default: false },
@@ -608,12 +611,14 @@ function parseActivationOffloadFlags(v: {
   readonly 'offload-modules'?: string;
   readonly 'activation-offload-fraction'?: string;
   readonly 'min-offloaded-tensor-size'?: string;
+  readonly 'delta-offload-bytes-across-pp-ranks'?: string;
 }): ActivationOffload | undefined {
-  const tuning = [v['offload-modules'], v['activation-offload-fraction'], v['min-offloaded-tensor-size']];
+  const delta = v['delta-offload-bytes-across-pp-ranks'];
+  const tuning = [v['offload-modules'], v['activation-offload-fraction'], v['min-offloaded-tensor-size'], delta];
   if (!v['fine-grained-activation-offloading']) {
     if (tuning.some((x) => x !== undefined))
       throw new Error(
-        '--offload-modules, --activation-offload-fraction and --min-offloaded-tensor-size need --fine-grained-activation-offloading.',
+        '--offload-modules, --activation-offload-fraction, --min-offloaded-tensor-size and --delta-offload-bytes-across-pp-ranks need --fine-grained-activation-offloading.',
       );
     return undefined;
   }
@@ -627,6 +632,10 @@ function parseActivationOffloadFlags(v: {
       v['min-offloaded-tensor-size'] === undefined
         ? defaultActivationOffload.minTensorElements
         : parseWhole('--min-offloaded-tensor-size', v['min-offloaded-tensor-size'], 0),
+    deltaBytesPerPpRank:
+      delta === undefined
+        ? defaultActivationOffload.deltaBytesPerPpRank
+        : parseWhole('--delta-offload-bytes-across-pp-ranks', delta, 0),
   };
 }
 

@@ -2,7 +2,7 @@
 // and the layouts asked for projected on them beside the catalog's projection.
 import { formatMs } from '../../src/core/format.ts';
 import { changedSetup, layoutLabel, parseLayoutChange } from '../../src/calibrate/what-if-layout.ts';
-import { whatIfFromTrace, type Layout, type WhatIfRow } from '../../src/calibrate/trace-what-if.ts';
+import { classSumRefusal, whatIfFromTrace, type Layout, type WhatIfRow } from '../../src/calibrate/trace-what-if.ts';
 import { TraceImportError } from '../../src/kineto/kineto-read.ts';
 import type { MeasuredTrace } from '../../src/kineto/kineto-types.ts';
 import { manifestProjection, type JobManifest } from '../../src/megatron/job-manifest.ts';
@@ -23,6 +23,8 @@ export async function whatIfReport(
     const p = manifestProjection(manifest);
     system = p.system;
     job = { label: `the job: ${layoutLabel(p.parsed.setup)}`, setup: p.parsed.setup, dtype: p.parsed.dtype };
+    const refusal = classSumRefusal(job);
+    if (refusal) throw new Error(refusal);
     others = specs.map((spec) => {
       try {
         const setup = changedSetup(job.setup, parseLayoutChange(spec));

@@ -9,6 +9,7 @@ import type { GpuSlice, MeasuredTrace } from '../kineto/kineto-types.ts';
 import type { NcclCollective } from '../kineto/nccl-kernel.ts';
 import type { TrainingSetup } from '../megatron/training-setup.ts';
 import { defaultKernelOptions, type KernelOptions } from '../projection/layer/kernel-options.ts';
+import { cudaGraphRefusalsOf } from '../projection/step/chunk-times.ts';
 import { projectStep, type StepProjection } from '../projection/step/cluster-projection.ts';
 import { ringTerms } from './collective-fit.ts';
 
@@ -96,12 +97,33 @@ const measuredOp: Partial<Record<NcclCollective, MeasuredCollectiveOp>> = {
   allToAll: 'allToAll',
 };
 
+/**
+ * The job's kernels inside CUDA graphs: no host-dispatch gaps, which shrink as kernels grow and
+ * would hide part of them. full_iteration: the impl Megatron allows with full recomputation
+ * (cuda-graph-rules.ts).
+ */
+const graphKernels = (layout: Layout): KernelOptions => ({
+  ...(layout.kernels ?? defaultKernelOptions),
+  cudaGraphImpl: 'full_iteration',
+});
+
+/**
+ * Why the class sums cannot be priced for `layout` (undefined: they can). They are priced inside a
+ * whole-layer CUDA graph (full_iteration), which Megatron refuses for a layer with dropout (GPT's
+ * 0.1) and selective core_attn, mlp or moe recompute (cuda-graph-rules.ts, transformer_config.py:2545-2566),
+ * though the job itself ran eager: eager, the host-dispatch gaps would hide part of each class's
+ * time and the sums would not be exact.
+ */
+export function classSumRefusal(layout: Layout): string | undefined {
+  const why = cudaGraphRefusalsOf(layout.setup, graphKernels(layout));
+  return why.length
+    ? `the what-if prices the job's kernel classes inside a whole-layer CUDA graph (full_iteration, so that no host-dispatch gap hides kernel time), and Megatron refuses that graph for this job: ${why.join(' ')} Rate a trace of a job without that recompute, or of a layer without dropout (Llama).`
+    : undefined;
+}
+
 /** The projected compute of the busiest stage in one step (all micro-batches, recompute, embedding and output) plus the optimizer, ms. */
 async function computeMs(layout: Layout, system: SystemSpec): Promise<number> {
-  // Inside CUDA graphs: no host-dispatch gaps, which shrink as kernels grow and would hide part of them.
-  // full_iteration: the impl Megatron allows with every recomputation (cuda-graph-rules.ts).
-  const kernels: KernelOptions = { ...(layout.kernels ?? defaultKernelOptions), cudaGraphImpl: 'full_iteration' };
-  const p = await projectStep(layout.setup, { system, dtype: layout.dtype, kernels });
+  const p = await projectStep(layout.setup, { system, dtype: layout.dtype, kernels: graphKernels(layout) });
   return Math.max(...p.pipeline.busyMs) + p.optimizerMs;
 }
 
@@ -127,9 +149,12 @@ function withoutCommunication(base: SystemSpec): SystemSpec {
  * forwards, embedding and output, the optimizer), ms: on `base` without communication
  * (withoutCommunication) and inside CUDA graphs (no host-dispatch gaps), every kernel of the class
  * priced at 2× its time (`kernelScale`) less every kernel at 1×. Exact: the class's kernels add
- * into the stage's busy time and nothing else changes with them.
+ * into the stage's busy time and nothing else changes with them. Refused with the reason where
+ * Megatron refuses that graph for the job (classSumRefusal).
  */
 export async function modelClassMs(layout: Layout, base: SystemSpec): Promise<Record<KernelClass, number>> {
+  const refusal = classSumRefusal(layout);
+  if (refusal) throw new Error(refusal);
   const plain: SystemSpec = { ...withoutCommunication(base), kernelScale: { gemm: 1, attention: 1, memory: 1 } };
   const at1 = await computeMs(layout, plain);
   const out = { gemm: 0, attention: 0, memory: 0 };

@@ -18,9 +18,12 @@ export function formatBytes(bytes: number): string {
   return `${u === 0 ? v : trim(v)} ${units[u]}`;
 }
 
-/** Milliseconds in the unit that reads best: 0.0374 → "37.4 µs", 7.746 → "7.75 ms", 1234 → "1.23 s". */
+/**
+ * Milliseconds in the unit that reads best: 0.0374 → "37.4 µs", 7.746 → "7.75 ms", 1234 → "1.23 s".
+ * The unit is chosen after rounding to three digits, so 999.6 reads "1 s", never "1000 ms".
+ */
 export function formatMs(ms: number): string {
-  const a = Math.abs(ms);
+  const a = Number(Math.abs(ms).toPrecision(3));
   if (a === 0) return '0 ms';
   if (a < 1e-3) return `${trim(ms * 1e6)} ns`;
   if (a < 1) return `${trim(ms * 1e3)} µs`;
@@ -35,7 +38,7 @@ export function formatMs(ms: number): string {
  * print two ticks alike (zoomed to 0.1 µs inside a 400 ms step: "123.4501 ms", "123.4502 ms").
  */
 export function msTickFormat(domain: readonly number[], ticks: readonly number[] = []): (ms: number) => string {
-  const a = Math.max(0, ...domain.map(Math.abs));
+  const a = Number(Math.max(0, ...domain.map(Math.abs)).toPrecision(3));
   const [per, unit] = a < 1e-3 ? [1e6, 'ns'] : a < 1 ? [1e3, 'µs'] : a < 1000 ? [1, 'ms'] : [1e-3, 's'];
   const short = ticks.map((t) => trim(t * per));
   if (new Set(short).size === short.length) return (ms) => `${trim(ms * per)} ${unit}`;

@@ -23,6 +23,12 @@ export interface OffloadLaunch {
   readonly transformerEngineVersion?: readonly [number, number];
 }
 
+/**
+ * The environment a launch with --fine-grained-activation-offloading needs: NVTE_CPU_OFFLOAD_V1=1
+ * from Transformer Engine 2.10 (arguments.py:1857-1859), harmless before it.
+ */
+export const offloadLaunchEnv: Readonly<Record<string, string>> = { NVTE_CPU_OFFLOAD_V1: '1' };
+
 /** transformer_config.py:1854-1863's allowed_modules. */
 const allowedModules = [
   'core_attn',

@@ -25,10 +25,19 @@ export interface ActivationOffload {
   readonly fraction: number;
   /** --min-offloaded-tensor-size (default 1,048,576 elements, :1247): smaller tensors stay on the GPU. */
   readonly minTensorElements: number;
+  /**
+   * --delta-offload-bytes-across-pp-ranks Δ (default 0, :1256): pipeline rank i keeps i·Δ bytes of
+   * its offload groups on the GPU (fine_grained_activation_offload.py:597-607).
+   */
+  readonly deltaBytesPerPpRank: number;
 }
 
-/** Megatron's defaults of the tuning flags (transformer_config.py:1247, :1262). */
-export const defaultActivationOffload = { fraction: 1, minTensorElements: 1024 * 1024 } as const;
+/** Megatron's defaults of the tuning flags (transformer_config.py:1247, :1256, :1262). */
+export const defaultActivationOffload = {
+  fraction: 1,
+  minTensorElements: 1024 * 1024,
+  deltaBytesPerPpRank: 0,
+} as const;
 
 /** Parses an --offload-modules list ("core_attn attn_proj" or "core_attn,attn_proj"), naming an unknown module and the choices. */
 export const parseOffloadModules = (text: string): OffloadModule[] =>
@@ -44,8 +53,11 @@ export const parseOffloadModules = (text: string): OffloadModule[] =>
  * Megatron's refusals of an offload setup (transformer_config.py, core_v0.19.0), each with its line,
  * and what the projection does not price: attn_proj alone without core_attn (:1868-1873); a module
  * inside the MoE layer while `moe` is recomputed (:1874-1884); the fraction outside [0, 1]
- * (:1888-1890); fused_group_mlp, which needs --use-transformer-engine-op-fuser (:1895-1897), is
- * refused as not priced; with CUDA graphs the guide's constraints (cuda_graph_impl
+ * (:1888-1890); Δ below 0 (:1891-1893); fused_group_mlp, which needs --use-transformer-engine-op-fuser
+ * (:1895-1897), is refused as not priced: the projection has no model of Transformer Engine's
+ * fused grouped MLP (the op fuser's FC1 + activation + FC2, TE ≥ 2.14, experts at TP 1:
+ * experts.py:332-348), neither its kernels' time nor what it saves for backward, which is the group
+ * the module offloads (experts.py:673-711); with CUDA graphs the guide's constraints (cuda_graph_impl
  * transformer_engine, no attn_norm or mlp_norm: fine_grained_activation_offloading.md, "CUDA Graph
  * Integration") are refused as not priced.
  */
@@ -67,9 +79,13 @@ export function activationOffloadRefusals(
     );
   if (!(o.fraction >= 0 && o.fraction <= 1))
     out.push(`activation_offload_fraction must be in range [0, 1] (${T}:1888-1890); got ${o.fraction}.`);
+  if (!(o.deltaBytesPerPpRank >= 0))
+    out.push(
+      `delta_offload_bytes_across_pp_ranks must be non-negative (${T}:1891-1893); got ${o.deltaBytesPerPpRank}.`,
+    );
   if (on.has('fused_group_mlp'))
     out.push(
-      `fused_group_mlp requires use_transformer_engine_op_fuser (${T}:1895-1897), which the projection does not price: offload expert_fc1 and moe_act instead.`,
+      `fused_group_mlp requires use_transformer_engine_op_fuser (${T}:1895-1897), Transformer Engine's fused grouped MLP (TE ≥ 2.14, experts at TP 1: megatron/core/transformer/moe/experts.py:332-348), which the projection does not model (neither its kernels' time nor the tensors it saves for backward, the group fused_group_mlp offloads, experts.py:673-711): offload expert_fc1 and moe_act instead.`,
     );
   if (job.cudaGraphs)
     out.push(

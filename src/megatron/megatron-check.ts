@@ -14,7 +14,13 @@
 import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
 import { flagMap, listAfter } from './megatron-command.ts';
 import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
-import { defaultFp8Recipe, lowPrecisionRefusal, type Fp8Recipe, type LinearRecipe } from './low-precision.ts';
+import {
+  defaultFp8Recipe,
+  fp8Recipes,
+  lowPrecisionRefusal,
+  type Fp8Recipe,
+  type LinearRecipe,
+} from './low-precision.ts';
 import { mlaFromFlags, mlaRefusals } from './mla.ts';
 import { offloadLaunchRefusals } from './activation-offload-launch.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
@@ -79,6 +85,9 @@ function argsOf(argv: readonly string[]): Args {
     has: (flag) => flags.has(flag),
   };
 }
+
+/** --fp8-recipe's choices in argparse's order (transformer_config.py:573, the Literal it is built from). */
+const fp8RecipeChoices: readonly (Fp8Recipe | 'custom')[] = ['tensorwise', 'delayed', 'mxfp8', 'blockwise', 'custom'];
 
 /** divide(n, d) of megatron/core/utils.py:556-565: asserts n % d == 0. */
 const divides = (n: number, d: number): boolean => Number.isInteger(n) && n % d === 0;
@@ -156,10 +165,20 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
       'megatron/core/distributed/param_and_grad_buffer.py:1284',
       'replace_raw_data for MXFP8Tensor is not supported yet: with --fp8-recipe mxfp8 and --fp8-param-gather add --reuse-grad-buf-for-mxfp8-param-ag.',
     );
+  // --fp8-recipe: argparse's choices, the config's Literal (transformer_config.py:573-575, made choices
+  // by megatron/training/argument_utils.py:151-155); `custom`
+  // (a quantizer factory of one's own, :590) is legal and checked no further.
+  const recipeText = a.str('--fp8-recipe', defaultFp8Recipe);
+  const fp8Recipe = fp8Recipes.find((r) => r === recipeText);
+  if (!fp8Recipe && recipeText !== 'custom')
+    fail(
+      `${TC}:573-575`,
+      `argument --fp8-recipe: invalid choice: '${recipeText}' (choose from ${fp8RecipeChoices.map((r) => `'${r}'`).join(', ')}).`,
+    );
   const recipe: LinearRecipe | undefined = a.has('--fp4-format')
     ? 'nvfp4'
     : a.has('--fp8-format')
-      ? (a.str('--fp8-recipe', defaultFp8Recipe) as Fp8Recipe)
+      ? fp8Recipe
       : undefined;
   const lowPrecision =
     recipe && lowPrecisionRefusal(recipe, env.computeCapability + (env.computeCapabilityMinor ?? 0) / 10);
@@ -366,8 +385,12 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
   if (recomputeWords && granularity === 'selective') {
     try {
       const modules = parseRecomputeModules(recomputeWords.join(' '));
-      const fp8Recipe = a.has('--fp8-format') ? (a.str('--fp8-recipe', defaultFp8Recipe) as Fp8Recipe) : undefined;
-      for (const r of recomputeModuleRefusals(modules, { moe, mla: a.has('--multi-latent-attention'), fp8Recipe }))
+      const scaling = a.has('--fp8-format') ? fp8Recipe : undefined;
+      for (const r of recomputeModuleRefusals(modules, {
+        moe,
+        mla: a.has('--multi-latent-attention'),
+        fp8Recipe: scaling,
+      }))
         fail(r.source, r.message);
     } catch (e) {
       fail(`${TC}:1778-1782`, (e as Error).message);

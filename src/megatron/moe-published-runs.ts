@@ -1,6 +1,7 @@
 import type { TrainDtype } from '../hardware/dtype.ts';
 import type { SystemName } from '../hardware/systems.ts';
 import type { MoeSetup } from './moe.ts';
+import type { RecomputeModule } from './recompute-modules.ts';
 
 /** A published MoE training run on Megatron-Core: its source, its job, what it measured, and what the projection cannot express of it. */
 export interface MoePublishedRun {
@@ -34,10 +35,25 @@ export interface MoePublishedRun {
   readonly moe: MoeSetup;
   /** The published figure: the step time, or Megatron's per-GPU model TFLOP/s (step = its FLOPs / (N · rate)). */
   readonly published: { readonly stepS: number } | { readonly tflopsPerGpu: number };
-  /** Flags the source does not state, with the value assumed; and what the projection prices differently. */
+  /**
+   * The source's --recompute-modules with selective recomputation ([] for none): not applied to the
+   * comparison, which prices the run without it (moeRunApproximations says so).
+   */
+  readonly recomputeModules: readonly RecomputeModule[];
+  /** Flags the source does not state, with the value assumed; and what else the projection prices differently. */
   readonly assumed: readonly string[];
   readonly approximations: readonly string[];
 }
+
+/** What the projection prices differently from `run`: its approximations and the source's recompute left out. */
+export const moeRunApproximations = (run: MoePublishedRun): string[] => [
+  ...(run.recomputeModules.length
+    ? [
+        `--recompute-modules ${run.recomputeModules.join(' ')} (recomputed in backward): not applied to this comparison (priced on its own: docs/projection-memory-levers.md)`,
+      ]
+    : []),
+  ...run.approximations,
+];
 
 /**
  * FLOPs of one iteration as Megatron-LM core_v0.19.0 counts them (training.py
@@ -95,6 +111,7 @@ const mixtral22 = {
   tp: 2,
   pp: 8,
   vpp: 7,
+  recomputeModules: [],
 } as const;
 const mixtralAssumed = [
   'vocabulary 32,000 (Llama2Tokenizer; --make-vocab-size-divisible-by 128 · t leaves it unpadded)',
@@ -110,10 +127,10 @@ const qwen235 = {
   microBatch: 1,
   model: { s: 4096, h: 4096, heads: 64, groups: 4, kvChannels: 128, ffn: 12288, layers: 94, vocab: 151936 },
   pricedLayers: 96,
+  recomputeModules: ['moe_act', 'layernorm'],
 } as const;
 const qwenApprox = [
   '94 layers with --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split (the embedding and the loss each take a layer’s place): priced as 96 layers split evenly',
-  '--recompute-modules moe_act layernorm (recomputing the expert activation and the norms in backward): not applied to this comparison (priced on its own: docs/projection-memory-levers.md)',
   'qk-layernorm and the router’s fp32 dtype: not priced',
 ];
 const qwenRow = (r: string): string => `best_practice/qwen3/readme.md, "Performance Results / H100" table: ${r}`;
@@ -250,6 +267,7 @@ export const moePublishedRuns: readonly MoePublishedRun[] = [
     moe: moe({ experts: 128, topk: 8, ffn: 1536, ep: 8, dispatcher: 'flex', auxLossCoeff: 1e-3 }),
     published: { stepS: 29.0 },
     assumed: [],
-    approximations: qwenApprox.filter((a) => !a.startsWith('--recompute-modules')),
+    recomputeModules: [],
+    approximations: qwenApprox,
   },
 ];

@@ -49,7 +49,9 @@ export interface KernelOptions {
    * read in 16 bits); `megatron`, Megatron's unfused default (--cross-entropy-loss-fusion off:
    * the logits upcast to fp32, each pass over them in fp32; priced-ops.ts crossEntropyKernels);
    * `megatron-fused`, --cross-entropy-loss-fusion with its default native impl (fused_cross_entropy.py:
-   * each jit_fuser function one pass; priced-ops.ts fusedCrossEntropyKernels).
+   * each jit_fuser function one pass; priced-ops.ts fusedCrossEntropyKernels); `te-fused`, with
+   * --cross-entropy-fusion-impl te (Transformer Engine's Triton kernels: priced-ops.ts
+   * teCrossEntropyKernels), which Megatron-LM's training refuses at core_v0.19.0 (arguments.py:1642-1647).
    */
   readonly crossEntropy?: CrossEntropyKernels;
   /**
@@ -63,8 +65,8 @@ export interface KernelOptions {
 }
 
 /** The cross-entropy pricings (`CrossEntropyKernels`). */
-export const crossEntropyKernelChoices = ['plan', 'megatron', 'megatron-fused'] as const;
-/** Whose cross-entropy kernels are priced: the plan's, Megatron's unfused fp32 passes, or its fused ones. */
+export const crossEntropyKernelChoices = ['plan', 'megatron', 'megatron-fused', 'te-fused'] as const;
+/** Whose cross-entropy kernels are priced: the plan's, Megatron's unfused fp32 passes, its native fused ones or Transformer Engine's. */
 export type CrossEntropyKernels = (typeof crossEntropyKernelChoices)[number];
 
 /** --attention-backend values the projection prices. */

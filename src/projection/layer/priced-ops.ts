@@ -54,7 +54,8 @@ import { linearPrecisionOf, linearRecipeOf, type CrossEntropyKernels, type Kerne
  *                    (fp32 under bf16), where the plan's writes it once in 16 bits.
  *   megatron-cross-entropy  with `crossEntropy: 'megatron'`: the vocab-parallel cross entropy's
  *                    kernels as Megatron runs them, the logits upcast to fp32 and every pass over
- *                    them in fp32, in place (crossEntropyKernels below).
+ *                    them in fp32, in place (crossEntropyKernels below); `megatron-fused` and
+ *                    `te-fused` its fused paths (fusedCrossEntropyKernels, teCrossEntropyKernels).
  */
 export type PricingRule =
   | 'plan'
@@ -283,9 +284,7 @@ function kernelRules(
     case 'ceTargetLogit':
     case 'ceGrad':
       if (crossEntropy === 'plan') planned();
-      else
-        for (const bytes of (crossEntropy === 'megatron' ? crossEntropyKernels : fusedCrossEntropyKernels)(op, dtype))
-          memory(i, 'megatron-cross-entropy', bytes);
+      else for (const bytes of crossEntropyPasses[crossEntropy](op, dtype)) memory(i, 'megatron-cross-entropy', bytes);
       return;
     case 'copyCols':
     case 'ceLoss':
@@ -364,6 +363,57 @@ function fusedCrossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): numbe
       return [kernelBytes(op, dtype)];
   }
 }
+
+/**
+ * The kernels (bytes each) of Transformer Engine's parallel cross entropy for one plan op
+ * (--cross-entropy-loss-fusion --cross-entropy-fusion-impl te: te_parallel_cross_entropy,
+ * megatron/core/extensions/transformer_engine.py:3490-3504, core_v0.19.0; Transformer Engine v2.18's
+ * Triton kernels, transformer_engine/common/triton/cross_entropy.py, and their wrappers,
+ * transformer_engine/pytorch/triton/cross_entropy.py). The logits [s, b, V/t] (E elements) are read
+ * in their own dtype and upcast in registers; no fp32 copy is written:
+ *   ceLocalMax      online_softmax_kernel (:11-82): one read of the logits (b), the row's running max m,
+ *                   Σ exp d and target logit X_y written (3·4 bytes per row; the target read there)
+ *   ceLocalSumExp   cross_entropy_kernel (:85-228), after the all-gather of m, d, X_y (wrapper
+ *                   :81-87): the logits read again (b), softmax − one-hot written as the fp32 input
+ *                   gradient (4, :180-194, :215-226), the row's statistics read and its loss written
+ *                   (12 + 4 per row; the other ranks' t − 1 gathered rows not counted)
+ *   ceTargetLogit   none: X_y is read inside online_softmax_kernel
+ *   ceGrad          element_mul_kernel (:231-266) scales the saved fp32 gradient in place by the
+ *                   per-token loss gradient (4 + 4; skipped only for a scalar 1.0, wrapper :124-129,
+ *                   and Megatron's loss is per token, reduce_loss False); autograd casts it to the
+ *                   16-bit logits' dtype (read 4, write b; none in fp32)
+ * 22 bytes per logit in bf16 (20 in fp32) against the native fused 28 and the unfused 52. Its memory
+ * is theirs: the fp32 gradient saved from forward to backward (pytorch/cross_entropy.py:62) in place
+ * of the fp32 softmax, the 16-bit logits beside it in the forward and the 16-bit gradient beside it
+ * after the cast (stage-model.ts).
+ */
+function teCrossEntropyKernels(op: PlannedKernelOp, dtype: TrainDtype): number[] {
+  const b = dtypeBytes[dtype];
+  const f = 4;
+  const logits = numel(op.inShapes[0] ?? []);
+  const rows = numel(op.outShape);
+  switch (op.kernel) {
+    case 'ceLocalMax':
+      return [logits * b + 3 * f * rows];
+    case 'ceLocalSumExp':
+      return [logits * (b + f) + (3 * f + f) * rows];
+    case 'ceTargetLogit':
+      return [];
+    case 'ceGrad':
+      return [2 * f * logits, ...(b < f ? [logits * (f + b)] : [])];
+    default:
+      return [kernelBytes(op, dtype)];
+  }
+}
+
+/** The kernels each Megatron cross-entropy path runs for one plan op (the plan's own are priced as planned). */
+const crossEntropyPasses: Readonly<
+  Record<Exclude<CrossEntropyKernels, 'plan'>, (op: PlannedKernelOp, dtype: TrainDtype) => number[]>
+> = {
+  megatron: crossEntropyKernels,
+  'megatron-fused': fusedCrossEntropyKernels,
+  'te-fused': teCrossEntropyKernels,
+};
 
 /** The plan's GEMM in `precision`; with `accumulateBytes`, accumulating into C of that format. */
 const gemmCost = (op: PlannedGemmOp, precision: GemmPrecision, accumulateBytes?: number): PricedCost => ({

@@ -60,8 +60,8 @@ export const lifetimeOfBuffer: Readonly<Record<BufferClass, MemoryClass>> = {
 export interface StageAllocations {
   readonly resident: readonly { readonly label: string; readonly bytes: number }[];
   readonly perStep: readonly { readonly label: string; readonly bytes: number }[];
-  /** Activations a chunk keeps per micro-batch, from its forward's start to its backward's end. */
-  readonly keptBytes: (chunk: number) => number;
+  /** Activations a chunk of a micro-batch keeps, from its forward's start to its backward's end. */
+  readonly keptBytes: (chunk: number, microBatch: number) => number;
   /** Held during a chunk's backward only (recompute; on the last stage at least the 16-bit logits gradient). */
   readonly backwardTransientBytes: (chunk: number) => number;
   /** Held during a chunk's forward only (the 16-bit logits beside their fp32 copy; a MoE layer's permutation buffers). */
@@ -152,7 +152,7 @@ function allocations(ops: StageOps, v: number, m: number, a: StageAllocations, e
     const f0 = ops.t0[j]!;
     const end = b >= 0 ? ops.t1[b]! : endMs;
     const tag = (): string => `micro-batch ${ops.microBatch[j]}, chunk ${chunk}`;
-    const kept = a.keptBytes(chunk);
+    const kept = a.keptBytes(chunk, ops.microBatch[j]!);
     if (kept > 0) push('perMicroBatch', () => `activations (${tag()})`, kept, f0, end);
     const loss = a.lossBytes(chunk);
     if (loss > 0) push('transient', () => `fp32 softmax of cross entropy (${tag()})`, loss, f0, end);

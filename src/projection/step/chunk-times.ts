@@ -28,7 +28,13 @@ import {
   type RecomputeModule,
 } from '../../megatron/recompute-modules.ts';
 import { activationOffloadRefusals } from '../../megatron/activation-offload.ts';
-import { layerOffload, offloadTensors } from './activation-offload.ts';
+import {
+  offloadGroups,
+  offloadTensors,
+  stageOffload,
+  type OffloadPassTimes,
+  type StageOffload,
+} from './activation-offload.ts';
 import {
   gatherBytesPerParam,
   quantizedParamRefusals,
@@ -203,26 +209,24 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const layerF = pieces.layer.forward.ms + ring.forwardMs + mlaF;
   const layerB = pieces.layer.backward.ms + ring.backwardMs + mlaB;
   // --fine-grained-activation-offloading (activation-offload.ts): the modules' inputs on the host
-  // between each layer's passes, the copies' time beyond the layer's compute exposed.
-  const off = offloadOf(setup, machine, pricing.block, rc, modules, moe, mla !== undefined, layerF, layerB);
+  // between each layer's passes, per pipeline rank and chunk; the copies' time beyond the layer's compute exposed.
+  const off = offloadOf(setup, machine, pricing.block, rc, modules, moe, mla !== undefined, split, m, {
+    dense: { forwardMs: layerF, backwardMs: layerB },
+    moe: { forwardMs: moe?.forwardMs ?? 0, backwardMs: moe?.backwardMs ?? 0 },
+  });
   const rec: ChunkRecompute[][] = off
     ? recomputed.map((row, i) =>
-        row.map((r, ch) => {
-          const nMoe = moeIn(i, ch);
-          const out = split.layers[i]![ch]! * off.dense.bytes + nMoe * off.moe.bytes;
-          return {
-            ...r,
-            keptBytes: r.keptBytes - out,
-            // One layer's offloaded tensors back on the GPU ahead of its backward.
-            backwardTransientBytes: Math.max(r.backwardTransientBytes, off.dense.bytes + (nMoe ? off.moe.bytes : 0)),
-          };
-        }),
+        row.map((r, ch) => ({
+          ...r,
+          // The most a micro-batch of the chunk offloads; others keep the rest (stage-allocations.ts).
+          keptBytes: r.keptBytes - off[i]!.maxOffloadedBytes[ch]!,
+          // One layer's offloaded tensors back on the GPU ahead of its backward.
+          backwardTransientBytes: Math.max(r.backwardTransientBytes, off[i]!.reloadBytes[ch]!),
+        })),
       )
     : recomputed;
-  const offF = (i: number, ch: number): number =>
-    off ? split.layers[i]![ch]! * off.dense.exposedForwardMs + moeIn(i, ch) * off.moe.exposedForwardMs : 0;
-  const offB = (i: number, ch: number): number =>
-    off ? split.layers[i]![ch]! * off.dense.exposedBackwardMs + moeIn(i, ch) * off.moe.exposedBackwardMs : 0;
+  const offF = (i: number, ch: number): number => (off ? off[i]!.exposedForwardMs[ch]! : 0);
+  const offB = (i: number, ch: number): number => (off ? off[i]!.exposedBackwardMs[ch]! : 0);
   const coreF = deg.cp * coreBlock.forwardMs + (ring.forwardMs - (deg.cp - 1) * coreBlock.forwardMs);
   // FSDP's per-unit collectives (links/fsdp.ts), on each layer's pass and once per chunk pass.
   const fsdp = setup.fsdp
@@ -304,6 +308,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
     ring,
     model,
     rec,
+    off,
     layerF,
     layerB,
     forwardMs,
@@ -318,8 +323,8 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 }
 
 /**
- * The offload of every dense layer and MoE layer under --fine-grained-activation-offloading
- * (projection/step/activation-offload.ts), or undefined without it; Megatron's refusals
+ * Each pipeline rank's offload under --fine-grained-activation-offloading
+ * (projection/step/activation-offload.ts stageOffload), or undefined without it; Megatron's refusals
  * (activationOffloadRefusals) and what is not priced (MLA's attention inputs, full recomputation,
  * where the layers save nothing to offload) thrown with the reason.
  */
@@ -331,9 +336,10 @@ function offloadOf(
   modules: readonly RecomputeModule[],
   moe: MoeStepModel | undefined,
   mla: boolean,
-  layerF: number,
-  layerB: number,
-) {
+  split: PipelineSplit,
+  m: number,
+  pass: OffloadPassTimes,
+): StageOffload[] | undefined {
   const o = setup.activationOffload;
   if (!o) return undefined;
   const kernels = machine.kernels ?? defaultKernelOptions;
@@ -348,12 +354,22 @@ function offloadOf(
     );
   if (why.length) throw new Error(why.join(' '));
   const tensors = offloadTensors(block, machine.dtype, setup.flashAttention ?? false, moe);
-  return {
-    dense: layerOffload(tensors.dense, o, machine.system, layerF, layerB),
-    moe: moe
-      ? layerOffload(tensors.moe, o, machine.system, moe.forwardMs, moe.backwardMs)
-      : { bytes: 0, exposedForwardMs: 0, exposedBackwardMs: 0 },
-  };
+  const groups = { dense: offloadGroups(tensors.dense, o), moe: offloadGroups(tensors.moe, o) };
+  return split.layers.map((layers, i) =>
+    stageOffload(
+      {
+        stage: i,
+        stages: split.layers.length,
+        microBatches: m,
+        layers,
+        moeLayers: layers.map((_, ch) => (moe ? moe.layersPerChunk[i]![ch]! : 0)),
+      },
+      groups,
+      o,
+      machine.system,
+      pass,
+    ),
+  );
 }
 
 /**

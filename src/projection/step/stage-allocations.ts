@@ -136,8 +136,9 @@ export function stageAllocations(
         ...(unsharded(i).grads > 0 ? [{ label: 'FSDP unsharded layer gradients', bytes: unsharded(i).grads }] : []),
         ...(experts(i) > 0 ? [{ label: 'expert gradient buffer', bytes: experts(i) * perExpert.grads }] : []),
       ],
-      keptBytes: (ch) =>
+      keptBytes: (ch, mb) =>
         rec[i]![ch]!.keptBytes +
+        (ct.off ? ct.off[i]!.maxOffloadedBytes[ch]! - ct.off[i]!.offloadedBytes(ch, mb) : 0) +
         (holdsEmbedding(i, ch) ? model.embeddingActivation : 0) +
         (holdsOutput(split, i, ch) ? model.outputActivation : 0) +
         (g?.keptPerMicroBatch(ch) ?? 0),

@@ -28,8 +28,7 @@ import { clusterModelName } from '../settings/cluster-model-choice.ts';
 import { clusterModelSetup, type ClusterModelSpec } from '../settings/cluster-model.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
-import type { ClusterFlags } from '../settings/cluster-flags.ts';
-import { fsdpLabel } from '../../megatron/fsdp.ts';
+import { clusterLaunchOf, type ClusterFlags } from '../settings/cluster-flags.ts';
 import './tp-pipeline-view.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
@@ -324,32 +323,17 @@ export class TpClusterPanel extends LitElement {
     return flags.length ? `kernels ${flags.join(' ')};` : '';
   }
 
-  /** The data-parallel and memory flags of every row, as Megatron's flags (cluster-flags.ts), or DDP's default in words. */
+  /** The data-parallel and memory flags of every row, as Megatron's flags with the environment they need (cluster-flags.ts), or DDP's default in words. */
   private flagWords(): string {
     const f = this.flags;
-    const r = f.recomputation;
-    const flags = [
-      (f.cp ?? 1) > 1 ? `--context-parallel-size ${f.cp}` : '',
-      r ? `--recompute-granularity ${r.granularity}` : '',
-      r?.granularity === 'selective' && r.modules ? `--recompute-modules ${r.modules.join(' ')}` : '',
-      f.distributedOptimizer ? '--use-distributed-optimizer' : '',
-      f.overlapGradReduce ? '--overlap-grad-reduce' : '',
-      f.overlapParamGather ? '--overlap-param-gather' : '',
-      f.fsdp ? fsdpLabel(f.fsdp) : '',
-      f.fp8ParamGather ? '--fp8-param-gather' : '',
-      // MXFP8 parameters gather through the gradient buffer (low-precision.ts quantizedGatherBytes).
-      f.fp8ParamGather && this.fp8recipe === 'mxfp8' ? '--reuse-grad-buf-for-mxfp8-param-ag' : '',
-      f.fp4ParamGather ? '--fp4-param-gather' : '',
-      f.activationOffload
-        ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
-        : '',
-    ].filter(Boolean);
+    const { env, flags } = clusterLaunchOf(f, this.fp8recipe);
+    const vars = Object.entries(env).map(([k, v]) => `${k}=${v}`);
     const grads = f.fsdp
       ? 'gradients synced as the FSDP strategy has it'
       : f.overlapGradReduce
         ? 'gradient buckets reduced during backward'
         : 'DP gradients all-reduced in one bucket after backward (no --overlap-grad-reduce)';
-    return `${flags.length ? `flags ${flags.join(' ')}; ` : ''}${grads}`;
+    return `${vars.length ? `env ${vars.join(' ')}; ` : ''}${flags.length ? `flags ${flags.join(' ')}; ` : ''}${grads}`;
   }
 
   /** The step whose pipeline is drawn: the page's t (with SP if the page has it), else the first row that runs. */

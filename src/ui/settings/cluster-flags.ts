@@ -3,7 +3,9 @@ import { cudaGraphRecomputeRefusals } from '../../megatron/cuda-graph-rules.ts';
 import { checkDataParallelFlags, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
 import { activationOffloadRefusals, defaultActivationOffload } from '../../megatron/activation-offload.ts';
-import { fp4ParamGatherRefusals, fp8ParamGatherRefusals } from '../../megatron/low-precision.ts';
+import { offloadLaunchEnv } from '../../megatron/activation-offload-launch.ts';
+import { fsdpLabel } from '../../megatron/fsdp.ts';
+import { fp4ParamGatherRefusals, fp8ParamGatherRefusals, type Fp8Recipe } from '../../megatron/low-precision.ts';
 import { systemNames, systems, type SystemName } from '../../hardware/systems.ts';
 import { defaultKernelOptions, lowPrecisionRefusals } from '../../projection/layer/kernel-options.ts';
 import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
@@ -40,6 +42,38 @@ export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
   ...(s.fp8pg && (s.fp4 !== 'none' ? { fp4ParamGather: true } : { fp8ParamGather: true })),
   ...(s.offload.length > 0 && { activationOffload: { modules: s.offload, ...defaultActivationOffload } }),
 });
+
+/**
+ * The cluster flags as a Megatron-LM launch writes them, under the page's fp8 recipe: the
+ * environment they need (with --fine-grained-activation-offloading, offloadLaunchEnv) and the flags,
+ * one string each (FSDP by its short label).
+ */
+export function clusterLaunchOf(
+  f: ClusterFlags,
+  fp8Recipe?: Fp8Recipe,
+): {
+  readonly env: Readonly<Record<string, string>>;
+  readonly flags: readonly string[];
+} {
+  const r = f.recomputation;
+  const flags = [
+    (f.cp ?? 1) > 1 ? `--context-parallel-size ${f.cp}` : '',
+    r ? `--recompute-granularity ${r.granularity}` : '',
+    r?.granularity === 'selective' && r.modules ? `--recompute-modules ${r.modules.join(' ')}` : '',
+    f.distributedOptimizer ? '--use-distributed-optimizer' : '',
+    f.overlapGradReduce ? '--overlap-grad-reduce' : '',
+    f.overlapParamGather ? '--overlap-param-gather' : '',
+    f.fsdp ? fsdpLabel(f.fsdp) : '',
+    f.fp8ParamGather ? '--fp8-param-gather' : '',
+    // MXFP8 parameters gather through the gradient buffer (low-precision.ts quantizedGatherBytes).
+    f.fp8ParamGather && fp8Recipe === 'mxfp8' ? '--reuse-grad-buf-for-mxfp8-param-ag' : '',
+    f.fp4ParamGather ? '--fp4-param-gather' : '',
+    f.activationOffload
+      ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
+      : '',
+  ].filter(Boolean);
+  return { env: f.activationOffload ? offloadLaunchEnv : {}, flags };
+}
 
 /** The settings each data-parallel rule involves (checkDataParallelFlags). */
 const dataParallelFields: readonly ControlField[] = ['opg', 'ogr', 'distopt', 'fsdp', 'pp', 'dtype'];

@@ -2,11 +2,12 @@
 // "truth" system (what-if-traces.ts), re-projected to other layouts, compared with the truth's
 // projection of those layouts.
 import { describe, expect, test } from 'vitest';
-import { modelClassMs, whatIfFromTrace, type Layout } from '../../../src/calibrate/trace-what-if.ts';
+import { classSumRefusal, modelClassMs, whatIfFromTrace, type Layout } from '../../../src/calibrate/trace-what-if.ts';
 import type { KernelScale } from '../../../src/hardware/calibrated-rates.ts';
 import { systems, type SystemSpec } from '../../../src/hardware/systems.ts';
 import type { TrainingSetup } from '../../../src/megatron/training-setup.ts';
 import { presets } from '../../../src/parallel/config.ts';
+import { defaultKernelOptions } from '../../../src/projection/layer/kernel-options.ts';
 import { projectStep } from '../../../src/projection/step/cluster-projection.ts';
 import { truthTrace, waits } from './what-if-traces.ts';
 
@@ -60,6 +61,20 @@ describe('what-if from a trace (synthetic job of known truth)', () => {
     expect(scaled).toEqual(on1);
     expect(on1.gemm).toBeGreaterThan(on1.memory);
     expect(on1.attention).toBeGreaterThan(0);
+  });
+
+  test('a GPT layer with selective core_attn recompute is refused with the reason; without recompute it is priced', async () => {
+    const gpt = (over: Partial<TrainingSetup>): Layout => ({
+      ...layout('gpt', over),
+      kernels: { ...defaultKernelOptions, layerArch: 'gpt' },
+    });
+    const refused = gpt({ recomputation: { granularity: 'selective', modules: ['core_attn'] } });
+    await expect(modelClassMs(refused, base)).rejects.toThrow(
+      /kernel classes inside a whole-layer CUDA graph.*transformer_config\.py:2545-2552.*Rate a trace of a job without that recompute/,
+    );
+    expect(classSumRefusal(job)).toBeUndefined();
+    expect(classSumRefusal(gpt({}))).toBeUndefined();
+    expect((await modelClassMs(gpt({}), base)).gemm).toBeGreaterThan(0);
   });
 
   test('rates recovered from the trace: each class scale, and α and B of the node link', async () => {

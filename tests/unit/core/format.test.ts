@@ -25,6 +25,16 @@ describe('numbers in their units', () => {
     expect(formatMs(0.0000005)).toBe('0.5 ns');
   });
 
+  test('the unit comes after rounding: a step just under a second reads 1 s, never 1000 ms', () => {
+    expect(formatMs(999.6)).toBe('1 s');
+    expect(formatMs(999.4)).toBe('999 ms');
+    expect(formatMs(-999.6)).toBe('-1 s');
+    expect(formatMs(0.9996)).toBe('1 ms');
+    expect(formatMs(0.0009996)).toBe('1 µs');
+    expect(formatSignedMs(999.7)).toBe('+1 s');
+    expect(msTickFormat([0, 999.6])(999.6)).toBe('1 s');
+  });
+
   test('a change of time keeps its sign, a minus sign for a decrease, and no unit when nothing changed', () => {
     expect(formatSignedMs(1.2)).toBe('+1.2 ms');
     expect(formatSignedMs(-0.0371)).toBe('−37.1 µs');

@@ -315,6 +315,19 @@ describe('--recompute-modules on the launch line (transformer_config.py)', () =>
     expect(sources([...mx, '--reuse-grad-buf-for-mxfp8-param-ag'], b200)).toEqual([]);
   });
 
+  test('an --fp8-recipe argparse does not list is refused with the legal values; custom passes', () => {
+    const base = selective('core_attn');
+    const out = checkMegatronLaunch([...base, '--fp8-format', 'hybrid', '--fp8-recipe', 'mxfp4'], env);
+    expect(out).toEqual([
+      {
+        source: `${T}:573-575`,
+        message:
+          "argument --fp8-recipe: invalid choice: 'mxfp4' (choose from 'tensorwise', 'delayed', 'mxfp8', 'blockwise', 'custom').",
+      },
+    ]);
+    expect(sources([...base, '--fp8-format', 'hybrid', '--fp8-recipe', 'custom'], env)).toEqual([]);
+  });
+
   test('layernorm under fp8 fails with delayed scaling, the default recipe (:1821-1827), and passes with tensorwise', () => {
     expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid'], env)).toEqual([`${T}:1821-1827`]);
     expect(sources([...selective('layernorm'), '--fp8-format', 'hybrid', '--fp8-recipe', 'tensorwise'], env)).toEqual(

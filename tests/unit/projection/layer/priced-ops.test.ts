@@ -85,6 +85,25 @@ describe('pricedOps: the plan as the projected job runs it', () => {
     expect(bytes('fp32')).toEqual({ bytes: 26 * E + 20 * R, kernels: 5 });
   });
 
+  it("Transformer Engine's cross entropy (--cross-entropy-fusion-impl te): 22 bytes per logit in bf16 in four kernels", async () => {
+    // Same E and R. online_softmax_kernel reads the logits once (2) and writes m, d, X_y (12 per row);
+    // cross_entropy_kernel reads them again (2) and writes the fp32 gradient (4), the row's statistics
+    // read and its loss written (16 per row); backward element_mul_kernel 4+4 in place, autograd's cast to
+    // bf16 4+2: 22·E + 28·R. In fp32 no cast: 20·E + 28·R in three kernels.
+    const p = await plan({ tp: 2, vocab: 64 });
+    const logits = p.ops.find((o) => o.kind === 'kernel' && o.kernel === 'ceLocalMax')!;
+    const E = logits.inShapes[0]!.reduce((a, x) => a * x, 1);
+    const R = logits.outShape.reduce((a, x) => a * x, 1);
+    const bytes = (dtype: 'bf16' | 'fp32'): { bytes: number; kernels: number } => {
+      const ce = pricedOps(p, dtype, k({ crossEntropy: 'te-fused' })).filter(
+        (x) => x.rule === 'megatron-cross-entropy',
+      );
+      return { bytes: ce.reduce((a, x) => a + (x.cost.kind === 'memory' ? x.cost.bytes : 0), 0), kernels: ce.length };
+    };
+    expect(bytes('bf16')).toEqual({ bytes: 22 * E + 28 * R, kernels: 4 });
+    expect(bytes('fp32')).toEqual({ bytes: 20 * E + 28 * R, kernels: 3 });
+  });
+
   it('GPT: drops the gate GEMMs, prices GeLU, LayerNorm, learned positions, biases and dropout; no RoPE', async () => {
     const p = await plan({ tp: 2 });
     const gpt = pricedOps(p, 'bf16', k({ layerArch: 'gpt' }));

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { megatronMoeFlops, moePublishedRuns, moePublishedStepS } from '../../../../src/megatron/moe-published-runs.ts';
+import {
+  megatronMoeFlops,
+  moePublishedRuns,
+  moePublishedStepS,
+  moeRunApproximations,
+} from '../../../../src/megatron/moe-published-runs.ts';
 import { moeRefusals } from '../../../../src/megatron/moe.ts';
 import { compareMoePublished, moePublishedSetup } from '../../../../src/projection/studies/moe-published.ts';
 
@@ -24,6 +29,16 @@ describe('the published MoE runs', () => {
       };
       expect(moeRefusals(r.moe, job)).toEqual([]);
     }
+  });
+  it('says the source’s recompute is left out from the typed modules, not from a string', () => {
+    const recomputeLine = (id: string) => moeRunApproximations(run(id)).filter((a) => a.includes('recompute'));
+    expect(run('qwen3-235b-a2a-pp32').recomputeModules).toEqual(['moe_act', 'layernorm']);
+    expect(recomputeLine('qwen3-235b-a2a-pp32')).toEqual([
+      '--recompute-modules moe_act layernorm (recomputed in backward): not applied to this comparison (priced on its own: docs/projection-memory-levers.md)',
+    ]);
+    // The DeepEP t 4 row has no recompute ("(no recompute)" in its source row).
+    expect(run('qwen3-235b-deepep-tp4-ep8').recomputeModules).toEqual([]);
+    expect(recomputeLine('qwen3-235b-deepep-tp4-ep8')).toEqual([]);
   });
   it('recovers the step from Megatron’s FLOP count (training.py, core_v0.19.0) and the per-GPU rate', () => {
     const r = run('mixtral-8x22b-forced');

@@ -6,7 +6,8 @@ import {
   hasControl,
   settingsFromHash,
 } from '../../../../src/ui/settings/state.ts';
-import { clusterFlagsOf, clusterIssues } from '../../../../src/ui/settings/cluster-flags.ts';
+import { clusterFlagsOf, clusterIssues, clusterLaunchOf } from '../../../../src/ui/settings/cluster-flags.ts';
+import { offloadLaunchRefusals } from '../../../../src/megatron/activation-offload-launch.ts';
 import { fsdpSettingWords, formatFsdpSetting, parseFsdpSetting } from '../../../../src/ui/settings/fsdp-setting.ts';
 import { scenarioSizes } from '../../../../src/ui/settings/cluster-model-choice.ts';
 import { rng } from '../../../../src/reference/random.ts';
@@ -301,5 +302,34 @@ describe('the fp8 recipe and NVFP4 on the page', () => {
     const fp4 = settingsFromHash('#system=dgx-h100&fp4=e2m1').settings;
     expect(clusterIssues(fp4)[0]).toMatchObject({ field: 'fp4' });
     expect(clusterIssues(settingsFromHash('#system=dgx-b200&fp4=e2m1').settings)).toEqual([]);
+  });
+});
+
+describe("the cluster panel's launch text", () => {
+  test('offloading comes with the NVTE_CPU_OFFLOAD_V1=1 its launch check needs (arguments.py:1857-1859)', () => {
+    const { settings } = settingsFromHash('#offload=core_attn,attn_proj&distopt=1');
+    const { env, flags } = clusterLaunchOf(clusterFlagsOf(settings));
+    // The flags as argparse reads them: each flag with the words after it.
+    const words = flags.flatMap((f) => f.split(' '));
+    const after = (name: string): string[] | undefined => {
+      const i = words.indexOf(name);
+      if (i < 0) return undefined;
+      const j = words.findIndex((w, k) => k > i && w.startsWith('--'));
+      return words.slice(i + 1, j < 0 ? undefined : j);
+    };
+    const launch = {
+      flag: (name: string) => {
+        const v = after(name);
+        return v === undefined ? undefined : v.length ? v.join(' ') : (true as const);
+      },
+      list: after,
+      env,
+    };
+    expect(after('--offload-modules')).toEqual(['core_attn', 'attn_proj']);
+    expect(offloadLaunchRefusals(launch)).toEqual([]);
+    expect(offloadLaunchRefusals({ ...launch, env: {} }).map((f) => f.source)).toEqual([
+      'megatron/training/arguments.py:1857-1859',
+    ]);
+    expect(clusterLaunchOf(clusterFlagsOf(defaultSettings)).env).toEqual({});
   });
 });
