@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The static checks of `npm test` after `tsc --noEmit`, run at the same time (each is one
-// single-threaded Node process, so on a machine with cores to spare the wall time is about the
-// slowest one's): import layers (dependency-cruiser, .dependency-cruiser.cjs), lint (ESLint,
+// The static checks of `npm test`, run at the same time (each is one single-threaded Node process,
+// so on a machine with cores to spare the wall time is about the slowest one's): types (`tsc
+// --noEmit`, tsconfig.json: run before the others it would hold one core while the rest idled),
+// import layers (dependency-cruiser, .dependency-cruiser.cjs), lint (ESLint,
 // eslint.config.js) and format (Biome's formatter for the code and JSON, biome.json, with Prettier's
 // rules; Prettier, .prettierrc.json, for the Markdown and HTML Biome does not format). Each one's output is printed when it
 // ends, with its time; the exit status is non-zero when any of them fails.
@@ -12,8 +13,9 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 
-/** [name, command, args]: what npm run lint:deps, lint and format:check run. */
+/** [name, command, args]: what npm run typecheck, lint:deps, lint and format:check run. */
 const checks = [
+  ['tsc', bin('tsc'), ['--noEmit']],
   ['dependency-cruiser', bin('depcruise'), ['src', 'scripts']],
   ['eslint', bin('eslint'), ['--cache', '--cache-location', 'node_modules/.cache/eslint/', '.']],
   ['biome format', bin('biome'), ['format', '.']],

@@ -1,11 +1,12 @@
 // #view=classroom as a class sees it (Vite dev server, headless Chromium, real rank workers): a figure per step,
 // presenter keys and the step in the hash, and the training demo. Screenshots at 1920×1080 and 1280×800 in test-results/.
 import type { Page } from 'playwright';
-import { expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { OpenPage } from '../../scripts/device/browser-run.ts';
 import { configFromPreset } from '../../src/parallel/config.ts';
 import { oracleTolerance } from '../../src/parallel/oracle.ts';
 import type { TrainPoint } from '../../src/session/classroom-train-run.ts';
-import { withE2ePage } from './built-page.ts';
+import { openE2ePage, withE2ePage } from './built-page.ts';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/${name}.png` });
 const stepId = (page: Page) => page.locator('tp-classroom section').getAttribute('data-step-id');
@@ -211,9 +212,22 @@ test('#view=classroom at t = 2: every step has its figure — rank-tinted blocks
   });
 }, 480_000);
 
-test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and the outline move and write the step into the hash; F fills the screen with ≥ 24 px text', async () => {
-  await withE2ePage('/#view=classroom&tp=2&step=5', async (page, pageErrors) => {
-    await page.setViewportSize({ width: 1920, height: 1080 });
+// One page for the rest, as a presenter walks it: opened by the link to step 5, then steps 9, 10 and
+// 11 in turn, each test starting where the one before left the page (a fresh page per test paid the
+// page load and the classroom's first run on new rank workers four times over).
+describe('one classroom page at t = 2, from the link to step 5 on through steps 9, 10 and 11', () => {
+  let open: OpenPage;
+  let page: Page;
+  let pageErrors: string[];
+  beforeAll(async () => {
+    open = await openE2ePage('/#view=classroom&tp=2&step=5', { viewport: { width: 1920, height: 1080 } });
+    ({ page, pageErrors } = open);
+  }, 180_000);
+  afterAll(async () => {
+    await open?.close();
+  });
+
+  test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and the outline move and write the step into the hash; F fills the screen with ≥ 24 px text', async () => {
     await firstStep(page);
     expect(await stepId(page)).toBe('all-reduce');
     await page.keyboard.press('End');
@@ -251,14 +265,13 @@ test('presenter mode: #view=classroom&step=5 opens step 5; End, Home, space and 
     await page.keyboard.press('F');
     await expect.poll(() => page.locator('tp-classroom').getAttribute('presenter')).toBe(null);
     expect(pageErrors).toEqual([]);
-  });
-}, 300_000);
+  }, 300_000);
 
-test('step 9, chunked overlap at t = 2: the ring-order chunk schedules of the column/row pair, and the layer run with SP and 2 chunks on the ranks — its timeline has the chunked GEMMs and collectives, and it passes the oracle', async () => {
-  await withE2ePage('/#view=classroom&tp=2&step=9', async (page, pageErrors) => {
+  test('step 9, chunked overlap at t = 2: the ring-order chunk schedules of the column/row pair, and the layer run with SP and 2 chunks on the ranks — its timeline has the chunked GEMMs and collectives, and it passes the oracle', async () => {
     await page.setViewportSize({ width: 1920, height: 1080 });
-    await firstStep(page);
+    await page.locator('tp-classroom nav.outline button[data-step="8"]').click();
     expect(await stepId(page)).toBe('tp-overlap');
+    await expect.poll(() => hashStep(page)).toBe('9');
     const fig = page.locator('tp-classroom tp-chunk-figure');
     // 2 ranks × 2 stages in each grid; rank 1's first all-gather stage multiplies its own chunk 1 while sending it.
     expect(await fig.locator('table[data-pattern="gather-gemm"] td').count()).toBe(4);
@@ -282,13 +295,11 @@ test('step 9, chunked overlap at t = 2: the ring-order chunk schedules of the co
     await page.setViewportSize({ width: 1280, height: 800 });
     await shot(page, 'classroom-1280-step9-overlap');
     expect(pageErrors).toEqual([]);
-  });
-}, 300_000);
+  }, 300_000);
 
-test('step 10, a straggler at t = 2: the layer runs again with rank 1 dispatching each kernel 3×, the timeline hatches rank 0 waiting inside the collectives, and the analysis names rank 1: the verdict and most collectives', async () => {
-  await withE2ePage('/#view=classroom&tp=2&step=10', async (page, pageErrors) => {
+  test('step 10, a straggler at t = 2: the layer runs again with rank 1 dispatching each kernel 3×, the timeline hatches rank 0 waiting inside the collectives, and the analysis names rank 1: the verdict and most collectives', async () => {
     await page.setViewportSize({ width: 1920, height: 1080 });
-    await firstStep(page);
+    await page.keyboard.press('ArrowRight');
     expect(await stepId(page)).toBe('straggler');
     const el = page.locator('tp-classroom tp-classroom-run');
     await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
@@ -309,28 +320,26 @@ test('step 10, a straggler at t = 2: the layer runs again with rank 1 dispatchin
     await page.setViewportSize({ width: 1280, height: 800 });
     await shot(page, 'classroom-1280-step10-straggler');
     expect(pageErrors).toEqual([]);
-  });
-}, 300_000);
+  }, 300_000);
 
-/** Sets the training slide's switches, trains K steps and returns the points. */
-async function train(page: Page, k: number, sp: boolean, skipnorm: boolean): Promise<TrainPoint[]> {
-  const el = page.locator('tp-classroom tp-classroom-train');
-  await el.locator('input[data-control="steps"]').fill(String(k));
-  await el.locator('input[data-control="steps"]').dispatchEvent('change');
-  await el.locator('input[data-control="sp"]').setChecked(sp);
-  await el.locator('input[data-control="skipnorm"]').setChecked(skipnorm);
-  await el.locator('button#train').click();
-  await expect.poll(() => el.getAttribute('data-state')).toBe('running');
-  await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
-  return el.evaluate((e) => [...(e as unknown as { points: TrainPoint[] }).points]);
-}
+  /** Sets the training slide's switches, trains K steps and returns the points. */
+  async function train(page: Page, k: number, sp: boolean, skipnorm: boolean): Promise<TrainPoint[]> {
+    const el = page.locator('tp-classroom tp-classroom-train');
+    await el.locator('input[data-control="steps"]').fill(String(k));
+    await el.locator('input[data-control="steps"]').dispatchEvent('change');
+    await el.locator('input[data-control="sp"]').setChecked(sp);
+    await el.locator('input[data-control="skipnorm"]').setChecked(skipnorm);
+    await el.locator('button#train').click();
+    await expect.poll(() => el.getAttribute('data-state')).toBe('running');
+    await expect.poll(() => el.getAttribute('data-state'), { timeout: 240_000, interval: 500 }).toBe('done');
+    return el.evaluate((e) => [...(e as unknown as { points: TrainPoint[] }).points]);
+  }
 
-const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+  const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
-test('training demo at t = 2: 20 Adam steps lower the loss, the TP = 2 and TP = 1 curves agree to float32 rounding, and with SP + skipnorm the norm gains drift apart more each step; Cancel stops a run', async () => {
-  await withE2ePage('/#view=classroom&tp=2&step=11', async (page, pageErrors) => {
+  test('training demo at t = 2: 20 Adam steps lower the loss, the TP = 2 and TP = 1 curves agree to float32 rounding, and with SP + skipnorm the norm gains drift apart more each step; Cancel stops a run', async () => {
     await page.setViewportSize({ width: 1920, height: 1080 });
-    await firstStep(page);
+    await page.keyboard.press('ArrowRight');
     expect(await stepId(page)).toBe('train');
     const p = await train(page, 20, false, false);
     expect(p).toHaveLength(20);
@@ -371,5 +380,5 @@ test('training demo at t = 2: 20 Adam steps lower the loss, the TP = 2 and TP = 
     await page.setViewportSize({ width: 1280, height: 800 });
     await shot(page, 'classroom-1280-train-cancelled');
     expect(pageErrors).toEqual([]);
-  });
-}, 400_000);
+  }, 400_000);
+});

@@ -6,7 +6,7 @@ import { openE2ePage } from './built-page.ts';
 
 let open: OpenPage;
 beforeAll(async () => {
-  open = await openE2ePage('/#tp=1', { viewport: { width: 1280, height: 800 } });
+  open = await openE2ePage('about:blank'); // the browser and server only: every test opens its own page
 }, 180_000);
 afterAll(async () => {
   await open?.close();

@@ -1,5 +1,7 @@
-import { describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { moeWorld } from '../../../src/parallel/moe-layout.ts';
+import type { RankPool } from '../../../src/ranks/pool.ts';
+import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import { moeConfig } from '../../../src/reference/moe/config.ts';
 import { moePoolMesh, moeRankTolerance, runMoe, runMoeSweep, type MoeRunArgs } from '../../../src/session/moe-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
@@ -37,14 +39,22 @@ const args = (cs: MoeEpCase, T = 8): MoeRunArgs => ({
   demonstration: cs.sp === false,
 });
 
+// One pool per transport and rank mesh, kept for the file: most runs below share a mesh with another
+// (EP 4 alone six times, EP 2 alone or with TP 2 several), so each pool's start and each device's
+// first pipelines are paid once, as the page and the sweep's repeated runs reuse pools (every run
+// clears the trace first).
+const pools = new Map<string, Promise<RankPool<LayerWorkerPrograms>>>();
+afterAll(async () => {
+  for (const p of pools.values()) await (await p).dispose();
+});
+
 async function run(cs: MoeEpCase, transport: 'sab-ring' | 'message-port' = 'sab-ring', T = 8) {
   const a = args(cs, T);
-  const pool = await createLayerPool(moeWorld(a.layout), transport, 10_000, moePoolMesh(a.layout));
-  try {
-    return await runMoe(pool, a);
-  } finally {
-    await pool.dispose();
-  }
+  const mesh = moePoolMesh(a.layout);
+  const key = `${transport} ${JSON.stringify(mesh)}`;
+  let pool = pools.get(key);
+  if (!pool) pools.set(key, (pool = createLayerPool(moeWorld(a.layout), transport, 10_000, mesh)));
+  return runMoe(await pool, a);
 }
 
 /** EP alone, alltoall: counts, dispatch, combine, aux counts, losses, the two backward all-to-alls, dWr. */

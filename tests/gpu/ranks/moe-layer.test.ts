@@ -1,4 +1,7 @@
-import { describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
+import type { MoeLayout } from '../../../src/parallel/moe-layout.ts';
+import type { RankPool } from '../../../src/ranks/pool.ts';
+import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import { moeLayerGridArgs, type MoeGridPoint } from '../../../src/parallel/moe-grid.ts';
 import { moeWorld } from '../../../src/parallel/moe-layout.ts';
 import { runMoeLayer, runMoeModel, type MoeLayerRunArgs } from '../../../src/session/moe-layer-run.ts';
@@ -19,6 +22,20 @@ import { createLayerPool } from '../../../src/session/pools.ts';
 // bound widened by the rank's MoE input error, so equal picks follow from the bound.
 const sizes = { s: 16, b: 1, h: 16, heads: 4, groups: 2, ffn: 6, seed: 40 };
 
+// One pool per rank mesh, kept for the file: four of the runs below share EP 2, TP 2's (a pool's
+// start and each device's first pipelines are paid once, as the page keeps its pools across runs).
+const pools = new Map<string, Promise<RankPool<LayerWorkerPrograms>>>();
+function poolFor(l: MoeLayout): Promise<RankPool<LayerWorkerPrograms>> {
+  const mesh = moePoolMesh(l);
+  const key = JSON.stringify(mesh);
+  let pool = pools.get(key);
+  if (!pool) pools.set(key, (pool = createLayerPool(moeWorld(l), 'sab-ring', 10_000, mesh)));
+  return pool;
+}
+afterAll(async () => {
+  for (const p of pools.values()) await (await p).dispose();
+});
+
 async function run(pt: MoeGridPoint, shared?: number, vocab = 0) {
   const g = moeLayerGridArgs(pt, sizes);
   const a: MoeLayerRunArgs = {
@@ -26,12 +43,7 @@ async function run(pt: MoeGridPoint, shared?: number, vocab = 0) {
     config: shared ? { ...g.config, moeSharedExpertIntermediateSize: shared } : g.config,
     layout: g.layout,
   };
-  const pool = await createLayerPool(moeWorld(a.layout), 'sab-ring', 10_000, moePoolMesh(a.layout));
-  try {
-    return await runMoeLayer(pool, a);
-  } finally {
-    await pool.dispose();
-  }
+  return runMoeLayer(await poolFor(a.layout), a);
 }
 
 describe('the MoE transformer layer on rank workers', () => {
@@ -89,19 +101,15 @@ test('three layers with --moe-layer-freq 2 (MoE, dense, MoE) on rank workers equ
   const g = moeLayerGridArgs({ ep: 2, etp: 1, tp: 2, dispatcher: 'alltoall', E: 8, k: 2, capacity: 1 }, sizes);
   const pat = moeLayerPattern(2, 3);
   if (!('pattern' in pat)) throw new Error(pat.error);
-  const pool = await createLayerPool(moeWorld(g.layout), 'sab-ring', 10_000, moePoolMesh(g.layout));
-  try {
-    const r = await runMoeModel(pool, { layer: g.layer, config: g.config, layout: g.layout, pattern: pat.pattern });
-    expect(r.oracle.failures).toEqual([]);
-    expect(r.layers.map((x) => x !== null)).toEqual([true, false, true]);
-    for (const x of [r.layers[0]!, r.layers[2]!]) {
-      expect(x.oracle.sameRouting).toBe(true);
-      expect(x.dropped).toBeGreaterThan(0);
-      expect(x.ranks.every((q) => q.dispatchBytes > 0)).toBe(true);
-    }
-    const gemms = r.trace.filter((e) => e.rank === 0 && e.experts).map((e) => e.op);
-    expect(gemms).toEqual(['moe.experts', 'moe.experts', 'moe.experts.backward', 'moe.experts.backward']);
-  } finally {
-    await pool.dispose();
+  const pool = await poolFor(g.layout);
+  const r = await runMoeModel(pool, { layer: g.layer, config: g.config, layout: g.layout, pattern: pat.pattern });
+  expect(r.oracle.failures).toEqual([]);
+  expect(r.layers.map((x) => x !== null)).toEqual([true, false, true]);
+  for (const x of [r.layers[0]!, r.layers[2]!]) {
+    expect(x.oracle.sameRouting).toBe(true);
+    expect(x.dropped).toBeGreaterThan(0);
+    expect(x.ranks.every((q) => q.dispatchBytes > 0)).toBe(true);
   }
+  const gemms = r.trace.filter((e) => e.rank === 0 && e.experts).map((e) => e.op);
+  expect(gemms).toEqual(['moe.experts', 'moe.experts', 'moe.experts.backward', 'moe.experts.backward']);
 });

@@ -21,11 +21,12 @@ const failures = (r: OracleReport) =>
 // on the shard → all-gather). Oracle: every replica's losses, its averaged gradients and its weights
 // after two Adam steps against one device accumulating the global batch's m·d = 8 micro-batches
 // (pipelineReplicasOracle; tolerance (L + m·d)·oracleTolerance for gradients, weightTolerance for
-// weights). Grid: every schedule at t 1 × p 2 × d 2 (4 workers) and 1F1B at t 2 × p 2 × d 2 (8 workers),
-// each with and without the distributed optimizer; and on the largest mesh, t 2 × p 4 × d 2 (16 workers),
-// every schedule, afab and ZB-H1 with the all-reduce, 1F1B and interleaved with the distributed optimizer
-// (≈ 36 s more here). The whole grid (every schedule × t {1, 2} × p {2, 4} × d {1, 2} × both syncs) is
-// `npm run sweep -- --pipeline-grid`.
+// weights). Grid: every schedule at t 1 × p 2 × d 2 (4 workers), each with and without the distributed
+// optimizer; and on the largest mesh, t 2 × p 4 × d 2 (16 workers), every schedule, afab and ZB-H1 with
+// the all-reduce, 1F1B and interleaved with the distributed optimizer — so both syncs also run under TP
+// (t 2 × p 2 × d 2 adds no code path to these; the in-process twin, tests/unit/parallel/pipeline-dp.test.ts,
+// runs it with both syncs). The whole grid (every schedule × t {1, 2} × p {2, 4} × d {1, 2} × both syncs)
+// is `npm run sweep -- --pipeline-grid`.
 const twoSteps = { steps: 2, adam: { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-2 } };
 
 const model = (tp: number, p: number, schedule: PipelineScheduleName): PipelineModel => ({
@@ -44,7 +45,6 @@ const grids: { tp: number; pp: number; cases: [PipelineScheduleName, DpSyncMode]
     pp: 2,
     cases: pipelineScheduleNames.flatMap((s) => modes.map((m): [PipelineScheduleName, DpSyncMode] => [s, m])),
   },
-  { tp: 2, pp: 2, cases: modes.map((m): [PipelineScheduleName, DpSyncMode] => ['1f1b', m]) },
   {
     tp: 2,
     pp: 4,
