@@ -343,6 +343,9 @@ export class TpClusterPanel extends LitElement {
       f.activationOffload
         ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
         : '',
+      f.optimizerCpuOffload
+        ? `--optimizer-cpu-offload --use-precision-aware-optimizer --optimizer-offload-fraction ${f.optimizerCpuOffload.fraction}`
+        : '',
     ].filter(Boolean);
     const grads = f.fsdp
       ? 'gradients synced as the FSDP strategy has it'

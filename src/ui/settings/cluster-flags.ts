@@ -21,6 +21,7 @@ export type ClusterFlags = Pick<
   | 'fp8ParamGather'
   | 'fp4ParamGather'
   | 'activationOffload'
+  | 'optimizerCpuOffload'
 >;
 
 /**
@@ -39,6 +40,8 @@ export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
   // fp8pg is the quantized parameter gather of the page's low-precision format: --fp4-param-gather under fp4.
   ...(s.fp8pg && (s.fp4 !== 'none' ? { fp4ParamGather: true } : { fp8ParamGather: true })),
   ...(s.offload.length > 0 && { activationOffload: { modules: s.offload, ...defaultActivationOffload } }),
+  // --optimizer-cpu-offload with --use-precision-aware-optimizer (arguments.py:1803-1807), the copies not overlapped (Megatron's default).
+  ...(s.cpuoffload !== null && { optimizerCpuOffload: { fraction: s.cpuoffload, overlapD2hH2d: false } }),
 });
 
 /** The settings each data-parallel rule involves (checkDataParallelFlags). */
@@ -96,10 +99,14 @@ function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly
             ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
             shardedOptimizer: s.distopt || s.fsdp !== null,
             fsdp: s.fsdp !== null,
-            optimizerCpuOffload: false,
+            optimizerCpuOffload: s.cpuoffload !== null,
           });
     if (why.length)
-      out.push({ field: 'fp8pg', fields: ['fp8pg', 'fp8', 'fp4', 'distopt', 'fsdp'], message: why.join(' ') });
+      out.push({
+        field: 'fp8pg',
+        fields: ['fp8pg', 'fp8', 'fp4', 'distopt', 'fsdp', 'cpuoffload'],
+        message: why.join(' '),
+      });
   }
   if (s.graphs !== 'none') {
     const why = cudaGraphRecomputeRefusals(s.graphs, {
