@@ -24,7 +24,8 @@ function chunksFor(s: Settings, tp: number): number | undefined {
 
 /**
  * The page's settings with every field of `l` the page has a setting for: t, SP, p, v, cp,
- * recompute (selective: Megatron's default module, core_attn, as the advisor prices it), the
+ * recompute (selective: the row's --recompute-modules, as a MoE model's search tries them; absent,
+ * Megatron's default module, core_attn, as the advisor prices it), the
  * distributed optimizer (`distopt`), the gradient and parameter overlaps, FSDP, the async dgrad
  * overlap (on: the advisor's layouts assume it, as Megatron runs it), `--tp-comm-overlap` as the
  * page's chunked TP overlap (`tpoverlap`: kept if on and legal, else t chunks, one per rank's shard;
@@ -65,7 +66,7 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
     vpp: l.vpp,
     cp: l.cp,
     recompute: l.recompute,
-    ...(l.recompute === 'selective' && { rmodules: defaultRecomputeModules }),
+    ...(l.recompute === 'selective' && { rmodules: l.recomputeModules ?? defaultRecomputeModules }),
     distopt: l.distributedOptimizer,
     ogr: l.overlapGradReduce,
     opg: l.overlapParamGather,

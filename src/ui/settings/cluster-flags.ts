@@ -23,6 +23,7 @@ export type ClusterFlags = Pick<
   | 'fp8ParamGather'
   | 'fp4ParamGather'
   | 'activationOffload'
+  | 'optimizerCpuOffload'
 >;
 
 /**
@@ -41,6 +42,8 @@ export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
   // fp8pg is the quantized parameter gather of the page's low-precision format: --fp4-param-gather under fp4.
   ...(s.fp8pg && (s.fp4 !== 'none' ? { fp4ParamGather: true } : { fp8ParamGather: true })),
   ...(s.offload.length > 0 && { activationOffload: { modules: s.offload, ...defaultActivationOffload } }),
+  // --optimizer-cpu-offload with --use-precision-aware-optimizer (arguments.py:1803-1807), the copies not overlapped (Megatron's default).
+  ...(s.cpuoffload !== null && { optimizerCpuOffload: { fraction: s.cpuoffload, overlapD2hH2d: false } }),
 });
 
 /**
@@ -70,6 +73,9 @@ export function clusterLaunchOf(
     f.fp4ParamGather ? '--fp4-param-gather' : '',
     f.activationOffload
       ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
+      : '',
+    f.optimizerCpuOffload
+      ? `--optimizer-cpu-offload --use-precision-aware-optimizer --optimizer-offload-fraction ${f.optimizerCpuOffload.fraction}`
       : '',
   ].filter(Boolean);
   return { env: f.activationOffload ? offloadLaunchEnv : {}, flags };
@@ -130,10 +136,14 @@ function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly
             ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
             shardedOptimizer: s.distopt || s.fsdp !== null,
             fsdp: s.fsdp !== null,
-            optimizerCpuOffload: false,
+            optimizerCpuOffload: s.cpuoffload !== null,
           });
     if (why.length)
-      out.push({ field: 'fp8pg', fields: ['fp8pg', 'fp8', 'fp4', 'distopt', 'fsdp'], message: why.join(' ') });
+      out.push({
+        field: 'fp8pg',
+        fields: ['fp8pg', 'fp8', 'fp4', 'distopt', 'fsdp', 'cpuoffload'],
+        message: why.join(' '),
+      });
   }
   if (s.graphs !== 'none') {
     const why = cudaGraphRecomputeRefusals(s.graphs, {

@@ -166,6 +166,8 @@ export interface Settings extends ModelSizes {
   readonly fp8pg: boolean;
   /** --fine-grained-activation-offloading's --offload-modules on the cluster panel; empty: off. */
   readonly offload: readonly OffloadModule[];
+  /** --optimizer-cpu-offload's --optimizer-offload-fraction on the cluster panel (with --use-precision-aware-optimizer); null: off. */
+  readonly cpuoffload: number | null;
 }
 
 /** The token dispatchers the ranks run (Megatron's alltoall and allgather). */
@@ -389,6 +391,17 @@ export function parseCapacity(text: string): number | null {
   return v;
 }
 
+/** --optimizer-offload-fraction as the hash writes it: 'off' or a share in (0, 1] (Megatron's default with the offload 1). */
+export function parseCpuOffload(text: string): number | null {
+  if (text.trim() === 'off') return null;
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v) || v <= 0 || v > 1)
+    throw new Error(
+      `cpuoffload must be off or the share of the optimizer moved to the CPU (--optimizer-offload-fraction), a number > 0 and ≤ 1 such as 1 or 0.5, got ${quoted(text)}.`,
+    );
+  return v;
+}
+
 /** The default preset: every number of the classroom layer fits on a slide. */
 const defaultPreset: PresetName = 'classroom';
 
@@ -579,6 +592,13 @@ export const settingsTable: SettingsTable = {
     parse: (t) => (t.trim() === '' || t.trim() === 'off' ? [] : parseOffloadModules(t)),
     format: (m) => (m.length ? m.join(',') : 'off'),
     fallback: [],
+    ...kernelRow,
+  },
+  cpuoffload: {
+    key: 'cpuoffload',
+    parse: parseCpuOffload,
+    format: (f) => (f === null ? 'off' : String(f)),
+    fallback: null,
     ...kernelRow,
   },
 };

@@ -202,7 +202,17 @@ export class TpMachineControls extends LitElement {
           .value=${settingsTable.offload.format(s.offload)}
           @change=${this.onParsed(s, 'offload', settingsTable.offload.parse)}
       /></label>
-      ${this.errorsFor('offload')}`;
+      ${this.errorsFor('offload')}
+      <label
+        >--optimizer-offload-fraction (--optimizer-cpu-offload)
+        <input
+          type="text"
+          placeholder="off or 0.5"
+          data-control="cpuoffload"
+          .value=${settingsTable.cpuoffload.format(s.cpuoffload)}
+          @change=${this.onParsed(s, 'cpuoffload', settingsTable.cpuoffload.parse)}
+      /></label>
+      ${this.errorsFor('cpuoffload')}`;
   }
 
   /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */

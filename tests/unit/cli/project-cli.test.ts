@@ -157,6 +157,67 @@ describe('parseProjectArgs: Megatron-Core flags', () => {
     expect(uneven.setup).toMatchObject({ pp: 8, firstStageLayers: 2, lastStageLayers: 2 });
   });
 
+  it('takes FSDP, the memory levers and --recompute-modules in Megatron’s spellings; an option without its switch is named', () => {
+    const h100 = ['--system', 'dgx-h100', '--dtype', 'bf16'];
+    expect(parseProjectArgs([...h100, '--use-megatron-fsdp']).setup.fsdp).toEqual({
+      impl: 'megatron',
+      strategy: 'optim_grads_params',
+    });
+    expect(
+      parseProjectArgs([...h100, '--use-megatron-fsdp', '--data-parallel-sharding-strategy', 'optim_grads']).setup.fsdp,
+    ).toEqual({ impl: 'megatron', strategy: 'optim_grads' });
+    expect(
+      parseProjectArgs([...h100, '--use-torch-fsdp2', '--torch-fsdp2-no-reshard-after-forward']).setup.fsdp,
+    ).toEqual({ impl: 'torch', reshardAfterForward: false });
+    const levers = parseProjectArgs([
+      ...h100,
+      '--use-distributed-optimizer',
+      '--optimizer-cpu-offload',
+      '--use-precision-aware-optimizer',
+      '--optimizer-offload-fraction',
+      '0.5',
+      '--overlap-cpu-optimizer-d2h-h2d',
+      '--fine-grained-activation-offloading',
+      '--offload-modules',
+      'core_attn attn_proj',
+      '--activation-offload-fraction',
+      '0.25',
+      '--recompute-granularity',
+      'selective',
+      '--recompute-modules',
+      'core_attn mlp',
+      '--fp8-format',
+      'hybrid',
+      '--fp8-recipe',
+      'tensorwise',
+      '--fp8-param-gather',
+    ]);
+    expect(levers.setup).toMatchObject({
+      optimizerCpuOffload: { fraction: 0.5, overlapD2hH2d: true },
+      activationOffload: { modules: ['core_attn', 'attn_proj'], fraction: 0.25, minTensorElements: 1024 * 1024 },
+      recomputation: { granularity: 'selective', modules: ['core_attn', 'mlp'] },
+      fp8ParamGather: true,
+    });
+    expect(levers.kernels).toMatchObject({ fp8: 'hybrid', fp8Recipe: 'tensorwise' });
+    expect(() => parseProjectArgs([...h100, '--data-parallel-sharding-strategy', 'optim'])).toThrow(
+      /add --use-megatron-fsdp/,
+    );
+    expect(() => parseProjectArgs([...h100, '--torch-fsdp2-no-reshard-after-forward'])).toThrow(
+      /add --use-torch-fsdp2/,
+    );
+    expect(() => parseProjectArgs([...h100, '--optimizer-offload-fraction', '0.5'])).toThrow(
+      /need --optimizer-cpu-offload/,
+    );
+    expect(() => parseProjectArgs([...h100, '--optimizer-cpu-offload'])).toThrow(/--use-precision-aware-optimizer/);
+    expect(() => parseProjectArgs([...h100, '--offload-modules', 'core_attn'])).toThrow(
+      /need --fine-grained-activation-offloading/,
+    );
+    expect(() => parseProjectArgs([...h100, '--recompute-modules', 'mlp'])).toThrow(
+      /applies with --recompute-granularity selective/,
+    );
+    expect(() => parseProjectArgs([...h100, '--fp8-recipe', 'mxfp8'])).toThrow(/give --fp8-format/);
+  });
+
   it('reads --cp-comm-type and --hierarchical-context-parallel-sizes, naming a bad value', () => {
     expect(parseProjectArgs(['--cp', '2']).setup.cpExchange).toBeUndefined();
     expect(parseProjectArgs(['--cp', '2', '--cp-comm-type', 'a2a']).setup.cpExchange).toEqual({ type: 'a2a' });

@@ -66,6 +66,22 @@ describe("applying an advisor row to the page's settings", () => {
     expect([moe.settings.ep, moe.settings.etp]).toEqual([8, 1]);
   });
 
+  it("sets the row's --recompute-modules (a MoE model's search tries core_attn with moe_act or moe)", () => {
+    for (const recomputeModules of [
+      ['core_attn', 'moe'],
+      ['core_attn', 'moe_act'],
+    ] as const) {
+      const moeRow = { ...row, ep: 8, etp: 1, recomputeModules };
+      const { settings, notApplied } = applyAdvisorRow(defaultSettings, moeRow);
+      expect(settings.rmodules).toEqual(recomputeModules);
+      expect(notApplied.filter((x) => x.includes('recompute'))).toEqual([]);
+      expect(rowOnPage(settings, moeRow)).toBe(true);
+      // The page at Megatron's default module does not run this row; the link carries the list.
+      expect(rowOnPage({ ...settings, rmodules: ['core_attn'] }, moeRow)).toBe(false);
+      expect(settingsFromHash(hashFromSettings(settings)).settings.rmodules).toEqual(recomputeModules);
+    }
+  });
+
   it("sets b when the cluster model is the page's own layer, and turns tpoverlap off for a row without it", () => {
     const page = { ...defaultSettings, cmodel: 'layer' as const, tpOverlapChunks: 2 };
     const plain = { ...row, tpCommOverlap: false, cp: 1, recompute: 'none' as const };

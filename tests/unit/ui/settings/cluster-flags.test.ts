@@ -247,6 +247,50 @@ describe('the memory levers on the page: --fp8-param-gather and --offload-module
   });
 });
 
+describe('--optimizer-cpu-offload on the page (cpuoffload)', () => {
+  const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+  const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
+  const job = { sizes: llama, tp: 2, sp: true, layers: 4, gpus: 8, globalBatch: 8, overlap: true } as const;
+  const setup = (s: typeof defaultSettings) => ({ ...job, ...clusterFlagsOf(s) });
+
+  test('round-trips through the hash as the offloaded share and reaches the projection as its flags', () => {
+    const { settings, messages } = settingsFromHash('#cpuoffload=0.5&distopt=1');
+    expect(messages).toEqual([]);
+    expect(clusterFlagsOf(settings).optimizerCpuOffload).toEqual({ fraction: 0.5, overlapD2hH2d: false });
+    expect(settingsFromHash(hashFromSettings(settings)).settings.cpuoffload).toBe(0.5);
+    expect(clusterFlagsOf(defaultSettings).optimizerCpuOffload).toBeUndefined();
+    expect(hashFromSettings(defaultSettings)).not.toContain('cpuoffload');
+    expect(hasControl('cpuoffload')).toBe(true);
+    for (const bad of ['0', '1.5', 'half'])
+      expect(settingsFromHash(`#cpuoffload=${bad}`).messages[0]!.message).toMatch(
+        /cpuoffload must be off or the share .*--optimizer-offload-fraction/,
+      );
+  });
+
+  test("moves the cluster panel's step: half the optimizer state off the GPU, the host's copies and Adam added", async () => {
+    const page = { ...defaultSettings, distopt: true };
+    const base = await projectStep(setup(page), h100);
+    const off = await projectStep(setup({ ...page, cpuoffload: 0.5 }), h100);
+    expect(off.memory.optimizerBytes).toBeLessThan(base.memory.optimizerBytes);
+    expect(off.optimizerMs).toBeGreaterThan(base.optimizerMs / 2);
+    expect(off.stepMs).not.toBe(base.stepMs);
+  });
+
+  test("Megatron's rule with --fp8-param-gather (the offload only under delayed scaling) shows at fp8pg", async () => {
+    const fp8 = { ...defaultSettings, system: 'dgx-h100', fp8: 'hybrid' as const, distopt: true, fp8pg: true };
+    const tensorwise = { ...fp8, fp8recipe: 'tensorwise' as const };
+    expect(clusterIssues({ ...tensorwise, cpuoffload: null })).toEqual([]);
+    const [issue] = clusterIssues({ ...tensorwise, cpuoffload: 1 }, 'cpuoffload');
+    expect(issue).toMatchObject({ field: 'cpuoffload' });
+    expect(issue!.message).toMatch(/arguments\.py:1808-1810/);
+    expect(clusterIssues({ ...fp8, cpuoffload: 1 })).toEqual([]);
+    const kernels = { ...defaultKernelOptions, fp8: 'hybrid' as const, fp8Recipe: 'tensorwise' as const };
+    await expect(projectStep(setup({ ...tensorwise, cpuoffload: 1 }), { ...h100, kernels })).rejects.toThrow(
+      /1808-1810/,
+    );
+  });
+});
+
 describe("CUDA graphs with recomputation: Megatron's asserts at the graphs control", () => {
   const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
   const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
