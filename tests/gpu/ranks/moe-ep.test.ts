@@ -6,7 +6,7 @@ import { moeConfig } from '../../../src/reference/moe/config.ts';
 import { moePoolMesh, moeRankTolerance, runMoe, runMoeSweep, type MoeRunArgs } from '../../../src/session/moe-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
 import { caseLayout, type MoeEpCase } from '../../moe-ep-cases.ts';
-import { poolTransports } from './helpers.ts';
+import { keptPools, poolTransports } from './helpers.ts';
 
 // The MoE block on rank workers through the runner (src/session/moe-run.ts; GPU backend: router
 // GEMM, permute, the grouped GEMMs, combine and their backward in WGSL; the collectives over the
@@ -43,17 +43,15 @@ const args = (cs: MoeEpCase, T = 8): MoeRunArgs => ({
 // (EP 4 alone six times, EP 2 alone or with TP 2 several), so each pool's start and each device's
 // first pipelines are paid once, as the page and the sweep's repeated runs reuse pools (every run
 // clears the trace first).
-const pools = new Map<string, Promise<RankPool<LayerWorkerPrograms>>>();
-afterAll(async () => {
-  for (const p of pools.values()) await (await p).dispose();
-});
+const pools = keptPools<RankPool<LayerWorkerPrograms>>();
+afterAll(() => pools.dispose());
 
 async function run(cs: MoeEpCase, transport: 'sab-ring' | 'message-port' = 'sab-ring', T = 8) {
   const a = args(cs, T);
   const mesh = moePoolMesh(a.layout);
-  const key = `${transport} ${JSON.stringify(mesh)}`;
-  let pool = pools.get(key);
-  if (!pool) pools.set(key, (pool = createLayerPool(moeWorld(a.layout), transport, 10_000, mesh)));
+  const pool = pools.pool(`${transport} ${JSON.stringify(mesh)}`, () =>
+    createLayerPool(moeWorld(a.layout), transport, 10_000, mesh),
+  );
   return runMoe(await pool, a);
 }
 

@@ -1,13 +1,13 @@
 import { afterAll, describe, expect, test } from 'vitest';
-import type { MoeLayout } from '../../../src/parallel/moe-layout.ts';
 import type { RankPool } from '../../../src/ranks/pool.ts';
 import type { LayerWorkerPrograms } from '../../../src/session/layer-run.ts';
 import { moeLayerGridArgs, type MoeGridPoint } from '../../../src/parallel/moe-grid.ts';
-import { moeWorld } from '../../../src/parallel/moe-layout.ts';
+import { moeWorld, type MoeLayout } from '../../../src/parallel/moe-layout.ts';
 import { runMoeLayer, runMoeModel, type MoeLayerRunArgs } from '../../../src/session/moe-layer-run.ts';
 import { moeLayerPattern } from '../../../src/parallel/moe-layer-freq.ts';
 import { moePoolMesh, moeRankTolerance } from '../../../src/session/moe-run.ts';
 import { createLayerPool } from '../../../src/session/pools.ts';
+import { keptPools } from './helpers.ts';
 
 // The transformer layer with the MoE block in place of the dense MLP on rank workers through its
 // runner (src/session/moe-layer-run.ts; GPU backend: the attention half's WGSL over the TP group,
@@ -24,17 +24,12 @@ const sizes = { s: 16, b: 1, h: 16, heads: 4, groups: 2, ffn: 6, seed: 40 };
 
 // One pool per rank mesh, kept for the file: four of the runs below share EP 2, TP 2's (a pool's
 // start and each device's first pipelines are paid once, as the page keeps its pools across runs).
-const pools = new Map<string, Promise<RankPool<LayerWorkerPrograms>>>();
+const pools = keptPools<RankPool<LayerWorkerPrograms>>();
+afterAll(() => pools.dispose());
 function poolFor(l: MoeLayout): Promise<RankPool<LayerWorkerPrograms>> {
   const mesh = moePoolMesh(l);
-  const key = JSON.stringify(mesh);
-  let pool = pools.get(key);
-  if (!pool) pools.set(key, (pool = createLayerPool(moeWorld(l), 'sab-ring', 10_000, mesh)));
-  return pool;
+  return pools.pool(JSON.stringify(mesh), () => createLayerPool(moeWorld(l), 'sab-ring', 10_000, mesh));
 }
-afterAll(async () => {
-  for (const p of pools.values()) await (await p).dispose();
-});
 
 async function run(pt: MoeGridPoint, shared?: number, vocab = 0) {
   const g = moeLayerGridArgs(pt, sizes);
