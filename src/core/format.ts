@@ -56,12 +56,12 @@ export function msTickFormat(domain: readonly number[], ticks: readonly number[]
 export const formatSignedMs = (ms: number): string =>
   ms > 0 ? `+${formatMs(ms)}` : ms < 0 ? `−${formatMs(-ms)}` : '0';
 
-/** FLOPs with an SI prefix: 37748736 → "37.7 MFLOP". */
+/** FLOPs with an SI prefix: 37748736 → "37.7 MFLOP"; the prefix chosen after rounding, so 999,600 reads "1 MFLOP". */
 export function formatFlops(flops: number): string {
   const prefixes = ['', 'k', 'M', 'G', 'T', 'P'];
   let v = flops;
   let p = 0;
-  while (Math.abs(v) >= 1000 && p < prefixes.length - 1) {
+  while (Math.abs(Number(v.toPrecision(3))) >= 1000 && p < prefixes.length - 1) {
     v /= 1000;
     p++;
   }

@@ -60,6 +60,9 @@ describe('numbers in their units', () => {
   test('FLOPs take an SI prefix and GFLOP/s is FLOPs per ns of the duration', () => {
     expect(formatFlops(37748736)).toBe('37.7 MFLOP');
     expect(formatFlops(999)).toBe('999 FLOP');
+    // The prefix follows the rounded value: 999,600 FLOP is "1 MFLOP", never "1000 kFLOP".
+    expect(formatFlops(999_600)).toBe('1 MFLOP');
+    expect(formatFlops(999.6)).toBe('1 kFLOP');
     expect(gflopsPerSecond(5e6, 1)).toBe(5);
     expect(gflopsPerSecond(5e6, 0)).toBe(0);
   });
