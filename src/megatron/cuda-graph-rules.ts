@@ -7,6 +7,23 @@ import type { RecomputeModule } from './recompute-modules.ts';
 /** Megatron's CUDA graph implementations that capture (transformer_config.py:1032). */
 export type GraphImpl = 'local' | 'transformer_engine' | 'full_iteration';
 
+/** Where validate_args asserts that full_iteration runs without the NaN check (arguments.py:1195-1197). */
+export const fullIterationNanCheck = {
+  source: 'megatron/training/arguments.py:1195-1197',
+  message: '--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-impl=full_iteration for training.',
+} as const;
+
+/**
+ * Megatron's flags for CUDA graphs `impl`: --cuda-graph-impl, and with full_iteration the
+ * --no-check-for-nan-in-loss-and-grad that validate_args requires (arguments.py:1195-1197; the
+ * flag is store_false on check_for_nan_in_loss_and_grad, default True, :2735-2737).
+ */
+export const cudaGraphFlags = (impl: GraphImpl): string[] => [
+  '--cuda-graph-impl',
+  impl,
+  ...(impl === 'full_iteration' ? ['--no-check-for-nan-in-loss-and-grad'] : []),
+];
+
 /**
  * Megatron's refusals of CUDA graphs `impl` with recomputation, each with its line: full
  * recomputation except under full_iteration (:2522-2525); with dropout in the model (GPT's
