@@ -27,6 +27,7 @@ import {
   type ActivationOffload,
 } from '../../src/megatron/activation-offload.ts';
 import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
+import { cudaGraphModuleNames, parseCudaGraphModules } from '../../src/megatron/cuda-graph-rules.ts';
 import { fsdpFromFlags, shardingStrategies, type FsdpSetup } from '../../src/megatron/fsdp.ts';
 import { cpCommTypes, type CpCommType, type CpExchange } from '../../src/megatron/cp-comm-type.ts';
 import { quoted } from '../../src/core/quote.ts';
@@ -129,7 +130,7 @@ export function usage(): string {
        [--export-job DIR]   (with one --tp: write the Megatron-LM job bundle instead, see docs/megatron-job.md)
        [--fabric ${Object.keys(fabrics).join('|')}] [--arch ${layerArchs.join('|')}] [--attention-backend ${attentionBackends.join('|')}]
        [--fp8-format ${fp8Formats.filter((f) => f !== 'none').join('|')} [--fp8-recipe ${fp8Recipes.join('|')}] [--fp8-param-gather]] [--fp4-format e2m1 [--fp4-recipe nvfp4] [--fp4-param-gather]]
-       [--cuda-graph-impl ${cudaGraphImpls.join('|')}] [--enable-cuda-graph]
+       [--cuda-graph-impl ${cudaGraphImpls.join('|')} [--cuda-graph-modules "${cudaGraphModuleNames.join(' ')}"]] [--enable-cuda-graph]
        [--tp-comm-overlap] [--cross-entropy plan|megatron|megatron-fused|te-fused] [--gradient-accumulation-fusion] [--gemm-table]
        [--search [--top K]] [--ablate] [--no-overlap-p2p-communication] [--calibrate DIR]
        [--topology [--placement megatron|tp-pp-dp|tp-switch|tp-sockets|custom:<GPU list>] [--topo-file FILE]]
@@ -177,6 +178,8 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
                             the amax, Hadamard-transform and casts' passes.
   --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
                             full_iteration: kernels replayed from CUDA graphs, no host dispatch.
+  --cuda-graph-modules M    the per-layer capture scope (--cuda-graph-scope is Megatron's hidden old spelling);
+                            Megatron's asserts on it are checked; only full (the whole layer, the default) is priced.
   --enable-cuda-graph       Megatron's deprecated spelling of --cuda-graph-impl local.
   --tp-comm-overlap         TP all-gathers and reduce-scatters in chunks under the GEMMs (needs --sp), priced with
                             the SMs and HBM bandwidth the communication takes from them.
@@ -283,6 +286,8 @@ const options = {
   'fp4-format': { type: 'string' },
   'fp4-recipe': { type: 'string' },
   'cuda-graph-impl': { type: 'string' },
+  'cuda-graph-modules': { type: 'string' },
+  'cuda-graph-scope': { type: 'string' },
   'enable-cuda-graph': { type: 'boolean', default: false },
   'tp-comm-overlap': { type: 'boolean', default: false },
   'cross-entropy': { type: 'string' },
@@ -444,6 +449,8 @@ function parseKernelFlags(
     'fp4-format'?: string;
     'fp4-recipe'?: string;
     'cuda-graph-impl'?: string;
+    'cuda-graph-modules'?: string;
+    'cuda-graph-scope'?: string;
     'enable-cuda-graph': boolean;
     'tp-comm-overlap': boolean;
     'cross-entropy'?: string;
@@ -454,6 +461,13 @@ function parseKernelFlags(
   const d = defaultKernelOptions;
   if (v['enable-cuda-graph'] && v['cuda-graph-impl'] !== undefined)
     throw new Error('--enable-cuda-graph is the old spelling of --cuda-graph-impl local: give one of them, not both.');
+  // arguments.py:615-622: the hidden alias and the flag are exclusive; :1888-1890 no scope with full_iteration.
+  if (v['cuda-graph-scope'] !== undefined && v['cuda-graph-modules'] !== undefined)
+    throw new Error(
+      '--cuda-graph-scope and --cuda-graph-modules cannot be used together (arguments.py:615-618): --cuda-graph-scope is the old spelling, give --cuda-graph-modules.',
+    );
+  const graphScope = v['cuda-graph-modules'] ?? v['cuda-graph-scope'];
+  const cudaGraphModules = graphScope !== undefined ? parseCudaGraphModules(graphScope) : [];
   if (v['tp-comm-overlap'] && !sp)
     throw new Error(
       '--tp-comm-overlap needs --sp: Megatron overlaps TP communication only under sequence parallelism.',
@@ -480,6 +494,7 @@ function parseKernelFlags(
       : v['cuda-graph-impl'] !== undefined
         ? parseChoice('--cuda-graph-impl', v['cuda-graph-impl'], cudaGraphImpls)
         : d.cudaGraphImpl,
+    ...(cudaGraphModules.length && { cudaGraphModules }),
     tpCommOverlap: v['tp-comm-overlap'],
     ...(v['cross-entropy'] !== undefined && {
       crossEntropy: parseChoice('--cross-entropy', v['cross-entropy'], crossEntropyKernelChoices),

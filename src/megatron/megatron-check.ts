@@ -9,8 +9,8 @@
 // asserts), --recompute-modules' (recompute-modules.ts) and Transformer Engine's GPU floor. Each
 // rule cites its file and line at the pin, and the fp8/fp4 recipes' (low-precision.ts: Megatron's
 // exclusions, Transformer Engine's GPU floors), and --fine-grained-activation-offloading's
-// (activation-offload-launch.ts, with its CUDA-graph combinations). Not ported: checks on flags the
-// project never emits (RL, CUDA graphs on their own).
+// (activation-offload-launch.ts, with its CUDA-graph combinations), and full_iteration's NaN-check
+// assert (cuda-graph-rules.ts). Not ported: checks on flags the project never emits (RL).
 import { fsdpFromFlags, fsdpRefusals } from './fsdp.ts';
 import { flagMap, listAfter } from './megatron-command.ts';
 import { parseRecomputeModules, recomputeModuleRefusals } from './recompute-modules.ts';
@@ -23,6 +23,7 @@ import {
 } from './low-precision.ts';
 import { mlaFromFlags, mlaRefusals } from './mla.ts';
 import { offloadLaunchRefusals } from './activation-offload-launch.ts';
+import { fullIterationNanCheck } from './cuda-graph-rules.ts';
 import { moeFromFlags, moeRefusals } from './moe.ts';
 
 /** Where the job runs: what is installed, the GPU, the environment variables and the world size. */
@@ -396,6 +397,9 @@ export function checkMegatronLaunch(argv: readonly string[], env: MegatronEnviro
       fail(`${TC}:1778-1782`, (e as Error).message);
     }
   }
+  // CUDA graphs: full_iteration without the NaN check (cuda-graph-rules.ts).
+  if (a.str('--cuda-graph-impl', 'none') === 'full_iteration' && !a.has('--no-check-for-nan-in-loss-and-grad'))
+    fail(fullIterationNanCheck.source, fullIterationNanCheck.message);
   // --fine-grained-activation-offloading (activation-offload-launch.ts: each rule with its line).
   out.push(
     ...offloadLaunchRefusals({

@@ -1,6 +1,7 @@
 import { quoted } from '../../core/quote.ts';
 import type { GpuArch } from '../../hardware/gpus.ts';
 import type { LayerArch } from '../../megatron/layer-arch.ts';
+import type { CudaGraphModule } from '../../megatron/cuda-graph-rules.ts';
 import type { GemmPrecision } from '../../hardware/gpus.ts';
 import type { TrainDtype } from '../../hardware/dtype.ts';
 import {
@@ -43,6 +44,8 @@ export interface KernelOptions {
   /** --fp4-format e2m1 (--fp4-recipe nvfp4, its only priced recipe): the linear layers' GEMMs in NVFP4 (absent: none). */
   readonly fp4?: Fp4Format;
   readonly cudaGraphImpl: CudaGraphImpl;
+  /** --cuda-graph-modules (cuda-graph-rules.ts; absent or empty: the whole layer, the only scope priced). */
+  readonly cudaGraphModules?: readonly CudaGraphModule[];
   readonly tpCommOverlap: boolean;
   /**
    * The vocab-parallel cross entropy's kernels: absent or `plan`, the playground's own (the logits

@@ -1,5 +1,5 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
-import { cudaGraphRecomputeRefusals } from '../../megatron/cuda-graph-rules.ts';
+import { cudaGraphRecomputeRefusals, cudaGraphScopeRefusals } from '../../megatron/cuda-graph-rules.ts';
 import { overlapLossMs, overlapSlowdown, p2pFootprint } from '../../hardware/overlap-cost.ts';
 import {
   checkDataParallelFlags,
@@ -122,17 +122,38 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 
 /** Each chunk's compute per micro-batch (forward; backward with the recomputed forward) and what it reads. */
 /**
- * Megatron's refusals of the kernel options' CUDA graphs with the setup's recomputation
- * (cuda-graph-rules.ts; dropout in the GPT layer, none in the classroom's): none without graphs.
+ * Megatron's refusals of the kernel options' CUDA graphs with the setup's recomputation and MoE
+ * layers (cuda-graph-rules.ts; dropout in the GPT layer, none in the classroom's), then a partial
+ * --cuda-graph-modules scope, which is not priced: none without graphs. The projection has no
+ * --moe-pad-expert-input-to-capacity or --moe-router-padding-for-fp8: its MoE is never drop-and-pad.
  */
 export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions): string[] {
   if (kernels.cudaGraphImpl === 'none') return [];
   const rc = recomputeOf(setup);
-  return cudaGraphRecomputeRefusals(kernels.cudaGraphImpl, {
-    granularity: rc?.granularity,
-    modules: rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [],
-    dropout: kernels.layerArch === 'gpt',
-  });
+  const modules = rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [];
+  const scope = kernels.cudaGraphModules ?? [];
+  const moe = setup.moe;
+  const why = [
+    ...cudaGraphScopeRefusals(kernels.cudaGraphImpl, scope, {
+      moe: moe && {
+        allLayersMoe: Array.isArray(moe.layerFreq) ? !moe.layerFreq.includes(0) : moe.layerFreq === 1,
+        dropAndPad: false,
+        preprocessSyncs: moe.dispatcher === 'alltoall' && moe.capacityFactor !== undefined,
+      },
+      recomputeModules: modules,
+    }),
+    ...cudaGraphRecomputeRefusals(kernels.cudaGraphImpl, {
+      granularity: rc?.granularity,
+      modules,
+      dropout: kernels.layerArch === 'gpt',
+      scope,
+    }),
+  ];
+  if (!why.length && scope.length)
+    why.push(
+      `--cuda-graph-modules ${scope.join(' ')}: a partial capture scope is not priced yet (the launch time and static buffers are modelled for the whole layer): leave --cuda-graph-modules out (the whole layer).`,
+    );
+  return why;
 }
 
 function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {

@@ -25,6 +25,8 @@ export interface GraphShape {
   readonly m: number;
   /** Bytes per element of the training dtype (local's static inputs take the eager input's dtype). */
   readonly dtypeBytes: number;
+  /** --overlap-moe-expert-parallel-comm: transformer_engine captures in the layer-wise overlap order. */
+  readonly overlapEpComm?: boolean;
 }
 
 /** What CUDA graphs add on one pipeline stage. */
@@ -59,12 +61,47 @@ export function layersInFlight(
 }
 
 /**
+ * layersInFlight under --overlap-moe-expert-parallel-comm, where transformer_engine captures in
+ * get_overlap_moe_expert_parallel_comm_order's layer-wise order (cuda_graphs.py:2537-2552,
+ * :2826-2935): the chunk forwards before the first backward run whole (warmup, :2901-2904); then
+ * each (backward, forward) pair of the stage's order, from the first backward to the last forward,
+ * runs layer by layer, the pair's second op (a forward) before its first (:2907-2925); the backwards after the
+ * last forward run whole (:2929-2933). The overlap holds one more layer in flight than the
+ * chunk-wise order while a pair runs: L + 1 at p = 1 with m ≥ 2.
+ */
+export function overlapLayersInFlight(
+  shape: Pick<GraphShape, 'p' | 'v' | 'm'>,
+  stage: number,
+  layersPerChunk: readonly number[],
+): number {
+  const order = stageOrder(shape.p, shape.v, shape.m, stage);
+  const layers = (k: number): number => layersPerChunk[order[k]!.chunk] ?? 0;
+  const sign = (k: number): number => (order[k]!.pass === 'forward' ? 1 : -1);
+  const firstBackward = order.findIndex((op) => op.pass === 'backward');
+  const lastForward = order.map((op) => op.pass).lastIndexOf('forward');
+  let open = 0;
+  let peak = 0;
+  const step = (d: number): void => {
+    open += d;
+    peak = Math.max(peak, open);
+  };
+  for (let k = 0; k < firstBackward; k++) step(layers(k));
+  for (let k = firstBackward; k + 1 <= lastForward; k += 2)
+    for (let j = 0; j < Math.max(layers(k), layers(k + 1)); j++) {
+      if (j < layers(k + 1)) step(sign(k + 1));
+      if (j < layers(k)) step(sign(k));
+    }
+  return peak;
+}
+
+/**
  * The static buffers and graph count of `impl` on stage `stage` holding `layersPerChunk` layers,
  * the whole layer captured (no --cuda-graph-modules). Rows per rank S = s/cp, over t under SP
  * (module.py:247-254).
  *
- * - transformer_engine (TECudaGraphHelper): one micro-batch captured at p = 1, all m at p > 1
- *   (cuda_graphs.py:2505-2512), a forward and a backward graph per layer and captured micro-batch
+ * - transformer_engine (TECudaGraphHelper): one micro-batch captured at p = 1, all m at p > 1 or
+ *   with --overlap-moe-expert-parallel-comm (cuda_graphs.py:2505-2512; its layer-wise order,
+ *   overlapLayersInFlight), a forward and a backward graph per layer and captured micro-batch
  *   (:2735-2752). Each (layer, micro-batch) gets static inputs made outside the pool and held by
  *   its graph for the run (TE graph.py:693-696 copies into them at each replay): hidden_states
  *   [S, b, h] in bf16 (module.py:257-262) and, with attention captured, a boolean mask
@@ -95,7 +132,9 @@ export function cudaGraphStage(
   const { s, b, h, t, sp, cp, p, v, m } = shape;
   const rows = s / cp / (sp ? t : 1);
   const layers = layersPerChunk.reduce((a, n) => a + n, 0);
-  const captured = p > 1 ? m : 1;
+  // transformer_engine captures every micro-batch at p > 1 or with the EP overlap (cuda_graphs.py:2506-2512).
+  const overlap = impl === 'transformer_engine' && shape.overlapEpComm === true;
+  const captured = p > 1 || overlap ? m : 1;
   const none = (): number => 0;
   if (impl === 'full_iteration')
     return {
@@ -115,7 +154,8 @@ export function cudaGraphStage(
       resident: [],
       keptPerMicroBatch: (ch) => ((layersPerChunk[ch] ?? 0) > 0 ? rows * b * h * shape.dtypeBytes : 0),
     };
-  const sets = layers === 0 ? 0 : layersInFlight({ p, v, m: captured }, stage, layersPerChunk);
+  const sets =
+    layers === 0 ? 0 : (overlap ? overlapLayersInFlight : layersInFlight)({ p, v, m: captured }, stage, layersPerChunk);
   const input = rows * b * h * 2;
   const mask = b * (s / cp) * s;
   return {

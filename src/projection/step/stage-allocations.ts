@@ -109,6 +109,7 @@ export function stageAllocations(
             v: deg.vpp,
             m: ct.m,
             dtypeBytes: dtypeBytes[dtype],
+            overlapEpComm: setup.moe?.overlapEpComm === true,
           },
           i,
           split.layers[i]!,

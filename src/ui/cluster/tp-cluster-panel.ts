@@ -29,6 +29,7 @@ import { clusterModelSetup, type ClusterModelSpec } from '../settings/cluster-mo
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import { clusterLaunchOf, type ClusterFlags } from '../settings/cluster-flags.ts';
+import { cudaGraphFlags } from '../../megatron/cuda-graph-rules.ts';
 import './tp-pipeline-view.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
@@ -318,7 +319,7 @@ export class TpClusterPanel extends LitElement {
       this.fp8 !== d.fp8 ? `--fp8-format ${this.fp8}` : '',
       this.fp8 !== d.fp8 && this.fp8recipe !== defaultFp8Recipe ? `--fp8-recipe ${this.fp8recipe}` : '',
       this.fp4 !== 'none' ? `--fp4-format ${this.fp4}` : '',
-      this.graphs !== d.cudaGraphImpl ? `--cuda-graph-impl ${this.graphs}` : '',
+      this.graphs !== 'none' ? cudaGraphFlags(this.graphs).join(' ') : '',
     ].filter(Boolean);
     return flags.length ? `kernels ${flags.join(' ')};` : '';
   }

@@ -4,10 +4,15 @@ import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
 import { defaultKernelOptions, type CudaGraphImpl } from '../../../../src/projection/layer/kernel-options.ts';
 import { simulatePipeline } from '../../../../src/projection/pipeline/pipeline-schedule.ts';
 import { assembleStep, projectStep, stepSummary } from '../../../../src/projection/step/cluster-projection.ts';
-import { cudaGraphStage, layersInFlight } from '../../../../src/projection/step/cuda-graph-memory.ts';
+import {
+  cudaGraphStage,
+  layersInFlight,
+  overlapLayersInFlight,
+} from '../../../../src/projection/step/cuda-graph-memory.ts';
 import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
 import { cudaGraphLine } from '../../../../scripts/project/cuda-graph-report.ts';
 import { budgetLines } from '../../../../src/projection/step/cluster-summary.ts';
+import { moeDefaults } from '../../../../src/megatron/moe.ts';
 
 // One small model: s 2048, b 1, h 2048, t 2 with SP, 4 layers on 8 GPUs, global batch 8.
 // Rows per rank S = s/t = 1024: a layer input [S, b, h] in bf16 is 1024·2048·2 = 4 MiB; the
@@ -92,5 +97,30 @@ describe('the memory CUDA graphs take (cuda_graphs.py, TE graph.py, full_cuda_gr
     expect(cudaGraphLine(2, step.cudaGraphs!)).toBe(
       't 2: CUDA graphs (transformer_engine, in the memory/GPU column): stage 0: 16 graphs, 36.0 MiB static buffers (4 input sets); stage 1: 16 graphs, 20.0 MiB static buffers (2 input sets)',
     );
+  });
+
+  it('--overlap-moe-expert-parallel-comm: transformer_engine captures all m at p = 1, in the layer-wise order', async () => {
+    // p = 1, L = 4: warmup F(mb 0) opens 4 layers, then (B0, F1) runs F1's layer 1 before B0's
+    // layer 4: 5 in flight (cuda_graphs.py:2907-2925); m = 1 has no pair: 4.
+    expect(overlapLayersInFlight({ p: 1, v: 1, m: 2 }, 0, [4])).toBe(5);
+    expect(overlapLayersInFlight({ p: 1, v: 1, m: 1 }, 0, [4])).toBe(4);
+    // 1F1B p = 4, L = 5: stage i warms up with p − i chunk forwards, (p − i)·5 + 1 at the first pair.
+    expect([0, 1, 2, 3].map((i) => overlapLayersInFlight({ p: 4, v: 1, m: 8 }, i, [5]))).toEqual([21, 16, 11, 6]);
+    // A MoE model at p = 1, t 1: S = 2048 rows, an input [2048, 1, 2048] bf16 8 MiB, the mask 2048² = 4 MiB;
+    // 8 GPUs, EP 8, global batch 16: DP 8, m 2.
+    const moe = (overlapEpComm: boolean): TrainingSetup => ({
+      ...p1,
+      tp: 1,
+      sp: false,
+      globalBatch: 16,
+      moe: { ...moeDefaults(8, 5632), topk: 2, ep: 8, dispatcher: 'alltoall', groupedGemm: true, overlapEpComm },
+    });
+    const graphsOf = async (overlapEpComm: boolean) => {
+      const g = (await projectStep(moe(overlapEpComm), on('transformer_engine'))).cudaGraphs![0]!;
+      return [g.graphs, g.staticSets, g.resident.reduce((a, r) => a + r.bytes, 0) / MiB];
+    };
+    // Without: one micro-batch, 2·4 graphs, 4 sets · 12 + 8 = 56 MiB. With: 2·4·2 graphs, 5 · 12 + 8 = 68 MiB.
+    expect(await graphsOf(false)).toEqual([8, 4, 56]);
+    expect(await graphsOf(true)).toEqual([16, 5, 68]);
   });
 });
