@@ -74,7 +74,7 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
   });
 
   // The cluster panel's kernel switches (settings rows arch, attn, fp8, graphs) on the same page.
-  test('the kernel switches reach the panel: GPT named in the caption, FlashAttention refused on V100 per row', async () => {
+  test('the kernel switches reach the panel: GPT named in the caption, FlashAttention refused on V100 per row, the optimizer offload named and refused there', async () => {
     const control = (name: string) => page.locator(`tp-machine-controls [data-control="${name}"]`);
     const caption = page.locator('tp-cluster-panel [data-cluster-caption]');
     await control('layerArch').selectOption('gpt');
@@ -99,6 +99,18 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
     await control('graphs').selectOption('transformer_engine');
     await expect.poll(memory).toBeGreaterThan(eager);
     await control('graphs').selectOption('none');
+    await expect.poll(memory).toBe(eager);
+    // --optimizer-cpu-offload (cpuoffload) reaches every row: named in the flags, refused on the seeds' box (no known host).
+    const row = page.locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"]');
+    await control('cpuoffload').fill('0.5');
+    await control('cpuoffload').press('Enter');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('cpuoffload=0.5');
+    await expect
+      .poll(() => page.locator('tp-cluster-panel [data-cluster-flags]').textContent())
+      .toMatch(/--optimizer-cpu-offload --use-precision-aware-optimizer --optimizer-offload-fraction 0\.5/);
+    await expect.poll(() => row.textContent()).toMatch(/has no host link or CPU memory figures/);
+    await control('cpuoffload').fill('off');
+    await control('cpuoffload').press('Enter');
     await expect.poll(memory).toBe(eager);
     expect(open.pageErrors).toEqual([]);
   });
