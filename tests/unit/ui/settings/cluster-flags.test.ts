@@ -257,6 +257,9 @@ describe('--optimizer-cpu-offload on the page (cpuoffload)', () => {
     const { settings, messages } = settingsFromHash('#cpuoffload=0.5&distopt=1');
     expect(messages).toEqual([]);
     expect(clusterFlagsOf(settings).optimizerCpuOffload).toEqual({ fraction: 0.5, overlapD2hH2d: false });
+    expect(clusterLaunchOf(clusterFlagsOf(settings)).flags).toContain(
+      '--optimizer-cpu-offload --use-precision-aware-optimizer --optimizer-offload-fraction 0.5',
+    );
     expect(settingsFromHash(hashFromSettings(settings)).settings.cpuoffload).toBe(0.5);
     expect(clusterFlagsOf(defaultSettings).optimizerCpuOffload).toBeUndefined();
     expect(hashFromSettings(defaultSettings)).not.toContain('cpuoffload');
