@@ -74,7 +74,7 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
   });
 
   // The cluster panel's kernel switches (settings rows arch, attn, fp8, graphs) on the same page.
-  test('the kernel switches reach the panel: GPT named in the caption, FlashAttention refused on V100 per row, the optimizer offload named and refused there', async () => {
+  test('the kernel switches reach the panel: GPT named in the caption, FlashAttention refused on V100 per row, the cross entropy priced, the optimizer offload named and refused there', async () => {
     const control = (name: string) => page.locator(`tp-machine-controls [data-control="${name}"]`);
     const caption = page.locator('tp-cluster-panel [data-cluster-caption]');
     await control('layerArch').selectOption('gpt');
@@ -100,6 +100,19 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
     await expect.poll(memory).toBeGreaterThan(eager);
     await control('graphs').selectOption('none');
     await expect.poll(memory).toBe(eager);
+    // --cross-entropy (ce): Megatron's unfused fp32 loss reads and writes more bytes per logit than the plan's, so the row's tokens/s drop.
+    const tokens = async () =>
+      Number(
+        await page
+          .locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"] td[data-tokens]')
+          .getAttribute('data-tokens'),
+      );
+    const planTokens = await tokens();
+    await control('ce').selectOption('megatron');
+    await expect.poll(() => caption.textContent()).toMatch(/--cross-entropy megatron;/);
+    await expect.poll(tokens).toBeLessThan(planTokens);
+    await control('ce').selectOption('plan');
+    await expect.poll(tokens).toBe(planTokens);
     // --optimizer-cpu-offload (cpuoffload) reaches every row: named in the flags, refused on the seeds' box (no known host).
     const row = page.locator('tp-cluster-panel tr[data-tp="2"][data-sp="false"]');
     await control('cpuoffload').fill('0.5');

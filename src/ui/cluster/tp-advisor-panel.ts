@@ -255,6 +255,7 @@ const kernelsOf = (s: Settings): KernelOptions => ({
   ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
   ...(s.fp4 !== 'none' && { fp4: s.fp4 }),
   cudaGraphImpl: s.graphs,
+  ...(s.ce !== 'plan' && { crossEntropy: s.ce }),
 });
 
 /** The switches in Megatron's spelling, for a caption. */

@@ -14,6 +14,7 @@ import {
   type CudaGraphImpl,
   type Fp8Format,
   type KernelOptions,
+  type CrossEntropyKernels,
 } from '../../projection/layer/kernel-options.ts';
 import type { LayerArch } from '../../megatron/layer-arch.ts';
 import { lifetimeClassViews, stageMemoryLanes, type MemoryLane } from '../../session/memory-lanes.ts';
@@ -80,6 +81,8 @@ export class TpClusterPanel extends LitElement {
   @property() graphs: CudaGraphImpl = defaultKernelOptions.cudaGraphImpl;
   @property() fp8recipe: Fp8Recipe = defaultFp8Recipe;
   @property() fp4: Fp4Format = 'none';
+  /** --cross-entropy: the loss's kernels (plan, megatron, megatron-fused = --cross-entropy-loss-fusion, te-fused). */
+  @property() ce: CrossEntropyKernels = 'plan';
   /**
    * The page's chunked TP overlap (1 = off): when on, the SP rows are priced with Megatron's
    * --tp-comm-overlap (kernel-options.ts tpCommOverlap); the rows without SP cannot have it.
@@ -132,6 +135,7 @@ export class TpClusterPanel extends LitElement {
       'fp8recipe',
       'fp4',
       'graphs',
+      'ce',
       'tpOverlapChunks',
     ] as const;
     if (resized || inputs.some((k) => changed.has(k))) void this.project();
@@ -166,6 +170,7 @@ export class TpClusterPanel extends LitElement {
           ...(this.fp8 !== 'none' && { fp8Recipe: this.fp8recipe }),
           ...(this.fp4 !== 'none' && { fp4: this.fp4 }),
           cudaGraphImpl: this.graphs,
+          ...(this.ce !== 'plan' && { crossEntropy: this.ce }),
         };
         const machine = { system, dtype: this.dtype, kernels };
         const sizes = modelSizesOf(c);
@@ -320,6 +325,7 @@ export class TpClusterPanel extends LitElement {
       this.fp8 !== d.fp8 && this.fp8recipe !== defaultFp8Recipe ? `--fp8-recipe ${this.fp8recipe}` : '',
       this.fp4 !== 'none' ? `--fp4-format ${this.fp4}` : '',
       this.graphs !== 'none' ? cudaGraphFlags(this.graphs).join(' ') : '',
+      this.ce !== 'plan' ? `--cross-entropy ${this.ce}` : '',
     ].filter(Boolean);
     return flags.length ? `kernels ${flags.join(' ')};` : '';
   }

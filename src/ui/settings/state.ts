@@ -20,6 +20,8 @@ import { systemFilePrefix } from './system-files.ts';
 import { parseClusterModel, type ClusterModelChoice } from './cluster-model-choice.ts';
 import {
   attentionBackends,
+  crossEntropyKernelChoices,
+  type CrossEntropyKernels,
   cudaGraphImpls,
   defaultKernelOptions,
   fp8Formats,
@@ -118,6 +120,8 @@ export interface Settings extends ModelSizes {
   readonly fp8recipe: Fp8Recipe;
   readonly fp4: Fp4Format;
   readonly graphs: CudaGraphImpl;
+  /** --cross-entropy (kernel-options.ts): plan, Megatron's unfused loss, --cross-entropy-loss-fusion's native kernels or Transformer Engine's. */
+  readonly ce: CrossEntropyKernels;
   /** #slow=r:f (seed 004 M108): rank r dispatches each kernel f times, a straggler; null: off. */
   readonly slow: RankSlowdown | null;
   /** #slowlink=r:f: the hop out of rank r moves each chunk f times; null: off. */
@@ -514,6 +518,7 @@ export const settingsTable: SettingsTable = {
   fp8recipe: choice('fp8recipe', fp8Recipes, defaultFp8Recipe, kernelRow),
   fp4: choice('fp4', fp4Formats, 'none', kernelRow),
   graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),
+  ce: choice('ce', crossEntropyKernelChoices, 'plan', kernelRow),
   slow: {
     key: 'slow',
     parse: (t) => parseRankSlowdown('slow', t),

@@ -190,6 +190,7 @@ export function renderRun(
         fp8recipe=${s.fp8recipe}
         fp4=${s.fp4}
         graphs=${s.graphs}
+        ce=${s.ce}
         .tpOverlapChunks=${s.tpOverlapChunks}
         .flags=${clusterFlagsOf(s)}
       ></tp-cluster-panel>

@@ -2,7 +2,12 @@
 import { LitElement, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { trainDtypes } from '../../hardware/dtype.ts';
-import { attentionBackends, cudaGraphImpls, fp8Formats } from '../../projection/layer/kernel-options.ts';
+import {
+  attentionBackends,
+  crossEntropyKernelChoices,
+  cudaGraphImpls,
+  fp8Formats,
+} from '../../projection/layer/kernel-options.ts';
 import { fp4Formats, fp8Recipes } from '../../megatron/low-precision.ts';
 import { layerArchs } from '../../megatron/layer-arch.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
@@ -93,7 +98,7 @@ export class TpMachineControls extends LitElement {
   }
 
   /** A select of one kernel switch of the cluster panel (src/projection/layer/kernel-options.ts). */
-  private kernelChoice<K extends 'layerArch' | 'attn' | 'fp8' | 'fp8recipe' | 'fp4' | 'graphs'>(
+  private kernelChoice<K extends 'layerArch' | 'attn' | 'fp8' | 'fp8recipe' | 'fp4' | 'graphs' | 'ce'>(
     s: Settings,
     field: K,
     label: string,
@@ -296,6 +301,7 @@ export class TpMachineControls extends LitElement {
       ${this.kernelChoice(s, 'fp8recipe', 'fp8 recipe (--fp8-recipe)', fp8Recipes)}
       ${this.kernelChoice(s, 'fp4', 'fp4 format (--fp4-format, NVFP4)', fp4Formats)}
       ${this.kernelChoice(s, 'graphs', 'CUDA graphs (--cuda-graph-impl)', cudaGraphImpls)}
+      ${this.kernelChoice(s, 'ce', 'cross entropy (--cross-entropy)', crossEntropyKernelChoices)}
       ${this.clusterFlags(s)}
       ${this.slowdown(s, 'slow', 'straggler: slow rank (each kernel f×)')}
       ${this.slowdown(s, 'slowlink', 'slow link out of rank (each chunk sent f×)')}

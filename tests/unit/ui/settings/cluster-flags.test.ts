@@ -247,6 +247,21 @@ describe('the memory levers on the page: --fp8-param-gather and --offload-module
   });
 });
 
+describe('--cross-entropy on the page (ce)', () => {
+  test('each pricing round-trips through the hash at its control; the default link leaves it out', () => {
+    for (const ce of ['megatron', 'megatron-fused', 'te-fused'] as const) {
+      const { settings, messages } = settingsFromHash(`#ce=${ce}`);
+      expect(messages).toEqual([]);
+      expect(settings.ce).toBe(ce);
+      expect(hashFromSettings(settings)).toContain(`ce=${ce}`);
+    }
+    expect(defaultSettings.ce).toBe('plan');
+    expect(hashFromSettings(defaultSettings)).not.toMatch(/[#&]ce=/);
+    expect(hasControl('ce')).toBe(true);
+    expect(settingsFromHash('#ce=fused').messages[0]!.message).toMatch(/megatron-fused/);
+  });
+});
+
 describe('--optimizer-cpu-offload on the page (cpuoffload)', () => {
   const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
   const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
