@@ -294,7 +294,7 @@ describe('--optimizer-cpu-offload on the page (cpuoffload)', () => {
     expect(off.stepMs).not.toBe(base.stepMs);
   });
 
-  test("Megatron's rule with --fp8-param-gather (the offload only under delayed scaling) shows at fp8pg", async () => {
+  test("Megatron's rule with --fp8-param-gather (the offload only under delayed scaling) shows at the control just changed", async () => {
     const fp8 = { ...defaultSettings, system: 'dgx-h100', fp8: 'hybrid' as const, distopt: true, fp8pg: true };
     const tensorwise = { ...fp8, fp8recipe: 'tensorwise' as const };
     expect(clusterIssues({ ...tensorwise, cpuoffload: null })).toEqual([]);
