@@ -18,6 +18,7 @@ import { bytesPerElement } from '../../accounting/parameters.ts';
 import { groupLink, type SystemSpec } from '../../hardware/systems.ts';
 import type { LayerPlan, PlannedOp } from '../../parallel/plan-types.ts';
 import { scheduleStep, type StepDurations, type Timeline } from '../../schedule/schedule.ts';
+import { capturedOps } from './cuda-graph-scope.ts';
 import { defaultKernelOptions, resolveKernels, usesCudaGraphs, type KernelOptions } from './kernel-options.ts';
 import { linearProducts, pricedOps, type PricedOp } from './priced-ops.ts';
 
@@ -135,8 +136,10 @@ export function costUs(
  * Every op's projected time on `machine` (ms), the same on every rank (the ranks run the same
  * shapes). Ops of a finalize phase get 0 here: the step projection adds them once per step.
  *   compute op = Σ its priced kernels (GEMM model, memory-bound, FlashAttention), each with its
- *                launch (inside CUDA graphs: the graph's 0.5 µs instead of the stream's 0.9 µs)
- *              + the host-dispatch gap before it (eager; host-dispatch.ts)
+ *                launch (inside CUDA graphs: the graph's 0.5 µs instead of the stream's 0.9 µs;
+ *                the ops the --cuda-graph-modules scope captures, cuda-graph-scope.ts)
+ *              + the host-dispatch gap before it (eager ops; a captured op issues at no host
+ *                cost, host-dispatch.ts)
  *              + what collectives beside it cost it (overlap-cost.ts) when `overlap` is on: the
  *                plan's asynchronous collectives (NCCL) slow the ops marked to run under them;
  *                with --tp-comm-overlap each TP all-gather / reduce-scatter runs in chunks under
@@ -158,6 +161,9 @@ export function projectOps(plan: LayerPlan, machine: Machine, overlap = false): 
   const memoryBound = new Array<boolean>(n).fill(false);
   const gemm: (GemmTime | undefined)[] = new Array<GemmTime | undefined>(n).fill(undefined);
   const graphSaving = usesCudaGraphs(kernels) ? kernelModel.launchUs - hostDispatchModel.graphLaunchUs : 0;
+  const captured = usesCudaGraphs(kernels)
+    ? capturedOps(plan, kernels.cudaGraphModules ?? [])
+    : new Array<boolean>(n).fill(false);
   for (const p of priced) {
     const op = plan.ops[p.planIndex]!;
     const c = costUs(p, op, machine);
@@ -166,7 +172,7 @@ export function projectOps(plan: LayerPlan, machine: Machine, overlap = false): 
       deviceUs[p.planIndex] = c.us;
       continue;
     }
-    deviceUs[p.planIndex]! += c.us - graphSaving;
+    deviceUs[p.planIndex]! += c.us - (captured[p.planIndex] ? graphSaving : 0);
     if (c.us > longest[p.planIndex]!) {
       longest[p.planIndex] = c.us;
       memoryBound[p.planIndex] = c.memoryBound;
@@ -181,12 +187,12 @@ export function projectOps(plan: LayerPlan, machine: Machine, overlap = false): 
   if (kernels.tpCommOverlap) tpCommOverlap(plan, machine, times);
 
   const hostGap = new Array<number>(n).fill(0);
-  if (!usesCudaGraphs(kernels)) {
+  if (!captured.every(Boolean)) {
     const seq = plan.ops.filter((op) => !isPerStep(op));
     const gaps = dispatchGapsUs(
       seq.map((op) => ({
         deviceUs: op.kind === 'collective' ? (overlap && op.overlap.async ? 0 : comm[op.index]!) : compute[op.index]!,
-        hostUs: kernelCount[op.index]! * hostDispatchModel.eagerUs,
+        hostUs: captured[op.index] ? 0 : kernelCount[op.index]! * hostDispatchModel.eagerUs,
       })),
     );
     // A gap before a collective lands on the next compute op (the comm stream is not the host's).

@@ -1,5 +1,6 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
 import { cudaGraphRecomputeRefusals, cudaGraphScopeRefusals } from '../../megatron/cuda-graph-rules.ts';
+import { pricedGraphScopes } from '../layer/cuda-graph-scope.ts';
 import { overlapLossMs, overlapSlowdown, p2pFootprint } from '../../hardware/overlap-cost.ts';
 import {
   checkDataParallelFlags,
@@ -124,7 +125,8 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 /**
  * Megatron's refusals of the kernel options' CUDA graphs with the setup's recomputation and MoE
  * layers (cuda-graph-rules.ts; dropout in the GPT layer, none in the classroom's), then a partial
- * --cuda-graph-modules scope, which is not priced: none without graphs. The projection has no
+ * --cuda-graph-modules scope the projection does not price (it prices attn and mlp of dense layers
+ * under transformer_engine: cuda-graph-scope.ts, cuda-graph-memory.ts): none without graphs. The projection has no
  * --moe-pad-expert-input-to-capacity or --moe-router-padding-for-fp8: its MoE is never drop-and-pad.
  */
 export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions): string[] {
@@ -149,9 +151,18 @@ export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions
       scope,
     }),
   ];
-  if (!why.length && scope.length)
+  const unpriced = scope.filter((x) => !pricedGraphScopes.includes(x));
+  const where =
+    kernels.cudaGraphImpl !== 'transformer_engine'
+      ? `with --cuda-graph-impl ${kernels.cudaGraphImpl}`
+      : moe || setup.mla
+        ? `in a model with ${moe ? 'MoE' : 'MLA'} layers`
+        : unpriced.length
+          ? `for ${unpriced.join(', ')}`
+          : undefined;
+  if (!why.length && scope.length && where)
     why.push(
-      `--cuda-graph-modules ${scope.join(' ')}: a partial capture scope is not priced yet (the launch time and static buffers are modelled for the whole layer): leave --cuda-graph-modules out (the whole layer).`,
+      `--cuda-graph-modules ${scope.join(' ')}: a partial capture scope is not priced yet ${where} (priced: ${pricedGraphScopes.join(', ')} of dense layers under --cuda-graph-impl transformer_engine): leave --cuda-graph-modules out (the whole layer) or use those.`,
     );
   return why;
 }

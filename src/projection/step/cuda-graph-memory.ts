@@ -9,6 +9,7 @@
 // full_cuda_graph.py:226-232). The activations saved for backward then live in the pool with the
 // lifetimes the schedule gives them in eager mode, so the pool reaches the captured layers'
 // activation peak, which the stage's eager peak already holds. What is added: static buffers.
+import type { CudaGraphModule } from '../../megatron/cuda-graph-rules.ts';
 import type { CudaGraphImpl } from '../layer/kernel-options.ts';
 import { stageOrder } from '../pipeline/pipeline-schedule.ts';
 
@@ -27,6 +28,11 @@ export interface GraphShape {
   readonly dtypeBytes: number;
   /** --overlap-moe-expert-parallel-comm: transformer_engine captures in the layer-wise overlap order. */
   readonly overlapEpComm?: boolean;
+  /**
+   * --cuda-graph-modules (absent or empty: the whole layer). Priced partial scopes: attn and mlp
+   * of dense layers under transformer_engine, each layer graphed (cuda_graphs.py:2043-2083).
+   */
+  readonly scope?: readonly CudaGraphModule[];
 }
 
 /** What CUDA graphs add on one pipeline stage. */
@@ -104,8 +110,11 @@ export function overlapLayersInFlight(
  *   overlapLayersInFlight), a forward and a backward graph per layer and captured micro-batch
  *   (:2735-2752). Each (layer, micro-batch) gets static inputs made outside the pool and held by
  *   its graph for the run (TE graph.py:693-696 copies into them at each replay): hidden_states
- *   [S, b, h] in bf16 (module.py:257-262) and, with attention captured, a boolean mask
- *   [b, 1, s/cp, s] (transformer_layer.py:1097-1107). A set is reused once its backward has run
+ *   [S, b, h] in bf16 (module.py:257-262) and, with attention captured (the whole layer or a
+ *   scope with attn), a boolean mask [b, 1, s/cp, s] (transformer_layer.py:1097-1107). A partial
+ *   scope keeps one graph pair per layer and captured micro-batch (one callable per layer,
+ *   _te_cuda_graph_capture, transformer_layer.py:1138-1193): with mlp alone its input is the
+ *   attention's output, run eagerly before the replay (:1202-1207), [S, b, h] as well. A set is reused once its backward has run
  *   (cuda_graphs.py:2243-2255, :2371-2455): the sets kept are the (layer, micro-batch) pairs in
  *   flight at once. One output-gradient buffer [S, b, h] serves every backward graph of that
  *   shape (TE graph.py:512-525, `_reuse_graph_input_output_buffers`, set from TE 2.7,
@@ -157,7 +166,8 @@ export function cudaGraphStage(
   const sets =
     layers === 0 ? 0 : (overlap ? overlapLayersInFlight : layersInFlight)({ p, v, m: captured }, stage, layersPerChunk);
   const input = rows * b * h * 2;
-  const mask = b * (s / cp) * s;
+  const scope = shape.scope ?? [];
+  const mask = !scope.length || scope.includes('attn') ? b * (s / cp) * s : 0;
   return {
     impl,
     graphs: 2 * layers * captured,
@@ -166,7 +176,10 @@ export function cudaGraphStage(
       layers === 0
         ? []
         : [
-            { label: `CUDA graph static inputs (${sets} layer inputs and masks)`, bytes: sets * (input + mask) },
+            {
+              label: `CUDA graph static inputs (${sets} layer inputs${mask ? ' and masks' : ''})`,
+              bytes: sets * (input + mask),
+            },
             { label: 'CUDA graph static output gradient', bytes: input },
           ],
     keptPerMicroBatch: none,

@@ -110,6 +110,7 @@ export function stageAllocations(
             m: ct.m,
             dtypeBytes: dtypeBytes[dtype],
             overlapEpComm: setup.moe?.overlapEpComm === true,
+            scope: kernels.cudaGraphModules,
           },
           i,
           split.layers[i]!,
