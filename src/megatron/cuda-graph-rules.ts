@@ -3,6 +3,7 @@
 // --cuda-graph-modules (:2461-2536), and full_iteration's NaN check (arguments.py:1195-1197).
 // Without --cuda-graph-modules the scope is empty, the whole layer (cuda_graph_config.py:39-41), and
 // `full_cudagraph` (:2541-2544) holds for every impl.
+import { quoted } from '../core/quote.ts';
 import type { RecomputeModule } from './recompute-modules.ts';
 
 /** Megatron's CUDA graph implementations that capture (transformer_config.py:1032). */
@@ -17,12 +18,15 @@ export const fullIterationNanCheck = {
 /**
  * Megatron's flags for CUDA graphs `impl`: --cuda-graph-impl, and with full_iteration the
  * --no-check-for-nan-in-loss-and-grad that validate_args requires (arguments.py:1195-1197; the
- * flag is store_false on check_for_nan_in_loss_and_grad, default True, :2735-2737).
+ * flag is store_false on check_for_nan_in_loss_and_grad, default True, :2735-2737); a partial
+ * `scope` as --cuda-graph-modules and its names (nargs='+', arguments.py:1969-1985; empty: left out,
+ * the whole layer).
  */
-export const cudaGraphFlags = (impl: GraphImpl): string[] => [
+export const cudaGraphFlags = (impl: GraphImpl, scope: readonly CudaGraphModule[] = []): string[] => [
   '--cuda-graph-impl',
   impl,
   ...(impl === 'full_iteration' ? ['--no-check-for-nan-in-loss-and-grad'] : []),
+  ...(scope.length ? ['--cuda-graph-modules', ...scope] : []),
 ];
 
 /**
@@ -89,7 +93,7 @@ export function parseCudaGraphModules(text: string): CudaGraphModule[] {
       );
     if (!(cudaGraphModuleNames as readonly string[]).includes(n))
       throw new Error(
-        `--cuda-graph-modules ${JSON.stringify(n)}: Megatron's CudaGraphModule names (enums.py:61-73) are ${cudaGraphModuleNames.join(', ')}, or full for the whole layer.`,
+        `--cuda-graph-modules ${quoted(n)}: Megatron's CudaGraphModule names (enums.py:61-73) are ${cudaGraphModuleNames.join(', ')}, or full for the whole layer.`,
       );
   }
   return [...new Set(names)] as CudaGraphModule[];

@@ -256,6 +256,7 @@ const kernelsOf = (s: Settings): KernelOptions => ({
   ...(s.fp4 !== 'none' && { fp4: s.fp4 }),
   cudaGraphImpl: s.graphs,
   ...(s.ce !== 'plan' && { crossEntropy: s.ce }),
+  ...(s.gscope.length > 0 && { cudaGraphModules: s.gscope }),
 });
 
 /** The switches in Megatron's spelling, for a caption. */

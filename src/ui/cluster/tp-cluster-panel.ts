@@ -30,7 +30,7 @@ import { clusterModelSetup, type ClusterModelSpec } from '../settings/cluster-mo
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import { clusterLaunchOf, type ClusterFlags } from '../settings/cluster-flags.ts';
-import { cudaGraphFlags } from '../../megatron/cuda-graph-rules.ts';
+import { cudaGraphFlags, type CudaGraphModule } from '../../megatron/cuda-graph-rules.ts';
 import './tp-pipeline-view.ts';
 
 type Okay = Extract<BudgetLine, { ok: true }>;
@@ -79,6 +79,8 @@ export class TpClusterPanel extends LitElement {
   @property() attn: AttentionBackend = defaultKernelOptions.attentionBackend;
   @property() fp8: Fp8Format = defaultKernelOptions.fp8;
   @property() graphs: CudaGraphImpl = defaultKernelOptions.cudaGraphImpl;
+  /** --cuda-graph-modules of every row with the graphs (empty: the whole layer). */
+  @property({ attribute: false }) gscope: readonly CudaGraphModule[] = [];
   @property() fp8recipe: Fp8Recipe = defaultFp8Recipe;
   @property() fp4: Fp4Format = 'none';
   /** --cross-entropy: the loss's kernels (plan, megatron, megatron-fused = --cross-entropy-loss-fusion, te-fused). */
@@ -136,6 +138,7 @@ export class TpClusterPanel extends LitElement {
       'fp4',
       'graphs',
       'ce',
+      'gscope',
       'tpOverlapChunks',
     ] as const;
     if (resized || inputs.some((k) => changed.has(k))) void this.project();
@@ -171,6 +174,7 @@ export class TpClusterPanel extends LitElement {
           ...(this.fp4 !== 'none' && { fp4: this.fp4 }),
           cudaGraphImpl: this.graphs,
           ...(this.ce !== 'plan' && { crossEntropy: this.ce }),
+          ...(this.gscope.length > 0 && { cudaGraphModules: this.gscope }),
         };
         const machine = { system, dtype: this.dtype, kernels };
         const sizes = modelSizesOf(c);
@@ -324,7 +328,7 @@ export class TpClusterPanel extends LitElement {
       this.fp8 !== d.fp8 ? `--fp8-format ${this.fp8}` : '',
       this.fp8 !== d.fp8 && this.fp8recipe !== defaultFp8Recipe ? `--fp8-recipe ${this.fp8recipe}` : '',
       this.fp4 !== 'none' ? `--fp4-format ${this.fp4}` : '',
-      this.graphs !== 'none' ? cudaGraphFlags(this.graphs).join(' ') : '',
+      this.graphs !== 'none' ? cudaGraphFlags(this.graphs, this.gscope).join(' ') : '',
       this.ce !== 'plan' ? `--cross-entropy ${this.ce}` : '',
     ].filter(Boolean);
     return flags.length ? `kernels ${flags.join(' ')};` : '';

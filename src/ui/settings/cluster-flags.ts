@@ -8,6 +8,8 @@ import { fsdpLabel } from '../../megatron/fsdp.ts';
 import { fp4ParamGatherRefusals, fp8ParamGatherRefusals, type Fp8Recipe } from '../../megatron/low-precision.ts';
 import { systemNames, systems, type SystemName } from '../../hardware/systems.ts';
 import { defaultKernelOptions, lowPrecisionRefusals } from '../../projection/layer/kernel-options.ts';
+import { cudaGraphRefusalsOf } from '../../projection/step/chunk-times.ts';
+import { clusterModelOf, type ClusterModelSpec } from './cluster-model.ts';
 import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
 import type { Settings } from './state.ts';
 
@@ -150,9 +152,16 @@ function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly
       granularity: s.recompute === 'none' ? undefined : s.recompute,
       modules: s.recompute === 'selective' ? s.rmodules : [],
       dropout: s.layerArch === 'gpt',
+      scope: s.gscope,
     });
     if (why.length)
-      out.push({ field: 'graphs', fields: ['graphs', 'recompute', 'rmodules', 'layerArch'], message: why.join(' ') });
+      out.push({
+        field: 'graphs',
+        fields: ['graphs', 'gscope', 'recompute', 'rmodules', 'layerArch'],
+        message: why.join(' '),
+      });
+    const scope = graphScopeIssue(s, why);
+    if (scope) out.push(scope);
   }
   if (s.offload.length) {
     const why = activationOffloadRefusals(
@@ -162,4 +171,44 @@ function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly
     if (why.length) out.push({ field: 'offload', fields: ['offload', 'rmodules', 'graphs'], message: why.join(' ') });
   }
   return out;
+}
+
+/**
+ * The scope's refusals at gscope, as the projection checks them on the cluster model
+ * (chunk-times.ts cudaGraphRefusalsOf: Megatron's cudaGraphScopeRefusals with the model's MoE
+ * layers, then a scope the projection does not price), less the recomputation's (at graphs).
+ */
+function graphScopeIssue(
+  s: Settings,
+  atGraphs: readonly string[],
+): { field: ControlField; fields: readonly ControlField[]; message: string } | undefined {
+  if (!s.gscope.length) return undefined;
+  let model: ClusterModelSpec;
+  try {
+    model = clusterModelOf(s);
+  } catch {
+    return undefined; // clusterModelIssues says why at cmodel.
+  }
+  const setup: TrainingSetup = {
+    sizes: model.sizes,
+    layers: model.layers,
+    ...(model.moe && { moe: model.moe }),
+    ...(model.mla && { mla: model.mla }),
+    tp: 1,
+    sp: false,
+    gpus: s.gpus,
+    globalBatch: model.sizes.b,
+    overlap: true,
+    ...clusterFlagsOf(s),
+  };
+  const kernels = {
+    ...defaultKernelOptions,
+    layerArch: s.layerArch,
+    cudaGraphImpl: s.graphs,
+    cudaGraphModules: s.gscope,
+  };
+  const why = cudaGraphRefusalsOf(setup, kernels).filter((m) => !atGraphs.includes(m));
+  return why.length
+    ? { field: 'gscope', fields: ['gscope', 'graphs', 'cmodel', 'experts', 'rmodules'], message: why.join(' ') }
+    : undefined;
 }

@@ -38,6 +38,7 @@ import type { MoeScoreFunction } from '../../reference/moe/config.ts';
 import { maxSize } from '../../parallel/validate.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 import { parseOffloadModules, type OffloadModule } from '../../megatron/activation-offload.ts';
+import { parseCudaGraphModules, type CudaGraphModule } from '../../megatron/cuda-graph-rules.ts';
 import {
   defaultFp8Recipe,
   fp4Formats,
@@ -122,6 +123,8 @@ export interface Settings extends ModelSizes {
   readonly graphs: CudaGraphImpl;
   /** --cross-entropy (kernel-options.ts): plan, Megatron's unfused loss, --cross-entropy-loss-fusion's native kernels or Transformer Engine's. */
   readonly ce: CrossEntropyKernels;
+  /** --cuda-graph-modules with the CUDA graphs (cuda-graph-rules.ts); empty: the whole layer (Megatron's `full`). */
+  readonly gscope: readonly CudaGraphModule[];
   /** #slow=r:f (seed 004 M108): rank r dispatches each kernel f times, a straggler; null: off. */
   readonly slow: RankSlowdown | null;
   /** #slowlink=r:f: the hop out of rank r moves each chunk f times; null: off. */
@@ -519,6 +522,13 @@ export const settingsTable: SettingsTable = {
   fp4: choice('fp4', fp4Formats, 'none', kernelRow),
   graphs: choice('graphs', cudaGraphImpls, defaultKernelOptions.cudaGraphImpl, kernelRow),
   ce: choice('ce', crossEntropyKernelChoices, 'plan', kernelRow),
+  gscope: {
+    key: 'gscope',
+    parse: (t) => (t.trim() === '' ? [] : parseCudaGraphModules(t)),
+    format: (m) => (m.length ? m.join(',') : 'full'),
+    fallback: [],
+    ...kernelRow,
+  },
   slow: {
     key: 'slow',
     parse: (t) => parseRankSlowdown('slow', t),

@@ -191,6 +191,7 @@ export function renderRun(
         fp4=${s.fp4}
         graphs=${s.graphs}
         ce=${s.ce}
+        .gscope=${s.gscope}
         .tpOverlapChunks=${s.tpOverlapChunks}
         .flags=${clusterFlagsOf(s)}
       ></tp-cluster-panel>

@@ -21,7 +21,7 @@ import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { fieldErrors } from './field-errors.ts';
 import { clusterModelOf } from '../settings/cluster-model.ts';
 import { renderClusterModelControls, type ClusterModelHost } from './cluster-model-controls.ts';
-import { machineModes, settingsTable, type Settings } from '../settings/state.ts';
+import { machineModes, settingsTable, type SettingField, type Settings } from '../settings/state.ts';
 import { recomputeChoices } from '../../megatron/parallel-layout.ts';
 import { fsdpSettingWords } from '../settings/fsdp-setting.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
@@ -198,26 +198,28 @@ export class TpMachineControls extends LitElement {
       ${this.flag(s, 'ogr', '--overlap-grad-reduce')} ${this.flag(s, 'opg', '--overlap-param-gather')}
       ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}
       ${this.flag(s, 'fp8pg', s.fp4 !== 'none' ? '--fp4-param-gather' : '--fp8-param-gather')}
-      <label
-        >--offload-modules (fine-grained activation offloading)
+      ${this.typed(s, 'offload', '--offload-modules (fine-grained activation offloading)', 'off or core_attn,attn_proj')}
+      ${this.typed(s, 'cpuoffload', '--optimizer-offload-fraction (--optimizer-cpu-offload)', 'off or 0.5')}`;
+  }
+
+  /** A text setting read by its settings-table parser, refused here with the parser's message. */
+  private typed<F extends 'offload' | 'cpuoffload' | 'gscope'>(
+    s: Settings,
+    field: F,
+    label: string,
+    placeholder: string,
+  ): TemplateResult {
+    const row: SettingField<Settings[F]> = settingsTable[field];
+    return html`<label
+        >${label}
         <input
           type="text"
-          placeholder="off or core_attn,attn_proj"
-          data-control="offload"
-          .value=${settingsTable.offload.format(s.offload)}
-          @change=${this.onParsed(s, 'offload', settingsTable.offload.parse)}
+          placeholder=${placeholder}
+          data-control=${field}
+          .value=${row.format(s[field])}
+          @change=${this.onParsed(s, field, row.parse)}
       /></label>
-      ${this.errorsFor('offload')}
-      <label
-        >--optimizer-offload-fraction (--optimizer-cpu-offload)
-        <input
-          type="text"
-          placeholder="off or 0.5"
-          data-control="cpuoffload"
-          .value=${settingsTable.cpuoffload.format(s.cpuoffload)}
-          @change=${this.onParsed(s, 'cpuoffload', settingsTable.cpuoffload.parse)}
-      /></label>
-      ${this.errorsFor('cpuoffload')}`;
+      ${this.errorsFor(field)}`;
   }
 
   /** A straggler on purpose: "rank:factor" or "off" (core/rank-slowdown.ts), refused here with its message. */
@@ -301,6 +303,7 @@ export class TpMachineControls extends LitElement {
       ${this.kernelChoice(s, 'fp8recipe', 'fp8 recipe (--fp8-recipe)', fp8Recipes)}
       ${this.kernelChoice(s, 'fp4', 'fp4 format (--fp4-format, NVFP4)', fp4Formats)}
       ${this.kernelChoice(s, 'graphs', 'CUDA graphs (--cuda-graph-impl)', cudaGraphImpls)}
+      ${this.typed(s, 'gscope', 'capture scope (--cuda-graph-modules)', 'full or attn,mlp')}
       ${this.kernelChoice(s, 'ce', 'cross entropy (--cross-entropy)', crossEntropyKernelChoices)}
       ${this.clusterFlags(s)}
       ${this.slowdown(s, 'slow', 'straggler: slow rank (each kernel f×)')}
