@@ -179,7 +179,8 @@ Kernels (Megatron-LM core_v0.19.0 spellings; docs/projection-kernels.md has the 
   --cuda-graph-impl I       none (default: eager, ~10 µs host dispatch per kernel), local, transformer_engine or
                             full_iteration: kernels replayed from CUDA graphs, no host dispatch.
   --cuda-graph-modules M    the per-layer capture scope (--cuda-graph-scope is Megatron's hidden old spelling);
-                            Megatron's asserts on it are checked; only full (the whole layer, the default) is priced.
+                            Megatron's asserts on it are checked; priced: full (the whole layer, the default), and
+                            attn and mlp of dense layers under transformer_engine.
   --enable-cuda-graph       Megatron's deprecated spelling of --cuda-graph-impl local.
   --tp-comm-overlap         TP all-gathers and reduce-scatters in chunks under the GEMMs (needs --sp), priced with
                             the SMs and HBM bandwidth the communication takes from them.
