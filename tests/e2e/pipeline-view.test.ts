@@ -98,6 +98,15 @@ describe('the pipeline schedule for p = 4, v = 2 (built page)', () => {
     const eager = await memory();
     await control('graphs').selectOption('transformer_engine');
     await expect.poll(memory).toBeGreaterThan(eager);
+    // The scope mlp keeps no attention mask (cuda-graph-memory.ts): less than the whole layer, in the command text.
+    const whole = await memory();
+    await control('gscope').fill('mlp');
+    await control('gscope').dispatchEvent('change');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('gscope=mlp');
+    await expect.poll(memory).toBeLessThan(whole);
+    await expect
+      .poll(() => caption.textContent())
+      .toMatch(/--cuda-graph-impl transformer_engine --cuda-graph-modules mlp;/);
     await control('graphs').selectOption('none');
     await expect.poll(memory).toBe(eager);
     // --cross-entropy (ce): Megatron's unfused fp32 loss reads and writes more bytes per logit than the plan's, so the row's tokens/s drop.
