@@ -26,7 +26,7 @@ import { afterNextPaint } from '../shared/next-paint.ts';
 import { chartGridStyles, panelStyles } from '../shared/page-style.ts';
 import { formatBytes, formatMs } from '../../core/format.ts';
 import { clusterModelName } from '../settings/cluster-model-choice.ts';
-import { clusterModelSetup, type ClusterModelSpec } from '../settings/cluster-model.ts';
+import { clusterModelSetup, clusterMoeWords, type ClusterModelSpec } from '../settings/cluster-model.ts';
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import { clusterLaunchOf, type ClusterFlags } from '../settings/cluster-flags.ts';
@@ -306,14 +306,13 @@ export class TpClusterPanel extends LitElement {
     const moe = this.model?.moe;
     const mla = this.model?.mla;
     if (!moe && !mla) return nothing;
-    const shared = moe?.sharedFfn ? ` --moe-shared-expert-intermediate-size ${moe.sharedFfn}` : '';
     const dense = Array.isArray(moe?.layerFreq)
       ? (moe.layerFreq as readonly number[]).filter((x) => x === 0).length
       : 0;
     return html`<span data-cluster-moe=${moe ? `${moe.experts}:${moe.topk}:${moe.ep}:${moe.etp ?? 't'}` : nothing}
       >${
         moe
-          ? `, a mixture of experts: --num-experts ${moe.experts} --moe-router-topk ${moe.topk} --moe-ffn-hidden-size ${moe.ffn}${shared}${dense ? ` (the first ${dense} layers dense)` : ''}, EP ${moe.ep} and ETP ${moe.etp ?? 't'} on every row (the page's ep and etp; rows without SP at t > 1 are Megatron's refusal)`
+          ? `, a mixture of experts: ${clusterMoeWords(moe)}${dense ? ` (the first ${dense} layers dense)` : ''}, EP ${moe.ep} and ETP ${moe.etp ?? 't'} on every row (the page's ep and etp; rows without SP at t > 1 are Megatron's refusal)`
           : ''
       }${mla ? `, multi-latent attention (--kv-lora-rank ${mla.kvLoraRank}${mla.qLoraRank !== undefined ? ` --q-lora-rank ${mla.qLoraRank}` : ''})` : ''}</span
     >`;

@@ -1,5 +1,5 @@
 // The model the cluster panel, the advisor, the ablation and the machine picture project (sizes, depth, MoE, MLA), as `npm run project` has it from --scenario or --hf-config, and its issues at their controls.
-import { moeRefusals, type MoeRuleFlag, type MoeSetup } from '../../megatron/moe.ts';
+import { moeFlags, moeRefusals, type MoeRuleFlag, type MoeSetup } from '../../megatron/moe.ts';
 import { mlaFromHf, type MlaSetup } from '../../megatron/mla.ts';
 import { hfJobSizes, hfJobDefaults, moeFromHf, parseHfConfig, type HfModel } from '../../megatron/hf-config.ts';
 import type { ModelSizes } from '../../parallel/config.ts';
@@ -38,8 +38,27 @@ export interface ClusterModelSpec {
  */
 export const hfCaps = { layers: 1024, experts: 4096 } as const;
 
-/** The spec of a config.json's model with the page's EP and ETP. */
-function hfSpec(hf: HfModel, s: Pick<Settings, 'ep' | 'etp'>, name: string): ClusterModelSpec {
+/** The page settings a config's experts are priced with. */
+type ClusterMoeSettings = Pick<Settings, 'ep' | 'etp' | 'dispatcher' | 'capacity' | 'gg' | 'epov' | 'seov' | 'imb'>;
+
+/**
+ * The page's MoE flags over a config's experts (`npm run project`'s flags of the same names): EP, ETP,
+ * the dispatcher and capacity factor (one setting each with the page's MoE block), grouped GEMM, the
+ * EP-communication and shared-expert overlaps, and the load-imbalance what-if.
+ */
+const clusterMoeFlags = (s: ClusterMoeSettings): Partial<MoeSetup> => ({
+  ep: s.ep,
+  etp: s.etp,
+  dispatcher: s.dispatcher,
+  ...(s.capacity !== null && { capacityFactor: s.capacity }),
+  groupedGemm: s.gg,
+  overlapEpComm: s.epov,
+  sharedExpertOverlap: s.seov,
+  imbalance: s.imb,
+});
+
+/** The spec of a config.json's model with the page's MoE flags. */
+function hfSpec(hf: HfModel, s: ClusterMoeSettings, name: string): ClusterModelSpec {
   const { layers, sizes } = hf.model;
   if (layers > hfCaps.layers)
     throw new Error(
@@ -54,7 +73,7 @@ function hfSpec(hf: HfModel, s: Pick<Settings, 'ep' | 'etp'>, name: string): Clu
   return {
     sizes: { ...sizes, ...job },
     layers,
-    ...(hf.moe && { moe: { ...moeFromHf(hf.moe, layers), ep: s.ep, etp: s.etp } }),
+    ...(hf.moe && { moe: { ...moeFromHf(hf.moe, layers), ...clusterMoeFlags(s) } }),
     ...(hf.mla && { mla: mlaFromHf(hf.mla) }),
     tiedEmbeddings: hf.tiedEmbeddings,
     hf,
@@ -73,7 +92,9 @@ export function clusterModelOf(s: Settings): ClusterModelSpec {
   const c = s.cmodel;
   if (c === 'layer') {
     const { s: seq, b, h, heads, groups, ffn, vocab } = s;
-    const moe = moeSetupOf(s);
+    // The block's own flags (it runs one grouped GEMM on the ranks), with the projection's overlaps and imbalance.
+    const block = moeSetupOf(s);
+    const moe = block && { ...block, overlapEpComm: s.epov, sharedExpertOverlap: s.seov, imbalance: s.imb };
     return {
       sizes: { s: seq, b, h, heads, groups, ffn, vocab },
       layers: s.layers,
@@ -114,6 +135,21 @@ export const clusterModelSetup = (
   ...(m.tiedEmbeddings !== undefined && { tiedEmbeddings: m.tiedEmbeddings }),
 });
 
+/** Flags every row states on its own (EP, ETP) or the panel says in words (the dense layers of --moe-layer-freq). */
+const rowWordsFlags = ['--expert-model-parallel-size', '--expert-tensor-parallel-size', '--moe-layer-freq'];
+
+/**
+ * The cluster model's MoE flags as the panel's command text writes them (moe.ts moeFlags, Megatron's
+ * spelling, defaults left out as a launch line has them) without EP, ETP and the layer pattern, and
+ * the load-imbalance what-if in words where it is not 1 (the projection's, no Megatron flag).
+ */
+export function clusterMoeWords(moe: MoeSetup): string {
+  const flags = moeFlags(moe, moe.etp ?? 1).filter((f) => !rowWordsFlags.includes(f.split(' ')[0]!));
+  const what =
+    moe.imbalance !== 1 ? ` (load imbalance ${moe.imbalance}: the projection's what-if, no Megatron flag)` : '';
+  return flags.join(' ') + what;
+}
+
 /** The largest EP offered in the legal list: the page's ep cap (state.ts, 64 ranks). */
 const maxEp = 64;
 
@@ -122,14 +158,23 @@ const flagField: Partial<Record<MoeRuleFlag, ControlField>> = {
   '--expert-model-parallel-size': 'ep',
   '--expert-tensor-parallel-size': 'etp',
   '--pipeline-model-parallel-size': 'pp',
+  '--moe-token-dispatcher-type': 'dispatcher',
+  '--moe-expert-capacity-factor': 'capacity',
+  '--overlap-moe-expert-parallel-comm': 'epov',
+  '--moe-shared-expert-overlap': 'seov',
+  '--moe-imbalance': 'imb',
 };
 
+/** The page's cluster-only MoE settings: their rules are priced for the page layer's block too. */
+const clusterOnly: readonly ControlField[] = ['epov', 'seov', 'imb'];
+
 /**
- * The cluster model's issues at their controls: why it cannot be projected (at cmodel), and, for a
- * config's experts, Megatron's MoE rules that hold for every row of the panel whatever its t and N
- * (E a multiple of EP, the expert FFN divisible by ETP; moe.ts moeRefusals) at ep or etp with the EP
- * values that pass. The rules that depend on the row (SP with t > 1, ETP·EP·p dividing its N) are the rows'.
- * The page layer's own MoE block has its issues from moeIssues (moe-settings.ts).
+ * The cluster model's issues at their controls: why it cannot be projected (at cmodel), and Megatron's
+ * MoE rules that hold for every row of the panel whatever its t and N (E a multiple of EP, the expert
+ * FFN divisible by ETP, the overlaps' dispatcher, EP, v and recompute; moe.ts moeRefusals) at the control
+ * of the flag each names first, with the values that pass. The rules that depend on the row (SP with
+ * t > 1, ETP·EP·p dividing its N) are the rows'. The page layer's own block has its issues from moeIssues
+ * (moe-settings.ts); of its cluster pricing only the rules on the cluster's own settings (overlaps, imbalance) are here.
  */
 export function clusterModelIssues(s: Settings, changed?: ControlField): FieldIssue[] {
   let model: ClusterModelSpec;
@@ -139,7 +184,7 @@ export function clusterModelIssues(s: Settings, changed?: ControlField): FieldIs
     return [{ field: 'cmodel', message: e instanceof Error ? e.message : String(e) }];
   }
   const moe = model.moe;
-  if (!moe || s.cmodel === 'layer') return [];
+  if (!moe) return [];
   const job = {
     tp: 1,
     sp: false,
@@ -148,21 +193,43 @@ export function clusterModelIssues(s: Settings, changed?: ControlField): FieldIs
     // Each row has its own N = t·p·cp·d (and the advisor its budget): the rule on N is the rows'.
     gpus: s.etp * s.ep * s.pp,
     layers: model.layers,
-    fullRecompute: false,
-    halfPrecision: true,
+    fullRecompute: s.recompute === 'full',
+    halfPrecision: s.dtype !== 'fp32',
     biases: false,
   };
   const passes = (ep: number): boolean => moeRefusals({ ...moe, ep }, { ...job, gpus: s.etp * ep * s.pp }).length === 0;
-  const legal = Array.from({ length: Math.min(moe.experts, maxEp) }, (_, i) => i + 1).filter(passes);
-  const legalText = legal.length ? `EP ${legal.join(', ')} at ETP ${s.etp}` : `none at ETP ${s.etp}: change ETP or N`;
+  const legalEp = Array.from({ length: Math.min(moe.experts, maxEp) }, (_, i) => i + 1).filter(passes);
+  const legalText = (field: ControlField | undefined): string => {
+    switch (field) {
+      case 'dispatcher':
+        return s.dispatcher === 'flex' ? 'alltoall or allgather, or flex at ETP·EP > 1' : 'alltoall or flex';
+      case 'epov':
+        return 'EP overlap off, or alltoall/flex with EP > 1, v > 1 at p > 1, no full recompute, bf16/fp16';
+      case 'seov':
+        return moe.sharedFfn === undefined
+          ? 'shared-expert overlap off (this model has no shared experts)'
+          : 'shared-expert overlap off, or alltoall/flex without the EP overlap';
+      case 'imb':
+        return 'imb ≥ 1 (1: uniform routing)';
+      case 'capacity':
+        return 'off, or a factor > 0 such as 1 or 1.25';
+      default:
+        return legalEp.length ? `EP ${legalEp.join(', ')} at ETP ${s.etp}` : `none at ETP ${s.etp}: change ETP or N`;
+    }
+  };
+  const layer = s.cmodel === 'layer';
   return placeIssues(
-    moeRefusals(moe, job).map((r) => {
+    moeRefusals(moe, job).flatMap((r) => {
       const fields = r.flags.flatMap((f) => (flagField[f] ? [flagField[f]] : []));
-      return {
-        field: fields[0] ?? 'cmodel',
-        fields: [...fields, 'cmodel'],
-        message: `${clusterModelName(s.cmodel)} on the cluster: ${r.message} (${r.source}) Legal here: ${legalText}.`,
-      };
+      if (layer && !fields.some((f) => clusterOnly.includes(f))) return [];
+      const field = fields.find((f) => clusterOnly.includes(f)) ?? fields[0] ?? 'cmodel';
+      return [
+        {
+          field,
+          fields: [...new Set([field, ...fields, 'cmodel' as const])],
+          message: `${clusterModelName(s.cmodel)} on the cluster: ${r.message} (${r.source}) Legal here: ${legalText(field)}.`,
+        },
+      ];
     }),
     changed,
   );

@@ -1,9 +1,9 @@
 // The page's Mixture-of-Experts settings in Megatron's terms (pure, no DOM): the MoeSetup the exports
 // carry, each setting's issue at its control with the values that would pass, and the MoE presets.
-import { moeRefusals, type MoeRuleFlag, type MoeSetup } from '../../megatron/moe.ts';
+import { moeRefusals, type MoeRuleFlag, type MoeSetup, type TokenDispatcher } from '../../megatron/moe.ts';
 import { withPreset, type Settings } from './state.ts';
 import { configDefaults, type PresetName } from '../../parallel/config.ts';
-import { moeWorld, type MoeLayout } from '../../parallel/moe-layout.ts';
+import { moeWorld, type MoeDispatcher, type MoeLayout } from '../../parallel/moe-layout.ts';
 import { maxMeshRanks } from '../../mesh/rank-layout.ts';
 import { moeConfig } from '../../reference/moe/config.ts';
 import { moeRunErrors, type MoeRunArgs } from '../../session/moe-run.ts';
@@ -41,13 +41,20 @@ export function moeSetupOf(s: Settings): MoeSetup | undefined {
   };
 }
 
-/** The MoE block's layout on the ranks: the attention's t with SP (off in the M036 demonstration), EP, ETP, the dispatcher. */
+/** Whether the page's ranks run dispatcher `d` (moe-layout.ts: alltoall and allgather; flex, DeepEP's, is the projection's only). */
+export const pageRanksDispatch = (d: TokenDispatcher): d is MoeDispatcher => d === 'alltoall' || d === 'allgather';
+
+/**
+ * The MoE block's layout on the ranks: the attention's t with SP (off in the M036 demonstration), EP, ETP,
+ * the dispatcher (flex is refused at its control by moeIssues; the layout keeps alltoall meanwhile, the
+ * exchange DeepEP's dispatch replaces, so the rank count and issues are still computed).
+ */
 export const moeLayoutOf = (s: Settings): MoeLayout => ({
   tp: s.tp,
   sp: s.sp && !s.moeNoSp,
   ep: s.ep,
   etp: s.etp,
-  dispatcher: s.dispatcher,
+  dispatcher: pageRanksDispatch(s.dispatcher) ? s.dispatcher : 'alltoall',
 });
 
 /** GPUs (ranks) the page's MoE layer runs on: both meshes folded, lcm(t, ETP·EP) (moe-layout.ts moeWorld); t without MoE. */
@@ -134,6 +141,8 @@ function legalText(field: keyof Settings, s: Settings): string {
       return 'turn SP on, or the M036 demonstration to see why';
     case 'capacity':
       return 'off, or a factor > 0 such as 1 or 1.25';
+    case 'dispatcher':
+      return s.ep * s.etp > 1 ? 'alltoall, allgather' : 'alltoall, allgather (flex needs ETP·EP > 1)';
     default:
       return 'see the rule';
   }
@@ -192,6 +201,12 @@ export function moeIssues(s: Settings): { issues: MoeIssue[]; notes: MoeIssue[] 
     const name = field === 'ep' || field === 'etp' ? `${field.toUpperCase()} ` : '';
     issues.push({ field, fields, message: `${r.message} (${r.source}) Legal here: ${name}${legal}.` });
   }
+  if (!pageRanksDispatch(s.dispatcher))
+    issues.push({
+      field: 'dispatcher',
+      fields: ['dispatcher'],
+      message: `--moe-token-dispatcher-type ${s.dispatcher} (DeepEP) is priced by the cluster panel only: the page's ranks run alltoall or allgather. Legal here: alltoall, allgather (or experts 0 to keep ${s.dispatcher} for the cluster model).`,
+    });
   if (moeRanks(s) > maxMeshRanks)
     issues.push({
       field: 'ep',

@@ -35,6 +35,7 @@ import { checkPlacementText } from '../../projection/links/placement.ts';
 import { pipelineScheduleNames, type PipelineScheduleName } from '../../mesh/pipeline-schedules.ts';
 import { maxMeshRanks } from '../../mesh/rank-layout.ts';
 import type { MoeScoreFunction } from '../../reference/moe/config.ts';
+import { tokenDispatchers, type TokenDispatcher } from '../../megatron/moe.ts';
 import { maxSize } from '../../parallel/validate.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 import { parseOffloadModules, type OffloadModule } from '../../megatron/activation-offload.ts';
@@ -144,8 +145,11 @@ export interface Settings extends ModelSizes {
   readonly etp: number;
   /** --moe-expert-capacity-factor; null: dropless. */
   readonly capacity: number | null;
-  /** --moe-token-dispatcher-type (flex, DeepEP's, needs NVLink/RDMA GPUs and is not offered). */
-  readonly dispatcher: PageDispatcher;
+  /**
+   * --moe-token-dispatcher-type, one setting for the MoE block's ranks and the cluster's experts;
+   * flex (DeepEP, NVLink/RDMA GPUs) is the projection's only: refused at the control for the ranks.
+   */
+  readonly dispatcher: TokenDispatcher;
   /** The shared expert's SwiGLU width (--moe-shared-expert-intermediate-size); 0: none. */
   readonly sharedFfn: number;
   /** --moe-router-score-function. */
@@ -175,12 +179,16 @@ export interface Settings extends ModelSizes {
   readonly offload: readonly OffloadModule[];
   /** --optimizer-cpu-offload's --optimizer-offload-fraction on the cluster panel (with --use-precision-aware-optimizer); null: off. */
   readonly cpuoffload: number | null;
+  /** --moe-grouped-gemm on the cluster panel: one grouped GEMM over a rank's experts (else one GEMM per expert). */
+  readonly gg: boolean;
+  /** --overlap-moe-expert-parallel-comm on the cluster panel: the EP all-to-alls under another micro-batch's compute. */
+  readonly epov: boolean;
+  /** --moe-shared-expert-overlap on the cluster panel: the shared experts on a side stream beside dispatch and combine. */
+  readonly seov: boolean;
+  /** The projection's load-imbalance what-if (`--moe-imbalance`, no Megatron flag): the busiest EP rank's tokens over the mean, ≥ 1. */
+  readonly imb: number;
 }
 
-/** The token dispatchers the ranks run (Megatron's alltoall and allgather). */
-export type PageDispatcher = 'alltoall' | 'allgather';
-/** Every page dispatcher, in display order. */
-export const pageDispatchers: readonly PageDispatcher[] = ['alltoall', 'allgather'];
 /** Every router score function, in display order. */
 export const scoreFunctions: readonly MoeScoreFunction[] = ['softmax', 'sigmoid'];
 
@@ -378,6 +386,12 @@ export const cpCap: WholeCap = {
   why: `t × p × cp × DP = N and the GPU budget N is at most ${gpusCap.max}`,
 };
 
+/**
+ * The load-imbalance what-if's largest value: one of EP ranks takes at most all T·k routings, EP times
+ * the mean T·k/EP, and the page's EP is at most 64 (meshCap).
+ */
+export const imbalanceMax = 64;
+
 /** The router skew's largest value: at 20 expert 0's logit leads expert E − 1's by 40, a softmax ratio of e^40. */
 export const skewMax = 20;
 
@@ -570,7 +584,7 @@ export const settingsTable: SettingsTable = {
     fallback: null,
     ...moeRow,
   },
-  dispatcher: choice('dispatcher', pageDispatchers, 'alltoall', moeRow),
+  dispatcher: choice('dispatcher', tokenDispatchers, 'alltoall', moeRow),
   sharedFfn: whole('shared', 0, moeRow, 0, { max: maxSize, why: "the playground's largest size" }),
   score: choice('score', scoreFunctions, 'softmax', moeRow),
   aux: {
@@ -602,6 +616,17 @@ export const settingsTable: SettingsTable = {
   opg: onOff('opg', false, kernelRow),
   fsdp: { key: 'fsdp', parse: parseFsdpSetting, format: formatFsdpSetting, fallback: null, ...kernelRow },
   fp8pg: onOff('fp8pg', false, kernelRow),
+  // The cluster's MoE flags (cluster-model.ts): Megatron's defaults, all off; imbalance 1 (uniform routing), the CLI's.
+  gg: onOff('gg', false, kernelRow),
+  epov: onOff('epov', false, kernelRow),
+  seov: onOff('seov', false, kernelRow),
+  imb: {
+    key: 'imb',
+    parse: (t) => boundedNumber('imb', t, 1, imbalanceMax, 'uniform routing'),
+    format: String,
+    fallback: 1,
+    ...kernelRow,
+  },
   offload: {
     key: 'offload',
     parse: (t) => (t.trim() === '' || t.trim() === 'off' ? [] : parseOffloadModules(t)),

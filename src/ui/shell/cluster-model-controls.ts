@@ -7,6 +7,7 @@ import { clusterModelOf, type ClusterModelSpec } from '../settings/cluster-model
 import type { ControlField } from '../settings/field-issues.ts';
 import { checkPastedLength, keepPastedConfig, pastedConfigText } from '../settings/pasted-hf-config.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
+import { tokenDispatchers } from '../../megatron/moe.ts';
 
 /** What the fieldset needs of its panel: emit a change, keep a refusal under a control, and a control's messages. */
 export interface ClusterModelHost {
@@ -82,6 +83,70 @@ function degree(host: ClusterModelHost, s: Settings, field: 'ep' | 'etp', label:
     ${host.errorsFor(field)}`;
 }
 
+/** A MoE switch of the cluster (a boolean setting), labelled with its Megatron flag. */
+function moeSwitch(host: ClusterModelHost, s: Settings, field: 'gg' | 'epov' | 'seov', flag: string): TemplateResult {
+  return html`<label class="check"
+      ><input
+        type="checkbox"
+        data-control=${field}
+        .checked=${s[field]}
+        @change=${(e: Event) => host.emit({ ...s, [field]: (e.target as HTMLInputElement).checked }, field)}
+      />
+      ${flag}</label
+    >
+    ${host.errorsFor(field)}`;
+}
+
+/** A MoE text row of the cluster (capacity, imb), parsed by its settings row; a refusal stays under it. */
+function moeText(host: ClusterModelHost, s: Settings, field: 'capacity' | 'imb', label: string): TemplateResult {
+  const row = settingsTable[field];
+  return html`<label
+      >${label}
+      <input
+        type="text"
+        data-control=${`cluster-${field}`}
+        .value=${field === 'capacity' ? settingsTable.capacity.format(s.capacity) : settingsTable.imb.format(s.imb)}
+        @change=${(e: Event) => {
+          try {
+            host.emit({ ...s, [field]: row.parse((e.target as HTMLInputElement).value) }, field);
+          } catch (err) {
+            host.refuse(field, err instanceof Error ? err.message : String(err));
+          }
+        }}
+    /></label>
+    ${host.errorsFor(field)}`;
+}
+
+/**
+ * The cluster's MoE flags: for a config's experts the dispatcher (all three, flex the projection's only)
+ * and capacity factor (the MoE block's settings too) and grouped GEMM; for any MoE model the two
+ * overlaps and the load-imbalance what-if.
+ */
+function moeFlagControls(host: ClusterModelHost, s: Settings, config: boolean): TemplateResult {
+  return html`${
+    config
+      ? html`<label
+            >token dispatcher
+            <select
+              data-control="cluster-dispatcher"
+              @change=${(e: Event) =>
+                host.emit(
+                  { ...s, dispatcher: settingsTable.dispatcher.parse((e.target as HTMLSelectElement).value) },
+                  'dispatcher',
+                )}
+            >
+              ${tokenDispatchers.map((d) => html`<option value=${d} ?selected=${d === s.dispatcher}>${d}</option>`)}
+            </select></label
+          >
+          ${host.errorsFor('dispatcher')} ${moeText(host, s, 'capacity', 'capacity factor (off = dropless)')}
+          ${moeSwitch(host, s, 'gg', '--moe-grouped-gemm')}`
+      : nothing
+  }
+  ${moeSwitch(host, s, 'epov', '--overlap-moe-expert-parallel-comm')}
+  ${moeSwitch(host, s, 'seov', '--moe-shared-expert-overlap')}
+  ${moeText(host, s, 'imb', 'load imbalance (busiest EP rank / mean; what-if)')}`;
+}
+
 /**
  * The fieldset: the cluster-model select (scenarios, built-in configs as `hf:NAME`, the pasted one,
  * the page's layer), a text area to paste a config.json into and a file input (or drop a file on
@@ -146,12 +211,13 @@ export function renderClusterModelControls(host: ClusterModelHost, s: Settings):
     ${
       model?.moe && s.cmodel !== 'layer'
         ? html`<p class="hint">
-              EP and ETP of every row (--expert-model-parallel-size, --expert-tensor-parallel-size): the page's ep and
-              etp, the MoE block's on the ranks too (one setting each); the advisor's apply sets them.
+              EP, ETP, the dispatcher and the capacity factor of every row: the page's ep, etp, dispatcher and capacity,
+              the MoE block's on the ranks too (one setting each); the advisor's apply sets EP and ETP and keeps the rest.
             </p>
             ${degree(host, s, 'ep', 'expert parallel EP')}
             ${degree(host, s, 'etp', 'expert tensor parallel ETP')}`
         : nothing
     }
+    ${model?.moe ? moeFlagControls(host, s, s.cmodel !== 'layer') : nothing}
   </fieldset>`;
 }

@@ -10,10 +10,12 @@ import {
   moePresetNames,
   moePresetOf,
   moePresets,
+  pageRanksDispatch,
   withMoePreset,
   type MoePresetName,
 } from '../settings/moe-settings.ts';
-import { pageDispatchers, scoreFunctions, settingsTable, type Settings } from '../settings/state.ts';
+import { scoreFunctions, settingsTable, type Settings } from '../settings/state.ts';
+import { tokenDispatchers } from '../../megatron/moe.ts';
 
 /** What the fieldset needs of its panel: emit a change, parse an input (undefined: refused, message shown), and a control's messages and state. */
 export interface MoeControlsHost {
@@ -134,7 +136,12 @@ export function renderMoeControls(host: MoeControlsHost, s: Settings): TemplateR
                   'dispatcher',
                 )}
             >
-              ${pageDispatchers.map((d) => html`<option value=${d} ?selected=${d === s.dispatcher}>${d}</option>`)}
+              ${tokenDispatchers.map(
+                (d) =>
+                  html`<option value=${d} ?selected=${d === s.dispatcher}>
+                    ${d}${pageRanksDispatch(d) ? '' : ' (cluster only)'}
+                  </option>`,
+              )}
             </select></label
           >
           ${host.errorsFor('dispatcher')}

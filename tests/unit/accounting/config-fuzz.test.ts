@@ -172,6 +172,15 @@ describe('URL hash fuzz', () => {
       etp: ['1', '2', '4', '7', '64', '1e9'],
       gpus: ['8', '16', '24', '256', '8192', '8193'],
       pp: ['1', '2', '3', '8'],
+      vpp: ['1', '2'],
+      // The cluster's MoE flags (cluster-model.ts clusterMoeFlags): legal values, Megatron's refusals, hostile text.
+      dispatcher: ['alltoall', 'allgather', 'flex', 'deepep'],
+      capacity: ['off', '1', '1.25', '0', 'x'],
+      gg: ['0', '1', 'maybe'],
+      epov: ['0', '1'],
+      seov: ['0', '1'],
+      imb: ['1', '1.5', '64', '0.5', '65', 'NaN'],
+      recompute: ['none', 'full'],
     } as const;
     for (let i = 0; i < 300; i++) {
       const hash =
@@ -195,7 +204,15 @@ describe('URL hash fuzz', () => {
         // hf:pasted with nothing kept, Qwen3-30B-A3B: said at cmodel.
         expect(issues.some((x) => x.field === 'cmodel' && x.message === (e as Error).message)).toBe(true);
       }
-      if (model?.moe) expect([model.moe.ep, model.moe.etp]).toEqual([settings.ep, settings.etp]);
+      if (model?.moe) {
+        expect([model.moe.ep, model.moe.etp]).toEqual([settings.ep, settings.etp]);
+        expect([model.moe.overlapEpComm, model.moe.sharedExpertOverlap, model.moe.imbalance]).toEqual([
+          settings.epov,
+          settings.seov,
+          settings.imb,
+        ]);
+        expect(model.moe.imbalance).toBeGreaterThanOrEqual(1);
+      }
       if (model) expect(model.layers).toBeLessThanOrEqual(hfCaps.layers);
     }
   });

@@ -2,7 +2,16 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { publicHfConfig, publicHfConfigs } from '../../../../src/megatron/hf-configs.ts';
 import { hfJobDefaults } from '../../../../src/megatron/hf-config.ts';
 import { clusterModelChoices, hfPasted, parseClusterModel } from '../../../../src/ui/settings/cluster-model-choice.ts';
-import { clusterModelIssues, clusterModelOf, hfCaps } from '../../../../src/ui/settings/cluster-model.ts';
+import {
+  clusterModelIssues,
+  clusterModelOf,
+  clusterModelSetup,
+  clusterMoeWords,
+  hfCaps,
+} from '../../../../src/ui/settings/cluster-model.ts';
+import { moeIssues, moeLayoutOf } from '../../../../src/ui/settings/moe-settings.ts';
+import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
+import { systems } from '../../../../src/hardware/systems.ts';
 import {
   forgetPastedConfig,
   keepPastedConfig,
@@ -11,6 +20,7 @@ import {
 } from '../../../../src/ui/settings/pasted-hf-config.ts';
 import {
   defaultSettings,
+  hasControl,
   hashFromSettings,
   settingsFromHash,
   type Settings,
@@ -21,6 +31,8 @@ import type { ParallelLayout } from '../../../../src/megatron/parallel-layout.ts
 
 const mixtralText = JSON.stringify(publicHfConfig('mixtral-8x7b-v0.1')!.config);
 const page = (over: Partial<Settings>): Settings => ({ ...defaultSettings, ...over });
+/** The page's default dispatcher (its MoE block's and the cluster's one setting), the CLI's flag for it. */
+const pageDispatch = ['--moe-token-dispatcher-type', defaultSettings.dispatcher];
 
 afterEach(() => forgetPastedConfig());
 
@@ -69,7 +81,7 @@ describe('the model a config.json gives the cluster panel and the advisor', () =
 
   test('DeepSeek-V3: the same MoE and MLA setup as npm run project -- --hf-config deepseek-v3 (the one reader)', () => {
     const m = clusterModelOf(page({ cmodel: 'hf:deepseek-v3', ep: 8, etp: 1 }));
-    const cli = parseProjectArgs(['--hf-config', 'deepseek-v3', '--ep', '8', '--etp', '1']).setup;
+    const cli = parseProjectArgs(['--hf-config', 'deepseek-v3', '--ep', '8', '--etp', '1', ...pageDispatch]).setup;
     expect(m.moe).toEqual(cli.moe);
     expect(m.mla).toEqual(cli.mla);
     expect(m.layers).toBe(cli.layers);
@@ -80,7 +92,7 @@ describe('the model a config.json gives the cluster panel and the advisor', () =
 
   test('Qwen3-30B-A3B: head_dim 128 ≠ h/heads = 64 is priced as --kv-channels 128, the same sizes as the CLI’s', () => {
     const m = clusterModelOf(page({ cmodel: 'hf:qwen3-30b-a3b', ep: 8, etp: 1 }));
-    const cli = parseProjectArgs(['--hf-config', 'qwen3-30b-a3b', '--ep', '8', '--etp', '1']).setup;
+    const cli = parseProjectArgs(['--hf-config', 'qwen3-30b-a3b', '--ep', '8', '--etp', '1', ...pageDispatch]).setup;
     expect(m.sizes).toEqual({
       s: 4096,
       b: 1,
@@ -202,5 +214,127 @@ describe("the cluster's EP and ETP: the page's ep and etp", () => {
     const { ep: _ep, ...dense } = row;
     const d = applyAdvisorRow(page({ ep: 2, etp: 2 }), dense).settings;
     expect([d.ep, d.etp]).toEqual([2, 2]);
+  });
+});
+
+describe("the cluster's MoE flags: dispatcher, capacity, grouped GEMM, the overlaps and the imbalance what-if", () => {
+  const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+  /** One H100 node, t 1, EP 8 (a layout every flag below is legal on): the step the cluster panel's t = 1 row prices. */
+  const step = (s: Settings) =>
+    projectStep(
+      { ...clusterModelSetup(clusterModelOf(s)), tp: 1, sp: false, gpus: 8, globalBatch: 8, overlap: true },
+      h100,
+    );
+  const mixtral = page({ cmodel: 'hf:mixtral-8x7b-v0.1', ep: 8, etp: 1 });
+
+  test('each round-trips through the hash with a short key; the defaults are the CLI’s and leave the link', () => {
+    const { settings, messages } = settingsFromHash('#dispatcher=flex&capacity=1.25&gg=1&epov=1&seov=1&imb=1.5');
+    expect(messages).toEqual([]);
+    expect(settings).toMatchObject({ dispatcher: 'flex', capacity: 1.25, gg: true, epov: true, seov: true, imb: 1.5 });
+    expect(settingsFromHash(hashFromSettings(settings)).settings).toEqual(settings);
+    // --moe-grouped-gemm, both overlaps off and uniform routing: moeDefaults, as npm run project has them.
+    const cli = parseProjectArgs(['--hf-config', 'mixtral-8x7b-v0.1']).setup.moe!;
+    expect([defaultSettings.gg, defaultSettings.epov, defaultSettings.seov, defaultSettings.imb]).toEqual([
+      cli.groupedGemm,
+      cli.overlapEpComm,
+      cli.sharedExpertOverlap,
+      cli.imbalance,
+    ]);
+    expect(hashFromSettings(defaultSettings)).not.toMatch(/[#&](gg|epov|seov|imb)=/);
+    for (const k of ['gg', 'epov', 'seov', 'imb'] as const) expect(hasControl(k)).toBe(true);
+    expect(settingsFromHash('#imb=0.5').messages[0]!.message).toMatch(
+      /^imb must be a number from 1 \(uniform routing\) to 64/,
+    );
+  });
+
+  test('a config’s experts carry all of them, the same setup as npm run project with the same flags', () => {
+    const s = { ...mixtral, dispatcher: 'alltoall' as const, capacity: 1.25, gg: true, epov: true, imb: 1.5 };
+    const cli = parseProjectArgs([
+      ...['--hf-config', 'mixtral-8x7b-v0.1', '--ep', '8', '--etp', '1', '--moe-token-dispatcher-type', 'alltoall'],
+      ...['--moe-expert-capacity-factor', '1.25', '--moe-grouped-gemm', '--overlap-moe-expert-parallel-comm'],
+      ...['--moe-imbalance', '1.5'],
+    ]).setup;
+    expect(clusterModelOf(s).moe).toEqual(cli.moe);
+    expect(clusterMoeWords(clusterModelOf(s).moe!)).toMatch(
+      /--moe-token-dispatcher-type alltoall .*--moe-expert-capacity-factor 1\.25 --moe-grouped-gemm --overlap-moe-expert-parallel-comm \(load imbalance 1\.5: the projection's what-if, no Megatron flag\)$/,
+    );
+    expect(clusterMoeWords(clusterModelOf(mixtral).moe!)).not.toMatch(/grouped|overlap|imbalance|capacity/);
+  });
+
+  test('each moves the projected step (t 1, EP 8 on one H100 node)', async () => {
+    const base = (await step(mixtral)).stepMs;
+    const moved = async (over: Partial<Settings>): Promise<number> => (await step({ ...mixtral, ...over })).stepMs;
+    expect(await moved({ dispatcher: 'allgather' })).not.toBe(base);
+    expect(await moved({ dispatcher: 'flex' })).not.toBe(base);
+    // One expert a rank at EP 8: a grouped GEMM over one expert is that expert's GEMM; at EP 2 it groups four.
+    expect(await moved({ gg: true })).toBe(base);
+    expect(await moved({ ep: 2, gg: true })).not.toBe(await moved({ ep: 2 }));
+    expect(await moved({ epov: true })).toBeLessThan(base);
+    const skewed = await moved({ imb: 2 });
+    expect(skewed).toBeGreaterThan(base);
+    // A capacity factor of 1 drops the busiest rank's tokens past 1× the mean: the imbalance's cost goes.
+    expect(await moved({ imb: 2, capacity: 1 })).toBeLessThan(skewed);
+    const ds = page({ cmodel: 'hf:deepseek-v3', ep: 8, etp: 1 });
+    const shared = (await step(ds)).stepMs;
+    expect((await step({ ...ds, seov: true })).stepMs).toBeLessThan(shared);
+  });
+
+  test("Megatron's rules on them sit at their control with the values that pass, and the projection throws the same", async () => {
+    const ag = { ...mixtral, dispatcher: 'allgather' as const, epov: true };
+    const [ov] = clusterModelIssues(ag);
+    expect(ov).toMatchObject({ field: 'epov' });
+    expect(ov!.message).toMatch(
+      /supported with alltoall\/flex token dispatcher\. \(megatron\/core\/transformer\/transformer_config\.py:2683-2686\) Legal here: EP overlap off, or alltoall\/flex with EP > 1/,
+    );
+    await expect(step(ag)).rejects.toThrow('overlap_moe_expert_parallel_comm is supported with alltoall/flex');
+    // Changing the dispatcher puts the same rule under the dispatcher.
+    expect(clusterModelIssues(ag, 'dispatcher')[0]!.field).toBe('dispatcher');
+    expect(clusterModelIssues({ ...mixtral, seov: true })[0]!.message).toMatch(
+      /needs shared experts .*Legal here: shared-expert overlap off \(this model has no shared experts\)\./,
+    );
+    expect(clusterModelIssues({ ...mixtral, ep: 1, dispatcher: 'flex' })[0]).toMatchObject({
+      field: 'dispatcher',
+      message: expect.stringMatching(
+        /DeepEP dispatcher requires TPxEP > 1\..*Legal here: alltoall or allgather, or flex at ETP·EP > 1\./,
+      ),
+    });
+    expect(clusterModelIssues({ ...mixtral, epov: true, recompute: 'full' })[0]!.message).toMatch(
+      /disable full recomputation/,
+    );
+    expect(clusterModelIssues({ ...mixtral, dispatcher: 'flex', epov: true, gg: true, imb: 3 })).toEqual([]);
+    // The page layer's own block: only the cluster's own flags' rules here (its others are moeIssues').
+    const layer = page({ cmodel: 'layer', experts: 8, ep: 3 });
+    expect(clusterModelIssues(layer)).toEqual([]);
+    expect(clusterModelIssues({ ...layer, ep: 2, epov: true, dispatcher: 'allgather' })[0]!.field).toBe('epov');
+  });
+
+  test("flex is the projection's only: the page's MoE block refuses it at the dispatcher with the two the ranks run", () => {
+    const block = page({ experts: 8, ep: 2, tp: 1 });
+    expect(moeIssues(block).issues).toEqual([]);
+    const [issue] = moeIssues({ ...block, dispatcher: 'flex' }).issues;
+    expect(issue).toMatchObject({ field: 'dispatcher' });
+    expect(issue!.message).toMatch(/priced by the cluster panel only.*Legal here: alltoall, allgather/);
+    expect(moeLayoutOf({ ...block, dispatcher: 'flex' }).dispatcher).toBe('alltoall');
+  });
+
+  test('applying an advisor row keeps them', () => {
+    const s = { ...mixtral, dispatcher: 'flex' as const, capacity: 1.5, gg: true, epov: true, seov: false, imb: 1.25 };
+    const row: ParallelLayout = {
+      tp: 1,
+      pp: 1,
+      vpp: 1,
+      cp: 1,
+      microBatch: 1,
+      sp: false,
+      recompute: 'none',
+      distributedOptimizer: true,
+      overlapGradReduce: true,
+      overlapParamGather: false,
+      tpCommOverlap: false,
+      ep: 4,
+      etp: 1,
+    };
+    const { settings } = applyAdvisorRow(s, row);
+    expect(settings).toMatchObject({ dispatcher: 'flex', capacity: 1.5, gg: true, epov: true, imb: 1.25, ep: 4 });
   });
 });

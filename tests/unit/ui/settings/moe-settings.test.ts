@@ -247,7 +247,7 @@ describe('hostile MoE hashes', () => {
     ['topk=0', 'topk', /^topk must be a whole number ≥ 1, got "0"/],
     ['ep=1e3', 'ep', /^ep must be a whole number ≥ 1, got "1e3"/],
     ['etp=65', 'etp', /^etp = 65 is more than 64/],
-    ['dispatcher=flex', 'dispatcher', /^dispatcher must be one of alltoall, allgather, got "flex"/],
+    ['dispatcher=deepep', 'dispatcher', /^dispatcher must be one of alltoall, allgather, flex, got "deepep"/],
     ['score=__proto__', 'score', /^score must be one of softmax, sigmoid, got "__proto__"/],
     ['aux=Infinity', 'aux', /^aux must be a number from 0 \(no aux loss\) to 1, got "Infinity"/],
     ['skew=NaN', 'skew', /^skew must be a number from 0 \(no skew\) to 20, got "NaN"/],
