@@ -13,8 +13,9 @@ let page: Page;
 /**
  * Mixtral 8x7B's widths (h 4096, 32 heads, 8 KV groups, experts of FFN 14336, 8 experts top-2) over 8 layers
  * instead of 32, so the advisor's 516,096 candidates on 8 GPUs take seconds; one field the reader does not know.
- * On 8 H100s the fastest layout is EP 2, ETP 1, t 1 (npm run project -- --hf-config FILE --system dgx-h100
- * --gpus 8 --search: 1.16 s, 61.0% MFU).
+ * On 8 H100s with the page's default alltoall dispatcher the fastest layout is EP 8, ETP 1, t 1 (npm run project --
+ * --hf-config FILE --system dgx-h100 --gpus 8 --search --moe-token-dispatcher-type alltoall: 1.16 s, 60.8% MFU;
+ * with the CLI's default allgather it is EP 2).
  */
 const config = JSON.stringify({
   architectures: ['MixtralForCausalLM'],
@@ -100,6 +101,14 @@ describe('a config.json pasted on the page (built page)', () => {
     await expect.poll(moeOf, { timeout: runTimeout }).toBe('8:2:4:2');
     // EP 4 puts two experts a rank instead of eight: another step, priced through the same projection as the CLI.
     await expect.poll(() => tokensAt(8, true), { timeout: runTimeout }).not.toBe(ep1);
+    // The cluster's MoE flags: the page's dispatcher (alltoall) and the EP overlap, in the panel's words as Megatron's flags.
+    const words = () => cluster().locator('[data-cluster-moe]').textContent();
+    expect(await words()).toMatch(/--moe-token-dispatcher-type alltoall /);
+    await controls().locator('input[data-control="epov"]').check();
+    await expect.poll(hash).toContain('epov=1');
+    await expect.poll(words, { timeout: runTimeout }).toMatch(/--overlap-moe-expert-parallel-comm/);
+    await controls().locator('input[data-control="epov"]').uncheck();
+    await expect.poll(hash).not.toContain('epov=');
   });
 
   test("the advisor searches EP and ETP for it, and applying its fastest row sets the row's EP and ETP", async () => {
@@ -108,23 +117,23 @@ describe('a config.json pasted on the page (built page)', () => {
     await expect.poll(() => first.count(), { timeout: 180_000, interval: 250 }).toBe(1);
     // 387,072 layouts × 4/3: the advisor tries core_attn, core_attn moe_act and core_attn moe for an MoE model.
     expect(await advisor().locator('[data-advisor-summary]').textContent()).toMatch(/516,096 candidates/);
-    expect([await first.getAttribute('data-ep'), await first.getAttribute('data-etp')]).toEqual(['2', '1']);
+    expect([await first.getAttribute('data-ep'), await first.getAttribute('data-etp')]).toEqual(['8', '1']);
     // ETP equal to t is Megatron's default and not written (parallel-layout.ts layoutFlags).
     expect(await first.locator('td.flags').textContent()).toMatch(
-      /--tensor-model-parallel-size 1 .*--expert-model-parallel-size 2$/,
+      /--tensor-model-parallel-size 1 .*--expert-model-parallel-size 8$/,
     );
     expect(await first.locator('button[data-apply]').getAttribute('title')).toMatch(/, EP and ETP\.$/);
     await first.locator('button[data-apply]').click();
-    await expect.poll(hash).toContain('ep=2');
+    await expect.poll(hash).toContain('ep=8');
     expect(await hash()).not.toMatch(/[#&]etp=/);
-    await expect.poll(moeOf, { timeout: runTimeout }).toBe('8:2:2:1');
+    await expect.poll(moeOf, { timeout: runTimeout }).toBe('8:2:8:1');
     expect(await controls().locator('input[data-control="cluster-etp"]').inputValue()).toBe('1');
     await expect.poll(() => first.locator('button[data-apply]').textContent()).toMatch(/on the page/);
   });
 
   test('the pasted config stays in its tab: a reload keeps it, a new tab with the same link is told to paste it', async () => {
     await page.reload();
-    await expect.poll(moeOf, { timeout: runTimeout }).toBe('8:2:2:1');
+    await expect.poll(moeOf, { timeout: runTimeout }).toBe('8:2:8:1');
     const link = page.url();
     const other = await page.context().browser()!.newPage(); // a new context: another tab's sessionStorage
     try {
