@@ -88,6 +88,20 @@ const cases: readonly { hash: string; where: string; says: RegExp }[] = [
     where: 'ep',
     says: /\(256 experts, EP 3\).* Legal here: EP 1, 2, 4, 8, 16, 32, 64 at ETP 1\./,
   },
+  // The cluster's MoE flags (state.ts imbalanceMax, cluster-model.ts): hostile text refused at the control even with a
+  // dense cluster model; Megatron's rules at the overlap's control; flex refused for the page's own MoE block.
+  { hash: 'imb=1e9', where: 'imb', says: /^imb must be a number from 1 \(uniform routing\) to 64, got "1e9"/ },
+  { hash: 'epov=%3Cscript%3E', where: 'epov', says: /^epov must be on or off/ },
+  {
+    hash: 'cmodel=hf:mixtral-8x7b-v0.1&ep=8&dispatcher=allgather&epov=1',
+    where: 'epov',
+    says: /alltoall\/flex token dispatcher\. .*Legal here: EP overlap off, or alltoall\/flex with EP > 1/,
+  },
+  {
+    hash: 'experts=8&ep=2&tp=1&dispatcher=flex',
+    where: 'dispatcher',
+    says: /priced by the cluster panel only: the page's ranks run alltoall or allgather\. Legal here: alltoall, allgather/,
+  },
   // Keys without a control of their own: named in the link banner.
   {
     hash: 'placement=nowhere',

@@ -218,6 +218,11 @@ export function renderClusterModelControls(host: ClusterModelHost, s: Settings):
             ${degree(host, s, 'etp', 'expert tensor parallel ETP')}`
         : nothing
     }
-    ${model?.moe ? moeFlagControls(host, s, s.cmodel !== 'layer') : nothing}
+    ${
+      model?.moe
+        ? moeFlagControls(host, s, s.cmodel !== 'layer')
+        : // a link's bad value of a hidden row is still shown
+          (['gg', 'epov', 'seov', 'imb'] as const).map((f) => host.errorsFor(f))
+    }
   </fieldset>`;
 }
