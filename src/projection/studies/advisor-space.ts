@@ -52,6 +52,9 @@ export const defaultFsdpChoices: readonly FsdpChoice[] = [
   { impl: 'torch', reshardAfterForward: true },
 ];
 
+/** FSDP in a MoE model's search: Megatron-FSDP sharding parameters, gradients and optimizer states, experts over expert-DP. */
+export const moeFsdpChoices: readonly FsdpChoice[] = ['none', { impl: 'megatron', strategy: 'optim_grads_params' }];
+
 /** The dimensions of a search space, in enumeration order (the last varies fastest). */
 export const searchDimensions = [
   'tp',
@@ -82,8 +85,8 @@ const both = [false, true] as const;
  * v ∈ {1, 2, 4}, cp ∈ {1, 2, 4}, b ∈ {1, 2, 4, 8}, every recompute choice and every switch;
  * with MoE, EP in the powers of two that divide E (up to 64) and ETP ∈ {1, t} (Megatron's default
  * ETP is t; 1 keeps each expert whole, the layouts the Model Zoo runs) and, with selective recompute,
- * moeRecomputeChoices; a dense model also tries defaultFsdpChoices (the projection does not price
- * FSDP with MoE layers).
+ * moeRecomputeChoices; a dense model tries defaultFsdpChoices, a MoE model moeFsdpChoices (FSDP2 with
+ * EP > 1 is Megatron's refusal, arguments.py:1002-1003, so only Megatron-FSDP's full sharding beside none).
  */
 export function defaultSearchSpace(system: SystemSpec, layers: number, moe?: MoeSetup): SearchSpace {
   return {
@@ -103,7 +106,7 @@ export function defaultSearchSpace(system: SystemSpec, layers: number, moe?: Moe
       etp: [1, 't'],
       recomputeModules: moeRecomputeChoices(moe),
     }),
-    ...(!moe && { fsdp: defaultFsdpChoices }),
+    fsdp: moe ? moeFsdpChoices : defaultFsdpChoices,
   };
 }
 

@@ -56,8 +56,11 @@ describe('the advisor with MoE', () => {
     const space = defaultSearchSpace(systems['dgx-h100'], 4, model.moe);
     expect(space.ep).toEqual([1, 2, 4, 8]);
     expect(space.etp).toEqual([1, 't']);
+    // Megatron-FSDP's full sharding beside none; FSDP2 with EP > 1 is Megatron's refusal.
+    expect(space.fsdp).toEqual(['none', { impl: 'megatron', strategy: 'optim_grads_params' }]);
     const small: SearchSpace = {
       ...space,
+      fsdp: ['none'],
       tp: [1, 2],
       pp: [1],
       vpp: [1],
@@ -109,6 +112,7 @@ describe('the advisor with MoE', () => {
       recompute: ['none', 'selective', 'full'],
       ep: [8],
       etp: [1],
+      fsdp: ['none'],
     };
     const layouts = [...enumerateLayouts(small)];
     expect(layouts.length).toBe(spaceSize(small));
@@ -134,5 +138,29 @@ describe('the advisor with MoE', () => {
       ['core_attn'],
       ['core_attn', 'moe'],
     ]);
+  }, 30_000);
+  it('prices Megatron-FSDP rows of a MoE model beside the DDP ones (experts sharded over expert-DP)', async () => {
+    const space = defaultSearchSpace(systems['dgx-h100'], 4, model.moe);
+    // Megatron-FSDP's full sharding turns both DP overlaps on itself (advisor-space.ts), so both are on here.
+    const small: SearchSpace = {
+      ...space,
+      ...oneDense,
+      overlapGradReduce: [true],
+      overlapParamGather: [true],
+      recompute: ['none'],
+      ep: [8],
+      etp: [1],
+    };
+    const r = await advise(
+      { model, machine: { system: systems['dgx-h100'], dtype: 'bf16' }, gpus: 8, globalBatch: 8 },
+      small,
+      { k: 4 },
+    );
+    const fsdp = r.top.filter((x) => x.layout.fsdp !== undefined);
+    expect(fsdp.length).toBe(1);
+    expect(fsdp[0]!.layout.fsdp).toEqual({ impl: 'megatron', strategy: 'optim_grads_params' });
+    // Sharding parameters and gradients over the 8 ranks holds less than the distributed optimizer alone.
+    const ddp = r.top.find((x) => x.layout.fsdp === undefined)!;
+    expect(fsdp[0]!.memoryGiB).toBeLessThan(ddp.memoryGiB);
   }, 30_000);
 });
