@@ -118,6 +118,13 @@ describe('the cluster model and the advisor (built page)', () => {
     await expect.poll(() => rows.count()).toBe(10);
     // The GeLU MLP has one up-projection instead of gate and up: another step time.
     expect(await rows.first().locator('td:nth-child(5)').textContent()).not.toBe(llama);
+    // Whole-iteration graphs are written with the flag Megatron requires beside them (arguments.py:1195-1197).
+    await page.locator('tp-machine-controls [data-control="graphs"]').selectOption('full_iteration');
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain('graphs=full_iteration');
+    await advisor().locator('button[data-advisor-search]').click();
+    await expect
+      .poll(() => advisor().locator('[data-advisor-kernels]').textContent(), { timeout: runTimeout, interval: 250 })
+      .toMatch(/--cuda-graph-impl full_iteration --no-check-for-nan-in-loss-and-grad/);
     expect(open.pageErrors).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@ import * as Comlink from 'comlink';
 import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.ts';
+import { cudaGraphFlags } from '../../megatron/cuda-graph-rules.ts';
 import { layoutFlags } from '../../megatron/parallel-layout.ts';
 import { defaultKernelOptions, type KernelOptions } from '../../projection/layer/kernel-options.ts';
 import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/studies/advisor.ts';
@@ -259,9 +260,9 @@ const kernelsOf = (s: Settings): KernelOptions => ({
   ...(s.gscope.length > 0 && { cudaGraphModules: s.gscope }),
 });
 
-/** The switches in Megatron's spelling, for a caption. */
+/** The switches in Megatron's spelling, for a caption (the graphs with the flags they need, cuda-graph-rules.ts). */
 const kernelText = (k: KernelOptions): string =>
-  `--arch ${k.layerArch}, --attention-backend ${k.attentionBackend}, --fp8-format ${k.fp8}, --cuda-graph-impl ${k.cudaGraphImpl}`;
+  `--arch ${k.layerArch}, --attention-backend ${k.attentionBackend}, --fp8-format ${k.fp8}, ${k.cudaGraphImpl === 'none' ? '--cuda-graph-impl none' : cudaGraphFlags(k.cudaGraphImpl, k.cudaGraphModules).join(' ')}`;
 
 declare global {
   interface HTMLElementTagNameMap {
