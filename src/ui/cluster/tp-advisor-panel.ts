@@ -5,7 +5,8 @@ import { customElement, property, state } from 'lit/decorators.js';
 import { budgetDegrees, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { cudaGraphFlags } from '../../megatron/cuda-graph-rules.ts';
 import { layoutFlags } from '../../megatron/parallel-layout.ts';
-import { defaultKernelOptions, type KernelOptions } from '../../projection/layer/kernel-options.ts';
+import type { KernelOptions } from '../../projection/layer/kernel-options.ts';
+import { kernelOptionsOf } from '../settings/kernel-switches.ts';
 import { advisorRejectionText, type AdvisorRejection, type AdvisorRow } from '../../projection/studies/advisor.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { systemOf } from '../settings/system-files.ts';
@@ -70,7 +71,7 @@ export class TpAdvisorPanel extends LitElement {
     this.error = '';
     this.answer = undefined;
     this.searched = undefined;
-    const kernels = kernelsOf(s);
+    const kernels = kernelOptionsOf(s);
     let globalBatch: number;
     let system: SystemSpec;
     let model: ClusterModelSpec;
@@ -209,7 +210,7 @@ export class TpAdvisorPanel extends LitElement {
         The fastest layouts of ${clusterModelName(s.cmodel)} × ${clusterModelLayers(s)} layers on ${s.gpus} GPUs of the
         chosen system in ${s.dtype}: t, p, v, cp, micro-batch, SP, recompute, distributed optimizer and the overlaps,
         each checked against Megatron-LM's rules and the GPU's memory, ranked by projected step time (the same search
-        as <code>npm run project -- --search</code>), with the page's kernel switches: ${kernelText(kernelsOf(s))}.
+        as <code>npm run project -- --search</code>), with the page's kernel switches: ${kernelText(kernelOptionsOf(s))}.
         The search includes Megatron-FSDP (its ZeRO-3 and ZeRO-2 strategies) and FSDP2 for a dense model, EP and ETP
         (1 or t) for a mixture of experts. Apply sets every flag the row names (t, SP, p, v, cp, recompute, the
         distributed optimizer, the overlaps, FSDP, EP and ETP; the micro-batch when the cluster model is this page's
@@ -248,17 +249,6 @@ const sizesWithoutB = (m: ClusterModelSpec): Omit<ClusterModelSpec['sizes'], 'b'
 };
 
 /** The page's kernel switches as the projection takes them (--tp-comm-overlap: the advisor's, per candidate). */
-const kernelsOf = (s: Settings): KernelOptions => ({
-  ...defaultKernelOptions,
-  layerArch: s.layerArch,
-  attentionBackend: s.attn,
-  fp8: s.fp8,
-  ...(s.fp8 !== 'none' && { fp8Recipe: s.fp8recipe }),
-  ...(s.fp4 !== 'none' && { fp4: s.fp4 }),
-  cudaGraphImpl: s.graphs,
-  ...(s.ce !== 'plan' && { crossEntropy: s.ce }),
-  ...(s.gscope.length > 0 && { cudaGraphModules: s.gscope }),
-});
 
 /** The switches in Megatron's spelling, for a caption (the graphs with the flags they need, cuda-graph-rules.ts). */
 const kernelText = (k: KernelOptions): string =>

@@ -13,7 +13,6 @@ import {
   type AttentionBackend,
   type CudaGraphImpl,
   type Fp8Format,
-  type KernelOptions,
   type CrossEntropyKernels,
 } from '../../projection/layer/kernel-options.ts';
 import type { LayerArch } from '../../megatron/layer-arch.ts';
@@ -30,6 +29,7 @@ import { clusterModelSetup, clusterMoeWords, type ClusterModelSpec } from '../se
 import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import { clusterLaunchOf, type ClusterFlags } from '../settings/cluster-flags.ts';
+import { kernelOptionsOf } from '../settings/kernel-switches.ts';
 import { cudaGraphFlags, type CudaGraphModule } from '../../megatron/cuda-graph-rules.ts';
 import './tp-pipeline-view.ts';
 
@@ -165,17 +165,7 @@ export class TpClusterPanel extends LitElement {
         req.signal.throwIfAborted();
         if (modelError) throw new Error(modelError);
         const system = systemOf(this.system);
-        const kernels: KernelOptions = {
-          ...defaultKernelOptions,
-          layerArch: this.layerArch,
-          attentionBackend: this.attn,
-          fp8: this.fp8,
-          ...(this.fp8 !== 'none' && { fp8Recipe: this.fp8recipe }),
-          ...(this.fp4 !== 'none' && { fp4: this.fp4 }),
-          cudaGraphImpl: this.graphs,
-          ...(this.ce !== 'plan' && { crossEntropy: this.ce }),
-          ...(this.gscope.length > 0 && { cudaGraphModules: this.gscope }),
-        };
+        const kernels = kernelOptionsOf(this);
         const machine = { system, dtype: this.dtype, kernels };
         const sizes = modelSizesOf(c);
         const pcp = this.pp * (this.flags.cp ?? 1);

@@ -8,12 +8,11 @@ import type { ControlField } from '../settings/field-issues.ts';
 import { checkPastedLength, keepPastedConfig, pastedConfigText } from '../settings/pasted-hf-config.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
 import { tokenDispatchers } from '../../megatron/moe.ts';
+import { settingSwitch, type SettingsHost } from './setting-switch.ts';
 
 /** What the fieldset needs of its panel: emit a change, keep a refusal under a control, and a control's messages. */
-export interface ClusterModelHost {
-  emit(settings: Settings, field: ControlField): void;
+export interface ClusterModelHost extends SettingsHost {
   refuse(field: ControlField, message: string): void;
-  errorsFor(field: ControlField): TemplateResult | typeof nothing;
 }
 
 /** Unknown fields named in full before the rest are counted. */
@@ -83,20 +82,6 @@ function degree(host: ClusterModelHost, s: Settings, field: 'ep' | 'etp', label:
     ${host.errorsFor(field)}`;
 }
 
-/** A MoE switch of the cluster (a boolean setting), labelled with its Megatron flag. */
-function moeSwitch(host: ClusterModelHost, s: Settings, field: 'gg' | 'epov' | 'seov', flag: string): TemplateResult {
-  return html`<label class="check"
-      ><input
-        type="checkbox"
-        data-control=${field}
-        .checked=${s[field]}
-        @change=${(e: Event) => host.emit({ ...s, [field]: (e.target as HTMLInputElement).checked }, field)}
-      />
-      ${flag}</label
-    >
-    ${host.errorsFor(field)}`;
-}
-
 /** A MoE text row of the cluster (capacity, imb), parsed by its settings row; a refusal stays under it. */
 function moeText(host: ClusterModelHost, s: Settings, field: 'capacity' | 'imb', label: string): TemplateResult {
   const row = settingsTable[field];
@@ -139,11 +124,11 @@ function moeFlagControls(host: ClusterModelHost, s: Settings, config: boolean): 
             </select></label
           >
           ${host.errorsFor('dispatcher')} ${moeText(host, s, 'capacity', 'capacity factor (off = dropless)')}
-          ${moeSwitch(host, s, 'gg', '--moe-grouped-gemm')}`
+          ${settingSwitch(host, s, 'gg', '--moe-grouped-gemm')}`
       : nothing
   }
-  ${moeSwitch(host, s, 'epov', '--overlap-moe-expert-parallel-comm')}
-  ${moeSwitch(host, s, 'seov', '--moe-shared-expert-overlap')}
+  ${settingSwitch(host, s, 'epov', '--overlap-moe-expert-parallel-comm')}
+  ${settingSwitch(host, s, 'seov', '--moe-shared-expert-overlap')}
   ${moeText(host, s, 'imb', 'load imbalance (busiest EP rank / mean; what-if)')}`;
 }
 

@@ -21,6 +21,7 @@ import { controlStyles, panelStyles } from '../shared/page-style.ts';
 import { fieldErrors } from './field-errors.ts';
 import { clusterModelOf } from '../settings/cluster-model.ts';
 import { renderClusterModelControls, type ClusterModelHost } from './cluster-model-controls.ts';
+import { settingSwitch } from './setting-switch.ts';
 import { machineModes, settingsTable, type SettingField, type Settings } from '../settings/state.ts';
 import { recomputeChoices } from '../../megatron/parallel-layout.ts';
 import { fsdpSettingWords } from '../settings/fsdp-setting.ts';
@@ -161,20 +162,6 @@ export class TpMachineControls extends LitElement {
       ${this.errorsFor(field)}`;
   }
 
-  /** An on/off flag of the cluster panel. */
-  private flag(s: Settings, field: 'ogr' | 'opg' | 'fp8pg', label: string): TemplateResult {
-    return html`<label class="check"
-        ><input
-          type="checkbox"
-          data-control=${field}
-          .checked=${s[field]}
-          @change=${(e: Event) => this.emit({ ...s, [field]: (e.target as HTMLInputElement).checked }, field)}
-        />
-        ${label}</label
-      >
-      ${this.errorsFor(field)}`;
-  }
-
   /**
    * The cluster panel's data-parallel and memory flags (cluster-flags.ts): every flag the advisor
    * searches has one here or in the mesh controls (p, v, the distributed optimizer).
@@ -195,9 +182,9 @@ export class TpMachineControls extends LitElement {
               ${this.errorsFor('rmodules')}`
           : nothing
       }
-      ${this.flag(s, 'ogr', '--overlap-grad-reduce')} ${this.flag(s, 'opg', '--overlap-param-gather')}
+      ${settingSwitch(this.clusterModelHost, s, 'ogr', '--overlap-grad-reduce')} ${settingSwitch(this.clusterModelHost, s, 'opg', '--overlap-param-gather')}
       ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}
-      ${this.flag(s, 'fp8pg', s.fp4 !== 'none' ? '--fp4-param-gather' : '--fp8-param-gather')}
+      ${settingSwitch(this.clusterModelHost, s, 'fp8pg', s.fp4 !== 'none' ? '--fp4-param-gather' : '--fp8-param-gather')}
       ${this.typed(s, 'offload', '--offload-modules (fine-grained activation offloading)', 'off or core_attn,attn_proj')}
       ${this.typed(s, 'cpuoffload', '--optimizer-offload-fraction (--optimizer-cpu-offload)', 'off or 0.5')}`;
   }
