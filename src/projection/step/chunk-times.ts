@@ -1,5 +1,6 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
 import { cudaGraphRecomputeRefusals, cudaGraphScopeRefusals } from '../../megatron/cuda-graph-rules.ts';
+import { moeLayerPattern } from '../../megatron/moe.ts';
 import { pricedGraphScopes } from '../layer/cuda-graph-scope.ts';
 import { overlapLossMs, overlapSlowdown, p2pFootprint } from '../../hardware/overlap-cost.ts';
 import {
@@ -138,7 +139,7 @@ export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions
   const why = [
     ...cudaGraphScopeRefusals(kernels.cudaGraphImpl, scope, {
       moe: moe && {
-        allLayersMoe: Array.isArray(moe.layerFreq) ? !moe.layerFreq.includes(0) : moe.layerFreq === 1,
+        allLayersMoe: moeLayerPattern(moe.layerFreq, setup.layers).every(Boolean),
         dropAndPad: false,
         preprocessSyncs: moe.dispatcher === 'alltoall' && moe.capacityFactor !== undefined,
       },
