@@ -42,6 +42,10 @@ export async function dawnAdapterOrRerun(): Promise<{ gpu: GPU; note: string }> 
       VK_ICD_FILENAMES: process.env.VK_ICD_FILENAMES ?? chromiumVulkan.icd,
     };
     const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { env, stdio: 'inherit' });
+    if (r.status === null)
+      process.stderr.write(
+        `Dawn for Node: the run with SwiftShader's Vulkan driver ended on ${r.signal ?? r.error?.message}; exit status 1.\n`,
+      );
     process.exit(r.status ?? 1);
   }
   throw new Error(

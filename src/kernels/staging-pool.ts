@@ -36,8 +36,8 @@ export class StagingPool {
   private heldBytes = 0;
   private acquisitions = 0;
   private disposed = false;
-  /** Upload buffers being re-mapped after use; they join `idle` once mapped. */
-  private readonly remapping = new Set<GPUBuffer>();
+  /** Upload buffers being re-mapped after use, each with its settled map; they join `idle` once mapped. */
+  private readonly remapping = new Map<GPUBuffer, Promise<void>>();
   private readonly kinds = new WeakMap<GPUBuffer, Kind>();
   /** Per buffer held (lent, re-mapping or idle): the acquisition count when it was last taken. */
   private readonly taken = new Map<GPUBuffer, number>();
@@ -75,8 +75,7 @@ export class StagingPool {
       return this.keep(buffer, kind);
     }
     if (buffer.mapState === 'mapped') buffer.unmap();
-    this.remapping.add(buffer);
-    buffer.mapAsync(GPUMapMode.WRITE).then(
+    const settled = buffer.mapAsync(GPUMapMode.WRITE).then(
       () => {
         this.remapping.delete(buffer);
         if (this.disposed) this.destroy(buffer);
@@ -88,6 +87,7 @@ export class StagingPool {
         this.destroy(buffer);
       },
     );
+    this.remapping.set(buffer, settled);
   }
 
   /** Destroys idle buffers until at most `maxIdleBytes` stay (all of them by default). */
@@ -121,10 +121,15 @@ export class StagingPool {
     return bytes;
   }
 
-  /** Destroys every idle buffer; buffers still lent out are destroyed when released. */
-  dispose(): void {
+  /**
+   * Destroys every idle buffer; buffers still lent out are destroyed when released. Resolves once
+   * every re-map in flight has settled (and its buffer is destroyed): a device destroyed, or a
+   * thread ended, under a pending mapAsync aborts Dawn for Node ("Promise not resolved or rejected").
+   */
+  async dispose(): Promise<void> {
     this.disposed = true;
     this.trim(0);
+    await Promise.all(this.remapping.values());
   }
 
   private take(kind: Kind, bytes: number): GPUBuffer | undefined {
@@ -186,8 +191,12 @@ export function stagingPool(device: GPUDevice): StagingPool {
   return p;
 }
 
-/** Destroys `device`'s pooled staging buffers and forgets the pool (before the device is destroyed). */
-export function disposeStagingPool(device: GPUDevice): void {
-  pools.get(device)?.dispose();
+/**
+ * Destroys `device`'s pooled staging buffers and forgets the pool; resolves once its re-maps in
+ * flight have settled (await it before the device is destroyed).
+ */
+export async function disposeStagingPool(device: GPUDevice): Promise<void> {
+  const pool = pools.get(device);
   pools.delete(device);
+  await pool?.dispose();
 }

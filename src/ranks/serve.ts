@@ -172,7 +172,7 @@ export class RankWorker {
     this.ctx = undefined;
     this.own = undefined;
     if (!device) return 'no device';
-    disposeStagingPool(device);
+    await disposeStagingPool(device);
     device.destroy();
     return (await device.lost).reason;
   }
