@@ -28,6 +28,9 @@ export default mergeConfig(
             include: ['tests/unit/**/*.test.ts'],
             maxWorkers: availableParallelism(),
             sequence: { groupOrder: 0 },
+            // A hang guard, not a speed check: with a file on every core, a test taking 0.7 s alone
+            // (the Adam twin's) hit vitest's 5 s default under load; a real hang still fails at 60 s.
+            testTimeout: 60_000,
           },
         },
         {
