@@ -15,6 +15,8 @@ import {
 import { projectStep } from '../../src/projection/step/cluster-projection.ts';
 import { compareWithProjection } from '../../src/projection/studies/measured-vs-projected.ts';
 import { formatMs } from '../../src/core/format.ts';
+import { layerArchText } from '../../src/megatron/layer-arch.ts';
+import { commandMachine } from '../../src/projection/layer/command-machine.ts';
 
 /** Trace files of the arguments: files as given, directories as their *.json / *.json.gz files (the manifest left out), sorted. */
 export async function traceFilesOf(paths: readonly string[]): Promise<string[]> {
@@ -62,7 +64,7 @@ export async function jobComparisonReport(manifest: JobManifest, a: MeasuredAnal
     throw new TraceImportError(`${manifest.name}: ${(e as Error).message}`);
   }
   const { parsed, system } = job;
-  const projection = await projectStep(parsed.setup, { system, dtype: parsed.dtype });
+  const projection = await projectStep(parsed.setup, commandMachine(parsed, system));
   const step = a.steps[0]?.step;
   const c = compareWithProjection(a, step, projection);
   const ratio = (m: number, p: number): string => (p > 0 ? `${(m / p).toFixed(2)}×` : '—');
@@ -77,7 +79,7 @@ export async function jobComparisonReport(manifest: JobManifest, a: MeasuredAnal
   ];
   const head = ['', 'measured', 'projected', 'measured/projected'];
   return [
-    `job ${manifest.name} (${manifest.megatron.tag}): projected on ${system.label}, ${parsed.dtype}, t = ${parsed.setup.tp}${parsed.setup.sp ? ' with SP' : ''}, ${parsed.setup.layers} layers, ${manifest.nodes} × ${manifest.gpusPerNode} GPUs; measured ${step === undefined ? 'the whole trace' : `ProfilerStep#${step}`}`,
+    `job ${manifest.name} (${manifest.megatron.tag}): projected on ${system.label}, ${parsed.dtype}, ${layerArchText(parsed.flags.layerArch)}, t = ${parsed.setup.tp}${parsed.setup.sp ? ' with SP' : ''}, ${parsed.setup.layers} layers, ${manifest.nodes} × ${manifest.gpusPerNode} GPUs; measured ${step === undefined ? 'the whole trace' : `ProfilerStep#${step}`}`,
     ...alignedTable(head, rows),
   ];
 }

@@ -7,6 +7,7 @@ import { TraceImportError } from '../../src/kineto/kineto-read.ts';
 import type { MeasuredTrace } from '../../src/kineto/kineto-types.ts';
 import { manifestProjection, type JobManifest } from '../../src/megatron/job-manifest.ts';
 import { alignedTable } from '../cli/text-table.ts';
+import { commandKernelOptions } from '../../src/projection/layer/command-machine.ts';
 
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`;
 
@@ -22,13 +23,18 @@ export async function whatIfReport(
   try {
     const p = manifestProjection(manifest);
     system = p.system;
-    job = { label: `the job: ${layoutLabel(p.parsed.setup)}`, setup: p.parsed.setup, dtype: p.parsed.dtype };
+    job = {
+      label: `the job: ${layoutLabel(p.parsed.setup)}`,
+      setup: p.parsed.setup,
+      dtype: p.parsed.dtype,
+      kernels: commandKernelOptions(p.parsed.flags),
+    };
     const refusal = classSumRefusal(job);
     if (refusal) throw new Error(refusal);
     others = specs.map((spec) => {
       try {
         const setup = changedSetup(job.setup, parseLayoutChange(spec));
-        return { label: `${spec}: ${layoutLabel(setup)}`, setup, dtype: job.dtype };
+        return { label: `${spec}: ${layoutLabel(setup)}`, setup, dtype: job.dtype, kernels: job.kernels };
       } catch (e) {
         throw new Error(`--what-if ${spec}: ${(e as Error).message}`, { cause: e });
       }

@@ -11,3 +11,7 @@
 export const layerArchs = ['llama', 'gpt'] as const;
 /** A layer architecture (`layerArchs`). */
 export type LayerArch = (typeof layerArchs)[number];
+
+/** How a projection names the layer it priced, with the flag that chose it. */
+export const layerArchText = (arch: LayerArch): string =>
+  arch === 'gpt' ? 'the GPT layer (no --swiglu)' : 'the Llama layer (--swiglu)';

@@ -52,6 +52,10 @@ test('#view=trace: dropping two ranks (one gzipped) shows both ranks on the time
     expect(Number(await stepRow.getAttribute('data-measured-ms'))).toBeCloseTo(1.55, 9);
     expect(Number(await stepRow.getAttribute('data-projected-ms'))).toBeGreaterThan(0);
     expect(await page.locator('tp-trace-projection tr[data-collective="allReduce"]').count()).toBe(1);
+    // A command without --swiglu is Megatron's GPT layer, and is projected as that.
+    expect(await page.locator('tp-trace-projection p.note[data-job]').innerText()).toContain(
+      'the GPT layer (no --swiglu)',
+    );
     await page.locator('tp-trace-view select[data-step-select]').selectOption('2');
     await expect.poll(async () => Number(await stepRow.getAttribute('data-measured-ms'))).toBeCloseTo(0.55, 9);
     await page.screenshot({ path: 'test-results/trace-view-projection.png', fullPage: true });

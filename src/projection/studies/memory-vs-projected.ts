@@ -4,6 +4,7 @@ import type { LoadedSnapshot, MemoryHistory } from '../../kineto/memory-snapshot
 import { manifestProjection, type JobManifest } from '../../megatron/job-manifest.ts';
 import { memoryClasses, type MemoryClass, type StageMemory } from '../pipeline/memory-timeline.ts';
 import { projectStep, type StepProjection } from '../step/cluster-projection.ts';
+import { commandMachine } from '../layer/command-machine.ts';
 
 /** One line of the table: bytes predicted, measured, or both; a line the projection does not model says so. */
 export interface MemoryLine {
@@ -100,6 +101,6 @@ export async function jobMemoryVsProjected(snapshot: LoadedSnapshot, job: JobMan
     throw new Error(`${job.name}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   const { parsed, system } = described;
-  const projection = await projectStep(parsed.setup, { system, dtype: parsed.dtype });
+  const projection = await projectStep(parsed.setup, commandMachine(parsed, system));
   return memoryVsProjected(snapshot.history, projection, snapshot.rank, job.nodes * job.gpusPerNode);
 }

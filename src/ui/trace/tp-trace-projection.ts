@@ -13,6 +13,8 @@ import { ncclName } from '../shared/measured-format.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { formatMs } from '../../core/format.ts';
 import { calibratedSystemFile } from '../../calibrate/system-file.ts';
+import { layerArchText } from '../../megatron/layer-arch.ts';
+import { commandMachine } from '../../projection/layer/command-machine.ts';
 
 /** The system picker's value for a dropped calibrated system file. */
 const calibratedChoice = 'calibrated';
@@ -101,7 +103,7 @@ export class TpTraceProjection extends LitElement {
                   ? systemFor(this.deviceNames)
                   : this.system,
               );
-      this.result = { parsed, projection: await projectStep(parsed.setup, { system, dtype: parsed.dtype }) };
+      this.result = { parsed, projection: await projectStep(parsed.setup, commandMachine(parsed, system)) };
     } catch (e) {
       this.error = e instanceof Error ? e.message : String(e);
     } finally {
@@ -117,7 +119,7 @@ export class TpTraceProjection extends LitElement {
     const ratio = (m: number, q: number) => (q > 0 ? `${(m / q).toFixed(2)}×` : '—');
     return html`
       <p class="note" data-job=${this.job?.name ?? ''}>
-        ${this.job && this.command === this.job.command ? `Job ${this.job.name} from its ${jobManifestFile} (Megatron-LM ${this.job.megatron.tag}). ` : ''}Projected: ${p.machine.system.label}, ${p.machine.dtype}; t = ${p.setup.tp}${p.setup.sp ? ' with SP' : ''},
+        ${this.job && this.command === this.job.command ? `Job ${this.job.name} from its ${jobManifestFile} (Megatron-LM ${this.job.megatron.tag}). ` : ''}Projected: ${p.machine.system.label}, ${p.machine.dtype}, ${layerArchText(r.parsed.flags.layerArch)}; t = ${p.setup.tp}${p.setup.sp ? ' with SP' : ''},
         ${p.setup.layers} layers, DP = ${p.dp}, ${p.microBatches} micro-batch${p.microBatches > 1 ? 'es' : ''} per step.
         Measured: ${c.step === undefined ? 'the whole trace' : `ProfilerStep#${c.step}`}.
         ${r.parsed.defaulted.length ? `Defaults used: ${r.parsed.defaulted.join('; ')}.` : ''}

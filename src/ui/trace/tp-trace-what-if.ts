@@ -10,6 +10,7 @@ import type { MeasuredTrace } from '../../kineto/kineto-types.ts';
 import { jobManifestFile, manifestProjection, type JobManifest } from '../../megatron/job-manifest.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { commandKernelOptions } from '../../projection/layer/command-machine.ts';
 
 /** The degrees the selects offer (the job's own is added when it is not among them). */
 const degrees = [1, 2, 4, 8, 16, 32, 64] as const;
@@ -70,7 +71,12 @@ export class TpTraceWhatIf extends LitElement {
   private jobLayout(): { layout: Layout; system: SystemSpec } {
     const p = manifestProjection(this.job!);
     return {
-      layout: { label: 'the job', setup: p.parsed.setup, dtype: p.parsed.dtype },
+      layout: {
+        label: 'the job',
+        setup: p.parsed.setup,
+        dtype: p.parsed.dtype,
+        kernels: commandKernelOptions(p.parsed.flags),
+      },
       system: this.calibrated ?? p.system,
     };
   }
@@ -84,7 +90,7 @@ export class TpTraceWhatIf extends LitElement {
       const others: Layout[] = [];
       if (Object.keys(this.change).length) {
         const setup = changedSetup(layout.setup, this.change);
-        others.push({ label: 'the other layout', setup, dtype: layout.dtype });
+        others.push({ label: 'the other layout', setup, dtype: layout.dtype, kernels: layout.kernels });
       }
       this.result = await whatIfFromTrace(this.trace, layout, system, others);
     } catch (e) {
