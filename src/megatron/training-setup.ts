@@ -134,6 +134,15 @@ export const overlapsP2p = (s: TrainingSetup): boolean => s.overlapP2pComm ?? (s
 export const p2pOverlapRequired = (s: Pick<TrainingSetup, 'pp' | 'vpp'>): boolean =>
   (s.vpp ?? 1) > 1 && (s.pp ?? 1) <= 2;
 
+/**
+ * Megatron's refusal of --no-overlap-p2p-communication (`overlapP2pComm` false) where the
+ * interleaved schedule needs the overlap (p2pOverlapRequired), or undefined.
+ */
+export function noP2pOverlapRefusal(s: Pick<TrainingSetup, 'overlapP2pComm' | 'pp' | 'vpp'>): string | undefined {
+  if (s.overlapP2pComm !== false || !p2pOverlapRequired(s)) return undefined;
+  return `the interleaved schedule (v = ${s.vpp ?? 1}) with --no-overlap-p2p-communication needs p > 2: Megatron asserts it (arguments.py:972-975, "to avoid having multiple p2p sends and recvs between same 2 ranks per communication batch"); drop --no-overlap-p2p-communication or raise p.`;
+}
+
 /** The recomputation policy a setup asks for, or undefined for none. */
 export function recomputeOf(s: TrainingSetup): Recompute | undefined {
   if (s.recomputation) return s.recomputation;
@@ -176,10 +185,8 @@ export function setupConfig(s: TrainingSetup): LayerConfig {
     throw new Error(
       'p2p overlap (overlap_p2p_comm) needs the interleaved schedule (v > 1): Megatron turns it off without virtual stages.',
     );
-  if (s.overlapP2pComm === false && p2pOverlapRequired(s))
-    throw new Error(
-      `the interleaved schedule (v = ${vpp}) with --no-overlap-p2p-communication needs p > 2: Megatron asserts it (arguments.py:972-975, "to avoid having multiple p2p sends and recvs between same 2 ranks per communication batch"); drop --no-overlap-p2p-communication or raise p.`,
-    );
+  const p2p = noP2pOverlapRefusal(s);
+  if (p2p) throw new Error(p2p);
   const r = recomputeOf(s);
   if (r?.granularity === 'full') whole('--recompute-num-layers', r.layers, 1);
   if (r?.granularity === 'selective' && r.modules) {

@@ -54,6 +54,10 @@ describe('the machine choice and the cluster panel (built page)', () => {
     await machineControl('layers').dispatchEvent('change');
     await expect.poll(() => page.evaluate(() => location.hash)).toContain('layers=24');
     await expect.poll(() => panel().locator('[data-cluster-caption]').textContent()).toMatch(/× 24 layers/);
+    // --ddp-bucket-size: the number reaches the panel's command text as Megatron spells it.
+    await machineControl('bucket').fill('1000000');
+    await machineControl('bucket').dispatchEvent('change');
+    await expect.poll(() => panel().locator('[data-cluster-flags]').textContent()).toMatch(/--ddp-bucket-size 1000000/);
     await machineControl('dtype').selectOption('bf16');
     await expect
       .poll(() => page.locator('tp-machine-controls [data-error-for="dtype"]').textContent())

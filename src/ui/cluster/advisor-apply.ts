@@ -27,7 +27,7 @@ function chunksFor(s: Settings, tp: number): number | undefined {
  * recompute (selective: the row's --recompute-modules, as a MoE model's search tries them; absent,
  * Megatron's default module, core_attn, as the advisor prices it), the
  * distributed optimizer (`distopt`), the gradient and parameter overlaps, FSDP, the async dgrad
- * overlap (on: the advisor's layouts assume it, as Megatron runs it), `--tp-comm-overlap` as the
+ * overlap and the pipeline's p2p overlap (on: the advisor's layouts assume them, as Megatron runs them), `--tp-comm-overlap` as the
  * page's chunked TP overlap (`tpoverlap`: kept if on and legal, else t chunks, one per rank's shard;
  * off when the row has none), the micro-batch when the cluster model is the page's own layer, and
  * the row's DP and micro-batches as the mesh's d and m (DP = N/(t·p·cp) on the page's budget N,
@@ -72,6 +72,7 @@ export function applyAdvisorRow(s: Settings, l: ParallelLayout): AdvisorApply {
     opg: l.overlapParamGather,
     fsdp: l.fsdp ?? null,
     overlap: true,
+    p2pov: true,
     tpOverlapChunks,
     ...(s.cmodel === 'layer' && { b: l.microBatch }),
     // A dense row sets neither (ParallelLayout: absent on a dense model's layouts); ETP absent is t.
@@ -111,6 +112,7 @@ const appliedFields = [
   'opg',
   'fsdp',
   'overlap',
+  'p2pov',
   'tpOverlapChunks',
   'b',
   'dp',

@@ -1,6 +1,6 @@
 // The cluster panel's data-parallel and memory flags as the projection takes them, and Megatron's rules on them placed at their controls (pure, no DOM).
 import { cudaGraphRecomputeRefusals } from '../../megatron/cuda-graph-rules.ts';
-import { checkDataParallelFlags, type TrainingSetup } from '../../megatron/training-setup.ts';
+import { checkDataParallelFlags, noP2pOverlapRefusal, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
 import { activationOffloadRefusals, defaultActivationOffload } from '../../megatron/activation-offload.ts';
 import { offloadLaunchEnv } from '../../megatron/activation-offload-launch.ts';
@@ -26,6 +26,8 @@ export type ClusterFlags = Pick<
   | 'fp4ParamGather'
   | 'activationOffload'
   | 'optimizerCpuOffload'
+  | 'overlapP2pComm'
+  | 'bucketSize'
 >;
 
 /**
@@ -44,8 +46,11 @@ export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
   // fp8pg is the quantized parameter gather of the page's low-precision format: --fp4-param-gather under fp4.
   ...(s.fp8pg && (s.fp4 !== 'none' ? { fp4ParamGather: true } : { fp8ParamGather: true })),
   ...(s.offload.length > 0 && { activationOffload: { modules: s.offload, ...defaultActivationOffload } }),
-  // --optimizer-cpu-offload with --use-precision-aware-optimizer (arguments.py:1803-1807), the copies not overlapped (Megatron's default).
-  ...(s.cpuoffload !== null && { optimizerCpuOffload: { fraction: s.cpuoffload, overlapD2hH2d: false } }),
+  // --optimizer-cpu-offload with --use-precision-aware-optimizer (arguments.py:1803-1807), its copies overlapped with --overlap-cpu-optimizer-d2h-h2d.
+  ...(s.cpuoffload !== null && { optimizerCpuOffload: { fraction: s.cpuoffload, overlapD2hH2d: s.cpuov } }),
+  // Off only: on is Megatron's default (v > 1), which the projection applies itself.
+  ...(!s.p2pov && { overlapP2pComm: false }),
+  ...(s.bucket !== null && { bucketSize: s.bucket }),
 });
 
 /**
@@ -79,6 +84,9 @@ export function clusterLaunchOf(
     f.optimizerCpuOffload
       ? `--optimizer-cpu-offload --use-precision-aware-optimizer --optimizer-offload-fraction ${f.optimizerCpuOffload.fraction}`
       : '',
+    f.optimizerCpuOffload?.overlapD2hH2d ? '--overlap-cpu-optimizer-d2h-h2d' : '',
+    f.overlapP2pComm === false ? '--no-overlap-p2p-communication' : '',
+    f.bucketSize !== undefined ? `--ddp-bucket-size ${f.bucketSize}` : '',
   ].filter(Boolean);
   return { env: f.activationOffload ? offloadLaunchEnv : {}, flags };
 }
@@ -99,7 +107,13 @@ export function clusterIssues(s: Settings, changed?: ControlField): FieldIssue[]
     const message = e instanceof Error ? e.message : String(e);
     return placeIssues([{ field: s.fsdp ? 'fsdp' : 'opg', fields: dataParallelFields, message }], changed);
   }
-  return placeIssues(memoryLeverIssues(s), changed);
+  return placeIssues([...pipelineIssues(s), ...memoryLeverIssues(s)], changed);
+}
+
+/** Megatron's refusal of --no-overlap-p2p-communication with the interleaved schedule at p ≤ 2 (training-setup.ts noP2pOverlapRefusal), at p2pov. */
+function pipelineIssues(s: Settings): { field: ControlField; fields: readonly ControlField[]; message: string }[] {
+  const message = noP2pOverlapRefusal({ ...clusterFlagsOf(s), pp: s.pp, vpp: s.vpp });
+  return message ? [{ field: 'p2pov', fields: ['p2pov', 'pp', 'vpp'], message }] : [];
 }
 
 /**

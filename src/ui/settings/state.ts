@@ -179,6 +179,15 @@ export interface Settings extends ModelSizes {
   readonly offload: readonly OffloadModule[];
   /** --optimizer-cpu-offload's --optimizer-offload-fraction on the cluster panel (with --use-precision-aware-optimizer); null: off. */
   readonly cpuoffload: number | null;
+  /** --overlap-cpu-optimizer-d2h-h2d on the cluster panel: the offloaded optimizer's copies and CPU step overlapped chunk by chunk (needs `cpuoffload`). */
+  readonly cpuov: boolean;
+  /**
+   * Megatron's overlap_p2p_comm on the cluster panel; off is --no-overlap-p2p-communication. On is
+   * Megatron's default, which applies only with virtual stages (arguments.py:976-979 turns it off at v = 1).
+   */
+  readonly p2pov: boolean;
+  /** --ddp-bucket-size on the cluster panel, parameters per gradient bucket; null: Megatron's max(40M, 1M·DP·cp) (training.py:1552-1567). */
+  readonly bucket: number | null;
   /** --moe-grouped-gemm on the cluster panel: one grouped GEMM over a rank's experts (else one GEMM per expert). */
   readonly gg: boolean;
   /** --overlap-moe-expert-parallel-comm on the cluster panel: the EP all-to-alls under another micro-batch's compute. */
@@ -423,6 +432,19 @@ export function parseCpuOffload(text: string): number | null {
   return v;
 }
 
+/** --ddp-bucket-size as the hash writes it: 'default' or empty (Megatron's max(40M, 1M·DP·cp)), or whole parameters ≥ 1. */
+export function parseBucket(text: string): number | null {
+  const t = text.trim();
+  if (t === '' || t === 'default') return null;
+  try {
+    return parseWhole('bucket', t, 1);
+  } catch {
+    throw new Error(
+      `bucket must be the parameters per gradient bucket (--ddp-bucket-size), a whole number ≥ 1 such as 40000000, or default (empty: Megatron's max(40M, 1M·DP·cp)), got ${quoted(text)}.`,
+    );
+  }
+}
+
 /** The default preset: every number of the classroom layer fits on a slide. */
 const defaultPreset: PresetName = 'classroom';
 
@@ -638,6 +660,16 @@ export const settingsTable: SettingsTable = {
     key: 'cpuoffload',
     parse: parseCpuOffload,
     format: (f) => (f === null ? 'off' : String(f)),
+    fallback: null,
+    ...kernelRow,
+  },
+  cpuov: onOff('cpuov', false, kernelRow),
+  // Megatron's defaults: overlap_p2p_comm on (applied with v > 1), the bucket size resolved per layout.
+  p2pov: onOff('p2pov', true, kernelRow),
+  bucket: {
+    key: 'bucket',
+    parse: parseBucket,
+    format: (b) => (b === null ? 'default' : String(b)),
     fallback: null,
     ...kernelRow,
   },

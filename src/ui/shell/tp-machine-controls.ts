@@ -84,16 +84,24 @@ export class TpMachineControls extends LitElement {
     };
   }
 
-  private number(s: Settings, field: 'layers' | 'gpus' | 'cp', label: string): TemplateResult {
+  /** A whole number ≥ 1 read by its settings row; `placeholder` says what an empty input means (bucket: Megatron's default). */
+  private number<F extends 'layers' | 'gpus' | 'cp' | 'bucket'>(
+    s: Settings,
+    field: F,
+    label: string,
+    placeholder = '',
+  ): TemplateResult {
+    const row: SettingField<Settings[F]> = settingsTable[field];
     return html`<label
         >${label}
         <input
           type="number"
           min="1"
           step="1"
+          placeholder=${placeholder}
           data-control=${field}
-          .value=${String(s[field])}
-          @change=${this.onParsed(s, field, settingsTable[field].parse)}
+          .value=${String(s[field] ?? '')}
+          @change=${this.onParsed(s, field, row.parse)}
       /></label>
       ${this.errorsFor(field)}`;
   }
@@ -183,10 +191,21 @@ export class TpMachineControls extends LitElement {
           : nothing
       }
       ${settingSwitch(this.clusterModelHost, s, 'ogr', '--overlap-grad-reduce')} ${settingSwitch(this.clusterModelHost, s, 'opg', '--overlap-param-gather')}
+      ${this.number(s, 'bucket', '--ddp-bucket-size (parameters)', 'max(40M, 1M·DP·cp)')}
+      ${
+        s.bucket !== null && !s.ogr && s.fsdp === null
+          ? html`<p class="hint" data-note-for="bucket">
+              Without --overlap-grad-reduce Megatron reduces the gradients in one bucket and ignores the size
+              (training.py:1565-1566).
+            </p>`
+          : nothing
+      }
+      ${settingSwitch(this.clusterModelHost, s, 'p2pov', 'pipeline p2p overlap (with v > 1; off: --no-overlap-p2p-communication)')}
       ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}
       ${settingSwitch(this.clusterModelHost, s, 'fp8pg', s.fp4 !== 'none' ? '--fp4-param-gather' : '--fp8-param-gather')}
       ${this.typed(s, 'offload', '--offload-modules (fine-grained activation offloading)', 'off or core_attn,attn_proj')}
-      ${this.typed(s, 'cpuoffload', '--optimizer-offload-fraction (--optimizer-cpu-offload)', 'off or 0.5')}`;
+      ${this.typed(s, 'cpuoffload', '--optimizer-offload-fraction (--optimizer-cpu-offload)', 'off or 0.5')}
+      ${s.cpuoffload !== null ? settingSwitch(this.clusterModelHost, s, 'cpuov', '--overlap-cpu-optimizer-d2h-h2d') : nothing}`;
   }
 
   /** A text setting read by its settings-table parser, refused here with the parser's message. */

@@ -14,6 +14,8 @@ import { rng } from '../../../../src/reference/random.ts';
 import { defaultSystem, systems } from '../../../../src/hardware/systems.ts';
 import { defaultKernelOptions } from '../../../../src/projection/layer/kernel-options.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
+import { kernelOptionsOf } from '../../../../src/ui/settings/kernel-switches.ts';
+import { systemOf } from '../../../../src/ui/settings/system-files.ts';
 
 describe("the cluster panel's flags in the hash", () => {
   test('every key round-trips, and the default link states none of them', () => {
@@ -126,15 +128,31 @@ describe('cluster flag fuzzing', () => {
     opg: ['0', '1'],
     distopt: ['0', '1'],
     fsdp: [...fsdpSettingWords, 'zero3'],
-    pp: ['1', '2'],
+    pp: ['1', '2', '4'],
+    vpp: ['1', '2'],
+    p2pov: ['0', '1'],
+    bucket: ['default', '1000', '40000000', '0', '1.5'],
+    cpuoffload: ['off', '1', '0.5', '0', 'x'],
+    cpuov: ['0', '1'],
+    ce: ['plan', 'megatron', 'megatron-fused', 'te-fused', 'fused'],
+    graphs: ['none', 'local', 'transformer_engine', 'full_iteration'],
+    gscope: ['full', 'attn', 'mlp', 'attn,mlp', 'moe_router', 'nope'],
+    // The seeds' box has no host figures (cpuoffload is refused there); the H100 node prices it.
+    system: [defaultSystem, 'dgx-h100'],
   } as const;
-  const system = systems[defaultSystem];
-  const machine = { system, dtype: 'fp16' as const, kernels: defaultKernelOptions };
   const sizes = scenarioSizes('seeds-v100');
+  /** The flags' rules, as their messages start: the data-parallel flags, the p2p overlap, the CUDA graphs with recomputation, the capture scope. */
+  const flagRules = [
+    /overlap-param-gather|fsdp|FSDP/,
+    /--no-overlap-p2p-communication/,
+    /^full recompute is only supported/,
+    /cuda_graph_modules|--cuda-graph-modules/,
+  ];
 
   test('150 random hashes: never a throw from the hash; the page refuses exactly what the projection refuses for the flags', async () => {
     let projected = 0;
-    let agreed = 0;
+    let agreements = 0;
+    const agreed = new Set<RegExp>();
     for (let i = 0; i < 150; i++) {
       const hash =
         '#' +
@@ -150,30 +168,36 @@ describe('cluster flag fuzzing', () => {
         sizes,
         tp: 1,
         sp: false,
-        layers: 4,
+        // 8 layers: p·v ≤ 8 stages of whole layers.
+        layers: 8,
         gpus: 8,
         globalBatch: 8 * sizes.b,
         overlap: true,
         pp: s.pp,
+        vpp: s.vpp,
         ...clusterFlagsOf(s),
       };
+      const machine = { system: systemOf(s.system), dtype: 'fp16' as const, kernels: kernelOptionsOf(s) };
       const error = await projectStep(setup, machine).then(
         () => '',
         (e: unknown) => (e instanceof Error ? e.message : String(e)),
       );
-      // The projection checks the layer (s against 2·cp, the recompute modules) before the data-parallel flags.
-      const flagRule = /overlap-param-gather|fsdp|FSDP/;
+      // The projection checks the layer (s against 2·cp, the recompute modules) before the flags.
+      const rule = flagRules.find((r) => r.test(error));
       if (issues.length) {
         expect(error, hash).not.toBe('');
-        if (flagRule.test(error)) {
+        if (rule) {
           expect(error, hash).toBe(issues[0]!.message);
-          agreed++;
+          agreed.add(rule);
+          agreements++;
         }
-      } else if (error) expect(error, hash).not.toMatch(flagRule);
+      } else if (error) expect(error, hash).not.toMatch(rule ?? /^$/);
       else projected++;
     }
     expect(projected).toBeGreaterThan(20);
-    expect(agreed).toBeGreaterThan(10);
+    expect(agreements).toBeGreaterThan(10);
+    // Each kind of rule was met and placed as the projection throws it.
+    expect([...agreed]).toEqual(expect.arrayContaining(flagRules));
   }, 60_000);
 });
 
@@ -306,6 +330,84 @@ describe('--optimizer-cpu-offload on the page (cpuoffload)', () => {
     await expect(projectStep(setup({ ...tensorwise, cpuoffload: 1 }), { ...h100, kernels })).rejects.toThrow(
       /1808-1810/,
     );
+  });
+});
+
+describe('--overlap-cpu-optimizer-d2h-h2d, --no-overlap-p2p-communication and --ddp-bucket-size on the page', () => {
+  const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+  const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
+  const job = { sizes: llama, tp: 2, sp: true, layers: 8, gpus: 8, globalBatch: 8, overlap: true } as const;
+  const setup = (s: typeof defaultSettings) => ({ ...job, pp: s.pp, vpp: s.vpp, ...clusterFlagsOf(s) });
+
+  test('round-trip through the hash, reach the projection as its flags and the command text as Megatron spells them', () => {
+    const { settings, messages } = settingsFromHash('#cpuoffload=0.5&cpuov=1&p2pov=0&bucket=1000000&distopt=1');
+    expect(messages).toEqual([]);
+    expect(settings).toMatchObject({ cpuoffload: 0.5, cpuov: true, p2pov: false, bucket: 1_000_000 });
+    expect(settingsFromHash(hashFromSettings(settings)).settings).toEqual(settings);
+    const f = clusterFlagsOf(settings);
+    expect(f).toMatchObject({
+      optimizerCpuOffload: { fraction: 0.5, overlapD2hH2d: true },
+      overlapP2pComm: false,
+      bucketSize: 1_000_000,
+    });
+    expect(clusterLaunchOf(f).flags).toEqual(
+      expect.arrayContaining([
+        '--overlap-cpu-optimizer-d2h-h2d',
+        '--no-overlap-p2p-communication',
+        '--ddp-bucket-size 1000000',
+      ]),
+    );
+    // Megatron's defaults (copies in sequence, p2p overlap with v > 1, the resolved bucket) write nothing.
+    for (const key of ['cpuov', 'p2pov', 'bucket']) {
+      expect(hashFromSettings(defaultSettings)).not.toMatch(new RegExp(`[#&]${key}=`));
+      expect(hasControl(key)).toBe(true);
+    }
+    expect(clusterFlagsOf(defaultSettings)).not.toHaveProperty('overlapP2pComm');
+    expect(clusterFlagsOf(defaultSettings)).not.toHaveProperty('bucketSize');
+    // The overlap switch belongs to the offload: alone it sets nothing.
+    expect(clusterFlagsOf({ ...defaultSettings, cpuov: true })).not.toHaveProperty('optimizerCpuOffload');
+    expect(settingsFromHash('#bucket=').settings.bucket).toBeNull();
+  });
+
+  test('hostile values: each refused with what to write, keeping the default', () => {
+    for (const bad of ['0', '1.5', 'x', '-3', '9'.repeat(400)])
+      expect(settingsFromHash(`#bucket=${bad}`).messages[0]!.message).toMatch(
+        /^bucket must be the parameters per gradient bucket \(--ddp-bucket-size\), a whole number ≥ 1 .* Using bucket=default\.$/,
+      );
+    const { settings, messages } = settingsFromHash('#p2pov=maybe&cpuov=2');
+    expect(settings).toMatchObject({ p2pov: true, cpuov: false });
+    expect(messages.map((m) => m.key)).toEqual(['cpuov', 'p2pov']);
+    expect(messages[1]!.message).toMatch(/^p2pov .* Using p2pov=1\.$/);
+  });
+
+  test("each moves the cluster panel's step as its pricing says", async () => {
+    // The offloaded optimizer's D2H, CPU Adam and H2D: their max with the overlap, their sum without (optimizer-offload.ts).
+    const off = { ...defaultSettings, system: 'dgx-h100', distopt: true, cpuoffload: 1 };
+    const serial = await projectStep(setup(off), h100);
+    const overlapped = await projectStep(setup({ ...off, cpuov: true }), h100);
+    expect(overlapped.optimizerMs).toBeLessThan(serial.optimizerMs);
+    // A smaller bucket: more buckets of the DP gradient sync under --overlap-grad-reduce (DP 4 at p = 1).
+    const ogr = { ...defaultSettings, ogr: true };
+    const one = await projectStep(setup(ogr), h100);
+    const many = await projectStep(setup({ ...ogr, bucket: 1_000_000 }), h100);
+    expect(many.dpBuckets).toBeGreaterThan(one.dpBuckets);
+    // Interleaved at p = 4: the p2p sends block without the overlap, so the step grows.
+    const inter = { ...defaultSettings, pp: 4, vpp: 2 };
+    const on = await projectStep(setup(inter), h100);
+    const blocking = await projectStep(setup({ ...inter, p2pov: false }), h100);
+    expect(blocking.stepMs).toBeGreaterThan(on.stepMs);
+  });
+
+  test('--no-overlap-p2p-communication with v > 1 at p = 2 is refused at p2pov with the message the projection throws', async () => {
+    const s = { ...defaultSettings, pp: 2, vpp: 2, p2pov: false };
+    const [issue] = clusterIssues(s);
+    expect(issue).toMatchObject({ field: 'p2pov' });
+    expect(issue!.message).toMatch(/arguments\.py:972-975/);
+    expect(clusterIssues(s, 'vpp')[0]!.field).toBe('vpp');
+    await expect(projectStep(setup(s), h100)).rejects.toThrow(issue!.message);
+    // At p = 4, or at v = 1 (where Megatron turns the overlap off itself), nothing to refuse.
+    expect(clusterIssues({ ...s, pp: 4 })).toEqual([]);
+    expect(clusterIssues({ ...s, vpp: 1 })).toEqual([]);
   });
 });
 
