@@ -40,7 +40,9 @@ describe('npm run trace on a job bundle’s traces', () => {
     const step = c.rows.find((x) => x.what === 'step')!;
     // ProfilerStep#1 of the fixtures spans 950 µs (measured-analysis.test.ts).
     expect(step.measuredMs).toBeCloseTo(0.95, 9);
-    expect(r.stdout).toContain('job tp2-h100 (core_v0.19.0): projected on DGX H100: 8×H100 SXM, NVLink 4, bf16, the Llama layer (--swiglu)');
+    expect(r.stdout).toContain(
+      'job tp2-h100 (core_v0.19.0): projected on DGX H100: 8×H100 SXM, NVLink 4, bf16, the Llama layer (--swiglu)',
+    );
     expect(r.stdout).toMatch(
       new RegExp(`^step\\s+${formatMs(step.measuredMs)}\\s+${formatMs(step.projectedMs).replace('.', '\\.')}\\s`, 'm'),
     );
