@@ -107,6 +107,16 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
     const load = (await view.locator('table[data-moe="heatmap"] tr:last-child th').allTextContents())
       .slice(1, 9)
       .map(Number);
+    // The top card describes the block that ran, not the dense MLP: its four stages, and each rank's rows its experts' load.
+    const plan = page.locator('section.top tp-moe-plan');
+    expect(
+      await plan.locator('tr[data-stage]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-stage'))),
+    ).toEqual(['router', 'dispatch', 'experts', 'combine']);
+    expect(
+      await plan
+        .locator('[data-moe-plan="rows"] [data-rank]')
+        .evaluateAll((ss) => ss.map((x) => Number(x.getAttribute('data-rows')))),
+    ).toEqual([0, 1, 2, 3].map((j) => load[2 * j]! + load[2 * j + 1]!));
     await page.evaluate(() => (location.hash = location.hash.replace(/^#/, '#view=classroom&')));
     const moe = page.locator('tp-classroom-moe');
     await expect.poll(() => moe.locator('nav.outline button').count(), { timeout: 60_000 }).toBe(7);

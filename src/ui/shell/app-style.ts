@@ -117,6 +117,9 @@ export const appStyles = css`
   tp-oracle-badge {
     flex: 0 1 auto;
   }
+  tp-moe-plan {
+    flex: 1 1 100%;
+  }
   .totals strong {
     font-size: 18px;
   }

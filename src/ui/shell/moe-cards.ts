@@ -1,5 +1,6 @@
 // The page's MoE templates (of <tp-app>): the timeline of the layer with its MoE block, the timeline view's MoE card and the classroom view's steps, all from the one MoE run of the settings.
 import { html, type TemplateResult } from 'lit';
+import { formatMs } from '../../core/format.ts';
 import '../classroom/tp-classroom-moe.ts';
 import '../timeline/tp-moe-view.ts';
 import { moeRunArgsOf } from '../settings/moe-settings.ts';
@@ -8,6 +9,8 @@ import type { MoeRunState } from './moe-runs.ts';
 import { tracedTimeline, type TracedTimeline } from '../../schedule/traced-timeline.ts';
 import type { MoeRun } from '../../session/moe-run.ts';
 import '../timeline/tp-timeline.ts';
+import { moePlan } from './moe-plan-model.ts';
+import './tp-moe-plan.ts';
 
 /** The run shown for `s`: the state's run when it ran these settings' args, else none yet. */
 function shownRun(m: MoeRunState, s: Settings) {
@@ -78,4 +81,37 @@ export function renderMoeTimeline(m: MoeRunState, s: Settings): TemplateResult {
     .timeline=${timelineOf(r)}
     caption=${`Recorded on the ranks: ${what}, forward and backward. Each compute block (the attention passes, the expert GEMMs) is timed between two flushes of its GPU, each collective from its call to its return on the rank's transport; the gaps are the host's routing and the kernels not timed one by one. Zoom in for the all-to-alls' bytes per peer; hover for every peer's.`}
   ></tp-timeline>`;
+}
+
+/**
+ * The top card's totals with experts set: what the ranks recorded of the layer with its MoE block
+ * (its step, slowest rank and worst exposed communication, from the traced timeline the view draws),
+ * or where its run stands; `transport` the card's note on the ranks' transport.
+ */
+export function renderMoeTotals(m: MoeRunState, s: Settings, transport: TemplateResult): TemplateResult {
+  const mine = shownRun(m, s);
+  const l = moeRunArgsOf(s).layout;
+  const tl = mine?.state === 'done' && mine.run ? timelineOf(mine.run) : undefined;
+  const exposed = tl ? tl.totals.reduce((a, x) => Math.max(a, x.exposedMs), 0) : 0;
+  return html`<div class="totals" data-moe-totals=${mine?.state ?? m.state}>
+    <div>
+      t = <strong data-shown-tp>${l.tp}</strong>${l.tp > 1 && l.sp ? ' with SP' : ''} · MoE layer on the rank workers:
+      ${
+        tl
+          ? html`step <strong data-step-ms=${tl.stepMs}>${formatMs(tl.stepMs)}</strong> recorded (slowest: rank
+              ${tl.slowestRank}) · exposed communication, worst rank:
+              <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong>`
+          : mine?.state === 'refused' || mine?.state === 'failed'
+            ? `${mine.state === 'refused' ? 'cannot run' : 'failed'}: ${mine.error}`
+            : 'running…'
+      }
+    </div>
+    ${transport}
+  </div>`;
+}
+
+/** The top card's MoE block, stage by stage with its local shapes (moePlan), the run's rows once it ran. */
+export function renderMoePlan(m: MoeRunState, s: Settings): TemplateResult {
+  const mine = shownRun(m, s);
+  return html`<tp-moe-plan .plan=${moePlan(moeRunArgsOf(s), mine?.state === 'done' ? mine.run : undefined)}></tp-moe-plan>`;
 }

@@ -10,7 +10,7 @@ import { clusterModelOf, type ClusterModelSpec } from '../settings/cluster-model
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
 import { moeExportCaveats, moeOn, moeRanks, moeSetupOf } from '../settings/moe-settings.ts';
-import { renderMoeCard, renderMoeTimeline } from './moe-cards.ts';
+import { renderMoeCard, renderMoePlan, renderMoeTimeline, renderMoeTotals } from './moe-cards.ts';
 import type { MoeRunState } from './moe-runs.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
@@ -105,8 +105,33 @@ export function renderWorkerView(s: Settings, runner: PlaygroundRunner): Templat
       ></tp-gemm-view>`;
 }
 
+/** The top card's totals of the dense layer's run: t, the step and its slowest rank, the worst exposed communication, the straggler; `transport` the note on the ranks' transport. */
+function denseTotals(r: PlaygroundResult, transport: TemplateResult): TemplateResult {
+  const tl = r.timeline;
+  const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
+  const straggler = timelineStragglers(tl).verdict.straggler;
+  return html`<div class="totals">
+    <div>
+      t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step
+      <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst rank:
+      <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
+      >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}${
+        r.config.tp > 1 && tpOverlapChunks(r.config) > 1
+          ? `; the MLP's GEMMs in ${tpOverlapChunks(r.config)} chunks in ring order, under their collectives (tpoverlap)`
+          : ''
+      }${
+        straggler === null
+          ? nothing
+          : html` · straggler: <strong data-straggler=${straggler}>rank ${straggler}</strong> (the others wait
+              for it inside the collectives)`
+      }
+    </div>
+    ${transport}
+  </div>`;
+}
+
 /**
- * A run on screen: totals and the oracle badge (checking while the rank workers run), the view
+ * A run on screen: totals and the oracle badge (with experts set, the MoE run's totals and its block stage by stage) (checking while the rank workers run), the view
  * (timeline, classroom or GEMM efficiency; the latter two borrow the runner's pool), the cluster
  * panel, the shapes and the exports.
  */
@@ -120,35 +145,16 @@ export function renderRun(
   moe: MoeRunState,
 ): TemplateResult {
   const tl = r.timeline;
-  const exposed = tl.totals.reduce((m, x) => Math.max(m, x.exposedMs), 0);
-  const straggler = timelineStragglers(tl).verdict.straggler;
   const transport = r.transport ?? (run.gpu === 'ok' ? chooseTransport() : undefined);
+  const transportNote = html`<div class="note" data-source="transport">
+    ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : run.ranks === 'running' ? `; starting ${r.config.tp} rank worker${r.config.tp > 1 ? 's' : ''}…` : ''}.
+  </div>`;
   const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
   const cluster = clusterModelOrError(s);
   const sources = `Machine: ${run.shownMachine} · compute: ${r.computeSource}. Communication: ${r.commSource}.`;
   return html`
     <section class="card top ${stale ? 'stale' : ''}">
-      <div class="totals">
-        <div>
-          t = <strong data-shown-tp>${r.config.tp}</strong>${r.config.sp ? ' with SP' : ''} · step
-          <strong>${formatMs(tl.stepMs)}</strong> (slowest: rank ${tl.slowestRank}) · exposed communication, worst
-          rank:
-          <strong data-exposed-ms=${exposed}>${formatMs(exposed)}</strong
-          >${tl.overlap ? ' (dgrad all-reduce overlapped with wgrad)' : ''}${
-            r.config.tp > 1 && tpOverlapChunks(r.config) > 1
-              ? `; the MLP's GEMMs in ${tpOverlapChunks(r.config)} chunks in ring order, under their collectives (tpoverlap)`
-              : ''
-          }${
-            straggler === null
-              ? nothing
-              : html` · straggler: <strong data-straggler=${straggler}>rank ${straggler}</strong> (the others wait
-                  for it inside the collectives)`
-          }
-        </div>
-        <div class="note" data-source="transport">
-          ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : run.ranks === 'running' ? `; starting ${r.config.tp} rank worker${r.config.tp > 1 ? 's' : ''}…` : ''}.
-        </div>
-      </div>
+      ${moeOn(s) ? renderMoeTotals(moe, s, transportNote) : denseTotals(r, transportNote)}
       <tp-oracle-badge
         .oracle=${r.oracle}
         .cpuOracle=${r.cpuOracle}
@@ -157,6 +163,7 @@ export function renderRun(
         ?checking=${run.ranks === 'running'}
         reason=${oracleReason[run.ranks]}
       ></tp-oracle-badge>
+      ${moeOn(s) ? renderMoePlan(moe, s) : nothing}
     </section>
     <section class="card ${stale ? 'stale' : ''}" data-sources @timeline-zoom=${followZoom}>
       ${

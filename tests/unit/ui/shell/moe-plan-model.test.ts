@@ -1,0 +1,71 @@
+// The top card's MoE block with experts set: router, dispatch (the chosen dispatcher over EP and ETP), the
+// experts' grouped GEMMs with each rank's local shapes, the shared expert, combine — from the run's own
+// arguments (moeRunArgsOf), and the rows each rank's experts ran once the run is in.
+import { describe, expect, test } from 'vitest';
+import type { MoeRun } from '../../../../src/session/moe-run.ts';
+import { moeRunArgsOf, withMoePreset } from '../../../../src/ui/settings/moe-settings.ts';
+import { defaultSettings, type Settings } from '../../../../src/ui/settings/state.ts';
+import { moePlan, planTensorText, type MoePlan } from '../../../../src/ui/shell/moe-plan-model.ts';
+
+const classroom: Settings = withMoePreset(defaultSettings, 'classroom');
+const tensor = (p: MoePlan, stage: string, name: string) =>
+  p.stages.find((s) => s.stage === stage)!.tensors.find((x) => x.name === name)!;
+
+describe('moePlan', () => {
+  test('the classroom MoE (8 experts of 16, top-2, EP 4, t 1): four stages with the alltoall dispatcher and each rank’s local shapes', () => {
+    const p = moePlan(moeRunArgsOf(classroom));
+    expect(p.stages.map((s) => s.stage)).toEqual(['router', 'dispatch', 'experts', 'combine']);
+    expect(p.ranks).toBe(4);
+    expect(p.degrees).toEqual({ tp: 1, dp: 4, ep: 4, etp: 1, edp: 1 });
+    expect(p.stages[1]!.megatron).toMatch(/^MoEAlltoAllTokenDispatcher/);
+    expect(p.stages[1]!.words).toMatch(/all-to-all over the 4 EP ranks/);
+    expect(tensor(p, 'router', 'W_r').shape).toEqual([16, 8]);
+    expect(tensor(p, 'router', 'x').shape).toEqual([8, 16]); // s·b = 8 tokens on each rank at t 1
+    expect(tensor(p, 'dispatch', 'permuted').shape).toEqual([16, 16]); // dropless: T·k rows
+    expect(planTensorText(tensor(p, 'experts', 'fc1'))).toBe('[L, h, 2f′] = [2, 16, 32]');
+    expect(tensor(p, 'experts', 'fc2').shape).toEqual([2, 16, 16]);
+    expect(tensor(p, 'experts', 'fc1 out').shape).toBeNull(); // R: the routing's
+    expect(p.expertRows).toBeNull();
+  });
+
+  test('the allgather dispatcher at t 2 with SP, EP 2, ETP 2, a shared expert and a capacity factor', () => {
+    const s: Settings = {
+      ...classroom,
+      tp: 2,
+      sp: true,
+      ep: 2,
+      etp: 2,
+      dispatcher: 'allgather',
+      sharedFfn: 8,
+      capacity: 1,
+    };
+    const p = moePlan(moeRunArgsOf(s));
+    expect(p.stages.map((x) => x.stage)).toEqual(['router', 'dispatch', 'experts', 'shared', 'combine']);
+    expect(p.degrees).toEqual({ tp: 2, dp: 2, ep: 2, etp: 2, edp: 1 });
+    expect(p.stages[1]!.megatron).toMatch(/^MoEAllGatherTokenDispatcher/);
+    expect(p.stages[1]!.words).toMatch(/2 EP × 2 ETP ranks/);
+    expect(tensor(p, 'router', 'x').shape).toEqual([4, 16]); // s·b/t under SP
+    expect(tensor(p, 'dispatch', 'gathered').shape).toEqual([16, 16]); // G = T·EP·ETP
+    expect(tensor(p, 'experts', 'fc1').shape).toEqual([4, 16, 16]); // L = 8/2, 2f/ETP = 16
+    expect(tensor(p, 'experts', 'fc2').shape).toEqual([4, 8, 16]);
+    expect(tensor(p, 'shared', 'fc1').shape).toEqual([16, 8]); // [h, 2f_s/t]
+    expect(tensor(p, 'shared', 'rows').shape).toEqual([8, 16]); // gathered over TP: T·t
+    expect(p.stages[0]!.words).toMatch(/at most ⌈T·k\/E · 1⌉ = 1 picks per expert/);
+  });
+
+  test('with capacity the alltoall dispatch’s rows are the kept picks, not a fixed T·k', () => {
+    const p = moePlan(moeRunArgsOf({ ...classroom, capacity: 1 }));
+    expect(tensor(p, 'dispatch', 'permuted')).toMatchObject({ symbolic: '[≤ T·k, h]', shape: null });
+  });
+
+  test('once the run is in, each rank’s first expert and rows per local expert come from it', () => {
+    const run = {
+      ranks: [0, 1].map((rank) => ({ rank, firstExpert: 4 * rank, expertRows: [rank + 1, 2, 3, 4] })),
+    } as unknown as MoeRun; // only the ranks' rows are read
+    const p = moePlan(moeRunArgsOf({ ...classroom, ep: 2 }), run);
+    expect(p.expertRows).toEqual([
+      { rank: 0, experts: { firstExpert: 0, tokens: [1, 2, 3, 4] } },
+      { rank: 1, experts: { firstExpert: 4, tokens: [2, 2, 3, 4] } },
+    ]);
+  });
+});
