@@ -9,7 +9,7 @@ import {
   type MoeLayerOracleReport,
 } from '../parallel/moe-layer-oracle.ts';
 import { moeLayoutErrors, moeWorld, type MoeLayout } from '../parallel/moe-layout.ts';
-import { moeHolding } from '../parallel/moe-oracle.ts';
+import { moeHolding, type MoeProblem } from '../parallel/moe-oracle.ts';
 import { moeModelOracle, moeModelWant, type MoeModelOracleReport } from '../parallel/moe-model-oracle.ts';
 import { validateConfig } from '../parallel/validate.ts';
 import { moeConfigErrors, type MoeConfig } from '../reference/moe/config.ts';
@@ -49,6 +49,12 @@ export interface MoeLayerRun extends MoeRun {
   readonly named: readonly (readonly NamedCollective[])[];
   /** With a vocabulary: the mean cross entropy over every DP replica's tokens (the aux and z losses are `aux` and `z`). */
   readonly loss?: number;
+  /**
+   * The block's problem on the ranks' own tokens, as the checks read it (moeLayerWant's `block`):
+   * the ln2 outputs of every rank in rank order, the block's output gradient, its weights. The
+   * classroom's MoE steps read it (src/ui/classroom/moe-steps.ts), so the layer's float64 oracle runs once.
+   */
+  readonly block: MoeProblem;
 }
 
 /** Every reason `a` cannot run, one message each; empty when it runs. */
@@ -115,6 +121,7 @@ export async function runMoeLayer(pool: RankPool<LayerWorkerPrograms>, a: MoeLay
     layer: c,
     layerOracle,
     named: replies.map((r) => r.named),
+    block: want.block,
     ...(ce.length > 0 && { loss: ce.reduce((a, v) => a + v, 0) / ce.length }),
   };
 }

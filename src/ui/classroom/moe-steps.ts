@@ -9,7 +9,6 @@ import { moeProblem, rankRows, type MoeProblem } from '../../parallel/moe-oracle
 import { moeWorld, type MoeLayout } from '../../parallel/moe-layout.ts';
 import { moeRankTolerance, type MoeRun, type MoeRunArgs } from '../../session/moe-run.ts';
 import type { MoeLayerRun } from '../../session/moe-layer-run.ts';
-import { moeLayerProblem, moeLayerWant } from '../../parallel/moe-layer-oracle.ts';
 import { allToAllBytes } from '../timeline/moe-view-model.ts';
 
 /** A step's number against the ranks' run: what the float64 block says, what the run measured, equal or not. */
@@ -38,22 +37,11 @@ const p3 = (v: number): string => v.toFixed(3);
 
 /**
  * The steps of a run of the page: inside the layer (runMoeLayer) the block's tokens are the ranks'
- * ln2 outputs, recomputed in float64 by the layer's oracle (moeLayerWant's `block`); the block run
- * alone (the M036 demonstration) routes moeProblem's tokens (moeSteps).
+ * ln2 outputs, the problem the run's oracle computed in float64 and keeps (MoeLayerRun's `block`);
+ * the block run alone (the M036 demonstration) routes moeProblem's tokens (moeSteps).
  */
-export async function moeRunSteps(a: MoeRunArgs, run: MoeRun | MoeLayerRun): Promise<MoeStep[]> {
-  if (!('layer' in run)) return moeSteps(a, run);
-  const p = moeLayerProblem(run.layer, a.config, a.layout);
-  return moeProblemSteps(
-    (
-      await moeLayerWant(
-        p,
-        run.ranks.map((q) => q.coords),
-      )
-    ).block,
-    a.layout,
-    run,
-  );
+export function moeRunSteps(a: MoeRunArgs, run: MoeRun | MoeLayerRun): MoeStep[] {
+  return 'block' in run ? moeProblemSteps(run.block, a.layout, run) : moeSteps(a, run);
 }
 
 /**

@@ -44,11 +44,11 @@ export class TpClassroomMoe extends LitElement {
   @property({ type: Number, reflect: true }) step = 0;
   @property() status = '';
 
-  @state() private shown: { run: MoeRun | MoeLayerRun; steps: readonly MoeStep[] } | undefined;
   @state() private error = '';
+  private shown: { run: MoeRun | MoeLayerRun; steps: readonly MoeStep[] } | undefined;
   private asked: MoeRun | MoeLayerRun | undefined;
 
-  /** The steps of the shown run (empty while they are computed: the float64 layer or block on every token). */
+  /** The steps of the shown run (empty before it is in). */
   get steps(): readonly MoeStep[] {
     return this.shown && this.shown.run === this.run ? this.shown.steps : [];
   }
@@ -57,11 +57,13 @@ export class TpClassroomMoe extends LitElement {
     const r = this.run;
     if (!r || !this.args || r === this.asked) return;
     this.asked = r;
-    this.error = '';
-    moeRunSteps(this.args, r).then(
-      (steps) => void (this.asked === r && (this.shown = { run: r, steps })),
-      (e: unknown) => void (this.asked === r && (this.error = e instanceof Error ? e.message : String(e))),
-    );
+    try {
+      this.shown = { run: r, steps: moeRunSteps(this.args, r) };
+      this.error = '';
+    } catch (e) {
+      this.shown = undefined;
+      this.error = e instanceof Error ? e.message : String(e);
+    }
   }
 
   private check(k: MoeStepCheck): TemplateResult {
@@ -75,7 +77,7 @@ export class TpClassroomMoe extends LitElement {
     const steps = this.steps;
     if (steps.length === 0)
       return html`<p class="status" aria-live="polite" role=${this.error ? 'alert' : 'status'}>
-        ${this.error ? `The MoE steps failed: ${this.error}` : this.status || (this.run ? 'computing the steps in float64…' : 'waiting for the MoE run…')}
+        ${this.error ? `The MoE steps failed: ${this.error}` : this.status || 'waiting for the MoE run…'}
       </p>`;
     const i = Math.max(0, Math.min(this.step, steps.length - 1));
     const s = steps[i]!;

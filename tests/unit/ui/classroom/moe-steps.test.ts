@@ -4,10 +4,11 @@
 import { describe, expect, test } from 'vitest';
 import { defaultSettings, type Settings } from '../../../../src/ui/settings/state.ts';
 import { moeRunArgsOf, withMoePreset } from '../../../../src/ui/settings/moe-settings.ts';
-import { moeSteps, type MoeStep } from '../../../../src/ui/classroom/moe-steps.ts';
+import { moeProblemSteps, moeRunSteps, moeSteps, type MoeStep } from '../../../../src/ui/classroom/moe-steps.ts';
 import { moeProblem, rankRows } from '../../../../src/parallel/moe-oracle.ts';
 import { moeForward } from '../../../../src/reference/moe/block.ts';
 import type { MoeRun } from '../../../../src/session/moe-run.ts';
+import type { MoeLayerRun } from '../../../../src/session/moe-layer-run.ts';
 
 const classroom: Settings = withMoePreset(defaultSettings, 'classroom');
 const step = (steps: readonly MoeStep[], id: MoeStep['id']): MoeStep => steps.find((s) => s.id === id)!;
@@ -109,6 +110,21 @@ describe('the MoE steps checked against a run', () => {
     };
     expect(step(moeSteps(a, run(moved)), 'router').checks.map((c) => c.pass)).toEqual([true, true, false, true]);
     expect(step(moeSteps(a, run(moved)), 'grouped-gemm').checks.every((c) => c.pass)).toBe(true);
+  });
+
+  test('inside the layer the steps read the run’s own block (its ln2 tokens), not a second float64 layer', () => {
+    // another seed's tokens than the settings give: a recomputation from the layer could not produce these rows
+    const block = moeProblem(a.config, a.h, T, 4, a.seed + 1);
+    const fromBlock = (q: number) => moeForward(a.config, a.h, T, rankRows(block.x, q, T, a.h), block.w).routing;
+    const layerRun = {
+      ...run((q) => Array.from(fromBlock(q).tokensPerExpert)),
+      layer: undefined, // not read: the run's block is
+      block,
+    } as unknown as MoeLayerRun;
+    const steps = moeRunSteps(a, layerRun);
+    expect(steps.map((x) => x.rows)).toEqual(moeProblemSteps(block, a.layout).map((x) => x.rows));
+    expect(steps.map((x) => x.rows)).not.toEqual(moeSteps(a).map((x) => x.rows));
+    expect(step(steps, 'router').checks.map((c) => c.pass)).toEqual([true, true, true, true]);
   });
 
   test('without a run the steps carry no checks', () => {
