@@ -97,6 +97,9 @@ export interface ExpertGemmInfo {
   readonly tokens: readonly number[];
 }
 
+/** The step's pass an event belongs to: forward, backward, or the gradients' finalize reductions (the plan's OpPhase). */
+export type TracePass = 'forward' | 'backward' | 'finalize';
+
 /**
  * One slice of a rank's timeline: [t0, t1] in ms on the shared clock (`sharedNow`).
  * `shape` is the rank-local input shape; `bytes` the payload (for collectives, the nccl-tests
@@ -121,6 +124,8 @@ export interface TraceEvent {
   readonly pipelinePass?: PipelinePassInfo;
   /** Set on an MoE block's expert GEMMs (src/parallel/moe-ep.ts). */
   readonly experts?: ExpertGemmInfo;
+  /** The pass the rank was in when it recorded the event (TraceRecorder.setPass); absent where its program marks none. */
+  readonly phase?: TracePass;
 }
 
 /** Duration of the phases named `name` (summed), in ms. */

@@ -1,4 +1,4 @@
-import type { TraceEvent } from './trace-event.ts';
+import type { TraceEvent, TracePass } from './trace-event.ts';
 
 /** Where events go; a rank owns one, a collective or kernel wrapper is handed it. */
 export interface TraceSink {
@@ -8,9 +8,16 @@ export interface TraceSink {
 /** Keeps events in arrival order until drained. */
 export class TraceRecorder implements TraceSink {
   private events: TraceEvent[] = [];
+  private pass: TracePass | undefined;
 
+  /** Records `event`, stamped with the pass set by setPass (unless it carries its own). */
   record(event: TraceEvent): void {
-    this.events.push(event);
+    this.events.push(this.pass === undefined || event.phase !== undefined ? event : { ...event, phase: this.pass });
+  }
+
+  /** The pass every event recorded from now on belongs to (TraceEvent.phase); undefined: none. */
+  setPass(pass: TracePass | undefined): void {
+    this.pass = pass;
   }
 
   /** Events recorded so far (oldest first), without removing them. */

@@ -1,6 +1,6 @@
 import { hostTensor, type HostTensor } from '../comm/host-tensor.ts';
 import { sharedNow } from '../core/clock.ts';
-import type { TraceEvent } from '../core/trace-event.ts';
+import type { TraceEvent, TracePass } from '../core/trace-event.ts';
 import type { TraceSink } from '../core/trace-recorder.ts';
 import { denseProblem } from '../reference/gemm.ts';
 import type { MoeWeights } from '../reference/moe/block.ts';
@@ -100,10 +100,11 @@ export function moeEpErrors(c: MoeConfig, ep: number, etp = 1, tp = 1): string[]
   return errors;
 }
 
-/** Where a rank's expert GEMMs are recorded: its trace and its global rank. */
+/** Where a rank's expert GEMMs are recorded: its trace and its global rank; `pass` marks where the step's pass changes (TraceRecorder.setPass). */
 export interface MoeTrace {
   readonly sink: TraceSink;
   readonly rank: number;
+  readonly pass?: (pass: TracePass) => void;
 }
 
 /**

@@ -199,16 +199,23 @@ export async function moeLayerStep<T>(
   const vocab = c.vocab > 0;
   const ids = vocab ? be.tensor('ids', [s, b], need(data.ids, 'ids')) : undefined;
   const x = ids ? await embedForward(be, lc, c, own, w, ids) : be.tensor('x', shape, need(data.x, 'x'));
+  const pass = opts.trace?.pass ?? (() => {});
+  pass('forward');
   const f = await moeLayerForward(be, lc, c, own, w, groups, mc, mw, x, opts);
   let loss: T | undefined;
   let dy: T;
   if (vocab) {
     const head = await lossForward(be, lc, c, own, w, f.y, be.tensor('targets', [s, b], need(data.targets, 'targets')));
     loss = head.loss;
+    pass('backward');
     dy = await lossBackward(be, lc, c, own, w, head.saved, grads);
-  } else dy = be.tensor('dy', shape, need(data.dy, 'dy'));
+  } else {
+    pass('backward');
+    dy = be.tensor('dy', shape, need(data.dy, 'dy'));
+  }
   const { dx, moe } = await f.backward(dy, grads);
   if (ids) await embedBackward(be, lc, c, own, w, ids, dx, grads);
+  pass('finalize'); // the SP norms' all-reduce and the DP sum of the gradients
   await finalizeBlockGrads(be, lc, c, grads);
   const summed = await sumOverDp(be, groups.dp, grads, moeLayerWeights(c));
   const out = {

@@ -66,10 +66,11 @@ export async function moeLayerProgram(ctx: RankContext, a: MoeLayerArgs): Promis
       a.config,
       seededMoeWeights(a.config, c.h, c.seed),
       a.data,
-      { dispatcher: a.dispatcher, trace: { sink: ctx.trace, rank: ctx.mesh.rank } },
+      { dispatcher: a.dispatcher, trace: { sink: ctx.trace, rank: ctx.mesh.rank, pass: (p) => ctx.trace.setPass(p) } },
     );
     return { ...r, named: lc.log };
   } finally {
+    ctx.trace.setPass(undefined);
     be.releaseAll();
   }
 }

@@ -46,6 +46,13 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
       const attention = tl.locator(`g[data-lane="compute"][data-rank="${r}"] rect[data-op^="attention"]`);
       expect(await attention.count(), `rank ${r} attention passes`).toBe(2);
     }
+    // the passes each rank marked, banded and shaded as the dense timeline's: forward, then backward (and the finalize sums)
+    expect(await tl.locator('g.bands rect').count()).toBeGreaterThanOrEqual(2);
+    expect(await tl.locator('line.phase-sep').count()).toBeGreaterThanOrEqual(1);
+    expect(await tl.locator('rect[data-op="moe.experts"]').first().getAttribute('data-phase')).toBe('forward');
+    expect(await tl.locator('rect[data-op="moe.experts.backward"]').first().getAttribute('data-phase')).toBe(
+      'backward',
+    );
     // exposed communication, as for the layer's collectives
     expect(await tl.locator('rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
     // hovering an all-to-all names the bytes it sent and received per peer

@@ -79,7 +79,7 @@ export function renderMoeTimeline(m: MoeRunState, s: Settings): TemplateResult {
   return html`<tp-timeline
     data-moe="timeline"
     .timeline=${timelineOf(r)}
-    caption=${`Recorded on the ranks: ${what}, forward and backward. Each compute block (the attention passes, the expert GEMMs) is timed between two flushes of its GPU, each collective from its call to its return on the rank's transport; the gaps are the host's routing and the kernels not timed one by one. Zoom in for the all-to-alls' bytes per peer; hover for every peer's.`}
+    caption=${`Recorded on the ranks: ${what}, forward and backward, the bands behind the lanes each pass as the ranks marked it (forward, backward, the gradients' finalize). Each compute block (the attention passes, the expert GEMMs) is timed between two flushes of its GPU, each collective from its call to its return on the rank's transport; the gaps are the host's routing and the kernels not timed one by one. Zoom in for the all-to-alls' bytes per peer; hover for every peer's.`}
   ></tp-timeline>`;
 }
 

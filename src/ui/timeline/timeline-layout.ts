@@ -14,9 +14,10 @@ export type ChartEvent = ScheduledEvent | MeasuredEvent | TracedEvent;
 /** True for a scheduled step (its events have passes); a measured or traced window has none. */
 export const isScheduled = (tl: ChartTimeline): tl is Timeline => !('measured' in tl) && !('traced' in tl);
 
-/** The pass an event is shown in (the finalize reductions with backward); a measured kernel has none. */
+/** The pass an event is shown in (the finalize reductions with backward); a measured kernel, or a recorded one its rank did not mark, has none. */
 export function eventPass(e: ChartEvent): StepPass | undefined {
-  return 'phase' in e ? passOf(e.phase) : undefined;
+  const phase = 'phase' in e ? e.phase : undefined;
+  return phase === undefined ? undefined : passOf(phase);
 }
 
 /** The rank of every lane pair, in order: 0…t−1 for a scheduled step, the loaded ranks for a measured job. */
@@ -168,7 +169,7 @@ export function shownSpan(tl: ChartTimeline, phase: PhaseView): { t0: number; t1
   return { t0, t1, endRank };
 }
 
-/** Forward, backward and finalize spans over all ranks, ms (for the phase bands); a phase without events is left out. */
+/** Forward, backward and finalize spans over all ranks, ms (for the phase bands), of a scheduled step or a trace whose ranks marked their passes; a phase without events is left out. */
 export function phaseSpans(events: readonly ChartEvent[]): { phase: OpPhase; t0: number; t1: number }[] {
   const spans: { phase: OpPhase; t0: number; t1: number }[] = [];
   for (const phase of ['forward', 'backward', 'finalize'] as const) {

@@ -3,7 +3,7 @@ import { LitElement, html, svg, type PropertyValues } from 'lit';
 import { customElement, property, query } from 'lit/decorators.js';
 import type { BlockKind } from '../../schedule/blocks.ts';
 import { TimelineChart } from './timeline-chart.ts';
-import type { ChartTimeline, PhaseView } from './timeline-layout.ts';
+import { eventPass, type ChartTimeline, type PhaseView } from './timeline-layout.ts';
 import { blockFill, exposedColor, slowedFill, timelineStyles, waitColor } from './timeline-style.ts';
 import { stragglerSentence, timelineStragglers } from './timeline-waits.ts';
 import { expertStraggler, expertStragglerSentence } from './moe-view-model.ts';
@@ -100,6 +100,8 @@ export class TpTimeline extends LitElement {
     const verdict = this.timeline ? timelineStragglers(this.timeline).verdict : undefined;
     const straggler = verdict ? stragglerSentence(verdict) : null;
     const experts = this.timeline ? expertStraggler(this.timeline.events) : null;
+    // a recorded trace whose ranks marked their passes shades and bands them as a scheduled step
+    const passes = this.timeline?.events.some((e) => eventPass(e) !== undefined) ?? false;
     return html`
       <div class="head">
         ${this.caption ? html`<p class="caption">${this.caption}</p>` : null}
@@ -117,7 +119,8 @@ export class TpTimeline extends LitElement {
               ? html`<span role="listitem">${swatch(blockFill.compute.forward)} compute kernel (any stream)</span>
                   <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} NCCL kernel</span>`
               : this.timeline && 'traced' in this.timeline
-                ? html`<span role="listitem">${swatch(blockFill.compute.forward)} kernel the ranks timed (expert GEMMs: rows per expert)</span>
+                ? html`<span role="listitem">${swatch(blockFill.compute.forward)} kernel the ranks timed (expert GEMMs: rows per expert)${passes ? ', forward' : ''}</span>
+                  ${passes ? html`<span role="listitem">${swatch(blockFill.compute.backward)} the same, backward</span>` : null}
                   <span role="listitem">${swatch(blockFill.comm.forward, blockFill.comm.backward)} collective (all-to-all: bytes per peer)</span>`
                 : html`<span role="listitem">${swatch(blockFill.compute.forward)} compute, forward</span>
                   <span role="listitem">${swatch(blockFill.compute.backward)} compute, backward</span>

@@ -17,6 +17,8 @@ import { rankWeightArrays } from '../../../src/parallel/step-data.ts';
 import type { WeightSet } from '../../../src/parallel/weights.ts';
 import { moeLayerRunErrors } from '../../../src/session/moe-layer-run.ts';
 import { makeMesh } from '../comm/mesh-groups.ts';
+import type { TracePass } from '../../../src/core/trace-event.ts';
+import { TraceRecorder } from '../../../src/core/trace-recorder.ts';
 
 // The transformer layer with the MoE block in place of the dense MLP on in-process ranks (CPU
 // twins, float32 storage between ops as on the GPU) equals one device in float64
@@ -34,7 +36,7 @@ const tol = 1e-5;
 /** Every rank's MoE layer at grid point `pt` on an in-process mesh; the oracle's report and the results. */
 async function runPoint(
   pt: MoeGridPoint,
-  opts: { shared?: number; vocab?: number } = {},
+  opts: { shared?: number; vocab?: number; traces?: readonly TraceRecorder[] } = {},
 ): Promise<{ report: MoeLayerOracleReport; results: MoeLayerRankResult[] }> {
   const a = moeLayerGridArgs(pt, sizes);
   const mc = opts.shared ? { ...a.config, moeSharedExpertIntermediateSize: opts.shared } : a.config;
@@ -59,7 +61,12 @@ async function runPoint(
         dp: m.comm(r, 'dp'),
         edp: m.comm(r, 'edp'),
       };
-      return moeLayerStep(be, lc, c, own, w, groups, mc, p.mw, rankData(p, q), { dispatcher: l.dispatcher });
+      const rec = opts.traces?.[r];
+      const trace = rec && { sink: rec, rank: r, pass: (x: TracePass) => rec.setPass(x) };
+      return moeLayerStep(be, lc, c, own, w, groups, mc, p.mw, rankData(p, q), {
+        dispatcher: l.dispatcher,
+        ...(trace && { trace }),
+      });
     }),
   );
   m.close();
@@ -91,6 +98,22 @@ describe('the MoE transformer layer with a shared expert', () => {
     const { report } = await runPoint(pt, { shared: 4 });
     expect(report.failures).toEqual([]);
     expect(report.moe.checks.some((x) => x.what.includes('shared dfc1'))).toBe(true);
+  });
+});
+
+describe('the MoE layer marks its passes on the rank’s trace', () => {
+  test('the attention and the expert GEMMs forward, their backward after the loss, in that order on every rank', async () => {
+    const pt: MoeGridPoint = { ep: 2, etp: 1, tp: 2, dispatcher: 'alltoall', E: 4, k: 2 }; // lcm(2, 2) = 2 ranks
+    const traces = [0, 1].map(() => new TraceRecorder());
+    const { report } = await runPoint(pt, { vocab: 30, traces });
+    expect(report.failures).toEqual([]);
+    for (const t of traces)
+      expect(t.peek().map((e) => [e.op, e.phase])).toEqual([
+        ['attention', 'forward'],
+        ['moe.experts', 'forward'],
+        ['moe.experts.backward', 'backward'],
+        ['attention.backward', 'backward'],
+      ]);
   });
 });
 

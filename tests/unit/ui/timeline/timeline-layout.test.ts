@@ -4,6 +4,8 @@ import { configFromPreset } from '../../../../src/parallel/config.ts';
 import { makePlan } from '../../../../src/parallel/plan.ts';
 import { modeledCommMs, sameComputeMs } from '../../../../src/schedule/durations.ts';
 import { scheduleStep } from '../../../../src/schedule/schedule.ts';
+import { tracedTimeline } from '../../../../src/schedule/traced-timeline.ts';
+import type { TraceEvent, TracePass } from '../../../../src/core/trace-event.ts';
 import {
   estimateTextWidth,
   fitLabel,
@@ -81,6 +83,37 @@ describe('what the timeline shows', () => {
     expect(f!.t1).toBeCloseTo(b!.t0, 9);
     expect(b!.t1).toBe(tl.stepMs);
     expect(phaseSpans(shownEvents(tl, 'backward')).map((s) => s.phase)).toEqual(['backward']);
+  });
+});
+
+describe('a recorded trace whose ranks marked their passes', () => {
+  const ev = (rank: number, op: string, t0: number, t1: number, phase?: TracePass): TraceEvent => ({
+    rank,
+    stream: 'compute',
+    op,
+    shape: [],
+    bytes: 0,
+    t0,
+    t1,
+    phases: [],
+    ...(phase && { phase }),
+  });
+
+  test('is banded and shaded by pass as a scheduled step; without marks it has no passes', () => {
+    const marked = tracedTimeline([
+      ev(0, 'attention', 10, 12, 'forward'),
+      ev(1, 'moe.experts', 11, 14, 'forward'),
+      ev(0, 'moe.experts.backward', 15, 18, 'backward'),
+      ev(1, 'attention.backward', 16, 19, 'backward'),
+    ]);
+    expect(phaseSpans(marked.events)).toEqual([
+      { phase: 'forward', t0: 0, t1: 4 },
+      { phase: 'backward', t0: 5, t1: 9 },
+    ]);
+    expect(marked.events.map((e) => eventPass(e))).toEqual(['forward', 'backward', 'forward', 'backward']);
+    const bare = tracedTimeline([ev(0, 'attention', 0, 1), ev(0, 'attention.backward', 2, 3)]);
+    expect(phaseSpans(bare.events)).toEqual([]);
+    expect(bare.events.map((e) => eventPass(e))).toEqual([undefined, undefined]);
   });
 });
 
