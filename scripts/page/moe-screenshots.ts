@@ -1,4 +1,4 @@
-// npm run screenshots:moe [-- --out docs/img]: the page with the classroom MoE preset at EP 4, at 1280×800 and 1920×1080 — the timeline view scrolled to the layer's lanes, and the classroom view's MoE steps (the dispatch step) — with their layout faults listed.
+// npm run screenshots:moe [-- --out docs/img]: the page with the classroom MoE preset at EP 4, at 1280×800 and 1920×1080 — the top card (the MoE block stage by stage), the timeline view scrolled to the layer's lanes, and the classroom view's MoE steps (the dispatch step) — with their layout faults listed.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -20,6 +20,12 @@ const sizes = [
   { width: 1920, height: 1080 },
 ] as const;
 
+/** The timeline view at the page's top: the top card with the MoE block's stages and the run's rows. */
+async function top(page: Page): Promise<void> {
+  await page.locator('tp-moe-view[data-state="done"]').waitFor({ timeout: 180_000 });
+  await page.evaluate(() => window.scrollTo(0, 0));
+}
+
 /** The timeline view, the window scrolled so the layer's lanes sit at its top. */
 async function timeline(page: Page): Promise<void> {
   await page.locator('tp-moe-view[data-state="done"]').waitFor({ timeout: 180_000 });
@@ -39,6 +45,7 @@ let faults = 0;
 try {
   await addLayoutAudit(open.page);
   for (const [name, show] of [
+    ['moe-top', top],
     ['moe-timeline', timeline],
     ['moe-classroom', classroom],
   ] as const) {
