@@ -4,7 +4,7 @@ import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
-import { gatherBytesPerParam, quantizedWeightsOf, weightCastOf } from './quantized-params.ts';
+import { gatherBytesPerParam, quantizedWeightsOf, stageLayerParams, weightCastOf } from './quantized-params.ts';
 import { bucketSyncUs } from '../links/data-parallel.ts';
 import { dpSharedLinks, tpUnderSharing, type LinkSharingCost, type SharedLink } from '../links/link-sharing.ts';
 import { pipelineTimes, type PipelineTimes } from '../pipeline/pipeline-schedule.ts';
@@ -210,8 +210,15 @@ export function stepTimes(
   const expertMs = experts ? experts.gradSyncMs + experts.paramGatherMs : 0;
   // --optimizer-cpu-offload: the GPU steps its share, the host the rest (optimizer-offload.ts).
   const offload = setup.optimizerCpuOffload;
+  // With quantized parameters the layers' weights (stageLayerParams) keep no 16-bit copy (optimizer.ts).
+  const q = quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions);
+  const quantizedParams = q?.params ? split.layers.map((_, i) => stageLayerParams(ct, i)) : [];
   const optimizer =
-    scaledKernelUs(system, 'memory', optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu)) *
+    scaledKernelUs(
+      system,
+      'memory',
+      optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu, quantizedParams),
+    ) *
       gpuOptimizerShare(setup) +
     (offload
       ? offloadedStepMs(Math.max(...model.stageParams) / (distOpt ? deg.dp * deg.cp : 1), offload, system).addedMs

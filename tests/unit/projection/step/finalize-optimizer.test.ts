@@ -79,4 +79,13 @@ describe('optimizerMs: Adam over the busiest stage, memory-bound', () => {
   it("the distributed optimizer updates this GPU's 1/d shard", () => {
     expect(optimizerMs([10e6, 30e6, 20e6], true, 4, 'bf16', gpu)).toBeCloseTo(ms(30e6 / 4), 12);
   });
+  it('quantized parameters keep no 16-bit copy (distrib_optimizer.py:2868-2874): Q·2·w fewer bytes, the largest stage after', () => {
+    const hbm = (bytes: number): number => (bytes / (kernelModel.hbmEfficiency * gpu.hbmGBps * 1e9)) * 1e3;
+    // Stage 1: 30M·32 − 24M·4 = 864 MB; stage 2: 28M·32 = 896 MB, now the largest.
+    expect(optimizerMs([10e6, 30e6, 28e6], false, 4, 'bf16', gpu, [8e6, 24e6, 0])).toBeCloseTo(ms(28e6), 12);
+    expect(optimizerMs([10e6, 30e6, 20e6], true, 4, 'bf16', gpu, [8e6, 24e6, 16e6])).toBeCloseTo(
+      ms(30e6 / 4) - hbm((24e6 / 4) * 2 * 2),
+      12,
+    );
+  });
 });
