@@ -183,6 +183,7 @@ export function moeStepModel(
     groupedGemm: moe.groupedGemm,
     dispatcher: moe.dispatcher,
     capacityFactor: moe.capacityFactor,
+    ...(moe.padToCapacity && { padToCapacity: true }),
     imbalance: moe.imbalance,
   };
   const bytes = dtypeBytes[dtype];
