@@ -12,6 +12,7 @@ export const moeOptions = {
   'moe-shared-expert-intermediate-size': { type: 'string' },
   'moe-layer-freq': { type: 'string' },
   'moe-expert-capacity-factor': { type: 'string' },
+  'moe-pad-expert-input-to-capacity': { type: 'boolean', default: false },
   'moe-token-dispatcher-type': { type: 'string' },
   'moe-grouped-gemm': { type: 'boolean', default: false },
   'moe-aux-loss-coeff': { type: 'string' },
@@ -35,6 +36,7 @@ export const moeUsage = `MoE and expert parallelism (Megatron-LM core_v0.19.0 sp
   --moe-shared-expert-intermediate-size F  the shared experts' FFN (default none)
   --moe-layer-freq N|LIST                one MoE layer every N (default 1), or a 0/1 list such as "([0]*3+[1]*58)"
   --moe-expert-capacity-factor CF        token dropping at CF × the mean load (default dropless)
+  --moe-pad-expert-input-to-capacity     drop-and-pad: every expert computes its full capacity (needs CF)
   --moe-token-dispatcher-type ${tokenDispatchers.join('|')}  (default allgather)
   --moe-grouped-gemm                     one grouped GEMM over the local experts
   --moe-aux-loss-coeff C                 carried to the job's command (default 0)
@@ -97,6 +99,7 @@ export function parseMoeFlags(v: MoeValues, ffn: number, base?: MoeSetup): MoeSe
     ...(dispatcher !== undefined && {
       dispatcher: parseChoice('--moe-token-dispatcher-type', dispatcher, tokenDispatchers),
     }),
+    ...(v['moe-pad-expert-input-to-capacity'] === true && { padToCapacity: true }),
     groupedGemm: v['moe-grouped-gemm'] === true,
     ...(aux !== undefined && { auxLossCoeff: Number(aux) }),
     ...(ep !== undefined && { ep: parseWhole('--expert-model-parallel-size', ep, 1) }),

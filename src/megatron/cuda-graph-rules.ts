@@ -146,7 +146,8 @@ export function cudaGraphScopeRefusals(
       refuse('2498-2504', 'mlp cuda graph is only supported for dense layers, but not found in the model.');
     if (!moe.dropAndPad && on.has('moe'))
       refuse('2505-2511', 'moe cuda graph is only supported with drop-padding MoE.');
-    if (moe.preprocessSyncs && on.has('moe_preprocess'))
+    // Megatron checks the preprocess syncs inside the not-drop-and-pad branch only (:2505-2519).
+    if (!moe.dropAndPad && moe.preprocessSyncs && on.has('moe_preprocess'))
       refuse(
         '2512-2519',
         'moe_preprocess cuda graph is not supported when there are DtoH copies and synchronizations in the preprocess step.',

@@ -177,10 +177,10 @@ export const moePublishedRuns: readonly MoePublishedRun[] = [
     ...mixtral22,
     dtype: 'bf16',
     fp8: false,
-    moe: moe({ experts: 8, topk: 2, ffn: 16384, ep: 8, capacityFactor: 1 }),
+    moe: moe({ experts: 8, topk: 2, ffn: 16384, ep: 8, capacityFactor: 1, padToCapacity: true }),
     published: { tflopsPerGpu: 470 },
     assumed: mixtralAssumed,
-    approximations: ['padded to capacity: every expert computes its C rows, as uniform routing at cf 1.0 gives'],
+    approximations: [],
   },
   {
     id: 'mixtral-8x22b-fp8',

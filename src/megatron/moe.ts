@@ -27,6 +27,11 @@ export interface MoeSetup {
   readonly layerFreq: number | readonly (0 | 1)[];
   /** --moe-expert-capacity-factor (absent: dropless, transformer_config.py:888). */
   readonly capacityFactor?: number;
+  /**
+   * --moe-pad-expert-input-to-capacity (transformer_config.py:892): every expert takes exactly its
+   * capacity from each rank, padded (drop-and-pad); needs a capacity factor (:1686-1690).
+   */
+  readonly padToCapacity?: boolean;
   readonly dispatcher: TokenDispatcher;
   /** --moe-grouped-gemm: one grouped GEMM over the local experts (else one GEMM per expert, SequentialMLP). */
   readonly groupedGemm: boolean;
@@ -197,6 +202,7 @@ export type MoeRuleFlag =
   | '--moe-shared-expert-overlap'
   | '--moe-token-dispatcher-type'
   | '--moe-expert-capacity-factor'
+  | '--moe-pad-expert-input-to-capacity'
   | '--moe-imbalance'
   | '--overlap-moe-expert-parallel-comm'
   | '--moe-layer-freq';
@@ -302,6 +308,21 @@ export function moeRefusals(moe: MoeSetup, job: MoeJob): MoeRefusal[] {
       `--moe-expert-capacity-factor (${moe.capacityFactor}) must be > 0 (a negative one means dropless).`,
       '--moe-expert-capacity-factor',
     );
+  if (moe.padToCapacity && moe.capacityFactor === undefined)
+    fail(
+      `${TC}:1686-1690`,
+      'moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity (give --moe-expert-capacity-factor CF, e.g. 1.0).',
+      '--moe-pad-expert-input-to-capacity',
+      '--moe-expert-capacity-factor',
+    );
+  // The projection's flex dispatcher is DeepEP, Megatron's default backend (transformer_config.py:869).
+  if (moe.padToCapacity && moe.dispatcher === 'flex')
+    fail(
+      `${TC}:1600-1607`,
+      'Flex token dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity (use alltoall or allgather).',
+      '--moe-pad-expert-input-to-capacity',
+      '--moe-token-dispatcher-type',
+    );
   if (!(moe.imbalance >= 1))
     fail(
       'projection',
@@ -372,6 +393,7 @@ export function moeFlags(moe: MoeSetup, tp: number): string[] {
   if (moe.layerFreq !== 1) f.push(`--moe-layer-freq ${moeLayerFreqText(moe.layerFreq)}`);
   if (moe.sharedFfn !== undefined) f.push(`--moe-shared-expert-intermediate-size ${moe.sharedFfn}`);
   if (moe.capacityFactor !== undefined) f.push(`--moe-expert-capacity-factor ${moe.capacityFactor}`);
+  if (moe.padToCapacity) f.push('--moe-pad-expert-input-to-capacity');
   if (moe.groupedGemm) f.push('--moe-grouped-gemm');
   if (moe.scoreFunction !== undefined && moe.scoreFunction !== 'softmax')
     f.push(`--moe-router-score-function ${moe.scoreFunction}`);
@@ -407,6 +429,7 @@ export function moeFromFlags(get: (flag: string) => string | true | undefined, f
     }),
     ...(freq !== undefined && { layerFreq: parseMoeLayerFreq(freq) }),
     ...(num('--moe-expert-capacity-factor') !== undefined && { capacityFactor: num('--moe-expert-capacity-factor') }),
+    ...(get('--moe-pad-expert-input-to-capacity') !== undefined && { padToCapacity: true }),
     dispatcher: (tokenDispatchers as readonly string[]).includes(dispatcher)
       ? (dispatcher as TokenDispatcher)
       : 'allgather',

@@ -4,8 +4,10 @@ import type { CudaGraphModule } from '../../megatron/cuda-graph-rules.ts';
 import type { LayerPlan } from '../../parallel/plan-types.ts';
 import type { WeightName } from '../../parallel/weight-names.ts';
 
-/** The dense scopes the projection prices (attn, mlp); the empty scope is the whole layer. */
+/** The scopes the projection prices in dense layers (attn, mlp); the empty scope is the whole layer. */
 export const pricedGraphScopes: readonly CudaGraphModule[] = ['attn', 'mlp'];
+/** The scopes it prices where every layer is MoE (attn, moe). */
+export const pricedMoeGraphScopes: readonly CudaGraphModule[] = ['attn', 'moe'];
 
 /**
  * Per op of `plan` (by op index), whether the graphs of `scope` replay it. The empty scope
@@ -19,6 +21,10 @@ export const pricedGraphScopes: readonly CudaGraphModule[] = ['attn', 'mlp'];
  *   mlp:  _forward_mlp — the pre-MLP norm (g2) through the closing residual add; backward, the
  *         ops after the output layer's last (wout) op, if any, through the pre-MLP norm's last
  *         (g2) op.
+ *   moe:  in a MoE layer the same submodules, the pre-MLP norm and the whole MoELayer
+ *         (:1124-1127, `self.is_moe_layer and CudaGraphModule.moe in ...`): the MLP span of the
+ *         plan a MoE layer replaces (moe-step.ts denseMlpSpan), with the norm and residual add.
+ *         The MoE terms themselves carry no launch cost in the projection, eager or graphed.
  * The embedding and the output layer stay eager (they are not TransformerLayer submodules).
  */
 export function capturedOps(plan: LayerPlan, scope: readonly CudaGraphModule[]): boolean[] {
@@ -38,7 +44,7 @@ export function capturedOps(plan: LayerPlan, scope: readonly CudaGraphModule[]):
     mark(fwd, g1, addAfter(g1));
     mark(bwd, lastOf('g2') + 1, lastOf('g1'));
   }
-  if (scope.includes('mlp')) {
+  if (scope.includes('mlp') || scope.includes('moe')) {
     mark(fwd, g2, addAfter(g2));
     mark(bwd, lastOf('wout') + 1, lastOf('g2'));
   }

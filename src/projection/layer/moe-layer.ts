@@ -26,15 +26,20 @@ export interface MoeShapes {
   readonly dispatcher: TokenDispatcher;
   /** Capacity factor (absent: dropless). */
   readonly capacityFactor?: number;
+  /** --moe-pad-expert-input-to-capacity: every expert gets exactly its capacity from each rank (drop-and-pad). */
+  readonly padToCapacity?: boolean;
   /** Busiest rank's routed tokens over the mean, ≥ 1. */
   readonly imbalance: number;
 }
 
 /** The rows one MoE layer moves and computes on the busiest rank. */
 export interface MoeRows {
-  /** Rows this rank permutes and sends: T·k, or E·C with capacity C = ⌈T·k/E · cf⌉ (moe_utils.py:256) when that is fewer. */
+  /**
+   * Rows this rank permutes and sends: T·k, or E·C with capacity C = ⌈T·k/E · cf⌉ (moe_utils.py:256)
+   * when that is fewer; padded to capacity, E·C always.
+   */
   readonly sent: number;
-  /** The busiest rank's load over the mean, after capacity: min(imbalance, cf) with a capacity factor. */
+  /** The busiest rank's load over the mean, after capacity: min(imbalance, cf) with a capacity factor; 1 padded. */
   readonly load: number;
   /** Rows its local experts compute after the ETP all-gather: sent · load · ETP. */
   readonly computed: number;
@@ -49,12 +54,21 @@ export interface MoeRows {
  * capacity factor cf caps each expert at C = ⌈(T·k/E)·cf⌉ per source rank
  * (MoEAlltoAllTokenDispatcher.preprocess, get_capacity), so with load imbalance f the busiest
  * expert keeps min(f, cf)·T·k/E and drops the rest.
+ *
+ * Padded to capacity (--moe-pad-expert-input-to-capacity, drop-and-pad), every expert takes exactly
+ * C rows from every rank whatever the routing: the router's map becomes the capacity mask itself
+ * (apply_router_token_dropping, moe_utils.py:1013-1014), the alltoall dispatcher sends C·E rows and
+ * each local expert computes C·ETP·EP (token_dispatcher.py:511-534; the allgather dispatcher sums
+ * the padded map, :309-317). So sent = E·C, load 1, and the padding rows cost as routed ones;
+ * imbalance beyond cf still drops 1 − cf/f of the busiest expert's tokens.
  */
 export function moeRows(x: MoeShapes): MoeRows {
   const routed = x.tokens * x.topk;
   const cap = x.capacityFactor;
-  const sent = cap === undefined ? routed : Math.min(routed, x.experts * Math.ceil((routed / x.experts) * cap));
-  const load = cap === undefined ? x.imbalance : Math.min(x.imbalance, cap);
+  const capacityRows = cap === undefined ? routed : x.experts * Math.ceil((routed / x.experts) * cap);
+  const padded = x.padToCapacity === true && cap !== undefined;
+  const sent = padded ? capacityRows : Math.min(routed, capacityRows);
+  const load = padded ? 1 : cap === undefined ? x.imbalance : Math.min(x.imbalance, cap);
   const computed = sent * load * x.etp;
   const local = x.experts / x.ep;
   return {

@@ -1,7 +1,7 @@
 import { dtypeBytes } from '../../hardware/dtype.ts';
 import { cudaGraphRecomputeRefusals, cudaGraphScopeRefusals } from '../../megatron/cuda-graph-rules.ts';
 import { moeLayerPattern } from '../../megatron/moe.ts';
-import { pricedGraphScopes } from '../layer/cuda-graph-scope.ts';
+import { pricedGraphScopes, pricedMoeGraphScopes } from '../layer/cuda-graph-scope.ts';
 import { overlapLossMs, overlapSlowdown, p2pFootprint } from '../../hardware/overlap-cost.ts';
 import {
   checkDataParallelFlags,
@@ -126,9 +126,11 @@ export function chunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 /**
  * Megatron's refusals of the kernel options' CUDA graphs with the setup's recomputation and MoE
  * layers (cuda-graph-rules.ts; dropout in the GPT layer, none in the classroom's), then a partial
- * --cuda-graph-modules scope the projection does not price (it prices attn and mlp of dense layers
- * under transformer_engine: cuda-graph-scope.ts, cuda-graph-memory.ts): none without graphs. The projection has no
- * --moe-pad-expert-input-to-capacity or --moe-router-padding-for-fp8: its MoE is never drop-and-pad.
+ * --cuda-graph-modules scope the projection does not price (it prices attn and mlp of dense layers,
+ * attn and moe where every layer is MoE, under transformer_engine: cuda-graph-scope.ts,
+ * cuda-graph-memory.ts): none without graphs. Drop-and-pad is a capacity factor with
+ * --moe-pad-expert-input-to-capacity (transformer_config.py:2505-2511); the projection has no
+ * --moe-router-padding-for-fp8.
  */
 export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions): string[] {
   if (kernels.cudaGraphImpl === 'none') return [];
@@ -136,11 +138,12 @@ export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions
   const modules = rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [];
   const scope = kernels.cudaGraphModules ?? [];
   const moe = setup.moe;
+  const allLayersMoe = moe !== undefined && moeLayerPattern(moe.layerFreq, setup.layers).every(Boolean);
   const why = [
     ...cudaGraphScopeRefusals(kernels.cudaGraphImpl, scope, {
       moe: moe && {
-        allLayersMoe: moeLayerPattern(moe.layerFreq, setup.layers).every(Boolean),
-        dropAndPad: false,
+        allLayersMoe,
+        dropAndPad: moe.capacityFactor !== undefined && moe.padToCapacity === true,
         preprocessSyncs: moe.dispatcher === 'alltoall' && moe.capacityFactor !== undefined,
       },
       recomputeModules: modules,
@@ -152,18 +155,21 @@ export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions
       scope,
     }),
   ];
-  const unpriced = scope.filter((x) => !pricedGraphScopes.includes(x));
+  const priced = allLayersMoe ? pricedMoeGraphScopes : pricedGraphScopes;
+  const unpriced = scope.filter((x) => !priced.includes(x));
   const where =
     kernels.cudaGraphImpl !== 'transformer_engine'
       ? `with --cuda-graph-impl ${kernels.cudaGraphImpl}`
-      : moe || setup.mla
-        ? `in a model with ${moe ? 'MoE' : 'MLA'} layers`
-        : unpriced.length
-          ? `for ${unpriced.join(', ')}`
-          : undefined;
+      : setup.mla
+        ? 'in a model with MLA layers'
+        : moe && !allLayersMoe
+          ? 'in a model with dense and MoE layers'
+          : unpriced.length
+            ? `for ${unpriced.join(', ')}`
+            : undefined;
   if (!why.length && scope.length && where)
     why.push(
-      `--cuda-graph-modules ${scope.join(' ')}: a partial capture scope is not priced yet ${where} (priced: ${pricedGraphScopes.join(', ')} of dense layers under --cuda-graph-impl transformer_engine): leave --cuda-graph-modules out (the whole layer) or use those.`,
+      `--cuda-graph-modules ${scope.join(' ')}: a partial capture scope is not priced yet ${where} (priced under --cuda-graph-impl transformer_engine: ${pricedGraphScopes.join(', ')} of dense layers; ${pricedMoeGraphScopes.join(', ')} where every layer is MoE): leave --cuda-graph-modules out (the whole layer) or use those.`,
     );
   return why;
 }

@@ -31,6 +31,13 @@ export type BudgetLine =
       readonly dpCommMs: DpCommMs;
       /** Under an fp8 or fp4 recipe: the weights' casts and amax all-reduce per step (quantized-params.ts). */
       readonly weightCast?: WeightCast;
+      /**
+       * The finalize phase's TP collectives once per step, ms (finalize.ts: the SP norms' and MLA's
+       * replicated gradients, finalize_model_grads.py:416-485); the tied-embedding all-reduce apart.
+       */
+      readonly finalizeMs: number;
+      /** The tied embedding's gradient all-reduce between the first and last stage, ms (tied-embedding.ts). */
+      readonly embeddingAllReduceMs: number;
       /** Exposed communication per rank (TP exposed + DP all-reduce + finalize), ms and share of the step. */
       readonly exposedMs: number;
       readonly exposedShare: number;
@@ -98,6 +105,8 @@ export function budgetLines(rows: readonly BudgetRow[], baseline?: readonly Budg
       exposedByGroup: s.exposedByGroup,
       dpCommMs: s.dpCommMs,
       ...(s.weightCast && { weightCast: s.weightCast }),
+      finalizeMs: s.finalizeMs,
+      embeddingAllReduceMs: s.embeddingAllReduceMs,
       exposedMs: s.exposedMs,
       exposedShare: s.exposedShare,
       memoryGiB: s.memory.totalBytes / GiB,

@@ -30,7 +30,8 @@ export interface GraphShape {
   readonly overlapEpComm?: boolean;
   /**
    * --cuda-graph-modules (absent or empty: the whole layer). Priced partial scopes: attn and mlp
-   * of dense layers under transformer_engine, each layer graphed (cuda_graphs.py:2043-2083).
+   * of dense layers, attn and moe where every layer is MoE (moe's static input as mlp's), under
+   * transformer_engine, each layer graphed (cuda_graphs.py:2043-2083).
    */
   readonly scope?: readonly CudaGraphModule[];
 }

@@ -183,6 +183,7 @@ export function moeStepModel(
     groupedGemm: moe.groupedGemm,
     dispatcher: moe.dispatcher,
     capacityFactor: moe.capacityFactor,
+    ...(moe.padToCapacity && { padToCapacity: true }),
     imbalance: moe.imbalance,
   };
   const bytes = dtypeBytes[dtype];
@@ -385,10 +386,8 @@ export function moeTail(
   // per layer (chunk-times.ts fsdpExperts), and only ZeRO-2's gather after the step is left here.
   const sharding = dpSharding(setup);
   const distOpt = sharding.optimizer;
-  const paramBytes = expertGatherBytesPerParam(
-    quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions),
-    machine,
-  );
+  const q = quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions);
+  const paramBytes = expertGatherBytesPerParam(q, machine);
   let gradSyncMs = 0;
   let paramGatherMs = 0;
   let most = 0;
@@ -404,7 +403,15 @@ export function moeTail(
       setup.overlapParamGather && !setup.fsdp ? Math.max(0, paramMs - forwardMs(i, 0)) : paramMs,
     );
   });
-  const optimizer = optimizerMs([most], distOpt, x.degrees.edp, machine.dtype, machine.system.gpu);
+  // Every expert weight is a linear layer's: all quantized with quantized parameters (optimizer.ts).
+  const optimizer = optimizerMs(
+    [most],
+    distOpt,
+    x.degrees.edp,
+    machine.dtype,
+    machine.system.gpu,
+    q?.params ? [most] : [],
+  );
   return { gradSyncMs, paramGatherMs, optimizerMs: most > 0 ? optimizer : 0 };
 }
 

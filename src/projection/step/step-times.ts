@@ -2,10 +2,9 @@ import { gemmPeakFlops, peakFlops } from '../../hardware/gpus.ts';
 import { scaledKernelUs } from '../../hardware/calibrated-rates.ts';
 import { ncclFootprint, overlapSlowdown } from '../../hardware/overlap-cost.ts';
 import type { TrainingSetup } from '../../megatron/training-setup.ts';
-import { stateBytesPerParam } from '../../accounting/training-memory.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { defaultKernelOptions, linearPrecisionOf } from '../layer/kernel-options.ts';
-import { gatherBytesPerParam, quantizedWeightsOf, weightCastOf } from './quantized-params.ts';
+import { gatherBytesPerParam, quantizedWeightsOf, stageLayerParams, weightCastOf } from './quantized-params.ts';
 import { bucketSyncUs } from '../links/data-parallel.ts';
 import { dpSharedLinks, tpUnderSharing, type LinkSharingCost, type SharedLink } from '../links/link-sharing.ts';
 import { pipelineTimes, type PipelineTimes } from '../pipeline/pipeline-schedule.ts';
@@ -202,15 +201,24 @@ export function stepTimes(
     links.embedding,
     system,
   );
-  // MLA's duplicated down projections join the SP norms' TP all-reduce (mla-step.ts mlaTpGradElements), in main_grad's format.
-  const mlaGradBytes = ct.mla ? maxStageLayers * ct.mla.tpGradElements * stateBytesPerParam[dtype].grads : 0;
-  const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine, mlaGradBytes);
+  // The SP norms' and MLA's duplicated down projections' (mla-step.ts mlaTpGradElements) gradients
+  // all-reduced over TP in main_grad's format (finalize.ts).
+  const mainGradBytes = setupStateBytes(setup, dtype, 1).grads;
+  const mlaGradBytes = ct.mla ? maxStageLayers * ct.mla.tpGradElements * mainGradBytes : 0;
+  const finalizeMs = finalizeTimeOf(pricing, maxStageLayers, machine, mainGradBytes, mlaGradBytes);
   const experts = ct.moe ? moeTail(setup, machine, ct.moe, ct.expertParams, ct.forwardMs, ct.backwardMs) : undefined;
   const expertMs = experts ? experts.gradSyncMs + experts.paramGatherMs : 0;
   // --optimizer-cpu-offload: the GPU steps its share, the host the rest (optimizer-offload.ts).
   const offload = setup.optimizerCpuOffload;
+  // With quantized parameters the layers' weights (stageLayerParams) keep no 16-bit copy (optimizer.ts).
+  const q = quantizedWeightsOf(setup, machine.kernels ?? defaultKernelOptions);
+  const quantizedParams = q?.params ? split.layers.map((_, i) => stageLayerParams(ct, i)) : [];
   const optimizer =
-    scaledKernelUs(system, 'memory', optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu)) *
+    scaledKernelUs(
+      system,
+      'memory',
+      optimizerMs(model.stageParams, distOpt, deg.dp * deg.cp, dtype, system.gpu, quantizedParams),
+    ) *
       gpuOptimizerShare(setup) +
     (offload
       ? offloadedStepMs(Math.max(...model.stageParams) / (distOpt ? deg.dp * deg.cp : 1), offload, system).addedMs

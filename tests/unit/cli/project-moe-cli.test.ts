@@ -84,6 +84,18 @@ describe('the MoE flags', () => {
       imbalance: 1.3,
     });
   });
+  it('take --moe-pad-expert-input-to-capacity', () => {
+    const a = parseProjectArgs([
+      ...model,
+      '--experts',
+      '8',
+      '--moe-expert-capacity-factor',
+      '1',
+      '--moe-pad-expert-input-to-capacity',
+    ]);
+    expect(a.setup.moe).toMatchObject({ capacityFactor: 1, padToCapacity: true });
+    expect(parseProjectArgs([...model, '--experts', '8']).setup.moe?.padToCapacity).toBeUndefined();
+  });
   it('refuse a MoE flag without --num-experts, and both spellings of one setting', () => {
     expect(() => parseProjectArgs([...model, '--ep', '8'])).toThrow(/--ep is a MoE flag: give --num-experts/);
     expect(() => parseProjectArgs([...model, '--experts', '8', '--num-experts', '8'])).toThrow(/same setting/);

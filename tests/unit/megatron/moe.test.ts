@@ -3,6 +3,7 @@ import {
   expertDegrees,
   moeDefaults,
   moeFlags,
+  moeFromFlags,
   moeLayerPattern,
   moeRefusals,
   parseMoeLayerFreq,
@@ -76,6 +77,16 @@ describe("Megatron's refusals of a MoE layout, each with its line", () => {
     );
     expect(sources({ ...moe, topk: 65 })).toContain('megatron/core/transformer/moe/router.py:171');
   });
+  it('refuses --moe-pad-expert-input-to-capacity without a capacity factor (:1686-1690) and with flex (DeepEP, :1600-1607)', () => {
+    const pad = { ...moe, padToCapacity: true };
+    expect(moeRefusals(pad, job).map((r) => r.message)).toEqual([
+      'moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity (give --moe-expert-capacity-factor CF, e.g. 1.0).',
+    ]);
+    expect(sources({ ...pad, capacityFactor: 1 })).toEqual([]);
+    expect(sources({ ...pad, capacityFactor: 1, dispatcher: 'flex' })).toEqual([
+      'megatron/core/transformer/transformer_config.py:1600-1607',
+    ]);
+  });
 });
 
 describe('the expert mesh and the flags', () => {
@@ -92,5 +103,13 @@ describe('the expert mesh and the flags', () => {
     expect(f).toContain('--moe-grouped-gemm');
     expect(f).toContain('--moe-layer-freq [0,1,1,1]');
     expect(f.some((x) => x.startsWith('--expert-tensor-parallel-size'))).toBe(false);
+    expect(f).not.toContain('--moe-pad-expert-input-to-capacity');
+    const padded = moeFlags({ ...moe, capacityFactor: 1, padToCapacity: true }, 1);
+    expect(padded.slice(-2)).toEqual(['--moe-expert-capacity-factor 1', '--moe-pad-expert-input-to-capacity']);
+    const back = moeFromFlags((flag) => {
+      const at = padded.find((x) => x.split(' ')[0] === flag);
+      return at === undefined ? undefined : (at.split(' ')[1] ?? true);
+    }, 1024);
+    expect(back).toMatchObject({ capacityFactor: 1, padToCapacity: true });
   });
 });

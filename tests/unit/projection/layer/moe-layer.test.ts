@@ -43,6 +43,16 @@ describe('the rows a MoE layer moves and computes', () => {
     // C = ⌈T·k/E · cf⌉ rows per expert from this rank (moe_utils.py:256): never more than T·k.
     expect(moeRows({ ...x, capacityFactor: 0.5 }).sent).toBe(8 * Math.ceil((8192 / 8) * 0.5));
   });
+  it('padded to capacity, every expert computes C = ⌈T·k/E · cf⌉ rows from each rank whatever the routing (token_dispatcher.py:511-534)', () => {
+    // cf 1.25: C = ⌈8192/8 · 1.25⌉ = 1280 per expert and source rank; one local expert (E/EP = 1) computes C·ETP·EP = 10,240.
+    const r = moeRows({ ...x, capacityFactor: 1.25, padToCapacity: true });
+    expect(r).toEqual({ sent: 8 * 1280, load: 1, computed: 8 * 1280, perExpert: 1280 * 8, droppedShare: 0 });
+    // Unpadded the same factor computes the routed rows only.
+    expect(moeRows({ ...x, capacityFactor: 1.25 }).computed).toBe(8192);
+    // Imbalance beyond cf still drops; the busiest rank computes C·E rows like every other.
+    const skew = moeRows({ ...x, capacityFactor: 1.25, padToCapacity: true, imbalance: 2 });
+    expect([skew.computed, skew.load, skew.droppedShare]).toEqual([8 * 1280, 1, 1 - 1.25 / 2]);
+  });
 });
 
 describe("a MoE layer's compute", () => {

@@ -111,7 +111,7 @@ describe('a partial --cuda-graph-modules scope under transformer_engine (transfo
     expect(mlp).toBeLessThan(none);
   });
 
-  it('what stays refused as not priced: local, MoE or MLA layers, scopes other than attn and mlp', () => {
+  it('what stays refused as not priced: local, mixed dense and MoE layers, MLA layers, scopes other than attn and mlp (attn and moe where every layer is MoE)', () => {
     const te = on('transformer_engine', ['attn']).kernels;
     expect(cudaGraphRefusalsOf(p1, te)).toEqual([]);
     expect(cudaGraphRefusalsOf(p1, { ...te, cudaGraphModules: ['attn', 'mlp'] })).toEqual([]);
@@ -125,6 +125,44 @@ describe('a partial --cuda-graph-modules scope under transformer_engine (transfo
       sp: false,
       moe: { ...moeDefaults(8, 5632), ep: 8, dispatcher: 'alltoall', groupedGemm: true },
     };
-    expect(cudaGraphRefusalsOf(moe, te)[0]).toMatch(/not priced yet in a model with MoE layers/);
+    expect(cudaGraphRefusalsOf(moe, te)).toEqual([]);
+    const mixed = { ...moe, moe: { ...moe.moe!, layerFreq: 2 } };
+    expect(cudaGraphRefusalsOf(mixed, te)[0]).toMatch(/not priced yet in a model with dense and MoE layers/);
+    expect(cudaGraphRefusalsOf(moe, { ...te, cudaGraphModules: ['moe_router'] })[0]).toMatch(
+      /not priced yet for moe_router/,
+    );
+  });
+
+  it('moe: refused without drop-and-pad (transformer_config.py:2505-2511); with a capacity factor and --moe-pad-expert-input-to-capacity, the pre-MLP norm and MoE layer graphed', async () => {
+    const moeOf = (pad: boolean): TrainingSetup => ({
+      ...p1,
+      tp: 1,
+      sp: false,
+      moe: {
+        ...moeDefaults(8, 5632),
+        ep: 8,
+        dispatcher: 'alltoall',
+        groupedGemm: true,
+        capacityFactor: 1,
+        ...(pad && { padToCapacity: true }),
+      },
+    });
+    const te = on('transformer_engine', ['moe']).kernels;
+    expect(cudaGraphRefusalsOf(moeOf(false), te)).toEqual([
+      'moe cuda graph is only supported with drop-padding MoE. (megatron/core/transformer/transformer_config.py:2505-2511)',
+    ]);
+    expect(cudaGraphRefusalsOf(moeOf(true), te)).toEqual([]);
+    // With drop-and-pad Megatron does not check the preprocess's DtoH syncs (:2512-2519 sit in the else branch).
+    expect(cudaGraphRefusalsOf(moeOf(true), { ...te, cudaGraphModules: ['moe_router', 'moe_preprocess'] })[0]).toMatch(
+      /not priced yet for moe_router, moe_preprocess/,
+    );
+    // The captured ops: the same span as mlp in the plan a MoE layer replaces the MLP of.
+    const plan = (await makePlan(configFromPreset('classroom', { tp: 2, sp: true }))).plan;
+    expect(capturedOps(plan, ['moe'])).toEqual(capturedOps(plan, ['mlp']));
+    // t 1, 4 layers, m 2 on DP 8: S = 2048 rows, an input [S, b, h] bf16 = 8 MiB; moe keeps no mask: 4·8 + 8 MiB.
+    const eager = await projectStep(moeOf(true), on('none'));
+    const graphed = await projectStep(moeOf(true), on('transformer_engine', ['moe']));
+    expect(graphed.stageMemory[0]!.peakBytes - eager.stageMemory[0]!.peakBytes).toBe(40 * MiB);
+    expect(graphed.stepMs).toBeLessThan(eager.stepMs);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { gpus } from '../../../../src/hardware/gpus.ts';
 import { collectiveTimeUs } from '../../../../src/hardware/interconnect.ts';
-import { memoryBoundUs } from '../../../../src/hardware/kernel-time.ts';
+import { kernelModel, memoryBoundUs } from '../../../../src/hardware/kernel-time.ts';
 import { systems } from '../../../../src/hardware/systems.ts';
 import {
   amaxReduceBytesPerElement,
@@ -89,9 +89,19 @@ describe('--fp8-param-gather and --fp4-param-gather in the step (quantized-param
     const amax = (sys.collectiveBaseUs + collectiveTimeUs('allReduce', 0, 4, link)) / 1e3;
     expect(pg.weightCast!.amaxReduceMs).toBeCloseTo(amax, 9);
     expect(fp8.weightCast!.amaxReduceMs).toBe(0);
+    // The optimizer keeps no bf16 copy of the quantized layer weights (distrib_optimizer.py:2868-2874):
+    // their 2 + 2 bytes of weight read and write leave its shard L/4 (the master cast above writes them).
+    const hbmMs = (bytes: number): number => (bytes / (kernelModel.hbmEfficiency * sys.gpu.hbmGBps * 1e9)) * 1e3;
+    expect(fp8.optimizerMs - pg.optimizerMs).toBeCloseTo(hbmMs((L / 4) * 2 * 2), 9);
     // Without --overlap-param-gather the whole gather is on the step's path.
     expect(pg.stepMs - fp8.stepMs).toBeCloseTo(
-      pg.weightCast!.castMs - fp8.weightCast!.castMs + amax + pg.dpCommMs.paramGatherMs - fp8.dpCommMs.paramGatherMs,
+      pg.weightCast!.castMs -
+        fp8.weightCast!.castMs +
+        amax +
+        pg.dpCommMs.paramGatherMs -
+        fp8.dpCommMs.paramGatherMs +
+        pg.optimizerMs -
+        fp8.optimizerMs,
       9,
     );
     expect(pg.stepMs).toBeLessThan(fp8.stepMs);
