@@ -24,7 +24,9 @@ import {
   defaultActivationOffload,
   offloadModuleNames,
   parseOffloadModules,
+  parseOffloadTuning,
   type ActivationOffload,
+  type OffloadTuning,
 } from '../../src/megatron/activation-offload.ts';
 import { parseRecomputeModules } from '../../src/megatron/recompute-modules.ts';
 import { cudaGraphModuleNames, parseCudaGraphModules } from '../../src/megatron/cuda-graph-rules.ts';
@@ -37,7 +39,10 @@ import {
   type Recompute,
   type TrainingSetup,
 } from '../../src/megatron/training-setup.ts';
-import { checkOptimizerCpuOffload } from '../../src/projection/step/optimizer-offload.ts';
+import {
+  checkOptimizerCpuOffload,
+  parseOptimizerOffloadFraction,
+} from '../../src/projection/step/optimizer-offload.ts';
 import { presets } from '../../src/parallel/config.ts';
 import { parseDegrees, parsePreset, parseWhole } from '../../src/parallel/config-parse.ts';
 import { sizeFlagOptions } from '../cli/size-flags.ts';
@@ -638,20 +643,13 @@ function parseActivationOffloadFlags(v: {
       );
     return undefined;
   }
-  const text = v['activation-offload-fraction'];
-  if (text !== undefined && !/^\s*[\d.]+\s*$/.test(text))
-    throw new Error(`--activation-offload-fraction "${text}": give a number between 0 and 1.`);
+  const value = (k: OffloadTuning, text: string | undefined): number =>
+    text === undefined ? defaultActivationOffload[k] : parseOffloadTuning(k, text);
   return {
     modules: parseOffloadModules(v['offload-modules'] ?? ''),
-    fraction: text === undefined ? defaultActivationOffload.fraction : Number(text),
-    minTensorElements:
-      v['min-offloaded-tensor-size'] === undefined
-        ? defaultActivationOffload.minTensorElements
-        : parseWhole('--min-offloaded-tensor-size', v['min-offloaded-tensor-size'], 0),
-    deltaBytesPerPpRank:
-      delta === undefined
-        ? defaultActivationOffload.deltaBytesPerPpRank
-        : parseWhole('--delta-offload-bytes-across-pp-ranks', delta, 0),
+    fraction: value('fraction', v['activation-offload-fraction']),
+    minTensorElements: value('minTensorElements', v['min-offloaded-tensor-size']),
+    deltaBytesPerPpRank: value('deltaBytesPerPpRank', delta),
   };
 }
 
@@ -671,9 +669,7 @@ function parseOffloadFlags(v: {
     return undefined;
   }
   const text = v['optimizer-offload-fraction'];
-  const fraction = text === undefined ? 1 : Number(text);
-  if (text !== undefined && !/^\s*[\d.]+\s*$/.test(text))
-    throw new Error(`--optimizer-offload-fraction "${text}": give a number between 0 and 1.`);
+  const fraction = text === undefined ? 1 : parseOptimizerOffloadFraction(text);
   const o = { fraction, overlapD2hH2d: v['overlap-cpu-optimizer-d2h-h2d'] };
   checkOptimizerCpuOffload(o, v['use-precision-aware-optimizer']);
   return o;

@@ -2,6 +2,7 @@
 // replayed on a launch's arguments (core_v0.19.0): arguments.py validate_args (:1854-1859, :1869-1870)
 // and TransformerConfig.__post_init__ (transformer_config.py:1848-1903, and with CUDA graphs
 // :2465-2468 and :2596-2642). Each failure names its file and line at the pin.
+import { defaultActivationOffload, offloadTunings, offloadTuningRules } from './activation-offload.ts';
 
 /** One failed check: the source line at the pin and Megatron's message. */
 export interface OffloadLaunchFailure {
@@ -106,12 +107,10 @@ export function offloadLaunchRefusals(l: OffloadLaunch): OffloadLaunchFailure[] 
       `${T}:1874-1884`,
       `Cannot offload ${pySet(insideMoe)} while recomputing the entire MoE layer. 'moe' in recompute_modules wraps the full MoE forward in a checkpoint, so offloading activations inside it is redundant and will cause errors. Either remove 'moe' from --recompute-modules or remove ${pySet(insideMoe)} from --offload-modules.`,
     );
-  if (!(num('--min-offloaded-tensor-size', 1024 * 1024) >= 0))
-    fail(`${T}:1885-1887`, 'min_offloaded_tensor_size must be non-negative.');
-  const fraction = num('--activation-offload-fraction', 1);
-  if (!(fraction >= 0 && fraction <= 1)) fail(`${T}:1888-1890`, 'activation_offload_fraction must be in range [0, 1].');
-  if (!(num('--delta-offload-bytes-across-pp-ranks', 0) >= 0))
-    fail(`${T}:1891-1893`, 'delta_offload_bytes_across_pp_ranks must be non-negative.');
+  for (const k of offloadTunings) {
+    const r = offloadTuningRules[k];
+    if (!r.holds(num(r.flag, defaultActivationOffload[k]))) fail(`${T}:${r.lines}`, r.assertion);
+  }
   if (on.has('fused_group_mlp')) {
     if (!l.flag('--use-transformer-engine-op-fuser'))
       fail(`${T}:1895-1897`, 'fused_group_mlp requires use_transformer_engine_op_fuser.');

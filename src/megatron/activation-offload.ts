@@ -1,6 +1,7 @@
 // Megatron-Core's --fine-grained-activation-offloading (transformer_config.py:1229-1265 and its
 // rules :1848-1903, core_v0.19.0; docs/user-guide/features/fine_grained_activation_offloading.md):
 // each listed submodule's input goes to the host in forward and comes back before its backward.
+import { quoted } from '../core/quote.ts';
 import { parseModuleList } from './module-list.ts';
 import type { RecomputeModule } from './recompute-modules.ts';
 
@@ -39,6 +40,79 @@ export const defaultActivationOffload = {
   deltaBytesPerPpRank: 0,
 } as const;
 
+/** The tuning flags, as ActivationOffload names them. */
+export type OffloadTuning = keyof typeof defaultActivationOffload;
+
+/** The tuning flags in the order Megatron checks them (transformer_config.py:1885-1893). */
+export const offloadTunings: readonly OffloadTuning[] = ['minTensorElements', 'fraction', 'deltaBytesPerPpRank'];
+
+/**
+ * Each tuning flag: its name, whether Megatron's field is an int (else a float, transformer_config.py:1247,
+ * :1256, :1262), its assert (message and lines, :1885-1893) and an example of a value it takes.
+ */
+export const offloadTuningRules: Readonly<
+  Record<
+    OffloadTuning,
+    {
+      readonly flag: string;
+      readonly int: boolean;
+      readonly holds: (v: number) => boolean;
+      readonly assertion: string;
+      readonly lines: string;
+      readonly write: string;
+    }
+  >
+> = {
+  minTensorElements: {
+    flag: '--min-offloaded-tensor-size',
+    int: true,
+    holds: (v) => v >= 0,
+    assertion: 'min_offloaded_tensor_size must be non-negative.',
+    lines: '1885-1887',
+    write: 'a whole number of elements ≥ 0 such as 1048576 (the default)',
+  },
+  fraction: {
+    flag: '--activation-offload-fraction',
+    int: false,
+    holds: (v) => v >= 0 && v <= 1,
+    assertion: 'activation_offload_fraction must be in range [0, 1].',
+    lines: '1888-1890',
+    write: 'a share from 0 to 1 such as 0.5 (1, the default, offloads every eligible group)',
+  },
+  deltaBytesPerPpRank: {
+    flag: '--delta-offload-bytes-across-pp-ranks',
+    int: true,
+    holds: (v) => v >= 0,
+    assertion: 'delta_offload_bytes_across_pp_ranks must be non-negative.',
+    lines: '1891-1893',
+    write: 'a whole number of bytes ≥ 0 such as 1073741824 (0, the default, keeps the same on every stage)',
+  },
+};
+
+/** Megatron's refusal of a tuning flag's value (its assert and line), with what to write, or undefined. */
+export function offloadTuningRefusal(k: OffloadTuning, v: number): string | undefined {
+  const r = offloadTuningRules[k];
+  if (r.holds(v)) return undefined;
+  return `${r.flag} ${v}: Megatron asserts "${r.assertion}" (megatron/core/transformer/transformer_config.py:${r.lines}); write ${r.write}.`;
+}
+
+/**
+ * A tuning flag's value as Megatron's argparse reads it (an int, or a float for the fraction), then
+ * Megatron's assert on it (offloadTuningRefusal); the CLI and the page's controls both parse with it.
+ */
+export function parseOffloadTuning(k: OffloadTuning, text: string): number {
+  const r = offloadTuningRules[k];
+  const v = Number(text);
+  const typed = r.int
+    ? /^\s*-?\d+\s*$/.test(text) && Number.isSafeInteger(v)
+    : text.trim() !== '' && Number.isFinite(v);
+  if (!typed)
+    throw new Error(`${r.flag} ${quoted(text)}: Megatron reads ${r.int ? 'an int' : 'a float'}; write ${r.write}.`);
+  const why = offloadTuningRefusal(k, v);
+  if (why) throw new Error(why);
+  return v;
+}
+
 /** Parses an --offload-modules list ("core_attn attn_proj" or "core_attn,attn_proj"), naming an unknown module and the choices. */
 export const parseOffloadModules = (text: string): OffloadModule[] =>
   parseModuleList(
@@ -52,8 +126,8 @@ export const parseOffloadModules = (text: string): OffloadModule[] =>
 /**
  * Megatron's refusals of an offload setup (transformer_config.py, core_v0.19.0), each with its line,
  * and what the projection does not price: attn_proj alone without core_attn (:1868-1873); a module
- * inside the MoE layer while `moe` is recomputed (:1874-1884); the fraction outside [0, 1]
- * (:1888-1890); Δ below 0 (:1891-1893); fused_group_mlp, which needs --use-transformer-engine-op-fuser
+ * inside the MoE layer while `moe` is recomputed (:1874-1884); a tuning flag Megatron asserts on
+ * (offloadTuningRefusal: the minimum size or Δ below 0, the fraction outside [0, 1], :1885-1893); fused_group_mlp, which needs --use-transformer-engine-op-fuser
  * (:1895-1897), is refused as not priced: the projection has no model of Transformer Engine's
  * fused grouped MLP (the op fuser's FC1 + activation + FC2, TE ≥ 2.14, experts at TP 1:
  * experts.py:332-348), neither its kernels' time nor what it saves for backward, which is the group
@@ -77,12 +151,10 @@ export function activationOffloadRefusals(
     out.push(
       `Cannot offload ${insideMoe.join(', ')} while recomputing the entire MoE layer (${T}:1874-1884): remove 'moe' from --recompute-modules or ${insideMoe.join(', ')} from --offload-modules.`,
     );
-  if (!(o.fraction >= 0 && o.fraction <= 1))
-    out.push(`activation_offload_fraction must be in range [0, 1] (${T}:1888-1890); got ${o.fraction}.`);
-  if (!(o.deltaBytesPerPpRank >= 0))
-    out.push(
-      `delta_offload_bytes_across_pp_ranks must be non-negative (${T}:1891-1893); got ${o.deltaBytesPerPpRank}.`,
-    );
+  for (const k of offloadTunings) {
+    const why = offloadTuningRefusal(k, o[k]);
+    if (why) out.push(why);
+  }
   if (on.has('fused_group_mlp'))
     out.push(
       `fused_group_mlp requires use_transformer_engine_op_fuser (${T}:1895-1897), Transformer Engine's fused grouped MLP (TE ≥ 2.14, experts at TP 1: megatron/core/transformer/moe/experts.py:332-348), which the projection does not model (neither its kernels' time nor the tensors it saves for backward, the group fused_group_mlp offloads, experts.py:673-711): offload expert_fc1 and moe_act instead.`,

@@ -24,11 +24,7 @@ import {
 } from '../layer/kernel-options.ts';
 import type { Machine } from '../layer/projected-layer.ts';
 import { chunkRecompute, type ChunkRecompute } from '../layer/recompute.ts';
-import {
-  defaultRecomputeModules,
-  fp8RecomputeRefusal,
-  type RecomputeModule,
-} from '../../megatron/recompute-modules.ts';
+import { defaultRecomputeModules, fp8RecomputeRefusal } from '../../megatron/recompute-modules.ts';
 import { activationOffloadRefusals } from '../../megatron/activation-offload.ts';
 import {
   offloadGroups,
@@ -55,6 +51,7 @@ import { paramGatherDispatchOf } from '../../megatron/megatron-release.ts';
 import { denseMlpSpan, expertDpLink, moeRecomputeOf, moeStepModel, type MoeStepModel } from './moe-step.ts';
 import { fsdpLayerTimes } from '../links/fsdp.ts';
 import { dpTailChunkParams, fsdpRunFacts, setupStateBytes } from './fsdp-step.ts';
+import { optimizerOffloadFractionRefusal } from './optimizer-offload.ts';
 import type { LayerPricing } from './layer-pricing.ts';
 import { mlaCoreBlock, mlaCpBytes, mlaStepModel, type MlaStepModel } from './mla-step.ts';
 
@@ -177,6 +174,8 @@ export function cudaGraphRefusalsOf(setup: TrainingSetup, kernels: KernelOptions
 function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: LayerPricing) {
   const c = setupConfig(setup);
   checkDataParallelFlags(setup, fsdpRunFacts(machine));
+  const offloadShare = setup.optimizerCpuOffload && optimizerOffloadFractionRefusal(setup.optimizerCpuOffload.fraction);
+  if (offloadShare) throw new Error(offloadShare);
   if (setup.optimizerCpuOffload && setup.moe)
     throw new Error(
       '--optimizer-cpu-offload with MoE layers is not priced yet (the expert state is held apart): project it without the offload.',
@@ -249,7 +248,7 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
   const layerB = pieces.layer.backward.ms + ring.backwardMs + mlaB;
   // --fine-grained-activation-offloading (activation-offload.ts): the modules' inputs on the host
   // between each layer's passes, per pipeline rank and chunk; the copies' time beyond the layer's compute exposed.
-  const off = offloadOf(setup, machine, pricing.block, rc, modules, moe, mla !== undefined, split, m, {
+  const off = offloadOf(setup, machine, pricing.block, moe, split, m, {
     dense: { forwardMs: layerF, backwardMs: layerB },
     moe: { forwardMs: moe?.forwardMs ?? 0, backwardMs: moe?.backwardMs ?? 0 },
   });
@@ -362,35 +361,45 @@ function computeChunkTimes(setup: TrainingSetup, machine: Machine, pricing: Laye
 }
 
 /**
+ * Why the projection refuses a setup's --fine-grained-activation-offloading: Megatron's refusals
+ * (activationOffloadRefusals) and what is not priced (full recomputation, where the checkpointed layers
+ * save no module inputs; MLA's attention inputs); none without the offload. The page places them at
+ * its `offload` control from this list.
+ */
+export function activationOffloadRefusalsOf(setup: TrainingSetup, kernels: KernelOptions): string[] {
+  const o = setup.activationOffload;
+  if (!o) return [];
+  const rc = recomputeOf(setup);
+  const modules = rc?.granularity === 'selective' ? (rc.modules ?? defaultRecomputeModules) : [];
+  const why = activationOffloadRefusals(o, { recomputeModules: modules, cudaGraphs: usesCudaGraphs(kernels) });
+  if (rc?.granularity === 'full')
+    why.push(
+      '--fine-grained-activation-offloading with --recompute-granularity full is not priced (the checkpointed layers save no module inputs): use selective recomputation.',
+    );
+  if (setup.mla)
+    why.push(
+      '--fine-grained-activation-offloading with multi-latent attention is not priced (its attention inputs differ): project it without the offload.',
+    );
+  return why;
+}
+
+/**
  * Each pipeline rank's offload under --fine-grained-activation-offloading
- * (projection/step/activation-offload.ts stageOffload), or undefined without it; Megatron's refusals
- * (activationOffloadRefusals) and what is not priced (MLA's attention inputs, full recomputation,
- * where the layers save nothing to offload) thrown with the reason.
+ * (projection/step/activation-offload.ts stageOffload), or undefined without it; what
+ * activationOffloadRefusalsOf refuses thrown with the reason.
  */
 function offloadOf(
   setup: TrainingSetup,
   machine: Machine,
   block: LayerPlan,
-  rc: ReturnType<typeof recomputeOf>,
-  modules: readonly RecomputeModule[],
   moe: MoeStepModel | undefined,
-  mla: boolean,
   split: PipelineSplit,
   m: number,
   pass: OffloadPassTimes,
 ): StageOffload[] | undefined {
   const o = setup.activationOffload;
   if (!o) return undefined;
-  const kernels = machine.kernels ?? defaultKernelOptions;
-  const why = activationOffloadRefusals(o, { recomputeModules: modules, cudaGraphs: usesCudaGraphs(kernels) });
-  if (rc?.granularity === 'full')
-    why.push(
-      '--fine-grained-activation-offloading with --recompute-granularity full is not priced (the checkpointed layers save no module inputs): use selective recomputation.',
-    );
-  if (mla)
-    why.push(
-      '--fine-grained-activation-offloading with multi-latent attention is not priced (its attention inputs differ): project it without the offload.',
-    );
+  const why = activationOffloadRefusalsOf(setup, machine.kernels ?? defaultKernelOptions);
   if (why.length) throw new Error(why.join(' '));
   const tensors = offloadTensors(block, machine.dtype, setup.flashAttention ?? false, moe);
   const groups = { dense: offloadGroups(tensors.dense, o), moe: offloadGroups(tensors.moe, o) };

@@ -1,3 +1,4 @@
+import { quoted } from '../../core/quote.ts';
 import type { SystemSpec } from '../../hardware/systems.ts';
 import type { OptimizerCpuOffload, TrainingSetup } from '../../megatron/training-setup.ts';
 
@@ -44,14 +45,40 @@ export const gpuOptimizerShare = (setup: Pick<TrainingSetup, 'optimizerCpuOffloa
   1 - (setup.optimizerCpuOffload?.fraction ?? 0);
 
 /**
+ * The rule on --optimizer-offload-fraction f, page and CLI alike: a share from 0 to 1, or undefined.
+ * Megatron itself asserts nothing on f (arguments.py:1803-1811 checks only the precision-aware
+ * optimizer and the fp8 recipe; argparse reads a float, :2785): HybridDeviceOptimizer moves whole
+ * parameters to the host while the moved count is below f × this GPU's parameters
+ * (hybrid_optimizer.py:258, :273), so f = 0 moves none (the GPU optimizer steps them all, :211-214),
+ * f > 1 moves all as 1 does, f < 0 none as 0 does. The projection prices the share f directly
+ * (gpuOptimizerShare, offloadedStepMs), so a value outside [0, 1], or not a number, is refused here.
+ */
+export function optimizerOffloadFractionRefusal(f: number): string | undefined {
+  if (f >= 0 && f <= 1) return undefined;
+  return `--optimizer-offload-fraction ${f}: the share of the optimizer moved to the host is from 0 to 1; Megatron takes any float but moves all parameters at f ≥ 1 and none at f ≤ 0 (hybrid_optimizer.py:258, :273): write 1 for all, 0 for none, or a share such as 0.5.`;
+}
+
+/** --optimizer-offload-fraction's text as argparse reads it (a float), then optimizerOffloadFractionRefusal. */
+export function parseOptimizerOffloadFraction(text: string): number {
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v))
+    throw new Error(
+      `--optimizer-offload-fraction ${quoted(text)}: write the share of the optimizer moved to the host, a number from 0 to 1 such as 0.5.`,
+    );
+  const why = optimizerOffloadFractionRefusal(v);
+  if (why) throw new Error(why);
+  return v;
+}
+
+/**
  * Megatron's rule on the flag (arguments.py:1803-1807): the hybrid optimizer reuses the
- * precision-aware optimizer's code path; and the fraction is a share.
+ * precision-aware optimizer's code path; and the fraction's (optimizerOffloadFractionRefusal).
  */
 export function checkOptimizerCpuOffload(o: OptimizerCpuOffload, precisionAwareOptimizer: boolean): void {
   if (!precisionAwareOptimizer)
     throw new Error(
       'The optimizer cpu offload must be used in conjunction with `--use-precision-aware-optimizer` (arguments.py:1803-1807): add it.',
     );
-  if (!(o.fraction >= 0 && o.fraction <= 1))
-    throw new Error(`--optimizer-offload-fraction (${o.fraction}) must be between 0 and 1.`);
+  const why = optimizerOffloadFractionRefusal(o.fraction);
+  if (why) throw new Error(why);
 }

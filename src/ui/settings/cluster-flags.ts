@@ -2,13 +2,18 @@
 import { cudaGraphRecomputeRefusals } from '../../megatron/cuda-graph-rules.ts';
 import { checkDataParallelFlags, noP2pOverlapRefusal, type TrainingSetup } from '../../megatron/training-setup.ts';
 import { fsdpRunFacts } from '../../projection/step/fsdp-step.ts';
-import { activationOffloadRefusals, defaultActivationOffload } from '../../megatron/activation-offload.ts';
+import {
+  defaultActivationOffload,
+  offloadTunings,
+  offloadTuningRules,
+  type ActivationOffload,
+} from '../../megatron/activation-offload.ts';
 import { offloadLaunchEnv } from '../../megatron/activation-offload-launch.ts';
 import { fsdpLabel } from '../../megatron/fsdp.ts';
 import { fp4ParamGatherRefusals, fp8ParamGatherRefusals, type Fp8Recipe } from '../../megatron/low-precision.ts';
 import { systemNames, systems, type SystemName } from '../../hardware/systems.ts';
 import { defaultKernelOptions, lowPrecisionRefusals } from '../../projection/layer/kernel-options.ts';
-import { cudaGraphRefusalsOf } from '../../projection/step/chunk-times.ts';
+import { activationOffloadRefusalsOf, cudaGraphRefusalsOf } from '../../projection/step/chunk-times.ts';
 import { clusterModelOf, type ClusterModelSpec } from './cluster-model.ts';
 import { placeIssues, type ControlField, type FieldIssue } from './field-issues.ts';
 import type { Settings } from './state.ts';
@@ -30,6 +35,14 @@ export type ClusterFlags = Pick<
   | 'bucketSize'
 >;
 
+/** The page's fine-grained activation offload: `offload`'s modules, each tuning flag the page's or Megatron's default (null). */
+const activationOffloadOf = (s: Settings): ActivationOffload => ({
+  modules: s.offload,
+  fraction: s.offloadfrac ?? defaultActivationOffload.fraction,
+  minTensorElements: s.offloadmin ?? defaultActivationOffload.minTensorElements,
+  deltaBytesPerPpRank: s.offloaddelta ?? defaultActivationOffload.deltaBytesPerPpRank,
+});
+
 /**
  * The cluster flags of some settings, as layoutSetup (projection/studies/layout-setup.ts) maps an
  * advisor row: full recompute is uniform with one layer per checkpoint; selective recomputes
@@ -45,7 +58,7 @@ export const clusterFlagsOf = (s: Settings): ClusterFlags => ({
   ...(s.fsdp && { fsdp: s.fsdp }),
   // fp8pg is the quantized parameter gather of the page's low-precision format: --fp4-param-gather under fp4.
   ...(s.fp8pg && (s.fp4 !== 'none' ? { fp4ParamGather: true } : { fp8ParamGather: true })),
-  ...(s.offload.length > 0 && { activationOffload: { modules: s.offload, ...defaultActivationOffload } }),
+  ...(s.offload.length > 0 && { activationOffload: activationOffloadOf(s) }),
   // --optimizer-cpu-offload with --use-precision-aware-optimizer (arguments.py:1803-1807), its copies overlapped with --overlap-cpu-optimizer-d2h-h2d.
   ...(s.cpuoffload !== null && { optimizerCpuOffload: { fraction: s.cpuoffload, overlapD2hH2d: s.cpuov } }),
   // Off only: on is Megatron's default (v > 1), which the projection applies itself.
@@ -81,6 +94,11 @@ export function clusterLaunchOf(
     f.activationOffload
       ? `--fine-grained-activation-offloading --offload-modules ${f.activationOffload.modules.join(' ')}`
       : '',
+    // Each tuning flag Megatron would not take as its default.
+    ...offloadTunings.map((k) => {
+      const v = f.activationOffload?.[k];
+      return v !== undefined && v !== defaultActivationOffload[k] ? `${offloadTuningRules[k].flag} ${v}` : '';
+    }),
     f.optimizerCpuOffload
       ? `--optimizer-cpu-offload --use-precision-aware-optimizer --optimizer-offload-fraction ${f.optimizerCpuOffload.fraction}`
       : '',
@@ -178,32 +196,31 @@ function memoryLeverIssues(s: Settings): { field: ControlField; fields: readonly
     if (scope) out.push(scope);
   }
   if (s.offload.length) {
-    const why = activationOffloadRefusals(
-      { modules: s.offload, ...defaultActivationOffload },
-      { recomputeModules: s.recompute === 'selective' ? s.rmodules : [], cudaGraphs: s.graphs !== 'none' },
-    );
-    if (why.length) out.push({ field: 'offload', fields: ['offload', 'rmodules', 'graphs'], message: why.join(' ') });
+    // As the projection refuses it (chunk-times.ts activationOffloadRefusalsOf): Megatron's rules, then what is not priced.
+    const setup = clusterSetupOf(s);
+    const why = setup ? activationOffloadRefusalsOf(setup, { ...defaultKernelOptions, cudaGraphImpl: s.graphs }) : [];
+    if (why.length)
+      out.push({
+        field: 'offload',
+        fields: ['offload', 'recompute', 'rmodules', 'graphs', 'cmodel'],
+        message: why.join(' '),
+      });
   }
   return out;
 }
 
 /**
- * The scope's refusals at gscope, as the projection checks them on the cluster model
- * (chunk-times.ts cudaGraphRefusalsOf: Megatron's cudaGraphScopeRefusals with the model's MoE
- * layers, then a scope the projection does not price), less the recomputation's (at graphs).
+ * The cluster model with the page's flags at t = 1 (the layout does not enter the rules placed from it),
+ * or undefined where the model itself is refused (clusterModelIssues says why at cmodel).
  */
-function graphScopeIssue(
-  s: Settings,
-  atGraphs: readonly string[],
-): { field: ControlField; fields: readonly ControlField[]; message: string } | undefined {
-  if (!s.gscope.length) return undefined;
+function clusterSetupOf(s: Settings): TrainingSetup | undefined {
   let model: ClusterModelSpec;
   try {
     model = clusterModelOf(s);
   } catch {
-    return undefined; // clusterModelIssues says why at cmodel.
+    return undefined;
   }
-  const setup: TrainingSetup = {
+  return {
     sizes: model.sizes,
     layers: model.layers,
     ...(model.moe && { moe: model.moe }),
@@ -215,6 +232,19 @@ function graphScopeIssue(
     overlap: true,
     ...clusterFlagsOf(s),
   };
+}
+
+/**
+ * The scope's refusals at gscope, as the projection checks them on the cluster model
+ * (chunk-times.ts cudaGraphRefusalsOf: Megatron's cudaGraphScopeRefusals with the model's MoE
+ * layers, then a scope the projection does not price), less the recomputation's (at graphs).
+ */
+function graphScopeIssue(
+  s: Settings,
+  atGraphs: readonly string[],
+): { field: ControlField; fields: readonly ControlField[]; message: string } | undefined {
+  const setup = s.gscope.length ? clusterSetupOf(s) : undefined;
+  if (!setup) return undefined;
   const kernels = {
     ...defaultKernelOptions,
     layerArch: s.layerArch,

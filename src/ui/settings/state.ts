@@ -38,7 +38,13 @@ import type { MoeScoreFunction } from '../../reference/moe/config.ts';
 import { tokenDispatchers, type TokenDispatcher } from '../../megatron/moe.ts';
 import { maxSize } from '../../parallel/validate.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
-import { parseOffloadModules, type OffloadModule } from '../../megatron/activation-offload.ts';
+import {
+  parseOffloadModules,
+  parseOffloadTuning,
+  type OffloadModule,
+  type OffloadTuning,
+} from '../../megatron/activation-offload.ts';
+import { parseOptimizerOffloadFraction } from '../../projection/step/optimizer-offload.ts';
 import { parseCudaGraphModules, type CudaGraphModule } from '../../megatron/cuda-graph-rules.ts';
 import {
   defaultFp8Recipe,
@@ -177,6 +183,12 @@ export interface Settings extends ModelSizes {
   readonly fp8pg: boolean;
   /** --fine-grained-activation-offloading's --offload-modules on the cluster panel; empty: off. */
   readonly offload: readonly OffloadModule[];
+  /** --activation-offload-fraction on the cluster panel (with `offload`); null: Megatron's default 1. */
+  readonly offloadfrac: number | null;
+  /** --min-offloaded-tensor-size in elements on the cluster panel (with `offload`); null: Megatron's default 1,048,576. */
+  readonly offloadmin: number | null;
+  /** --delta-offload-bytes-across-pp-ranks on the cluster panel (with `offload`); null: Megatron's default 0. */
+  readonly offloaddelta: number | null;
   /** --optimizer-cpu-offload's --optimizer-offload-fraction on the cluster panel (with --use-precision-aware-optimizer); null: off. */
   readonly cpuoffload: number | null;
   /** --overlap-cpu-optimizer-d2h-h2d on the cluster panel: the offloaded optimizer's copies and CPU step overlapped chunk by chunk (needs `cpuoffload`). */
@@ -421,16 +433,18 @@ export function parseCapacity(text: string): number | null {
   return v;
 }
 
-/** --optimizer-offload-fraction as the hash writes it: 'off' or a share in (0, 1] (Megatron's default with the offload 1). */
-export function parseCpuOffload(text: string): number | null {
-  if (text.trim() === 'off') return null;
-  const v = Number(text);
-  if (text.trim() === '' || !Number.isFinite(v) || v <= 0 || v > 1)
-    throw new Error(
-      `cpuoffload must be off or the share of the optimizer moved to the CPU (--optimizer-offload-fraction), a number > 0 and ≤ 1 such as 1 or 0.5, got ${quoted(text)}.`,
-    );
-  return v;
-}
+/** --optimizer-offload-fraction as the hash writes it: 'off', or the share f that the CLI takes (optimizer-offload.ts parseOptimizerOffloadFraction). */
+export const parseCpuOffload = (text: string): number | null =>
+  text.trim() === 'off' ? null : parseOptimizerOffloadFraction(text);
+
+/** A tuning flag of the fine-grained activation offload as the hash writes it: 'default' or empty (Megatron's), or the value the CLI takes. */
+const offloadTuningRow = (key: string, k: OffloadTuning): SettingField<number | null> => ({
+  key,
+  parse: (t) => (t.trim() === '' || t.trim() === 'default' ? null : parseOffloadTuning(k, t)),
+  format: (v) => (v === null ? 'default' : String(v)),
+  fallback: null,
+  ...kernelRow,
+});
 
 /** --ddp-bucket-size as the hash writes it: 'default' or empty (Megatron's max(40M, 1M·DP·cp)), or whole parameters ≥ 1. */
 export function parseBucket(text: string): number | null {
@@ -656,6 +670,9 @@ export const settingsTable: SettingsTable = {
     fallback: [],
     ...kernelRow,
   },
+  offloadfrac: offloadTuningRow('offloadfrac', 'fraction'),
+  offloadmin: offloadTuningRow('offloadmin', 'minTensorElements'),
+  offloaddelta: offloadTuningRow('offloaddelta', 'deltaBytesPerPpRank'),
   cpuoffload: {
     key: 'cpuoffload',
     parse: parseCpuOffload,

@@ -10,6 +10,7 @@ import {
 } from '../../projection/layer/kernel-options.ts';
 import { fp4Formats, fp8Recipes } from '../../megatron/low-precision.ts';
 import { layerArchs } from '../../megatron/layer-arch.ts';
+import { defaultActivationOffload } from '../../megatron/activation-offload.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
@@ -84,20 +85,25 @@ export class TpMachineControls extends LitElement {
     };
   }
 
-  /** A whole number ≥ 1 read by its settings row; `placeholder` says what an empty input means (bucket: Megatron's default). */
-  private number<F extends 'layers' | 'gpus' | 'cp' | 'bucket'>(
+  /**
+   * A number read by its settings row (a whole number ≥ 1 unless `range` says otherwise); `placeholder`
+   * says what an empty input means (bucket and the offload's tuning: Megatron's default).
+   */
+  private number<F extends 'layers' | 'gpus' | 'cp' | 'bucket' | 'offloadfrac' | 'offloadmin' | 'offloaddelta'>(
     s: Settings,
     field: F,
     label: string,
     placeholder = '',
+    range: { readonly min: number; readonly max?: number; readonly step: number | 'any' } = { min: 1, step: 1 },
   ): TemplateResult {
     const row: SettingField<Settings[F]> = settingsTable[field];
     return html`<label
         >${label}
         <input
           type="number"
-          min="1"
-          step="1"
+          min=${range.min}
+          max=${range.max ?? nothing}
+          step=${range.step}
           placeholder=${placeholder}
           data-control=${field}
           .value=${String(s[field] ?? '')}
@@ -204,8 +210,21 @@ export class TpMachineControls extends LitElement {
       ${this.words(s, 'fsdp', 'FSDP (Megatron-FSDP strategy, or FSDP2)', fsdpSettingWords)}
       ${settingSwitch(this.clusterModelHost, s, 'fp8pg', s.fp4 !== 'none' ? '--fp4-param-gather' : '--fp8-param-gather')}
       ${this.typed(s, 'offload', '--offload-modules (fine-grained activation offloading)', 'off or core_attn,attn_proj')}
+      ${s.offload.length ? this.offloadTuning(s) : nothing}
       ${this.typed(s, 'cpuoffload', '--optimizer-offload-fraction (--optimizer-cpu-offload)', 'off or 0.5')}
       ${s.cpuoffload !== null ? settingSwitch(this.clusterModelHost, s, 'cpuov', '--overlap-cpu-optimizer-d2h-h2d') : nothing}`;
+  }
+
+  /**
+   * The fine-grained offload's tuning flags, shown while `offload` is set; empty is Megatron's default
+   * (transformer_config.py:1247, :1256, :1262), a value Megatron asserts against refused at its input.
+   */
+  private offloadTuning(s: Settings): TemplateResult {
+    const whole = { min: 0, step: 1 } as const;
+    const d = defaultActivationOffload;
+    return html`${this.number(s, 'offloadfrac', '--activation-offload-fraction', String(d.fraction), { min: 0, max: 1, step: 'any' })}
+    ${this.number(s, 'offloadmin', '--min-offloaded-tensor-size (elements)', String(d.minTensorElements), whole)}
+    ${this.number(s, 'offloaddelta', '--delta-offload-bytes-across-pp-ranks (bytes)', String(d.deltaBytesPerPpRank), whole)}`;
   }
 
   /** A text setting read by its settings-table parser, refused here with the parser's message. */

@@ -50,7 +50,10 @@ describe('--optimizer-cpu-offload (hybrid_optimizer.py, core_v0.19.0)', () => {
     expect(() => checkOptimizerCpuOffload({ fraction: 1, overlapD2hH2d: false }, false)).toThrow(
       /--use-precision-aware-optimizer.*arguments.py:1803-1807/,
     );
-    expect(() => checkOptimizerCpuOffload({ fraction: 1.5, overlapD2hH2d: false }, true)).toThrow(/between 0 and 1/);
+    expect(() => checkOptimizerCpuOffload({ fraction: 1.5, overlapD2hH2d: false }, true)).toThrow(
+      /from 0 to 1.*hybrid_optimizer.py/,
+    );
+    expect(() => checkOptimizerCpuOffload({ fraction: 0, overlapD2hH2d: false }, true)).not.toThrow();
     await expect(
       projectStep(
         { ...setup, sp: false, optimizerCpuOffload: { fraction: 1, overlapD2hH2d: false } },

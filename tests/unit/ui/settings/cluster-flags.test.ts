@@ -16,6 +16,8 @@ import { defaultKernelOptions } from '../../../../src/projection/layer/kernel-op
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { kernelOptionsOf } from '../../../../src/ui/settings/kernel-switches.ts';
 import { systemOf } from '../../../../src/ui/settings/system-files.ts';
+import { optimizerOffloadFractionRefusal } from '../../../../src/projection/step/optimizer-offload.ts';
+import { parseProjectArgs } from '../../../../scripts/project/project-args.ts';
 
 describe("the cluster panel's flags in the hash", () => {
   test('every key round-trips, and the default link states none of them', () => {
@@ -132,7 +134,11 @@ describe('cluster flag fuzzing', () => {
     vpp: ['1', '2'],
     p2pov: ['0', '1'],
     bucket: ['default', '1000', '40000000', '0', '1.5'],
-    cpuoffload: ['off', '1', '0.5', '0', 'x'],
+    cpuoffload: ['off', '1', '0.5', '0', '1.5', 'x'],
+    offload: ['off', 'core_attn', 'core_attn,attn_proj', 'attn_proj', 'qkv_linear'],
+    offloadfrac: ['default', '0', '0.5', '1', '1.5', 'x'],
+    offloadmin: ['default', '0', '1048576', '-1', '1.5'],
+    offloaddelta: ['default', '0', '1073741824', '-8'],
     cpuov: ['0', '1'],
     ce: ['plan', 'megatron', 'megatron-fused', 'te-fused', 'fused'],
     graphs: ['none', 'local', 'transformer_engine', 'full_iteration'],
@@ -141,19 +147,23 @@ describe('cluster flag fuzzing', () => {
     system: [defaultSystem, 'dgx-h100'],
   } as const;
   const sizes = scenarioSizes('seeds-v100');
-  /** The flags' rules, as their messages start: the data-parallel flags, the p2p overlap, the CUDA graphs with recomputation, the capture scope. */
+  /**
+   * The flags' rules, as their messages start: the data-parallel flags, the p2p overlap, the CUDA graphs
+   * with recomputation, the capture scope, the activation offload's modules.
+   */
   const flagRules = [
     /overlap-param-gather|fsdp|FSDP/,
     /--no-overlap-p2p-communication/,
     /^full recompute is only supported/,
     /cuda_graph_modules|--cuda-graph-modules/,
+    /^attn_proj cannot be set to offload_modules alone|^fine-grained activation offloading with CUDA graphs/,
   ];
 
-  test('150 random hashes: never a throw from the hash; the page refuses exactly what the projection refuses for the flags', async () => {
+  test('200 random hashes: never a throw from the hash; the page refuses exactly what the projection refuses for the flags', async () => {
     let projected = 0;
     let agreements = 0;
     const agreed = new Set<RegExp>();
-    for (let i = 0; i < 150; i++) {
+    for (let i = 0; i < 200; i++) {
       const hash =
         '#' +
         Object.entries(texts)
@@ -303,10 +313,34 @@ describe('--optimizer-cpu-offload on the page (cpuoffload)', () => {
     expect(clusterFlagsOf(defaultSettings).optimizerCpuOffload).toBeUndefined();
     expect(hashFromSettings(defaultSettings)).not.toContain('cpuoffload');
     expect(hasControl('cpuoffload')).toBe(true);
-    for (const bad of ['0', '1.5', 'half'])
-      expect(settingsFromHash(`#cpuoffload=${bad}`).messages[0]!.message).toMatch(
-        /cpuoffload must be off or the share .*--optimizer-offload-fraction/,
-      );
+    expect(settingsFromHash('#cpuoffload=half').messages[0]!.message).toMatch(
+      /^--optimizer-offload-fraction "half": write the share .* Using cpuoffload=off\.$/,
+    );
+  });
+
+  test('f = 0 is taken, as Megatron and the projection take it; a share outside [0, 1] is refused by the rule the CLI and projection use', async () => {
+    // HybridDeviceOptimizer at f = 0 moves no parameter to the host (hybrid_optimizer.py:258, :273).
+    const { settings, messages } = settingsFromHash('#cpuoffload=0&distopt=1');
+    expect(messages).toEqual([]);
+    expect(settings.cpuoffload).toBe(0);
+    const page = { ...defaultSettings, distopt: true };
+    const none = await projectStep(setup({ ...page, cpuoffload: 0 }), h100);
+    const base = await projectStep(setup(page), h100);
+    expect(none.memory.optimizerBytes).toBe(base.memory.optimizerBytes);
+    expect(none.optimizerMs).toBeCloseTo(base.optimizerMs, 9);
+    for (const bad of ['1.5', '-0.5']) {
+      const [m] = settingsFromHash(`#cpuoffload=${bad}`).messages;
+      const why = optimizerOffloadFractionRefusal(Number(bad))!;
+      expect(m!.message).toBe(`${why} Using cpuoffload=off.`);
+      expect(() =>
+        parseProjectArgs([
+          '--optimizer-cpu-offload',
+          '--use-precision-aware-optimizer',
+          `--optimizer-offload-fraction=${bad}`,
+        ]),
+      ).toThrow(why);
+      await expect(projectStep(setup({ ...page, cpuoffload: Number(bad) }), h100)).rejects.toThrow(why);
+    }
   });
 
   test("moves the cluster panel's step: half the optimizer state off the GPU, the host's copies and Adam added", async () => {
@@ -408,6 +442,73 @@ describe('--overlap-cpu-optimizer-d2h-h2d, --no-overlap-p2p-communication and --
     // At p = 4, or at v = 1 (where Megatron turns the overlap off itself), nothing to refuse.
     expect(clusterIssues({ ...s, pp: 4 })).toEqual([]);
     expect(clusterIssues({ ...s, vpp: 1 })).toEqual([]);
+  });
+});
+
+describe("the fine-grained offload's tuning flags on the page (offloadfrac, offloadmin, offloaddelta)", () => {
+  const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
+  const llama = { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 };
+  const job = { sizes: llama, tp: 2, sp: true, layers: 8, gpus: 8, globalBatch: 8, overlap: true } as const;
+  const setup = (s: typeof defaultSettings) => ({ ...job, pp: s.pp, ...clusterFlagsOf(s) });
+
+  test('round-trip through the hash, reach the projection and the command text as Megatron spells them; empty is the default', () => {
+    const { settings, messages } = settingsFromHash(
+      '#offload=core_attn&offloadfrac=0.5&offloadmin=0&offloaddelta=1073741824',
+    );
+    expect(messages).toEqual([]);
+    expect(settings).toMatchObject({ offloadfrac: 0.5, offloadmin: 0, offloaddelta: 1 << 30 });
+    expect(settingsFromHash(hashFromSettings(settings)).settings).toEqual(settings);
+    const f = clusterFlagsOf(settings);
+    expect(f.activationOffload).toEqual({
+      modules: ['core_attn'],
+      fraction: 0.5,
+      minTensorElements: 0,
+      deltaBytesPerPpRank: 1 << 30,
+    });
+    expect(clusterLaunchOf(f).flags).toEqual(
+      expect.arrayContaining([
+        '--activation-offload-fraction 0.5',
+        '--min-offloaded-tensor-size 0',
+        '--delta-offload-bytes-across-pp-ranks 1073741824',
+      ]),
+    );
+    // Megatron's defaults write nothing, in the hash or the flags; without offload the numbers set nothing.
+    for (const key of ['offloadfrac', 'offloadmin', 'offloaddelta']) {
+      expect(hashFromSettings(defaultSettings)).not.toMatch(new RegExp(`[#&]${key}=`));
+      expect(hasControl(key)).toBe(true);
+      expect(settingsFromHash(`#${key}=`).settings[key as 'offloadfrac']).toBeNull();
+    }
+    const plain = clusterLaunchOf(clusterFlagsOf({ ...settings, offloadfrac: 1, offloadmin: null, offloaddelta: 0 }));
+    expect(plain.flags.join(' ')).not.toMatch(/--activation-offload-fraction|--min-offloaded|--delta-offload/);
+    expect(clusterFlagsOf({ ...defaultSettings, offloadfrac: 0.5 })).not.toHaveProperty('activationOffload');
+  });
+
+  test('a value Megatron asserts against is refused with the message the CLI gives (one parser, parseOffloadTuning)', () => {
+    // flag=value: argparse's (and node's parseArgs') spelling of a value that starts with a dash.
+    const cli = (flag: string, v: string) => () =>
+      parseProjectArgs(['--fine-grained-activation-offloading', '--offload-modules', 'core_attn', `${flag}=${v}`]);
+    const cases = [
+      ['offloadfrac', '--activation-offload-fraction', '1.5', /transformer_config\.py:1888-1890/],
+      ['offloadmin', '--min-offloaded-tensor-size', '-1', /transformer_config\.py:1885-1887/],
+      ['offloaddelta', '--delta-offload-bytes-across-pp-ranks', '-8', /transformer_config\.py:1891-1893/],
+      ['offloadmin', '--min-offloaded-tensor-size', '1.5', /reads an int/],
+      ['offloadfrac', '--activation-offload-fraction', 'half', /reads a float/],
+    ] as const;
+    for (const [key, flag, v, line] of cases) {
+      const { settings, messages } = settingsFromHash(`#offload=core_attn&${key}=${v}`);
+      expect(settings[key]).toBeNull();
+      const message = messages[0]!.message.replace(/ Using \w+=default\.$/, '');
+      expect(message).toMatch(line);
+      expect(message.startsWith(flag)).toBe(true);
+      expect(cli(flag, v)).toThrow(message);
+    }
+  });
+
+  test('the fraction moves the projection: half the groups offloaded keep more on the GPU than all of them', async () => {
+    const all = { ...defaultSettings, offload: ['core_attn'] as const };
+    const whole = await projectStep(setup(all), h100);
+    const half = await projectStep(setup({ ...all, offloadfrac: 0.5 }), h100);
+    expect(half.memory.totalBytes).toBeGreaterThan(whole.memory.totalBytes);
   });
 });
 
