@@ -68,6 +68,20 @@ describe('the machine choice and the cluster panel (built page)', () => {
       /Machine: a real cluster \(DGX A100.*bf16\) · compute: projected on A100 SXM 80 GB in bf16/,
     );
     await expect.poll(() => panel().locator('[data-cluster-caption]').textContent()).toMatch(/DGX A100/);
+    // The offload's tuning numbers show with --offload-modules; a value reaches the command text, one Megatron asserts against is named at its input.
+    expect(await machineControl('offloadfrac').count()).toBe(0);
+    await machineControl('offload').fill('core_attn');
+    await machineControl('offload').dispatchEvent('change');
+    await machineControl('offloadfrac').fill('0.5');
+    await machineControl('offloadfrac').dispatchEvent('change');
+    await expect
+      .poll(() => panel().locator('[data-cluster-flags]').textContent())
+      .toMatch(/--offload-modules core_attn.*--activation-offload-fraction 0\.5/s);
+    await machineControl('offloadmin').fill('-1');
+    await machineControl('offloadmin').dispatchEvent('change');
+    await expect
+      .poll(() => page.locator('tp-machine-controls [data-error-for="offloadmin"]').textContent())
+      .toMatch(/min_offloaded_tensor_size must be non-negative.*1885-1887/);
   });
 
   test('this browser as the cluster measures compute and transport here; the mixed choice is labelled custom', async () => {

@@ -116,6 +116,10 @@ export const controlStyles = css`
   input[type='number'] {
     width: 6.5em;
   }
+  /* Room for ten digits (bytes and elements, 1073741824). */
+  input[type='number'].wide {
+    width: 8.5em;
+  }
   /* A text input's default size (20 characters) with its label's longest word outgrew the sidebar. */
   label > input[type='text'] {
     width: 8.5em;

@@ -94,13 +94,17 @@ export class TpMachineControls extends LitElement {
     field: F,
     label: string,
     placeholder = '',
-    range: { readonly min: number; readonly max?: number; readonly step: number | 'any' } = { min: 1, step: 1 },
+    range: { readonly min: number; readonly max?: number; readonly step: number | 'any'; readonly wide?: boolean } = {
+      min: 1,
+      step: 1,
+    },
   ): TemplateResult {
     const row: SettingField<Settings[F]> = settingsTable[field];
     return html`<label
         >${label}
         <input
           type="number"
+          class=${range.wide ? 'wide' : nothing}
           min=${range.min}
           max=${range.max ?? nothing}
           step=${range.step}
@@ -220,7 +224,7 @@ export class TpMachineControls extends LitElement {
    * (transformer_config.py:1247, :1256, :1262), a value Megatron asserts against refused at its input.
    */
   private offloadTuning(s: Settings): TemplateResult {
-    const whole = { min: 0, step: 1 } as const;
+    const whole = { min: 0, step: 1, wide: true } as const;
     const d = defaultActivationOffload;
     return html`${this.number(s, 'offloadfrac', '--activation-offload-fraction', String(d.fraction), { min: 0, max: 1, step: 'any' })}
     ${this.number(s, 'offloadmin', '--min-offloaded-tensor-size (elements)', String(d.minTensorElements), whole)}
