@@ -209,7 +209,11 @@ export async function moeEpBlock<T>(
     throw new Error(
       `MoE under expert parallelism: x and dy must both be [T, h]; got ${x.length} and ${dy.length} values.`,
     );
-  return (await moeEpForward(be, groups, c, h, x, w, opts)).backward(dy);
+  const pass = opts.trace?.pass ?? (() => {});
+  pass('forward');
+  const f = await moeEpForward(be, groups, c, h, x, w, opts);
+  pass('backward'); // the block's gradients are summed over EDP inside it: no finalize of its own
+  return f.backward(dy);
 }
 
 /** The block's forward on one rank: its output y [T, h], the losses, and the backward from dy [T, h] to every result. */

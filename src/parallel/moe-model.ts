@@ -69,6 +69,8 @@ export async function moeModelStep<T>(
   };
   type Back = (dy: T, grads: WeightSet<T>) => Promise<{ dx: T; moe: MoeEpResult | null }>;
   const backs: { back: Back; layer: LayerConfig; names: readonly WeightName[]; moeInput: Float32Array | null }[] = [];
+  const pass = opts.trace?.pass ?? (() => {});
+  pass('forward');
   let act = be.tensor('x', shape, x);
   for (let l = 0; l < pattern.length; l++) {
     const { layer, moe } = moeModelLayer(c, mc, pattern, l);
@@ -95,6 +97,7 @@ export async function moeModelStep<T>(
   }
   const y = await be.read(act);
   be.release(act);
+  pass('backward');
   let d = be.tensor('dy', shape, dy);
   const grads = backs.map((): WeightSet<T> => ({}));
   const moes: (MoeEpResult | null)[] = [];
@@ -106,6 +109,7 @@ export async function moeModelStep<T>(
   const dx = await be.read(d);
   be.release(d);
   const layers = [];
+  pass('finalize'); // every layer's SP norms' all-reduce and DP sum of the gradients
   for (const [l, s] of backs.entries()) {
     await finalizeBlockGrads(be, lc, s.layer, grads[l]!);
     layers.push({ grads: await sumOverDp(be, groups.dp, grads[l]!, s.names), moe: moes[l]!, moeInput: s.moeInput });

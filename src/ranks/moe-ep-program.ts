@@ -1,4 +1,4 @@
-import { moeEpBlock, type MoeEpResult, type MoeGroups } from '../parallel/moe-ep.ts';
+import { moeEpBlock, type MoeEpResult, type MoeGroups, type MoeTrace } from '../parallel/moe-ep.ts';
 import type { MoeDispatcher } from '../parallel/moe-layout.ts';
 import type { MoeConfig } from '../reference/moe/config.ts';
 import { seededMoeWeights } from '../reference/moe/weights.ts';
@@ -18,6 +18,13 @@ export interface MoeEpArgs {
   readonly sp: boolean;
 }
 
+/** Where a rank's MoE step records: its trace, its global rank, and each pass it enters (TraceRecorder.setPass; the program resets it after). */
+export const rankMoeTrace = (ctx: RankContext): MoeTrace => ({
+  sink: ctx.trace,
+  rank: ctx.mesh.rank,
+  pass: (p) => ctx.trace.setPass(p),
+});
+
 /**
  * The MoE block on this rank's GPU over its mesh's ep, etp, tp, dp and edp groups
  * (parallel/moe-ep.ts): every rank builds the same logical weights from the seed
@@ -36,9 +43,10 @@ export async function moeEpProgram(ctx: RankContext, a: MoeEpArgs): Promise<MoeE
       a.x,
       a.dy,
       seededMoeWeights(a.config, a.h, a.seed),
-      { dispatcher: a.dispatcher, sp: a.sp, trace: { sink: ctx.trace, rank: ctx.mesh.rank } },
+      { dispatcher: a.dispatcher, sp: a.sp, trace: rankMoeTrace(ctx) },
     );
   } finally {
+    ctx.trace.setPass(undefined);
     be.releaseAll();
   }
 }

@@ -14,6 +14,7 @@ import { seededMoeWeights } from '../reference/moe/weights.ts';
 import { GpuBackend } from './backend-gpu.ts';
 import type { RankContext } from './context.ts';
 import { kernelContext } from './layer-programs.ts';
+import { rankMoeTrace } from './moe-ep-program.ts';
 
 /** One rank's MoE layer: the layer's config (its seed also seeds the MoE weights), the block's config, the rank's data (StepInputs: ids and targets [s, b] of its replica with a vocabulary, else its x and dy [s/t, b, h]), the dispatcher. */
 export interface MoeLayerArgs {
@@ -66,7 +67,7 @@ export async function moeLayerProgram(ctx: RankContext, a: MoeLayerArgs): Promis
       a.config,
       seededMoeWeights(a.config, c.h, c.seed),
       a.data,
-      { dispatcher: a.dispatcher, trace: { sink: ctx.trace, rank: ctx.mesh.rank, pass: (p) => ctx.trace.setPass(p) } },
+      { dispatcher: a.dispatcher, trace: rankMoeTrace(ctx) },
     );
     return { ...r, named: lc.log };
   } finally {
@@ -100,9 +101,10 @@ export async function moeModelProgram(ctx: RankContext, a: MoeModelArgs): Promis
       a.pattern,
       a.x,
       a.dy,
-      { dispatcher: a.dispatcher, trace: { sink: ctx.trace, rank: ctx.mesh.rank } },
+      { dispatcher: a.dispatcher, trace: rankMoeTrace(ctx) },
     );
   } finally {
+    ctx.trace.setPass(undefined);
     be.releaseAll();
   }
 }

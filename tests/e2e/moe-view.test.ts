@@ -214,6 +214,12 @@ test('M036 at t = 2 without SP: each token routed twice, the duplicate rank mark
     expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').count()).toBe(1);
     expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').getAttribute('data-duplicate-of')).toBe('0');
     expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
+    // the block alone marks its passes too: forward and backward banded, the expert GEMMs in theirs
+    const tl = page.locator('tp-timeline[data-moe="timeline"]');
+    expect(await tl.locator('g.bands rect').count()).toBeGreaterThanOrEqual(2);
+    expect(await tl.locator('rect[data-op="moe.experts.backward"]').first().getAttribute('data-phase')).toBe(
+      'backward',
+    );
     // The switch's note cites Megatron instead of an issue under SP; the command is flagged as refused.
     expect(await page.locator('tp-controls [data-error-for="sp"]').count()).toBe(0);
     expect(await page.locator('tp-controls [data-note-for="moeNoSp"]').textContent()).toMatch(

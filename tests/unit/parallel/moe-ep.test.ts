@@ -8,6 +8,7 @@ import { moeConfig } from '../../../src/reference/moe/config.ts';
 import { seededMoeWeights } from '../../../src/reference/moe/weights.ts';
 import { caseLayout, expectMoeEpMatches, moeEpProblem, type MoeEpCase } from '../../moe-ep-cases.ts';
 import { makeMesh } from '../comm/mesh-groups.ts';
+import type { TracePass } from '../../../src/core/trace-event.ts';
 
 // The MoE block on in-process and MessagePort meshes, CPU backend (float64 twins), equals the
 // single-device block (src/parallel/moe-oracle.ts: dropless of all the ranks' tokens, with capacity
@@ -23,7 +24,7 @@ const tol = 1e-6;
 const grid: readonly MoeEpCase[] = moeGrid;
 
 /** Every rank's block on a mesh of `kind` for case `cs`; the problem, its holding and the results. */
-async function runCase(kind: 'in-process' | 'message-port', cs: MoeEpCase) {
+async function runCase(kind: 'in-process' | 'message-port', cs: MoeEpCase, opts: { marked?: boolean } = {}) {
   const l = caseLayout(cs);
   const p = moeEpProblem(cs, T, h);
   const m = makeMesh(kind, moeMeshDegrees(l));
@@ -49,7 +50,13 @@ async function runCase(kind: 'in-process' | 'message-port', cs: MoeEpCase) {
         rankRows(p.x, holding.holder[r]!, T, h),
         rankRows(p.dy, holding.holder[r]!, T, h),
         p.w,
-        { dispatcher: l.dispatcher, sp: l.sp },
+        {
+          dispatcher: l.dispatcher,
+          sp: l.sp,
+          ...(opts.marked && {
+            trace: { sink: m.recorders[r]!, rank: r, pass: (x: TracePass) => m.recorders[r]!.setPass(x) },
+          }),
+        },
       ),
     ),
   );
@@ -108,6 +115,29 @@ test('EP alone, alltoall: each rank calls counts, dispatch, combine, aux counts,
     'moe.dispatch.grad',
     'moe.router.grad',
   ]);
+  m.close();
+});
+
+test('the block alone (the M036 run) marks its passes: the forward’s GEMMs and collectives forward, the rest backward, on every rank', async () => {
+  const { m } = await runCase('in-process', { ep: 2, tp: 2, sp: false, E: 4, k: 2 }, { marked: true });
+  for (const rec of m.recorders) {
+    const events = rec.peek().map((e) => [e.comm?.tensor ?? e.op, e.phase]);
+    const back = events.findIndex(([, phase]) => phase === 'backward');
+    expect(events.slice(0, back)).toEqual(
+      expect.arrayContaining([
+        ['moe.experts', 'forward'],
+        ['moe.dispatch', 'forward'],
+      ]),
+    );
+    expect(events.slice(0, back).every(([, phase]) => phase === 'forward')).toBe(true);
+    expect(events.slice(back).every(([, phase]) => phase === 'backward')).toBe(true);
+    expect(events.slice(back)).toEqual(
+      expect.arrayContaining([
+        ['moe.experts.backward', 'backward'],
+        ['moe.dispatch.grad', 'backward'],
+      ]),
+    );
+  }
   m.close();
 });
 

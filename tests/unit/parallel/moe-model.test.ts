@@ -10,6 +10,8 @@ import { moeModelStep } from '../../../src/parallel/moe-model.ts';
 import { moeModelOracle, moeModelWant } from '../../../src/parallel/moe-model-oracle.ts';
 import { rankOwnership } from '../../../src/parallel/ownership.ts';
 import { makeMesh } from '../comm/mesh-groups.ts';
+import type { TracePass } from '../../../src/core/trace-event.ts';
+import { TraceRecorder } from '../../../src/core/trace-recorder.ts';
 
 // L layers on in-process ranks (CPU twins, float32 storage between ops), each dense or MoE as
 // --moe-layer-freq says, equal one device in float64 over L layers (src/parallel/moe-model-oracle.ts):
@@ -19,7 +21,7 @@ import { makeMesh } from '../comm/mesh-groups.ts';
 const sizes = { s: 16, b: 1, h: 16, heads: 4, groups: 2, ffn: 6, seed: 40 };
 const tol = 1e-5;
 
-async function runModel(pt: MoeGridPoint, freq: MoeLayerFreq, L: number) {
+async function runModel(pt: MoeGridPoint, freq: MoeLayerFreq, L: number, traces?: readonly TraceRecorder[]) {
   const a = moeLayerGridArgs(pt, sizes);
   const pat = moeLayerPattern(freq, L);
   if (!('pattern' in pat)) throw new Error(pat.error);
@@ -40,7 +42,12 @@ async function runModel(pt: MoeGridPoint, freq: MoeLayerFreq, L: number) {
         pat.pattern,
         rankShard(c, p.x[q.dp]!, q.tp),
         rankShard(c, p.dy[q.dp]!, q.tp),
-        { dispatcher: l.dispatcher },
+        {
+          dispatcher: l.dispatcher,
+          ...(traces && {
+            trace: { sink: traces[r]!, rank: r, pass: (x: TracePass) => traces[r]!.setPass(x) },
+          }),
+        },
       ),
     ),
   );
@@ -83,5 +90,21 @@ describe('L layers with MoE and dense MLPs on in-process ranks', () => {
     expect(report.failures).toEqual([]);
     expect(report.moe.map((m) => m !== null)).toEqual(pattern);
     expect(report.moe.every((m) => m === null || m.sameRouting)).toBe(true);
+  });
+});
+
+describe('the L-layer model marks its passes on the rank’s trace', () => {
+  test('the MoE layer’s attention and expert GEMMs forward, their backward after the dense layer’s forward and backward (its ops are not traced), on every rank', async () => {
+    const pt: MoeGridPoint = { ep: 2, etp: 1, tp: 1, dispatcher: 'alltoall', E: 4, k: 2 }; // 2 ranks
+    const traces = [0, 1].map(() => new TraceRecorder());
+    const { report } = await runModel(pt, [1, 0], 2, traces); // layer 0 MoE, layer 1 dense
+    expect(report.failures).toEqual([]);
+    for (const t of traces)
+      expect(t.peek().map((e) => [e.op, e.phase])).toEqual([
+        ['attention', 'forward'],
+        ['moe.experts', 'forward'],
+        ['moe.experts.backward', 'backward'],
+        ['attention.backward', 'backward'],
+      ]);
   });
 });
