@@ -101,6 +101,14 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
     expect(await straggler.getAttribute('data-rank')).toBe(stragglerRank);
     expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
     expect(await view.locator('[data-moe="layer-oracle"]').getAttribute('data-ok')).toBe('true');
+    // the top card's badge says the same run's verdict in the dense badge's words, its worst check's ratio below 1
+    const badge = page.locator('section.top tp-oracle-badge .badge');
+    expect(await badge.getAttribute('data-pass')).toBe('true');
+    expect(await badge.getAttribute('data-moe-oracle')).toBe('layer');
+    expect(await badge.textContent()).toMatch(
+      /✓ matches one device\s*worst .+: [\d.]+e-?\d+ \(tolerance [\d.]+e-?\d+, error \/ tol 0\.\d{3}\)/,
+    );
+    expect(Number(await badge.locator('[data-ratio]').getAttribute('data-ratio'))).toBeLessThan(1);
     // The dispatch matrix: every rank's row sums to its kept picks' bytes (16 rows of h = 16 float32 = 1024 B).
     const a2a = await view
       .locator('table[data-moe="alltoall"] tr')
@@ -214,6 +222,7 @@ test('M036 at t = 2 without SP: each token routed twice, the duplicate rank mark
     expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').count()).toBe(1);
     expect(await view.locator('table[data-moe="heatmap"] tr.duplicate').getAttribute('data-duplicate-of')).toBe('0');
     expect(await view.locator('[data-moe="oracle"]').getAttribute('data-ok')).toBe('true');
+    expect(await page.locator('section.top tp-oracle-badge .badge').getAttribute('data-moe-oracle')).toBe('block');
     // the block alone marks its passes too: forward and backward banded, the expert GEMMs in theirs
     const tl = page.locator('tp-timeline[data-moe="timeline"]');
     expect(await tl.locator('g.bands rect').count()).toBeGreaterThanOrEqual(2);

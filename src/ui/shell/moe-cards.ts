@@ -11,6 +11,9 @@ import type { MoeRun } from '../../session/moe-run.ts';
 import '../timeline/tp-timeline.ts';
 import { moePlan } from './moe-plan-model.ts';
 import './tp-moe-plan.ts';
+import { moeWorld } from '../../parallel/moe-layout.ts';
+import { moeOracleVerdict } from './moe-oracle-verdict.ts';
+import './tp-oracle-badge.ts';
 
 /** The run shown for `s`: the state's run when it ran these settings' args, else none yet. */
 function shownRun(m: MoeRunState, s: Settings) {
@@ -114,4 +117,27 @@ export function renderMoeTotals(m: MoeRunState, s: Settings, transport: Template
 export function renderMoePlan(m: MoeRunState, s: Settings): TemplateResult {
   const mine = shownRun(m, s);
   return html`<tp-moe-plan .plan=${moePlan(moeRunArgsOf(s), mine?.state === 'done' ? mine.run : undefined)}></tp-moe-plan>`;
+}
+
+/**
+ * The top card's oracle badge with experts set: the MoE run's verdict against one device from its
+ * own reports (moeOracleVerdict), checking while its rank workers run, or why there is none.
+ */
+export function renderMoeBadge(m: MoeRunState, s: Settings, gpu: boolean): TemplateResult {
+  const mine = shownRun(m, s);
+  const verdict = mine?.state === 'done' && mine.run ? moeOracleVerdict(mine.run) : null;
+  const ended = mine?.state === 'refused' || mine?.state === 'failed';
+  const reason = !gpu
+    ? 'no WebGPU here: the layer with its MoE block did not run'
+    : ended
+      ? `the MoE run ${mine.state === 'refused' ? 'cannot run' : 'failed'}: ${mine.error}`
+      : mine?.state === 'done'
+        ? 'the MoE run made no check'
+        : 'the layer with its MoE block against one device';
+  return html`<tp-oracle-badge
+    .moe=${verdict ?? undefined}
+    .tp=${moeWorld(moeRunArgsOf(s).layout)}
+    ?checking=${gpu && !ended && !verdict && mine?.state !== 'done'}
+    reason=${reason}
+  ></tp-oracle-badge>`;
 }

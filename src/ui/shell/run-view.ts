@@ -10,7 +10,7 @@ import { clusterModelOf, type ClusterModelSpec } from '../settings/cluster-model
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
 import { moeExportCaveats, moeOn, moeRanks, moeSetupOf } from '../settings/moe-settings.ts';
-import { renderMoeCard, renderMoePlan, renderMoeTimeline, renderMoeTotals } from './moe-cards.ts';
+import { renderMoeBadge, renderMoeCard, renderMoePlan, renderMoeTimeline, renderMoeTotals } from './moe-cards.ts';
 import type { MoeRunState } from './moe-runs.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
@@ -32,7 +32,8 @@ const oracleReason: Record<PageRunState['ranks'], string> = {
   stopped: 'the settings changed before the rank workers finished',
   none: 'no WebGPU here: the layer did not run',
   deferred: 'the rank workers run this view’s programs; the layer runs against TP=1 when the timeline is shown',
-  moe: 'the rank workers run the layer with its MoE block in place of this dense MLP; its check against one device is in the MoE card below',
+  // with experts set the badge is the MoE run's (renderMoeBadge); this is said only if that were bypassed
+  moe: 'the rank workers run the layer with its MoE block in place of this dense MLP',
 };
 
 /** The cluster model of the settings, or why it cannot be read (shown by the panel; the cmodel control says it too). */
@@ -155,14 +156,18 @@ export function renderRun(
   return html`
     <section class="card top ${stale ? 'stale' : ''}">
       ${moeOn(s) ? renderMoeTotals(moe, s, transportNote) : denseTotals(r, transportNote)}
-      <tp-oracle-badge
-        .oracle=${r.oracle}
-        .cpuOracle=${r.cpuOracle}
-        cpuSkipped=${r.cpuSkipped ?? ''}
-        .tp=${r.config.tp}
-        ?checking=${run.ranks === 'running'}
-        reason=${oracleReason[run.ranks]}
-      ></tp-oracle-badge>
+      ${
+        moeOn(s)
+          ? renderMoeBadge(moe, s, run.gpu === 'ok')
+          : html`<tp-oracle-badge
+              .oracle=${r.oracle}
+              .cpuOracle=${r.cpuOracle}
+              cpuSkipped=${r.cpuSkipped ?? ''}
+              .tp=${r.config.tp}
+              ?checking=${run.ranks === 'running'}
+              reason=${oracleReason[run.ranks]}
+            ></tp-oracle-badge>`
+      }
       ${moeOn(s) ? renderMoePlan(moe, s) : nothing}
     </section>
     <section class="card ${stale ? 'stale' : ''}" data-sources @timeline-zoom=${followZoom}>

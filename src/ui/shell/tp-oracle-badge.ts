@@ -3,6 +3,7 @@ import { LitElement, css, html, nothing } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { OracleEntry, OracleReport } from '../../parallel/oracle.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { checkRatio, type MoeOracleVerdict } from './moe-oracle-verdict.ts';
 
 const sci = (v: number): string => (Number.isFinite(v) ? v.toExponential(2) : String(v));
 
@@ -12,7 +13,8 @@ const ratio = (e: OracleEntry): number => (e.tol > 0 ? e.maxAbs / e.tol : Infini
 /**
  * `<tp-oracle-badge>`: pass/fail of `oracle` (TP=t vs the TP=1 run on the same adapter) with the
  * worst tensor, the CPU twins' verdict when `cpuOracle` is set, and each tensor's max |error|,
- * tolerance and reference max behind a click. `data-pass` on the badge is "true", "false",
+ * tolerance and reference max behind a click; with experts set, `moe`: the MoE run's own check against
+ * one device, in the same words, its every check behind the click. `data-pass` on the badge is "true", "false",
  * "checking" (the rank workers are running: `checking`) or "none" (nothing ran: `reason` says why).
  */
 @customElement('tp-oracle-badge')
@@ -97,6 +99,8 @@ export class TpOracleBadge extends LitElement {
   @property({ type: Number }) tp = 1;
   /** Why there is no verdict (e.g. no WebGPU: nothing ran). */
   @property() reason = '';
+  /** With experts set: the MoE run's verdict against one device (the dense `oracle` is then unset). */
+  @property({ attribute: false }) moe: MoeOracleVerdict | undefined;
   /** The rank workers are checking right now (no oracle yet): says so, with a spinner, instead of "no oracle". */
   @property({ type: Boolean }) checking = false;
 
@@ -106,6 +110,7 @@ export class TpOracleBadge extends LitElement {
       return html`<div class="badge" data-pass="checking" aria-busy="true">
         checking on ${this.tp} rank worker${this.tp > 1 ? 's' : ''}…<span class="detail">${this.reason}</span>
       </div>`;
+    if (!o && this.moe) return this.renderMoe(this.moe);
     if (!o) {
       return html`<div class="badge" data-pass="none">
         no oracle<span class="detail">${this.reason || 'nothing has run yet'}</span>
@@ -134,6 +139,56 @@ export class TpOracleBadge extends LitElement {
       <details>
         <summary>every tensor (${o.entries.length})</summary>
         ${this.table(o)}
+      </details>
+    `;
+  }
+
+  /** The MoE run's verdict in the dense badge's words: one device in place of TP=1, each check a row. */
+  private renderMoe(v: MoeOracleVerdict) {
+    const w = v.worst;
+    const what = v.scope === 'layer' ? 'the layer with its MoE block' : 'the MoE block alone (M036)';
+    return html`
+      <div
+        class="badge"
+        data-pass=${String(v.pass)}
+        data-moe-oracle=${v.scope}
+        title="max |ranks − one device in float64| of ${what}, over every check, against its tolerance"
+      >
+        ${v.pass ? '✓ matches one device' : '✗ differs from one device'}
+        <span class="detail" data-ratio=${v.ratio}
+          >worst ${w.what}: ${sci(w.worst)} (tolerance ${sci(w.tolerance)}, error / tol ${v.ratio.toFixed(3)})</span
+        >
+      </div>
+      ${
+        v.pass
+          ? nothing
+          : html`<p class="cpu" data-moe-failures>${v.failures.slice(0, 3).join('; ')}${v.failures.length > 3 ? ` (and ${v.failures.length - 3} more)` : ''}</p>`
+      }
+      <details>
+        <summary>every check of ${what} (${v.checks.length})</summary>
+        <table>
+          <thead>
+            <tr>
+              <th>check</th>
+              <th class="num">max |error|</th>
+              <th class="num">tolerance</th>
+              <th class="num">error / tol</th>
+              <th>verdict</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${v.checks.map(
+              (c) =>
+                html`<tr class=${c.ok ? '' : 'fail'}>
+                  <td>${c.what}</td>
+                  <td class="num">${sci(c.worst)}</td>
+                  <td class="num">${sci(c.tolerance)}</td>
+                  <td class="num">${checkRatio(c).toFixed(3)}</td>
+                  <td>${c.ok ? 'pass' : 'FAIL'}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
       </details>
     `;
   }
