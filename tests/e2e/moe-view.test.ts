@@ -109,6 +109,13 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
       /✓ matches one device\s*worst .+: [\d.]+e-?\d+ \(tolerance [\d.]+e-?\d+, error \/ tol 0\.\d{3}\)/,
     );
     expect(Number(await badge.locator('[data-ratio]').getAttribute('data-ratio'))).toBeLessThan(1);
+    // the shapes card lists the MoE block's weights in place of the dense MLP's (the layer runs without vocabulary), and no dense memory
+    const shapes = page.locator('tp-shapes');
+    expect(
+      await shapes.locator('tr[data-weight]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-weight'))),
+    ).toEqual(['norm1', 'qkv', 'proj', 'norm2', 'moe.router.W_r', 'moe.experts.fc1', 'moe.experts.fc2']);
+    expect(await shapes.locator('[data-shapes="moe"]').count()).toBe(1);
+    expect(await shapes.locator('table[data-section="memory"]').count()).toBe(0);
     // The dispatch matrix: every rank's row sums to its kept picks' bytes (16 rows of h = 16 float32 = 1024 B).
     const a2a = await view
       .locator('table[data-moe="alltoall"] tr')

@@ -113,10 +113,15 @@ export function renderMoeTotals(m: MoeRunState, s: Settings, transport: Template
   </div>`;
 }
 
+/** The MoE block's plan of `s` (moePlan), with the shown run's rows once it ran: the top card's and the shapes card's. */
+export function moePlanOfRun(m: MoeRunState, s: Settings) {
+  const mine = shownRun(m, s);
+  return moePlan(moeRunArgsOf(s), mine?.state === 'done' ? mine.run : undefined);
+}
+
 /** The top card's MoE block, stage by stage with its local shapes (moePlan), the run's rows once it ran. */
 export function renderMoePlan(m: MoeRunState, s: Settings): TemplateResult {
-  const mine = shownRun(m, s);
-  return html`<tp-moe-plan .plan=${moePlan(moeRunArgsOf(s), mine?.state === 'done' ? mine.run : undefined)}></tp-moe-plan>`;
+  return html`<tp-moe-plan .plan=${moePlanOfRun(m, s)}></tp-moe-plan>`;
 }
 
 /**

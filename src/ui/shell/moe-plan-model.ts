@@ -13,6 +13,8 @@ export interface MoePlanTensor {
   readonly symbolic: string;
   /** Its size on every rank; null where the routing sets it (R rows: MoePlan.expertRows). */
   readonly shape: readonly number[] | null;
+  /** A parameter the rank holds (the router's weight, its experts' shard, the shared expert's shard), not an activation. */
+  readonly weight?: true;
 }
 
 /** A stage of the block: the router, the dispatch, the experts' grouped GEMMs, the shared expert, the combine. */
@@ -98,6 +100,10 @@ export function moePlan(a: MoeRunArgs, run?: MoeRun): MoePlan {
     symbolic,
     shape,
   });
+  const w = (name: string, symbolic: string, shape: readonly number[]): MoePlanTensor => ({
+    ...t(name, symbolic, shape),
+    weight: true,
+  });
   const etpGather =
     l.etp > 1 ? `, all-gathered over the ${l.etp} ETP ranks (each holds f/ETP of every local expert)` : '';
   const etpScatter = l.etp > 1 ? `the ETP partial sums reduce-scattered over the ${l.etp} ETP ranks, ` : '';
@@ -111,7 +117,7 @@ export function moePlan(a: MoeRunArgs, run?: MoeRun): MoePlan {
     }`,
     tensors: [
       t('x', '[T, h]', [T, h]),
-      t('W_r', '[h, E]', [h, E]),
+      w('W_r', '[h, E]', [h, E]),
       t('logits', '[T, E]', [T, E]),
       t('picks', '[T, k]', [T, k]),
     ],
@@ -137,8 +143,8 @@ export function moePlan(a: MoeRunArgs, run?: MoeRun): MoePlan {
       l.etp > 1 ? ' (fc2 row parallel: partial sums over f)' : ''
     }; backward, each GEMM’s dgrad and wgrad`,
     tensors: [
-      t('fc1', '[L, h, 2f′]', [L, h, 2 * f]),
-      t('fc2', '[L, f′, h]', [L, f, h]),
+      w('fc1', '[L, h, 2f′]', [L, h, 2 * f]),
+      w('fc2', '[L, f′, h]', [L, f, h]),
       t('fc1 out', '[R, 2f′]', null),
       t('SwiGLU', '[R, f′]', null),
       t('fc2 out', '[R, h]', null),
@@ -155,8 +161,8 @@ export function moePlan(a: MoeRunArgs, run?: MoeRun): MoePlan {
             megatron: 'SharedExpertMLP (shared_experts.py)',
             words: `every token through one SwiGLU of ${fs}${l.tp > 1 ? `, split over the ${l.tp} TP ranks as the dense MLP (${l.sp ? 'gathered, then reduce-scattered' : 'all-reduced'})` : ''}, added to the routed output`,
             tensors: [
-              t('fc1', l.tp > 1 ? '[h, 2f_s/t]' : '[h, 2f_s]', [h, (2 * fs) / l.tp]),
-              t('fc2', l.tp > 1 ? '[f_s/t, h]' : '[f_s, h]', [fs / l.tp, h]),
+              w('fc1', l.tp > 1 ? '[h, 2f_s/t]' : '[h, 2f_s]', [h, (2 * fs) / l.tp]),
+              w('fc2', l.tp > 1 ? '[f_s/t, h]' : '[f_s, h]', [fs / l.tp, h]),
               t('rows', l.sp && l.tp > 1 ? '[T·t, h]' : '[T, h]', [sharedRows, h]),
             ],
           },
@@ -184,6 +190,40 @@ export function moePlan(a: MoeRunArgs, run?: MoeRun): MoePlan {
       ? run.ranks.map((q) => ({ rank: q.rank, experts: { firstExpert: q.firstExpert, tokens: q.expertRows } }))
       : null,
   };
+}
+
+/** One parameter of the block on a rank, for the shapes card: its stage, name, shapes and float32 bytes. */
+export interface MoeWeightRow {
+  readonly stage: MoePlanStageName;
+  readonly tensor: MoePlanTensor;
+  /** 4 bytes per element: the ranks hold float32. */
+  readonly bytes: number;
+  /** The router on every rank (replicated); the experts over EP × ETP and the shared expert over t a shard where split, else replicated (whole on one rank). */
+  readonly holds: 'replicated' | 'shard' | 'whole';
+}
+
+/** The parameters each rank holds of the block `p` describes (the tensors of its stages marked `weight`). */
+export function moeWeightRows(p: MoePlan): MoeWeightRow[] {
+  const d = p.degrees;
+  // a weight no group splits is the same on every rank: replicated, or whole on a single rank
+  const split = (x: boolean) => (x ? 'shard' : p.ranks > 1 ? 'replicated' : 'whole');
+  const holds: Record<MoePlanStageName, MoeWeightRow['holds']> = {
+    router: 'replicated',
+    dispatch: 'replicated',
+    experts: split(d.ep * d.etp > 1),
+    shared: split(d.tp > 1),
+    combine: 'replicated',
+  };
+  return p.stages.flatMap((s) =>
+    s.tensors
+      .filter((x) => x.weight)
+      .map((x) => ({
+        stage: s.stage,
+        tensor: x,
+        bytes: 4 * x.shape!.reduce((a, n) => a * n, 1),
+        holds: holds[s.stage],
+      })),
+  );
 }
 
 /** A tensor in words: "[T, h] = [8, 16]", or the symbols alone where the routing sets its size. */

@@ -10,7 +10,14 @@ import { clusterModelOf, type ClusterModelSpec } from '../settings/cluster-model
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 import { configOf, hashFromSettings, type Settings } from '../settings/state.ts';
 import { moeExportCaveats, moeOn, moeRanks, moeSetupOf } from '../settings/moe-settings.ts';
-import { renderMoeBadge, renderMoeCard, renderMoePlan, renderMoeTimeline, renderMoeTotals } from './moe-cards.ts';
+import {
+  renderMoeBadge,
+  renderMoeCard,
+  renderMoePlan,
+  renderMoeTimeline,
+  renderMoeTotals,
+  moePlanOfRun,
+} from './moe-cards.ts';
 import type { MoeRunState } from './moe-runs.ts';
 import './tp-oracle-badge.ts';
 import './tp-shapes.ts';
@@ -218,7 +225,7 @@ export function renderRun(
       <tp-ablation-panel .settings=${s}></tp-ablation-panel>
     </section>
     <div class="panels ${stale ? 'stale' : ''}">
-      <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting}></tp-shapes></section>
+      <section class="card"><tp-shapes .plan=${r.plan} .accounting=${r.accounting} .moe=${moeOn(s) ? moePlanOfRun(moe, s) : undefined}></tp-shapes></section>
       <section class="card">
         <tp-exports
           .timeline=${tl}

@@ -31,6 +31,11 @@ interface BoundarySpec {
   readonly label: string;
   readonly symbolic: (sp: boolean) => string;
   readonly layout: (sp: boolean) => Layout;
+  /**
+   * Not in the page's MoE layer: the dense MLP's (its input gather, gate/up, down, the collective
+   * after; the MoE block replaces it) and the vocabulary's (the MoE run has none: moeRequestOf).
+   */
+  readonly notInMoeLayer?: true;
 }
 
 const hidden = (sp: boolean): string => (sp ? '[s/t, b, h]' : '[s, b, h]');
@@ -53,6 +58,7 @@ const specs: readonly BoundarySpec[] = [
   {
     at: [{ collectiveAfter: kernelOf('emb') }, { op: kernelOf('emb') }],
     label: 'embedding output (after g)',
+    notInMoeLayer: true,
     symbolic: hidden,
     layout: hiddenLayout,
   },
@@ -110,36 +116,42 @@ const specs: readonly BoundarySpec[] = [
   {
     at: [{ collectiveBefore: product('gate') }],
     label: 'MLP input (all-gathered)',
+    notInMoeLayer: true,
     symbolic: gathered,
     layout: () => 'replicated',
   },
   {
     at: [{ op: product('gate') }],
     label: 'gate / up (column-parallel)',
+    notInMoeLayer: true,
     symbolic: () => '[s, b, ffn/t]',
     layout: () => 'split-last',
   },
   {
     at: [{ op: product('down') }],
     label: 'down (row-parallel)',
+    notInMoeLayer: true,
     symbolic: () => '[s, b, h]',
     layout: () => 'partial-sums',
   },
   {
     at: [{ collectiveAfter: product('down') }],
     label: 'after g (all-reduce, or reduce-scatter with SP)',
+    notInMoeLayer: true,
     symbolic: hidden,
     layout: hiddenLayout,
   },
   {
     at: [{ collectiveBefore: product('logits') }],
     label: 'output-layer input (all-gathered)',
+    notInMoeLayer: true,
     symbolic: gathered,
     layout: () => 'replicated',
   },
   {
     at: [{ op: product('logits') }],
     label: 'logits: this rank’s vocabulary rows',
+    notInMoeLayer: true,
     symbolic: () => '[s, b, V/t]',
     layout: () => 'split-last',
   },
@@ -164,14 +176,16 @@ export const layoutWords: Record<Layout, string> = {
 
 /**
  * The forward boundaries of a plan. At t = 1 every activation is whole, so its layout is
- * 'replicated' and the symbolic shape drops "/t".
+ * 'replicated' and the symbolic shape drops "/t". `moeLayer` keeps what the page's MoE layer runs:
+ * not the dense MLP's (the MoE block in its place: its shapes are moePlan's), nor the vocabulary's.
  */
-export function boundaries(plan: LayerPlan): Boundary[] {
+export function boundaries(plan: LayerPlan, opts: { readonly moeLayer?: boolean } = {}): Boundary[] {
   const t = plan.ranks.length;
   const sp = plan.config.sp && t > 1;
   const forward = plan.ops.filter((op) => op.phase === 'forward');
   const out: Boundary[] = [];
   for (const spec of specs) {
+    if (spec.notInMoeLayer && opts.moeLayer) continue;
     const op = spec.at.map((at) => locate(forward, at)).find((o) => o !== undefined);
     if (!op) continue;
     const layout = t === 1 ? 'replicated' : spec.layout(sp);

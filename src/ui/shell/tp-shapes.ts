@@ -7,6 +7,8 @@ import { qkvOutWidth } from '../../parallel/qkv-layout.ts';
 import { formatBytes } from '../../core/format.ts';
 import { panelStyles } from '../shared/page-style.ts';
 import { boundaries, layoutWords, memoryGroups, rangeText, rankRange } from './shapes-model.ts';
+import { moeLayerWeights } from '../../parallel/moe-layer.ts';
+import { moeWeightRows, planTensorText, type MoePlan } from './moe-plan-model.ts';
 
 const shape = (s: readonly number[]): string => `[${s.join(', ')}]`;
 
@@ -18,7 +20,11 @@ const memColors = { parameters: '#2a6cc4', gradients: '#7aa7e0', activations: '#
  * and local shape, replicated vs sequence-sharded vs split vs partial sums), each rank's weight
  * shards and ownership (heads, KV groups, linear_qkv output columns — with groups < t an even slice
  * that is all-gathered —, FFN columns, vocabulary rows, tokens), and per-rank memory: parameters,
- * gradients, activations kept for backward.
+ * gradients, activations kept for backward. With `moe` (experts set) the layer runs without the
+ * dense MLP and without a vocabulary (moeRequestOf): their boundaries, weights, FFN columns and
+ * vocabulary rows are left out, the MoE block's weights listed from the
+ * block's plan in their place (its activations stage by stage are the top card's), and the memory,
+ * the dense layer's accounting, is not shown.
  */
 @customElement('tp-shapes')
 export class TpShapes extends LitElement {
@@ -69,13 +75,27 @@ export class TpShapes extends LitElement {
   @property({ attribute: false }) plan: LayerPlan | undefined;
   /** Its accounting (memory per rank). */
   @property({ attribute: false }) accounting: PlanAccounting | undefined;
+  /** With experts set: the MoE block in place of the dense MLP (moePlan of the page's MoE run). */
+  @property({ attribute: false }) moe: MoePlan | undefined;
 
   protected override render() {
     if (!this.plan || !this.accounting) return html`<p class="note">No plan yet.</p>`;
-    return html`<div class="grid">
-      <section>${this.renderBoundaries(this.plan)}</section>
-      <section>${this.renderWeights(this.plan, this.accounting)} ${this.renderMemory(this.accounting)}</section>
-    </div>`;
+    return html`${
+      this.moe
+        ? html`<p class="note" data-shapes="moe">
+            With experts set the layer that runs has the MoE block as its MLP and no vocabulary: the dense MLP's
+            activations, weights and FFN columns and the vocabulary's are left out, the block's weights listed in their
+            place; its activations stage by stage, on each of the ${this.moe.ranks} ranks, are in the top card. The
+            memory per rank is the dense layer's accounting, so it is not shown.
+          </p>`
+        : nothing
+    }
+      <div class="grid">
+        <section>${this.renderBoundaries(this.plan)}</section>
+        <section>
+          ${this.renderWeights(this.plan, this.accounting)} ${this.moe ? nothing : this.renderMemory(this.accounting)}
+        </section>
+      </div>`;
   }
 
   private renderBoundaries(plan: LayerPlan) {
@@ -91,7 +111,7 @@ export class TpShapes extends LitElement {
           </tr>
         </thead>
         <tbody>
-          ${boundaries(plan).map(
+          ${boundaries(plan, { moeLayer: this.moe !== undefined }).map(
             (b) =>
               html`<tr data-op=${b.op} data-layout=${b.layout}>
                 <td>${b.label}</td>
@@ -120,7 +140,11 @@ export class TpShapes extends LitElement {
           </tr>
         </thead>
         <tbody>
-          ${r0.parameters.map(
+          ${(
+            this.moe
+              ? r0.parameters.filter((p) => moeLayerWeights({ ...c, vocab: 0 }).includes(p.weight))
+              : r0.parameters
+          ).map(
             (p) =>
               html`<tr data-weight=${p.name}>
                 <td><code>${p.name}</code></td>
@@ -129,6 +153,19 @@ export class TpShapes extends LitElement {
                 <td>${p.replicated ? 'replicated' : plan.ranks.length > 1 ? 'shard' : 'whole'}</td>
               </tr>`,
           )}
+          ${
+            this.moe
+              ? moeWeightRows(this.moe).map(
+                  (w) =>
+                    html`<tr data-weight=${`moe.${w.stage}.${w.tensor.name}`}>
+                      <td><code>${w.stage} ${w.tensor.name}</code></td>
+                      <td class="mono">${planTensorText(w.tensor)}</td>
+                      <td class="num">${formatBytes(w.bytes)}</td>
+                      <td>${w.holds}</td>
+                    </tr>`,
+                )
+              : nothing
+          }
         </tbody>
       </table>
       <h3>Who owns what</h3>
@@ -139,8 +176,8 @@ export class TpShapes extends LitElement {
             <th>query heads</th>
             <th>KV groups</th>
             <th>linear_qkv columns</th>
-            <th>FFN columns</th>
-            ${c.vocab > 0 ? html`<th>vocab rows</th>` : nothing}
+            ${this.moe ? nothing : html`<th>FFN columns</th>`}
+            ${c.vocab > 0 && !this.moe ? html`<th>vocab rows</th>` : nothing}
             <th>tokens</th>
           </tr>
         </thead>
@@ -152,8 +189,8 @@ export class TpShapes extends LitElement {
                 <td>${rangeText(o.heads)}</td>
                 <td>${o.kvGroups.join(', ')}</td>
                 <td>${rangeText(o.qkvCols)}</td>
-                <td>${rangeText(o.ffn)}</td>
-                ${c.vocab > 0 ? html`<td>${rangeText(o.vocab)}</td>` : nothing}
+                ${this.moe ? nothing : html`<td>${rangeText(o.ffn)}</td>`}
+                ${c.vocab > 0 && !this.moe ? html`<td>${rangeText(o.vocab)}</td>` : nothing}
                 <td>${rangeText(o.tokens)}</td>
               </tr>`,
           )}

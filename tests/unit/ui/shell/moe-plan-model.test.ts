@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import type { MoeRun } from '../../../../src/session/moe-run.ts';
 import { moeRunArgsOf, withMoePreset } from '../../../../src/ui/settings/moe-settings.ts';
 import { defaultSettings, type Settings } from '../../../../src/ui/settings/state.ts';
-import { moePlan, planTensorText, type MoePlan } from '../../../../src/ui/shell/moe-plan-model.ts';
+import { moePlan, moeWeightRows, planTensorText, type MoePlan } from '../../../../src/ui/shell/moe-plan-model.ts';
 
 const classroom: Settings = withMoePreset(defaultSettings, 'classroom');
 const tensor = (p: MoePlan, stage: string, name: string) =>
@@ -66,6 +66,23 @@ describe('moePlan', () => {
     expect(p.expertRows).toEqual([
       { rank: 0, experts: { firstExpert: 0, tokens: [1, 2, 3, 4] } },
       { rank: 1, experts: { firstExpert: 4, tokens: [2, 2, 3, 4] } },
+    ]);
+  });
+
+  test('the shapes card’s weights: the router on every rank, each rank’s experts’ shard and the shared expert’s, in float32 bytes', () => {
+    const rows = (x: Settings) =>
+      moeWeightRows(moePlan(moeRunArgsOf(x))).map((w) => [w.stage, w.tensor.name, w.tensor.shape, w.bytes, w.holds]);
+    expect(rows(classroom)).toEqual([
+      ['router', 'W_r', [16, 8], 512, 'replicated'],
+      ['experts', 'fc1', [2, 16, 32], 4096, 'shard'], // L = 8/4 experts of [h, 2f]
+      ['experts', 'fc2', [2, 16, 16], 2048, 'shard'],
+    ]);
+    expect(rows({ ...classroom, ep: 1, tp: 2, sp: true, sharedFfn: 8 })).toEqual([
+      ['router', 'W_r', [16, 8], 512, 'replicated'],
+      ['experts', 'fc1', [8, 16, 32], 16384, 'replicated'], // EP 1, ETP 1: every expert on both ranks (EDP 2)
+      ['experts', 'fc2', [8, 16, 16], 8192, 'replicated'],
+      ['shared', 'fc1', [16, 8], 512, 'shard'], // [h, 2f_s/t]
+      ['shared', 'fc2', [4, 16], 256, 'shard'],
     ]);
   });
 });

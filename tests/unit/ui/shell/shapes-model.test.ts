@@ -29,6 +29,22 @@ describe('boundaries', () => {
     expect(b.find((x) => x.op === 'ln1.gather')).toMatchObject({ layout: 'replicated', shape: [8, 1, 16] });
   });
 
+  test('the page’s MoE layer: the dense MLP’s and the vocabulary’s boundaries left out, the attention’s and the norms’ kept', async () => {
+    const { plan } = await makePlan(configFromPreset('classroom', { tp: 2, sp: true }));
+    const all = boundaries(plan).map((x) => x.label);
+    const moe = boundaries(plan, { moeLayer: true }).map((x) => x.label);
+    const left = ['MLP input (all-gathered)', 'gate / up (column-parallel)', 'down (row-parallel)'];
+    const vocab = ['embedding output (after g)', 'output-layer input (all-gathered)'];
+    expect(all).toEqual(expect.arrayContaining([...left, ...vocab]));
+    for (const l of [...left, ...vocab]) expect(moe).not.toContain(l);
+    // the attention's collective after its projection stays; the MLP's after down goes
+    expect(all.filter((l) => l.startsWith('after g'))).toHaveLength(2);
+    expect(moe.filter((l) => l.startsWith('after g'))).toHaveLength(1);
+    expect(moe).toEqual(
+      expect.arrayContaining(['RMSNorm 1 output', 'output projection (row-parallel)', 'RMSNorm 2 output']),
+    );
+  });
+
   test('at t = 1 every activation is whole and no shape mentions t', async () => {
     const { plan } = await makePlan(configFromPreset('gpt2-layer', { tp: 1 }));
     const b = boundaries(plan);
