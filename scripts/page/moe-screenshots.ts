@@ -1,4 +1,4 @@
-// npm run screenshots:moe [-- --out docs/img]: the page with the classroom MoE preset at EP 4, at 1280×800 and 1920×1080 — the top card (the MoE block stage by stage), the timeline view scrolled to the layer's lanes, and the classroom view's MoE steps (the dispatch step) — with their layout faults listed.
+// npm run screenshots:moe [-- --out docs/img]: the page with the classroom MoE preset at EP 4, at 1280×800 and 1920×1080 — the top card (the MoE block stage by stage), the timeline view scrolled to the layer's lanes, the shapes card (the MoE block's weights), and the classroom view's MoE steps (the dispatch step) — with their layout faults listed.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -32,6 +32,12 @@ async function timeline(page: Page): Promise<void> {
   await page.locator('tp-timeline[data-moe="timeline"]').evaluate((el) => el.scrollIntoView({ block: 'start' }));
 }
 
+/** The timeline view scrolled to the shapes card: the attention half's shapes and the MoE block's weights. */
+async function shapes(page: Page): Promise<void> {
+  await page.locator('tp-moe-view[data-state="done"]').waitFor({ timeout: 180_000 });
+  await page.locator('tp-shapes').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+}
+
 /** The classroom view, its MoE card's dispatch step shown at the window's top. */
 async function classroom(page: Page): Promise<void> {
   await page.locator('[data-moe-classroom][data-state="done"]').waitFor({ timeout: 180_000 });
@@ -47,6 +53,7 @@ try {
   for (const [name, show] of [
     ['moe-top', top],
     ['moe-timeline', timeline],
+    ['moe-shapes', shapes],
     ['moe-classroom', classroom],
   ] as const) {
     if (name === 'moe-classroom')
