@@ -10,6 +10,9 @@ export function adapterName(adapter: GPUAdapter): string {
   return name || 'unnamed adapter';
 }
 
+/** Whether an adapter named `name` (adapterName) is SwiftShader, WebGPU run on the CPU: its times say nothing about a GPU. */
+export const isCpuAdapter = (name: string): boolean => /swiftshader/i.test(name);
+
 /** Requests an adapter and describes it, or throws a message that says how to enable WebGPU. */
 export async function describeAdapter(): Promise<string> {
   if (!('gpu' in navigator) || !navigator.gpu) {

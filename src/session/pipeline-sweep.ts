@@ -6,6 +6,7 @@ import { stageWeightArrays, type PipelineTraining } from '../parallel/pipeline-o
 import type { PipelineSettings } from '../parallel/pipeline-settings.ts';
 import { runPipeline, type PipelineRunResult } from './pipeline-run.ts';
 import { createLayerPool } from './pools.ts';
+import { isCpuAdapter } from '../kernels/adapter.ts';
 
 /** One rank of the measured step. */
 export interface PipelineSweepRank {
@@ -140,7 +141,7 @@ export function pipelineSweepReport(
   const p2p = run.trace.filter((e) => e.p2p?.kind === 'send');
   return {
     adapter,
-    note: /swiftshader/i.test(adapter)
+    note: isCpuAdapter(adapter)
       ? "SwiftShader runs WebGPU on the CPU: every rank's kernels share this machine's cores, so times say nothing about a GPU and a pipeline's stages do not run side by side as they would on p GPUs; compare ratios measured in one run."
       : 'All ranks share this one adapter; compare ratios measured in one run.',
     mesh: {

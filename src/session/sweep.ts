@@ -27,6 +27,7 @@ import { runTimeline } from './run-timeline.ts';
 import { layerTensors, layerTensorsMetadata } from '../parallel/layer-tensors.ts';
 import { stepInputs } from '../parallel/step-data.ts';
 import { encodeSafetensors } from '../core/safetensors.ts';
+import { isCpuAdapter } from '../kernels/adapter.ts';
 
 /** The sweep's document (what `--json` prints). */
 export interface SweepReport {
@@ -212,7 +213,7 @@ export async function runSweep(args: SweepArgs): Promise<SweepReport> {
   }
   return {
     adapter,
-    note: /swiftshader/i.test(adapter)
+    note: isCpuAdapter(adapter)
       ? "SwiftShader runs WebGPU on the CPU: times here say nothing about a GPU; compare ratios measured in one run. All ranks share one adapter; each rank's kernels were timed with the others idle."
       : "All ranks share this one adapter; each rank's kernels were timed with the others idle, as if each had its own GPU. Compare ratios measured in one run.",
     net: args.net,

@@ -53,6 +53,10 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
     expect(await tl.locator('rect[data-op="moe.experts.backward"]').first().getAttribute('data-phase')).toBe(
       'backward',
     );
+    // The top card names the adapter the MoE run's rank workers ran on, and what SwiftShader's times are worth.
+    expect(await page.locator('[data-moe-totals] [data-source="transport"]').innerText()).toMatch(
+      /GPU: .*swiftshader.* \(SwiftShader runs WebGPU on the CPU: times recorded on it say nothing about a GPU\)/i,
+    );
     // exposed communication, as for the layer's collectives
     expect(await tl.locator('rect[data-kind="exposed"]').count()).toBeGreaterThan(0);
     // hovering an all-to-all names the bytes it sent and received per peer

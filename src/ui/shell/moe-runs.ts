@@ -15,6 +15,8 @@ export interface MoeRunState {
   readonly args?: MoeRunArgs;
   /** The layer with the MoE block (MoeLayerRun), or under the M036 demonstration the block alone (MoeRun). */
   readonly run?: MoeRun | MoeLayerRun;
+  /** The WebGPU adapter the shown run's rank workers ran on. */
+  readonly adapter?: string;
   readonly error: string;
 }
 
@@ -96,7 +98,7 @@ export class MoeRuns {
         : await runMoe(pool, r.args);
       if (signal.aborted) return;
       this.shownKey = moeKey(r);
-      this.set({ state: 'done', args: r.args, run, error: '' });
+      this.set({ state: 'done', args: r.args, run, adapter: pool.adapters[0], error: '' });
     } finally {
       await pool.dispose();
     }

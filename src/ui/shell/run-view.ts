@@ -1,7 +1,7 @@
 // The page's run on screen (templates of <tp-app>): banners, totals with the oracle, the chosen view, the cluster panel, shapes and exports.
 import { tpOverlapChunks } from '../../parallel/tp-overlap.ts';
 import { html, nothing, type TemplateResult } from 'lit';
-import { enableWebGpuHint } from '../../kernels/adapter.ts';
+import { enableWebGpuHint, isCpuAdapter } from '../../kernels/adapter.ts';
 import { chooseTransport } from '../../ranks/transport.ts';
 import type { PlaygroundResult, PlaygroundRunner } from '../../session/playground-runner.ts';
 import { formatMs } from '../../core/format.ts';
@@ -138,6 +138,10 @@ function denseTotals(r: PlaygroundResult, transport: TemplateResult): TemplateRe
   </div>`;
 }
 
+/** After the adapter's name: what its recorded times are worth where it is SwiftShader. */
+const cpuAdapterNote = (adapter: string): string =>
+  isCpuAdapter(adapter) ? ' (SwiftShader runs WebGPU on the CPU: times recorded on it say nothing about a GPU)' : '';
+
 /**
  * A run on screen: totals and the oracle badge (with experts set, the MoE run's totals and its block stage by stage) (checking while the rank workers run), the view
  * (timeline, classroom or GEMM efficiency; the latter two borrow the runner's pool), the cluster
@@ -154,8 +158,10 @@ export function renderRun(
 ): TemplateResult {
   const tl = r.timeline;
   const transport = r.transport ?? (run.gpu === 'ok' ? chooseTransport() : undefined);
+  // With experts set the top card shows the MoE run, recorded on its own rank workers.
+  const adapter = moeOn(s) ? moe.adapter : r.adapter;
   const transportNote = html`<div class="note" data-source="transport">
-    ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${r.adapter ? `; GPU: ${r.adapter}` : run.ranks === 'running' ? `; starting ${r.config.tp} rank worker${r.config.tp > 1 ? 's' : ''}…` : ''}.
+    ${transport ? `Ranks exchange data over ${transportWords[transport] ?? transport}` : 'No transport: nothing runs without WebGPU'}${adapter ? `; GPU: ${adapter}${cpuAdapterNote(adapter)}` : run.ranks === 'running' ? `; starting ${r.config.tp} rank worker${r.config.tp > 1 ? 's' : ''}…` : ''}.
   </div>`;
   const link = `${location.origin}${location.pathname}${hashFromSettings(s)}`;
   const cluster = clusterModelOrError(s);
