@@ -120,6 +120,10 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
     ).toEqual(['norm1', 'qkv', 'proj', 'norm2', 'moe.router.W_r', 'moe.experts.fc1', 'moe.experts.fc2']);
     expect(await shapes.locator('[data-shapes="moe"]').count()).toBe(1);
     expect(await shapes.locator('table[data-section="memory"]').count()).toBe(0);
+    // who owns what: the MoE run's 4 ranks (DP 4 of the attention, 2 experts each), not the dense plan's 1
+    const owners = shapes.locator('table[data-section="ownership"] tbody tr');
+    expect(await owners.locator('td[data-experts]').allTextContents()).toEqual(['0–1', '2–3', '4–5', '6–7']);
+    expect(await shapes.locator('tr[data-weight="qkv"] td:last-child').textContent()).toBe('replicated');
     // The dispatch matrix: every rank's row sums to its kept picks' bytes (16 rows of h = 16 float32 = 1024 B).
     const a2a = await view
       .locator('table[data-moe="alltoall"] tr')

@@ -3,8 +3,9 @@
 // (MoeRunArgs: the config, h, the tokens a rank routes, the layout) and, once it ran, the rows each
 // rank's experts processed (MoeRun). src/parallel/moe-ep.ts is the program these stages describe.
 import type { ExpertGemmInfo } from '../../core/trace-event.ts';
+import { rankMesh } from '../../mesh/rank-layout.ts';
 import { moeMeshDegrees, moeWorld } from '../../parallel/moe-layout.ts';
-import type { MoeRun, MoeRunArgs } from '../../session/moe-run.ts';
+import { moePoolMesh, type MoeRun, type MoeRunArgs } from '../../session/moe-run.ts';
 
 /** One tensor of a stage on one rank: Megatron's symbols and this run's sizes. */
 export interface MoePlanTensor {
@@ -44,6 +45,24 @@ export interface MoeRankRows {
   readonly experts: ExpertGemmInfo;
 }
 
+/**
+ * What one of the N ranks owns in the MoE layer: its place in the attention mesh (TP rank: its heads,
+ * KV groups, qkv columns and SP shard of the dense plan's rank `tp`; DP replica: its own micro-batch)
+ * and in the expert mesh (EP rank: its L local experts; ETP rank: its f′ columns of each; EDP replica).
+ */
+export interface MoeRankOwner {
+  readonly rank: number;
+  readonly tp: number;
+  readonly dp: number;
+  readonly ep: number;
+  readonly etp: number;
+  readonly edp: number;
+  /** Its local experts, half-open: [ep·L, (ep + 1)·L). */
+  readonly experts: readonly [number, number];
+  /** Its columns of each local expert's f (fc1's gate and up, fc2's rows), half-open: [etp·f′, (etp + 1)·f′) (etpExpertShard). */
+  readonly expertFfn: readonly [number, number];
+}
+
 /** The MoE block on the ranks: the meshes folded over them, the symbols, the stages, the rows the run measured. */
 export interface MoePlan {
   /** N = lcm(t, ETP·EP) ranks: attention t × DP, experts ETP × EP × EDP (moe-layout.ts). */
@@ -57,6 +76,8 @@ export interface MoePlan {
   };
   readonly symbols: readonly MoePlanSymbol[];
   readonly stages: readonly MoePlanStage[];
+  /** Every rank's place in both meshes, rank order (the pool's, moePoolMesh). */
+  readonly owners: readonly MoeRankOwner[];
   /** Per rank, the rows its experts ran; null before the run. */
   readonly expertRows: readonly MoeRankRows[] | null;
 }
@@ -181,11 +202,26 @@ export function moePlan(a: MoeRunArgs, run?: MoeRun): MoePlan {
           words: `each rank’s rows unpermuted weighted by p_j into [G, h], reduce-scattered over the tp_ep group back to each token’s rank`,
           tensors: [t('unpermuted', '[G, h]', [G, h]), t('y', '[T, h]', [T, h])],
         };
+  const mesh = rankMesh(moePoolMesh(l).degrees);
+  const owners = Array.from({ length: N }, (_, rank): MoeRankOwner => {
+    const x = mesh.coords(rank);
+    return {
+      rank,
+      tp: x.tp,
+      dp: x.dp,
+      ep: x.ep,
+      etp: x.etp,
+      edp: x.edp,
+      experts: [x.ep * L, (x.ep + 1) * L],
+      expertFfn: [x.etp * f, (x.etp + 1) * f],
+    };
+  });
   return {
     ranks: N,
     degrees,
     symbols,
     stages: [router, dispatch, experts, ...shared, combine],
+    owners,
     expertRows: run
       ? run.ranks.map((q) => ({ rank: q.rank, experts: { firstExpert: q.firstExpert, tokens: q.expertRows } }))
       : null,

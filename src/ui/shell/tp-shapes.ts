@@ -150,7 +150,7 @@ export class TpShapes extends LitElement {
                 <td><code>${p.name}</code></td>
                 <td class="mono">${shape(p.shape)}</td>
                 <td class="num">${formatBytes(p.bytes)}</td>
-                <td>${p.replicated ? 'replicated' : plan.ranks.length > 1 ? 'shard' : 'whole'}</td>
+                <td>${p.replicated || (plan.ranks.length === 1 && (this.moe?.ranks ?? 1) > 1) ? 'replicated' : plan.ranks.length > 1 ? 'shard' : 'whole'}</td>
               </tr>`,
           )}
           ${
@@ -168,34 +168,7 @@ export class TpShapes extends LitElement {
           }
         </tbody>
       </table>
-      <h3>Who owns what</h3>
-      <table data-section="ownership">
-        <thead>
-          <tr>
-            <th>rank</th>
-            <th>query heads</th>
-            <th>KV groups</th>
-            <th>linear_qkv columns</th>
-            ${this.moe ? nothing : html`<th>FFN columns</th>`}
-            ${c.vocab > 0 && !this.moe ? html`<th>vocab rows</th>` : nothing}
-            <th>tokens</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${plan.ranks.map(
-            (o) =>
-              html`<tr>
-                <td>${o.rank}</td>
-                <td>${rangeText(o.heads)}</td>
-                <td>${o.kvGroups.join(', ')}</td>
-                <td>${rangeText(o.qkvCols)}</td>
-                ${this.moe ? nothing : html`<td>${rangeText(o.ffn)}</td>`}
-                ${c.vocab > 0 && !this.moe ? html`<td>${rangeText(o.vocab)}</td>` : nothing}
-                <td>${rangeText(o.tokens)}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
+      ${this.moe ? this.renderMoeOwnership(plan, this.moe) : this.renderOwnership(plan)}
       ${
         gathered
           ? html`<p class="note">
@@ -207,6 +180,78 @@ export class TpShapes extends LitElement {
             </p>`
           : nothing
       }`;
+  }
+
+  /** The dense plan's t ranks: heads, KV groups, qkv columns, FFN columns, vocabulary rows, tokens. */
+  private renderOwnership(plan: LayerPlan) {
+    const c = plan.config;
+    return html`<h3>Who owns what</h3>
+      <table data-section="ownership">
+        <thead>
+          <tr>
+            <th>rank</th>
+            <th>query heads</th>
+            <th>KV groups</th>
+            <th>linear_qkv columns</th>
+            <th>FFN columns</th>
+            ${c.vocab > 0 ? html`<th>vocab rows</th>` : nothing}
+            <th>tokens</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${plan.ranks.map(
+            (o) =>
+              html`<tr>
+                <td>${o.rank}</td>
+                <td>${rangeText(o.heads)}</td>
+                <td>${o.kvGroups.join(', ')}</td>
+                <td>${rangeText(o.qkvCols)}</td>
+                <td>${rangeText(o.ffn)}</td>
+                ${c.vocab > 0 ? html`<td>${rangeText(o.vocab)}</td>` : nothing}
+                <td>${rangeText(o.tokens)}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>`;
+  }
+
+  /**
+   * The MoE run's N = lcm(t, ETP·EP) ranks (moePlan's owners): each rank's attention share — the
+   * dense plan's TP rank it sits at (heads, KV groups, qkv columns, SP shard) of its DP replica's
+   * micro-batch — and its experts (EP rank's L local experts, ETP rank's f′ columns of each).
+   */
+  private renderMoeOwnership(plan: LayerPlan, moe: MoePlan) {
+    const d = moe.degrees;
+    return html`<h3>Who owns what (the MoE run's ${moe.ranks} rank${moe.ranks > 1 ? 's' : ''})</h3>
+      <table data-section="ownership" data-moe-ranks=${moe.ranks}>
+        <thead>
+          <tr>
+            <th>rank</th>
+            <th>attention TP · DP</th>
+            <th>query heads</th>
+            <th>KV groups</th>
+            <th>linear_qkv columns</th>
+            <th>tokens${d.dp > 1 ? ' (its micro-batch)' : ''}</th>
+            <th>experts (EP ${d.ep}${d.edp > 1 ? ` · EDP ${d.edp}` : ''})</th>
+            ${d.etp > 1 ? html`<th>expert FFN columns (ETP ${d.etp})</th>` : nothing}
+          </tr>
+        </thead>
+        <tbody>
+          ${moe.owners.map((o) => {
+            const a = plan.ranks[o.tp]!;
+            return html`<tr data-rank=${o.rank}>
+              <td>${o.rank}</td>
+              <td>TP ${o.tp} · DP ${o.dp}</td>
+              <td>${rangeText(a.heads)}</td>
+              <td>${a.kvGroups.join(', ')}</td>
+              <td>${rangeText(a.qkvCols)}</td>
+              <td>${rangeText(a.tokens)}${d.dp > 1 ? ` of batch ${o.dp}` : ''}</td>
+              <td data-experts>${rangeText(o.experts)}${d.edp > 1 ? ` (EDP ${o.edp})` : ''}</td>
+              ${d.etp > 1 ? html`<td>${rangeText(o.expertFfn)}</td>` : nothing}
+            </tr>`;
+          })}
+        </tbody>
+      </table>`;
   }
 
   private renderMemory(acc: PlanAccounting) {

@@ -69,6 +69,32 @@ describe('moePlan', () => {
     ]);
   });
 
+  test('the shapes card’s owners: every rank of lcm(t, ETP·EP), its attention TP rank and DP replica, its experts and f′ columns', () => {
+    const owners = (x: Settings) =>
+      moePlan(moeRunArgsOf(x)).owners.map((o) => [o.rank, o.tp, o.dp, o.experts, o.expertFfn, o.edp]);
+    // classroom: t 1, EP 4 → 4 ranks, each its own DP replica's attention and 2 of the 8 experts, whole f = 16
+    expect(owners(classroom)).toEqual([
+      [0, 0, 0, [0, 2], [0, 16], 0],
+      [1, 0, 1, [2, 4], [0, 16], 0],
+      [2, 0, 2, [4, 6], [0, 16], 0],
+      [3, 0, 3, [6, 8], [0, 16], 0],
+    ]);
+    // t 2 with SP, EP 2, ETP 2 → lcm(2, 4) = 4: dense rank = tp + 2·dp, expert rank = etp + 2·ep (tp-cp-ep-dp-pp)
+    expect(owners({ ...classroom, tp: 2, sp: true, ep: 2, etp: 2 })).toEqual([
+      [0, 0, 0, [0, 4], [0, 8], 0],
+      [1, 1, 0, [0, 4], [8, 16], 0],
+      [2, 0, 1, [4, 8], [0, 8], 0],
+      [3, 1, 1, [4, 8], [8, 16], 0],
+    ]);
+    // t 4 with SP, EP 2 → lcm(4, 2) = 4 ranks, EDP 2: ranks 0 and 2 (EDP replicas 0, 1) hold experts 0–3, ranks 1 and 3 experts 4–7
+    expect(owners({ ...classroom, tp: 4, sp: true, ep: 2 }).map((o) => [o[0], o[1], o[3], o[5]])).toEqual([
+      [0, 0, [0, 4], 0],
+      [1, 1, [4, 8], 0],
+      [2, 2, [0, 4], 1],
+      [3, 3, [4, 8], 1],
+    ]);
+  });
+
   test('the shapes card’s weights: the router on every rank, each rank’s experts’ shard and the shared expert’s, in float32 bytes', () => {
     const rows = (x: Settings) =>
       moeWeightRows(moePlan(moeRunArgsOf(x))).map((w) => [w.stage, w.tensor.name, w.tensor.shape, w.bytes, w.holds]);
