@@ -109,6 +109,24 @@ describe('a config.json pasted on the page (built page)', () => {
     await expect.poll(words, { timeout: runTimeout }).toMatch(/--overlap-moe-expert-parallel-comm/);
     await controls().locator('input[data-control="epov"]').uncheck();
     await expect.poll(hash).not.toContain('epov=');
+    // Padding to capacity: refused at its switch without a capacity factor (transformer_config.py:1686-1690), priced and written with one.
+    const pad = controls().locator('input[data-control="pad"]');
+    await pad.check();
+    await expect.poll(hash).toContain('pad=1');
+    await expect
+      .poll(() => controls().locator('[data-error-for="pad"]').first().textContent())
+      .toMatch(/moe_expert_capacity_factor must be set .*Legal here: padding off, or a capacity factor/);
+    const cf = controls().locator('input[data-control="cluster-capacity"]');
+    await cf.fill('1.25');
+    await cf.dispatchEvent('change');
+    await expect
+      .poll(words, { timeout: runTimeout })
+      .toMatch(/--moe-expert-capacity-factor 1\.25 --moe-pad-expert-input-to-capacity/);
+    expect(await controls().locator('[data-error-for="pad"]').count()).toBe(0);
+    await pad.uncheck();
+    await cf.fill('off');
+    await cf.dispatchEvent('change');
+    await expect.poll(hash).not.toMatch(/pad=|capacity=/);
   });
 
   test("the advisor searches EP and ETP for it, and applying its fastest row sets the row's EP and ETP", async () => {

@@ -202,10 +202,14 @@ test('the classroom MoE at EP 4: all-to-alls with bytes per peer, expert GEMMs w
 }, 300_000);
 
 test('a skewed router with capacity factor 1 drops tokens, and the page counts them', async () => {
-  const { page, errors } = await pageAt(`${classroomMoe}&capacity=1&skew=4`, 1920, 1080);
+  // pad=1 (the cluster's --moe-pad-expert-input-to-capacity): the ranks still drop and do not pad, as said at capacity
+  const { page, errors } = await pageAt(`${classroomMoe}&capacity=1&skew=4&pad=1`, 1920, 1080);
   try {
     const view = page.locator('tp-moe-view');
     await expect.poll(() => view.getAttribute('data-state'), { timeout: 120_000 }).toBe('done');
+    expect(await page.locator('tp-controls [data-note-for="capacity"]').textContent()).toMatch(
+      /cluster panel's rows only:\s+the page's own MoE ranks run without padding/,
+    );
     const dropped = Number(await view.locator('[data-moe="dropped"]').getAttribute('data-count'));
     expect(dropped).toBeGreaterThan(0);
     // The heat map's dropped column sums to the count; kept + dropped = every pick.

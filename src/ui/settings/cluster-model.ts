@@ -39,18 +39,22 @@ export interface ClusterModelSpec {
 export const hfCaps = { layers: 1024, experts: 4096 } as const;
 
 /** The page settings a config's experts are priced with. */
-type ClusterMoeSettings = Pick<Settings, 'ep' | 'etp' | 'dispatcher' | 'capacity' | 'gg' | 'epov' | 'seov' | 'imb'>;
+type ClusterMoeSettings = Pick<
+  Settings,
+  'ep' | 'etp' | 'dispatcher' | 'capacity' | 'pad' | 'gg' | 'epov' | 'seov' | 'imb'
+>;
 
 /**
  * The page's MoE flags over a config's experts (`npm run project`'s flags of the same names): EP, ETP,
- * the dispatcher and capacity factor (one setting each with the page's MoE block), grouped GEMM, the
- * EP-communication and shared-expert overlaps, and the load-imbalance what-if.
+ * the dispatcher and capacity factor (one setting each with the page's MoE block), the padding to
+ * capacity, grouped GEMM, the EP-communication and shared-expert overlaps, and the load-imbalance what-if.
  */
 const clusterMoeFlags = (s: ClusterMoeSettings): Partial<MoeSetup> => ({
   ep: s.ep,
   etp: s.etp,
   dispatcher: s.dispatcher,
   ...(s.capacity !== null && { capacityFactor: s.capacity }),
+  ...(s.pad && { padToCapacity: true }),
   groupedGemm: s.gg,
   overlapEpComm: s.epov,
   sharedExpertOverlap: s.seov,
@@ -92,9 +96,15 @@ export function clusterModelOf(s: Settings): ClusterModelSpec {
   const c = s.cmodel;
   if (c === 'layer') {
     const { s: seq, b, h, heads, groups, ffn, vocab } = s;
-    // The block's own flags (it runs one grouped GEMM on the ranks), with the projection's overlaps and imbalance.
+    // The block's own flags (it runs one grouped GEMM on the ranks), with the cluster's padding, overlaps and imbalance.
     const block = moeSetupOf(s);
-    const moe = block && { ...block, overlapEpComm: s.epov, sharedExpertOverlap: s.seov, imbalance: s.imb };
+    const moe = block && {
+      ...block,
+      ...(s.pad && { padToCapacity: true }),
+      overlapEpComm: s.epov,
+      sharedExpertOverlap: s.seov,
+      imbalance: s.imb,
+    };
     return {
       sizes: { s: seq, b, h, heads, groups, ffn, vocab },
       layers: s.layers,
@@ -160,13 +170,14 @@ const flagField: Partial<Record<MoeRuleFlag, ControlField>> = {
   '--pipeline-model-parallel-size': 'pp',
   '--moe-token-dispatcher-type': 'dispatcher',
   '--moe-expert-capacity-factor': 'capacity',
+  '--moe-pad-expert-input-to-capacity': 'pad',
   '--overlap-moe-expert-parallel-comm': 'epov',
   '--moe-shared-expert-overlap': 'seov',
   '--moe-imbalance': 'imb',
 };
 
 /** The page's cluster-only MoE settings: their rules are priced for the page layer's block too. */
-const clusterOnly: readonly ControlField[] = ['epov', 'seov', 'imb'];
+const clusterOnly: readonly ControlField[] = ['pad', 'epov', 'seov', 'imb'];
 
 /**
  * The cluster model's issues at their controls: why it cannot be projected (at cmodel), and Megatron's
@@ -174,7 +185,8 @@ const clusterOnly: readonly ControlField[] = ['epov', 'seov', 'imb'];
  * FFN divisible by ETP, the overlaps' dispatcher, EP, v and recompute; moe.ts moeRefusals) at the control
  * of the flag each names first, with the values that pass. The rules that depend on the row (SP with
  * t > 1, ETP·EP·p dividing its N) are the rows'. The page layer's own block has its issues from moeIssues
- * (moe-settings.ts); of its cluster pricing only the rules on the cluster's own settings (overlaps, imbalance) are here.
+ * (moe-settings.ts); of its cluster pricing only the rules on the cluster's own settings (padding, overlaps,
+ * imbalance) are here.
  */
 export function clusterModelIssues(s: Settings, changed?: ControlField): FieldIssue[] {
   let model: ClusterModelSpec;
@@ -211,6 +223,8 @@ export function clusterModelIssues(s: Settings, changed?: ControlField): FieldIs
           : 'shared-expert overlap off, or alltoall/flex without the EP overlap';
       case 'imb':
         return 'imb ≥ 1 (1: uniform routing)';
+      case 'pad':
+        return 'padding off, or a capacity factor with the alltoall or allgather dispatcher';
       case 'capacity':
         return 'off, or a factor > 0 such as 1 or 1.25';
       default:

@@ -86,6 +86,16 @@ export function moeRunArgsOf(s: Settings): MoeRunArgs {
   };
 }
 
+/**
+ * What `pad` (--moe-pad-expert-input-to-capacity) means for the page's own MoE ranks, or undefined
+ * where they have no block or it is off: they run without padding (each expert computes the rows
+ * routed to it, after the capacity's drops); the setting prices and emits the cluster panel's rows only.
+ */
+export function padRanksNote(s: Pick<Settings, 'experts' | 'pad' | 'capacity'>): string | undefined {
+  if (!moeOn(s) || !s.pad) return undefined;
+  return `--moe-pad-expert-input-to-capacity prices the cluster panel's rows only: the page's own MoE ranks run without padding, each expert computing the rows routed to it${s.capacity === null ? '' : ' (those over capacity dropped)'}, and the page's MoE command leaves the flag out.`;
+}
+
 /** A message for one control; `fields` every control involved (the page prefers the one just changed). */
 export interface MoeIssue {
   readonly field: keyof Settings;
@@ -159,7 +169,8 @@ export const expertWeightsCap = 2 ** 28;
  * Every issue of the page's MoE settings on its t ranks: Megatron's refusals (moeRefusals, each with
  * its core_v0.19.0 line) placed at the control of the flag they name first, with the legal values;
  * the M036 switch's own needs; the weights cap. With the M036 demonstration on, Megatron's refusal of
- * TP without SP is a note, not an issue: the page runs it to show why it is refused.
+ * TP without SP is a note, not an issue: the page runs it to show why it is refused; so is the cluster's
+ * padding to capacity (padRanksNote, at the capacity control: the ranks do not pad).
  */
 export function moeIssues(s: Settings): { issues: MoeIssue[]; notes: MoeIssue[] } {
   const issues: MoeIssue[] = [];
@@ -207,6 +218,8 @@ export function moeIssues(s: Settings): { issues: MoeIssue[]; notes: MoeIssue[] 
       fields: ['dispatcher'],
       message: `--moe-token-dispatcher-type ${s.dispatcher} (DeepEP) is priced by the cluster panel only: the page's ranks run alltoall or allgather. Legal here: alltoall, allgather (or experts 0 to keep ${s.dispatcher} for the cluster model).`,
     });
+  const pad = padRanksNote(s);
+  if (pad) notes.push({ field: 'capacity', fields: ['capacity', 'pad'], message: pad });
   if (moeRanks(s) > maxMeshRanks)
     issues.push({
       field: 'ep',

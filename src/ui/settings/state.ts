@@ -206,6 +206,11 @@ export interface Settings extends ModelSizes {
   readonly epov: boolean;
   /** --moe-shared-expert-overlap on the cluster panel: the shared experts on a side stream beside dispatch and combine. */
   readonly seov: boolean;
+  /**
+   * --moe-pad-expert-input-to-capacity on the cluster panel: every expert takes exactly its capacity
+   * from each rank, padded (needs the capacity factor; not with flex). The page's own MoE ranks do not pad.
+   */
+  readonly pad: boolean;
   /** The projection's load-imbalance what-if (`--moe-imbalance`, no Megatron flag): the busiest EP rank's tokens over the mean, ≥ 1. */
   readonly imb: number;
 }
@@ -656,6 +661,7 @@ export const settingsTable: SettingsTable = {
   gg: onOff('gg', false, kernelRow),
   epov: onOff('epov', false, kernelRow),
   seov: onOff('seov', false, kernelRow),
+  pad: onOff('pad', false, kernelRow),
   imb: {
     key: 'imb',
     parse: (t) => boundedNumber('imb', t, 1, imbalanceMax, 'uniform routing'),

@@ -6,6 +6,7 @@ import { clusterModelChoices, clusterModelName, hfPasted } from '../settings/clu
 import { clusterModelOf, type ClusterModelSpec } from '../settings/cluster-model.ts';
 import type { ControlField } from '../settings/field-issues.ts';
 import { checkPastedLength, keepPastedConfig, pastedConfigText } from '../settings/pasted-hf-config.ts';
+import { padRanksNote } from '../settings/moe-settings.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
 import { tokenDispatchers } from '../../megatron/moe.ts';
 import { settingSwitch, type SettingsHost } from './setting-switch.ts';
@@ -104,10 +105,12 @@ function moeText(host: ClusterModelHost, s: Settings, field: 'capacity' | 'imb',
 
 /**
  * The cluster's MoE flags: for a config's experts the dispatcher (all three, flex the projection's only)
- * and capacity factor (the MoE block's settings too) and grouped GEMM; for any MoE model the two
- * overlaps and the load-imbalance what-if.
+ * and capacity factor (the MoE block's settings too) and grouped GEMM; for any MoE model the padding to
+ * capacity (the page's own ranks do not pad: padRanksNote says so under it), the two overlaps and the
+ * load-imbalance what-if.
  */
 function moeFlagControls(host: ClusterModelHost, s: Settings, config: boolean): TemplateResult {
+  const padNote = padRanksNote(s);
   return html`${
     config
       ? html`<label
@@ -127,6 +130,8 @@ function moeFlagControls(host: ClusterModelHost, s: Settings, config: boolean): 
           ${settingSwitch(host, s, 'gg', '--moe-grouped-gemm')}`
       : nothing
   }
+  ${settingSwitch(host, s, 'pad', '--moe-pad-expert-input-to-capacity')}
+  ${padNote ? html`<p class="hint" data-note-for="pad">${padNote}</p>` : nothing}
   ${settingSwitch(host, s, 'epov', '--overlap-moe-expert-parallel-comm')}
   ${settingSwitch(host, s, 'seov', '--moe-shared-expert-overlap')}
   ${moeText(host, s, 'imb', 'load imbalance (busiest EP rank / mean; what-if)')}`;
@@ -207,7 +212,7 @@ export function renderClusterModelControls(host: ClusterModelHost, s: Settings):
       model?.moe
         ? moeFlagControls(host, s, s.cmodel !== 'layer')
         : // a link's bad value of a hidden row is still shown
-          (['gg', 'epov', 'seov', 'imb'] as const).map((f) => host.errorsFor(f))
+          (['gg', 'pad', 'epov', 'seov', 'imb'] as const).map((f) => host.errorsFor(f))
     }
   </fieldset>`;
 }

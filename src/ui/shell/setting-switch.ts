@@ -10,7 +10,7 @@ export interface SettingsHost {
 }
 
 /** The boolean settings a panel draws as a switch. */
-export type SwitchField = 'gg' | 'epov' | 'seov' | 'ogr' | 'opg' | 'fp8pg' | 'cpuov' | 'p2pov';
+export type SwitchField = 'gg' | 'epov' | 'seov' | 'pad' | 'ogr' | 'opg' | 'fp8pg' | 'cpuov' | 'p2pov';
 
 /** `field` as a checkbox labelled `label` (a Megatron flag), its messages under it. */
 export function settingSwitch(host: SettingsHost, s: Settings, field: SwitchField, label: string): TemplateResult {

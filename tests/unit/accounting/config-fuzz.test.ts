@@ -179,6 +179,7 @@ describe('URL hash fuzz', () => {
       gg: ['0', '1', 'maybe'],
       epov: ['0', '1'],
       seov: ['0', '1'],
+      pad: ['0', '1'],
       imb: ['1', '1.5', '64', '0.5', '65', 'NaN'],
       recompute: ['none', 'full'],
     } as const;
@@ -212,6 +213,7 @@ describe('URL hash fuzz', () => {
           settings.imb,
         ]);
         expect(model.moe.imbalance).toBeGreaterThanOrEqual(1);
+        expect(model.moe.padToCapacity ?? false).toBe(settings.pad);
       }
       if (model) expect(model.layers).toBeLessThanOrEqual(hfCaps.layers);
     }

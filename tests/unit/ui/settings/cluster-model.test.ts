@@ -9,7 +9,7 @@ import {
   clusterMoeWords,
   hfCaps,
 } from '../../../../src/ui/settings/cluster-model.ts';
-import { moeIssues, moeLayoutOf } from '../../../../src/ui/settings/moe-settings.ts';
+import { moeIssues, moeLayoutOf, moeSetupOf } from '../../../../src/ui/settings/moe-settings.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { systems } from '../../../../src/hardware/systems.ts';
 import {
@@ -317,8 +317,64 @@ describe("the cluster's MoE flags: dispatcher, capacity, grouped GEMM, the overl
     expect(moeLayoutOf({ ...block, dispatcher: 'flex' }).dispatcher).toBe('alltoall');
   });
 
+  test('pad (--moe-pad-expert-input-to-capacity): in the link, priced and emitted for the cluster, refused where Megatron refuses it, the page’s ranks unpadded', async () => {
+    const { settings, messages } = settingsFromHash('#capacity=1.25&pad=1');
+    expect(messages).toEqual([]);
+    expect(settings.pad).toBe(true);
+    expect(settingsFromHash(hashFromSettings(settings)).settings).toEqual(settings);
+    expect(hashFromSettings(defaultSettings)).not.toMatch(/[#&]pad=/);
+    expect(hasControl('pad')).toBe(true);
+    // a config's experts: the same setup as npm run project with the flag, which the command text writes
+    const padded = { ...mixtral, dispatcher: 'alltoall' as const, capacity: 1.25, pad: true };
+    const cli = parseProjectArgs([
+      ...['--hf-config', 'mixtral-8x7b-v0.1', '--ep', '8', '--etp', '1', '--moe-token-dispatcher-type', 'alltoall'],
+      ...['--moe-expert-capacity-factor', '1.25', '--moe-pad-expert-input-to-capacity'],
+    ]).setup;
+    expect(clusterModelOf(padded).moe).toEqual(cli.moe);
+    expect(clusterMoeWords(clusterModelOf(padded).moe!)).toMatch(
+      /--moe-expert-capacity-factor 1\.25 --moe-pad-expert-input-to-capacity/,
+    );
+    // every expert computes its whole capacity (1.25× the mean) where unpadded it computes the mean
+    expect((await step(padded)).stepMs).toBeGreaterThan((await step({ ...padded, pad: false })).stepMs);
+    // Megatron's two refusals (moeRefusals, as the CLI's), at the pad switch, and the projection throws the same
+    const [noCf] = clusterModelIssues({ ...mixtral, pad: true });
+    expect(noCf).toMatchObject({ field: 'pad' });
+    expect(noCf!.message).toMatch(
+      /moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity .*transformer_config\.py:1686-1690\) Legal here: padding off, or a capacity factor with the alltoall or allgather dispatcher\./,
+    );
+    await expect(step({ ...mixtral, pad: true })).rejects.toThrow('moe_expert_capacity_factor must be set');
+    expect(clusterModelIssues({ ...padded, dispatcher: 'flex' })[0]).toMatchObject({
+      field: 'pad',
+      message: expect.stringMatching(/Flex token dispatcher with deepep backend does not support/),
+    });
+    expect(clusterModelIssues(padded)).toEqual([]);
+    // the page layer's block: the cluster prices the padding, its rule at the switch; the ranks and their command do not pad
+    const layer = page({ cmodel: 'layer', experts: 8, ep: 2, tp: 1, capacity: 1, pad: true });
+    expect(clusterModelOf(layer).moe!.padToCapacity).toBe(true);
+    expect(moeSetupOf(layer)!.padToCapacity).toBeUndefined();
+    expect(clusterModelIssues({ ...layer, capacity: null })[0]!.field).toBe('pad');
+    expect(moeIssues(layer).issues).toEqual([]);
+    expect(moeIssues(layer).notes).toEqual([
+      {
+        field: 'capacity',
+        fields: ['capacity', 'pad'],
+        message: expect.stringMatching(/cluster panel's rows only: the page's own MoE ranks run without padding/),
+      },
+    ]);
+    expect(moeIssues({ ...layer, pad: false }).notes).toEqual([]);
+  });
+
   test('applying an advisor row keeps them', () => {
-    const s = { ...mixtral, dispatcher: 'flex' as const, capacity: 1.5, gg: true, epov: true, seov: false, imb: 1.25 };
+    const s = {
+      ...mixtral,
+      dispatcher: 'flex' as const,
+      capacity: 1.5,
+      pad: true,
+      gg: true,
+      epov: true,
+      seov: false,
+      imb: 1.25,
+    };
     const row: ParallelLayout = {
       tp: 1,
       pp: 1,
@@ -335,6 +391,14 @@ describe("the cluster's MoE flags: dispatcher, capacity, grouped GEMM, the overl
       etp: 1,
     };
     const { settings } = applyAdvisorRow(s, row);
-    expect(settings).toMatchObject({ dispatcher: 'flex', capacity: 1.5, gg: true, epov: true, imb: 1.25, ep: 4 });
+    expect(settings).toMatchObject({
+      dispatcher: 'flex',
+      capacity: 1.5,
+      pad: true,
+      gg: true,
+      epov: true,
+      imb: 1.25,
+      ep: 4,
+    });
   });
 });
