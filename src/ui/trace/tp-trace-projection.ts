@@ -11,6 +11,7 @@ import { inGroupDim } from '../../kineto/process-group.ts';
 import { compareWithProjection, type ComparedRow } from '../../projection/studies/measured-vs-projected.ts';
 import { ncclName } from '../shared/measured-format.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { measuredAgainstHead, traceBarStyles } from './trace-panel-parts.ts';
 import { formatMs } from '../../core/format.ts';
 import { calibratedSystemFile } from '../../calibrate/system-file.ts';
 import { layerArchText } from '../../megatron/layer-arch.ts';
@@ -36,23 +37,13 @@ const rowNames: Record<ComparedRow['what'], string> = {
 export class TpTraceProjection extends LitElement {
   static override styles = [
     panelStyles,
+    traceBarStyles,
     css`
       textarea {
         width: 100%;
         min-height: 5em;
         font-family: ui-monospace, monospace;
         font-size: 13px;
-      }
-      .bar {
-        display: flex;
-        flex-wrap: wrap;
-        gap: 8px 16px;
-        align-items: center;
-        margin: 6px 0;
-      }
-      .error {
-        color: #8a0010;
-        font-weight: 600;
       }
     `,
   ];
@@ -125,14 +116,7 @@ export class TpTraceProjection extends LitElement {
         ${r.parsed.defaulted.length ? `Defaults used: ${r.parsed.defaulted.join('; ')}.` : ''}
       </p>
       <table data-table="compare">
-        <thead>
-          <tr>
-            <th></th>
-            <th class="num">measured</th>
-            <th class="num">projected</th>
-            <th class="num">measured / projected</th>
-          </tr>
-        </thead>
+        ${measuredAgainstHead('projected')}
         <tbody>
           ${c.rows.map(
             (x) =>

@@ -1,6 +1,6 @@
 // <tp-trace-what-if>: the job's own rates from its traces, and another layout of the same model
 // projected on them beside the catalog's projection (docs/what-if.md).
-import { LitElement, css, html, nothing, type PropertyValues } from 'lit';
+import { LitElement, html, nothing, type PropertyValues } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { whatIfFromTrace, type Layout, type WhatIf, type WhatIfRow } from '../../calibrate/trace-what-if.ts';
 import { changedSetup, layoutLabel, setupLayout, type LayoutChange } from '../../calibrate/what-if-layout.ts';
@@ -10,6 +10,7 @@ import type { MeasuredTrace } from '../../kineto/kineto-types.ts';
 import { jobManifestFile, manifestProjection, type JobManifest } from '../../megatron/job-manifest.ts';
 import { recomputeChoices, type RecomputeChoice } from '../../megatron/parallel-layout.ts';
 import { panelStyles } from '../shared/page-style.ts';
+import { measuredAgainstHead, traceBarStyles } from './trace-panel-parts.ts';
 import { commandKernelOptions } from '../../projection/layer/command-machine.ts';
 
 /** The degrees the selects offer (the job's own is added when it is not among them). */
@@ -34,22 +35,7 @@ const degreeLabels: Record<DegreeKey, string> = {
  */
 @customElement('tp-trace-what-if')
 export class TpTraceWhatIf extends LitElement {
-  static override styles = [
-    panelStyles,
-    css`
-      .bar {
-        display: flex;
-        flex-wrap: wrap;
-        gap: 8px 16px;
-        align-items: center;
-        margin: 6px 0;
-      }
-      .error {
-        color: #8a0010;
-        font-weight: 600;
-      }
-    `,
-  ];
+  static override styles = [panelStyles, traceBarStyles];
 
   @property({ attribute: false }) trace: MeasuredTrace | undefined;
   @property({ attribute: false }) job: JobManifest | undefined;
@@ -137,14 +123,7 @@ export class TpTraceWhatIf extends LitElement {
         in compute), step ${formatMs(r.measuredStepMs)}.
       </p>
       <table data-table="rates">
-        <thead>
-          <tr>
-            <th></th>
-            <th class="num">measured</th>
-            <th class="num">model</th>
-            <th class="num">measured / model</th>
-          </tr>
-        </thead>
+        ${measuredAgainstHead('model')}
         <tbody>
           ${r.classes.map(
             (c) =>
