@@ -1,5 +1,5 @@
 // <tp-controls>: every setting of the page; emits `settings-change` and shows each issue next to its control.
-import { LitElement, html, nothing, type TemplateResult } from 'lit';
+import { html, nothing, type TemplateResult } from 'lit';
 import { customElement, property, state } from 'lit/decorators.js';
 import { parseWhole } from '../../parallel/config-parse.ts';
 import { presetNames, type PresetName } from '../../parallel/config.ts';
@@ -7,11 +7,11 @@ import { legalTpDegrees } from '../../parallel/validate.ts';
 import { legalTpOverlapChunks } from '../../parallel/tp-overlap.ts';
 import { customInterconnect, interconnectNames, interconnectPresets } from '../../hardware/interconnect.ts';
 import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
-import { controlStyles, panelStyles } from '../shared/page-style.ts';
-import { fieldMessages, settingsChangeEvent } from '../settings/settings-change.ts';
+import { fieldMessages } from '../settings/settings-change.ts';
 import { passViews, settingsTable, sizeKeys, withPreset, type Settings } from '../settings/state.ts';
 import { renderMoeControls } from './moe-controls.ts';
 import { fieldErrorParagraphs } from './field-errors.ts';
+import { SettingsPanel } from './settings-panel.ts';
 
 import type { SettingsChangeDetail } from '../settings/settings-change.ts';
 
@@ -37,32 +37,18 @@ const usualDegrees = [1, 2, 4, 8];
  * its message and emits nothing.
  */
 @customElement('tp-controls')
-export class TpControls extends LitElement {
-  static override styles = [panelStyles, controlStyles];
-
-  /** The settings shown. */
-  @property({ attribute: false }) settings: Settings | undefined;
-  /** Messages to show next to their controls (validation errors, bad hash values). */
-  @property({ attribute: false }) issues: readonly FieldIssue[] = [];
+export class TpControls extends SettingsPanel {
   /** Information to show next to their controls (KV replication, vocabulary padding, SP at t = 1). */
   @property({ attribute: false }) notes: readonly FieldIssue[] = [];
-  /** Local parse errors of number inputs, by control. */
-  @state() private local: Partial<Record<ControlField, string>> = {};
   /** The link chosen while comm is measured, so switching to modeled restores it. */
   @state() private lastLink = 'pcie-gen3';
-
-  private emit(settings: Settings, field: ControlField): void {
-    // Re-render only to clear a shown parse error: a re-render now would put back the old value until the new settings arrive.
-    if (this.local[field]) this.local = { ...this.local, [field]: undefined };
-    this.dispatchEvent(settingsChangeEvent(settings, field));
-  }
 
   /** Parses a whole-number input; on failure shows the message under it and returns undefined. */
   private whole(field: ControlField, text: string, min: number): number | undefined {
     try {
       return parseWhole(field, text, min);
     } catch (e) {
-      this.local = { ...this.local, [field]: e instanceof Error ? e.message : String(e) };
+      this.refuse(field, e);
       return undefined;
     }
   }
@@ -72,12 +58,12 @@ export class TpControls extends LitElement {
     try {
       return settingsTable[field].parse(text);
     } catch (e) {
-      this.local = { ...this.local, [field]: e instanceof Error ? e.message : String(e) };
+      this.refuse(field, e);
       return undefined;
     }
   }
 
-  private errorsFor(field: ControlField): TemplateResult | typeof nothing {
+  protected override errorsFor(field: ControlField): TemplateResult | typeof nothing {
     const notes = this.notes.filter((n) => n.field === field).map((n) => this.note(field, n.message));
     const msgs = fieldMessages(field, this.issues, this.local);
     if (!msgs.length && !notes.length) return nothing;
@@ -92,10 +78,6 @@ export class TpControls extends LitElement {
       <summary>${message.slice(0, cut + 1)}</summary>
       ${message.slice(cut + 2)}
     </details>`;
-  }
-
-  private invalid(field: ControlField): 'true' | 'false' {
-    return this.issues.some((i) => i.field === field) || this.local[field] ? 'true' : 'false';
   }
 
   protected override render() {
@@ -235,7 +217,7 @@ export class TpControls extends LitElement {
         customInterconnect(Number(a), Number(b));
         setLink(`custom:${Number(a)}:${Number(b)}`);
       } catch (e) {
-        this.local = { ...this.local, net: e instanceof Error ? e.message : String(e) };
+        this.refuse('net', e);
       }
     };
     return html`<fieldset>

@@ -1,6 +1,6 @@
 // <tp-machine-controls>: which machine the timeline describes (a real cluster, this browser, or the custom mix), its system, dtype, layers, GPUs and global batch.
-import { LitElement, html, nothing, type TemplateResult } from 'lit';
-import { customElement, property, state } from 'lit/decorators.js';
+import { html, nothing, type TemplateResult } from 'lit';
+import { customElement } from 'lit/decorators.js';
 import { trainDtypes } from '../../hardware/dtype.ts';
 import {
   attentionBackends,
@@ -14,19 +14,17 @@ import { defaultActivationOffload } from '../../megatron/activation-offload.ts';
 import { budgetDegrees, parseGlobalBatch, resolveGlobalBatch } from '../../megatron/global-batch.ts';
 import { systemNames, systems } from '../../hardware/systems.ts';
 import { formatRankSlowdown, parseRankSlowdown } from '../../core/rank-slowdown.ts';
-import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
+import type { ControlField } from '../settings/field-issues.ts';
 import { machineNames } from '../settings/machine-choice.ts';
 import { loadSystemFile, loadedSystemFile, systemFilePrefix } from '../settings/system-files.ts';
 import { parseSystemFile } from '../../calibrate/system-file.ts';
-import { controlStyles, panelStyles } from '../shared/page-style.ts';
-import { fieldErrors } from './field-errors.ts';
 import { clusterModelOf } from '../settings/cluster-model.ts';
 import { renderClusterModelControls, type ClusterModelHost } from './cluster-model-controls.ts';
 import { settingSwitch } from './setting-switch.ts';
 import { machineModes, settingsTable, type SettingField, type Settings } from '../settings/state.ts';
 import { recomputeChoices } from '../../megatron/parallel-layout.ts';
 import { fsdpSettingWords } from '../settings/fsdp-setting.ts';
-import { settingsChangeEvent } from '../settings/settings-change.ts';
+import { SettingsPanel } from './settings-panel.ts';
 
 /**
  * `<tp-machine-controls>`: the machine of the timeline and of the cluster panel. Properties down:
@@ -34,26 +32,11 @@ import { settingsChangeEvent } from '../settings/settings-change.ts';
  * `<tp-controls>` sends it. A number that does not parse is refused here with its message.
  */
 @customElement('tp-machine-controls')
-export class TpMachineControls extends LitElement {
-  static override styles = [panelStyles, controlStyles];
-
-  @property({ attribute: false }) settings: Settings | undefined;
-  @property({ attribute: false }) issues: readonly FieldIssue[] = [];
-  @state() private local: Partial<Record<ControlField, string>> = {};
-
-  private emit(settings: Settings, field: ControlField): void {
-    if (this.local[field]) this.local = { ...this.local, [field]: undefined };
-    this.dispatchEvent(settingsChangeEvent(settings, field));
-  }
-
-  private errorsFor(field: ControlField): TemplateResult | typeof nothing {
-    return fieldErrors(field, this.issues, this.local);
-  }
-
+export class TpMachineControls extends SettingsPanel {
   /** The cluster-model fieldset's view of this panel (cluster-model-controls.ts). */
   private readonly clusterModelHost: ClusterModelHost = {
     emit: (settings, field) => this.emit(settings, field),
-    refuse: (field, message) => (this.local = { ...this.local, [field]: message }),
+    refuse: (field, message) => this.refuse(field, message),
     errorsFor: (field) => this.errorsFor(field),
   };
 
@@ -63,7 +46,7 @@ export class TpMachineControls extends LitElement {
       try {
         this.emit({ ...s, [field]: parse((e.target as HTMLInputElement).value) }, field);
       } catch (err) {
-        this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
+        this.refuse(field, err);
       }
     };
   }
@@ -80,7 +63,7 @@ export class TpMachineControls extends LitElement {
         const system = parseSystemFile(await file.text(), file.name);
         this.emit({ ...s, system: loadSystemFile(file.name, system) }, 'system');
       } catch (err) {
-        this.local = { ...this.local, system: err instanceof Error ? err.message : String(err) };
+        this.refuse('system', err);
       }
     };
   }
@@ -159,7 +142,7 @@ export class TpMachineControls extends LitElement {
             try {
               this.emit({ ...s, gbatch: parseGlobalBatch((e.target as HTMLInputElement).value) }, 'gbatch');
             } catch (err) {
-              this.local = { ...this.local, gbatch: err instanceof Error ? err.message : String(err) };
+              this.refuse('gbatch', err);
             }
           }}
       /></label>

@@ -1,13 +1,10 @@
 // <tp-mesh-controls>: the rank mesh — pipeline stages p, virtual stages v, replicas d, micro-batches m, schedule, distributed optimizer.
-import { LitElement, html, nothing, type TemplateResult } from 'lit';
-import { customElement, property, state } from 'lit/decorators.js';
+import { html, nothing, type TemplateResult } from 'lit';
+import { customElement } from 'lit/decorators.js';
 import { pipelineScheduleNames } from '../../mesh/pipeline-schedules.ts';
 import { maxMeshRanks } from '../../mesh/rank-layout.ts';
-import type { ControlField, FieldIssue } from '../settings/field-issues.ts';
-import { settingsChangeEvent } from '../settings/settings-change.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
-import { controlStyles, panelStyles } from '../shared/page-style.ts';
-import { fieldErrors } from './field-errors.ts';
+import { SettingsPanel } from './settings-panel.ts';
 
 /** How each schedule is named beside its key. */
 const scheduleNames: Record<Settings['schedule'], string> = {
@@ -23,26 +20,7 @@ const scheduleNames: Record<Settings['schedule'], string> = {
  * `issues`; events up: `settings-change`, as `<tp-controls>` sends it.
  */
 @customElement('tp-mesh-controls')
-export class TpMeshControls extends LitElement {
-  static override styles = [panelStyles, controlStyles];
-
-  @property({ attribute: false }) settings: Settings | undefined;
-  @property({ attribute: false }) issues: readonly FieldIssue[] = [];
-  @state() private local: Partial<Record<ControlField, string>> = {};
-
-  private emit(settings: Settings, field: ControlField): void {
-    if (this.local[field]) this.local = { ...this.local, [field]: undefined };
-    this.dispatchEvent(settingsChangeEvent(settings, field));
-  }
-
-  private errorsFor(field: ControlField): TemplateResult | typeof nothing {
-    return fieldErrors(field, this.issues, this.local);
-  }
-
-  private invalid(field: ControlField): 'true' | 'false' {
-    return this.issues.some((i) => i.field === field) || this.local[field] ? 'true' : 'false';
-  }
-
+export class TpMeshControls extends SettingsPanel {
   private number(s: Settings, field: 'pp' | 'vpp' | 'dp' | 'm', label: string): TemplateResult {
     return html`<label
         >${label}
@@ -57,7 +35,7 @@ export class TpMeshControls extends LitElement {
             try {
               this.emit({ ...s, [field]: settingsTable[field].parse((e.target as HTMLInputElement).value) }, field);
             } catch (err) {
-              this.local = { ...this.local, [field]: err instanceof Error ? err.message : String(err) };
+              this.refuse(field, err);
             }
           }}
       /></label>
