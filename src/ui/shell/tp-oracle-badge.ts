@@ -1,5 +1,5 @@
 // <tp-oracle-badge>: the run's worst error against TP=1, pass/fail, the per-tensor table a click away.
-import { LitElement, css, html, nothing } from 'lit';
+import { LitElement, css, html, nothing, type TemplateResult } from 'lit';
 import { customElement, property } from 'lit/decorators.js';
 import type { OracleEntry, OracleReport } from '../../parallel/oracle.ts';
 import { panelStyles } from '../shared/page-style.ts';
@@ -9,6 +9,58 @@ const sci = (v: number): string => (Number.isFinite(v) ? v.toExponential(2) : St
 
 /** Worst error as a fraction of its tolerance: < 1 passes. */
 const ratio = (e: OracleEntry): number => (e.tol > 0 ? e.maxAbs / e.tol : Infinity);
+
+/** A row of a verdict table: what was checked, its max |error|, the columns between (`more`), its tolerance and error / tol. */
+interface VerdictRow {
+  readonly name: TemplateResult | string;
+  /** `data-tensor` of the row (the dense oracle's tensors). */
+  readonly tensor?: string;
+  readonly maxAbs: number;
+  readonly more: readonly number[];
+  readonly tol: number;
+  readonly ratio: number;
+  readonly pass: boolean;
+}
+
+/**
+ * Every check behind a click (the dense oracle's tensors, the MoE run's checks): columns `first`,
+ * max |error|, `moreHeads`, tolerance, error / tol and the verdict; a failing row is `tr.fail`.
+ */
+function verdictDetails(
+  summary: string,
+  first: string,
+  moreHeads: readonly string[],
+  rows: readonly VerdictRow[],
+): TemplateResult {
+  return html`<details>
+    <summary>${summary}</summary>
+    <table>
+      <thead>
+        <tr>
+          <th>${first}</th>
+          <th class="num">max |error|</th>
+          ${moreHeads.map((h) => html`<th class="num">${h}</th>`)}
+          <th class="num">tolerance</th>
+          <th class="num">error / tol</th>
+          <th>verdict</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${rows.map(
+          (r) =>
+            html`<tr class=${r.pass ? '' : 'fail'} data-tensor=${r.tensor ?? nothing}>
+              <td>${r.name}</td>
+              <td class="num">${sci(r.maxAbs)}</td>
+              ${r.more.map((x) => html`<td class="num">${sci(x)}</td>`)}
+              <td class="num">${sci(r.tol)}</td>
+              <td class="num">${r.ratio.toFixed(3)}</td>
+              <td>${r.pass ? 'pass' : 'FAIL'}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </details>`;
+}
 
 /**
  * `<tp-oracle-badge>`: pass/fail of `oracle` (TP=t vs the TP=1 run on the same adapter) with the
@@ -136,10 +188,20 @@ export class TpOracleBadge extends LitElement {
             ? html`<p class="cpu" data-cpu-skipped>${this.cpuSkipped}</p>`
             : nothing
       }
-      <details>
-        <summary>every tensor (${o.entries.length})</summary>
-        ${this.table(o)}
-      </details>
+      ${verdictDetails(
+        `every tensor (${o.entries.length})`,
+        'tensor',
+        ['max rel', 'max |ref|'],
+        o.entries.map((e) => ({
+          name: html`<code>${e.tensor}</code>`,
+          tensor: e.tensor,
+          maxAbs: e.maxAbs,
+          more: [e.maxRel, e.refMax],
+          tol: e.tol,
+          ratio: ratio(e),
+          pass: e.pass,
+        })),
+      )}
     `;
   }
 
@@ -164,63 +226,20 @@ export class TpOracleBadge extends LitElement {
           ? nothing
           : html`<p class="cpu" data-moe-failures>${v.failures.slice(0, 3).join('; ')}${v.failures.length > 3 ? ` (and ${v.failures.length - 3} more)` : ''}</p>`
       }
-      <details>
-        <summary>every check of ${what} (${v.checks.length})</summary>
-        <table>
-          <thead>
-            <tr>
-              <th>check</th>
-              <th class="num">max |error|</th>
-              <th class="num">tolerance</th>
-              <th class="num">error / tol</th>
-              <th>verdict</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${v.checks.map(
-              (c) =>
-                html`<tr class=${c.ok ? '' : 'fail'}>
-                  <td>${c.what}</td>
-                  <td class="num">${sci(c.worst)}</td>
-                  <td class="num">${sci(c.tolerance)}</td>
-                  <td class="num">${checkRatio(c).toFixed(3)}</td>
-                  <td>${c.ok ? 'pass' : 'FAIL'}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </details>
+      ${verdictDetails(
+        `every check of ${what} (${v.checks.length})`,
+        'check',
+        [],
+        v.checks.map((c) => ({
+          name: c.what,
+          maxAbs: c.worst,
+          more: [],
+          tol: c.tolerance,
+          ratio: checkRatio(c),
+          pass: c.ok,
+        })),
+      )}
     `;
-  }
-
-  private table(o: OracleReport) {
-    return html`<table>
-      <thead>
-        <tr>
-          <th>tensor</th>
-          <th class="num">max |error|</th>
-          <th class="num">max rel</th>
-          <th class="num">max |ref|</th>
-          <th class="num">tolerance</th>
-          <th class="num">error / tol</th>
-          <th>verdict</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${o.entries.map(
-          (e) =>
-            html`<tr class=${e.pass ? '' : 'fail'} data-tensor=${e.tensor}>
-              <td><code>${e.tensor}</code></td>
-              <td class="num">${sci(e.maxAbs)}</td>
-              <td class="num">${sci(e.maxRel)}</td>
-              <td class="num">${sci(e.refMax)}</td>
-              <td class="num">${sci(e.tol)}</td>
-              <td class="num">${ratio(e).toFixed(3)}</td>
-              <td>${e.pass ? 'pass' : 'FAIL'}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>`;
   }
 }
 
