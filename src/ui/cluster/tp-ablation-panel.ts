@@ -15,6 +15,8 @@ import { clusterModelName } from '../settings/cluster-model-choice.ts';
 import { clusterModelLayers, clusterModelOf, clusterModelSetup } from '../settings/cluster-model.ts';
 import { settingsTable, type Settings } from '../settings/state.ts';
 import type { AblationAnswer, AblationWorker } from './ablation.worker.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
+import { inFreshWorker } from './fresh-worker.ts';
 
 /**
  * `<tp-ablation-panel>`: every overlap the projection prices (async dgrad all-reduce, SP
@@ -52,11 +54,11 @@ export class TpAblationPanel extends LitElement {
   @state() private running = false;
   @state() private answer: AblationAnswer | undefined;
   @state() private error = '';
-  private worker: Worker | undefined;
+  /** The running ablation: a new run terminates its worker. */
+  private readonly runs = new LatestWins();
 
   override disconnectedCallback(): void {
-    this.worker?.terminate();
-    this.worker = undefined;
+    this.runs.drop();
     super.disconnectedCallback();
   }
 
@@ -81,7 +83,7 @@ export class TpAblationPanel extends LitElement {
   async run(): Promise<void> {
     const s = this.settings;
     if (!s) return;
-    this.worker?.terminate();
+    this.runs.drop();
     this.error = '';
     this.answer = undefined;
     let setup: TrainingSetup;
@@ -91,25 +93,19 @@ export class TpAblationPanel extends LitElement {
       this.error = e instanceof Error ? e.message : String(e);
       return;
     }
-    const worker = new Worker(new URL('./ablation.worker.ts', import.meta.url), { type: 'module', name: 'ablation' });
-    this.worker = worker;
     this.running = true;
-    try {
-      const answer = await Comlink.wrap<AblationWorker>(worker).ablate({
-        setup,
-        system: systemOf(s.system),
-        dtype: s.dtype,
-      });
-      if (this.worker === worker) this.answer = answer;
-    } catch (e) {
-      if (this.worker === worker) this.error = e instanceof Error ? e.message : String(e);
-    } finally {
-      if (this.worker === worker) {
-        worker.terminate();
-        this.worker = undefined;
-        this.running = false;
-      }
-    }
+    await this.runs.run({
+      work: (req) =>
+        inFreshWorker(
+          req,
+          () => new Worker(new URL('./ablation.worker.ts', import.meta.url), { type: 'module', name: 'ablation' }),
+          (worker) =>
+            Comlink.wrap<AblationWorker>(worker).ablate({ setup, system: systemOf(s.system), dtype: s.dtype }),
+        ),
+      done: (answer) => (this.answer = answer),
+      failed: (e) => (this.error = e instanceof Error ? e.message : String(e)),
+      settled: () => (this.running = false),
+    });
   }
 
   private row(r: AblationRow, all: number) {

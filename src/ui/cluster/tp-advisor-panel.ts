@@ -18,6 +18,8 @@ import { settingsChangeEvent } from '../settings/settings-change.ts';
 import type { Settings } from '../settings/state.ts';
 import { applyAdvisorRow, rowOnPage } from './advisor-apply.ts';
 import type { AdvisorAnswer, AdvisorWorker } from './advisor.worker.ts';
+import { LatestWins } from '../../session/latest-wins.ts';
+import { inFreshWorker } from './fresh-worker.ts';
 
 /** Rows the panel shows. */
 const topK = 10;
@@ -55,11 +57,11 @@ export class TpAdvisorPanel extends LitElement {
   /** The kernel switches the shown answer was searched with. */
   @state() private searched: KernelOptions | undefined;
   @state() private error = '';
-  private worker: Worker | undefined;
+  /** The running search: a new search terminates its worker. */
+  private readonly searches = new LatestWins();
 
   override disconnectedCallback(): void {
-    this.worker?.terminate();
-    this.worker = undefined;
+    this.searches.drop();
     super.disconnectedCallback();
   }
 
@@ -67,7 +69,7 @@ export class TpAdvisorPanel extends LitElement {
   async search(): Promise<void> {
     const s = this.settings;
     if (!s) return;
-    this.worker?.terminate();
+    this.searches.drop();
     this.error = '';
     this.answer = undefined;
     this.searched = undefined;
@@ -83,12 +85,9 @@ export class TpAdvisorPanel extends LitElement {
       this.error = e instanceof Error ? e.message : String(e);
       return;
     }
-    const worker = new Worker(new URL('./advisor.worker.ts', import.meta.url), { type: 'module', name: 'advisor' });
-    this.worker = worker;
     this.progress = { done: 0, total: 1 };
-    const api = Comlink.wrap<AdvisorWorker>(worker);
-    try {
-      const answer = await api.search(
+    const search = (worker: Worker, live: () => boolean): Promise<AdvisorAnswer> =>
+      Comlink.wrap<AdvisorWorker>(worker).search(
         {
           model: { sizes: sizesWithoutB(model), layers: model.layers, ...(model.moe && { moe: model.moe }) },
           extras: {
@@ -103,22 +102,23 @@ export class TpAdvisorPanel extends LitElement {
           k: topK,
         },
         Comlink.proxy((done: number, total: number) => {
-          if (this.worker === worker) this.progress = { done, total };
+          if (live()) this.progress = { done, total };
         }),
       );
-      if (this.worker === worker) {
+    await this.searches.run({
+      work: (req) =>
+        inFreshWorker(
+          req,
+          () => new Worker(new URL('./advisor.worker.ts', import.meta.url), { type: 'module', name: 'advisor' }),
+          search,
+        ),
+      done: (answer) => {
         this.answer = answer;
         this.searched = kernels;
-      }
-    } catch (e) {
-      if (this.worker === worker) this.error = e instanceof Error ? e.message : String(e);
-    } finally {
-      if (this.worker === worker) {
-        worker.terminate();
-        this.worker = undefined;
-        this.progress = undefined;
-      }
-    }
+      },
+      failed: (e) => (this.error = e instanceof Error ? e.message : String(e)),
+      settled: () => (this.progress = undefined),
+    });
   }
 
   private apply(row: AdvisorRow): void {
