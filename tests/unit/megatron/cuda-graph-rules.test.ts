@@ -8,8 +8,7 @@ import {
 } from '../../../src/megatron/cuda-graph-rules.ts';
 import { parseProjectArgs } from '../../../scripts/project/project-args.ts';
 import { cudaGraphRefusalsOf } from '../../../src/projection/step/chunk-times.ts';
-import type { TrainingSetup } from '../../../src/megatron/training-setup.ts';
-import { moeDefaults } from '../../../src/megatron/moe.ts';
+import { smallMoeJob } from '../../moe-fixtures.ts';
 import { megatronLaunch } from '../../../src/megatron/megatron-args.ts';
 import { checkMegatronLaunch, ngcEnvironment } from '../../../src/megatron/megatron-check.ts';
 import { configFromPreset } from '../../../src/parallel/config.ts';
@@ -120,16 +119,8 @@ describe('the per-layer scope --cuda-graph-modules (transformer_config.py:2461-2
     expect(k(['--cuda-graph-modules', 'attn mlp']).cudaGraphModules).toEqual(['attn', 'mlp']);
     expect(k(['--cuda-graph-scope', 'full']).cudaGraphModules).toBeUndefined();
     expect(() => k(['--cuda-graph-scope', 'attn', '--cuda-graph-modules', 'attn'])).toThrow(/arguments.py:615-618/);
-    const setup: TrainingSetup = {
-      sizes: { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 },
-      tp: 1,
-      sp: false,
-      layers: 4,
-      gpus: 8,
-      globalBatch: 16,
-      overlap: true,
-      moe: { ...moeDefaults(8, 5632), ep: 8, dispatcher: 'alltoall', groupedGemm: true },
-    };
+    // Every layer MoE (the distributed optimizer it carries plays no part in the graph rules).
+    const setup = smallMoeJob();
     // The projection's MoE is dropless: the moe scope is Megatron's refusal.
     expect(cudaGraphRefusalsOf(setup, k(['--cuda-graph-modules', 'attn moe']))).toEqual([
       'moe cuda graph is only supported with drop-padding MoE. (megatron/core/transformer/transformer_config.py:2505-2511)',

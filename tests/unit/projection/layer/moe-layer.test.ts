@@ -7,25 +7,11 @@ import {
   moeModelFlops,
   moeRows,
   termsUs,
-  type MoeShapes,
 } from '../../../../src/projection/layer/moe-layer.ts';
+import { mixtralLikeShapes } from '../../../moe-fixtures.ts';
 
 const h100 = gpus['h100-sxm'];
-const x: MoeShapes = {
-  tokens: 4096,
-  hidden: 4096,
-  experts: 8,
-  topk: 2,
-  ffn: 14336,
-  sharedFfn: 0,
-  tp: 1,
-  etp: 1,
-  ep: 8,
-  gated: true,
-  groupedGemm: true,
-  dispatcher: 'alltoall',
-  imbalance: 1,
-};
+const x = mixtralLikeShapes;
 const term = (terms: ReturnType<typeof moeCompute>['forward'], name: string) => terms.find((t) => t.term === name)!;
 
 describe('the rows a MoE layer moves and computes', () => {

@@ -1,27 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { systems } from '../../../../src/hardware/systems.ts';
-import { moeDefaults, type MoeSetup } from '../../../../src/megatron/moe.ts';
-import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { moeLayersPerChunk } from '../../../../src/projection/step/moe-step.ts';
 import { isSharedTerm, termsUs } from '../../../../src/projection/layer/moe-layer.ts';
 import { splitLayers } from '../../../../src/mesh/pipeline-split.ts';
+import { smallDenseJob, smallMoeJob } from '../../../moe-fixtures.ts';
 
 const h100 = { system: systems['dgx-h100'], dtype: 'bf16' as const };
-const dense: TrainingSetup = {
-  sizes: { s: 2048, b: 1, h: 2048, heads: 16, groups: 4, ffn: 5632, vocab: 32000 },
-  tp: 1,
-  sp: false,
-  layers: 4,
-  gpus: 8,
-  globalBatch: 16,
-  overlap: true,
-  distributedOptimizer: true,
-};
-const moe = (m: Partial<MoeSetup> = {}): TrainingSetup => ({
-  ...dense,
-  moe: { ...moeDefaults(8, 5632), topk: 2, ep: 8, dispatcher: 'alltoall', groupedGemm: true, ...m },
-});
+const dense = smallDenseJob;
+const moe = smallMoeJob;
 
 describe('MoE layers in the pipeline split', () => {
   it('counts the MoE layers of each chunk: chunk c of stage i is virtual stage c·p + i', () => {

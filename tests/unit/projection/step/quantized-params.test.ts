@@ -11,7 +11,8 @@ import {
 } from '../../../../src/megatron/low-precision.ts';
 import type { TrainingSetup } from '../../../../src/megatron/training-setup.ts';
 import { defaultKernelOptions, type KernelOptions } from '../../../../src/projection/layer/kernel-options.ts';
-import { moeCompute, termsUs, type MoeShapes } from '../../../../src/projection/layer/moe-layer.ts';
+import { moeCompute, termsUs } from '../../../../src/projection/layer/moe-layer.ts';
+import { mixtralLikeShapes } from '../../../moe-fixtures.ts';
 import { groupLinks } from '../../../../src/projection/links/group-links.ts';
 import { projectStep } from '../../../../src/projection/step/cluster-projection.ts';
 import { stepLowerBounds } from '../../../../src/projection/step/chunk-times.ts';
@@ -137,21 +138,7 @@ describe('--fp8-param-gather and --fp4-param-gather in the step (quantized-param
 });
 
 describe("the MoE expert GEMMs' casts (moe-layer.ts)", () => {
-  const x: MoeShapes = {
-    tokens: 4096,
-    hidden: 4096,
-    experts: 8,
-    topk: 2,
-    ffn: 14336,
-    sharedFfn: 0,
-    tp: 1,
-    etp: 1,
-    ep: 8,
-    gated: true,
-    groupedGemm: true,
-    dispatcher: 'alltoall',
-    imbalance: 1,
-  };
+  const x = mixtralLikeShapes;
   const h100 = gpus['h100-sxm'];
   it("quantize the grouped GEMMs' inputs and output gradients: 8,192 rows × (h, F) forward, (h, 2F) backward, 4 bytes each under delayed", () => {
     const lowPrecision = { recipe: 'delayed', dtype: 'bf16' } as const;
