@@ -12,19 +12,13 @@
 //                           [rows], 4 dl (read_write) [rows, cols]
 // One workgroup of WG lanes (a power of two) per row, row = wid.x + wid.y · nwg.x; lanes stride
 // over the row and combine by reduce_max / reduce_sum of shaders/row-reduce.wgsl, prepended at
-// module creation.
+// module creation with sigmoid_of of shaders/sigmoid.wgsl.
 
 struct Params { rows: u32, cols: u32, scale: f32, sigmoid: u32 }
 
 override WG: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-
-// σ(v) without overflow, as shaders/swiglu.wgsl: e^−|v| ≤ 1.
-fn sigmoid_of(v: f32) -> f32 {
-  let e = exp(-abs(v));
-  return select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0);
-}
 
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read_write> z: array<f32>;

@@ -5,19 +5,14 @@
 //   moe_normalize_rows: p[r, j] = v[r, j] / (Σ_i v[r, i] + 1e-20)  (the top-k values' probs, k > 1)
 //                       bindings: 0 params, 1 v (read), 2 p (read_write)
 // One workgroup of WG lanes (a power of two) per row, row = wid.x + wid.y · nwg.x; lanes stride
-// over the row; the sum is reduce_sum of shaders/row-reduce.wgsl, prepended at module creation.
+// over the row; the sum is reduce_sum of shaders/row-reduce.wgsl, prepended at module creation
+// with sigmoid_of of shaders/sigmoid.wgsl.
 
 struct Params { rows: u32, cols: u32, _pad0: u32, _pad1: u32 }
 
 override WG: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-
-// σ(v) without overflow, as shaders/swiglu.wgsl: e^−|v| ≤ 1.
-fn sigmoid_of(v: f32) -> f32 {
-  let e = exp(-abs(v));
-  return select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0);
-}
 
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read_write> scores: array<f32>;

@@ -5,6 +5,7 @@
 //                    dg[i] = dy[i] · u[i] · σ(g[i]) · (1 + g[i] · (1 − σ(g[i])))
 //                    bindings: 0 params, 1 g (read), 2 u (read), 3 dy (read), 4 dg (write), 5 du (write)
 // One invocation per element; the 2-D grid folds n past 65535 workgroups (see src/kernels/grid.ts).
+// σ is sigmoid_of of shaders/sigmoid.wgsl, prepended at module creation.
 
 struct Params { n: u32, _pad0: u32, _pad1: u32, _pad2: u32 }
 
@@ -15,12 +16,6 @@ override WG: u32 = 64u;
 @group(0) @binding(1) var<storage, read> g: array<f32>;
 @group(0) @binding(2) var<storage, read> u: array<f32>;
 
-// σ(v) without overflow: e^−|v| ≤ 1, so neither branch divides by infinity.
-fn sigmoid(v: f32) -> f32 {
-  let e = exp(-abs(v));
-  return select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0);
-}
-
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 @compute @workgroup_size(WG)
@@ -28,7 +23,7 @@ fn swiglu(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw
   let i = gid.x + gid.y * nwg.x * WG;
   if (i >= p.n) { return; }
   let gi = g[i];
-  y[i] = gi * sigmoid(gi) * u[i];
+  y[i] = gi * sigmoid_of(gi) * u[i];
 }
 
 @group(0) @binding(3) var<storage, read> dy: array<f32>;
@@ -40,7 +35,7 @@ fn swiglu_backward(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workg
   let i = gid.x + gid.y * nwg.x * WG;
   if (i >= p.n) { return; }
   let gi = g[i];
-  let s = sigmoid(gi);
+  let s = sigmoid_of(gi);
   du[i] = dy[i] * gi * s;
   dg[i] = dy[i] * u[i] * s * (1.0 + gi * (1.0 - s));
 }

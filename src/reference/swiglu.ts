@@ -31,7 +31,7 @@ export function swigluBackwardRef(
 }
 
 /** shaders/swiglu.wgsl: Params { n } padded to 16 bytes (the layout of add's). */
-export const swigluShader: ShaderSpec = { file: 'swiglu', params: addShader.params };
+export const swigluShader: ShaderSpec = { file: 'swiglu', include: ['sigmoid'], params: addShader.params };
 
 /** y = silu(g) ⊙ u (the SwiGLU MLP's activation). */
 export const swigluKernel: GridKernelSpec<'swiglu'> = {

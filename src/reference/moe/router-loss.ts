@@ -108,10 +108,10 @@ export function auxLossArgs(c: MoeConfig, tokens: number): MoeAuxLossArgs | null
   return { b: (coeff * c.numMoeExperts) / (c.moeRouterTopk * tokens * tokens), score: c.moeRouterScoreFunction };
 }
 
-/** shaders/moe-router-loss.wgsl (with the shared row reduction): Params { rows, cols, scale, sigmoid }. */
+/** shaders/moe-router-loss.wgsl (with the shared row reduction and sigmoid): Params { rows, cols, scale, sigmoid }. */
 export const moeRouterLossShader: ShaderSpec = {
   file: 'moe-router-loss',
-  include: ['row-reduce'],
+  include: ['row-reduce', 'sigmoid'],
   params: [
     { name: 'rows', type: 'u32' },
     { name: 'cols', type: 'u32' },

@@ -18,10 +18,10 @@ export function normalizedRows(v: ArrayLike<number>, cols: number): Float64Array
   return out;
 }
 
-/** shaders/moe-score.wgsl (with the shared row reduction): Params { rows, cols } padded to 16 bytes. */
+/** shaders/moe-score.wgsl (with the shared row reduction and sigmoid): Params { rows, cols } padded to 16 bytes. */
 export const moeScoreShader: ShaderSpec = {
   file: 'moe-score',
-  include: ['row-reduce'],
+  include: ['row-reduce', 'sigmoid'],
   params: [
     { name: 'rows', type: 'u32' },
     { name: 'cols', type: 'u32' },

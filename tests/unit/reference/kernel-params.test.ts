@@ -16,7 +16,7 @@ const stems = readdirSync(shaderDir)
 // The GEMM shaders have no descriptor (their tuned variants live in src/kernels/gemm*.ts); gemm.ts packs
 // their uniforms by member name into the layout parsed from each variant's WGSL.
 const gemmShaders = ['gemm', 'gemm-subgroup', 'gemm-pack'];
-const snippets = ['row-reduce', 'rb4-tile'];
+const snippets = ['row-reduce', 'rb4-tile', 'sigmoid'];
 
 const specs: readonly KernelSpec[] = Object.values(kernelSpecs);
 
@@ -113,6 +113,18 @@ describe('the shared row reduction', () => {
     expect(stems.filter((s) => s !== 'row-reduce' && reduction.test(wgsl(s)))).toEqual([]);
     for (const s of ['rmsnorm', 'softmax', 'cross-entropy'])
       expect(shaderSpecs.find((spec) => spec.file === s)?.include).toEqual(['row-reduce']);
+  });
+});
+
+describe('the shared sigmoid', () => {
+  test('is written once, in shaders/sigmoid.wgsl, and the shaders that take σ include it', () => {
+    const sigmoid = /exp\(-abs\(/;
+    expect(wgsl('sigmoid')).toMatch(sigmoid);
+    expect(stems.filter((s) => s !== 'sigmoid' && sigmoid.test(wgsl(s)))).toEqual([]);
+    for (const s of ['swiglu', 'moe-score', 'moe-router-loss']) {
+      expect(wgsl(s)).toMatch(/\bsigmoid_of\(/);
+      expect(shaderSpecs.find((spec) => spec.file === s)?.include).toContain('sigmoid');
+    }
   });
 });
 
