@@ -38,3 +38,11 @@ export const smallMoeJob = (m: Partial<MoeSetup> = {}): TrainingSetup => ({
   ...smallDenseJob,
   moe: { ...moeDefaults(8, 5632), topk: 2, ep: 8, dispatcher: 'alltoall', groupedGemm: true, ...m },
 });
+
+/** The traced ops of one MoE layer on a rank, with the pass each was recorded in: forward, then backward after the loss. */
+export const moeLayerPassOrder: readonly (readonly [string, string])[] = [
+  ['attention', 'forward'],
+  ['moe.experts', 'forward'],
+  ['moe.experts.backward', 'backward'],
+  ['attention.backward', 'backward'],
+];

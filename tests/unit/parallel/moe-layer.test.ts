@@ -19,6 +19,7 @@ import { moeLayerRunErrors } from '../../../src/session/moe-layer-run.ts';
 import { makeMesh } from '../comm/mesh-groups.ts';
 import type { TracePass } from '../../../src/core/trace-event.ts';
 import { TraceRecorder } from '../../../src/core/trace-recorder.ts';
+import { moeLayerPassOrder } from '../../moe-fixtures.ts';
 
 // The transformer layer with the MoE block in place of the dense MLP on in-process ranks (CPU
 // twins, float32 storage between ops as on the GPU) equals one device in float64
@@ -107,13 +108,7 @@ describe('the MoE layer marks its passes on the rank’s trace', () => {
     const traces = [0, 1].map(() => new TraceRecorder());
     const { report } = await runPoint(pt, { vocab: 30, traces });
     expect(report.failures).toEqual([]);
-    for (const t of traces)
-      expect(t.peek().map((e) => [e.op, e.phase])).toEqual([
-        ['attention', 'forward'],
-        ['moe.experts', 'forward'],
-        ['moe.experts.backward', 'backward'],
-        ['attention.backward', 'backward'],
-      ]);
+    for (const t of traces) expect(t.peek().map((e) => [e.op, e.phase])).toEqual(moeLayerPassOrder);
   });
 });
 

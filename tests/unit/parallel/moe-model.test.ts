@@ -12,6 +12,7 @@ import { rankOwnership } from '../../../src/parallel/ownership.ts';
 import { makeMesh } from '../comm/mesh-groups.ts';
 import type { TracePass } from '../../../src/core/trace-event.ts';
 import { TraceRecorder } from '../../../src/core/trace-recorder.ts';
+import { moeLayerPassOrder } from '../../moe-fixtures.ts';
 
 // L layers on in-process ranks (CPU twins, float32 storage between ops), each dense or MoE as
 // --moe-layer-freq says, equal one device in float64 over L layers (src/parallel/moe-model-oracle.ts):
@@ -99,12 +100,6 @@ describe('the L-layer model marks its passes on the rank’s trace', () => {
     const traces = [0, 1].map(() => new TraceRecorder());
     const { report } = await runModel(pt, [1, 0], 2, traces); // layer 0 MoE, layer 1 dense
     expect(report.failures).toEqual([]);
-    for (const t of traces)
-      expect(t.peek().map((e) => [e.op, e.phase])).toEqual([
-        ['attention', 'forward'],
-        ['moe.experts', 'forward'],
-        ['moe.experts.backward', 'backward'],
-        ['attention.backward', 'backward'],
-      ]);
+    for (const t of traces) expect(t.peek().map((e) => [e.op, e.phase])).toEqual(moeLayerPassOrder);
   });
 });
