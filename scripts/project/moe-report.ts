@@ -13,6 +13,8 @@ export interface MoeSummary {
   readonly rowsPerLocalExpert: number;
   readonly load: number;
   readonly droppedShare: number;
+  /** --moe-pad-expert-input-to-capacity: every expert takes its capacity's rows from each rank, whatever the routing. */
+  readonly paddedToCapacity: boolean;
   readonly forward: Readonly<Record<string, number>>;
   readonly backward: Readonly<Record<string, number>>;
   readonly expertGemmEfficiency: { readonly fc1: number; readonly fc2: number };
@@ -53,6 +55,7 @@ export function moeSummary(p: StepProjection): MoeSummary | undefined {
     rowsPerLocalExpert: m.compute.rows.perExpert,
     load: m.compute.rows.load,
     droppedShare: m.compute.rows.droppedShare,
+    paddedToCapacity: p.setup.moe?.padToCapacity === true,
     forward: byTerm(m.compute.forward),
     backward: byTerm(m.compute.backward),
     expertGemmEfficiency: { fc1: eff('expert-fc1'), fc2: eff('expert-fc2') },
@@ -80,7 +83,7 @@ export function moeLines(tp: number, s: MoeSummary): string[] {
       .join(', ');
   return [
     `MoE at t=${tp}: expert mesh ETP ${s.etp} × EP ${s.ep} × EDP ${s.edp}, ${s.localExperts} experts per rank, ${s.moeLayers} MoE layers; ` +
-      `${Math.round(s.rowsSent).toLocaleString('en-US')} routed rows sent per rank, ${Math.round(s.rowsPerLocalExpert).toLocaleString('en-US')} per local expert ` +
+      `${Math.round(s.rowsSent).toLocaleString('en-US')} routed rows sent per rank, ${Math.round(s.rowsPerLocalExpert).toLocaleString('en-US')} per local expert${s.paddedToCapacity ? ' (padded to capacity)' : ''} ` +
       `(load ${s.load.toFixed(2)}× the mean${s.droppedShare > 0 ? `, ${(100 * s.droppedShare).toFixed(1)}% of the busiest expert's tokens dropped` : ''})`,
     `  per MoE layer and micro-batch (ms): forward ${ms(s.moeMs.forward)} in place of the dense MLP's ${ms(s.denseMlpReplacedMs.forward)}; backward ${ms(s.moeMs.backward)} in place of ${ms(s.denseMlpReplacedMs.backward)}`,
     `  forward compute: ${terms(s.forward)}`,

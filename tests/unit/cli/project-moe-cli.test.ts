@@ -1,6 +1,10 @@
 // `npm run project` with MoE flags: the parser, and the CLI as a user runs it.
 import { describe, expect, it } from 'vitest';
 import { parseProjectArgs } from '../../../scripts/project/project-args.ts';
+import { moeLines, moeSummary } from '../../../scripts/project/moe-report.ts';
+import { parseSystem } from '../../../src/hardware/systems.ts';
+import { projectStep } from '../../../src/projection/step/cluster-projection.ts';
+import { smallMoeJob } from '../../moe-fixtures.ts';
 import { runCli } from './run-cli.ts';
 
 const h100 = [
@@ -95,6 +99,19 @@ describe('the MoE flags', () => {
     ]);
     expect(a.setup.moe).toMatchObject({ capacityFactor: 1, padToCapacity: true });
     expect(parseProjectArgs([...model, '--experts', '8']).setup.moe?.padToCapacity).toBeUndefined();
+  });
+  it('say where the rows are padded to capacity: cf 1.25 sends 1.25× the routed rows', async () => {
+    const machine = { system: parseSystem('dgx-h100'), dtype: 'bf16' as const };
+    const lines = async (padToCapacity: boolean) => {
+      const m = moeSummary(await projectStep(smallMoeJob({ capacityFactor: 1.25, padToCapacity }), machine))!;
+      return { m, first: moeLines(1, m)[0]! };
+    };
+    const [plain, padded] = [await lines(false), await lines(true)];
+    expect(padded.m.paddedToCapacity).toBe(true);
+    expect(padded.first).toContain('per local expert (padded to capacity)');
+    expect(plain.first).not.toContain('padded');
+    // s·b = 2048 tokens × top-2 routed; padded, each of the 8 experts takes ⌈2048·2/8 · 1.25⌉ = 640 rows.
+    expect([plain.m.rowsSent, padded.m.rowsSent]).toEqual([4096, 5120]);
   });
   it('refuse a MoE flag without --num-experts, and both spellings of one setting', () => {
     expect(() => parseProjectArgs([...model, '--ep', '8'])).toThrow(/--ep is a MoE flag: give --num-experts/);
