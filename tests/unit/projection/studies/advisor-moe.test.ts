@@ -15,27 +15,14 @@ import {
   type SearchSpace,
 } from '../../../../src/projection/studies/advisor-space.ts';
 import { layoutSetup } from '../../../../src/projection/studies/layout-setup.ts';
+import { plainLayout } from '../../../layout-fixtures.ts';
 
 const model: ClusterModel = {
   sizes: { s: 1024, h: 1024, heads: 8, groups: 8, ffn: 2816, vocab: 32000 },
   layers: 4,
   moe: { ...moeDefaults(8, 2816), topk: 2, dispatcher: 'alltoall', groupedGemm: true },
 };
-const plain: ParallelLayout = {
-  tp: 1,
-  pp: 1,
-  vpp: 1,
-  cp: 1,
-  microBatch: 1,
-  sp: false,
-  recompute: 'none',
-  distributedOptimizer: true,
-  overlapGradReduce: false,
-  overlapParamGather: false,
-  tpCommOverlap: false,
-  ep: 8,
-  etp: 1,
-};
+const plain: ParallelLayout = plainLayout({ distributedOptimizer: true, ep: 8, etp: 1 });
 
 /** One dense layout (t = p = v = cp = b = 1, no SP, the distributed optimizer, no overlaps) under the MoE dimensions. */
 const oneDense = {

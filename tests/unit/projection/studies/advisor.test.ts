@@ -20,24 +20,13 @@ import { priceLayers } from '../../../../src/projection/step/layer-pricing.ts';
 import { stepLowerBounds } from '../../../../src/projection/step/chunk-times.ts';
 import { layoutSetup } from '../../../../src/projection/studies/layout-setup.ts';
 import { LayerPricingCache } from '../../../../src/projection/step/layer-pricing-cache.ts';
+import { plainLayout } from '../../../layout-fixtures.ts';
 
 const { b: _b, ...sizes } = seedsV100.setup.sizes;
 /** The seeds' tiny GPT: 8 heads, 10 layers, s 512, on their 8×V100 box, global batch 64. */
 const model: ClusterModel = { sizes, layers: seedsV100.setup.layers };
 const machine = { system: systems[seedsV100.system], dtype: seedsV100.dtype };
-const plain: ParallelLayout = {
-  tp: 1,
-  pp: 1,
-  vpp: 1,
-  cp: 1,
-  microBatch: 8,
-  sp: false,
-  recompute: 'none',
-  distributedOptimizer: false,
-  overlapGradReduce: false,
-  overlapParamGather: false,
-  tpCommOverlap: false,
-};
+const plain: ParallelLayout = plainLayout({ microBatch: 8 });
 /** The advisor's row of a fully projected step. */
 const rowOf = (layout: ParallelLayout, step: StepProjection): AdvisorRow => ({
   layout,

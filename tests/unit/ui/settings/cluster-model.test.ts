@@ -27,7 +27,7 @@ import {
 } from '../../../../src/ui/settings/state.ts';
 import { applyAdvisorRow, rowOnPage } from '../../../../src/ui/cluster/advisor-apply.ts';
 import { parseProjectArgs } from '../../../../scripts/project/project-args.ts';
-import type { ParallelLayout } from '../../../../src/megatron/parallel-layout.ts';
+import { plainLayout } from '../../../layout-fixtures.ts';
 
 const mixtralText = JSON.stringify(publicHfConfig('mixtral-8x7b-v0.1')!.config);
 const page = (over: Partial<Settings>): Settings => ({ ...defaultSettings, ...over });
@@ -190,20 +190,7 @@ describe("the cluster's EP and ETP: the page's ep and etp", () => {
   });
 
   test("apply sets the row's EP and ETP (absent ETP is t), and leaves them on a dense row", () => {
-    const row: ParallelLayout = {
-      tp: 2,
-      pp: 1,
-      vpp: 1,
-      cp: 1,
-      microBatch: 1,
-      sp: true,
-      recompute: 'none',
-      distributedOptimizer: true,
-      overlapGradReduce: true,
-      overlapParamGather: false,
-      tpCommOverlap: false,
-      ep: 4,
-    };
+    const row = plainLayout({ tp: 2, sp: true, distributedOptimizer: true, overlapGradReduce: true, ep: 4 });
     const s = page({ cmodel: 'hf:mixtral-8x7b-v0.1', ep: 1, etp: 1 });
     const { settings, notApplied } = applyAdvisorRow(s, row);
     expect([settings.ep, settings.etp]).toEqual([4, 2]);
@@ -375,21 +362,7 @@ describe("the cluster's MoE flags: dispatcher, capacity, grouped GEMM, the overl
       seov: false,
       imb: 1.25,
     };
-    const row: ParallelLayout = {
-      tp: 1,
-      pp: 1,
-      vpp: 1,
-      cp: 1,
-      microBatch: 1,
-      sp: false,
-      recompute: 'none',
-      distributedOptimizer: true,
-      overlapGradReduce: true,
-      overlapParamGather: false,
-      tpCommOverlap: false,
-      ep: 4,
-      etp: 1,
-    };
+    const row = plainLayout({ distributedOptimizer: true, overlapGradReduce: true, ep: 4, etp: 1 });
     const { settings } = applyAdvisorRow(s, row);
     expect(settings).toMatchObject({
       dispatcher: 'flex',
